@@ -1,0 +1,846 @@
+/*
+ * server.c — the tracker's event-driven core (see server.h for the loop).
+ *
+ * Each accepted socket is a struct conn that walks through three phases:
+ * C_AUTH (frames go to the rally__auth_srv state machine in c->auth),
+ * C_AUTHED (authenticated, REGISTER expected) and C_REG (registered; once
+ * every one of `world` workers is registered, assign() gives out ranks and
+ * the address book and c->rank is set).  A conn reads with its own
+ * incremental reader c->in and writes through a queue of chunks (c->out_head)
+ * that poll flushes when the socket takes more; a chunk either owns its
+ * bytes or points into the shared address book t->book, so ASSIGN to N
+ * workers does not copy the book N times.
+ *
+ * Misbehaving connections are dropped with a TEV_LOG line and the job goes
+ * on; but once a connection has registered, its loss is the job's loss:
+ * fail() records the sentence and queues ABORT to everyone else.  Dropped
+ * conns are only marked (C_GONE, fd closed) while handle() walks the pollfd
+ * slice, and freed by sweep() at its end, so slice index i+1 <-> conns[i]
+ * stays valid throughout.
+ */
+#include "tracker/server.h"
+
+#include <errno.h>
+#include <sodium.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "net/frame.h"
+#include "net/sock.h"
+#include "tracker/proto.h"
+#include "util/clock.h"
+#include "util/wire.h"
+
+#define TASK_MAX 256
+#define PROC_MAX 256
+#define FRAMES_PER_WAKE 64     /* fairness: frames read from one conn per handle() */
+#define CLOSE_LINGER_MS 2000   /* time a refused conn gets to read its REFUSE/ABORT */
+#define HANDSHAKE_DEFAULT_MS 10000
+
+enum { C_AUTH, C_AUTHED, C_REG, C_GONE };
+enum { P_JOINING, P_STARTING, P_RUNNING };
+
+struct chunk {
+    struct chunk *next;
+    const unsigned char *p;
+    size_t n, off;
+    unsigned char own[];
+};
+
+struct conn {
+    int fd;
+    int phase;
+    int closing;      /* send what is queued, then close; read nothing more */
+    int64_t deadline; /* handshake+REGISTER, or the closing linger */
+    char peer[RALLY__HOST_MAX];
+    char what[RALLY__HOST_MAX + 48]; /* "connection from 1.2.3.4:5678" / "rank 3 (...)" */
+    struct rally__auth_srv auth;
+    struct rally__frame_in in;
+    struct chunk *out_head, *out_tail;
+    /* registration */
+    char task_id[TASK_MAX];
+    char host[RALLY__HOST_MAX];
+    int listen_port;
+    uint64_t arrival;
+    int rank; /* -1 until assigned */
+    int ready, finalized;
+};
+
+struct rally__tracker {
+    struct rally__tracker_opts o;
+    struct rally__secret secret;
+    int lfd, port;
+    struct conn **conns;
+    size_t nconns, cap, max_conns;
+    struct conn **by_rank; /* world entries once assigned; NULL after a conn is freed */
+    int nregistered, nready, nfinal;
+    int phase, state, code, failed_rank;
+    char sentence[RALLY__ERR_MSG_MAX];
+    int64_t startup_deadline, handshake_ms;
+    unsigned char *book;
+    size_t book_nbytes;
+    uint64_t arrivals;
+};
+
+/* --- small helpers --------------------------------------------------------- */
+
+static void emit(struct rally__tracker *t, int kind, int rank, const char *task, const char *text)
+{
+    if (t->o.event == NULL)
+        return;
+    struct rally__tracker_event ev = {kind, rank, task ? task : "", text ? text : ""};
+    t->o.event(t->o.arg, &ev);
+}
+
+static void logf_(struct rally__tracker *t, const char *fmt, ...) RALLY__PRINTF(2, 3);
+static void logf_(struct rally__tracker *t, const char *fmt, ...)
+{
+    char line[RALLY__ERR_MSG_MAX + 128];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    emit(t, RALLY__TEV_LOG, -1, NULL, line);
+}
+
+static struct chunk *chunk_new(size_t own)
+{
+    struct chunk *k = malloc(sizeof *k + own);
+    if (k != NULL) {
+        k->next = NULL;
+        k->p = k->own;
+        k->n = own;
+        k->off = 0;
+    }
+    return k;
+}
+
+static void push(struct conn *c, struct chunk *k)
+{
+    if (c->out_tail)
+        c->out_tail->next = k;
+    else
+        c->out_head = k;
+    c->out_tail = k;
+}
+
+static void drop(struct rally__tracker *t, struct conn *c, const char *fmt, ...) RALLY__PRINTF(3, 4);
+
+/* Queues one frame; the header says hdr_body + extra bytes, extra (may be
+ * NULL) is referenced, not copied, and must outlive the conn. */
+static void queue(struct rally__tracker *t, struct conn *c, uint16_t type, const void *body,
+                  size_t nbytes, const unsigned char *extra, size_t extra_nbytes)
+{
+    if (c->phase == C_GONE)
+        return;
+    struct chunk *k = chunk_new(RALLY__FRAME_HDR + nbytes);
+    struct chunk *x = extra_nbytes ? chunk_new(0) : NULL;
+    if (k == NULL || (extra_nbytes && x == NULL)) {
+        free(k);
+        free(x);
+        drop(t, c, "%s: out of memory queueing a frame", c->what);
+        return;
+    }
+    rally__put_u32(k->own, (uint32_t)(nbytes + extra_nbytes));
+    rally__put_u16(k->own + 4, type);
+    rally__put_u16(k->own + 6, 0);
+    if (nbytes)
+        memcpy(k->own + RALLY__FRAME_HDR, body, nbytes);
+    push(c, k);
+    if (x) {
+        x->p = extra;
+        x->n = extra_nbytes;
+        push(c, x);
+    }
+}
+
+/* Queues ABORT(code, sentence) to c. */
+static void queue_abort(struct rally__tracker *t, struct conn *c, int code, const char *sentence)
+{
+    unsigned char b[4 + 4 + RALLY__ERR_MSG_MAX];
+    struct rally__wbuf w = {b, 0, sizeof b, 0};
+    rally__w_u32(&w, (uint32_t)code);
+    rally__w_str(&w, sentence);
+    queue(t, c, RALLY__T_ABORT, b, w.len, NULL, 0);
+}
+
+static void close_conn(struct conn *c)
+{
+    if (c->fd >= 0)
+        close(c->fd);
+    c->fd = -1;
+    c->phase = C_GONE;
+    while (c->out_head) {
+        struct chunk *k = c->out_head;
+        c->out_head = k->next;
+        free(k);
+    }
+    c->out_tail = NULL;
+    rally__frame_in_free(&c->in);
+}
+
+/* Gives up on c after queueing an ABORT that says why (a worker that sent a
+ * bad REGISTER hears about it); the conn lingers until it is flushed. */
+static void reject(struct rally__tracker *t, struct conn *c, int code, const char *fmt, ...)
+    RALLY__PRINTF(4, 5);
+
+/* --- job failure ----------------------------------------------------------- */
+
+static void vfail_job(struct rally__tracker *t, int code, int rank, const char *fmt, va_list ap)
+{
+    if (t->state != RALLY__TRACKER_RUNNING)
+        return;
+    t->state = RALLY__TRACKER_FAILED;
+    t->code = code;
+    t->failed_rank = rank;
+    vsnprintf(t->sentence, sizeof t->sentence, fmt, ap);
+    for (size_t i = 0; i < t->nconns; i++) {
+        struct conn *c = t->conns[i];
+        if (c->phase == C_AUTHED || c->phase == C_REG)
+            queue_abort(t, c, code, t->sentence);
+    }
+    emit(t, RALLY__TEV_FAILED, rank, NULL, t->sentence);
+}
+
+static void fail_job(struct rally__tracker *t, int code, int rank, const char *fmt, ...)
+    RALLY__PRINTF(4, 5);
+static void fail_job(struct rally__tracker *t, int code, int rank, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vfail_job(t, code, rank, fmt, ap);
+    va_end(ap);
+}
+
+void rally__tracker_abort(struct rally__tracker *t, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vfail_job(t, code, -1, fmt, ap);
+    va_end(ap);
+}
+
+/* Closes c now.  A stranger's connection costs a log line; a registered
+ * worker's fails the job (unless it finalized): lost = 1 when the peer went
+ * away (a crash, as far as we can tell), 0 when we drop it for breaking the
+ * protocol, and why says how. */
+static void vdrop(struct rally__tracker *t, struct conn *c, int lost, const char *fmt, va_list ap)
+{
+    if (c->phase == C_GONE)
+        return;
+    char why[RALLY__ERR_MSG_MAX];
+    vsnprintf(why, sizeof why, fmt, ap);
+    int registered = c->phase == C_REG && !c->finalized, rank = c->rank;
+    char task[TASK_MAX], host[RALLY__HOST_MAX];
+    snprintf(task, sizeof task, "%s", c->task_id);
+    snprintf(host, sizeof host, "%s", c->peer);
+    if (c->phase != C_REG)
+        logf_(t, "dropping %s", why);
+    if (rank >= 0)
+        t->by_rank[rank] = NULL;
+    close_conn(c);
+    if (!registered)
+        return;
+    if (!lost)
+        fail_job(t, RALLY_EPROTO, -1, "%s", why);
+    else if (rank >= 0)
+        fail_job(t, RALLY_EPEER, rank, "rank %d disconnected without finalizing (did it crash?)",
+                 rank);
+    else
+        fail_job(t, RALLY_EPEER, -1,
+                 "the worker with task id '%s' on %s disconnected before every worker joined", task,
+                 host);
+}
+
+static void drop(struct rally__tracker *t, struct conn *c, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vdrop(t, c, 0, fmt, ap);
+    va_end(ap);
+}
+
+static void lose(struct rally__tracker *t, struct conn *c, const char *fmt, ...) RALLY__PRINTF(3, 4);
+static void lose(struct rally__tracker *t, struct conn *c, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vdrop(t, c, 1, fmt, ap);
+    va_end(ap);
+}
+
+static void reject(struct rally__tracker *t, struct conn *c, int code, const char *fmt, ...)
+{
+    char why[RALLY__ERR_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    if (c->phase == C_REG) { /* a registered worker's mistake is the job's */
+        drop(t, c, "%s: %s", c->what, why);
+        return;
+    }
+    logf_(t, "refusing %s: %s", c->what, why);
+    queue_abort(t, c, code, why);
+    c->closing = 1;
+    c->deadline = rally__now_ms() + CLOSE_LINGER_MS;
+}
+
+/* --- rank assignment ------------------------------------------------------- */
+
+/* 1 when s is a canonical decimal in [0, world). */
+static int small_int(const char *s, int world, int *v)
+{
+    if (s[0] < '0' || s[0] > '9' || (s[0] == '0' && s[1] != '\0') || strlen(s) > 9)
+        return 0;
+    long x = 0;
+    for (const char *q = s; *q; q++) {
+        if (*q < '0' || *q > '9')
+            return 0;
+        x = x * 10 + (*q - '0');
+    }
+    *v = (int)x;
+    return x < world;
+}
+
+static int by_host_task_arrival(const void *a, const void *b)
+{
+    const struct conn *x = *(struct conn *const *)a, *y = *(struct conn *const *)b;
+    int k = strcmp(x->host, y->host);
+    if (k == 0)
+        k = strcmp(x->task_id, y->task_id);
+    if (k == 0)
+        k = x->arrival < y->arrival ? -1 : x->arrival > y->arrival;
+    return k;
+}
+
+static void assign(struct rally__tracker *t)
+{
+    int world = t->o.world, numeric = 1, v;
+    struct conn **reg = calloc((size_t)world, sizeof *reg);
+    size_t nbook = 0;
+    if (reg == NULL) {
+        fail_job(t, RALLY_ENOMEM, -1, "the tracker ran out of memory assigning ranks");
+        goto cleanup;
+    }
+    int k = 0;
+    for (size_t i = 0; i < t->nconns && k < world; i++)
+        if (t->conns[i]->phase == C_REG)
+            reg[k++] = t->conns[i];
+    /* Task ids are distinct when non-empty (REGISTER checks), so world
+     * distinct integers in [0, world) are a permutation. */
+    for (int i = 0; i < world && numeric; i++)
+        numeric = small_int(reg[i]->task_id, world, &v);
+    if (numeric)
+        for (int i = 0; i < world; i++) {
+            small_int(reg[i]->task_id, world, &v);
+            t->by_rank[v] = reg[i];
+        }
+    else {
+        qsort(reg, (size_t)world, sizeof *reg, by_host_task_arrival);
+        memcpy(t->by_rank, reg, (size_t)world * sizeof *reg);
+    }
+    for (int r = 0; r < world; r++)
+        nbook += 4 + strlen(t->by_rank[r]->host) + 2 + 4;
+    if (12 + nbook > RALLY__FRAME_MAX) {
+        fail_job(t, RALLY_EINVAL, -1,
+                 "the address book of %d workers needs %zu bytes, over the %u-byte frame limit",
+                 world, nbook, RALLY__FRAME_MAX);
+        goto cleanup;
+    }
+    t->book = malloc(nbook);
+    if (t->book == NULL) {
+        fail_job(t, RALLY_ENOMEM, -1, "the tracker ran out of memory assigning ranks");
+        goto cleanup;
+    }
+    struct rally__wbuf w = {t->book, 0, nbook, 0};
+    for (int r = 0; r < world; r++) {
+        rally__w_str(&w, t->by_rank[r]->host);
+        rally__w_u16(&w, (uint16_t)t->by_rank[r]->listen_port);
+        rally__w_u32(&w, 1);
+    }
+    t->book_nbytes = w.len;
+    t->phase = P_STARTING;
+    for (int r = 0; r < world; r++) {
+        struct conn *c = t->by_rank[r];
+        c->rank = r;
+        snprintf(c->what, sizeof c->what, "rank %d (on %s)", r, c->peer);
+        unsigned char h[12];
+        rally__put_u32(h, (uint32_t)r);
+        rally__put_u32(h + 4, (uint32_t)world);
+        rally__put_u32(h + 8, 1);
+        queue(t, c, RALLY__T_ASSIGN, h, sizeof h, t->book, t->book_nbytes);
+        emit(t, RALLY__TEV_ASSIGNED, r, c->task_id, c->host);
+    }
+cleanup:
+    free(reg);
+}
+
+/* --- frames ---------------------------------------------------------------- */
+
+static void on_register(struct rally__tracker *t, struct conn *c, struct rally__rbuf *r)
+{
+    char task[TASK_MAX], host[RALLY__HOST_MAX], proc[PROC_MAX];
+    rally__r_str(r, task, sizeof task);
+    int32_t want = (int32_t)rally__r_u32(r);
+    uint32_t hint = rally__r_u32(r);
+    uint16_t port = rally__r_u16(r);
+    rally__r_str(r, host, sizeof host);
+    rally__r_str(r, proc, sizeof proc);
+    if (r->bad || r->pos != r->len) {
+        drop(t, c, "%s: malformed REGISTER (%zu bytes)", c->what, r->len);
+        return;
+    }
+    if (t->state == RALLY__TRACKER_FAILED) {
+        reject(t, c, t->code, "%s", t->sentence);
+        return;
+    }
+    if (t->phase != P_JOINING || t->state != RALLY__TRACKER_RUNNING) {
+        reject(t, c, RALLY_ESTATE, "the job already has all %d workers", t->o.world);
+        return;
+    }
+    if (hint != 0 && hint != (uint32_t)t->o.world) {
+        reject(t, c, RALLY_ECONFIG, "the worker expects %u workers, this job has %d", hint,
+               t->o.world);
+        return;
+    }
+    if (want < -1 || want >= t->o.world) {
+        reject(t, c, RALLY_ECONFIG, "the worker asks for rank %d of a job of %d", (int)want,
+               t->o.world);
+        return;
+    }
+    for (size_t i = 0; task[0] && i < t->nconns; i++) {
+        struct conn *o = t->conns[i];
+        if (o->phase == C_REG && strcmp(o->task_id, task) == 0) {
+            reject(t, c, RALLY_ECONFIG, "task id '%s' is already registered by %s", task, o->peer);
+            return;
+        }
+    }
+    snprintf(c->task_id, sizeof c->task_id, "%s", task);
+    snprintf(c->host, sizeof c->host, "%s", host[0] ? host : c->peer);
+    c->listen_port = port;
+    c->arrival = ++t->arrivals;
+    c->phase = C_REG;
+    c->deadline = RALLY__NEVER;
+    if (++t->nregistered == t->o.world)
+        assign(t);
+}
+
+static void on_frame(struct rally__tracker *t, struct conn *c, uint16_t type,
+                     const unsigned char *body, size_t n)
+{
+    struct rally__rbuf r = {body, n, 0, 0};
+    if (c->phase == C_AUTH) {
+        struct rally__err e = {0, ""};
+        unsigned char out[RALLY__AUTH_OUT_MAX];
+        uint16_t ot;
+        size_t on;
+        int rc = rally__auth_srv_step(&c->auth, type, body, n, &ot, out, &on, &e);
+        if (rc == 1 && c->auth.peer.role != RALLY__ROLE_WORKER) {
+            rally__fail(&e, RALLY_EAUTH, "the tracker takes workers only (role %u)",
+                        c->auth.peer.role);
+            ot = RALLY__F_REFUSE;
+            on = rally__auth_refusal(out, sizeof out, e.code, e.msg);
+            rc = -1;
+        }
+        queue(t, c, ot, out, on, NULL, 0);
+        if (rc < 0) {
+            logf_(t, "refusing %s: %s", c->what, e.msg);
+            c->closing = 1;
+            c->deadline = rally__now_ms() + CLOSE_LINGER_MS;
+        } else if (rc == 1) {
+            c->phase = C_AUTHED;
+        }
+        return;
+    }
+    if (c->phase == C_AUTHED) {
+        if (type == RALLY__T_REGISTER)
+            on_register(t, c, &r);
+        else
+            drop(t, c, "%s: frame type %u before REGISTER", c->what, type);
+        return;
+    }
+    switch (type) {
+    case RALLY__T_READY:
+        if (n != 0 || c->rank < 0 || c->ready) {
+            drop(t, c, "%s: unexpected READY (%zu bytes, %s)", c->what, n,
+                 c->rank < 0 ? "before ASSIGN" : c->ready ? "twice" : "with a body");
+            return;
+        }
+        c->ready = 1;
+        if (++t->nready == t->o.world && t->state == RALLY__TRACKER_RUNNING) {
+            t->phase = P_RUNNING;
+            for (int k = 0; k < t->o.world; k++)
+                if (t->by_rank[k])
+                    queue(t, t->by_rank[k], RALLY__T_GO, NULL, 0, NULL, 0);
+            emit(t, RALLY__TEV_GO, -1, NULL, NULL);
+        }
+        return;
+    case RALLY__T_PRINT: {
+        char *msg = malloc(RALLY__PRINT_MAX + 1);
+        if (msg == NULL) {
+            drop(t, c, "%s: out of memory for a PRINT", c->what);
+            return;
+        }
+        rally__r_str(&r, msg, RALLY__PRINT_MAX + 1);
+        if (r.bad || r.pos != r.len)
+            drop(t, c, "%s: malformed PRINT (%zu bytes)", c->what, n);
+        else if (t->o.print)
+            t->o.print(t->o.arg, c->rank, msg);
+        free(msg);
+        return;
+    }
+    case RALLY__T_ERROR: {
+        char msg[RALLY__ERR_MSG_MAX];
+        uint32_t code = rally__r_u32(&r);
+        rally__r_str(&r, msg, sizeof msg);
+        if (r.bad || r.pos != r.len) {
+            drop(t, c, "%s: malformed ERROR (%zu bytes)", c->what, n);
+            return;
+        }
+        if (code == 0 || code > RALLY_ESTATE)
+            code = RALLY_EPEER;
+        if (c->rank >= 0)
+            fail_job(t, (int)code, -1, "rank %d failed: %s", c->rank, msg);
+        else
+            fail_job(t, (int)code, -1, "the worker with task id '%s' failed: %s", c->task_id, msg);
+        return;
+    }
+    case RALLY__T_SHUTDOWN:
+        if (n != 0 || c->rank < 0 || c->finalized) {
+            drop(t, c, "%s: unexpected SHUTDOWN (%s)", c->what,
+                 c->rank < 0 ? "before ASSIGN" : c->finalized ? "twice" : "with a body");
+            return;
+        }
+        c->finalized = 1;
+        queue(t, c, RALLY__T_BYE, NULL, 0, NULL, 0);
+        emit(t, RALLY__TEV_FINALIZED, c->rank, c->task_id, NULL);
+        if (++t->nfinal == t->o.world && t->state == RALLY__TRACKER_RUNNING) {
+            t->state = RALLY__TRACKER_DONE;
+            emit(t, RALLY__TEV_DONE, -1, NULL, NULL);
+        }
+        return;
+    case RALLY__T_REGISTER:
+        drop(t, c, "%s: REGISTER twice", c->what);
+        return;
+    default:
+        drop(t, c, "%s: unexpected frame type %u", c->what, type);
+        return;
+    }
+}
+
+/* --- I/O ------------------------------------------------------------------- */
+
+static void readable(struct rally__tracker *t, struct conn *c)
+{
+    for (int i = 0; i < FRAMES_PER_WAKE && c->phase != C_GONE && !c->closing; i++) {
+        struct rally__err e = {0, ""};
+        int k = rally__frame_in_feed(&c->in, c->fd, c->what, &e);
+        if (k == 0)
+            return;
+        if (k < 0) {
+            if (e.code == RALLY_EPEER && c->phase == C_AUTH)
+                lose(t, c, "%s: closed during the handshake", c->what);
+            else if (e.code == RALLY_EPEER)
+                lose(t, c, "%s", e.msg);
+            else
+                drop(t, c, "%s", e.msg);
+            return;
+        }
+        on_frame(t, c, c->in.type, c->in.body, c->in.nbytes);
+    }
+}
+
+static void writable(struct rally__tracker *t, struct conn *c)
+{
+    while (c->out_head && c->phase != C_GONE) {
+        struct chunk *k = c->out_head;
+        struct rally__err e = {0, ""};
+        long m = rally__send_some(c->fd, k->p + k->off, k->n - k->off, c->what, &e);
+        if (m < 0) {
+            lose(t, c, "%s", e.msg);
+            return;
+        }
+        if (m == 0)
+            return;
+        k->off += (size_t)m;
+        if (k->off == k->n) {
+            c->out_head = k->next;
+            if (c->out_head == NULL)
+                c->out_tail = NULL;
+            free(k);
+        }
+    }
+    if (c->closing && c->out_head == NULL)
+        close_conn(c);
+}
+
+static int grow(struct rally__tracker *t)
+{
+    if (t->nconns < t->cap)
+        return 0;
+    size_t cap = t->cap ? 2 * t->cap : 16;
+    struct conn **v = realloc(t->conns, cap * sizeof *v);
+    if (v == NULL)
+        return -1;
+    t->conns = v;
+    t->cap = cap;
+    return 0;
+}
+
+static void accept_some(struct rally__tracker *t)
+{
+    for (int i = 0; i < FRAMES_PER_WAKE; i++) {
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof ss;
+        int fd = accept4(t->lfd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
+                errno != ECONNABORTED)
+                logf_(t, "accept failed: %s", strerror(errno));
+            return;
+        }
+        char host[RALLY__HOST_MAX];
+        int port;
+        rally__addr_str((struct sockaddr *)&ss, host, sizeof host, &port);
+        struct conn *c = NULL;
+        if (t->nconns >= t->max_conns || grow(t) != 0 || (c = calloc(1, sizeof *c)) == NULL) {
+            logf_(t, "refusing a connection from %s:%d: %zu connections are open", host, port,
+                  t->nconns);
+            close(fd);
+            continue;
+        }
+        c->fd = fd;
+        c->phase = C_AUTH;
+        c->rank = -1;
+        c->deadline = rally__now_ms() + t->handshake_ms;
+        snprintf(c->peer, sizeof c->peer, "%s", host);
+        snprintf(c->what, sizeof c->what, "connection from %s:%d", host, port);
+        struct rally__ident me = {RALLY__ROLE_WORKER, -1, 0};
+        rally__auth_srv_init(&c->auth, &t->secret, &me);
+        t->conns[t->nconns++] = c;
+    }
+}
+
+/* Frees the conns marked C_GONE, keeping the others in order. */
+static void sweep(struct rally__tracker *t)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < t->nconns; i++) {
+        if (t->conns[i]->phase == C_GONE)
+            free(t->conns[i]);
+        else
+            t->conns[k++] = t->conns[i];
+    }
+    t->nconns = k;
+}
+
+static void appendf(char *s, size_t cap, size_t *len, const char *fmt, ...) RALLY__PRINTF(4, 5);
+static void appendf(char *s, size_t cap, size_t *len, const char *fmt, ...)
+{
+    if (*len >= cap)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(s + *len, cap - *len, fmt, ap);
+    va_end(ap);
+    *len = k < 0 ? cap : *len + (size_t)k;
+}
+
+/* Lists the ranks not READY, or the task ids 0..world-1 that did not
+ * register (meaningful when rally-run numbers them so: listed only when every
+ * joined id is such a number). */
+static void missing_list(struct rally__tracker *t, char *s, size_t cap, int ready)
+{
+    size_t len = 0;
+    int shown = 0, v;
+    char *seen = calloc((size_t)t->o.world, 1);
+    s[0] = '\0';
+    if (seen == NULL)
+        return;
+    for (size_t i = 0; i < t->nconns; i++) {
+        struct conn *c = t->conns[i];
+        if (c->phase != C_REG || (ready && !c->ready))
+            continue;
+        if (ready)
+            seen[c->rank] = 1;
+        else if (small_int(c->task_id, t->o.world, &v))
+            seen[v] = 1;
+        else
+            goto cleanup;
+    }
+    if (!ready)
+        appendf(s, cap, &len, "; missing task ids: ");
+    for (int r = 0; r < t->o.world; r++) {
+        if (seen[r])
+            continue;
+        if (shown++ == 16) {
+            appendf(s, cap, &len, ", ...");
+            break;
+        }
+        appendf(s, cap, &len, "%s%d", shown > 1 ? ", " : "", r);
+    }
+cleanup:
+    free(seen);
+}
+
+static void timers(struct rally__tracker *t)
+{
+    int64_t now = rally__now_ms();
+    for (size_t i = 0; i < t->nconns; i++) {
+        struct conn *c = t->conns[i];
+        if (c->phase == C_GONE || now < c->deadline)
+            continue;
+        if (c->closing)
+            close_conn(c);
+        else
+            drop(t, c, "%s: no handshake and REGISTER within %lld ms", c->what,
+                 (long long)t->handshake_ms);
+    }
+    if (t->state != RALLY__TRACKER_RUNNING || t->phase == P_RUNNING || now < t->startup_deadline)
+        return;
+    char miss[256];
+    if (t->phase == P_JOINING) {
+        missing_list(t, miss, sizeof miss, 0);
+        fail_job(t, RALLY_ETIMEDOUT, -1, "only %d of %d workers joined within %lld ms%s",
+                 t->nregistered, t->o.world, (long long)t->o.startup_timeout_ms, miss);
+    } else {
+        missing_list(t, miss, sizeof miss, 1);
+        fail_job(t, RALLY_ETIMEDOUT, -1, "rank(s) %s did not become ready within %lld ms", miss,
+                 (long long)t->o.startup_timeout_ms);
+    }
+}
+
+/* --- the loop interface ---------------------------------------------------- */
+
+size_t rally__tracker_npoll(const struct rally__tracker *t)
+{
+    return 1 + t->nconns;
+}
+
+size_t rally__tracker_fill(struct rally__tracker *t, struct pollfd *p, size_t cap)
+{
+    size_t n = 0;
+    if (n < cap)
+        p[n++] = (struct pollfd){.fd = t->lfd, .events = POLLIN};
+    for (size_t i = 0; i < t->nconns && n < cap; i++) {
+        struct conn *c = t->conns[i];
+        short ev = (short)((c->closing ? 0 : POLLIN) | (c->out_head ? POLLOUT : 0));
+        p[n++] = (struct pollfd){.fd = c->fd, .events = ev};
+    }
+    return n;
+}
+
+void rally__tracker_handle(struct rally__tracker *t, const struct pollfd *p, size_t n)
+{
+    for (size_t i = 1; i < n && i - 1 < t->nconns; i++) {
+        struct conn *c = t->conns[i - 1];
+        if (c->phase == C_GONE || p[i].fd != c->fd || p[i].revents == 0)
+            continue;
+        if (p[i].revents & POLLOUT)
+            writable(t, c);
+        if (c->phase != C_GONE && !c->closing && (p[i].revents & (POLLIN | POLLHUP | POLLERR)))
+            readable(t, c);
+        else if (c->phase != C_GONE && c->closing && (p[i].revents & (POLLHUP | POLLERR)))
+            close_conn(c);
+    }
+    /* Frames queued above (GO, ABORT, ...) go out now if the sockets take them. */
+    for (size_t i = 0; i < t->nconns; i++)
+        if (t->conns[i]->out_head)
+            writable(t, t->conns[i]);
+    timers(t);
+    sweep(t);
+    if (n > 0 && (p[0].revents & POLLIN))
+        accept_some(t);
+}
+
+int64_t rally__tracker_deadline(const struct rally__tracker *t)
+{
+    int64_t d = RALLY__NEVER;
+    if (t->state == RALLY__TRACKER_RUNNING && t->phase != P_RUNNING && t->startup_deadline < d)
+        d = t->startup_deadline;
+    for (size_t i = 0; i < t->nconns; i++)
+        if (t->conns[i]->deadline < d)
+            d = t->conns[i]->deadline;
+    return d;
+}
+
+int rally__tracker_state(const struct rally__tracker *t, const char **sentence, int *rank)
+{
+    if (sentence)
+        *sentence = t->sentence;
+    if (rank)
+        *rank = t->failed_rank;
+    return t->state;
+}
+
+int rally__tracker_flushed(const struct rally__tracker *t)
+{
+    for (size_t i = 0; i < t->nconns; i++)
+        if (t->conns[i]->out_head)
+            return 0;
+    return 1;
+}
+
+int rally__tracker_port(const struct rally__tracker *t)
+{
+    return t->port;
+}
+
+int rally__tracker_new(struct rally__tracker **out, const struct rally__tracker_opts *o,
+                       struct rally__err *e)
+{
+    struct rally__tracker *t = NULL;
+    if (o->world < 1 || o->world > RALLY__WORLD_MAX) {
+        rally__fail(e, RALLY_EINVAL, "a job has 1 to %d workers, not %d", RALLY__WORLD_MAX,
+                    o->world);
+        goto cleanup;
+    }
+    if (sodium_init() < 0) {
+        rally__fail(e, RALLY_ESYS, "libsodium failed to initialise");
+        goto cleanup;
+    }
+    t = calloc(1, sizeof *t);
+    if (t == NULL || (t->by_rank = calloc((size_t)o->world, sizeof *t->by_rank)) == NULL) {
+        rally__fail(e, RALLY_ENOMEM, "out of memory creating the tracker");
+        goto cleanup;
+    }
+    t->o = *o;
+    t->o.host = NULL; /* not kept */
+    t->secret = *o->secret;
+    t->lfd = -1;
+    t->failed_rank = -1;
+    t->max_conns = 2 * (size_t)o->world + 128;
+    t->handshake_ms = o->handshake_timeout_ms > 0 ? o->handshake_timeout_ms : HANDSHAKE_DEFAULT_MS;
+    t->startup_deadline = rally__deadline(o->startup_timeout_ms);
+    int backlog = o->world < 128 ? 128 : o->world > 4096 ? 4096 : o->world;
+    if (rally__tcp_listen(o->host ? o->host : "", o->port, backlog, &t->lfd, &t->port, e) !=
+        RALLY_OK)
+        goto cleanup;
+    *out = t;
+    return RALLY_OK;
+cleanup:
+    rally__tracker_free(t);
+    return e->code;
+}
+
+void rally__tracker_free(struct rally__tracker *t)
+{
+    if (t == NULL)
+        return;
+    for (size_t i = 0; i < t->nconns; i++) {
+        close_conn(t->conns[i]);
+        free(t->conns[i]);
+    }
+    if (t->lfd >= 0)
+        close(t->lfd);
+    free(t->conns);
+    free(t->by_rank);
+    free(t->book);
+    sodium_memzero(&t->secret, sizeof t->secret);
+    free(t);
+}
