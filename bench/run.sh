@@ -1,0 +1,205 @@
+#!/bin/bash
+# bench/run.sh <builddir> — `make bench`: rally's allreduce beside OpenMPI
+# (TCP and shared memory) and Gloo (ring, TCP), measured in the same run.
+# bench/README.md describes the method.
+#
+# Environment knobs (all optional):
+#   BENCH_NS="2 4 8"                  world sizes
+#   BENCH_PEERS="rally mpi-tcp mpi-shm gloo"   which columns to measure
+#   BENCH_QUICK=1                     fewer reps and no 256 MiB (a smoke test)
+#   BENCH_TIMEOUT=900                 seconds allowed for one program run
+set -euo pipefail
+
+die() { echo "bench: $*" >&2; exit 1; }
+
+# print_table <results>: the table, from lines "peer N bytes reps median_us min_us max_us".
+print_table() {
+    awk '
+    function human(b) {
+        if (b >= 1048576) return sprintf("%dM", b / 1048576)
+        if (b >= 1024) return sprintf("%dK", b / 1024)
+        return sprintf("%d", b)
+    }
+    function cell(p, n, b,    t) {
+        if (!((p SUBSEP n SUBSEP b) in med)) return "-"
+        t = med[p, n, b]
+        if (b <= 4096) return sprintf("%.1f", t)
+        return sprintf("%.2f", 2.0 * (n - 1) / n * b / (t * 1e-6) / 1e9)
+    }
+    function ratio(p, n, b) {
+        if (!((p SUBSEP n SUBSEP b) in med) || !(("rally" SUBSEP n SUBSEP b) in med)) return "-"
+        return sprintf("%.2f", med[p, n, b] / med["rally", n, b])
+    }
+    { med[$1, $2, $3] = $5; seen[$3] = 1; if (!($2 in hasn)) { hasn[$2] = 1; ns = ns " " $2 } }
+    END {
+        split(ns, N, " "); split("8 64 512 4096 65536 1048576 16777216 67108864 268435456", S, " ")
+        fmt = "%-3s %6s %10s %10s %6s %10s %6s %10s %6s\n"
+        printf fmt, "N", "size", "rally", "mpi-tcp", "x", "mpi-shm", "x", "gloo", "x"
+        for (i = 1; i in N; i++) {
+            n = N[i]
+            for (j = 1; j in S; j++) {
+                b = S[j]
+                if (!(b in seen)) continue
+                if (b == 8 || b == 65536) {
+                    printf "%s\n", (b == 8 ? "--- latency, us (lower is better)" : "--- bus bandwidth, GB/s (higher is better)")
+                }
+                printf fmt, n, human(b), cell("rally", n, b), cell("mpi-tcp", n, b), ratio("mpi-tcp", n, b),
+                    cell("mpi-shm", n, b), ratio("mpi-shm", n, b), cell("gloo", n, b), ratio("gloo", n, b)
+            }
+        }
+    }' "$1"
+}
+
+if [ $# -eq 2 ] && [ "$1" = --table ]; then # re-print a table from a results file
+    print_table "$2"
+    exit 0
+fi
+[ $# -eq 1 ] || die "usage: bench/run.sh <builddir>  |  bench/run.sh --table <results.txt>"
+BUILD=$(cd "$1" && pwd) || die "no build directory $1"
+SRC=$(cd "$(dirname "$0")" && pwd)
+NS=${BENCH_NS:-"2 4 8"}
+PEERS=${BENCH_PEERS:-"rally mpi-tcp mpi-shm gloo"}
+TMO=${BENCH_TIMEOUT:-900}
+PEERDIR=$BUILD/bench-peers
+OUT=$BUILD/bench-results
+mkdir -p "$PEERDIR" "$OUT"
+RESULTS=$OUT/results.txt
+: >"$RESULTS"
+
+# --- packages the peers need (Debian) ----------------------------------------
+need="openmpi-bin libopenmpi-dev libgloo-dev g++"
+missing=""
+for p in $need; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+    echo "bench: installing$missing"
+    SUDO=""
+    [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null
+fi
+
+# --- build the peers (not part of CMake's default target) --------------------
+CFLAGS_PEER="-O3 -Wall -Wextra -Werror"
+mpicc $CFLAGS_PEER -std=c11 -D_GNU_SOURCE -o "$PEERDIR/peer_mpi" "$SRC/peer_mpi.c" ||
+    die "the MPI peer (bench/peer_mpi.c) failed to build"
+g++ $CFLAGS_PEER -std=c++17 -o "$PEERDIR/peer_gloo" "$SRC/peer_gloo.cc" -lgloo -pthread ||
+    die "the Gloo peer (bench/peer_gloo.cc) failed to build"
+
+RALLY_RUN=$BUILD/rally-run
+RALLY_BENCH=$BUILD/bench/bench_allreduce
+CEILING=$BUILD/bench/ceiling
+case " $PEERS " in
+*" rally "*)
+    [ -x "$RALLY_RUN" ] || die "$RALLY_RUN is missing: build first (make build)"
+    [ -x "$RALLY_BENCH" ] || die "$RALLY_BENCH is missing: build first (make build)"
+    ;;
+esac
+if [ ! -x "$CEILING" ]; then # normally built by CMake; tolerate a partial build
+    CEILING=$PEERDIR/ceiling
+    cc -O2 -std=c11 -D_GNU_SOURCE -o "$CEILING" "$SRC/ceiling.c" || die "bench/ceiling.c failed to build"
+fi
+
+# --- sizes and reps ----------------------------------------------------------
+# BYTES:REPS; warm-up reps come on top (a fifth, at least one; bench_common.h).
+LAT_SIZES="8 64 512 4096"
+BW_SIZES="65536 1048576 16777216 67108864 268435456"
+if [ -n "${BENCH_QUICK:-}" ]; then
+    SPECS="8:50 64:50 512:50 4096:50 65536:10 1048576:5 16777216:5"
+else
+    SPECS="8:300 64:300 512:300 4096:300 65536:50 1048576:20 16777216:7 67108864:5 268435456:5"
+fi
+
+# --- launchers ---------------------------------------------------------------
+MPIRUN=(mpirun --oversubscribe --bind-to none --mca pml ob1)
+[ "$(id -u)" -eq 0 ] && MPIRUN+=(--allow-run-as-root)
+export OMPI_MCA_rmaps_base_oversubscribe=1
+
+# run_peer <peer> <N> <logfile>: runs one program over all sizes; RESULT lines
+# on stdout (rank 0's), everything else in the log.
+run_peer() {
+    local peer=$1 n=$2 log=$3
+    case $peer in
+    rally)
+        timeout "$TMO" "$RALLY_RUN" -n "$n" "$RALLY_BENCH" $SPECS >"$log" 2>&1 || return 1
+        # rally-run prefixes each worker line with "[rank] ".
+        sed -n 's/^\[0\] *\(RESULT .*\)$/\1/p' "$log"
+        ;;
+    mpi-tcp)
+        timeout "$TMO" "${MPIRUN[@]}" -n "$n" --mca btl tcp,self --mca btl_tcp_if_include lo \
+            "$PEERDIR/peer_mpi" $SPECS >"$log" 2>&1 || return 1
+        grep '^RESULT ' "$log"
+        ;;
+    mpi-shm)
+        timeout "$TMO" "${MPIRUN[@]}" -n "$n" --mca btl vader,self \
+            "$PEERDIR/peer_mpi" $SPECS >"$log" 2>&1 || return 1
+        grep '^RESULT ' "$log"
+        ;;
+    gloo)
+        local store pids=() r rc=0
+        store=$(mktemp -d "${TMPDIR:-/tmp}/rally-bench-gloo.XXXXXX")
+        : >"$log"
+        for ((r = 0; r < n; r++)); do
+            GLOO_RANK=$r GLOO_SIZE=$n GLOO_STORE=$store \
+                timeout "$TMO" "$PEERDIR/peer_gloo" $SPECS >>"$log" 2>&1 &
+            pids+=($!)
+        done
+        for r in "${pids[@]}"; do
+            wait "$r" || rc=1
+        done
+        rm -rf "$store"
+        [ $rc -eq 0 ] || return 1
+        grep '^RESULT ' "$log"
+        ;;
+    *) die "unknown peer $peer" ;;
+    esac
+}
+
+# --- header ------------------------------------------------------------------
+cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
+mem=$(awk '/MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo)
+ompi=$(mpirun --version 2>/dev/null | head -1)
+gloo=$(dpkg-query -W -f='${Version}' libgloo-dev 2>/dev/null || echo "?")
+read -r _ _ memcpy_gbs < <("$CEILING" memcpy)
+read -r _ _ tcp_gbs < <("$CEILING" tcp)
+
+cat <<HDR
+== rally allreduce benchmark ==================================================
+machine : ${cpu:-unknown CPU}, $(nproc) cores, $mem RAM, Linux $(uname -r)
+compiler: $(gcc --version | head -1); peers: $ompi, Gloo $gloo
+ceilings: memcpy $memcpy_gbs GB/s (1 thread);  TCP loopback single stream $tcp_gbs GB/s
+method  : float32 sum, in place.  Per size: 1 checked allreduce, warm-up reps (a fifth of
+          the reps, >= 1), then timed reps; each rep = a 1-float allreduce as barrier, then
+          the timed call (clock_gettime).  A rep's time is the max over ranks; the table
+          shows the median over reps (reps: $SPECS).
+          Peers interleaved per N in this order: rally (rally-run), mpi-tcp (OpenMPI
+          MPI_Allreduce, pml ob1, btl tcp,self on lo), mpi-shm (btl vader,self), gloo
+          (gloo::allreduce RING, tcp device 127.0.0.1, FileStore).  All unbound
+          (mpirun --bind-to none --oversubscribe).
+          <= 4 KiB: latency in us (lower is better).  >= 64 KiB: bus bandwidth in GB/s
+          = 2(N-1)/N x bytes / time (higher is better; 1 GB = 1e9 B).
+          x = peer time / rally time: > 1 means rally is faster.
+HDR
+
+# --- measure -----------------------------------------------------------------
+for n in $NS; do
+    for peer in $PEERS; do
+        log=$OUT/$peer-n$n.log
+        printf 'bench: N=%s %-8s ... ' "$n" "$peer" >&2
+        start=$SECONDS
+        if ! lines=$(run_peer "$peer" "$n" "$log"); then
+            echo "FAILED" >&2
+            tail -n 30 "$log" >&2
+            die "$peer failed at N=$n (log: $log)"
+        fi
+        [ -n "$lines" ] || { tail -n 30 "$log" >&2; die "$peer printed no results at N=$n (log: $log)"; }
+        echo "$((SECONDS - start)) s" >&2
+        # peer N bytes reps median_us min_us max_us
+        echo "$lines" | awk -v p="$peer" -v n="$n" '{print p, n, $2, $3, $4, $5, $6}' >>"$RESULTS"
+    done
+done
+
+# --- table -------------------------------------------------------------------
+print_table "$RESULTS"
+echo "raw results (peer N bytes reps median_us min_us max_us): $RESULTS"
