@@ -1,0 +1,43 @@
+# A thin front for CMake.  `make run` builds and runs the demo; `make test`
+# builds and runs every test; both install what they need first (Debian).
+BUILD ?= build
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?=
+
+.PHONY: all deps build run test test-quick bench sanitize install clean format
+
+all: build
+
+deps:
+	@scripts/deps.sh
+
+build: deps
+	@cmake -S . -B $(BUILD) $(CMAKE_FLAGS) >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS)
+
+run: build
+	@examples/demo/run.sh $(BUILD)
+
+test: build
+	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 600
+
+bench: build
+	@bench/run.sh $(BUILD)
+
+# The quick multi-process tier under sanitizers (CI runs it).
+sanitize: deps
+	@cmake -S . -B build-asan -DRALLY_SANITIZE=address,undefined -DCMAKE_C_COMPILER=clang >/dev/null
+	@cmake --build build-asan -j $(JOBS)
+	@cd build-asan && ctest --output-on-failure -L quick -j $(JOBS) --timeout 600
+	@cmake -S . -B build-tsan -DRALLY_SANITIZE=thread -DCMAKE_C_COMPILER=clang >/dev/null
+	@cmake --build build-tsan -j $(JOBS)
+	@cd build-tsan && ctest --output-on-failure -L threads -j $(JOBS) --timeout 600
+
+install: build
+	@cmake --install $(BUILD)
+
+format:
+	@clang-format -i $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf $(BUILD) build-asan build-tsan

@@ -1,0 +1,174 @@
+/*
+ * rally.h — the public API of rally: reliable allreduce and broadcast.
+ *
+ * A job is N worker processes started by `rally-run -n N prog args...`.  Each
+ * calls rally_init(), then meets the others in collectives (allreduce,
+ * broadcast, allgather), then rally_finalize().  Started without a launcher,
+ * a program runs as rank 0 of 1 and every collective is a local no-op.
+ *
+ * Conventions, for every function below:
+ *   - it returns RALLY_OK (0) or an error code; rally_errmsg(r) then holds a
+ *     sentence saying what went wrong and what to do about it;
+ *   - out-parameters are written only on success;
+ *   - a collective blocks until this worker has its result; every rank must
+ *     make the same collective calls in the same order with the same count,
+ *     type, operator and root, or every rank gets RALLY_EMISMATCH naming both
+ *     values (never a hang, never garbage);
+ *   - after a collective fails with RALLY_EPEER, RALLY_ETIMEDOUT,
+ *     RALLY_EMISMATCH or RALLY_EPROTO the handle is spent: later collectives
+ *     return RALLY_ESTATE.  Finalize still frees it.
+ *   - a handle is used by one thread at a time; separate handles are
+ *     independent (tests host several workers in one process).
+ *
+ * Determinism: for a given world size and configuration a reduction adds the
+ * same operands in the same order on every run (docs/determinism.md says
+ * exactly which order), so floating-point results are bit-identical run to
+ * run.
+ */
+#ifndef RALLY_RALLY_H
+#define RALLY_RALLY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RALLY_VERSION_MAJOR 0
+#define RALLY_VERSION_MINOR 1
+#define RALLY_VERSION_PATCH 0
+#define RALLY_VERSION_STRING "0.1.0"
+
+#if defined(__GNUC__)
+#define RALLY_API __attribute__((visibility("default")))
+#else
+#define RALLY_API
+#endif
+
+typedef struct rally rally_t;
+
+/* Status codes. */
+enum {
+    RALLY_OK = 0,
+    RALLY_EINVAL = 1,    /* a bad argument */
+    RALLY_ENOMEM = 2,    /* out of memory */
+    RALLY_ESYS = 3,      /* an operating-system call failed */
+    RALLY_ECONFIG = 4,   /* a bad or unknown rally_* setting */
+    RALLY_EAUTH = 5,     /* a connection failed authentication */
+    RALLY_EPROTO = 6,    /* a malformed or unexpected message */
+    RALLY_ETIMEDOUT = 7, /* a deadline passed */
+    RALLY_EPEER = 8,     /* another worker failed or the job was aborted */
+    RALLY_EMISMATCH = 9, /* ranks disagree on a collective's arguments */
+    RALLY_ESTATE = 10    /* the handle cannot be used for this any more */
+};
+
+/* Element types. */
+enum {
+    RALLY_INT8 = 0,
+    RALLY_UINT8 = 1,
+    RALLY_INT16 = 2,
+    RALLY_UINT16 = 3,
+    RALLY_INT32 = 4,
+    RALLY_UINT32 = 5,
+    RALLY_INT64 = 6,
+    RALLY_UINT64 = 7,
+    RALLY_FLOAT = 8, /* IEEE 754 binary32 */
+    RALLY_DOUBLE = 9 /* IEEE 754 binary64 */
+};
+
+/* Built-in reduction operators.  RALLY_BITOR takes integer types only.
+ * RALLY_MAX/RALLY_MIN on floats: a NaN operand yields NaN. */
+enum { RALLY_MAX = 0, RALLY_MIN = 1, RALLY_SUM = 2, RALLY_BITOR = 3 };
+
+/* Called before a reduction, only when its result is really computed here
+ * (never when it is served from elsewhere, as a recovering worker's are).
+ * It fills the buffer that the reduction then reduces. */
+typedef void (*rally_prepare_fn)(void *arg);
+
+/* A custom reducer: inout[i] = inout[i] (+) in[i] for i in [0, count), where
+ * elements are opaque blocks of the registered size.  The operator must be
+ * associative.  Buffers carry no alignment promise beyond 1: copy elements
+ * out with memcpy if the type needs alignment. */
+typedef void (*rally_reduce_fn)(void *inout, const void *in, size_t count, void *arg);
+
+/* --- life cycle ----------------------------------------------------------- */
+
+/* Joins the job.  Arguments of the form rally_key=value are consumed from
+ * argv (and argc adjusted) and override RALLY_KEY environment variables; an
+ * unknown rally_* key is RALLY_ECONFIG.  argc/argv may be NULL.  Blocks until
+ * every worker of the job has joined (bounded by rally_connect_timeout_ms).
+ * On failure *r is still set to a handle whose rally_errmsg() explains; pass
+ * it to rally_finalize() to free it.  *r is NULL only when even that handle
+ * could not be allocated (RALLY_ENOMEM). */
+RALLY_API int rally_init(rally_t **r, int *argc, char ***argv);
+
+/* Leaves the job and frees the handle (NULL is accepted).  Tells the tracker
+ * this worker finished; a worker that exits without it counts as failed. */
+RALLY_API int rally_finalize(rally_t *r);
+
+/* The last error's sentence; "" when there was none.  Never NULL; valid until
+ * the next call on the handle.  rally_errmsg(NULL) describes an allocation
+ * failure in rally_init. */
+RALLY_API const char *rally_errmsg(const rally_t *r);
+
+/* The name of a status code, e.g. "RALLY_EPEER". */
+RALLY_API const char *rally_strstatus(int status);
+
+RALLY_API int rally_rank(const rally_t *r);
+RALLY_API int rally_world_size(const rally_t *r);
+
+/* Writes this host's name, NUL-terminated, into name[0..cap).  RALLY_EINVAL if
+ * it does not fit. */
+RALLY_API int rally_processor_name(rally_t *r, char *name, size_t cap);
+
+/* Prints msg on the launcher's standard output, prefixed by this rank (or on
+ * this process's standard output when there is no launcher).  Not a
+ * collective. */
+RALLY_API int rally_tracker_print(rally_t *r, const char *msg);
+
+/* Frees memory that rally allocated for the caller (rally_broadcast_alloc,
+ * rally_allgatherv). */
+RALLY_API void rally_free(void *p);
+
+/* --- collectives ---------------------------------------------------------- */
+
+/* In place: buf holds count elements of dtype; on return every rank holds the
+ * element-wise reduction over all ranks.  prepare (may be NULL) is called
+ * with prepare_arg before the reduction when the result is computed here. */
+RALLY_API int rally_allreduce(rally_t *r, void *buf, size_t count, int dtype, int op,
+                    rally_prepare_fn prepare, void *prepare_arg);
+
+/* Registers reducer id (0..255) for this handle.  Every rank must register the
+ * same id with the same elem_nbytes; commutative = 0 makes the result the
+ * left fold over ranks 0, 1, ..., N-1 (always reduced over the tree). */
+RALLY_API int rally_register_reducer(rally_t *r, int id, size_t elem_nbytes, int commutative,
+                           rally_reduce_fn fn, void *fn_arg);
+
+/* As rally_allreduce, with a reducer registered under reducer_id. */
+RALLY_API int rally_allreduce_custom(rally_t *r, void *buf, size_t count, int reducer_id,
+                           rally_prepare_fn prepare, void *prepare_arg);
+
+/* In place: root's nbytes at buf reach every rank's buf. */
+RALLY_API int rally_broadcast(rally_t *r, void *buf, size_t nbytes, int root);
+
+/* Only the root knows the size: at the root *buf and *nbytes are the input and are
+ * left as they are; elsewhere *buf receives a new allocation (free it with
+ * rally_free; NULL when the size is 0) and *nbytes its size. */
+RALLY_API int rally_broadcast_alloc(rally_t *r, void **buf, size_t *nbytes, int root);
+
+/* Every rank contributes nbytes; recvbuf (world_size * nbytes) receives all
+ * contributions in rank order.  sendbuf may point into recvbuf at this rank's
+ * slot. */
+RALLY_API int rally_allgather(rally_t *r, const void *sendbuf, size_t nbytes, void *recvbuf);
+
+/* Ranks contribute different sizes.  *recvbuf receives a new allocation
+ * (rally_free) with the contributions concatenated in rank order, and
+ * nbytes_per_rank[0..world_size) each rank's size. */
+RALLY_API int rally_allgatherv(rally_t *r, const void *sendbuf, size_t nbytes, void **recvbuf,
+                     uint64_t *nbytes_per_rank);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

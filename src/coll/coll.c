@@ -1,0 +1,670 @@
+/*
+ * coll.c — tree and ring allreduce, tree broadcast, ring allgather.
+ *
+ * Every algorithm is one loop over the links it uses: move as many bytes as
+ * the sockets take without blocking, reduce what has fully arrived, and only
+ * when nothing moved wait in poll() for a link (or the alarm descriptor).
+ * Each link direction is a byte stream that opens with a 32-byte signature
+ * (see coll.h); a struct chan tracks one link's two directions.
+ *
+ * The ring is one continuous stream of 2N-2 segments per direction (N-1 for
+ * allgather): rank r sends segments r, r-1, r-2, ... (mod N) to r+1 and
+ * receives segments r-1, r-2, ... from r-1.  The first N-1 received
+ * segments are reduced into the buffer (reduce-scatter), the rest are copied
+ * (allgather); sent segment k is exactly received segment k-1 once
+ * processed, so bytes flow onwards as soon as they are reduced.
+ */
+#include "coll/coll.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "net/sock.h"
+#include "util/clock.h"
+#include "util/wire.h"
+
+#define SIG_MAGIC 0x4c4c4f43u /* "COLL" */
+#define SEGMENTS_ON_STACK 64
+
+struct chan {
+    struct rally__link *l;
+    unsigned char out[RALLY__SIG_NBYTES], in[RALLY__SIG_NBYTES];
+    size_t out_done, in_done;
+    short want; /* POLLIN / POLLOUT after a would-block */
+};
+
+struct run {
+    struct rally__comm *c;
+    const struct rally__sig *sig;
+    unsigned char sigbytes[RALLY__SIG_NBYTES];
+    int nch;
+    struct chan ch[RALLY__MAX_NEIGHBOURS];
+    int64_t deadline;
+    struct rally__err *e;
+};
+
+static const char *kind_name(int k)
+{
+    static const char *const n[] = {"?",         "allreduce", "allreduce_custom", "broadcast",
+                                    "broadcast", "broadcast", "allgather",        "allgatherv",
+                                    "allgatherv"};
+    return k >= 0 && k <= RALLY__C_ALLGATHERV_DATA ? n[k] : "?";
+}
+
+void rally__sig_str(const struct rally__sig *s, char *out, size_t cap)
+{
+    switch (s->kind) {
+    case RALLY__C_ALLREDUCE:
+        snprintf(out, cap, "allreduce(count=%llu, %s, %s)", (unsigned long long)s->count,
+                 rally__dtype_name(s->dtype), rally__op_name(s->op));
+        break;
+    case RALLY__C_ALLREDUCE_CUSTOM:
+        snprintf(out, cap, "allreduce_custom(count=%llu, reducer %u, %u-byte elements)",
+                 (unsigned long long)s->count, s->op, s->dtype);
+        break;
+    case RALLY__C_BROADCAST:
+    case RALLY__C_BROADCAST_DATA:
+        snprintf(out, cap, "broadcast(nbytes=%llu, root=%d)", (unsigned long long)s->count,
+                 (int)s->root);
+        break;
+    case RALLY__C_BROADCAST_SIZE:
+        snprintf(out, cap, "broadcast_alloc(root=%d)", (int)s->root);
+        break;
+    case RALLY__C_ALLGATHER:
+        snprintf(out, cap, "allgather(nbytes=%llu)", (unsigned long long)s->count);
+        break;
+    default:
+        snprintf(out, cap, "%s(%llu)", kind_name(s->kind), (unsigned long long)s->count);
+        break;
+    }
+}
+
+static void sig_encode(unsigned char *p, const struct rally__sig *s, uint32_t seq)
+{
+    rally__put_u32(p, SIG_MAGIC);
+    rally__put_u32(p + 4, seq);
+    p[8] = s->kind;
+    p[9] = s->dtype;
+    p[10] = s->op;
+    p[11] = 0;
+    rally__put_u32(p + 12, (uint32_t)s->root);
+    rally__put_u64(p + 16, s->count);
+    rally__put_u64(p + 24, s->sidecar);
+}
+
+void rally__comm_init(struct rally__comm *c, int rank, int world, struct rally__err *e)
+{
+    memset(c, 0, sizeof *c);
+    rally__topo_build(&c->topo, rank, world);
+    c->timeout_ms = 30 * 60 * 1000;
+    c->ring_threshold = 256 << 10;
+    c->chunk = 256 << 10;
+    c->abort_fd = -1;
+    c->err = e;
+}
+
+void rally__comm_free(struct rally__comm *c)
+{
+    free(c->scratch);
+    c->scratch = NULL;
+    c->scratch_nbytes = 0;
+}
+
+struct rally__link *rally__comm_link(struct rally__comm *c, int peer)
+{
+    for (int i = 0; i < c->nlinks; i++)
+        if (c->links[i].peer == peer)
+            return &c->links[i];
+    return NULL;
+}
+
+static unsigned char *scratch(struct rally__comm *c, size_t n, struct rally__err *e)
+{
+    if (c->scratch_nbytes < n) {
+        unsigned char *p = realloc(c->scratch, n);
+        if (p == NULL) {
+            rally__fail(e, RALLY_ENOMEM, "out of memory for a %zu-byte collective buffer", n);
+            return NULL;
+        }
+        c->scratch = p;
+        c->scratch_nbytes = n;
+    }
+    return c->scratch;
+}
+
+/* Returns the channel for peer, adding it on first use. */
+static struct chan *chan_of(struct run *x, int peer)
+{
+    for (int i = 0; i < x->nch; i++)
+        if (x->ch[i].l->peer == peer)
+            return &x->ch[i];
+    struct rally__link *l = rally__comm_link(x->c, peer);
+    if (l == NULL)
+        return NULL;
+    struct chan *ch = &x->ch[x->nch++];
+    memset(ch, 0, sizeof *ch);
+    ch->l = l;
+    memcpy(ch->out, x->sigbytes, sizeof ch->out);
+    return ch;
+}
+
+/* Every collective opens every link, both ways, with the signature: the
+ * link graph is connected, so any disagreement between ranks is seen at
+ * once by some rank, whichever links the algorithm then uses. */
+static void run_start(struct run *x, struct rally__comm *c, const struct rally__sig *sig)
+{
+    memset(x, 0, sizeof *x);
+    x->c = c;
+    x->sig = sig;
+    x->e = c->err;
+    x->deadline = rally__deadline(c->timeout_ms);
+    sig_encode(x->sigbytes, sig, c->seq);
+    for (int i = 0; i < c->nlinks; i++)
+        chan_of(x, c->links[i].peer);
+}
+
+/* A failure this rank found: tell the others (through the owner) and fail. */
+static int found(struct run *x, int code, const char *fmt, const char *a, const char *b)
+{
+    char msg[RALLY__ERR_MSG_MAX];
+    snprintf(msg, sizeof msg, fmt, a, b);
+    rally__fail(x->e, code, "%s", msg);
+    if (x->c->report)
+        x->c->report(x->c->hook_arg, code, x->e->msg);
+    return code;
+}
+
+static int check_sig(struct run *x, struct chan *ch)
+{
+    const unsigned char *p = ch->in;
+    if (rally__get_u32(p) != SIG_MAGIC)
+        return found(x, RALLY_EPROTO, "%s sent bytes that are not a collective header%s",
+                     ch->l->what, " (protocol error)");
+    struct rally__sig s = {p[8], p[9], p[10], (int32_t)rally__get_u32(p + 12),
+                           rally__get_u64(p + 16), 0};
+    uint32_t seq = rally__get_u32(p + 4);
+    if (memcmp(p + 4, x->sigbytes + 4, 20) == 0)
+        return RALLY_OK;
+    char mine[160], theirs[160];
+    rally__sig_str(x->sig, mine, sizeof mine);
+    rally__sig_str(&s, theirs, sizeof theirs);
+    char msg[RALLY__ERR_MSG_MAX];
+    snprintf(msg, sizeof msg,
+             "collectives differ between ranks: rank %d called %s as collective #%u, but %.24s "
+             "called %s as collective #%u",
+             x->c->topo.rank, mine, (unsigned)x->c->seq, ch->l->what, theirs, (unsigned)seq);
+    return found(x, RALLY_EMISMATCH, "%s%s", msg, "");
+}
+
+/* Sends the signature, then payload[0..n); returns bytes of payload sent
+ * (>= 0) or -1.  *moved is set when anything moved. */
+static long chan_send(struct run *x, struct chan *ch, const void *payload, size_t n, int *moved)
+{
+    if (ch->out_done < RALLY__SIG_NBYTES) {
+        long k = rally__send_some(ch->l->fd, ch->out + ch->out_done,
+                                  RALLY__SIG_NBYTES - ch->out_done, ch->l->what, x->e);
+        if (k < 0)
+            return -1;
+        ch->out_done += (size_t)k;
+        *moved |= k > 0;
+        if (ch->out_done < RALLY__SIG_NBYTES) {
+            ch->want |= POLLOUT;
+            return 0;
+        }
+    }
+    if (n == 0)
+        return 0;
+    long k = rally__send_some(ch->l->fd, payload, n, ch->l->what, x->e);
+    if (k == 0)
+        ch->want |= POLLOUT;
+    *moved |= k > 0;
+    return k;
+}
+
+/* Receives (and checks) the signature, then into payload[0..n). */
+static long chan_recv(struct run *x, struct chan *ch, void *payload, size_t n, int *moved)
+{
+    if (ch->in_done < RALLY__SIG_NBYTES) {
+        long k = rally__recv_some(ch->l->fd, ch->in + ch->in_done, RALLY__SIG_NBYTES - ch->in_done,
+                                  ch->l->what, x->e);
+        if (k < 0)
+            return -1;
+        ch->in_done += (size_t)k;
+        *moved |= k > 0;
+        if (ch->in_done < RALLY__SIG_NBYTES) {
+            ch->want |= POLLIN;
+            return 0;
+        }
+        if (check_sig(x, ch) != RALLY_OK)
+            return -1;
+    }
+    if (n == 0)
+        return 0;
+    long k = rally__recv_some(ch->l->fd, payload, n, ch->l->what, x->e);
+    if (k == 0)
+        ch->want |= POLLIN;
+    *moved |= k > 0;
+    return k;
+}
+
+static int sig_sent(const struct chan *ch)
+{
+    return ch->out_done == RALLY__SIG_NBYTES;
+}
+static int sig_got(const struct chan *ch)
+{
+    return ch->in_done == RALLY__SIG_NBYTES;
+}
+
+/* Moves the signatures on every link; returns 1 when all are through, 0 when
+ * some are pending, -1 on error. */
+static int pump_sigs(struct run *x, int *moved)
+{
+    int all = 1;
+    for (int i = 0; i < x->nch; i++) {
+        struct chan *ch = &x->ch[i];
+        if ((!sig_sent(ch) && chan_send(x, ch, NULL, 0, moved) < 0) ||
+            (!sig_got(ch) && chan_recv(x, ch, NULL, 0, moved) < 0))
+            return -1;
+        all &= sig_sent(ch) && sig_got(ch);
+    }
+    return all;
+}
+
+/* Nothing moved: wait for a wanted event, the alarm, or the deadline. */
+static int wait_any(struct run *x)
+{
+    struct pollfd p[RALLY__MAX_NEIGHBOURS + 1];
+    int n = 0;
+    for (int i = 0; i < x->nch; i++) {
+        if (x->ch[i].want) {
+            p[n].fd = x->ch[i].l->fd;
+            p[n].events = x->ch[i].want;
+            p[n].revents = 0;
+            n++;
+        }
+        x->ch[i].want = 0;
+    }
+    int alarm = -1;
+    if (x->c->abort_fd >= 0) {
+        alarm = n;
+        p[n].fd = x->c->abort_fd;
+        p[n].events = POLLIN;
+        p[n].revents = 0;
+        n++;
+    }
+    int k = poll(p, (nfds_t)n, rally__ms_left(x->deadline));
+    if (k < 0 && errno != EINTR)
+        return rally__fail_errno(x->e, RALLY_ESYS, errno, "poll failed");
+    if (k == 0) {
+        char s[160];
+        rally__sig_str(x->sig, s, sizeof s);
+        char t[40];
+        snprintf(t, sizeof t, "%lld ms", (long long)x->c->timeout_ms);
+        return found(x, RALLY_ETIMEDOUT, "%s made no progress for %s (rally_timeout_ms)", s, t);
+    }
+    if (alarm >= 0 && p[alarm].revents && x->c->on_alarm != NULL) {
+        int rc = x->c->on_alarm(x->c->hook_arg, x->e);
+        if (rc != RALLY_OK)
+            return rc;
+    }
+    return RALLY_OK;
+}
+
+/* After progress the deadline moves: it bounds silence, not the whole call. */
+static void progressed(struct run *x)
+{
+    x->deadline = rally__deadline(x->c->timeout_ms);
+}
+
+static size_t round_down(size_t v, size_t m)
+{
+    return v - v % m;
+}
+
+/* --- tree allreduce ------------------------------------------------------- */
+
+struct child {
+    struct chan *ch;
+    unsigned char *ring; /* rcap bytes */
+    size_t got;          /* payload bytes received */
+    size_t sent;         /* result bytes sent down */
+};
+
+static int tree_allreduce(struct rally__comm *c, unsigned char *buf, size_t total,
+                          const struct rally__reducer *rd, const struct rally__sig *sig)
+{
+    struct run x;
+    run_start(&x, c, sig);
+    const struct rally__topo *t = &c->topo;
+    size_t es = rd->elem_nbytes;
+    size_t chunk = c->chunk < es ? es : round_down(c->chunk, es);
+    size_t rcap = total < 2 * chunk ? total : 2 * chunk;
+    struct child kids[RALLY__MAX_CHILDREN];
+    int nk = t->nchildren;
+    unsigned char *space = NULL;
+    if (nk > 0 && rcap > 0 && (space = scratch(c, (size_t)nk * rcap, x.e)) == NULL)
+        return x.e->code;
+    for (int i = 0; i < nk; i++) {
+        kids[i].ch = chan_of(&x, t->children[i]);
+        kids[i].ring = space ? space + (size_t)i * rcap : NULL;
+        kids[i].got = kids[i].sent = 0;
+        if (kids[i].ch == NULL)
+            return rally__fail(x.e, RALLY_ESTATE, "no link to child rank %d", t->children[i]);
+    }
+    struct chan *up = t->parent >= 0 ? chan_of(&x, t->parent) : NULL;
+    if (t->parent >= 0 && up == NULL)
+        return rally__fail(x.e, RALLY_ESTATE, "no link to parent rank %d", t->parent);
+
+    size_t reduced = nk == 0 ? total : 0, up_sent = 0, down_got = 0;
+    for (;;) {
+        int moved = 0;
+        /* children -> ring buffers */
+        for (int i = 0; i < nk; i++) {
+            struct child *k = &kids[i];
+            size_t limit = reduced + rcap < total ? reduced + rcap : total;
+            while (k->got < limit || !sig_got(k->ch)) {
+                size_t pos = rcap ? k->got % rcap : 0;
+                size_t n = limit - k->got;
+                if (n > rcap - pos)
+                    n = rcap - pos;
+                long m = chan_recv(&x, k->ch, k->ring + pos, n, &moved);
+                if (m < 0)
+                    return x.e->code;
+                if (m == 0)
+                    break;
+                k->got += (size_t)m;
+            }
+        }
+        /* reduce what every child has delivered, own value first, children in rank order */
+        if (nk > 0) {
+            size_t avail = total;
+            for (int i = 0; i < nk; i++)
+                if (kids[i].got < avail)
+                    avail = kids[i].got;
+            avail = round_down(avail, es);
+            if (avail > reduced && (avail - reduced >= chunk || avail == total)) {
+                for (int i = 0; i < nk; i++) {
+                    size_t p = reduced;
+                    while (p < avail) {
+                        size_t pos = p % rcap, n = avail - p;
+                        if (n > rcap - pos)
+                            n = rcap - pos;
+                        rally__reduce(rd, buf + p, kids[i].ring + pos, n / es);
+                        p += n;
+                    }
+                }
+                reduced = avail;
+                moved = 1;
+            }
+        }
+        /* reduced prefix -> parent; result <- parent */
+        size_t final = reduced;
+        if (up != NULL) {
+            while (up_sent < reduced || !sig_sent(up)) {
+                long m = chan_send(&x, up, buf + up_sent, reduced - up_sent, &moved);
+                if (m < 0)
+                    return x.e->code;
+                if (m == 0)
+                    break;
+                up_sent += (size_t)m;
+            }
+            while (down_got < total || !sig_got(up)) {
+                long m = chan_recv(&x, up, buf + down_got, total - down_got, &moved);
+                if (m < 0)
+                    return x.e->code;
+                if (m == 0)
+                    break;
+                down_got += (size_t)m;
+            }
+            final = down_got;
+        }
+        /* result -> children */
+        int sigs = pump_sigs(&x, &moved);
+        if (sigs < 0)
+            return x.e->code;
+        int done = sigs && final == total && (up == NULL || up_sent == total);
+        for (int i = 0; i < nk; i++) {
+            struct child *k = &kids[i];
+            while (k->sent < final || !sig_sent(k->ch)) {
+                long m = chan_send(&x, k->ch, buf + k->sent, final - k->sent, &moved);
+                if (m < 0)
+                    return x.e->code;
+                if (m == 0)
+                    break;
+                k->sent += (size_t)m;
+            }
+            done &= k->sent == total;
+        }
+        if (done)
+            return RALLY_OK;
+        if (moved) {
+            progressed(&x);
+        } else if (wait_any(&x) != RALLY_OK) {
+            return x.e->code;
+        }
+    }
+}
+
+/* --- ring ----------------------------------------------------------------- */
+
+/* Streams nseg segments around the ring; the first nreduce received ones are
+ * reduced into buf with rd, the rest copied.  Segment s is buf[off[s],
+ * off[s] + len[s]). */
+static int ring_stream(struct rally__comm *c, unsigned char *buf, const size_t *off,
+                       const size_t *len, int nseg, int nreduce, const struct rally__reducer *rd,
+                       const struct rally__sig *sig)
+{
+    struct run x;
+    run_start(&x, c, sig);
+    const struct rally__topo *t = &c->topo;
+    int N = t->world, r = t->rank;
+    struct chan *next = chan_of(&x, t->ring_next), *prev = chan_of(&x, t->ring_prev);
+    if (next == NULL || prev == NULL)
+        return rally__fail(x.e, RALLY_ESTATE, "no ring link");
+    size_t es = rd ? rd->elem_nbytes : 1;
+    size_t chunk = c->chunk < es ? es : round_down(c->chunk, es);
+    size_t rcap = 4 * chunk;
+    unsigned char *ring = NULL;
+    if (nreduce > 0 && (ring = scratch(c, rcap, x.e)) == NULL)
+        return x.e->code;
+
+#define SEG(k, shift) ((((r - (shift) - (k)) % N) + N) % N)
+    int sk = 0, rk = 0, pk = 0;      /* send / receive / processed segment */
+    size_t spos = 0, rpos = 0, ppos = 0; /* bytes within them */
+    size_t rtotal = 0, ptotal = 0;   /* reduce-stream bytes received / processed */
+    for (;;) {
+        int moved = 0;
+        /* send: segment 0 is ours; segment k is received segment k-1 once processed */
+        while (sk < nseg || !sig_sent(next)) {
+            size_t slen = sk < nseg ? len[SEG(sk, 0)] : 0;
+            size_t avail = sk == 0 ? slen : pk > sk - 1 ? slen : pk == sk - 1 ? ppos : 0;
+            if (sk >= nseg)
+                avail = 0;
+            long m = chan_send(&x, next, buf + (sk < nseg ? off[SEG(sk, 0)] : 0) + spos,
+                               avail - spos, &moved);
+            if (m < 0)
+                return x.e->code;
+            spos += (size_t)m;
+            if (sk < nseg && spos == slen) {
+                sk++;
+                spos = 0;
+                continue;
+            }
+            if (m == 0)
+                break;
+        }
+        /* receive */
+        while (rk < nseg || !sig_got(prev)) {
+            size_t rlen = rk < nseg ? len[SEG(rk, 1)] : 0;
+            unsigned char *dst;
+            size_t n = rlen - rpos;
+            if (rk < nreduce) {
+                size_t pos = rtotal % rcap;
+                if (n > rcap - (rtotal - ptotal))
+                    n = rcap - (rtotal - ptotal);
+                if (n > rcap - pos)
+                    n = rcap - pos;
+                dst = ring + pos;
+            } else {
+                dst = buf + (rk < nseg ? off[SEG(rk, 1)] : 0) + rpos;
+            }
+            long m = chan_recv(&x, prev, dst, n, &moved);
+            if (m < 0)
+                return x.e->code;
+            rpos += (size_t)m;
+            if (rk < nreduce)
+                rtotal += (size_t)m;
+            if (rk < nseg && rpos == rlen) {
+                rk++;
+                rpos = 0;
+                continue;
+            }
+            if (m == 0)
+                break;
+        }
+        /* process: reduce (own value on the left) or just account copies */
+        while (pk < rk || (pk == rk && pk < nseg)) {
+            size_t plen = len[SEG(pk, 1)];
+            size_t have = pk < rk ? plen : rpos;
+            if (pk >= nreduce) {
+                ppos = have;
+            } else {
+                size_t n = round_down(have - ppos, es);
+                if (n == 0 || (n < chunk && ppos + n < plen))
+                    break;
+                size_t p = 0;
+                while (p < n) {
+                    size_t pos = (ptotal + p) % rcap, m = n - p;
+                    if (m > rcap - pos)
+                        m = rcap - pos;
+                    rally__reduce(rd, buf + off[SEG(pk, 1)] + ppos + p, ring + pos, m / es);
+                    p += m;
+                }
+                ppos += n;
+                ptotal += n;
+                moved = 1;
+            }
+            if (ppos < plen)
+                break;
+            pk++;
+            ppos = 0;
+        }
+        int sigs = pump_sigs(&x, &moved);
+        if (sigs < 0)
+            return x.e->code;
+        if (sigs && sk == nseg && pk == nseg)
+            return RALLY_OK;
+        if (moved) {
+            progressed(&x);
+        } else if (wait_any(&x) != RALLY_OK) {
+            return x.e->code;
+        }
+    }
+#undef SEG
+}
+
+/* --- entry points ---------------------------------------------------------- */
+
+static int finish(struct rally__comm *c, int rc)
+{
+    c->seq++;
+    return rc;
+}
+
+int rally__allreduce(struct rally__comm *c, void *buf, size_t count,
+                     const struct rally__reducer *rd, const struct rally__sig *sig)
+{
+    int N = c->topo.world;
+    if (N == 1)
+        return finish(c, RALLY_OK);
+    size_t total = count * rd->elem_nbytes;
+    if (total <= c->ring_threshold || !rd->commutative || count < (size_t)N)
+        return finish(c, tree_allreduce(c, buf, total, rd, sig));
+    size_t off[SEGMENTS_ON_STACK] = {0}, len[SEGMENTS_ON_STACK] = {0};
+    size_t *o = off, *l = len;
+    if (N > SEGMENTS_ON_STACK) {
+        o = malloc(2 * (size_t)N * sizeof *o);
+        if (o == NULL)
+            return finish(c, rally__fail(c->err, RALLY_ENOMEM, "out of memory"));
+        l = o + N;
+    }
+    for (int s = 0; s < N; s++) {
+        size_t a = count * (size_t)s / (size_t)N, b = count * (size_t)(s + 1) / (size_t)N;
+        o[s] = a * rd->elem_nbytes;
+        l[s] = (b - a) * rd->elem_nbytes;
+    }
+    int rc = ring_stream(c, buf, o, l, 2 * N - 2, N - 1, rd, sig);
+    if (o != off)
+        free(o);
+    return finish(c, rc);
+}
+
+int rally__allgather(struct rally__comm *c, void *buf, const size_t *off, const size_t *nbytes,
+                     const struct rally__sig *sig)
+{
+    if (c->topo.world == 1)
+        return finish(c, RALLY_OK);
+    return finish(c, ring_stream(c, buf, off, nbytes, c->topo.world - 1, 0, NULL, sig));
+}
+
+int rally__broadcast(struct rally__comm *c, void *buf, size_t total, int root,
+                     const struct rally__sig *sig)
+{
+    if (c->topo.world == 1)
+        return finish(c, RALLY_OK);
+    struct run x;
+    run_start(&x, c, sig);
+    const struct rally__topo *t = &c->topo;
+    unsigned char *b = buf;
+    int from = rally__topo_toward(t, root);
+    struct chan *in = from >= 0 ? chan_of(&x, from) : NULL;
+    struct chan *out[RALLY__MAX_CHILDREN + 1];
+    size_t sent[RALLY__MAX_CHILDREN + 1] = {0};
+    int nout = 0;
+    int tree[RALLY__MAX_CHILDREN + 1] = {t->parent};
+    for (int i = 0; i < t->nchildren; i++)
+        tree[1 + i] = t->children[i];
+    for (int i = 0; i <= t->nchildren; i++)
+        if (tree[i] >= 0 && tree[i] != from && (out[nout] = chan_of(&x, tree[i])) != NULL)
+            nout++;
+    if ((from >= 0 && in == NULL) || nout < (t->parent >= 0) + t->nchildren - (from >= 0))
+        return finish(c, rally__fail(x.e, RALLY_ESTATE, "broadcast: a tree link is missing"));
+    size_t got = in ? 0 : total;
+    for (;;) {
+        int moved = 0;
+        while (in && (got < total || !sig_got(in))) {
+            long m = chan_recv(&x, in, b + got, total - got, &moved);
+            if (m < 0)
+                return finish(c, x.e->code);
+            if (m == 0)
+                break;
+            got += (size_t)m;
+        }
+        int sigs = pump_sigs(&x, &moved);
+        if (sigs < 0)
+            return finish(c, x.e->code);
+        int done = sigs && got == total;
+        for (int i = 0; i < nout; i++) {
+            while (sent[i] < got || !sig_sent(out[i])) {
+                long m = chan_send(&x, out[i], b + sent[i], got - sent[i], &moved);
+                if (m < 0)
+                    return finish(c, x.e->code);
+                if (m == 0)
+                    break;
+                sent[i] += (size_t)m;
+            }
+            done &= sent[i] == total;
+        }
+        if (done)
+            return finish(c, RALLY_OK);
+        if (moved)
+            progressed(&x);
+        else if (wait_any(&x) != RALLY_OK)
+            return finish(c, x.e->code);
+    }
+}

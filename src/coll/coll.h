@@ -1,0 +1,100 @@
+/*
+ * coll.h — collective algorithms over a set of peer links.
+ *
+ * The collective layer sees buffers and links, never the tracker, the
+ * launcher or recovery.  Two seams connect it to the layers above:
+ *
+ *   - every collective opens each link it uses, in each direction, with a
+ *     32-byte signature (kind, sequence number, count, type, operator,
+ *     root) and an opaque 64-bit sidecar that this layer carries but never
+ *     interprets; a peer whose signature differs is an error naming both;
+ *   - while it waits, a collective also polls the owner's alarm descriptor
+ *     (abort_fd) and calls on_alarm() when it is readable; a non-OK return
+ *     ends the collective with that error.  When this layer itself finds a
+ *     failure the others must hear of (a mismatch), it calls report().
+ *
+ * Algorithms (docs/determinism.md pins the exact reduction order):
+ *   allreduce  <= ring_threshold bytes, or a non-commutative reducer: the
+ *              pre-order tree (topo.h), pipelined in chunk_bytes pieces:
+ *              each node reduces own value, then each child's subtree in
+ *              rank order, sends up, and streams the result back down.
+ *              Larger: the ring, reduce-scatter then allgather, streamed.
+ *   broadcast  pipelined over the tree from any root.
+ *   allgather  the ring, streamed.
+ * All waiting is in poll(); nothing spins.
+ */
+#ifndef RALLY_COLL_COLL_H
+#define RALLY_COLL_COLL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "coll/reduce.h"
+#include "coll/topo.h"
+#include "util/err.h"
+
+struct rally__link {
+    int peer; /* rank */
+    int fd;
+    char what[24]; /* "rank 3", for messages */
+};
+
+struct rally__comm {
+    struct rally__topo topo;
+    int nlinks;
+    struct rally__link links[RALLY__MAX_NEIGHBOURS];
+    int64_t timeout_ms;         /* no progress for this long: RALLY_ETIMEDOUT */
+    size_t ring_threshold;      /* bytes */
+    size_t chunk;               /* bytes */
+    uint32_t seq;               /* collectives so far */
+    int abort_fd;               /* -1: none */
+    int (*on_alarm)(void *arg, struct rally__err *e);
+    void (*report)(void *arg, int code, const char *msg);
+    void *hook_arg;
+    unsigned char *scratch;     /* reused between collectives */
+    size_t scratch_nbytes;
+    struct rally__err *err;
+};
+
+/* Kinds of collective, as carried in signatures. */
+enum {
+    RALLY__C_ALLREDUCE = 1,
+    RALLY__C_ALLREDUCE_CUSTOM = 2,
+    RALLY__C_BROADCAST = 3,
+    RALLY__C_BROADCAST_SIZE = 4,
+    RALLY__C_BROADCAST_DATA = 5,
+    RALLY__C_ALLGATHER = 6,
+    RALLY__C_ALLGATHERV_SIZES = 7,
+    RALLY__C_ALLGATHERV_DATA = 8
+};
+
+/* What every rank must agree on. */
+struct rally__sig {
+    uint8_t kind;
+    uint8_t dtype; /* or the custom reducer's element size (mod 256) */
+    uint8_t op;    /* or the custom reducer id */
+    int32_t root;  /* -1 when none */
+    uint64_t count;
+    uint64_t sidecar;
+};
+
+#define RALLY__SIG_NBYTES 32
+
+/* Sets up c over already-connected links (fds owned by the caller). */
+void rally__comm_init(struct rally__comm *c, int rank, int world, struct rally__err *e);
+void rally__comm_free(struct rally__comm *c);
+struct rally__link *rally__comm_link(struct rally__comm *c, int peer);
+
+/* In place over count elements, with reducer rd. */
+int rally__allreduce(struct rally__comm *c, void *buf, size_t count, const struct rally__reducer *rd,
+                     const struct rally__sig *sig);
+int rally__broadcast(struct rally__comm *c, void *buf, size_t nbytes, int root,
+                     const struct rally__sig *sig);
+/* Blocks of nbytes[r] bytes at offsets off[r] in buf; this rank's is filled. */
+int rally__allgather(struct rally__comm *c, void *buf, const size_t *off, const size_t *nbytes,
+                     const struct rally__sig *sig);
+
+/* "allreduce(count=10, float, sum)" for messages. */
+void rally__sig_str(const struct rally__sig *s, char *out, size_t cap);
+
+#endif

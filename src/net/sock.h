@@ -1,0 +1,59 @@
+/*
+ * sock.h — TCP sockets for everything above: every descriptor is non-blocking
+ * and close-on-exec, every wait has a deadline (util/clock.h), and no write
+ * can raise SIGPIPE (MSG_NOSIGNAL): a vanished peer is an error code, never a
+ * dead host process.
+ *
+ * Addresses are "host:port", "[v6]:port" or "v6literal" forms; a host name
+ * resolving to several addresses is tried in order (IPv6 first where the
+ * resolver says so, IPv4 after).  IPv4-mapped IPv6 addresses are printed as
+ * plain IPv4.
+ */
+#ifndef RALLY_NET_SOCK_H
+#define RALLY_NET_SOCK_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "util/err.h"
+
+#define RALLY__HOST_MAX 256
+
+/* Splits "host:port" / "[v6]:port" into host and port. */
+int rally__hostport_split(const char *s, char *host, size_t cap, int *port, struct rally__err *e);
+
+/* Listens on host:port (port 0: the kernel picks; host "" or "*": every
+ * address, IPv6 dual-stack falling back to IPv4).  *bound_port gets the
+ * port actually bound. */
+int rally__tcp_listen(const char *host, int port, int backlog, int *fd, int *bound_port,
+                      struct rally__err *e);
+
+/* Connects to host:port before deadline, trying every resolved address. */
+int rally__tcp_connect(const char *host, int port, int64_t deadline, int *fd, struct rally__err *e);
+
+/* Accepts one connection before deadline; peer_host (may be NULL) gets the
+ * peer's numeric address. */
+int rally__tcp_accept(int lfd, int64_t deadline, int *fd, char *peer_host, size_t cap,
+                      struct rally__err *e);
+
+/* The numeric host and port of a socket address (v4-mapped shown as v4). */
+void rally__addr_str(const struct sockaddr *sa, char *host, size_t cap, int *port);
+
+/* TCP_NODELAY and large buffers for data links. */
+void rally__sock_tune(int fd);
+
+/* Blocks (in poll) until all n bytes are sent / received, or fails with
+ * RALLY_ETIMEDOUT at the deadline, RALLY_EPEER when the peer closed or reset.
+ * what names the peer in messages ("tracker 127.0.0.1:9000"). */
+int rally__send_all(int fd, const void *buf, size_t n, int64_t deadline, const char *what,
+                    struct rally__err *e);
+int rally__recv_all(int fd, void *buf, size_t n, int64_t deadline, const char *what,
+                    struct rally__err *e);
+
+/* One non-blocking attempt: returns bytes moved (>= 0; 0 means would block),
+ * or -1 with e set (RALLY_EPEER on EOF/reset). */
+long rally__send_some(int fd, const void *buf, size_t n, const char *what, struct rally__err *e);
+long rally__recv_some(int fd, void *buf, size_t n, const char *what, struct rally__err *e);
+
+#endif

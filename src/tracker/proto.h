@@ -1,0 +1,50 @@
+/*
+ * proto.h — frame types and bodies between workers and the tracker.
+ *
+ * Every connection starts with the handshake of net/auth.h (the worker
+ * connects with role RALLY__ROLE_WORKER); then both sides exchange frames
+ * (net/frame.h) over that one persistent connection.  Integers are
+ * little-endian; a "str" is u32 length then bytes.  docs/protocol.md is the
+ * reference, byte by byte.
+ *
+ *   W->T REGISTER  str task_id, i32 want_rank (-1: any), u32 world_hint (0:
+ *                  unknown), u16 listen_port, str listen_host ("" = the
+ *                  address the tracker sees), str processor_name
+ *   T->W ASSIGN    i32 rank, u32 world, u32 incarnation, then world times:
+ *                  str host, u16 port, u32 incarnation   (the address book)
+ *   W->T READY     (empty) all my peer links are up
+ *   T->W GO        (empty) every worker is ready: collectives may start
+ *   W->T PRINT     str message (rally_tracker_print)
+ *   W->T ERROR     u32 code, str sentence: this worker's collective failed
+ *                  in a way the others must hear about (e.g. a mismatch)
+ *   T->W ABORT     u32 code, str sentence: the job failed; every collective
+ *                  in progress or to come fails with this sentence
+ *   W->T SHUTDOWN  (empty) rally_finalize
+ *   T->W BYE       (empty) shutdown recorded; the worker may exit
+ *
+ * Ranks: when every worker's task_id is a distinct integer in [0, world),
+ * rank = task_id (rally-run sets RALLY_TASK_ID so); otherwise workers are
+ * ranked by (host, task_id, arrival).  Incarnations count registrations of a
+ * rank from 1.
+ */
+#ifndef RALLY_TRACKER_PROTO_H
+#define RALLY_TRACKER_PROTO_H
+
+enum {
+    RALLY__T_REGISTER = 16,
+    RALLY__T_ASSIGN = 17,
+    RALLY__T_READY = 18,
+    RALLY__T_GO = 19,
+    RALLY__T_PRINT = 20,
+    RALLY__T_ERROR = 21,
+    RALLY__T_ABORT = 22,
+    RALLY__T_SHUTDOWN = 23,
+    RALLY__T_BYE = 24
+};
+
+/* Longest PRINT message carried (longer ones are cut). */
+#define RALLY__PRINT_MAX 8192
+/* Largest world a tracker accepts. */
+#define RALLY__WORLD_MAX 65536
+
+#endif

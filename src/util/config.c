@@ -1,0 +1,143 @@
+#include "util/config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum kind { STR, INT, SIZE };
+
+struct key {
+    const char *name; /* without the rally_ prefix */
+    enum kind kind;
+    size_t off;
+    const char *def;
+    int64_t min, max;
+};
+
+#define K(n, k, field, d, lo, hi) {n, k, offsetof(struct rally__config, field), d, lo, hi}
+static const struct key keys[] = {
+    K("tracker", STR, tracker, "", 0, 0),
+    K("secret_file", STR, secret_file, "", 0, 0),
+    K("task_id", STR, task_id, "", 0, 0),
+    K("connect_timeout_ms", INT, connect_timeout_ms, "60000", 1, INT64_MAX / 4),
+    K("timeout_ms", INT, timeout_ms, "1800000", 1, INT64_MAX / 4),
+    K("ring_threshold_bytes", SIZE, ring_threshold_bytes, "256K", 0, INT64_MAX / 4),
+    K("chunk_bytes", SIZE, chunk_bytes, "256K", 64, 1 << 30),
+};
+#undef K
+
+int rally__parse_size(const char *s, int64_t *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (end == s || errno != 0 || v < 0)
+        return -1;
+    int64_t mul = 1;
+    switch (*end) {
+    case 'k': case 'K': mul = 1 << 10; end++; break;
+    case 'm': case 'M': mul = 1 << 20; end++; break;
+    case 'g': case 'G': mul = 1 << 30; end++; break;
+    default: break;
+    }
+    if (*end == 'B' || *end == 'b')
+        end++;
+    if (*end != '\0' || v > INT64_MAX / mul)
+        return -1;
+    *out = v * mul;
+    return 0;
+}
+
+static int set(struct rally__config *c, const struct key *k, const char *val, const char *from,
+               struct rally__err *e)
+{
+    void *p = (char *)c + k->off;
+    if (k->kind == STR) {
+        if (strlen(val) >= RALLY__STR_MAX)
+            return rally__fail(e, RALLY_ECONFIG, "%s: rally_%s is longer than %d bytes", from,
+                               k->name, RALLY__STR_MAX - 1);
+        strcpy(p, val);
+        return RALLY_OK;
+    }
+    int64_t v;
+    char *end;
+    if (k->kind == SIZE) {
+        if (rally__parse_size(val, &v) != 0)
+            return rally__fail(e, RALLY_ECONFIG,
+                               "%s: rally_%s=%s is not a size (say 4096, 64K, 1M or 2G)", from,
+                               k->name, val);
+    } else {
+        errno = 0;
+        v = strtoll(val, &end, 10);
+        if (end == val || *end != '\0' || errno != 0)
+            return rally__fail(e, RALLY_ECONFIG, "%s: rally_%s=%s is not an integer", from,
+                               k->name, val);
+    }
+    if (v < k->min || v > k->max)
+        return rally__fail(e, RALLY_ECONFIG, "%s: rally_%s=%s is out of range [%lld, %lld]", from,
+                           k->name, val, (long long)k->min, (long long)k->max);
+    *(int64_t *)p = v;
+    return RALLY_OK;
+}
+
+static const struct key *find(const char *name, size_t len)
+{
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        if (strlen(keys[i].name) == len && strncmp(keys[i].name, name, len) == 0)
+            return &keys[i];
+    return NULL;
+}
+
+static void list_keys(char *buf, size_t cap)
+{
+    size_t n = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0] && n < cap; i++)
+        n += (size_t)snprintf(buf + n, cap - n, "%srally_%s", i ? ", " : "", keys[i].name);
+}
+
+int rally__config_load(struct rally__config *c, int *argc, char ***argv, struct rally__err *e)
+{
+    memset(c, 0, sizeof *c);
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        if (set(c, &keys[i], keys[i].def, "default", e) != RALLY_OK)
+            return e->code;
+
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        char env[64] = "RALLY_";
+        for (size_t j = 0; keys[i].name[j] && j + 7 < sizeof env; j++)
+            env[6 + j] = (char)toupper((unsigned char)keys[i].name[j]);
+        const char *v = getenv(env);
+        if (v != NULL && set(c, &keys[i], v, env, e) != RALLY_OK)
+            return e->code;
+    }
+
+    if (argc == NULL || argv == NULL || *argv == NULL)
+        return RALLY_OK;
+    int out = 0;
+    for (int i = 0; i < *argc; i++) {
+        const char *a = (*argv)[i];
+        if (i == 0 || strncmp(a, "rally_", 6) != 0) {
+            (*argv)[out++] = (*argv)[i];
+            continue;
+        }
+        const char *eq = strchr(a, '=');
+        const struct key *k = eq ? find(a + 6, (size_t)(eq - a - 6)) : NULL;
+        if (k == NULL) {
+            char known[512];
+            list_keys(known, sizeof known);
+            return rally__fail(e, RALLY_ECONFIG,
+                               "argument '%s' is not a known rally_key=value setting (known: %s)",
+                               a, known);
+        }
+        if (set(c, k, eq + 1, "argument", e) != RALLY_OK)
+            return e->code;
+    }
+    if (out < *argc)
+        (*argv)[out] = NULL;
+    *argc = out;
+    return RALLY_OK;
+}

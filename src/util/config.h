@@ -1,0 +1,34 @@
+/*
+ * config.h — the engine's settings.
+ *
+ * Each setting has a key rally_<name>; its value comes from, in rising
+ * priority: the default below, the environment variable RALLY_<NAME>, an
+ * argument rally_<name>=value.  docs/config.md lists them all.
+ */
+#ifndef RALLY_UTIL_CONFIG_H
+#define RALLY_UTIL_CONFIG_H
+
+#include <stdint.h>
+
+#include "util/err.h"
+
+#define RALLY__STR_MAX 256
+
+struct rally__config {
+    char tracker[RALLY__STR_MAX];     /* host:port; "" = no launcher, rank 0 of 1 */
+    char secret_file[RALLY__STR_MAX]; /* the job's secret (see docs/protocol.md) */
+    char task_id[RALLY__STR_MAX];     /* stable identity from the launcher */
+    int64_t connect_timeout_ms;       /* start-up: tracker, rendezvous, handshakes */
+    int64_t timeout_ms;               /* a collective making no progress this long fails */
+    int64_t ring_threshold_bytes;     /* allreduce above this many bytes uses the ring */
+    int64_t chunk_bytes;              /* pipelining granularity */
+};
+
+/* Fills c with defaults, then the environment, then consumes rally_* arguments
+ * from argv (argc/argv may be NULL).  Unknown rally_* keys are RALLY_ECONFIG. */
+int rally__config_load(struct rally__config *c, int *argc, char ***argv, struct rally__err *e);
+
+/* Parses "123", "64K", "1M", "2G" (powers of 1024). Returns 0 on success. */
+int rally__parse_size(const char *s, int64_t *out);
+
+#endif
