@@ -24,7 +24,7 @@ print_table() {
         if (!((p SUBSEP n SUBSEP b) in med)) return "-"
         t = med[p, n, b]
         if (b <= 4096) return sprintf("%.1f", t)
-        return sprintf("%.2f", 2.0 * (n - 1) / n * b / (t * 1e-6) / 1e9)
+        return sprintf("%.3g", 2.0 * (n - 1) / n * b / (t * 1e-6) / 1e9)
     }
     function ratio(p, n, b) {
         if (!((p SUBSEP n SUBSEP b) in med) || !(("rally" SUBSEP n SUBSEP b) in med)) return "-"
