@@ -200,6 +200,26 @@ static int check_sig(struct run *x, struct chan *ch)
     return found(x, RALLY_EMISMATCH, "%s%s", msg, "");
 }
 
+/* A link failed (EPEER).  Often a peer left because the job already failed
+ * elsewhere: give the owner's alarm line a moment to deliver that verdict,
+ * which names the root cause, and report it instead. */
+static long link_failed(struct run *x)
+{
+    if (x->e->code != RALLY_EPEER || x->c->abort_fd < 0 || x->c->on_alarm == NULL)
+        return -1;
+    int64_t deadline = rally__deadline(2000);
+    struct pollfd p = {.fd = x->c->abort_fd, .events = POLLIN};
+    while (poll(&p, 1, rally__ms_left(deadline)) > 0) {
+        struct rally__err v = {0, ""};
+        int rc = x->c->on_alarm(x->c->hook_arg, &v);
+        if (rc != RALLY_OK) {
+            rally__fail_over(x->e, rc, "%s", v.msg);
+            break;
+        }
+    }
+    return -1;
+}
+
 /* Sends the signature, then payload[0..n); returns bytes of payload sent
  * (>= 0) or -1.  *moved is set when anything moved. */
 static long chan_send(struct run *x, struct chan *ch, const void *payload, size_t n, int *moved)
@@ -208,7 +228,7 @@ static long chan_send(struct run *x, struct chan *ch, const void *payload, size_
         long k = rally__send_some(ch->l->fd, ch->out + ch->out_done,
                                   RALLY__SIG_NBYTES - ch->out_done, ch->l->what, x->e);
         if (k < 0)
-            return -1;
+            return link_failed(x);
         ch->out_done += (size_t)k;
         *moved |= k > 0;
         if (ch->out_done < RALLY__SIG_NBYTES) {
@@ -219,6 +239,8 @@ static long chan_send(struct run *x, struct chan *ch, const void *payload, size_
     if (n == 0)
         return 0;
     long k = rally__send_some(ch->l->fd, payload, n, ch->l->what, x->e);
+    if (k < 0)
+        return link_failed(x);
     if (k == 0)
         ch->want |= POLLOUT;
     *moved |= k > 0;
@@ -232,7 +254,7 @@ static long chan_recv(struct run *x, struct chan *ch, void *payload, size_t n, i
         long k = rally__recv_some(ch->l->fd, ch->in + ch->in_done, RALLY__SIG_NBYTES - ch->in_done,
                                   ch->l->what, x->e);
         if (k < 0)
-            return -1;
+            return link_failed(x);
         ch->in_done += (size_t)k;
         *moved |= k > 0;
         if (ch->in_done < RALLY__SIG_NBYTES) {
@@ -245,6 +267,8 @@ static long chan_recv(struct run *x, struct chan *ch, void *payload, size_t n, i
     if (n == 0)
         return 0;
     long k = rally__recv_some(ch->l->fd, payload, n, ch->l->what, x->e);
+    if (k < 0)
+        return link_failed(x);
     if (k == 0)
         ch->want |= POLLIN;
     *moved |= k > 0;

@@ -44,12 +44,12 @@ UINT_KERNELS(u8u)
 UINT_KERNELS(u16u)
 UINT_KERNELS(u32u)
 UINT_KERNELS(u64u)
-/* NaN wins: x > y is false for NaN, so test x != x for a NaN x. */
-KERNEL(max_f32u, f32u, (x > y || x != x) ? x : y)
-KERNEL(min_f32u, f32u, (x < y || x != x) ? x : y)
+/* As for integers, with NaN winning: a NaN y is taken, a NaN x is kept. */
+KERNEL(max_f32u, f32u, (x < y || y != y) ? y : x)
+KERNEL(min_f32u, f32u, (y < x || y != y) ? y : x)
 KERNEL(sum_f32u, f32u, x + y)
-KERNEL(max_f64u, f64u, (x > y || x != x) ? x : y)
-KERNEL(min_f64u, f64u, (x < y || x != x) ? x : y)
+KERNEL(max_f64u, f64u, (x < y || y != y) ? y : x)
+KERNEL(min_f64u, f64u, (y < x || y != y) ? y : x)
 KERNEL(sum_f64u, f64u, x + y)
 
 typedef void (*kernel_fn)(void *, const void *, size_t, void *);

@@ -1,0 +1,305 @@
+/*
+ * coll_matrix.c — every collective against the serial model, bit for bit.
+ *
+ *   rally-run -n N coll_matrix [big] rally_ring_threshold_bytes=T rally_chunk_bytes=C
+ *
+ * Loops over every dtype x op for sizes 0, 1, odd sizes and sizes not
+ * divisible by N up to 64 KiB (both the tree and, above T, the ring), custom
+ * reducers on 12-byte elements (commutative over the ring, non-commutative
+ * over the tree), the prepare callback, broadcast from every root (fixed and
+ * size-from-root), and fixed and variable allgather.  With "big", also a
+ * 16 MiB float sum and a 16 MiB int64 sum.  Each rank computes every rank's
+ * input itself, runs the model, and compares; a difference prints the first
+ * bad element and exits 1.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+#include "rally/rally.h"
+
+static rally_t *R;
+static int rank, N;
+static size_t threshold = 256 << 10;
+static long checks;
+
+#define CHECK_RC(rc, what)                                                                         \
+    do {                                                                                           \
+        if ((rc) != RALLY_OK) {                                                                    \
+            fprintf(stderr, "rank %d: %s failed: %s\n", rank, what, rally_errmsg(R));              \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+static void *xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (p == NULL) {
+        fprintf(stderr, "out of memory\n");
+        exit(1);
+    }
+    return p;
+}
+
+static void compare(const void *got, const void *want, size_t n, size_t es, const char *what)
+{
+    checks++;
+    if (memcmp(got, want, n) == 0)
+        return;
+    const unsigned char *a = got, *b = want;
+    size_t i = 0;
+    while (a[i] == b[i])
+        i++;
+    fprintf(stderr, "rank %d: %s: element %zu differs from the model (byte %zu: %02x vs %02x)\n",
+            rank, what, i / es, i, a[i], b[i]);
+    exit(1);
+}
+
+struct bop {
+    int dt, op;
+};
+static void builtin_fn(void *a, const void *b, void *arg)
+{
+    const struct bop *o = arg;
+    model_op1(a, b, o->dt, o->op);
+}
+
+static int uses_ring(size_t count, size_t es, int commutative)
+{
+    return commutative && count * es > threshold && count >= (size_t)N;
+}
+
+/* Expected result of reducing in[0..N) element-wise with f. */
+static void model(unsigned char *want, unsigned char *const *in, size_t count, size_t es,
+                  int commutative, model_fn f, void *arg)
+{
+    int ring = uses_ring(count, es, commutative);
+    for (size_t i = 0; i < count; i++) {
+        if (ring)
+            model_ring(want + i * es, in, N, count, i, es, f, arg);
+        else
+            model_tree(want + i * es, in, 0, N, i, es, f, arg);
+    }
+}
+
+static void allreduce_case(int dt, int op, size_t count, uint64_t seed)
+{
+    size_t es = model_dtype_size(dt);
+    unsigned char **in = xmalloc((size_t)N * sizeof *in);
+    for (int r = 0; r < N; r++) {
+        in[r] = xmalloc(count * es);
+        model_fill(in[r], count, dt, r, seed);
+    }
+    unsigned char *want = xmalloc(count * es), *got = xmalloc(count * es);
+    struct bop o = {dt, op};
+    model(want, in, count, es, 1, builtin_fn, &o);
+    memcpy(got, in[rank], count * es);
+    CHECK_RC(rally_allreduce(R, got, count, dt, op, NULL, NULL), "allreduce");
+    char what[96];
+    snprintf(what, sizeof what, "allreduce(dtype %d, op %d, count %zu)", dt, op, count);
+    compare(got, want, count * es, es, what);
+    for (int r = 0; r < N; r++)
+        free(in[r]);
+    free(in);
+    free(want);
+    free(got);
+}
+
+/* 12-byte elements: a commutative (sum, max, xor) and a non-commutative
+ * affine composition (m, c) o (m', c') = (m m', m c' + c), plus a counter. */
+struct e12 {
+    uint32_t a, b, c;
+};
+static void comm12(void *a, const void *b, void *arg)
+{
+    struct e12 x, y;
+    memcpy(&x, a, 12);
+    memcpy(&y, b, 12);
+    x.a += y.a;
+    x.b = x.b < y.b ? y.b : x.b;
+    x.c ^= y.c;
+    memcpy(a, &x, 12);
+}
+static void affine12(void *a, const void *b, void *arg)
+{
+    struct e12 x, y;
+    memcpy(&x, a, 12);
+    memcpy(&y, b, 12);
+    struct e12 z = {x.a * y.a, x.a * y.b + x.b, x.c + y.c};
+    memcpy(a, &z, 12);
+}
+static void reduce_comm12(void *inout, const void *in, size_t n, void *arg)
+{
+    for (size_t i = 0; i < n; i++)
+        comm12((char *)inout + 12 * i, (const char *)in + 12 * i, NULL);
+}
+static void reduce_affine12(void *inout, const void *in, size_t n, void *arg)
+{
+    for (size_t i = 0; i < n; i++)
+        affine12((char *)inout + 12 * i, (const char *)in + 12 * i, NULL);
+}
+
+struct prep {
+    unsigned char *buf, *src;
+    size_t n;
+    int calls;
+};
+static void prepare(void *arg)
+{
+    struct prep *p = arg;
+    memcpy(p->buf, p->src, p->n);
+    p->calls++;
+}
+
+static void custom_case(int id, int commutative, size_t count, uint64_t seed)
+{
+    unsigned char **in = xmalloc((size_t)N * sizeof *in);
+    for (int r = 0; r < N; r++) {
+        in[r] = xmalloc(count * 12);
+        model_fill(in[r], count * 3, RALLY_UINT32, r, seed);
+    }
+    unsigned char *want = xmalloc(count * 12), *got = xmalloc(count * 12);
+    model(want, in, count, 12, commutative, commutative ? comm12 : affine12, NULL);
+    memset(got, 0xee, count * 12);
+    struct prep p = {got, in[rank], count * 12, 0};
+    CHECK_RC(rally_allreduce_custom(R, got, count, id, prepare, &p), "allreduce_custom");
+    if (p.calls != 1) {
+        fprintf(stderr, "rank %d: prepare ran %d times, expected once\n", rank, p.calls);
+        exit(1);
+    }
+    char what[96];
+    snprintf(what, sizeof what, "custom reducer %d (commutative %d, count %zu)", id, commutative,
+             count);
+    compare(got, want, count * 12, 12, what);
+    for (int r = 0; r < N; r++)
+        free(in[r]);
+    free(in);
+    free(want);
+    free(got);
+}
+
+static void broadcast_cases(uint64_t seed)
+{
+    size_t sizes[] = {0, 1, 13, 4096 + 7, 300001};
+    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+        size_t n = sizes[si];
+        for (int root = 0; root < N; root++) {
+            unsigned char *want = xmalloc(n), *got = xmalloc(n);
+            model_fill(want, n, RALLY_UINT8, root, seed + n);
+            if (rank == root)
+                memcpy(got, want, n);
+            else
+                memset(got, 0, n);
+            CHECK_RC(rally_broadcast(R, got, n, root), "broadcast");
+            compare(got, want, n, 1, "broadcast");
+
+            void *p = rank == root ? want : NULL;
+            size_t pn = rank == root ? n : 12345;
+            CHECK_RC(rally_broadcast_alloc(R, &p, &pn, root), "broadcast_alloc");
+            if (pn != n) {
+                fprintf(stderr, "rank %d: broadcast_alloc gave %zu bytes, want %zu\n", rank, pn, n);
+                exit(1);
+            }
+            compare(p, want, n, 1, "broadcast_alloc");
+            if (rank != root)
+                rally_free(p);
+            free(want);
+            free(got);
+        }
+    }
+}
+
+static void allgather_cases(uint64_t seed)
+{
+    size_t sizes[] = {0, 1, 8, 1000, 70001};
+    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+        size_t n = sizes[si];
+        unsigned char *want = xmalloc(n * (size_t)N), *got = xmalloc(n * (size_t)N);
+        for (int r = 0; r < N; r++)
+            model_fill(want + (size_t)r * n, n, RALLY_UINT8, r, seed + n);
+        memset(got, 0, n * (size_t)N);
+        CHECK_RC(rally_allgather(R, want + (size_t)rank * n, n, got), "allgather");
+        compare(got, want, n * (size_t)N, 1, "allgather");
+        free(want);
+        free(got);
+    }
+    /* variable sizes, including empty contributions */
+    for (int round = 0; round < 3; round++) {
+        size_t total = 0, *len = xmalloc((size_t)N * sizeof *len);
+        for (int r = 0; r < N; r++) {
+            len[r] = (size_t)((r * 7919 + round * 104729) % 5 == 0 ? 0 : (r + 1) * 997 * (round + 1) % 40000);
+            total += len[r];
+        }
+        unsigned char *want = xmalloc(total), *p = want;
+        unsigned char *mine = NULL;
+        for (int r = 0; r < N; r++) {
+            model_fill(p, len[r], RALLY_UINT8, r, seed + 99 + (uint64_t)round);
+            if (r == rank)
+                mine = p;
+            p += len[r];
+        }
+        void *got = NULL;
+        uint64_t *sizes_out = xmalloc((size_t)N * sizeof *sizes_out);
+        CHECK_RC(rally_allgatherv(R, mine, len[rank], &got, sizes_out), "allgatherv");
+        for (int r = 0; r < N; r++)
+            if (sizes_out[r] != len[r]) {
+                fprintf(stderr, "rank %d: allgatherv size of rank %d: %" PRIu64 ", want %zu\n",
+                        rank, r, sizes_out[r], len[r]);
+                exit(1);
+            }
+        compare(got, want, total, 1, "allgatherv");
+        rally_free(got);
+        free(sizes_out);
+        free(want);
+        free(len);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (strncmp(argv[i], "rally_ring_threshold_bytes=", 27) == 0)
+            threshold = strtoul(argv[i] + 27, NULL, 10);
+    int rc = rally_init(&R, &argc, &argv);
+    CHECK_RC(rc, "rally_init");
+    rank = rally_rank(R);
+    N = rally_world_size(R);
+    int big = argc > 1 && strcmp(argv[1], "big") == 0;
+
+    /* sizes in bytes up to 64 KiB; element counts derived per dtype */
+    size_t byte_sizes[] = {0, 1, 24, 1000, 4104, 65536};
+    uint64_t seed = 12345;
+    for (int dt = RALLY_INT8; dt <= RALLY_DOUBLE; dt++) {
+        for (int op = RALLY_MAX; op <= RALLY_BITOR; op++) {
+            if (op == RALLY_BITOR && dt >= RALLY_FLOAT)
+                continue;
+            for (size_t s = 0; s < sizeof byte_sizes / sizeof byte_sizes[0]; s++) {
+                size_t count = byte_sizes[s] / model_dtype_size(dt);
+                if (byte_sizes[s] == 1)
+                    count = 1;
+                if (byte_sizes[s] == 24)
+                    count = (size_t)N * 3 + 1; /* odd, not divisible by N */
+                if (byte_sizes[s] == 1000)
+                    count = 1000 / model_dtype_size(dt) + (size_t)N - 1;
+                allreduce_case(dt, op, count, seed++);
+            }
+        }
+    }
+    CHECK_RC(rally_register_reducer(R, 7, 12, 1, reduce_comm12, NULL), "register");
+    CHECK_RC(rally_register_reducer(R, 8, 12, 0, reduce_affine12, NULL), "register");
+    size_t ccounts[] = {0, 1, (size_t)N + 2, 5461, 21846};
+    for (size_t i = 0; i < sizeof ccounts / sizeof ccounts[0]; i++) {
+        custom_case(7, 1, ccounts[i], seed++);
+        custom_case(8, 0, ccounts[i], seed++);
+    }
+    broadcast_cases(seed++);
+    allgather_cases(seed++);
+    if (big) {
+        allreduce_case(RALLY_FLOAT, RALLY_SUM, (16u << 20) / 4 + 3, seed++);
+        allreduce_case(RALLY_INT64, RALLY_SUM, (16u << 20) / 8 + 1, seed++);
+    }
+    printf("rank %d of %d: %ld checks passed\n", rank, N, checks);
+    return rally_finalize(R) == RALLY_OK ? 0 : 1;
+}

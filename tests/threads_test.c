@@ -1,0 +1,271 @@
+/*
+ * threads_test.c — whole jobs inside one process: the embedded tracker runs
+ * in one thread, N workers in N more, each with its own rally handle.  Fast,
+ * and the form the thread sanitizer checks.
+ *
+ *   threads_test            every case below at N = 1, 2, 3, 5, 8
+ *
+ * Cases: allreduce (tree and ring) against the serial model, broadcast from
+ * every root, allgather; mismatched calls (count, type, op, root, kind) make
+ * every rank fail with RALLY_EMISMATCH or the tracker's ABORT naming the
+ * mismatch, never a hang; an unknown rally_* argument; no tracker at all
+ * (rank 0 of 1).
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "model.h"
+#include "net/auth.h"
+#include "rally/rally.h"
+#include "tracker/server.h"
+#include "util/clock.h"
+
+static int failures;
+#define EXPECT(cond, ...)                                                                          \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                   \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fprintf(stderr, "\n");                                                                 \
+            __atomic_add_fetch(&failures, 1, __ATOMIC_SEQ_CST);                                    \
+        }                                                                                          \
+    } while (0)
+
+struct job;
+typedef void (*work_fn)(struct job *j, rally_t *r, int task);
+
+struct job {
+    int world;
+    char addr[64], secret_path[128];
+    struct rally__tracker *t;
+    int stop; /* atomic */
+    work_fn work;
+    int mismatch_at; /* which task misbehaves, for mismatch cases */
+    int kind;        /* which mismatch */
+};
+
+static void *tracker_loop(void *arg)
+{
+    struct job *j = arg;
+    while (!__atomic_load_n(&j->stop, __ATOMIC_ACQUIRE)) {
+        struct pollfd p[256];
+        size_t n = rally__tracker_fill(j->t, p, 256);
+        int ms = rally__ms_left(rally__tracker_deadline(j->t));
+        poll(p, n, ms < 0 || ms > 50 ? 50 : ms);
+        rally__tracker_handle(j->t, p, n);
+        if (rally__tracker_state(j->t, NULL, NULL) != RALLY__TRACKER_RUNNING &&
+            rally__tracker_flushed(j->t))
+            break;
+    }
+    return NULL;
+}
+
+struct wargs {
+    struct job *j;
+    int task;
+};
+
+static void *worker(void *arg)
+{
+    struct wargs *w = arg;
+    struct job *j = w->j;
+    char a1[96], a2[160], a3[48];
+    snprintf(a1, sizeof a1, "rally_tracker=%s", j->addr);
+    snprintf(a2, sizeof a2, "rally_secret_file=%s", j->secret_path);
+    snprintf(a3, sizeof a3, "rally_task_id=%d", w->task);
+    char *args[] = {"worker", a1, a2, a3, "rally_ring_threshold_bytes=512", "rally_chunk_bytes=256",
+                    "rally_connect_timeout_ms=20000", "rally_timeout_ms=20000", NULL};
+    int argc = 8;
+    char **argv = args;
+    rally_t *r;
+    int rc = rally_init(&r, &argc, &argv);
+    EXPECT(rc == RALLY_OK, "task %d: init: %s", w->task, rally_errmsg(r));
+    EXPECT(argc == 1 && argv[1] == NULL, "init left %d arguments", argc);
+    if (rc == RALLY_OK)
+        j->work(j, r, w->task);
+    rally_finalize(r);
+    return NULL;
+}
+
+static void run_job(int world, work_fn work, int mismatch_at, int kind)
+{
+    struct job *j = calloc(1, sizeof *j);
+    j->world = world;
+    j->work = work;
+    j->mismatch_at = mismatch_at;
+    j->kind = kind;
+    char dir[] = "/tmp/rally-threads-XXXXXX";
+    if (mkdtemp(dir) == NULL)
+        abort();
+    snprintf(j->secret_path, sizeof j->secret_path, "%s/secret", dir);
+    struct rally__err e = {0, ""};
+    struct rally__secret s;
+    if (rally__secret_create(j->secret_path, &s, &e) != RALLY_OK) {
+        fprintf(stderr, "%s\n", e.msg);
+        abort();
+    }
+    struct rally__tracker_opts o = {world, "127.0.0.1", 0, &s, 30000, 0, NULL, NULL, NULL};
+    if (rally__tracker_new(&j->t, &o, &e) != RALLY_OK) {
+        fprintf(stderr, "%s\n", e.msg);
+        abort();
+    }
+    snprintf(j->addr, sizeof j->addr, "127.0.0.1:%d", rally__tracker_port(j->t));
+    pthread_t tt, wt[64];
+    struct wargs wa[64];
+    pthread_create(&tt, NULL, tracker_loop, j);
+    for (int i = 0; i < world; i++) {
+        wa[i] = (struct wargs){j, i};
+        pthread_create(&wt[i], NULL, worker, &wa[i]);
+    }
+    for (int i = 0; i < world; i++)
+        pthread_join(wt[i], NULL);
+    __atomic_store_n(&j->stop, 1, __ATOMIC_RELEASE);
+    pthread_join(tt, NULL);
+    rally__tracker_free(j->t);
+    unlink(j->secret_path);
+    rmdir(dir);
+    free(j);
+}
+
+/* --- cases ----------------------------------------------------------------- */
+
+static void sum_fn(void *a, const void *b, void *arg)
+{
+    model_op1(a, b, RALLY_DOUBLE, RALLY_SUM);
+}
+
+static void work_collectives(struct job *j, rally_t *r, int task)
+{
+    int rank = rally_rank(r), N = rally_world_size(r);
+    EXPECT(N == j->world, "world %d, want %d", N, j->world);
+    EXPECT(rank == task, "task %d got rank %d", task, rank);
+    size_t counts[] = {0, 1, 5, 63, 64 + 3, 1000};
+    for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+        size_t n = counts[c];
+        unsigned char **in = malloc((size_t)N * sizeof *in);
+        for (int i = 0; i < N; i++) {
+            in[i] = malloc(n * 8 + 1);
+            model_fill(in[i], n, RALLY_DOUBLE, i, 77 + n);
+        }
+        unsigned char *want = malloc(n * 8 + 1), *got = malloc(n * 8 + 1);
+        int ring = n * 8 > 512 && n >= (size_t)N;
+        for (size_t i = 0; i < n; i++) {
+            if (ring)
+                model_ring(want + i * 8, in, N, n, i, 8, sum_fn, NULL);
+            else
+                model_tree(want + i * 8, in, 0, N, i, 8, sum_fn, NULL);
+        }
+        memcpy(got, in[rank], n * 8);
+        int rc = rally_allreduce(r, got, n, RALLY_DOUBLE, RALLY_SUM, NULL, NULL);
+        EXPECT(rc == RALLY_OK, "allreduce: %s", rally_errmsg(r));
+        EXPECT(memcmp(got, want, n * 8) == 0, "allreduce n=%zu N=%d differs from the model", n, N);
+        for (int i = 0; i < N; i++)
+            free(in[i]);
+        free(in);
+        free(want);
+        free(got);
+    }
+    for (int root = 0; root < N; root++) {
+        char buf[3000];
+        for (size_t i = 0; i < sizeof buf; i++)
+            buf[i] = rank == root ? (char)(i * 31 + root) : 0;
+        EXPECT(rally_broadcast(r, buf, sizeof buf, root) == RALLY_OK, "bcast: %s", rally_errmsg(r));
+        int ok = 1;
+        for (size_t i = 0; i < sizeof buf; i++)
+            ok &= buf[i] == (char)(i * 31 + root);
+        EXPECT(ok, "broadcast from %d: wrong bytes at rank %d", root, rank);
+    }
+    int mine[3] = {rank, rank * 2, -rank}, all[3 * 64];
+    EXPECT(rally_allgather(r, mine, sizeof mine, all) == RALLY_OK, "allgather: %s", rally_errmsg(r));
+    for (int i = 0; i < N; i++)
+        EXPECT(all[3 * i] == i && all[3 * i + 1] == 2 * i && all[3 * i + 2] == -i,
+               "allgather slot %d", i);
+}
+
+enum { MM_COUNT, MM_TYPE, MM_OP, MM_ROOT, MM_KIND };
+
+static void work_mismatch(struct job *j, rally_t *r, int task)
+{
+    int rank = rally_rank(r);
+    double v[40] = {0};
+    int odd = rank == j->mismatch_at;
+    int rc;
+    /* one good collective first, so the mismatch is collective #1 */
+    rc = rally_allreduce(r, v, 4, RALLY_DOUBLE, RALLY_SUM, NULL, NULL);
+    EXPECT(rc == RALLY_OK, "first allreduce: %s", rally_errmsg(r));
+    switch (j->kind) {
+    case MM_COUNT:
+        rc = rally_allreduce(r, v, odd ? 11 : 10, RALLY_DOUBLE, RALLY_SUM, NULL, NULL);
+        break;
+    case MM_TYPE:
+        rc = rally_allreduce(r, v, 10, odd ? RALLY_INT64 : RALLY_DOUBLE, RALLY_SUM, NULL, NULL);
+        break;
+    case MM_OP:
+        rc = rally_allreduce(r, v, 10, RALLY_DOUBLE, odd ? RALLY_MAX : RALLY_SUM, NULL, NULL);
+        break;
+    case MM_ROOT:
+        rc = rally_broadcast(r, v, 80, odd ? 1 : 0);
+        break;
+    default:
+        rc = odd ? rally_broadcast(r, v, 80, 0)
+                 : rally_allreduce(r, v, 10, RALLY_DOUBLE, RALLY_SUM, NULL, NULL);
+        break;
+    }
+    /* A broadcast only carries data away from the root, so ranks upstream
+     * of the disagreement may finish it; they must learn of the failure by
+     * their next collective at the latest (docs/errors.md). */
+    if (j->kind == MM_ROOT && rc == RALLY_OK)
+        rc = rally_allreduce(r, v, 1, RALLY_DOUBLE, RALLY_SUM, NULL, NULL);
+    EXPECT(rc == RALLY_EMISMATCH, "kind %d: rank %d got %s (%s), want RALLY_EMISMATCH", j->kind,
+           rank, rally_strstatus(rc), rally_errmsg(r));
+    EXPECT(strstr(rally_errmsg(r), "collectives differ") != NULL, "rank %d message: %s", rank,
+           rally_errmsg(r));
+    /* the handle is spent */
+    rc = rally_allreduce(r, v, 1, RALLY_DOUBLE, RALLY_SUM, NULL, NULL);
+    EXPECT(rc == RALLY_ESTATE, "after a mismatch: %s", rally_strstatus(rc));
+}
+
+static void test_single_process(void)
+{
+    rally_t *r;
+    char *args[] = {"prog", "rally_ring_threshold_bytes=1K", "keep", NULL};
+    int argc = 3;
+    char **argv = args;
+    unsetenv("RALLY_TRACKER");
+    int rc = rally_init(&r, &argc, &argv);
+    EXPECT(rc == RALLY_OK && rally_rank(r) == 0 && rally_world_size(r) == 1, "standalone init");
+    EXPECT(argc == 2 && strcmp(argv[1], "keep") == 0 && argv[2] == NULL, "argv not compacted");
+    double v[3] = {1, 2, 3};
+    EXPECT(rally_allreduce(r, v, 3, RALLY_DOUBLE, RALLY_SUM, NULL, NULL) == RALLY_OK &&
+               v[0] == 1 && v[2] == 3,
+           "standalone allreduce");
+    EXPECT(rally_allreduce(r, v, 3, RALLY_DOUBLE, RALLY_BITOR, NULL, NULL) == RALLY_EINVAL,
+           "bitor on double must be EINVAL");
+    EXPECT(rally_broadcast(r, v, 8, 1) == RALLY_EINVAL, "root 1 of 1 must be EINVAL");
+    rally_finalize(r);
+
+    char *bad[] = {"prog", "rally_no_such_key=1", NULL};
+    argc = 2;
+    argv = bad;
+    rc = rally_init(&r, &argc, &argv);
+    EXPECT(rc == RALLY_ECONFIG && strstr(rally_errmsg(r), "rally_no_such_key") != NULL,
+           "unknown key: %s", rally_errmsg(r));
+    rally_finalize(r);
+}
+
+int main(void)
+{
+    test_single_process();
+    int worlds[] = {1, 2, 3, 5, 8};
+    for (size_t i = 0; i < sizeof worlds / sizeof worlds[0]; i++)
+        run_job(worlds[i], work_collectives, -1, 0);
+    int mworlds[] = {2, 5};
+    for (size_t i = 0; i < 2; i++)
+        for (int kind = MM_COUNT; kind <= MM_KIND; kind++)
+            run_job(mworlds[i], work_mismatch, mworlds[i] - 1, kind);
+    printf("threads_test: %s (%d failures)\n", failures ? "FAILED" : "passed", failures);
+    return failures ? 1 : 0;
+}
