@@ -1,0 +1,26 @@
+# Tests of the tracker (src/tracker) and the launchers (tools/rally-run,
+# tools/rally-tracker); include()d from tests/CMakeLists.txt.
+#   tracker_test       cmocka: the embedded tracker against fake and real
+#                      clients, in one process (threads)
+#   launcher_<case>    tests/launcher_test.sh <case>: rally-run and
+#                      rally-tracker as processes, each case under timeout(1)
+set(RALLY_TRACKER_TESTS_DIR ${CMAKE_CURRENT_LIST_DIR})
+
+add_executable(tracker_test ${RALLY_TRACKER_TESTS_DIR}/tracker_test.c)
+target_link_libraries(tracker_test rally_static cmocka)
+add_test(NAME tracker_test COMMAND tracker_test)
+set_tests_properties(tracker_test PROPERTIES LABELS "quick;threads" TIMEOUT 120)
+
+# Stand-in workers: prog knows nothing of rally; tworker speaks the tracker
+# protocol through the internal client (no collective layer needed).
+add_executable(rally_test_prog ${RALLY_TRACKER_TESTS_DIR}/progs/prog.c)
+add_executable(rally_test_tworker ${RALLY_TRACKER_TESTS_DIR}/progs/tworker.c)
+target_link_libraries(rally_test_tworker rally_static)
+
+foreach(case usage nonexistent exit_code kill9 sigterm output finalize tracker_tool)
+  add_test(NAME launcher_${case}
+           COMMAND sh ${RALLY_TRACKER_TESTS_DIR}/launcher_test.sh ${case}
+                   $<TARGET_FILE:rally-run> $<TARGET_FILE:rally_test_prog>
+                   $<TARGET_FILE:rally_test_tworker> $<TARGET_FILE:rally-tracker>)
+  set_tests_properties(launcher_${case} PROPERTIES LABELS "quick" TIMEOUT 60)
+endforeach()
