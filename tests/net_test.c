@@ -1,0 +1,360 @@
+/*
+ * net_test.c — unit tests of util, net and coll/topo (cmocka).
+ *
+ * Settings: defaults, environment, arguments, unknown keys, sizes.
+ * Addresses: host:port forms, IPv6 with brackets.
+ * Frames: a good frame, an oversized one, unknown flags, a truncated one.
+ * Mesh: a worker wiring its links while strangers hit its port (garbage
+ * bytes, a HELLO under the wrong secret, a silent connection, a stale
+ * incarnation) still wires exactly its real neighbours.
+ * Topology: for N = 1..70 the pre-order tree and ring invariants.
+ */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "coll/topo.h"
+#include "net/auth.h"
+#include "net/frame.h"
+#include "net/mesh.h"
+#include "net/sock.h"
+#include "util/clock.h"
+#include "util/config.h"
+
+static void config_layers(void **state)
+{
+    struct rally__config c;
+    struct rally__err e = {0, ""};
+    setenv("RALLY_TIMEOUT_MS", "1234", 1);
+    setenv("RALLY_CHUNK_BYTES", "64K", 1);
+    char *args[] = {"prog", "a", "rally_chunk_bytes=1M", "b", NULL};
+    int argc = 4;
+    char **argv = args;
+    assert_int_equal(rally__config_load(&c, &argc, &argv, &e), RALLY_OK);
+    assert_int_equal(c.timeout_ms, 1234);         /* env over default */
+    assert_int_equal(c.chunk_bytes, 1 << 20);     /* argument over env */
+    assert_int_equal(c.ring_threshold_bytes, 256 << 10);
+    assert_int_equal(argc, 3);
+    assert_string_equal(argv[1], "a");
+    assert_string_equal(argv[2], "b");
+    assert_null(argv[3]);
+    unsetenv("RALLY_TIMEOUT_MS");
+    unsetenv("RALLY_CHUNK_BYTES");
+}
+
+static void config_errors(void **state)
+{
+    struct rally__config c;
+    const char *bad[] = {"rally_chunk_bytes=lots", "rally_timeout_ms=-5", "rally_tracker_uri=x",
+                         "rally_timeout_ms=12x"};
+    const char *want[] = {"not a size", "out of range", "not a known", "not an integer"};
+    for (int i = 0; i < 4; i++) {
+        struct rally__err e = {0, ""};
+        char *args[] = {"prog", (char *)bad[i], NULL};
+        int argc = 2;
+        char **argv = args;
+        assert_int_equal(rally__config_load(&c, &argc, &argv, &e), RALLY_ECONFIG);
+        assert_non_null(strstr(e.msg, want[i]));
+    }
+    int64_t v;
+    assert_int_equal(rally__parse_size("2G", &v), 0);
+    assert_int_equal(v, 2LL << 30);
+    assert_int_equal(rally__parse_size("", &v), -1);
+}
+
+static void hostport_forms(void **state)
+{
+    char h[64];
+    int p;
+    struct rally__err e = {0, ""};
+    assert_int_equal(rally__hostport_split("127.0.0.1:9000", h, sizeof h, &p, &e), RALLY_OK);
+    assert_string_equal(h, "127.0.0.1");
+    assert_int_equal(p, 9000);
+    assert_int_equal(rally__hostport_split("[::1]:0", h, sizeof h, &p, &e), RALLY_OK);
+    assert_string_equal(h, "::1");
+    assert_int_equal(p, 0);
+    const char *bad[] = {"nocolon", "[::1]80", "host:", "host:70000", "host:12ab"};
+    for (int i = 0; i < 5; i++) {
+        rally__err_clear(&e);
+        assert_int_equal(rally__hostport_split(bad[i], h, sizeof h, &p, &e), RALLY_ECONFIG);
+    }
+}
+
+static void frames(void **state)
+{
+    int sv[2];
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+    struct rally__err e = {0, ""};
+    int64_t d = rally__deadline(2000);
+    assert_int_equal(rally__frame_send(sv[0], 42, "hello", 5, d, "test", &e), RALLY_OK);
+    unsigned char body[16];
+    uint16_t type;
+    size_t n;
+    assert_int_equal(rally__frame_recv(sv[1], &type, body, sizeof body, &n, d, "test", &e), RALLY_OK);
+    assert_int_equal(type, 42);
+    assert_int_equal(n, 5);
+    assert_memory_equal(body, "hello", 5);
+
+    /* larger than the reader's buffer */
+    assert_int_equal(rally__frame_send(sv[0], 1, "0123456789abcdefXYZ", 19, d, "test", &e), RALLY_OK);
+    assert_int_equal(rally__frame_recv(sv[1], &type, body, sizeof body, &n, d, "test", &e),
+                     RALLY_EPROTO);
+    assert_non_null(strstr(e.msg, "19-byte frame"));
+    close(sv[0]);
+    close(sv[1]);
+
+    /* unknown flags; then a header announcing 4 GiB */
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+    unsigned char h1[8] = {0, 0, 0, 0, 1, 0, 1, 0}, h2[8] = {0xff, 0xff, 0xff, 0xff, 1, 0, 0, 0};
+    rally__err_clear(&e);
+    assert_int_equal(write(sv[0], h1, 8), 8);
+    assert_int_equal(rally__frame_recv(sv[1], &type, body, sizeof body, &n, d, "test", &e),
+                     RALLY_EPROTO);
+    assert_non_null(strstr(e.msg, "flags"));
+    rally__err_clear(&e);
+    assert_int_equal(write(sv[0], h2, 8), 8);
+    struct rally__frame_in in = {0};
+    assert_int_equal(rally__frame_in_feed(&in, sv[1], "test", &e), -1);
+    assert_int_equal(e.code, RALLY_EPROTO);
+
+    /* truncated: the peer goes away mid-body */
+    rally__err_clear(&e);
+    unsigned char h3[10] = {8, 0, 0, 0, 1, 0, 0, 0, 'a', 'b'};
+    assert_int_equal(write(sv[0], h3, sizeof h3), (ssize_t)sizeof h3);
+    close(sv[0]);
+    assert_int_equal(rally__frame_recv(sv[1], &type, body, sizeof body, &n, d, "test", &e),
+                     RALLY_EPEER);
+    close(sv[1]);
+    rally__frame_in_free(&in);
+}
+
+/* --- mesh with strangers ----------------------------------------------------- */
+
+struct meshjob {
+    struct rally__secret s;
+    int port0;
+    int listen0;
+    int rc0, rc1;
+    struct rally__err e0, e1;
+    struct rally__mesh_peer p0[1], p1[1];
+};
+
+static void *stranger_garbage(void *arg)
+{
+    struct meshjob *m = arg;
+    int fd;
+    struct rally__err e = {0, ""};
+    if (rally__tcp_connect("127.0.0.1", m->port0, rally__deadline(2000), &fd, &e) == RALLY_OK) {
+        const char junk[] = "GET / HTTP/1.0\r\n\r\n";
+        rally__send_all(fd, junk, sizeof junk, rally__deadline(1000), "w", &e);
+        char b[256];
+        rally__recv_all(fd, b, sizeof b, rally__deadline(1000), "w", &e);
+        close(fd);
+    }
+    return NULL;
+}
+
+static void *stranger_wrong_secret(void *arg)
+{
+    struct meshjob *m = arg;
+    int fd;
+    struct rally__err e = {0, ""};
+    struct rally__secret bad = m->s;
+    bad.key[0] ^= 1;
+    struct rally__ident me = {RALLY__ROLE_PEER, 1, 1}, peer;
+    if (rally__tcp_connect("127.0.0.1", m->port0, rally__deadline(2000), &fd, &e) == RALLY_OK) {
+        int rc = rally__auth_connect(fd, &bad, &me, 0, &peer, rally__deadline(2000), "rank 0", &e);
+        close(fd);
+        if (rc != RALLY_EAUTH || strstr(e.msg, "does not know") == NULL)
+            fprintf(stderr, "wrong secret: unexpected %d %s\n", rc, e.msg);
+        m->rc1 = rc == RALLY_EAUTH ? 0 : -1; /* checked by the test */
+    }
+    return NULL;
+}
+
+static void *stranger_stale(void *arg)
+{
+    struct meshjob *m = arg;
+    int fd;
+    struct rally__err e = {0, ""};
+    struct rally__ident me = {RALLY__ROLE_PEER, 1, 99}, peer; /* wrong incarnation */
+    if (rally__tcp_connect("127.0.0.1", m->port0, rally__deadline(2000), &fd, &e) == RALLY_OK) {
+        int rc = rally__auth_connect(fd, &m->s, &me, 0, &peer, rally__deadline(2000), "rank 0", &e);
+        close(fd);
+        if (rc == RALLY_OK || strstr(e.msg, "stale") == NULL)
+            fprintf(stderr, "stale incarnation was not refused: %d %s\n", rc, e.msg);
+        m->rc0 = rc == RALLY_OK ? -1 : 0;
+    }
+    return NULL;
+}
+
+static void *stranger_silent(void *arg)
+{
+    struct meshjob *m = arg;
+    int fd;
+    struct rally__err e = {0, ""};
+    if (rally__tcp_connect("127.0.0.1", m->port0, rally__deadline(2000), &fd, &e) == RALLY_OK) {
+        rally__sleep_ms(1500);
+        close(fd);
+    }
+    return NULL;
+}
+
+static void *acceptor(void *arg)
+{
+    struct meshjob *m = arg;
+    m->p0[0] = (struct rally__mesh_peer){1, "127.0.0.1", 0, 1, -1};
+    m->rc0 = rally__mesh_connect(m->listen0, &m->s, 0, 1, m->p0, 1, rally__deadline(10000), 300,
+                                 &m->e0);
+    return NULL;
+}
+
+static void mesh_refuses_strangers(void **state)
+{
+    struct meshjob *m = calloc(1, sizeof *m);
+    struct rally__err e = {0, ""};
+    char path[] = "/tmp/rally-net-test-XXXXXX";
+    assert_non_null(mkdtemp(path));
+    char sf[64];
+    snprintf(sf, sizeof sf, "%s/secret", path);
+    assert_int_equal(rally__secret_create(sf, &m->s, &e), RALLY_OK);
+    assert_int_equal(rally__tcp_listen("127.0.0.1", 0, 16, &m->listen0, &m->port0, &e), RALLY_OK);
+
+    /* strangers first, one after another, while rank 0 is accepting */
+    pthread_t acc, st;
+    pthread_create(&acc, NULL, acceptor, m);
+    int wrong = -2, stale = -2;
+    pthread_create(&st, NULL, stranger_garbage, m);
+    pthread_join(st, NULL);
+    pthread_create(&st, NULL, stranger_silent, m);
+    pthread_join(st, NULL);
+    m->rc1 = -2;
+    pthread_create(&st, NULL, stranger_wrong_secret, m);
+    pthread_join(st, NULL);
+    wrong = m->rc1;
+    pthread_create(&st, NULL, stranger_stale, m);
+    pthread_join(st, NULL);
+    stale = m->rc0;
+
+    /* then the real rank 1 */
+    m->p1[0] = (struct rally__mesh_peer){0, "127.0.0.1", m->port0, 1, -1};
+    int lfd1, port1;
+    assert_int_equal(rally__tcp_listen("127.0.0.1", 0, 16, &lfd1, &port1, &e), RALLY_OK);
+    int rc1 = rally__mesh_connect(lfd1, &m->s, 1, 1, m->p1, 1, rally__deadline(10000), 300, &m->e1);
+    pthread_join(acc, NULL);
+    assert_int_equal(wrong, 0);
+    assert_int_equal(stale, 0);
+    assert_int_equal(rc1, RALLY_OK);
+    assert_int_equal(m->rc0, RALLY_OK);
+    assert_true(m->p0[0].fd >= 0 && m->p1[0].fd >= 0);
+    /* the link works */
+    assert_int_equal(rally__send_all(m->p1[0].fd, "x", 1, rally__deadline(1000), "t", &e), RALLY_OK);
+    char c;
+    assert_int_equal(rally__recv_all(m->p0[0].fd, &c, 1, rally__deadline(1000), "t", &e), RALLY_OK);
+    assert_int_equal(c, 'x');
+    close(m->p0[0].fd);
+    close(m->p1[0].fd);
+    close(lfd1);
+    close(m->listen0);
+    unlink(sf);
+    rmdir(path);
+    free(m);
+}
+
+static void ipv6_loopback(void **state)
+{
+    struct rally__err e = {0, ""};
+    int lfd, port, fd, afd;
+    if (rally__tcp_listen("::1", 0, 4, &lfd, &port, &e) != RALLY_OK) {
+        /* a host without IPv6 loopback: then "::1" must fail clearly, and v4 work */
+        assert_int_equal(e.code, RALLY_ESYS);
+        rally__err_clear(&e);
+        assert_int_equal(rally__tcp_listen("127.0.0.1", 0, 4, &lfd, &port, &e), RALLY_OK);
+        close(lfd);
+        return;
+    }
+    assert_int_equal(rally__tcp_connect("::1", port, rally__deadline(2000), &fd, &e), RALLY_OK);
+    char host[64];
+    assert_int_equal(rally__tcp_accept(lfd, rally__deadline(2000), &afd, host, sizeof host, &e),
+                     RALLY_OK);
+    assert_string_equal(host, "::1");
+    close(fd);
+    close(afd);
+    close(lfd);
+    /* a dual-stack listener shows v4 clients as plain v4, not ::ffff:127.0.0.1 */
+    assert_int_equal(rally__tcp_listen("", 0, 4, &lfd, &port, &e), RALLY_OK);
+    assert_int_equal(rally__tcp_connect("127.0.0.1", port, rally__deadline(2000), &fd, &e),
+                     RALLY_OK);
+    assert_int_equal(rally__tcp_accept(lfd, rally__deadline(2000), &afd, host, sizeof host, &e),
+                     RALLY_OK);
+    assert_string_equal(host, "127.0.0.1");
+    close(fd);
+    close(afd);
+    close(lfd);
+}
+
+static void topology(void **state)
+{
+    for (int N = 1; N <= 70; N++) {
+        int parent_of[70], depth_max = 0;
+        for (int r = 0; r < N; r++) {
+            struct rally__topo t;
+            rally__topo_build(&t, r, N);
+            parent_of[r] = t.parent;
+            assert_true(r == 0 ? t.parent == -1 : t.parent >= 0 && t.parent < r);
+            assert_int_equal(t.ring_next, (r + 1) % N);
+            assert_int_equal(t.ring_prev, (r + N - 1) % N);
+            /* children ascending, first child r+1, subtrees contiguous and covering */
+            int end = r + 1;
+            for (int i = 0; i < t.nchildren; i++) {
+                assert_int_equal(t.children[i], end);
+                struct rally__topo c;
+                rally__topo_build(&c, t.children[i], N);
+                assert_int_equal(c.parent, r);
+                end = c.subtree_end;
+            }
+            assert_int_equal(end, t.subtree_end);
+            /* walking toward any root reaches it */
+            for (int root = 0; root < N; root++) {
+                int at = r, hops = 0;
+                while (at != root && hops <= N) {
+                    struct rally__topo u;
+                    rally__topo_build(&u, at, N);
+                    at = rally__topo_toward(&u, root);
+                    hops++;
+                }
+                assert_int_equal(at, root);
+            }
+        }
+        for (int r = 0; r < N; r++) {
+            int d = 0;
+            for (int a = r; parent_of[a] >= 0; a = parent_of[a])
+                d++;
+            depth_max = d > depth_max ? d : depth_max;
+        }
+        int log2n = 0;
+        while ((1 << log2n) < N)
+            log2n++;
+        assert_true(depth_max <= log2n);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(config_layers),  cmocka_unit_test(config_errors),
+        cmocka_unit_test(hostport_forms), cmocka_unit_test(frames),
+        cmocka_unit_test(mesh_refuses_strangers), cmocka_unit_test(ipv6_loopback),
+        cmocka_unit_test(topology),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
