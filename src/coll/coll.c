@@ -225,16 +225,20 @@ static long link_failed(struct run *x)
 static long chan_send(struct run *x, struct chan *ch, const void *payload, size_t n, int *moved)
 {
     if (ch->out_done < RALLY__SIG_NBYTES) {
-        long k = rally__send_some(ch->l->fd, ch->out + ch->out_done,
-                                  RALLY__SIG_NBYTES - ch->out_done, ch->l->what, x->e);
+        /* signature and payload leave together: one segment for small messages */
+        size_t left = RALLY__SIG_NBYTES - ch->out_done;
+        long k = rally__send2_some(ch->l->fd, ch->out + ch->out_done, left, payload, n,
+                                   ch->l->what, x->e);
         if (k < 0)
             return link_failed(x);
-        ch->out_done += (size_t)k;
         *moved |= k > 0;
-        if (ch->out_done < RALLY__SIG_NBYTES) {
+        if ((size_t)k < left) {
+            ch->out_done += (size_t)k;
             ch->want |= POLLOUT;
             return 0;
         }
+        ch->out_done = RALLY__SIG_NBYTES;
+        return k - (long)left;
     }
     if (n == 0)
         return 0;
@@ -251,18 +255,23 @@ static long chan_send(struct run *x, struct chan *ch, const void *payload, size_
 static long chan_recv(struct run *x, struct chan *ch, void *payload, size_t n, int *moved)
 {
     if (ch->in_done < RALLY__SIG_NBYTES) {
-        long k = rally__recv_some(ch->l->fd, ch->in + ch->in_done, RALLY__SIG_NBYTES - ch->in_done,
-                                  ch->l->what, x->e);
+        /* read signature and payload together; the payload is trusted only
+         * once the signature checks (on a mismatch the call fails anyway) */
+        size_t left = RALLY__SIG_NBYTES - ch->in_done;
+        long k = rally__recv2_some(ch->l->fd, ch->in + ch->in_done, left, payload, n, ch->l->what,
+                                   x->e);
         if (k < 0)
             return link_failed(x);
-        ch->in_done += (size_t)k;
         *moved |= k > 0;
-        if (ch->in_done < RALLY__SIG_NBYTES) {
+        if ((size_t)k < left) {
+            ch->in_done += (size_t)k;
             ch->want |= POLLIN;
             return 0;
         }
+        ch->in_done = RALLY__SIG_NBYTES;
         if (check_sig(x, ch) != RALLY_OK)
             return -1;
+        return k - (long)left;
     }
     if (n == 0)
         return 0;

@@ -10,6 +10,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/uio.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -257,6 +258,51 @@ long rally__recv_some(int fd, void *buf, size_t n, const char *what, struct rall
         else
             rally__fail_errno(e, RALLY_ESYS, errno, "receiving from %s failed", what);
         return -1;
+    }
+}
+
+static long io_error(long k, int out, size_t n, const char *what, struct rally__err *e)
+{
+    if (k >= 0)
+        return k;
+    if (errno == EAGAIN || errno == EWOULDBLOCK)
+        return 0;
+    if (errno == EPIPE || errno == ECONNRESET)
+        rally__fail(e, RALLY_EPEER, "%s %s the connection", what,
+                    errno == EPIPE || out ? "closed" : "reset");
+    else
+        rally__fail_errno(e, RALLY_ESYS, errno, "%s %s failed", out ? "sending to" : "receiving from",
+                          what);
+    return -1;
+}
+
+long rally__send2_some(int fd, const void *a, size_t an, const void *b, size_t bn,
+                       const char *what, struct rally__err *e)
+{
+    struct iovec iov[2] = {{(void *)a, an}, {(void *)b, bn}};
+    struct msghdr m = {.msg_iov = iov, .msg_iovlen = 2};
+    for (;;) {
+        ssize_t k = sendmsg(fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (k < 0 && errno == EINTR)
+            continue;
+        return io_error((long)k, 1, an + bn, what, e);
+    }
+}
+
+long rally__recv2_some(int fd, void *a, size_t an, void *b, size_t bn, const char *what,
+                       struct rally__err *e)
+{
+    struct iovec iov[2] = {{a, an}, {b, bn}};
+    struct msghdr m = {.msg_iov = iov, .msg_iovlen = 2};
+    for (;;) {
+        ssize_t k = recvmsg(fd, &m, MSG_DONTWAIT);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k == 0 && an + bn > 0) {
+            rally__fail(e, RALLY_EPEER, "%s closed the connection", what);
+            return -1;
+        }
+        return io_error((long)k, 0, an + bn, what, e);
     }
 }
 

@@ -55,5 +55,10 @@ int rally__recv_all(int fd, void *buf, size_t n, int64_t deadline, const char *w
  * or -1 with e set (RALLY_EPEER on EOF/reset). */
 long rally__send_some(int fd, const void *buf, size_t n, const char *what, struct rally__err *e);
 long rally__recv_some(int fd, void *buf, size_t n, const char *what, struct rally__err *e);
+/* The same over two pieces (a header and a payload) in one system call. */
+long rally__send2_some(int fd, const void *a, size_t an, const void *b, size_t bn,
+                       const char *what, struct rally__err *e);
+long rally__recv2_some(int fd, void *a, size_t an, void *b, size_t bn, const char *what,
+                       struct rally__err *e);
 
 #endif
