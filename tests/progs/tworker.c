@@ -51,8 +51,10 @@ int main(int argc, char **argv)
                 goto fail;
         }
     }
-    if (strcmp(act, "nofinal") == 0)
+    if (strcmp(act, "nofinal") == 0) {
+        rally__tclient_close(&t); /* closes without SHUTDOWN */
         return 0;
+    }
     char msg[64];
     snprintf(msg, sizeof msg, "hello from rank %d", t.rank);
     if (rally__tclient_print(&t, msg, &e) != RALLY_OK ||
