@@ -26,7 +26,9 @@ if [ -n "$GREP" ] && ! grep -q -- "$GREP" "$out"; then
 fi
 rm -f "$out"
 sleep 0.2
-left=$(grep -l "RALLY_TEST_TAG=$RALLY_TEST_TAG" /proc/[0-9]*/environ 2>/dev/null | grep -v "/proc/$$/" | cut -d/ -f3)
+tag=$RALLY_TEST_TAG
+unset RALLY_TEST_TAG # the scan's own processes must not carry the tag
+left=$(grep -l "RALLY_TEST_TAG=$tag" /proc/[0-9]*/environ 2>/dev/null | grep -v "/proc/$$/" | cut -d/ -f3)
 if [ -n "$left" ]; then
     echo "run_job: processes left behind: $left"
     ps -o pid,args -p $(echo $left | tr ' ' ',') || true

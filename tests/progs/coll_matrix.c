@@ -21,7 +21,7 @@
 #include "rally/rally.h"
 
 static rally_t *R;
-static int rank, N;
+static int rank = -1, N;
 static size_t threshold = 256 << 10;
 static long checks;
 
