@@ -145,9 +145,14 @@ run_peer() {
                 timeout "$TMO" "$PEERDIR/peer_gloo" $SPECS >>"$log" 2>&1 &
             pids+=($!)
         done
-        for r in "${pids[@]}"; do
-            wait "$r" || rc=1
+        # A rank that fails leaves the others waiting for it: stop them.
+        for ((r = 0; r < n; r++)); do
+            wait -n || { rc=1; break; }
         done
+        if [ $rc -ne 0 ]; then
+            kill "${pids[@]}" 2>/dev/null || true
+            wait || true
+        fi
         rm -rf "$store"
         [ $rc -eq 0 ] || return 1
         grep '^RESULT ' "$log"
