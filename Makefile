@@ -13,7 +13,7 @@ deps:
 
 build: deps
 	@cmake -S . -B $(BUILD) $(CMAKE_FLAGS) >/dev/null
-	@cmake --build $(BUILD) -j $(JOBS)
+	@cmake --build $(BUILD) -j $(JOBS) -- --no-print-directory
 
 run: build
 	@examples/demo/run.sh $(BUILD)
@@ -27,10 +27,10 @@ bench: build
 # The quick multi-process tier under sanitizers (CI runs it).
 sanitize: deps
 	@cmake -S . -B build-asan -DRALLY_SANITIZE=address,undefined -DCMAKE_C_COMPILER=clang >/dev/null
-	@cmake --build build-asan -j $(JOBS)
+	@cmake --build build-asan -j $(JOBS) -- --no-print-directory
 	@cd build-asan && ctest --output-on-failure -L quick -j $(JOBS) --timeout 600
 	@cmake -S . -B build-tsan -DRALLY_SANITIZE=thread -DCMAKE_C_COMPILER=clang >/dev/null
-	@cmake --build build-tsan -j $(JOBS)
+	@cmake --build build-tsan -j $(JOBS) -- --no-print-directory
 	@cd build-tsan && ctest --output-on-failure -L threads -j $(JOBS) --timeout 600
 
 install: build
