@@ -146,12 +146,21 @@ run_peer() {
             pids+=($!)
         done
         # A rank that fails leaves the others waiting for it: stop them.
-        for ((r = 0; r < n; r++)); do
-            wait -n || { rc=1; break; }
+        # (Polled: bash's `wait -n` loses jobs that exit at the same time.)
+        local left=$n p
+        while [ $left -gt 0 ] && [ $rc -eq 0 ]; do
+            sleep 0.2
+            for r in "${!pids[@]}"; do
+                p=${pids[$r]}
+                kill -0 "$p" 2>/dev/null && continue
+                wait "$p" || rc=1
+                unset "pids[$r]"
+                left=$((left - 1))
+            done
         done
-        if [ $rc -ne 0 ]; then
+        if [ $rc -ne 0 ] && [ ${#pids[@]} -gt 0 ]; then
             kill "${pids[@]}" 2>/dev/null || true
-            wait || true
+            wait "${pids[@]}" 2>/dev/null || true
         fi
         rm -rf "$store"
         [ $rc -eq 0 ] || return 1
