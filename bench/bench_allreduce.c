@@ -13,9 +13,9 @@
 
 #include "bench_common.h"
 
-static int fail(rally_t *r, const char *what, int rc)
+static int fail(rally_t *r, int joined, const char *what, int rc)
 {
-    fprintf(stderr, "bench_allreduce: rank %d: %s: %s: %s\n", r ? rally_rank(r) : -1, what,
+    fprintf(stderr, "bench_allreduce: rank %d: %s: %s: %s\n", joined ? rally_rank(r) : -1, what,
             rally_strstatus(rc), rally_errmsg(r));
     rally_finalize(r);
     return 1;
@@ -26,7 +26,7 @@ int main(int argc, char **argv)
     rally_t *r = NULL;
     int rc = rally_init(&r, &argc, &argv);
     if (rc != RALLY_OK)
-        return fail(r, "rally_init", rc);
+        return fail(r, 0, "rally_init", rc);
     bench_spec spec[BENCH_MAX_SPECS];
     int nspec = bench_parse(argc, argv, 1, spec, BENCH_MAX_SPECS);
     if (nspec <= 0) {
@@ -48,7 +48,7 @@ int main(int argc, char **argv)
 
         bench_fill_check(buf, count, rank);
         if ((rc = rally_allreduce(r, buf, count, RALLY_FLOAT, RALLY_SUM, NULL, NULL)) != RALLY_OK)
-            return fail(r, "rally_allreduce", rc);
+            return fail(r, 1, "rally_allreduce", rc);
         long bad = bench_verify(buf, count, n);
         if (bad >= 0) {
             fprintf(stderr, "bench_allreduce: rank %d: wrong sum at element %ld of %zu bytes\n",
@@ -62,18 +62,18 @@ int main(int argc, char **argv)
         for (int i = -warm; i < spec[s].reps; i++) {
             if ((rc = rally_allreduce(r, &token, 1, RALLY_FLOAT, RALLY_SUM, NULL, NULL)) !=
                 RALLY_OK)
-                return fail(r, "rally_allreduce (barrier)", rc);
+                return fail(r, 1, "rally_allreduce (barrier)", rc);
             double t0 = bench_now_us();
             rc = rally_allreduce(r, buf, count, RALLY_FLOAT, RALLY_SUM, NULL, NULL);
             double t1 = bench_now_us();
             if (rc != RALLY_OK)
-                return fail(r, "rally_allreduce", rc);
+                return fail(r, 1, "rally_allreduce", rc);
             if (i >= 0)
                 t[i] = t1 - t0;
         }
         if ((rc = rally_allreduce(r, t, (size_t)spec[s].reps, RALLY_DOUBLE, RALLY_MAX, NULL,
                                   NULL)) != RALLY_OK)
-            return fail(r, "rally_allreduce (max)", rc);
+            return fail(r, 1, "rally_allreduce (max)", rc);
         if (rank == 0)
             bench_report(spec[s].bytes, t, spec[s].reps);
         free(buf);

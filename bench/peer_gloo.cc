@@ -22,13 +22,13 @@
 
 #include "bench_common.h"
 
-namespace {
+namespace
+{
 
 std::shared_ptr<gloo::Context> g_ctx;
 uint32_t g_tag = 0;
 
-template <typename T>
-void allreduce(T *buf, size_t count, gloo::AllreduceOptions::Func fn)
+template <typename T> void allreduce(T *buf, size_t count, gloo::AllreduceOptions::Func fn)
 {
     gloo::AllreduceOptions opts(g_ctx);
     opts.setAlgorithm(gloo::AllreduceOptions::Algorithm::RING);

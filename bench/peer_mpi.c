@@ -43,8 +43,8 @@ int main(int argc, char **argv)
             die("MPI_Allreduce", rc);
         long bad = bench_verify(buf, count, n);
         if (bad >= 0) {
-            fprintf(stderr, "peer_mpi: rank %d: wrong sum at element %ld of %zu bytes\n", rank,
-                    bad, spec[s].bytes);
+            fprintf(stderr, "peer_mpi: rank %d: wrong sum at element %ld of %zu bytes\n", rank, bad,
+                    spec[s].bytes);
             MPI_Abort(MPI_COMM_WORLD, 1);
         }
         memset(buf, 0, spec[s].bytes);
