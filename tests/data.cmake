@@ -1,0 +1,20 @@
+# Tests of the data layer (src/data, tools/rally-datagen); include()d from
+# tests/CMakeLists.txt.
+#   data_test          cmocka: malformed input, partitioning, fingerprints,
+#                      the generator (label "quick")
+#   datagen_cli        the rally-datagen tool end to end (label "quick")
+#   fuzz_libsvm/csv    libFuzzer targets over both readers, ~20 s each from a
+#                      generated seed corpus (label "fuzz"); built only when
+#                      the C compiler supports -fsanitize=fuzzer
+set(RALLY_DATA_TESTS_DIR ${CMAKE_CURRENT_LIST_DIR})
+
+add_executable(data_test ${RALLY_DATA_TESTS_DIR}/data_test.c)
+target_link_libraries(data_test rally_static cmocka m)
+add_test(NAME data_test COMMAND data_test)
+set_tests_properties(data_test PROPERTIES LABELS "quick" TIMEOUT 300)
+
+add_test(NAME datagen_cli
+         COMMAND sh ${RALLY_DATA_TESTS_DIR}/datagen_test.sh $<TARGET_FILE:rally-datagen>)
+set_tests_properties(datagen_cli PROPERTIES LABELS "quick" TIMEOUT 120)
+
+include(${RALLY_DATA_TESTS_DIR}/fuzz/fuzz.cmake OPTIONAL)
