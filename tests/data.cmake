@@ -4,8 +4,9 @@
 #                      the generator (label "quick")
 #   datagen_cli        the rally-datagen tool end to end (label "quick")
 #   fuzz_libsvm/csv    libFuzzer targets over both readers, ~20 s each from a
-#                      generated seed corpus (label "fuzz"); built only when
-#                      the C compiler supports -fsanitize=fuzzer
+#                      generated seed corpus (label "fuzz"); built with clang
+#                      whatever the main compiler, only when clang can link
+#                      -fsanitize=fuzzer
 set(RALLY_DATA_TESTS_DIR ${CMAKE_CURRENT_LIST_DIR})
 
 add_executable(data_test ${RALLY_DATA_TESTS_DIR}/data_test.c)

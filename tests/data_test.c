@@ -241,8 +241,8 @@ static void error_line_from_later_rank(void **state)
     char text[8192];
     size_t n = 0;
     for (int i = 1; i <= 100; i++)
-        n += (size_t)snprintf(text + n, sizeof text - n, i == 77 ? "%d 1:1 2:x%d\n" : "%d 1:1 2:%d\n",
-                              i % 2, i);
+        n += (size_t)snprintf(text + n, sizeof text - n,
+                              i == 77 ? "%d 1:1 2:x%d\n" : "%d 1:1 2:%d\n", i % 2, i);
     const char *p = put("line77.svm", text);
     int world = 4, bad_rank = -1;
     const char *l77 = strstr(text, "2:x77");
@@ -723,8 +723,8 @@ static void generator_statistics(void **state)
     uint32_t f = 4, k = 3;
     uint64_t rows = 30000;
     double spread = 0.75;
-    assert_int_equal(rally_data_generate(p, rows, f, k, spread, 3, "libsvm", 0, cp, err, sizeof err),
-                     RALLY_OK);
+    assert_int_equal(
+        rally_data_generate(p, rows, f, k, spread, 3, "libsvm", 0, cp, err, sizeof err), RALLY_OK);
     rally_data_opts_t *o = opts("format=csv", NULL, NULL);
     rally_dataset_t *cs = read_ok(cp, o, 0, 1);
     rally_data_opts_free(o);
@@ -779,8 +779,8 @@ static void generator_errors(void **state)
     assert_int_equal(rally_data_generate(p, 3, 3, 2, 1, 1, "json", 0, NULL, err, sizeof err),
                      RALLY_EINVAL);
     assert_string_equal(err, "rally_data_generate: format 'json' is not libsvm or csv");
-    assert_int_equal(rally_data_generate("/nonexistent-dir/x.svm", 3, 3, 2, 1, 1, "libsvm", 0,
-                                         NULL, err, sizeof err),
+    assert_int_equal(rally_data_generate("/nonexistent-dir/x.svm", 3, 3, 2, 1, 1, "libsvm", 0, NULL,
+                                         err, sizeof err),
                      RALLY_ESYS);
     assert_non_null(strstr(err, "/nonexistent-dir/x.svm.tmp."));
     assert_non_null(strstr(err, ": cannot create: No such file or directory"));
@@ -820,8 +820,8 @@ static void generator_math(void **state)
     }
     char buf[32];
     const float cases[] = {1.0f, -2.5f, 100000000.0f, 1e9f, 0.001f, 0.00001f, 123456.789f, 0.5f};
-    const char *want[] = {"1",         "-2.5",          "100000000",      "1e+09",
-                          "0.00100000005", "9.99999975e-06", "123456.789", "0.5"};
+    const char *want[] = {
+        "1", "-2.5", "100000000", "1e+09", "0.00100000005", "9.99999975e-06", "123456.789", "0.5"};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         int n = rally__data_fmt_float(buf, cases[i]);
         buf[n] = '\0';

@@ -40,13 +40,17 @@ bad:
 
 int main(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"rows", required_argument, 0, 'r'},     {"features", required_argument, 0, 'f'},
-        {"centers", required_argument, 0, 'k'},  {"spread", required_argument, 0, 's'},
-        {"seed", required_argument, 0, 'x'},     {"format", required_argument, 0, 'F'},
-        {"header", no_argument, 0, 'H'},         {"centers-out", required_argument, 0, 'c'},
-        {"output", required_argument, 0, 'o'},   {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
+    static const struct option longopts[] = {{"rows", required_argument, 0, 'r'},
+                                             {"features", required_argument, 0, 'f'},
+                                             {"centers", required_argument, 0, 'k'},
+                                             {"spread", required_argument, 0, 's'},
+                                             {"seed", required_argument, 0, 'x'},
+                                             {"format", required_argument, 0, 'F'},
+                                             {"header", no_argument, 0, 'H'},
+                                             {"centers-out", required_argument, 0, 'c'},
+                                             {"output", required_argument, 0, 'o'},
+                                             {"help", no_argument, 0, 'h'},
+                                             {0, 0, 0, 0}};
     unsigned long long rows = 0, features = 0, centers = 0, seed = 0;
     double spread = 1.0;
     const char *format = "libsvm", *out = NULL, *centers_out = NULL;
@@ -117,7 +121,8 @@ int main(int argc, char **argv)
         return 1;
     }
     double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-    fprintf(stderr, "rally-datagen: wrote %llu rows x %llu features to %s in %.2f s (%.0f rows/s)\n",
-            rows, features, out, s, s > 0 ? (double)rows / s : 0.0);
+    fprintf(stderr,
+            "rally-datagen: wrote %llu rows x %llu features to %s in %.2f s (%.0f rows/s)\n", rows,
+            features, out, s, s > 0 ? (double)rows / s : 0.0);
     return 0;
 }

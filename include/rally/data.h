@@ -78,8 +78,8 @@ RALLY_API int rally_data_opts_parse(rally_data_opts_t *o, const char *key_value,
  * every rank reads the whole file.  Only the records of this shard are
  * parsed and checked; a malformed record in another shard is that rank's
  * error.  On success *out is a new dataset (free with rally_data_free). */
-RALLY_API int rally_data_read(const char *path, const rally_data_opts_t *opts, int rank,
-                              int world, rally_dataset_t **out, char *err, size_t errcap);
+RALLY_API int rally_data_read(const char *path, const rally_data_opts_t *opts, int rank, int world,
+                              rally_dataset_t **out, char *err, size_t errcap);
 
 RALLY_API void rally_data_free(rally_dataset_t *ds);
 

@@ -50,9 +50,9 @@ struct rally_dataset {
     uint64_t *row_ptr; /* nrows + 1 */
     uint32_t *idx;
     float *val;
-    float *label;    /* NULL: no labels */
+    float *label; /* NULL: no labels */
     uint64_t *row_off;
-    char **names;    /* CSV header: nfeat names, else NULL */
+    char **names; /* CSV header: nfeat names, else NULL */
     uint64_t fsize, first, end;
     uint64_t fp;
     /* What the reader read: line 1 (the probe) [0, io_probe_end), and the

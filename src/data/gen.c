@@ -270,8 +270,7 @@ static void put_u64(struct out *o, uint64_t v)
         o->buf[o->len++] = t[--n];
 }
 
-static int out_open(struct out *o, const char *path, char *tmp, size_t tmpcap,
-                    struct rally__err *e)
+static int out_open(struct out *o, const char *path, char *tmp, size_t tmpcap, struct rally__err *e)
 {
     o->e = e;
     o->name = path;
@@ -296,8 +295,7 @@ static int out_close(struct out *o, const char *tmp, int ok)
         rc = rally__fail_errno(o->e, RALLY_ESYS, errno, "%s: cannot close", tmp);
     if (o->fd >= 0) {
         if (ok && rc == RALLY_OK && rename(tmp, o->name) != 0)
-            rc = rally__fail_errno(o->e, RALLY_ESYS, errno, "cannot rename %s to %s", tmp,
-                                   o->name);
+            rc = rally__fail_errno(o->e, RALLY_ESYS, errno, "cannot rename %s to %s", tmp, o->name);
         if (!ok || rc != RALLY_OK)
             unlink(tmp);
     }

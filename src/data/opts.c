@@ -79,8 +79,7 @@ static int set(struct rally_data_opts *o, const char *key, const char *v, struct
         else if (strcmp(v, "hash") == 0)
             o->partition = RALLY__PART_HASH;
         else
-            return rally__fail(e, RALLY_EINVAL, "data option partition='%s': use range or hash",
-                               v);
+            return rally__fail(e, RALLY_EINVAL, "data option partition='%s': use range or hash", v);
     } else if (strcmp(key, "csv_header") == 0) {
         if (strcmp(v, "no") == 0 || strcmp(v, "0") == 0)
             o->csv_header = RALLY__HDR_NO;
@@ -138,8 +137,7 @@ static int set(struct rally_data_opts *o, const char *key, const char *v, struct
         o->num_features = u;
     } else if (strcmp(key, "max_line_bytes") == 0) {
         if (parse_u64(v, RALLY__DATA_MAX_LINE_LIMIT, &u) != 0 || u == 0)
-            return rally__fail(e, RALLY_EINVAL,
-                               "data option max_line_bytes='%s': use 1 .. %zu", v,
+            return rally__fail(e, RALLY_EINVAL, "data option max_line_bytes='%s': use 1 .. %zu", v,
                                RALLY__DATA_MAX_LINE_LIMIT);
         o->max_line = (size_t)u;
     } else {

@@ -255,10 +255,10 @@ static int parse_libsvm(struct rally__parser *p, char *line, size_t n, uint64_t 
                         (unsigned long long)idx, (unsigned long long)o->num_features,
                         (unsigned long long)(o->num_features - 1 + (uint64_t)o->index_base));
         if (j >= RALLY__DATA_MAX_FEATURES)
-            return perr(pe, line, tok, "feature index %llu is out of range (the limit is %llu)",
-                        (unsigned long long)idx,
-                        (unsigned long long)(RALLY__DATA_MAX_FEATURES - 1 +
-                                             (uint64_t)o->index_base));
+            return perr(
+                pe, line, tok, "feature index %llu is out of range (the limit is %llu)",
+                (unsigned long long)idx,
+                (unsigned long long)(RALLY__DATA_MAX_FEATURES - 1 + (uint64_t)o->index_base));
         if (have_prev && idx <= prev)
             return perr(pe, line, tok,
                         "feature index %llu does not increase (the previous index on this line "

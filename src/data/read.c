@@ -37,7 +37,7 @@ struct src {
     uint64_t size;
     char *buf; /* cap + 1 bytes: room for a NUL after the last line */
     size_t cap, max_cap, max_line;
-    uint64_t off;         /* file offset of buf[0] */
+    uint64_t off;          /* file offset of buf[0] */
     size_t len, pos, scan; /* buf[pos..scan) holds no newline */
     uint64_t soft_end;
     uint64_t lo, hi, nbytes;
@@ -54,6 +54,8 @@ static int src_init(struct src *s, int fd, const char *name, uint64_t size, size
     s->max_line = max_line;
     s->max_cap = max_line + 1;
     s->cap = s->max_cap < first_cap ? s->max_cap : first_cap;
+    if (s->cap > size + 1)
+        s->cap = (size_t)size + 1; /* a small file needs no big buffer */
     s->buf = malloc(s->cap + 1);
     s->lo = UINT64_MAX;
     s->e = e;
@@ -138,8 +140,7 @@ static uint64_t line_of(int fd, uint64_t off)
             continue;
         if (r <= 0)
             return 0;
-        for (const char *p = b, *end = b + r; (p = memchr(p, '\n', (size_t)(end - p))) != NULL;
-             p++)
+        for (const char *p = b, *end = b + r; (p = memchr(p, '\n', (size_t)(end - p))) != NULL; p++)
             line++;
         pos += (uint64_t)r;
     }
@@ -554,10 +555,9 @@ int rally__data_read_fd(int fd, const char *name, const struct rally_data_opts *
         rc = rally__fail_errno(e, RALLY_ENOMEM, errno, "%s: cannot create the C locale", name);
         goto out;
     }
-    if ((rc = src_init(&rd.s, fd, rd.ds->name, rd.ds->fsize, o->max_line, CHUNK, e)) !=
-            RALLY_OK ||
-        (rc = src_init(&rd.probe, fd, rd.ds->name, rd.ds->fsize, o->max_line,
-                       RALLY__DATA_TAIL_STEP, e)) != RALLY_OK)
+    if ((rc = src_init(&rd.s, fd, rd.ds->name, rd.ds->fsize, o->max_line, CHUNK, e)) != RALLY_OK ||
+        (rc = src_init(&rd.probe, fd, rd.ds->name, rd.ds->fsize, o->max_line, RALLY__DATA_TAIL_STEP,
+                       e)) != RALLY_OK)
         goto out;
     if ((rc = read_shard(&rd, o)) == RALLY_ENOMEM && e->code == RALLY_OK)
         rally__fail(e, RALLY_ENOMEM, "%s: out of memory", name);
