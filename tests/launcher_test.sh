@@ -36,11 +36,16 @@ wait_addr() {
         sleep 0.05
     done
 }
-# Only the last line of rally-run's stderr may come from rally-run itself.
+# Besides the summary, one line of rally-run's stderr comes from rally-run.
 one_verdict() {
-    n=$(grep -c '^rally-run:' "$T/err")
+    n=$(grep '^rally-run:' "$T/err" | grep -vc '^rally-run: summary: ')
     [ "$n" -eq 1 ] || fail "$n rally-run lines on stderr, expected one"
     has "$T/err" "$1"
+}
+# The summary is the last line of stderr and says exactly $1.
+summary() {
+    [ "$(tail -n 1 "$T/err")" = "rally-run: summary: $1" ] ||
+        fail "summary '$(tail -n 1 "$T/err")', expected '$1'"
 }
 
 case $CASE in
@@ -52,7 +57,10 @@ usage)
     has "$T/err" "no program to run"
     timeout 10 "$RUN" --bogus -n 2 "$PROG" 2>"$T/err"; expect_rc $? 2
     timeout 10 "$RUN" --help >"$T/out"; expect_rc $? 0
-    for f in --workers --host --port --startup-timeout-ms --grace-ms --help; do has "$T/out" "$f"; done
+    for f in --workers --host --port --startup-timeout-ms --grace-ms --max-restarts \
+        --heartbeat-timeout-ms --help; do has "$T/out" "$f"; done
+    timeout 10 "$RUN" -n 2 --max-restarts -1 "$PROG" 2>"$T/err"; expect_rc $? 2
+    has "$T/err" "--max-restarts wants a count"
     ;;
 nonexistent)
     timeout 10 "$RUN" -n 2 "$T/no-such-prog" 2>"$T/err"; expect_rc $? 127
@@ -66,6 +74,7 @@ exit_code)
     timeout 20 "$RUN" -n 3 --grace-ms 300 "$PROG" exitif 1 3 "$TAG" >"$T/out" 2>"$T/err"
     expect_rc $? 1
     one_verdict "rally-run: rank 1 exited with status 3"
+    summary "deaths=1 recoveries=0 restarts=0 per-rank-deaths=0:0,1:1,2:0"
     [ $(($(date +%s) - start)) -lt 10 ] || fail "took too long"
     no_leftovers
     ;;
@@ -109,11 +118,16 @@ output)
 finalize)
     timeout 30 "$RUN" -n 3 "$TWORKER" ok "$TAG" >"$T/out" 2>"$T/err"; expect_rc $? 0
     for r in 0 1 2; do has "$T/out" "[$r] hello from rank $r"; done
-    [ -s "$T/err" ] && fail "stderr not empty"
-    timeout 30 "$RUN" -n 2 "$TWORKER" nofinal "$TAG" >"$T/out" 2>"$T/err"; expect_rc $? 1
+    [ "$(wc -l <"$T/err")" -eq 1 ] || fail "stderr holds more than the summary"
+    summary "deaths=0 recoveries=0 restarts=0 per-rank-deaths=0:0,1:0,2:0"
+    timeout 30 "$RUN" -n 2 --max-restarts 0 "$TWORKER" nofinal "$TAG" >"$T/out" 2>"$T/err"
+    expect_rc $? 1
     one_verdict "exited 0 without rally_finalize"
-    timeout 30 "$RUN" -n 3 "$TWORKER" crash 1 "$TAG" >"$T/out" 2>"$T/err"; expect_rc $? 1
+    # --max-restarts 0: the first death after GO fails the job, as it always did
+    timeout 30 "$RUN" -n 3 --max-restarts 0 "$TWORKER" crash 1 "$TAG" >"$T/out" 2>"$T/err"
+    expect_rc $? 1
     one_verdict "rally-run: rank 1 was killed by signal 9"
+    summary "deaths=1 recoveries=0 restarts=0 per-rank-deaths=0:0,1:1,2:0"
     # the survivors heard an ABORT naming rank 1 (from the tracker's EOF or
     # from rally-run's reap, whichever came first)
     grep -qE '^\[0\] tworker: rank 1 (disconnected without finalizing|was killed by signal 9)' \
@@ -138,7 +152,7 @@ tracker_tool)
     [ -e "$RALLY_SECRET_FILE" ] && fail "temporary secret file left behind"
     # --secret-file is created when absent, and the job fails when one dies
     rm -f "$T/out"
-    timeout 30 "$TRACKER" -n 2 --host 127.0.0.1 --secret-file "$T/s" >"$T/out" 2>"$T/err" &
+    timeout 30 "$TRACKER" -n 2 --host 127.0.0.1 --no-recovery --secret-file "$T/s" >"$T/out" 2>"$T/err" &
     pid=$!
     wait_addr
     eval "$(cat "$T/out")"
@@ -148,6 +162,74 @@ tracker_tool)
     RALLY_TASK_ID=1 "$TWORKER" crash 1 "$TAG" 2>/dev/null
     wait $pid; expect_rc $? 1
     has "$T/err" "rally-tracker: job aborted: rank 1 disconnected without finalizing"
+    no_leftovers
+    ;;
+tracker_restart)
+    # a foreign launcher (this script) restarts the worker that died; the
+    # tracker takes it back with the next incarnation and the job recovers
+    timeout 30 "$TRACKER" -n 2 --host 127.0.0.1 >"$T/out" 2>"$T/err" &
+    pid=$!
+    wait_addr
+    eval "$(cat "$T/out")"
+    export RALLY_TRACKER RALLY_SECRET_FILE
+    RALLY_TASK_ID=0 "$TWORKER" recover 1 "$T/marker" kill "$TAG" &
+    RALLY_TASK_ID=1 "$TWORKER" recover 1 "$T/marker" kill "$TAG"
+    [ -f "$T/marker" ] || fail "rank 1 did not fail"
+    RALLY_TASK_ID=1 "$TWORKER" recover 1 "$T/marker" kill "$TAG"
+    wait $pid; expect_rc $? 0
+    has "$T/out" "[0] hello from rank 0, epoch 2, incarnation 1"
+    has "$T/out" "[1] hello from rank 1, epoch 2, incarnation 2"
+    has "$T/err" "rally-tracker: rank 1 failed: rank 1 disconnected without finalizing"
+    has "$T/err" "rally-tracker: recovered: epoch 2: job back in step"
+    no_leftovers
+    ;;
+restart)
+    # killed after GO, restarted, the job recovers and succeeds
+    timeout 30 "$RUN" -n 3 "$TWORKER" recover 1 "$T/marker" kill "$TAG" >"$T/out" 2>"$T/err"
+    expect_rc $? 0
+    has "$T/err" "rally-run: rank 1 died (killed by signal 9); restarting it (restart 1 of 3)"
+    grep -qE '^rally-run: recovered: epoch 2, job back in step [0-9]+\.[0-9]{2} s after the failure \(version 3, seq 7\)$' \
+        "$T/err" || fail "no recovery line"
+    has "$T/out" "[1] hello from rank 1, epoch 2, incarnation 2"
+    has "$T/out" "[0] hello from rank 0, epoch 2, incarnation 1"
+    summary "deaths=1 recoveries=1 restarts=1 per-rank-deaths=0:0,1:1,2:0"
+    no_leftovers
+    # a worker that exits 3 in its first incarnation only
+    rm -f "$T/marker"
+    timeout 30 "$RUN" -n 3 "$TWORKER" recover 2 "$T/marker" 3 "$TAG" >"$T/out" 2>"$T/err"
+    expect_rc $? 0
+    has "$T/err" "rally-run: rank 2 died (exited with status 3); restarting it (restart 1 of 3)"
+    summary "deaths=1 recoveries=1 restarts=1 per-rank-deaths=0:0,1:0,2:1"
+    no_leftovers
+    ;;
+exhausted)
+    # rank 1 dies after every GO: two restarts, then the job fails
+    timeout 30 "$RUN" -n 3 --max-restarts 2 "$TWORKER" crash 1 "$TAG" >"$T/out" 2>"$T/err"
+    expect_rc $? 1
+    has "$T/err" "rally-run: rank 1 died (killed by signal 9); restarting it (restart 2 of 2)"
+    [ "$(grep -c '^rally-run: recovered: epoch' "$T/err")" -eq 2 ] || fail "not 2 recoveries"
+    has "$T/err" "rally-run: rank 1 died (killed by signal 9) and its restarts are exhausted (2 of 2 used)"
+    has "$T/err" "[0] tworker: rank 1 died (killed by signal 9) and its restarts are exhausted"
+    summary "deaths=3 recoveries=2 restarts=2 per-rank-deaths=0:0,1:3,2:0"
+    no_leftovers
+    ;;
+heartbeat)
+    # rank 0 stops its heartbeats and hangs: fenced, killed, restarted
+    timeout 30 "$RUN" -n 3 --heartbeat-timeout-ms 700 "$TWORKER" recover 0 "$T/marker" hang "$TAG" \
+        >"$T/out" 2>"$T/err"
+    expect_rc $? 0
+    has "$T/err" "rally-run: rank 0 died (killed by signal 9 after the tracker fenced it: rank 0 sent no heartbeat for"
+    has "$T/out" "[0] hello from rank 0, epoch 2, incarnation 2"
+    summary "deaths=1 recoveries=1 restarts=1 per-rank-deaths=0:1,1:0,2:0"
+    no_leftovers
+    ;;
+kill9_recovering)
+    # kill -9 rally-run while it restarts a crashing worker: nothing is left
+    "$RUN" -n 3 --max-restarts 1000 "$TWORKER" crash 1 "$TAG" >/dev/null 2>&1 &
+    pid=$!
+    sleep 0.5
+    kill -9 $pid
+    wait $pid 2>/dev/null
     no_leftovers
     ;;
 *)

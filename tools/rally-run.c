@@ -7,18 +7,27 @@
  * (src/tracker/server.h) embedded in-process, a signalfd for SIGCHLD, SIGINT
  * and SIGTERM (blocked, so they arrive only there), and the stdout/stderr
  * pipes of every worker.  Each worker is a struct kid that can be spawned
- * again (restarts come later): fork, then in the child its own process group,
+ * again (a restart): fork, then in the child its own process group,
  * PR_SET_PDEATHSIG so it dies with us, stdin from /dev/null, the pipes as
  * stdout/stderr, RALLY_TRACKER / RALLY_SECRET_FILE / RALLY_TASK_ID in the
  * environment and execvp.  A close-on-exec pipe carries errno back when exec
  * fails.  The job's secret lives in a fresh 0700 directory, removed at exit.
  *
  * Output lines are prefixed "[rank] " (task id i is rank i: the tracker ranks
- * by task id).  A worker that fails (non-zero exit, a signal, exit 0 without
- * rally_finalize) makes us ABORT the job through the tracker, give the
- * others --grace-ms to leave and then SIGKILL their groups; the exit status
- * is 1 with one line naming the first failure.  SIGINT/SIGTERM are passed to
- * every worker's group, with the same escalation, and we exit 128+signal.
+ * by task id).  A worker that dies (non-zero exit, a signal, exit 0 without
+ * rally_finalize) after the first GO, while no rank has finalized, is
+ * restarted with the same rank, up to --max-restarts times per rank: we tell
+ * the tracker (rally__tracker_rank_died), which fences the old incarnation
+ * and assembles a new epoch around the new process.  When the tracker fences
+ * a rank whose process still runs (no heartbeat, replaced), TEV_RANK_FAILED
+ * makes us SIGKILL its group after FENCE_GRACE_MS; its death then counts like
+ * any other.  Any other failure (before the first GO, restarts exhausted,
+ * --max-restarts 0, the tracker's own verdict) makes us ABORT the job through
+ * the tracker, give the others --grace-ms to leave and then SIGKILL their
+ * groups; the exit status is 1 with one line naming the first failure.
+ * SIGINT/SIGTERM are passed to every worker's group, with the same
+ * escalation, and we exit 128+signal.  The last line on stderr is always the
+ * summary (deaths, recoveries, restarts, deaths per rank).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -44,6 +53,7 @@
 
 #define LINE_MAX_NBYTES 65536
 #define DRAIN_MS 1000 /* how long pipes may stay open after every worker is reaped */
+#define FENCE_GRACE_MS 500 /* a fenced worker that still runs gets this long to exit */
 
 struct line {
     char b[LINE_MAX_NBYTES];
@@ -57,14 +67,20 @@ struct kid {
     struct line line[2];
     int finalized; /* the tracker saw its SHUTDOWN */
     int failed;
-    char why[128]; /* how it failed, "" when it did not */
+    char why[512]; /* how it failed, "" when it did not */
+    int deaths, restarts;
+    int64_t fence_kill_at; /* the tracker fenced it: SIGKILL then (RALLY__NEVER: no) */
+    char fenced[256];      /* why the tracker fenced it, "" when it did not */
+    int fence_killed;      /* we sent that SIGKILL */
 };
 
 struct run {
     int world;
     const char *host;
     int port;
-    int64_t startup_ms, grace_ms;
+    int64_t startup_ms, grace_ms, heartbeat_ms;
+    int max_restarts;
+    int ndeaths, nrecoveries, nrestarts;
     char **argv;
     struct kid *kids;
     int nlive; /* spawned and not yet reaped */
@@ -89,12 +105,20 @@ static void usage(FILE *f)
             "      --startup-timeout-ms T every worker must join within T ms (default 60000)\n"
             "      --grace-ms G           after a failure or a signal, workers get G ms to exit\n"
             "                             before SIGKILL (default 3000)\n"
+            "      --max-restarts K       restart each rank at most K times (default 3; 0: the\n"
+            "                             first worker death fails the job)\n"
+            "      --heartbeat-timeout-ms T  a worker that sent heartbeats and then falls silent\n"
+            "                             for T ms is killed and restarted (default 10000; 0: off)\n"
             "  -h, --help                 this text\n"
             "\n"
             "Workers get RALLY_TRACKER, RALLY_SECRET_FILE and RALLY_TASK_ID; their output\n"
-            "lines are prefixed with \"[rank] \".  Exit status: 0 when every worker exited 0\n"
-            "after rally_finalize; 1 otherwise (one line on stderr names the first failure);\n"
-            "127 when prog cannot be run; 2 on a usage error; 128+S after signal S.\n",
+            "lines are prefixed with \"[rank] \".  A worker that dies after the job started\n"
+            "(and before any rank finalized) is started again with the same rank and\n"
+            "environment; the others wait and recover.  Exit status: 0 when every worker\n"
+            "exited 0 after rally_finalize; 1 otherwise (one line on stderr names the first\n"
+            "failure); 127 when prog cannot be run; 2 on a usage error; 128+S after signal S.\n"
+            "The last line on stderr is a summary:\n"
+            "  rally-run: summary: deaths=D recoveries=R restarts=S per-rank-deaths=0:0,1:2,...\n",
             RALLY__WORLD_MAX);
 }
 
@@ -180,6 +204,19 @@ static void on_event(void *arg, const struct rally__tracker_event *ev)
         int i = atoi(ev->task_id);
         if (i >= 0 && i < r->world)
             r->kids[i].finalized = 1;
+    } else if (ev->kind == RALLY__TEV_RANK_FAILED) {
+        if (ev->rank >= 0 && ev->rank < r->world && r->kids[ev->rank].pid > 0) {
+            struct kid *k = &r->kids[ev->rank];
+            snprintf(k->fenced, sizeof k->fenced, "%s", ev->text);
+            k->fence_kill_at = rally__now_ms() + FENCE_GRACE_MS;
+        }
+    } else if (ev->kind == RALLY__TEV_RECOVERED) {
+        char where[96] = "no worker survived";
+        if (ev->has_position)
+            rally__tracker_position_str(ev->position, where, sizeof where);
+        r->nrecoveries++;
+        fprintf(stderr, "rally-run: recovered: epoch %u, job back in step %.2f s after the failure (%s)\n",
+                ev->epoch, ev->seconds, where);
     }
 }
 
@@ -283,6 +320,69 @@ static void start_grace(struct run *r)
         r->kill_at = at;
 }
 
+/* Reads what k's pipes still hold and closes them (before a restart: the
+ * process is gone, what it wrote is in the pipes). */
+static void flush_pipes(struct kid *k)
+{
+    for (int w = 0; w < 2; w++) {
+        if (k->fd[w] >= 0)
+            drain(k, w);
+        if (k->fd[w] >= 0) {
+            put_lines(w ? stderr : stdout, k->rank, k->line[w].b, k->line[w].n, 1);
+            k->line[w].n = 0;
+            close(k->fd[w]);
+            k->fd[w] = -1;
+        }
+    }
+}
+
+static void fail_first(struct run *r, struct kid *k)
+{
+    k->failed = 1;
+    if (r->first < 0 && !r->stop_sig) {
+        r->first = k->rank;
+        if (r->t)
+            rally__tracker_abort(r->t, RALLY_EPEER, "%s", k->why);
+        start_grace(r);
+    }
+}
+
+/* "rank 3 was killed by signal 9", "rank 3 exited with status 2". */
+static void why_of(struct kid *k, const char *cause)
+{
+    snprintf(k->why, sizeof k->why, "rank %d %s%s", k->rank,
+             strncmp(cause, "killed", 6) == 0 ? "was " : "", cause);
+}
+
+/* k died of cause while the job runs: restart it, or fail the job. */
+static void died(struct run *r, struct kid *k, const char *cause)
+{
+    r->ndeaths++;
+    k->deaths++;
+    if (r->max_restarts > 0 && rally__tracker_recoverable(r->t)) {
+        if (k->restarts >= r->max_restarts) {
+            snprintf(k->why, sizeof k->why, "rank %d died (%s) and its restarts are exhausted (%d of %d used)",
+                     k->rank, cause, k->restarts, r->max_restarts);
+            fail_first(r, k);
+            return;
+        }
+        k->restarts++;
+        r->nrestarts++;
+        fprintf(stderr, "rally-run: rank %d died (%s); restarting it (restart %d of %d)\n", k->rank,
+                cause, k->restarts, r->max_restarts);
+        rally__tracker_rank_died(r->t, k->rank, cause);
+        flush_pipes(k);
+        int err = spawn(r, k);
+        if (err != 0) {
+            snprintf(k->why, sizeof k->why, "cannot restart rank %d: %s", k->rank, strerror(err));
+            fail_first(r, k);
+        }
+        return;
+    }
+    why_of(k, cause);
+    fail_first(r, k);
+}
+
 static void reap(struct run *r)
 {
     int st;
@@ -296,25 +396,30 @@ static void reap(struct run *r)
             continue;
         kill(-pid, SIGKILL); /* whatever it left behind in its group */
         k->pid = 0;
+        k->fence_kill_at = RALLY__NEVER;
         r->nlive--;
         if (r->nlive == 0)
             r->drain_until = rally__now_ms() + DRAIN_MS;
         if (WIFEXITED(st) && WEXITSTATUS(st) == 0 && k->finalized)
             continue;
-        k->failed = 1;
-        if (WIFSIGNALED(st))
-            snprintf(k->why, sizeof k->why, "rank %d was killed by signal %d", k->rank,
-                     WTERMSIG(st));
+        char cause[320];
+        if (WIFSIGNALED(st) && k->fence_killed && WTERMSIG(st) == SIGKILL)
+            snprintf(cause, sizeof cause, "killed by signal 9 after the tracker fenced it: %s",
+                     k->fenced);
+        else if (WIFSIGNALED(st))
+            snprintf(cause, sizeof cause, "killed by signal %d", WTERMSIG(st));
         else if (WEXITSTATUS(st) != 0)
-            snprintf(k->why, sizeof k->why, "rank %d exited with status %d", k->rank,
-                     WEXITSTATUS(st));
+            snprintf(cause, sizeof cause, "exited with status %d", WEXITSTATUS(st));
         else
-            snprintf(k->why, sizeof k->why, "rank %d exited 0 without rally_finalize", k->rank);
-        if (r->first < 0 && !r->stop_sig) {
-            r->first = k->rank;
-            if (r->t)
-                rally__tracker_abort(r->t, RALLY_EPEER, "%s", k->why);
-            start_grace(r);
+            snprintf(cause, sizeof cause, "exited 0 without rally_finalize");
+        k->fence_killed = 0;
+        k->fenced[0] = '\0';
+        if (r->first < 0 && !r->stop_sig &&
+            rally__tracker_state(r->t, NULL, NULL) == RALLY__TRACKER_RUNNING) {
+            died(r, k, cause);
+        } else {
+            k->failed = 1;
+            why_of(k, cause);
         }
     }
 }
@@ -378,6 +483,9 @@ static int run_loop(struct run *r)
         int64_t deadline = rally__tracker_deadline(r->t);
         if (r->kill_at < deadline)
             deadline = r->kill_at;
+        for (int i = 0; i < r->world; i++)
+            if (r->kids[i].fence_kill_at < deadline)
+                deadline = r->kids[i].fence_kill_at;
         if (r->nlive == 0 && r->drain_until < deadline)
             deadline = r->drain_until;
         if (poll(p, n + nt, rally__ms_left(deadline)) < 0 && errno != EINTR) {
@@ -394,6 +502,14 @@ static int run_loop(struct run *r)
             if (r->first < 0 && !r->stop_sig && !r->tracker_first)
                 r->tracker_first = 1;
             start_grace(r);
+        }
+        for (int i = 0; i < r->world; i++) {
+            struct kid *k = &r->kids[i];
+            if (k->pid > 0 && rally__now_ms() >= k->fence_kill_at) {
+                kill(-k->pid, SIGKILL);
+                k->fence_killed = 1;
+                k->fence_kill_at = RALLY__NEVER;
+            }
         }
         if (rally__now_ms() >= r->kill_at) {
             signal_all(r, SIGKILL);
@@ -456,6 +572,16 @@ static int verdict(struct run *r)
     return 0;
 }
 
+/* The last line on stderr, for people and for tests. */
+static void summary(struct run *r)
+{
+    fprintf(stderr, "rally-run: summary: deaths=%d recoveries=%d restarts=%d per-rank-deaths=",
+            r->ndeaths, r->nrecoveries, r->nrestarts);
+    for (int i = 0; i < r->world; i++)
+        fprintf(stderr, "%s%d:%d", i ? "," : "", i, r->kids[i].deaths);
+    fprintf(stderr, "\n");
+}
+
 int main(int argc, char **argv)
 {
     static const struct option longs[] = {{"workers", required_argument, NULL, 'n'},
@@ -463,6 +589,8 @@ int main(int argc, char **argv)
                                           {"port", required_argument, NULL, 'p'},
                                           {"startup-timeout-ms", required_argument, NULL, 's'},
                                           {"grace-ms", required_argument, NULL, 'g'},
+                                          {"max-restarts", required_argument, NULL, 'm'},
+                                          {"heartbeat-timeout-ms", required_argument, NULL, 'b'},
                                           {"help", no_argument, NULL, 'h'},
                                           {NULL, 0, NULL, 0}};
     struct run r;
@@ -470,6 +598,8 @@ int main(int argc, char **argv)
     r.host = "127.0.0.1";
     r.startup_ms = 60000;
     r.grace_ms = 3000;
+    r.max_restarts = 3;
+    r.heartbeat_ms = 10000;
     r.first = -1;
     r.sfd = -1;
     r.kill_at = r.drain_until = RALLY__NEVER;
@@ -494,10 +624,19 @@ int main(int argc, char **argv)
             break;
         case 's':
         case 'g':
+        case 'b':
             if (parse_int(optarg, 0, INT64_MAX / 4, &v))
                 return usage_error("--%s wants milliseconds, not '%s'",
-                                   c == 's' ? "startup-timeout-ms" : "grace-ms", optarg);
-            *(c == 's' ? &r.startup_ms : &r.grace_ms) = v;
+                                   c == 's'   ? "startup-timeout-ms"
+                                   : c == 'g' ? "grace-ms"
+                                              : "heartbeat-timeout-ms",
+                                   optarg);
+            *(c == 's' ? &r.startup_ms : c == 'g' ? &r.grace_ms : &r.heartbeat_ms) = v;
+            break;
+        case 'm':
+            if (parse_int(optarg, 0, INT_MAX, &v))
+                return usage_error("--max-restarts wants a count (0 or more), not '%s'", optarg);
+            r.max_restarts = (int)v;
             break;
         case 'h':
             usage(stdout);
@@ -560,6 +699,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "rally-run: cannot start the tracker: %s\n", e.msg);
         goto cleanup;
     }
+    rally__tracker_set_recovery(r.t, r.max_restarts > 0);
+    rally__tracker_set_heartbeat_timeout(r.t, r.heartbeat_ms);
     const char *h = r.host;
     if (!*h || !strcmp(h, "*") || !strcmp(h, "0.0.0.0") || !strcmp(h, "::"))
         h = "127.0.0.1"; /* every worker runs here */
@@ -569,6 +710,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < r.world; i++) {
         r.kids[i].rank = i;
         r.kids[i].fd[0] = r.kids[i].fd[1] = -1;
+        r.kids[i].fence_kill_at = RALLY__NEVER;
     }
     for (int i = 0; i < r.world; i++) {
         int err = spawn(&r, &r.kids[i]);
@@ -585,6 +727,7 @@ int main(int argc, char **argv)
         goto cleanup;
     }
     status = verdict(&r);
+    summary(&r);
 cleanup:
     fflush(stdout);
     for (int i = 0; r.kids && i < r.world; i++)

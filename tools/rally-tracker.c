@@ -3,7 +3,7 @@
  * (a batch scheduler, ssh, a script) starts.
  *
  *     rally-tracker -n N [--host H] [--port P] [--secret-file F]
- *                   [--startup-timeout-ms T]
+ *                   [--startup-timeout-ms T] [--heartbeat-timeout-ms T] [--no-recovery]
  *
  * It loads the secret file F when it exists and creates it (0600) when it
  * does not; without --secret-file it creates one in a fresh 0700 directory
@@ -17,7 +17,14 @@
  * src/tracker/server.h) until every rank finalized (exit 0) or the job failed
  * (exit 1, one line with the sentence).  Workers' PRINT lines go to stdout
  * prefixed "[rank] ".  SIGINT/SIGTERM abort the job (workers hear ABORT) and
- * exit 128+signal.  The secret file must reach the workers by other means
+ * exit 128+signal.
+ *
+ * Restarts belong to the launcher that started the workers: when a worker
+ * fails after the job started, the tracker fences it, logs "rank R failed:
+ * ..." and waits (up to the startup timeout per epoch) for the survivors to
+ * rejoin and for a worker with the same RALLY_TASK_ID to register again, as
+ * often as that happens; each recovery is logged.  --no-recovery makes any
+ * worker failure fatal instead.  The secret file must reach the workers by other means
  * (a shared file system, scp); it never travels on the command line.
  */
 #include <errno.h>
@@ -57,8 +64,15 @@ static void on_print(void *arg, int rank, const char *msg)
 
 static void on_event(void *arg, const struct rally__tracker_event *ev)
 {
-    if (ev->kind == RALLY__TEV_LOG)
+    if (ev->kind == RALLY__TEV_LOG || ev->kind == RALLY__TEV_PROGRESS)
         fprintf(stderr, "rally-tracker: %s\n", ev->text);
+    else if (ev->kind == RALLY__TEV_RANK_FAILED)
+        fprintf(stderr,
+                "rally-tracker: rank %d failed: %s; waiting for it to register again "
+                "(RALLY_TASK_ID=%s) and for the others to rejoin (epoch %u)\n",
+                ev->rank, ev->text, ev->task_id, ev->epoch);
+    else if (ev->kind == RALLY__TEV_RECOVERED)
+        fprintf(stderr, "rally-tracker: recovered: %s\n", ev->text);
 }
 
 static int usage_error(const char *fmt, ...)
@@ -90,9 +104,12 @@ int main(int argc, char **argv)
                                           {"port", required_argument, NULL, 'p'},
                                           {"secret-file", required_argument, NULL, 'f'},
                                           {"startup-timeout-ms", required_argument, NULL, 's'},
+                                          {"heartbeat-timeout-ms", required_argument, NULL, 'b'},
+                                          {"no-recovery", no_argument, NULL, 'R'},
                                           {"help", no_argument, NULL, 'h'},
                                           {NULL, 0, NULL, 0}};
-    int world = 0, port = 0, c, status = 1, sfd = -1, made_file = 0;
+    int world = 0, port = 0, c, status = 1, sfd = -1, made_file = 0, recovery = 1;
+    int64_t heartbeat_ms = 10000;
     const char *host = "", *secret_file = NULL;
     int64_t startup_ms = 300000;
     long long v;
@@ -124,6 +141,14 @@ int main(int argc, char **argv)
                 return usage_error("--startup-timeout-ms wants milliseconds, not '%s'", optarg);
             startup_ms = v;
             break;
+        case 'b':
+            if (parse_int(optarg, 0, INT64_MAX / 4, &v))
+                return usage_error("--heartbeat-timeout-ms wants milliseconds, not '%s'", optarg);
+            heartbeat_ms = v;
+            break;
+        case 'R':
+            recovery = 0;
+            break;
         case 'h':
             printf("usage: rally-tracker -n N [options]\n"
                    "Serves one rally job whose workers another launcher starts.\n"
@@ -134,12 +159,19 @@ int main(int argc, char **argv)
                    "      --secret-file F        the job's secret: loaded if F exists, else\n"
                    "                             created 0600 (default: a temporary one)\n"
                    "      --startup-timeout-ms T every worker must join within T ms\n"
-                   "                             (default 300000; 0: wait forever)\n"
+                   "                             (default 300000; 0: wait forever); the same\n"
+                   "                             bound applies to each recovery\n"
+                   "      --heartbeat-timeout-ms T  a worker that sent heartbeats and then falls\n"
+                   "                             silent for T ms has failed (default 10000; 0: off)\n"
+                   "      --no-recovery          any worker failure fails the job\n"
                    "  -h, --help                 this text\n"
                    "\n"
                    "Prints RALLY_TRACKER=host:port and RALLY_SECRET_FILE=path (eval them and\n"
                    "give each worker RALLY_TASK_ID=0..N-1), then exits 0 when every worker\n"
-                   "finalized, 1 when the job failed, 128+S after signal S.\n",
+                   "finalized, 1 when the job failed, 128+S after signal S.  When a worker dies\n"
+                   "after the job started, start it again with the same RALLY_TASK_ID: the\n"
+                   "others wait for it and the job recovers (restarts are your launcher's\n"
+                   "business; the tracker does not limit them).\n",
                    RALLY__WORLD_MAX);
             return 0;
         default:
@@ -194,6 +226,8 @@ int main(int argc, char **argv)
     memset(&s, 0, sizeof s);
     if (rc != RALLY_OK)
         goto fail;
+    rally__tracker_set_recovery(t, recovery);
+    rally__tracker_set_heartbeat_timeout(t, heartbeat_ms);
     char me[RALLY__HOST_MAX] = "";
     if (!*host || !strcmp(host, "*") || !strcmp(host, "0.0.0.0") || !strcmp(host, "::")) {
         if (gethostname(me, sizeof me - 1) != 0 || !*me)

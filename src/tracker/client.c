@@ -2,29 +2,38 @@
  * client.c — a worker's side of the tracker protocol (client.h, proto.h).
  *
  * Every byte from the tracker is read through one incremental frame reader,
- * t->in.  The blocking calls (join, ready, shutdown) wait for a frame with
- * next_frame(), which polls t->fd until the reader holds a whole frame or the
- * deadline passes; rally__tclient_check() feeds the same reader once and
- * returns, so a partial frame left by one call is completed by the next and
- * a collective polling t->fd never blocks here.  An ABORT is the tracker's
- * verdict and becomes the caller's error verbatim; any frame the current
- * step does not expect is RALLY_EPROTO.
+ * t->in.  The blocking calls (join, ready, rejoin, shutdown) wait for a frame
+ * with next_frame(), which polls t->fd until the reader holds a whole frame
+ * or the deadline passes; rally__tclient_check() feeds the same reader once
+ * and returns, so a partial frame left by one call is completed by the next
+ * and a collective polling t->fd never blocks here.  An ABORT is the
+ * tracker's verdict and becomes the caller's error verbatim; a RESET is
+ * recorded (t->reset_epoch) and becomes RALLY__ERESET where the caller can
+ * act on it; any frame the current step does not expect is RALLY_EPROTO.
+ *
+ * Every frame leaves through send_frame(), under t->send_mu: the heartbeat
+ * thread (hb_main) sends HEARTBEAT on the same socket.  It uses trylock and
+ * a single non-blocking attempt, so it never waits on the caller or on a
+ * full socket; the caller's sends wait at most until their deadline.
  */
 #include "tracker/client.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "tracker/proto.h"
 #include "util/clock.h"
 #include "util/wire.h"
 
-#define SEND_TIMEOUT_MS 10000 /* PRINT: the tracker always reads, so this is slack */
+#define SEND_TIMEOUT_MS 10000 /* PRINT, REJOIN: the tracker always reads, so this is slack */
 #define REPORT_TIMEOUT_MS 1000
+#define HB_FINISH_MS 1000     /* a heartbeat that went out in part gets this long to finish */
 
 static const char *type_name(uint16_t type)
 {
@@ -33,9 +42,66 @@ static const char *type_name(uint16_t type)
     case RALLY__T_GO: return "GO";
     case RALLY__T_BYE: return "BYE";
     case RALLY__T_ABORT: return "ABORT";
+    case RALLY__T_RESET: return "RESET";
     default: return "an unknown type";
     }
 }
+
+/* --- sending --------------------------------------------------------------- */
+
+/* Sends one frame under send_mu.  try = 1 (the heartbeat): give up at once,
+ * sending nothing, when the lock is taken or the socket is full.  A frame
+ * cut short shuts the socket down: the stream is unusable after it. */
+static int send_frame(struct rally__tclient *t, uint16_t type, const void *body, size_t nbytes,
+                      int64_t deadline, int try, struct rally__err *e)
+{
+    unsigned char h[RALLY__FRAME_HDR];
+    rally__put_u32(h, (uint32_t)nbytes);
+    rally__put_u16(h + 4, type);
+    rally__put_u16(h + 6, 0);
+    if (t->send_mu_ok) {
+        if (!try)
+            pthread_mutex_lock(&t->send_mu);
+        else if (pthread_mutex_trylock(&t->send_mu) != 0)
+            return RALLY_OK;
+    }
+    size_t total = sizeof h + nbytes, done = 0;
+    int rc = RALLY_OK;
+    while (done < total) {
+        long m;
+        if (done < sizeof h)
+            m = rally__send2_some(t->fd, h + done, sizeof h - done, body, nbytes, t->what, e);
+        else
+            m = rally__send_some(t->fd, (const unsigned char *)body + (done - sizeof h),
+                                 total - done, t->what, e);
+        if (m < 0) {
+            rc = e->code;
+            break;
+        }
+        done += (size_t)m;
+        if (done == total || (m > 0))
+            continue;
+        if (done == 0 && try)
+            break; /* the socket is full: skip this beat */
+        struct pollfd p = {.fd = t->fd, .events = POLLOUT};
+        int k = poll(&p, 1, rally__ms_left(try ? rally__deadline(HB_FINISH_MS) : deadline));
+        if (k == 0) {
+            rc = rally__fail(e, RALLY_ETIMEDOUT, "timed out sending to %s", t->what);
+            break;
+        }
+        if (k < 0 && errno != EINTR) {
+            rc = rally__fail_errno(e, RALLY_ESYS, errno, "poll failed");
+            break;
+        }
+    }
+    if (rc != RALLY_OK && done > 0 && done < total)
+        shutdown(t->fd, SHUT_RDWR);
+    if (t->send_mu_ok)
+        pthread_mutex_unlock(&t->send_mu);
+    return rc;
+}
+
+/* --- receiving ------------------------------------------------------------- */
 
 /* Turns the ABORT in t->in into e. */
 static int aborted(struct rally__tclient *t, struct rally__err *e)
@@ -50,6 +116,25 @@ static int aborted(struct rally__tclient *t, struct rally__err *e)
     if (code == RALLY_OK || code > RALLY_ESTATE)
         code = RALLY_EPEER;
     return rally__fail(e, (int)code, "%s", sentence);
+}
+
+/* Records the RESET in t->in; RALLY__ERESET with e filled, or RALLY_EPROTO. */
+static int got_reset(struct rally__tclient *t, struct rally__err *e)
+{
+    struct rally__rbuf r = {t->in.body, t->in.nbytes, 0, 0};
+    char reason[sizeof t->reset_reason];
+    uint32_t epoch = rally__r_u32(&r);
+    rally__r_str(&r, reason, sizeof reason);
+    if (r.bad || r.pos != r.len)
+        return rally__fail(e, RALLY_EPROTO, "%s sent a malformed RESET (%zu bytes)", t->what,
+                           t->in.nbytes);
+    if (epoch <= t->epoch || epoch < t->reset_epoch)
+        return rally__fail(e, RALLY_EPROTO, "%s sent a RESET to epoch %u after epoch %u", t->what,
+                           epoch, epoch <= t->epoch ? t->epoch : t->reset_epoch);
+    t->reset_epoch = epoch;
+    memcpy(t->reset_reason, reason, sizeof reason);
+    return rally__fail(e, RALLY__ERESET, "the tracker ordered recovery (epoch %u): %s", epoch,
+                       reason);
 }
 
 /* Waits until t->in holds a whole frame, or the deadline. */
@@ -70,23 +155,38 @@ static int next_frame(struct rally__tclient *t, int64_t deadline, struct rally__
     }
 }
 
-/* Waits for a frame of the given type; ABORT is the tracker's error. */
-static int expect(struct rally__tclient *t, uint16_t type, int64_t deadline, struct rally__err *e)
+/* Waits for a frame of the given type; ABORT is the tracker's error.  A
+ * RESET is RALLY__ERESET when on_reset is 1, skipped (and recorded) when 0. */
+static int expect(struct rally__tclient *t, uint16_t type, int on_reset, int64_t deadline,
+                  struct rally__err *e)
 {
-    if (next_frame(t, deadline, e) != RALLY_OK)
-        return e->code;
-    if (t->in.type == RALLY__T_ABORT)
-        return aborted(t, e);
-    if (t->in.type != type)
-        return rally__fail(e, RALLY_EPROTO, "%s sent frame type %u (%s) where %s was due", t->what,
-                           t->in.type, type_name(t->in.type), type_name(type));
-    if ((type == RALLY__T_GO || type == RALLY__T_BYE) && t->in.nbytes != 0)
-        return rally__fail(e, RALLY_EPROTO, "%s sent a %s with a %zu-byte body", t->what,
-                           type_name(type), t->in.nbytes);
-    return RALLY_OK;
+    for (;;) {
+        if (next_frame(t, deadline, e) != RALLY_OK)
+            return e->code;
+        if (t->in.type == RALLY__T_ABORT)
+            return aborted(t, e);
+        if (t->in.type == RALLY__T_RESET) {
+            struct rally__err v = {0, ""};
+            int rc = got_reset(t, &v);
+            if (rc != RALLY__ERESET || on_reset)
+                return rally__fail(e, rc, "%s", v.msg);
+            continue;
+        }
+        if (t->in.type != type)
+            return rally__fail(e, RALLY_EPROTO, "%s sent frame type %u (%s) where %s was due",
+                               t->what, t->in.type, type_name(t->in.type), type_name(type));
+        if ((type == RALLY__T_GO || type == RALLY__T_BYE) && t->in.nbytes != 0)
+            return rally__fail(e, RALLY_EPROTO, "%s sent a %s with a %zu-byte body", t->what,
+                               type_name(type), t->in.nbytes);
+        return RALLY_OK;
+    }
 }
 
-static int parse_assign(struct rally__tclient *t, struct rally__err *e)
+/* Reads the ASSIGN in t->in: rank, world, incarnation, the address book
+ * (*peers, world entries, the caller frees) and the epoch. */
+static int parse_assign(struct rally__tclient *t, int *rank_out, int *world_out, uint32_t *inc_out,
+                        struct rally__peer_addr **peers, uint32_t *epoch_out,
+                        struct rally__err *e)
 {
     struct rally__rbuf r = {t->in.body, t->in.nbytes, 0, 0};
     int32_t rank = (int32_t)rally__r_u32(&r);
@@ -103,17 +203,21 @@ static int parse_assign(struct rally__tclient *t, struct rally__err *e)
         p[i].port = rally__r_u16(&r);
         p[i].incarnation = rally__r_u32(&r);
     }
+    uint32_t epoch = rally__r_u32(&r);
     if (r.bad || r.pos != r.len) {
         free(p);
         return rally__fail(e, RALLY_EPROTO, "%s sent a malformed ASSIGN (%zu bytes for %u workers)",
                            t->what, t->in.nbytes, world);
     }
-    t->rank = rank;
-    t->world = (int)world;
-    t->incarnation = inc;
-    t->peers = p;
+    *rank_out = rank;
+    *world_out = (int)world;
+    *inc_out = inc;
+    *peers = p;
+    *epoch_out = epoch;
     return RALLY_OK;
 }
+
+/* --- the calls ------------------------------------------------------------- */
 
 int rally__tclient_join(struct rally__tclient *t, const struct rally__tclient_opts *o,
                         struct rally__err *e)
@@ -123,6 +227,10 @@ int rally__tclient_join(struct rally__tclient *t, const struct rally__tclient_op
     memset(t, 0, sizeof *t);
     t->fd = -1;
     t->rank = -1;
+    t->hb_stop[0] = t->hb_stop[1] = -1;
+    if (pthread_mutex_init(&t->send_mu, NULL) != 0)
+        return rally__fail(e, RALLY_ESYS, "cannot create a mutex");
+    t->send_mu_ok = 1;
     if (rally__hostport_split(o->tracker, host, sizeof host, &port, e) != RALLY_OK)
         goto cleanup;
     snprintf(t->what, sizeof t->what, "tracker %s:%d", host, port);
@@ -149,9 +257,13 @@ int rally__tclient_join(struct rally__tclient *t, const struct rally__tclient_op
     rally__w_u16(&w, (uint16_t)o->listen_port);
     rally__w_str(&w, ""); /* listen_host: the address the tracker sees */
     rally__w_str(&w, proc);
-    if (rally__frame_send(t->fd, RALLY__T_REGISTER, b, w.len, deadline, t->what, e) != RALLY_OK ||
-        expect(t, RALLY__T_ASSIGN, deadline, e) != RALLY_OK || parse_assign(t, e) != RALLY_OK)
+    if (send_frame(t, RALLY__T_REGISTER, b, w.len, deadline, 0, e) != RALLY_OK ||
+        expect(t, RALLY__T_ASSIGN, 0, deadline, e) != RALLY_OK ||
+        parse_assign(t, &t->rank, &t->world, &t->incarnation, &t->peers, &t->epoch, e) !=
+            RALLY_OK)
         goto cleanup;
+    t->reset_epoch = 0; /* a RESET before ASSIGN was for an epoch this ASSIGN ends */
+    t->reset_reason[0] = '\0';
     return RALLY_OK;
 cleanup:
     rally__tclient_close(t);
@@ -162,9 +274,65 @@ int rally__tclient_ready(struct rally__tclient *t, int64_t deadline, struct rall
 {
     if (t->fd < 0)
         return rally__fail(e, RALLY_ESTATE, "not connected to the tracker");
-    if (rally__frame_send(t->fd, RALLY__T_READY, NULL, 0, deadline, t->what, e) != RALLY_OK)
+    if (send_frame(t, RALLY__T_READY, NULL, 0, deadline, 0, e) != RALLY_OK)
         return e->code;
-    return expect(t, RALLY__T_GO, deadline, e);
+    return expect(t, RALLY__T_GO, 1, deadline, e);
+}
+
+static int send_rejoin(struct rally__tclient *t, uint64_t position, uint32_t version,
+                       int64_t deadline, struct rally__err *e)
+{
+    unsigned char b[16];
+    rally__put_u32(b, t->reset_epoch);
+    rally__put_u64(b + 4, position);
+    rally__put_u32(b + 12, version);
+    return send_frame(t, RALLY__T_REJOIN, b, sizeof b, deadline, 0, e);
+}
+
+int rally__tclient_rejoin(struct rally__tclient *t, uint64_t position, uint32_t version,
+                          int64_t deadline, struct rally__err *e)
+{
+    if (t->fd < 0)
+        return rally__fail(e, RALLY_ESTATE, "not connected to the tracker");
+    if (t->reset_epoch == 0)
+        return rally__fail(e, RALLY_ESTATE, "rejoin without a RESET from %s", t->what);
+    if (send_rejoin(t, position, version, deadline, e) != RALLY_OK)
+        return e->code;
+    for (;;) {
+        if (next_frame(t, deadline, e) != RALLY_OK)
+            return e->code;
+        if (t->in.type == RALLY__T_ABORT)
+            return aborted(t, e);
+        if (t->in.type == RALLY__T_RESET) {
+            struct rally__err v = {0, ""};
+            int rc = got_reset(t, &v);
+            if (rc != RALLY__ERESET)
+                return rally__fail(e, rc, "%s", v.msg);
+            if (send_rejoin(t, position, version, deadline, e) != RALLY_OK)
+                return e->code;
+            continue;
+        }
+        if (t->in.type != RALLY__T_ASSIGN)
+            return rally__fail(e, RALLY_EPROTO, "%s sent frame type %u (%s) where ASSIGN was due",
+                               t->what, t->in.type, type_name(t->in.type));
+        int rank, world;
+        uint32_t inc, epoch;
+        struct rally__peer_addr *peers;
+        if (parse_assign(t, &rank, &world, &inc, &peers, &epoch, e) != RALLY_OK)
+            return e->code;
+        if (rank != t->rank || world != t->world || epoch != t->reset_epoch) {
+            free(peers);
+            return rally__fail(e, RALLY_EPROTO,
+                               "%s assigned rank %d of %d in epoch %u to rank %d of %d rejoining "
+                               "epoch %u",
+                               t->what, rank, world, epoch, t->rank, t->world, t->reset_epoch);
+        }
+        free(t->peers);
+        t->peers = peers;
+        t->incarnation = inc;
+        t->epoch = epoch;
+        return RALLY_OK;
+    }
 }
 
 int rally__tclient_print(struct rally__tclient *t, const char *msg, struct rally__err *e)
@@ -177,11 +345,11 @@ int rally__tclient_print(struct rally__tclient *t, const char *msg, struct rally
     unsigned char b[4 + RALLY__PRINT_MAX];
     rally__put_u32(b, (uint32_t)n);
     memcpy(b + 4, msg, n);
-    return rally__frame_send(t->fd, RALLY__T_PRINT, b, 4 + n, rally__deadline(SEND_TIMEOUT_MS),
-                             t->what, e);
+    return send_frame(t, RALLY__T_PRINT, b, 4 + n, rally__deadline(SEND_TIMEOUT_MS), 0, e);
 }
 
-void rally__tclient_report(struct rally__tclient *t, int code, const char *msg)
+/* u32 head, then str sentence (cut to fit) as a best-effort frame. */
+static void send_sentence(struct rally__tclient *t, uint16_t type, uint32_t head, const char *msg)
 {
     if (t->fd < 0)
         return;
@@ -189,12 +357,21 @@ void rally__tclient_report(struct rally__tclient *t, int code, const char *msg)
     size_t n = strlen(msg);
     if (n > RALLY__ERR_MSG_MAX - 1)
         n = RALLY__ERR_MSG_MAX - 1;
-    rally__put_u32(b, (uint32_t)code);
+    rally__put_u32(b, head);
     rally__put_u32(b + 4, (uint32_t)n);
     memcpy(b + 8, msg, n);
     struct rally__err ignore = {0, ""};
-    rally__frame_send(t->fd, RALLY__T_ERROR, b, 8 + n, rally__deadline(REPORT_TIMEOUT_MS), t->what,
-                      &ignore);
+    send_frame(t, type, b, 8 + n, rally__deadline(REPORT_TIMEOUT_MS), 0, &ignore);
+}
+
+void rally__tclient_report(struct rally__tclient *t, int code, const char *msg)
+{
+    send_sentence(t, RALLY__T_ERROR, (uint32_t)code, msg);
+}
+
+void rally__tclient_link_failed(struct rally__tclient *t, const char *sentence)
+{
+    send_sentence(t, RALLY__T_LINK_FAILED, t->epoch, sentence);
 }
 
 int rally__tclient_check(struct rally__tclient *t, struct rally__err *e)
@@ -208,6 +385,8 @@ int rally__tclient_check(struct rally__tclient *t, struct rally__err *e)
         return RALLY_OK;
     if (t->in.type == RALLY__T_ABORT)
         return aborted(t, e);
+    if (t->in.type == RALLY__T_RESET)
+        return got_reset(t, e);
     return rally__fail(e, RALLY_EPROTO, "%s sent an unexpected frame (type %u)", t->what,
                        t->in.type);
 }
@@ -216,15 +395,80 @@ int rally__tclient_shutdown(struct rally__tclient *t, int64_t deadline, struct r
 {
     if (t->fd < 0)
         return rally__fail(e, RALLY_ESTATE, "not connected to the tracker");
-    if (rally__frame_send(t->fd, RALLY__T_SHUTDOWN, NULL, 0, deadline, t->what, e) != RALLY_OK)
+    if (send_frame(t, RALLY__T_SHUTDOWN, NULL, 0, deadline, 0, e) != RALLY_OK)
         return e->code;
-    return expect(t, RALLY__T_BYE, deadline, e);
+    return expect(t, RALLY__T_BYE, 0, deadline, e);
+}
+
+/* --- heartbeats ------------------------------------------------------------ */
+
+static void *hb_main(void *arg)
+{
+    struct rally__tclient *t = arg;
+    int64_t next = rally__now_ms() + t->hb_interval_ms;
+    for (;;) {
+        struct pollfd p = {.fd = t->hb_stop[0], .events = POLLIN};
+        int n = poll(&p, 1, rally__ms_left(next));
+        if (n > 0)
+            return NULL;
+        if (n < 0 && errno != EINTR)
+            return NULL;
+        if (rally__now_ms() < next)
+            continue;
+        struct rally__err ignore = {0, ""};
+        send_frame(t, RALLY__T_HEARTBEAT, NULL, 0, 0, 1, &ignore);
+        next += t->hb_interval_ms;
+        if (next < rally__now_ms()) /* we fell behind (a stopped process): no burst */
+            next = rally__now_ms() + t->hb_interval_ms;
+    }
+}
+
+int rally__tclient_heartbeat_start(struct rally__tclient *t, int64_t interval_ms,
+                                   struct rally__err *e)
+{
+    if (t->fd < 0 || !t->send_mu_ok)
+        return rally__fail(e, RALLY_ESTATE, "not connected to the tracker");
+    if (interval_ms <= 0)
+        return rally__fail(e, RALLY_EINVAL, "a heartbeat interval of %lld ms",
+                           (long long)interval_ms);
+    if (t->hb_running)
+        return RALLY_OK;
+    if (pipe2(t->hb_stop, O_CLOEXEC) != 0) {
+        t->hb_stop[0] = t->hb_stop[1] = -1;
+        return rally__fail_errno(e, RALLY_ESYS, errno, "cannot create the heartbeat's pipe");
+    }
+    t->hb_interval_ms = interval_ms;
+    int rc = pthread_create(&t->hb_thread, NULL, hb_main, t);
+    if (rc != 0) {
+        close(t->hb_stop[0]);
+        close(t->hb_stop[1]);
+        t->hb_stop[0] = t->hb_stop[1] = -1;
+        return rally__fail_errno(e, RALLY_ESYS, rc, "cannot start the heartbeat thread");
+    }
+    t->hb_running = 1;
+    return RALLY_OK;
+}
+
+void rally__tclient_heartbeat_stop(struct rally__tclient *t)
+{
+    if (t == NULL || !t->hb_running)
+        return;
+    ssize_t w;
+    do
+        w = write(t->hb_stop[1], "x", 1);
+    while (w < 0 && errno == EINTR);
+    pthread_join(t->hb_thread, NULL);
+    close(t->hb_stop[0]);
+    close(t->hb_stop[1]);
+    t->hb_stop[0] = t->hb_stop[1] = -1;
+    t->hb_running = 0;
 }
 
 void rally__tclient_close(struct rally__tclient *t)
 {
     if (t == NULL)
         return;
+    rally__tclient_heartbeat_stop(t);
     /* A zeroed struct has fd 0 but no name: join names it before opening. */
     if (t->fd >= 0 && t->what[0] != '\0')
         close(t->fd);
@@ -234,4 +478,7 @@ void rally__tclient_close(struct rally__tclient *t)
     rally__frame_in_free(&t->in);
     memset(&t->in, 0, sizeof t->in);
     memset(&t->secret, 0, sizeof t->secret);
+    if (t->send_mu_ok)
+        pthread_mutex_destroy(&t->send_mu);
+    t->send_mu_ok = 0;
 }

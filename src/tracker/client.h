@@ -3,12 +3,20 @@
  *
  * One persistent, authenticated connection per worker.  Besides start-up it
  * is the worker's alarm line: when the job fails the tracker sends ABORT on
- * it, so collectives poll its descriptor next to their data links and stop
- * instead of waiting for a peer that will never answer.
+ * it, and when a rank fails it sends RESET (a new epoch, proto.h), so
+ * collectives poll its descriptor next to their data links and stop instead
+ * of waiting for a peer that will never answer.
+ *
+ * Threads: every read happens on the caller's thread (one at a time); the
+ * heartbeat thread only sends.  Every frame send takes t->send_mu, so the
+ * two never interleave bytes.  A send that times out part-way through a
+ * frame shuts the socket down (the stream could not be parsed any more):
+ * the next read sees RALLY_EPEER and the tracker sees the worker fail.
  */
 #ifndef RALLY_TRACKER_CLIENT_H
 #define RALLY_TRACKER_CLIENT_H
 
+#include <pthread.h>
 #include <stdint.h>
 
 #include "net/auth.h"
@@ -30,6 +38,17 @@ struct rally__tclient {
     uint32_t incarnation;
     struct rally__peer_addr *peers; /* world entries, indexed by rank */
     struct rally__frame_in in;      /* every read goes through it (check never blocks) */
+    /* recovery */
+    uint32_t epoch;         /* of the last ASSIGN: 0 for the job's first, else the epoch */
+    uint32_t reset_epoch;   /* the newest RESET seen, 0: none */
+    char reset_reason[256]; /* its reason */
+    /* sending: the heartbeat thread and the caller share the socket */
+    pthread_mutex_t send_mu;
+    int send_mu_ok;          /* send_mu is initialised */
+    pthread_t hb_thread;
+    int hb_running;          /* hb_thread exists and must be joined */
+    int hb_stop[2];          /* a pipe: a byte on it stops the thread */
+    int64_t hb_interval_ms;
 };
 
 struct rally__tclient_opts {
@@ -43,27 +62,61 @@ struct rally__tclient_opts {
 
 /* Connects, authenticates, registers and waits for ASSIGN (until every
  * worker has registered, bounded by connect_timeout_ms).  On success t holds
- * rank, world, incarnation and the address book. */
+ * rank, world, incarnation, epoch and the address book.  A restarted worker
+ * joins the same way (same task id: same rank, next incarnation); its ASSIGN
+ * comes once the tracker has assembled the whole epoch, and carries a
+ * non-zero epoch.  A RESET before ASSIGN is ignored (the tracker counts this
+ * worker in its newest epoch anyway).  Blocks; ABORT is its code. */
 int rally__tclient_join(struct rally__tclient *t, const struct rally__tclient_opts *o,
                         struct rally__err *e);
 
-/* Sends READY and waits for GO (or ABORT) until deadline. */
+/* Sends READY and waits for GO (or ABORT) until deadline.  A RESET while
+ * waiting returns RALLY__ERESET (t->reset_epoch/reason record it): the
+ * epoch is over before it started; call rally__tclient_rejoin. */
 int rally__tclient_ready(struct rally__tclient *t, int64_t deadline, struct rally__err *e);
+
+/* After a RESET: sends REJOIN{t->reset_epoch, position, version} and waits
+ * for ASSIGN of that epoch, sending REJOIN again whenever a newer RESET
+ * arrives meanwhile.  On success the address book, the incarnations and
+ * t->epoch are the new epoch's (t->rank stays; an ASSIGN naming another rank
+ * is RALLY_EPROTO).  ABORT returns its code; the deadline RALLY_ETIMEDOUT;
+ * no RESET seen yet RALLY_ESTATE.  Blocks until then. */
+int rally__tclient_rejoin(struct rally__tclient *t, uint64_t position, uint32_t version,
+                          int64_t deadline, struct rally__err *e);
+
+/* Tells the tracker that a peer link broke or stalled in epoch t->epoch
+ * (LINK_FAILED); it answers with a RESET unless it is past that epoch.  Best
+ * effort, bounded (1 s), never an error. */
+void rally__tclient_link_failed(struct rally__tclient *t, const char *sentence);
+
+/* Starts a thread that sends HEARTBEAT every interval_ms (> 0) until
+ * rally__tclient_heartbeat_stop or _close.  It never waits for the socket:
+ * a beat the socket cannot take at once is skipped, and it skips its turn
+ * while the caller is sending.  Calling it twice is harmless. */
+int rally__tclient_heartbeat_start(struct rally__tclient *t, int64_t interval_ms,
+                                   struct rally__err *e);
+/* Stops the heartbeat thread and joins it (no-op when none runs). */
+void rally__tclient_heartbeat_stop(struct rally__tclient *t);
 
 int rally__tclient_print(struct rally__tclient *t, const char *msg, struct rally__err *e);
 
 /* Tells the tracker this worker failed with (code, sentence); best effort. */
 void rally__tclient_report(struct rally__tclient *t, int code, const char *msg);
 
-/* Call when t->fd is readable: reads what arrived.  An ABORT fills e with
- * the tracker's sentence and returns its code; EOF from the tracker is
- * RALLY_EPEER; nothing decisive yet returns RALLY_OK. */
+/* Call when t->fd is readable: reads what arrived, never blocks.  An ABORT
+ * fills e with the tracker's sentence and returns its code; a RESET records
+ * t->reset_epoch/reason, fills e with "the tracker ordered recovery (epoch
+ * N): reason" and returns RALLY__ERESET; EOF from the tracker is RALLY_EPEER;
+ * nothing decisive yet returns RALLY_OK. */
 int rally__tclient_check(struct rally__tclient *t, struct rally__err *e);
 
-/* Sends SHUTDOWN and waits for BYE until deadline. */
+/* Sends SHUTDOWN and waits for BYE until deadline.  A RESET meanwhile is
+ * skipped: once a rank has finalized the tracker answers a failure with
+ * ABORT, which is what this returns then. */
 int rally__tclient_shutdown(struct rally__tclient *t, int64_t deadline, struct rally__err *e);
 
-/* Closes the connection and frees the address book (t may be zeroed). */
+/* Stops the heartbeat thread, closes the connection and frees the address
+ * book (t may be zeroed, or hold fd -1). */
 void rally__tclient_close(struct rally__tclient *t);
 
 #endif

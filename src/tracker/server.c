@@ -8,15 +8,25 @@
  * the address book and c->rank is set).  A conn reads with its own
  * incremental reader c->in and writes through a queue of chunks (c->out_head)
  * that poll flushes when the socket takes more; a chunk either owns its
- * bytes or points into the shared address book t->book, so ASSIGN to N
- * workers does not copy the book N times.
+ * bytes or points into a shared address book (struct book, below).
  *
  * Misbehaving connections are dropped with a TEV_LOG line and the job goes
- * on; but once a connection has registered, its loss is the job's loss:
- * fail() records the sentence and queues ABORT to everyone else.  Dropped
- * conns are only marked (C_GONE, fd closed) while handle() walks the pollfd
- * slice, and freed by sweep() at its end, so slice index i+1 <-> conns[i]
- * stays valid throughout.
+ * on.  Once a connection has registered, its loss is the job's loss until
+ * the first GO: fail_job() records the sentence and queues ABORT to everyone
+ * else.  After the first GO a lost worker is a rank failure instead
+ * (rank_failed): the conn is fenced, t->epoch grows, RESET goes to every
+ * worker that holds an ASSIGN, and the tracker waits in P_ASSEMBLING until
+ * every rank is present (present(): rejoined this epoch, or registered again
+ * and waiting for its first ASSIGN), then sends ASSIGN (P_STARTING), and GO
+ * (P_RUNNING) once every rank is READY.  A protocol violation stays fatal.
+ * Dropped conns are only marked (C_GONE, fd closed) while handle() walks the
+ * pollfd slice, and freed by sweep() at its end, so slice index i+1 <->
+ * conns[i] stays valid throughout.
+ *
+ * The address book lives in a reference-counted struct book that ASSIGN
+ * chunks point into, so ASSIGN to N workers does not copy it N times and a
+ * new epoch's book can replace the old one while old ASSIGNs still wait in
+ * some queue.
  */
 #include "tracker/server.h"
 
@@ -37,17 +47,27 @@
 
 #define TASK_MAX 256
 #define PROC_MAX 256
+#define REASON_MAX 256         /* RESET reason, LINK_FAILED sentence: like ERROR's, cut */
 #define FRAMES_PER_WAKE 64     /* fairness: frames read from one conn per handle() */
 #define CLOSE_LINGER_MS 2000   /* time a refused conn gets to read its REFUSE/ABORT */
 #define HANDSHAKE_DEFAULT_MS 10000
 
 enum { C_AUTH, C_AUTHED, C_REG, C_GONE };
-enum { P_JOINING, P_STARTING, P_RUNNING };
+/* P_ASSEMBLING: after a failure, waiting for every rank to rejoin or register. */
+enum { P_JOINING, P_STARTING, P_RUNNING, P_ASSEMBLING };
+
+/* An address book: the tail of ASSIGN, shared by the chunks that send it. */
+struct book {
+    int refs;
+    size_t nbytes;
+    unsigned char b[];
+};
 
 struct chunk {
     struct chunk *next;
     const unsigned char *p;
     size_t n, off;
+    struct book *book; /* holds a reference when p points into it */
     unsigned char own[];
 };
 
@@ -68,6 +88,13 @@ struct conn {
     uint64_t arrival;
     int rank; /* -1 until assigned */
     int ready, finalized;
+    /* recovery */
+    uint32_t assigned;     /* the epoch of the last ASSIGN it got, 0: none yet */
+    uint32_t rejoined;     /* the epoch of its last accepted REJOIN, 0: none */
+    uint64_t position;     /* from that REJOIN */
+    uint32_t version;
+    int heartbeats;        /* it sent a HEARTBEAT: silence now counts */
+    int64_t last_rx;       /* when its last frame arrived */
 };
 
 struct rally__tracker {
@@ -76,24 +103,45 @@ struct rally__tracker {
     int lfd, port;
     struct conn **conns;
     size_t nconns, cap, max_conns;
-    struct conn **by_rank; /* world entries once assigned; NULL after a conn is freed */
+    struct conn **by_rank; /* world entries once assigned; NULL while a rank is down */
     int nregistered, nready, nfinal;
     int phase, state, code, failed_rank;
     char sentence[RALLY__ERR_MSG_MAX];
     int64_t startup_deadline, handshake_ms;
-    unsigned char *book;
-    size_t book_nbytes;
+    struct book *book;
     uint64_t arrivals;
+    /* recovery */
+    int no_recovery;
+    int64_t heartbeat_ms;   /* 0: off */
+    int went;               /* the first GO went out */
+    uint32_t epoch;         /* 1 from the start */
+    uint32_t *incarnation;  /* world entries: the newest registration of each rank */
+    char **rank_task;       /* world entries: each rank's task id, kept for re-registration */
+    char *rank_final;       /* world entries: the rank sent SHUTDOWN */
+    int recovering;         /* from a failure until the GO that ends it */
+    int64_t failed_at_us;   /* the first failure of this recovery */
+    int64_t epoch_deadline; /* the current epoch must reach GO by then */
 };
 
 /* --- small helpers --------------------------------------------------------- */
 
-static void emit(struct rally__tracker *t, int kind, int rank, const char *task, const char *text)
+static void emit_ev(struct rally__tracker *t, struct rally__tracker_event *ev)
 {
     if (t->o.event == NULL)
         return;
-    struct rally__tracker_event ev = {kind, rank, task ? task : "", text ? text : ""};
-    t->o.event(t->o.arg, &ev);
+    if (ev->task_id == NULL)
+        ev->task_id = "";
+    if (ev->text == NULL)
+        ev->text = "";
+    if (ev->epoch == 0)
+        ev->epoch = t->epoch;
+    t->o.event(t->o.arg, ev);
+}
+
+static void emit(struct rally__tracker *t, int kind, int rank, const char *task, const char *text)
+{
+    struct rally__tracker_event ev = {.kind = kind, .rank = rank, .task_id = task, .text = text};
+    emit_ev(t, &ev);
 }
 
 static void logf_(struct rally__tracker *t, const char *fmt, ...) RALLY__PRINTF(2, 3);
@@ -107,6 +155,17 @@ static void logf_(struct rally__tracker *t, const char *fmt, ...)
     emit(t, RALLY__TEV_LOG, -1, NULL, line);
 }
 
+static void progress(struct rally__tracker *t, const char *fmt, ...) RALLY__PRINTF(2, 3);
+static void progress(struct rally__tracker *t, const char *fmt, ...)
+{
+    char line[RALLY__ERR_MSG_MAX + 128];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    emit(t, RALLY__TEV_PROGRESS, -1, NULL, line);
+}
+
 static struct chunk *chunk_new(size_t own)
 {
     struct chunk *k = malloc(sizeof *k + own);
@@ -115,8 +174,21 @@ static struct chunk *chunk_new(size_t own)
         k->p = k->own;
         k->n = own;
         k->off = 0;
+        k->book = NULL;
     }
     return k;
+}
+
+static void book_unref(struct book *b)
+{
+    if (b != NULL && --b->refs == 0)
+        free(b);
+}
+
+static void chunk_free(struct chunk *k)
+{
+    book_unref(k->book);
+    free(k);
 }
 
 static void push(struct conn *c, struct chunk *k)
@@ -130,32 +202,47 @@ static void push(struct conn *c, struct chunk *k)
 
 static void drop(struct rally__tracker *t, struct conn *c, const char *fmt, ...) RALLY__PRINTF(3, 4);
 
-/* Queues one frame; the header says hdr_body + extra bytes, extra (may be
- * NULL) is referenced, not copied, and must outlive the conn. */
-static void queue(struct rally__tracker *t, struct conn *c, uint16_t type, const void *body,
-                  size_t nbytes, const unsigned char *extra, size_t extra_nbytes)
+/* Queues one frame: body (copied), then the book b (referenced; may be
+ * NULL), then tail (copied). */
+static void queue3(struct rally__tracker *t, struct conn *c, uint16_t type, const void *body,
+                   size_t nbytes, struct book *b, const void *tail, size_t tail_nbytes)
 {
     if (c->phase == C_GONE)
         return;
+    size_t book_nbytes = b ? b->nbytes : 0;
     struct chunk *k = chunk_new(RALLY__FRAME_HDR + nbytes);
-    struct chunk *x = extra_nbytes ? chunk_new(0) : NULL;
-    if (k == NULL || (extra_nbytes && x == NULL)) {
+    struct chunk *x = b ? chunk_new(0) : NULL;
+    struct chunk *y = tail_nbytes ? chunk_new(tail_nbytes) : NULL;
+    if (k == NULL || (b && x == NULL) || (tail_nbytes && y == NULL)) {
         free(k);
         free(x);
+        free(y);
         drop(t, c, "%s: out of memory queueing a frame", c->what);
         return;
     }
-    rally__put_u32(k->own, (uint32_t)(nbytes + extra_nbytes));
+    rally__put_u32(k->own, (uint32_t)(nbytes + book_nbytes + tail_nbytes));
     rally__put_u16(k->own + 4, type);
     rally__put_u16(k->own + 6, 0);
     if (nbytes)
         memcpy(k->own + RALLY__FRAME_HDR, body, nbytes);
     push(c, k);
     if (x) {
-        x->p = extra;
-        x->n = extra_nbytes;
+        x->p = b->b;
+        x->n = b->nbytes;
+        x->book = b;
+        b->refs++;
         push(c, x);
     }
+    if (y) {
+        memcpy(y->own, tail, tail_nbytes);
+        push(c, y);
+    }
+}
+
+static void queue(struct rally__tracker *t, struct conn *c, uint16_t type, const void *body,
+                  size_t nbytes)
+{
+    queue3(t, c, type, body, nbytes, NULL, NULL, 0);
 }
 
 /* Queues ABORT(code, sentence) to c. */
@@ -165,7 +252,7 @@ static void queue_abort(struct rally__tracker *t, struct conn *c, int code, cons
     struct rally__wbuf w = {b, 0, sizeof b, 0};
     rally__w_u32(&w, (uint32_t)code);
     rally__w_str(&w, sentence);
-    queue(t, c, RALLY__T_ABORT, b, w.len, NULL, 0);
+    queue(t, c, RALLY__T_ABORT, b, w.len);
 }
 
 static void close_conn(struct conn *c)
@@ -177,7 +264,7 @@ static void close_conn(struct conn *c)
     while (c->out_head) {
         struct chunk *k = c->out_head;
         c->out_head = k->next;
-        free(k);
+        chunk_free(k);
     }
     c->out_tail = NULL;
     rally__frame_in_free(&c->in);
@@ -187,6 +274,18 @@ static void close_conn(struct conn *c)
  * bad REGISTER hears about it); the conn lingers until it is flushed. */
 static void reject(struct rally__tracker *t, struct conn *c, int code, const char *fmt, ...)
     RALLY__PRINTF(4, 5);
+
+static void appendf(char *s, size_t cap, size_t *len, const char *fmt, ...) RALLY__PRINTF(4, 5);
+static void appendf(char *s, size_t cap, size_t *len, const char *fmt, ...)
+{
+    if (*len >= cap)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(s + *len, cap - *len, fmt, ap);
+    va_end(ap);
+    *len = k < 0 ? cap : *len + (size_t)k;
+}
 
 /* --- job failure ----------------------------------------------------------- */
 
@@ -224,10 +323,155 @@ void rally__tracker_abort(struct rally__tracker *t, int code, const char *fmt, .
     va_end(ap);
 }
 
+/* --- epochs ---------------------------------------------------------------- */
+
+int rally__tracker_recoverable(const struct rally__tracker *t)
+{
+    return t->state == RALLY__TRACKER_RUNNING && t->went && !t->no_recovery && t->nfinal == 0;
+}
+
+/* 1 when rank r counts as there for the current epoch's ASSIGN. */
+static int present(const struct rally__tracker *t, int r)
+{
+    const struct conn *c = t->by_rank[r];
+    return c != NULL && (c->assigned == 0 || c->rejoined == t->epoch);
+}
+
+/* Builds the address book from by_rank (every rank present). */
+static struct book *make_book(struct rally__tracker *t)
+{
+    size_t nbook = 0;
+    for (int r = 0; r < t->o.world; r++)
+        nbook += 4 + strlen(t->by_rank[r]->host) + 2 + 4;
+    if (12 + nbook + 4 > RALLY__FRAME_MAX) {
+        fail_job(t, RALLY_EINVAL, -1,
+                 "the address book of %d workers needs %zu bytes, over the %u-byte frame limit",
+                 t->o.world, nbook, RALLY__FRAME_MAX);
+        return NULL;
+    }
+    struct book *b = malloc(sizeof *b + nbook);
+    if (b == NULL) {
+        fail_job(t, RALLY_ENOMEM, -1, "the tracker ran out of memory for the address book");
+        return NULL;
+    }
+    struct rally__wbuf w = {b->b, 0, nbook, 0};
+    for (int r = 0; r < t->o.world; r++) {
+        rally__w_str(&w, t->by_rank[r]->host);
+        rally__w_u16(&w, (uint16_t)t->by_rank[r]->listen_port);
+        rally__w_u32(&w, t->incarnation[r]);
+    }
+    b->refs = 1;
+    b->nbytes = w.len;
+    return b;
+}
+
+/* Sends ASSIGN for the current epoch to every rank (all present). */
+static void send_assign(struct rally__tracker *t)
+{
+    struct book *b = make_book(t);
+    if (b == NULL)
+        return;
+    book_unref(t->book);
+    t->book = b;
+    t->phase = P_STARTING;
+    t->nready = 0;
+    /* On the wire the job's first ASSIGN says epoch 0 (proto.h): a worker
+     * that gets a non-zero epoch knows it joined a running job. */
+    unsigned char tail[4];
+    rally__put_u32(tail, t->went ? t->epoch : 0);
+    for (int r = 0; r < t->o.world; r++) {
+        struct conn *c = t->by_rank[r];
+        int fresh = c->assigned == 0;
+        c->assigned = t->epoch;
+        c->ready = 0;
+        unsigned char h[12];
+        rally__put_u32(h, (uint32_t)r);
+        rally__put_u32(h + 4, (uint32_t)t->o.world);
+        rally__put_u32(h + 8, t->incarnation[r]);
+        queue3(t, c, RALLY__T_ASSIGN, h, sizeof h, b, tail, sizeof tail);
+        if (fresh)
+            emit(t, RALLY__TEV_ASSIGNED, r, c->task_id, c->host);
+    }
+}
+
+static void maybe_assign(struct rally__tracker *t)
+{
+    if (t->state != RALLY__TRACKER_RUNNING || t->phase != P_ASSEMBLING)
+        return;
+    for (int r = 0; r < t->o.world; r++)
+        if (!present(t, r))
+            return;
+    progress(t, "epoch %u: every rank is back; sending the address book", t->epoch);
+    send_assign(t);
+}
+
+/* Starts the next epoch: RESET to every worker that holds an ASSIGN. */
+static void new_epoch(struct rally__tracker *t, const char *cause)
+{
+    t->epoch++;
+    if (!t->recovering) {
+        t->recovering = 1;
+        t->failed_at_us = rally__now_us();
+    }
+    t->phase = P_ASSEMBLING;
+    t->nready = 0;
+    t->epoch_deadline = rally__deadline(t->o.startup_timeout_ms);
+    unsigned char b[4 + 4 + REASON_MAX];
+    struct rally__wbuf w = {b, 0, sizeof b, 0};
+    char reason[REASON_MAX];
+    snprintf(reason, sizeof reason, "%s", cause);
+    rally__w_u32(&w, t->epoch);
+    rally__w_str(&w, reason);
+    for (int r = 0; r < t->o.world; r++) {
+        struct conn *c = t->by_rank[r];
+        if (c == NULL)
+            continue;
+        c->ready = 0;
+        if (c->assigned != 0)
+            queue(t, c, RALLY__T_RESET, b, w.len);
+    }
+    progress(t, "epoch %u: %s; every rank must rejoin", t->epoch, cause);
+    maybe_assign(t);
+}
+
+/* Closes rank r's connection (its incarnation is over) and forgets it. */
+static void fence(struct rally__tracker *t, int r)
+{
+    struct conn *c = t->by_rank[r];
+    t->by_rank[r] = NULL;
+    if (c != NULL) {
+        if (c->phase == C_REG)
+            t->nregistered--;
+        close_conn(c);
+    }
+}
+
+/* Rank r failed for cause (a sentence without a final period).  Recovery
+ * when it applies; otherwise the job fails with fatal (the sentence the
+ * non-recovering tracker always used, or cause). */
+static void rank_failed(struct rally__tracker *t, int r, const char *cause, const char *fatal)
+{
+    if (t->state != RALLY__TRACKER_RUNNING)
+        return;
+    fence(t, r);
+    if (!rally__tracker_recoverable(t)) {
+        fail_job(t, RALLY_EPEER, r, "%s", fatal ? fatal : cause);
+        return;
+    }
+    /* The event names the epoch the failure starts. */
+    struct rally__tracker_event ev = {.kind = RALLY__TEV_RANK_FAILED,
+                                      .rank = r,
+                                      .task_id = t->rank_task[r],
+                                      .text = cause,
+                                      .epoch = t->epoch + 1};
+    emit_ev(t, &ev);
+    new_epoch(t, cause);
+}
+
 /* Closes c now.  A stranger's connection costs a log line; a registered
- * worker's fails the job (unless it finalized): lost = 1 when the peer went
- * away (a crash, as far as we can tell), 0 when we drop it for breaking the
- * protocol, and why says how. */
+ * worker's fails the job (unless it finalized), or after the first GO is a
+ * rank failure: lost = 1 when the peer went away (a crash, as far as we can
+ * tell), 0 when we drop it for breaking the protocol, and why says how. */
 static void vdrop(struct rally__tracker *t, struct conn *c, int lost, const char *fmt, va_list ap)
 {
     if (c->phase == C_GONE)
@@ -240,20 +484,25 @@ static void vdrop(struct rally__tracker *t, struct conn *c, int lost, const char
     snprintf(host, sizeof host, "%s", c->peer);
     if (c->phase != C_REG)
         logf_(t, "dropping %s", why);
-    if (rank >= 0)
+    if (rank >= 0 && t->by_rank[rank] == c)
         t->by_rank[rank] = NULL;
+    if (c->phase == C_REG)
+        t->nregistered--;
     close_conn(c);
     if (!registered)
         return;
-    if (!lost)
+    if (!lost) {
         fail_job(t, RALLY_EPROTO, -1, "%s", why);
-    else if (rank >= 0)
-        fail_job(t, RALLY_EPEER, rank, "rank %d disconnected without finalizing (did it crash?)",
-                 rank);
-    else
+    } else if (rank >= 0) {
+        char cause[96], fatal[128];
+        snprintf(cause, sizeof cause, "rank %d disconnected without finalizing", rank);
+        snprintf(fatal, sizeof fatal, "%s (did it crash?)", cause);
+        rank_failed(t, rank, cause, fatal);
+    } else {
         fail_job(t, RALLY_EPEER, -1,
                  "the worker with task id '%s' on %s disconnected before every worker joined", task,
                  host);
+    }
 }
 
 static void drop(struct rally__tracker *t, struct conn *c, const char *fmt, ...)
@@ -290,6 +539,78 @@ static void reject(struct rally__tracker *t, struct conn *c, int code, const cha
     c->deadline = rally__now_ms() + CLOSE_LINGER_MS;
 }
 
+void rally__tracker_rank_died(struct rally__tracker *t, int rank, const char *cause)
+{
+    if (rank < 0 || rank >= t->o.world || t->by_rank[rank] == NULL ||
+        t->state != RALLY__TRACKER_RUNNING)
+        return;
+    char why[RALLY__ERR_MSG_MAX];
+    snprintf(why, sizeof why, "the launcher reported rank %d dead: %s", rank, cause);
+    if (t->by_rank[rank]->finalized) { /* finished its part; only the connection is left */
+        fence(t, rank);
+        return;
+    }
+    rank_failed(t, rank, why, NULL);
+}
+
+void rally__tracker_position_str(uint64_t pos, char *s, size_t cap)
+{
+    unsigned phase = (unsigned)(pos >> 62);
+    uint64_t low = pos & ((UINT64_C(1) << 62) - 1);
+    unsigned version = (unsigned)(low >> 32);
+    uint32_t q = (uint32_t)pos;
+    if (phase == 0)
+        snprintf(s, cap, "bootstrap op %llu", (unsigned long long)low);
+    else if (phase == 1)
+        snprintf(s, cap, "in load_checkpoint");
+    else if (phase == 3)
+        snprintf(s, cap, "in finalize");
+    else if (q == 0)
+        snprintf(s, cap, "version %u, checkpoint", version);
+    else
+        snprintf(s, cap, "version %u, seq %u", version, q - 1);
+}
+
+/* Every rank is READY: GO, and the end of a recovery when one ran. */
+static void go(struct rally__tracker *t)
+{
+    t->phase = P_RUNNING;
+    for (int k = 0; k < t->o.world; k++)
+        if (t->by_rank[k])
+            queue(t, t->by_rank[k], RALLY__T_GO, NULL, 0);
+    t->went = 1;
+    emit(t, RALLY__TEV_GO, -1, NULL, NULL);
+    if (!t->recovering)
+        return;
+    t->recovering = 0;
+    struct rally__tracker_event ev = {.kind = RALLY__TEV_RECOVERED, .rank = -1};
+    ev.seconds = (double)(rally__now_us() - t->failed_at_us) / 1e6;
+    int best = -1;
+    for (int r = 0; r < t->o.world; r++) {
+        const struct conn *c = t->by_rank[r];
+        if (c && c->rejoined == t->epoch && (best < 0 || c->position > ev.position)) {
+            best = r;
+            ev.position = c->position;
+            ev.version = c->version;
+        }
+    }
+    ev.has_position = best >= 0;
+    char where[64], text[256];
+    if (best >= 0) {
+        rally__tracker_position_str(ev.position, where, sizeof where);
+        snprintf(text, sizeof text,
+                 "epoch %u: job back in step %.2f s after the failure; furthest survivor: %s "
+                 "(rank %d, checkpoint version %u)",
+                 t->epoch, ev.seconds, where, best, ev.version);
+    } else {
+        snprintf(text, sizeof text,
+                 "epoch %u: job back in step %.2f s after the failure; no worker survived", t->epoch,
+                 ev.seconds);
+    }
+    ev.text = text;
+    emit_ev(t, &ev);
+}
+
 /* --- rank assignment ------------------------------------------------------- */
 
 /* 1 when s is a canonical decimal in [0, world). */
@@ -318,11 +639,11 @@ static int by_host_task_arrival(const void *a, const void *b)
     return k;
 }
 
+/* The world-th registration: ranks, then ASSIGN (epoch 1) to all. */
 static void assign(struct rally__tracker *t)
 {
     int world = t->o.world, numeric = 1, v;
     struct conn **reg = calloc((size_t)world, sizeof *reg);
-    size_t nbook = 0;
     if (reg == NULL) {
         fail_job(t, RALLY_ENOMEM, -1, "the tracker ran out of memory assigning ranks");
         goto cleanup;
@@ -344,43 +665,76 @@ static void assign(struct rally__tracker *t)
         qsort(reg, (size_t)world, sizeof *reg, by_host_task_arrival);
         memcpy(t->by_rank, reg, (size_t)world * sizeof *reg);
     }
-    for (int r = 0; r < world; r++)
-        nbook += 4 + strlen(t->by_rank[r]->host) + 2 + 4;
-    if (12 + nbook > RALLY__FRAME_MAX) {
-        fail_job(t, RALLY_EINVAL, -1,
-                 "the address book of %d workers needs %zu bytes, over the %u-byte frame limit",
-                 world, nbook, RALLY__FRAME_MAX);
-        goto cleanup;
-    }
-    t->book = malloc(nbook);
-    if (t->book == NULL) {
-        fail_job(t, RALLY_ENOMEM, -1, "the tracker ran out of memory assigning ranks");
-        goto cleanup;
-    }
-    struct rally__wbuf w = {t->book, 0, nbook, 0};
-    for (int r = 0; r < world; r++) {
-        rally__w_str(&w, t->by_rank[r]->host);
-        rally__w_u16(&w, (uint16_t)t->by_rank[r]->listen_port);
-        rally__w_u32(&w, 1);
-    }
-    t->book_nbytes = w.len;
-    t->phase = P_STARTING;
     for (int r = 0; r < world; r++) {
         struct conn *c = t->by_rank[r];
         c->rank = r;
         snprintf(c->what, sizeof c->what, "rank %d (on %s)", r, c->peer);
-        unsigned char h[12];
-        rally__put_u32(h, (uint32_t)r);
-        rally__put_u32(h + 4, (uint32_t)world);
-        rally__put_u32(h + 8, 1);
-        queue(t, c, RALLY__T_ASSIGN, h, sizeof h, t->book, t->book_nbytes);
-        emit(t, RALLY__TEV_ASSIGNED, r, c->task_id, c->host);
+        t->incarnation[r] = 1;
+        t->rank_task[r] = strdup(c->task_id);
+        if (t->rank_task[r] == NULL) {
+            fail_job(t, RALLY_ENOMEM, -1, "the tracker ran out of memory assigning ranks");
+            goto cleanup;
+        }
     }
+    send_assign(t);
 cleanup:
     free(reg);
 }
 
 /* --- frames ---------------------------------------------------------------- */
+
+/* A REGISTER after the first ASSIGN: a restarted worker (same task id, same
+ * rank, next incarnation), or a stranger to refuse. */
+static void on_reregister(struct rally__tracker *t, struct conn *c, const char *task, int want)
+{
+    int r = -1;
+    for (int k = 0; task[0] && k < t->o.world && r < 0; k++)
+        if (t->rank_task[k] && strcmp(t->rank_task[k], task) == 0)
+            r = k;
+    if (r < 0) {
+        reject(t, c, RALLY_ESTATE,
+               task[0] ? "the job already has all %d workers and none has task id '%s'"
+                       : "the job already has all %d workers%s (a restarted worker needs its task id)",
+               t->o.world, task);
+        return;
+    }
+    if (want >= 0 && want != r) {
+        reject(t, c, RALLY_ECONFIG, "task id '%s' is rank %d, not rank %d", task, r, want);
+        return;
+    }
+    if (t->rank_final[r]) {
+        reject(t, c, RALLY_ESTATE, "rank %d (task id '%s') already finalized", r, task);
+        return;
+    }
+    if (!rally__tracker_recoverable(t)) {
+        if (t->no_recovery || !t->went)
+            reject(t, c, RALLY_ESTATE, "the job already has all %d workers", t->o.world);
+        else
+            reject(t, c, RALLY_ESTATE, "the job is finishing: rank %d cannot rejoin it", r);
+        return;
+    }
+    if (t->by_rank[r] != NULL) { /* the old incarnation is stale: fence it first */
+        char cause[96];
+        snprintf(cause, sizeof cause, "rank %d replaced by a new incarnation", r);
+        rank_failed(t, r, cause, NULL);
+    }
+    if (t->state != RALLY__TRACKER_RUNNING) {
+        reject(t, c, t->code, "%s", t->sentence);
+        return;
+    }
+    t->incarnation[r]++;
+    c->rank = r;
+    c->phase = C_REG;
+    c->deadline = RALLY__NEVER;
+    c->arrival = ++t->arrivals;
+    c->last_rx = rally__now_ms();
+    t->nregistered++;
+    t->by_rank[r] = c;
+    snprintf(c->what, sizeof c->what, "rank %d (on %s)", r, c->peer);
+    progress(t, "rank %d registered again (incarnation %u) for epoch %u", r, t->incarnation[r],
+             t->epoch);
+    maybe_assign(t);
+}
 
 static void on_register(struct rally__tracker *t, struct conn *c, struct rally__rbuf *r)
 {
@@ -399,7 +753,7 @@ static void on_register(struct rally__tracker *t, struct conn *c, struct rally__
         reject(t, c, t->code, "%s", t->sentence);
         return;
     }
-    if (t->phase != P_JOINING || t->state != RALLY__TRACKER_RUNNING) {
+    if (t->state != RALLY__TRACKER_RUNNING) {
         reject(t, c, RALLY_ESTATE, "the job already has all %d workers", t->o.world);
         return;
     }
@@ -413,21 +767,96 @@ static void on_register(struct rally__tracker *t, struct conn *c, struct rally__
                t->o.world);
         return;
     }
+    snprintf(c->task_id, sizeof c->task_id, "%s", task);
+    snprintf(c->host, sizeof c->host, "%s", host[0] ? host : c->peer);
+    c->listen_port = port;
+    if (t->phase != P_JOINING) {
+        on_reregister(t, c, task, want);
+        return;
+    }
     for (size_t i = 0; task[0] && i < t->nconns; i++) {
         struct conn *o = t->conns[i];
-        if (o->phase == C_REG && strcmp(o->task_id, task) == 0) {
+        if (o != c && o->phase == C_REG && strcmp(o->task_id, task) == 0) {
             reject(t, c, RALLY_ECONFIG, "task id '%s' is already registered by %s", task, o->peer);
             return;
         }
     }
-    snprintf(c->task_id, sizeof c->task_id, "%s", task);
-    snprintf(c->host, sizeof c->host, "%s", host[0] ? host : c->peer);
-    c->listen_port = port;
     c->arrival = ++t->arrivals;
     c->phase = C_REG;
     c->deadline = RALLY__NEVER;
+    c->last_rx = rally__now_ms();
     if (++t->nregistered == t->o.world)
         assign(t);
+}
+
+static void on_ready(struct rally__tracker *t, struct conn *c, size_t n)
+{
+    if (n != 0 || c->rank < 0 || c->assigned == 0) {
+        drop(t, c, "%s: unexpected READY (%s)", c->what, n ? "with a body" : "before ASSIGN");
+        return;
+    }
+    if (c->assigned != t->epoch || t->phase != P_STARTING)
+        return; /* for an epoch that has ended: a RESET is on its way to it */
+    if (c->ready) {
+        drop(t, c, "%s: unexpected READY (twice)", c->what);
+        return;
+    }
+    c->ready = 1;
+    if (++t->nready == t->o.world && t->state == RALLY__TRACKER_RUNNING)
+        go(t);
+}
+
+static void on_rejoin(struct rally__tracker *t, struct conn *c, struct rally__rbuf *r)
+{
+    uint32_t epoch = rally__r_u32(r);
+    uint64_t position = rally__r_u64(r);
+    uint32_t version = rally__r_u32(r);
+    if (r->bad || r->pos != r->len) {
+        drop(t, c, "%s: malformed REJOIN (%zu bytes)", c->what, r->len);
+        return;
+    }
+    if (c->rank < 0 || c->assigned == 0 || epoch > t->epoch || epoch <= c->assigned) {
+        drop(t, c, "%s: REJOIN for epoch %u, which it was never reset to (epoch %u, its ASSIGN %u)",
+             c->what, epoch, t->epoch, c->assigned);
+        return;
+    }
+    if (epoch < t->epoch || c->rejoined == epoch)
+        return; /* a newer RESET is on its way to it, or a repeat */
+    c->rejoined = epoch;
+    c->position = position;
+    c->version = version;
+    maybe_assign(t);
+}
+
+static void on_link_failed(struct rally__tracker *t, struct conn *c, struct rally__rbuf *r)
+{
+    char msg[RALLY__ERR_MSG_MAX];
+    uint32_t epoch = rally__r_u32(r);
+    rally__r_str(r, msg, sizeof msg);
+    if (r->bad || r->pos != r->len) {
+        drop(t, c, "%s: malformed LINK_FAILED (%zu bytes)", c->what, r->len);
+        return;
+    }
+    if (epoch == 0) /* the epoch of the job's first ASSIGN, as the worker knows it */
+        epoch = 1;
+    if (c->rank < 0 || epoch > t->epoch) {
+        drop(t, c, "%s: LINK_FAILED for epoch %u (the tracker is in epoch %u%s)", c->what, epoch,
+             t->epoch, c->rank < 0 ? ", and it has no rank yet" : "");
+        return;
+    }
+    if (epoch < t->epoch || t->phase == P_ASSEMBLING || c->assigned != t->epoch ||
+        t->state != RALLY__TRACKER_RUNNING) {
+        logf_(t, "ignoring rank %d's report for epoch %u (now %u): %s", c->rank, epoch, t->epoch,
+              msg);
+        return;
+    }
+    char cause[RALLY__ERR_MSG_MAX + 32];
+    snprintf(cause, sizeof cause, "rank %d reported: %s", c->rank, msg);
+    if (!rally__tracker_recoverable(t)) {
+        fail_job(t, RALLY_EPEER, -1, "%s", cause);
+        return;
+    }
+    new_epoch(t, cause);
 }
 
 static void on_frame(struct rally__tracker *t, struct conn *c, uint16_t type,
@@ -447,7 +876,7 @@ static void on_frame(struct rally__tracker *t, struct conn *c, uint16_t type,
             on = rally__auth_refusal(out, sizeof out, e.code, e.msg);
             rc = -1;
         }
-        queue(t, c, ot, out, on, NULL, 0);
+        queue(t, c, ot, out, on);
         if (rc < 0) {
             logf_(t, "refusing %s: %s", c->what, e.msg);
             c->closing = 1;
@@ -466,19 +895,19 @@ static void on_frame(struct rally__tracker *t, struct conn *c, uint16_t type,
     }
     switch (type) {
     case RALLY__T_READY:
-        if (n != 0 || c->rank < 0 || c->ready) {
-            drop(t, c, "%s: unexpected READY (%zu bytes, %s)", c->what, n,
-                 c->rank < 0 ? "before ASSIGN" : c->ready ? "twice" : "with a body");
-            return;
-        }
-        c->ready = 1;
-        if (++t->nready == t->o.world && t->state == RALLY__TRACKER_RUNNING) {
-            t->phase = P_RUNNING;
-            for (int k = 0; k < t->o.world; k++)
-                if (t->by_rank[k])
-                    queue(t, t->by_rank[k], RALLY__T_GO, NULL, 0, NULL, 0);
-            emit(t, RALLY__TEV_GO, -1, NULL, NULL);
-        }
+        on_ready(t, c, n);
+        return;
+    case RALLY__T_HEARTBEAT:
+        if (n != 0)
+            drop(t, c, "%s: a HEARTBEAT with a %zu-byte body", c->what, n);
+        else
+            c->heartbeats = 1;
+        return;
+    case RALLY__T_REJOIN:
+        on_rejoin(t, c, &r);
+        return;
+    case RALLY__T_LINK_FAILED:
+        on_link_failed(t, c, &r);
         return;
     case RALLY__T_PRINT: {
         char *msg = malloc(RALLY__PRINT_MAX + 1);
@@ -511,13 +940,20 @@ static void on_frame(struct rally__tracker *t, struct conn *c, uint16_t type,
         return;
     }
     case RALLY__T_SHUTDOWN:
-        if (n != 0 || c->rank < 0 || c->finalized) {
+        if (n != 0 || c->rank < 0 || c->assigned == 0 || c->finalized) {
             drop(t, c, "%s: unexpected SHUTDOWN (%s)", c->what,
-                 c->rank < 0 ? "before ASSIGN" : c->finalized ? "twice" : "with a body");
+                 n ? "with a body" : c->finalized ? "twice" : "before ASSIGN");
+            return;
+        }
+        if (t->recovering && t->state == RALLY__TRACKER_RUNNING) {
+            fail_job(t, RALLY_EPEER, c->rank,
+                     "rank %d finalized while the job was recovering from a failure (epoch %u)",
+                     c->rank, t->epoch);
             return;
         }
         c->finalized = 1;
-        queue(t, c, RALLY__T_BYE, NULL, 0, NULL, 0);
+        t->rank_final[c->rank] = 1;
+        queue(t, c, RALLY__T_BYE, NULL, 0);
         emit(t, RALLY__TEV_FINALIZED, c->rank, c->task_id, NULL);
         if (++t->nfinal == t->o.world && t->state == RALLY__TRACKER_RUNNING) {
             t->state = RALLY__TRACKER_DONE;
@@ -551,6 +987,7 @@ static void readable(struct rally__tracker *t, struct conn *c)
                 drop(t, c, "%s", e.msg);
             return;
         }
+        c->last_rx = rally__now_ms();
         on_frame(t, c, c->in.type, c->in.body, c->in.nbytes);
     }
 }
@@ -572,7 +1009,7 @@ static void writable(struct rally__tracker *t, struct conn *c)
             c->out_head = k->next;
             if (c->out_head == NULL)
                 c->out_tail = NULL;
-            free(k);
+            chunk_free(k);
         }
     }
     if (c->closing && c->out_head == NULL)
@@ -639,18 +1076,6 @@ static void sweep(struct rally__tracker *t)
     t->nconns = k;
 }
 
-static void appendf(char *s, size_t cap, size_t *len, const char *fmt, ...) RALLY__PRINTF(4, 5);
-static void appendf(char *s, size_t cap, size_t *len, const char *fmt, ...)
-{
-    if (*len >= cap)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    int k = vsnprintf(s + *len, cap - *len, fmt, ap);
-    va_end(ap);
-    *len = k < 0 ? cap : *len + (size_t)k;
-}
-
 /* Lists the ranks not READY, or the task ids 0..world-1 that did not
  * register (meaningful when rally-run numbers them so: listed only when every
  * joined id is such a number). */
@@ -688,22 +1113,60 @@ cleanup:
     free(seen);
 }
 
+/* The ranks missing from the epoch being assembled (or not READY in it). */
+static void epoch_missing(struct rally__tracker *t, char *s, size_t cap)
+{
+    size_t len = 0;
+    int shown = 0;
+    s[0] = '\0';
+    for (int r = 0; r < t->o.world; r++) {
+        int ok = t->phase == P_ASSEMBLING ? present(t, r) : t->by_rank[r] && t->by_rank[r]->ready;
+        if (ok)
+            continue;
+        if (shown++ == 16) {
+            appendf(s, cap, &len, ", ...");
+            break;
+        }
+        appendf(s, cap, &len, "%s%d", shown > 1 ? ", " : "", r);
+    }
+}
+
 static void timers(struct rally__tracker *t)
 {
     int64_t now = rally__now_ms();
     for (size_t i = 0; i < t->nconns; i++) {
         struct conn *c = t->conns[i];
-        if (c->phase == C_GONE || now < c->deadline)
+        if (c->phase == C_GONE)
             continue;
-        if (c->closing)
-            close_conn(c);
-        else
-            drop(t, c, "%s: no handshake and REGISTER within %lld ms", c->what,
-                 (long long)t->handshake_ms);
+        if (now >= c->deadline) {
+            if (c->closing)
+                close_conn(c);
+            else
+                drop(t, c, "%s: no handshake and REGISTER within %lld ms", c->what,
+                     (long long)t->handshake_ms);
+        } else if (t->heartbeat_ms > 0 && c->phase == C_REG && c->heartbeats && !c->finalized &&
+                   c->rank >= 0 && t->by_rank[c->rank] == c &&
+                   now - c->last_rx >= t->heartbeat_ms && t->state == RALLY__TRACKER_RUNNING) {
+            char cause[96];
+            snprintf(cause, sizeof cause, "rank %d sent no heartbeat for %lld ms", c->rank,
+                     (long long)(now - c->last_rx));
+            rank_failed(t, c->rank, cause, NULL);
+        }
     }
-    if (t->state != RALLY__TRACKER_RUNNING || t->phase == P_RUNNING || now < t->startup_deadline)
+    if (t->state != RALLY__TRACKER_RUNNING || t->phase == P_RUNNING)
         return;
     char miss[256];
+    if (t->went) {
+        if (now < t->epoch_deadline)
+            return;
+        epoch_missing(t, miss, sizeof miss);
+        fail_job(t, RALLY_ETIMEDOUT, -1, "epoch %u: rank(s) %s did not %s within %lld ms",
+                 t->epoch, miss, t->phase == P_ASSEMBLING ? "rejoin" : "become ready",
+                 (long long)t->o.startup_timeout_ms);
+        return;
+    }
+    if (now < t->startup_deadline)
+        return;
     if (t->phase == P_JOINING) {
         missing_list(t, miss, sizeof miss, 0);
         fail_job(t, RALLY_ETIMEDOUT, -1, "only %d of %d workers joined within %lld ms%s",
@@ -748,11 +1211,11 @@ void rally__tracker_handle(struct rally__tracker *t, const struct pollfd *p, siz
         else if (c->phase != C_GONE && c->closing && (p[i].revents & (POLLHUP | POLLERR)))
             close_conn(c);
     }
-    /* Frames queued above (GO, ABORT, ...) go out now if the sockets take them. */
+    timers(t);
+    /* Frames queued above (GO, RESET, ABORT, ...) go out now if the sockets take them. */
     for (size_t i = 0; i < t->nconns; i++)
         if (t->conns[i]->out_head)
             writable(t, t->conns[i]);
-    timers(t);
     sweep(t);
     if (n > 0 && (p[0].revents & POLLIN))
         accept_some(t);
@@ -761,11 +1224,19 @@ void rally__tracker_handle(struct rally__tracker *t, const struct pollfd *p, siz
 int64_t rally__tracker_deadline(const struct rally__tracker *t)
 {
     int64_t d = RALLY__NEVER;
-    if (t->state == RALLY__TRACKER_RUNNING && t->phase != P_RUNNING && t->startup_deadline < d)
-        d = t->startup_deadline;
-    for (size_t i = 0; i < t->nconns; i++)
-        if (t->conns[i]->deadline < d)
-            d = t->conns[i]->deadline;
+    if (t->state == RALLY__TRACKER_RUNNING && t->phase != P_RUNNING) {
+        int64_t x = t->went ? t->epoch_deadline : t->startup_deadline;
+        if (x < d)
+            d = x;
+    }
+    for (size_t i = 0; i < t->nconns; i++) {
+        const struct conn *c = t->conns[i];
+        if (c->deadline < d)
+            d = c->deadline;
+        if (t->heartbeat_ms > 0 && c->phase == C_REG && c->heartbeats && !c->finalized &&
+            c->last_rx + t->heartbeat_ms < d)
+            d = c->last_rx + t->heartbeat_ms;
+    }
     return d;
 }
 
@@ -791,6 +1262,21 @@ int rally__tracker_port(const struct rally__tracker *t)
     return t->port;
 }
 
+void rally__tracker_set_recovery(struct rally__tracker *t, int on)
+{
+    t->no_recovery = !on;
+}
+
+void rally__tracker_set_heartbeat_timeout(struct rally__tracker *t, int64_t timeout_ms)
+{
+    t->heartbeat_ms = timeout_ms > 0 ? timeout_ms : 0;
+}
+
+uint32_t rally__tracker_epoch(const struct rally__tracker *t)
+{
+    return t->epoch;
+}
+
 int rally__tracker_new(struct rally__tracker **out, const struct rally__tracker_opts *o,
                        struct rally__err *e)
 {
@@ -804,8 +1290,12 @@ int rally__tracker_new(struct rally__tracker **out, const struct rally__tracker_
         rally__fail(e, RALLY_ESYS, "libsodium failed to initialise");
         goto cleanup;
     }
+    size_t w = (size_t)o->world;
     t = calloc(1, sizeof *t);
-    if (t == NULL || (t->by_rank = calloc((size_t)o->world, sizeof *t->by_rank)) == NULL) {
+    if (t == NULL || (t->by_rank = calloc(w, sizeof *t->by_rank)) == NULL ||
+        (t->incarnation = calloc(w, sizeof *t->incarnation)) == NULL ||
+        (t->rank_task = calloc(w, sizeof *t->rank_task)) == NULL ||
+        (t->rank_final = calloc(w, 1)) == NULL) {
         rally__fail(e, RALLY_ENOMEM, "out of memory creating the tracker");
         goto cleanup;
     }
@@ -814,9 +1304,11 @@ int rally__tracker_new(struct rally__tracker **out, const struct rally__tracker_
     t->secret = *o->secret;
     t->lfd = -1;
     t->failed_rank = -1;
+    t->epoch = 1;
     t->max_conns = 2 * (size_t)o->world + 128;
     t->handshake_ms = o->handshake_timeout_ms > 0 ? o->handshake_timeout_ms : HANDSHAKE_DEFAULT_MS;
     t->startup_deadline = rally__deadline(o->startup_timeout_ms);
+    t->epoch_deadline = RALLY__NEVER;
     int backlog = o->world < 128 ? 128 : o->world > 4096 ? 4096 : o->world;
     if (rally__tcp_listen(o->host ? o->host : "", o->port, backlog, &t->lfd, &t->port, e) !=
         RALLY_OK)
@@ -840,7 +1332,12 @@ void rally__tracker_free(struct rally__tracker *t)
         close(t->lfd);
     free(t->conns);
     free(t->by_rank);
-    free(t->book);
+    free(t->incarnation);
+    for (int r = 0; t->rank_task && r < t->o.world; r++)
+        free(t->rank_task[r]);
+    free(t->rank_task);
+    free(t->rank_final);
+    book_unref(t->book);
     sodium_memzero(&t->secret, sizeof t->secret);
     free(t);
 }

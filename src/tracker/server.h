@@ -18,6 +18,18 @@
  * REGISTER within handshake_timeout_ms, so a silent or slow stranger costs
  * one descriptor for a while, never the job.  The protocol is in proto.h and
  * docs/protocol.md.  Single-threaded: call everything from the loop's thread.
+ *
+ * Recovery (docs/protocol.md, section 5).  Until the first GO every failure
+ * is the job's (ABORT to all, TRACKER_FAILED).  After it, a registered
+ * worker's failure (its connection drops, its heartbeats stop, the owner
+ * reports it dead with rally__tracker_rank_died, or a worker reports a broken
+ * link) starts a new epoch: the failed incarnation is fenced (its connection
+ * closed), TEV_RANK_FAILED tells the owner (who restarts the process), RESET
+ * goes to every live worker, and once every rank has rejoined or registered
+ * again the tracker sends ASSIGN, waits for READY, sends GO and reports
+ * TEV_RECOVERED.  Still fatal: ERROR frames, protocol violations, a failure
+ * once any rank has sent SHUTDOWN (the job was finishing), and an epoch that
+ * does not come together within startup_timeout_ms.
  */
 #ifndef RALLY_TRACKER_SERVER_H
 #define RALLY_TRACKER_SERVER_H
@@ -38,7 +50,14 @@ enum {
     RALLY__TEV_GO,        /* every worker is ready; collectives may start */
     RALLY__TEV_FINALIZED, /* rank, task_id: the worker sent SHUTDOWN */
     RALLY__TEV_DONE,      /* every rank finalized */
-    RALLY__TEV_FAILED     /* text: the job failed; ABORT went to every worker */
+    RALLY__TEV_FAILED,    /* text: the job failed; ABORT went to every worker */
+    RALLY__TEV_RANK_FAILED, /* rank, text = the cause; epoch = the new epoch.  The rank's
+                               connection is closed: the owner should make sure its process
+                               is gone (SIGKILL) and start it again */
+    RALLY__TEV_RECOVERED, /* rank -1; epoch, seconds (failure to GO), position/version of
+                             the furthest survivor (has_position), text: the whole story */
+    RALLY__TEV_PROGRESS   /* text: a step of a recovery (epoch begun, rank registered
+                             again, epoch assembled), for a verbose log */
 };
 
 struct rally__tracker_event {
@@ -46,6 +65,11 @@ struct rally__tracker_event {
     int rank;            /* -1 when none */
     const char *task_id; /* "" when none */
     const char *text;    /* "" when none */
+    uint32_t epoch;      /* the tracker's epoch when the event happened (1: the first) */
+    double seconds;      /* RECOVERED: from the first failure to GO */
+    int has_position;    /* RECOVERED: 0 when no worker survived (nothing rejoined) */
+    uint64_t position;   /* RECOVERED: the largest REJOIN position (docs/protocol.md) */
+    uint32_t version;    /* RECOVERED: that worker's checkpoint version */
 };
 
 struct rally__tracker_opts {
@@ -93,5 +117,29 @@ void rally__tracker_abort(struct rally__tracker *t, int code, const char *fmt, .
 
 /* 1 when no output waits in any queue (e.g. the last BYE or ABORT left). */
 int rally__tracker_flushed(const struct rally__tracker *t);
+
+/* Recovery is on by default; off, any failure of a registered worker fails
+ * the job at once (as before the first GO).  Call before the first GO. */
+void rally__tracker_set_recovery(struct rally__tracker *t, int on);
+/* A worker whose connection has carried a HEARTBEAT and then stays silent
+ * (no frame at all) for timeout_ms has failed.  0 (the default): off. */
+void rally__tracker_set_heartbeat_timeout(struct rally__tracker *t, int64_t timeout_ms);
+
+/* The owner reports that rank's process died (cause: "killed by signal 9").
+ * If its connection is still open it is fenced and the failure handled as
+ * above (a new epoch, or the job's failure when recovery does not apply);
+ * when the tracker already knew, nothing happens. */
+void rally__tracker_rank_died(struct rally__tracker *t, int rank, const char *cause);
+
+/* 1 when a rank failing now would be recovered: the job runs, the first GO
+ * went out, recovery is on and no rank has sent SHUTDOWN. */
+int rally__tracker_recoverable(const struct rally__tracker *t);
+
+/* The current epoch: 1 until the first failure after GO, then +1 per failure. */
+uint32_t rally__tracker_epoch(const struct rally__tracker *t);
+
+/* Writes a REJOIN position in words ("version 3, seq 7", "bootstrap op 2",
+ * "in load_checkpoint", "version 3, checkpoint", "in finalize"). */
+void rally__tracker_position_str(uint64_t position, char *s, size_t cap);
 
 #endif
