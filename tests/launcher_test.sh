@@ -74,7 +74,7 @@ exit_code)
     timeout 20 "$RUN" -n 3 --grace-ms 300 "$PROG" exitif 1 3 "$TAG" >"$T/out" 2>"$T/err"
     expect_rc $? 1
     one_verdict "rally-run: rank 1 exited with status 3"
-    summary "deaths=1 recoveries=0 restarts=0 per-rank-deaths=0:0,1:1,2:0"
+    summary "deaths=1 recovered=0 epochs=0 restarts=0 per-rank-deaths=0:0,1:1,2:0"
     [ $(($(date +%s) - start)) -lt 10 ] || fail "took too long"
     no_leftovers
     ;;
@@ -119,7 +119,7 @@ finalize)
     timeout 30 "$RUN" -n 3 "$TWORKER" ok "$TAG" >"$T/out" 2>"$T/err"; expect_rc $? 0
     for r in 0 1 2; do has "$T/out" "[$r] hello from rank $r"; done
     [ "$(wc -l <"$T/err")" -eq 1 ] || fail "stderr holds more than the summary"
-    summary "deaths=0 recoveries=0 restarts=0 per-rank-deaths=0:0,1:0,2:0"
+    summary "deaths=0 recovered=0 epochs=0 restarts=0 per-rank-deaths=0:0,1:0,2:0"
     timeout 30 "$RUN" -n 2 --max-restarts 0 "$TWORKER" nofinal "$TAG" >"$T/out" 2>"$T/err"
     expect_rc $? 1
     one_verdict "exited 0 without rally_finalize"
@@ -127,7 +127,7 @@ finalize)
     timeout 30 "$RUN" -n 3 --max-restarts 0 "$TWORKER" crash 1 "$TAG" >"$T/out" 2>"$T/err"
     expect_rc $? 1
     one_verdict "rally-run: rank 1 was killed by signal 9"
-    summary "deaths=1 recoveries=0 restarts=0 per-rank-deaths=0:0,1:1,2:0"
+    summary "deaths=1 recovered=0 epochs=0 restarts=0 per-rank-deaths=0:0,1:1,2:0"
     # the survivors heard an ABORT naming rank 1 (from the tracker's EOF or
     # from rally-run's reap, whichever came first)
     grep -qE '^\[0\] tworker: rank 1 (disconnected without finalizing|was killed by signal 9)' \
@@ -192,14 +192,14 @@ restart)
         "$T/err" || fail "no recovery line"
     has "$T/out" "[1] hello from rank 1, epoch 2, incarnation 2"
     has "$T/out" "[0] hello from rank 0, epoch 2, incarnation 1"
-    summary "deaths=1 recoveries=1 restarts=1 per-rank-deaths=0:0,1:1,2:0"
+    summary "deaths=1 recovered=1 epochs=1 restarts=1 per-rank-deaths=0:0,1:1,2:0"
     no_leftovers
     # a worker that exits 3 in its first incarnation only
     rm -f "$T/marker"
     timeout 30 "$RUN" -n 3 "$TWORKER" recover 2 "$T/marker" 3 "$TAG" >"$T/out" 2>"$T/err"
     expect_rc $? 0
     has "$T/err" "rally-run: rank 2 died (exited with status 3); restarting it (restart 1 of 3)"
-    summary "deaths=1 recoveries=1 restarts=1 per-rank-deaths=0:0,1:0,2:1"
+    summary "deaths=1 recovered=1 epochs=1 restarts=1 per-rank-deaths=0:0,1:0,2:1"
     no_leftovers
     ;;
 exhausted)
@@ -210,7 +210,7 @@ exhausted)
     [ "$(grep -c '^rally-run: recovered: epoch' "$T/err")" -eq 2 ] || fail "not 2 recoveries"
     has "$T/err" "rally-run: rank 1 died (killed by signal 9) and its restarts are exhausted (2 of 2 used)"
     has "$T/err" "[0] tworker: rank 1 died (killed by signal 9) and its restarts are exhausted"
-    summary "deaths=3 recoveries=2 restarts=2 per-rank-deaths=0:0,1:3,2:0"
+    summary "deaths=3 recovered=2 epochs=2 restarts=2 per-rank-deaths=0:0,1:3,2:0"
     no_leftovers
     ;;
 heartbeat)
@@ -220,7 +220,7 @@ heartbeat)
     expect_rc $? 0
     has "$T/err" "rally-run: rank 0 died (killed by signal 9 after the tracker fenced it: rank 0 sent no heartbeat for"
     has "$T/out" "[0] hello from rank 0, epoch 2, incarnation 2"
-    summary "deaths=1 recoveries=1 restarts=1 per-rank-deaths=0:1,1:0,2:0"
+    summary "deaths=1 recovered=1 epochs=1 restarts=1 per-rank-deaths=0:1,1:0,2:0"
     no_leftovers
     ;;
 kill9_recovering)

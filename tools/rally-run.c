@@ -27,7 +27,8 @@
  * groups; the exit status is 1 with one line naming the first failure.
  * SIGINT/SIGTERM are passed to every worker's group, with the same
  * escalation, and we exit 128+signal.  The last line on stderr is always the
- * summary (deaths, recoveries, restarts, deaths per rank).
+ * summary (deaths, deaths recovered, recovery epochs, restarts, deaths per
+ * rank).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -81,6 +82,7 @@ struct run {
     int64_t startup_ms, grace_ms, heartbeat_ms;
     int max_restarts;
     int ndeaths, nrecoveries, nrestarts;
+    int nrecovered, unrecovered; /* deaths followed by a recovery; deaths since the last */
     char **argv;
     struct kid *kids;
     int nlive; /* spawned and not yet reaped */
@@ -118,7 +120,9 @@ static void usage(FILE *f)
             "exited 0 after rally_finalize; 1 otherwise (one line on stderr names the first\n"
             "failure); 127 when prog cannot be run; 2 on a usage error; 128+S after signal S.\n"
             "The last line on stderr is a summary:\n"
-            "  rally-run: summary: deaths=D recoveries=R restarts=S per-rank-deaths=0:0,1:2,...\n",
+            "  rally-run: summary: deaths=D recovered=R epochs=E restarts=S per-rank-deaths=0:0,1:2,...\n"
+            "  (recovered: deaths after which the job got back in step; epochs: recoveries,\n"
+            "  one per re-wiring, which can serve several deaths at once)\n",
             RALLY__WORLD_MAX);
 }
 
@@ -215,6 +219,8 @@ static void on_event(void *arg, const struct rally__tracker_event *ev)
         if (ev->has_position)
             rally__tracker_position_str(ev->position, where, sizeof where);
         r->nrecoveries++;
+        r->nrecovered += r->unrecovered;
+        r->unrecovered = 0;
         fprintf(stderr, "rally-run: recovered: epoch %u, job back in step %.2f s after the failure (%s)\n",
                 ev->epoch, ev->seconds, where);
     }
@@ -358,6 +364,7 @@ static void why_of(struct kid *k, const char *cause)
 static void died(struct run *r, struct kid *k, const char *cause)
 {
     r->ndeaths++;
+    r->unrecovered++;
     k->deaths++;
     if (r->max_restarts > 0 && rally__tracker_recoverable(r->t)) {
         if (k->restarts >= r->max_restarts) {
@@ -575,8 +582,9 @@ static int verdict(struct run *r)
 /* The last line on stderr, for people and for tests. */
 static void summary(struct run *r)
 {
-    fprintf(stderr, "rally-run: summary: deaths=%d recoveries=%d restarts=%d per-rank-deaths=",
-            r->ndeaths, r->nrecoveries, r->nrestarts);
+    fprintf(stderr,
+            "rally-run: summary: deaths=%d recovered=%d epochs=%d restarts=%d per-rank-deaths=",
+            r->ndeaths, r->nrecovered, r->nrecoveries, r->nrestarts);
     for (int i = 0; i < r->world; i++)
         fprintf(stderr, "%s%d:%d", i ? "," : "", i, r->kids[i].deaths);
     fprintf(stderr, "\n");

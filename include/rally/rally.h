@@ -14,9 +14,11 @@
  *     make the same collective calls in the same order with the same count,
  *     type, operator and root, or every rank gets RALLY_EMISMATCH naming both
  *     values (never a hang, never garbage);
- *   - after a collective fails with RALLY_EPEER, RALLY_ETIMEDOUT,
- *     RALLY_EMISMATCH or RALLY_EPROTO the handle is spent: later collectives
- *     return RALLY_ESTATE.  Finalize still frees it.
+ *   - a worker that dies is restarted and recovered (see checkpoints below);
+ *     the survivors' calls simply take longer.  When recovery is impossible
+ *     (restarts exhausted, a needed result lost everywhere) or ranks disagree,
+ *     the call fails and the handle is spent: later collectives return
+ *     RALLY_ESTATE.  Finalize still frees it.
  *   - a handle is used by one thread at a time; separate handles are
  *     independent (tests host several workers in one process).
  *
@@ -167,6 +169,44 @@ RALLY_API int rally_allgather(rally_t *r, const void *sendbuf, size_t nbytes, vo
  * nbytes_per_rank[0..world_size) each rank's size. */
 RALLY_API int rally_allgatherv(rally_t *r, const void *sendbuf, size_t nbytes, void **recvbuf,
                      uint64_t *nbytes_per_rank);
+
+/* --- checkpoints and recovery --------------------------------------------
+ *
+ * An iterative job calls rally_load_checkpoint() once at start and
+ * rally_checkpoint() at the end of each iteration.  When a worker dies, the
+ * launcher restarts it with the same rank; the survivors wait inside their
+ * current call, hand it the newest checkpoint and every collective result
+ * since, and the job goes on with results bit-identical to a run without
+ * the failure (docs/recovery.md).  The restarted worker must make the same
+ * calls as before (same data, same order): each call then returns the result
+ * the job computed the first time, without calling its prepare callback.
+ * A call that differs is RALLY_EMISMATCH naming both versions, and the job
+ * stops.
+ *
+ * Collectives before the first rally_load_checkpoint (data statistics, say)
+ * are recoverable too; their results are kept for the whole job.  Results
+ * since the last checkpoint are kept in memory, bounded by
+ * rally_cache_max_bytes.
+ */
+
+/* Reads the newest checkpoint.  Fresh start: *version = 0 and *global /
+ * *local are left untouched.  After a restart: *version >= 1 and *global
+ * gets a new allocation (free with rally_free) of *global_nbytes bytes
+ * holding what was passed to the newest rally_checkpoint.  local and
+ * local_nbytes must be NULL (local models come in a later version).
+ * Call it once, before the first rally_checkpoint. */
+RALLY_API int rally_load_checkpoint(rally_t *r, void **global, uint64_t *global_nbytes,
+                                    void **local, uint64_t *local_nbytes, uint64_t *version);
+
+/* Records global[0..global_nbytes) as checkpoint version+1 (copied; every
+ * worker keeps it in memory) and drops the results cached since the
+ * previous one.  Every rank must call it at the same point with the same
+ * model.  local must be NULL with local_nbytes 0 for now. */
+RALLY_API int rally_checkpoint(rally_t *r, const void *global, uint64_t global_nbytes,
+                               const void *local, uint64_t local_nbytes);
+
+/* How many checkpoints the job has taken (0 before the first). */
+RALLY_API uint64_t rally_checkpoint_version(const rally_t *r);
 
 #ifdef __cplusplus
 }

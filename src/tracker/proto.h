@@ -22,6 +22,27 @@
  *   W->T SHUTDOWN  (empty) rally_finalize
  *   T->W BYE       (empty) shutdown recorded; the worker may exit
  *
+ * Recovery (docs/recovery.md).  The job runs in epochs; the first starts
+ * with the first GO.  When a rank fails (its connection drops without
+ * SHUTDOWN, its heartbeats stop for rally_timeout_ms, the launcher reports it
+ * dead, or a worker reports a broken link), the tracker fences the failed
+ * incarnation (closes its connection, refuses it everywhere), starts epoch
+ * e+1 and sends RESET to every live worker.  Each stops its collective,
+ * closes its peer links and answers REJOIN; a restarted worker REGISTERs
+ * (same task id: same rank, incarnation + 1).  When every rank has rejoined
+ * or registered in the current epoch, every worker gets ASSIGN (new address
+ * book), wires its links, sends READY, and GO restarts the job.  A failure
+ * during all this simply starts the next epoch.
+ *
+ *   T->W RESET       u32 epoch, str reason
+ *   W->T REJOIN      u32 epoch, u64 position (docs/recovery.md: where this
+ *                    worker stands), u32 checkpoint version
+ *   W->T HEARTBEAT   (empty) every rally_heartbeat_ms, from a library thread
+ *   W->T LINK_FAILED u32 epoch, str sentence: a peer link broke or stalled
+ *                    in that epoch; ignored when the tracker is past it
+ *   ASSIGN           gains a trailing u32 epoch (0 for the first)
+ *   ERROR / ABORT    stay fatal: no recovery (a divergence, lost data)
+ *
  * Ranks: when every worker's task_id is a distinct integer in [0, world),
  * rank = task_id (rally-run sets RALLY_TASK_ID so); otherwise workers are
  * ranked by (host, task_id, arrival).  Incarnations count registrations of a
@@ -39,8 +60,16 @@ enum {
     RALLY__T_ERROR = 21,
     RALLY__T_ABORT = 22,
     RALLY__T_SHUTDOWN = 23,
-    RALLY__T_BYE = 24
+    RALLY__T_BYE = 24,
+    RALLY__T_RESET = 25,
+    RALLY__T_REJOIN = 26,
+    RALLY__T_HEARTBEAT = 27,
+    RALLY__T_LINK_FAILED = 28
 };
+
+/* An internal status (never returned to users): the tracker ordered a
+ * reset; the robust layer answers it with recovery. */
+#define RALLY__ERESET 100
 
 /* Longest PRINT message carried (longer ones are cut). */
 #define RALLY__PRINT_MAX 8192

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum kind { STR, INT, SIZE };
+enum kind { STR, INT, SIZE, LIST };
 
 struct key {
     const char *name; /* without the rally_ prefix */
@@ -26,6 +26,9 @@ static const struct key keys[] = {
     K("timeout_ms", INT, timeout_ms, "1800000", 1, INT64_MAX / 4),
     K("ring_threshold_bytes", SIZE, ring_threshold_bytes, "256K", 0, INT64_MAX / 4),
     K("chunk_bytes", SIZE, chunk_bytes, "256K", 64, 1 << 30),
+    K("heartbeat_ms", INT, heartbeat_ms, "1000", 10, 3600000),
+    K("cache_max_bytes", SIZE, cache_max_bytes, "4G", 0, INT64_MAX / 4),
+    K("mock", LIST, mock, "", 0, 0),
 };
 #undef K
 
@@ -55,6 +58,17 @@ static int set(struct rally__config *c, const struct key *k, const char *val, co
                struct rally__err *e)
 {
     void *p = (char *)c + k->off;
+    if (k->kind == LIST) { /* repeatable: values accumulate, ';'-separated */
+        size_t have = strlen(p), n = strlen(val);
+        if (n == 0)
+            return RALLY_OK;
+        if (have + n + 2 > sizeof c->mock)
+            return rally__fail(e, RALLY_ECONFIG, "%s: too many rally_%s values", from, k->name);
+        if (have)
+            strcat(p, ";");
+        strcat(p, val);
+        return RALLY_OK;
+    }
     if (k->kind == STR) {
         if (strlen(val) >= RALLY__STR_MAX)
             return rally__fail(e, RALLY_ECONFIG, "%s: rally_%s is longer than %d bytes", from,

@@ -22,6 +22,9 @@ struct rally__config {
     int64_t timeout_ms;               /* a collective making no progress this long fails */
     int64_t ring_threshold_bytes;     /* allreduce above this many bytes uses the ring */
     int64_t chunk_bytes;              /* pipelining granularity */
+    int64_t heartbeat_ms;             /* liveness beat to the tracker */
+    int64_t cache_max_bytes;          /* collective results kept for recovery */
+    char mock[RALLY__STR_MAX * 4];    /* kill points, ';'-separated (librally_mock) */
 };
 
 /* Fills c with defaults, then the environment, then consumes rally_* arguments

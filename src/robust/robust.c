@@ -1,0 +1,761 @@
+/*
+ * robust.c — operations, the result cache, epochs and agreement rounds.
+ *
+ * An operation runs straight on the links while the job is in step.  If it
+ * fails because the job lost a worker (the tracker's RESET arrives on the
+ * alarm line, or a link breaks or stalls), reset() re-wires this worker in
+ * the tracker's next epoch, and the operation is retried through recover():
+ * agreement rounds, each a small allreduce, that serve the workers that are
+ * behind (the checkpoint to one in load_checkpoint, cached results to the
+ * others) until every worker stands at the same position, at which point
+ * the operation runs normally.  Every worker goes through the same rounds in
+ * the same order, because each round's decision is the allreduced summary.
+ */
+#include "robust/robust.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "net/mesh.h"
+#include "net/sock.h"
+#include "tracker/proto.h"
+#include "util/clock.h"
+#include "util/wire.h"
+
+/* Collective kinds of the robust layer's own traffic (src/coll carries them). */
+enum {
+    K_AGREE = 20,
+    K_HOLDER = 21,
+    K_XFER_HEAD = 22,
+    K_XFER_DATA = 23,
+    K_ACK = 24,
+    K_FINAL = 25
+};
+
+enum { SERVED = 1000, EXECUTE = 1001 }; /* recover() outcomes */
+
+#define NONE UINT64_MAX
+#define BUF_HEAD 64 /* a result buffer's capacity lives just before it */
+#define POOL_MAX 64
+
+/* --- buffers and the cache -------------------------------------------------- */
+
+static uint64_t buf_cap(const unsigned char *p)
+{
+    uint64_t c;
+    memcpy(&c, p - BUF_HEAD, sizeof c);
+    return c;
+}
+
+unsigned char *rally__robust_buf(struct rally__robust *rb, uint64_t nbytes)
+{
+    int best = -1;
+    for (int i = 0; i < rb->npool; i++)
+        if (buf_cap(rb->pool[i]) >= nbytes &&
+            (best < 0 || buf_cap(rb->pool[i]) < buf_cap(rb->pool[best])))
+            best = i;
+    if (best >= 0) {
+        unsigned char *p = rb->pool[best];
+        rb->pool[best] = rb->pool[--rb->npool];
+        return p;
+    }
+    if (nbytes > SIZE_MAX - BUF_HEAD)
+        return NULL;
+    unsigned char *p = malloc((size_t)nbytes + BUF_HEAD);
+    if (p == NULL)
+        return NULL;
+    memcpy(p, &nbytes, sizeof nbytes);
+    return p + BUF_HEAD;
+}
+
+void rally__robust_unbuf(struct rally__robust *rb, unsigned char *p)
+{
+    if (p == NULL)
+        return;
+    if (rb->pool == NULL)
+        rb->pool = calloc(POOL_MAX, sizeof *rb->pool);
+    if (rb->pool != NULL && rb->npool < POOL_MAX) {
+        rb->pool[rb->npool++] = p;
+        return;
+    }
+    free(p - BUF_HEAD);
+}
+
+static const struct rally__entry *cache_find(const struct rally__robust *rb, uint64_t key)
+{
+    int lo = 0, hi = rb->ncache;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (rb->cache[mid].key < key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < rb->ncache && rb->cache[lo].key == key ? &rb->cache[lo] : NULL;
+}
+
+static void key_str(uint64_t key, char *out, size_t cap)
+{
+    uint64_t phase = key >> 62;
+    if (phase == 0)
+        snprintf(out, cap, "collective %llu before load_checkpoint", (unsigned long long)key);
+    else if (phase == 1)
+        snprintf(out, cap, "load_checkpoint");
+    else if (phase == 3)
+        snprintf(out, cap, "finalize");
+    else if ((key & 0xffffffffu) == 0)
+        snprintf(out, cap, "checkpoint %llu's acknowledgement",
+                 (unsigned long long)((key >> 32) & 0x3fffffff));
+    else
+        snprintf(out, cap, "version %llu seq %llu", (unsigned long long)((key >> 32) & 0x3fffffff),
+                 (unsigned long long)((key & 0xffffffffu) - 1));
+}
+
+/* Takes ownership of data. Keys only grow, so appending keeps the cache sorted. */
+static int cache_put(struct rally__robust *rb, uint64_t key, const struct rally__sig *sig,
+                     unsigned char *data, uint64_t nbytes)
+{
+    if (!rb->distributed || (rb->ncache > 0 && rb->cache[rb->ncache - 1].key >= key)) {
+        rally__robust_unbuf(rb, data); /* nobody to serve, or already there */
+        return RALLY_OK;
+    }
+    if (rb->cache_nbytes + nbytes > (uint64_t)rb->cfg->cache_max_bytes) {
+        char where[96];
+        key_str(key, where, sizeof where);
+        rally__robust_unbuf(rb, data);
+        return rally__fail(rb->err, RALLY_ENOMEM,
+                           "the recovery cache would hold %llu bytes after %s; "
+                           "rally_cache_max_bytes is %lld: checkpoint more often or raise it",
+                           (unsigned long long)(rb->cache_nbytes + nbytes), where,
+                           (long long)rb->cfg->cache_max_bytes);
+    }
+    if (rb->ncache == rb->capcache) {
+        int cap = rb->capcache ? 2 * rb->capcache : 64;
+        struct rally__entry *c = realloc(rb->cache, (size_t)cap * sizeof *c);
+        if (c == NULL) {
+            rally__robust_unbuf(rb, data);
+            return rally__fail(rb->err, RALLY_ENOMEM, "out of memory growing the result cache");
+        }
+        rb->cache = c;
+        rb->capcache = cap;
+    }
+    rb->cache[rb->ncache++] = (struct rally__entry){key, *sig, data, nbytes};
+    rb->cache_nbytes += nbytes;
+    return RALLY_OK;
+}
+
+/* Drops cached op results of versions below v (bootstrap results stay). */
+static void cache_drop_below(struct rally__robust *rb, uint64_t v)
+{
+    int out = 0;
+    for (int i = 0; i < rb->ncache; i++) {
+        struct rally__entry *c = &rb->cache[i];
+        if (c->key >= RALLY__KEY_OP(0, 0) && c->key < RALLY__KEY_OP(v, 0)) {
+            rb->cache_nbytes -= c->nbytes;
+            rally__robust_unbuf(rb, c->data);
+        } else {
+            rb->cache[out++] = *c;
+        }
+    }
+    rb->ncache = out;
+}
+
+static uint64_t here(const struct rally__robust *rb)
+{
+    return rb->loaded ? RALLY__KEY_OP(rb->version, rb->q) : RALLY__KEY_BOOT(rb->boot);
+}
+
+static void advance(struct rally__robust *rb)
+{
+    if (rb->loaded)
+        rb->q++;
+    else
+        rb->boot++;
+}
+
+/* The user-visible (version, seq) of a position, for the mock. */
+static uint64_t user_seq(const struct rally__robust *rb)
+{
+    return rb->loaded ? (uint64_t)rb->q - 1 : rb->boot;
+}
+
+static uint32_t ndeath(const struct rally__robust *rb)
+{
+    return rb->tc.incarnation > 0 ? rb->tc.incarnation - 1 : 0;
+}
+
+/* --- links and epochs ------------------------------------------------------- */
+
+static int on_alarm(void *arg, struct rally__err *e)
+{
+    struct rally__robust *rb = arg;
+    int rc = rally__tclient_check(&rb->tc, e);
+    if (rc != RALLY_OK && rc != RALLY__ERESET)
+        rb->fatal = rc;
+    return rc;
+}
+
+static void on_report(void *arg, int code, const char *msg)
+{
+    struct rally__robust *rb = arg;
+    /* a stall may be a dead link: let the tracker start an epoch instead */
+    if (code == RALLY_ETIMEDOUT && rb->distributed)
+        return;
+    rally__tclient_report(&rb->tc, code, msg);
+}
+
+static void close_links(struct rally__robust *rb)
+{
+    for (int i = 0; i < rb->comm.nlinks; i++)
+        close(rb->comm.links[i].fd);
+    rb->comm.nlinks = 0;
+}
+
+/* Wires this worker to its neighbours from the tracker's address book. */
+static int wire(struct rally__robust *rb)
+{
+    struct rally__comm *cm = &rb->comm;
+    struct rally__mesh_peer peers[RALLY__MAX_NEIGHBOURS];
+    int n = cm->topo.nneighbours;
+    for (int i = 0; i < n; i++) {
+        const struct rally__peer_addr *a = &rb->tc.peers[cm->topo.neighbours[i]];
+        peers[i] = (struct rally__mesh_peer){cm->topo.neighbours[i], a->host, a->port,
+                                             a->incarnation, -1};
+    }
+    int64_t deadline = rally__deadline(rb->cfg->connect_timeout_ms);
+    if (rally__mesh_connect(rb->listen_fd, &rb->tc.secret, rb->rank, rb->tc.incarnation, peers, n,
+                            deadline, 10000, rb->err) != RALLY_OK)
+        return rb->err->code;
+    for (int i = 0; i < n; i++) {
+        struct rally__link *l = &cm->links[cm->nlinks++];
+        l->peer = peers[i].rank;
+        l->fd = peers[i].fd;
+        snprintf(l->what, sizeof l->what, "rank %d", l->peer);
+    }
+    cm->seq = 0; /* every worker counts collectives afresh in each epoch */
+    return RALLY_OK;
+}
+
+/* Waits on the alarm line for the tracker's RESET (or its ABORT). */
+static int await_reset(struct rally__robust *rb)
+{
+    int64_t deadline = rally__deadline(rb->cfg->timeout_ms);
+    for (;;) {
+        struct pollfd p = {.fd = rb->tc.fd, .events = POLLIN};
+        int n = poll(&p, 1, rally__ms_left(deadline));
+        if (n == 0)
+            return rally__fail_over(rb->err, RALLY_ETIMEDOUT,
+                                    "a link failed and the tracker ordered no recovery within "
+                                    "%lld ms (rally_timeout_ms)",
+                                    (long long)rb->cfg->timeout_ms);
+        if (n < 0 && errno != EINTR)
+            return rally__fail_errno(rb->err, RALLY_ESYS, errno, "poll failed");
+        struct rally__err v = {0, ""};
+        int rc = on_alarm(rb, &v);
+        if (rc == RALLY__ERESET)
+            return RALLY__ERESET;
+        if (rc != RALLY_OK)
+            return rally__fail_over(rb->err, rc, "%s", v.msg);
+    }
+}
+
+/* 1 for failures that a new epoch can repair. */
+static int repairable(const struct rally__robust *rb, int rc)
+{
+    return rb->distributed && !rb->fatal &&
+           (rc == RALLY__ERESET || rc == RALLY_EPEER || rc == RALLY_ETIMEDOUT);
+}
+
+/* The job lost a worker (or a link): join the tracker's next epoch. */
+static int reset(struct rally__robust *rb, int cause, uint64_t key)
+{
+    int rc = cause;
+    for (;;) {
+        if (rc != RALLY__ERESET) {
+            rally__tclient_link_failed(&rb->tc, rb->err->msg);
+            if ((rc = await_reset(rb)) != RALLY__ERESET)
+                return rc;
+        }
+        close_links(rb);
+        rally__err_clear(rb->err);
+        int64_t deadline = rally__deadline(rb->cfg->timeout_ms);
+        if ((rc = rally__tclient_rejoin(&rb->tc, key, (uint32_t)rb->version, deadline, rb->err)) !=
+            RALLY_OK) {
+            rb->fatal = rc;
+            return rc;
+        }
+        if ((rc = wire(rb)) != RALLY_OK) {
+            close_links(rb);
+            continue; /* a peer died while wiring: report, wait for the next epoch */
+        }
+        rc = rally__tclient_ready(&rb->tc, deadline, rb->err);
+        if (rc == RALLY__ERESET)
+            continue;
+        if (rc != RALLY_OK) {
+            rb->fatal = rc;
+            return rc;
+        }
+        rally__err_clear(rb->err);
+        rb->recovering = 1;
+        return RALLY_OK;
+    }
+}
+
+/* --- agreement rounds ------------------------------------------------------- */
+
+/* A worker's summary: reduced element-wise with min, max, max, min. */
+enum { S_MIN, S_MAX, S_NEED, S_BEST, S_N };
+
+static void reduce_summary(void *inout, const void *in, size_t count, void *arg)
+{
+    for (size_t i = 0; i < count; i++) {
+        unsigned char *a = (unsigned char *)inout + i * 8 * S_N;
+        const unsigned char *b = (const unsigned char *)in + i * 8 * S_N;
+        uint64_t x[S_N], y[S_N];
+        for (int k = 0; k < S_N; k++) {
+            x[k] = rally__get_u64(a + 8 * k);
+            y[k] = rally__get_u64(b + 8 * k);
+        }
+        x[S_MIN] = y[S_MIN] < x[S_MIN] ? y[S_MIN] : x[S_MIN];
+        x[S_MAX] = y[S_MAX] > x[S_MAX] ? y[S_MAX] : x[S_MAX];
+        x[S_NEED] = y[S_NEED] > x[S_NEED] ? y[S_NEED] : x[S_NEED];
+        x[S_BEST] = y[S_BEST] < x[S_BEST] ? y[S_BEST] : x[S_BEST];
+        for (int k = 0; k < S_N; k++)
+            rally__put_u64(a + 8 * k, x[k]);
+    }
+}
+
+static const struct rally__reducer summary_reducer = {8 * S_N, 1, reduce_summary, NULL};
+
+static int agree(struct rally__robust *rb, uint64_t v[S_N], int kind)
+{
+    unsigned char b[8 * S_N];
+    for (int k = 0; k < S_N; k++)
+        rally__put_u64(b + 8 * k, v[k]);
+    struct rally__sig sig = {(uint8_t)kind, 0, 0, -1, 1, 0};
+    int rc = rally__allreduce(&rb->comm, b, 1, &summary_reducer, &sig);
+    if (rc != RALLY_OK)
+        return rc;
+    for (int k = 0; k < S_N; k++)
+        v[k] = rally__get_u64(b + 8 * k);
+    return RALLY_OK;
+}
+
+/* Broadcasts (sig, bytes) from root; every worker takes part, and *out (a
+ * rally__robust_buf) receives the bytes on workers that want them. */
+static int transfer(struct rally__robust *rb, int root, struct rally__sig *sig,
+                    const unsigned char *data, uint64_t nbytes, int want, unsigned char **out,
+                    uint64_t *out_nbytes)
+{
+    unsigned char head[32];
+    if (rb->rank == root) {
+        head[0] = sig->kind;
+        head[1] = sig->dtype;
+        head[2] = sig->op;
+        head[3] = 0;
+        rally__put_u32(head + 4, (uint32_t)sig->root);
+        rally__put_u64(head + 8, sig->count);
+        rally__put_u64(head + 16, nbytes);
+        rally__put_u64(head + 24, 0);
+    }
+    struct rally__sig hs = {K_XFER_HEAD, 0, 0, root, sizeof head, 0};
+    int rc = rally__broadcast(&rb->comm, head, sizeof head, root, &hs);
+    if (rc != RALLY_OK)
+        return rc;
+    *sig = (struct rally__sig){head[0], head[1], head[2], (int32_t)rally__get_u32(head + 4),
+                               rally__get_u64(head + 8), 0};
+    uint64_t n = rally__get_u64(head + 16);
+    unsigned char *buf = rb->rank == root ? (unsigned char *)data : rally__robust_buf(rb, n);
+    if (buf == NULL)
+        return rally__fail(rb->err, RALLY_ENOMEM, "out of memory for a %llu-byte recovery transfer",
+                           (unsigned long long)n);
+    struct rally__sig ds = {K_XFER_DATA, 0, 0, root, n, 0};
+    rc = rally__broadcast(&rb->comm, buf, (size_t)n, root, &ds);
+    if (rb->rank == root)
+        return rc;
+    if (rc == RALLY_OK && want) {
+        *out = buf;
+        *out_nbytes = n;
+    } else {
+        rally__robust_unbuf(rb, buf);
+    }
+    return rc;
+}
+
+static int same_sig(const struct rally__sig *a, const struct rally__sig *b)
+{
+    return a->kind == b->kind && a->dtype == b->dtype && a->op == b->op && a->root == b->root &&
+           a->count == b->count;
+}
+
+/* Agreement rounds at position key until every worker is there (EXECUTE),
+ * or this worker was served: its result in *res (SERVED).  In
+ * load_checkpoint (key LOAD) "served" means the checkpoint arrived, or that
+ * there is none (*res NULL). */
+static int recover(struct rally__robust *rb, uint64_t key, const struct rally__sig *mine,
+                   unsigned char **res, uint64_t *res_nbytes)
+{
+    for (;;) {
+        uint64_t best = rb->version > 0 && rb->ckpt != NULL
+                            ? ((uint64_t)(UINT32_MAX - (uint32_t)rb->version) << 32) | (uint32_t)rb->rank
+                            : NONE;
+        uint64_t s[S_N] = {key, key, key == RALLY__KEY_LOAD, best};
+        int rc = agree(rb, s, K_AGREE);
+        if (rc != RALLY_OK)
+            return rc;
+        if (s[S_MIN] == s[S_MAX] && !s[S_NEED]) {
+            rb->recovering = 0;
+            return EXECUTE;
+        }
+        if (key > s[S_MIN])
+            rally__mock_check(&rb->mock, rb->rank, rb->version, user_seq(rb), ndeath(rb),
+                              RALLY__MOCK_RECOVERY);
+        if (s[S_MIN] == RALLY__KEY_LOAD && s[S_NEED]) {
+            /* workers in load_checkpoint get the newest checkpoint, if any */
+            int want = key == RALLY__KEY_LOAD;
+            if (s[S_BEST] == NONE) {
+                if (want) {
+                    *res = NULL;
+                    *res_nbytes = 0;
+                    return SERVED;
+                }
+                continue;
+            }
+            int root = (int)(s[S_BEST] & 0xffffffffu);
+            uint64_t version = UINT32_MAX - (s[S_BEST] >> 32);
+            struct rally__sig sig = {K_ACK, 0, 0, -1, version, 0};
+            if (want)
+                rally__mock_check(&rb->mock, rb->rank, 0, 0, ndeath(rb), RALLY__MOCK_LOAD);
+            rc = transfer(rb, root, &sig, rb->ckpt, rb->ckpt_nbytes, want, res, res_nbytes);
+            if (rc != RALLY_OK)
+                return rc;
+            if (want) {
+                rb->version = sig.count;
+                return SERVED;
+            }
+            continue;
+        }
+        /* the workers furthest behind get that result from the lowest-ranked holder */
+        uint64_t at = s[S_MIN];
+        const struct rally__entry *have = cache_find(rb, at);
+        uint64_t h[S_N] = {have ? (uint64_t)rb->rank : NONE, 0, 0, NONE};
+        if ((rc = agree(rb, h, K_HOLDER)) != RALLY_OK)
+            return rc;
+        if (h[S_MIN] == NONE) {
+            char where[96];
+            key_str(at, where, sizeof where);
+            rally__fail(rb->err, RALLY_EPEER,
+                        "cannot recover: the result of %s is lost (every worker that had it "
+                        "died)",
+                        where);
+            rally__tclient_report(&rb->tc, RALLY_EPEER, rb->err->msg);
+            rb->fatal = RALLY_EPEER;
+            return RALLY_EPEER;
+        }
+        struct rally__sig sig = have ? have->sig : (struct rally__sig){0};
+        int want = key == at;
+        rc = transfer(rb, (int)h[S_MIN], &sig, have ? have->data : NULL, have ? have->nbytes : 0,
+                      want, res, res_nbytes);
+        if (rc != RALLY_OK)
+            return rc;
+        if (!want)
+            continue;
+        if (!same_sig(&sig, mine)) {
+            char a[160], b[160], where[96];
+            rally__sig_str(mine, a, sizeof a);
+            rally__sig_str(&sig, b, sizeof b);
+            key_str(key, where, sizeof where);
+            rally__robust_unbuf(rb, *res);
+            rally__fail(rb->err, RALLY_EMISMATCH,
+                        "rank %d diverged after its restart: at %s it called %s, but the job "
+                        "called %s there before",
+                        rb->rank, where, a, b);
+            rally__tclient_report(&rb->tc, RALLY_EMISMATCH, rb->err->msg);
+            rb->fatal = RALLY_EMISMATCH;
+            return RALLY_EMISMATCH;
+        }
+        return SERVED;
+    }
+}
+
+/* --- operations ----------------------------------------------------------- */
+
+int rally__robust_op(struct rally__robust *rb, struct rally__op *op)
+{
+    uint64_t key = here(rb);
+    rally__mock_check(&rb->mock, rb->rank, rb->version, user_seq(rb), ndeath(rb), RALLY__MOCK_OP);
+    int prepared = 0;
+    for (;;) {
+        int rc;
+        unsigned char *res = NULL;
+        uint64_t n = 0;
+        if (rb->recovering) {
+            rc = recover(rb, key, &op->sig, &res, &n);
+            if (rc == SERVED) {
+                if ((rc = op->deliver(rb, op, res, n)) != RALLY_OK) {
+                    rally__robust_unbuf(rb, res);
+                    return rc;
+                }
+                if ((rc = cache_put(rb, key, &op->sig, res, n)) == RALLY_OK)
+                    advance(rb);
+                return rc;
+            }
+            if (rc != EXECUTE) {
+                if (!repairable(rb, rc))
+                    return rc;
+                if ((rc = reset(rb, rc, key)) != RALLY_OK)
+                    return rc;
+                continue;
+            }
+        }
+        if (!prepared && op->prepare != NULL) {
+            op->prepare(op->prepare_arg);
+            prepared = 1;
+        }
+        rc = op->run(rb, op, &res, &n);
+        if (rc == RALLY_OK) {
+            if ((rc = cache_put(rb, key, &op->sig, res, n)) == RALLY_OK)
+                advance(rb);
+            return rc;
+        }
+        if (!repairable(rb, rc))
+            return rc;
+        if ((rc = reset(rb, rc, key)) != RALLY_OK)
+            return rc;
+    }
+}
+
+/* A barrier: 8 bytes summed.  Its result is cached like any other. */
+static int run_barrier(struct rally__robust *rb, struct rally__op *op, unsigned char **res,
+                       uint64_t *n)
+{
+    unsigned char *b = rally__robust_buf(rb, 8);
+    if (b == NULL)
+        return rally__fail(rb->err, RALLY_ENOMEM, "out of memory");
+    rally__put_u64(b, 1);
+    struct rally__reducer rd;
+    rally__reducer_builtin(&rd, RALLY_UINT64, RALLY_SUM);
+    int rc = rally__allreduce(&rb->comm, b, 1, &rd, &op->sig);
+    if (rc != RALLY_OK) {
+        rally__robust_unbuf(rb, b);
+        return rc;
+    }
+    *res = b;
+    *n = 8;
+    return RALLY_OK;
+}
+
+static int deliver_nothing(struct rally__robust *rb, struct rally__op *op, const unsigned char *res,
+                           uint64_t n)
+{
+    return RALLY_OK;
+}
+
+/* After a checkpoint (or loading one): the acknowledgement at (V, 0).  Once
+ * it completes every worker has stored version V, so nobody will ask for an
+ * older result again. */
+static int acknowledge(struct rally__robust *rb)
+{
+    rb->q = 0;
+    struct rally__op ack = {{K_ACK, 0, 0, -1, rb->version, 0}, NULL, NULL, run_barrier,
+                            deliver_nothing, NULL};
+    int rc = rally__robust_op(rb, &ack);
+    if (rc == RALLY_OK)
+        cache_drop_below(rb, rb->version);
+    return rc;
+}
+
+int rally__robust_checkpoint(struct rally__robust *rb, const void *global, uint64_t nbytes)
+{
+    rally__mock_check(&rb->mock, rb->rank, rb->version, user_seq(rb), ndeath(rb), RALLY__MOCK_OP);
+    unsigned char *copy = malloc(nbytes ? (size_t)nbytes : 1);
+    if (copy == NULL)
+        return rally__fail(rb->err, RALLY_ENOMEM, "checkpoint: cannot copy a %llu-byte model",
+                           (unsigned long long)nbytes);
+    if (nbytes)
+        memcpy(copy, global, (size_t)nbytes);
+    uint64_t seq = user_seq(rb);
+    free(rb->ckpt);
+    rb->ckpt = copy;
+    rb->ckpt_nbytes = nbytes;
+    uint64_t was = rb->version;
+    rb->version++;
+    rb->loaded = 1;
+    rally__mock_check(&rb->mock, rb->rank, was, seq, ndeath(rb), RALLY__MOCK_CHECKPOINT);
+    if (!rb->distributed) {
+        cache_drop_below(rb, rb->version);
+        rb->q = 1;
+        return RALLY_OK;
+    }
+    return acknowledge(rb);
+}
+
+int rally__robust_load(struct rally__robust *rb, void **global, uint64_t *global_nbytes,
+                       uint64_t *version)
+{
+    if (rb->loaded)
+        return rally__fail(rb->err, RALLY_ESTATE,
+                           "rally_load_checkpoint must be called once, before the first "
+                           "rally_checkpoint");
+    if (!rb->recovering) { /* a fresh start: everyone begins at version 0 */
+        rb->loaded = 1;
+        rb->version = 0;
+        rb->q = 1;
+        *version = 0;
+        return RALLY_OK;
+    }
+    for (;;) {
+        unsigned char *res = NULL;
+        uint64_t n = 0;
+        struct rally__sig none = {0};
+        int rc = recover(rb, RALLY__KEY_LOAD, &none, &res, &n);
+        if (rc == EXECUTE || (rc == SERVED && res == NULL)) {
+            /* everybody is loading and nobody has a checkpoint: fresh start */
+            rb->loaded = 1;
+            rb->version = 0;
+            rb->q = 1;
+            *version = 0;
+            return RALLY_OK;
+        }
+        if (rc == SERVED) {
+            void *out = malloc(n ? (size_t)n : 1);
+            if (out == NULL) {
+                rally__robust_unbuf(rb, res);
+                return rally__fail(rb->err, RALLY_ENOMEM, "out of memory loading a checkpoint");
+            }
+            memcpy(out, res, (size_t)n);
+            free(rb->ckpt);
+            rb->ckpt = malloc(n ? (size_t)n : 1);
+            if (rb->ckpt == NULL) {
+                free(out);
+                rally__robust_unbuf(rb, res);
+                return rally__fail(rb->err, RALLY_ENOMEM, "out of memory loading a checkpoint");
+            }
+            memcpy(rb->ckpt, res, (size_t)n);
+            rb->ckpt_nbytes = n;
+            rally__robust_unbuf(rb, res);
+            rb->loaded = 1; /* rb->version was set by recover() */
+            if ((rc = acknowledge(rb)) != RALLY_OK) {
+                free(out);
+                return rc;
+            }
+            *global = out;
+            *global_nbytes = n;
+            *version = rb->version;
+            return RALLY_OK;
+        }
+        if (!repairable(rb, rc))
+            return rc;
+        if ((rc = reset(rb, rc, RALLY__KEY_LOAD)) != RALLY_OK)
+            return rc;
+    }
+}
+
+int rally__robust_finalize(struct rally__robust *rb)
+{
+    if (!rb->distributed)
+        return RALLY_OK;
+    /* nobody leaves while a peer may still need its cached results */
+    uint64_t key = RALLY__KEY_FINAL;
+    struct rally__sig sig = {K_FINAL, 0, 0, -1, 1, 0};
+    for (;;) {
+        unsigned char *res = NULL;
+        uint64_t n = 0;
+        int rc = RALLY_OK;
+        if (rb->recovering)
+            rc = recover(rb, key, &sig, &res, &n);
+        if (rc == RALLY_OK || rc == EXECUTE) {
+            struct rally__op fin = {sig, NULL, NULL, run_barrier, deliver_nothing, NULL};
+            rc = run_barrier(rb, &fin, &res, &n);
+            if (rc == RALLY_OK) {
+                rally__robust_unbuf(rb, res);
+                break;
+            }
+        }
+        if (!repairable(rb, rc))
+            return rc;
+        if ((rc = reset(rb, rc, key)) != RALLY_OK)
+            return rc;
+    }
+    rally__tclient_heartbeat_stop(&rb->tc);
+    return rally__tclient_shutdown(&rb->tc, rally__deadline(rb->cfg->connect_timeout_ms), rb->err);
+}
+
+/* --- life cycle --------------------------------------------------------------- */
+
+static int is_loopback(const char *host)
+{
+    return strncmp(host, "127.", 4) == 0 || strcmp(host, "::1") == 0 ||
+           strcmp(host, "localhost") == 0;
+}
+
+int rally__robust_init(struct rally__robust *rb, const struct rally__config *cfg,
+                       const char *host, struct rally__err *e)
+{
+    memset(rb, 0, sizeof *rb);
+    rb->err = e;
+    rb->cfg = cfg;
+    rb->world = 1;
+    rb->listen_fd = -1;
+    rb->tc.fd = -1;
+    rally__comm_init(&rb->comm, 0, 1, e);
+    rb->comm.timeout_ms = cfg->timeout_ms;
+    if (rally__mock_parse(&rb->mock, cfg->mock, e) != RALLY_OK)
+        return e->code;
+    if (cfg->tracker[0] == '\0')
+        return RALLY_OK; /* no launcher: rank 0 of 1 */
+    rb->distributed = 1;
+    if (cfg->secret_file[0] == '\0')
+        return rally__fail(e, RALLY_ECONFIG,
+                           "rally_tracker is set but rally_secret_file is not; start workers "
+                           "with rally-run, or export what rally-tracker printed");
+    char thost[RALLY__HOST_MAX];
+    int tport, port;
+    if (rally__hostport_split(cfg->tracker, thost, sizeof thost, &tport, e) != RALLY_OK ||
+        rally__tcp_listen(is_loopback(thost) ? thost : "", 0, 128, &rb->listen_fd, &port, e) !=
+            RALLY_OK)
+        return e->code;
+    struct rally__tclient_opts o = {cfg->tracker, cfg->secret_file, cfg->task_id, port, host,
+                                    cfg->connect_timeout_ms};
+    if (rally__tclient_join(&rb->tc, &o, e) != RALLY_OK)
+        return e->code;
+    rb->rank = rb->tc.rank;
+    rb->world = rb->tc.world;
+    struct rally__comm *cm = &rb->comm;
+    rally__comm_init(cm, rb->rank, rb->world, e);
+    cm->timeout_ms = cfg->timeout_ms;
+    cm->ring_threshold = (size_t)cfg->ring_threshold_bytes;
+    cm->chunk = (size_t)cfg->chunk_bytes;
+    cm->abort_fd = rb->tc.fd;
+    cm->on_alarm = on_alarm;
+    cm->report = on_report;
+    cm->hook_arg = rb;
+    if (wire(rb) != RALLY_OK)
+        return e->code;
+    if (rally__tclient_ready(&rb->tc, rally__deadline(cfg->connect_timeout_ms), e) != RALLY_OK)
+        return e->code;
+    /* joined in a later epoch: this worker replaces one that died */
+    rb->recovering = rb->tc.epoch > 0;
+    return rally__tclient_heartbeat_start(&rb->tc, cfg->heartbeat_ms, e);
+}
+
+void rally__robust_free(struct rally__robust *rb)
+{
+    close_links(rb);
+    rally__comm_free(&rb->comm);
+    rally__tclient_close(&rb->tc);
+    if (rb->listen_fd >= 0)
+        close(rb->listen_fd);
+    for (int i = 0; i < rb->ncache; i++)
+        free(rb->cache[i].data - BUF_HEAD);
+    free(rb->cache);
+    for (int i = 0; i < rb->npool; i++)
+        free(rb->pool[i] - BUF_HEAD);
+    free(rb->pool);
+    free(rb->ckpt);
+    rally__mock_free(&rb->mock);
+}

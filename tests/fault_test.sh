@@ -1,0 +1,86 @@
+#!/bin/sh
+# fault_test.sh CASE RALLY_RUN PLAIN MOCK — failures that mock points alone
+# do not cover, each bounded in time, none leaving a process behind:
+#   kill9       kill -9 two workers (one after the other) mid-run: same digest
+#   sigstop     SIGSTOP a worker: heartbeats stop, it is fenced, killed and
+#               restarted; same digest
+#   diverge     a restarted worker calls a different collective: the job
+#               stops with an error naming both calls, no hang
+#   exhausted   a rank dies more often than --max-restarts: clear failure
+set -u
+case_=$1 run=$2 plain=$3 mock=$4
+here=$(dirname "$0")
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "fault_test $case_: $*"; cat "$tmp/out" 2>/dev/null | tail -40; exit 1; }
+
+baseline() { # size iters extra...
+    "$here/run_job.sh" 0 120 "$run" -n 4 "$plain" "$@" >"$tmp/plain" 2>&1 || fail "baseline failed"
+    grep -o 'model_digest=[0-9a-f]*' "$tmp/plain"
+}
+
+pid_of() { # rank: the newest pid line of that rank
+    grep "^\[$1\] pid $1 " "$tmp/out" | tail -n 1 | awk '{print $4}'
+}
+
+wait_for() { # pattern seconds
+    i=0
+    while ! grep -q "$1" "$tmp/out" 2>/dev/null; do
+        i=$((i + 1))
+        [ "$i" -gt $(($2 * 10)) ] && return 1
+        sleep 0.1
+    done
+}
+
+case $case_ in
+kill9)
+    want=$(baseline 2000 12 100)
+    RALLY_TEST_TAG="fault-$$" timeout -k 5 120 "$run" -n 4 "$plain" 2000 12 100 >"$tmp/out" 2>&1 &
+    job=$!
+    wait_for "^\[3\] pid 3 " 30 || fail "rank 3 never started"
+    sleep 0.4
+    kill -9 "$(pid_of 1)"
+    wait_for "recovered: epoch" 30 || fail "no recovery after the first kill"
+    sleep 0.3
+    kill -9 "$(pid_of 3)"
+    wait "$job" || fail "the job failed"
+    got=$(grep -o 'model_digest=[0-9a-f]*' "$tmp/out")
+    [ "$got" = "$want" ] || fail "digest $got, want $want"
+    grep -q "summary: deaths=2 " "$tmp/out" || fail "want deaths=2"
+    ;;
+sigstop)
+    want=$(baseline 2000 12 100)
+    RALLY_TEST_TAG="fault-$$" timeout -k 5 120 "$run" -n 4 --heartbeat-timeout-ms 1500 "$plain" \
+        2000 12 100 rally_heartbeat_ms=200 >"$tmp/out" 2>&1 &
+    job=$!
+    wait_for "^\[3\] pid 3 " 30 || fail "rank 3 never started"
+    sleep 0.4
+    stopped=$(pid_of 2)
+    kill -STOP "$stopped"
+    wait "$job" || fail "the job failed"
+    got=$(grep -o 'model_digest=[0-9a-f]*' "$tmp/out")
+    [ "$got" = "$want" ] || fail "digest $got, want $want"
+    grep -q "heartbeat" "$tmp/out" || fail "the stop was not blamed on missing heartbeats"
+    grep -q "summary: deaths=1 " "$tmp/out" || fail "want deaths=1"
+    kill -0 "$stopped" 2>/dev/null && fail "the stopped worker $stopped is still there"
+    ;;
+diverge)
+    GREP="diverged after its restart" "$here/run_job.sh" nonzero 120 "$run" -n 4 "$mock" 500 3 \
+        diverge rally_mock=2,1,2,0 >"$tmp/out" 2>&1 || fail "want a clean failure naming the divergence"
+    grep -q "^rally-run: .*diverged" "$tmp/out" || fail "rally-run did not say why"
+    ;;
+exhausted)
+    GREP="restart" "$here/run_job.sh" nonzero 120 "$run" -n 4 --max-restarts 1 "$mock" 500 3 \
+        rally_mock=1,1,2,0 rally_mock=1,1,2,1 >"$tmp/out" 2>&1 || fail "want a clean failure"
+    grep -q "summary: deaths=2 " "$tmp/out" || fail "want deaths=2"
+    ;;
+*)
+    fail "unknown case"
+    ;;
+esac
+# nothing of the job may be left
+sleep 0.3
+left=$(grep -l "RALLY_TEST_TAG=fault-$$" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3)
+[ -z "$left" ] || { kill -9 $left 2>/dev/null; fail "processes left behind: $left"; }
+grep "^rally-run:" "$tmp/out"
+echo "fault_test $case_: passed"

@@ -1,0 +1,187 @@
+/*
+ * recover.c — an iterative job for the recovery tests (the intent of rabit's
+ * model_recover, in our own code).
+ *
+ *   rally-run -n N recover [n] [iters] [diverge|sleep_ms] [rally_mock=...]
+ *
+ * Before load_checkpoint: a MAX allreduce of the ranks (must be N-1) and a
+ * SUM allreduce of order-sensitive doubles (data statistics).  Then, per
+ * iteration (one checkpoint version each), with seq numbers within the
+ * version:
+ *   seq 0          allreduce MAX of ints derived from the model (exact check)
+ *   seq 1..B       broadcasts from roots 0, s, 2s, ... (s = max(N/3, 1))
+ *   seq B+1        allreduce SUM of doubles spanning 2^-30..2^30 from the
+ *                  model, through a prepare callback (the model follows it)
+ *   seq B+2        allgatherv of a rank-dependent slice of the model
+ *   checkpoint     at seq B+3
+ * Every result is checked where it can be exactly; the model is the running
+ * double vector.  The last line is "result: model_digest=<hex> ..." with no
+ * timing; rank 0 prints it.  Each rank prints "pid <rank> <pid>" at start
+ * so tests can tell survivors (one line) from restarted ranks.
+ *
+ * "diverge": a restarted worker (load_checkpoint returned a version) makes
+ * its first MAX allreduce one element longer than the original run did —
+ * the recovery must stop the job with an error, not hang.  A number: sleep
+ * that many milliseconds per iteration (long enough to stop a worker).
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "model.h"
+#include "rally/rally.h"
+
+static rally_t *R;
+static int rank = -1, N;
+
+static void die(const char *what, int rc)
+{
+    fprintf(stderr, "recover: rank %d: %s failed: %s (%s)\n", rank, what, rally_errmsg(R),
+            rally_strstatus(rc));
+    exit(1);
+}
+
+#define CALL(expr, what)                                                                           \
+    do {                                                                                           \
+        int rc_ = (expr);                                                                          \
+        if (rc_ != RALLY_OK)                                                                       \
+            die(what, rc_);                                                                        \
+    } while (0)
+
+struct prep {
+    double *out;
+    const double *model;
+    size_t n;
+    uint64_t iter;
+    int calls;
+};
+
+static void prepare_sum(void *arg)
+{
+    struct prep *p = arg;
+    p->calls++;
+    for (size_t i = 0; i < p->n; i++) {
+        uint64_t h = model_mix(((uint64_t)rank << 40) ^ (p->iter << 20) ^ i);
+        double x = ldexp((double)(h >> 11) / 9007199254740992.0, (int)(h % 61) - 30);
+        p->out[i] = (h & 128 ? -x : x) + p->model[i] * 1e-3;
+    }
+}
+
+static uint64_t digest(const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    uint64_t h = 1469598103934665603u;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 1099511628211u;
+    return h;
+}
+
+int main(int argc, char **argv)
+{
+    CALL(rally_init(&R, &argc, &argv), "rally_init");
+    rank = rally_rank(R);
+    N = rally_world_size(R);
+    size_t n = argc > 1 ? strtoul(argv[1], NULL, 10) : 1000;
+    uint64_t iters = argc > 2 ? strtoull(argv[2], NULL, 10) : 3;
+    int diverge = argc > 3 && strcmp(argv[3], "diverge") == 0;
+    long sleep_ms = argc > 3 && !diverge ? strtol(argv[3], NULL, 10) : 0;
+    printf("pid %d %ld\n", rank, (long)getpid());
+    fflush(stdout);
+
+    /* data statistics, before load_checkpoint: recoverable, kept all job */
+    int mx = rank;
+    CALL(rally_allreduce(R, &mx, 1, RALLY_INT32, RALLY_MAX, NULL, NULL), "bootstrap max");
+    if (mx != N - 1) {
+        fprintf(stderr, "recover: bootstrap max %d, want %d\n", mx, N - 1);
+        return 1;
+    }
+    double stats[16];
+    for (int i = 0; i < 16; i++)
+        stats[i] = ldexp(1.0 + rank, (rank * 7 + i) % 40 - 20);
+    CALL(rally_allreduce(R, stats, 16, RALLY_DOUBLE, RALLY_SUM, NULL, NULL), "bootstrap sum");
+
+    double *model = calloc(n, sizeof *model);
+    void *saved = NULL;
+    uint64_t saved_n = 0, version = 0;
+    CALL(rally_load_checkpoint(R, &saved, &saved_n, NULL, NULL, &version), "load_checkpoint");
+    if (version == 0) {
+        for (size_t i = 0; i < n; i++)
+            model[i] = stats[i % 16];
+    } else {
+        if (saved_n != n * sizeof *model) {
+            fprintf(stderr, "recover: checkpoint has %" PRIu64 " bytes, want %zu\n", saved_n,
+                    n * sizeof *model);
+            return 1;
+        }
+        memcpy(model, saved, saved_n);
+        rally_free(saved);
+        printf("rank %d restarted at version %" PRIu64 "\n", rank, version);
+    }
+
+    int step = N / 3 > 1 ? N / 3 : 1;
+    double *sum = malloc(n * sizeof *sum);
+    int32_t *ints = malloc((n + 1) * sizeof *ints);
+    char *text = malloc(n + 1);
+    int prepare_calls = 0;
+    for (uint64_t it = version; it < iters; it++) {
+        if (sleep_ms > 0)
+            usleep((useconds_t)sleep_ms * 1000);
+        /* seq 0: MAX, exact */
+        for (size_t i = 0; i < n; i++)
+            ints[i] = (int32_t)((i * (size_t)(rank + 1)) % (it + 111)) + (int32_t)(model[i] > 0);
+        size_t count = n + (diverge && version > 0 && it == version);
+        CALL(rally_allreduce(R, ints, count, RALLY_INT32, RALLY_MAX, NULL, NULL), "max");
+        for (size_t i = 0; i < n; i++) {
+            int32_t want = -1;
+            for (int r = 0; r < N; r++) {
+                int32_t v = (int32_t)((i * (size_t)(r + 1)) % (it + 111)) + (int32_t)(model[i] > 0);
+                want = v > want ? v : want;
+            }
+            if (ints[i] != want) {
+                fprintf(stderr, "recover: max[%zu] = %d, want %d\n", i, ints[i], want);
+                return 1;
+            }
+        }
+        /* broadcasts */
+        for (int root = 0; root < N; root += step) {
+            for (size_t i = 0; i < n; i++)
+                text[i] = rank == root ? (char)(i % 126 + 1 + it) : 0;
+            CALL(rally_broadcast(R, text, n, root), "broadcast");
+            for (size_t i = 0; i < n; i++)
+                if (text[i] != (char)(i % 126 + 1 + it)) {
+                    fprintf(stderr, "recover: broadcast from %d wrong at %zu\n", root, i);
+                    return 1;
+                }
+        }
+        /* SUM through prepare: order-sensitive */
+        struct prep p = {sum, model, n, it, 0};
+        CALL(rally_allreduce(R, sum, n, RALLY_DOUBLE, RALLY_SUM, prepare_sum, &p), "sum");
+        prepare_calls += p.calls;
+        memcpy(model, sum, n * sizeof *model);
+        /* allgatherv of a slice */
+        size_t k = (size_t)(rank + 1) * n / (size_t)(N + 1);
+        void *all = NULL;
+        uint64_t *sizes = malloc((size_t)N * sizeof *sizes);
+        CALL(rally_allgatherv(R, model, k * sizeof *model, &all, sizes), "allgatherv");
+        size_t total = 0;
+        for (int r = 0; r < N; r++)
+            total += sizes[r];
+        for (size_t i = 0; i < total / sizeof(double) && i < n; i++)
+            model[i] += ((double *)all)[i] * 0x1p-40;
+        rally_free(all);
+        free(sizes);
+        CALL(rally_checkpoint(R, model, n * sizeof *model, NULL, 0), "checkpoint");
+    }
+    uint64_t d = digest(model, n * sizeof *model);
+    if (rank == 0)
+        printf("result: model_digest=%016" PRIx64 " version=%" PRIu64 "\n", d,
+               rally_checkpoint_version(R));
+    printf("rank %d prepare_calls=%d\n", rank, prepare_calls);
+    free(model);
+    free(sum);
+    free(ints);
+    free(text);
+    return rally_finalize(R) == RALLY_OK ? 0 : 1;
+}

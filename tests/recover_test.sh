@@ -1,0 +1,54 @@
+#!/bin/sh
+# recover_test.sh RALLY_RUN PLAIN MOCK N DEATHS [rally_mock=... | other args]...
+#
+# Runs the recover job once without failures (PLAIN, linked with librally)
+# and once with the given kill points (MOCK, linked with librally_mock), and
+# checks that
+#   - both runs succeed and print the same model digest (bit-identical);
+#   - rally-run's summary counts exactly DEATHS deaths, and a recovery for each;
+#   - every rank printed one "pid" line per incarnation: survivors kept their
+#     process (one line), a rank that died d times printed d + 1.
+# Each run is bounded in time; run_job.sh checks no process is left behind.
+set -u
+run=$1 plain=$2 mock=$3 n=$4 deaths=$5
+shift 5
+here=$(dirname "$0")
+size=${RECOVER_SIZE:-2000}
+iters=${RECOVER_ITERS:-3}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+"$here/run_job.sh" 0 120 "$run" -n "$n" "$plain" "$size" "$iters" >"$tmp/plain" 2>&1 || {
+    cat "$tmp/plain"; echo "recover_test: the failure-free run failed"; exit 1; }
+"$here/run_job.sh" 0 240 "$run" -n "$n" --max-restarts 4 "$mock" "$size" "$iters" "$@" \
+    >"$tmp/mock" 2>&1 || { cat "$tmp/mock"; echo "recover_test: the run with failures failed"; exit 1; }
+cat "$tmp/mock"
+
+d0=$(grep -o 'model_digest=[0-9a-f]*' "$tmp/plain")
+d1=$(grep -o 'model_digest=[0-9a-f]*' "$tmp/mock")
+fail=0
+if [ -z "$d0" ] || [ "$d0" != "$d1" ]; then
+    echo "recover_test: digests differ: without failures '$d0', with failures '$d1'"
+    fail=1
+fi
+summary=$(grep 'rally-run: summary:' "$tmp/mock")
+got=$(echo "$summary" | sed -n 's/.*summary: deaths=\([0-9]*\).*/\1/p')
+rec=$(echo "$summary" | sed -n 's/.*recovered=\([0-9]*\).*/\1/p')
+if [ "$got" != "$deaths" ] || [ "$rec" != "$deaths" ]; then
+    echo "recover_test: summary '$summary': want deaths=$deaths recovered=$deaths"
+    fail=1
+fi
+per=$(echo "$summary" | sed -n 's/.*per-rank-deaths=\([0-9:,]*\).*/\1/p')
+r=0
+while [ "$r" -lt "$n" ]; do
+    dr=$(echo "$per" | tr ',' '\n' | sed -n "s/^$r:\([0-9]*\)$/\1/p")
+    dr=${dr:-0}
+    lines=$(grep -c "^\[$r\] pid $r " "$tmp/mock")
+    if [ "$lines" -ne $((dr + 1)) ]; then
+        echo "recover_test: rank $r printed $lines pid lines after $dr deaths (want $((dr + 1)))"
+        fail=1
+    fi
+    r=$((r + 1))
+done
+[ "$fail" -eq 0 ] && echo "recover_test: passed ($d1, $deaths deaths)"
+exit $fail
