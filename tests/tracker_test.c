@@ -43,6 +43,7 @@ static struct fixture {
     pthread_mutex_t mu;
     char log[32768];
     char prints[4096];
+    int nprints;
     char dir[64], secret_path[128], addr[64];
     struct rally__secret s;
 } fx;
@@ -56,6 +57,7 @@ static void on_event(void *arg, const struct rally__tracker_event *ev)
 
 static void on_print(void *arg, int rank, const char *msg)
 {
+    fx.nprints++;
     size_t n = strlen(fx.prints);
     snprintf(fx.prints + n, sizeof fx.prints - n, "%d:%s\n", rank, msg);
 }
@@ -83,6 +85,7 @@ static void start(int world, int64_t startup_ms, int64_t handshake_ms)
     struct rally__err e = {0, ""};
     memset(fx.log, 0, sizeof fx.log);
     memset(fx.prints, 0, sizeof fx.prints);
+    fx.nprints = 0;
     snprintf(fx.dir, sizeof fx.dir, "/tmp/rally-tt-XXXXXX");
     assert_non_null(mkdtemp(fx.dir));
     snprintf(fx.secret_path, sizeof fx.secret_path, "%s/secret", fx.dir);
@@ -660,6 +663,378 @@ static void fake_tracker_is_rejected_by_join(void **state_)
     stop();
 }
 
+/* --- recovery ------------------------------------------------------------- */
+
+/* A blocking client call on its own thread. */
+enum { OP_JOIN, OP_READY, OP_REJOIN };
+struct op {
+    pthread_t th;
+    int kind;
+    const char *task;
+    struct rally__tclient *c;
+    struct rally__err e;
+    int rc;
+};
+
+/* docs/protocol.md: phase 2, version 3, q = 8 (user collective seq 7) */
+#define POS_V3_S7 ((UINT64_C(2) << 62) | (UINT64_C(3) << 32) | 8)
+
+static void *op_main(void *arg)
+{
+    struct op *o = arg;
+    if (o->kind == OP_JOIN)
+        o->rc = joinc(o->c, o->task, NULL, &o->e);
+    else if (o->kind == OP_READY)
+        o->rc = rally__tclient_ready(o->c, rally__deadline(WAIT_MS), &o->e);
+    else
+        o->rc = rally__tclient_rejoin(o->c, POS_V3_S7 - (o->c->rank == 0), 3,
+                                      rally__deadline(WAIT_MS), &o->e);
+    return NULL;
+}
+
+static void op_start(struct op *o, int kind, struct rally__tclient *c, const char *task)
+{
+    memset(o, 0, sizeof *o);
+    o->kind = kind;
+    o->c = c;
+    o->task = task;
+    assert_int_equal(pthread_create(&o->th, NULL, op_main, o), 0);
+}
+
+static int op_end(struct op *o)
+{
+    pthread_join(o->th, NULL);
+    if (o->rc != RALLY_OK)
+        print_message("op %d: %s\n", o->kind, o->e.msg);
+    return o->rc;
+}
+
+/* n clients join (task ids "0".."n-1") and pass READY/GO together. */
+static void job(struct rally__tclient *c, int n)
+{
+    static const char *ids[] = {"0", "1", "2", "3"};
+    struct op o[4];
+    for (int i = 0; i < n; i++)
+        op_start(&o[i], OP_JOIN, &c[i], ids[i]);
+    for (int i = 0; i < n; i++)
+        assert_int_equal(op_end(&o[i]), RALLY_OK);
+    for (int i = 0; i < n; i++)
+        op_start(&o[i], OP_READY, &c[i], NULL);
+    for (int i = 0; i < n; i++)
+        assert_int_equal(op_end(&o[i]), RALLY_OK);
+}
+
+/* Polls c's alarm line until check says something; returns that. */
+static int alarm_rc(struct rally__tclient *c, struct rally__err *e)
+{
+    int64_t deadline = rally__deadline(WAIT_MS);
+    for (;;) {
+        struct pollfd p = {.fd = c->fd, .events = POLLIN};
+        if (poll(&p, 1, rally__ms_left(deadline)) != 1)
+            return RALLY_ETIMEDOUT;
+        rally__err_clear(e);
+        int rc = rally__tclient_check(c, e);
+        if (rc != RALLY_OK)
+            return rc;
+    }
+}
+
+/* 1 when nothing arrives on c's alarm line within ms. */
+static int quiet(struct rally__tclient *c, int ms)
+{
+    struct pollfd p = {.fd = c->fd, .events = POLLIN};
+    return poll(&p, 1, ms) == 0;
+}
+
+static void recover_rank_drops_after_go(void **state_)
+{
+    start(3, 10000, 0);
+    struct rally__tclient c[3];
+    struct rally__err e = {0, ""};
+    job(c, 3);
+    assert_int_equal(c[0].epoch, 0); /* the job's first ASSIGN */
+    rally__tclient_close(&c[1]); /* rank 1 "crashes" */
+    for (int i = 0; i < 3; i += 2) {
+        assert_int_equal(alarm_rc(&c[i], &e), RALLY__ERESET);
+        assert_string_equal(e.msg, "the tracker ordered recovery (epoch 2): rank 1 "
+                                   "disconnected without finalizing");
+        assert_int_equal(c[i].reset_epoch, 2);
+    }
+    assert_true(logged(fx.log, "[7 1 1] rank 1 disconnected without finalizing"));
+    assert_int_equal(state(NULL), RALLY__TRACKER_RUNNING);
+    struct op o[3];
+    op_start(&o[0], OP_REJOIN, &c[0], NULL);
+    op_start(&o[2], OP_REJOIN, &c[2], NULL);
+    rally__sleep_ms(50);
+    op_start(&o[1], OP_JOIN, &c[1], "1"); /* the restarted rank 1 */
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(op_end(&o[i]), RALLY_OK);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(c[i].rank, i);
+        assert_int_equal(c[i].epoch, 2);
+        assert_int_equal(c[i].peers[1].incarnation, 2);
+        assert_int_equal(c[i].peers[0].incarnation, 1);
+    }
+    assert_int_equal(c[1].incarnation, 2);
+    assert_int_equal(c[0].incarnation, 1);
+    for (int i = 0; i < 3; i++)
+        op_start(&o[i], OP_READY, &c[i], NULL);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(op_end(&o[i]), RALLY_OK);
+    /* rank 2 stands at version 3 seq 7, rank 0 one step behind */
+    assert_true(logged(fx.log, "] epoch 2: job back in step "));
+    assert_true(logged(fx.log, "s after the failure; furthest survivor: version 3, seq 7 (rank 2, "
+                               "checkpoint version 3)"));
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(rally__tclient_shutdown(&c[i], rally__deadline(WAIT_MS), &e), RALLY_OK);
+    assert_int_equal(state(NULL), RALLY__TRACKER_DONE);
+    for (int i = 0; i < 3; i++)
+        rally__tclient_close(&c[i]);
+    stop();
+}
+
+static void recover_failure_during_assembly_starts_next_epoch(void **state_)
+{
+    start(3, 10000, 0);
+    struct rally__tclient c[3];
+    struct rally__err e = {0, ""};
+    job(c, 3);
+    rally__tclient_close(&c[2]);
+    assert_int_equal(alarm_rc(&c[0], &e), RALLY__ERESET);
+    struct op o[3];
+    op_start(&o[0], OP_REJOIN, &c[0], NULL); /* rank 0 rejoins epoch 2 ... */
+    assert_true(logged(fx.log, "epoch 2: rank 2 disconnected"));
+    rally__sleep_ms(50);
+    rally__tclient_close(&c[1]); /* ... and rank 1 dies before it rejoined */
+    assert_true(logged(fx.log, "epoch 3: rank 1 disconnected without finalizing"));
+    op_start(&o[1], OP_JOIN, &c[1], "1");
+    op_start(&o[2], OP_JOIN, &c[2], "2");
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(op_end(&o[i]), RALLY_OK);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(c[i].epoch, 3);
+        assert_int_equal(c[i].peers[1].incarnation, 2);
+        assert_int_equal(c[i].peers[2].incarnation, 2);
+    }
+    assert_int_equal(c[0].reset_epoch, 3); /* it re-sent REJOIN for epoch 3 */
+    for (int i = 0; i < 3; i++)
+        op_start(&o[i], OP_READY, &c[i], NULL);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(op_end(&o[i]), RALLY_OK);
+    assert_true(logged(fx.log, "epoch 3: job back in step"));
+    for (int i = 0; i < 3; i++)
+        rally__tclient_close(&c[i]);
+    stop();
+}
+
+static void recover_stale_incarnation_is_replaced(void **state_)
+{
+    start(2, 10000, 0);
+    struct rally__tclient c[2], again;
+    struct rally__err e = {0, ""};
+    job(c, 2);
+    struct op o[2]; /* rank 1 hangs; its launcher starts another one */
+    op_start(&o[1], OP_JOIN, &again, "1");
+    assert_int_equal(alarm_rc(&c[1], &e), RALLY_EPEER); /* fenced: the tracker closed it */
+    assert_true(logged(fx.log, "[7 1 1] rank 1 replaced by a new incarnation"));
+    assert_int_equal(alarm_rc(&c[0], &e), RALLY__ERESET);
+    op_start(&o[0], OP_REJOIN, &c[0], NULL);
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(op_end(&o[i]), RALLY_OK);
+    assert_int_equal(again.incarnation, 2);
+    assert_int_equal(again.rank, 1);
+    assert_int_equal(c[0].peers[1].incarnation, 2);
+    rally__tclient_close(&again);
+    rally__tclient_close(&c[0]);
+    rally__tclient_close(&c[1]);
+    stop();
+}
+
+static void recover_heartbeat_silence_fails_the_rank(void **state_)
+{
+    start(2, 10000, 0);
+    pthread_mutex_lock(&fx.mu);
+    rally__tracker_set_heartbeat_timeout(fx.t, 400);
+    pthread_mutex_unlock(&fx.mu);
+    struct rally__tclient c[2];
+    struct rally__err e = {0, ""};
+    job(c, 2);
+    assert_int_equal(rally__tclient_heartbeat_start(&c[1], 50, &e), RALLY_OK);
+    rally__sleep_ms(600); /* beats keep rank 1 alive; rank 0 never beat: not watched */
+    assert_int_equal(state(NULL), RALLY__TRACKER_RUNNING);
+    assert_true(quiet(&c[0], 0));
+    int64_t t0 = rally__now_ms();
+    rally__tclient_heartbeat_stop(&c[1]); /* rank 1 hangs */
+    assert_int_equal(alarm_rc(&c[0], &e), RALLY__ERESET);
+    assert_true(rally__now_ms() - t0 >= 300);
+    assert_non_null(strstr(e.msg, "rank 1 sent no heartbeat for "));
+    assert_true(logged(fx.log, "[7 1 1] rank 1 sent no heartbeat for "));
+    assert_int_equal(alarm_rc(&c[1], &e), RALLY_EPEER);
+    rally__tclient_close(&c[0]);
+    rally__tclient_close(&c[1]);
+    stop();
+}
+
+static void recover_link_failed_resets_without_fencing(void **state_)
+{
+    start(2, 10000, 0);
+    struct rally__tclient c[2];
+    struct rally__err e = {0, ""};
+    job(c, 2);
+    rally__tclient_link_failed(&c[0], "rank 1 stalled for 1000 ms");
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(alarm_rc(&c[i], &e), RALLY__ERESET);
+        assert_string_equal(e.msg, "the tracker ordered recovery (epoch 2): rank 0 reported: "
+                                   "rank 1 stalled for 1000 ms");
+    }
+    struct op o[2];
+    for (int i = 0; i < 2; i++)
+        op_start(&o[i], OP_REJOIN, &c[i], NULL);
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(op_end(&o[i]), RALLY_OK);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(c[i].epoch, 2);
+        assert_int_equal(c[i].incarnation, 1); /* nobody was fenced */
+        assert_int_equal(c[i].peers[1 - i].incarnation, 1);
+    }
+    for (int i = 0; i < 2; i++)
+        op_start(&o[i], OP_READY, &c[i], NULL);
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(op_end(&o[i]), RALLY_OK);
+    pthread_mutex_lock(&fx.mu);
+    assert_null(strstr(fx.log, "[7 "));
+    pthread_mutex_unlock(&fx.mu);
+    /* a report about an epoch that is over changes nothing */
+    c[1].epoch = 1;
+    rally__tclient_link_failed(&c[1], "old news");
+    c[1].epoch = 2;
+    assert_true(logged(fx.log, "ignoring rank 1's report for epoch 1 (now 2): old news"));
+    assert_true(quiet(&c[0], 200));
+    assert_true(quiet(&c[1], 0));
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(rally__tclient_shutdown(&c[i], rally__deadline(WAIT_MS), &e), RALLY_OK);
+    assert_int_equal(state(NULL), RALLY__TRACKER_DONE);
+    rally__tclient_close(&c[0]);
+    rally__tclient_close(&c[1]);
+    stop();
+}
+
+static void recover_launcher_reports_death(void **state_)
+{
+    start(2, 10000, 0);
+    struct rally__tclient c[2];
+    struct rally__err e = {0, ""};
+    job(c, 2);
+    pthread_mutex_lock(&fx.mu);
+    assert_int_equal(rally__tracker_recoverable(fx.t), 1);
+    rally__tracker_rank_died(fx.t, 1, "killed by signal 9");
+    assert_int_equal(rally__tracker_epoch(fx.t), 2);
+    rally__tracker_rank_died(fx.t, 1, "killed by signal 9"); /* known: nothing more */
+    assert_int_equal(rally__tracker_epoch(fx.t), 2);
+    pthread_mutex_unlock(&fx.mu);
+    assert_true(logged(fx.log, "[7 1 1] the launcher reported rank 1 dead: killed by signal 9"));
+    assert_int_equal(alarm_rc(&c[1], &e), RALLY_EPEER);
+    assert_int_equal(alarm_rc(&c[0], &e), RALLY__ERESET);
+    rally__tclient_close(&c[0]);
+    rally__tclient_close(&c[1]);
+    stop();
+}
+
+static void recover_not_after_a_rank_finalized(void **state_)
+{
+    start(2, 10000, 0);
+    struct rally__tclient c[2];
+    struct rally__err e = {0, ""};
+    job(c, 2);
+    assert_int_equal(rally__tclient_shutdown(&c[0], rally__deadline(WAIT_MS), &e), RALLY_OK);
+    rally__tclient_close(&c[1]);
+    const char *s;
+    int64_t deadline = rally__deadline(WAIT_MS);
+    while (state(&s) == RALLY__TRACKER_RUNNING && rally__ms_left(deadline) > 0)
+        rally__sleep_ms(10);
+    assert_int_equal(state(&s), RALLY__TRACKER_FAILED);
+    assert_string_equal(s, "rank 1 disconnected without finalizing (did it crash?)");
+    rally__tclient_close(&c[0]);
+    stop();
+}
+
+static void recover_off_keeps_failures_fatal(void **state_)
+{
+    start(2, 10000, 0);
+    pthread_mutex_lock(&fx.mu);
+    rally__tracker_set_recovery(fx.t, 0);
+    pthread_mutex_unlock(&fx.mu);
+    struct rally__tclient c[2];
+    struct rally__err e = {0, ""};
+    job(c, 2);
+    rally__tclient_close(&c[1]);
+    assert_int_equal(alarm_rc(&c[0], &e), RALLY_EPEER);
+    assert_string_equal(e.msg, "rank 1 disconnected without finalizing (did it crash?)");
+    rally__tclient_close(&c[0]);
+    stop();
+}
+
+static void recover_malformed_rejoin_is_fatal(void **state_)
+{
+    start(2, 10000, 0);
+    struct rally__tclient c[2];
+    struct rally__err e = {0, ""};
+    job(c, 2);
+    unsigned char b[15] = {2};
+    raw_send(c[0].fd, RALLY__T_REJOIN, b, sizeof b); /* one byte short */
+    assert_int_equal(alarm_rc(&c[1], &e), RALLY_EPROTO);
+    assert_non_null(strstr(e.msg, "malformed REJOIN (15 bytes)"));
+    rally__tclient_close(&c[0]);
+    rally__tclient_close(&c[1]);
+    stop();
+}
+
+/* The heartbeat thread and the caller share the socket: no frame may tear. */
+static void heartbeat_thread_and_caller_send_together(void **state_)
+{
+    start(1, 10000, 0);
+    pthread_mutex_lock(&fx.mu);
+    rally__tracker_set_heartbeat_timeout(fx.t, 5000);
+    pthread_mutex_unlock(&fx.mu);
+    struct rally__tclient c;
+    struct rally__err e = {0, ""};
+    assert_int_equal(joinc(&c, "0", NULL, &e), RALLY_OK);
+    assert_int_equal(rally__tclient_heartbeat_start(&c, 1, &e), RALLY_OK);
+    assert_int_equal(rally__tclient_heartbeat_start(&c, 1, &e), RALLY_OK); /* harmless */
+    assert_int_equal(rally__tclient_ready(&c, rally__deadline(WAIT_MS), &e), RALLY_OK);
+    char msg[200];
+    for (int i = 0; i < 3000; i++) {
+        snprintf(msg, sizeof msg, "print %d %0*d", i, i % 150, 0);
+        assert_int_equal(rally__tclient_print(&c, msg, &e), RALLY_OK);
+    }
+    rally__tclient_heartbeat_stop(&c);
+    rally__tclient_heartbeat_stop(&c); /* harmless */
+    assert_int_equal(rally__tclient_heartbeat_start(&c, 2, &e), RALLY_OK);
+    rally__sleep_ms(20);
+    assert_int_equal(rally__tclient_shutdown(&c, rally__deadline(WAIT_MS), &e), RALLY_OK);
+    assert_int_equal(state(NULL), RALLY__TRACKER_DONE);
+    pthread_mutex_lock(&fx.mu);
+    assert_int_equal(fx.nprints, 3000);
+    pthread_mutex_unlock(&fx.mu);
+    rally__tclient_close(&c); /* stops the second thread */
+    stop();
+}
+
+static void position_words(void **state_)
+{
+    char s[64];
+    rally__tracker_position_str(5, s, sizeof s);
+    assert_string_equal(s, "bootstrap op 5");
+    rally__tracker_position_str(UINT64_C(1) << 62, s, sizeof s);
+    assert_string_equal(s, "in load_checkpoint");
+    rally__tracker_position_str(POS_V3_S7, s, sizeof s);
+    assert_string_equal(s, "version 3, seq 7");
+    rally__tracker_position_str((UINT64_C(2) << 62) | (UINT64_C(9) << 32), s, sizeof s);
+    assert_string_equal(s, "version 9, checkpoint");
+    rally__tracker_position_str(UINT64_C(3) << 62, s, sizeof s);
+    assert_string_equal(s, "in finalize");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -675,6 +1050,17 @@ int main(void)
         cmocka_unit_test(startup_timeout_names_missing_workers),
         cmocka_unit_test(startup_timeout_names_unready_ranks),
         cmocka_unit_test(fake_tracker_is_rejected_by_join),
+        cmocka_unit_test(recover_rank_drops_after_go),
+        cmocka_unit_test(recover_failure_during_assembly_starts_next_epoch),
+        cmocka_unit_test(recover_stale_incarnation_is_replaced),
+        cmocka_unit_test(recover_heartbeat_silence_fails_the_rank),
+        cmocka_unit_test(recover_link_failed_resets_without_fencing),
+        cmocka_unit_test(recover_launcher_reports_death),
+        cmocka_unit_test(recover_not_after_a_rank_finalized),
+        cmocka_unit_test(recover_off_keeps_failures_fatal),
+        cmocka_unit_test(recover_malformed_rejoin_is_fatal),
+        cmocka_unit_test(heartbeat_thread_and_caller_send_together),
+        cmocka_unit_test(position_words),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -421,10 +421,16 @@ static void reap(struct run *r)
             snprintf(cause, sizeof cause, "exited 0 without rally_finalize");
         k->fence_killed = 0;
         k->fenced[0] = '\0';
-        if (r->first < 0 && !r->stop_sig &&
-            rally__tracker_state(r->t, NULL, NULL) == RALLY__TRACKER_RUNNING) {
+        int frank, tst = rally__tracker_state(r->t, NULL, &frank);
+        if (r->first < 0 && !r->stop_sig && tst == RALLY__TRACKER_RUNNING) {
             died(r, k, cause);
         } else {
+            /* Counted when its loss failed the job (the tracker saw it first),
+             * not when it left after the job had failed. */
+            if (tst == RALLY__TRACKER_FAILED && frank == k->rank && !r->stop_sig && !k->failed) {
+                r->ndeaths++;
+                k->deaths++;
+            }
             k->failed = 1;
             why_of(k, cause);
         }

@@ -106,6 +106,7 @@ int main(int argc, char **argv)
                 rally__tclient_heartbeat_stop(&t);
                 sleep(60);
             }
+            rally__tclient_close(&t);
             return atoi(argv[4]);
         }
     } else if (recover && t.epoch == 0 && await_reset(&t, &e) != RALLY_OK) {
