@@ -217,3 +217,4 @@ done
 # --- table -------------------------------------------------------------------
 print_table "$RESULTS"
 echo "raw results (peer N bytes reps median_us min_us max_us): $RESULTS"
+"$(dirname "$0")/robust.sh" "$BUILD"

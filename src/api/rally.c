@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "api/api.h"
 #include "coll/coll.h"
 #include "robust/robust.h"
 #include "util/config.h"
@@ -27,6 +28,11 @@ struct rally {
     struct rally__reducer reducers[NREDUCERS];
     char host[RALLY__HOST_MAX];
 };
+
+struct rally__robust *rally__api_robust(rally_t *r)
+{
+    return &r->rb;
+}
 
 int rally_init(rally_t **out, int *argc, char ***argv)
 {

@@ -1,0 +1,66 @@
+/*
+ * bench_recovery.c — how long a job stands still when a worker dies.
+ *
+ *   rally-run -n N bench_recovery MODEL_BYTES ITERS rally_mock=1,K,0,0
+ *
+ * (linked with librally_mock).  Each iteration: a 1 MiB float allreduce, then
+ * a checkpoint of a MODEL_BYTES global model.  Rank 1 dies on entering
+ * iteration K's allreduce; the launcher restarts it, it loads the checkpoint
+ * from the survivors and the job goes on.  Per-iteration wall times are
+ * MAX-reduced over ranks; the iteration with the failure minus the median of
+ * the others is the time from the kill to the job back in step, printed by
+ * rank 0 as "RECOVERY <model_bytes> <seconds> <median_iteration_seconds>".
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench_common.h"
+#include "rally/rally.h"
+
+static int cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv)
+{
+    rally_t *r;
+    if (rally_init(&r, &argc, &argv) != RALLY_OK || argc < 3) {
+        fprintf(stderr, "bench_recovery: %s\n", argc < 3 ? "usage" : rally_errmsg(r));
+        return 1;
+    }
+    size_t model_nbytes = strtoull(argv[1], NULL, 10);
+    int iters = atoi(argv[2]);
+    unsigned char *model = calloc(model_nbytes ? model_nbytes : 1, 1);
+    float *v = calloc(1 << 18, sizeof *v);
+    double *t = calloc((size_t)iters, sizeof *t);
+    void *saved = NULL;
+    uint64_t saved_n = 0, version = 0;
+    if (rally_load_checkpoint(r, &saved, &saved_n, NULL, NULL, &version) != RALLY_OK)
+        return 1;
+    if (version > 0) { /* restarted: carry the times measured before */
+        memcpy(model, saved, saved_n < model_nbytes ? saved_n : model_nbytes);
+        memcpy(t, saved, (size_t)iters * sizeof *t);
+        rally_free(saved);
+    }
+    for (int it = (int)version; it < iters; it++) {
+        double t0 = bench_now_us();
+        if (rally_allreduce(r, v, 1 << 18, RALLY_FLOAT, RALLY_SUM, NULL, NULL) != RALLY_OK)
+            return 1;
+        memcpy(model, t, (size_t)iters * sizeof *t < model_nbytes ? (size_t)iters * sizeof *t : 0);
+        if (rally_checkpoint(r, model, model_nbytes, NULL, 0) != RALLY_OK)
+            return 1;
+        t[it] = (bench_now_us() - t0) / 1e6;
+    }
+    rally_allreduce(r, t, (size_t)iters, RALLY_DOUBLE, RALLY_MAX, NULL, NULL);
+    double worst = 0, *s = malloc((size_t)iters * sizeof *s);
+    memcpy(s, t, (size_t)iters * sizeof *t);
+    qsort(s, (size_t)iters, sizeof *s, cmp);
+    for (int i = 0; i < iters; i++)
+        worst = t[i] > worst ? t[i] : worst;
+    if (rally_rank(r) == 0)
+        printf("RECOVERY %zu %.3f %.4f\n", model_nbytes, worst - s[iters / 2], s[iters / 2]);
+    return rally_finalize(r) == RALLY_OK ? 0 : 1;
+}

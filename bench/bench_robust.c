@@ -1,0 +1,85 @@
+/*
+ * bench_robust.c — what fault tolerance costs: the same float32 sum through
+ * the public (robust) allreduce and through the plain collective underneath
+ * it (src/coll, no copies, no cache), interleaved rep by rep.
+ *
+ *   rally-run -n N bench_robust BYTES:REPS [BYTES:REPS ...]
+ *
+ * Each rep: a barrier, the timed call, and (untimed) a rally_checkpoint of an
+ * empty model, as an iterative job would take, so the result cache is
+ * dropped and its buffers reused.  Per-rep times are MAX-reduced over ranks;
+ * rank 0 prints "ROBUST <bytes> <reps> <plain_median_us> <robust_median_us>".
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api.h"
+#include "bench_common.h"
+#include "coll/coll.h"
+
+static int cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv)
+{
+    rally_t *r;
+    if (rally_init(&r, &argc, &argv) != RALLY_OK) {
+        fprintf(stderr, "bench_robust: %s\n", rally_errmsg(r));
+        return 1;
+    }
+    struct rally__robust *rb = rally__api_robust(r);
+    bench_spec spec[BENCH_MAX_SPECS];
+    int nspec = bench_parse(argc, argv, 1, spec, BENCH_MAX_SPECS);
+    if (nspec <= 0) {
+        fprintf(stderr, "usage: bench_robust BYTES:REPS ...\n");
+        return 2;
+    }
+    struct rally__reducer rd;
+    rally__reducer_builtin(&rd, RALLY_FLOAT, RALLY_SUM);
+    for (int s = 0; s < nspec; s++) {
+        size_t count = spec[s].bytes / sizeof(float);
+        int reps = spec[s].reps;
+        float *buf = calloc(count ? count : 1, sizeof(float));
+        double *t = calloc(2 * (size_t)reps, sizeof *t), token = 0;
+        for (int i = -2; i < reps; i++) {
+            for (int robust = 0; robust < 2; robust++) {
+                rally_allreduce(r, &token, 1, RALLY_DOUBLE, RALLY_SUM, NULL, NULL);
+                double t0 = bench_now_us();
+                int rc;
+                if (robust) {
+                    rc = rally_allreduce(r, buf, count, RALLY_FLOAT, RALLY_SUM, NULL, NULL);
+                } else {
+                    struct rally__sig sig = {RALLY__C_ALLREDUCE, RALLY_FLOAT, RALLY_SUM, -1, count, 0};
+                    rc = rally__allreduce(&rb->comm, buf, count, &rd, &sig);
+                }
+                double t1 = bench_now_us();
+                if (rc != RALLY_OK || rally_checkpoint(r, NULL, 0, NULL, 0) != RALLY_OK) {
+                    fprintf(stderr, "bench_robust: %s\n", rally_errmsg(r));
+                    return 1;
+                }
+                if (i >= 0)
+                    t[2 * i + robust] = t1 - t0;
+            }
+        }
+        rally_allreduce(r, t, 2 * (size_t)reps, RALLY_DOUBLE, RALLY_MAX, NULL, NULL);
+        double *p = malloc((size_t)reps * sizeof *p), *q = malloc((size_t)reps * sizeof *q);
+        for (int i = 0; i < reps; i++) {
+            p[i] = t[2 * i];
+            q[i] = t[2 * i + 1];
+        }
+        qsort(p, (size_t)reps, sizeof *p, cmp);
+        qsort(q, (size_t)reps, sizeof *q, cmp);
+        if (rally_rank(r) == 0)
+            printf("ROBUST %zu %d %.3f %.3f\n", spec[s].bytes, reps, p[reps / 2], q[reps / 2]);
+        fflush(stdout);
+        free(p);
+        free(q);
+        free(buf);
+        free(t);
+    }
+    return rally_finalize(r) == RALLY_OK ? 0 : 1;
+}

@@ -1,0 +1,32 @@
+#!/bin/sh
+# bench/robust.sh <builddir> — what fault tolerance costs, and how long a
+# recovery takes (called by bench/run.sh; runs alone too).
+#   1. robust vs plain allreduce (float32 sum), interleaved rep by rep in one
+#      job: the public call (result cached for recovery) against the plain
+#      collective under it; median of the reps, max over ranks per rep.
+#   2. time from a kill to the job back in step: rank 1 dies (mock) on
+#      entering an iteration; the iteration's time minus the median
+#      iteration, max over ranks, for 1 MiB and 100 MiB global models.
+set -e
+build=${1:-build}
+NS=${BENCH_NS:-"2 4 8"}
+run="$build/rally-run"
+
+echo
+echo "robust vs plain allreduce (float32 sum; median us; overhead = robust / plain - 1)"
+printf '%-3s %10s %12s %12s %9s\n' N bytes plain_us robust_us overhead
+for n in $NS; do
+    "$run" -n "$n" "$build/bench/bench_robust" 8:300 1048576:30 16777216:9 67108864:5 2>&1 |
+        awk -v n="$n" '$2 == "ROBUST" { printf "%-3s %10s %12.1f %12.1f %8.1f%%\n",
+            n, $3, $5, $6, ($6 / $5 - 1) * 100 }'
+done
+
+echo
+echo "recovery: time from a kill to the job back in step (rank 1 dies, restarts, catches up)"
+printf '%-3s %12s %12s %16s\n' N model_bytes recovery_s iteration_s
+for n in 4 8; do
+    for m in 1048576 104857600; do
+        "$run" -n "$n" --max-restarts 2 "$build/bench/bench_recovery" "$m" 8 rally_mock=1,4,0,0 2>&1 |
+            awk -v n="$n" '$2 == "RECOVERY" { printf "%-3s %12s %12.3f %16.4f\n", n, $3, $4, $5 }'
+    done
+done
