@@ -19,7 +19,7 @@
  * one descriptor for a while, never the job.  The protocol is in proto.h and
  * docs/protocol.md.  Single-threaded: call everything from the loop's thread.
  *
- * Recovery (docs/protocol.md, section 5).  Until the first GO every failure
+ * Recovery (docs/protocol.md, section 4).  Until the first GO every failure
  * is the job's (ABORT to all, TRACKER_FAILED).  After it, a registered
  * worker's failure (its connection drops, its heartbeats stop, the owner
  * reports it dead with rally__tracker_rank_died, or a worker reports a broken
