@@ -7,6 +7,10 @@
 #   diverge     a restarted worker calls a different collective: the job
 #               stops with an error naming both calls, no hang
 #   exhausted   a rank dies more often than --max-restarts: clear failure
+#   stalled     a worker's links carry nothing for 3 s while it lives (stopped
+#               for less than the heartbeat timeout): the stalled collectives
+#               time out (rally_timeout_ms), a worker reports the link, the
+#               tracker re-wires the job, nobody dies, the model is the same
 set -u
 case_=$1 run=$2 plain=$3 mock=$4
 here=$(dirname "$0")
@@ -73,6 +77,28 @@ exhausted)
     GREP="restart" "$here/run_job.sh" nonzero 120 "$run" -n 4 --max-restarts 1 "$mock" 500 3 \
         rally_mock=1,1,2,0 rally_mock=1,1,2,1 >"$tmp/out" 2>&1 || fail "want a clean failure"
     grep -q "summary: deaths=2 " "$tmp/out" || fail "want deaths=2"
+    ;;
+stalled)
+    # A link that carries nothing while both ends live.  (A true packet drop
+    # needs netfilter or traffic-control modules this kind of machine lacks;
+    # a worker stopped for less than the heartbeat timeout stalls its links
+    # the same way while its heartbeats only pause.)
+    want=$(baseline 20000 30 30)
+    RALLY_TEST_TAG="fault-$$" timeout -k 5 120 "$run" -n 4 --heartbeat-timeout-ms 20000 "$plain" \
+        20000 30 30 rally_timeout_ms=1000 >"$tmp/out" 2>&1 &
+    job=$!
+    wait_for "^\[3\] pid 3 " 30 || fail "rank 3 never started"
+    sleep 0.3
+    pid=$(pid_of 1)
+    kill -STOP "$pid"
+    sleep 3
+    kill -CONT "$pid"
+    wait "$job" || fail "the job failed"
+    got=$(grep -o 'model_digest=[0-9a-f]*' "$tmp/out")
+    [ "$got" = "$want" ] || fail "digest $got, want $want"
+    grep -q "made no progress" "$tmp/out" || fail "no worker reported the stalled link"
+    grep -q "recovered: epoch" "$tmp/out" || fail "the job was not re-wired"
+    grep -q "summary: deaths=0 " "$tmp/out" || fail "want deaths=0"
     ;;
 *)
     fail "unknown case"

@@ -1,5 +1,7 @@
 #!/bin/sh
 # recover_test.sh RALLY_RUN PLAIN MOCK N DEATHS [rally_mock=... | other args]...
+# (rally_mock= arguments go to the run with failures only, the others to
+# both; EXPECT=pattern, when set, must appear in the output with failures)
 #
 # Runs the recover job once without failures (PLAIN, linked with librally)
 # and once with the given kill points (MOCK, linked with librally_mock), and
@@ -13,14 +15,23 @@ set -u
 run=$1 plain=$2 mock=$3 n=$4 deaths=$5
 shift 5
 here=$(dirname "$0")
+points="" common=""
+for a in "$@"; do
+    case $a in
+    rally_mock=*) points="$points $a" ;;
+    *) common="$common $a" ;;
+    esac
+done
 size=${RECOVER_SIZE:-2000}
 iters=${RECOVER_ITERS:-3}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-"$here/run_job.sh" 0 120 "$run" -n "$n" "$plain" "$size" "$iters" >"$tmp/plain" 2>&1 || {
+# shellcheck disable=SC2086 # the argument lists split on purpose
+"$here/run_job.sh" 0 120 "$run" -n "$n" "$plain" "$size" "$iters" $common >"$tmp/plain" 2>&1 || {
     cat "$tmp/plain"; echo "recover_test: the failure-free run failed"; exit 1; }
-"$here/run_job.sh" 0 240 "$run" -n "$n" --max-restarts 4 "$mock" "$size" "$iters" "$@" \
+# shellcheck disable=SC2086
+"$here/run_job.sh" 0 240 "$run" -n "$n" --max-restarts 4 "$mock" "$size" "$iters" $common $points \
     >"$tmp/mock" 2>&1 || { cat "$tmp/mock"; echo "recover_test: the run with failures failed"; exit 1; }
 cat "$tmp/mock"
 
@@ -50,5 +61,9 @@ while [ "$r" -lt "$n" ]; do
     fi
     r=$((r + 1))
 done
+if [ -n "${EXPECT:-}" ] && ! grep -qF -- "$EXPECT" "$tmp/mock"; then
+    echo "recover_test: the output lacks '$EXPECT'"
+    fail=1
+fi
 [ "$fail" -eq 0 ] && echo "recover_test: passed ($d1, $deaths deaths)"
 exit $fail

@@ -282,7 +282,9 @@ static int reset(struct rally__robust *rb, int cause, uint64_t key)
         }
         close_links(rb);
         rally__err_clear(rb->err);
-        int64_t deadline = rally__deadline(rb->cfg->timeout_ms);
+        /* The tracker bounds an epoch's assembly and aborts the job past it;
+         * this worker only needs a backstop beyond that. */
+        int64_t deadline = rally__deadline(rb->cfg->connect_timeout_ms + rb->cfg->timeout_ms);
         if ((rc = rally__tclient_rejoin(&rb->tc, key, (uint32_t)rb->version, deadline, rb->err)) !=
             RALLY_OK) {
             rb->fatal = rc;
