@@ -1,0 +1,11 @@
+# Tests of examples/kmeans (rally-kmeans); include()d from tests/CMakeLists.txt.
+# Each case is one tests/kmeans_test.sh run (its header says what each pins);
+# every job in it is bounded in time and must leave no process behind.  The
+# scikit-learn reference needs Debian's python3-sklearn (scripts/deps.sh).
+set(RALLY_KMEANS_CASES help sklearn nagree mock_allreduce mock_checkpoint mock_init kill9
+    malformed)
+foreach(c ${RALLY_KMEANS_CASES})
+  add_test(NAME kmeans_${c}
+           COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/kmeans_test.sh ${c} ${CMAKE_BINARY_DIR})
+  set_tests_properties(kmeans_${c} PROPERTIES TIMEOUT 300 LABELS "quick;kmeans")
+endforeach()
