@@ -2,7 +2,7 @@
 # Installs the Debian packages the build and tests need, when missing.
 # Runs apt-get as root (or through sudo); prints nothing when all is there.
 set -e
-need="cmake make gcc clang pkg-config libsodium-dev libcmocka-dev python3"
+need="cmake make gcc clang pkg-config libsodium-dev libcmocka-dev python3 python3-numpy python3-sklearn"
 [ -n "$RALLY_DEPS_EXTRA" ] && need="$need $RALLY_DEPS_EXTRA"
 missing=""
 for p in $need; do
