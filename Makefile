@@ -1,4 +1,4 @@
-# A thin front for CMake.  `make run` builds and runs the demo; `make test`
+# A thin front for CMake.  `make run` builds and runs the k-means demo; `make test`
 # builds and runs every test; both install what they need first (Debian).
 BUILD ?= build
 JOBS ?= $(shell nproc)
@@ -16,7 +16,7 @@ build: deps
 	@cmake --build $(BUILD) -j $(JOBS) -- --no-print-directory
 
 run: build
-	@examples/demo/run.sh $(BUILD)
+	@examples/kmeans/run.sh $(BUILD)
 
 test: build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 600
