@@ -218,3 +218,5 @@ done
 print_table "$RESULTS"
 echo "raw results (peer N bytes reps median_us min_us max_us): $RESULTS"
 "$(dirname "$0")/robust.sh" "$BUILD"
+# k-means beside scikit-learn (bench/kmeans.sh; BENCH_KMEANS=0 skips it)
+[ "${BENCH_KMEANS:-1}" = 0 ] || "$(dirname "$0")/kmeans.sh" "$BUILD"
