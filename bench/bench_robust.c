@@ -54,7 +54,7 @@ int main(int argc, char **argv)
                     rc = rally_allreduce(r, buf, count, RALLY_FLOAT, RALLY_SUM, NULL, NULL);
                 } else {
                     struct rally__sig sig = {RALLY__C_ALLREDUCE, RALLY_FLOAT, RALLY_SUM, -1, count, 0};
-                    rc = rally__allreduce(&rb->comm, buf, count, &rd, &sig);
+                    rc = rally__allreduce(&rb->comm, buf, buf, count, &rd, &sig);
                 }
                 double t1 = bench_now_us();
                 if (rc != RALLY_OK || rally_checkpoint(r, NULL, 0, NULL, 0) != RALLY_OK) {

@@ -202,7 +202,7 @@ static void on_print(void *arg, int rank, const char *msg)
 static void on_event(void *arg, const struct rally__tracker_event *ev)
 {
     struct run *r = arg;
-    if (ev->kind == RALLY__TEV_LOG)
+    if (ev->kind == RALLY__TEV_LOG || ev->kind == RALLY__TEV_PROGRESS)
         fprintf(stderr, "rally-run: tracker: %s\n", ev->text);
     else if (ev->kind == RALLY__TEV_FINALIZED) {
         int i = atoi(ev->task_id);

@@ -186,8 +186,9 @@ static int deliver_inplace(struct rally__robust *rb, struct rally__op *op, const
     return RALLY_OK;
 }
 
-/* The allreduce runs in a cache buffer, so the caller's input survives a
- * failed attempt and the result is cached without another copy. */
+/* The allreduce reads the caller's buffer and writes a cache buffer, so the
+ * input survives a failed attempt and the result is cached: one copy, back
+ * to the caller, is all fault tolerance adds. */
 static int run_allreduce(struct rally__robust *rb, struct rally__op *op, unsigned char **res,
                          uint64_t *res_nbytes)
 {
@@ -196,9 +197,7 @@ static int run_allreduce(struct rally__robust *rb, struct rally__op *op, unsigne
     if (slot == NULL)
         return rally__fail(rb->err, RALLY_ENOMEM, "out of memory for a %zu-byte allreduce",
                            c->nbytes);
-    if (c->nbytes)
-        memcpy(slot, c->buf, c->nbytes);
-    int rc = rally__allreduce(&rb->comm, slot, c->count, c->rd, &op->sig);
+    int rc = rally__allreduce(&rb->comm, c->buf, slot, c->count, c->rd, &op->sig);
     if (rc != RALLY_OK) {
         rally__robust_unbuf(rb, slot);
         return rc;
@@ -245,7 +244,7 @@ int rally_register_reducer(rally_t *r, int id, size_t elem_nbytes, int commutati
     if (id < 0 || id >= NREDUCERS || elem_nbytes == 0 || fn == NULL)
         return rally__fail(&r->err, RALLY_EINVAL,
                            "register_reducer: needs id in 0..255, elem_nbytes > 0 and a function");
-    r->reducers[id] = (struct rally__reducer){elem_nbytes, commutative != 0, fn, fn_arg};
+    r->reducers[id] = (struct rally__reducer){elem_nbytes, commutative != 0, fn, fn_arg, NULL};
     return RALLY_OK;
 }
 

@@ -368,8 +368,9 @@ struct child {
     size_t sent;         /* result bytes sent down */
 };
 
-static int tree_allreduce(struct rally__comm *c, unsigned char *buf, size_t total,
-                          const struct rally__reducer *rd, const struct rally__sig *sig)
+static int tree_allreduce(struct rally__comm *c, const unsigned char *in, unsigned char *buf,
+                          size_t total, const struct rally__reducer *rd,
+                          const struct rally__sig *sig)
 {
     struct run x;
     run_start(&x, c, sig);
@@ -427,7 +428,11 @@ static int tree_allreduce(struct rally__comm *c, unsigned char *buf, size_t tota
                         size_t pos = p % rcap, n = avail - p;
                         if (n > rcap - pos)
                             n = rcap - pos;
-                        rally__reduce(rd, buf + p, kids[i].ring + pos, n / es);
+                        /* own value first: out = in (+) child 0, then (+)= child 1 */
+                        if (i == 0)
+                            rally__reduce3(rd, buf + p, in + p, kids[i].ring + pos, n / es);
+                        else
+                            rally__reduce(rd, buf + p, kids[i].ring + pos, n / es);
                         p += n;
                     }
                 }
@@ -438,8 +443,9 @@ static int tree_allreduce(struct rally__comm *c, unsigned char *buf, size_t tota
         /* reduced prefix -> parent; result <- parent */
         size_t final = reduced;
         if (up != NULL) {
+            const unsigned char *src = nk == 0 ? in : buf; /* a leaf sends its input */
             while (up_sent < reduced || !sig_sent(up)) {
-                long m = chan_send(&x, up, buf + up_sent, reduced - up_sent, &moved);
+                long m = chan_send(&x, up, src + up_sent, reduced - up_sent, &moved);
                 if (m < 0)
                     return x.e->code;
                 if (m == 0)
@@ -488,9 +494,9 @@ static int tree_allreduce(struct rally__comm *c, unsigned char *buf, size_t tota
 /* Streams nseg segments around the ring; the first nreduce received ones are
  * reduced into buf with rd, the rest copied.  Segment s is buf[off[s],
  * off[s] + len[s]). */
-static int ring_stream(struct rally__comm *c, unsigned char *buf, const size_t *off,
-                       const size_t *len, int nseg, int nreduce, const struct rally__reducer *rd,
-                       const struct rally__sig *sig)
+static int ring_stream(struct rally__comm *c, const unsigned char *in, unsigned char *buf,
+                       const size_t *off, const size_t *len, int nseg, int nreduce,
+                       const struct rally__reducer *rd, const struct rally__sig *sig)
 {
     struct run x;
     run_start(&x, c, sig);
@@ -518,7 +524,8 @@ static int ring_stream(struct rally__comm *c, unsigned char *buf, const size_t *
             size_t avail = sk == 0 ? slen : pk > sk - 1 ? slen : pk == sk - 1 ? ppos : 0;
             if (sk >= nseg)
                 avail = 0;
-            long m = chan_send(&x, next, buf + (sk < nseg ? off[SEG(sk, 0)] : 0) + spos,
+            const unsigned char *src = sk == 0 ? in : buf; /* our own segment: the input */
+            long m = chan_send(&x, next, src + (sk < nseg ? off[SEG(sk, 0)] : 0) + spos,
                                avail - spos, &moved);
             if (m < 0)
                 return x.e->code;
@@ -575,7 +582,8 @@ static int ring_stream(struct rally__comm *c, unsigned char *buf, const size_t *
                     size_t pos = (ptotal + p) % rcap, m = n - p;
                     if (m > rcap - pos)
                         m = rcap - pos;
-                    rally__reduce(rd, buf + off[SEG(pk, 1)] + ppos + p, ring + pos, m / es);
+                    size_t at = off[SEG(pk, 1)] + ppos + p; /* out = own input (+) received */
+                    rally__reduce3(rd, buf + at, in + at, ring + pos, m / es);
                     p += m;
                 }
                 ppos += n;
@@ -609,15 +617,18 @@ static int finish(struct rally__comm *c, int rc)
     return rc;
 }
 
-int rally__allreduce(struct rally__comm *c, void *buf, size_t count,
+int rally__allreduce(struct rally__comm *c, const void *in, void *buf, size_t count,
                      const struct rally__reducer *rd, const struct rally__sig *sig)
 {
     int N = c->topo.world;
-    if (N == 1)
-        return finish(c, RALLY_OK);
     size_t total = count * rd->elem_nbytes;
+    if (N == 1) {
+        if (in != buf && total)
+            memmove(buf, in, total);
+        return finish(c, RALLY_OK);
+    }
     if (total <= c->ring_threshold || !rd->commutative || count < (size_t)N)
-        return finish(c, tree_allreduce(c, buf, total, rd, sig));
+        return finish(c, tree_allreduce(c, in, buf, total, rd, sig));
     size_t off[SEGMENTS_ON_STACK] = {0}, len[SEGMENTS_ON_STACK] = {0};
     size_t *o = off, *l = len;
     if (N > SEGMENTS_ON_STACK) {
@@ -631,7 +642,7 @@ int rally__allreduce(struct rally__comm *c, void *buf, size_t count,
         o[s] = a * rd->elem_nbytes;
         l[s] = (b - a) * rd->elem_nbytes;
     }
-    int rc = ring_stream(c, buf, o, l, 2 * N - 2, N - 1, rd, sig);
+    int rc = ring_stream(c, in, buf, o, l, 2 * N - 2, N - 1, rd, sig);
     if (o != off)
         free(o);
     return finish(c, rc);
@@ -642,7 +653,7 @@ int rally__allgather(struct rally__comm *c, void *buf, const size_t *off, const 
 {
     if (c->topo.world == 1)
         return finish(c, RALLY_OK);
-    return finish(c, ring_stream(c, buf, off, nbytes, c->topo.world - 1, 0, NULL, sig));
+    return finish(c, ring_stream(c, buf, buf, off, nbytes, c->topo.world - 1, 0, NULL, sig));
 }
 
 int rally__broadcast(struct rally__comm *c, void *buf, size_t total, int root,

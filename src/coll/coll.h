@@ -85,9 +85,11 @@ void rally__comm_init(struct rally__comm *c, int rank, int world, struct rally__
 void rally__comm_free(struct rally__comm *c);
 struct rally__link *rally__comm_link(struct rally__comm *c, int peer);
 
-/* In place over count elements, with reducer rd. */
-int rally__allreduce(struct rally__comm *c, void *buf, size_t count, const struct rally__reducer *rd,
-                     const struct rally__sig *sig);
+/* Reduces count elements of in (read only) into out with reducer rd; in ==
+ * out is in place.  On failure out holds garbage and in is untouched, so an
+ * out-of-place call can be retried. */
+int rally__allreduce(struct rally__comm *c, const void *in, void *out, size_t count,
+                     const struct rally__reducer *rd, const struct rally__sig *sig);
 int rally__broadcast(struct rally__comm *c, void *buf, size_t nbytes, int root,
                      const struct rally__sig *sig);
 /* Blocks of nbytes[r] bytes at offsets off[r] in buf; this rank's is filled. */

@@ -15,6 +15,7 @@ typedef U(uint64_t) u64u;
 typedef U(float) f32u;
 typedef U(double) f64u;
 
+/* Each kernel comes twice: name (inout (+)= in) and name##3 (out = a (+) b). */
 #define KERNEL(name, T, expr)                                                                      \
     static void name(void *inout, const void *in, size_t n, void *arg)                             \
     {                                                                                              \
@@ -24,6 +25,15 @@ typedef U(double) f64u;
         for (size_t i = 0; i < n; i++) {                                                           \
             T x = a[i], y = b[i];                                                                  \
             a[i] = (expr);                                                                         \
+        }                                                                                          \
+    }                                                                                              \
+    static void name##3(void *out, const void *pa, const void *pb, size_t n)                       \
+    {                                                                                              \
+        T *restrict o = out;                                                                       \
+        const T *restrict a = pa, *restrict b = pb;                                                \
+        for (size_t i = 0; i < n; i++) {                                                           \
+            T x = a[i], y = b[i];                                                                  \
+            o[i] = (expr);                                                                         \
         }                                                                                          \
     }
 
@@ -53,6 +63,7 @@ KERNEL(min_f64u, f64u, (y < x || y != y) ? y : x)
 KERNEL(sum_f64u, f64u, x + y)
 
 typedef void (*kernel_fn)(void *, const void *, size_t, void *);
+typedef void (*kernel3_fn)(void *, const void *, const void *, size_t);
 
 /* [dtype][op]: MAX, MIN, SUM, BITOR. Signed SUM/BITOR share the unsigned bits. */
 static const kernel_fn table[RALLY__NDTYPES][RALLY__NOPS] = {
@@ -66,6 +77,19 @@ static const kernel_fn table[RALLY__NDTYPES][RALLY__NOPS] = {
     {max_u64u, min_u64u, sum_u64u, bor_u64u},
     {max_f32u, min_f32u, sum_f32u, NULL},
     {max_f64u, min_f64u, sum_f64u, NULL},
+};
+
+static const kernel3_fn table3[RALLY__NDTYPES][RALLY__NOPS] = {
+    {max_i8u3, min_i8u3, sum_u8u3, bor_u8u3},
+    {max_u8u3, min_u8u3, sum_u8u3, bor_u8u3},
+    {max_i16u3, min_i16u3, sum_u16u3, bor_u16u3},
+    {max_u16u3, min_u16u3, sum_u16u3, bor_u16u3},
+    {max_i32u3, min_i32u3, sum_u32u3, bor_u32u3},
+    {max_u32u3, min_u32u3, sum_u32u3, bor_u32u3},
+    {max_i64u3, min_i64u3, sum_u64u3, bor_u64u3},
+    {max_u64u3, min_u64u3, sum_u64u3, bor_u64u3},
+    {max_f32u3, min_f32u3, sum_f32u3, NULL},
+    {max_f64u3, min_f64u3, sum_f64u3, NULL},
 };
 
 static const size_t sizes[RALLY__NDTYPES] = {1, 1, 2, 2, 4, 4, 8, 8, 4, 8};
@@ -101,4 +125,5 @@ void rally__reducer_builtin(struct rally__reducer *rd, int dtype, int op)
     rd->commutative = 1;
     rd->fn = table[dtype][op];
     rd->arg = NULL;
+    rd->fn3 = table3[dtype][op];
 }

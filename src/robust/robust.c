@@ -331,7 +331,7 @@ static void reduce_summary(void *inout, const void *in, size_t count, void *arg)
     }
 }
 
-static const struct rally__reducer summary_reducer = {8 * S_N, 1, reduce_summary, NULL};
+static const struct rally__reducer summary_reducer = {8 * S_N, 1, reduce_summary, NULL, NULL};
 
 static int agree(struct rally__robust *rb, uint64_t v[S_N], int kind)
 {
@@ -339,7 +339,7 @@ static int agree(struct rally__robust *rb, uint64_t v[S_N], int kind)
     for (int k = 0; k < S_N; k++)
         rally__put_u64(b + 8 * k, v[k]);
     struct rally__sig sig = {(uint8_t)kind, 0, 0, -1, 1, 0};
-    int rc = rally__allreduce(&rb->comm, b, 1, &summary_reducer, &sig);
+    int rc = rally__allreduce(&rb->comm, b, b, 1, &summary_reducer, &sig);
     if (rc != RALLY_OK)
         return rc;
     for (int k = 0; k < S_N; k++)
@@ -541,7 +541,7 @@ static int run_barrier(struct rally__robust *rb, struct rally__op *op, unsigned 
     rally__put_u64(b, 1);
     struct rally__reducer rd;
     rally__reducer_builtin(&rd, RALLY_UINT64, RALLY_SUM);
-    int rc = rally__allreduce(&rb->comm, b, 1, &rd, &op->sig);
+    int rc = rally__allreduce(&rb->comm, b, b, 1, &rd, &op->sig);
     if (rc != RALLY_OK) {
         rally__robust_unbuf(rb, b);
         return rc;
