@@ -35,9 +35,9 @@
 #include "rally/data.h"
 #include "rally/rally.h"
 
-#define KM_MAGIC "RALLYKM"       /* 7 bytes and a NUL: the model's first 8 bytes */
-#define KM_FORMAT 1u             /* the model format version */
-#define KM_HEADER_NBYTES 88u     /* the fixed part before the centroids */
+#define KM_MAGIC "RALLYKM"   /* 7 bytes and a NUL: the model's first 8 bytes */
+#define KM_FORMAT 1u         /* the model format version */
+#define KM_HEADER_NBYTES 88u /* the fixed part before the centroids */
 #define KM_MAX_K 65536u
 #define KM_MAX_FEATURES 1000000u
 
@@ -48,7 +48,7 @@ struct model {
     uint32_t k, d, flags;
     uint64_t iteration; /* Lloyd iterations done; 0 = just initialised */
     uint64_t seed;
-    uint64_t rng[4]; /* xoshiro256** state after initialisation */
+    uint64_t rng[4];  /* xoshiro256** state after initialisation */
     double objective; /* of the last assignment (to the centroids before the last update) */
     double *c;        /* k x d, row-major */
 };
@@ -304,34 +304,33 @@ static int show(const char *path)
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: rally-run -n N rally-kmeans [options] --data FILE [rally_key=value...]\n"
-            "       rally-kmeans --show MODEL\n"
-            "Distributed k-means (k-means++ initialisation, Lloyd iterations) over rally;\n"
-            "a worker that dies is restarted and recovered without restarting the job.\n"
-            "\n"
-            "  --data FILE          LIBSVM or CSV data (each worker reads its shard)\n"
-            "  --data-opt KEY=VAL   a data reader option, repeatable (docs/data.md), e.g.\n"
-            "                       csv_label=0, csv_header=yes, format=libsvm, partition=hash\n"
-            "  -k, --clusters K     number of clusters (default 8)\n"
-            "  --iters N            at most N Lloyd iterations (default 100); the job stops\n"
-            "                       earlier when the centroids stop changing\n"
-            "  --fixed-iters        run all N iterations even after convergence (benchmarks)\n"
-            "  --seed S             seed of the k-means++ initialisation (default 1)\n"
-            "  --init-in FILE       start from these centroids (CSV: k lines of d numbers)\n"
-            "                       instead of k-means++\n"
-            "  --init-out FILE      write the initial centroids (CSV, %%.17g) there\n"
-            "  --model-out FILE     save the final model (binary; README.md describes it)\n"
-            "  --json               print the final model as JSON before the result line\n"
-            "  --show MODEL         print a saved model as JSON and exit (no job)\n"
-            "  --pause-ms MS        sleep MS ms per iteration (demos: time to kill a worker)\n"
-            "  --quiet              no per-iteration lines\n"
-            "  -h, --help           this text\n"
-            "\n"
-            "rally_key=value arguments and RALLY_* variables configure rally (docs/config.md).\n"
-            "The last line is 'result: model_digest=<hex> objective=<%%.17g>', where the\n"
-            "objective is the sum over all rows of the squared distance to the nearest final\n"
-            "centroid.  Exit status: 0 on success, 1 on a rally error, 2 on bad input.\n");
+    fprintf(f, "usage: rally-run -n N rally-kmeans [options] --data FILE [rally_key=value...]\n"
+               "       rally-kmeans --show MODEL\n"
+               "Distributed k-means (k-means++ initialisation, Lloyd iterations) over rally;\n"
+               "a worker that dies is restarted and recovered without restarting the job.\n"
+               "\n"
+               "  --data FILE          LIBSVM or CSV data (each worker reads its shard)\n"
+               "  --data-opt KEY=VAL   a data reader option, repeatable (docs/data.md), e.g.\n"
+               "                       csv_label=0, csv_header=yes, format=libsvm, partition=hash\n"
+               "  -k, --clusters K     number of clusters (default 8)\n"
+               "  --iters N            at most N Lloyd iterations (default 100); the job stops\n"
+               "                       earlier when the centroids stop changing\n"
+               "  --fixed-iters        run all N iterations even after convergence (benchmarks)\n"
+               "  --seed S             seed of the k-means++ initialisation (default 1)\n"
+               "  --init-in FILE       start from these centroids (CSV: k lines of d numbers)\n"
+               "                       instead of k-means++\n"
+               "  --init-out FILE      write the initial centroids (CSV, %%.17g) there\n"
+               "  --model-out FILE     save the final model (binary; README.md describes it)\n"
+               "  --json               print the final model as JSON before the result line\n"
+               "  --show MODEL         print a saved model as JSON and exit (no job)\n"
+               "  --pause-ms MS        sleep MS ms per iteration (demos: time to kill a worker)\n"
+               "  --quiet              no per-iteration lines\n"
+               "  -h, --help           this text\n"
+               "\n"
+               "rally_key=value arguments and RALLY_* variables configure rally (docs/config.md).\n"
+               "The last line is 'result: model_digest=<hex> objective=<%%.17g>', where the\n"
+               "objective is the sum over all rows of the squared distance to the nearest final\n"
+               "centroid.  Exit status: 0 on success, 1 on a rally error, 2 on bad input.\n");
 }
 
 static int whole(const char *opt, const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
@@ -340,9 +339,9 @@ static int whole(const char *opt, const char *s, uint64_t lo, uint64_t hi, uint6
     errno = 0;
     unsigned long long v = s[0] == '-' ? 0 : strtoull(s, &end, 10);
     if (s[0] == '-' || s[0] == '\0' || *end != '\0' || errno != 0 || v < lo || v > hi) {
-        fprintf(stderr, "rally-kmeans: %s '%s' is not a whole number in [%" PRIu64 ", %" PRIu64
-                        "]\n",
-                opt, s, lo, hi);
+        fprintf(stderr,
+                "rally-kmeans: %s '%s' is not a whole number in [%" PRIu64 ", %" PRIu64 "]\n", opt,
+                s, lo, hi);
         return -1;
     }
     *out = v;
@@ -538,9 +537,9 @@ static int write_centroids(const char *path, const struct model *m, char *err, s
 struct job {
     rally_t *r;
     int rank, world;
-    uint64_t rows;  /* this shard's */
-    uint32_t d;     /* features, the same everywhere */
-    float *x;       /* rows x d, dense */
+    uint64_t rows;        /* this shard's */
+    uint32_t d;           /* features, the same everywhere */
+    float *x;             /* rows x d, dense */
     uint64_t *shard_rows; /* [world] */
 };
 
@@ -761,7 +760,7 @@ int main(int argc, char **argv)
         char fp[17];
         rally_data_fingerprint(ds, fp, sizeof fp);
         say("shard %d fingerprint %s rows %" PRIu64 " pid %ld\n", j.rank, fp, j.rows,
-                   (long)getpid());
+            (long)getpid());
         if (o.init_in != NULL &&
             (init = read_centroids(o.init_in, &init_rows, &init_cols, err, sizeof err)) == NULL)
             bad = 1;
@@ -832,9 +831,9 @@ int main(int argc, char **argv)
         }
         rally_free(saved);
         saved = NULL;
-        say("rank %d restarted: resuming after iteration %" PRIu64
-                       " (checkpoint version %" PRIu64 ")\n",
-                   j.rank, m.iteration, version);
+        say("rank %d restarted: resuming after iteration %" PRIu64 " (checkpoint version %" PRIu64
+            ")\n",
+            j.rank, m.iteration, version);
     } else {
         m.seed = o.seed;
         uint64_t sm = o.seed;
@@ -855,9 +854,8 @@ int main(int argc, char **argv)
         }
         if (j.rank == 0 && !o.quiet)
             say("initialised %u centroids (%s) from %" PRIu64
-                           " rows x %u features on %d workers in %.3f s\n",
-                       m.k, init ? o.init_in : "k-means++", total_rows, m.d, j.world,
-                       now_s() - t0);
+                " rows x %u features on %d workers in %.3f s\n",
+                m.k, init ? o.init_in : "k-means++", total_rows, m.d, j.world, now_s() - t0);
         if (j.rank == 0 && o.init_out != NULL && write_centroids(o.init_out, &m, err, sizeof err))
             fprintf(stderr, "rally-kmeans: %s\n", err);
         if ((bytes = model_encode(&m, &nbytes)) == NULL) {
@@ -940,8 +938,8 @@ int main(int argc, char **argv)
             if (empty)
                 snprintf(note, sizeof note, " (%d empty cluster%s kept)", empty,
                          empty > 1 ? "s" : "");
-            say("iteration %" PRIu64 " objective %.12g time %.4f s%s%s\n", m.iteration,
-                       objective, t - t_prev, note, changed ? "" : " converged");
+            say("iteration %" PRIu64 " objective %.12g time %.4f s%s%s\n", m.iteration, objective,
+                t - t_prev, note, changed ? "" : " converged");
         }
         t_prev = t;
         if ((bytes = model_encode(&m, &nbytes)) == NULL) {
@@ -974,8 +972,7 @@ int main(int argc, char **argv)
         }
         if (o.json)
             model_json(stdout, &m, digest);
-        say("result: model_digest=%016" PRIx64 " objective=%.17g\n", digest,
-                   objective);
+        say("result: model_digest=%016" PRIx64 " objective=%.17g\n", digest, objective);
     }
 out:
     free(bytes);
