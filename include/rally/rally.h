@@ -189,21 +189,41 @@ RALLY_API int rally_allgatherv(rally_t *r, const void *sendbuf, size_t nbytes, v
  * rally_cache_max_bytes.
  */
 
-/* Reads the newest checkpoint.  Fresh start: *version = 0 and *global /
- * *local are left untouched.  After a restart: *version >= 1 and *global
- * gets a new allocation (free with rally_free) of *global_nbytes bytes
- * holding what was passed to the newest rally_checkpoint.  local and
- * local_nbytes must be NULL (local models come in a later version).
- * Call it once, before the first rally_checkpoint. */
+/* Reads the newest checkpoint.  Fresh start: *version = 0 and the outputs
+ * are left untouched.  After a restart: *version >= 1, *global gets a new
+ * allocation (free with rally_free) of *global_nbytes bytes holding what was
+ * passed to the newest checkpoint, and, when the job uses local models,
+ * *local likewise this rank's local model (local / local_nbytes may be NULL
+ * when the job has none).  Call it once, before the first checkpoint. */
 RALLY_API int rally_load_checkpoint(rally_t *r, void **global, uint64_t *global_nbytes,
                                     void **local, uint64_t *local_nbytes, uint64_t *version);
 
 /* Records global[0..global_nbytes) as checkpoint version+1 (copied; every
  * worker keeps it in memory) and drops the results cached since the
  * previous one.  Every rank must call it at the same point with the same
- * model.  local must be NULL with local_nbytes 0 for now. */
+ * global model.  local (NULL, 0: none) is this rank's own model, e.g. the
+ * topic assignments of its documents: it is copied to the next
+ * rally_local_replica ranks on the ring (default 2), so it survives up to
+ * that many simultaneous deaths of adjacent ranks; the previous version is
+ * kept until the new one is everywhere.  Use local models always or never. */
 RALLY_API int rally_checkpoint(rally_t *r, const void *global, uint64_t global_nbytes,
                                const void *local, uint64_t local_nbytes);
+
+/* Writes the model into buf when cap is large enough, and returns its size
+ * in bytes either way (UINT64_MAX: failure).  rally calls it with cap 0 to
+ * learn the size, then with a buffer of that size. */
+typedef uint64_t (*rally_serialize_fn)(void *arg, void *buf, uint64_t cap);
+
+/* A checkpoint that copies nothing: it records serialize and arg, and calls
+ * serialize only when a recovering worker needs the model.  So the model
+ * must stay as it was from this call until the last collective before the
+ * next checkpoint has returned: in
+ *
+ *     lazy_checkpoint; code1; allreduce; code2; broadcast; code3; lazy_checkpoint
+ *
+ * only code3 may change the model (a recovery may ask for it inside the
+ * allreduce or the broadcast).  No local model. */
+RALLY_API int rally_lazy_checkpoint(rally_t *r, rally_serialize_fn serialize, void *arg);
 
 /* How many checkpoints the job has taken (0 before the first). */
 RALLY_API uint64_t rally_checkpoint_version(const rally_t *r);

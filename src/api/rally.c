@@ -525,10 +525,10 @@ int rally_load_checkpoint(rally_t *r, void **global, uint64_t *global_nbytes, vo
         return r->err.code;
     if (global == NULL || global_nbytes == NULL || version == NULL)
         return rally__fail(&r->err, RALLY_EINVAL, "load_checkpoint: NULL argument");
-    if (local != NULL || local_nbytes != NULL)
+    if ((local == NULL) != (local_nbytes == NULL))
         return rally__fail(&r->err, RALLY_EINVAL,
-                           "load_checkpoint: local models are not supported yet; pass NULL");
-    return leave(r, rally__robust_load(&r->rb, global, global_nbytes, version));
+                           "load_checkpoint: pass local and local_nbytes together, or neither");
+    return leave(r, rally__robust_load(&r->rb, global, global_nbytes, local, local_nbytes, version));
 }
 
 int rally_checkpoint(rally_t *r, const void *global, uint64_t global_nbytes, const void *local,
@@ -536,13 +536,20 @@ int rally_checkpoint(rally_t *r, const void *global, uint64_t global_nbytes, con
 {
     if (enter(r) != RALLY_OK)
         return r->err.code;
-    if (global == NULL && global_nbytes > 0)
-        return rally__fail(&r->err, RALLY_EINVAL, "checkpoint: global is NULL with %llu bytes",
-                           (unsigned long long)global_nbytes);
-    if (local != NULL || local_nbytes != 0)
-        return rally__fail(&r->err, RALLY_EINVAL,
-                           "checkpoint: local models are not supported yet; pass NULL, 0");
-    return leave(r, rally__robust_checkpoint(&r->rb, global, global_nbytes));
+    if ((global == NULL && global_nbytes > 0) || (local == NULL && local_nbytes > 0))
+        return rally__fail(&r->err, RALLY_EINVAL, "checkpoint: a NULL model with a non-zero size");
+    static const unsigned char empty;
+    return leave(r, rally__robust_checkpoint(&r->rb, global ? global : &empty, global_nbytes, NULL,
+                                             NULL, local, local_nbytes));
+}
+
+int rally_lazy_checkpoint(rally_t *r, rally_serialize_fn serialize, void *arg)
+{
+    if (enter(r) != RALLY_OK)
+        return r->err.code;
+    if (serialize == NULL)
+        return rally__fail(&r->err, RALLY_EINVAL, "lazy_checkpoint: serialize is NULL");
+    return leave(r, rally__robust_checkpoint(&r->rb, NULL, 0, serialize, arg, NULL, 0));
 }
 
 uint64_t rally_checkpoint_version(const rally_t *r)

@@ -712,3 +712,51 @@ int rally__broadcast(struct rally__comm *c, void *buf, size_t total, int root,
             return finish(c, x.e->code);
     }
 }
+
+int rally__ring_shift(struct rally__comm *c, const void *send, size_t send_n, void *recv,
+                      size_t recv_n, const struct rally__sig *sig)
+{
+    if (c->topo.world == 1) {
+        if (send_n != recv_n)
+            return finish(c, rally__fail(c->err, RALLY_EINVAL, "ring shift of 1: sizes differ"));
+        if (send_n)
+            memmove(recv, send, send_n);
+        return finish(c, RALLY_OK);
+    }
+    struct run x;
+    run_start(&x, c, sig);
+    struct chan *next = chan_of(&x, c->topo.ring_next), *prev = chan_of(&x, c->topo.ring_prev);
+    if (next == NULL || prev == NULL)
+        return finish(c, rally__fail(x.e, RALLY_ESTATE, "no ring link"));
+    const unsigned char *s = send;
+    unsigned char *d = recv;
+    size_t sent = 0, got = 0;
+    for (;;) {
+        int moved = 0;
+        while (sent < send_n || !sig_sent(next)) {
+            long m = chan_send(&x, next, s + sent, send_n - sent, &moved);
+            if (m < 0)
+                return finish(c, x.e->code);
+            if (m == 0)
+                break;
+            sent += (size_t)m;
+        }
+        while (got < recv_n || !sig_got(prev)) {
+            long m = chan_recv(&x, prev, d + got, recv_n - got, &moved);
+            if (m < 0)
+                return finish(c, x.e->code);
+            if (m == 0)
+                break;
+            got += (size_t)m;
+        }
+        int sigs = pump_sigs(&x, &moved);
+        if (sigs < 0)
+            return finish(c, x.e->code);
+        if (sigs && sent == send_n && got == recv_n)
+            return finish(c, RALLY_OK);
+        if (moved)
+            progressed(&x);
+        else if (wait_any(&x) != RALLY_OK)
+            return finish(c, x.e->code);
+    }
+}

@@ -65,7 +65,8 @@ enum {
     RALLY__C_BROADCAST_DATA = 5,
     RALLY__C_ALLGATHER = 6,
     RALLY__C_ALLGATHERV_SIZES = 7,
-    RALLY__C_ALLGATHERV_DATA = 8
+    RALLY__C_ALLGATHERV_DATA = 8,
+    RALLY__C_SHIFT = 9
 };
 
 /* What every rank must agree on. */
@@ -95,6 +96,11 @@ int rally__broadcast(struct rally__comm *c, void *buf, size_t nbytes, int root,
 /* Blocks of nbytes[r] bytes at offsets off[r] in buf; this rank's is filled. */
 int rally__allgather(struct rally__comm *c, void *buf, const size_t *off, const size_t *nbytes,
                      const struct rally__sig *sig);
+
+/* Every rank sends send[0..send_n) to ring_next and receives
+ * recv[0..recv_n) from ring_prev (recv_n: what ring_prev sends). */
+int rally__ring_shift(struct rally__comm *c, const void *send, size_t send_n, void *recv,
+                      size_t recv_n, const struct rally__sig *sig);
 
 /* "allreduce(count=10, float, sum)" for messages. */
 void rally__sig_str(const struct rally__sig *s, char *out, size_t cap);

@@ -33,7 +33,9 @@ enum {
     K_XFER_HEAD = 22,
     K_XFER_DATA = 23,
     K_ACK = 24,
-    K_FINAL = 25
+    K_FINAL = 25,
+    K_REPLICATE = 26,
+    K_LOCAL_NEED = 27
 };
 
 enum { SERVED = 1000, EXECUTE = 1001 }; /* recover() outcomes */
@@ -199,13 +201,32 @@ static int on_alarm(void *arg, struct rally__err *e)
     return rc;
 }
 
+/* A failure recovery cannot repair: tell the tracker, and wait (briefly)
+ * for its ABORT, so the job is failed before this process can exit — else
+ * the launcher could see an exit first and restart the worker. */
+static void fatal_report(struct rally__robust *rb, int code, const char *msg)
+{
+    rb->fatal = code;
+    if (!rb->distributed || rb->tc.fd < 0)
+        return;
+    rally__tclient_report(&rb->tc, code, msg);
+    int64_t deadline = rally__deadline(5000);
+    struct pollfd p = {.fd = rb->tc.fd, .events = POLLIN};
+    while (poll(&p, 1, rally__ms_left(deadline)) > 0) {
+        struct rally__err v = {0, ""};
+        int rc = rally__tclient_check(&rb->tc, &v);
+        if (rc != RALLY_OK && rc != RALLY__ERESET)
+            return;
+    }
+}
+
 static void on_report(void *arg, int code, const char *msg)
 {
     struct rally__robust *rb = arg;
     /* a stall may be a dead link: let the tracker start an epoch instead */
     if (code == RALLY_ETIMEDOUT && rb->distributed)
         return;
-    rally__tclient_report(&rb->tc, code, msg);
+    fatal_report(rb, code, msg);
 }
 
 static void close_links(struct rally__robust *rb)
@@ -307,10 +328,73 @@ static int reset(struct rally__robust *rb, int cause, uint64_t key)
     }
 }
 
+/* --- checkpoint stores ------------------------------------------------------ */
+
+static void set_clear(struct rally__localset *ls)
+{
+    for (int j = 0; j <= RALLY__MAX_REPLICA; j++)
+        free(ls->data[j]);
+    memset(ls, 0, sizeof *ls);
+}
+
+/* The valid local set of version v, or NULL. */
+static struct rally__localset *set_of(struct rally__robust *rb, uint64_t v)
+{
+    for (int i = 0; i < 2; i++)
+        if (rb->loc[i].valid && rb->loc[i].version == v)
+            return &rb->loc[i];
+    return NULL;
+}
+
+/* A set to fill for version v: never the valid one of the current version. */
+static struct rally__localset *set_spare(struct rally__robust *rb)
+{
+    struct rally__localset *keep = set_of(rb, rb->version);
+    struct rally__localset *ls = keep == &rb->loc[0] ? &rb->loc[1] : &rb->loc[0];
+    set_clear(ls);
+    return ls;
+}
+
+static unsigned char *dup_bytes(const void *p, uint64_t n)
+{
+    if (n > SIZE_MAX)
+        return NULL;
+    unsigned char *d = malloc(n ? (size_t)n : 1);
+    if (d != NULL && n)
+        memcpy(d, p, (size_t)n);
+    return d;
+}
+
+/* The newest global model's bytes: stored, or serialized now (lazy).  *owned
+ * says whether the caller frees them. */
+static int global_bytes(struct rally__robust *rb, const unsigned char **p, uint64_t *n,
+                        unsigned char **owned)
+{
+    *owned = NULL;
+    if (rb->lazy == NULL) {
+        *p = rb->ckpt;
+        *n = rb->ckpt_nbytes;
+        return RALLY_OK;
+    }
+    uint64_t m = rb->lazy(rb->lazy_arg, NULL, 0);
+    unsigned char *b = m == UINT64_MAX || m > SIZE_MAX ? NULL : malloc(m ? (size_t)m : 1);
+    if (b == NULL || rb->lazy(rb->lazy_arg, b, m) != m) {
+        free(b);
+        rally__fail(rb->err, RALLY_EINVAL,
+                    "the lazy checkpoint's serialize callback failed while a recovering worker "
+                    "needed the model");
+        fatal_report(rb, RALLY_EINVAL, rb->err->msg);
+        return RALLY_EINVAL;
+    }
+    *p = *owned = b;
+    *n = m;
+    return RALLY_OK;
+}
+
 /* --- agreement rounds ------------------------------------------------------- */
 
-/* A worker's summary: reduced element-wise with min, max, max, min. */
-enum { S_MIN, S_MAX, S_NEED, S_BEST, S_N };
+/* A worker's summary: reduced element-wise with min, max, max, min, max. */
+enum { S_MIN, S_MAX, S_NEED, S_BEST, S_LOCAL, S_N };
 
 static void reduce_summary(void *inout, const void *in, size_t count, void *arg)
 {
@@ -326,6 +410,7 @@ static void reduce_summary(void *inout, const void *in, size_t count, void *arg)
         x[S_MAX] = y[S_MAX] > x[S_MAX] ? y[S_MAX] : x[S_MAX];
         x[S_NEED] = y[S_NEED] > x[S_NEED] ? y[S_NEED] : x[S_NEED];
         x[S_BEST] = y[S_BEST] < x[S_BEST] ? y[S_BEST] : x[S_BEST];
+        x[S_LOCAL] = y[S_LOCAL] > x[S_LOCAL] ? y[S_LOCAL] : x[S_LOCAL];
         for (int k = 0; k < S_N; k++)
             rally__put_u64(a + 8 * k, x[k]);
     }
@@ -394,6 +479,83 @@ static int same_sig(const struct rally__sig *a, const struct rally__sig *b)
            a->count == b->count;
 }
 
+/* After the global model of version v reached the workers in
+ * load_checkpoint (want), every rank's local model of version v goes where
+ * it belongs: to its own rank and its k ring successors, from the
+ * lowest-ranked worker that still holds it.  Every worker takes part. */
+static int recover_locals(struct rally__robust *rb, uint64_t v, int want)
+{
+    int N = rb->world, k = rb->k, rc = RALLY_OK;
+    unsigned char *need = calloc((size_t)N, 1);
+    size_t *off = calloc(2 * (size_t)N, sizeof *off);
+    char lost[256] = "";
+    size_t nlost = 0;
+    if (need == NULL || off == NULL) {
+        rc = rally__fail(rb->err, RALLY_ENOMEM, "out of memory recovering local models");
+        goto done;
+    }
+    for (int i = 0; i < N; i++) {
+        off[i] = (size_t)i;
+        off[N + i] = 1;
+    }
+    need[rb->rank] = want ? (unsigned char)((1u << (k + 1)) - 1) : 0;
+    struct rally__sig ns = {K_LOCAL_NEED, 0, 0, -1, 1, 0};
+    if ((rc = rally__allgather(&rb->comm, need, off, off + N, &ns)) != RALLY_OK)
+        goto done;
+    struct rally__localset *mine = want ? set_spare(rb) : set_of(rb, v);
+    if (want)
+        mine->version = v;
+    for (int q = 0; q < N; q++) {
+        int needed = 0;
+        for (int j = 0; j <= k; j++)
+            needed |= need[(q + j) % N] >> j & 1;
+        if (!needed)
+            continue;
+        int j_me = (rb->rank - q + N) % N;
+        int hold = !want && mine != NULL && j_me <= k && mine->data[j_me] != NULL;
+        uint64_t h[S_N] = {hold ? (uint64_t)rb->rank : NONE, 0, 0, NONE, 0};
+        if ((rc = agree(rb, h, K_HOLDER)) != RALLY_OK)
+            goto done;
+        if (h[S_MIN] == NONE) {
+            if (nlost < sizeof lost - 12)
+                nlost += (size_t)snprintf(lost + nlost, sizeof lost - nlost, "%s%d",
+                                          nlost ? ", " : "", q);
+            continue;
+        }
+        struct rally__sig sig = {K_LOCAL_NEED, 0, 0, -1, (uint64_t)q, 0};
+        unsigned char *res = NULL;
+        uint64_t n = 0;
+        int take = want && j_me <= k;
+        rc = transfer(rb, (int)h[S_MIN], &sig, hold ? mine->data[j_me] : NULL,
+                      hold ? mine->nbytes[j_me] : 0, take, &res, &n);
+        if (rc != RALLY_OK)
+            goto done;
+        if (take) {
+            mine->data[j_me] = dup_bytes(res, n);
+            mine->nbytes[j_me] = n;
+            rally__robust_unbuf(rb, res);
+            if (mine->data[j_me] == NULL) {
+                rc = rally__fail(rb->err, RALLY_ENOMEM, "out of memory for a local model");
+                goto done;
+            }
+        }
+    }
+    if (nlost > 0) {
+        rc = rally__fail(rb->err, RALLY_EPEER,
+                         "cannot recover: the local models of ranks %s are lost (each lived on "
+                         "%d workers, all of which died; rally_local_replica=%d)",
+                         lost, k + 1, k);
+        fatal_report(rb, RALLY_EPEER, rb->err->msg);
+        goto done;
+    }
+    if (want)
+        mine->valid = 1;
+done:
+    free(need);
+    free(off);
+    return rc;
+}
+
 /* Agreement rounds at position key until every worker is there (EXECUTE),
  * or this worker was served: its result in *res (SERVED).  In
  * load_checkpoint (key LOAD) "served" means the checkpoint arrived, or that
@@ -402,10 +564,10 @@ static int recover(struct rally__robust *rb, uint64_t key, const struct rally__s
                    unsigned char **res, uint64_t *res_nbytes)
 {
     for (;;) {
-        uint64_t best = rb->version > 0 && rb->ckpt != NULL
+        uint64_t best = rb->version > 0 && (rb->ckpt != NULL || rb->lazy != NULL)
                             ? ((uint64_t)(UINT32_MAX - (uint32_t)rb->version) << 32) | (uint32_t)rb->rank
                             : NONE;
-        uint64_t s[S_N] = {key, key, key == RALLY__KEY_LOAD, best};
+        uint64_t s[S_N] = {key, key, key == RALLY__KEY_LOAD, best, rb->use_local};
         int rc = agree(rb, s, K_AGREE);
         if (rc != RALLY_OK)
             return rc;
@@ -432,11 +594,23 @@ static int recover(struct rally__robust *rb, uint64_t key, const struct rally__s
             struct rally__sig sig = {K_ACK, 0, 0, -1, version, 0};
             if (want)
                 rally__mock_check(&rb->mock, rb->rank, 0, 0, ndeath(rb), RALLY__MOCK_LOAD);
-            rc = transfer(rb, root, &sig, rb->ckpt, rb->ckpt_nbytes, want, res, res_nbytes);
-            if (rc != RALLY_OK)
+            const unsigned char *g = NULL;
+            uint64_t gn = 0;
+            unsigned char *owned = NULL;
+            if (rb->rank == root && (rc = global_bytes(rb, &g, &gn, &owned)) != RALLY_OK)
                 return rc;
+            rc = transfer(rb, root, &sig, g, gn, want, res, res_nbytes);
+            free(owned);
+            if (rc == RALLY_OK && s[S_LOCAL])
+                rc = recover_locals(rb, version, want);
+            if (rc != RALLY_OK) {
+                if (want)
+                    rally__robust_unbuf(rb, *res);
+                return rc;
+            }
             if (want) {
                 rb->version = sig.count;
+                rb->use_local = (int)s[S_LOCAL];
                 return SERVED;
             }
             continue;
@@ -454,8 +628,7 @@ static int recover(struct rally__robust *rb, uint64_t key, const struct rally__s
                         "cannot recover: the result of %s is lost (every worker that had it "
                         "died)",
                         where);
-            rally__tclient_report(&rb->tc, RALLY_EPEER, rb->err->msg);
-            rb->fatal = RALLY_EPEER;
+            fatal_report(rb, RALLY_EPEER, rb->err->msg);
             return RALLY_EPEER;
         }
         struct rally__sig sig = have ? have->sig : (struct rally__sig){0};
@@ -476,8 +649,7 @@ static int recover(struct rally__robust *rb, uint64_t key, const struct rally__s
                         "rank %d diverged after its restart: at %s it called %s, but the job "
                         "called %s there before",
                         rb->rank, where, a, b);
-            rally__tclient_report(&rb->tc, RALLY_EMISMATCH, rb->err->msg);
-            rb->fatal = RALLY_EMISMATCH;
+            fatal_report(rb, RALLY_EMISMATCH, rb->err->msg);
             return RALLY_EMISMATCH;
         }
         return SERVED;
@@ -571,22 +743,91 @@ static int acknowledge(struct rally__robust *rb)
     return rc;
 }
 
-int rally__robust_checkpoint(struct rally__robust *rb, const void *global, uint64_t nbytes)
+/* A checkpoint's local models travel k hops along the ring, one hop per
+ * shift: each worker passes on what it received the hop before.  The set is
+ * valid once its own shifts are done; the barrier after them tells every
+ * worker that all are. */
+struct replicate {
+    const void *local;
+    uint64_t nbytes;
+    struct rally__localset *ls;
+};
+
+static int run_replicate(struct rally__robust *rb, struct rally__op *op, unsigned char **res,
+                         uint64_t *n)
+{
+    struct replicate *c = op->ctx;
+    struct rally__localset *ls = c->ls = set_spare(rb);
+    ls->version = rb->version + 1;
+    if ((ls->data[0] = dup_bytes(c->local, c->nbytes)) == NULL)
+        return rally__fail(rb->err, RALLY_ENOMEM, "out of memory copying a local model");
+    ls->nbytes[0] = c->nbytes;
+    for (int j = 1; j <= rb->k; j++) {
+        unsigned char out[8], in[8];
+        rally__put_u64(out, ls->nbytes[j - 1]);
+        struct rally__sig s1 = {RALLY__C_SHIFT, 0, 0, -1, (uint64_t)(2 * j), 0};
+        int rc = rally__ring_shift(&rb->comm, out, 8, in, 8, &s1);
+        if (rc != RALLY_OK)
+            return rc;
+        uint64_t m = rally__get_u64(in);
+        if (m > SIZE_MAX || (ls->data[j] = malloc(m ? (size_t)m : 1)) == NULL)
+            return rally__fail(rb->err, RALLY_ENOMEM, "out of memory for a %llu-byte local model",
+                               (unsigned long long)m);
+        ls->nbytes[j] = m;
+        struct rally__sig s2 = {RALLY__C_SHIFT, 0, 0, -1, (uint64_t)(2 * j + 1), 0};
+        rc = rally__ring_shift(&rb->comm, ls->data[j - 1], (size_t)ls->nbytes[j - 1], ls->data[j],
+                               (size_t)m, &s2);
+        if (rc != RALLY_OK)
+            return rc;
+    }
+    ls->valid = 1;
+    return run_barrier(rb, op, res, n);
+}
+
+/* Served: another worker finished the barrier, so every worker, this one
+ * included, had finished its shifts. */
+static int deliver_replicate(struct rally__robust *rb, struct rally__op *op,
+                             const unsigned char *res, uint64_t n)
+{
+    struct replicate *c = op->ctx;
+    if (c->ls == NULL || !c->ls->valid)
+        return rally__fail(rb->err, RALLY_EPROTO,
+                           "local models: recovery served a replication this worker never did");
+    return RALLY_OK;
+}
+
+int rally__robust_checkpoint(struct rally__robust *rb, const void *global, uint64_t nbytes,
+                             rally_serialize_fn lazy, void *lazy_arg, const void *local,
+                             uint64_t local_nbytes)
 {
     rally__mock_check(&rb->mock, rb->rank, rb->version, user_seq(rb), ndeath(rb), RALLY__MOCK_OP);
-    unsigned char *copy = malloc(nbytes ? (size_t)nbytes : 1);
-    if (copy == NULL)
+    uint64_t seq = user_seq(rb);
+    if (rb->version > 0 && (local != NULL) != rb->use_local)
+        return rally__fail(rb->err, RALLY_EINVAL,
+                           "checkpoint: a job passes a local model always or never (this call %s "
+                           "one, earlier ones %s)",
+                           local ? "passes" : "does not pass", rb->use_local ? "did" : "did not");
+    rb->loaded = 1;
+    if (local != NULL) {
+        rb->use_local = 1;
+        struct replicate c = {local, local_nbytes, NULL};
+        struct rally__op op = {{K_REPLICATE, 0, 0, -1, rb->version, 0}, NULL, NULL, run_replicate,
+                               deliver_replicate, &c};
+        int rc = rally__robust_op(rb, &op);
+        if (rc != RALLY_OK)
+            return rc;
+    }
+    unsigned char *copy = NULL;
+    if (lazy == NULL && (copy = dup_bytes(global, nbytes)) == NULL)
         return rally__fail(rb->err, RALLY_ENOMEM, "checkpoint: cannot copy a %llu-byte model",
                            (unsigned long long)nbytes);
-    if (nbytes)
-        memcpy(copy, global, (size_t)nbytes);
-    uint64_t seq = user_seq(rb);
     free(rb->ckpt);
     rb->ckpt = copy;
     rb->ckpt_nbytes = nbytes;
+    rb->lazy = lazy;
+    rb->lazy_arg = lazy_arg;
     uint64_t was = rb->version;
     rb->version++;
-    rb->loaded = 1;
     rally__mock_check(&rb->mock, rb->rank, was, seq, ndeath(rb), RALLY__MOCK_CHECKPOINT);
     if (!rb->distributed) {
         cache_drop_below(rb, rb->version);
@@ -597,26 +838,21 @@ int rally__robust_checkpoint(struct rally__robust *rb, const void *global, uint6
 }
 
 int rally__robust_load(struct rally__robust *rb, void **global, uint64_t *global_nbytes,
-                       uint64_t *version)
+                       void **local, uint64_t *local_nbytes, uint64_t *version)
 {
     if (rb->loaded)
         return rally__fail(rb->err, RALLY_ESTATE,
                            "rally_load_checkpoint must be called once, before the first "
                            "rally_checkpoint");
-    if (!rb->recovering) { /* a fresh start: everyone begins at version 0 */
-        rb->loaded = 1;
-        rb->version = 0;
-        rb->q = 1;
-        *version = 0;
-        return RALLY_OK;
-    }
     for (;;) {
         unsigned char *res = NULL;
         uint64_t n = 0;
+        int rc = EXECUTE;
         struct rally__sig none = {0};
-        int rc = recover(rb, RALLY__KEY_LOAD, &none, &res, &n);
+        if (rb->recovering)
+            rc = recover(rb, RALLY__KEY_LOAD, &none, &res, &n);
         if (rc == EXECUTE || (rc == SERVED && res == NULL)) {
-            /* everybody is loading and nobody has a checkpoint: fresh start */
+            /* a fresh start, or everyone is loading and nobody has a checkpoint */
             rb->loaded = 1;
             rb->version = 0;
             rb->q = 1;
@@ -624,29 +860,35 @@ int rally__robust_load(struct rally__robust *rb, void **global, uint64_t *global
             return RALLY_OK;
         }
         if (rc == SERVED) {
-            void *out = malloc(n ? (size_t)n : 1);
-            if (out == NULL) {
-                rally__robust_unbuf(rb, res);
-                return rally__fail(rb->err, RALLY_ENOMEM, "out of memory loading a checkpoint");
-            }
-            memcpy(out, res, (size_t)n);
-            free(rb->ckpt);
-            rb->ckpt = malloc(n ? (size_t)n : 1);
-            if (rb->ckpt == NULL) {
-                free(out);
-                rally__robust_unbuf(rb, res);
-                return rally__fail(rb->err, RALLY_ENOMEM, "out of memory loading a checkpoint");
-            }
-            memcpy(rb->ckpt, res, (size_t)n);
-            rb->ckpt_nbytes = n;
+            struct rally__localset *ls = rb->use_local ? set_of(rb, rb->version) : NULL;
+            unsigned char *g = dup_bytes(res, n), *l = NULL;
+            unsigned char *keep = dup_bytes(res, n);
             rally__robust_unbuf(rb, res);
+            if (ls != NULL && local != NULL)
+                l = dup_bytes(ls->data[0], ls->nbytes[0]);
+            if (g == NULL || keep == NULL || (ls != NULL && local != NULL && l == NULL)) {
+                free(g);
+                free(keep);
+                free(l);
+                return rally__fail(rb->err, RALLY_ENOMEM, "out of memory loading a checkpoint");
+            }
+            free(rb->ckpt);
+            rb->ckpt = keep;
+            rb->ckpt_nbytes = n;
+            rb->lazy = NULL;
             rb->loaded = 1; /* rb->version was set by recover() */
             if ((rc = acknowledge(rb)) != RALLY_OK) {
-                free(out);
+                free(g);
+                free(l);
                 return rc;
             }
-            *global = out;
+            *global = g;
             *global_nbytes = n;
+            if (local != NULL) {
+                *local = l;
+                if (local_nbytes != NULL)
+                    *local_nbytes = ls != NULL ? ls->nbytes[0] : 0;
+            }
             *version = rb->version;
             return RALLY_OK;
         }
@@ -727,6 +969,7 @@ int rally__robust_init(struct rally__robust *rb, const struct rally__config *cfg
         return e->code;
     rb->rank = rb->tc.rank;
     rb->world = rb->tc.world;
+    rb->k = (int)cfg->local_replica < rb->world - 1 ? (int)cfg->local_replica : rb->world - 1;
     struct rally__comm *cm = &rb->comm;
     rally__comm_init(cm, rb->rank, rb->world, e);
     cm->timeout_ms = cfg->timeout_ms;
@@ -759,5 +1002,7 @@ void rally__robust_free(struct rally__robust *rb)
         free(rb->pool[i] - BUF_HEAD);
     free(rb->pool);
     free(rb->ckpt);
+    set_clear(&rb->loc[0]);
+    set_clear(&rb->loc[1]);
     rally__mock_free(&rb->mock);
 }

@@ -69,6 +69,17 @@ struct rally__entry {
     uint64_t nbytes;
 };
 
+#define RALLY__MAX_REPLICA 7
+
+/* Local models of one checkpoint version held by this worker: slot j is
+ * rank (rank - j) mod world's model, j = 0 (its own) .. k. */
+struct rally__localset {
+    uint64_t version;
+    int valid; /* replication of this version completed */
+    unsigned char *data[RALLY__MAX_REPLICA + 1];
+    uint64_t nbytes[RALLY__MAX_REPLICA + 1];
+};
+
 struct rally__robust {
     struct rally__err *err;
     const struct rally__config *cfg;
@@ -84,6 +95,11 @@ struct rally__robust {
     uint32_t boot; /* next bootstrap op */
     unsigned char *ckpt; /* the newest checkpoint's global model */
     uint64_t ckpt_nbytes;
+    rally_serialize_fn lazy; /* or: serialize it only when asked */
+    void *lazy_arg;
+    int use_local;                  /* the job checkpoints local models */
+    int k;                          /* replicas of each local model */
+    struct rally__localset loc[2];  /* double buffer: the newest valid and the next */
     struct rally__entry *cache;
     int ncache, capcache;
     uint64_t cache_nbytes;
@@ -101,8 +117,11 @@ void rally__robust_free(struct rally__robust *rb);
 int rally__robust_op(struct rally__robust *rb, struct rally__op *op);
 
 int rally__robust_load(struct rally__robust *rb, void **global, uint64_t *global_nbytes,
-                       uint64_t *version);
-int rally__robust_checkpoint(struct rally__robust *rb, const void *global, uint64_t nbytes);
+                       void **local, uint64_t *local_nbytes, uint64_t *version);
+/* global may be NULL with lazy set (then nothing is copied); local NULL: none. */
+int rally__robust_checkpoint(struct rally__robust *rb, const void *global, uint64_t nbytes,
+                             rally_serialize_fn lazy, void *lazy_arg, const void *local,
+                             uint64_t local_nbytes);
 /* The finalize agreement and SHUTDOWN. */
 int rally__robust_finalize(struct rally__robust *rb);
 

@@ -28,6 +28,7 @@ static const struct key keys[] = {
     K("chunk_bytes", SIZE, chunk_bytes, "256K", 64, 1 << 30),
     K("heartbeat_ms", INT, heartbeat_ms, "1000", 10, 3600000),
     K("cache_max_bytes", SIZE, cache_max_bytes, "4G", 0, INT64_MAX / 4),
+    K("local_replica", INT, local_replica, "2", 0, 7),
     K("mock", LIST, mock, "", 0, 0),
 };
 #undef K

@@ -24,6 +24,7 @@ struct rally__config {
     int64_t chunk_bytes;              /* pipelining granularity */
     int64_t heartbeat_ms;             /* liveness beat to the tracker */
     int64_t cache_max_bytes;          /* collective results kept for recovery */
+    int64_t local_replica;            /* ring successors holding each local model */
     char mock[RALLY__STR_MAX * 4];    /* kill points, ';'-separated (librally_mock) */
 };
 

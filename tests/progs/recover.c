@@ -2,7 +2,7 @@
  * recover.c — an iterative job for the recovery tests (the intent of rabit's
  * model_recover, in our own code).
  *
- *   rally-run -n N recover [n] [iters] [diverge|sleep_ms] [rally_mock=...]
+ *   rally-run -n N recover [n] [iters] [diverge|local|lazy|SLEEP_MS]... [rally_mock=...]
  *
  * Before load_checkpoint: a MAX allreduce of the ranks (must be N-1) and a
  * SUM allreduce of order-sensitive doubles (data statistics).  Then, per
@@ -23,6 +23,10 @@
  * its first MAX allreduce one element longer than the original run did —
  * the recovery must stop the job with an error, not hang.  A number: sleep
  * that many milliseconds per iteration (long enough to stop a worker).
+ * "local": each rank also keeps a local model (its own vector, feeding the
+ * sum), checkpointed and replicated on the ring; the digest covers every
+ * rank's local model.  "lazy": the global model is checkpointed lazily; it
+ * changes only after the iteration's last collective, as the contract says.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -52,7 +56,7 @@ static void die(const char *what, int rc)
 
 struct prep {
     double *out;
-    const double *model;
+    const double *model, *local;
     size_t n;
     uint64_t iter;
     int calls;
@@ -65,8 +69,18 @@ static void prepare_sum(void *arg)
     for (size_t i = 0; i < p->n; i++) {
         uint64_t h = model_mix(((uint64_t)rank << 40) ^ (p->iter << 20) ^ i);
         double x = ldexp((double)(h >> 11) / 9007199254740992.0, (int)(h % 61) - 30);
-        p->out[i] = (h & 128 ? -x : x) + p->model[i] * 1e-3;
+        p->out[i] = (h & 128 ? -x : x) + p->model[i] * 1e-3 + p->local[i] * 1e-6;
     }
+}
+
+static size_t model_n;
+
+static uint64_t serialize(void *arg, void *buf, uint64_t cap)
+{
+    uint64_t need = model_n * sizeof(double);
+    if (cap >= need && buf != NULL)
+        memcpy(buf, arg, (size_t)need);
+    return need;
 }
 
 static uint64_t digest(const void *p, size_t n)
@@ -85,8 +99,19 @@ int main(int argc, char **argv)
     N = rally_world_size(R);
     size_t n = argc > 1 ? strtoul(argv[1], NULL, 10) : 1000;
     uint64_t iters = argc > 2 ? strtoull(argv[2], NULL, 10) : 3;
-    int diverge = argc > 3 && strcmp(argv[3], "diverge") == 0;
-    long sleep_ms = argc > 3 && !diverge ? strtol(argv[3], NULL, 10) : 0;
+    int diverge = 0, use_local = 0, lazy = 0;
+    long sleep_ms = 0;
+    for (int i = 3; i < argc; i++) {
+        if (strcmp(argv[i], "diverge") == 0)
+            diverge = 1;
+        else if (strcmp(argv[i], "local") == 0)
+            use_local = 1;
+        else if (strcmp(argv[i], "lazy") == 0)
+            lazy = 1;
+        else
+            sleep_ms = strtol(argv[i], NULL, 10);
+    }
+    model_n = n;
     printf("pid %d %ld\n", rank, (long)getpid());
     fflush(stdout);
 
@@ -102,10 +127,23 @@ int main(int argc, char **argv)
         stats[i] = ldexp(1.0 + rank, (rank * 7 + i) % 40 - 20);
     CALL(rally_allreduce(R, stats, 16, RALLY_DOUBLE, RALLY_SUM, NULL, NULL), "bootstrap sum");
 
-    double *model = calloc(n, sizeof *model);
-    void *saved = NULL;
-    uint64_t saved_n = 0, version = 0;
-    CALL(rally_load_checkpoint(R, &saved, &saved_n, NULL, NULL, &version), "load_checkpoint");
+    double *model = calloc(n, sizeof *model), *local = calloc(n, sizeof *local);
+    void *saved = NULL, *lsaved = NULL;
+    uint64_t saved_n = 0, lsaved_n = 0, version = 0;
+    CALL(rally_load_checkpoint(R, &saved, &saved_n, use_local ? &lsaved : NULL,
+                               use_local ? &lsaved_n : NULL, &version),
+         "load_checkpoint");
+    for (size_t i = 0; i < n; i++)
+        local[i] = use_local ? 1.0 + rank : 0.0;
+    if (version > 0 && use_local) {
+        if (lsaved_n != n * sizeof *local) {
+            fprintf(stderr, "recover: local checkpoint has %" PRIu64 " bytes, want %zu\n",
+                    lsaved_n, n * sizeof *local);
+            return 1;
+        }
+        memcpy(local, lsaved, lsaved_n);
+        rally_free(lsaved);
+    }
     if (version == 0) {
         for (size_t i = 0; i < n; i++)
             model[i] = stats[i % 16];
@@ -156,11 +194,10 @@ int main(int argc, char **argv)
                 }
         }
         /* SUM through prepare: order-sensitive */
-        struct prep p = {sum, model, n, it, 0};
+        struct prep p = {sum, model, local, n, it, 0};
         CALL(rally_allreduce(R, sum, n, RALLY_DOUBLE, RALLY_SUM, prepare_sum, &p), "sum");
         prepare_calls += p.calls;
-        memcpy(model, sum, n * sizeof *model);
-        /* allgatherv of a slice */
+        /* allgatherv of a slice (of the model as it was: see "lazy") */
         size_t k = (size_t)(rank + 1) * n / (size_t)(N + 1);
         void *all = NULL;
         uint64_t *sizes = malloc((size_t)N * sizeof *sizes);
@@ -168,18 +205,34 @@ int main(int argc, char **argv)
         size_t total = 0;
         for (int r = 0; r < N; r++)
             total += sizes[r];
+        /* the model changes only here, after the iteration's last collective */
+        memcpy(model, sum, n * sizeof *model);
         for (size_t i = 0; i < total / sizeof(double) && i < n; i++)
             model[i] += ((double *)all)[i] * 0x1p-40;
+        for (size_t i = 0; i < n && use_local; i++)
+            local[i] = local[i] * 0.5 + sum[i] * (1 + rank);
         rally_free(all);
         free(sizes);
-        CALL(rally_checkpoint(R, model, n * sizeof *model, NULL, 0), "checkpoint");
+        if (lazy)
+            CALL(rally_lazy_checkpoint(R, serialize, model), "lazy_checkpoint");
+        else
+            CALL(rally_checkpoint(R, model, n * sizeof *model, use_local ? local : NULL,
+                                  use_local ? n * sizeof *local : 0),
+                 "checkpoint");
     }
     uint64_t d = digest(model, n * sizeof *model);
+    if (use_local) { /* fold in every rank's local model */
+        uint64_t *ld = calloc((size_t)N, sizeof *ld), mine = digest(local, n * sizeof *local);
+        CALL(rally_allgather(R, &mine, sizeof mine, ld), "allgather");
+        d ^= digest(ld, (size_t)N * sizeof *ld);
+        free(ld);
+    }
     if (rank == 0)
         printf("result: model_digest=%016" PRIx64 " version=%" PRIu64 "\n", d,
                rally_checkpoint_version(R));
     printf("rank %d prepare_calls=%d\n", rank, prepare_calls);
     free(model);
+    free(local);
     free(sum);
     free(ints);
     free(text);
