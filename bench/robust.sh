@@ -7,6 +7,8 @@
 #   2. time from a kill to the job back in step: rank 1 dies (mock) on
 #      entering an iteration; the iteration's time minus the median
 #      iteration, max over ranks, for 1 MiB and 100 MiB global models.
+#   3. what a checkpoint costs: a copied global model vs a lazy one, and
+#      local models replicated to k = 1, 2, 3 ring successors.
 set -e
 build=${1:-build}
 NS=${BENCH_NS:-"2 4 8"}
@@ -16,7 +18,8 @@ echo
 echo "robust vs plain allreduce (float32 sum; median us; overhead = robust / plain - 1)"
 printf '%-3s %10s %12s %12s %9s\n' N bytes plain_us robust_us overhead
 for n in $NS; do
-    "$run" -n "$n" "$build/bench/bench_robust" 8:300 1048576:30 16777216:9 67108864:5 2>&1 |
+    "$run" -n "$n" "$build/bench/bench_robust" 8:300 4096:300 65536:100 1048576:30 16777216:9 \
+        67108864:5 268435456:3 2>&1 |
         awk -v n="$n" '$2 == "ROBUST" { printf "%-3s %10s %12.1f %12.1f %8.1f%%\n",
             n, $3, $5, $6, ($6 / $5 - 1) * 100 }'
 done
@@ -28,5 +31,17 @@ for n in 4 8; do
     for m in 1048576 104857600; do
         "$run" -n "$n" --max-restarts 2 "$build/bench/bench_recovery" "$m" 8 rally_mock=1,4,0,0 2>&1 |
             awk -v n="$n" '$2 == "RECOVERY" { printf "%-3s %12s %12.3f %16.4f\n", n, $3, $4, $5 }'
+    done
+done
+
+echo
+echo "checkpoint cost at N=4 (median us, max over ranks): copy vs lazy; local models by replicas k"
+printf '%-12s %-6s %14s %10s\n' model_bytes k checkpoint_us lazy_us
+for m in 1048576 104857600; do
+    "$run" -n 4 "$build/bench/bench_ckpt" "$m" 7 2>&1 |
+        awk '$2 == "CKPT" { printf "%-12s %-6s %14.1f %10.1f\n", $3, "global", $5, $6 }'
+    for k in 1 2 3; do
+        RALLY_LOCAL_REPLICA=$k "$run" -n 4 "$build/bench/bench_ckpt" "$m" 5 local 2>&1 |
+            awk '$2 == "CKPT" { printf "%-12s %-6s %14.1f %10s\n", $3, "local" $4, $5, "-" }'
     done
 done

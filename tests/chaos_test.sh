@@ -1,5 +1,5 @@
 #!/bin/sh
-# chaos_test.sh RALLY_RUN PROG SEED KILLS — kill -9 random workers at random
+# chaos_test.sh RALLY_RUN PROG SEED KILLS [ARGS...] — kill -9 random workers at random
 # moments (drawn from SEED) while a 4-worker job runs, and check that the
 # final model is bit-identical to a run without failures, that rally-run
 # counted exactly KILLS deaths, and that nothing is left behind.  Prints, for
@@ -7,17 +7,18 @@
 # the job stood when it was back in step (version, seq).
 set -u
 run=$1 prog=$2 seed=$3 kills=$4
+shift 4 # the rest go to the job (e.g. "local": local models on)
 here=$(dirname "$0")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 tag="chaos-$$"
 fail() { echo "chaos_test: $*"; tail -40 "$tmp/out"; exit 1; }
 
-"$here/run_job.sh" 0 120 "$run" -n 4 "$prog" 3000 60 50 >"$tmp/plain" 2>&1 || {
+"$here/run_job.sh" 0 120 "$run" -n 4 "$prog" 3000 60 50 "$@" >"$tmp/plain" 2>&1 || {
     cat "$tmp/plain"; fail "the failure-free run failed"; }
 want=$(grep -o 'model_digest=[0-9a-f]*' "$tmp/plain")
 
-RALLY_TEST_TAG=$tag timeout -k 5 240 "$run" -n 4 --max-restarts 10 "$prog" 3000 60 50 \
+RALLY_TEST_TAG=$tag timeout -k 5 240 "$run" -n 4 --max-restarts 10 "$prog" 3000 60 50 "$@" \
     >"$tmp/out" 2>&1 &
 job=$!
 # the random plan: kills x (rank, delay in ms), from the seed

@@ -1,0 +1,85 @@
+/*
+ * bench_ckpt.c — what a checkpoint costs.
+ *
+ *   rally-run -n N bench_ckpt MODEL_BYTES REPS [local] [rally_local_replica=k]
+ *
+ * Times rally_checkpoint of a MODEL_BYTES global model (a copy into memory
+ * plus the acknowledgement) against rally_lazy_checkpoint (no copy), and
+ * with "local" a MODEL_BYTES local model per rank replicated to k ring
+ * successors (global model empty).  Median over REPS, max over ranks; rank 0
+ * prints "CKPT <bytes> <k> <checkpoint_us> <lazy_us>" (lazy_us is 0 with local).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench_common.h"
+#include "rally/rally.h"
+
+static uint64_t nbytes;
+
+static uint64_t serialize(void *arg, void *buf, uint64_t cap)
+{
+    if (cap >= nbytes && buf != NULL)
+        memcpy(buf, arg, nbytes);
+    return nbytes;
+}
+
+static int cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(rally_t *r, double *t, int reps)
+{
+    rally_allreduce(r, t, (size_t)reps, RALLY_DOUBLE, RALLY_MAX, NULL, NULL);
+    rally_checkpoint(r, NULL, 0, NULL, 0);
+    qsort(t, (size_t)reps, sizeof *t, cmp);
+    return t[reps / 2];
+}
+
+int main(int argc, char **argv)
+{
+    rally_t *r;
+    if (rally_init(&r, &argc, &argv) != RALLY_OK || argc < 3) {
+        fprintf(stderr, "bench_ckpt: %s\n", argc < 3 ? "usage" : rally_errmsg(r));
+        return 1;
+    }
+    nbytes = strtoull(argv[1], NULL, 10);
+    int reps = atoi(argv[2]), local = argc > 3 && strcmp(argv[3], "local") == 0;
+    unsigned char *model = malloc(nbytes ? nbytes : 1);
+    memset(model, 7, nbytes);
+    double *t = calloc((size_t)reps, sizeof *t), full, lazy = 0;
+    uint64_t v;
+    void *g = NULL, *l = NULL;
+    uint64_t gn, ln;
+    rally_load_checkpoint(r, &g, &gn, local ? &l : NULL, local ? &ln : NULL, &v);
+    for (int i = -1; i < reps; i++) {
+        double t0 = bench_now_us();
+        int rc = local ? rally_checkpoint(r, NULL, 0, model, nbytes)
+                       : rally_checkpoint(r, model, nbytes, NULL, 0);
+        if (rc != RALLY_OK)
+            return 1;
+        if (i >= 0)
+            t[i] = bench_now_us() - t0;
+    }
+    full = median(r, t, reps);
+    if (!local) {
+        for (int i = -1; i < reps; i++) {
+            double t0 = bench_now_us();
+            if (rally_lazy_checkpoint(r, serialize, model) != RALLY_OK)
+                return 1;
+            if (i >= 0)
+                t[i] = bench_now_us() - t0;
+        }
+        lazy = median(r, t, reps);
+    }
+    char k[16] = "-";
+    const char *kk = getenv("RALLY_LOCAL_REPLICA");
+    if (local)
+        snprintf(k, sizeof k, "%s", kk ? kk : "2");
+    if (rally_rank(r) == 0)
+        printf("CKPT %llu %s %.1f %.1f\n", (unsigned long long)nbytes, k, full, lazy);
+    return rally_finalize(r) == RALLY_OK ? 0 : 1;
+}
