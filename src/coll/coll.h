@@ -21,7 +21,8 @@
  *              Larger: the ring, reduce-scatter then allgather, streamed.
  *   broadcast  pipelined over the tree from any root.
  *   allgather  the ring, streamed.
- * All waiting is in poll(); nothing spins.
+ * All waiting is in poll(), after at most rally_spin_us of polling without
+ * sleeping that yields the core between polls (docs/config.md).
  */
 #ifndef RALLY_COLL_COLL_H
 #define RALLY_COLL_COLL_H
@@ -46,6 +47,7 @@ struct rally__comm {
     int64_t timeout_ms;         /* no progress for this long: RALLY_ETIMEDOUT */
     size_t ring_threshold;      /* bytes */
     size_t chunk;               /* bytes */
+    int64_t spin_us;            /* poll without sleeping this long before blocking */
     uint32_t seq;               /* collectives so far */
     int abort_fd;               /* -1: none */
     int (*on_alarm)(void *arg, struct rally__err *e);

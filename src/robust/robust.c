@@ -975,6 +975,7 @@ int rally__robust_init(struct rally__robust *rb, const struct rally__config *cfg
     cm->timeout_ms = cfg->timeout_ms;
     cm->ring_threshold = (size_t)cfg->ring_threshold_bytes;
     cm->chunk = (size_t)cfg->chunk_bytes;
+    cm->spin_us = cfg->spin_us;
     cm->abort_fd = rb->tc.fd;
     cm->on_alarm = on_alarm;
     cm->report = on_report;

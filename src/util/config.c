@@ -29,6 +29,7 @@ static const struct key keys[] = {
     K("heartbeat_ms", INT, heartbeat_ms, "1000", 10, 3600000),
     K("cache_max_bytes", SIZE, cache_max_bytes, "4G", 0, INT64_MAX / 4),
     K("local_replica", INT, local_replica, "2", 0, 7),
+    K("spin_us", INT, spin_us, "50", 0, 1000000),
     K("mock", LIST, mock, "", 0, 0),
 };
 #undef K

@@ -25,6 +25,7 @@ struct rally__config {
     int64_t heartbeat_ms;             /* liveness beat to the tracker */
     int64_t cache_max_bytes;          /* collective results kept for recovery */
     int64_t local_replica;            /* ring successors holding each local model */
+    int64_t spin_us;                  /* poll without sleeping before blocking */
     char mock[RALLY__STR_MAX * 4];    /* kill points, ';'-separated (librally_mock) */
 };
 
