@@ -422,6 +422,12 @@ static void reap(struct run *r)
         k->fence_killed = 0;
         k->fenced[0] = '\0';
         int frank, tst = rally__tracker_state(r->t, NULL, &frank);
+        if (k->finalized) {
+            /* it finished its part: a bad exit fails the job, but is no death */
+            k->failed = 1;
+            snprintf(k->why, sizeof k->why, "rank %d %s after rally_finalize", k->rank, cause);
+            continue;
+        }
         if (r->first < 0 && !r->stop_sig && tst == RALLY__TRACKER_RUNNING) {
             died(r, k, cause);
         } else {
