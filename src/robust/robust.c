@@ -55,11 +55,15 @@ static uint64_t buf_cap(const unsigned char *p)
 
 unsigned char *rally__robust_buf(struct rally__robust *rb, uint64_t nbytes)
 {
+    /* the smallest spare that fits, if it is not far larger: a small result
+     * must not take the big buffer the next big allreduce will want */
     int best = -1;
-    for (int i = 0; i < rb->npool; i++)
-        if (buf_cap(rb->pool[i]) >= nbytes &&
-            (best < 0 || buf_cap(rb->pool[i]) < buf_cap(rb->pool[best])))
+    for (int i = 0; i < rb->npool; i++) {
+        uint64_t cap = buf_cap(rb->pool[i]);
+        if (cap >= nbytes && cap / 2 <= nbytes + 4096 &&
+            (best < 0 || cap < buf_cap(rb->pool[best])))
             best = i;
+    }
     if (best >= 0) {
         unsigned char *p = rb->pool[best];
         rb->pool[best] = rb->pool[--rb->npool];
