@@ -7,6 +7,9 @@
 #   diverge     a restarted worker calls a different collective: the job
 #               stops with an error naming both calls, no hang
 #   exhausted   a rank dies more often than --max-restarts: clear failure
+#   busy        survivors compute for 2.5 s between collectives, longer than
+#               the tracker's epoch deadline (--startup-timeout-ms 800):
+#               heartbeats show they live, so the epoch waits for them
 #   stalled     a worker's links carry nothing for 3 s while it lives (stopped
 #               for less than the heartbeat timeout): the stalled collectives
 #               time out (rally_timeout_ms), a worker reports the link, the
@@ -77,6 +80,19 @@ exhausted)
     GREP="restart" "$here/run_job.sh" nonzero 120 "$run" -n 4 --max-restarts 1 "$mock" 500 3 \
         rally_mock=1,1,2,0 rally_mock=1,1,2,1 >"$tmp/out" 2>&1 || fail "want a clean failure"
     grep -q "summary: deaths=2 " "$tmp/out" || fail "want deaths=2"
+    ;;
+busy)
+    want=$(baseline 2000 3 2500)
+    RALLY_TEST_TAG="fault-$$" timeout -k 5 120 "$run" -n 4 --startup-timeout-ms 800 "$plain" \
+        2000 3 2500 rally_heartbeat_ms=200 >"$tmp/out" 2>&1 &
+    job=$!
+    wait_for "^\[3\] pid 3 " 30 || fail "rank 3 never started"
+    sleep 0.5
+    kill -9 "$(pid_of 2)"
+    wait "$job" || fail "the job failed"
+    got=$(grep -o 'model_digest=[0-9a-f]*' "$tmp/out")
+    [ "$got" = "$want" ] || fail "digest $got, want $want"
+    grep -q "summary: deaths=1 recovered=1 " "$tmp/out" || fail "want deaths=1 recovered=1"
     ;;
 stalled)
     # A link that carries nothing while both ends live.  (A true packet drop

@@ -1131,6 +1131,25 @@ static void epoch_missing(struct rally__tracker *t, char *s, size_t cap)
     }
 }
 
+/* 1 when every rank missing from the epoch is a live worker that keeps
+ * sending heartbeats: a survivor busy computing notices the RESET only at
+ * its next collective, which may be long after the epoch's deadline.  Only
+ * ranks with no live worker (a restart that never came) time an epoch out. */
+static int missing_are_busy(const struct rally__tracker *t, int64_t now)
+{
+    if (t->heartbeat_ms <= 0)
+        return 0;
+    for (int r = 0; r < t->o.world; r++) {
+        const struct conn *c = t->by_rank[r];
+        int ok = t->phase == P_ASSEMBLING ? present(t, r) : c != NULL && c->ready;
+        if (ok)
+            continue;
+        if (c == NULL || !c->heartbeats || now - c->last_rx >= t->heartbeat_ms)
+            return 0;
+    }
+    return 1;
+}
+
 static void timers(struct rally__tracker *t)
 {
     int64_t now = rally__now_ms();
@@ -1159,6 +1178,10 @@ static void timers(struct rally__tracker *t)
     if (t->went) {
         if (now < t->epoch_deadline)
             return;
+        if (missing_are_busy(t, now)) { /* survivors still computing: look again soon */
+            t->epoch_deadline = now + 1000;
+            return;
+        }
         epoch_missing(t, miss, sizeof miss);
         fail_job(t, RALLY_ETIMEDOUT, -1, "epoch %u: rank(s) %s did not %s within %lld ms",
                  t->epoch, miss, t->phase == P_ASSEMBLING ? "rejoin" : "become ready",
