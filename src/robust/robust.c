@@ -967,8 +967,10 @@ int rally__robust_init(struct rally__robust *rb, const struct rally__config *cfg
         rally__tcp_listen(is_loopback(thost) ? thost : "", 0, 128, &rb->listen_fd, &port, e) !=
             RALLY_OK)
         return e->code;
-    struct rally__tclient_opts o = {cfg->tracker, cfg->secret_file, cfg->task_id, port, host,
-                                    cfg->connect_timeout_ms};
+    struct rally__tclient_opts o = {cfg->tracker,    cfg->secret_file,
+                                    cfg->task_id,    port,
+                                    host,            cfg->connect_timeout_ms,
+                                    cfg->connect_timeout_ms + cfg->timeout_ms};
     if (rally__tclient_join(&rb->tc, &o, e) != RALLY_OK)
         return e->code;
     rb->rank = rb->tc.rank;

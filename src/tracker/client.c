@@ -258,7 +258,9 @@ int rally__tclient_join(struct rally__tclient *t, const struct rally__tclient_op
     rally__w_str(&w, ""); /* listen_host: the address the tracker sees */
     rally__w_str(&w, proc);
     if (send_frame(t, RALLY__T_REGISTER, b, w.len, deadline, 0, e) != RALLY_OK ||
-        expect(t, RALLY__T_ASSIGN, 0, deadline, e) != RALLY_OK ||
+        expect(t, RALLY__T_ASSIGN, 0,
+               o->assign_timeout_ms > 0 ? rally__deadline(o->assign_timeout_ms) : deadline,
+               e) != RALLY_OK ||
         parse_assign(t, &t->rank, &t->world, &t->incarnation, &t->peers, &t->epoch, e) !=
             RALLY_OK)
         goto cleanup;

@@ -58,6 +58,10 @@ struct rally__tclient_opts {
     int listen_port;         /* this worker's peer-link port */
     const char *processor_name;
     int64_t connect_timeout_ms;
+    /* how long to wait for ASSIGN once registered (0: connect_timeout_ms); a
+     * restarted worker waits for survivors that may be busy computing, and
+     * the tracker bounds the start-up itself */
+    int64_t assign_timeout_ms;
 };
 
 /* Connects, authenticates, registers and waits for ASSIGN (until every
