@@ -49,6 +49,7 @@
 #include "net/auth.h"
 #include "net/sock.h"
 #include "tracker/proto.h"
+#include "cli.h"
 #include "tracker/server.h"
 #include "util/clock.h"
 
@@ -124,28 +125,6 @@ static void usage(FILE *f)
             "  (recovered: deaths after which the job got back in step; epochs: recoveries,\n"
             "  one per re-wiring, which can serve several deaths at once)\n",
             RALLY__WORLD_MAX);
-}
-
-static int usage_error(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "rally-run: ");
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "\nTry 'rally-run --help'.\n");
-    return 2;
-}
-
-static int parse_int(const char *s, long long lo, long long hi, long long *out)
-{
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi)
-        return -1;
-    *out = v;
-    return 0;
 }
 
 /* --- output ---------------------------------------------------------------- */
@@ -623,14 +602,14 @@ int main(int argc, char **argv)
     r.first = -1;
     r.sfd = -1;
     r.kill_at = r.drain_until = RALLY__NEVER;
-    long long v;
+    int64_t v;
     int c, status = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "+n:h", longs, NULL)) != -1) {
         switch (c) {
         case 'n':
-            if (parse_int(optarg, 1, RALLY__WORLD_MAX, &v))
-                return usage_error("-n wants a number of workers from 1 to %d, not '%s'",
+            if (rally__parse_int(optarg, 1, RALLY__WORLD_MAX, &v))
+                return cli_usage_error("rally-run", "-n wants a number of workers from 1 to %d, not '%s'",
                                    RALLY__WORLD_MAX, optarg);
             r.world = (int)v;
             break;
@@ -638,15 +617,15 @@ int main(int argc, char **argv)
             r.host = optarg;
             break;
         case 'p':
-            if (parse_int(optarg, 0, 65535, &v))
-                return usage_error("--port wants 0..65535, not '%s'", optarg);
+            if (rally__parse_int(optarg, 0, 65535, &v))
+                return cli_usage_error("rally-run", "--port wants 0..65535, not '%s'", optarg);
             r.port = (int)v;
             break;
         case 's':
         case 'g':
         case 'b':
-            if (parse_int(optarg, 0, INT64_MAX / 4, &v))
-                return usage_error("--%s wants milliseconds, not '%s'",
+            if (rally__parse_int(optarg, 0, INT64_MAX / 4, &v))
+                return cli_usage_error("rally-run", "--%s wants milliseconds, not '%s'",
                                    c == 's'   ? "startup-timeout-ms"
                                    : c == 'g' ? "grace-ms"
                                               : "heartbeat-timeout-ms",
@@ -654,21 +633,21 @@ int main(int argc, char **argv)
             *(c == 's' ? &r.startup_ms : c == 'g' ? &r.grace_ms : &r.heartbeat_ms) = v;
             break;
         case 'm':
-            if (parse_int(optarg, 0, INT_MAX, &v))
-                return usage_error("--max-restarts wants a count (0 or more), not '%s'", optarg);
+            if (rally__parse_int(optarg, 0, INT_MAX, &v))
+                return cli_usage_error("rally-run", "--max-restarts wants a count (0 or more), not '%s'", optarg);
             r.max_restarts = (int)v;
             break;
         case 'h':
             usage(stdout);
             return 0;
         default:
-            return usage_error("unknown or incomplete option '%s'", argv[optind - 1]);
+            return cli_usage_error("rally-run", "unknown or incomplete option '%s'", argv[optind - 1]);
         }
     }
     if (r.world == 0)
-        return usage_error("-n N (the number of workers) is required");
+        return cli_usage_error("rally-run", "-n N (the number of workers) is required");
     if (optind >= argc)
-        return usage_error("no program to run");
+        return cli_usage_error("rally-run", "no program to run");
     r.argv = argv + optind;
 
     /* Signals arrive only through the signalfd, from before the first fork. */

@@ -42,6 +42,7 @@
 #include "net/auth.h"
 #include "net/sock.h"
 #include "tracker/proto.h"
+#include "cli.h"
 #include "tracker/server.h"
 #include "util/clock.h"
 
@@ -75,28 +76,6 @@ static void on_event(void *arg, const struct rally__tracker_event *ev)
         fprintf(stderr, "rally-tracker: recovered: %s\n", ev->text);
 }
 
-static int usage_error(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "rally-tracker: ");
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "\nTry 'rally-tracker --help'.\n");
-    return 2;
-}
-
-static int parse_int(const char *s, long long lo, long long hi, long long *out)
-{
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi)
-        return -1;
-    *out = v;
-    return 0;
-}
-
 int main(int argc, char **argv)
 {
     static const struct option longs[] = {{"workers", required_argument, NULL, 'n'},
@@ -112,7 +91,7 @@ int main(int argc, char **argv)
     int64_t heartbeat_ms = 10000;
     const char *host = "", *secret_file = NULL;
     int64_t startup_ms = 300000;
-    long long v;
+    int64_t v;
     char dir[PATH_MAX] = "", path[PATH_MAX + 16] = "";
     struct rally__tracker *t = NULL;
     struct pollfd *p = NULL;
@@ -120,8 +99,8 @@ int main(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "n:h", longs, NULL)) != -1) {
         switch (c) {
         case 'n':
-            if (parse_int(optarg, 1, RALLY__WORLD_MAX, &v))
-                return usage_error("-n wants a number of workers from 1 to %d, not '%s'",
+            if (rally__parse_int(optarg, 1, RALLY__WORLD_MAX, &v))
+                return cli_usage_error("rally-tracker", "-n wants a number of workers from 1 to %d, not '%s'",
                                    RALLY__WORLD_MAX, optarg);
             world = (int)v;
             break;
@@ -129,21 +108,21 @@ int main(int argc, char **argv)
             host = optarg;
             break;
         case 'p':
-            if (parse_int(optarg, 0, 65535, &v))
-                return usage_error("--port wants 0..65535, not '%s'", optarg);
+            if (rally__parse_int(optarg, 0, 65535, &v))
+                return cli_usage_error("rally-tracker", "--port wants 0..65535, not '%s'", optarg);
             port = (int)v;
             break;
         case 'f':
             secret_file = optarg;
             break;
         case 's':
-            if (parse_int(optarg, 0, INT64_MAX / 4, &v))
-                return usage_error("--startup-timeout-ms wants milliseconds, not '%s'", optarg);
+            if (rally__parse_int(optarg, 0, INT64_MAX / 4, &v))
+                return cli_usage_error("rally-tracker", "--startup-timeout-ms wants milliseconds, not '%s'", optarg);
             startup_ms = v;
             break;
         case 'b':
-            if (parse_int(optarg, 0, INT64_MAX / 4, &v))
-                return usage_error("--heartbeat-timeout-ms wants milliseconds, not '%s'", optarg);
+            if (rally__parse_int(optarg, 0, INT64_MAX / 4, &v))
+                return cli_usage_error("rally-tracker", "--heartbeat-timeout-ms wants milliseconds, not '%s'", optarg);
             heartbeat_ms = v;
             break;
         case 'R':
@@ -175,13 +154,13 @@ int main(int argc, char **argv)
                    RALLY__WORLD_MAX);
             return 0;
         default:
-            return usage_error("unknown or incomplete option '%s'", argv[optind - 1]);
+            return cli_usage_error("rally-tracker", "unknown or incomplete option '%s'", argv[optind - 1]);
         }
     }
     if (world == 0)
-        return usage_error("-n N (the number of workers) is required");
+        return cli_usage_error("rally-tracker", "-n N (the number of workers) is required");
     if (optind < argc)
-        return usage_error("unexpected argument '%s'", argv[optind]);
+        return cli_usage_error("rally-tracker", "unexpected argument '%s'", argv[optind]);
 
     sigset_t set;
     sigemptyset(&set);

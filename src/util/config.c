@@ -34,6 +34,17 @@ static const struct key keys[] = {
 };
 #undef K
 
+int rally__parse_int(const char *s, int64_t lo, int64_t hi, int64_t *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
 int rally__parse_size(const char *s, int64_t *out)
 {
     char *end;

@@ -33,6 +33,9 @@ struct rally__config {
  * from argv (argc/argv may be NULL).  Unknown rally_* keys are RALLY_ECONFIG. */
 int rally__config_load(struct rally__config *c, int *argc, char ***argv, struct rally__err *e);
 
+/* Parses a decimal integer in [lo, hi] with nothing after it. 0 on success. */
+int rally__parse_int(const char *s, int64_t lo, int64_t hi, int64_t *out);
+
 /* Parses "123", "64K", "1M", "2G" (powers of 1024). Returns 0 on success. */
 int rally__parse_size(const char *s, int64_t *out);
 
