@@ -39,36 +39,46 @@ wait_for() { # pattern seconds
     done
 }
 
-case $case_ in
-kill9)
-    want=$(baseline 2000 12 100)
-    RALLY_TEST_TAG="fault-$$" timeout -k 5 120 "$run" -n 4 "$plain" 2000 12 100 >"$tmp/out" 2>&1 &
+# start_job LAUNCHER_ARGS... -- PROG_ARGS...: the failure-free digest into
+# $want, then the same job in the background (its output in $tmp/out, its
+# pid in $job) once every rank has started.
+start_job() {
+    largs=""
+    while [ "$1" != "--" ]; do largs="$largs $1"; shift; done
+    shift
+    want=$(baseline "$@")
+    # shellcheck disable=SC2086 # the launcher arguments split on purpose
+    RALLY_TEST_TAG="fault-$$" timeout -k 5 120 "$run" -n 4 $largs "$plain" "$@" >"$tmp/out" 2>&1 &
     job=$!
     wait_for "^\[3\] pid 3 " 30 || fail "rank 3 never started"
+}
+
+# finish_job DEATHS: the job succeeded with the failure-free digest and
+# exactly DEATHS deaths.
+finish_job() {
+    wait "$job" || fail "the job failed"
+    got=$(grep -o 'model_digest=[0-9a-f]*' "$tmp/out")
+    [ "$got" = "$want" ] || fail "digest $got, want $want"
+    grep -q "summary: deaths=$1 recovered=$1 " "$tmp/out" || fail "want deaths=$1 recovered=$1"
+}
+
+case $case_ in
+kill9)
+    start_job -- 2000 12 100
     sleep 0.4
     kill -9 "$(pid_of 1)"
     wait_for "recovered: epoch" 30 || fail "no recovery after the first kill"
     sleep 0.3
     kill -9 "$(pid_of 3)"
-    wait "$job" || fail "the job failed"
-    got=$(grep -o 'model_digest=[0-9a-f]*' "$tmp/out")
-    [ "$got" = "$want" ] || fail "digest $got, want $want"
-    grep -q "summary: deaths=2 " "$tmp/out" || fail "want deaths=2"
+    finish_job 2
     ;;
 sigstop)
-    want=$(baseline 2000 12 100)
-    RALLY_TEST_TAG="fault-$$" timeout -k 5 120 "$run" -n 4 --heartbeat-timeout-ms 1500 "$plain" \
-        2000 12 100 rally_heartbeat_ms=200 >"$tmp/out" 2>&1 &
-    job=$!
-    wait_for "^\[3\] pid 3 " 30 || fail "rank 3 never started"
+    start_job --heartbeat-timeout-ms 1500 -- 2000 12 100 rally_heartbeat_ms=200
     sleep 0.4
     stopped=$(pid_of 2)
     kill -STOP "$stopped"
-    wait "$job" || fail "the job failed"
-    got=$(grep -o 'model_digest=[0-9a-f]*' "$tmp/out")
-    [ "$got" = "$want" ] || fail "digest $got, want $want"
+    finish_job 1
     grep -q "heartbeat" "$tmp/out" || fail "the stop was not blamed on missing heartbeats"
-    grep -q "summary: deaths=1 " "$tmp/out" || fail "want deaths=1"
     kill -0 "$stopped" 2>/dev/null && fail "the stopped worker $stopped is still there"
     ;;
 diverge)
@@ -82,39 +92,25 @@ exhausted)
     grep -q "summary: deaths=2 " "$tmp/out" || fail "want deaths=2"
     ;;
 busy)
-    want=$(baseline 2000 3 2500)
-    RALLY_TEST_TAG="fault-$$" timeout -k 5 120 "$run" -n 4 --startup-timeout-ms 800 "$plain" \
-        2000 3 2500 rally_heartbeat_ms=200 >"$tmp/out" 2>&1 &
-    job=$!
-    wait_for "^\[3\] pid 3 " 30 || fail "rank 3 never started"
+    start_job --startup-timeout-ms 800 -- 2000 3 2500 rally_heartbeat_ms=200
     sleep 0.5
     kill -9 "$(pid_of 2)"
-    wait "$job" || fail "the job failed"
-    got=$(grep -o 'model_digest=[0-9a-f]*' "$tmp/out")
-    [ "$got" = "$want" ] || fail "digest $got, want $want"
-    grep -q "summary: deaths=1 recovered=1 " "$tmp/out" || fail "want deaths=1 recovered=1"
+    finish_job 1
     ;;
 stalled)
     # A link that carries nothing while both ends live.  (A true packet drop
     # needs netfilter or traffic-control modules this kind of machine lacks;
     # a worker stopped for less than the heartbeat timeout stalls its links
     # the same way while its heartbeats only pause.)
-    want=$(baseline 20000 30 30)
-    RALLY_TEST_TAG="fault-$$" timeout -k 5 120 "$run" -n 4 --heartbeat-timeout-ms 20000 "$plain" \
-        20000 30 30 rally_timeout_ms=1000 >"$tmp/out" 2>&1 &
-    job=$!
-    wait_for "^\[3\] pid 3 " 30 || fail "rank 3 never started"
+    start_job --heartbeat-timeout-ms 20000 -- 20000 30 30 rally_timeout_ms=1000
     sleep 0.3
     pid=$(pid_of 1)
     kill -STOP "$pid"
     sleep 3
     kill -CONT "$pid"
-    wait "$job" || fail "the job failed"
-    got=$(grep -o 'model_digest=[0-9a-f]*' "$tmp/out")
-    [ "$got" = "$want" ] || fail "digest $got, want $want"
+    finish_job 0
     grep -q "made no progress" "$tmp/out" || fail "no worker reported the stalled link"
     grep -q "recovered: epoch" "$tmp/out" || fail "the job was not re-wired"
-    grep -q "summary: deaths=0 " "$tmp/out" || fail "want deaths=0"
     ;;
 *)
     fail "unknown case"
