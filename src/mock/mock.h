@@ -6,8 +6,8 @@
  *   rank     the worker's rank
  *   version  its checkpoint version (how many checkpoints it has taken)
  *   seq      the collective's number within that version, from 0; a
- *            rally_checkpoint call counts as seq = the number of collectives
- *            before it in its version
+ *            rally_checkpoint or rally_finalize call counts as seq = the
+ *            number of collectives before it in its version
  *   ndeath   how many times this rank died before (incarnation - 1), so a
  *            point fires once and the restarted worker gets past it
  *   phase    where (default op):

@@ -905,6 +905,7 @@ int rally__robust_load(struct rally__robust *rb, void **global, uint64_t *global
 
 int rally__robust_finalize(struct rally__robust *rb)
 {
+    rally__mock_check(&rb->mock, rb->rank, rb->version, user_seq(rb), ndeath(rb), RALLY__MOCK_OP);
     if (!rb->distributed)
         return RALLY_OK;
     /* nobody leaves while a peer may still need its cached results */
