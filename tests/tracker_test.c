@@ -677,7 +677,7 @@ struct op {
 };
 
 /* docs/protocol.md: phase 2, version 3, q = 8 (user collective seq 7) */
-#define POS_V3_S7 ((UINT64_C(2) << 62) | (UINT64_C(3) << 32) | 8)
+#define POS_V3_S7 RALLY__KEY_OP(3, 8) /* version 3, user seq 7 */
 
 static void *op_main(void *arg)
 {
@@ -1023,15 +1023,15 @@ static void heartbeat_thread_and_caller_send_together(void **state_)
 static void position_words(void **state_)
 {
     char s[64];
-    rally__tracker_position_str(5, s, sizeof s);
+    rally__position_str(5, s, sizeof s);
     assert_string_equal(s, "bootstrap op 5");
-    rally__tracker_position_str(UINT64_C(1) << 62, s, sizeof s);
+    rally__position_str(UINT64_C(1) << 62, s, sizeof s);
     assert_string_equal(s, "in load_checkpoint");
-    rally__tracker_position_str(POS_V3_S7, s, sizeof s);
+    rally__position_str(POS_V3_S7, s, sizeof s);
     assert_string_equal(s, "version 3, seq 7");
-    rally__tracker_position_str((UINT64_C(2) << 62) | (UINT64_C(9) << 32), s, sizeof s);
+    rally__position_str((UINT64_C(2) << 62) | (UINT64_C(9) << 32), s, sizeof s);
     assert_string_equal(s, "version 9, checkpoint");
-    rally__tracker_position_str(UINT64_C(3) << 62, s, sizeof s);
+    rally__position_str(UINT64_C(3) << 62, s, sizeof s);
     assert_string_equal(s, "in finalize");
 }
 

@@ -197,7 +197,7 @@ static void on_event(void *arg, const struct rally__tracker_event *ev)
     } else if (ev->kind == RALLY__TEV_RECOVERED) {
         char where[96] = "no worker survived";
         if (ev->has_position)
-            rally__tracker_position_str(ev->position, where, sizeof where);
+            rally__position_str(ev->position, where, sizeof where);
         r->nrecoveries++;
         r->nrecovered += r->unrecovered;
         r->unrecovered = 0;

@@ -84,7 +84,7 @@ void rally__sig_str(const struct rally__sig *s, char *out, size_t cap)
     }
 }
 
-static void sig_encode(unsigned char *p, const struct rally__sig *s, uint32_t seq)
+void rally__sig_encode(unsigned char *p, const struct rally__sig *s, uint32_t seq)
 {
     rally__put_u32(p, SIG_MAGIC);
     rally__put_u32(p + 4, seq);
@@ -95,6 +95,16 @@ static void sig_encode(unsigned char *p, const struct rally__sig *s, uint32_t se
     rally__put_u32(p + 12, (uint32_t)s->root);
     rally__put_u64(p + 16, s->count);
     rally__put_u64(p + 24, s->sidecar);
+}
+
+int rally__sig_decode(const unsigned char *p, struct rally__sig *s, uint32_t *seq)
+{
+    if (rally__get_u32(p) != SIG_MAGIC)
+        return -1;
+    *s = (struct rally__sig){p[8], p[9], p[10], (int32_t)rally__get_u32(p + 12),
+                             rally__get_u64(p + 16), rally__get_u64(p + 24)};
+    *seq = rally__get_u32(p + 4);
+    return 0;
 }
 
 void rally__comm_init(struct rally__comm *c, int rank, int world, struct rally__err *e)
@@ -163,7 +173,7 @@ static void run_start(struct run *x, struct rally__comm *c, const struct rally__
     x->sig = sig;
     x->e = c->err;
     x->deadline = rally__deadline(c->timeout_ms);
-    sig_encode(x->sigbytes, sig, c->seq);
+    rally__sig_encode(x->sigbytes, sig, c->seq);
     for (int i = 0; i < c->nlinks; i++)
         chan_of(x, c->links[i].peer);
 }
@@ -181,14 +191,12 @@ static int found(struct run *x, int code, const char *fmt, const char *a, const 
 
 static int check_sig(struct run *x, struct chan *ch)
 {
-    const unsigned char *p = ch->in;
-    if (rally__get_u32(p) != SIG_MAGIC)
+    struct rally__sig s;
+    uint32_t seq;
+    if (rally__sig_decode(ch->in, &s, &seq) != 0)
         return found(x, RALLY_EPROTO, "%s sent bytes that are not a collective header%s",
                      ch->l->what, " (protocol error)");
-    struct rally__sig s = {p[8], p[9], p[10], (int32_t)rally__get_u32(p + 12),
-                           rally__get_u64(p + 16), 0};
-    uint32_t seq = rally__get_u32(p + 4);
-    if (memcmp(p + 4, x->sigbytes + 4, 20) == 0)
+    if (memcmp(ch->in + 4, x->sigbytes + 4, 20) == 0) /* all but magic and sidecar */
         return RALLY_OK;
     char mine[160], theirs[160];
     rally__sig_str(x->sig, mine, sizeof mine);
@@ -221,68 +229,50 @@ static long link_failed(struct run *x)
     return -1;
 }
 
-/* Sends the signature, then payload[0..n); returns bytes of payload sent
- * (>= 0) or -1.  *moved is set when anything moved. */
+/* Sends what is left of the signature and then payload[0..n), in one
+ * system call: a small message leaves as one segment.  Returns the payload
+ * bytes sent (>= 0) or -1; *moved is set when anything moved. */
 static long chan_send(struct run *x, struct chan *ch, const void *payload, size_t n, int *moved)
 {
-    if (ch->out_done < RALLY__SIG_NBYTES) {
-        /* signature and payload leave together: one segment for small messages */
-        size_t left = RALLY__SIG_NBYTES - ch->out_done;
-        long k = rally__send2_some(ch->l->fd, ch->out + ch->out_done, left, payload, n,
-                                   ch->l->what, x->e);
-        if (k < 0)
-            return link_failed(x);
-        *moved |= k > 0;
-        if ((size_t)k < left) {
-            ch->out_done += (size_t)k;
-            ch->want |= POLLOUT;
-            return 0;
-        }
-        ch->out_done = RALLY__SIG_NBYTES;
-        return k - (long)left;
-    }
-    if (n == 0)
+    size_t left = RALLY__SIG_NBYTES - ch->out_done;
+    if (left == 0 && n == 0)
         return 0;
-    long k = rally__send_some(ch->l->fd, payload, n, ch->l->what, x->e);
+    long k = rally__send2_some(ch->l->fd, ch->out + ch->out_done, left, payload, n, ch->l->what,
+                               x->e);
     if (k < 0)
         return link_failed(x);
-    if (k == 0)
-        ch->want |= POLLOUT;
     *moved |= k > 0;
-    return k;
+    if (k == 0 || (size_t)k < left) {
+        ch->out_done += (size_t)k;
+        ch->want |= POLLOUT;
+        return 0;
+    }
+    ch->out_done = RALLY__SIG_NBYTES;
+    return k - (long)left;
 }
 
-/* Receives (and checks) the signature, then into payload[0..n). */
+/* Receives what is left of the signature and then into payload[0..n), in
+ * one system call.  The payload is trusted only once the signature checks
+ * (on a mismatch the call fails anyway). */
 static long chan_recv(struct run *x, struct chan *ch, void *payload, size_t n, int *moved)
 {
-    if (ch->in_done < RALLY__SIG_NBYTES) {
-        /* read signature and payload together; the payload is trusted only
-         * once the signature checks (on a mismatch the call fails anyway) */
-        size_t left = RALLY__SIG_NBYTES - ch->in_done;
-        long k = rally__recv2_some(ch->l->fd, ch->in + ch->in_done, left, payload, n, ch->l->what,
-                                   x->e);
-        if (k < 0)
-            return link_failed(x);
-        *moved |= k > 0;
-        if ((size_t)k < left) {
-            ch->in_done += (size_t)k;
-            ch->want |= POLLIN;
-            return 0;
-        }
-        ch->in_done = RALLY__SIG_NBYTES;
-        if (check_sig(x, ch) != RALLY_OK)
-            return -1;
-        return k - (long)left;
-    }
-    if (n == 0)
+    size_t left = RALLY__SIG_NBYTES - ch->in_done;
+    if (left == 0 && n == 0)
         return 0;
-    long k = rally__recv_some(ch->l->fd, payload, n, ch->l->what, x->e);
+    long k = rally__recv2_some(ch->l->fd, ch->in + ch->in_done, left, payload, n, ch->l->what,
+                               x->e);
     if (k < 0)
         return link_failed(x);
-    if (k == 0)
-        ch->want |= POLLIN;
     *moved |= k > 0;
-    return k;
+    if (k == 0 || (size_t)k < left) {
+        ch->in_done += (size_t)k;
+        ch->want |= POLLIN;
+        return 0;
+    }
+    ch->in_done = RALLY__SIG_NBYTES;
+    if (left > 0 && check_sig(x, ch) != RALLY_OK)
+        return -1;
+    return k - (long)left;
 }
 
 static int sig_sent(const struct chan *ch)

@@ -104,6 +104,11 @@ int rally__allgather(struct rally__comm *c, void *buf, const size_t *off, const 
 int rally__ring_shift(struct rally__comm *c, const void *send, size_t send_n, void *recv,
                       size_t recv_n, const struct rally__sig *sig);
 
+/* The 32 signature bytes (docs/protocol.md, section 6), and back: decode
+ * returns -1 when the magic is wrong. */
+void rally__sig_encode(unsigned char *p, const struct rally__sig *s, uint32_t seq);
+int rally__sig_decode(const unsigned char *p, struct rally__sig *s, uint32_t *seq);
+
 /* "allreduce(count=10, float, sum)" for messages. */
 void rally__sig_str(const struct rally__sig *s, char *out, size_t cap);
 

@@ -104,23 +104,6 @@ static const struct rally__entry *cache_find(const struct rally__robust *rb, uin
     return lo < rb->ncache && rb->cache[lo].key == key ? &rb->cache[lo] : NULL;
 }
 
-static void key_str(uint64_t key, char *out, size_t cap)
-{
-    uint64_t phase = key >> 62;
-    if (phase == 0)
-        snprintf(out, cap, "collective %llu before load_checkpoint", (unsigned long long)key);
-    else if (phase == 1)
-        snprintf(out, cap, "load_checkpoint");
-    else if (phase == 3)
-        snprintf(out, cap, "finalize");
-    else if ((key & 0xffffffffu) == 0)
-        snprintf(out, cap, "checkpoint %llu's acknowledgement",
-                 (unsigned long long)((key >> 32) & 0x3fffffff));
-    else
-        snprintf(out, cap, "version %llu seq %llu", (unsigned long long)((key >> 32) & 0x3fffffff),
-                 (unsigned long long)((key & 0xffffffffu) - 1));
-}
-
 /* Takes ownership of data. Keys only grow, so appending keeps the cache sorted. */
 static int cache_put(struct rally__robust *rb, uint64_t key, const struct rally__sig *sig,
                      unsigned char *data, uint64_t nbytes)
@@ -131,7 +114,7 @@ static int cache_put(struct rally__robust *rb, uint64_t key, const struct rally_
     }
     if (rb->cache_nbytes + nbytes > (uint64_t)rb->cfg->cache_max_bytes) {
         char where[96];
-        key_str(key, where, sizeof where);
+        rally__position_str(key, where, sizeof where);
         rally__robust_unbuf(rb, data);
         return rally__fail(rb->err, RALLY_ENOMEM,
                            "the recovery cache would hold %llu bytes after %s; "
@@ -442,24 +425,20 @@ static int transfer(struct rally__robust *rb, int root, struct rally__sig *sig,
                     const unsigned char *data, uint64_t nbytes, int want, unsigned char **out,
                     uint64_t *out_nbytes)
 {
-    unsigned char head[32];
-    if (rb->rank == root) {
-        head[0] = sig->kind;
-        head[1] = sig->dtype;
-        head[2] = sig->op;
-        head[3] = 0;
-        rally__put_u32(head + 4, (uint32_t)sig->root);
-        rally__put_u64(head + 8, sig->count);
-        rally__put_u64(head + 16, nbytes);
-        rally__put_u64(head + 24, 0);
-    }
+    /* the head is sig itself, in its wire form, its sidecar carrying nbytes */
+    unsigned char head[RALLY__SIG_NBYTES];
+    struct rally__sig sent = *sig;
+    sent.sidecar = nbytes;
+    rally__sig_encode(head, &sent, 0);
     struct rally__sig hs = {K_XFER_HEAD, 0, 0, root, sizeof head, 0};
     int rc = rally__broadcast(&rb->comm, head, sizeof head, root, &hs);
     if (rc != RALLY_OK)
         return rc;
-    *sig = (struct rally__sig){head[0], head[1], head[2], (int32_t)rally__get_u32(head + 4),
-                               rally__get_u64(head + 8), 0};
-    uint64_t n = rally__get_u64(head + 16);
+    uint32_t unused;
+    if (rally__sig_decode(head, sig, &unused) != 0)
+        return rally__fail(rb->err, RALLY_EPROTO, "a recovery transfer began with a bad header");
+    uint64_t n = sig->sidecar;
+    sig->sidecar = 0;
     unsigned char *buf = rb->rank == root ? (unsigned char *)data : rally__robust_buf(rb, n);
     if (buf == NULL)
         return rally__fail(rb->err, RALLY_ENOMEM, "out of memory for a %llu-byte recovery transfer",
@@ -627,7 +606,7 @@ static int recover(struct rally__robust *rb, uint64_t key, const struct rally__s
             return rc;
         if (h[S_MIN] == NONE) {
             char where[96];
-            key_str(at, where, sizeof where);
+            rally__position_str(at, where, sizeof where);
             rally__fail(rb->err, RALLY_EPEER,
                         "cannot recover: the result of %s is lost (every worker that had it "
                         "died)",
@@ -647,7 +626,7 @@ static int recover(struct rally__robust *rb, uint64_t key, const struct rally__s
             char a[160], b[160], where[96];
             rally__sig_str(mine, a, sizeof a);
             rally__sig_str(&sig, b, sizeof b);
-            key_str(key, where, sizeof where);
+            rally__position_str(key, where, sizeof where);
             rally__robust_unbuf(rb, *res);
             rally__fail(rb->err, RALLY_EMISMATCH,
                         "rank %d diverged after its restart: at %s it called %s, but the job "

@@ -33,13 +33,9 @@
 #include "coll/coll.h"
 #include "mock/mock.h"
 #include "tracker/client.h"
+#include "tracker/proto.h" /* positions: RALLY__KEY_* */
 #include "util/config.h"
 #include "util/err.h"
-
-#define RALLY__KEY_BOOT(b) ((uint64_t)(b))
-#define RALLY__KEY_LOAD ((uint64_t)1 << 62)
-#define RALLY__KEY_OP(v, q) (((uint64_t)2 << 62) | ((uint64_t)(v) << 32) | (uint64_t)(q))
-#define RALLY__KEY_FINAL ((uint64_t)3 << 62)
 
 struct rally__robust;
 struct rally__op;

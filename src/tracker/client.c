@@ -155,8 +155,22 @@ static int next_frame(struct rally__tclient *t, int64_t deadline, struct rally__
     }
 }
 
+/* REJOIN for the newest RESET, with the position rally__tclient_rejoin holds. */
+static int send_rejoin(struct rally__tclient *t, int64_t deadline, struct rally__err *e)
+{
+    unsigned char b[16];
+    rally__put_u32(b, t->reset_epoch);
+    rally__put_u64(b + 4, t->rejoin_position);
+    rally__put_u32(b + 12, t->rejoin_version);
+    return send_frame(t, RALLY__T_REJOIN, b, sizeof b, deadline, 0, e);
+}
+
+/* What expect() does with a RESET that arrives while it waits. */
+enum { RESET_SKIP, RESET_RETURN, RESET_REJOIN };
+
 /* Waits for a frame of the given type; ABORT is the tracker's error.  A
- * RESET is RALLY__ERESET when on_reset is 1, skipped (and recorded) when 0. */
+ * RESET is recorded, then skipped, returned as RALLY__ERESET, or answered
+ * with a new REJOIN, as on_reset says. */
 static int expect(struct rally__tclient *t, uint16_t type, int on_reset, int64_t deadline,
                   struct rally__err *e)
 {
@@ -168,8 +182,10 @@ static int expect(struct rally__tclient *t, uint16_t type, int on_reset, int64_t
         if (t->in.type == RALLY__T_RESET) {
             struct rally__err v = {0, ""};
             int rc = got_reset(t, &v);
-            if (rc != RALLY__ERESET || on_reset)
+            if (rc != RALLY__ERESET || on_reset == RESET_RETURN)
                 return rally__fail(e, rc, "%s", v.msg);
+            if (on_reset == RESET_REJOIN && send_rejoin(t, deadline, e) != RALLY_OK)
+                return e->code;
             continue;
         }
         if (t->in.type != type)
@@ -258,7 +274,7 @@ int rally__tclient_join(struct rally__tclient *t, const struct rally__tclient_op
     rally__w_str(&w, ""); /* listen_host: the address the tracker sees */
     rally__w_str(&w, proc);
     if (send_frame(t, RALLY__T_REGISTER, b, w.len, deadline, 0, e) != RALLY_OK ||
-        expect(t, RALLY__T_ASSIGN, 0,
+        expect(t, RALLY__T_ASSIGN, RESET_SKIP,
                o->assign_timeout_ms > 0 ? rally__deadline(o->assign_timeout_ms) : deadline,
                e) != RALLY_OK ||
         parse_assign(t, &t->rank, &t->world, &t->incarnation, &t->peers, &t->epoch, e) !=
@@ -278,17 +294,7 @@ int rally__tclient_ready(struct rally__tclient *t, int64_t deadline, struct rall
         return rally__fail(e, RALLY_ESTATE, "not connected to the tracker");
     if (send_frame(t, RALLY__T_READY, NULL, 0, deadline, 0, e) != RALLY_OK)
         return e->code;
-    return expect(t, RALLY__T_GO, 1, deadline, e);
-}
-
-static int send_rejoin(struct rally__tclient *t, uint64_t position, uint32_t version,
-                       int64_t deadline, struct rally__err *e)
-{
-    unsigned char b[16];
-    rally__put_u32(b, t->reset_epoch);
-    rally__put_u64(b + 4, position);
-    rally__put_u32(b + 12, version);
-    return send_frame(t, RALLY__T_REJOIN, b, sizeof b, deadline, 0, e);
+    return expect(t, RALLY__T_GO, RESET_RETURN, deadline, e);
 }
 
 int rally__tclient_rejoin(struct rally__tclient *t, uint64_t position, uint32_t version,
@@ -298,43 +304,28 @@ int rally__tclient_rejoin(struct rally__tclient *t, uint64_t position, uint32_t 
         return rally__fail(e, RALLY_ESTATE, "not connected to the tracker");
     if (t->reset_epoch == 0)
         return rally__fail(e, RALLY_ESTATE, "rejoin without a RESET from %s", t->what);
-    if (send_rejoin(t, position, version, deadline, e) != RALLY_OK)
+    t->rejoin_position = position;
+    t->rejoin_version = version;
+    if (send_rejoin(t, deadline, e) != RALLY_OK ||
+        expect(t, RALLY__T_ASSIGN, RESET_REJOIN, deadline, e) != RALLY_OK)
         return e->code;
-    for (;;) {
-        if (next_frame(t, deadline, e) != RALLY_OK)
-            return e->code;
-        if (t->in.type == RALLY__T_ABORT)
-            return aborted(t, e);
-        if (t->in.type == RALLY__T_RESET) {
-            struct rally__err v = {0, ""};
-            int rc = got_reset(t, &v);
-            if (rc != RALLY__ERESET)
-                return rally__fail(e, rc, "%s", v.msg);
-            if (send_rejoin(t, position, version, deadline, e) != RALLY_OK)
-                return e->code;
-            continue;
-        }
-        if (t->in.type != RALLY__T_ASSIGN)
-            return rally__fail(e, RALLY_EPROTO, "%s sent frame type %u (%s) where ASSIGN was due",
-                               t->what, t->in.type, type_name(t->in.type));
-        int rank, world;
-        uint32_t inc, epoch;
-        struct rally__peer_addr *peers;
-        if (parse_assign(t, &rank, &world, &inc, &peers, &epoch, e) != RALLY_OK)
-            return e->code;
-        if (rank != t->rank || world != t->world || epoch != t->reset_epoch) {
-            free(peers);
-            return rally__fail(e, RALLY_EPROTO,
-                               "%s assigned rank %d of %d in epoch %u to rank %d of %d rejoining "
-                               "epoch %u",
-                               t->what, rank, world, epoch, t->rank, t->world, t->reset_epoch);
-        }
-        free(t->peers);
-        t->peers = peers;
-        t->incarnation = inc;
-        t->epoch = epoch;
-        return RALLY_OK;
+    int rank, world;
+    uint32_t inc, epoch;
+    struct rally__peer_addr *peers;
+    if (parse_assign(t, &rank, &world, &inc, &peers, &epoch, e) != RALLY_OK)
+        return e->code;
+    if (rank != t->rank || world != t->world || epoch != t->reset_epoch) {
+        free(peers);
+        return rally__fail(e, RALLY_EPROTO,
+                           "%s assigned rank %d of %d in epoch %u to rank %d of %d rejoining "
+                           "epoch %u",
+                           t->what, rank, world, epoch, t->rank, t->world, t->reset_epoch);
     }
+    free(t->peers);
+    t->peers = peers;
+    t->incarnation = inc;
+    t->epoch = epoch;
+    return RALLY_OK;
 }
 
 int rally__tclient_print(struct rally__tclient *t, const char *msg, struct rally__err *e)
@@ -399,7 +390,7 @@ int rally__tclient_shutdown(struct rally__tclient *t, int64_t deadline, struct r
         return rally__fail(e, RALLY_ESTATE, "not connected to the tracker");
     if (send_frame(t, RALLY__T_SHUTDOWN, NULL, 0, deadline, 0, e) != RALLY_OK)
         return e->code;
-    return expect(t, RALLY__T_BYE, 0, deadline, e);
+    return expect(t, RALLY__T_BYE, RESET_SKIP, deadline, e);
 }
 
 /* --- heartbeats ------------------------------------------------------------ */

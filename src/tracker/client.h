@@ -42,6 +42,8 @@ struct rally__tclient {
     uint32_t epoch;         /* of the last ASSIGN: 0 for the job's first, else the epoch */
     uint32_t reset_epoch;   /* the newest RESET seen, 0: none */
     char reset_reason[256]; /* its reason */
+    uint64_t rejoin_position; /* what REJOIN says while rally__tclient_rejoin waits */
+    uint32_t rejoin_version;
     /* sending: the heartbeat thread and the caller share the socket */
     pthread_mutex_t send_mu;
     int send_mu_ok;          /* send_mu is initialised */

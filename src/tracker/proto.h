@@ -51,6 +51,9 @@
 #ifndef RALLY_TRACKER_PROTO_H
 #define RALLY_TRACKER_PROTO_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 enum {
     RALLY__T_REGISTER = 16,
     RALLY__T_ASSIGN = 17,
@@ -66,6 +69,20 @@ enum {
     RALLY__T_HEARTBEAT = 27,
     RALLY__T_LINK_FAILED = 28
 };
+
+/* Positions (REJOIN, docs/recovery.md): where a worker stands.  The top two
+ * bits are the phase: bootstrap collective b (before the first
+ * load_checkpoint), inside load_checkpoint, op q of checkpoint version V
+ * (q = 0: the checkpoint's acknowledgement; user collective s: q = s + 1),
+ * inside finalize.  Keys order everything a worker does. */
+#define RALLY__KEY_BOOT(b) ((uint64_t)(b))
+#define RALLY__KEY_LOAD ((uint64_t)1 << 62)
+#define RALLY__KEY_OP(v, q) (((uint64_t)2 << 62) | ((uint64_t)(v) << 32) | (uint64_t)(q))
+#define RALLY__KEY_FINAL ((uint64_t)3 << 62)
+
+/* A position in words: "bootstrap op 2", "in load_checkpoint", "version 3,
+ * checkpoint", "version 3, seq 7", "in finalize". */
+void rally__position_str(uint64_t position, char *s, size_t cap);
 
 /* An internal status (never returned to users): the tracker ordered a
  * reset; the robust layer answers it with recovery. */

@@ -144,26 +144,16 @@ static void emit(struct rally__tracker *t, int kind, int rank, const char *task,
     emit_ev(t, &ev);
 }
 
-static void logf_(struct rally__tracker *t, const char *fmt, ...) RALLY__PRINTF(2, 3);
-static void logf_(struct rally__tracker *t, const char *fmt, ...)
+/* A formatted line for the owner: a LOG or a PROGRESS event. */
+static void say(struct rally__tracker *t, int kind, const char *fmt, ...) RALLY__PRINTF(3, 4);
+static void say(struct rally__tracker *t, int kind, const char *fmt, ...)
 {
     char line[RALLY__ERR_MSG_MAX + 128];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
-    emit(t, RALLY__TEV_LOG, -1, NULL, line);
-}
-
-static void progress(struct rally__tracker *t, const char *fmt, ...) RALLY__PRINTF(2, 3);
-static void progress(struct rally__tracker *t, const char *fmt, ...)
-{
-    char line[RALLY__ERR_MSG_MAX + 128];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    emit(t, RALLY__TEV_PROGRESS, -1, NULL, line);
+    emit(t, kind, -1, NULL, line);
 }
 
 static struct chunk *chunk_new(size_t own)
@@ -401,7 +391,7 @@ static void maybe_assign(struct rally__tracker *t)
     for (int r = 0; r < t->o.world; r++)
         if (!present(t, r))
             return;
-    progress(t, "epoch %u: every rank is back; sending the address book", t->epoch);
+    say(t, RALLY__TEV_PROGRESS, "epoch %u: every rank is back; sending the address book", t->epoch);
     send_assign(t);
 }
 
@@ -430,7 +420,7 @@ static void new_epoch(struct rally__tracker *t, const char *cause)
         if (c->assigned != 0)
             queue(t, c, RALLY__T_RESET, b, w.len);
     }
-    progress(t, "epoch %u: %s; every rank must rejoin", t->epoch, cause);
+    say(t, RALLY__TEV_PROGRESS, "epoch %u: %s; every rank must rejoin", t->epoch, cause);
     maybe_assign(t);
 }
 
@@ -483,7 +473,7 @@ static void vdrop(struct rally__tracker *t, struct conn *c, int lost, const char
     snprintf(task, sizeof task, "%s", c->task_id);
     snprintf(host, sizeof host, "%s", c->peer);
     if (c->phase != C_REG)
-        logf_(t, "dropping %s", why);
+        say(t, RALLY__TEV_LOG, "dropping %s", why);
     if (rank >= 0 && t->by_rank[rank] == c)
         t->by_rank[rank] = NULL;
     if (c->phase == C_REG)
@@ -533,7 +523,7 @@ static void reject(struct rally__tracker *t, struct conn *c, int code, const cha
         drop(t, c, "%s: %s", c->what, why);
         return;
     }
-    logf_(t, "refusing %s: %s", c->what, why);
+    say(t, RALLY__TEV_LOG, "refusing %s: %s", c->what, why);
     queue_abort(t, c, code, why);
     c->closing = 1;
     c->deadline = rally__now_ms() + CLOSE_LINGER_MS;
@@ -551,24 +541,6 @@ void rally__tracker_rank_died(struct rally__tracker *t, int rank, const char *ca
         return;
     }
     rank_failed(t, rank, why, NULL);
-}
-
-void rally__tracker_position_str(uint64_t pos, char *s, size_t cap)
-{
-    unsigned phase = (unsigned)(pos >> 62);
-    uint64_t low = pos & ((UINT64_C(1) << 62) - 1);
-    unsigned version = (unsigned)(low >> 32);
-    uint32_t q = (uint32_t)pos;
-    if (phase == 0)
-        snprintf(s, cap, "bootstrap op %llu", (unsigned long long)low);
-    else if (phase == 1)
-        snprintf(s, cap, "in load_checkpoint");
-    else if (phase == 3)
-        snprintf(s, cap, "in finalize");
-    else if (q == 0)
-        snprintf(s, cap, "version %u, checkpoint", version);
-    else
-        snprintf(s, cap, "version %u, seq %u", version, q - 1);
 }
 
 /* Every rank is READY: GO, and the end of a recovery when one ran. */
@@ -597,7 +569,7 @@ static void go(struct rally__tracker *t)
     ev.has_position = best >= 0;
     char where[64], text[256];
     if (best >= 0) {
-        rally__tracker_position_str(ev.position, where, sizeof where);
+        rally__position_str(ev.position, where, sizeof where);
         snprintf(text, sizeof text,
                  "epoch %u: job back in step %.2f s after the failure; furthest survivor: %s "
                  "(rank %d, checkpoint version %u)",
@@ -731,7 +703,7 @@ static void on_reregister(struct rally__tracker *t, struct conn *c, const char *
     t->nregistered++;
     t->by_rank[r] = c;
     snprintf(c->what, sizeof c->what, "rank %d (on %s)", r, c->peer);
-    progress(t, "rank %d registered again (incarnation %u) for epoch %u", r, t->incarnation[r],
+    say(t, RALLY__TEV_PROGRESS, "rank %d registered again (incarnation %u) for epoch %u", r, t->incarnation[r],
              t->epoch);
     maybe_assign(t);
 }
@@ -846,7 +818,7 @@ static void on_link_failed(struct rally__tracker *t, struct conn *c, struct rall
     }
     if (epoch < t->epoch || t->phase == P_ASSEMBLING || c->assigned != t->epoch ||
         t->state != RALLY__TRACKER_RUNNING) {
-        logf_(t, "ignoring rank %d's report for epoch %u (now %u): %s", c->rank, epoch, t->epoch,
+        say(t, RALLY__TEV_LOG, "ignoring rank %d's report for epoch %u (now %u): %s", c->rank, epoch, t->epoch,
               msg);
         return;
     }
@@ -878,7 +850,7 @@ static void on_frame(struct rally__tracker *t, struct conn *c, uint16_t type,
         }
         queue(t, c, ot, out, on);
         if (rc < 0) {
-            logf_(t, "refusing %s: %s", c->what, e.msg);
+            say(t, RALLY__TEV_LOG, "refusing %s: %s", c->what, e.msg);
             c->closing = 1;
             c->deadline = rally__now_ms() + CLOSE_LINGER_MS;
         } else if (rc == 1) {
@@ -1038,7 +1010,7 @@ static void accept_some(struct rally__tracker *t)
         if (fd < 0) {
             if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
                 errno != ECONNABORTED)
-                logf_(t, "accept failed: %s", strerror(errno));
+                say(t, RALLY__TEV_LOG, "accept failed: %s", strerror(errno));
             return;
         }
         char host[RALLY__HOST_MAX];
@@ -1046,7 +1018,7 @@ static void accept_some(struct rally__tracker *t)
         rally__addr_str((struct sockaddr *)&ss, host, sizeof host, &port);
         struct conn *c = NULL;
         if (t->nconns >= t->max_conns || grow(t) != 0 || (c = calloc(1, sizeof *c)) == NULL) {
-            logf_(t, "refusing a connection from %s:%d: %zu connections are open", host, port,
+            say(t, RALLY__TEV_LOG, "refusing a connection from %s:%d: %zu connections are open", host, port,
                   t->nconns);
             close(fd);
             continue;

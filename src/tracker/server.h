@@ -138,8 +138,4 @@ int rally__tracker_recoverable(const struct rally__tracker *t);
 /* The current epoch: 1 until the first failure after GO, then +1 per failure. */
 uint32_t rally__tracker_epoch(const struct rally__tracker *t);
 
-/* Writes a REJOIN position in words ("version 3, seq 7", "bootstrap op 2",
- * "in load_checkpoint", "version 3, checkpoint", "in finalize"). */
-void rally__tracker_position_str(uint64_t position, char *s, size_t cap);
-
 #endif
