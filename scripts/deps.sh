@@ -3,6 +3,11 @@
 # Runs apt-get as root (or through sudo); prints nothing when all is there.
 set -e
 need="cmake make gcc clang pkg-config libsodium-dev libcmocka-dev python3 python3-numpy python3-sklearn"
+# clang's runtimes (ASan, UBSan, TSan, libFuzzer) for `make sanitize` and the
+# fuzz tests: only "recommended" by clang, so named here, for clang's version
+if command -v clang >/dev/null 2>&1; then
+    need="$need libclang-rt-$(clang -dumpversion | cut -d. -f1)-dev"
+fi
 [ -n "$RALLY_DEPS_EXTRA" ] && need="$need $RALLY_DEPS_EXTRA"
 missing=""
 for p in $need; do
