@@ -1,14 +1,18 @@
 /*
  * bench_robust.c — what fault tolerance costs: the same float32 sum through
  * the public (robust) allreduce and through the plain collective underneath
- * it (src/coll, no copies, no cache), interleaved rep by rep.
+ * it (src/coll, no copies, no cache), interleaved rep by rep.  A third
+ * variant, the plain collective out of place (into a second buffer, as the
+ * robust call does so that its input survives a failed attempt), splits the
+ * overhead into keeping the input and the rest (the copy back, the cache).
  *
  *   rally-run -n N bench_robust BYTES:REPS [BYTES:REPS ...]
  *
  * Each rep: a barrier, the timed call, and (untimed) a rally_checkpoint of an
  * empty model, as an iterative job would take, so the result cache is
  * dropped and its buffers reused.  Per-rep times are MAX-reduced over ranks;
- * rank 0 prints "ROBUST <bytes> <reps> <plain_median_us> <robust_median_us>".
+ * rank 0 prints
+ *   "ROBUST <bytes> <reps> <plain_us> <robust_us> <out_of_place_us>" (medians).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,45 +44,49 @@ int main(int argc, char **argv)
     }
     struct rally__reducer rd;
     rally__reducer_builtin(&rd, RALLY_FLOAT, RALLY_SUM);
+    enum { PLAIN, ROBUST, OUT_OF_PLACE, NV };
     for (int s = 0; s < nspec; s++) {
         size_t count = spec[s].bytes / sizeof(float);
         int reps = spec[s].reps;
         float *buf = calloc(count ? count : 1, sizeof(float));
-        double *t = calloc(2 * (size_t)reps, sizeof *t), token = 0;
+        float *out = calloc(count ? count : 1, sizeof(float));
+        double *t = calloc(NV * (size_t)reps, sizeof *t), token = 0;
+        if (buf == NULL || out == NULL || t == NULL) {
+            fprintf(stderr, "bench_robust: out of memory\n");
+            return 1;
+        }
+        struct rally__sig sig = {RALLY__C_ALLREDUCE, RALLY_FLOAT, RALLY_SUM, -1, count, 0};
         for (int i = -2; i < reps; i++) {
-            for (int robust = 0; robust < 2; robust++) {
+            for (int v = 0; v < NV; v++) {
                 rally_allreduce(r, &token, 1, RALLY_DOUBLE, RALLY_SUM, NULL, NULL);
                 double t0 = bench_now_us();
-                int rc;
-                if (robust) {
-                    rc = rally_allreduce(r, buf, count, RALLY_FLOAT, RALLY_SUM, NULL, NULL);
-                } else {
-                    struct rally__sig sig = {RALLY__C_ALLREDUCE, RALLY_FLOAT, RALLY_SUM, -1, count, 0};
-                    rc = rally__allreduce(&rb->comm, buf, buf, count, &rd, &sig);
-                }
+                int rc = v == ROBUST ? rally_allreduce(r, buf, count, RALLY_FLOAT, RALLY_SUM, NULL, NULL)
+                                     : rally__allreduce(&rb->comm, buf, v == PLAIN ? buf : out,
+                                                        count, &rd, &sig);
                 double t1 = bench_now_us();
                 if (rc != RALLY_OK || rally_checkpoint(r, NULL, 0, NULL, 0) != RALLY_OK) {
                     fprintf(stderr, "bench_robust: %s\n", rally_errmsg(r));
                     return 1;
                 }
                 if (i >= 0)
-                    t[2 * i + robust] = t1 - t0;
+                    t[NV * i + v] = t1 - t0;
             }
         }
-        rally_allreduce(r, t, 2 * (size_t)reps, RALLY_DOUBLE, RALLY_MAX, NULL, NULL);
-        double *p = malloc((size_t)reps * sizeof *p), *q = malloc((size_t)reps * sizeof *q);
-        for (int i = 0; i < reps; i++) {
-            p[i] = t[2 * i];
-            q[i] = t[2 * i + 1];
+        rally_allreduce(r, t, NV * (size_t)reps, RALLY_DOUBLE, RALLY_MAX, NULL, NULL);
+        double med[NV], *p = malloc((size_t)reps * sizeof *p);
+        for (int v = 0; v < NV; v++) {
+            for (int i = 0; i < reps; i++)
+                p[i] = t[NV * i + v];
+            qsort(p, (size_t)reps, sizeof *p, cmp);
+            med[v] = p[reps / 2];
         }
-        qsort(p, (size_t)reps, sizeof *p, cmp);
-        qsort(q, (size_t)reps, sizeof *q, cmp);
         if (rally_rank(r) == 0)
-            printf("ROBUST %zu %d %.3f %.3f\n", spec[s].bytes, reps, p[reps / 2], q[reps / 2]);
+            printf("ROBUST %zu %d %.3f %.3f %.3f\n", spec[s].bytes, reps, med[PLAIN], med[ROBUST],
+                   med[OUT_OF_PLACE]);
         fflush(stdout);
         free(p);
-        free(q);
         free(buf);
+        free(out);
         free(t);
     }
     return rally_finalize(r) == RALLY_OK ? 0 : 1;
