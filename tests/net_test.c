@@ -43,6 +43,7 @@ static void config_layers(void **state)
     assert_int_equal(c.timeout_ms, 1234);         /* env over default */
     assert_int_equal(c.chunk_bytes, 1 << 20);     /* argument over env */
     assert_int_equal(c.ring_threshold_bytes, 256 << 10);
+    assert_int_equal(c.sock_buf_bytes, -1); /* "auto" */
     assert_int_equal(argc, 3);
     assert_string_equal(argv[1], "a");
     assert_string_equal(argv[2], "b");
@@ -55,9 +56,10 @@ static void config_errors(void **state)
 {
     struct rally__config c;
     const char *bad[] = {"rally_chunk_bytes=lots", "rally_timeout_ms=-5", "rally_tracker_uri=x",
-                         "rally_timeout_ms=12x"};
-    const char *want[] = {"not a size", "out of range", "not a known", "not an integer"};
-    for (int i = 0; i < 4; i++) {
+                         "rally_timeout_ms=12x", "rally_chunk_bytes=auto"};
+    const char *want[] = {"not a size", "out of range", "not a known", "not an integer",
+                          "not a size"};
+    for (int i = 0; i < 5; i++) {
         struct rally__err e = {0, ""};
         char *args[] = {"prog", (char *)bad[i], NULL};
         int argc = 2;
@@ -302,6 +304,32 @@ static void ipv6_loopback(void **state)
     close(lfd);
 }
 
+/* The auto choice, and buffers that really are fixed at what was asked. */
+static void socket_buffers(void **state)
+{
+    assert_int_equal(rally__sock_buf_choice(0, 8, 1, 2), 0);          /* asked: the kernel's */
+    assert_int_equal(rally__sock_buf_choice(1 << 20, 2, 0, 64), 1 << 20); /* asked: fixed */
+    assert_int_equal(rally__sock_buf_choice(-1, 4, 1, 2), RALLY__SOCK_BUF_SHARED);
+    assert_int_equal(rally__sock_buf_choice(-1, 2, 1, 2), 0);   /* a core each */
+    assert_int_equal(rally__sock_buf_choice(-1, 8, 0, 2), 0);   /* several hosts */
+    assert_int_equal(rally__sock_buf_choice(-1, 8, 1, -1), 0);  /* CPUs unknown */
+
+    struct rally__err e = {0, ""};
+    int lfd, port, fd;
+    assert_int_equal(rally__tcp_listen("127.0.0.1", 0, 4, &lfd, &port, &e), RALLY_OK);
+    assert_int_equal(rally__tcp_connect("127.0.0.1", port, rally__deadline(2000), &fd, &e),
+                     RALLY_OK);
+    assert_int_equal(rally__sock_bufs(fd, 96 << 10, &e), RALLY_OK);
+    int v[2];
+    socklen_t n = sizeof v[0];
+    assert_int_equal(getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v[0], &n), 0);
+    assert_int_equal(getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v[1], &n), 0);
+    assert_int_equal(v[0], 2 * (96 << 10)); /* socket(7): the kernel doubles the value */
+    assert_int_equal(v[1], 2 * (96 << 10));
+    close(fd);
+    close(lfd);
+}
+
 static void topology(void **state)
 {
     for (int N = 1; N <= 70; N++) {
@@ -354,7 +382,7 @@ int main(void)
         cmocka_unit_test(config_layers),  cmocka_unit_test(config_errors),
         cmocka_unit_test(hostport_forms), cmocka_unit_test(frames),
         cmocka_unit_test(mesh_refuses_strangers), cmocka_unit_test(ipv6_loopback),
-        cmocka_unit_test(topology),
+        cmocka_unit_test(socket_buffers), cmocka_unit_test(topology),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

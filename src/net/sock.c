@@ -78,6 +78,21 @@ void rally__sock_tune(int fd)
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
+int rally__sock_bufs(int fd, int nbytes, struct rally__err *e)
+{
+    if (setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &nbytes, sizeof nbytes) != 0 ||
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &nbytes, sizeof nbytes) != 0)
+        return rally__fail_errno(e, RALLY_ESYS, errno, "cannot set %d-byte socket buffers", nbytes);
+    return RALLY_OK;
+}
+
+int64_t rally__sock_buf_choice(int64_t want, int world, int one_host, long ncpu)
+{
+    if (want >= 0)
+        return want;
+    return one_host && ncpu > 0 && world > ncpu ? RALLY__SOCK_BUF_SHARED : 0;
+}
+
 static int resolve(const char *host, int port, int passive, struct addrinfo **res,
                    struct rally__err *e)
 {

@@ -40,8 +40,21 @@ int rally__tcp_accept(int lfd, int64_t deadline, int *fd, char *peer_host, size_
 /* The numeric host and port of a socket address (v4-mapped shown as v4). */
 void rally__addr_str(const struct sockaddr *sa, char *host, size_t cap, int *port);
 
-/* TCP_NODELAY and large buffers for data links. */
+/* TCP_NODELAY for every connection. */
 void rally__sock_tune(int fd);
+
+/* Fixes fd's send and receive buffers at nbytes each (the kernel doubles
+ * the figure for its bookkeeping), which turns off its autotuning. */
+int rally__sock_bufs(int fd, int nbytes, struct rally__err *e);
+
+/* The socket buffer size for a job's peer links: want (rally_sock_buf_bytes)
+ * when it is >= 0, else (auto) RALLY__SOCK_BUF_SHARED when the whole job
+ * runs on one host with more workers than CPUs, else 0 (the kernel's
+ * autotuning).  Processes that take turns on a core do better with small
+ * buffers: a sender cannot run far ahead, so what it sends is still in the
+ * cache when the receiver copies it (docs/config.md has the figures). */
+#define RALLY__SOCK_BUF_SHARED (64 << 10)
+int64_t rally__sock_buf_choice(int64_t want, int world, int one_host, long ncpu);
 
 /* Blocks (in poll) until all n bytes are sent / received, or fails with
  * RALLY_ETIMEDOUT at the deadline, RALLY_EPEER when the peer closed or reset.

@@ -223,6 +223,12 @@ static void close_links(struct rally__robust *rb)
     rb->comm.nlinks = 0;
 }
 
+static int is_loopback(const char *host)
+{
+    return strncmp(host, "127.", 4) == 0 || strcmp(host, "::1") == 0 ||
+           strcmp(host, "localhost") == 0;
+}
+
 /* Wires this worker to its neighbours from the tracker's address book. */
 static int wire(struct rally__robust *rb)
 {
@@ -238,12 +244,22 @@ static int wire(struct rally__robust *rb)
     if (rally__mesh_connect(rb->listen_fd, &rb->tc.secret, rb->rank, rb->tc.incarnation, peers, n,
                             deadline, 10000, rb->err) != RALLY_OK)
         return rb->err->code;
+    int one_host = 1;
+    for (int r = 0; r < rb->world; r++)
+        one_host &= is_loopback(rb->tc.peers[r].host);
+    int64_t bufs = rally__sock_buf_choice(rb->cfg->sock_buf_bytes, rb->world, one_host,
+                                          sysconf(_SC_NPROCESSORS_ONLN));
+    int rc = RALLY_OK;
     for (int i = 0; i < n; i++) {
         struct rally__link *l = &cm->links[cm->nlinks++];
         l->peer = peers[i].rank;
         l->fd = peers[i].fd;
         snprintf(l->what, sizeof l->what, "rank %d", l->peer);
+        if (bufs > 0 && rc == RALLY_OK)
+            rc = rally__sock_bufs(l->fd, (int)bufs, rb->err);
     }
+    if (rc != RALLY_OK)
+        return rc;
     cm->seq = 0; /* every worker counts collectives afresh in each epoch */
     return RALLY_OK;
 }
@@ -915,12 +931,6 @@ int rally__robust_finalize(struct rally__robust *rb)
 
 /* --- life cycle --------------------------------------------------------------- */
 
-static int is_loopback(const char *host)
-{
-    return strncmp(host, "127.", 4) == 0 || strcmp(host, "::1") == 0 ||
-           strcmp(host, "localhost") == 0;
-}
-
 int rally__robust_init(struct rally__robust *rb, const struct rally__config *cfg,
                        const char *host, struct rally__err *e)
 {
@@ -937,6 +947,12 @@ int rally__robust_init(struct rally__robust *rb, const struct rally__config *cfg
     if (cfg->tracker[0] == '\0')
         return RALLY_OK; /* no launcher: rank 0 of 1 */
     rb->distributed = 1;
+    if (cfg->sock_buf_bytes > 0 && cfg->sock_buf_bytes < 32 << 10)
+        return rally__fail(e, RALLY_ECONFIG,
+                           "rally_sock_buf_bytes=%lld is below 32K: the kernel's buffer (twice "
+                           "that) would hold less than one 64K loopback segment, which stalls "
+                           "links; say 0 for the kernel's choice",
+                           (long long)cfg->sock_buf_bytes);
     if (cfg->secret_file[0] == '\0')
         return rally__fail(e, RALLY_ECONFIG,
                            "rally_tracker is set but rally_secret_file is not; start workers "

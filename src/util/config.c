@@ -30,6 +30,7 @@ static const struct key keys[] = {
     K("cache_max_bytes", SIZE, cache_max_bytes, "4G", 0, INT64_MAX / 4),
     K("local_replica", INT, local_replica, "2", 0, 7),
     K("spin_us", INT, spin_us, "50", 0, 1000000),
+    K("sock_buf_bytes", SIZE, sock_buf_bytes, "auto", -1, 1 << 30),
     K("mock", LIST, mock, "", 0, 0),
 };
 #undef K
@@ -91,7 +92,9 @@ static int set(struct rally__config *c, const struct key *k, const char *val, co
     }
     int64_t v;
     char *end;
-    if (k->kind == SIZE) {
+    if (k->kind == SIZE && k->min < 0 && strcmp(val, "auto") == 0) {
+        v = -1; /* a size that the engine chooses */
+    } else if (k->kind == SIZE) {
         if (rally__parse_size(val, &v) != 0)
             return rally__fail(e, RALLY_ECONFIG,
                                "%s: rally_%s=%s is not a size (say 4096, 64K, 1M or 2G)", from,

@@ -26,6 +26,7 @@ struct rally__config {
     int64_t cache_max_bytes;          /* collective results kept for recovery */
     int64_t local_replica;            /* ring successors holding each local model */
     int64_t spin_us;                  /* poll without sleeping before blocking */
+    int64_t sock_buf_bytes;           /* peer links' socket buffers; 0 kernel, -1 auto */
     char mock[RALLY__STR_MAX * 4];    /* kill points, ';'-separated (librally_mock) */
 };
 
