@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -229,6 +230,16 @@ static int is_loopback(const char *host)
            strcmp(host, "localhost") == 0;
 }
 
+/* The CPUs this process may run on (its affinity mask, which follows
+ * cpusets and taskset), else those online. */
+static long usable_cpus(void)
+{
+    cpu_set_t s;
+    if (sched_getaffinity(0, sizeof s, &s) == 0 && CPU_COUNT(&s) > 0)
+        return CPU_COUNT(&s);
+    return sysconf(_SC_NPROCESSORS_ONLN);
+}
+
 /* Wires this worker to its neighbours from the tracker's address book. */
 static int wire(struct rally__robust *rb)
 {
@@ -247,8 +258,8 @@ static int wire(struct rally__robust *rb)
     int one_host = 1;
     for (int r = 0; r < rb->world; r++)
         one_host &= is_loopback(rb->tc.peers[r].host);
-    int64_t bufs = rally__sock_buf_choice(rb->cfg->sock_buf_bytes, rb->world, one_host,
-                                          sysconf(_SC_NPROCESSORS_ONLN));
+    int64_t bufs =
+        rally__sock_buf_choice(rb->cfg->sock_buf_bytes, rb->world, one_host, usable_cpus());
     int rc = RALLY_OK;
     for (int i = 0; i < n; i++) {
         struct rally__link *l = &cm->links[cm->nlinks++];
