@@ -28,13 +28,17 @@ wait_workers() {
         sleep 0.05
     done
 }
-# Waits for rally-tracker's two address lines in $T/out.
-wait_addr() {
+# Starts rally-tracker -n 2 on 127.0.0.1 with "$@" in the background ($pid),
+# waits for its two address lines in $T/out and sets them here.
+start_tracker() {
+    timeout 30 "$TRACKER" -n 2 --host 127.0.0.1 "$@" >"$T/out" 2>"$T/err" &
+    pid=$!
     i=0
     while [ "$(cat "$T/out" 2>/dev/null | grep -c =)" -lt 2 ]; do
         i=$((i + 1)); [ $i -gt 100 ] && fail "rally-tracker printed no address"
         sleep 0.05
     done
+    eval "$(cat "$T/out")"
 }
 # Besides the summary, one line of rally-run's stderr comes from rally-run.
 one_verdict() {
@@ -140,10 +144,7 @@ finalize)
     no_leftovers
     ;;
 tracker_tool)
-    timeout 30 "$TRACKER" -n 2 --host 127.0.0.1 >"$T/out" 2>"$T/err" &
-    pid=$!
-    wait_addr
-    eval "$(cat "$T/out")"
+    start_tracker
     [ -f "$RALLY_SECRET_FILE" ] || fail "no secret file"
     RALLY_TRACKER=$RALLY_TRACKER RALLY_SECRET_FILE=$RALLY_SECRET_FILE RALLY_TASK_ID=0 "$TWORKER" ok "$TAG" &
     RALLY_TRACKER=$RALLY_TRACKER RALLY_SECRET_FILE=$RALLY_SECRET_FILE RALLY_TASK_ID=1 "$TWORKER" ok "$TAG"
@@ -152,10 +153,7 @@ tracker_tool)
     [ -e "$RALLY_SECRET_FILE" ] && fail "temporary secret file left behind"
     # --secret-file is created when absent, and the job fails when one dies
     rm -f "$T/out"
-    timeout 30 "$TRACKER" -n 2 --host 127.0.0.1 --no-recovery --secret-file "$T/s" >"$T/out" 2>"$T/err" &
-    pid=$!
-    wait_addr
-    eval "$(cat "$T/out")"
+    start_tracker --no-recovery --secret-file "$T/s"
     [ "$(stat -c %a "$T/s")" = 600 ] || fail "secret file mode"
     export RALLY_TRACKER RALLY_SECRET_FILE
     RALLY_TASK_ID=0 "$TWORKER" crash 1 "$TAG" 2>/dev/null &
@@ -167,10 +165,7 @@ tracker_tool)
 tracker_restart)
     # a foreign launcher (this script) restarts the worker that died; the
     # tracker takes it back with the next incarnation and the job recovers
-    timeout 30 "$TRACKER" -n 2 --host 127.0.0.1 >"$T/out" 2>"$T/err" &
-    pid=$!
-    wait_addr
-    eval "$(cat "$T/out")"
+    start_tracker
     export RALLY_TRACKER RALLY_SECRET_FILE
     RALLY_TASK_ID=0 "$TWORKER" recover 1 "$T/marker" kill "$TAG" &
     RALLY_TASK_ID=1 "$TWORKER" recover 1 "$T/marker" kill "$TAG"

@@ -284,6 +284,38 @@ static int sig_got(const struct chan *ch)
     return ch->in_done == RALLY__SIG_NBYTES;
 }
 
+/* Sends base[*done, limit) (the signature first) until the socket would
+ * block; -1 on failure. */
+static int send_upto(struct run *x, struct chan *ch, const unsigned char *base, size_t *done,
+                     size_t limit, int *moved)
+{
+    while (*done < limit || !sig_sent(ch)) {
+        long m = chan_send(x, ch, base + *done, limit - *done, moved);
+        if (m < 0)
+            return -1;
+        if (m == 0)
+            break;
+        *done += (size_t)m;
+    }
+    return 0;
+}
+
+/* Receives into base[*done, limit) (the signature first) until the socket
+ * would block; -1 on failure. */
+static int recv_upto(struct run *x, struct chan *ch, unsigned char *base, size_t *done,
+                     size_t limit, int *moved)
+{
+    while (*done < limit || !sig_got(ch)) {
+        long m = chan_recv(x, ch, base + *done, limit - *done, moved);
+        if (m < 0)
+            return -1;
+        if (m == 0)
+            break;
+        *done += (size_t)m;
+    }
+    return 0;
+}
+
 /* Moves the signatures on every link; returns 1 when all are through, 0 when
  * some are pending, -1 on error. */
 static int pump_sigs(struct run *x, int *moved)
@@ -349,10 +381,14 @@ static int wait_any(struct run *x)
     return RALLY_OK;
 }
 
-/* After progress the deadline moves: it bounds silence, not the whole call. */
-static void progressed(struct run *x)
+/* The end of a loop's turn: after progress the deadline moves (it bounds
+ * silence, not the whole call); without any, wait for some. */
+static int settle(struct run *x, int moved)
 {
+    if (!moved)
+        return wait_any(x);
     x->deadline = rally__deadline(x->c->timeout_ms);
+    return RALLY_OK;
 }
 
 static size_t round_down(size_t v, size_t m)
@@ -445,22 +481,9 @@ static int tree_allreduce(struct rally__comm *c, const unsigned char *in, unsign
         size_t final = reduced;
         if (up != NULL) {
             const unsigned char *src = nk == 0 ? in : buf; /* a leaf sends its input */
-            while (up_sent < reduced || !sig_sent(up)) {
-                long m = chan_send(&x, up, src + up_sent, reduced - up_sent, &moved);
-                if (m < 0)
-                    return x.e->code;
-                if (m == 0)
-                    break;
-                up_sent += (size_t)m;
-            }
-            while (down_got < total || !sig_got(up)) {
-                long m = chan_recv(&x, up, buf + down_got, total - down_got, &moved);
-                if (m < 0)
-                    return x.e->code;
-                if (m == 0)
-                    break;
-                down_got += (size_t)m;
-            }
+            if (send_upto(&x, up, src, &up_sent, reduced, &moved) < 0 ||
+                recv_upto(&x, up, buf, &down_got, total, &moved) < 0)
+                return x.e->code;
             final = down_got;
         }
         /* result -> children */
@@ -470,23 +493,14 @@ static int tree_allreduce(struct rally__comm *c, const unsigned char *in, unsign
         int done = sigs && final == total && (up == NULL || up_sent == total);
         for (int i = 0; i < nk; i++) {
             struct child *k = &kids[i];
-            while (k->sent < final || !sig_sent(k->ch)) {
-                long m = chan_send(&x, k->ch, buf + k->sent, final - k->sent, &moved);
-                if (m < 0)
-                    return x.e->code;
-                if (m == 0)
-                    break;
-                k->sent += (size_t)m;
-            }
+            if (send_upto(&x, k->ch, buf, &k->sent, final, &moved) < 0)
+                return x.e->code;
             done &= k->sent == total;
         }
         if (done)
             return RALLY_OK;
-        if (moved) {
-            progressed(&x);
-        } else if (wait_any(&x) != RALLY_OK) {
+        if (settle(&x, moved) != RALLY_OK)
             return x.e->code;
-        }
     }
 }
 
@@ -601,11 +615,8 @@ static int ring_stream(struct rally__comm *c, const unsigned char *in, unsigned 
             return x.e->code;
         if (sigs && sk == nseg && pk == nseg)
             return RALLY_OK;
-        if (moved) {
-            progressed(&x);
-        } else if (wait_any(&x) != RALLY_OK) {
+        if (settle(&x, moved) != RALLY_OK)
             return x.e->code;
-        }
     }
 #undef SEG
 }
@@ -682,34 +693,20 @@ int rally__broadcast(struct rally__comm *c, void *buf, size_t total, int root,
     size_t got = in ? 0 : total;
     for (;;) {
         int moved = 0;
-        while (in && (got < total || !sig_got(in))) {
-            long m = chan_recv(&x, in, b + got, total - got, &moved);
-            if (m < 0)
-                return finish(c, x.e->code);
-            if (m == 0)
-                break;
-            got += (size_t)m;
-        }
+        if (in && recv_upto(&x, in, b, &got, total, &moved) < 0)
+            return finish(c, x.e->code);
         int sigs = pump_sigs(&x, &moved);
         if (sigs < 0)
             return finish(c, x.e->code);
         int done = sigs && got == total;
         for (int i = 0; i < nout; i++) {
-            while (sent[i] < got || !sig_sent(out[i])) {
-                long m = chan_send(&x, out[i], b + sent[i], got - sent[i], &moved);
-                if (m < 0)
-                    return finish(c, x.e->code);
-                if (m == 0)
-                    break;
-                sent[i] += (size_t)m;
-            }
+            if (send_upto(&x, out[i], b, &sent[i], got, &moved) < 0)
+                return finish(c, x.e->code);
             done &= sent[i] == total;
         }
         if (done)
             return finish(c, RALLY_OK);
-        if (moved)
-            progressed(&x);
-        else if (wait_any(&x) != RALLY_OK)
+        if (settle(&x, moved) != RALLY_OK)
             return finish(c, x.e->code);
     }
 }
@@ -734,30 +731,15 @@ int rally__ring_shift(struct rally__comm *c, const void *send, size_t send_n, vo
     size_t sent = 0, got = 0;
     for (;;) {
         int moved = 0;
-        while (sent < send_n || !sig_sent(next)) {
-            long m = chan_send(&x, next, s + sent, send_n - sent, &moved);
-            if (m < 0)
-                return finish(c, x.e->code);
-            if (m == 0)
-                break;
-            sent += (size_t)m;
-        }
-        while (got < recv_n || !sig_got(prev)) {
-            long m = chan_recv(&x, prev, d + got, recv_n - got, &moved);
-            if (m < 0)
-                return finish(c, x.e->code);
-            if (m == 0)
-                break;
-            got += (size_t)m;
-        }
+        if (send_upto(&x, next, s, &sent, send_n, &moved) < 0 ||
+            recv_upto(&x, prev, d, &got, recv_n, &moved) < 0)
+            return finish(c, x.e->code);
         int sigs = pump_sigs(&x, &moved);
         if (sigs < 0)
             return finish(c, x.e->code);
         if (sigs && sent == send_n && got == recv_n)
             return finish(c, RALLY_OK);
-        if (moved)
-            progressed(&x);
-        else if (wait_any(&x) != RALLY_OK)
+        if (settle(&x, moved) != RALLY_OK)
             return finish(c, x.e->code);
     }
 }
