@@ -72,6 +72,12 @@ void rally__addr_str(const struct sockaddr *sa, char *host, size_t cap, int *por
     }
 }
 
+int rally__host_is_loopback(const char *host)
+{
+    return strncmp(host, "127.", 4) == 0 || strcmp(host, "::1") == 0 ||
+           strcmp(host, "localhost") == 0;
+}
+
 void rally__sock_tune(int fd)
 {
     int one = 1;

@@ -40,6 +40,9 @@ int rally__tcp_accept(int lfd, int64_t deadline, int *fd, char *peer_host, size_
 /* The numeric host and port of a socket address (v4-mapped shown as v4). */
 void rally__addr_str(const struct sockaddr *sa, char *host, size_t cap, int *port);
 
+/* 1 when host names this machine's loopback (127.x.x.x, ::1, localhost). */
+int rally__host_is_loopback(const char *host);
+
 /* TCP_NODELAY for every connection. */
 void rally__sock_tune(int fd);
 

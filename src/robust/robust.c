@@ -224,12 +224,6 @@ static void close_links(struct rally__robust *rb)
     rb->comm.nlinks = 0;
 }
 
-static int is_loopback(const char *host)
-{
-    return strncmp(host, "127.", 4) == 0 || strcmp(host, "::1") == 0 ||
-           strcmp(host, "localhost") == 0;
-}
-
 /* The CPUs this process may run on (its affinity mask, which follows
  * cpusets and taskset), else those online. */
 static long usable_cpus(void)
@@ -257,7 +251,7 @@ static int wire(struct rally__robust *rb)
         return rb->err->code;
     int one_host = 1;
     for (int r = 0; r < rb->world; r++)
-        one_host &= is_loopback(rb->tc.peers[r].host);
+        one_host &= rally__host_is_loopback(rb->tc.peers[r].host);
     int64_t bufs =
         rally__sock_buf_choice(rb->cfg->sock_buf_bytes, rb->world, one_host, usable_cpus());
     int rc = RALLY_OK;
@@ -970,9 +964,11 @@ int rally__robust_init(struct rally__robust *rb, const struct rally__config *cfg
                            "with rally-run, or export what rally-tracker printed");
     char thost[RALLY__HOST_MAX];
     int tport, port;
-    if (rally__hostport_split(cfg->tracker, thost, sizeof thost, &tport, e) != RALLY_OK ||
-        rally__tcp_listen(is_loopback(thost) ? thost : "", 0, 128, &rb->listen_fd, &port, e) !=
-            RALLY_OK)
+    if (rally__hostport_split(cfg->tracker, thost, sizeof thost, &tport, e) != RALLY_OK)
+        return e->code;
+    /* a tracker on loopback means a one-host job: listen there only */
+    const char *lhost = rally__host_is_loopback(thost) ? thost : "";
+    if (rally__tcp_listen(lhost, 0, 128, &rb->listen_fd, &port, e) != RALLY_OK)
         return e->code;
     struct rally__tclient_opts o = {cfg->tracker,    cfg->secret_file,
                                     cfg->task_id,    port,
