@@ -1,0 +1,170 @@
+/*
+ * options.c — rally-kmeans's command line: the usage text and the flags, parsed
+ * into struct km_opts.  rally_init has already taken the rally_key=value
+ * arguments out of argv; --data-opt values go straight to the data reader's
+ * own option parser (rally_data_opts_parse), so their errors are its errors.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kmeans.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: rally-run -n N rally-kmeans [options] --data FILE [rally_key=value...]\n"
+               "       rally-kmeans --show MODEL\n"
+               "Distributed k-means (k-means++ initialisation, Lloyd iterations) over rally;\n"
+               "a worker that dies is restarted and recovered without restarting the job.\n"
+               "\n"
+               "  --data FILE          LIBSVM or CSV data (each worker reads its shard)\n"
+               "  --data-opt KEY=VAL   a data reader option, repeatable (docs/data.md), e.g.\n"
+               "                       csv_label=0, csv_header=yes, format=libsvm, partition=hash\n"
+               "  -k, --clusters K     number of clusters (default 8)\n"
+               "  --iters N            at most N Lloyd iterations (default 100); the job stops\n"
+               "                       earlier when the centroids stop changing\n"
+               "  --fixed-iters        run all N iterations even after convergence (benchmarks)\n"
+               "  --seed S             seed of the k-means++ initialisation (default 1)\n"
+               "  --init-in FILE       start from these centroids (CSV: k lines of d numbers)\n"
+               "                       instead of k-means++\n"
+               "  --init-out FILE      write the initial centroids (CSV, %%.17g) there\n"
+               "  --model-out FILE     save the final model (binary; README.md describes it)\n"
+               "  --json               print the final model as JSON before the result line\n"
+               "  --show MODEL         print a saved model as JSON and exit (no job)\n"
+               "  --pause-ms MS        sleep MS ms per iteration (demos: time to kill a worker)\n"
+               "  --quiet              no per-iteration lines\n"
+               "  -h, --help           this text\n"
+               "\n"
+               "rally_key=value arguments and RALLY_* variables configure rally (docs/config.md).\n"
+               "The last line is 'result: model_digest=<hex> objective=<%%.17g>', where the\n"
+               "objective is the sum over all rows of the squared distance to the nearest final\n"
+               "centroid.  Exit status: 0 on success, 1 on a rally error, 2 on bad input.\n");
+}
+
+int km_early_flags(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            usage(stdout);
+            return KM_EXIT_OK;
+        } else if (strcmp(argv[i], "--show") == 0 && i + 1 < argc) {
+            return km_model_show(argv[i + 1]);
+        }
+    return -1;
+}
+
+static int whole(const char *opt, const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = s[0] == '-' ? 0 : strtoull(s, &end, 10);
+    if (s[0] == '-' || s[0] == '\0' || *end != '\0' || errno != 0 || v < lo || v > hi) {
+        fprintf(stderr,
+                "rally-kmeans: %s '%s' is not a whole number in [%" PRIu64 ", %" PRIu64 "]\n", opt,
+                s, lo, hi);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+int km_opts_parse(int argc, char **argv, struct km_opts *o)
+{
+    static const struct option longopts[] = {{"data", required_argument, 0, 'd'},
+                                             {"data-opt", required_argument, 0, 'D'},
+                                             {"clusters", required_argument, 0, 'k'},
+                                             {"iters", required_argument, 0, 'i'},
+                                             {"fixed-iters", no_argument, 0, 'F'},
+                                             {"seed", required_argument, 0, 's'},
+                                             {"init-in", required_argument, 0, 'I'},
+                                             {"init-out", required_argument, 0, 'O'},
+                                             {"model-out", required_argument, 0, 'm'},
+                                             {"json", no_argument, 0, 'j'},
+                                             {"show", required_argument, 0, 'S'},
+                                             {"pause-ms", required_argument, 0, 'p'},
+                                             {"quiet", no_argument, 0, 'q'},
+                                             {"help", no_argument, 0, 'h'},
+                                             {0, 0, 0, 0}};
+    *o = (struct km_opts){.k = 8, .iters = 100, .seed = 1};
+    if (rally_data_opts_new(&o->dopts) != RALLY_OK) {
+        km_oom();
+        return -1;
+    }
+    uint64_t v;
+    char err[512];
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "k:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'd':
+            o->data = optarg;
+            break;
+        case 'D':
+            if (rally_data_opts_parse(o->dopts, optarg, err, sizeof err) != RALLY_OK) {
+                fprintf(stderr, "rally-kmeans: --data-opt %s: %s\n", optarg, err);
+                return -1;
+            }
+            break;
+        case 'k':
+            if (whole("-k", optarg, 1, KM_MAX_K, &v) != 0)
+                return -1;
+            o->k = (uint32_t)v;
+            break;
+        case 'i':
+            if (whole("--iters", optarg, 0, 1000000000, &o->iters) != 0)
+                return -1;
+            break;
+        case 'F':
+            o->fixed = 1;
+            break;
+        case 's':
+            if (whole("--seed", optarg, 0, UINT64_MAX, &o->seed) != 0)
+                return -1;
+            break;
+        case 'I':
+            o->init_in = optarg;
+            break;
+        case 'O':
+            o->init_out = optarg;
+            break;
+        case 'm':
+            o->model_out = optarg;
+            break;
+        case 'j':
+            o->json = 1;
+            break;
+        case 'S': /* --show=MODEL; "--show MODEL" is km_early_flags' */
+            return km_model_show(optarg) == 0 ? 1 : -1;
+        case 'p':
+            if (whole("--pause-ms", optarg, 0, 3600000, &v) != 0)
+                return -1;
+            o->pause_ms = (long)v;
+            break;
+        case 'q':
+            o->quiet = 1;
+            break;
+        case 'h':
+            usage(stdout);
+            return 1;
+        default:
+            usage(stderr);
+            return -1;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "rally-kmeans: unexpected argument '%s' (see --help)\n", argv[optind]);
+        return -1;
+    }
+    if (o->data == NULL) {
+        fprintf(stderr, "rally-kmeans: --data FILE is required (see --help)\n");
+        return -1;
+    }
+    return 0;
+}
+
+void km_opts_free(struct km_opts *o)
+{
+    rally_data_opts_free(o->dopts);
+    o->dopts = NULL;
+}
