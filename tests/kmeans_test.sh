@@ -19,6 +19,11 @@
 #                a restarted rank logs the same shard fingerprint every time)
 #   malformed    a bad number in rank 3's shard: every worker stops, exit
 #                status non-zero, the error names file:line:column, no hang
+#   files        the centroid file is read by rally's CSV reader (plain CSV
+#                whatever its name; its errors name file:line:column; an empty
+#                field or a wrong k stops every worker with status 2); the
+#                model file is written through a temporary that does not stay
+#                behind, and an unwritable one is exit status 1
 set -u
 case_=$1 build=$2
 here=$(cd "$(dirname "$0")" && pwd)
@@ -155,6 +160,45 @@ malformed)
         fail "want a non-zero exit and the error's file:line:column"
     cat "$tmp/out"
     grep -q "^rally-run: rank . exited with status 2" "$tmp/out" || fail "want a worker's clean exit status 2"
+    ;;
+files)
+    mkdir "$tmp/m"
+    job "$tmp/a" 2 "$km" $KM --init-out "$tmp/init.csv" --model-out "$tmp/m/model.bin"
+    [ "$(ls -A "$tmp/m")" = "model.bin" ] || fail "the model directory holds: $(ls -A "$tmp/m")"
+    "$km" --show "$tmp/m/model.bin" | grep -q "\"$(digest "$tmp/a" | cut -d= -f2)\"" ||
+        fail "--show does not give the run's digest"
+    # the same centroids, read back under a name that would mean tabs to the
+    # data reader's auto mode: the same final centroids and objective (not
+    # the same digest: the model holds the RNG state, which k-means++ moved)
+    cp "$tmp/init.csv" "$tmp/init.tsv"
+    job "$tmp/a2" 2 "$km" $KM --init-in "$tmp/init.csv" --json
+    job "$tmp/b" 2 "$km" $KM --init-in "$tmp/init.tsv" --json
+    job "$tmp/a" 2 "$km" $KM --json
+    for o in a2 b; do
+        [ "$(objective "$tmp/$o")" = "$(objective "$tmp/a")" ] &&
+            [ "$(grep '^\[0\]  *\[' "$tmp/$o")" = "$(grep '^\[0\]  *\[' "$tmp/a")" ] &&
+            [ "$(grep -c '^\[0\]  *\[' "$tmp/a")" -eq 6 ] ||
+            fail "--init-in of --init-out's centroids ($o) ends elsewhere than k-means++ did"
+    done
+    sed '2s/^\([^,]*,[^,]*\),[^,]*/\1,1.5x/' "$tmp/init.csv" >"$tmp/bad.csv"
+    col=$(sed -n '2p' "$tmp/bad.csv" | awk -F, '{print length($1) + length($2) + 3}')
+    sed '3s/^\([^,]*\),[^,]*/\1,/' "$tmp/init.csv" >"$tmp/hole.csv"
+    head -n 5 "$tmp/init.csv" >"$tmp/five.csv"
+    for c in "bad.csv:bad.csv:2:$col: the field '1.5x' is not a number" \
+        "hole.csv:hole.csv: centroid 3 (the line at byte " \
+        "five.csv:five.csv holds 5 centroids of 8 numbers; want k = 6 of 8"; do
+        f=${c%%:*} want=${c#*:}
+        GREP=$want "$here/run_job.sh" nonzero 60 "$run" -n 2 "$km" $KM --init-in "$tmp/$f" \
+            >"$tmp/out" 2>&1 || fail "--init-in $f: want a non-zero exit and '$want'"
+        grep -q "^rally-run: rank 0 exited with status 2" "$tmp/out" ||
+            fail "--init-in $f: want rank 0's exit status 2"
+        echo "--init-in $f: $(grep -m1 'rally-kmeans: ' "$tmp/out")"
+    done
+    GREP="no-such-dir/model.bin.tmp." "$here/run_job.sh" nonzero 60 "$run" -n 2 "$km" $KM \
+        --model-out "$tmp/no-such-dir/model.bin" >"$tmp/out" 2>&1 ||
+        fail "--model-out into a missing directory: want a non-zero exit and the file's name"
+    grep -q "^rally-run: rank 0 exited with status 1" "$tmp/out" ||
+        fail "--model-out into a missing directory: want rank 0's exit status 1"
     ;;
 *)
     fail "unknown case"

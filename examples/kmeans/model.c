@@ -345,7 +345,8 @@ int km_centroids_read(const char *path, double **c, uint32_t *rows, uint32_t *co
     }
     for (uint64_t i = 0; i < n; i++) {
         if (rp[i + 1] - rp[i] != d) { /* an empty field: the reader's missing value */
-            snprintf(err, cap, "%s: centroid %" PRIu64 " (at byte %" PRIu64 ") has an empty field",
+            snprintf(err, cap,
+                     "%s: centroid %" PRIu64 " (the line at byte %" PRIu64 ") has an empty field",
                      path, i + 1, rally_data_row_offset(ds, i));
             goto out;
         }
