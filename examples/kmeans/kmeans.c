@@ -26,6 +26,22 @@
 
 #include "kmeans.h"
 
+/* The shard's rows as a dense rows x d array in j->x (missing values 0):
+ * the distance loop then runs over plain arrays.  0, or -1 out of memory. */
+static int densify(struct km_job *j, const rally_dataset_t *ds)
+{
+    const uint64_t *rp;
+    const uint32_t *idx;
+    const float *val;
+    rally_data_csr(ds, &rp, &idx, &val);
+    if ((j->x = calloc(j->rows * j->d + 1, sizeof *j->x)) == NULL)
+        return -1;
+    for (uint64_t i = 0; i < j->rows; i++)
+        for (uint64_t e = rp[i]; e < rp[i + 1]; e++)
+            j->x[i * j->d + idx[e]] = val[e];
+    return 0;
+}
+
 /* Reads this worker's shard into j->x (dense, missing values 0), and the
  * --init-in centroids into *init; then every worker agrees on the feature
  * count and on whether all could read their input, and learns every shard's
@@ -78,21 +94,12 @@ static int bootstrap(struct km_job *j, const struct km_opts *o, double **init)
                     o->init_in, init_rows, init_cols, o->k, j->d);
         goto out;
     }
-    /* Dense rows: the distance loop then runs over plain arrays. */
-    const uint64_t *rp;
-    const uint32_t *idx;
-    const float *val;
-    rally_data_csr(ds, &rp, &idx, &val);
     j->shard_rows = malloc((size_t)j->world * sizeof *j->shard_rows);
-    j->x = calloc(j->rows * j->d + 1, sizeof *j->x);
-    if (j->shard_rows == NULL || j->x == NULL) {
+    if (j->shard_rows == NULL || densify(j, ds) != 0) {
         fprintf(stderr, "rally-kmeans: out of memory for %" PRIu64 " rows\n", j->rows);
         status = KM_EXIT_RALLY;
         goto out;
     }
-    for (uint64_t i = 0; i < j->rows; i++)
-        for (uint64_t e = rp[i]; e < rp[i + 1]; e++)
-            j->x[i * j->d + idx[e]] = val[e];
     rally_data_free(ds);
     ds = NULL;
     if ((rc = rally_allgather(j->r, &j->rows, sizeof j->rows, j->shard_rows)) != RALLY_OK) {
@@ -205,14 +212,19 @@ int main(int argc, char **argv)
     j.rank = rally_rank(j.r);
     j.world = rally_world_size(j.r);
 
-    int parsed = km_opts_parse(argc, argv, &o);
-    if (parsed != 0)
+    int parsed = km_opts_parse(argc, argv, &o); /* 1: --help done; -1: a usage error */
+    if (parsed != 0) {
         status = parsed > 0 ? KM_EXIT_OK : KM_EXIT_INPUT;
-    else if ((status = bootstrap(&j, &o, &init)) == KM_EXIT_OK &&
-             (status = load_or_init(&j, &o, init, &m)) == KM_EXIT_OK &&
-             (status = km_lloyd(&j, &o, &m, &objective)) == KM_EXIT_OK)
-        status = report(&j, &o, &m, objective);
-
+        goto out;
+    }
+    if ((status = bootstrap(&j, &o, &init)) != KM_EXIT_OK) /* the shard, and its shape */
+        goto out;
+    if ((status = load_or_init(&j, &o, init, &m)) != KM_EXIT_OK) /* checkpoint or k-means++ */
+        goto out;
+    if ((status = km_lloyd(&j, &o, &m, &objective)) != KM_EXIT_OK) /* iterate */
+        goto out;
+    status = report(&j, &o, &m, objective); /* --model-out, --json, the result line */
+out:
     free(init);
     free(m.c);
     free(j.x);
