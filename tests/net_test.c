@@ -6,7 +6,8 @@
  * Frames: a good frame, an oversized one, unknown flags, a truncated one.
  * Mesh: a worker wiring its links while strangers hit its port (garbage
  * bytes, a HELLO under the wrong secret, a silent connection, a stale
- * incarnation) still wires exactly its real neighbours.
+ * incarnation) still wires exactly its real neighbours, with TCP links
+ * that carry bytes both ways.
  * Topology: for N = 1..70 the pre-order tree and ring invariants.
  */
 #include <pthread.h>
