@@ -114,9 +114,9 @@ struct rank {
     int r;
     struct rally__comm c;
     struct rally__err e;
-    int calls[N];          /* on_sidecar calls per peer */
-    uint64_t sidecar[N];   /* the last sidecar each peer sent */
-    int bad_calls;         /* calls naming no neighbour */
+    int calls[N];        /* on_sidecar calls per peer */
+    uint64_t sidecar[N]; /* the last sidecar each peer sent */
+    int bad_calls;       /* calls naming no neighbour */
     int rc[3];
     int32_t *small, *large;
     unsigned char bc[100];

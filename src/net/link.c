@@ -34,7 +34,8 @@ int rally__handle_is_none(const struct rally__handle *h)
 
 static short events(int want)
 {
-    return (short)(((want & RALLY__WANT_IN) ? POLLIN : 0) | ((want & RALLY__WANT_OUT) ? POLLOUT : 0));
+    return (short)(((want & RALLY__WANT_IN) ? POLLIN : 0) |
+                   ((want & RALLY__WANT_OUT) ? POLLOUT : 0));
 }
 
 int rally__link_wait(const struct rally__interest *w, int n, const struct rally__handle *alarm,

@@ -61,14 +61,14 @@ struct rally__link {
     } t; /* the transport's own state: only its file reads it */
 };
 
-static inline long rally__link_send(struct rally__link *l, const void *a, size_t an,
-                                    const void *b, size_t bn, struct rally__err *e)
+static inline long rally__link_send(struct rally__link *l, const void *a, size_t an, const void *b,
+                                    size_t bn, struct rally__err *e)
 {
     return l->ops->send(l, a, an, b, bn, e);
 }
 
-static inline long rally__link_recv(struct rally__link *l, void *a, size_t an, void *b,
-                                    size_t bn, struct rally__err *e)
+static inline long rally__link_recv(struct rally__link *l, void *a, size_t an, void *b, size_t bn,
+                                    struct rally__err *e)
 {
     return l->ops->recv(l, a, an, b, bn, e);
 }

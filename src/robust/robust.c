@@ -236,11 +236,16 @@ static int wire(struct rally__robust *rb)
     }
     for (int r = 0; r < rb->world; r++)
         one_host &= rally__host_is_loopback(rb->tc.peers[r].host);
-    struct rally__mesh_opts o = {rb->listen_fd,  &rb->tc.secret,
-                                 rb->rank,       rb->world,
-                                 rb->tc.incarnation, rb->tc.peers[rb->rank].host,
-                                 one_host,       rb->cfg->sock_buf_bytes,
-                                 rally__deadline(rb->cfg->connect_timeout_ms), 10000};
+    struct rally__mesh_opts o = {.listen_fd = rb->listen_fd,
+                                 .secret = &rb->tc.secret,
+                                 .rank = rb->rank,
+                                 .world = rb->world,
+                                 .incarnation = rb->tc.incarnation,
+                                 .host = rb->tc.peers[rb->rank].host,
+                                 .one_host = one_host,
+                                 .sock_buf_bytes = rb->cfg->sock_buf_bytes,
+                                 .deadline = rally__deadline(rb->cfg->connect_timeout_ms),
+                                 .handshake_ms = 10000};
     if (rally__mesh_connect(&o, peers, n, cm->links, rb->err) != RALLY_OK)
         return rb->err->code;
     cm->nlinks = n;
