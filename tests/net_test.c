@@ -6,7 +6,8 @@
  * Frames: a good frame, an oversized one, unknown flags, a truncated one.
  * Mesh: a worker wiring its links while strangers hit its port (garbage
  * bytes, a HELLO under the wrong secret, a silent connection, a stale
- * incarnation) still wires exactly its real neighbours.
+ * incarnation) still wires exactly its real neighbours, with TCP links
+ * that carry bytes both ways.
  * Topology: for N = 1..70 the pre-order tree and ring invariants.
  */
 #include <pthread.h>
@@ -25,6 +26,7 @@
 #include "coll/topo.h"
 #include "net/auth.h"
 #include "net/frame.h"
+#include "net/link.h"
 #include "net/mesh.h"
 #include "net/sock.h"
 #include "util/clock.h"
@@ -148,7 +150,14 @@ struct meshjob {
     int rc0, rc1;
     struct rally__err e0, e1;
     struct rally__mesh_peer p0[1], p1[1];
+    struct rally__link l0[1], l1[1];
 };
+
+static struct rally__mesh_opts mesh_opts(struct meshjob *m, int listen_fd, int rank)
+{
+    return (struct rally__mesh_opts){listen_fd, &m->s, rank, 2, 1, "127.0.0.1", 1, -1,
+                                     rally__deadline(10000), 300};
+}
 
 static void *stranger_garbage(void *arg)
 {
@@ -214,9 +223,9 @@ static void *stranger_silent(void *arg)
 static void *acceptor(void *arg)
 {
     struct meshjob *m = arg;
-    m->p0[0] = (struct rally__mesh_peer){1, "127.0.0.1", 0, 1, -1};
-    m->rc0 = rally__mesh_connect(m->listen0, &m->s, 0, 1, m->p0, 1, rally__deadline(10000), 300,
-                                 &m->e0);
+    m->p0[0] = (struct rally__mesh_peer){1, "127.0.0.1", 0, 1};
+    struct rally__mesh_opts o = mesh_opts(m, m->listen0, 0);
+    m->rc0 = rally__mesh_connect(&o, m->p0, 1, m->l0, &m->e0);
     return NULL;
 }
 
@@ -248,23 +257,34 @@ static void mesh_refuses_strangers(void **state)
     stale = m->rc0;
 
     /* then the real rank 1 */
-    m->p1[0] = (struct rally__mesh_peer){0, "127.0.0.1", m->port0, 1, -1};
+    m->p1[0] = (struct rally__mesh_peer){0, "127.0.0.1", m->port0, 1};
     int lfd1, port1;
     assert_int_equal(rally__tcp_listen("127.0.0.1", 0, 16, &lfd1, &port1, &e), RALLY_OK);
-    int rc1 = rally__mesh_connect(lfd1, &m->s, 1, 1, m->p1, 1, rally__deadline(10000), 300, &m->e1);
+    struct rally__mesh_opts o1 = mesh_opts(m, lfd1, 1);
+    int rc1 = rally__mesh_connect(&o1, m->p1, 1, m->l1, &m->e1);
     pthread_join(acc, NULL);
     assert_int_equal(wrong, 0);
     assert_int_equal(stale, 0);
     assert_int_equal(rc1, RALLY_OK);
     assert_int_equal(m->rc0, RALLY_OK);
-    assert_true(m->p0[0].fd >= 0 && m->p1[0].fd >= 0);
-    /* the link works */
-    assert_int_equal(rally__send_all(m->p1[0].fd, "x", 1, rally__deadline(1000), "t", &e), RALLY_OK);
-    char c;
-    assert_int_equal(rally__recv_all(m->p0[0].fd, &c, 1, rally__deadline(1000), "t", &e), RALLY_OK);
-    assert_int_equal(c, 'x');
-    close(m->p0[0].fd);
-    close(m->p1[0].fd);
+    /* each side has a TCP link to the other, and it works */
+    assert_non_null(m->l0[0].ops);
+    assert_non_null(m->l1[0].ops);
+    assert_string_equal(m->l0[0].ops->name, "tcp");
+    assert_int_equal(m->l0[0].peer, 1);
+    assert_int_equal(m->l1[0].peer, 0);
+    assert_string_equal(m->l1[0].what, "rank 0");
+    assert_int_equal(rally__link_send(&m->l1[0], "x", 1, "yz", 2, &e), 3);
+    struct rally__interest w = {&m->l0[0], RALLY__WANT_IN};
+    int alarmed = -1;
+    assert_int_equal(rally__link_wait(&w, 1, NULL, 0, rally__deadline(1000), &alarmed, &e), 1);
+    assert_int_equal(alarmed, 0);
+    char c[3];
+    assert_int_equal(rally__link_recv(&m->l0[0], c, 1, c + 1, 2, &e), 3);
+    assert_memory_equal(c, "xyz", 3);
+    rally__link_close(&m->l0[0]);
+    rally__link_close(&m->l1[0]);
+    rally__link_close(&m->l1[0]); /* a closed link is left alone */
     close(lfd1);
     close(m->listen0);
     unlink(sf);

@@ -2,8 +2,8 @@
  * coll.c — tree and ring allreduce, tree broadcast, ring allgather.
  *
  * Every algorithm is one loop over the links it uses: move as many bytes as
- * the sockets take without blocking, reduce what has fully arrived, and only
- * when nothing moved wait in poll() for a link (or the alarm descriptor).
+ * the links take without blocking, reduce what has fully arrived, and only
+ * when nothing moved wait in rally__link_wait() for a link (or the alarm).
  * Each link direction is a byte stream that opens with a 32-byte signature
  * (see coll.h); a struct chan tracks one link's two directions.
  *
@@ -16,26 +16,24 @@
  */
 #include "coll/coll.h"
 
-#include <errno.h>
-#include <poll.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include "net/sock.h"
+#include "net/link.h"
 #include "util/clock.h"
 #include "util/wire.h"
 
 #define SIG_MAGIC 0x4c4c4f43u /* "COLL" */
 #define SEGMENTS_ON_STACK 64
 
+_Static_assert(RALLY__MAX_NEIGHBOURS <= RALLY__WAIT_MAX, "a wait covers every link");
+
 struct chan {
     struct rally__link *l;
     unsigned char out[RALLY__SIG_NBYTES], in[RALLY__SIG_NBYTES];
     size_t out_done, in_done;
-    short want; /* POLLIN / POLLOUT after a would-block */
+    int want; /* RALLY__WANT_IN / _OUT after a would-block */
 };
 
 struct run {
@@ -114,7 +112,7 @@ void rally__comm_init(struct rally__comm *c, int rank, int world, struct rally__
     c->timeout_ms = 30 * 60 * 1000;
     c->ring_threshold = 256 << 10;
     c->chunk = 256 << 10;
-    c->abort_fd = -1;
+    c->alarm = rally__handle_none();
     c->err = e;
 }
 
@@ -196,8 +194,11 @@ static int check_sig(struct run *x, struct chan *ch)
     if (rally__sig_decode(ch->in, &s, &seq) != 0)
         return found(x, RALLY_EPROTO, "%s sent bytes that are not a collective header%s",
                      ch->l->what, " (protocol error)");
-    if (memcmp(ch->in + 4, x->sigbytes + 4, 20) == 0) /* all but magic and sidecar */
+    if (memcmp(ch->in + 4, x->sigbytes + 4, 20) == 0) { /* all but magic and sidecar */
+        if (x->c->on_sidecar != NULL)
+            x->c->on_sidecar(x->c->hook_arg, ch->l->peer, s.sidecar);
         return RALLY_OK;
+    }
     char mine[160], theirs[160];
     rally__sig_str(x->sig, mine, sizeof mine);
     rally__sig_str(&s, theirs, sizeof theirs);
@@ -214,11 +215,13 @@ static int check_sig(struct run *x, struct chan *ch)
  * which names the root cause, and report it instead. */
 static long link_failed(struct run *x)
 {
-    if (x->e->code != RALLY_EPEER || x->c->abort_fd < 0 || x->c->on_alarm == NULL)
+    if (x->e->code != RALLY_EPEER || rally__handle_is_none(&x->c->alarm) || x->c->on_alarm == NULL)
         return -1;
     int64_t deadline = rally__deadline(2000);
-    struct pollfd p = {.fd = x->c->abort_fd, .events = POLLIN};
-    while (poll(&p, 1, rally__ms_left(deadline)) > 0) {
+    struct rally__err ignored = {0, ""};
+    int alarmed;
+    while (rally__link_wait(NULL, 0, &x->c->alarm, 0, deadline, &alarmed, &ignored) > 0 &&
+           alarmed) {
         struct rally__err v = {0, ""};
         int rc = x->c->on_alarm(x->c->hook_arg, &v);
         if (rc != RALLY_OK) {
@@ -237,14 +240,13 @@ static long chan_send(struct run *x, struct chan *ch, const void *payload, size_
     size_t left = RALLY__SIG_NBYTES - ch->out_done;
     if (left == 0 && n == 0)
         return 0;
-    long k = rally__send2_some(ch->l->fd, ch->out + ch->out_done, left, payload, n, ch->l->what,
-                               x->e);
+    long k = rally__link_send(ch->l, ch->out + ch->out_done, left, payload, n, x->e);
     if (k < 0)
         return link_failed(x);
     *moved |= k > 0;
     if (k == 0 || (size_t)k < left) {
         ch->out_done += (size_t)k;
-        ch->want |= POLLOUT;
+        ch->want |= RALLY__WANT_OUT;
         return 0;
     }
     ch->out_done = RALLY__SIG_NBYTES;
@@ -259,14 +261,13 @@ static long chan_recv(struct run *x, struct chan *ch, void *payload, size_t n, i
     size_t left = RALLY__SIG_NBYTES - ch->in_done;
     if (left == 0 && n == 0)
         return 0;
-    long k = rally__recv2_some(ch->l->fd, ch->in + ch->in_done, left, payload, n, ch->l->what,
-                               x->e);
+    long k = rally__link_recv(ch->l, ch->in + ch->in_done, left, payload, n, x->e);
     if (k < 0)
         return link_failed(x);
     *moved |= k > 0;
     if (k == 0 || (size_t)k < left) {
         ch->in_done += (size_t)k;
-        ch->want |= POLLIN;
+        ch->want |= RALLY__WANT_IN;
         return 0;
     }
     ch->in_done = RALLY__SIG_NBYTES;
@@ -284,7 +285,7 @@ static int sig_got(const struct chan *ch)
     return ch->in_done == RALLY__SIG_NBYTES;
 }
 
-/* Sends base[*done, limit) (the signature first) until the socket would
+/* Sends base[*done, limit) (the signature first) until the link would
  * block; -1 on failure. */
 static int send_upto(struct run *x, struct chan *ch, const unsigned char *base, size_t *done,
                      size_t limit, int *moved)
@@ -300,7 +301,7 @@ static int send_upto(struct run *x, struct chan *ch, const unsigned char *base, 
     return 0;
 }
 
-/* Receives into base[*done, limit) (the signature first) until the socket
+/* Receives into base[*done, limit) (the signature first) until the link
  * would block; -1 on failure. */
 static int recv_upto(struct run *x, struct chan *ch, unsigned char *base, size_t *done,
                      size_t limit, int *moved)
@@ -334,38 +335,15 @@ static int pump_sigs(struct run *x, int *moved)
 /* Nothing moved: wait for a wanted event, the alarm, or the deadline. */
 static int wait_any(struct run *x)
 {
-    struct pollfd p[RALLY__MAX_NEIGHBOURS + 1];
-    int n = 0;
+    struct rally__interest w[RALLY__MAX_NEIGHBOURS];
     for (int i = 0; i < x->nch; i++) {
-        if (x->ch[i].want) {
-            p[n].fd = x->ch[i].l->fd;
-            p[n].events = x->ch[i].want;
-            p[n].revents = 0;
-            n++;
-        }
+        w[i] = (struct rally__interest){x->ch[i].l, x->ch[i].want};
         x->ch[i].want = 0;
     }
-    int alarm = -1;
-    if (x->c->abort_fd >= 0) {
-        alarm = n;
-        p[n].fd = x->c->abort_fd;
-        p[n].events = POLLIN;
-        p[n].revents = 0;
-        n++;
-    }
-    /* Briefly poll without sleeping first (yielding the core in between): a
-     * reply that comes within spin_us then needs no wake-up, which on
-     * virtual machines costs tens of microseconds across cores. */
-    int k = 0;
-    if (x->c->spin_us > 0) {
-        int64_t until = rally__now_us() + x->c->spin_us;
-        while ((k = poll(p, (nfds_t)n, 0)) == 0 && rally__now_us() < until)
-            sched_yield();
-    }
-    if (k == 0)
-        k = poll(p, (nfds_t)n, rally__ms_left(x->deadline));
-    if (k < 0 && errno != EINTR)
-        return rally__fail_errno(x->e, RALLY_ESYS, errno, "poll failed");
+    int alarmed = 0;
+    int k = rally__link_wait(w, x->nch, &x->c->alarm, x->c->spin_us, x->deadline, &alarmed, x->e);
+    if (k < 0)
+        return x->e->code;
     if (k == 0) {
         char s[160];
         rally__sig_str(x->sig, s, sizeof s);
@@ -373,7 +351,7 @@ static int wait_any(struct run *x)
         snprintf(t, sizeof t, "%lld ms", (long long)x->c->timeout_ms);
         return found(x, RALLY_ETIMEDOUT, "%s made no progress for %s (rally_timeout_ms)", s, t);
     }
-    if (alarm >= 0 && p[alarm].revents && x->c->on_alarm != NULL) {
+    if (alarmed && x->c->on_alarm != NULL) {
         int rc = x->c->on_alarm(x->c->hook_arg, x->e);
         if (rc != RALLY_OK)
             return rc;

@@ -1,17 +1,22 @@
 /*
  * coll.h — collective algorithms over a set of peer links.
  *
- * The collective layer sees buffers and links, never the tracker, the
- * launcher or recovery.  Two seams connect it to the layers above:
+ * The collective layer sees buffers and links (net/link.h: ops that move
+ * bytes without blocking, and rally__link_wait), never a descriptor, the
+ * tracker, the launcher or recovery.  Three seams connect it to the layers
+ * above, all declared hooks on struct rally__comm:
  *
  *   - every collective opens each link it uses, in each direction, with a
  *     32-byte signature (kind, sequence number, count, type, operator,
  *     root) and an opaque 64-bit sidecar that this layer carries but never
  *     interprets; a peer whose signature differs is an error naming both;
- *   - while it waits, a collective also polls the owner's alarm descriptor
- *     (abort_fd) and calls on_alarm() when it is readable; a non-OK return
- *     ends the collective with that error.  When this layer itself finds a
- *     failure the others must hear of (a mismatch), it calls report().
+ *     once a peer's signature has arrived and matches, on_sidecar() gets
+ *     that peer's sidecar (once per link per collective);
+ *   - while it waits, a collective also waits on the owner's alarm handle
+ *     and calls on_alarm() when it is ready; a non-OK return ends the
+ *     collective with that error;
+ *   - when this layer itself finds a failure the others must hear of (a
+ *     mismatch), it calls report().
  *
  * Algorithms (docs/determinism.md pins the exact reduction order):
  *   allreduce  <= ring_threshold bytes, or a non-commutative reducer: the
@@ -21,8 +26,9 @@
  *              Larger: the ring, reduce-scatter then allgather, streamed.
  *   broadcast  pipelined over the tree from any root.
  *   allgather  the ring, streamed.
- * All waiting is in poll(), after at most rally_spin_us of polling without
- * sleeping that yields the core between polls (docs/config.md).
+ * All waiting is in rally__link_wait(), after at most rally_spin_us of
+ * polling without sleeping that yields the core between polls
+ * (docs/config.md).
  */
 #ifndef RALLY_COLL_COLL_H
 #define RALLY_COLL_COLL_H
@@ -32,13 +38,8 @@
 
 #include "coll/reduce.h"
 #include "coll/topo.h"
+#include "net/link.h"
 #include "util/err.h"
-
-struct rally__link {
-    int peer; /* rank */
-    int fd;
-    char what[24]; /* "rank 3", for messages */
-};
 
 struct rally__comm {
     struct rally__topo topo;
@@ -49,9 +50,10 @@ struct rally__comm {
     size_t chunk;               /* bytes */
     int64_t spin_us;            /* poll without sleeping this long before blocking */
     uint32_t seq;               /* collectives so far */
-    int abort_fd;               /* -1: none */
+    struct rally__handle alarm; /* the owner's alarm line, or rally__handle_none() */
     int (*on_alarm)(void *arg, struct rally__err *e);
     void (*report)(void *arg, int code, const char *msg);
+    void (*on_sidecar)(void *arg, int peer, uint64_t sidecar); /* may be NULL */
     void *hook_arg;
     unsigned char *scratch;     /* reused between collectives */
     size_t scratch_nbytes;
@@ -83,7 +85,8 @@ struct rally__sig {
 
 #define RALLY__SIG_NBYTES 32
 
-/* Sets up c over already-connected links (fds owned by the caller). */
+/* Sets up c with no links: the owner fills links[0..nlinks) (and owns
+ * them) and the hooks. */
 void rally__comm_init(struct rally__comm *c, int rank, int world, struct rally__err *e);
 void rally__comm_free(struct rally__comm *c);
 struct rally__link *rally__comm_link(struct rally__comm *c, int peer);

@@ -1,13 +1,15 @@
 /*
- * mesh.h — wiring a worker to its neighbours.
+ * mesh.h — wiring a worker to its neighbours, one link per peer.
  *
  * Of every pair of neighbours the higher rank connects and the lower rank
  * accepts, so waits only ever point down the ranks and cannot form a cycle.
- * Every link is authenticated (auth.h): the connector proves it knows the
- * secret and says who it is; the acceptor checks that identity against the
- * address book (an expected, not yet connected neighbour with the current
- * incarnation) and refuses anything else, then keeps accepting.  A stranger
- * on the port costs at most one handshake deadline, never the job.
+ * Every connection is authenticated (auth.h): the connector proves it knows
+ * the secret and says who it is; the acceptor checks that identity against
+ * the address book (an expected, not yet connected neighbour with the
+ * current incarnation) and refuses anything else, then keeps accepting.  A
+ * stranger on the port costs at most one handshake deadline, never the job.
+ * The authenticated connection then becomes a link of the transport the
+ * mesh picks for that peer (transport.h).
  */
 #ifndef RALLY_NET_MESH_H
 #define RALLY_NET_MESH_H
@@ -15,6 +17,7 @@
 #include <stdint.h>
 
 #include "net/auth.h"
+#include "net/link.h"
 #include "util/err.h"
 
 struct rally__mesh_peer {
@@ -22,14 +25,24 @@ struct rally__mesh_peer {
     const char *host;
     int port;
     uint32_t incarnation;
-    int fd; /* out: the connected link, -1 before */
+};
+
+struct rally__mesh_opts {
+    int listen_fd;
+    const struct rally__secret *secret;
+    int rank, world;
+    uint32_t incarnation;
+    const char *host;       /* this rank's, as the address book has it */
+    int one_host;           /* every rank's host is a loopback address */
+    int64_t sock_buf_bytes; /* rally_sock_buf_bytes: -1 auto (sock.h) */
+    int64_t deadline;       /* for the whole wiring */
+    int64_t handshake_ms;   /* bounds each accepted handshake */
 };
 
 /* Connects to every peer of lower rank and accepts every peer of higher rank
- * on listen_fd, before deadline.  handshake_ms bounds each handshake.  On
- * failure every fd opened here is closed again. */
-int rally__mesh_connect(int listen_fd, const struct rally__secret *s, int rank,
-                        uint32_t incarnation, struct rally__mesh_peer *peers, int npeers,
-                        int64_t deadline, int64_t handshake_ms, struct rally__err *e);
+ * on o->listen_fd, before o->deadline; links[i] becomes the link to
+ * peers[i].  On failure every link opened here is closed again. */
+int rally__mesh_connect(const struct rally__mesh_opts *o, const struct rally__mesh_peer *peers,
+                        int npeers, struct rally__link *links, struct rally__err *e);
 
 #endif

@@ -1,3 +1,6 @@
+/*
+ * sock.c — setting up TCP sockets: addresses, listen, connect, accept, options.
+ */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -10,7 +13,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
-#include <sys/uio.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,6 +95,14 @@ int rally__sock_bufs(int fd, int nbytes, struct rally__err *e)
     return RALLY_OK;
 }
 
+long rally__usable_cpus(void)
+{
+    cpu_set_t s;
+    if (sched_getaffinity(0, sizeof s, &s) == 0 && CPU_COUNT(&s) > 0)
+        return CPU_COUNT(&s);
+    return sysconf(_SC_NPROCESSORS_ONLN);
+}
+
 int64_t rally__sock_buf_choice(int64_t want, int world, int one_host, long ncpu)
 {
     if (want >= 0)
@@ -161,9 +172,9 @@ int rally__tcp_listen(const char *host, int port, int backlog, int *fd, int *bou
     return RALLY_OK;
 }
 
-static int wait_fd(int fd, short ev, int64_t deadline)
+int rally__fd_wait(int fd, int out, int64_t deadline)
 {
-    struct pollfd p = {.fd = fd, .events = ev};
+    struct pollfd p = {.fd = fd, .events = out ? POLLOUT : POLLIN};
     for (;;) {
         int n = poll(&p, 1, rally__ms_left(deadline));
         if (n > 0)
@@ -190,7 +201,7 @@ int rally__tcp_connect(const char *host, int port, int64_t deadline, int *fd, st
         if (connect(s, ai->ai_addr, ai->ai_addrlen) == 0)
             break;
         if (errno == EINPROGRESS) {
-            int w = wait_fd(s, POLLOUT, deadline);
+            int w = rally__fd_wait(s, 1, deadline);
             int so = 0;
             socklen_t sl = sizeof so;
             if (w > 0 && getsockopt(s, SOL_SOCKET, SO_ERROR, &so, &sl) == 0 && so == 0)
@@ -232,133 +243,10 @@ int rally__tcp_accept(int lfd, int64_t deadline, int *fd, char *peer_host, size_
             continue;
         if (errno != EAGAIN && errno != EWOULDBLOCK)
             return rally__fail_errno(e, RALLY_ESYS, errno, "accept failed");
-        int w = wait_fd(lfd, POLLIN, deadline);
+        int w = rally__fd_wait(lfd, 0, deadline);
         if (w == 0)
             return rally__fail(e, RALLY_ETIMEDOUT, "no connection arrived before the deadline");
         if (w < 0)
             return rally__fail_errno(e, RALLY_ESYS, errno, "poll failed");
     }
-}
-
-long rally__send_some(int fd, const void *buf, size_t n, const char *what, struct rally__err *e)
-{
-    for (;;) {
-        ssize_t k = send(fd, buf, n, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (k >= 0)
-            return (long)k;
-        if (errno == EINTR)
-            continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK)
-            return 0;
-        if (errno == EPIPE || errno == ECONNRESET)
-            rally__fail(e, RALLY_EPEER, "%s closed the connection", what);
-        else
-            rally__fail_errno(e, RALLY_ESYS, errno, "sending to %s failed", what);
-        return -1;
-    }
-}
-
-long rally__recv_some(int fd, void *buf, size_t n, const char *what, struct rally__err *e)
-{
-    for (;;) {
-        ssize_t k = recv(fd, buf, n, MSG_DONTWAIT);
-        if (k > 0)
-            return (long)k;
-        if (k == 0) {
-            if (n == 0)
-                return 0;
-            rally__fail(e, RALLY_EPEER, "%s closed the connection", what);
-            return -1;
-        }
-        if (errno == EINTR)
-            continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK)
-            return 0;
-        if (errno == ECONNRESET)
-            rally__fail(e, RALLY_EPEER, "%s reset the connection", what);
-        else
-            rally__fail_errno(e, RALLY_ESYS, errno, "receiving from %s failed", what);
-        return -1;
-    }
-}
-
-static long io_error(long k, int out, size_t n, const char *what, struct rally__err *e)
-{
-    if (k >= 0)
-        return k;
-    if (errno == EAGAIN || errno == EWOULDBLOCK)
-        return 0;
-    if (errno == EPIPE || errno == ECONNRESET)
-        rally__fail(e, RALLY_EPEER, "%s %s the connection", what,
-                    errno == EPIPE || out ? "closed" : "reset");
-    else
-        rally__fail_errno(e, RALLY_ESYS, errno, "%s %s failed", out ? "sending to" : "receiving from",
-                          what);
-    return -1;
-}
-
-long rally__send2_some(int fd, const void *a, size_t an, const void *b, size_t bn,
-                       const char *what, struct rally__err *e)
-{
-    struct iovec iov[2] = {{(void *)a, an}, {(void *)b, bn}};
-    struct msghdr m = {.msg_iov = iov, .msg_iovlen = 2};
-    for (;;) {
-        ssize_t k = sendmsg(fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (k < 0 && errno == EINTR)
-            continue;
-        return io_error((long)k, 1, an + bn, what, e);
-    }
-}
-
-long rally__recv2_some(int fd, void *a, size_t an, void *b, size_t bn, const char *what,
-                       struct rally__err *e)
-{
-    struct iovec iov[2] = {{a, an}, {b, bn}};
-    struct msghdr m = {.msg_iov = iov, .msg_iovlen = 2};
-    for (;;) {
-        ssize_t k = recvmsg(fd, &m, MSG_DONTWAIT);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k == 0 && an + bn > 0) {
-            rally__fail(e, RALLY_EPEER, "%s closed the connection", what);
-            return -1;
-        }
-        return io_error((long)k, 0, an + bn, what, e);
-    }
-}
-
-static int xfer_all(int fd, void *buf, size_t n, int64_t deadline, const char *what, int out,
-                    struct rally__err *e)
-{
-    char *p = buf;
-    while (n > 0) {
-        long k = out ? rally__send_some(fd, p, n, what, e) : rally__recv_some(fd, p, n, what, e);
-        if (k < 0)
-            return e->code;
-        p += k;
-        n -= (size_t)k;
-        if (n == 0)
-            break;
-        if (k == 0) {
-            int w = wait_fd(fd, out ? POLLOUT : POLLIN, deadline);
-            if (w == 0)
-                return rally__fail(e, RALLY_ETIMEDOUT, "timed out %s %s", out ? "sending to" : "waiting for",
-                                   what);
-            if (w < 0)
-                return rally__fail_errno(e, RALLY_ESYS, errno, "poll failed");
-        }
-    }
-    return RALLY_OK;
-}
-
-int rally__send_all(int fd, const void *buf, size_t n, int64_t deadline, const char *what,
-                    struct rally__err *e)
-{
-    return xfer_all(fd, (void *)buf, n, deadline, what, 1, e);
-}
-
-int rally__recv_all(int fd, void *buf, size_t n, int64_t deadline, const char *what,
-                    struct rally__err *e)
-{
-    return xfer_all(fd, buf, n, deadline, what, 0, e);
 }

@@ -43,6 +43,10 @@ void rally__addr_str(const struct sockaddr *sa, char *host, size_t cap, int *por
 /* 1 when host names this machine's loopback (127.x.x.x, ::1, localhost). */
 int rally__host_is_loopback(const char *host);
 
+/* Waits (in poll) for fd to become writable (out) or readable before the
+ * deadline: 1 ready, 0 at the deadline, -1 on a poll failure (errno). */
+int rally__fd_wait(int fd, int out, int64_t deadline);
+
 /* TCP_NODELAY for every connection. */
 void rally__sock_tune(int fd);
 
@@ -58,6 +62,12 @@ int rally__sock_bufs(int fd, int nbytes, struct rally__err *e);
  * cache when the receiver copies it (docs/config.md has the figures). */
 #define RALLY__SOCK_BUF_SHARED (64 << 10)
 int64_t rally__sock_buf_choice(int64_t want, int world, int one_host, long ncpu);
+
+/* The CPUs this process may run on (its affinity mask, which follows
+ * cpusets and taskset), else those online. */
+long rally__usable_cpus(void);
+
+/* --- moving bytes (tcp.c) --------------------------------------------------- */
 
 /* Blocks (in poll) until all n bytes are sent / received, or fails with
  * RALLY_ETIMEDOUT at the deadline, RALLY_EPEER when the peer closed or reset.

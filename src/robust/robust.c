@@ -15,7 +15,6 @@
 
 #include <errno.h>
 #include <poll.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -220,18 +219,8 @@ static void on_report(void *arg, int code, const char *msg)
 static void close_links(struct rally__robust *rb)
 {
     for (int i = 0; i < rb->comm.nlinks; i++)
-        close(rb->comm.links[i].fd);
+        rally__link_close(&rb->comm.links[i]);
     rb->comm.nlinks = 0;
-}
-
-/* The CPUs this process may run on (its affinity mask, which follows
- * cpusets and taskset), else those online. */
-static long usable_cpus(void)
-{
-    cpu_set_t s;
-    if (sched_getaffinity(0, sizeof s, &s) == 0 && CPU_COUNT(&s) > 0)
-        return CPU_COUNT(&s);
-    return sysconf(_SC_NPROCESSORS_ONLN);
 }
 
 /* Wires this worker to its neighbours from the tracker's address book. */
@@ -239,32 +228,27 @@ static int wire(struct rally__robust *rb)
 {
     struct rally__comm *cm = &rb->comm;
     struct rally__mesh_peer peers[RALLY__MAX_NEIGHBOURS];
-    int n = cm->topo.nneighbours;
+    int n = cm->topo.nneighbours, one_host = 1;
     for (int i = 0; i < n; i++) {
         const struct rally__peer_addr *a = &rb->tc.peers[cm->topo.neighbours[i]];
         peers[i] = (struct rally__mesh_peer){cm->topo.neighbours[i], a->host, a->port,
-                                             a->incarnation, -1};
+                                             a->incarnation};
     }
-    int64_t deadline = rally__deadline(rb->cfg->connect_timeout_ms);
-    if (rally__mesh_connect(rb->listen_fd, &rb->tc.secret, rb->rank, rb->tc.incarnation, peers, n,
-                            deadline, 10000, rb->err) != RALLY_OK)
-        return rb->err->code;
-    int one_host = 1;
     for (int r = 0; r < rb->world; r++)
         one_host &= rally__host_is_loopback(rb->tc.peers[r].host);
-    int64_t bufs =
-        rally__sock_buf_choice(rb->cfg->sock_buf_bytes, rb->world, one_host, usable_cpus());
-    int rc = RALLY_OK;
-    for (int i = 0; i < n; i++) {
-        struct rally__link *l = &cm->links[cm->nlinks++];
-        l->peer = peers[i].rank;
-        l->fd = peers[i].fd;
-        snprintf(l->what, sizeof l->what, "rank %d", l->peer);
-        if (bufs > 0 && rc == RALLY_OK)
-            rc = rally__sock_bufs(l->fd, (int)bufs, rb->err);
-    }
-    if (rc != RALLY_OK)
-        return rc;
+    struct rally__mesh_opts o = {.listen_fd = rb->listen_fd,
+                                 .secret = &rb->tc.secret,
+                                 .rank = rb->rank,
+                                 .world = rb->world,
+                                 .incarnation = rb->tc.incarnation,
+                                 .host = rb->tc.peers[rb->rank].host,
+                                 .one_host = one_host,
+                                 .sock_buf_bytes = rb->cfg->sock_buf_bytes,
+                                 .deadline = rally__deadline(rb->cfg->connect_timeout_ms),
+                                 .handshake_ms = 10000};
+    if (rally__mesh_connect(&o, peers, n, cm->links, rb->err) != RALLY_OK)
+        return rb->err->code;
+    cm->nlinks = n;
     cm->seq = 0; /* every worker counts collectives afresh in each epoch */
     return RALLY_OK;
 }
@@ -985,7 +969,7 @@ int rally__robust_init(struct rally__robust *rb, const struct rally__config *cfg
     cm->ring_threshold = (size_t)cfg->ring_threshold_bytes;
     cm->chunk = (size_t)cfg->chunk_bytes;
     cm->spin_us = cfg->spin_us;
-    cm->abort_fd = rb->tc.fd;
+    cm->alarm = rally__handle_fd(rb->tc.fd);
     cm->on_alarm = on_alarm;
     cm->report = on_report;
     cm->hook_arg = rb;

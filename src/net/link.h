@@ -1,0 +1,104 @@
+/*
+ * link.h — a link to one peer: an ops table plus the transport's private
+ * state, and the one way to wait on a set of links.
+ *
+ * The collective layer moves bytes only through these ops and waits only in
+ * rally__link_wait(); it never sees a descriptor.  Every op is non-blocking:
+ *
+ *   send   moves a[0..an) then b[0..bn) (a header and a payload in one go, so
+ *          a small message leaves as one segment); returns the bytes moved
+ *          (>= 0; 0: would block) or -1 with e set: RALLY_EPEER "rank 3
+ *          closed the connection" when the peer went away, RALLY_ESYS else.
+ *          The message names the peer by l->what.
+ *   recv   the same into a[0..an) then b[0..bn).  A peer that closed is -1
+ *          (RALLY_EPEER), never 0.
+ *   handle what to wait on for the directions want names (RALLY__WANT_IN /
+ *          RALLY__WANT_OUT) after an op would block: a readable or writable
+ *          descriptor for TCP; a shared-memory transport would return an
+ *          eventfd its peer signals, whatever the direction.
+ *   close  releases the link's state; the link is then closed (ops NULL).
+ *
+ * A link is owned by one thread at a time.  To add a transport, see
+ * transport.h.
+ */
+#ifndef RALLY_NET_LINK_H
+#define RALLY_NET_LINK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/err.h"
+
+#define RALLY__LINK_WHAT 24
+
+enum { RALLY__WANT_IN = 1, RALLY__WANT_OUT = 2 };
+
+/* Something a wait can block on.  Opaque above net/: only net/ reads it. */
+struct rally__handle {
+    int fd;   /* -1: none */
+    int want; /* RALLY__WANT_* */
+};
+
+struct rally__link;
+
+struct rally__link_ops {
+    const char *name; /* the transport's, "tcp" */
+    long (*send)(struct rally__link *l, const void *a, size_t an, const void *b, size_t bn,
+                 struct rally__err *e);
+    long (*recv)(struct rally__link *l, void *a, size_t an, void *b, size_t bn,
+                 struct rally__err *e);
+    struct rally__handle (*handle)(const struct rally__link *l, int want);
+    void (*close)(struct rally__link *l);
+};
+
+struct rally__link {
+    const struct rally__link_ops *ops; /* NULL: closed */
+    int peer;                          /* rank */
+    char what[RALLY__LINK_WHAT];       /* "rank 3", for messages */
+    union {
+        int fd;
+        void *p;
+    } t; /* the transport's own state: only its file reads it */
+};
+
+static inline long rally__link_send(struct rally__link *l, const void *a, size_t an, const void *b,
+                                    size_t bn, struct rally__err *e)
+{
+    return l->ops->send(l, a, an, b, bn, e);
+}
+
+static inline long rally__link_recv(struct rally__link *l, void *a, size_t an, void *b, size_t bn,
+                                    struct rally__err *e)
+{
+    return l->ops->recv(l, a, an, b, bn, e);
+}
+
+/* Closes l; a closed link is left alone. */
+void rally__link_close(struct rally__link *l);
+
+/* A handle on a descriptor the layer above owns (its alarm line),
+ * readable when it has news; fd -1 gives rally__handle_none(). */
+struct rally__handle rally__handle_fd(int fd);
+struct rally__handle rally__handle_none(void);
+int rally__handle_is_none(const struct rally__handle *h);
+
+/* One link and the directions a wait is for. */
+struct rally__interest {
+    struct rally__link *l;
+    int want; /* RALLY__WANT_*; 0: not waited on */
+};
+
+#define RALLY__WAIT_MAX 15 /* links per wait */
+
+/* Waits until a link in w[0..n) can move bytes in a direction it wants, the
+ * alarm (may be NULL or none) is readable, or the deadline (util/clock.h)
+ * passes.  It first polls without sleeping for up to spin_us, yielding the
+ * core between polls: a reply that comes that soon needs no wake-up, which
+ * on virtual machines costs tens of microseconds across cores; then it
+ * blocks.  Returns 1 when something is ready or a signal interrupted the
+ * wait (*alarmed: whether the alarm is readable), 0 at the deadline, -1 with
+ * e set when the wait itself failed.  Allocates nothing. */
+int rally__link_wait(const struct rally__interest *w, int n, const struct rally__handle *alarm,
+                     int64_t spin_us, int64_t deadline, int *alarmed, struct rally__err *e);
+
+#endif

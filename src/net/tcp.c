@@ -1,0 +1,199 @@
+/*
+ * tcp.c — moving bytes over a connected TCP socket: the non-blocking and
+ * deadline-bound sends and receives every layer uses (sock.h), and on them
+ * the TCP link and its row of the mesh's transport table (transport.h).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <stdio.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "net/sock.h"
+#include "net/transport.h"
+
+long rally__send_some(int fd, const void *buf, size_t n, const char *what, struct rally__err *e)
+{
+    for (;;) {
+        ssize_t k = send(fd, buf, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (k >= 0)
+            return (long)k;
+        if (errno == EINTR)
+            continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK)
+            return 0;
+        if (errno == EPIPE || errno == ECONNRESET)
+            rally__fail(e, RALLY_EPEER, "%s closed the connection", what);
+        else
+            rally__fail_errno(e, RALLY_ESYS, errno, "sending to %s failed", what);
+        return -1;
+    }
+}
+
+long rally__recv_some(int fd, void *buf, size_t n, const char *what, struct rally__err *e)
+{
+    for (;;) {
+        ssize_t k = recv(fd, buf, n, MSG_DONTWAIT);
+        if (k > 0)
+            return (long)k;
+        if (k == 0) {
+            if (n == 0)
+                return 0;
+            rally__fail(e, RALLY_EPEER, "%s closed the connection", what);
+            return -1;
+        }
+        if (errno == EINTR)
+            continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK)
+            return 0;
+        if (errno == ECONNRESET)
+            rally__fail(e, RALLY_EPEER, "%s reset the connection", what);
+        else
+            rally__fail_errno(e, RALLY_ESYS, errno, "receiving from %s failed", what);
+        return -1;
+    }
+}
+
+static long io_error(long k, int out, size_t n, const char *what, struct rally__err *e)
+{
+    if (k >= 0)
+        return k;
+    if (errno == EAGAIN || errno == EWOULDBLOCK)
+        return 0;
+    if (errno == EPIPE || errno == ECONNRESET)
+        rally__fail(e, RALLY_EPEER, "%s %s the connection", what,
+                    errno == EPIPE || out ? "closed" : "reset");
+    else
+        rally__fail_errno(e, RALLY_ESYS, errno, "%s %s failed", out ? "sending to" : "receiving from",
+                          what);
+    return -1;
+}
+
+long rally__send2_some(int fd, const void *a, size_t an, const void *b, size_t bn,
+                       const char *what, struct rally__err *e)
+{
+    struct iovec iov[2] = {{(void *)a, an}, {(void *)b, bn}};
+    struct msghdr m = {.msg_iov = iov, .msg_iovlen = 2};
+    for (;;) {
+        ssize_t k = sendmsg(fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (k < 0 && errno == EINTR)
+            continue;
+        return io_error((long)k, 1, an + bn, what, e);
+    }
+}
+
+long rally__recv2_some(int fd, void *a, size_t an, void *b, size_t bn, const char *what,
+                       struct rally__err *e)
+{
+    struct iovec iov[2] = {{a, an}, {b, bn}};
+    struct msghdr m = {.msg_iov = iov, .msg_iovlen = 2};
+    for (;;) {
+        ssize_t k = recvmsg(fd, &m, MSG_DONTWAIT);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k == 0 && an + bn > 0) {
+            rally__fail(e, RALLY_EPEER, "%s closed the connection", what);
+            return -1;
+        }
+        return io_error((long)k, 0, an + bn, what, e);
+    }
+}
+
+static int xfer_all(int fd, void *buf, size_t n, int64_t deadline, const char *what, int out,
+                    struct rally__err *e)
+{
+    char *p = buf;
+    while (n > 0) {
+        long k = out ? rally__send_some(fd, p, n, what, e) : rally__recv_some(fd, p, n, what, e);
+        if (k < 0)
+            return e->code;
+        p += k;
+        n -= (size_t)k;
+        if (n == 0)
+            break;
+        if (k == 0) {
+            int w = rally__fd_wait(fd, out, deadline);
+            if (w == 0)
+                return rally__fail(e, RALLY_ETIMEDOUT, "timed out %s %s", out ? "sending to" : "waiting for",
+                                   what);
+            if (w < 0)
+                return rally__fail_errno(e, RALLY_ESYS, errno, "poll failed");
+        }
+    }
+    return RALLY_OK;
+}
+
+int rally__send_all(int fd, const void *buf, size_t n, int64_t deadline, const char *what,
+                    struct rally__err *e)
+{
+    return xfer_all(fd, (void *)buf, n, deadline, what, 1, e);
+}
+
+int rally__recv_all(int fd, void *buf, size_t n, int64_t deadline, const char *what,
+                    struct rally__err *e)
+{
+    return xfer_all(fd, buf, n, deadline, what, 0, e);
+}
+
+/* --- the TCP link ---------------------------------------------------------- */
+
+static long tcp_send(struct rally__link *l, const void *a, size_t an, const void *b, size_t bn,
+                     struct rally__err *e)
+{
+    return rally__send2_some(l->t.fd, a, an, b, bn, l->what, e);
+}
+
+static long tcp_recv(struct rally__link *l, void *a, size_t an, void *b, size_t bn,
+                     struct rally__err *e)
+{
+    return rally__recv2_some(l->t.fd, a, an, b, bn, l->what, e);
+}
+
+static struct rally__handle tcp_handle(const struct rally__link *l, int want)
+{
+    return (struct rally__handle){l->t.fd, want};
+}
+
+static void tcp_close(struct rally__link *l)
+{
+    close(l->t.fd);
+    l->t.fd = -1;
+}
+
+static const struct rally__link_ops tcp_ops = {"tcp", tcp_send, tcp_recv, tcp_handle, tcp_close};
+
+void rally__tcp_link(struct rally__link *l, int fd, int peer)
+{
+    l->ops = &tcp_ops;
+    l->peer = peer;
+    snprintf(l->what, sizeof l->what, "rank %d", peer);
+    l->t.fd = fd;
+}
+
+static int tcp_can_use(const struct rally__mesh_opts *o, const struct rally__mesh_peer *q)
+{
+    (void)o;
+    (void)q;
+    return 1;
+}
+
+/* The socket keeps being the link, with the job's buffer policy (sock.h). */
+static int tcp_setup(const struct rally__mesh_opts *o, const struct rally__mesh_peer *q, int fd,
+                     int connector, struct rally__link *l, struct rally__err *e)
+{
+    (void)q;
+    (void)connector;
+    int64_t bufs =
+        rally__sock_buf_choice(o->sock_buf_bytes, o->world, o->one_host, rally__usable_cpus());
+    if (bufs > 0 && rally__sock_bufs(fd, (int)bufs, e) != RALLY_OK) {
+        close(fd);
+        return e->code;
+    }
+    l->t.fd = fd;
+    return RALLY_OK;
+}
+
+const struct rally__transport rally__tcp_transport = {"tcp", tcp_can_use, tcp_setup, &tcp_ops};

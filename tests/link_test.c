@@ -1,0 +1,239 @@
+/*
+ * link_test.c — unit tests of the link seam (net/link.h) and of the sidecar
+ * hook that collectives call through it (cmocka).
+ *
+ * Link ops: bytes move both ways in two pieces, a full link would block (0)
+ * and its wait for OUT ends when the peer drains it, a wait ends at its
+ * deadline or on the alarm handle, and a peer that went away is RALLY_EPEER
+ * naming it.  Sidecars: three ranks as threads, each with its own comm over
+ * socketpair-backed TCP links, run an allreduce (tree) and a larger one
+ * (ring) and a broadcast, each rank with its own sidecar; every rank's
+ * on_sidecar hook must get exactly each neighbour's sidecar, once per link
+ * per collective, and the results must be right.
+ */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "coll/coll.h"
+#include "coll/reduce.h"
+#include "net/link.h"
+#include "net/transport.h"
+#include "util/clock.h"
+
+static void pair(struct rally__link *a, int peer_a, struct rally__link *b, int peer_b)
+{
+    int sv[2];
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    rally__tcp_link(a, sv[0], peer_a);
+    rally__tcp_link(b, sv[1], peer_b);
+}
+
+/* --- the link ops ------------------------------------------------------------ */
+
+static void link_ops(void **state)
+{
+    (void)state;
+    struct rally__link a, b; /* a: rank 0's link to rank 1; b: the other end */
+    struct rally__err e = {0, ""};
+    pair(&a, 1, &b, 0);
+    assert_string_equal(a.what, "rank 1");
+
+    /* two pieces out, two pieces in, split differently */
+    assert_int_equal(rally__link_send(&a, "head", 4, "payload", 7, &e), 11);
+    char h[6], p[5];
+    assert_int_equal(rally__link_recv(&b, h, 6, p, 5, &e), 11);
+    assert_memory_equal(h, "headpa", 6);
+    assert_memory_equal(p, "yload", 5);
+
+    /* nothing to read: would block, and a wait for IN ends at its deadline */
+    assert_int_equal(rally__link_recv(&b, h, 1, NULL, 0, &e), 0);
+    struct rally__interest w = {&b, RALLY__WANT_IN};
+    int alarmed = -1;
+    int64_t t0 = rally__now_ms();
+    assert_int_equal(rally__link_wait(&w, 1, NULL, 100, rally__deadline(50), &alarmed, &e), 0);
+    assert_true(rally__now_ms() - t0 >= 40);
+
+    /* the alarm ends a wait, and says so */
+    int al[2];
+    assert_int_equal(pipe(al), 0);
+    struct rally__handle alarm = rally__handle_fd(al[0]);
+    assert_false(rally__handle_is_none(&alarm));
+    assert_true(write(al[1], "!", 1) == 1);
+    assert_int_equal(rally__link_wait(&w, 1, &alarm, 0, rally__deadline(5000), &alarmed, &e), 1);
+    assert_int_equal(alarmed, 1);
+
+    /* fill the link until it would block; a wait for OUT ends once b drains it */
+    static unsigned char big[1 << 16];
+    long k, sent = 0;
+    while ((k = rally__link_send(&a, big, sizeof big, NULL, 0, &e)) > 0)
+        sent += k;
+    assert_int_equal(k, 0);
+    assert_true(sent > 0);
+    struct rally__interest wo = {&a, RALLY__WANT_OUT};
+    assert_int_equal(rally__link_wait(&wo, 1, NULL, 0, rally__deadline(50), &alarmed, &e), 0);
+    long got = 0;
+    while (got < sent) {
+        k = rally__link_recv(&b, big, sizeof big, NULL, 0, &e);
+        assert_true(k > 0);
+        got += k;
+    }
+    assert_int_equal(rally__link_wait(&wo, 1, NULL, 0, rally__deadline(5000), &alarmed, &e), 1);
+    assert_int_equal(alarmed, 0);
+
+    /* the peer goes away: EPEER naming it, on receive and on send */
+    rally__link_close(&b);
+    assert_null(b.ops);
+    assert_int_equal(rally__link_recv(&a, h, 1, NULL, 0, &e), -1);
+    assert_int_equal(e.code, RALLY_EPEER);
+    assert_non_null(strstr(e.msg, "rank 1"));
+    struct rally__err e2 = {0, ""};
+    assert_int_equal(rally__link_send(&a, "x", 1, NULL, 0, &e2), -1);
+    assert_int_equal(e2.code, RALLY_EPEER);
+    assert_non_null(strstr(e2.msg, "rank 1"));
+    rally__link_close(&a);
+    close(al[0]);
+    close(al[1]);
+}
+
+/* --- sidecars through collectives --------------------------------------------- */
+
+#define N 3
+#define COUNT 40000 /* int32: 160 KB, over the ring threshold set below */
+
+struct rank {
+    int r;
+    struct rally__comm c;
+    struct rally__err e;
+    int calls[N];        /* on_sidecar calls per peer */
+    uint64_t sidecar[N]; /* the last sidecar each peer sent */
+    int bad_calls;       /* calls naming no neighbour */
+    int rc[3];
+    int32_t *small, *large;
+    unsigned char bc[100];
+};
+
+static void on_sidecar(void *arg, int peer, uint64_t sidecar)
+{
+    struct rank *k = arg;
+    if (peer < 0 || peer >= N || rally__comm_link(&k->c, peer) == NULL) {
+        k->bad_calls++;
+        return;
+    }
+    k->calls[peer]++;
+    k->sidecar[peer] = sidecar;
+}
+
+static uint64_t sidecar_of(int rank, int op)
+{
+    return 0x5a5a000000000000ull | (uint64_t)rank << 8 | (uint64_t)op;
+}
+
+/* After collective op: every neighbour's sidecar arrived once per collective so far. */
+static void check_sidecars(struct rank *k, int op)
+{
+    assert_int_equal(k->bad_calls, 0);
+    for (int p = 0; p < N; p++) {
+        if (p == k->r || rally__comm_link(&k->c, p) == NULL) {
+            assert_int_equal(k->calls[p], 0);
+            continue;
+        }
+        assert_int_equal(k->calls[p], op + 1);
+        assert_true(k->sidecar[p] == sidecar_of(p, op));
+    }
+}
+
+static void *rank_main(void *arg)
+{
+    struct rank *k = arg;
+    struct rally__reducer rd;
+    rally__reducer_builtin(&rd, RALLY_INT32, RALLY_SUM);
+    struct rally__sig s = {RALLY__C_ALLREDUCE, RALLY_INT32, RALLY_SUM, -1, 4, sidecar_of(k->r, 0)};
+    k->rc[0] = rally__allreduce(&k->c, k->small, k->small, 4, &rd, &s);
+    s = (struct rally__sig){RALLY__C_ALLREDUCE, RALLY_INT32, RALLY_SUM, -1, COUNT,
+                            sidecar_of(k->r, 1)};
+    k->rc[1] = rally__allreduce(&k->c, k->large, k->large, COUNT, &rd, &s);
+    s = (struct rally__sig){RALLY__C_BROADCAST, 0, 0, 2, sizeof k->bc, sidecar_of(k->r, 2)};
+    k->rc[2] = rally__broadcast(&k->c, k->bc, sizeof k->bc, 2, &s);
+    return NULL;
+}
+
+static void sidecars_reach_the_hook(void **state)
+{
+    (void)state;
+    struct rank *ks = calloc(N, sizeof *ks);
+    assert_non_null(ks);
+    for (int r = 0; r < N; r++) {
+        struct rank *k = &ks[r];
+        k->r = r;
+        k->e = (struct rally__err){0, ""};
+        rally__comm_init(&k->c, r, N, &k->e);
+        k->c.timeout_ms = 20000;
+        k->c.ring_threshold = 4096;
+        k->c.chunk = 1024;
+        k->c.spin_us = 20;
+        k->c.on_sidecar = on_sidecar;
+        k->c.hook_arg = k;
+        k->small = calloc(4, sizeof *k->small);
+        k->large = calloc(COUNT, sizeof *k->large);
+        assert_non_null(k->small);
+        assert_non_null(k->large);
+        for (int i = 0; i < 4; i++)
+            k->small[i] = r * 10 + i;
+        for (int i = 0; i < COUNT; i++)
+            k->large[i] = r + i;
+        memset(k->bc, r == 2 ? 0xab : 0, sizeof k->bc);
+    }
+    /* one socketpair per pair of neighbours */
+    for (int a = 0; a < N; a++)
+        for (int i = 0; i < ks[a].c.topo.nneighbours; i++) {
+            int b = ks[a].c.topo.neighbours[i];
+            if (b < a)
+                continue;
+            pair(&ks[a].c.links[ks[a].c.nlinks++], b, &ks[b].c.links[ks[b].c.nlinks++], a);
+        }
+    pthread_t t[N];
+    for (int r = 0; r < N; r++)
+        assert_int_equal(pthread_create(&t[r], NULL, rank_main, &ks[r]), 0);
+    for (int r = 0; r < N; r++)
+        pthread_join(t[r], NULL);
+    for (int r = 0; r < N; r++) {
+        struct rank *k = &ks[r];
+        for (int j = 0; j < 3; j++)
+            if (k->rc[j] != RALLY_OK)
+                fail_msg("rank %d collective %d: %d %s", r, j, k->rc[j], k->e.msg);
+        assert_true(k->c.nlinks > 0);
+        check_sidecars(k, 2);
+        for (int i = 0; i < 4; i++)
+            assert_int_equal(k->small[i], (0 + 1 + 2) * 10 + 3 * i);
+        for (int i = 0; i < COUNT; i++)
+            if (k->large[i] != 3 * i + 3)
+                fail_msg("rank %d large[%d] = %d", r, i, (int)k->large[i]);
+        for (size_t i = 0; i < sizeof k->bc; i++)
+            assert_int_equal(k->bc[i], 0xab);
+        for (int i = 0; i < k->c.nlinks; i++)
+            rally__link_close(&k->c.links[i]);
+        rally__comm_free(&k->c);
+        free(k->small);
+        free(k->large);
+    }
+    free(ks);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(link_ops),
+        cmocka_unit_test(sidecars_reach_the_hook),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
