@@ -71,36 +71,37 @@ struct run {
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: rally-run -n N [options] [--] prog [args...]\n"
-            "Runs N workers of a rally job on this host, with a tracker inside.\n"
-            "\n"
-            "  -n, --workers N            number of workers (1..%d)\n"
-            "      --host H               tracker bind address (default 127.0.0.1)\n"
-            "      --port P               tracker port (default 0: any free port)\n"
-            "      --startup-timeout-ms T every worker must join (and a restarted one\n"
-            "                             rejoin) within T ms (default 60000)\n"
-            "      --grace-ms G           after a failure or a signal, workers get G ms to exit\n"
-            "                             before SIGKILL (default 3000)\n"
-            "      --max-restarts K       restart each rank at most K times (default 3; 0: the\n"
-            "                             first worker death fails the job)\n"
-            "      --heartbeat-timeout-ms T  a worker that sent heartbeats and then falls silent\n"
-            "                             for T ms is killed and restarted (default 10000; 0: off)\n"
-            "  -h, --help                 this text\n"
-            "\n"
-            "Workers get RALLY_TRACKER, RALLY_SECRET_FILE and RALLY_TASK_ID; their output\n"
-            "lines are prefixed with \"[rank] \".  A worker that dies after the job started\n"
-            "(and before any rank finalized) is started again with the same rank and\n"
-            "environment; the others wait and recover.  Exit status: 0 when every worker\n"
-            "exited 0 after rally_finalize; 1 otherwise (one line on stderr names the first\n"
-            "failure); 127 when prog cannot be run; 2 on a usage error; 128+S after signal S.\n"
-            "The last line on stderr is a summary:\n"
-            "  rally-run: summary: deaths=D recovered=R epochs=E restarts=S per-rank-deaths=0:0,1:2,...\n"
-            "  (recovered: deaths after which the job got back in step; epochs: recoveries,\n"
-            "  one per re-wiring, which can serve several deaths at once)\n",
-            RALLY__WORLD_MAX);
+    fprintf(
+        f,
+        "usage: rally-run -n N [options] [--] prog [args...]\n"
+        "Runs N workers of a rally job on this host, with a tracker inside.\n"
+        "\n"
+        "  -n, --workers N            number of workers (1..%d)\n"
+        "      --host H               tracker bind address (default 127.0.0.1)\n"
+        "      --port P               tracker port (default 0: any free port)\n"
+        "      --startup-timeout-ms T every worker must join (and a restarted one\n"
+        "                             rejoin) within T ms (default 60000)\n"
+        "      --grace-ms G           after a failure or a signal, workers get G ms to exit\n"
+        "                             before SIGKILL (default 3000)\n"
+        "      --max-restarts K       restart each rank at most K times (default 3; 0: the\n"
+        "                             first worker death fails the job)\n"
+        "      --heartbeat-timeout-ms T  a worker that sent heartbeats and then falls silent\n"
+        "                             for T ms is killed and restarted (default 10000; 0: off)\n"
+        "  -h, --help                 this text\n"
+        "\n"
+        "Workers get RALLY_TRACKER, RALLY_SECRET_FILE and RALLY_TASK_ID; their output\n"
+        "lines are prefixed with \"[rank] \".  A worker that dies after the job started\n"
+        "(and before any rank finalized) is started again with the same rank and\n"
+        "environment; the others wait and recover.  Exit status: 0 when every worker\n"
+        "exited 0 after rally_finalize; 1 otherwise (one line on stderr names the first\n"
+        "failure); 127 when prog cannot be run; 2 on a usage error; 128+S after signal S.\n"
+        "The last line on stderr is a summary:\n"
+        "  rally-run: summary: deaths=D recovered=R epochs=E restarts=S "
+        "per-rank-deaths=0:0,1:2,...\n"
+        "  (recovered: deaths after which the job got back in step; epochs: recoveries,\n"
+        "  one per re-wiring, which can serve several deaths at once)\n",
+        RALLY__WORLD_MAX);
 }
-
 
 /* --- the tracker's hooks: print, and note events in the policy ------------- */
 
@@ -125,7 +126,8 @@ static void on_event(void *arg, const struct rally__tracker_event *ev)
         char where[96] = "no worker survived";
         if (ev->has_position)
             rally__position_str(ev->position, where, sizeof where);
-        fprintf(stderr, "rally-run: recovered: epoch %u, job back in step %.2f s after the failure (%s)\n",
+        fprintf(stderr,
+                "rally-run: recovered: epoch %u, job back in step %.2f s after the failure (%s)\n",
                 ev->epoch, ev->seconds, where);
     } else {
         return;
@@ -154,8 +156,13 @@ static int spawn(struct run *r, int i)
 {
     char id[16];
     snprintf(id, sizeof id, "%d", i);
-    const char *env[] = {"RALLY_TRACKER", r->tracker_addr, "RALLY_SECRET_FILE", r->secret,
-                         "RALLY_TASK_ID", id, NULL};
+    const char *env[] = {"RALLY_TRACKER",
+                         r->tracker_addr,
+                         "RALLY_SECRET_FILE",
+                         r->secret,
+                         "RALLY_TASK_ID",
+                         id,
+                         NULL};
     int err = rally__launch_spawn(&r->procs[i], r->argv, env);
     if (r->procs[i].pid > 0)
         rally__launch_policy_spawned(r->pol, i);
@@ -287,8 +294,9 @@ static int parse(int argc, char **argv, struct run *r)
         switch (c) {
         case 'n':
             if (rally__parse_int(optarg, 1, RALLY__WORLD_MAX, &v))
-                return cli_usage_error("rally-run", "-n wants a number of workers from 1 to %d, not '%s'",
-                                   RALLY__WORLD_MAX, optarg);
+                return cli_usage_error("rally-run",
+                                       "-n wants a number of workers from 1 to %d, not '%s'",
+                                       RALLY__WORLD_MAX, optarg);
             r->world = (int)v;
             break;
         case 'H':
@@ -304,22 +312,24 @@ static int parse(int argc, char **argv, struct run *r)
         case 'b':
             if (rally__parse_int(optarg, 0, INT64_MAX / 4, &v))
                 return cli_usage_error("rally-run", "--%s wants milliseconds, not '%s'",
-                                   c == 's'   ? "startup-timeout-ms"
-                                   : c == 'g' ? "grace-ms"
-                                              : "heartbeat-timeout-ms",
-                                   optarg);
+                                       c == 's'   ? "startup-timeout-ms"
+                                       : c == 'g' ? "grace-ms"
+                                                  : "heartbeat-timeout-ms",
+                                       optarg);
             *(c == 's' ? &r->startup_ms : c == 'g' ? &r->grace_ms : &r->heartbeat_ms) = v;
             break;
         case 'm':
             if (rally__parse_int(optarg, 0, INT_MAX, &v))
-                return cli_usage_error("rally-run", "--max-restarts wants a count (0 or more), not '%s'", optarg);
+                return cli_usage_error(
+                    "rally-run", "--max-restarts wants a count (0 or more), not '%s'", optarg);
             r->max_restarts = (int)v;
             break;
         case 'h':
             usage(stdout);
             return 0;
         default:
-            return cli_usage_error("rally-run", "unknown or incomplete option '%s'", argv[optind - 1]);
+            return cli_usage_error("rally-run", "unknown or incomplete option '%s'",
+                                   argv[optind - 1]);
         }
     }
     if (r->world == 0)

@@ -14,10 +14,9 @@
  *     RALLY_SECRET_FILE=/path
  *
  * and serves the job in the poll loop rally-run uses too (launch/serve.c,
- * around the same tracker, src/tracker/server.h) until every rank finalized (exit 0) or the job failed
- * (exit 1, one line with the sentence).  Workers' PRINT lines go to stdout
- * prefixed "[rank] ".  SIGINT/SIGTERM abort the job (workers hear ABORT) and
- * exit 128+signal.
+ * around the same tracker, src/tracker/server.h) until every rank finalized (exit 0) or the job
+ * failed (exit 1, one line with the sentence).  Workers' PRINT lines go to stdout prefixed "[rank]
+ * ".  SIGINT/SIGTERM abort the job (workers hear ABORT) and exit 128+signal.
  *
  * Restarts belong to the launcher that started the workers: when a worker
  * fails after the job started, the tracker fences it, logs "rank R failed:
@@ -54,8 +53,8 @@ struct job {
     struct rally__tracker *t;
     int sfd;
     char dir[PATH_MAX], path[PATH_MAX + 16];
-    int made_file; /* we created path (and remove it at exit) */
-    int stop_sig;  /* the SIGINT/SIGTERM we got, 0 */
+    int made_file;  /* we created path (and remove it at exit) */
+    int stop_sig;   /* the SIGINT/SIGTERM we got, 0 */
     int64_t end_by; /* the job ended: leave by then (RALLY__NEVER: it runs) */
 };
 
@@ -86,9 +85,11 @@ static void on_event(void *arg, const struct rally__tracker_event *ev)
 static int done(void *arg)
 {
     struct job *j = arg;
-    if (rally__tracker_state(j->t, NULL, NULL) != RALLY__TRACKER_RUNNING && j->end_by == RALLY__NEVER)
+    if (rally__tracker_state(j->t, NULL, NULL) != RALLY__TRACKER_RUNNING &&
+        j->end_by == RALLY__NEVER)
         j->end_by = rally__now_ms() + LINGER_MS;
-    return j->end_by != RALLY__NEVER && (rally__tracker_flushed(j->t) || rally__now_ms() >= j->end_by);
+    return j->end_by != RALLY__NEVER &&
+           (rally__tracker_flushed(j->t) || rally__now_ms() >= j->end_by);
 }
 
 static int64_t deadline(void *arg)
@@ -131,8 +132,9 @@ static int parse(int argc, char **argv, struct job *j)
         switch (c) {
         case 'n':
             if (rally__parse_int(optarg, 1, RALLY__WORLD_MAX, &v))
-                return cli_usage_error("rally-tracker", "-n wants a number of workers from 1 to %d, not '%s'",
-                                   RALLY__WORLD_MAX, optarg);
+                return cli_usage_error("rally-tracker",
+                                       "-n wants a number of workers from 1 to %d, not '%s'",
+                                       RALLY__WORLD_MAX, optarg);
             j->world = (int)v;
             break;
         case 'H':
@@ -148,44 +150,48 @@ static int parse(int argc, char **argv, struct job *j)
             break;
         case 's':
             if (rally__parse_int(optarg, 0, INT64_MAX / 4, &v))
-                return cli_usage_error("rally-tracker", "--startup-timeout-ms wants milliseconds, not '%s'", optarg);
+                return cli_usage_error("rally-tracker",
+                                       "--startup-timeout-ms wants milliseconds, not '%s'", optarg);
             j->startup_ms = v;
             break;
         case 'b':
             if (rally__parse_int(optarg, 0, INT64_MAX / 4, &v))
-                return cli_usage_error("rally-tracker", "--heartbeat-timeout-ms wants milliseconds, not '%s'", optarg);
+                return cli_usage_error(
+                    "rally-tracker", "--heartbeat-timeout-ms wants milliseconds, not '%s'", optarg);
             j->heartbeat_ms = v;
             break;
         case 'R':
             j->recovery = 0;
             break;
         case 'h':
-            printf("usage: rally-tracker -n N [options]\n"
-                   "Serves one rally job whose workers another launcher starts.\n"
-                   "\n"
-                   "  -n, --workers N            number of workers (1..%d)\n"
-                   "      --host H               bind address (default: every address)\n"
-                   "      --port P               port (default 0: any free port)\n"
-                   "      --secret-file F        the job's secret: loaded if F exists, else\n"
-                   "                             created 0600 (default: a temporary one)\n"
-                   "      --startup-timeout-ms T every worker must join within T ms\n"
-                   "                             (default 300000; 0: wait forever); the same\n"
-                   "                             bound applies to each recovery\n"
-                   "      --heartbeat-timeout-ms T  a worker that sent heartbeats and then falls\n"
-                   "                             silent for T ms has failed (default 10000; 0: off)\n"
-                   "      --no-recovery          any worker failure fails the job\n"
-                   "  -h, --help                 this text\n"
-                   "\n"
-                   "Prints RALLY_TRACKER=host:port and RALLY_SECRET_FILE=path (eval them and\n"
-                   "give each worker RALLY_TASK_ID=0..N-1), then exits 0 when every worker\n"
-                   "finalized, 1 when the job failed, 128+S after signal S.  When a worker dies\n"
-                   "after the job started, start it again with the same RALLY_TASK_ID: the\n"
-                   "others wait for it and the job recovers (restarts are your launcher's\n"
-                   "business; the tracker does not limit them).\n",
-                   RALLY__WORLD_MAX);
+            printf(
+                "usage: rally-tracker -n N [options]\n"
+                "Serves one rally job whose workers another launcher starts.\n"
+                "\n"
+                "  -n, --workers N            number of workers (1..%d)\n"
+                "      --host H               bind address (default: every address)\n"
+                "      --port P               port (default 0: any free port)\n"
+                "      --secret-file F        the job's secret: loaded if F exists, else\n"
+                "                             created 0600 (default: a temporary one)\n"
+                "      --startup-timeout-ms T every worker must join within T ms\n"
+                "                             (default 300000; 0: wait forever); the same\n"
+                "                             bound applies to each recovery\n"
+                "      --heartbeat-timeout-ms T  a worker that sent heartbeats and then falls\n"
+                "                             silent for T ms has failed (default 10000; 0: off)\n"
+                "      --no-recovery          any worker failure fails the job\n"
+                "  -h, --help                 this text\n"
+                "\n"
+                "Prints RALLY_TRACKER=host:port and RALLY_SECRET_FILE=path (eval them and\n"
+                "give each worker RALLY_TASK_ID=0..N-1), then exits 0 when every worker\n"
+                "finalized, 1 when the job failed, 128+S after signal S.  When a worker dies\n"
+                "after the job started, start it again with the same RALLY_TASK_ID: the\n"
+                "others wait for it and the job recovers (restarts are your launcher's\n"
+                "business; the tracker does not limit them).\n",
+                RALLY__WORLD_MAX);
             return 0;
         default:
-            return cli_usage_error("rally-tracker", "unknown or incomplete option '%s'", argv[optind - 1]);
+            return cli_usage_error("rally-tracker", "unknown or incomplete option '%s'",
+                                   argv[optind - 1]);
         }
     }
     if (j->world == 0)

@@ -135,8 +135,8 @@ static void died(struct rally__launch_policy *pol, int rank, const char *cause,
     if (pol->max_restarts > 0 && v->recoverable) {
         if (k->restarts >= pol->max_restarts) {
             snprintf(k->why, sizeof k->why,
-                     "rank %d died (%s) and its restarts are exhausted (%d of %d used)", rank, cause,
-                     k->restarts, pol->max_restarts);
+                     "rank %d died (%s) and its restarts are exhausted (%d of %d used)", rank,
+                     cause, k->restarts, pol->max_restarts);
             fail(pol, rank, now, a);
             return;
         }
@@ -186,7 +186,8 @@ void rally__launch_policy_exit(struct rally__launch_policy *pol, int rank, int s
     }
     /* Counted when its loss failed the job (the tracker saw it first), not
      * when it left after the job had failed. */
-    if (v->state == RALLY__TRACKER_FAILED && v->failed_rank == rank && !pol->stop_sig && !k->failed) {
+    if (v->state == RALLY__TRACKER_FAILED && v->failed_rank == rank && !pol->stop_sig &&
+        !k->failed) {
         pol->ndeaths++;
         k->deaths++;
     }
@@ -251,7 +252,8 @@ int rally__launch_policy_verdict(const struct rally__launch_policy *pol,
                                  const struct rally__launch_view *v, FILE *f)
 {
     if (pol->stop_sig) {
-        fprintf(f, "rally-run: stopped by signal %d (%s)\n", pol->stop_sig, strsignal(pol->stop_sig));
+        fprintf(f, "rally-run: stopped by signal %d (%s)\n", pol->stop_sig,
+                strsignal(pol->stop_sig));
         return 128 + pol->stop_sig;
     }
     int r = v->failed_rank;

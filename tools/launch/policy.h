@@ -3,18 +3,22 @@
  * and signals to one decision (restart rank r, fail the job, finish).
  *
  * A pure state machine: no processes, descriptors or clock reads (the
- * caller passes the time in), so tests drive it directly.  The launcher
- * records what happened (the tracker's hooks only record), and after each
- * rally__tracker_handle feeds it here in this order: events, signals,
- * exits, the tracker's state, then the kills that are due.  Each input may
- * fill a struct rally__launch_act, which the launcher carries out:
+ * caller passes the time in), so tests drive it directly.  The tracker's
+ * event hook only notes events here (rally__launch_policy_event decides
+ * nothing: it marks a rank finalized or fenced and counts recoveries).  The
+ * decisions come after each rally__tracker_handle, from the inputs the
+ * launcher gathered, in this order: signals, reaped exits, the tracker's
+ * state, then the kills that are due.  Each decision fills a struct
+ * rally__launch_act, which the launcher carries out:
  *
  *   say       print "rally-run: <say>" on stderr
- *   forward   send that signal to every worker's group
- *   restart   rally__tracker_rank_died(restart, cause), feed the events it
- *             raised, then start the rank again (rally__launch_policy_spawned
- *             or _spawn_failed)
  *   abort     rally__tracker_abort(RALLY_EPEER, abort): the job failed
+ *   forward   send that signal to every worker's group
+ *   restart   rally__tracker_rank_died(restart, cause) (what the tracker
+ *             raises reaches the policy while the rank has no process, so a
+ *             fence cannot hit its successor), flush the old pipes, start
+ *             the rank again and report rally__launch_policy_spawned or
+ *             _spawn_failed (whose act is carried out in turn)
  *
  * The rules (tools/rally-run.c's usage text is the user's version): a worker
  * that dies while the job runs, recovery is possible and no rank finalized is
@@ -36,8 +40,8 @@ struct rally__launch_policy;
 
 /* A tracker event as recorded by its hook (only the kinds below matter). */
 struct rally__launch_event {
-    int kind;      /* RALLY__TEV_FINALIZED, _RANK_FAILED, _RECOVERED */
-    int rank;      /* FINALIZED: the task id's rank; RANK_FAILED: the rank */
+    int kind;       /* RALLY__TEV_FINALIZED, _RANK_FAILED, _RECOVERED */
+    int rank;       /* FINALIZED: the task id's rank; RANK_FAILED: the rank */
     char text[256]; /* RANK_FAILED: why the tracker fenced it */
 };
 

@@ -36,8 +36,8 @@ int rally__launch_tracker_new(struct rally__tracker **out, const struct rally__t
 /* What the loop's owner adds.  Any hook may be NULL. */
 struct rally__launch_owner {
     void *arg;
-    size_t nfds; /* at most this many descriptors of its own */
-    int (*done)(void *arg); /* 1: leave the loop (asked before each poll) */
+    size_t nfds;                                 /* at most this many descriptors of its own */
+    int (*done)(void *arg);                      /* 1: leave the loop (asked before each poll) */
     size_t (*fill)(void *arg, struct pollfd *p); /* writes up to nfds, returns how many */
     int64_t (*deadline)(void *arg);              /* its next deadline (RALLY__NEVER: none) */
     void (*signal)(void *arg, int sig);          /* each signal read from the signalfd */
