@@ -60,6 +60,7 @@ struct run {
     char **argv;
     struct rally__launch_proc *procs;
     int *slot; /* which pipe each of our pollfd slots holds */
+    int nlive; /* workers spawned and not yet reaped */
     struct rally__launch_policy *pol;
     struct rally__tracker *t;
     int sfd;
@@ -137,14 +138,6 @@ static void on_event(void *arg, const struct rally__tracker_event *ev)
 
 /* --- carrying out the policy's decisions ------------------------------------ */
 
-static int nlive(const struct run *r)
-{
-    int n = 0;
-    for (int i = 0; i < r->world; i++)
-        n += r->procs[i].pid > 0;
-    return n;
-}
-
 static void signal_all(struct run *r, int sig)
 {
     for (int i = 0; i < r->world; i++)
@@ -156,16 +149,15 @@ static int spawn(struct run *r, int i)
 {
     char id[16];
     snprintf(id, sizeof id, "%d", i);
-    const char *env[] = {"RALLY_TRACKER",
-                         r->tracker_addr,
-                         "RALLY_SECRET_FILE",
-                         r->secret,
-                         "RALLY_TASK_ID",
-                         id,
-                         NULL};
+    const char *const env[][2] = {{"RALLY_TRACKER", r->tracker_addr},
+                                  {"RALLY_SECRET_FILE", r->secret},
+                                  {"RALLY_TASK_ID", id},
+                                  {NULL, NULL}};
     int err = rally__launch_spawn(&r->procs[i], r->argv, env);
-    if (r->procs[i].pid > 0)
+    if (r->procs[i].pid > 0) {
+        r->nlive++;
         rally__launch_policy_spawned(r->pol, i);
+    }
     return err;
 }
 
@@ -203,7 +195,7 @@ static void view(const struct run *r, struct rally__launch_view *v)
 static int done(void *arg)
 {
     struct run *r = arg;
-    return nlive(r) == 0 &&
+    return r->nlive == 0 &&
            (rally__launch_pipes_open(r->procs, r->world) == 0 || rally__now_ms() >= r->drain_until);
 }
 
@@ -217,7 +209,7 @@ static int64_t deadline(void *arg)
 {
     struct run *r = arg;
     int64_t d = rally__launch_policy_deadline(r->pol);
-    if (nlive(r) == 0 && r->drain_until < d)
+    if (r->nlive == 0 && r->drain_until < d)
         d = r->drain_until;
     return d;
 }
@@ -250,7 +242,7 @@ static void after(void *arg)
     r->nsigs = 0;
     int i, st;
     while (r->reap && (i = rally__launch_reap(r->procs, r->world, &st)) >= 0) {
-        if (nlive(r) == 0)
+        if (--r->nlive == 0)
             r->drain_until = rally__now_ms() + DRAIN_MS;
         view(r, &v);
         rally__launch_policy_exit(r->pol, i, st, &v, rally__now_ms(), &a);

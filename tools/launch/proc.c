@@ -70,8 +70,8 @@ static void drain(struct rally__launch_proc *p, int which)
 }
 
 /* In the child: never returns. */
-static void child(char *const argv[], const char *const env[], const int out[2], const int err[2],
-                  int report, pid_t parent)
+static void child(char *const argv[], const char *const env[][2], const int out[2],
+                  const int err[2], int report, pid_t parent)
 {
     sigset_t none;
     sigemptyset(&none);
@@ -89,8 +89,8 @@ static void child(char *const argv[], const char *const env[], const int out[2],
         for (int fd = 3; fd < 1024; fd++)
             if (fd != report)
                 fcntl(fd, F_SETFD, FD_CLOEXEC);
-    for (size_t i = 0; env[i] != NULL; i += 2)
-        if (setenv(env[i], env[i + 1], 1) != 0)
+    for (size_t i = 0; env[i][0] != NULL; i++)
+        if (setenv(env[i][0], env[i][1], 1) != 0)
             goto fail;
     execvp(argv[0], argv);
 fail:;
@@ -100,7 +100,8 @@ fail:;
     _exit(127);
 }
 
-int rally__launch_spawn(struct rally__launch_proc *p, char *const argv[], const char *const env[])
+int rally__launch_spawn(struct rally__launch_proc *p, char *const argv[],
+                        const char *const env[][2])
 {
     int out[2] = {-1, -1}, err[2] = {-1, -1}, rep[2] = {-1, -1}, rc = 0;
     if (pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC) || pipe2(rep, O_CLOEXEC)) {

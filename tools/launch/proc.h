@@ -40,11 +40,12 @@ void rally__launch_proc_init(struct rally__launch_proc *p, int rank);
  * partial line too when final, else it is left out. */
 void rally__launch_put_lines(FILE *f, int rank, const char *s, size_t n, int final);
 
-/* Starts argv in p with env (NULL-terminated name, value, name, value, ...
- * added to ours).  Returns 0, or the errno of a failed pipe, fork or exec;
+/* Starts argv in p with env ({name, value} pairs up to {NULL, NULL}, added
+ * to ours).  Returns 0, or the errno of a failed pipe, fork or exec;
  * after a failed exec p->pid is set all the same (the child exits 127 and
  * is reaped like any other).  p's pipes must be closed (rally__launch_flush). */
-int rally__launch_spawn(struct rally__launch_proc *p, char *const argv[], const char *const env[]);
+int rally__launch_spawn(struct rally__launch_proc *p, char *const argv[],
+                        const char *const env[][2]);
 
 /* Sends sig to p's process group when p runs. */
 void rally__launch_signal(const struct rally__launch_proc *p, int sig);
