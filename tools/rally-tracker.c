@@ -14,17 +14,19 @@
  *     RALLY_SECRET_FILE=/path
  *
  * and serves the job in the poll loop rally-run uses too (launch/serve.c,
- * around the same tracker, src/tracker/server.h) until every rank finalized (exit 0) or the job
- * failed (exit 1, one line with the sentence).  Workers' PRINT lines go to stdout prefixed "[rank]
- * ".  SIGINT/SIGTERM abort the job (workers hear ABORT) and exit 128+signal.
+ * around the same tracker, src/tracker/server.h) until every rank finalized
+ * (exit 0) or the job failed (exit 1, one line with the sentence).  Workers'
+ * PRINT lines go to stdout prefixed "[rank] ".  SIGINT/SIGTERM abort the job
+ * (workers hear ABORT) and exit 128+signal.
  *
  * Restarts belong to the launcher that started the workers: when a worker
  * fails after the job started, the tracker fences it, logs "rank R failed:
  * ..." and waits (up to the startup timeout per epoch) for the survivors to
  * rejoin and for a worker with the same RALLY_TASK_ID to register again, as
  * often as that happens; each recovery is logged.  --no-recovery makes any
- * worker failure fatal instead.  The secret file must reach the workers by other means
- * (a shared file system, scp); it never travels on the command line.
+ * worker failure fatal instead.  The secret file must reach the workers by
+ * other means (a shared file system, scp); it never travels on the command
+ * line.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -112,10 +114,6 @@ static void on_signal(void *arg, int sig)
 /* Returns -1 to go on, or the exit status. */
 static int parse(int argc, char **argv, struct job *j)
 {
-    j->startup_ms = 300000;
-    j->heartbeat_ms = 10000;
-    j->recovery = 1;
-    j->host = "";
     static const struct option longs[] = {{"workers", required_argument, NULL, 'n'},
                                           {"host", required_argument, NULL, 'H'},
                                           {"port", required_argument, NULL, 'p'},
@@ -125,6 +123,10 @@ static int parse(int argc, char **argv, struct job *j)
                                           {"no-recovery", no_argument, NULL, 'R'},
                                           {"help", no_argument, NULL, 'h'},
                                           {NULL, 0, NULL, 0}};
+    j->startup_ms = 300000;
+    j->heartbeat_ms = 10000;
+    j->recovery = 1;
+    j->host = "";
     int c;
     int64_t v;
     opterr = 0;
