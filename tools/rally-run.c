@@ -379,9 +379,8 @@ static int setup(struct run *r)
         fprintf(stderr, "rally-run: cannot start the tracker: %s\n", e.msg);
         return 1;
     }
-    const char *h = r->host;
-    if (!*h || !strcmp(h, "*") || !strcmp(h, "0.0.0.0") || !strcmp(h, "::"))
-        h = "127.0.0.1"; /* every worker runs here */
+    /* every worker runs here */
+    const char *h = rally__launch_host_is_any(r->host) ? "127.0.0.1" : r->host;
     snprintf(r->tracker_addr, sizeof r->tracker_addr, strchr(h, ':') ? "[%s]:%d" : "%s:%d", h,
              rally__tracker_port(r->t));
     for (int i = 0; i < r->world; i++) {

@@ -243,12 +243,11 @@ static int setup(struct job *j)
     if (rc != RALLY_OK)
         goto fail;
     char me[RALLY__HOST_MAX] = "";
-    const char *host = j->host;
-    if (!*host || !strcmp(host, "*") || !strcmp(host, "0.0.0.0") || !strcmp(host, "::")) {
+    if (rally__launch_host_is_any(j->host)) {
         if (gethostname(me, sizeof me - 1) != 0 || !*me)
             snprintf(me, sizeof me, "127.0.0.1");
     } else {
-        snprintf(me, sizeof me, "%s", host);
+        snprintf(me, sizeof me, "%s", j->host);
     }
     char abspath[PATH_MAX];
     printf(strchr(me, ':') ? "RALLY_TRACKER=[%s]:%d\n" : "RALLY_TRACKER=%s:%d\n", me,

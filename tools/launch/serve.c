@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
@@ -32,6 +33,11 @@ int rally__launch_tmpdir(const char *name, char *dir, size_t cap)
     const char *tmp = getenv("TMPDIR");
     snprintf(dir, cap, "%s/%s-XXXXXX", tmp && *tmp ? tmp : "/tmp", name);
     return mkdtemp(dir) == NULL ? errno : 0;
+}
+
+int rally__launch_host_is_any(const char *host)
+{
+    return !*host || !strcmp(host, "*") || !strcmp(host, "0.0.0.0") || !strcmp(host, "::");
 }
 
 int rally__launch_tracker_new(struct rally__tracker **out, const struct rally__tracker_opts *o,

@@ -29,6 +29,10 @@ int rally__launch_signals(int children);
  * dir holds the template. */
 int rally__launch_tmpdir(const char *name, char *dir, size_t cap);
 
+/* 1 when a bind address means every address ("", "*", "0.0.0.0", "::"):
+ * the workers then need another name for the tracker. */
+int rally__launch_host_is_any(const char *host);
+
 /* rally__tracker_new, then recovery on or off and the heartbeat timeout. */
 int rally__launch_tracker_new(struct rally__tracker **out, const struct rally__tracker_opts *o,
                               int recovery, int64_t heartbeat_ms, struct rally__err *e);
