@@ -1,0 +1,352 @@
+/*
+ * launch_policy_test.c — unit tests of rally-run's restart policy
+ * (tools/launch/policy.h), driven synchronously: no processes, no clock.
+ *
+ * Each case feeds tracker events, wait statuses, signals and the tracker's
+ * state at given moments and checks the decision (restart, abort, forward,
+ * kills due), the verdict line with its exit status, and the summary.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "launch/policy.h"
+#include "tracker/server.h"
+#include "util/clock.h"
+
+#define KILLED(sig) (sig)          /* a wait status: killed by a signal */
+#define EXITED(code) ((code) << 8) /* a wait status: exited with code */
+
+static const struct rally__launch_view running = {RALLY__TRACKER_RUNNING, -1, "", 1};
+static const struct rally__launch_view starting = {RALLY__TRACKER_RUNNING, -1, "", 0};
+
+static struct rally__launch_policy *make(int world, int max_restarts, int64_t grace_ms)
+{
+    struct rally__launch_policy *pol;
+    assert_int_equal(rally__launch_policy_new(&pol, world, max_restarts, grace_ms), 0);
+    for (int i = 0; i < world; i++)
+        rally__launch_policy_spawned(pol, i);
+    return pol;
+}
+
+static void event(struct rally__launch_policy *pol, int kind, int rank, const char *text,
+                  int64_t now)
+{
+    struct rally__launch_event ev = {.kind = kind, .rank = rank};
+    snprintf(ev.text, sizeof ev.text, "%s", text);
+    rally__launch_policy_event(pol, &ev, now);
+}
+
+/* Every rank finalizes and exits 0. */
+static void finish(struct rally__launch_policy *pol, int world)
+{
+    struct rally__launch_act a;
+    for (int i = 0; i < world; i++)
+        event(pol, RALLY__TEV_FINALIZED, i, "", 0);
+    for (int i = 0; i < world; i++) {
+        rally__launch_policy_exit(pol, i, EXITED(0), &running, 0, &a);
+        assert_int_equal(a.restart, -1);
+        assert_string_equal(a.abort, "");
+    }
+}
+
+/* The verdict's exit status; its line (or "") in line. */
+static int verdict(const struct rally__launch_policy *pol, const struct rally__launch_view *v,
+                   char *line, size_t cap)
+{
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&buf, &n);
+    assert_non_null(f);
+    int st = rally__launch_policy_verdict(pol, v, f);
+    fclose(f);
+    snprintf(line, cap, "%s", buf);
+    free(buf);
+    return st;
+}
+
+static void assert_summary(const struct rally__launch_policy *pol, const char *want)
+{
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&buf, &n);
+    assert_non_null(f);
+    rally__launch_policy_summary(pol, f);
+    fclose(f);
+    char line[256];
+    snprintf(line, sizeof line, "rally-run: summary: %s\n", want);
+    assert_string_equal(buf, line);
+    free(buf);
+}
+
+static void all_finalize(void **state)
+{
+    struct rally__launch_policy *pol = make(3, 3, 3000);
+    char line[1024];
+    finish(pol, 3);
+    assert_int_equal(verdict(pol, &running, line, sizeof line), 0);
+    assert_string_equal(line, "");
+    assert_int_equal(rally__launch_policy_deadline(pol), RALLY__NEVER);
+    assert_summary(pol, "deaths=0 recovered=0 epochs=0 restarts=0 per-rank-deaths=0:0,1:0,2:0");
+    rally__launch_policy_free(pol);
+}
+
+static void restart_then_recover(void **state)
+{
+    struct rally__launch_policy *pol = make(3, 3, 3000);
+    struct rally__launch_act a;
+    char line[1024];
+    rally__launch_policy_exit(pol, 1, KILLED(SIGKILL), &running, 100, &a);
+    assert_int_equal(a.restart, 1);
+    assert_string_equal(a.cause, "killed by signal 9");
+    assert_string_equal(a.say, "rank 1 died (killed by signal 9); restarting it (restart 1 of 3)");
+    assert_string_equal(a.abort, "");
+    assert_int_equal(rally__launch_policy_deadline(pol), RALLY__NEVER);
+    rally__launch_policy_spawned(pol, 1);
+    event(pol, RALLY__TEV_RECOVERED, -1, "", 200);
+    /* a second death of the same rank, exit 3 this time */
+    rally__launch_policy_exit(pol, 1, EXITED(3), &running, 300, &a);
+    assert_int_equal(a.restart, 1);
+    assert_string_equal(a.say,
+                        "rank 1 died (exited with status 3); restarting it (restart 2 of 3)");
+    rally__launch_policy_spawned(pol, 1);
+    event(pol, RALLY__TEV_RECOVERED, -1, "", 400);
+    finish(pol, 3);
+    assert_int_equal(verdict(pol, &running, line, sizeof line), 0);
+    assert_summary(pol, "deaths=2 recovered=2 epochs=2 restarts=2 per-rank-deaths=0:0,1:2,2:0");
+    rally__launch_policy_free(pol);
+}
+
+/* Two deaths serve one recovery: both count as recovered, one epoch. */
+static void two_deaths_one_epoch(void **state)
+{
+    struct rally__launch_policy *pol = make(4, 3, 3000);
+    struct rally__launch_act a;
+    rally__launch_policy_exit(pol, 0, KILLED(SIGKILL), &running, 0, &a);
+    assert_int_equal(a.restart, 0);
+    rally__launch_policy_exit(pol, 3, KILLED(SIGSEGV), &running, 0, &a);
+    assert_int_equal(a.restart, 3);
+    assert_string_equal(a.cause, "killed by signal 11");
+    rally__launch_policy_spawned(pol, 0);
+    rally__launch_policy_spawned(pol, 3);
+    assert_summary(pol, "deaths=2 recovered=0 epochs=0 restarts=2 per-rank-deaths=0:1,1:0,2:0,3:1");
+    event(pol, RALLY__TEV_RECOVERED, -1, "", 10);
+    assert_summary(pol, "deaths=2 recovered=2 epochs=1 restarts=2 per-rank-deaths=0:1,1:0,2:0,3:1");
+    rally__launch_policy_free(pol);
+}
+
+static void restarts_exhausted(void **state)
+{
+    struct rally__launch_policy *pol = make(3, 2, 300);
+    struct rally__launch_act a;
+    char line[1024];
+    for (int i = 0; i < 2; i++) {
+        rally__launch_policy_exit(pol, 1, KILLED(SIGKILL), &running, 0, &a);
+        assert_int_equal(a.restart, 1);
+        rally__launch_policy_spawned(pol, 1);
+        event(pol, RALLY__TEV_RECOVERED, -1, "", 0);
+    }
+    rally__launch_policy_exit(pol, 1, KILLED(SIGKILL), &running, 1000, &a);
+    assert_int_equal(a.restart, -1);
+    assert_string_equal(
+        a.abort, "rank 1 died (killed by signal 9) and its restarts are exhausted (2 of 2 used)");
+    /* the others get the grace, then every one left is killed, once */
+    assert_int_equal(rally__launch_policy_deadline(pol), 1300);
+    assert_int_equal(rally__launch_policy_due(pol, 1299), -1);
+    assert_int_equal(rally__launch_policy_due(pol, 1300), RALLY__LAUNCH_KILL_ALL);
+    assert_int_equal(rally__launch_policy_due(pol, 1301), -1);
+    /* the survivors leave after the abort: no more deaths, no second abort */
+    for (int i = 0; i < 3; i += 2) {
+        rally__launch_policy_exit(pol, i, EXITED(1), &running, 1100, &a);
+        assert_int_equal(a.restart, -1);
+        assert_string_equal(a.abort, "");
+    }
+    assert_int_equal(verdict(pol, &running, line, sizeof line), 1);
+    assert_string_equal(line, "rally-run: rank 1 died (killed by signal 9) and its restarts are "
+                              "exhausted (2 of 2 used)\n");
+    assert_summary(pol, "deaths=3 recovered=2 epochs=2 restarts=2 per-rank-deaths=0:0,1:3,2:0");
+    rally__launch_policy_free(pol);
+}
+
+/* Before the first GO (not recoverable) and with --max-restarts 0, a death
+ * fails the job. */
+static void death_fails_the_job(void **state)
+{
+    char line[1024];
+    struct rally__launch_act a;
+    struct rally__launch_policy *pol = make(3, 3, 300);
+    rally__launch_policy_exit(pol, 1, EXITED(3), &starting, 0, &a);
+    assert_int_equal(a.restart, -1);
+    assert_string_equal(a.abort, "rank 1 exited with status 3");
+    assert_int_equal(verdict(pol, &running, line, sizeof line), 1);
+    assert_string_equal(line, "rally-run: rank 1 exited with status 3\n");
+    assert_summary(pol, "deaths=1 recovered=0 epochs=0 restarts=0 per-rank-deaths=0:0,1:1,2:0");
+    rally__launch_policy_free(pol);
+
+    pol = make(2, 0, 300);
+    rally__launch_policy_exit(pol, 0, KILLED(SIGKILL), &running, 0, &a);
+    assert_int_equal(a.restart, -1);
+    assert_string_equal(a.abort, "rank 0 was killed by signal 9");
+    rally__launch_policy_exit(pol, 1, EXITED(0), &running, 0, &a);
+    assert_string_equal(a.abort, "");
+    assert_int_equal(verdict(pol, &running, line, sizeof line), 1);
+    assert_string_equal(line, "rally-run: rank 0 was killed by signal 9\n");
+    rally__launch_policy_free(pol);
+}
+
+/* The tracker fences a rank whose process still runs: SIGKILL after the
+ * fence grace, and its death names the tracker's reason. */
+static void fenced_rank_is_killed(void **state)
+{
+    struct rally__launch_policy *pol = make(3, 3, 3000);
+    struct rally__launch_act a;
+    event(pol, RALLY__TEV_RANK_FAILED, 0, "rank 0 sent no heartbeat for 700 ms", 1000);
+    assert_int_equal(rally__launch_policy_deadline(pol), 1000 + RALLY__LAUNCH_FENCE_GRACE_MS);
+    assert_int_equal(rally__launch_policy_due(pol, 1000 + RALLY__LAUNCH_FENCE_GRACE_MS - 1), -1);
+    assert_int_equal(rally__launch_policy_due(pol, 1000 + RALLY__LAUNCH_FENCE_GRACE_MS), 0);
+    assert_int_equal(rally__launch_policy_due(pol, 2000), -1);
+    rally__launch_policy_exit(pol, 0, KILLED(SIGKILL), &running, 1600, &a);
+    assert_int_equal(a.restart, 0);
+    assert_string_equal(a.say,
+                        "rank 0 died (killed by signal 9 after the tracker fenced it: rank 0 "
+                        "sent no heartbeat for 700 ms); restarting it (restart 1 of 3)");
+    rally__launch_policy_spawned(pol, 0);
+    /* the new incarnation dies of a signal 9 of its own: no fence story */
+    rally__launch_policy_exit(pol, 0, KILLED(SIGKILL), &running, 1700, &a);
+    assert_string_equal(a.cause, "killed by signal 9");
+    rally__launch_policy_free(pol);
+}
+
+/* A fenced rank that exits on its own before the grace: no kill, and the
+ * fence event of a rank already reaped (the launcher's own report) is
+ * ignored, so it cannot hit the process that replaces it. */
+static void fence_of_a_gone_rank(void **state)
+{
+    struct rally__launch_policy *pol = make(2, 3, 3000);
+    struct rally__launch_act a;
+    event(pol, RALLY__TEV_RANK_FAILED, 1, "rank 1 disconnected without finalizing", 0);
+    rally__launch_policy_exit(pol, 1, EXITED(2), &running, 10, &a);
+    assert_int_equal(a.restart, 1);
+    assert_string_equal(a.cause, "exited with status 2");
+    assert_int_equal(rally__launch_policy_deadline(pol), RALLY__NEVER);
+    event(pol, RALLY__TEV_RANK_FAILED, 1, "the launcher reported rank 1 dead", 10);
+    rally__launch_policy_spawned(pol, 1);
+    assert_int_equal(rally__launch_policy_deadline(pol), RALLY__NEVER);
+    assert_int_equal(rally__launch_policy_due(pol, 100000), -1);
+    rally__launch_policy_free(pol);
+}
+
+static void signals(void **state)
+{
+    struct rally__launch_policy *pol = make(2, 3, 300);
+    struct rally__launch_act a;
+    char line[1024];
+    rally__launch_policy_signal(pol, SIGTERM, 50, &a);
+    assert_int_equal(a.forward, SIGTERM);
+    assert_string_equal(a.abort, "rally-run was stopped by signal 15");
+    rally__launch_policy_signal(pol, SIGINT, 60, &a);
+    assert_int_equal(a.forward, SIGINT);
+    assert_string_equal(a.abort, "");
+    assert_int_equal(rally__launch_policy_deadline(pol), 350);
+    /* deaths after a stop are no deaths and restart nothing */
+    rally__launch_policy_exit(pol, 0, KILLED(SIGTERM), &running, 70, &a);
+    assert_int_equal(a.restart, -1);
+    assert_string_equal(a.abort, "");
+    assert_int_equal(verdict(pol, &running, line, sizeof line), 128 + SIGTERM);
+    assert_string_equal(line, "rally-run: stopped by signal 15 (Terminated)\n");
+    assert_summary(pol, "deaths=0 recovered=0 epochs=0 restarts=0 per-rank-deaths=0:0,1:0");
+    rally__launch_policy_free(pol);
+}
+
+/* The tracker fails the job first: with no rank to blame its sentence is
+ * the verdict; when it names a rank that died, that rank's death is. */
+static void tracker_fails_first(void **state)
+{
+    char line[1024];
+    struct rally__launch_act a;
+    struct rally__launch_policy *pol = make(2, 3, 300);
+    struct rally__launch_view failed = {RALLY__TRACKER_FAILED, -1,
+                                        "only 0 of 2 workers joined within 300 ms", 0};
+    rally__launch_policy_tracker(pol, &running, 0);
+    assert_int_equal(rally__launch_policy_deadline(pol), RALLY__NEVER);
+    rally__launch_policy_tracker(pol, &failed, 1000);
+    assert_int_equal(rally__launch_policy_deadline(pol), 1300);
+    rally__launch_policy_exit(pol, 0, KILLED(SIGKILL), &failed, 1300, &a);
+    assert_int_equal(a.restart, -1);
+    assert_int_equal(verdict(pol, &failed, line, sizeof line), 1);
+    assert_string_equal(line, "rally-run: job aborted: only 0 of 2 workers joined within 300 ms\n");
+    assert_summary(pol, "deaths=0 recovered=0 epochs=0 restarts=0 per-rank-deaths=0:0,1:0");
+    rally__launch_policy_free(pol);
+
+    pol = make(3, 0, 300);
+    struct rally__launch_view lost = {RALLY__TRACKER_FAILED, 1,
+                                      "rank 1 disconnected without finalizing", 0};
+    rally__launch_policy_tracker(pol, &lost, 0);
+    rally__launch_policy_exit(pol, 1, KILLED(SIGKILL), &lost, 5, &a);
+    assert_int_equal(a.restart, -1);
+    assert_string_equal(a.abort, "");
+    rally__launch_policy_exit(pol, 0, EXITED(1), &lost, 6, &a);
+    assert_int_equal(verdict(pol, &lost, line, sizeof line), 1);
+    assert_string_equal(line, "rally-run: rank 1 was killed by signal 9\n");
+    assert_summary(pol, "deaths=1 recovered=0 epochs=0 restarts=0 per-rank-deaths=0:0,1:1,2:0");
+    rally__launch_policy_free(pol);
+}
+
+static void exits_around_finalize(void **state)
+{
+    char line[1024];
+    struct rally__launch_act a;
+    struct rally__launch_policy *pol = make(2, 3, 300);
+    event(pol, RALLY__TEV_FINALIZED, 0, "", 0);
+    rally__launch_policy_exit(pol, 0, EXITED(2), &running, 0, &a);
+    assert_int_equal(a.restart, -1);
+    assert_string_equal(a.abort, "");
+    event(pol, RALLY__TEV_FINALIZED, 1, "", 0);
+    rally__launch_policy_exit(pol, 1, EXITED(0), &running, 0, &a);
+    assert_int_equal(verdict(pol, &running, line, sizeof line), 1);
+    assert_string_equal(line, "rally-run: rank 0 exited with status 2 after rally_finalize\n");
+    assert_summary(pol, "deaths=0 recovered=0 epochs=0 restarts=0 per-rank-deaths=0:0,1:0");
+    rally__launch_policy_free(pol);
+
+    pol = make(1, 0, 300);
+    rally__launch_policy_exit(pol, 0, EXITED(0), &running, 0, &a);
+    assert_string_equal(a.abort, "rank 0 exited 0 without rally_finalize");
+    rally__launch_policy_free(pol);
+}
+
+static void restart_cannot_spawn(void **state)
+{
+    char line[1024];
+    struct rally__launch_act a;
+    struct rally__launch_policy *pol = make(2, 3, 300);
+    rally__launch_policy_exit(pol, 1, KILLED(SIGKILL), &running, 0, &a);
+    assert_int_equal(a.restart, 1);
+    rally__launch_policy_spawn_failed(pol, 1, ENOENT, 10, &a);
+    assert_int_equal(a.restart, -1);
+    assert_string_equal(a.abort, "cannot restart rank 1: No such file or directory");
+    assert_int_equal(rally__launch_policy_deadline(pol), 310);
+    assert_int_equal(verdict(pol, &running, line, sizeof line), 1);
+    assert_string_equal(line, "rally-run: cannot restart rank 1: No such file or directory\n");
+    rally__launch_policy_free(pol);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(all_finalize),         cmocka_unit_test(restart_then_recover),
+        cmocka_unit_test(two_deaths_one_epoch), cmocka_unit_test(restarts_exhausted),
+        cmocka_unit_test(death_fails_the_job),  cmocka_unit_test(fenced_rank_is_killed),
+        cmocka_unit_test(fence_of_a_gone_rank), cmocka_unit_test(signals),
+        cmocka_unit_test(tracker_fails_first),  cmocka_unit_test(exits_around_finalize),
+        cmocka_unit_test(restart_cannot_spawn),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

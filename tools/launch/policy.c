@@ -1,0 +1,287 @@
+/*
+ * policy.c — decides what rally-run does about each worker death, signal
+ * and tracker verdict, and what it reports at the end (policy.h).
+ */
+#include "policy.h"
+
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "tracker/server.h"
+#include "util/clock.h"
+
+struct rank_state {
+    int running;   /* a process holds the rank */
+    int finalized; /* the tracker saw its SHUTDOWN */
+    int failed;
+    char why[512]; /* how it failed, "" when it did not */
+    int deaths, restarts;
+    int64_t fence_kill_at; /* the tracker fenced it: SIGKILL then (RALLY__NEVER: no) */
+    char fenced[256];      /* why the tracker fenced it, "" when it did not */
+    int fence_killed;      /* that SIGKILL went out */
+};
+
+struct rally__launch_policy {
+    int world, max_restarts;
+    int64_t grace_ms;
+    int ndeaths, nrecoveries, nrestarts;
+    int nrecovered, unrecovered; /* deaths followed by a recovery; deaths since the last */
+    int first;                   /* the first failed rank, -1 */
+    int tracker_first;           /* the tracker failed before any rank did */
+    int stop_sig;                /* the SIGINT/SIGTERM we got, 0 */
+    int64_t kill_at;             /* SIGKILL to all then (RALLY__NEVER: no) */
+    struct rank_state *rank;
+};
+
+int rally__launch_policy_new(struct rally__launch_policy **out, int world, int max_restarts,
+                             int64_t grace_ms)
+{
+    struct rally__launch_policy *pol = calloc(1, sizeof *pol);
+    if (pol == NULL || (pol->rank = calloc((size_t)world, sizeof *pol->rank)) == NULL) {
+        free(pol);
+        return -1;
+    }
+    pol->world = world;
+    pol->max_restarts = max_restarts;
+    pol->grace_ms = grace_ms;
+    pol->first = -1;
+    pol->kill_at = RALLY__NEVER;
+    for (int i = 0; i < world; i++)
+        pol->rank[i].fence_kill_at = RALLY__NEVER;
+    *out = pol;
+    return 0;
+}
+
+void rally__launch_policy_free(struct rally__launch_policy *pol)
+{
+    if (pol == NULL)
+        return;
+    free(pol->rank);
+    free(pol);
+}
+
+static void clear(struct rally__launch_act *a)
+{
+    a->say[0] = a->cause[0] = a->abort[0] = '\0';
+    a->forward = 0;
+    a->restart = -1;
+}
+
+static void start_grace(struct rally__launch_policy *pol, int64_t now)
+{
+    int64_t at = now + pol->grace_ms;
+    if (at < pol->kill_at)
+        pol->kill_at = at;
+}
+
+/* rank failed (its why is written): the first failure fails the job. */
+static void fail(struct rally__launch_policy *pol, int rank, int64_t now,
+                 struct rally__launch_act *a)
+{
+    pol->rank[rank].failed = 1;
+    if (pol->first < 0 && !pol->stop_sig) {
+        pol->first = rank;
+        snprintf(a->abort, sizeof a->abort, "%s", pol->rank[rank].why);
+        start_grace(pol, now);
+    }
+}
+
+/* "rank 3 was killed by signal 9", "rank 3 exited with status 2". */
+static void why_of(struct rally__launch_policy *pol, int rank, const char *cause)
+{
+    snprintf(pol->rank[rank].why, sizeof pol->rank[rank].why, "rank %d %s%s", rank,
+             strncmp(cause, "killed", 6) == 0 ? "was " : "", cause);
+}
+
+void rally__launch_policy_event(struct rally__launch_policy *pol,
+                                const struct rally__launch_event *ev, int64_t now)
+{
+    int ok = ev->rank >= 0 && ev->rank < pol->world;
+    if (ev->kind == RALLY__TEV_FINALIZED && ok) {
+        pol->rank[ev->rank].finalized = 1;
+    } else if (ev->kind == RALLY__TEV_RANK_FAILED && ok && pol->rank[ev->rank].running) {
+        struct rank_state *k = &pol->rank[ev->rank];
+        snprintf(k->fenced, sizeof k->fenced, "%s", ev->text);
+        k->fence_kill_at = now + RALLY__LAUNCH_FENCE_GRACE_MS;
+    } else if (ev->kind == RALLY__TEV_RECOVERED) {
+        pol->nrecoveries++;
+        pol->nrecovered += pol->unrecovered;
+        pol->unrecovered = 0;
+    }
+}
+
+void rally__launch_policy_signal(struct rally__launch_policy *pol, int sig, int64_t now,
+                                 struct rally__launch_act *a)
+{
+    clear(a);
+    if (!pol->stop_sig) {
+        pol->stop_sig = sig;
+        snprintf(a->abort, sizeof a->abort, "rally-run was stopped by signal %d", sig);
+        start_grace(pol, now);
+    }
+    a->forward = sig;
+}
+
+/* rank died of cause while the job runs: restart it, or fail the job. */
+static void died(struct rally__launch_policy *pol, int rank, const char *cause,
+                 const struct rally__launch_view *v, int64_t now, struct rally__launch_act *a)
+{
+    struct rank_state *k = &pol->rank[rank];
+    pol->ndeaths++;
+    pol->unrecovered++;
+    k->deaths++;
+    if (pol->max_restarts > 0 && v->recoverable) {
+        if (k->restarts >= pol->max_restarts) {
+            snprintf(k->why, sizeof k->why,
+                     "rank %d died (%s) and its restarts are exhausted (%d of %d used)", rank,
+                     cause, k->restarts, pol->max_restarts);
+            fail(pol, rank, now, a);
+            return;
+        }
+        k->restarts++;
+        pol->nrestarts++;
+        snprintf(a->say, sizeof a->say, "rank %d died (%s); restarting it (restart %d of %d)", rank,
+                 cause, k->restarts, pol->max_restarts);
+        snprintf(a->cause, sizeof a->cause, "%s", cause);
+        a->restart = rank;
+        return;
+    }
+    why_of(pol, rank, cause);
+    fail(pol, rank, now, a);
+}
+
+void rally__launch_policy_exit(struct rally__launch_policy *pol, int rank, int st,
+                               const struct rally__launch_view *v, int64_t now,
+                               struct rally__launch_act *a)
+{
+    clear(a);
+    struct rank_state *k = &pol->rank[rank];
+    k->running = 0;
+    k->fence_kill_at = RALLY__NEVER;
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 0 && k->finalized)
+        return;
+    char cause[320];
+    if (WIFSIGNALED(st) && k->fence_killed && WTERMSIG(st) == SIGKILL)
+        snprintf(cause, sizeof cause, "killed by signal 9 after the tracker fenced it: %s",
+                 k->fenced);
+    else if (WIFSIGNALED(st))
+        snprintf(cause, sizeof cause, "killed by signal %d", WTERMSIG(st));
+    else if (WEXITSTATUS(st) != 0)
+        snprintf(cause, sizeof cause, "exited with status %d", WEXITSTATUS(st));
+    else
+        snprintf(cause, sizeof cause, "exited 0 without rally_finalize");
+    k->fence_killed = 0;
+    k->fenced[0] = '\0';
+    if (k->finalized) {
+        /* it finished its part: a bad exit fails the job, but is no death */
+        k->failed = 1;
+        snprintf(k->why, sizeof k->why, "rank %d %s after rally_finalize", rank, cause);
+        return;
+    }
+    if (pol->first < 0 && !pol->stop_sig && v->state == RALLY__TRACKER_RUNNING) {
+        died(pol, rank, cause, v, now, a);
+        return;
+    }
+    /* Counted when its loss failed the job (the tracker saw it first), not
+     * when it left after the job had failed. */
+    if (v->state == RALLY__TRACKER_FAILED && v->failed_rank == rank && !pol->stop_sig &&
+        !k->failed) {
+        pol->ndeaths++;
+        k->deaths++;
+    }
+    k->failed = 1;
+    why_of(pol, rank, cause);
+}
+
+void rally__launch_policy_spawned(struct rally__launch_policy *pol, int rank)
+{
+    struct rank_state *k = &pol->rank[rank];
+    k->running = 1;
+    k->finalized = k->failed = 0;
+    k->why[0] = '\0';
+}
+
+void rally__launch_policy_spawn_failed(struct rally__launch_policy *pol, int rank, int err,
+                                       int64_t now, struct rally__launch_act *a)
+{
+    clear(a);
+    snprintf(pol->rank[rank].why, sizeof pol->rank[rank].why, "cannot restart rank %d: %s", rank,
+             strerror(err));
+    fail(pol, rank, now, a);
+}
+
+void rally__launch_policy_tracker(struct rally__launch_policy *pol,
+                                  const struct rally__launch_view *v, int64_t now)
+{
+    if (v->state != RALLY__TRACKER_FAILED)
+        return;
+    if (pol->first < 0 && !pol->stop_sig)
+        pol->tracker_first = 1;
+    start_grace(pol, now);
+}
+
+int64_t rally__launch_policy_deadline(const struct rally__launch_policy *pol)
+{
+    int64_t d = pol->kill_at;
+    for (int i = 0; i < pol->world; i++)
+        if (pol->rank[i].fence_kill_at < d)
+            d = pol->rank[i].fence_kill_at;
+    return d;
+}
+
+int rally__launch_policy_due(struct rally__launch_policy *pol, int64_t now)
+{
+    for (int i = 0; i < pol->world; i++) {
+        struct rank_state *k = &pol->rank[i];
+        if (k->running && now >= k->fence_kill_at) {
+            k->fence_killed = 1;
+            k->fence_kill_at = RALLY__NEVER;
+            return i;
+        }
+    }
+    if (now >= pol->kill_at) {
+        pol->kill_at = RALLY__NEVER;
+        return RALLY__LAUNCH_KILL_ALL;
+    }
+    return -1;
+}
+
+int rally__launch_policy_verdict(const struct rally__launch_policy *pol,
+                                 const struct rally__launch_view *v, FILE *f)
+{
+    if (pol->stop_sig) {
+        fprintf(f, "rally-run: stopped by signal %d (%s)\n", pol->stop_sig,
+                strsignal(pol->stop_sig));
+        return 128 + pol->stop_sig;
+    }
+    int r = v->failed_rank;
+    if (v->state == RALLY__TRACKER_FAILED && r >= 0 && r < pol->world && pol->rank[r].failed) {
+        fprintf(f, "rally-run: %s\n", pol->rank[r].why);
+        return 1;
+    }
+    if (pol->tracker_first) {
+        fprintf(f, "rally-run: job aborted: %s\n", v->sentence);
+        return 1;
+    }
+    if (pol->first >= 0) {
+        fprintf(f, "rally-run: %s\n", pol->rank[pol->first].why);
+        return 1;
+    }
+    for (int i = 0; i < pol->world; i++)
+        if (pol->rank[i].failed) {
+            fprintf(f, "rally-run: %s\n", pol->rank[i].why);
+            return 1;
+        }
+    return 0;
+}
+
+void rally__launch_policy_summary(const struct rally__launch_policy *pol, FILE *f)
+{
+    fprintf(f, "rally-run: summary: deaths=%d recovered=%d epochs=%d restarts=%d per-rank-deaths=",
+            pol->ndeaths, pol->nrecovered, pol->nrecoveries, pol->nrestarts);
+    for (int i = 0; i < pol->world; i++)
+        fprintf(f, "%s%d:%d", i ? "," : "", i, pol->rank[i].deaths);
+    fprintf(f, "\n");
+}

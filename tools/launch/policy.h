@@ -1,0 +1,100 @@
+/*
+ * policy.h — rally-run's restart policy: from tracker events, worker exits
+ * and signals to one decision (restart rank r, fail the job, finish).
+ *
+ * A pure state machine: no processes, descriptors or clock reads (the
+ * caller passes the time in), so tests drive it directly.  The tracker's
+ * event hook only notes events here (rally__launch_policy_event decides
+ * nothing: it marks a rank finalized or fenced and counts recoveries).  The
+ * decisions come after each rally__tracker_handle, from the inputs the
+ * launcher gathered, in this order: signals, reaped exits, the tracker's
+ * state, then the kills that are due.  Each decision fills a struct
+ * rally__launch_act, which the launcher carries out:
+ *
+ *   say       print "rally-run: <say>" on stderr
+ *   abort     rally__tracker_abort(RALLY_EPEER, abort): the job failed
+ *   forward   send that signal to every worker's group
+ *   restart   rally__tracker_rank_died(restart, cause) (what the tracker
+ *             raises reaches the policy while the rank has no process, so a
+ *             fence cannot hit its successor), flush the old pipes, start
+ *             the rank again and report rally__launch_policy_spawned or
+ *             _spawn_failed (whose act is carried out in turn)
+ *
+ * The rules (tools/rally-run.c's usage text is the user's version): a worker
+ * that dies while the job runs, recovery is possible and no rank finalized is
+ * restarted with the same rank, up to max_restarts times per rank; any other
+ * death, the first signal or a failed tracker fails the job and, grace_ms
+ * later, every worker left gets SIGKILL.  A worker the tracker fenced while
+ * its process still runs gets SIGKILL after RALLY__LAUNCH_FENCE_GRACE_MS.
+ */
+#ifndef RALLY_TOOLS_LAUNCH_POLICY_H
+#define RALLY_TOOLS_LAUNCH_POLICY_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#define RALLY__LAUNCH_FENCE_GRACE_MS 500 /* a fenced worker that still runs gets this long */
+#define RALLY__LAUNCH_KILL_ALL (-2)      /* rally__launch_policy_due: every worker */
+
+struct rally__launch_policy;
+
+/* A tracker event as recorded by its hook (only the kinds below matter). */
+struct rally__launch_event {
+    int kind;       /* RALLY__TEV_FINALIZED, _RANK_FAILED, _RECOVERED */
+    int rank;       /* FINALIZED: the task id's rank; RANK_FAILED: the rank */
+    char text[256]; /* RANK_FAILED: why the tracker fenced it */
+};
+
+/* The tracker as the policy sees it (rally__tracker_state, _recoverable). */
+struct rally__launch_view {
+    int state;            /* RALLY__TRACKER_RUNNING, _DONE, _FAILED */
+    int failed_rank;      /* FAILED: the rank whose loss failed the job, else -1 */
+    const char *sentence; /* FAILED: why */
+    int recoverable;      /* a rank failing now would be recovered */
+};
+
+/* What to do now; a field at its empty value ("", 0, -1) asks nothing. */
+struct rally__launch_act {
+    char say[640];
+    int forward;
+    int restart;
+    char cause[320];
+    char abort[512];
+};
+
+int rally__launch_policy_new(struct rally__launch_policy **out, int world, int max_restarts,
+                             int64_t grace_ms);
+void rally__launch_policy_free(struct rally__launch_policy *pol);
+
+void rally__launch_policy_event(struct rally__launch_policy *pol,
+                                const struct rally__launch_event *ev, int64_t now);
+/* The first SIGINT/SIGTERM fails the job; every one is forwarded. */
+void rally__launch_policy_signal(struct rally__launch_policy *pol, int sig, int64_t now,
+                                 struct rally__launch_act *a);
+/* rank's process ended with wait status st. */
+void rally__launch_policy_exit(struct rally__launch_policy *pol, int rank, int st,
+                               const struct rally__launch_view *v, int64_t now,
+                               struct rally__launch_act *a);
+/* rank runs a new process (also when its exec failed: that exit follows). */
+void rally__launch_policy_spawned(struct rally__launch_policy *pol, int rank);
+/* Restarting rank failed with errno err. */
+void rally__launch_policy_spawn_failed(struct rally__launch_policy *pol, int rank, int err,
+                                       int64_t now, struct rally__launch_act *a);
+/* The tracker's state after it handled its I/O. */
+void rally__launch_policy_tracker(struct rally__launch_policy *pol,
+                                  const struct rally__launch_view *v, int64_t now);
+
+/* The earliest moment a kill may be due (RALLY__NEVER: none). */
+int64_t rally__launch_policy_deadline(const struct rally__launch_policy *pol);
+/* A kill due at now: a rank (SIGKILL its group), RALLY__LAUNCH_KILL_ALL, or
+ * -1 when nothing is due.  Call until -1. */
+int rally__launch_policy_due(struct rally__launch_policy *pol, int64_t now);
+
+/* Writes the one line naming the outcome (none on success) to f and
+ * returns the exit status: 0, 1, or 128 + signal. */
+int rally__launch_policy_verdict(const struct rally__launch_policy *pol,
+                                 const struct rally__launch_view *v, FILE *f);
+/* Writes the summary line to f. */
+void rally__launch_policy_summary(const struct rally__launch_policy *pol, FILE *f);
+
+#endif

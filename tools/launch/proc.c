@@ -1,0 +1,237 @@
+/*
+ * proc.c — spawns worker processes, prefixes their output lines by rank,
+ * signals their groups and reaps them (proc.h).
+ */
+#include "proc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/close_range.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+void rally__launch_proc_init(struct rally__launch_proc *p, int rank)
+{
+    p->rank = rank;
+    p->pid = 0;
+    p->fd[0] = p->fd[1] = -1;
+    p->line[0].n = p->line[1].n = 0;
+}
+
+void rally__launch_put_lines(FILE *f, int rank, const char *s, size_t n, int final)
+{
+    while (n > 0) {
+        const char *nl = memchr(s, '\n', n);
+        size_t k = nl ? (size_t)(nl - s) : n;
+        if (!nl && !final)
+            return;
+        fprintf(f, "[%d] %.*s\n", rank, (int)k, s);
+        k += nl != NULL;
+        s += k;
+        n -= k;
+    }
+}
+
+static void close_pipe(struct rally__launch_proc *p, int which)
+{
+    close(p->fd[which]);
+    p->fd[which] = -1;
+}
+
+/* Reads what the pipe holds; complete lines go out prefixed, a partial one
+ * waits (or goes out at EOF, or when it fills the buffer). */
+static void drain(struct rally__launch_proc *p, int which)
+{
+    struct rally__launch_line *l = &p->line[which];
+    FILE *f = which ? stderr : stdout;
+    for (;;) {
+        ssize_t m = read(p->fd[which], l->b + l->n, sizeof l->b - l->n);
+        if (m < 0 && errno == EINTR)
+            continue;
+        if (m < 0 && errno == EAGAIN)
+            return;
+        if (m <= 0) {
+            rally__launch_put_lines(f, p->rank, l->b, l->n, 1);
+            l->n = 0;
+            close_pipe(p, which);
+            return;
+        }
+        l->n += (size_t)m;
+        char *last = memrchr(l->b, '\n', l->n);
+        size_t done = last ? (size_t)(last - l->b) + 1 : l->n == sizeof l->b ? l->n : 0;
+        rally__launch_put_lines(f, p->rank, l->b, done, 1);
+        memmove(l->b, l->b + done, l->n - done);
+        l->n -= done;
+    }
+}
+
+/* In the child: never returns. */
+static void child(char *const argv[], const char *const env[][2], const int out[2],
+                  const int err[2], int report, pid_t parent)
+{
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    signal(SIGPIPE, SIG_DFL);
+    setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) /* the launcher died before prctl took effect */
+        _exit(127);
+    int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (null < 0 || dup2(null, 0) < 0 || dup2(out[1], 1) < 0 || dup2(err[1], 2) < 0)
+        goto fail;
+    /* Nothing else crosses exec, not even what our own parent leaked to us. */
+    if (close_range(3, ~0u, CLOSE_RANGE_CLOEXEC) != 0)
+        for (int fd = 3; fd < 1024; fd++)
+            if (fd != report)
+                fcntl(fd, F_SETFD, FD_CLOEXEC);
+    for (size_t i = 0; env[i][0] != NULL; i++)
+        if (setenv(env[i][0], env[i][1], 1) != 0)
+            goto fail;
+    execvp(argv[0], argv);
+fail:;
+    int e = errno;
+    ssize_t w = write(report, &e, sizeof e);
+    (void)w;
+    _exit(127);
+}
+
+int rally__launch_spawn(struct rally__launch_proc *p, char *const argv[],
+                        const char *const env[][2])
+{
+    int out[2] = {-1, -1}, err[2] = {-1, -1}, rep[2] = {-1, -1}, rc = 0;
+    if (pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC) || pipe2(rep, O_CLOEXEC)) {
+        rc = errno;
+        goto cleanup;
+    }
+    pid_t parent = getpid();
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) {
+        rc = errno;
+        goto cleanup;
+    }
+    if (pid == 0)
+        child(argv, env, out, err, rep[1], parent);
+    setpgid(pid, pid); /* both sides, so a signal never misses the group */
+    p->pid = pid;
+    close(rep[1]);
+    rep[1] = -1;
+    int e;
+    ssize_t m;
+    do
+        m = read(rep[0], &e, sizeof e);
+    while (m < 0 && errno == EINTR);
+    if (m == (ssize_t)sizeof e)
+        rc = e; /* the child exits 127; reaping finds it */
+    for (int i = 0; i < 2; i++) {
+        int *q = i ? err : out;
+        fcntl(q[0], F_SETFL, O_NONBLOCK);
+        p->fd[i] = q[0];
+        p->line[i].n = 0;
+        close(q[1]);
+        q[0] = q[1] = -1;
+    }
+cleanup:
+    for (int i = 0; i < 2; i++) {
+        if (out[i] >= 0)
+            close(out[i]);
+        if (err[i] >= 0)
+            close(err[i]);
+        if (rep[i] >= 0)
+            close(rep[i]);
+    }
+    return rc;
+}
+
+void rally__launch_signal(const struct rally__launch_proc *p, int sig)
+{
+    if (p->pid > 0)
+        kill(-p->pid, sig);
+}
+
+size_t rally__launch_pipes_fill(const struct rally__launch_proc *ps, int n, struct pollfd *pfd,
+                                int *slot)
+{
+    size_t k = 0;
+    for (int i = 0; i < n; i++)
+        for (int w = 0; w < 2; w++)
+            if (ps[i].fd[w] >= 0) {
+                slot[k] = 2 * i + w;
+                pfd[k++] = (struct pollfd){.fd = ps[i].fd[w], .events = POLLIN};
+            }
+    return k;
+}
+
+void rally__launch_pipes_handle(struct rally__launch_proc *ps, const struct pollfd *pfd,
+                                const int *slot, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        struct rally__launch_proc *p = &ps[slot[i] / 2];
+        int w = slot[i] % 2;
+        if (pfd[i].revents && p->fd[w] == pfd[i].fd)
+            drain(p, w);
+    }
+}
+
+int rally__launch_pipes_open(const struct rally__launch_proc *ps, int n)
+{
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        k += (ps[i].fd[0] >= 0) + (ps[i].fd[1] >= 0);
+    return k;
+}
+
+void rally__launch_flush(struct rally__launch_proc *p)
+{
+    for (int w = 0; w < 2; w++) {
+        if (p->fd[w] >= 0)
+            drain(p, w);
+        if (p->fd[w] >= 0) {
+            rally__launch_put_lines(w ? stderr : stdout, p->rank, p->line[w].b, p->line[w].n, 1);
+            p->line[w].n = 0;
+            close_pipe(p, w);
+        }
+    }
+}
+
+int rally__launch_reap(struct rally__launch_proc *ps, int n, int *status)
+{
+    int st;
+    pid_t pid;
+    while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
+        for (int i = 0; i < n; i++)
+            if (ps[i].pid == pid) {
+                kill(-pid, SIGKILL); /* whatever it left behind in its group */
+                ps[i].pid = 0;
+                *status = st;
+                return i;
+            }
+    }
+    return -1;
+}
+
+void rally__launch_kill_all(struct rally__launch_proc *ps, int n)
+{
+    int live = 0;
+    for (int i = 0; i < n; i++) {
+        rally__launch_signal(&ps[i], SIGKILL);
+        live += ps[i].pid > 0;
+    }
+    while (live > 0) {
+        int st;
+        pid_t pid = waitpid(-1, &st, 0);
+        if (pid < 0 && errno != EINTR)
+            break;
+        for (int i = 0; pid > 0 && i < n; i++)
+            if (ps[i].pid == pid) {
+                ps[i].pid = 0;
+                live--;
+            }
+    }
+}
