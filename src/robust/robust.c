@@ -934,6 +934,19 @@ int rally__robust_finalize(struct rally__robust *rb)
     return rally__tclient_shutdown(&rb->tc, rally__deadline(rb->cfg->connect_timeout_ms), rb->err);
 }
 
+/* The user's line to the tracker's log (stdout alone). */
+int rally__robust_print(struct rally__robust *rb, const char *msg)
+{
+    if (!rb->distributed) {
+        printf("%s\n", msg);
+        fflush(stdout);
+        return RALLY_OK;
+    }
+    if (rb->tc.fd < 0)
+        return rally__fail(rb->err, RALLY_ESTATE, "not connected to the tracker");
+    return rally__tclient_print(&rb->tc, msg, rb->err);
+}
+
 /* --- life cycle --------------------------------------------------------------- */
 
 int rally__robust_init(struct rally__robust *rb, const struct rally__config *cfg,

@@ -121,6 +121,9 @@ int rally__robust_checkpoint(struct rally__robust *rb, const void *global, uint6
 /* The finalize agreement and SHUTDOWN. */
 int rally__robust_finalize(struct rally__robust *rb);
 
+/* rally_tracker_print: to the tracker, or stdout without one. */
+int rally__robust_print(struct rally__robust *rb, const char *msg);
+
 /* A buffer of at least nbytes for a result (from the pool when possible);
  * NULL when out of memory.  unbuf returns it to the pool. */
 unsigned char *rally__robust_buf(struct rally__robust *rb, uint64_t nbytes);
