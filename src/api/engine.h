@@ -59,9 +59,10 @@ struct rally__engine_ops {
                       const void *local, uint64_t local_nbytes);
     int (*lazy_checkpoint)(struct rally__engine *en, rally_serialize_fn serialize, void *arg);
     /* Request bits for the next checkpoint's commit (OR-ed over ranks), and
-     * the hook that receives them; either may be NULL in a backend without. */
+     * a hook that receives them at every commit from now on; either may be
+     * NULL in a backend without. */
     void (*request)(struct rally__engine *en, uint64_t bits);
-    void (*subscribe)(struct rally__engine *en, rally__commit_fn fn, void *arg);
+    int (*subscribe)(struct rally__engine *en, rally__commit_fn fn, void *arg);
 
     int (*tracker_print)(struct rally__engine *en, const char *msg);
     /* For benchmarks: the allreduce without fault tolerance (no cache, no

@@ -402,6 +402,16 @@ static uint64_t version(const struct rally__engine *en)
     return en->rb.version;
 }
 
+static void request(struct rally__engine *en, uint64_t bits)
+{
+    rally__robust_request(&en->rb, bits);
+}
+
+static int subscribe(struct rally__engine *en, rally__commit_fn fn, void *arg)
+{
+    return rally__robust_subscribe(&en->rb, fn, arg);
+}
+
 static int tracker_print(struct rally__engine *en, const char *msg)
 {
     return rally__robust_print(&en->rb, msg);
@@ -433,8 +443,8 @@ const struct rally__engine_ops rally__engine = {
     .load = load,
     .checkpoint = checkpoint,
     .lazy_checkpoint = lazy_checkpoint,
-    .request = NULL,
-    .subscribe = NULL,
+    .request = request,
+    .subscribe = subscribe,
     .tracker_print = tracker_print,
     .plain_allreduce = plain_allreduce,
 };

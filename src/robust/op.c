@@ -101,18 +101,64 @@ static int deliver_nothing(struct rally__robust *rb, struct rally__op *op, const
     return RALLY_OK;
 }
 
+/* The acknowledgement's agreed request bits. */
+struct ack {
+    uint64_t flags;
+};
+
+/* 8 bytes: this worker's request bits, OR-ed over the job. */
+static int run_ack(struct rally__robust *rb, struct rally__op *op, unsigned char **res,
+                   uint64_t *n)
+{
+    struct ack *c = op->ctx;
+    unsigned char *b = rally__robust_buf(rb, 8);
+    if (b == NULL)
+        return rally__fail(rb->err, RALLY_ENOMEM, "out of memory");
+    rally__put_u64(b, rb->request);
+    struct rally__reducer rd;
+    rally__reducer_builtin(&rd, RALLY_UINT64, RALLY_BITOR);
+    int rc = rally__allreduce(&rb->comm, b, b, 1, &rd, &op->sig);
+    if (rc != RALLY_OK) {
+        rally__robust_unbuf(rb, b);
+        return rc;
+    }
+    c->flags = rally__get_u64(b);
+    *res = b;
+    *n = 8;
+    return RALLY_OK;
+}
+
+/* Served from another worker's cache: the word the job agreed then. */
+static int deliver_ack(struct rally__robust *rb, struct rally__op *op, const unsigned char *res,
+                       uint64_t n)
+{
+    struct ack *c = op->ctx;
+    if (n != 8)
+        return rally__fail(rb->err, RALLY_EPROTO,
+                           "recovery served %llu bytes for a checkpoint's acknowledgement",
+                           (unsigned long long)n);
+    c->flags = rally__get_u64(res);
+    return RALLY_OK;
+}
+
 /* After a checkpoint (or loading one): the acknowledgement at (V, 0).  Once
  * it completes every worker has stored version V, so nobody will ask for an
- * older result again. */
+ * older result again: V is committed, with the request bits of every
+ * worker OR-ed.  This worker's own requests are spent, whether they went
+ * into the word or it was served a word the job agreed without them. */
 static int acknowledge(struct rally__robust *rb)
 {
     rb->q = 0;
-    struct rally__op ack = {{RALLY__K_ACK, 0, 0, -1, rb->version, 0}, NULL, NULL,
-                            rally__robust_run_barrier, deliver_nothing, NULL};
+    struct ack c = {0};
+    struct rally__op ack = {{RALLY__K_ACK, 0, 0, -1, rb->version, 0}, NULL, NULL, run_ack,
+                            deliver_ack, &c};
     int rc = rally__robust_op(rb, &ack);
-    if (rc == RALLY_OK)
-        rally__robust_cache_drop_below(rb, rb->version);
-    return rc;
+    if (rc != RALLY_OK)
+        return rc;
+    rally__robust_cache_drop_below(rb, rb->version);
+    rb->request = 0;
+    rally__robust_commit(rb, rb->version, c.flags);
+    return RALLY_OK;
 }
 
 int rally__robust_checkpoint(struct rally__robust *rb, const void *global, uint64_t nbytes,
@@ -141,6 +187,9 @@ int rally__robust_checkpoint(struct rally__robust *rb, const void *global, uint6
     if (!rb->distributed) {
         rally__robust_cache_drop_below(rb, rb->version);
         rb->q = 1;
+        uint64_t flags = rb->request;
+        rb->request = 0;
+        rally__robust_commit(rb, rb->version, flags);
         return RALLY_OK;
     }
     return acknowledge(rb);
