@@ -231,10 +231,7 @@ int rally__robust_load(struct rally__robust *rb, void **global, uint64_t *global
                 free(l);
                 return rally__fail(rb->err, RALLY_ENOMEM, "out of memory loading a checkpoint");
             }
-            free(rb->ckpt);
-            rb->ckpt = keep;
-            rb->ckpt_nbytes = n;
-            rb->lazy = NULL;
+            rally__robust_store_adopt(rb, keep, n);
             rb->loaded = 1; /* rb->version was set by recover() */
             if ((rc = acknowledge(rb)) != RALLY_OK) {
                 free(g);

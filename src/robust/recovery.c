@@ -181,9 +181,10 @@ int rally__robust_recover(struct rally__robust *rb, uint64_t key, const struct r
                    unsigned char **res, uint64_t *res_nbytes)
 {
     for (;;) {
-        uint64_t best = rb->version > 0 && (rb->ckpt != NULL || rb->lazy != NULL)
-                            ? ((uint64_t)(UINT32_MAX - (uint32_t)rb->version) << 32) | (uint32_t)rb->rank
-                            : NONE;
+        uint64_t best =
+            rb->version > 0 && (rb->ckpt != NULL || rb->lazy != NULL)
+                ? ((uint64_t)(UINT32_MAX - (uint32_t)rb->version) << 32) | (uint32_t)rb->rank
+                : NONE;
         uint64_t s[S_N] = {key, key, key == RALLY__KEY_LOAD, best, rb->use_local};
         int rc = agree(rb, s, RALLY__K_AGREE);
         if (rc != RALLY_OK)

@@ -209,6 +209,8 @@ struct rally__localset *rally__robust_set_spare(struct rally__robust *rb);
 /* Stores the global model of the next version: a copy, or lazy. */
 int rally__robust_store_global(struct rally__robust *rb, const void *global, uint64_t nbytes,
                                rally_serialize_fn lazy, void *lazy_arg);
+/* Stores a global model served in load_checkpoint (malloc'd; owned now). */
+void rally__robust_store_adopt(struct rally__robust *rb, unsigned char *global, uint64_t nbytes);
 /* Replicates this worker's local model for the next version along the ring
  * (an operation at the current position). */
 int rally__robust_replicate(struct rally__robust *rb, const void *local, uint64_t nbytes);

@@ -153,6 +153,14 @@ int rally__robust_store_global(struct rally__robust *rb, const void *global, uin
     return RALLY_OK;
 }
 
+void rally__robust_store_adopt(struct rally__robust *rb, unsigned char *global, uint64_t nbytes)
+{
+    free(rb->ckpt);
+    rb->ckpt = global;
+    rb->ckpt_nbytes = nbytes;
+    rb->lazy = NULL;
+}
+
 int rally__robust_local_bytes(struct rally__robust *rb, uint64_t v, int rank,
                               const unsigned char **p, uint64_t *n)
 {
