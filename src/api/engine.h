@@ -64,6 +64,14 @@ struct rally__engine_ops {
     void (*request)(struct rally__engine *en, uint64_t bits);
     int (*subscribe)(struct rally__engine *en, rally__commit_fn fn, void *arg);
 
+    /* Read interface: the committed bytes of checkpoint version v, rank -1
+     * the global model, rank r r's local model (where this worker holds a
+     * copy).  *owned, when not NULL, is the caller's to free (a lazy model
+     * serialized now); else the bytes stay valid until the next checkpoint.
+     * NULL in a backend without. */
+    int (*checkpoint_bytes)(struct rally__engine *en, uint64_t version, int rank,
+                            const void **bytes, uint64_t *nbytes, void **owned);
+
     int (*tracker_print)(struct rally__engine *en, const char *msg);
     /* For benchmarks: the allreduce without fault tolerance (no cache, no
      * copies), out of place when in != out; NULL in a backend without. */

@@ -412,6 +412,22 @@ static int subscribe(struct rally__engine *en, rally__commit_fn fn, void *arg)
     return rally__robust_subscribe(&en->rb, fn, arg);
 }
 
+static int checkpoint_bytes(struct rally__engine *en, uint64_t version, int rank,
+                            const void **bytes, uint64_t *nbytes, void **owned)
+{
+    const unsigned char *p;
+    uint64_t n;
+    unsigned char *o = NULL;
+    int rc = rank < 0 ? rally__robust_global_bytes(&en->rb, version, &p, &n, &o)
+                      : rally__robust_local_bytes(&en->rb, version, rank, &p, &n);
+    if (rc != RALLY_OK)
+        return rc;
+    *bytes = p;
+    *nbytes = n;
+    *owned = o;
+    return RALLY_OK;
+}
+
 static int tracker_print(struct rally__engine *en, const char *msg)
 {
     return rally__robust_print(&en->rb, msg);
@@ -445,6 +461,7 @@ const struct rally__engine_ops rally__engine = {
     .lazy_checkpoint = lazy_checkpoint,
     .request = request,
     .subscribe = subscribe,
+    .checkpoint_bytes = checkpoint_bytes,
     .tracker_print = tracker_print,
     .plain_allreduce = plain_allreduce,
 };

@@ -216,8 +216,13 @@ int rally__robust_recover(struct rally__robust *rb, uint64_t key, const struct r
             uint64_t gn = 0;
             unsigned char *owned = NULL;
             if (rb->rank == root &&
-                (rc = rally__robust_global_bytes(rb, version, &g, &gn, &owned)) != RALLY_OK)
-                return rc;
+                rally__robust_global_bytes(rb, version, &g, &gn, &owned) != RALLY_OK) {
+                rally__fail_over(rb->err, RALLY_EINVAL,
+                                 "the lazy checkpoint's serialize callback failed while a "
+                                 "recovering worker needed the model");
+                rally__robust_fatal(rb, RALLY_EINVAL, rb->err->msg);
+                return RALLY_EINVAL;
+            }
             rc = transfer(rb, root, &sig, g, gn, want, res, res_nbytes);
             free(owned);
             if (rc == RALLY_OK && s[S_LOCAL])

@@ -52,7 +52,6 @@ unsigned char *rally__robust_dup(const void *p, uint64_t n)
 int rally__robust_global_bytes(struct rally__robust *rb, uint64_t v, const unsigned char **p,
                                uint64_t *n, unsigned char **owned)
 {
-    *owned = NULL;
     if (v != rb->version || (rb->ckpt == NULL && rb->lazy == NULL))
         return rally__fail(rb->err, RALLY_ESTATE,
                            "checkpoint version %llu is not held here (the newest is %llu)",
@@ -60,17 +59,16 @@ int rally__robust_global_bytes(struct rally__robust *rb, uint64_t v, const unsig
     if (rb->lazy == NULL) {
         *p = rb->ckpt;
         *n = rb->ckpt_nbytes;
+        *owned = NULL;
         return RALLY_OK;
     }
     uint64_t m = rb->lazy(rb->lazy_arg, NULL, 0);
     unsigned char *b = m == UINT64_MAX || m > SIZE_MAX ? NULL : malloc(m ? (size_t)m : 1);
     if (b == NULL || rb->lazy(rb->lazy_arg, b, m) != m) {
         free(b);
-        rally__fail(rb->err, RALLY_EINVAL,
-                    "the lazy checkpoint's serialize callback failed while a recovering worker "
-                    "needed the model");
-        rally__robust_fatal(rb, RALLY_EINVAL, rb->err->msg);
-        return RALLY_EINVAL;
+        return rally__fail(rb->err, RALLY_EINVAL,
+                           "the lazy checkpoint's serialize callback failed for version %llu",
+                           (unsigned long long)v);
     }
     *p = *owned = b;
     *n = m;
