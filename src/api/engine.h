@@ -24,7 +24,9 @@
 struct rally__engine; /* a backend's state, opaque to src/api */
 
 /* Called on every rank when checkpoint version v is committed (every rank
- * has stored it), with the request bits all ranks agreed for it. */
+ * has stored it), with the request bits all ranks agreed for it.  It runs
+ * inside the checkpoint (or load_checkpoint) call: it may read the
+ * checkpoint's bytes, and must not call collectives. */
 typedef void (*rally__commit_fn)(void *arg, uint64_t version, uint64_t flags);
 
 struct rally__engine_ops {

@@ -181,7 +181,8 @@ void rally__robust_request(struct rally__robust *rb, uint64_t bits)
 int rally__robust_subscribe(struct rally__robust *rb, rally__robust_hook fn, void *arg)
 {
     if (rb->nhooks == RALLY__MAX_HOOKS)
-        return rally__fail(rb->err, RALLY_EINVAL, "at most %d checkpoint hooks",
+        return rally__fail(rb->err, RALLY_EINVAL,
+                           "a handle takes at most %d checkpoint hooks; this is one more",
                            RALLY__MAX_HOOKS);
     rb->hooks[rb->nhooks].fn = fn;
     rb->hooks[rb->nhooks].arg = arg;
