@@ -1,7 +1,8 @@
 /*
  * bench_robust.c — what fault tolerance costs: the same float32 sum through
  * the public (robust) allreduce and through the plain collective underneath
- * it (src/coll, no copies, no cache), interleaved rep by rep.  A third
+ * it (the engine's plain_allreduce: src/coll, no copies, no cache),
+ * interleaved rep by rep.  A third
  * variant, the plain collective out of place (into a second buffer, as the
  * robust call does so that its input survives a failed attempt), splits the
  * overhead into keeping the input and the rest (the copy back, the cache).
@@ -20,7 +21,6 @@
 
 #include "api/api.h"
 #include "bench_common.h"
-#include "coll/coll.h"
 
 static int cmp(const void *a, const void *b)
 {
@@ -35,15 +35,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_robust: %s\n", rally_errmsg(r));
         return 1;
     }
-    struct rally__robust *rb = rally__api_robust(r);
+    struct rally__engine *en = rally__api_engine(r);
     bench_spec spec[BENCH_MAX_SPECS];
     int nspec = bench_parse(argc, argv, 1, spec, BENCH_MAX_SPECS);
     if (nspec <= 0) {
         fprintf(stderr, "usage: bench_robust BYTES:REPS ...\n");
         return 2;
     }
-    struct rally__reducer rd;
-    rally__reducer_builtin(&rd, RALLY_FLOAT, RALLY_SUM);
     enum { PLAIN, ROBUST, OUT_OF_PLACE, NV };
     for (int s = 0; s < nspec; s++) {
         size_t count = spec[s].bytes / sizeof(float);
@@ -55,14 +53,14 @@ int main(int argc, char **argv)
             fprintf(stderr, "bench_robust: out of memory\n");
             return 1;
         }
-        struct rally__sig sig = {RALLY__C_ALLREDUCE, RALLY_FLOAT, RALLY_SUM, -1, count, 0};
         for (int i = -2; i < reps; i++) {
             for (int v = 0; v < NV; v++) {
                 rally_allreduce(r, &token, 1, RALLY_DOUBLE, RALLY_SUM, NULL, NULL);
                 double t0 = bench_now_us();
-                int rc = v == ROBUST ? rally_allreduce(r, buf, count, RALLY_FLOAT, RALLY_SUM, NULL, NULL)
-                                     : rally__allreduce(&rb->comm, buf, v == PLAIN ? buf : out,
-                                                        count, &rd, &sig);
+                int rc = v == ROBUST
+                             ? rally_allreduce(r, buf, count, RALLY_FLOAT, RALLY_SUM, NULL, NULL)
+                             : rally__engine.plain_allreduce(en, buf, v == PLAIN ? buf : out,
+                                                             count, RALLY_FLOAT, RALLY_SUM);
                 double t1 = bench_now_us();
                 if (rc != RALLY_OK || rally_checkpoint(r, NULL, 0, NULL, 0) != RALLY_OK) {
                     fprintf(stderr, "bench_robust: %s\n", rally_errmsg(r));

@@ -1,6 +1,8 @@
 #!/bin/sh
 # layers_test.sh SOURCE_DIR — a layer includes only itself and the layers
-# below it (docs/architecture.md).  Prints every include that breaks that.
+# below it (docs/architecture.md), except that an engine includes
+# api/engine.h, the interface it implements.  Prints every include that
+# breaks that.
 src=$1/src
 allowed() {
     case $1 in
@@ -21,7 +23,7 @@ for dir in "$src"/*/; do
     [ -n "$ok" ] || { echo "layers_test: unknown layer src/$layer (add it here and to the docs)"; bad=1; continue; }
     for f in "$dir"*.c "$dir"*.h; do
         [ -e "$f" ] || continue
-        for dep in $(sed -n 's|^#include "\([a-z]*\)/.*|\1|p' "$f" | sort -u); do
+        for dep in $(grep -v '^#include "api/engine.h"' "$f" | sed -n 's|^#include "\([a-z]*\)/.*|\1|p' | sort -u); do
             [ "$dep" = rally ] && continue # the public headers
             case " $ok " in
             *" $dep "*) ;;

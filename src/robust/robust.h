@@ -1,5 +1,6 @@
 /*
- * robust.h — recovery without a global restart (rabit's model, rebuilt).
+ * robust.h — the robust engine's private header: recovery without a global
+ * restart (rabit's model, rebuilt), shared by the files of src/robust only.
  *
  * Every public call is one *operation* at a *position*: a 64-bit key that
  * orders everything a worker does (docs/recovery.md):
@@ -22,8 +23,21 @@
  * over the tree from the lowest-ranked worker that has it, and returns that
  * result to its caller without computing it (prepare is not called).
  *
+ * The files, one concern each:
+ *   op.c          the op driver: run or recover each operation; checkpoint,
+ *                 load, finalize and the checkpoint's acknowledgement
+ *   cache.c       the result cache and its buffer pool
+ *   store.c       the checkpoint store: the global model, local-model sets
+ *                 and their replication, the read interface, commit hooks
+ *   membership.c  the tracker client, the mesh and links: join, wire,
+ *                 reset, rejoin
+ *   recovery.c    agreement rounds and transfers
+ *   engine.c      the ops table of api/engine.h: the public calls as
+ *                 operations
+ *
  * This layer sits on src/coll (links, algorithms) and src/tracker/client
- * (epochs); the collective layer knows nothing of it.
+ * (epochs); the collective layer knows nothing of it.  Outside src/robust
+ * only engine.c's table is seen.
  */
 #ifndef RALLY_ROBUST_ROBUST_H
 #define RALLY_ROBUST_ROBUST_H
@@ -39,6 +53,23 @@
 
 struct rally__robust;
 struct rally__op;
+
+/* Collective kinds of the robust layer's own traffic (src/coll carries them). */
+enum {
+    RALLY__K_AGREE = 20,
+    RALLY__K_HOLDER = 21,
+    RALLY__K_XFER_HEAD = 22,
+    RALLY__K_XFER_DATA = 23,
+    RALLY__K_ACK = 24,
+    RALLY__K_FINAL = 25,
+    RALLY__K_REPLICATE = 26,
+    RALLY__K_LOCAL_NEED = 27
+};
+
+/* rally__robust_recover() outcomes, beside the RALLY_* codes. */
+enum { RALLY__SERVED = 1000, RALLY__EXECUTE = 1001 };
+
+#define RALLY__NONE UINT64_MAX
 
 /* Runs the collective on the live links.  On success *res is a buffer from
  * rally__robust_buf() holding the call's whole result (*res_nbytes bytes),
@@ -76,6 +107,13 @@ struct rally__localset {
     uint64_t nbytes[RALLY__MAX_REPLICA + 1];
 };
 
+/* Called on every rank when checkpoint version v is committed (its
+ * acknowledgement completed: every rank has stored v), with the request
+ * bits every rank agreed for it (the OR of all ranks' requests). */
+typedef void (*rally__robust_hook)(void *arg, uint64_t version, uint64_t flags);
+
+#define RALLY__MAX_HOOKS 4
+
 struct rally__robust {
     struct rally__err *err;
     const struct rally__config *cfg;
@@ -89,6 +127,7 @@ struct rally__robust {
     uint64_t version;
     uint32_t q;    /* next op within the version (user seq + 1) */
     uint32_t boot; /* next bootstrap op */
+    /* the checkpoint store (store.c) */
     unsigned char *ckpt; /* the newest checkpoint's global model */
     uint64_t ckpt_nbytes;
     rally_serialize_fn lazy; /* or: serialize it only when asked */
@@ -96,6 +135,13 @@ struct rally__robust {
     int use_local;                  /* the job checkpoints local models */
     int k;                          /* replicas of each local model */
     struct rally__localset loc[2];  /* double buffer: the newest valid and the next */
+    uint64_t request;               /* bits for the next acknowledgement */
+    struct {
+        rally__robust_hook fn;
+        void *arg;
+    } hooks[RALLY__MAX_HOOKS];
+    int nhooks;
+    /* the result cache (cache.c) */
     struct rally__entry *cache;
     int ncache, capcache;
     uint64_t cache_nbytes;
@@ -104,14 +150,29 @@ struct rally__robust {
     struct rally__mock mock;
 };
 
-/* Joins the job (or stays rank 0 of 1 without a tracker). */
-int rally__robust_init(struct rally__robust *rb, const struct rally__config *cfg,
-                       const char *host, struct rally__err *e);
-void rally__robust_free(struct rally__robust *rb);
+/* The user-visible (version, seq) of a position, for the mock. */
+static inline uint64_t rally__robust_user_seq(const struct rally__robust *rb)
+{
+    return rb->loaded ? (uint64_t)rb->q - 1 : rb->boot;
+}
+
+/* How many times this rank died before, for the mock. */
+static inline uint32_t rally__robust_ndeath(const struct rally__robust *rb)
+{
+    return rb->tc.incarnation > 0 ? rb->tc.incarnation - 1 : 0;
+}
+
+/* Dies here if a kill point of the mock matches (librally_mock). */
+static inline void rally__robust_mock(const struct rally__robust *rb, uint64_t version,
+                                      uint64_t seq, int phase)
+{
+    rally__mock_check(&rb->mock, rb->rank, version, seq, rally__robust_ndeath(rb), phase);
+}
+
+/* --- op.c: the op driver --- */
 
 /* One public collective. */
 int rally__robust_op(struct rally__robust *rb, struct rally__op *op);
-
 int rally__robust_load(struct rally__robust *rb, void **global, uint64_t *global_nbytes,
                        void **local, uint64_t *local_nbytes, uint64_t *version);
 /* global may be NULL with lazy set (then nothing is copied); local NULL: none. */
@@ -120,10 +181,79 @@ int rally__robust_checkpoint(struct rally__robust *rb, const void *global, uint6
                              uint64_t local_nbytes);
 /* The finalize agreement and SHUTDOWN. */
 int rally__robust_finalize(struct rally__robust *rb);
+/* A barrier: 8 bytes summed, the result a rally__robust_buf. */
+int rally__robust_run_barrier(struct rally__robust *rb, struct rally__op *op, unsigned char **res,
+                              uint64_t *n);
+
+/* --- cache.c: the result cache and buffer pool --- */
 
 /* A buffer of at least nbytes for a result (from the pool when possible);
- * NULL when out of memory.  unbuf returns it to the pool. */
+ * NULL when out of memory.  unbuf returns it to the pool (NULL is fine). */
 unsigned char *rally__robust_buf(struct rally__robust *rb, uint64_t nbytes);
 void rally__robust_unbuf(struct rally__robust *rb, unsigned char *p);
+const struct rally__entry *rally__robust_cache_find(const struct rally__robust *rb, uint64_t key);
+/* Takes ownership of data (a rally__robust_buf). */
+int rally__robust_cache_put(struct rally__robust *rb, uint64_t key, const struct rally__sig *sig,
+                            unsigned char *data, uint64_t nbytes);
+/* Drops cached op results of versions below v (bootstrap results stay). */
+void rally__robust_cache_drop_below(struct rally__robust *rb, uint64_t v);
+void rally__robust_cache_free(struct rally__robust *rb);
+
+/* --- store.c: the checkpoint store --- */
+
+unsigned char *rally__robust_dup(const void *p, uint64_t n);
+/* The valid local set of version v, or NULL. */
+struct rally__localset *rally__robust_set_of(struct rally__robust *rb, uint64_t v);
+/* A cleared set to fill: never the valid one of the current version. */
+struct rally__localset *rally__robust_set_spare(struct rally__robust *rb);
+/* Stores the global model of the next version: a copy, or lazy. */
+int rally__robust_store_global(struct rally__robust *rb, const void *global, uint64_t nbytes,
+                               rally_serialize_fn lazy, void *lazy_arg);
+/* Stores a global model served in load_checkpoint (malloc'd; owned now). */
+void rally__robust_store_adopt(struct rally__robust *rb, unsigned char *global, uint64_t nbytes);
+/* Replicates this worker's local model for the next version along the ring
+ * (an operation at the current position). */
+int rally__robust_replicate(struct rally__robust *rb, const void *local, uint64_t nbytes);
+/* Read interface: the global model of version v (only the newest is held),
+ * stored or serialized now (lazy); *owned says whether the caller frees
+ * the bytes. */
+int rally__robust_global_bytes(struct rally__robust *rb, uint64_t v, const unsigned char **p,
+                               uint64_t *n, unsigned char **owned);
+/* Read interface: rank's local model of version v, when this worker holds
+ * it (its own, or a replica of one of its k ring predecessors). */
+int rally__robust_local_bytes(struct rally__robust *rb, uint64_t v, int rank,
+                              const unsigned char **p, uint64_t *n);
+/* Request bits for the next acknowledgement (kept until one completes). */
+void rally__robust_request(struct rally__robust *rb, uint64_t bits);
+/* Subscribes fn to every commit from now on. */
+int rally__robust_subscribe(struct rally__robust *rb, rally__robust_hook fn, void *arg);
+/* Version v is committed with the agreed flags: tells the subscribers. */
+void rally__robust_commit(struct rally__robust *rb, uint64_t v, uint64_t flags);
+void rally__robust_store_free(struct rally__robust *rb);
+
+/* --- membership.c: tracker client, mesh, links --- */
+
+/* Joins the job (or stays rank 0 of 1 without a tracker). */
+int rally__robust_init(struct rally__robust *rb, const struct rally__config *cfg,
+                       const char *host, struct rally__err *e);
+void rally__robust_free(struct rally__robust *rb);
+/* A failure recovery cannot repair: tells the tracker and waits briefly
+ * for its ABORT. */
+void rally__robust_fatal(struct rally__robust *rb, int code, const char *msg);
+/* 1 for failures that a new epoch can repair. */
+int rally__robust_repairable(const struct rally__robust *rb, int rc);
+/* The job lost a worker (or a link): joins the tracker's next epoch. */
+int rally__robust_reset(struct rally__robust *rb, int cause, uint64_t key);
+/* rally_tracker_print: to the tracker, or stdout without one. */
+int rally__robust_print(struct rally__robust *rb, const char *msg);
+
+/* --- recovery.c: agreement rounds and transfers --- */
+
+/* Agreement rounds at position key until every worker is there
+ * (RALLY__EXECUTE), or this worker was served: its result in *res
+ * (RALLY__SERVED).  In load_checkpoint (key LOAD) "served" means the
+ * checkpoint arrived, or that there is none (*res NULL). */
+int rally__robust_recover(struct rally__robust *rb, uint64_t key, const struct rally__sig *mine,
+                          unsigned char **res, uint64_t *res_nbytes);
 
 #endif

@@ -1,0 +1,87 @@
+/*
+ * engine.h — the seam between the public API and the backend that runs its
+ * calls: an ops table, chosen when the library is linked.
+ *
+ * src/api checks a call's arguments, keeps the reducer registry and the
+ * spent-handle rule, and hands the call to the engine; the engine runs it
+ * (with whatever recipe of collectives it needs) and reports failures
+ * through the rally__err it was given at init.  Each library links exactly
+ * one engine, which defines the table rally__engine: librally and
+ * librally_mock link the robust engine (src/robust).  A backend includes
+ * this header and nothing else from src/api.
+ */
+#ifndef RALLY_API_ENGINE_H
+#define RALLY_API_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "coll/reduce.h" /* struct rally__reducer: the registry's entries */
+#include "rally/rally.h"
+#include "util/config.h"
+#include "util/err.h"
+
+struct rally__engine; /* a backend's state, opaque to src/api */
+
+/* Called on every rank when checkpoint version v is committed (every rank
+ * has stored it), with the request bits all ranks agreed for it.  It runs
+ * inside the checkpoint (or load_checkpoint) call: it may read the
+ * checkpoint's bytes, and must not call collectives. */
+typedef void (*rally__commit_fn)(void *arg, uint64_t version, uint64_t flags);
+
+struct rally__engine_ops {
+    const char *name;
+    /* Joins the job (or stays rank 0 of 1 alone).  Errors go to e, which
+     * outlives the engine; on failure nothing is left to free. */
+    int (*init)(const struct rally__config *cfg, const char *host, struct rally__err *e,
+                struct rally__engine **out);
+    void (*free)(struct rally__engine *en); /* NULL is fine */
+    /* Leaves the job: the agreement that nobody needs this worker any more. */
+    int (*finalize)(struct rally__engine *en);
+    int (*rank)(const struct rally__engine *en);
+    int (*world)(const struct rally__engine *en);
+    uint64_t (*version)(const struct rally__engine *en);
+
+    /* The collectives of include/rally/rally.h, arguments already checked. */
+    int (*allreduce)(struct rally__engine *en, void *buf, size_t count, int dtype, int op,
+                     rally_prepare_fn prepare, void *prepare_arg);
+    int (*allreduce_custom)(struct rally__engine *en, void *buf, size_t count, int reducer_id,
+                            const struct rally__reducer *rd, rally_prepare_fn prepare,
+                            void *prepare_arg);
+    int (*broadcast)(struct rally__engine *en, void *buf, size_t nbytes, int root);
+    int (*broadcast_alloc)(struct rally__engine *en, void **buf, size_t *nbytes, int root);
+    int (*allgather)(struct rally__engine *en, const void *sendbuf, size_t nbytes, void *recvbuf);
+    int (*allgatherv)(struct rally__engine *en, const void *sendbuf, size_t nbytes,
+                      void **recvbuf, uint64_t *nbytes_per_rank);
+
+    /* Checkpoints: global may be NULL with nbytes 0, local NULL for none. */
+    int (*load)(struct rally__engine *en, void **global, uint64_t *global_nbytes, void **local,
+                uint64_t *local_nbytes, uint64_t *version);
+    int (*checkpoint)(struct rally__engine *en, const void *global, uint64_t global_nbytes,
+                      const void *local, uint64_t local_nbytes);
+    int (*lazy_checkpoint)(struct rally__engine *en, rally_serialize_fn serialize, void *arg);
+    /* Request bits for the next checkpoint's commit (OR-ed over ranks), and
+     * a hook that receives them at every commit from now on; either may be
+     * NULL in a backend without. */
+    void (*request)(struct rally__engine *en, uint64_t bits);
+    int (*subscribe)(struct rally__engine *en, rally__commit_fn fn, void *arg);
+
+    /* Read interface: the committed bytes of checkpoint version v, rank -1
+     * the global model, rank r r's local model (where this worker holds a
+     * copy).  *owned, when not NULL, is the caller's to free (a lazy model
+     * serialized now); else the bytes stay valid until the next checkpoint.
+     * NULL in a backend without. */
+    int (*checkpoint_bytes)(struct rally__engine *en, uint64_t version, int rank,
+                            const void **bytes, uint64_t *nbytes, void **owned);
+
+    int (*tracker_print)(struct rally__engine *en, const char *msg);
+    /* For benchmarks: the allreduce without fault tolerance (no cache, no
+     * copies), out of place when in != out; NULL in a backend without. */
+    int (*plain_allreduce)(struct rally__engine *en, const void *in, void *out, size_t count,
+                           int dtype, int op);
+};
+
+/* The engine this library was linked with. */
+extern const struct rally__engine_ops rally__engine;
+
+#endif

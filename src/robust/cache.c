@@ -1,0 +1,132 @@
+/*
+ * cache.c — the result cache: every operation's result since the previous
+ * checkpoint (bootstrap results for the whole job), kept to serve a worker
+ * that recovers, and the pool of result buffers it reuses.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "robust/robust.h"
+
+#define BUF_HEAD 64 /* a result buffer's capacity lives just before it */
+#define POOL_MAX 64
+
+static uint64_t buf_cap(const unsigned char *p)
+{
+    uint64_t c;
+    memcpy(&c, p - BUF_HEAD, sizeof c);
+    return c;
+}
+
+unsigned char *rally__robust_buf(struct rally__robust *rb, uint64_t nbytes)
+{
+    /* the smallest spare that fits, if it is not far larger: a small result
+     * must not take the big buffer the next big allreduce will want */
+    int best = -1;
+    for (int i = 0; i < rb->npool; i++) {
+        uint64_t cap = buf_cap(rb->pool[i]);
+        if (cap >= nbytes && cap / 2 <= nbytes + 4096 &&
+            (best < 0 || cap < buf_cap(rb->pool[best])))
+            best = i;
+    }
+    if (best >= 0) {
+        unsigned char *p = rb->pool[best];
+        rb->pool[best] = rb->pool[--rb->npool];
+        return p;
+    }
+    if (nbytes > SIZE_MAX - BUF_HEAD)
+        return NULL;
+    unsigned char *p = malloc((size_t)nbytes + BUF_HEAD);
+    if (p == NULL)
+        return NULL;
+    memcpy(p, &nbytes, sizeof nbytes);
+    return p + BUF_HEAD;
+}
+
+void rally__robust_unbuf(struct rally__robust *rb, unsigned char *p)
+{
+    if (p == NULL)
+        return;
+    if (rb->pool == NULL)
+        rb->pool = calloc(POOL_MAX, sizeof *rb->pool);
+    if (rb->pool != NULL && rb->npool < POOL_MAX) {
+        rb->pool[rb->npool++] = p;
+        return;
+    }
+    free(p - BUF_HEAD);
+}
+
+const struct rally__entry *rally__robust_cache_find(const struct rally__robust *rb, uint64_t key)
+{
+    int lo = 0, hi = rb->ncache;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (rb->cache[mid].key < key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < rb->ncache && rb->cache[lo].key == key ? &rb->cache[lo] : NULL;
+}
+
+/* Keys only grow, so appending keeps the cache sorted. */
+int rally__robust_cache_put(struct rally__robust *rb, uint64_t key, const struct rally__sig *sig,
+                            unsigned char *data, uint64_t nbytes)
+{
+    if (!rb->distributed || (rb->ncache > 0 && rb->cache[rb->ncache - 1].key >= key)) {
+        rally__robust_unbuf(rb, data); /* nobody to serve, or already there */
+        return RALLY_OK;
+    }
+    if (rb->cache_nbytes + nbytes > (uint64_t)rb->cfg->cache_max_bytes) {
+        char where[96];
+        rally__position_str(key, where, sizeof where);
+        rally__robust_unbuf(rb, data);
+        return rally__fail(rb->err, RALLY_ENOMEM,
+                           "the recovery cache would hold %llu bytes after %s; "
+                           "rally_cache_max_bytes is %lld: checkpoint more often or raise it",
+                           (unsigned long long)(rb->cache_nbytes + nbytes), where,
+                           (long long)rb->cfg->cache_max_bytes);
+    }
+    if (rb->ncache == rb->capcache) {
+        int cap = rb->capcache ? 2 * rb->capcache : 64;
+        struct rally__entry *c = realloc(rb->cache, (size_t)cap * sizeof *c);
+        if (c == NULL) {
+            rally__robust_unbuf(rb, data);
+            return rally__fail(rb->err, RALLY_ENOMEM, "out of memory growing the result cache");
+        }
+        rb->cache = c;
+        rb->capcache = cap;
+    }
+    rb->cache[rb->ncache++] = (struct rally__entry){key, *sig, data, nbytes};
+    rb->cache_nbytes += nbytes;
+    return RALLY_OK;
+}
+
+void rally__robust_cache_drop_below(struct rally__robust *rb, uint64_t v)
+{
+    int out = 0;
+    for (int i = 0; i < rb->ncache; i++) {
+        struct rally__entry *c = &rb->cache[i];
+        if (c->key >= RALLY__KEY_OP(0, 0) && c->key < RALLY__KEY_OP(v, 0)) {
+            rb->cache_nbytes -= c->nbytes;
+            rally__robust_unbuf(rb, c->data);
+        } else {
+            rb->cache[out++] = *c;
+        }
+    }
+    rb->ncache = out;
+}
+
+void rally__robust_cache_free(struct rally__robust *rb)
+{
+    for (int i = 0; i < rb->ncache; i++)
+        free(rb->cache[i].data - BUF_HEAD);
+    free(rb->cache);
+    for (int i = 0; i < rb->npool; i++)
+        free(rb->pool[i] - BUF_HEAD);
+    free(rb->pool);
+    rb->cache = NULL;
+    rb->pool = NULL;
+    rb->ncache = rb->capcache = rb->npool = 0;
+    rb->cache_nbytes = 0;
+}

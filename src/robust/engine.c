@@ -1,0 +1,467 @@
+/*
+ * engine.c — the robust engine's ops table: each public call described as
+ * an operation (its signature, how to run it on the links, how to install a
+ * result that recovery served instead) for the op driver.
+ *
+ * Calls whose result only some ranks can size (broadcast_alloc, allgatherv)
+ * run two collectives, sizes then data, as one operation: the cache keeps
+ * the whole result, so a recovering worker is served both at once.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/engine.h"
+#include "robust/robust.h"
+#include "util/wire.h"
+
+struct rally__engine {
+    struct rally__robust rb;
+};
+
+/* Copies the result into a cache buffer. */
+static int keep(struct rally__robust *rb, const void *src, uint64_t n, unsigned char **res,
+                uint64_t *res_nbytes)
+{
+    unsigned char *b = rally__robust_buf(rb, n);
+    if (b == NULL)
+        return rally__fail(rb->err, RALLY_ENOMEM, "out of memory caching a %llu-byte result",
+                           (unsigned long long)n);
+    if (n)
+        memcpy(b, src, (size_t)n);
+    *res = b;
+    *res_nbytes = n;
+    return RALLY_OK;
+}
+
+/* In-place calls whose whole result is one buffer of known size. */
+struct inplace {
+    void *buf;
+    size_t nbytes;
+    size_t count;
+    const struct rally__reducer *rd;
+    int root;
+    const void *send; /* allgather: this rank's block */
+};
+
+static int deliver_inplace(struct rally__robust *rb, struct rally__op *op, const unsigned char *res,
+                           uint64_t n)
+{
+    struct inplace *c = op->ctx;
+    if (n != c->nbytes)
+        return rally__fail(rb->err, RALLY_EPROTO,
+                           "recovery served %llu bytes for a call expecting %zu",
+                           (unsigned long long)n, c->nbytes);
+    if (n)
+        memcpy(c->buf, res, (size_t)n);
+    return RALLY_OK;
+}
+
+/* The allreduce reads the caller's buffer and writes a cache buffer, so the
+ * input survives a failed attempt and the result is cached: one copy, back
+ * to the caller, is all fault tolerance adds. */
+static int run_allreduce(struct rally__robust *rb, struct rally__op *op, unsigned char **res,
+                         uint64_t *res_nbytes)
+{
+    struct inplace *c = op->ctx;
+    unsigned char *slot = rally__robust_buf(rb, c->nbytes);
+    if (slot == NULL)
+        return rally__fail(rb->err, RALLY_ENOMEM, "out of memory for a %zu-byte allreduce",
+                           c->nbytes);
+    int rc = rally__allreduce(&rb->comm, c->buf, slot, c->count, c->rd, &op->sig);
+    if (rc != RALLY_OK) {
+        rally__robust_unbuf(rb, slot);
+        return rc;
+    }
+    if (c->nbytes)
+        memcpy(c->buf, slot, c->nbytes);
+    *res = slot;
+    *res_nbytes = c->nbytes;
+    return RALLY_OK;
+}
+
+static int allreduce_op(struct rally__robust *rb, void *buf, size_t count,
+                        const struct rally__reducer *rd, struct rally__sig sig,
+                        rally_prepare_fn prepare, void *arg)
+{
+    struct inplace c = {buf, count * rd->elem_nbytes, count, rd, -1, NULL};
+    struct rally__op op = {sig, prepare, arg, run_allreduce, deliver_inplace, &c};
+    return rally__robust_op(rb, &op);
+}
+
+static int allreduce(struct rally__engine *en, void *buf, size_t count, int dtype, int op,
+                     rally_prepare_fn prepare, void *prepare_arg)
+{
+    struct rally__reducer rd;
+    rally__reducer_builtin(&rd, dtype, op);
+    struct rally__sig sig = {RALLY__C_ALLREDUCE, (uint8_t)dtype, (uint8_t)op, -1, count, 0};
+    return allreduce_op(&en->rb, buf, count, &rd, sig, prepare, prepare_arg);
+}
+
+static int allreduce_custom(struct rally__engine *en, void *buf, size_t count, int reducer_id,
+                            const struct rally__reducer *rd, rally_prepare_fn prepare,
+                            void *prepare_arg)
+{
+    struct rally__sig sig = {RALLY__C_ALLREDUCE_CUSTOM, (uint8_t)rd->elem_nbytes,
+                             (uint8_t)reducer_id, -1, count, 0};
+    return allreduce_op(&en->rb, buf, count, rd, sig, prepare, prepare_arg);
+}
+
+/* The root's buffer is only read, the others' only written: run in place. */
+static int run_broadcast(struct rally__robust *rb, struct rally__op *op, unsigned char **res,
+                         uint64_t *res_nbytes)
+{
+    struct inplace *c = op->ctx;
+    int rc = rally__broadcast(&rb->comm, c->buf, c->nbytes, c->root, &op->sig);
+    return rc != RALLY_OK ? rc : keep(rb, c->buf, c->nbytes, res, res_nbytes);
+}
+
+static int broadcast(struct rally__engine *en, void *buf, size_t nbytes, int root)
+{
+    struct inplace c = {buf, nbytes, nbytes, NULL, root, NULL};
+    struct rally__op op = {{RALLY__C_BROADCAST, 0, 0, root, nbytes, 0}, NULL, NULL, run_broadcast,
+                           deliver_inplace, &c};
+    return rally__robust_op(&en->rb, &op);
+}
+
+/* Calls whose result size only some ranks know. */
+struct sized {
+    const void *in; /* root's data / this rank's block */
+    size_t in_nbytes;
+    int root;
+    unsigned char *out; /* malloc'd result for the caller */
+    uint64_t out_nbytes;
+    uint64_t *sizes; /* allgatherv: world entries */
+};
+
+static int run_broadcast_alloc(struct rally__robust *rb, struct rally__op *op, unsigned char **res,
+                               uint64_t *res_nbytes)
+{
+    struct sized *c = op->ctx;
+    unsigned char sz[8];
+    rally__put_u64(sz, rb->rank == c->root ? (uint64_t)c->in_nbytes : 0);
+    struct rally__sig s1 = {RALLY__C_BROADCAST_SIZE, 0, 0, c->root, 0, 0};
+    int rc = rally__broadcast(&rb->comm, sz, sizeof sz, c->root, &s1);
+    if (rc != RALLY_OK)
+        return rc;
+    uint64_t n = rally__get_u64(sz);
+    unsigned char *b = rally__robust_buf(rb, n);
+    if (b == NULL)
+        return rally__fail(rb->err, RALLY_ENOMEM, "broadcast_alloc: cannot allocate %llu bytes",
+                           (unsigned long long)n);
+    if (rb->rank == c->root && n)
+        memcpy(b, c->in, (size_t)n);
+    struct rally__sig s2 = {RALLY__C_BROADCAST_DATA, 0, 0, c->root, n, 0};
+    if ((rc = rally__broadcast(&rb->comm, b, (size_t)n, c->root, &s2)) != RALLY_OK) {
+        rally__robust_unbuf(rb, b);
+        return rc;
+    }
+    *res = b;
+    *res_nbytes = n;
+    return op->deliver(rb, op, b, n);
+}
+
+static int deliver_alloc(struct rally__robust *rb, struct rally__op *op, const unsigned char *res,
+                         uint64_t n)
+{
+    struct sized *c = op->ctx;
+    if (rb->rank == c->root)
+        return RALLY_OK;
+    if (n > SIZE_MAX || (c->out = malloc(n ? (size_t)n : 1)) == NULL)
+        return rally__fail(rb->err, RALLY_ENOMEM, "cannot allocate %llu bytes",
+                           (unsigned long long)n);
+    if (n)
+        memcpy(c->out, res, (size_t)n);
+    c->out_nbytes = n;
+    return RALLY_OK;
+}
+
+static int broadcast_alloc(struct rally__engine *en, void **buf, size_t *nbytes, int root)
+{
+    struct rally__robust *rb = &en->rb;
+    struct sized c = {rb->rank == root ? *buf : NULL, rb->rank == root ? *nbytes : 0, root, NULL,
+                      0, NULL};
+    struct rally__op op = {{RALLY__C_BROADCAST_SIZE, 0, 0, root, 0, 0}, NULL, NULL,
+                           run_broadcast_alloc, deliver_alloc, &c};
+    int rc = rally__robust_op(rb, &op);
+    if (rc == RALLY_OK && rb->rank != root) {
+        *buf = c.out_nbytes ? c.out : NULL;
+        if (c.out_nbytes == 0)
+            free(c.out);
+        *nbytes = (size_t)c.out_nbytes;
+    } else if (rc != RALLY_OK) {
+        free(c.out);
+    }
+    return rc;
+}
+
+/* Ring allgather of blocks of len[i] bytes laid out back to back in buf. */
+static int gather(struct rally__robust *rb, unsigned char *buf, const uint64_t *len,
+                  const struct rally__sig *sig)
+{
+    size_t *off = malloc(2 * (size_t)rb->world * sizeof *off);
+    if (off == NULL)
+        return rally__fail(rb->err, RALLY_ENOMEM, "allgather: out of memory");
+    size_t *l = off + rb->world, pos = 0;
+    for (int i = 0; i < rb->world; i++) {
+        off[i] = pos;
+        l[i] = (size_t)len[i];
+        pos += l[i];
+    }
+    int rc = rally__allgather(&rb->comm, buf, off, l, sig);
+    free(off);
+    return rc;
+}
+
+static int run_allgather(struct rally__robust *rb, struct rally__op *op, unsigned char **res,
+                         uint64_t *res_nbytes)
+{
+    struct inplace *c = op->ctx;
+    size_t each = c->nbytes / (size_t)rb->world;
+    unsigned char *dst = c->buf;
+    if (each)
+        memmove(dst + (size_t)rb->rank * each, c->send, each);
+    uint64_t *len = malloc((size_t)rb->world * sizeof *len);
+    if (len == NULL)
+        return rally__fail(rb->err, RALLY_ENOMEM, "allgather: out of memory");
+    for (int i = 0; i < rb->world; i++)
+        len[i] = each;
+    int rc = gather(rb, dst, len, &op->sig);
+    free(len);
+    return rc != RALLY_OK ? rc : keep(rb, c->buf, c->nbytes, res, res_nbytes);
+}
+
+static int allgather(struct rally__engine *en, const void *sendbuf, size_t nbytes, void *recvbuf)
+{
+    struct rally__robust *rb = &en->rb;
+    struct inplace c = {recvbuf, nbytes * (size_t)rb->world, nbytes, NULL, -1, sendbuf};
+    struct rally__op op = {{RALLY__C_ALLGATHER, 0, 0, -1, nbytes, 0}, NULL, NULL, run_allgather,
+                           deliver_inplace, &c};
+    return rally__robust_op(rb, &op);
+}
+
+/* The cached result of allgatherv: world u64 sizes, then the blocks. */
+static int run_allgatherv(struct rally__robust *rb, struct rally__op *op, unsigned char **res,
+                          uint64_t *res_nbytes)
+{
+    struct sized *c = op->ctx;
+    int N = rb->world;
+    uint64_t *len = calloc((size_t)N, sizeof *len);
+    unsigned char *sizes = calloc((size_t)N, 8);
+    unsigned char *b = NULL;
+    int rc;
+    if (len == NULL || sizes == NULL) {
+        rc = rally__fail(rb->err, RALLY_ENOMEM, "allgatherv: out of memory");
+        goto done;
+    }
+    rally__put_u64(sizes + (size_t)rb->rank * 8, c->in_nbytes);
+    for (int i = 0; i < N; i++)
+        len[i] = 8;
+    struct rally__sig s1 = {RALLY__C_ALLGATHERV_SIZES, 0, 0, -1, 8, 0};
+    if ((rc = gather(rb, sizes, len, &s1)) != RALLY_OK)
+        goto done;
+    uint64_t total = 0, mine = 0;
+    for (int i = 0; i < N; i++) {
+        len[i] = rally__get_u64(sizes + (size_t)i * 8);
+        if (len[i] > SIZE_MAX / 2 - total) {
+            rc = rally__fail(rb->err, RALLY_EPROTO, "allgatherv: sizes overflow");
+            goto done;
+        }
+        if (i < rb->rank)
+            mine += len[i];
+        total += len[i];
+    }
+    uint64_t head = (uint64_t)N * 8;
+    if ((b = rally__robust_buf(rb, head + total)) == NULL) {
+        rc = rally__fail(rb->err, RALLY_ENOMEM, "allgatherv: cannot allocate %llu bytes",
+                         (unsigned long long)total);
+        goto done;
+    }
+    memcpy(b, sizes, (size_t)head);
+    if (c->in_nbytes)
+        memcpy(b + head + mine, c->in, c->in_nbytes);
+    struct rally__sig s2 = {RALLY__C_ALLGATHERV_DATA, 0, 0, -1, total, 0};
+    if ((rc = gather(rb, b + head, len, &s2)) != RALLY_OK)
+        goto done;
+    if ((rc = op->deliver(rb, op, b, head + total)) != RALLY_OK)
+        goto done;
+    *res = b;
+    *res_nbytes = head + total;
+    b = NULL;
+done:
+    rally__robust_unbuf(rb, b);
+    free(sizes);
+    free(len);
+    return rc;
+}
+
+static int deliver_allgatherv(struct rally__robust *rb, struct rally__op *op,
+                              const unsigned char *res, uint64_t n)
+{
+    struct sized *c = op->ctx;
+    uint64_t head = (uint64_t)rb->world * 8, total = 0;
+    if (n < head)
+        return rally__fail(rb->err, RALLY_EPROTO, "allgatherv: a recovered result is too short");
+    for (int i = 0; i < rb->world; i++) {
+        c->sizes[i] = rally__get_u64(res + (size_t)i * 8);
+        total += c->sizes[i];
+    }
+    if (total != n - head)
+        return rally__fail(rb->err, RALLY_EPROTO, "allgatherv: a recovered result is inconsistent");
+    if ((c->out = malloc(total ? (size_t)total : 1)) == NULL)
+        return rally__fail(rb->err, RALLY_ENOMEM, "allgatherv: cannot allocate %llu bytes",
+                           (unsigned long long)total);
+    if (total)
+        memcpy(c->out, res + head, (size_t)total);
+    c->out_nbytes = total;
+    return RALLY_OK;
+}
+
+static int allgatherv(struct rally__engine *en, const void *sendbuf, size_t nbytes, void **recvbuf,
+                      uint64_t *nbytes_per_rank)
+{
+    struct rally__robust *rb = &en->rb;
+    uint64_t *sizes = malloc((size_t)rb->world * sizeof *sizes);
+    if (sizes == NULL)
+        return rally__fail(rb->err, RALLY_ENOMEM, "allgatherv: out of memory");
+    struct sized c = {sendbuf, nbytes, -1, NULL, 0, sizes};
+    struct rally__op op = {{RALLY__C_ALLGATHERV_SIZES, 0, 0, -1, 8, 0}, NULL, NULL,
+                           run_allgatherv, deliver_allgatherv, &c};
+    int rc = rally__robust_op(rb, &op);
+    if (rc == RALLY_OK) {
+        memcpy(nbytes_per_rank, sizes, (size_t)rb->world * sizeof *sizes);
+        *recvbuf = c.out;
+    } else {
+        free(c.out);
+    }
+    free(sizes);
+    return rc;
+}
+
+/* --- checkpoints, life cycle ---------------------------------------------------- */
+
+static int load(struct rally__engine *en, void **global, uint64_t *global_nbytes, void **local,
+                uint64_t *local_nbytes, uint64_t *version)
+{
+    return rally__robust_load(&en->rb, global, global_nbytes, local, local_nbytes, version);
+}
+
+static int checkpoint(struct rally__engine *en, const void *global, uint64_t global_nbytes,
+                      const void *local, uint64_t local_nbytes)
+{
+    static const unsigned char empty;
+    return rally__robust_checkpoint(&en->rb, global ? global : &empty, global_nbytes, NULL, NULL,
+                                    local, local_nbytes);
+}
+
+static int lazy_checkpoint(struct rally__engine *en, rally_serialize_fn serialize, void *arg)
+{
+    return rally__robust_checkpoint(&en->rb, NULL, 0, serialize, arg, NULL, 0);
+}
+
+static int init(const struct rally__config *cfg, const char *host, struct rally__err *e,
+                struct rally__engine **out)
+{
+    struct rally__engine *en = malloc(sizeof *en);
+    if (en == NULL)
+        return rally__fail(e, RALLY_ENOMEM, "out of memory for the rally engine");
+    if (rally__robust_init(&en->rb, cfg, host, e) != RALLY_OK) {
+        rally__robust_free(&en->rb);
+        free(en);
+        return e->code;
+    }
+    *out = en;
+    return RALLY_OK;
+}
+
+static void engine_free(struct rally__engine *en)
+{
+    if (en == NULL)
+        return;
+    rally__robust_free(&en->rb);
+    free(en);
+}
+
+static int finalize(struct rally__engine *en)
+{
+    return rally__robust_finalize(&en->rb);
+}
+
+static int rank(const struct rally__engine *en)
+{
+    return en->rb.rank;
+}
+
+static int world(const struct rally__engine *en)
+{
+    return en->rb.world;
+}
+
+static uint64_t version(const struct rally__engine *en)
+{
+    return en->rb.version;
+}
+
+static void request(struct rally__engine *en, uint64_t bits)
+{
+    rally__robust_request(&en->rb, bits);
+}
+
+static int subscribe(struct rally__engine *en, rally__commit_fn fn, void *arg)
+{
+    return rally__robust_subscribe(&en->rb, fn, arg);
+}
+
+static int checkpoint_bytes(struct rally__engine *en, uint64_t version, int rank,
+                            const void **bytes, uint64_t *nbytes, void **owned)
+{
+    const unsigned char *p;
+    uint64_t n;
+    unsigned char *o = NULL;
+    int rc = rank < 0 ? rally__robust_global_bytes(&en->rb, version, &p, &n, &o)
+                      : rally__robust_local_bytes(&en->rb, version, rank, &p, &n);
+    if (rc != RALLY_OK)
+        return rc;
+    *bytes = p;
+    *nbytes = n;
+    *owned = o;
+    return RALLY_OK;
+}
+
+static int tracker_print(struct rally__engine *en, const char *msg)
+{
+    return rally__robust_print(&en->rb, msg);
+}
+
+static int plain_allreduce(struct rally__engine *en, const void *in, void *out, size_t count,
+                           int dtype, int op)
+{
+    struct rally__reducer rd;
+    rally__reducer_builtin(&rd, dtype, op);
+    struct rally__sig sig = {RALLY__C_ALLREDUCE, (uint8_t)dtype, (uint8_t)op, -1, count, 0};
+    return rally__allreduce(&en->rb.comm, in, out, count, &rd, &sig);
+}
+
+const struct rally__engine_ops rally__engine = {
+    .name = "robust",
+    .init = init,
+    .free = engine_free,
+    .finalize = finalize,
+    .rank = rank,
+    .world = world,
+    .version = version,
+    .allreduce = allreduce,
+    .allreduce_custom = allreduce_custom,
+    .broadcast = broadcast,
+    .broadcast_alloc = broadcast_alloc,
+    .allgather = allgather,
+    .allgatherv = allgatherv,
+    .load = load,
+    .checkpoint = checkpoint,
+    .lazy_checkpoint = lazy_checkpoint,
+    .request = request,
+    .subscribe = subscribe,
+    .checkpoint_bytes = checkpoint_bytes,
+    .tracker_print = tracker_print,
+    .plain_allreduce = plain_allreduce,
+};

@@ -1,0 +1,248 @@
+/*
+ * membership.c — this worker's place in the job: the tracker client, the
+ * mesh and the links to its neighbours (join, wire, reset, rejoin).
+ *
+ * An operation that fails because the job lost a worker (the tracker's
+ * RESET arrives on the alarm line, or a link breaks or stalls) comes here:
+ * reset() re-wires this worker in the tracker's next epoch, and the op
+ * driver retries the operation through recovery.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "net/mesh.h"
+#include "net/sock.h"
+#include "robust/robust.h"
+#include "tracker/proto.h"
+#include "util/clock.h"
+
+static int on_alarm(void *arg, struct rally__err *e)
+{
+    struct rally__robust *rb = arg;
+    int rc = rally__tclient_check(&rb->tc, e);
+    if (rc != RALLY_OK && rc != RALLY__ERESET)
+        rb->fatal = rc;
+    return rc;
+}
+
+/* Waits for the ABORT so that the job is failed before this process can
+ * exit — else the launcher could see an exit first and restart the worker. */
+void rally__robust_fatal(struct rally__robust *rb, int code, const char *msg)
+{
+    rb->fatal = code;
+    if (!rb->distributed || rb->tc.fd < 0)
+        return;
+    rally__tclient_report(&rb->tc, code, msg);
+    int64_t deadline = rally__deadline(5000);
+    struct pollfd p = {.fd = rb->tc.fd, .events = POLLIN};
+    while (poll(&p, 1, rally__ms_left(deadline)) > 0) {
+        struct rally__err v = {0, ""};
+        int rc = rally__tclient_check(&rb->tc, &v);
+        if (rc != RALLY_OK && rc != RALLY__ERESET)
+            return;
+    }
+}
+
+static void on_report(void *arg, int code, const char *msg)
+{
+    struct rally__robust *rb = arg;
+    /* a stall may be a dead link: let the tracker start an epoch instead */
+    if (code == RALLY_ETIMEDOUT && rb->distributed)
+        return;
+    rally__robust_fatal(rb, code, msg);
+}
+
+static void close_links(struct rally__robust *rb)
+{
+    for (int i = 0; i < rb->comm.nlinks; i++)
+        rally__link_close(&rb->comm.links[i]);
+    rb->comm.nlinks = 0;
+}
+
+/* Wires this worker to its neighbours from the tracker's address book. */
+static int wire(struct rally__robust *rb)
+{
+    struct rally__comm *cm = &rb->comm;
+    struct rally__mesh_peer peers[RALLY__MAX_NEIGHBOURS];
+    int n = cm->topo.nneighbours, one_host = 1;
+    for (int i = 0; i < n; i++) {
+        const struct rally__peer_addr *a = &rb->tc.peers[cm->topo.neighbours[i]];
+        peers[i] = (struct rally__mesh_peer){cm->topo.neighbours[i], a->host, a->port,
+                                             a->incarnation};
+    }
+    for (int r = 0; r < rb->world; r++)
+        one_host &= rally__host_is_loopback(rb->tc.peers[r].host);
+    struct rally__mesh_opts o = {.listen_fd = rb->listen_fd,
+                                 .secret = &rb->tc.secret,
+                                 .rank = rb->rank,
+                                 .world = rb->world,
+                                 .incarnation = rb->tc.incarnation,
+                                 .host = rb->tc.peers[rb->rank].host,
+                                 .one_host = one_host,
+                                 .sock_buf_bytes = rb->cfg->sock_buf_bytes,
+                                 .deadline = rally__deadline(rb->cfg->connect_timeout_ms),
+                                 .handshake_ms = 10000};
+    if (rally__mesh_connect(&o, peers, n, cm->links, rb->err) != RALLY_OK)
+        return rb->err->code;
+    cm->nlinks = n;
+    cm->seq = 0; /* every worker counts collectives afresh in each epoch */
+    return RALLY_OK;
+}
+
+/* Waits on the alarm line for the tracker's RESET (or its ABORT). */
+static int await_reset(struct rally__robust *rb)
+{
+    int64_t deadline = rally__deadline(rb->cfg->timeout_ms);
+    for (;;) {
+        struct pollfd p = {.fd = rb->tc.fd, .events = POLLIN};
+        int n = poll(&p, 1, rally__ms_left(deadline));
+        if (n == 0)
+            return rally__fail_over(rb->err, RALLY_ETIMEDOUT,
+                                    "a link failed and the tracker ordered no recovery within "
+                                    "%lld ms (rally_timeout_ms)",
+                                    (long long)rb->cfg->timeout_ms);
+        if (n < 0 && errno != EINTR)
+            return rally__fail_errno(rb->err, RALLY_ESYS, errno, "poll failed");
+        struct rally__err v = {0, ""};
+        int rc = on_alarm(rb, &v);
+        if (rc == RALLY__ERESET)
+            return RALLY__ERESET;
+        if (rc != RALLY_OK)
+            return rally__fail_over(rb->err, rc, "%s", v.msg);
+    }
+}
+
+int rally__robust_repairable(const struct rally__robust *rb, int rc)
+{
+    return rb->distributed && !rb->fatal &&
+           (rc == RALLY__ERESET || rc == RALLY_EPEER || rc == RALLY_ETIMEDOUT);
+}
+
+int rally__robust_reset(struct rally__robust *rb, int cause, uint64_t key)
+{
+    int rc = cause;
+    for (;;) {
+        if (rc != RALLY__ERESET) {
+            rally__tclient_link_failed(&rb->tc, rb->err->msg);
+            if ((rc = await_reset(rb)) != RALLY__ERESET)
+                return rc;
+        }
+        close_links(rb);
+        rally__err_clear(rb->err);
+        /* The tracker bounds an epoch's assembly and aborts the job past it;
+         * this worker only needs a backstop beyond that. */
+        int64_t deadline = rally__deadline(rb->cfg->connect_timeout_ms + rb->cfg->timeout_ms);
+        if ((rc = rally__tclient_rejoin(&rb->tc, key, (uint32_t)rb->version, deadline, rb->err)) !=
+            RALLY_OK) {
+            rb->fatal = rc;
+            return rc;
+        }
+        if ((rc = wire(rb)) != RALLY_OK) {
+            close_links(rb);
+            continue; /* a peer died while wiring: report, wait for the next epoch */
+        }
+        rc = rally__tclient_ready(&rb->tc, deadline, rb->err);
+        if (rc == RALLY__ERESET)
+            continue;
+        if (rc != RALLY_OK) {
+            rb->fatal = rc;
+            return rc;
+        }
+        rally__err_clear(rb->err);
+        rb->recovering = 1;
+        return RALLY_OK;
+    }
+}
+
+/* The user's line to the tracker's log (stdout alone). */
+int rally__robust_print(struct rally__robust *rb, const char *msg)
+{
+    if (!rb->distributed) {
+        printf("%s\n", msg);
+        fflush(stdout);
+        return RALLY_OK;
+    }
+    if (rb->tc.fd < 0)
+        return rally__fail(rb->err, RALLY_ESTATE, "not connected to the tracker");
+    return rally__tclient_print(&rb->tc, msg, rb->err);
+}
+
+/* --- life cycle --------------------------------------------------------------- */
+
+int rally__robust_init(struct rally__robust *rb, const struct rally__config *cfg,
+                       const char *host, struct rally__err *e)
+{
+    memset(rb, 0, sizeof *rb);
+    rb->err = e;
+    rb->cfg = cfg;
+    rb->world = 1;
+    rb->listen_fd = -1;
+    rb->tc.fd = -1;
+    rally__comm_init(&rb->comm, 0, 1, e);
+    rb->comm.timeout_ms = cfg->timeout_ms;
+    if (rally__mock_parse(&rb->mock, cfg->mock, e) != RALLY_OK)
+        return e->code;
+    if (cfg->tracker[0] == '\0')
+        return RALLY_OK; /* no launcher: rank 0 of 1 */
+    rb->distributed = 1;
+    if (cfg->sock_buf_bytes > 0 && cfg->sock_buf_bytes < 32 << 10)
+        return rally__fail(e, RALLY_ECONFIG,
+                           "rally_sock_buf_bytes=%lld is below 32K: the kernel's buffer (twice "
+                           "that) would hold less than one 64K loopback segment, which stalls "
+                           "links; say 0 for the kernel's choice",
+                           (long long)cfg->sock_buf_bytes);
+    if (cfg->secret_file[0] == '\0')
+        return rally__fail(e, RALLY_ECONFIG,
+                           "rally_tracker is set but rally_secret_file is not; start workers "
+                           "with rally-run, or export what rally-tracker printed");
+    char thost[RALLY__HOST_MAX];
+    int tport, port;
+    if (rally__hostport_split(cfg->tracker, thost, sizeof thost, &tport, e) != RALLY_OK)
+        return e->code;
+    /* a tracker on loopback means a one-host job: listen there only */
+    const char *lhost = rally__host_is_loopback(thost) ? thost : "";
+    if (rally__tcp_listen(lhost, 0, 128, &rb->listen_fd, &port, e) != RALLY_OK)
+        return e->code;
+    struct rally__tclient_opts o = {cfg->tracker,    cfg->secret_file,
+                                    cfg->task_id,    port,
+                                    host,            cfg->connect_timeout_ms,
+                                    cfg->connect_timeout_ms + cfg->timeout_ms};
+    if (rally__tclient_join(&rb->tc, &o, e) != RALLY_OK)
+        return e->code;
+    rb->rank = rb->tc.rank;
+    rb->world = rb->tc.world;
+    rb->k = (int)cfg->local_replica < rb->world - 1 ? (int)cfg->local_replica : rb->world - 1;
+    struct rally__comm *cm = &rb->comm;
+    rally__comm_init(cm, rb->rank, rb->world, e);
+    cm->timeout_ms = cfg->timeout_ms;
+    cm->ring_threshold = (size_t)cfg->ring_threshold_bytes;
+    cm->chunk = (size_t)cfg->chunk_bytes;
+    cm->spin_us = cfg->spin_us;
+    cm->alarm = rally__handle_fd(rb->tc.fd);
+    cm->on_alarm = on_alarm;
+    cm->report = on_report;
+    cm->hook_arg = rb;
+    if (wire(rb) != RALLY_OK)
+        return e->code;
+    if (rally__tclient_ready(&rb->tc, rally__deadline(cfg->connect_timeout_ms), e) != RALLY_OK)
+        return e->code;
+    /* joined in a later epoch: this worker replaces one that died */
+    rb->recovering = rb->tc.epoch > 0;
+    return rally__tclient_heartbeat_start(&rb->tc, cfg->heartbeat_ms, e);
+}
+
+void rally__robust_free(struct rally__robust *rb)
+{
+    close_links(rb);
+    rally__comm_free(&rb->comm);
+    rally__tclient_close(&rb->tc);
+    if (rb->listen_fd >= 0)
+        close(rb->listen_fd);
+    rally__robust_cache_free(rb);
+    rally__robust_store_free(rb);
+    rally__mock_free(&rb->mock);
+}

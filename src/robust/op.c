@@ -1,0 +1,289 @@
+/*
+ * op.c — the op driver: each operation runs straight on the links while the
+ * job is in step, and through recovery after an epoch began; checkpoint,
+ * load_checkpoint and finalize are operations of their own.
+ *
+ * An operation that fails because the job lost a worker re-wires this
+ * worker in the next epoch (membership.c) and is retried through agreement
+ * rounds (recovery.c), which serve the workers that are behind, until every
+ * worker stands at the same position; then the operation runs normally.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "robust/robust.h"
+#include "util/clock.h"
+#include "util/wire.h"
+
+enum { SERVED = RALLY__SERVED, EXECUTE = RALLY__EXECUTE };
+
+static uint64_t here(const struct rally__robust *rb)
+{
+    return rb->loaded ? RALLY__KEY_OP(rb->version, rb->q) : RALLY__KEY_BOOT(rb->boot);
+}
+
+static void advance(struct rally__robust *rb)
+{
+    if (rb->loaded)
+        rb->q++;
+    else
+        rb->boot++;
+}
+
+int rally__robust_op(struct rally__robust *rb, struct rally__op *op)
+{
+    uint64_t key = here(rb);
+    rally__robust_mock(rb, rb->version, rally__robust_user_seq(rb), RALLY__MOCK_OP);
+    int prepared = 0;
+    for (;;) {
+        int rc;
+        unsigned char *res = NULL;
+        uint64_t n = 0;
+        if (rb->recovering) {
+            rc = rally__robust_recover(rb, key, &op->sig, &res, &n);
+            if (rc == SERVED) {
+                if ((rc = op->deliver(rb, op, res, n)) != RALLY_OK) {
+                    rally__robust_unbuf(rb, res);
+                    return rc;
+                }
+                if ((rc = rally__robust_cache_put(rb, key, &op->sig, res, n)) == RALLY_OK)
+                    advance(rb);
+                return rc;
+            }
+            if (rc != EXECUTE) {
+                if (!rally__robust_repairable(rb, rc))
+                    return rc;
+                if ((rc = rally__robust_reset(rb, rc, key)) != RALLY_OK)
+                    return rc;
+                continue;
+            }
+        }
+        if (!prepared && op->prepare != NULL) {
+            op->prepare(op->prepare_arg);
+            prepared = 1;
+        }
+        rc = op->run(rb, op, &res, &n);
+        if (rc == RALLY_OK) {
+            if ((rc = rally__robust_cache_put(rb, key, &op->sig, res, n)) == RALLY_OK)
+                advance(rb);
+            return rc;
+        }
+        if (!rally__robust_repairable(rb, rc))
+            return rc;
+        if ((rc = rally__robust_reset(rb, rc, key)) != RALLY_OK)
+            return rc;
+    }
+}
+
+/* Its result is cached like any other. */
+int rally__robust_run_barrier(struct rally__robust *rb, struct rally__op *op, unsigned char **res,
+                              uint64_t *n)
+{
+    unsigned char *b = rally__robust_buf(rb, 8);
+    if (b == NULL)
+        return rally__fail(rb->err, RALLY_ENOMEM, "out of memory");
+    rally__put_u64(b, 1);
+    struct rally__reducer rd;
+    rally__reducer_builtin(&rd, RALLY_UINT64, RALLY_SUM);
+    int rc = rally__allreduce(&rb->comm, b, b, 1, &rd, &op->sig);
+    if (rc != RALLY_OK) {
+        rally__robust_unbuf(rb, b);
+        return rc;
+    }
+    *res = b;
+    *n = 8;
+    return RALLY_OK;
+}
+
+static int deliver_nothing(struct rally__robust *rb, struct rally__op *op, const unsigned char *res,
+                           uint64_t n)
+{
+    return RALLY_OK;
+}
+
+/* The acknowledgement's agreed request bits. */
+struct ack {
+    uint64_t flags;
+};
+
+/* 8 bytes: this worker's request bits, OR-ed over the job. */
+static int run_ack(struct rally__robust *rb, struct rally__op *op, unsigned char **res,
+                   uint64_t *n)
+{
+    struct ack *c = op->ctx;
+    unsigned char *b = rally__robust_buf(rb, 8);
+    if (b == NULL)
+        return rally__fail(rb->err, RALLY_ENOMEM, "out of memory");
+    rally__put_u64(b, rb->request);
+    struct rally__reducer rd;
+    rally__reducer_builtin(&rd, RALLY_UINT64, RALLY_BITOR);
+    int rc = rally__allreduce(&rb->comm, b, b, 1, &rd, &op->sig);
+    if (rc != RALLY_OK) {
+        rally__robust_unbuf(rb, b);
+        return rc;
+    }
+    c->flags = rally__get_u64(b);
+    *res = b;
+    *n = 8;
+    return RALLY_OK;
+}
+
+/* Served from another worker's cache: the word the job agreed then. */
+static int deliver_ack(struct rally__robust *rb, struct rally__op *op, const unsigned char *res,
+                       uint64_t n)
+{
+    struct ack *c = op->ctx;
+    if (n != 8)
+        return rally__fail(rb->err, RALLY_EPROTO,
+                           "recovery served %llu bytes for a checkpoint's acknowledgement",
+                           (unsigned long long)n);
+    c->flags = rally__get_u64(res);
+    return RALLY_OK;
+}
+
+/* After a checkpoint (or loading one): the acknowledgement at (V, 0).  Once
+ * it completes every worker has stored version V, so nobody will ask for an
+ * older result again: V is committed, with the request bits of every
+ * worker OR-ed.  This worker's own requests are spent, whether they went
+ * into the word or it was served a word the job agreed without them. */
+static int acknowledge(struct rally__robust *rb)
+{
+    rb->q = 0;
+    struct ack c = {0};
+    struct rally__op ack = {{RALLY__K_ACK, 0, 0, -1, rb->version, 0}, NULL, NULL, run_ack,
+                            deliver_ack, &c};
+    int rc = rally__robust_op(rb, &ack);
+    if (rc != RALLY_OK)
+        return rc;
+    rally__robust_cache_drop_below(rb, rb->version);
+    rb->request = 0;
+    rally__robust_commit(rb, rb->version, c.flags);
+    return RALLY_OK;
+}
+
+int rally__robust_checkpoint(struct rally__robust *rb, const void *global, uint64_t nbytes,
+                             rally_serialize_fn lazy, void *lazy_arg, const void *local,
+                             uint64_t local_nbytes)
+{
+    rally__robust_mock(rb, rb->version, rally__robust_user_seq(rb), RALLY__MOCK_OP);
+    uint64_t seq = rally__robust_user_seq(rb);
+    if (rb->version > 0 && (local != NULL) != rb->use_local)
+        return rally__fail(rb->err, RALLY_EINVAL,
+                           "checkpoint: a job passes a local model always or never (this call %s "
+                           "one, earlier ones %s)",
+                           local ? "passes" : "does not pass", rb->use_local ? "did" : "did not");
+    rb->loaded = 1;
+    if (local != NULL) {
+        rb->use_local = 1;
+        int rc = rally__robust_replicate(rb, local, local_nbytes);
+        if (rc != RALLY_OK)
+            return rc;
+    }
+    if (rally__robust_store_global(rb, global, nbytes, lazy, lazy_arg) != RALLY_OK)
+        return rb->err->code;
+    uint64_t was = rb->version;
+    rb->version++;
+    rally__robust_mock(rb, was, seq, RALLY__MOCK_CHECKPOINT);
+    if (!rb->distributed) {
+        rally__robust_cache_drop_below(rb, rb->version);
+        rb->q = 1;
+        uint64_t flags = rb->request;
+        rb->request = 0;
+        rally__robust_commit(rb, rb->version, flags);
+        return RALLY_OK;
+    }
+    return acknowledge(rb);
+}
+
+int rally__robust_load(struct rally__robust *rb, void **global, uint64_t *global_nbytes,
+                       void **local, uint64_t *local_nbytes, uint64_t *version)
+{
+    if (rb->loaded)
+        return rally__fail(rb->err, RALLY_ESTATE,
+                           "rally_load_checkpoint must be called once, before the first "
+                           "rally_checkpoint");
+    for (;;) {
+        unsigned char *res = NULL;
+        uint64_t n = 0;
+        int rc = EXECUTE;
+        struct rally__sig none = {0};
+        if (rb->recovering)
+            rc = rally__robust_recover(rb, RALLY__KEY_LOAD, &none, &res, &n);
+        if (rc == EXECUTE || (rc == SERVED && res == NULL)) {
+            /* a fresh start, or everyone is loading and nobody has a checkpoint */
+            rb->loaded = 1;
+            rb->version = 0;
+            rb->q = 1;
+            *version = 0;
+            return RALLY_OK;
+        }
+        if (rc == SERVED) {
+            struct rally__localset *ls =
+                rb->use_local ? rally__robust_set_of(rb, rb->version) : NULL;
+            unsigned char *g = rally__robust_dup(res, n), *l = NULL;
+            unsigned char *keep = rally__robust_dup(res, n);
+            rally__robust_unbuf(rb, res);
+            if (ls != NULL && local != NULL)
+                l = rally__robust_dup(ls->data[0], ls->nbytes[0]);
+            if (g == NULL || keep == NULL || (ls != NULL && local != NULL && l == NULL)) {
+                free(g);
+                free(keep);
+                free(l);
+                return rally__fail(rb->err, RALLY_ENOMEM, "out of memory loading a checkpoint");
+            }
+            rally__robust_store_adopt(rb, keep, n);
+            rb->loaded = 1; /* rb->version was set by recover() */
+            if ((rc = acknowledge(rb)) != RALLY_OK) {
+                free(g);
+                free(l);
+                return rc;
+            }
+            *global = g;
+            *global_nbytes = n;
+            if (local != NULL) {
+                *local = l;
+                if (local_nbytes != NULL)
+                    *local_nbytes = ls != NULL ? ls->nbytes[0] : 0;
+            }
+            *version = rb->version;
+            return RALLY_OK;
+        }
+        if (!rally__robust_repairable(rb, rc))
+            return rc;
+        if ((rc = rally__robust_reset(rb, rc, RALLY__KEY_LOAD)) != RALLY_OK)
+            return rc;
+    }
+}
+
+int rally__robust_finalize(struct rally__robust *rb)
+{
+    rally__robust_mock(rb, rb->version, rally__robust_user_seq(rb), RALLY__MOCK_OP);
+    if (!rb->distributed)
+        return RALLY_OK;
+    /* nobody leaves while a peer may still need its cached results */
+    uint64_t key = RALLY__KEY_FINAL;
+    struct rally__sig sig = {RALLY__K_FINAL, 0, 0, -1, 1, 0};
+    for (;;) {
+        unsigned char *res = NULL;
+        uint64_t n = 0;
+        int rc = RALLY_OK;
+        if (rb->recovering)
+            rc = rally__robust_recover(rb, key, &sig, &res, &n);
+        if (rc == RALLY_OK || rc == EXECUTE) {
+            struct rally__op fin = {sig, NULL, NULL, rally__robust_run_barrier, deliver_nothing,
+                                    NULL};
+            rc = rally__robust_run_barrier(rb, &fin, &res, &n);
+            if (rc == RALLY_OK) {
+                rally__robust_unbuf(rb, res);
+                break;
+            }
+        }
+        if (!rally__robust_repairable(rb, rc))
+            return rc;
+        if ((rc = rally__robust_reset(rb, rc, key)) != RALLY_OK)
+            return rc;
+    }
+    rally__tclient_heartbeat_stop(&rb->tc);
+    return rally__tclient_shutdown(&rb->tc, rally__deadline(rb->cfg->connect_timeout_ms), rb->err);
+}
+

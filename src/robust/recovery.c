@@ -1,0 +1,282 @@
+/*
+ * recovery.c — agreement rounds and transfers: after an epoch began, the
+ * rounds that bring every worker to the same position, serving the workers
+ * behind the others (the checkpoint to one in load_checkpoint, cached
+ * results to the others).
+ *
+ * Every worker goes through the same rounds in the same order, because each
+ * round's decision is the allreduced summary.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "robust/robust.h"
+#include "tracker/proto.h"
+#include "util/wire.h"
+
+#define NONE RALLY__NONE
+enum { SERVED = RALLY__SERVED, EXECUTE = RALLY__EXECUTE };
+
+/* A worker's summary: reduced element-wise with min, max, max, min, max. */
+enum { S_MIN, S_MAX, S_NEED, S_BEST, S_LOCAL, S_N };
+
+static void reduce_summary(void *inout, const void *in, size_t count, void *arg)
+{
+    for (size_t i = 0; i < count; i++) {
+        unsigned char *a = (unsigned char *)inout + i * 8 * S_N;
+        const unsigned char *b = (const unsigned char *)in + i * 8 * S_N;
+        uint64_t x[S_N], y[S_N];
+        for (int k = 0; k < S_N; k++) {
+            x[k] = rally__get_u64(a + 8 * k);
+            y[k] = rally__get_u64(b + 8 * k);
+        }
+        x[S_MIN] = y[S_MIN] < x[S_MIN] ? y[S_MIN] : x[S_MIN];
+        x[S_MAX] = y[S_MAX] > x[S_MAX] ? y[S_MAX] : x[S_MAX];
+        x[S_NEED] = y[S_NEED] > x[S_NEED] ? y[S_NEED] : x[S_NEED];
+        x[S_BEST] = y[S_BEST] < x[S_BEST] ? y[S_BEST] : x[S_BEST];
+        x[S_LOCAL] = y[S_LOCAL] > x[S_LOCAL] ? y[S_LOCAL] : x[S_LOCAL];
+        for (int k = 0; k < S_N; k++)
+            rally__put_u64(a + 8 * k, x[k]);
+    }
+}
+
+static const struct rally__reducer summary_reducer = {8 * S_N, 1, reduce_summary, NULL, NULL};
+
+static int agree(struct rally__robust *rb, uint64_t v[S_N], int kind)
+{
+    unsigned char b[8 * S_N];
+    for (int k = 0; k < S_N; k++)
+        rally__put_u64(b + 8 * k, v[k]);
+    struct rally__sig sig = {(uint8_t)kind, 0, 0, -1, 1, 0};
+    int rc = rally__allreduce(&rb->comm, b, b, 1, &summary_reducer, &sig);
+    if (rc != RALLY_OK)
+        return rc;
+    for (int k = 0; k < S_N; k++)
+        v[k] = rally__get_u64(b + 8 * k);
+    return RALLY_OK;
+}
+
+/* Broadcasts (sig, bytes) from root; every worker takes part, and *out (a
+ * rally__robust_buf) receives the bytes on workers that want them. */
+static int transfer(struct rally__robust *rb, int root, struct rally__sig *sig,
+                    const unsigned char *data, uint64_t nbytes, int want, unsigned char **out,
+                    uint64_t *out_nbytes)
+{
+    /* the head is sig itself, in its wire form, its sidecar carrying nbytes */
+    unsigned char head[RALLY__SIG_NBYTES];
+    struct rally__sig sent = *sig;
+    sent.sidecar = nbytes;
+    rally__sig_encode(head, &sent, 0);
+    struct rally__sig hs = {RALLY__K_XFER_HEAD, 0, 0, root, sizeof head, 0};
+    int rc = rally__broadcast(&rb->comm, head, sizeof head, root, &hs);
+    if (rc != RALLY_OK)
+        return rc;
+    uint32_t unused;
+    if (rally__sig_decode(head, sig, &unused) != 0)
+        return rally__fail(rb->err, RALLY_EPROTO, "a recovery transfer began with a bad header");
+    uint64_t n = sig->sidecar;
+    sig->sidecar = 0;
+    unsigned char *buf = rb->rank == root ? (unsigned char *)data : rally__robust_buf(rb, n);
+    if (buf == NULL)
+        return rally__fail(rb->err, RALLY_ENOMEM, "out of memory for a %llu-byte recovery transfer",
+                           (unsigned long long)n);
+    struct rally__sig ds = {RALLY__K_XFER_DATA, 0, 0, root, n, 0};
+    rc = rally__broadcast(&rb->comm, buf, (size_t)n, root, &ds);
+    if (rb->rank == root)
+        return rc;
+    if (rc == RALLY_OK && want) {
+        *out = buf;
+        *out_nbytes = n;
+    } else {
+        rally__robust_unbuf(rb, buf);
+    }
+    return rc;
+}
+
+static int same_sig(const struct rally__sig *a, const struct rally__sig *b)
+{
+    return a->kind == b->kind && a->dtype == b->dtype && a->op == b->op && a->root == b->root &&
+           a->count == b->count;
+}
+
+/* After the global model of version v reached the workers in
+ * load_checkpoint (want), every rank's local model of version v goes where
+ * it belongs: to its own rank and its k ring successors, from the
+ * lowest-ranked worker that still holds it.  Every worker takes part. */
+static int recover_locals(struct rally__robust *rb, uint64_t v, int want)
+{
+    int N = rb->world, k = rb->k, rc = RALLY_OK;
+    unsigned char *need = calloc((size_t)N, 1);
+    size_t *off = calloc(2 * (size_t)N, sizeof *off);
+    char lost[256] = "";
+    size_t nlost = 0;
+    if (need == NULL || off == NULL) {
+        rc = rally__fail(rb->err, RALLY_ENOMEM, "out of memory recovering local models");
+        goto done;
+    }
+    for (int i = 0; i < N; i++) {
+        off[i] = (size_t)i;
+        off[N + i] = 1;
+    }
+    need[rb->rank] = want ? (unsigned char)((1u << (k + 1)) - 1) : 0;
+    struct rally__sig ns = {RALLY__K_LOCAL_NEED, 0, 0, -1, 1, 0};
+    if ((rc = rally__allgather(&rb->comm, need, off, off + N, &ns)) != RALLY_OK)
+        goto done;
+    struct rally__localset *mine = want ? rally__robust_set_spare(rb) : rally__robust_set_of(rb, v);
+    if (want)
+        mine->version = v;
+    for (int q = 0; q < N; q++) {
+        int needed = 0;
+        for (int j = 0; j <= k; j++)
+            needed |= need[(q + j) % N] >> j & 1;
+        if (!needed)
+            continue;
+        int j_me = (rb->rank - q + N) % N;
+        int hold = !want && mine != NULL && j_me <= k && mine->data[j_me] != NULL;
+        uint64_t h[S_N] = {hold ? (uint64_t)rb->rank : NONE, 0, 0, NONE, 0};
+        if ((rc = agree(rb, h, RALLY__K_HOLDER)) != RALLY_OK)
+            goto done;
+        if (h[S_MIN] == NONE) {
+            if (nlost < sizeof lost - 12)
+                nlost += (size_t)snprintf(lost + nlost, sizeof lost - nlost, "%s%d",
+                                          nlost ? ", " : "", q);
+            continue;
+        }
+        struct rally__sig sig = {RALLY__K_LOCAL_NEED, 0, 0, -1, (uint64_t)q, 0};
+        unsigned char *res = NULL;
+        uint64_t n = 0;
+        int take = want && j_me <= k;
+        rc = transfer(rb, (int)h[S_MIN], &sig, hold ? mine->data[j_me] : NULL,
+                      hold ? mine->nbytes[j_me] : 0, take, &res, &n);
+        if (rc != RALLY_OK)
+            goto done;
+        if (take) {
+            mine->data[j_me] = rally__robust_dup(res, n);
+            mine->nbytes[j_me] = n;
+            rally__robust_unbuf(rb, res);
+            if (mine->data[j_me] == NULL) {
+                rc = rally__fail(rb->err, RALLY_ENOMEM, "out of memory for a local model");
+                goto done;
+            }
+        }
+    }
+    if (nlost > 0) {
+        rc = rally__fail(rb->err, RALLY_EPEER,
+                         "cannot recover: the local models of ranks %s are lost (each lived on "
+                         "%d workers, all of which died; rally_local_replica=%d)",
+                         lost, k + 1, k);
+        rally__robust_fatal(rb, RALLY_EPEER, rb->err->msg);
+        goto done;
+    }
+    if (want)
+        mine->valid = 1;
+done:
+    free(need);
+    free(off);
+    return rc;
+}
+
+int rally__robust_recover(struct rally__robust *rb, uint64_t key, const struct rally__sig *mine,
+                   unsigned char **res, uint64_t *res_nbytes)
+{
+    for (;;) {
+        uint64_t best =
+            rb->version > 0 && (rb->ckpt != NULL || rb->lazy != NULL)
+                ? ((uint64_t)(UINT32_MAX - (uint32_t)rb->version) << 32) | (uint32_t)rb->rank
+                : NONE;
+        uint64_t s[S_N] = {key, key, key == RALLY__KEY_LOAD, best, rb->use_local};
+        int rc = agree(rb, s, RALLY__K_AGREE);
+        if (rc != RALLY_OK)
+            return rc;
+        if (s[S_MIN] == s[S_MAX] && !s[S_NEED]) {
+            rb->recovering = 0;
+            return EXECUTE;
+        }
+        if (key > s[S_MIN])
+            rally__robust_mock(rb, rb->version, rally__robust_user_seq(rb),
+                               RALLY__MOCK_RECOVERY);
+        if (s[S_MIN] == RALLY__KEY_LOAD && s[S_NEED]) {
+            /* workers in load_checkpoint get the newest checkpoint, if any */
+            int want = key == RALLY__KEY_LOAD;
+            if (s[S_BEST] == NONE) {
+                if (want) {
+                    *res = NULL;
+                    *res_nbytes = 0;
+                    return SERVED;
+                }
+                continue;
+            }
+            int root = (int)(s[S_BEST] & 0xffffffffu);
+            uint64_t version = UINT32_MAX - (s[S_BEST] >> 32);
+            struct rally__sig sig = {RALLY__K_ACK, 0, 0, -1, version, 0};
+            if (want)
+                rally__robust_mock(rb, 0, 0, RALLY__MOCK_LOAD);
+            const unsigned char *g = NULL;
+            uint64_t gn = 0;
+            unsigned char *owned = NULL;
+            if (rb->rank == root &&
+                rally__robust_global_bytes(rb, version, &g, &gn, &owned) != RALLY_OK) {
+                rally__fail_over(rb->err, RALLY_EINVAL,
+                                 "the lazy checkpoint's serialize callback failed while a "
+                                 "recovering worker needed the model");
+                rally__robust_fatal(rb, RALLY_EINVAL, rb->err->msg);
+                return RALLY_EINVAL;
+            }
+            rc = transfer(rb, root, &sig, g, gn, want, res, res_nbytes);
+            free(owned);
+            if (rc == RALLY_OK && s[S_LOCAL])
+                rc = recover_locals(rb, version, want);
+            if (rc != RALLY_OK) {
+                if (want)
+                    rally__robust_unbuf(rb, *res);
+                return rc;
+            }
+            if (want) {
+                rb->version = sig.count;
+                rb->use_local = (int)s[S_LOCAL];
+                return SERVED;
+            }
+            continue;
+        }
+        /* the workers furthest behind get that result from the lowest-ranked holder */
+        uint64_t at = s[S_MIN];
+        const struct rally__entry *have = rally__robust_cache_find(rb, at);
+        uint64_t h[S_N] = {have ? (uint64_t)rb->rank : NONE, 0, 0, NONE};
+        if ((rc = agree(rb, h, RALLY__K_HOLDER)) != RALLY_OK)
+            return rc;
+        if (h[S_MIN] == NONE) {
+            char where[96];
+            rally__position_str(at, where, sizeof where);
+            rally__fail(rb->err, RALLY_EPEER,
+                        "cannot recover: the result of %s is lost (every worker that had it "
+                        "died)",
+                        where);
+            rally__robust_fatal(rb, RALLY_EPEER, rb->err->msg);
+            return RALLY_EPEER;
+        }
+        struct rally__sig sig = have ? have->sig : (struct rally__sig){0};
+        int want = key == at;
+        rc = transfer(rb, (int)h[S_MIN], &sig, have ? have->data : NULL, have ? have->nbytes : 0,
+                      want, res, res_nbytes);
+        if (rc != RALLY_OK)
+            return rc;
+        if (!want)
+            continue;
+        if (!same_sig(&sig, mine)) {
+            char a[160], b[160], where[96];
+            rally__sig_str(mine, a, sizeof a);
+            rally__sig_str(&sig, b, sizeof b);
+            rally__position_str(key, where, sizeof where);
+            rally__robust_unbuf(rb, *res);
+            rally__fail(rb->err, RALLY_EMISMATCH,
+                        "rank %d diverged after its restart: at %s it called %s, but the job "
+                        "called %s there before",
+                        rb->rank, where, a, b);
+            rally__robust_fatal(rb, RALLY_EMISMATCH, rb->err->msg);
+            return RALLY_EMISMATCH;
+        }
+        return SERVED;
+    }
+}
+
