@@ -1,3 +1,7 @@
+/*
+ * reduce.c — the reducer table's kernels: every built-in dtype x op as a
+ * straight loop, in place and out of place.
+ */
 #include "coll/reduce.h"
 
 #include <stdint.h>

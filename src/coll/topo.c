@@ -1,3 +1,7 @@
+/*
+ * topo.c — computes a rank's place in the pre-order tree and the ring
+ * (topo.h has the proof that the layout alone fixes them).
+ */
 #include "coll/topo.h"
 
 /* Finds rank's place by descending from the root over [lo, hi). */

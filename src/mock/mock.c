@@ -1,3 +1,7 @@
+/*
+ * mock.c — parses rally_mock kill points and, in librally_mock only, kills
+ * the worker when it reaches one (mock.h).
+ */
 #include "mock/mock.h"
 
 #include <signal.h>

@@ -1,3 +1,7 @@
+/*
+ * auth.c — the job's secret, and the challenge-response handshake: one pure
+ * step function for the accepting side, blocking wrappers over a socket.
+ */
 #include "net/auth.h"
 
 #include <errno.h>

@@ -1,3 +1,6 @@
+/*
+ * clock.c — monotonic milliseconds and deadlines (clock.h).
+ */
 #include "util/clock.h"
 
 #include <errno.h>

@@ -1,3 +1,8 @@
+/*
+ * config.c — reads the engine's settings from defaults, RALLY_* variables
+ * and rally_key=value arguments, checking each against its key's table
+ * entry (config.h).
+ */
 #include "util/config.h"
 
 #include <ctype.h>

@@ -1,3 +1,7 @@
+/*
+ * err.c — fills the error record: first failure wins, a message names what
+ * failed and why (err.h).
+ */
 #include "util/err.h"
 
 #include <stdarg.h>
