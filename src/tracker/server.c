@@ -41,13 +41,11 @@
 
 #include "net/frame.h"
 #include "net/sock.h"
+#include "tracker/msg.h"
 #include "tracker/proto.h"
 #include "util/clock.h"
 #include "util/wire.h"
 
-#define TASK_MAX 256
-#define PROC_MAX 256
-#define REASON_MAX 256         /* RESET reason, LINK_FAILED sentence: like ERROR's, cut */
 #define FRAMES_PER_WAKE 64     /* fairness: frames read from one conn per handle() */
 #define CLOSE_LINGER_MS 2000   /* time a refused conn gets to read its REFUSE/ABORT */
 #define HANDSHAKE_DEFAULT_MS 10000
@@ -82,7 +80,7 @@ struct conn {
     struct rally__frame_in in;
     struct chunk *out_head, *out_tail;
     /* registration */
-    char task_id[TASK_MAX];
+    char task_id[RALLY__TASK_MAX];
     char host[RALLY__HOST_MAX];
     int listen_port;
     uint64_t arrival;
@@ -210,9 +208,7 @@ static void queue3(struct rally__tracker *t, struct conn *c, uint16_t type, cons
         drop(t, c, "%s: out of memory queueing a frame", c->what);
         return;
     }
-    rally__put_u32(k->own, (uint32_t)(nbytes + book_nbytes + tail_nbytes));
-    rally__put_u16(k->own + 4, type);
-    rally__put_u16(k->own + 6, 0);
+    rally__frame_hdr(k->own, type, nbytes + book_nbytes + tail_nbytes);
     if (nbytes)
         memcpy(k->own + RALLY__FRAME_HDR, body, nbytes);
     push(c, k);
@@ -240,8 +236,7 @@ static void queue_abort(struct rally__tracker *t, struct conn *c, int code, cons
 {
     unsigned char b[4 + 4 + RALLY__ERR_MSG_MAX];
     struct rally__wbuf w = {b, 0, sizeof b, 0};
-    rally__w_u32(&w, (uint32_t)code);
-    rally__w_str(&w, sentence);
+    rally__msg_fail_put(&w, (uint32_t)code, sentence);
     queue(t, c, RALLY__T_ABORT, b, w.len);
 }
 
@@ -332,7 +327,7 @@ static struct book *make_book(struct rally__tracker *t)
 {
     size_t nbook = 0;
     for (int r = 0; r < t->o.world; r++)
-        nbook += 4 + strlen(t->by_rank[r]->host) + 2 + 4;
+        nbook += rally__msg_book_entry_nbytes(t->by_rank[r]->host);
     if (12 + nbook + 4 > RALLY__FRAME_MAX) {
         fail_job(t, RALLY_EINVAL, -1,
                  "the address book of %d workers needs %zu bytes, over the %u-byte frame limit",
@@ -346,9 +341,8 @@ static struct book *make_book(struct rally__tracker *t)
     }
     struct rally__wbuf w = {b->b, 0, nbook, 0};
     for (int r = 0; r < t->o.world; r++) {
-        rally__w_str(&w, t->by_rank[r]->host);
-        rally__w_u16(&w, (uint16_t)t->by_rank[r]->listen_port);
-        rally__w_u32(&w, t->incarnation[r]);
+        rally__msg_book_entry(&w, t->by_rank[r]->host, (uint16_t)t->by_rank[r]->listen_port,
+                              t->incarnation[r]);
     }
     b->refs = 1;
     b->nbytes = w.len;
@@ -367,17 +361,17 @@ static void send_assign(struct rally__tracker *t)
     t->nready = 0;
     /* On the wire the job's first ASSIGN says epoch 0 (proto.h): a worker
      * that gets a non-zero epoch knows it joined a running job. */
-    unsigned char tail[4];
-    rally__put_u32(tail, t->went ? t->epoch : 0);
+    unsigned char tail[RALLY__ASSIGN_TAIL];
+    struct rally__wbuf tw = {tail, 0, sizeof tail, 0};
+    rally__msg_assign_tail(&tw, t->went ? t->epoch : 0);
     for (int r = 0; r < t->o.world; r++) {
         struct conn *c = t->by_rank[r];
         int fresh = c->assigned == 0;
         c->assigned = t->epoch;
         c->ready = 0;
-        unsigned char h[12];
-        rally__put_u32(h, (uint32_t)r);
-        rally__put_u32(h + 4, (uint32_t)t->o.world);
-        rally__put_u32(h + 8, t->incarnation[r]);
+        unsigned char h[RALLY__ASSIGN_HEAD];
+        struct rally__wbuf hw = {h, 0, sizeof h, 0};
+        rally__msg_assign_head(&hw, r, (uint32_t)t->o.world, t->incarnation[r]);
         queue3(t, c, RALLY__T_ASSIGN, h, sizeof h, b, tail, sizeof tail);
         if (fresh)
             emit(t, RALLY__TEV_ASSIGNED, r, c->task_id, c->host);
@@ -406,12 +400,9 @@ static void new_epoch(struct rally__tracker *t, const char *cause)
     t->phase = P_ASSEMBLING;
     t->nready = 0;
     t->epoch_deadline = rally__deadline(t->o.startup_timeout_ms);
-    unsigned char b[4 + 4 + REASON_MAX];
+    unsigned char b[4 + 4 + RALLY__REASON_MAX];
     struct rally__wbuf w = {b, 0, sizeof b, 0};
-    char reason[REASON_MAX];
-    snprintf(reason, sizeof reason, "%s", cause);
-    rally__w_u32(&w, t->epoch);
-    rally__w_str(&w, reason);
+    rally__msg_reset_put(&w, t->epoch, cause);
     for (int r = 0; r < t->o.world; r++) {
         struct conn *c = t->by_rank[r];
         if (c == NULL)
@@ -469,7 +460,7 @@ static void vdrop(struct rally__tracker *t, struct conn *c, int lost, const char
     char why[RALLY__ERR_MSG_MAX];
     vsnprintf(why, sizeof why, fmt, ap);
     int registered = c->phase == C_REG && !c->finalized, rank = c->rank;
-    char task[TASK_MAX], host[RALLY__HOST_MAX];
+    char task[RALLY__TASK_MAX], host[RALLY__HOST_MAX];
     snprintf(task, sizeof task, "%s", c->task_id);
     snprintf(host, sizeof host, "%s", c->peer);
     if (c->phase != C_REG)
@@ -708,19 +699,18 @@ static void on_reregister(struct rally__tracker *t, struct conn *c, const char *
     maybe_assign(t);
 }
 
-static void on_register(struct rally__tracker *t, struct conn *c, struct rally__rbuf *r)
+static void on_register(struct rally__tracker *t, struct conn *c, const unsigned char *body,
+                        size_t n)
 {
-    char task[TASK_MAX], host[RALLY__HOST_MAX], proc[PROC_MAX];
-    rally__r_str(r, task, sizeof task);
-    int32_t want = (int32_t)rally__r_u32(r);
-    uint32_t hint = rally__r_u32(r);
-    uint16_t port = rally__r_u16(r);
-    rally__r_str(r, host, sizeof host);
-    rally__r_str(r, proc, sizeof proc);
-    if (r->bad || r->pos != r->len) {
-        drop(t, c, "%s: malformed REGISTER (%zu bytes)", c->what, r->len);
+    struct rally__msg_register m;
+    if (rally__msg_register_get(body, n, &m) != 0) {
+        drop(t, c, "%s: malformed REGISTER (%zu bytes)", c->what, n);
         return;
     }
+    const char *task = m.task_id, *host = m.listen_host;
+    int32_t want = m.want_rank;
+    uint32_t hint = m.world_hint;
+    uint16_t port = m.listen_port;
     if (t->state == RALLY__TRACKER_FAILED) {
         reject(t, c, t->code, "%s", t->sentence);
         return;
@@ -778,13 +768,13 @@ static void on_ready(struct rally__tracker *t, struct conn *c, size_t n)
         go(t);
 }
 
-static void on_rejoin(struct rally__tracker *t, struct conn *c, struct rally__rbuf *r)
+static void on_rejoin(struct rally__tracker *t, struct conn *c, const unsigned char *body,
+                      size_t n)
 {
-    uint32_t epoch = rally__r_u32(r);
-    uint64_t position = rally__r_u64(r);
-    uint32_t version = rally__r_u32(r);
-    if (r->bad || r->pos != r->len) {
-        drop(t, c, "%s: malformed REJOIN (%zu bytes)", c->what, r->len);
+    uint32_t epoch, version;
+    uint64_t position;
+    if (rally__msg_rejoin_get(body, n, &epoch, &position, &version) != 0) {
+        drop(t, c, "%s: malformed REJOIN (%zu bytes)", c->what, n);
         return;
     }
     if (c->rank < 0 || c->assigned == 0 || epoch > t->epoch || epoch <= c->assigned) {
@@ -800,13 +790,13 @@ static void on_rejoin(struct rally__tracker *t, struct conn *c, struct rally__rb
     maybe_assign(t);
 }
 
-static void on_link_failed(struct rally__tracker *t, struct conn *c, struct rally__rbuf *r)
+static void on_link_failed(struct rally__tracker *t, struct conn *c, const unsigned char *body,
+                           size_t n)
 {
     char msg[RALLY__ERR_MSG_MAX];
-    uint32_t epoch = rally__r_u32(r);
-    rally__r_str(r, msg, sizeof msg);
-    if (r->bad || r->pos != r->len) {
-        drop(t, c, "%s: malformed LINK_FAILED (%zu bytes)", c->what, r->len);
+    uint32_t epoch;
+    if (rally__msg_link_failed_get(body, n, &epoch, msg, sizeof msg) != 0) {
+        drop(t, c, "%s: malformed LINK_FAILED (%zu bytes)", c->what, n);
         return;
     }
     if (epoch == 0) /* the epoch of the job's first ASSIGN, as the worker knows it */
@@ -834,7 +824,6 @@ static void on_link_failed(struct rally__tracker *t, struct conn *c, struct rall
 static void on_frame(struct rally__tracker *t, struct conn *c, uint16_t type,
                      const unsigned char *body, size_t n)
 {
-    struct rally__rbuf r = {body, n, 0, 0};
     if (c->phase == C_AUTH) {
         struct rally__err e = {0, ""};
         unsigned char out[RALLY__AUTH_OUT_MAX];
@@ -860,7 +849,7 @@ static void on_frame(struct rally__tracker *t, struct conn *c, uint16_t type,
     }
     if (c->phase == C_AUTHED) {
         if (type == RALLY__T_REGISTER)
-            on_register(t, c, &r);
+            on_register(t, c, body, n);
         else
             drop(t, c, "%s: frame type %u before REGISTER", c->what, type);
         return;
@@ -870,16 +859,16 @@ static void on_frame(struct rally__tracker *t, struct conn *c, uint16_t type,
         on_ready(t, c, n);
         return;
     case RALLY__T_HEARTBEAT:
-        if (n != 0)
+        if (rally__msg_empty_get(body, n) != 0)
             drop(t, c, "%s: a HEARTBEAT with a %zu-byte body", c->what, n);
         else
             c->heartbeats = 1;
         return;
     case RALLY__T_REJOIN:
-        on_rejoin(t, c, &r);
+        on_rejoin(t, c, body, n);
         return;
     case RALLY__T_LINK_FAILED:
-        on_link_failed(t, c, &r);
+        on_link_failed(t, c, body, n);
         return;
     case RALLY__T_PRINT: {
         char *msg = malloc(RALLY__PRINT_MAX + 1);
@@ -887,8 +876,7 @@ static void on_frame(struct rally__tracker *t, struct conn *c, uint16_t type,
             drop(t, c, "%s: out of memory for a PRINT", c->what);
             return;
         }
-        rally__r_str(&r, msg, RALLY__PRINT_MAX + 1);
-        if (r.bad || r.pos != r.len)
+        if (rally__msg_print_get(body, n, msg, RALLY__PRINT_MAX + 1) != 0)
             drop(t, c, "%s: malformed PRINT (%zu bytes)", c->what, n);
         else if (t->o.print)
             t->o.print(t->o.arg, c->rank, msg);
@@ -897,9 +885,8 @@ static void on_frame(struct rally__tracker *t, struct conn *c, uint16_t type,
     }
     case RALLY__T_ERROR: {
         char msg[RALLY__ERR_MSG_MAX];
-        uint32_t code = rally__r_u32(&r);
-        rally__r_str(&r, msg, sizeof msg);
-        if (r.bad || r.pos != r.len) {
+        uint32_t code;
+        if (rally__msg_fail_get(body, n, &code, msg, sizeof msg) != 0) {
             drop(t, c, "%s: malformed ERROR (%zu bytes)", c->what, n);
             return;
         }
