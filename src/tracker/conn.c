@@ -23,7 +23,7 @@
 #include "util/clock.h"
 
 #define FRAMES_PER_WAKE 64 /* fairness: frames read from one conn per round */
-#define CLOSE_LINGER_MS 2000 /* time a refused stranger gets to read its REFUSE */
+#define CLOSE_LINGER_MS 2000 /* time a refused connection gets to read why */
 
 enum { ST_PENDING, ST_IO, ST_TIMERS, ST_FLUSH, ST_ACCEPT, ST_END };
 
@@ -160,10 +160,10 @@ void rally__conn_admit(struct rally__conn *c)
     c->deadline = RALLY__NEVER;
 }
 
-void rally__conn_linger(struct rally__conn *c, int64_t deadline_ms)
+void rally__conn_linger(struct rally__conn *c, int64_t now_ms)
 {
     c->closing = 1;
-    c->deadline = deadline_ms;
+    c->deadline = now_ms + CLOSE_LINGER_MS;
 }
 
 /* --- reports --------------------------------------------------------------- */
@@ -235,7 +235,7 @@ static int handshake(struct rally__conns *s, struct rally__conn *c, struct rally
     }
     rally__conn_send(s, c, ot, out, on, NULL, NULL, 0);
     if (rc < 0) {
-        rally__conn_linger(c, s->now + CLOSE_LINGER_MS);
+        rally__conn_linger(c, s->now);
         return log_line(s, r, "refusing %s: %s", c->name, e.msg);
     }
     if (rc == 1) {
@@ -421,6 +421,8 @@ int rally__conns_next(struct rally__conns *s, struct rally__conn_report *r)
         struct rally__conn *c = s->pending;
         s->pending = c->pending_next;
         c->bad_pending = 0;
+        if (!c->authed)
+            return log_line(s, r, "dropping %s", c->why);
         *r = (struct rally__conn_report){.kind = RALLY__CONN_BAD, .c = c, .text = c->why};
         return 1;
     }

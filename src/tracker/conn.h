@@ -112,8 +112,9 @@ void rally__conn_send(struct rally__conns *s, struct rally__conn *c, uint16_t ty
                       const void *tail, size_t tail_nbytes);
 /* The owner took c in: its handshake deadline no longer applies. */
 void rally__conn_admit(struct rally__conn *c);
-/* Send what is queued, then close; read nothing more; give up at deadline. */
-void rally__conn_linger(struct rally__conn *c, int64_t deadline_ms);
+/* Send what is queued (the refusal), then close; read nothing more; give up
+ * after a short linger from now_ms. */
+void rally__conn_linger(struct rally__conn *c, int64_t now_ms);
 /* Closes c now; its memory lives until the round's end. */
 void rally__conn_close(struct rally__conn *c);
 

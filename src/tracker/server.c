@@ -23,7 +23,6 @@
 #include "tracker/job.h"
 #include "util/clock.h"
 
-#define CLOSE_LINGER_MS 2000 /* time a refused worker gets to read its ABORT */
 #define HANDSHAKE_DEFAULT_MS 10000
 
 struct rally__tracker {
@@ -71,7 +70,7 @@ static void apply(struct rally__tracker *t)
         }
         case RALLY__JOB_ADMIT: rally__conn_admit(c); break;
         case RALLY__JOB_CLOSE: rally__conn_close(c); break;
-        case RALLY__JOB_REFUSE: rally__conn_linger(c, rally__now_ms() + CLOSE_LINGER_MS); break;
+        case RALLY__JOB_REFUSE: rally__conn_linger(c, rally__now_ms()); break;
         case RALLY__JOB_EVENT: emit(t, &a[i].ev); break;
         case RALLY__JOB_PRINT:
             if (t->o.print)
