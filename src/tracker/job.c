@@ -118,15 +118,16 @@ static struct rally__job_act *act(struct rally__job *j, int kind, struct rally__
     return a;
 }
 
-static void send_msg(struct rally__job *j, struct rally__job_member *m, uint16_t type,
-                     const void *body, size_t n)
+static struct rally__job_act *send_msg(struct rally__job *j, struct rally__job_member *m,
+                                       uint16_t type, const void *body, size_t n)
 {
     struct rally__job_act *a = act(j, RALLY__JOB_SEND, m);
-    if (a == NULL)
-        return;
-    a->type = type;
-    a->nbytes = n;
-    a->body_at = stash(j, body, n);
+    if (a != NULL) {
+        a->type = type;
+        a->nbytes = n;
+        a->body_at = stash(j, body, n);
+    }
+    return a;
 }
 
 static void send_abort(struct rally__job *j, struct rally__job_member *m, int code,
@@ -303,9 +304,7 @@ static void send_assign(struct rally__job *j)
         unsigned char h[RALLY__ASSIGN_HEAD];
         struct rally__wbuf hw = {h, 0, sizeof h, 0};
         rally__msg_assign_head(&hw, r, (uint32_t)j->world, j->incarnation[r]);
-        send_msg(j, m, RALLY__T_ASSIGN, h, hw.len);
-        if (!j->oom) {
-            a = &j->acts[j->nacts - 1];
+        if ((a = send_msg(j, m, RALLY__T_ASSIGN, h, hw.len)) != NULL) {
             a->with_book = 1;
             a->tail_nbytes = tw.len;
             a->tail_at = stash(j, tail, tw.len);
@@ -1026,8 +1025,14 @@ void rally__job_step(struct rally__job *j, const struct rally__job_ev *ev)
         j->oom = 0;
         fail_job(j, RALLY_ENOMEM, -1, "the tracker ran out of memory");
     }
+    size_t k = 0;
     for (size_t i = 0; i < j->nacts; i++) {
-        struct rally__job_act *a = &j->acts[i];
+        struct rally__job_act *a = &j->acts[k];
+        *a = j->acts[i];
+        if ((a->nbytes && a->body_at == NONE && a->kind == RALLY__JOB_SEND) ||
+            (a->tail_nbytes && a->tail_at == NONE))
+            continue; /* its bytes could not be kept (out of memory): the job failed */
+        k++;
         if (a->body_at != NONE)
             a->body = resolve(j, a->body_at);
         if (a->tail_at != NONE)
@@ -1041,6 +1046,7 @@ void rally__job_step(struct rally__job *j, const struct rally__job_ev *ev)
         if (a->ev.task_id == NULL)
             a->ev.task_id = "";
     }
+    j->nacts = k;
 }
 
 size_t rally__job_actions(const struct rally__job *j, const struct rally__job_act **acts)
