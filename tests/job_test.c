@@ -851,11 +851,11 @@ static void recover_malformed_rejoin_is_fatal(void **state)
     assert_int_equal(abort_to(1, s, sizeof s), RALLY_EPROTO);
     assert_non_null(strstr(s, "malformed REJOIN (15 bytes)"));
     /* and a REJOIN for an epoch never reset to is one too */
+    done_job(NULL);
     new_job(2, 10000);
     running(2);
     rejoin(0, 2, 0, 0);
     assert_int_equal(rally__job_phase(j), RALLY__JOB_FAILED);
-    done_job(NULL);
 }
 
 /* The owner's abort: ABORT to every member, registered or not. */
