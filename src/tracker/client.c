@@ -184,7 +184,8 @@ static int expect(struct rally__tclient *t, uint16_t type, int on_reset, int64_t
         if (t->in.type != type)
             return rally__fail(e, RALLY_EPROTO, "%s sent frame type %u (%s) where %s was due",
                                t->what, t->in.type, type_name(t->in.type), type_name(type));
-        if ((type == RALLY__T_GO || type == RALLY__T_BYE) && t->in.nbytes != 0)
+        if ((type == RALLY__T_GO || type == RALLY__T_BYE) &&
+            rally__msg_empty_get(t->in.body, t->in.nbytes) != 0)
             return rally__fail(e, RALLY_EPROTO, "%s sent a %s with a %zu-byte body", t->what,
                                type_name(type), t->in.nbytes);
         return RALLY_OK;
