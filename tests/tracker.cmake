@@ -2,6 +2,8 @@
 # tools/rally-tracker); include()d from tests/CMakeLists.txt.
 #   tracker_test       cmocka: the embedded tracker against fake and real
 #                      clients, in one process (threads)
+#   job_test           cmocka: the job state machine alone, synchronously (no
+#                      sockets, threads or sleeps), and the message codecs
 #   launcher_<case>    tests/launcher_test.sh <case>: rally-run and
 #                      rally-tracker as processes, each case under timeout(1)
 set(RALLY_TRACKER_TESTS_DIR ${CMAKE_CURRENT_LIST_DIR})
@@ -10,6 +12,11 @@ add_executable(tracker_test ${RALLY_TRACKER_TESTS_DIR}/tracker_test.c)
 target_link_libraries(tracker_test rally_static cmocka)
 add_test(NAME tracker_test COMMAND tracker_test)
 set_tests_properties(tracker_test PROPERTIES LABELS "quick;threads" TIMEOUT 120)
+
+add_executable(job_test ${RALLY_TRACKER_TESTS_DIR}/job_test.c)
+target_link_libraries(job_test rally_static cmocka)
+add_test(NAME job_test COMMAND job_test)
+set_tests_properties(job_test PROPERTIES LABELS "quick" TIMEOUT 10)
 
 # Stand-in workers: prog knows nothing of rally; tworker speaks the tracker
 # protocol through the internal client (no collective layer needed).

@@ -1,3 +1,7 @@
+/*
+ * frame.c — length-prefixed frames on control connections: the header, a
+ * blocking send and receive, and an incremental reader (frame.h).
+ */
 #include "net/frame.h"
 
 #include <stdlib.h>
@@ -21,15 +25,20 @@ static int check_hdr(const unsigned char *h, size_t cap, uint16_t *type, size_t 
     return RALLY_OK;
 }
 
+void rally__frame_hdr(unsigned char h[RALLY__FRAME_HDR], uint16_t type, size_t nbytes)
+{
+    rally__put_u32(h, (uint32_t)nbytes);
+    rally__put_u16(h + 4, type);
+    rally__put_u16(h + 6, 0);
+}
+
 int rally__frame_send(int fd, uint16_t type, const void *body, size_t nbytes, int64_t deadline,
                       const char *what, struct rally__err *e)
 {
     if (nbytes > RALLY__FRAME_MAX)
         return rally__fail(e, RALLY_EINVAL, "a %zu-byte message exceeds the frame limit", nbytes);
     unsigned char h[RALLY__FRAME_HDR];
-    rally__put_u32(h, (uint32_t)nbytes);
-    rally__put_u16(h + 4, type);
-    rally__put_u16(h + 6, 0);
+    rally__frame_hdr(h, type, nbytes);
     if (rally__send_all(fd, h, sizeof h, deadline, what, e) != RALLY_OK)
         return e->code;
     return rally__send_all(fd, body, nbytes, deadline, what, e);

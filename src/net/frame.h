@@ -19,6 +19,10 @@
 #define RALLY__FRAME_HDR 8
 #define RALLY__FRAME_MAX (1u << 20)
 
+/* Writes the header of a frame of type with nbytes of body to h: the only
+ * place a frame header is made. */
+void rally__frame_hdr(unsigned char h[RALLY__FRAME_HDR], uint16_t type, size_t nbytes);
+
 /* Blocking (with deadline) send of one frame. */
 int rally__frame_send(int fd, uint16_t type, const void *body, size_t nbytes, int64_t deadline,
                       const char *what, struct rally__err *e);

@@ -38,12 +38,12 @@
 static const char *type_name(uint16_t type)
 {
     switch (type) {
-    case RALLY__T_ASSIGN: return "ASSIGN";
-    case RALLY__T_GO: return "GO";
-    case RALLY__T_BYE: return "BYE";
-    case RALLY__T_ABORT: return "ABORT";
-    case RALLY__T_RESET: return "RESET";
-    default: return "an unknown type";
+    case RALLY__T_ASSIGN:
+    case RALLY__T_GO:
+    case RALLY__T_BYE:
+    case RALLY__T_ABORT:
+    case RALLY__T_RESET: return rally__msg_name(type);
+    default: return "an unknown type"; /* as before: a worker never expects the others */
     }
 }
 
@@ -56,9 +56,7 @@ static int send_frame(struct rally__tclient *t, uint16_t type, const void *body,
                       int64_t deadline, int try, struct rally__err *e)
 {
     unsigned char h[RALLY__FRAME_HDR];
-    rally__put_u32(h, (uint32_t)nbytes);
-    rally__put_u16(h + 4, type);
-    rally__put_u16(h + 6, 0);
+    rally__frame_hdr(h, type, nbytes);
     if (t->send_mu_ok) {
         if (!try)
             pthread_mutex_lock(&t->send_mu);
@@ -106,11 +104,9 @@ static int send_frame(struct rally__tclient *t, uint16_t type, const void *body,
 /* Turns the ABORT in t->in into e. */
 static int aborted(struct rally__tclient *t, struct rally__err *e)
 {
-    struct rally__rbuf r = {t->in.body, t->in.nbytes, 0, 0};
     char sentence[RALLY__ERR_MSG_MAX];
-    uint32_t code = rally__r_u32(&r);
-    rally__r_str(&r, sentence, sizeof sentence);
-    if (r.bad || r.pos != r.len)
+    uint32_t code;
+    if (rally__msg_fail_get(t->in.body, t->in.nbytes, &code, sentence, sizeof sentence) != 0)
         return rally__fail(e, RALLY_EPROTO, "%s sent a malformed ABORT (%zu bytes)", t->what,
                            t->in.nbytes);
     if (code == RALLY_OK || code > RALLY_ESTATE)
@@ -121,11 +117,9 @@ static int aborted(struct rally__tclient *t, struct rally__err *e)
 /* Records the RESET in t->in; RALLY__ERESET with e filled, or RALLY_EPROTO. */
 static int got_reset(struct rally__tclient *t, struct rally__err *e)
 {
-    struct rally__rbuf r = {t->in.body, t->in.nbytes, 0, 0};
     char reason[sizeof t->reset_reason];
-    uint32_t epoch = rally__r_u32(&r);
-    rally__r_str(&r, reason, sizeof reason);
-    if (r.bad || r.pos != r.len)
+    uint32_t epoch;
+    if (rally__msg_reset_get(t->in.body, t->in.nbytes, &epoch, reason, sizeof reason) != 0)
         return rally__fail(e, RALLY_EPROTO, "%s sent a malformed RESET (%zu bytes)", t->what,
                            t->in.nbytes);
     if (epoch <= t->epoch || epoch < t->reset_epoch)
@@ -159,10 +153,9 @@ static int next_frame(struct rally__tclient *t, int64_t deadline, struct rally__
 static int send_rejoin(struct rally__tclient *t, int64_t deadline, struct rally__err *e)
 {
     unsigned char b[16];
-    rally__put_u32(b, t->reset_epoch);
-    rally__put_u64(b + 4, t->rejoin_position);
-    rally__put_u32(b + 12, t->rejoin_version);
-    return send_frame(t, RALLY__T_REJOIN, b, sizeof b, deadline, 0, e);
+    struct rally__wbuf w = {b, 0, sizeof b, 0};
+    rally__msg_rejoin_put(&w, t->reset_epoch, t->rejoin_position, t->rejoin_version);
+    return send_frame(t, RALLY__T_REJOIN, b, w.len, deadline, 0, e);
 }
 
 /* What expect() does with a RESET that arrives while it waits. */
@@ -191,7 +184,8 @@ static int expect(struct rally__tclient *t, uint16_t type, int on_reset, int64_t
         if (t->in.type != type)
             return rally__fail(e, RALLY_EPROTO, "%s sent frame type %u (%s) where %s was due",
                                t->what, t->in.type, type_name(t->in.type), type_name(type));
-        if ((type == RALLY__T_GO || type == RALLY__T_BYE) && t->in.nbytes != 0)
+        if ((type == RALLY__T_GO || type == RALLY__T_BYE) &&
+            rally__msg_empty_get(t->in.body, t->in.nbytes) != 0)
             return rally__fail(e, RALLY_EPROTO, "%s sent a %s with a %zu-byte body", t->what,
                                type_name(type), t->in.nbytes);
         return RALLY_OK;
@@ -204,32 +198,21 @@ static int parse_assign(struct rally__tclient *t, int *rank_out, int *world_out,
                         struct rally__peer_addr **peers, uint32_t *epoch_out,
                         struct rally__err *e)
 {
-    struct rally__rbuf r = {t->in.body, t->in.nbytes, 0, 0};
-    int32_t rank = (int32_t)rally__r_u32(&r);
-    uint32_t world = rally__r_u32(&r);
-    uint32_t inc = rally__r_u32(&r);
-    if (r.bad || world < 1 || world > RALLY__WORLD_MAX || rank < 0 || (uint32_t)rank >= world)
+    struct rally__msg_assign m;
+    int k = rally__msg_assign_get(t->in.body, t->in.nbytes, &m);
+    if (k == -1)
         return rally__fail(e, RALLY_EPROTO, "%s sent a malformed ASSIGN (rank %d of %u)", t->what,
-                           (int)rank, world);
-    struct rally__peer_addr *p = calloc(world, sizeof *p);
-    if (p == NULL)
-        return rally__fail(e, RALLY_ENOMEM, "out of memory for an address book of %u", world);
-    for (uint32_t i = 0; i < world; i++) {
-        rally__r_str(&r, p[i].host, sizeof p[i].host);
-        p[i].port = rally__r_u16(&r);
-        p[i].incarnation = rally__r_u32(&r);
-    }
-    uint32_t epoch = rally__r_u32(&r);
-    if (r.bad || r.pos != r.len) {
-        free(p);
+                           (int)m.rank, m.world);
+    if (k == -2)
+        return rally__fail(e, RALLY_ENOMEM, "out of memory for an address book of %u", m.world);
+    if (k != 0)
         return rally__fail(e, RALLY_EPROTO, "%s sent a malformed ASSIGN (%zu bytes for %u workers)",
-                           t->what, t->in.nbytes, world);
-    }
-    *rank_out = rank;
-    *world_out = (int)world;
-    *inc_out = inc;
-    *peers = p;
-    *epoch_out = epoch;
+                           t->what, t->in.nbytes, m.world);
+    *rank_out = m.rank;
+    *world_out = (int)m.world;
+    *inc_out = m.incarnation;
+    *peers = m.peers;
+    *epoch_out = m.epoch;
     return RALLY_OK;
 }
 
@@ -262,17 +245,16 @@ int rally__tclient_join(struct rally__tclient *t, const struct rally__tclient_op
     struct rally__wbuf w = {b, 0, sizeof b, 0};
     const char *task = o->task_id ? o->task_id : "";
     const char *proc = o->processor_name ? o->processor_name : "";
-    if (strlen(task) >= RALLY__HOST_MAX || strlen(proc) >= RALLY__HOST_MAX) {
+    if (strlen(task) >= RALLY__TASK_MAX || strlen(proc) >= RALLY__TASK_MAX) {
         rally__fail(e, RALLY_EINVAL, "task id or processor name longer than %d bytes",
-                    RALLY__HOST_MAX - 1);
+                    RALLY__TASK_MAX - 1);
         goto cleanup;
     }
-    rally__w_str(&w, task);
-    rally__w_u32(&w, (uint32_t)-1); /* want_rank: any */
-    rally__w_u32(&w, 0);            /* world_hint: unknown */
-    rally__w_u16(&w, (uint16_t)o->listen_port);
-    rally__w_str(&w, ""); /* listen_host: the address the tracker sees */
-    rally__w_str(&w, proc);
+    /* want_rank any, world unknown, listen_host: the address the tracker sees */
+    struct rally__msg_register m = {.want_rank = -1, .listen_port = (uint16_t)o->listen_port};
+    snprintf(m.task_id, sizeof m.task_id, "%s", task);
+    snprintf(m.processor, sizeof m.processor, "%s", proc);
+    rally__msg_register_put(&w, &m);
     if (send_frame(t, RALLY__T_REGISTER, b, w.len, deadline, 0, e) != RALLY_OK ||
         expect(t, RALLY__T_ASSIGN, RESET_SKIP,
                o->assign_timeout_ms > 0 ? rally__deadline(o->assign_timeout_ms) : deadline,
@@ -336,9 +318,9 @@ int rally__tclient_print(struct rally__tclient *t, const char *msg, struct rally
     if (n > RALLY__PRINT_MAX)
         n = RALLY__PRINT_MAX;
     unsigned char b[4 + RALLY__PRINT_MAX];
-    rally__put_u32(b, (uint32_t)n);
-    memcpy(b + 4, msg, n);
-    return send_frame(t, RALLY__T_PRINT, b, 4 + n, rally__deadline(SEND_TIMEOUT_MS), 0, e);
+    struct rally__wbuf w = {b, 0, sizeof b, 0};
+    rally__msg_print_put(&w, msg);
+    return send_frame(t, RALLY__T_PRINT, b, w.len, rally__deadline(SEND_TIMEOUT_MS), 0, e);
 }
 
 /* u32 head, then str sentence (cut to fit) as a best-effort frame. */
@@ -347,14 +329,13 @@ static void send_sentence(struct rally__tclient *t, uint16_t type, uint32_t head
     if (t->fd < 0)
         return;
     unsigned char b[8 + RALLY__ERR_MSG_MAX];
-    size_t n = strlen(msg);
-    if (n > RALLY__ERR_MSG_MAX - 1)
-        n = RALLY__ERR_MSG_MAX - 1;
-    rally__put_u32(b, head);
-    rally__put_u32(b + 4, (uint32_t)n);
-    memcpy(b + 8, msg, n);
+    struct rally__wbuf w = {b, 0, sizeof b, 0};
+    if (type == RALLY__T_ERROR)
+        rally__msg_fail_put(&w, head, msg);
+    else
+        rally__msg_link_failed_put(&w, head, msg);
     struct rally__err ignore = {0, ""};
-    send_frame(t, type, b, 8 + n, rally__deadline(REPORT_TIMEOUT_MS), 0, &ignore);
+    send_frame(t, type, b, w.len, rally__deadline(REPORT_TIMEOUT_MS), 0, &ignore);
 }
 
 void rally__tclient_report(struct rally__tclient *t, int code, const char *msg)

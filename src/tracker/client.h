@@ -22,13 +22,8 @@
 #include "net/auth.h"
 #include "net/frame.h"
 #include "net/sock.h"
+#include "tracker/msg.h"
 #include "util/err.h"
-
-struct rally__peer_addr {
-    char host[RALLY__HOST_MAX];
-    int port;
-    uint32_t incarnation;
-};
 
 struct rally__tclient {
     int fd; /* -1 when closed */

@@ -1,8 +1,9 @@
-# Fuzzing the data readers (tests/fuzz/fuzz_data.c) with libFuzzer.
+# Fuzzing the data readers (tests/fuzz/fuzz_data.c) and the tracker's
+# message decoders and job state machine (tests/fuzz/fuzz_msg.c) with libFuzzer.
 # The fuzzers need clang's -fsanitize=fuzzer whatever compiler builds the
 # rest, so they are built by a custom command with clang over the data
 # layer's sources; skipped (with a message) when no clang can link a
-# fuzzer.  Tests fuzz_libsvm and fuzz_csv (label "fuzz") run each for
+# fuzzer.  Tests fuzz_libsvm, fuzz_csv and fuzz_msg (label "fuzz") run each for
 # RALLY_FUZZ_SECONDS (default 20) from a seed corpus made by run_fuzz.sh.
 set(RALLY_FUZZ_SECONDS 20 CACHE STRING "seconds each fuzz test runs")
 find_program(RALLY_FUZZ_CLANG NAMES clang clang-16 clang-15 clang-14)
@@ -48,4 +49,20 @@ foreach(fmt libsvm csv)
   math(EXPR fuzz_timeout "${RALLY_FUZZ_SECONDS} + 120")
   set_tests_properties(fuzz_${fmt} PROPERTIES LABELS "fuzz" TIMEOUT ${fuzz_timeout})
 endforeach()
+
+set(fuzz_msg_srcs ${fuzz_dir}/fuzz_msg.c ${CMAKE_SOURCE_DIR}/src/tracker/msg.c
+    ${CMAKE_SOURCE_DIR}/src/tracker/job.c ${CMAKE_SOURCE_DIR}/src/tracker/proto.c
+    ${CMAKE_SOURCE_DIR}/src/util/err.c)
+set(bin ${CMAKE_CURRENT_BINARY_DIR}/fuzz_msg)
+add_custom_command(OUTPUT ${bin}
+                   COMMAND ${RALLY_FUZZ_CLANG} ${fuzz_flags} ${fuzz_msg_srcs} -o ${bin}
+                   DEPENDS ${fuzz_msg_srcs} ${CMAKE_SOURCE_DIR}/src/tracker/msg.h
+                           ${CMAKE_SOURCE_DIR}/src/tracker/job.h
+                           ${CMAKE_SOURCE_DIR}/src/tracker/proto.h
+                   COMMENT "Building libFuzzer target fuzz_msg" VERBATIM)
+list(APPEND fuzz_bins ${bin})
+add_test(NAME fuzz_msg
+         COMMAND sh ${fuzz_dir}/run_fuzz.sh ${bin} msg ${RALLY_FUZZ_SECONDS}
+                 $<TARGET_FILE:rally-datagen>)
+set_tests_properties(fuzz_msg PROPERTIES LABELS "fuzz" TIMEOUT ${fuzz_timeout})
 add_custom_target(data_fuzzers ALL DEPENDS ${fuzz_bins})

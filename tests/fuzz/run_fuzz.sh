@@ -1,8 +1,9 @@
 #!/bin/sh
-# Runs a data-reader fuzzer for a few seconds from a fresh seed corpus.
-#   run_fuzz.sh FUZZER libsvm|csv SECONDS RALLY-DATAGEN
-# Each seed is one option byte (see fuzz_data.c) followed by a file:
+# Runs a fuzzer for a few seconds from a fresh seed corpus.
+#   run_fuzz.sh FUZZER libsvm|csv|msg SECONDS RALLY-DATAGEN
+# A data seed is one option byte (see fuzz_data.c) followed by a file:
 # small generated data sets, and the malformed shapes the unit tests pin.
+# A msg seed is a mode byte then a frame body or a job script (fuzz_msg.c).
 # A crash leaves its input in the working directory (crash-*) and fails.
 set -eu
 fuzzer=$1 fmt=$2 secs=$3 gen=$4
@@ -13,7 +14,19 @@ seed() { # name, option byte (octal), text
     printf "\\$2" > "$d/corpus/$1"
     printf '%b' "$3" >> "$d/corpus/$1"
 }
-if [ "$fmt" = libsvm ]; then
+if [ "$fmt" = msg ]; then
+    # one body per message (mode byte: type - 16), little-endian as on the
+    # wire; then a job of 2 (mode 0x81) that runs, loses rank 1 and takes it back
+    seed register 000 '\0001\0000\0000\00007\0377\0377\0377\0377\0002\0000\0000\0000\0240\0017\0000\0000\0000\0000\0001\0000\0000\0000p'
+    seed assign 001 '\0001\0000\0000\0000\0002\0000\0000\0000\0001\0000\0000\0000\0001\0000\0000\0000a\0001\0000\0001\0000\0000\0000\0002\0000\0000\0000bb\0002\0000\0002\0000\0000\0000\0003\0000\0000\0000'
+    seed print 004 '\0005\0000\0000\0000hello'
+    seed error 005 '\0011\0000\0000\0000\0003\0000\0000\0000bad'
+    seed reset 011 '\0002\0000\0000\0000\0004\0000\0000\0000lost'
+    seed rejoin 012 '\0002\0000\0000\0000\0007\0000\0000\0000\0003\0000\0000\0200\0003\0000\0000\0000'
+    seed link 014 '\0001\0000\0000\0000\0002\0000\0000\0000no'
+    seed empty 002 ''
+    seed job 201 '\0000\0000\0000\0001\0000\0000\0040\0000\0027\0001\0000\0000\00000\0377\0377\0377\0377\0000\0000\0000\0000\0240\0017\0000\0000\0000\0000\0000\0000\0000\0000\0041\0000\0027\0001\0000\0000\00001\0377\0377\0377\0377\0000\0000\0000\0000\0241\0017\0000\0000\0000\0000\0000\0000\0000\0000\0040\0002\0000\0041\0002\0000\0011\0000\0000\0002\0000\0000\0042\0000\0027\0001\0000\0000\00001\0377\0377\0377\0377\0000\0000\0000\0000\0242\0017\0000\0000\0000\0000\0000\0000\0000\0000\0040\0012\0020\0002\0000\0000\0000\0005\0000\0000\0000\0000\0000\0000\0000\0001\0000\0000\0000\0042\0002\0000\0040\0002\0000\0030È\0000'
+elif [ "$fmt" = libsvm ]; then
     "$gen" --rows 12 --features 4 --centers 2 --seed 1 -o "$d/g" 2>/dev/null
     { printf '\000'; cat "$d/g"; } > "$d/corpus/gen"
     seed ok 000 '1 1:0.5 3:-2e-3\n0 2:7 10:.25\n'
@@ -42,7 +55,7 @@ if [ "$status" -ne 0 ]; then
     art=${RALLY_FUZZ_ARTIFACTS:-/tmp/rally-fuzz-artifacts}
     mkdir -p "$art"
     cp "$d"/crash-* "$d"/leak-* "$d"/timeout-* "$d"/oom-* "$art"/ 2>/dev/null || true
-    grep -E 'ERROR|fuzz_data:' "$d/log" | head -n 5
+    grep -E 'ERROR|fuzz_data:|fuzz_msg:' "$d/log" | head -n 5
     echo "run_fuzz: $fmt fuzzer failed (status $status); failing inputs copied to $art"
 fi
 exit "$status"

@@ -1,0 +1,536 @@
+/*
+ * conn.c — the tracker's connections: accept, handshake, frames in, queues
+ * out, reported one at a time (conn.h).
+ *
+ * Connections sit in s->conns in accept order; slot i + 1 of the pollfd
+ * slice is conns[i] (slot 0 is the listening socket).  A closed connection
+ * is only marked (gone, fd -1) during a round and freed when the round ends,
+ * so the slice stays valid throughout.  rally__conns_next() is a resumable
+ * walk over the stages IO, TIMERS, FLUSH and ACCEPT: s->cur says where it
+ * stands.  Output waits in a queue of chunks per connection; a chunk owns
+ * its bytes or points into a shared book.
+ */
+#include "tracker/conn.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "util/clock.h"
+
+#define FRAMES_PER_WAKE 64 /* fairness: frames read from one conn per round */
+#define CLOSE_LINGER_MS 2000 /* time a refused connection gets to read why */
+
+enum { ST_PENDING, ST_IO, ST_TIMERS, ST_FLUSH, ST_ACCEPT, ST_END };
+
+struct rally__conn_book {
+    int refs;
+    size_t nbytes;
+    unsigned char b[];
+};
+
+struct rally__conn_chunk {
+    struct rally__conn_chunk *next;
+    const unsigned char *p;
+    size_t n, off;
+    struct rally__conn_book *book; /* holds a reference when p points into it */
+    unsigned char own[];
+};
+
+struct rally__conns {
+    struct rally__conns_opts o;
+    int lfd, port;
+    struct rally__conn **conns;
+    size_t nconns, cap;
+    struct rally__conn *pending; /* BAD reports waiting (a frame could not be queued) */
+    /* the round */
+    int stage;
+    size_t cur, nslots;
+    short lrev; /* the listening socket's revents */
+    int accepts_left;
+    int64_t now;
+    char line[RALLY__ERR_MSG_MAX + 128]; /* a LOG report's text */
+};
+
+struct rally__conn_book *rally__conn_book_new(const void *bytes, size_t nbytes)
+{
+    struct rally__conn_book *b = malloc(sizeof *b + nbytes);
+    if (b != NULL) {
+        b->refs = 1;
+        b->nbytes = nbytes;
+        if (nbytes)
+            memcpy(b->b, bytes, nbytes);
+    }
+    return b;
+}
+
+void rally__conn_book_unref(struct rally__conn_book *b)
+{
+    if (b != NULL && --b->refs == 0)
+        free(b);
+}
+
+static struct rally__conn_chunk *chunk_new(size_t own)
+{
+    struct rally__conn_chunk *k = malloc(sizeof *k + own);
+    if (k != NULL) {
+        k->next = NULL;
+        k->p = k->own;
+        k->n = own;
+        k->off = 0;
+        k->book = NULL;
+    }
+    return k;
+}
+
+static void chunk_free(struct rally__conn_chunk *k)
+{
+    rally__conn_book_unref(k->book);
+    free(k);
+}
+
+static void push(struct rally__conn *c, struct rally__conn_chunk *k)
+{
+    if (c->out_tail)
+        c->out_tail->next = k;
+    else
+        c->out_head = k;
+    c->out_tail = k;
+}
+
+void rally__conn_close(struct rally__conn *c)
+{
+    if (c->fd >= 0)
+        close(c->fd);
+    c->fd = -1;
+    c->gone = 1;
+    while (c->out_head) {
+        struct rally__conn_chunk *k = c->out_head;
+        c->out_head = k->next;
+        chunk_free(k);
+    }
+    c->out_tail = NULL;
+    rally__frame_in_free(&c->in);
+}
+
+void rally__conn_send(struct rally__conns *s, struct rally__conn *c, uint16_t type,
+                      const void *body, size_t nbytes, struct rally__conn_book *b,
+                      const void *tail, size_t tail_nbytes)
+{
+    if (c->gone)
+        return;
+    size_t book_nbytes = b ? b->nbytes : 0;
+    struct rally__conn_chunk *k = chunk_new(RALLY__FRAME_HDR + nbytes);
+    struct rally__conn_chunk *x = b ? chunk_new(0) : NULL;
+    struct rally__conn_chunk *y = tail_nbytes ? chunk_new(tail_nbytes) : NULL;
+    if (k == NULL || (b && x == NULL) || (tail_nbytes && y == NULL)) {
+        free(k);
+        free(x);
+        free(y);
+        rally__conn_close(c);
+        snprintf(c->why, sizeof c->why, "%s: out of memory queueing a frame", c->name);
+        c->bad_pending = 1;
+        c->pending_next = s->pending;
+        s->pending = c;
+        return;
+    }
+    rally__frame_hdr(k->own, type, nbytes + book_nbytes + tail_nbytes);
+    if (nbytes)
+        memcpy(k->own + RALLY__FRAME_HDR, body, nbytes);
+    push(c, k);
+    if (x) {
+        x->p = b->b;
+        x->n = b->nbytes;
+        x->book = b;
+        b->refs++;
+        push(c, x);
+    }
+    if (y) {
+        memcpy(y->own, tail, tail_nbytes);
+        push(c, y);
+    }
+}
+
+void rally__conn_admit(struct rally__conn *c)
+{
+    c->deadline = RALLY__NEVER;
+}
+
+void rally__conn_linger(struct rally__conn *c, int64_t now_ms)
+{
+    c->closing = 1;
+    c->deadline = now_ms + CLOSE_LINGER_MS;
+}
+
+/* --- reports --------------------------------------------------------------- */
+
+static int log_line(struct rally__conns *s, struct rally__conn_report *r, const char *fmt, ...)
+    RALLY__PRINTF(3, 4);
+static int log_line(struct rally__conns *s, struct rally__conn_report *r, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->line, sizeof s->line, fmt, ap);
+    va_end(ap);
+    *r = (struct rally__conn_report){.kind = RALLY__CONN_LOG, .text = s->line};
+    return 1;
+}
+
+/* c failed: an authenticated one is reported (kind), a stranger logged. */
+static int failed(struct rally__conns *s, struct rally__conn *c, int kind, const char *why,
+                  struct rally__conn_report *r)
+{
+    snprintf(c->why, sizeof c->why, "%s", why);
+    rally__conn_close(c);
+    if (!c->authed)
+        return log_line(s, r, "dropping %s", c->why);
+    *r = (struct rally__conn_report){.kind = kind, .c = c, .text = c->why};
+    return 1;
+}
+
+/* Writes what c's queue holds until the socket is full; 1 with a report
+ * when the connection broke. */
+static int flush(struct rally__conns *s, struct rally__conn *c, struct rally__conn_report *r)
+{
+    while (c->out_head && !c->gone) {
+        struct rally__conn_chunk *k = c->out_head;
+        struct rally__err e = {0, ""};
+        long m = rally__send_some(c->fd, k->p + k->off, k->n - k->off, c->name, &e);
+        if (m < 0)
+            return failed(s, c, RALLY__CONN_LOST, e.msg, r);
+        if (m == 0)
+            return 0;
+        k->off += (size_t)m;
+        if (k->off == k->n) {
+            c->out_head = k->next;
+            if (c->out_head == NULL)
+                c->out_tail = NULL;
+            chunk_free(k);
+        }
+    }
+    if (c->closing && c->out_head == NULL && !c->gone)
+        rally__conn_close(c);
+    return 0;
+}
+
+/* One frame through the handshake; 1 with a report when there is one. */
+static int handshake(struct rally__conns *s, struct rally__conn *c, struct rally__conn_report *r)
+{
+    struct rally__err e = {0, ""};
+    unsigned char out[RALLY__AUTH_OUT_MAX];
+    uint16_t ot;
+    size_t on;
+    int rc = rally__auth_srv_step(&c->auth, c->in.type, c->in.body, c->in.nbytes, &ot, out, &on,
+                                  &e);
+    if (rc == 1 && c->auth.peer.role != s->o.role) {
+        rally__fail(&e, RALLY_EAUTH, "the tracker takes workers only (role %u)",
+                    c->auth.peer.role);
+        ot = RALLY__F_REFUSE;
+        on = rally__auth_refusal(out, sizeof out, e.code, e.msg);
+        rc = -1;
+    }
+    rally__conn_send(s, c, ot, out, on, NULL, NULL, 0);
+    if (rc < 0) {
+        rally__conn_linger(c, s->now);
+        return log_line(s, r, "refusing %s: %s", c->name, e.msg);
+    }
+    if (rc == 1) {
+        c->authed = 1;
+        *r = (struct rally__conn_report){.kind = RALLY__CONN_AUTHED, .c = c};
+        return 1;
+    }
+    return 0;
+}
+
+/* Reads c's next frames; 1 with a report, 0 when nothing more is to be read. */
+static int read_some(struct rally__conns *s, struct rally__conn *c, struct rally__conn_report *r)
+{
+    while (c->reads_left > 0 && !c->gone && !c->closing) {
+        c->reads_left--;
+        struct rally__err e = {0, ""};
+        int k = rally__frame_in_feed(&c->in, c->fd, c->name, &e);
+        if (k == 0)
+            break;
+        if (k < 0) {
+            if (e.code == RALLY_EPEER && !c->authed) {
+                char why[RALLY__ERR_MSG_MAX];
+                snprintf(why, sizeof why, "%s: closed during the handshake", c->name);
+                return failed(s, c, RALLY__CONN_LOST, why, r);
+            }
+            return failed(s, c, e.code == RALLY_EPEER ? RALLY__CONN_LOST : RALLY__CONN_BAD,
+                          e.msg, r);
+        }
+        if (!c->authed) {
+            if (handshake(s, c, r))
+                return 1;
+            continue;
+        }
+        *r = (struct rally__conn_report){.kind = RALLY__CONN_FRAME,
+                                         .c = c,
+                                         .type = c->in.type,
+                                         .body = c->in.body,
+                                         .nbytes = c->in.nbytes};
+        return 1;
+    }
+    c->reads_left = 0;
+    return 0;
+}
+
+static int io(struct rally__conns *s, struct rally__conn_report *r)
+{
+    for (; s->cur < s->nslots && s->cur < s->nconns; s->cur++) {
+        struct rally__conn *c = s->conns[s->cur];
+        if (c->gone || c->rev == 0)
+            continue;
+        if (c->rev & POLLOUT) {
+            c->rev = (short)(c->rev & ~POLLOUT);
+            if (flush(s, c, r))
+                return 1;
+        }
+        if (!c->gone && !c->closing && (c->rev & (POLLIN | POLLHUP | POLLERR))) {
+            if (read_some(s, c, r))
+                return 1; /* this conn again on the next call */
+        } else if (!c->gone && c->closing && (c->rev & (POLLHUP | POLLERR))) {
+            rally__conn_close(c);
+        }
+        c->rev = 0;
+    }
+    return 0;
+}
+
+static int timers(struct rally__conns *s, struct rally__conn_report *r)
+{
+    for (; s->cur < s->nconns; s->cur++) {
+        struct rally__conn *c = s->conns[s->cur];
+        if (c->gone || s->now < c->deadline)
+            continue;
+        if (c->closing) {
+            rally__conn_close(c);
+            continue;
+        }
+        char why[RALLY__ERR_MSG_MAX];
+        snprintf(why, sizeof why, "%s: no handshake and REGISTER within %lld ms", c->name,
+                 (long long)s->o.handshake_ms);
+        s->cur++;
+        return failed(s, c, RALLY__CONN_BAD, why, r);
+    }
+    return 0;
+}
+
+static int flush_all(struct rally__conns *s, struct rally__conn_report *r)
+{
+    for (; s->cur < s->nconns; s->cur++) {
+        struct rally__conn *c = s->conns[s->cur];
+        if (c->out_head && flush(s, c, r)) {
+            s->cur++;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Frees the closed conns, keeping the others in order. */
+static void sweep(struct rally__conns *s)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < s->nconns; i++) {
+        struct rally__conn *c = s->conns[i];
+        if (c->gone && !c->bad_pending) {
+            free(c->user);
+            free(c);
+        } else {
+            s->conns[k++] = c;
+        }
+    }
+    s->nconns = k;
+}
+
+static int grow(struct rally__conns *s)
+{
+    if (s->nconns < s->cap)
+        return 0;
+    size_t cap = s->cap ? 2 * s->cap : 16;
+    struct rally__conn **v = realloc(s->conns, cap * sizeof *v);
+    if (v == NULL)
+        return -1;
+    s->conns = v;
+    s->cap = cap;
+    return 0;
+}
+
+static int accept_some(struct rally__conns *s, struct rally__conn_report *r)
+{
+    while (s->accepts_left > 0) {
+        s->accepts_left--;
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof ss;
+        int fd = accept4(s->lfd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            s->accepts_left = 0;
+            if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
+                errno != ECONNABORTED)
+                return log_line(s, r, "accept failed: %s", strerror(errno));
+            return 0;
+        }
+        char host[RALLY__HOST_MAX];
+        int port;
+        rally__addr_str((struct sockaddr *)&ss, host, sizeof host, &port);
+        struct rally__conn *c = NULL;
+        if (s->nconns >= s->o.max_conns || grow(s) != 0 || (c = calloc(1, sizeof *c)) == NULL) {
+            close(fd);
+            return log_line(s, r, "refusing a connection from %s:%d: %zu connections are open",
+                            host, port, s->nconns);
+        }
+        c->fd = fd;
+        c->deadline = rally__now_ms() + s->o.handshake_ms;
+        snprintf(c->peer, sizeof c->peer, "%s", host);
+        snprintf(c->what, sizeof c->what, "connection from %s:%d", host, port);
+        c->name = c->what;
+        struct rally__ident me = {s->o.role, -1, 0};
+        rally__auth_srv_init(&c->auth, s->o.secret, &me);
+        s->conns[s->nconns++] = c;
+    }
+    return 0;
+}
+
+void rally__conns_begin(struct rally__conns *s, const struct pollfd *p, size_t n, int64_t now_ms)
+{
+    s->now = now_ms;
+    s->stage = ST_PENDING;
+    s->cur = 0;
+    s->nslots = n > 0 ? n - 1 : 0;
+    s->lrev = n > 0 ? p[0].revents : 0;
+    s->accepts_left = FRAMES_PER_WAKE;
+    for (size_t i = 0; i < s->nconns; i++) {
+        struct rally__conn *c = s->conns[i];
+        c->rev = 0;
+        c->reads_left = FRAMES_PER_WAKE;
+        if (i + 1 < n && !c->gone && p[i + 1].fd == c->fd)
+            c->rev = p[i + 1].revents;
+    }
+}
+
+int rally__conns_next(struct rally__conns *s, struct rally__conn_report *r)
+{
+    /* frames that could not be queued: reported at the first chance */
+    if (s->pending != NULL) {
+        struct rally__conn *c = s->pending;
+        s->pending = c->pending_next;
+        c->bad_pending = 0;
+        if (!c->authed)
+            return log_line(s, r, "dropping %s", c->why);
+        *r = (struct rally__conn_report){.kind = RALLY__CONN_BAD, .c = c, .text = c->why};
+        return 1;
+    }
+    switch (s->stage) {
+    case ST_PENDING:
+        s->stage = ST_IO;
+        /* fall through */
+    case ST_IO:
+        if (io(s, r))
+            return 1;
+        s->stage = ST_TIMERS;
+        s->cur = 0;
+        /* fall through */
+    case ST_TIMERS:
+        if (timers(s, r))
+            return 1;
+        s->stage = ST_FLUSH;
+        s->cur = 0;
+        *r = (struct rally__conn_report){.kind = RALLY__CONN_TIMERS};
+        return 1;
+    case ST_FLUSH:
+        if (flush_all(s, r))
+            return 1;
+        sweep(s);
+        s->stage = ST_ACCEPT;
+        if (!(s->lrev & POLLIN))
+            s->accepts_left = 0;
+        /* fall through */
+    case ST_ACCEPT:
+        if (accept_some(s, r))
+            return 1;
+        s->stage = ST_END;
+        /* fall through */
+    default:
+        return 0;
+    }
+}
+
+size_t rally__conns_npoll(const struct rally__conns *s)
+{
+    return 1 + s->nconns;
+}
+
+size_t rally__conns_fill(struct rally__conns *s, struct pollfd *p, size_t cap)
+{
+    size_t n = 0;
+    if (n < cap)
+        p[n++] = (struct pollfd){.fd = s->lfd, .events = POLLIN};
+    for (size_t i = 0; i < s->nconns && n < cap; i++) {
+        struct rally__conn *c = s->conns[i];
+        short ev = (short)((c->closing ? 0 : POLLIN) | (c->out_head ? POLLOUT : 0));
+        p[n++] = (struct pollfd){.fd = c->fd, .events = ev};
+    }
+    return n;
+}
+
+int64_t rally__conns_deadline(const struct rally__conns *s)
+{
+    int64_t d = RALLY__NEVER;
+    for (size_t i = 0; i < s->nconns; i++)
+        if (!s->conns[i]->gone && s->conns[i]->deadline < d)
+            d = s->conns[i]->deadline;
+    return d;
+}
+
+int rally__conns_flushed(const struct rally__conns *s)
+{
+    for (size_t i = 0; i < s->nconns; i++)
+        if (s->conns[i]->out_head)
+            return 0;
+    return 1;
+}
+
+int rally__conns_port(const struct rally__conns *s)
+{
+    return s->port;
+}
+
+int rally__conns_new(struct rally__conns **out, const struct rally__conns_opts *o,
+                     struct rally__err *e)
+{
+    struct rally__conns *s = calloc(1, sizeof *s);
+    if (s == NULL)
+        return rally__fail(e, RALLY_ENOMEM, "out of memory creating the tracker");
+    s->o = *o;
+    s->o.host = NULL; /* not kept */
+    s->lfd = -1;
+    s->stage = ST_END;
+    if (rally__tcp_listen(o->host ? o->host : "", o->port, o->backlog, &s->lfd, &s->port, e) !=
+        RALLY_OK) {
+        rally__conns_free(s);
+        return e->code;
+    }
+    *out = s;
+    return RALLY_OK;
+}
+
+void rally__conns_free(struct rally__conns *s)
+{
+    if (s == NULL)
+        return;
+    for (size_t i = 0; i < s->nconns; i++) {
+        rally__conn_close(s->conns[i]);
+        free(s->conns[i]->user);
+        free(s->conns[i]);
+    }
+    if (s->lfd >= 0)
+        close(s->lfd);
+    free(s->conns);
+    free(s);
+}

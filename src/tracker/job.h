@@ -1,0 +1,136 @@
+/*
+ * job.h — the tracker's job logic as a pure state machine: events in,
+ * actions out.
+ *
+ * The job knows workers only as members (struct rally__job_member), which
+ * the owner (server.c) embeds in its connections: no descriptors, no
+ * sockets, no clock of its own (every event carries the time), no callbacks.
+ * rally__job_step() takes one event (a member authenticated, a member sent a
+ * frame, a member was lost, the launcher saw a rank die, the owner aborts,
+ * time passed) and leaves a list of actions (send this message to that
+ * member, admit it, close it, refuse it, tell the owner this event or PRINT
+ * line) that the owner carries out before the next step.  The actions are
+ * valid until the next step.
+ *
+ * Phases (one enumeration): JOINING until every worker registered, STARTING
+ * from ASSIGN until every rank is READY, RUNNING from GO, ASSEMBLING after a
+ * failure until every rank is back (then STARTING again), and the final DONE
+ * (every rank finalized) or FAILED.  server.h tells the recovery story.
+ */
+#ifndef RALLY_TRACKER_JOB_H
+#define RALLY_TRACKER_JOB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "net/sock.h"
+#include "tracker/msg.h"
+#include "tracker/server.h"
+
+enum rally__job_phase {
+    RALLY__JOB_JOINING,
+    RALLY__JOB_STARTING,
+    RALLY__JOB_RUNNING,
+    RALLY__JOB_ASSEMBLING,
+    RALLY__JOB_DONE,
+    RALLY__JOB_FAILED
+};
+
+/* A worker's connection, as the job sees it.  The owner zeroes it and sets
+ * owner, peer and what before RALLY__JOB_EV_OPEN; the rest is the job's. */
+struct rally__job_member {
+    void *owner;                     /* the owner's connection */
+    char peer[RALLY__HOST_MAX];      /* the address the tracker sees */
+    char what[RALLY__HOST_MAX + 48]; /* "connection from 1.2.3.4:5678", then "rank 3 (on ...)" */
+    /* the job's */
+    struct rally__job_member *prev, *next;
+    int state; /* 0: not a member, 1: authenticated, 2: registered */
+    char task_id[RALLY__TASK_MAX];
+    char host[RALLY__HOST_MAX];
+    int listen_port;
+    uint64_t arrival;
+    int rank; /* -1 until assigned */
+    int ready, finalized;
+    uint32_t assigned; /* the epoch of the last ASSIGN it got, 0: none yet */
+    uint32_t rejoined; /* the epoch of its last accepted REJOIN, 0: none */
+    uint64_t position; /* from that REJOIN */
+    uint32_t version;
+    int heartbeats;  /* it sent a HEARTBEAT: silence now counts */
+    int64_t last_rx; /* ms: when its last frame arrived */
+};
+
+enum {
+    RALLY__JOB_EV_OPEN = 1, /* m authenticated (it may now REGISTER) */
+    RALLY__JOB_EV_FRAME,    /* m sent a frame: type, body, nbytes */
+    RALLY__JOB_EV_LOST,     /* m's peer went away (EOF, reset): text says how */
+    RALLY__JOB_EV_DROP,     /* m broke the rules below the job (a bad frame, no REGISTER in
+                               time, no memory): text says how; it is closed */
+    RALLY__JOB_EV_DIED,     /* the owner saw rank's process die: text is the cause */
+    RALLY__JOB_EV_ABORT,    /* the owner fails the job: code, text */
+    RALLY__JOB_EV_TICK      /* time passed (deadlines, heartbeats) */
+};
+
+struct rally__job_ev {
+    int kind;
+    int64_t now_us; /* the time, for every event */
+    struct rally__job_member *m;
+    uint16_t type;
+    const unsigned char *body;
+    size_t nbytes;
+    int rank, code;
+    const char *text;
+};
+
+enum {
+    RALLY__JOB_SEND = 1, /* queue frame type to m: body; an ASSIGN has with_book set: body
+                            (the head), the newest BOOK, then tail */
+    RALLY__JOB_BOOK,     /* a new address book: body[0..nbytes), for the ASSIGNs after it */
+    RALLY__JOB_ADMIT,    /* m registered: its REGISTER deadline no longer applies */
+    RALLY__JOB_CLOSE,    /* close m's connection now, sending nothing more */
+    RALLY__JOB_REFUSE,   /* send what is queued to m (an ABORT saying why), then close it */
+    RALLY__JOB_EVENT,    /* tell the owner ev */
+    RALLY__JOB_PRINT     /* a PRINT line for the owner: ev.rank, ev.text */
+};
+
+struct rally__job_act {
+    int kind;
+    struct rally__job_member *m;
+    uint16_t type;
+    int with_book;
+    const unsigned char *body, *tail;
+    size_t nbytes, tail_nbytes;
+    struct rally__tracker_event ev;
+    /* while a step runs: where body, tail, text and task_id sit in the arena */
+    size_t body_at, tail_at, text_at, task_at;
+};
+
+struct rally__job_opts {
+    int world;                  /* 1..RALLY__WORLD_MAX */
+    int64_t startup_timeout_ms; /* every REGISTER and READY (and each epoch) by then; <= 0: none */
+};
+
+struct rally__job;
+
+int rally__job_new(struct rally__job **out, const struct rally__job_opts *o, int64_t now_us,
+                   struct rally__err *e);
+void rally__job_free(struct rally__job *j);
+
+/* Runs one event; then rally__job_actions lists what to do. */
+void rally__job_step(struct rally__job *j, const struct rally__job_ev *ev);
+/* The actions of the last step, in order (valid until the next step). */
+size_t rally__job_actions(const struct rally__job *j, const struct rally__job_act **acts);
+
+/* The earliest time (ms) a TICK has something to do; RALLY__NEVER: none. */
+int64_t rally__job_deadline(const struct rally__job *j);
+
+enum rally__job_phase rally__job_phase(const struct rally__job *j);
+/* Why the job failed ("" while it has not), and the rank that caused it (-1). */
+const char *rally__job_sentence(const struct rally__job *j, int *rank);
+int rally__job_code(const struct rally__job *j);
+uint32_t rally__job_epoch(const struct rally__job *j);
+/* 1 when a rank failing now would be recovered (server.h). */
+int rally__job_recoverable(const struct rally__job *j);
+void rally__job_set_recovery(struct rally__job *j, int on);
+void rally__job_set_heartbeat_timeout(struct rally__job *j, int64_t timeout_ms);
+
+#endif

@@ -1,0 +1,207 @@
+/*
+ * msg.c — the one encoder and the one decoder of every tracker message body
+ * (msg.h).
+ *
+ * Each decoder reads with a latching struct rally__rbuf and accepts the body
+ * only when every field was there and nothing is left over.
+ */
+#include "tracker/msg.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const char *rally__msg_name(uint16_t type)
+{
+    switch (type) {
+    case RALLY__T_REGISTER: return "REGISTER";
+    case RALLY__T_ASSIGN: return "ASSIGN";
+    case RALLY__T_READY: return "READY";
+    case RALLY__T_GO: return "GO";
+    case RALLY__T_PRINT: return "PRINT";
+    case RALLY__T_ERROR: return "ERROR";
+    case RALLY__T_ABORT: return "ABORT";
+    case RALLY__T_SHUTDOWN: return "SHUTDOWN";
+    case RALLY__T_BYE: return "BYE";
+    case RALLY__T_RESET: return "RESET";
+    case RALLY__T_REJOIN: return "REJOIN";
+    case RALLY__T_HEARTBEAT: return "HEARTBEAT";
+    case RALLY__T_LINK_FAILED: return "LINK_FAILED";
+    default: return "an unknown type";
+    }
+}
+
+/* A string cut to at most max bytes. */
+static void put_cut(struct rally__wbuf *w, const char *s, size_t max)
+{
+    size_t n = strlen(s);
+    if (n > max)
+        n = max;
+    rally__w_u32(w, (uint32_t)n);
+    rally__w_bytes(w, s, n);
+}
+
+/* 0 when r read everything, exactly. */
+static int done(const struct rally__rbuf *r)
+{
+    return r->bad || r->pos != r->len ? -1 : 0;
+}
+
+void rally__msg_register_put(struct rally__wbuf *w, const struct rally__msg_register *m)
+{
+    rally__w_str(w, m->task_id);
+    rally__w_u32(w, (uint32_t)m->want_rank);
+    rally__w_u32(w, m->world_hint);
+    rally__w_u16(w, m->listen_port);
+    rally__w_str(w, m->listen_host);
+    rally__w_str(w, m->processor);
+}
+
+int rally__msg_register_get(const unsigned char *b, size_t n, struct rally__msg_register *m)
+{
+    struct rally__rbuf r = {b, n, 0, 0};
+    rally__r_str(&r, m->task_id, sizeof m->task_id);
+    m->want_rank = (int32_t)rally__r_u32(&r);
+    m->world_hint = rally__r_u32(&r);
+    m->listen_port = rally__r_u16(&r);
+    rally__r_str(&r, m->listen_host, sizeof m->listen_host);
+    rally__r_str(&r, m->processor, sizeof m->processor);
+    return done(&r);
+}
+
+void rally__msg_assign_head(struct rally__wbuf *w, int32_t rank, uint32_t world,
+                            uint32_t incarnation)
+{
+    rally__w_u32(w, (uint32_t)rank);
+    rally__w_u32(w, world);
+    rally__w_u32(w, incarnation);
+}
+
+void rally__msg_book_entry(struct rally__wbuf *w, const char *host, uint16_t port,
+                           uint32_t incarnation)
+{
+    rally__w_str(w, host);
+    rally__w_u16(w, port);
+    rally__w_u32(w, incarnation);
+}
+
+size_t rally__msg_book_entry_nbytes(const char *host)
+{
+    return 4 + strlen(host) + 2 + 4;
+}
+
+void rally__msg_assign_tail(struct rally__wbuf *w, uint32_t epoch)
+{
+    rally__w_u32(w, epoch);
+}
+
+int rally__msg_assign_get(const unsigned char *b, size_t n, struct rally__msg_assign *m)
+{
+    struct rally__rbuf r = {b, n, 0, 0};
+    m->peers = NULL;
+    m->rank = (int32_t)rally__r_u32(&r);
+    m->world = rally__r_u32(&r);
+    m->incarnation = rally__r_u32(&r);
+    if (r.bad || m->world < 1 || m->world > RALLY__WORLD_MAX || m->rank < 0 ||
+        (uint32_t)m->rank >= m->world)
+        return -1;
+    /* every entry takes at least 10 bytes: a short body cannot ask for a big book */
+    if ((n - r.pos) / 10 < m->world)
+        return -3;
+    struct rally__peer_addr *p = calloc(m->world, sizeof *p);
+    if (p == NULL)
+        return -2;
+    for (uint32_t i = 0; i < m->world; i++) {
+        rally__r_str(&r, p[i].host, sizeof p[i].host);
+        p[i].port = rally__r_u16(&r);
+        p[i].incarnation = rally__r_u32(&r);
+    }
+    m->epoch = rally__r_u32(&r);
+    if (done(&r) != 0) {
+        free(p);
+        return -3;
+    }
+    m->peers = p;
+    return 0;
+}
+
+void rally__msg_print_put(struct rally__wbuf *w, const char *msg)
+{
+    put_cut(w, msg, RALLY__PRINT_MAX);
+}
+
+int rally__msg_print_get(const unsigned char *b, size_t n, char *msg, size_t cap)
+{
+    struct rally__rbuf r = {b, n, 0, 0};
+    rally__r_str(&r, msg, cap);
+    return done(&r);
+}
+
+void rally__msg_fail_put(struct rally__wbuf *w, uint32_t code, const char *sentence)
+{
+    rally__w_u32(w, code);
+    put_cut(w, sentence, RALLY__ERR_MSG_MAX - 1);
+}
+
+int rally__msg_fail_get(const unsigned char *b, size_t n, uint32_t *code, char *sentence,
+                        size_t cap)
+{
+    struct rally__rbuf r = {b, n, 0, 0};
+    *code = rally__r_u32(&r);
+    rally__r_str(&r, sentence, cap);
+    return done(&r);
+}
+
+void rally__msg_reset_put(struct rally__wbuf *w, uint32_t epoch, const char *reason)
+{
+    rally__w_u32(w, epoch);
+    put_cut(w, reason, RALLY__REASON_MAX - 1);
+}
+
+int rally__msg_reset_get(const unsigned char *b, size_t n, uint32_t *epoch, char *reason,
+                         size_t cap)
+{
+    struct rally__rbuf r = {b, n, 0, 0};
+    *epoch = rally__r_u32(&r);
+    rally__r_str(&r, reason, cap);
+    return done(&r);
+}
+
+void rally__msg_rejoin_put(struct rally__wbuf *w, uint32_t epoch, uint64_t position,
+                           uint32_t version)
+{
+    rally__w_u32(w, epoch);
+    rally__w_u64(w, position);
+    rally__w_u32(w, version);
+}
+
+int rally__msg_rejoin_get(const unsigned char *b, size_t n, uint32_t *epoch, uint64_t *position,
+                          uint32_t *version)
+{
+    struct rally__rbuf r = {b, n, 0, 0};
+    *epoch = rally__r_u32(&r);
+    *position = rally__r_u64(&r);
+    *version = rally__r_u32(&r);
+    return done(&r);
+}
+
+void rally__msg_link_failed_put(struct rally__wbuf *w, uint32_t epoch, const char *sentence)
+{
+    rally__msg_fail_put(w, epoch, sentence);
+}
+
+int rally__msg_link_failed_get(const unsigned char *b, size_t n, uint32_t *epoch, char *sentence,
+                               size_t cap)
+{
+    return rally__msg_fail_get(b, n, epoch, sentence, cap);
+}
+
+void rally__msg_empty_put(struct rally__wbuf *w)
+{
+    (void)w;
+}
+
+int rally__msg_empty_get(const unsigned char *b, size_t n)
+{
+    (void)b;
+    return n == 0 ? 0 : -1;
+}

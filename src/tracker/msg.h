@@ -1,0 +1,100 @@
+/*
+ * msg.h — the one encoder and the one decoder of every tracker message body.
+ *
+ * Server and client both go through these, so a layout lives in one place
+ * (proto.h lists the layouts, docs/protocol.md has the bytes).  Encoders
+ * append to a struct rally__wbuf (its ->bad latches when the buffer is too
+ * small); decoders read a whole frame body and return 0, or -1 when the body
+ * is malformed: short, long, or a string over its limit.  Decoders check the
+ * layout only; what a value means (a rank in range, an epoch in order) is the
+ * caller's business.  Nothing here allocates except the ASSIGN address book.
+ */
+#ifndef RALLY_TRACKER_MSG_H
+#define RALLY_TRACKER_MSG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "net/sock.h"
+#include "tracker/proto.h"
+#include "util/err.h"
+#include "util/wire.h"
+
+#define RALLY__TASK_MAX 256    /* task id and processor name, with the NUL */
+#define RALLY__REASON_MAX 256  /* RESET reason, with the NUL */
+
+/* The name of a frame type for messages: "ASSIGN", "an unknown type". */
+const char *rally__msg_name(uint16_t type);
+
+/* REGISTER (W->T). */
+struct rally__msg_register {
+    char task_id[RALLY__TASK_MAX];
+    int32_t want_rank;   /* -1: any */
+    uint32_t world_hint; /* 0: unknown */
+    uint16_t listen_port;
+    char listen_host[RALLY__HOST_MAX]; /* "": the address the tracker sees */
+    char processor[RALLY__TASK_MAX];
+};
+void rally__msg_register_put(struct rally__wbuf *w, const struct rally__msg_register *m);
+int rally__msg_register_get(const unsigned char *b, size_t n, struct rally__msg_register *m);
+
+/* ASSIGN (T->W): head (rank, world, incarnation), world book entries, tail
+ * (epoch).  The server builds the book once per epoch and shares it. */
+/* One address book entry, as a worker keeps it. */
+struct rally__peer_addr {
+    char host[RALLY__HOST_MAX];
+    int port;
+    uint32_t incarnation;
+};
+#define RALLY__ASSIGN_HEAD 12
+#define RALLY__ASSIGN_TAIL 4
+void rally__msg_assign_head(struct rally__wbuf *w, int32_t rank, uint32_t world,
+                            uint32_t incarnation);
+void rally__msg_book_entry(struct rally__wbuf *w, const char *host, uint16_t port,
+                           uint32_t incarnation);
+/* The bytes one book entry takes. */
+size_t rally__msg_book_entry_nbytes(const char *host);
+void rally__msg_assign_tail(struct rally__wbuf *w, uint32_t epoch);
+struct rally__msg_assign {
+    int32_t rank;
+    uint32_t world;
+    uint32_t incarnation;
+    uint32_t epoch;
+    struct rally__peer_addr *peers; /* world entries, calloc'ed: the caller frees */
+};
+/* -1 when the head is short or its rank or world are out of range, -3 when
+ * the book or the tail is malformed, -2 when out of memory; m->peers is NULL
+ * then. */
+int rally__msg_assign_get(const unsigned char *b, size_t n, struct rally__msg_assign *m);
+
+/* PRINT (W->T): str message, cut to RALLY__PRINT_MAX bytes. */
+void rally__msg_print_put(struct rally__wbuf *w, const char *msg);
+int rally__msg_print_get(const unsigned char *b, size_t n, char *msg, size_t cap);
+
+/* ERROR (W->T) and ABORT (T->W): u32 code, str sentence (cut to fit
+ * RALLY__ERR_MSG_MAX with its NUL). */
+void rally__msg_fail_put(struct rally__wbuf *w, uint32_t code, const char *sentence);
+int rally__msg_fail_get(const unsigned char *b, size_t n, uint32_t *code, char *sentence,
+                        size_t cap);
+
+/* RESET (T->W): u32 epoch, str reason (cut to RALLY__REASON_MAX - 1). */
+void rally__msg_reset_put(struct rally__wbuf *w, uint32_t epoch, const char *reason);
+int rally__msg_reset_get(const unsigned char *b, size_t n, uint32_t *epoch, char *reason,
+                         size_t cap);
+
+/* REJOIN (W->T): u32 epoch, u64 position, u32 checkpoint version. */
+void rally__msg_rejoin_put(struct rally__wbuf *w, uint32_t epoch, uint64_t position,
+                           uint32_t version);
+int rally__msg_rejoin_get(const unsigned char *b, size_t n, uint32_t *epoch, uint64_t *position,
+                          uint32_t *version);
+
+/* LINK_FAILED (W->T): u32 epoch, str sentence (cut like ERROR's). */
+void rally__msg_link_failed_put(struct rally__wbuf *w, uint32_t epoch, const char *sentence);
+int rally__msg_link_failed_get(const unsigned char *b, size_t n, uint32_t *epoch, char *sentence,
+                               size_t cap);
+
+/* READY, GO, SHUTDOWN, BYE, HEARTBEAT: an empty body. */
+void rally__msg_empty_put(struct rally__wbuf *w);
+int rally__msg_empty_get(const unsigned char *b, size_t n);
+
+#endif

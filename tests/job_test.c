@@ -1,0 +1,980 @@
+/*
+ * job_test.c — the tracker's job state machine (src/tracker/job.c), driven
+ * synchronously: events in, actions checked; no sockets, threads or sleeps.
+ *
+ * Each case replays a transition that tests/tracker_test.c drives through
+ * real sockets and threads (named in the comment over it), plus the message
+ * encoders and decoders both sides share (src/tracker/msg.c).  Time is a
+ * number the test moves forward.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "tracker/job.h"
+#include "tracker/msg.h"
+#include "tracker/proto.h"
+#include "util/clock.h"
+
+#define W_MAX 8
+
+static struct rally__job *j;
+static struct rally__job_member m[2 * W_MAX];
+static int64_t now_ms;
+static char log_[16384]; /* every EVENT text of the case, one per line: "[kind rank] text" */
+
+static void record(void)
+{
+    const struct rally__job_act *a;
+    size_t n = rally__job_actions(j, &a);
+    for (size_t i = 0; i < n; i++) {
+        if (a[i].kind != RALLY__JOB_EVENT)
+            continue;
+        size_t len = strlen(log_);
+        snprintf(log_ + len, sizeof log_ - len, "[%d %d %u] %s\n", a[i].ev.kind, a[i].ev.rank,
+                 a[i].ev.epoch, a[i].ev.text);
+    }
+}
+
+static void run(struct rally__job_ev ev)
+{
+    ev.now_us = now_ms * 1000;
+    rally__job_step(j, &ev);
+    record();
+}
+
+static void new_job(int world, int64_t startup_ms)
+{
+    struct rally__err e = {0, ""};
+    struct rally__job_opts o = {world, startup_ms};
+    now_ms = 1000000;
+    log_[0] = '\0';
+    memset(m, 0, sizeof m);
+    assert_int_equal(rally__job_new(&j, &o, now_ms * 1000, &e), RALLY_OK);
+}
+
+static int done_job(void **state)
+{
+    (void)state;
+    rally__job_free(j);
+    j = NULL;
+    return 0;
+}
+
+/* Member i authenticates (it comes from 10.0.0.i). */
+static void open_m(int i)
+{
+    memset(&m[i], 0, sizeof m[i]);
+    m[i].owner = &m[i];
+    snprintf(m[i].peer, sizeof m[i].peer, "10.0.0.%d", i);
+    snprintf(m[i].what, sizeof m[i].what, "connection from 10.0.0.%d:5000", i);
+    run((struct rally__job_ev){.kind = RALLY__JOB_EV_OPEN, .m = &m[i]});
+}
+
+static void frame(int i, uint16_t type, const void *body, size_t n)
+{
+    run((struct rally__job_ev){
+        .kind = RALLY__JOB_EV_FRAME, .m = &m[i], .type = type, .body = body, .nbytes = n});
+}
+
+static void reg(int i, const char *task, uint32_t world_hint)
+{
+    struct rally__msg_register r = {.want_rank = -1, .world_hint = world_hint};
+    snprintf(r.task_id, sizeof r.task_id, "%s", task);
+    r.listen_port = (uint16_t)(4000 + i);
+    unsigned char b[1024];
+    struct rally__wbuf w = {b, 0, sizeof b, 0};
+    rally__msg_register_put(&w, &r);
+    frame(i, RALLY__T_REGISTER, b, w.len);
+}
+
+static void lost(int i)
+{
+    run((struct rally__job_ev){.kind = RALLY__JOB_EV_LOST, .m = &m[i], .text = "peer closed"});
+}
+
+static void rejoin(int i, uint32_t epoch, uint64_t pos, uint32_t version)
+{
+    unsigned char b[16];
+    struct rally__wbuf w = {b, 0, sizeof b, 0};
+    rally__msg_rejoin_put(&w, epoch, pos, version);
+    frame(i, RALLY__T_REJOIN, b, w.len);
+}
+
+static void tick_at(int64_t ms)
+{
+    now_ms = ms;
+    run((struct rally__job_ev){.kind = RALLY__JOB_EV_TICK});
+}
+
+/* --- looking at the last step's actions ------------------------------------- */
+
+static size_t nacts(const struct rally__job_act **a)
+{
+    return rally__job_actions(j, a);
+}
+
+/* The action of kind to member i (i < 0: to nobody), or NULL. */
+static const struct rally__job_act *find(int kind, int i, uint16_t type)
+{
+    const struct rally__job_act *a;
+    size_t n = nacts(&a);
+    for (size_t k = 0; k < n; k++)
+        if (a[k].kind == kind && (i < 0 ? a[k].m == NULL : a[k].m == &m[i]) &&
+            (kind != RALLY__JOB_SEND || a[k].type == type))
+            return &a[k];
+    return NULL;
+}
+
+static int sent(int i, uint16_t type)
+{
+    return find(RALLY__JOB_SEND, i, type) != NULL;
+}
+
+static int count_kind(int kind)
+{
+    const struct rally__job_act *a;
+    size_t n = nacts(&a), c = 0;
+    for (size_t k = 0; k < n; k++)
+        c += a[k].kind == kind;
+    return (int)c;
+}
+
+/* The event of kind in the last step, or NULL. */
+static const struct rally__tracker_event *event(int kind)
+{
+    const struct rally__job_act *a;
+    size_t n = nacts(&a);
+    for (size_t k = 0; k < n; k++)
+        if (a[k].kind == RALLY__JOB_EVENT && a[k].ev.kind == kind)
+            return &a[k].ev;
+    return NULL;
+}
+
+/* The ABORT sent to i in the last step: its code, and its sentence in s. */
+static int abort_to(int i, char *s, size_t cap)
+{
+    const struct rally__job_act *a = find(RALLY__JOB_SEND, i, RALLY__T_ABORT);
+    assert_non_null(a);
+    uint32_t code;
+    assert_int_equal(rally__msg_fail_get(a->body, a->nbytes, &code, s, cap), 0);
+    return (int)code;
+}
+
+/* The RESET sent to i in the last step: its epoch, and its reason in s. */
+static uint32_t reset_to(int i, char *s, size_t cap)
+{
+    const struct rally__job_act *a = find(RALLY__JOB_SEND, i, RALLY__T_RESET);
+    assert_non_null(a);
+    uint32_t epoch;
+    assert_int_equal(rally__msg_reset_get(a->body, a->nbytes, &epoch, s, cap), 0);
+    return epoch;
+}
+
+/* Decodes the ASSIGN sent to i in the last step (head + BOOK + tail). */
+static struct rally__msg_assign assign_to(int i)
+{
+    const struct rally__job_act *book = find(RALLY__JOB_BOOK, -1, 0);
+    const struct rally__job_act *a = find(RALLY__JOB_SEND, i, RALLY__T_ASSIGN);
+    assert_non_null(book);
+    assert_non_null(a);
+    assert_true(a->with_book);
+    unsigned char *b = malloc(a->nbytes + book->nbytes + a->tail_nbytes);
+    assert_non_null(b);
+    memcpy(b, a->body, a->nbytes);
+    memcpy(b + a->nbytes, book->body, book->nbytes);
+    memcpy(b + a->nbytes + book->nbytes, a->tail, a->tail_nbytes);
+    struct rally__msg_assign g;
+    assert_int_equal(rally__msg_assign_get(b, a->nbytes + book->nbytes + a->tail_nbytes, &g), 0);
+    free(b);
+    return g;
+}
+
+static int logged(const char *s)
+{
+    return strstr(log_, s) != NULL;
+}
+
+/* world members 0..world-1 open and register with task ids "0".."world-1";
+ * the last REGISTER brings the ASSIGNs. */
+static void join_all(int world)
+{
+    for (int i = 0; i < world; i++) {
+        char task[8];
+        snprintf(task, sizeof task, "%d", i);
+        open_m(i);
+        reg(i, task, 0);
+        assert_non_null(find(RALLY__JOB_ADMIT, i, 0));
+    }
+}
+
+static void ready_all(int world)
+{
+    for (int i = 0; i < world; i++)
+        frame(i, RALLY__T_READY, NULL, 0);
+}
+
+static void running(int world)
+{
+    join_all(world);
+    ready_all(world);
+    assert_int_equal(rally__job_phase(j), RALLY__JOB_RUNNING);
+}
+
+/* --- start-up -------------------------------------------------------------- */
+
+/* tracker_test: good_client_runs_whole_protocol */
+static void whole_protocol_of_one_worker(void **state)
+{
+    (void)state;
+    new_job(1, 10000);
+    assert_int_equal(rally__job_phase(j), RALLY__JOB_JOINING);
+    open_m(0);
+    reg(0, "0", 1);
+    assert_int_equal(rally__job_phase(j), RALLY__JOB_STARTING);
+    struct rally__msg_assign g = assign_to(0);
+    assert_int_equal(g.rank, 0);
+    assert_int_equal(g.world, 1);
+    assert_int_equal(g.incarnation, 1);
+    assert_int_equal(g.epoch, 0); /* the job's first ASSIGN says 0 */
+    assert_string_equal(g.peers[0].host, "10.0.0.0");
+    assert_int_equal(g.peers[0].port, 4000);
+    free(g.peers);
+    assert_non_null(event(RALLY__TEV_ASSIGNED));
+    assert_string_equal(m[0].what, "rank 0 (on 10.0.0.0)");
+    frame(0, RALLY__T_READY, NULL, 0);
+    assert_true(sent(0, RALLY__T_GO));
+    assert_non_null(event(RALLY__TEV_GO));
+    assert_null(event(RALLY__TEV_RECOVERED)); /* no failure: no recovery */
+    assert_int_equal(rally__job_phase(j), RALLY__JOB_RUNNING);
+    unsigned char b[64];
+    struct rally__wbuf w = {b, 0, sizeof b, 0};
+    rally__msg_print_put(&w, "hello tracker");
+    frame(0, RALLY__T_PRINT, b, w.len);
+    const struct rally__job_act *p = find(RALLY__JOB_PRINT, 0, 0);
+    assert_non_null(p);
+    assert_int_equal(p->ev.rank, 0);
+    assert_string_equal(p->ev.text, "hello tracker");
+    frame(0, RALLY__T_HEARTBEAT, NULL, 0);
+    assert_int_equal(count_kind(RALLY__JOB_CLOSE), 0);
+    frame(0, RALLY__T_SHUTDOWN, NULL, 0);
+    assert_true(sent(0, RALLY__T_BYE));
+    assert_non_null(event(RALLY__TEV_FINALIZED));
+    assert_non_null(event(RALLY__TEV_DONE));
+    assert_int_equal(rally__job_phase(j), RALLY__JOB_DONE);
+}
+
+/* tracker_test: malformed_frames_are_dropped_and_job_goes_on */
+static void bad_registers_are_dropped_and_job_goes_on(void **state)
+{
+    (void)state;
+    new_job(2, 10000);
+    unsigned char b[1024];
+    struct rally__msg_register r = {.want_rank = -1};
+    snprintf(r.task_id, sizeof r.task_id, "7");
+    struct rally__wbuf w = {b, 0, sizeof b, 0};
+    rally__msg_register_put(&w, &r);
+    open_m(2); /* truncated */
+    frame(2, RALLY__T_REGISTER, b, w.len - 2);
+    assert_non_null(find(RALLY__JOB_CLOSE, 2, 0));
+    assert_true(logged("dropping connection from 10.0.0.2:5000: malformed REGISTER"));
+    open_m(3); /* trailing bytes */
+    frame(3, RALLY__T_REGISTER, b, w.len + 1);
+    assert_non_null(find(RALLY__JOB_CLOSE, 3, 0));
+    open_m(4); /* a string length past the end */
+    unsigned char lie[8] = {0xff, 0xff, 0xff, 0x7f, 'a', 'b', 'c', 'd'};
+    frame(4, RALLY__T_REGISTER, lie, sizeof lie);
+    assert_non_null(find(RALLY__JOB_CLOSE, 4, 0));
+    open_m(5); /* an unknown frame before REGISTER */
+    frame(5, 99, NULL, 0);
+    assert_non_null(find(RALLY__JOB_CLOSE, 5, 0));
+    assert_true(logged("frame type 99 before REGISTER"));
+    open_m(6); /* the wrong world: refused with an ABORT that says why */
+    reg(6, "5", 9);
+    assert_non_null(find(RALLY__JOB_REFUSE, 6, 0));
+    char s[RALLY__ERR_MSG_MAX];
+    assert_int_equal(abort_to(6, s, sizeof s), RALLY_ECONFIG);
+    assert_string_equal(s, "the worker expects 9 workers, this job has 2");
+    assert_true(logged("expects 9 workers, this job has 2"));
+    open_m(7); /* a rank out of range */
+    struct rally__msg_register x = {.want_rank = 5};
+    w.len = 0;
+    rally__msg_register_put(&w, &x);
+    frame(7, RALLY__T_REGISTER, b, w.len);
+    assert_non_null(find(RALLY__JOB_REFUSE, 7, 0));
+    /* a stranger lost before it registered costs nothing but a line */
+    open_m(8);
+    lost(8);
+    assert_non_null(find(RALLY__JOB_CLOSE, 8, 0));
+    assert_true(logged("dropping peer closed"));
+    /* none of that hurt the job */
+    assert_int_equal(rally__job_phase(j), RALLY__JOB_JOINING);
+    running(2);
+    for (int i = 0; i < 2; i++)
+        frame(i, RALLY__T_SHUTDOWN, NULL, 0);
+    assert_int_equal(rally__job_phase(j), RALLY__JOB_DONE);
+    /* and after the end, a late worker is refused */
+    open_m(9);
+    reg(9, "9", 0);
+    assert_non_null(find(RALLY__JOB_REFUSE, 9, 0));
+    assert_int_equal(abort_to(9, s, sizeof s), RALLY_ESTATE);
+    assert_string_equal(s, "the job already has all 2 workers");
+}
+
+/* tracker_test: silent_client_does_not_stall_others (the job's part: a
+ * member that missed its REGISTER deadline is dropped, the job goes on) */
+static void member_without_register_is_dropped(void **state)
+{
+    (void)state;
+    new_job(1, 10000);
+    open_m(1);
+    run((struct rally__job_ev){.kind = RALLY__JOB_EV_DROP,
+                               .m = &m[1],
+                               .text = "connection from 10.0.0.1:5000: no handshake and REGISTER "
+                                       "within 700 ms"});
+    assert_non_null(find(RALLY__JOB_CLOSE, 1, 0));
+    assert_true(logged("no handshake and REGISTER within 700 ms"));
+    assert_int_equal(rally__job_phase(j), RALLY__JOB_JOINING);
+    running(1);
+}
+
+/* tracker_test: duplicate_task_id_is_refused; ranks follow numeric task ids */
+static void duplicate_task_id_is_refused(void **state)
+{
+    (void)state;
+    new_job(2, 10000);
+    open_m(1);
+    reg(1, "0", 2);
+    open_m(2);
+    reg(2, "0", 0);
+    assert_non_null(find(RALLY__JOB_REFUSE, 2, 0));
+    char s[RALLY__ERR_MSG_MAX];
+    assert_int_equal(abort_to(2, s, sizeof s), RALLY_ECONFIG);
+    assert_string_equal(s, "task id '0' is already registered by 10.0.0.1");
+    open_m(0);
+    reg(0, "1", 0);
+    assert_int_equal(rally__job_phase(j), RALLY__JOB_STARTING);
+    struct rally__msg_assign g = assign_to(0); /* task id "1": rank 1, whoever came first */
+    assert_int_equal(g.rank, 1);
+    free(g.peers);
+    g = assign_to(1);
+    assert_int_equal(g.rank, 0);
+    free(g.peers);
+}
+
+/* Ranks by (host, task id, arrival) when the task ids are not 0..world-1. */
+static void ranks_by_host_without_numeric_task_ids(void **state)
+{
+    (void)state;
+    new_job(3, 10000);
+    open_m(2);
+    reg(2, "b", 0);
+    open_m(1);
+    reg(1, "a", 0);
+    open_m(0);
+    reg(0, "", 0);
+    for (int i = 0; i < 3; i++) {
+        struct rally__msg_assign g = assign_to(i);
+        assert_int_equal(g.rank, i); /* hosts 10.0.0.0 < .1 < .2 */
+        free(g.peers);
+    }
+}
+
+/* tracker_test: worker_crash_aborts_the_others */
+static void loss_before_go_fails_the_job(void **state)
+{
+    (void)state;
+    new_job(2, 10000);
+    join_all(2);
+    lost(1);
+    assert_non_null(find(RALLY__JOB_CLOSE, 1, 0));
+    char s[RALLY__ERR_MSG_MAX];
+    assert_int_equal(abort_to(0, s, sizeof s), RALLY_EPEER);
+    assert_string_equal(s, "rank 1 disconnected without finalizing (did it crash?)");
+    assert_false(sent(1, RALLY__T_ABORT)); /* closed: nothing more to it */
+    assert_non_null(event(RALLY__TEV_FAILED));
+    int rank;
+    assert_int_equal(rally__job_phase(j), RALLY__JOB_FAILED);
+    assert_string_equal(rally__job_sentence(j, &rank), s);
+    assert_int_equal(rank, 1);
+    assert_int_equal(rally__job_code(j), RALLY_EPEER);
+    /* a worker that comes now hears why */
+    open_m(2);
+    reg(2, "1", 0);
+    assert_int_equal(abort_to(2, s, sizeof s), RALLY_EPEER);
+    assert_string_equal(s, "rank 1 disconnected without finalizing (did it crash?)");
+}
+
+/* A worker lost before every worker joined fails the job too. */
+static void loss_while_joining_fails_the_job(void **state)
+{
+    (void)state;
+    new_job(2, 10000);
+    open_m(0);
+    reg(0, "x", 0);
+    open_m(1);
+    lost(0);
+    char s[RALLY__ERR_MSG_MAX];
+    assert_int_equal(abort_to(1, s, sizeof s), RALLY_EPEER);
+    assert_string_equal(s, "the worker with task id 'x' on 10.0.0.0 disconnected before every "
+                           "worker joined");
+}
+
+/* tracker_test: worker_error_reaches_the_others */
+static void error_reaches_the_others(void **state)
+{
+    (void)state;
+    new_job(2, 10000);
+    join_all(2);
+    unsigned char b[256];
+    struct rally__wbuf w = {b, 0, sizeof b, 0};
+    rally__msg_fail_put(&w, RALLY_EMISMATCH, "count 3 here, 4 at rank 0");
+    frame(1, RALLY__T_ERROR, b, w.len);
+    char s[RALLY__ERR_MSG_MAX];
+    assert_int_equal(abort_to(0, s, sizeof s), RALLY_EMISMATCH);
+    assert_string_equal(s, "rank 1 failed: count 3 here, 4 at rank 0");
+    assert_int_equal(rally__job_phase(j), RALLY__JOB_FAILED);
+    /* a second failure changes nothing */
+    lost(0);
+    assert_null(event(RALLY__TEV_FAILED));
+}
+
+/* tracker_test: startup_timeout_names_missing_workers */
+static void startup_timeout_names_missing_workers(void **state)
+{
+    (void)state;
+    new_job(3, 400);
+    open_m(1);
+    reg(1, "1", 0);
+    assert_int_equal(rally__job_deadline(j), now_ms + 400);
+    tick_at(now_ms + 399);
+    assert_int_equal(rally__job_phase(j), RALLY__JOB_JOINING);
+    tick_at(now_ms + 1);
+    char s[RALLY__ERR_MSG_MAX];
+    assert_int_equal(abort_to(1, s, sizeof s), RALLY_ETIMEDOUT);
+    assert_string_equal(s, "only 1 of 3 workers joined within 400 ms; missing task ids: 0, 2");
+    assert_int_equal(rally__job_phase(j), RALLY__JOB_FAILED);
+}
+
+/* tracker_test: startup_timeout_names_unready_ranks */
+static void startup_timeout_names_unready_ranks(void **state)
+{
+    (void)state;
+    new_job(2, 600);
+    join_all(2);
+    frame(0, RALLY__T_READY, NULL, 0);
+    tick_at(now_ms + 600);
+    char s[RALLY__ERR_MSG_MAX];
+    assert_int_equal(abort_to(0, s, sizeof s), RALLY_ETIMEDOUT);
+    assert_string_equal(s, "rank(s) 1 did not become ready within 600 ms");
+}
+
+/* Protocol slips of a registered worker are the job's failure. */
+static void protocol_slips_are_fatal(void **state)
+{
+    (void)state;
+    new_job(1, 10000);
+    open_m(0);
+    reg(0, "0", 0);
+    frame(0, RALLY__T_READY, NULL, 0);
+    frame(0, RALLY__T_READY, NULL, 0); /* READY after GO: for no epoch STARTING: ignored */
+    assert_int_equal(rally__job_phase(j), RALLY__JOB_RUNNING);
+    frame(0, RALLY__T_REGISTER, NULL, 0);
+    assert_int_equal(rally__job_phase(j), RALLY__JOB_FAILED);
+    assert_string_equal(rally__job_sentence(j, NULL), "rank 0 (on 10.0.0.0): REGISTER twice");
+    assert_non_null(find(RALLY__JOB_CLOSE, 0, 0));
+}
+
+/* --- recovery -------------------------------------------------------------- */
+
+/* tracker_test: recover_rank_drops_after_go */
+static void recover_rank_drops_after_go(void **state)
+{
+    (void)state;
+    new_job(3, 10000);
+    running(3);
+    assert_int_equal(rally__job_recoverable(j), 1);
+    lost(1);
+    assert_non_null(find(RALLY__JOB_CLOSE, 1, 0));
+    const struct rally__tracker_event *ev = event(RALLY__TEV_RANK_FAILED);
+    assert_non_null(ev);
+    assert_int_equal(ev->rank, 1);
+    assert_int_equal(ev->epoch, 2);
+    assert_string_equal(ev->task_id, "1");
+    assert_string_equal(ev->text, "rank 1 disconnected without finalizing");
+    char s[RALLY__REASON_MAX];
+    for (int i = 0; i < 3; i += 2) {
+        assert_int_equal(reset_to(i, s, sizeof s), 2);
+        assert_string_equal(s, "rank 1 disconnected without finalizing");
+    }
+    assert_int_equal(rally__job_phase(j), RALLY__JOB_ASSEMBLING);
+    assert_int_equal(rally__job_epoch(j), 2);
+    now_ms += 1500;
+    rejoin(0, 2, RALLY__KEY_OP(3, 7), 3);
+    rejoin(2, 2, RALLY__KEY_OP(3, 8), 3);
+    rejoin(2, 2, RALLY__KEY_OP(3, 8), 3); /* a repeat changes nothing */
+    assert_int_equal(count_kind(RALLY__JOB_SEND), 0);
+    open_m(3); /* the restarted rank 1 */
+    reg(3, "1", 0);
+    assert_true(logged("rank 1 registered again (incarnation 2) for epoch 2"));
+    assert_int_equal(rally__job_phase(j), RALLY__JOB_STARTING);
+    for (int i = 0; i < 4; i++) {
+        if (i == 1)
+            continue;
+        struct rally__msg_assign g = assign_to(i);
+        assert_int_equal(g.epoch, 2);
+        assert_int_equal(g.rank, i == 3 ? 1 : i);
+        assert_int_equal(g.incarnation, i == 3 ? 2 : 1);
+        assert_int_equal(g.peers[1].incarnation, 2);
+        assert_int_equal(g.peers[0].incarnation, 1);
+        free(g.peers);
+    }
+    const struct rally__tracker_event *as = event(RALLY__TEV_ASSIGNED); /* the newcomer only */
+    assert_non_null(as);
+    assert_int_equal(as->rank, 1);
+    assert_int_equal(count_kind(RALLY__JOB_EVENT), 3); /* PROGRESS x2, ASSIGNED */
+    now_ms += 500;
+    frame(0, RALLY__T_READY, NULL, 0);
+    frame(2, RALLY__T_READY, NULL, 0);
+    frame(3, RALLY__T_READY, NULL, 0);
+    assert_true(sent(0, RALLY__T_GO) && sent(2, RALLY__T_GO) && sent(3, RALLY__T_GO));
+    ev = event(RALLY__TEV_RECOVERED);
+    assert_non_null(ev);
+    assert_true(ev->has_position);
+    assert_int_equal(ev->position, RALLY__KEY_OP(3, 8));
+    assert_int_equal(ev->version, 3);
+    assert_true(ev->seconds > 1.99 && ev->seconds < 2.01); /* from the loss to GO */
+    assert_string_equal(ev->text, "epoch 2: job back in step 2.00 s after the failure; furthest "
+                                  "survivor: version 3, seq 7 (rank 2, checkpoint version 3)");
+    for (int i = 0; i < 4; i++)
+        if (i != 1)
+            frame(i, RALLY__T_SHUTDOWN, NULL, 0);
+    assert_int_equal(rally__job_phase(j), RALLY__JOB_DONE);
+}
+
+/* tracker_test: recover_failure_during_assembly_starts_next_epoch */
+static void recover_failure_during_assembly_starts_next_epoch(void **state)
+{
+    (void)state;
+    new_job(3, 10000);
+    running(3);
+    lost(2);
+    rejoin(0, 2, 0, 0);
+    lost(1); /* rank 1 dies before it rejoined */
+    assert_true(logged("epoch 3: rank 1 disconnected without finalizing"));
+    char s[RALLY__REASON_MAX];
+    assert_int_equal(reset_to(0, s, sizeof s), 3);
+    assert_int_equal(rally__job_epoch(j), 3);
+    rejoin(0, 2, 0, 0); /* stale: a newer RESET is on its way */
+    assert_int_equal(count_kind(RALLY__JOB_CLOSE), 0);
+    open_m(3);
+    reg(3, "1", 0);
+    open_m(4);
+    reg(4, "2", 0);
+    assert_int_equal(rally__job_phase(j), RALLY__JOB_ASSEMBLING); /* rank 0 not yet back */
+    rejoin(0, 3, 0, 0);
+    assert_int_equal(rally__job_phase(j), RALLY__JOB_STARTING);
+    struct rally__msg_assign g = assign_to(0);
+    assert_int_equal(g.epoch, 3);
+    assert_int_equal(g.peers[1].incarnation, 2);
+    assert_int_equal(g.peers[2].incarnation, 2);
+    free(g.peers);
+    frame(0, RALLY__T_READY, NULL, 0);
+    frame(3, RALLY__T_READY, NULL, 0);
+    frame(4, RALLY__T_READY, NULL, 0);
+    assert_true(logged("epoch 3: job back in step"));
+}
+
+/* A failure after ASSIGN but before GO of a recovery starts the next epoch;
+ * READY for the ended epoch is ignored. */
+static void recover_failure_while_starting(void **state)
+{
+    (void)state;
+    new_job(2, 10000);
+    running(2);
+    lost(1);
+    rejoin(0, 2, 0, 0);
+    open_m(2);
+    reg(2, "1", 0);
+    assert_int_equal(rally__job_phase(j), RALLY__JOB_STARTING);
+    unsigned char b[64];
+    struct rally__wbuf w = {b, 0, sizeof b, 0};
+    rally__msg_link_failed_put(&w, 2, "rank 1 refused");
+    frame(0, RALLY__T_LINK_FAILED, b, w.len);
+    assert_int_equal(rally__job_phase(j), RALLY__JOB_ASSEMBLING);
+    assert_int_equal(rally__job_epoch(j), 3);
+    assert_true(sent(0, RALLY__T_RESET) && sent(2, RALLY__T_RESET));
+    frame(2, RALLY__T_READY, NULL, 0); /* for epoch 2: ignored */
+    assert_int_equal(count_kind(RALLY__JOB_CLOSE), 0);
+    rejoin(0, 3, 0, 0);
+    rejoin(2, 3, 0, 0);
+    assert_int_equal(rally__job_phase(j), RALLY__JOB_STARTING);
+}
+
+/* tracker_test: recover_stale_incarnation_is_replaced */
+static void recover_stale_incarnation_is_replaced(void **state)
+{
+    (void)state;
+    new_job(2, 10000);
+    running(2);
+    open_m(2); /* rank 1 hangs; its launcher starts another one */
+    reg(2, "1", 0);
+    assert_non_null(find(RALLY__JOB_CLOSE, 1, 0)); /* fenced */
+    assert_true(logged("[7 1 2] rank 1 replaced by a new incarnation"));
+    assert_true(sent(0, RALLY__T_RESET));
+    assert_false(sent(1, RALLY__T_RESET));
+    assert_non_null(find(RALLY__JOB_ADMIT, 2, 0));
+    rejoin(0, 2, 0, 0);
+    struct rally__msg_assign g = assign_to(2);
+    assert_int_equal(g.rank, 1);
+    assert_int_equal(g.incarnation, 2);
+    free(g.peers);
+    g = assign_to(0);
+    assert_int_equal(g.peers[1].incarnation, 2);
+    free(g.peers);
+}
+
+/* Re-registration that cannot be taken in. */
+static void reregistration_refusals(void **state)
+{
+    (void)state;
+    new_job(2, 10000);
+    join_all(2);
+    open_m(2); /* before GO nothing is recoverable */
+    reg(2, "1", 0);
+    char s[RALLY__ERR_MSG_MAX];
+    assert_int_equal(abort_to(2, s, sizeof s), RALLY_ESTATE);
+    assert_string_equal(s, "the job already has all 2 workers");
+    ready_all(2);
+    open_m(3);
+    reg(3, "zz", 0);
+    assert_int_equal(abort_to(3, s, sizeof s), RALLY_ESTATE);
+    assert_string_equal(s, "the job already has all 2 workers and none has task id 'zz'");
+    frame(0, RALLY__T_SHUTDOWN, NULL, 0);
+    open_m(4);
+    reg(4, "0", 0);
+    assert_int_equal(abort_to(4, s, sizeof s), RALLY_ESTATE);
+    assert_string_equal(s, "rank 0 (task id '0') already finalized");
+    open_m(5);
+    reg(5, "1", 0);
+    assert_int_equal(abort_to(5, s, sizeof s), RALLY_ESTATE);
+    assert_string_equal(s, "the job is finishing: rank 1 cannot rejoin it");
+    assert_int_equal(rally__job_phase(j), RALLY__JOB_RUNNING);
+}
+
+/* tracker_test: recover_heartbeat_silence_fails_the_rank */
+static void recover_heartbeat_silence_fails_the_rank(void **state)
+{
+    (void)state;
+    new_job(2, 10000);
+    rally__job_set_heartbeat_timeout(j, 400);
+    running(2);
+    int64_t t0 = now_ms;
+    frame(1, RALLY__T_HEARTBEAT, NULL, 0);
+    assert_int_equal(rally__job_deadline(j), t0 + 400); /* rank 0 never beat: not watched */
+    for (int k = 1; k <= 12; k++) { /* beats keep rank 1 alive */
+        now_ms = t0 + 50 * k;
+        frame(1, RALLY__T_HEARTBEAT, NULL, 0);
+        tick_at(now_ms);
+        assert_int_equal(count_kind(RALLY__JOB_SEND), 0);
+    }
+    int64_t last = now_ms;
+    tick_at(last + 399);
+    assert_int_equal(rally__job_phase(j), RALLY__JOB_RUNNING);
+    tick_at(last + 400);
+    assert_non_null(find(RALLY__JOB_CLOSE, 1, 0));
+    char s[RALLY__REASON_MAX];
+    assert_int_equal(reset_to(0, s, sizeof s), 2);
+    assert_string_equal(s, "rank 1 sent no heartbeat for 400 ms");
+    assert_true(logged("[7 1 2] rank 1 sent no heartbeat for 400 ms"));
+    /* a heartbeat with a body is a protocol slip */
+    frame(0, RALLY__T_HEARTBEAT, "x", 1);
+    assert_int_equal(rally__job_phase(j), RALLY__JOB_FAILED);
+}
+
+/* An epoch that does not come together in time fails the job, unless the
+ * missing ranks are live survivors that keep beating (busy computing). */
+static void recover_epoch_timeout(void **state)
+{
+    (void)state;
+    new_job(2, 1000);
+    rally__job_set_heartbeat_timeout(j, 5000);
+    running(2);
+    frame(0, RALLY__T_HEARTBEAT, NULL, 0);
+    run((struct rally__job_ev){.kind = RALLY__JOB_EV_DIED, .rank = 1, .text = "killed"});
+    int64_t t0 = now_ms;
+    open_m(2);
+    reg(2, "1", 0);
+    assert_int_equal(rally__job_deadline(j), t0 + 1000);
+    tick_at(t0 + 1000); /* rank 0 has not rejoined but beats: look again in a second */
+    assert_int_equal(rally__job_phase(j), RALLY__JOB_ASSEMBLING);
+    assert_int_equal(rally__job_deadline(j), t0 + 2000);
+    lost(0);
+    assert_int_equal(rally__job_epoch(j), 3);
+    tick_at(now_ms + 1000); /* nobody for rank 0 now */
+    assert_int_equal(rally__job_phase(j), RALLY__JOB_FAILED);
+    assert_string_equal(rally__job_sentence(j, NULL),
+                        "epoch 3: rank(s) 0 did not rejoin within 1000 ms");
+}
+
+/* tracker_test: recover_link_failed_resets_without_fencing */
+static void recover_link_failed_resets_without_fencing(void **state)
+{
+    (void)state;
+    new_job(2, 10000);
+    running(2);
+    unsigned char b[256];
+    struct rally__wbuf w = {b, 0, sizeof b, 0};
+    rally__msg_link_failed_put(&w, 0, "rank 1 stalled for 1000 ms"); /* epoch 0: the first */
+    frame(0, RALLY__T_LINK_FAILED, b, w.len);
+    char s[RALLY__REASON_MAX];
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(reset_to(i, s, sizeof s), 2);
+        assert_string_equal(s, "rank 0 reported: rank 1 stalled for 1000 ms");
+    }
+    assert_int_equal(count_kind(RALLY__JOB_CLOSE), 0);
+    assert_null(event(RALLY__TEV_RANK_FAILED));
+    rejoin(0, 2, 0, 0);
+    rejoin(1, 2, 0, 0);
+    for (int i = 0; i < 2; i++) {
+        struct rally__msg_assign g = assign_to(i);
+        assert_int_equal(g.epoch, 2);
+        assert_int_equal(g.incarnation, 1); /* nobody was fenced */
+        assert_int_equal(g.peers[1 - i].incarnation, 1);
+        free(g.peers);
+    }
+    ready_all(2);
+    assert_non_null(event(RALLY__TEV_RECOVERED));
+    /* a report about an epoch that is over changes nothing */
+    w.len = 0;
+    rally__msg_link_failed_put(&w, 1, "old news");
+    frame(1, RALLY__T_LINK_FAILED, b, w.len);
+    assert_true(logged("ignoring rank 1's report for epoch 1 (now 2): old news"));
+    assert_int_equal(count_kind(RALLY__JOB_SEND), 0);
+    /* one about an epoch to come is a protocol slip */
+    w.len = 0;
+    rally__msg_link_failed_put(&w, 7, "future");
+    frame(1, RALLY__T_LINK_FAILED, b, w.len);
+    assert_int_equal(rally__job_phase(j), RALLY__JOB_FAILED);
+}
+
+/* tracker_test: recover_launcher_reports_death */
+static void recover_launcher_reports_death(void **state)
+{
+    (void)state;
+    new_job(2, 10000);
+    running(2);
+    run((struct rally__job_ev){.kind = RALLY__JOB_EV_DIED, .rank = 1, .text = "killed by signal 9"});
+    assert_int_equal(rally__job_epoch(j), 2);
+    assert_non_null(find(RALLY__JOB_CLOSE, 1, 0));
+    assert_true(sent(0, RALLY__T_RESET));
+    assert_true(logged("[7 1 2] the launcher reported rank 1 dead: killed by signal 9"));
+    run((struct rally__job_ev){.kind = RALLY__JOB_EV_DIED, .rank = 1, .text = "killed by signal 9"});
+    assert_int_equal(rally__job_epoch(j), 2); /* known: nothing more */
+    const struct rally__job_act *a;
+    assert_int_equal(nacts(&a), 0);
+    run((struct rally__job_ev){.kind = RALLY__JOB_EV_DIED, .rank = 9, .text = "?"});
+    assert_int_equal(nacts(&a), 0);
+}
+
+/* A finalized rank's death only closes its connection. */
+static void death_after_finalize_only_fences(void **state)
+{
+    (void)state;
+    new_job(2, 10000);
+    running(2);
+    frame(1, RALLY__T_SHUTDOWN, NULL, 0);
+    run((struct rally__job_ev){.kind = RALLY__JOB_EV_DIED, .rank = 1, .text = "exited"});
+    assert_non_null(find(RALLY__JOB_CLOSE, 1, 0));
+    assert_int_equal(count_kind(RALLY__JOB_SEND), 0);
+    assert_int_equal(rally__job_phase(j), RALLY__JOB_RUNNING);
+    frame(0, RALLY__T_SHUTDOWN, NULL, 0);
+    assert_int_equal(rally__job_phase(j), RALLY__JOB_DONE);
+}
+
+/* tracker_test: recover_not_after_a_rank_finalized */
+static void recover_not_after_a_rank_finalized(void **state)
+{
+    (void)state;
+    new_job(2, 10000);
+    running(2);
+    frame(0, RALLY__T_SHUTDOWN, NULL, 0);
+    assert_int_equal(rally__job_recoverable(j), 0);
+    lost(1);
+    assert_int_equal(rally__job_phase(j), RALLY__JOB_FAILED);
+    assert_string_equal(rally__job_sentence(j, NULL),
+                        "rank 1 disconnected without finalizing (did it crash?)");
+}
+
+/* A rank that finalizes while the job recovers fails it. */
+static void finalize_while_recovering_is_fatal(void **state)
+{
+    (void)state;
+    new_job(3, 10000);
+    running(3);
+    lost(2);
+    frame(0, RALLY__T_SHUTDOWN, NULL, 0);
+    assert_int_equal(rally__job_phase(j), RALLY__JOB_FAILED);
+    assert_string_equal(rally__job_sentence(j, NULL),
+                        "rank 0 finalized while the job was recovering from a failure (epoch 2)");
+}
+
+/* tracker_test: recover_off_keeps_failures_fatal */
+static void recover_off_keeps_failures_fatal(void **state)
+{
+    (void)state;
+    new_job(2, 10000);
+    rally__job_set_recovery(j, 0);
+    running(2);
+    assert_int_equal(rally__job_recoverable(j), 0);
+    lost(1);
+    char s[RALLY__ERR_MSG_MAX];
+    assert_int_equal(abort_to(0, s, sizeof s), RALLY_EPEER);
+    assert_string_equal(s, "rank 1 disconnected without finalizing (did it crash?)");
+}
+
+/* tracker_test: recover_malformed_rejoin_is_fatal */
+static void recover_malformed_rejoin_is_fatal(void **state)
+{
+    (void)state;
+    new_job(2, 10000);
+    running(2);
+    unsigned char b[15] = {2};
+    frame(0, RALLY__T_REJOIN, b, sizeof b); /* one byte short */
+    char s[RALLY__ERR_MSG_MAX];
+    assert_int_equal(abort_to(1, s, sizeof s), RALLY_EPROTO);
+    assert_non_null(strstr(s, "malformed REJOIN (15 bytes)"));
+    /* and a REJOIN for an epoch never reset to is one too */
+    done_job(NULL);
+    new_job(2, 10000);
+    running(2);
+    rejoin(0, 2, 0, 0);
+    assert_int_equal(rally__job_phase(j), RALLY__JOB_FAILED);
+}
+
+/* The owner's abort: ABORT to every member, registered or not. */
+static void owner_abort_reaches_everyone(void **state)
+{
+    (void)state;
+    new_job(2, 10000);
+    open_m(0);
+    reg(0, "0", 0);
+    open_m(1); /* authenticated, not registered */
+    run((struct rally__job_ev){.kind = RALLY__JOB_EV_ABORT, .code = RALLY_EPEER,
+                               .text = "rank 1 exited with status 3"});
+    char s[RALLY__ERR_MSG_MAX];
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(abort_to(i, s, sizeof s), RALLY_EPEER);
+        assert_string_equal(s, "rank 1 exited with status 3");
+    }
+    assert_int_equal(rally__job_phase(j), RALLY__JOB_FAILED);
+    assert_int_equal(rally__job_deadline(j), RALLY__NEVER);
+}
+
+/* --- the messages both sides share ----------------------------------------- */
+
+static void messages_round_trip(void **state)
+{
+    (void)state;
+    unsigned char b[2048];
+    struct rally__wbuf w = {b, 0, sizeof b, 0};
+    struct rally__msg_register r = {.want_rank = 3, .world_hint = 8, .listen_port = 9000};
+    snprintf(r.task_id, sizeof r.task_id, "task");
+    snprintf(r.listen_host, sizeof r.listen_host, "h");
+    snprintf(r.processor, sizeof r.processor, "node7");
+    rally__msg_register_put(&w, &r);
+    struct rally__msg_register g;
+    assert_int_equal(rally__msg_register_get(b, w.len, &g), 0);
+    assert_string_equal(g.task_id, "task");
+    assert_int_equal(g.want_rank, 3);
+    assert_int_equal(g.world_hint, 8);
+    assert_int_equal(g.listen_port, 9000);
+    assert_string_equal(g.listen_host, "h");
+    assert_string_equal(g.processor, "node7");
+    assert_int_equal(rally__msg_register_get(b, w.len - 1, &g), -1);
+
+    w.len = 0; /* an ASSIGN of two */
+    rally__msg_assign_head(&w, 1, 2, 5);
+    rally__msg_book_entry(&w, "a", 1, 1);
+    rally__msg_book_entry(&w, "bb", 2, 5);
+    rally__msg_assign_tail(&w, 4);
+    assert_int_equal(w.len, 12 + rally__msg_book_entry_nbytes("a") +
+                                rally__msg_book_entry_nbytes("bb") + 4);
+    struct rally__msg_assign a;
+    assert_int_equal(rally__msg_assign_get(b, w.len, &a), 0);
+    assert_int_equal(a.rank, 1);
+    assert_int_equal(a.epoch, 4);
+    assert_string_equal(a.peers[1].host, "bb");
+    assert_int_equal(a.peers[1].incarnation, 5);
+    free(a.peers);
+    assert_int_equal(rally__msg_assign_get(b, w.len - 1, &a), -3);
+    assert_null(a.peers);
+    b[0] = 2; /* rank 2 of 2 */
+    assert_int_equal(rally__msg_assign_get(b, w.len, &a), -1);
+
+    char s[RALLY__ERR_MSG_MAX], big[RALLY__ERR_MSG_MAX + 100];
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    w.len = 0; /* a sentence too long is cut to fit the reader */
+    rally__msg_fail_put(&w, 7, big);
+    uint32_t code;
+    assert_int_equal(rally__msg_fail_get(b, w.len, &code, s, sizeof s), 0);
+    assert_int_equal(code, 7);
+    assert_int_equal(strlen(s), RALLY__ERR_MSG_MAX - 1);
+    w.len = 0;
+    rally__msg_reset_put(&w, 3, big);
+    char reason[RALLY__REASON_MAX];
+    assert_int_equal(rally__msg_reset_get(b, w.len, &code, reason, sizeof reason), 0);
+    assert_int_equal(code, 3);
+    assert_int_equal(strlen(reason), RALLY__REASON_MAX - 1);
+    w.len = 0;
+    rally__msg_rejoin_put(&w, 2, RALLY__KEY_FINAL, 9);
+    uint32_t e2, v;
+    uint64_t pos;
+    assert_int_equal(rally__msg_rejoin_get(b, w.len, &e2, &pos, &v), 0);
+    assert_int_equal(pos, RALLY__KEY_FINAL);
+    assert_int_equal(v, 9);
+    assert_int_equal(rally__msg_empty_get(b, 0), 0);
+    assert_int_equal(rally__msg_empty_get(b, 1), -1);
+    assert_string_equal(rally__msg_name(RALLY__T_LINK_FAILED), "LINK_FAILED");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(whole_protocol_of_one_worker, done_job),
+        cmocka_unit_test_teardown(bad_registers_are_dropped_and_job_goes_on, done_job),
+        cmocka_unit_test_teardown(member_without_register_is_dropped, done_job),
+        cmocka_unit_test_teardown(duplicate_task_id_is_refused, done_job),
+        cmocka_unit_test_teardown(ranks_by_host_without_numeric_task_ids, done_job),
+        cmocka_unit_test_teardown(loss_before_go_fails_the_job, done_job),
+        cmocka_unit_test_teardown(loss_while_joining_fails_the_job, done_job),
+        cmocka_unit_test_teardown(error_reaches_the_others, done_job),
+        cmocka_unit_test_teardown(startup_timeout_names_missing_workers, done_job),
+        cmocka_unit_test_teardown(startup_timeout_names_unready_ranks, done_job),
+        cmocka_unit_test_teardown(protocol_slips_are_fatal, done_job),
+        cmocka_unit_test_teardown(recover_rank_drops_after_go, done_job),
+        cmocka_unit_test_teardown(recover_failure_during_assembly_starts_next_epoch, done_job),
+        cmocka_unit_test_teardown(recover_failure_while_starting, done_job),
+        cmocka_unit_test_teardown(recover_stale_incarnation_is_replaced, done_job),
+        cmocka_unit_test_teardown(reregistration_refusals, done_job),
+        cmocka_unit_test_teardown(recover_heartbeat_silence_fails_the_rank, done_job),
+        cmocka_unit_test_teardown(recover_epoch_timeout, done_job),
+        cmocka_unit_test_teardown(recover_link_failed_resets_without_fencing, done_job),
+        cmocka_unit_test_teardown(recover_launcher_reports_death, done_job),
+        cmocka_unit_test_teardown(death_after_finalize_only_fences, done_job),
+        cmocka_unit_test_teardown(recover_not_after_a_rank_finalized, done_job),
+        cmocka_unit_test_teardown(finalize_while_recovering_is_fatal, done_job),
+        cmocka_unit_test_teardown(recover_off_keeps_failures_fatal, done_job),
+        cmocka_unit_test_teardown(recover_malformed_rejoin_is_fatal, done_job),
+        cmocka_unit_test_teardown(owner_abort_reaches_everyone, done_job),
+        cmocka_unit_test(messages_round_trip),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
