@@ -1,0 +1,441 @@
+"""rally — reliable allreduce and broadcast for Python, over librally with
+ctypes (no compiler needed).
+
+A job is N Python processes started by ``rally-run -n N python3 train.py``;
+each does::
+
+    import numpy as np
+    import rally
+
+    with rally.init():                      # rally.finalize() on leaving
+        version, model = rally.load_checkpoint()
+        if version == 0:
+            model = make_model()
+        for it in range(version, iters):
+            grad = compute(model)            # a numpy array
+            rally.allreduce(grad, rally.SUM) # in place, on every rank
+            model = update(model, grad)
+            rally.checkpoint(model)          # any picklable object
+
+A worker that dies is restarted by rally-run with the same command line; it
+gets the newest checkpoint from ``load_checkpoint()`` and the results of
+the collectives since from the survivors (see docs/recovery.md).
+
+The module-level functions use the handle made by the last ``init()``;
+``init()`` also returns it (a ``Rally`` object with the same methods).
+Errors raise ``rally.Error`` subclasses carrying the C library's sentence
+(``.message``) and status (``.status``, ``.status_name``).
+``bindings/python/README.md`` says how the package finds librally.
+"""
+
+import ctypes
+import pickle
+import sys
+
+import numpy as np
+
+from . import _lib
+from .errors import (ArgumentError, AuthError, ConfigError, Error, MismatchError,  # noqa: F401
+                     OutOfMemoryError, PeerError, ProtocolError, StateError, SystemCallError,
+                     TimeoutError, from_status)
+
+__all__ = [
+    "init", "finalize", "Rally", "rank", "world_size", "is_distributed", "processor_name",
+    "tracker_print", "allreduce", "broadcast", "broadcast_object", "allgather",
+    "register_reducer", "checkpoint", "load_checkpoint", "lazy_checkpoint", "version",
+    "MAX", "MIN", "SUM", "BITOR", "Error", "ArgumentError", "ConfigError", "PeerError",
+    "MismatchError", "StateError",
+]
+__version__ = "0.1.0"
+
+# Built-in operators (rally.h).  BITOR takes integer arrays only.
+MAX, MIN, SUM, BITOR = 0, 1, 2, 3
+_OP_NAMES = {MAX: "MAX", MIN: "MIN", SUM: "SUM", BITOR: "BITOR"}
+
+# numpy (kind, itemsize) -> rally's element type (rally.h).
+_DTYPES = {
+    ("i", 1): 0, ("u", 1): 1, ("i", 2): 2, ("u", 2): 3, ("i", 4): 4, ("u", 4): 5,
+    ("i", 8): 6, ("u", 8): 7, ("f", 4): 8, ("f", 8): 9,
+}
+DTYPES = tuple(np.dtype(n) for n in ("int8", "uint8", "int16", "uint16", "int32", "uint32",
+                                     "int64", "uint64", "float32", "float64"))
+
+PICKLE_PROTOCOL = 5
+
+
+def _check_array(what, a, writable=True):
+    """a as a C-contiguous native-order array we may write, or ArgumentError."""
+    if not isinstance(a, np.ndarray):
+        raise ArgumentError("%s needs a numpy.ndarray (the result is written into it), got %s"
+                            % (what, type(a).__name__))
+    if not a.flags.c_contiguous:
+        raise ArgumentError("%s needs a C-contiguous array; this one is a strided view (pass "
+                            "np.ascontiguousarray(a) and copy the result back)" % what)
+    if writable and not a.flags.writeable:
+        raise ArgumentError("%s writes its result into the array, but this one is read-only"
+                            % what)
+    if a.dtype.hasobject:
+        raise ArgumentError("%s cannot send Python objects in an array (dtype %s); use "
+                            "broadcast_object or allgather" % (what, a.dtype))
+    if not a.dtype.isnative:
+        raise ArgumentError("%s needs native byte order; convert with a.astype(a.dtype."
+                            "newbyteorder('='))" % what)
+    return a
+
+
+def _rally_dtype(what, a):
+    t = _DTYPES.get((a.dtype.kind, a.dtype.itemsize)) if a.dtype.fields is None else None
+    if t is None:
+        raise ArgumentError("%s: dtype %s is not one of rally's element types (%s); convert the "
+                            "array, or register a reducer for it" % (what, a.dtype,
+                                                                      ", ".join(map(str, DTYPES))))
+    return t
+
+
+class Reducer:
+    """A custom reduction registered with ``register_reducer``; pass it to
+    ``allreduce`` as the operator."""
+
+    def __init__(self, rid, dtype, commutative, fn, cfn):
+        self.id, self.dtype, self.commutative = rid, dtype, commutative
+        self.fn, self._cfn = fn, cfn  # the C callback must outlive every call
+
+    def __repr__(self):
+        return "<rally.Reducer %d on %s>" % (self.id, self.dtype)
+
+
+class Rally:
+    """A rally handle: one worker's membership of the job.  ``rally.init()``
+    makes one; use it as a context manager, or call ``finalize()``."""
+
+    def __init__(self, args=None, mock=None):
+        if mock is None:
+            mock = _env_flag("RALLY_PYTHON_MOCK")
+        self._lib = _lib.load(mock)
+        self.mock = bool(mock)
+        self._h = None
+        self._pending = None  # an exception raised inside a C callback
+        self._reducers = {}
+        self._lazy = None  # (model, pickled bytes or None)
+        self._lazy_cfn = _lib.SERIALIZE_FN(self._serialize)
+        from_argv = args is None
+        argv = list(sys.argv) if from_argv else [sys.argv[0] if sys.argv else "python"] + list(args)
+        arr = (ctypes.c_char_p * (len(argv) + 1))(*[str(a).encode() for a in argv], None)
+        argc = ctypes.c_int(len(argv))
+        cargv = ctypes.cast(arr, ctypes.POINTER(ctypes.c_char_p))
+        h = ctypes.c_void_p()
+        rc = self._lib.rally_init(ctypes.byref(h), ctypes.byref(argc), ctypes.byref(cargv))
+        if rc != 0:
+            msg = self._lib.rally_errmsg(h).decode(errors="replace")
+            self._lib.rally_finalize(h)
+            raise from_status(rc, "rally_init failed: " + msg)
+        self._h = h
+        if from_argv:  # rally_key=value arguments are rally's, not the script's
+            sys.argv[:] = [cargv[i].decode() for i in range(argc.value)]
+
+    # --- life cycle -------------------------------------------------------------
+
+    def finalize(self):
+        """Leaves the job and frees the handle; later calls raise StateError.
+        A second call does nothing."""
+        if self._h is None:
+            return
+        h, self._h = self._h, None
+        rc = self._lib.rally_finalize(h)
+        if rc != 0:
+            raise from_status(rc, "rally_finalize failed (%s)"
+                              % self._lib.rally_strstatus(rc).decode())
+
+    close = finalize
+
+    @property
+    def closed(self):
+        return self._h is None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        global _default
+        try:
+            self.finalize()
+        finally:
+            if _default is self:
+                _default = None
+        return False
+
+    def __del__(self):
+        pass  # a worker that exits without finalize counts as failed, as in C
+
+    def _handle(self, what):
+        if self._h is None:
+            raise StateError("%s: the rally handle is closed (finalize() was called); call "
+                             "rally.init() for a new one" % what)
+        return self._h
+
+    def _check(self, rc, what):
+        pending, self._pending = self._pending, None
+        if rc != 0:
+            msg = self._lib.rally_errmsg(self._h).decode(errors="replace")
+            err = from_status(rc, "%s: %s" % (what, msg))
+            if pending is not None:
+                raise err from pending
+            raise err
+        if pending is not None:
+            raise pending
+
+    def _guard(self, fn):
+        """fn wrapped so that an exception inside it is kept for _check."""
+        def call(*a):
+            try:
+                return fn(*a)
+            except BaseException as e:  # noqa: B902 - C cannot take it; _check re-raises
+                if self._pending is None:
+                    self._pending = e
+                return None
+        return call
+
+    # --- who we are -------------------------------------------------------------
+
+    def rank(self):
+        return self._lib.rally_rank(self._handle("rank"))
+
+    def world_size(self):
+        return self._lib.rally_world_size(self._handle("world_size"))
+
+    def is_distributed(self):
+        return self.world_size() > 1
+
+    def processor_name(self):
+        buf = ctypes.create_string_buffer(1025)
+        self._check(self._lib.rally_processor_name(self._handle("processor_name"), buf,
+                                                   len(buf)), "processor_name")
+        return buf.value.decode(errors="replace")
+
+    def tracker_print(self, msg):
+        """Prints msg on the launcher's standard output behind this rank."""
+        h = self._handle("tracker_print")
+        self._check(self._lib.rally_tracker_print(h, str(msg).rstrip("\n").encode()),
+                    "tracker_print")
+
+    # --- collectives ------------------------------------------------------------
+
+    def allreduce(self, a, op, prepare=None):
+        """Reduces the array a in place over every rank with op (MAX, MIN,
+        SUM, BITOR, or a Reducer from register_reducer) and returns a.
+        prepare(a), when given, fills a first; it is not called when the
+        result is recovered from other workers."""
+        h = self._handle("allreduce")
+        _check_array("allreduce", a)
+        cprep = _lib.PREPARE_FN(self._guard(lambda _arg: prepare(a))) if prepare else \
+            _lib.PREPARE_FN()
+        if isinstance(op, Reducer):
+            if self._reducers.get(op.id) is not op:
+                raise ArgumentError("allreduce: reducer %d was not registered on this handle"
+                                    % op.id)
+            if a.dtype != op.dtype:
+                raise ArgumentError("allreduce: reducer %d reduces %s, the array holds %s"
+                                    % (op.id, op.dtype, a.dtype))
+            rc = self._lib.rally_allreduce_custom(h, a.ctypes.data, a.size, op.id, cprep, None)
+        else:
+            t = _rally_dtype("allreduce", a)
+            if op not in _OP_NAMES:
+                raise ArgumentError("allreduce: operator %r is not rally.MAX, MIN, SUM, BITOR or "
+                                    "a Reducer" % (op,))
+            if op == BITOR and a.dtype.kind == "f":
+                raise ArgumentError("allreduce: BITOR takes integer arrays only, not %s"
+                                    % a.dtype)
+            rc = self._lib.rally_allreduce(h, a.ctypes.data, a.size, t, op, cprep, None)
+        self._check(rc, "allreduce")
+        return a
+
+    def register_reducer(self, fn, dtype, commutative=True, id=None):  # noqa: A002
+        """Registers fn(inout, incoming) as a reduction over elements of
+        dtype (any numpy dtype without Python objects, e.g. a structured
+        one): it must set inout[i] = inout[i] (+) incoming[i] in place (or
+        return the new values), for an associative (+).  Every rank must
+        register the same reducers in the same order.  Returns a Reducer."""
+        h = self._handle("register_reducer")
+        dtype = np.dtype(dtype)
+        if dtype.hasobject or dtype.itemsize == 0:
+            raise ArgumentError("register_reducer: dtype %s has no fixed-size bytes" % dtype)
+        rid = len(self._reducers) if id is None else int(id)
+        size = dtype.itemsize
+
+        def reduce(inout, incoming, count, _arg):
+            nb = count * size
+            dst = np.frombuffer((ctypes.c_char * nb).from_address(inout), dtype=dtype)
+            src = np.frombuffer((ctypes.c_char * nb).from_address(incoming), dtype=dtype)
+            out = fn(dst, src)
+            if out is not None and out is not dst:
+                dst[...] = out
+
+        cfn = _lib.REDUCE_FN(self._guard(reduce))
+        self._check(self._lib.rally_register_reducer(h, rid, size, 1 if commutative else 0, cfn,
+                                                     None), "register_reducer")
+        red = Reducer(rid, dtype, bool(commutative), fn, cfn)
+        self._reducers[rid] = red
+        return red
+
+    def broadcast(self, data, root=0):
+        """An ndarray: root's contents reach every rank's array in place
+        (same shape and dtype everywhere); returns it.  Anything else:
+        broadcast_object(data, root)."""
+        if not isinstance(data, np.ndarray):
+            return self.broadcast_object(data, root)
+        h = self._handle("broadcast")
+        _check_array("broadcast", data)
+        self._check(self._lib.rally_broadcast(h, data.ctypes.data, data.nbytes, int(root)),
+                    "broadcast")
+        return data
+
+    def broadcast_object(self, obj, root=0):
+        """Returns root's obj (pickled) on every rank; others pass anything."""
+        h = self._handle("broadcast_object")
+        buf = ctypes.c_void_p()
+        n = ctypes.c_size_t(0)
+        keep = None
+        if self.rank() == root:
+            keep = pickle.dumps(obj, protocol=PICKLE_PROTOCOL)
+            buf.value = ctypes.cast(ctypes.c_char_p(keep), ctypes.c_void_p).value
+            n.value = len(keep)
+        self._check(self._lib.rally_broadcast_alloc(h, ctypes.byref(buf), ctypes.byref(n),
+                                                    int(root)), "broadcast_object")
+        if keep is not None:
+            return pickle.loads(keep)
+        try:
+            return pickle.loads(ctypes.string_at(buf.value, n.value)) if n.value else None
+        finally:
+            self._lib.rally_free(buf)
+
+    def allgather(self, obj):
+        """Every rank's obj (pickled), as a list in rank order."""
+        h = self._handle("allgather")
+        mine = pickle.dumps(obj, protocol=PICKLE_PROTOCOL)
+        world = self.world_size()
+        sizes = (ctypes.c_uint64 * world)()
+        out = ctypes.c_void_p()
+        self._check(self._lib.rally_allgatherv(h, mine, len(mine), ctypes.byref(out), sizes),
+                    "allgather")
+        try:
+            blob = ctypes.string_at(out.value, sum(sizes)) if sum(sizes) else b""
+        finally:
+            self._lib.rally_free(out)
+        res, off = [], 0
+        for s in sizes:
+            res.append(pickle.loads(blob[off:off + s]))
+            off += s
+        return res
+
+    # --- checkpoints ------------------------------------------------------------
+
+    def load_checkpoint(self, with_local=False):
+        """(version, global_model), or (version, global_model, local_model)
+        with with_local.  A fresh start gives version 0 and None models;
+        a restarted worker the objects of the newest checkpoint."""
+        h = self._handle("load_checkpoint")
+        g, gn = ctypes.c_void_p(), ctypes.c_uint64(0)
+        lo, ln = ctypes.c_void_p(), ctypes.c_uint64(0)
+        v = ctypes.c_uint64(0)
+        rc = self._lib.rally_load_checkpoint(h, ctypes.byref(g), ctypes.byref(gn),
+                                             ctypes.byref(lo) if with_local else None,
+                                             ctypes.byref(ln) if with_local else None,
+                                             ctypes.byref(v))
+        self._check(rc, "load_checkpoint")
+        try:
+            gm = pickle.loads(ctypes.string_at(g.value, gn.value)) if v.value and gn.value else None
+            lm = pickle.loads(ctypes.string_at(lo.value, ln.value)) if v.value and ln.value else None
+        finally:
+            self._lib.rally_free(g)
+            self._lib.rally_free(lo)
+        return (v.value, gm, lm) if with_local else (v.value, gm)
+
+    def checkpoint(self, global_model, local_model=None):
+        """Checkpoints the objects (pickled, protocol 5): version + 1.
+        local_model None means the job has no local model (use local
+        models always or never)."""
+        h = self._handle("checkpoint")
+        gb = pickle.dumps(global_model, protocol=PICKLE_PROTOCOL)
+        lb = pickle.dumps(local_model, protocol=PICKLE_PROTOCOL) if local_model is not None \
+            else None
+        self._lazy = None
+        self._check(self._lib.rally_checkpoint(h, gb, len(gb), lb, len(lb) if lb else 0),
+                    "checkpoint")
+
+    def lazy_checkpoint(self, global_model):
+        """A checkpoint that pickles global_model only when a recovering
+        worker needs it: the object must not change until the last
+        collective before the next checkpoint has returned."""
+        h = self._handle("lazy_checkpoint")
+        self._lazy = (global_model, None)
+        self._check(self._lib.rally_lazy_checkpoint(h, self._lazy_cfn, None), "lazy_checkpoint")
+
+    def _serialize(self, _arg, buf, cap):
+        try:
+            model, blob = self._lazy
+            if blob is None or cap == 0:  # rally asks the size first, then the bytes
+                blob = pickle.dumps(model, protocol=PICKLE_PROTOCOL)
+                self._lazy = (model, blob)
+            if cap >= len(blob):
+                ctypes.memmove(buf, blob, len(blob))
+            return len(blob)
+        except BaseException as e:  # noqa: B902 - rally sees a failed serialize
+            if self._pending is None:
+                self._pending = e
+            return 0xFFFFFFFFFFFFFFFF
+
+    def version(self):
+        """How many checkpoints the job has taken."""
+        return self._lib.rally_checkpoint_version(self._handle("version"))
+
+
+def _env_flag(name):
+    import os
+    return os.environ.get(name, "").lower() in ("1", "yes", "true", "on")
+
+
+_default = None
+
+
+def init(args=None, mock=None):
+    """Joins the job and returns the handle (also the default handle of the
+    module-level functions).  args: None reads rally_key=value settings from
+    sys.argv and removes them there; a list is read instead (sys.argv is left
+    alone).  mock=True loads librally_mock (kill points rally_mock=...);
+    None takes RALLY_PYTHON_MOCK=1 from the environment."""
+    global _default
+    if _default is not None and not _default.closed:
+        raise StateError("rally.init: this process is already in a job; call rally.finalize() "
+                         "first")
+    _default = Rally(args, mock)
+    return _default
+
+
+def finalize():
+    """Leaves the job (the default handle).  Does nothing without one."""
+    global _default
+    r, _default = _default, None
+    if r is not None:
+        r.finalize()
+
+
+def _current(what):
+    if _default is None:
+        raise StateError("rally.%s: no rally handle; call rally.init() first (or it was "
+                         "finalized)" % what)
+    return _default
+
+
+def _forward(name):
+    def f(*args, **kwargs):
+        return getattr(_current(name), name)(*args, **kwargs)
+    f.__name__ = name
+    f.__doc__ = getattr(Rally, name).__doc__
+    return f
+
+
+for _n in ("rank", "world_size", "is_distributed", "processor_name", "tracker_print",
+           "allreduce", "register_reducer", "broadcast", "broadcast_object", "allgather",
+           "load_checkpoint", "checkpoint", "lazy_checkpoint", "version"):
+    globals()[_n] = _forward(_n)
+del _n

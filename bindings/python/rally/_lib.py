@@ -1,0 +1,134 @@
+"""_lib.py — finding and loading librally (or librally_mock) and declaring
+its C functions for ctypes.
+
+Where the library comes from, first match wins:
+
+1. ``RALLY_LIBRARY`` (``RALLY_MOCK_LIBRARY`` for the mock library): the path
+   of the shared library itself.  With only ``RALLY_LIBRARY`` set, the mock
+   library is looked for beside it.
+2. ``_paths.py`` beside this file: written by CMake into the build tree's
+   copy of the package (``<build>/python``) and into the installed package,
+   it names the directory that holds the libraries.
+3. A ``build`` directory at the top of the source tree this package sits in
+   (``bindings/python/rally`` -> ``../../../build``).
+4. The system's loader (``ldconfig``'s cache, ``LD_LIBRARY_PATH``).
+"""
+
+import ctypes
+import os
+
+_NAMES = {False: "librally.so", True: "librally_mock.so"}
+_SOVERSION = "0"
+
+_loaded = None  # (mock, CDLL)
+
+
+def _candidates(mock):
+    name = _NAMES[mock]
+    env = os.environ.get("RALLY_MOCK_LIBRARY" if mock else "RALLY_LIBRARY")
+    if env:
+        yield env
+        return
+    if mock and os.environ.get("RALLY_LIBRARY"):
+        yield os.path.join(os.path.dirname(os.environ["RALLY_LIBRARY"]), name)
+        return
+    try:
+        from . import _paths  # written by CMake; absent in the source tree
+
+        yield os.path.join(_paths.LIBRARY_DIR, name)
+    except ImportError:
+        pass
+    here = os.path.dirname(os.path.abspath(__file__))
+    yield os.path.join(here, "..", "..", "..", "build", name)
+    yield name + "." + _SOVERSION  # the system's loader
+
+
+def load(mock=False):
+    """The loaded library (a ctypes.CDLL); loads it on the first call.  One
+    process uses one library: asking for the other one later is an error."""
+    global _loaded
+    mock = bool(mock)
+    if _loaded is not None:
+        if _loaded[0] != mock:
+            from .errors import ConfigError
+
+            raise ConfigError(
+                "this process already loaded %s; the mock and plain libraries cannot be mixed "
+                "in one process (start a new one)" % _NAMES[_loaded[0]],
+                4,
+            )
+        return _loaded[1]
+    tried = []
+    lib = None
+    for path in _candidates(mock):
+        if os.sep in path and not os.path.exists(path):
+            tried.append(path)
+            continue
+        try:
+            lib = ctypes.CDLL(path)
+            break
+        except OSError as e:
+            tried.append("%s (%s)" % (path, e))
+    if lib is None:
+        from .errors import ConfigError
+
+        raise ConfigError(
+            "cannot find %s: set RALLY_LIBRARY to its path (tried %s)"
+            % (_NAMES[mock], ", ".join(tried)),
+            4,
+        )
+    _declare(lib)
+    _loaded = (mock, lib)
+    return lib
+
+
+# The C callback types (rally.h).
+PREPARE_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+REDUCE_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t,
+                             ctypes.c_void_p)
+SERIALIZE_FN = ctypes.CFUNCTYPE(ctypes.c_uint64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint64)
+
+
+def _declare(lib):
+    P, I, Z, U64 = ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t, ctypes.c_uint64
+    PP = ctypes.POINTER(ctypes.c_void_p)
+    PU64 = ctypes.POINTER(U64)
+    PZ = ctypes.POINTER(Z)
+    sigs = {
+        "rally_init": (I, [ctypes.POINTER(P), ctypes.POINTER(I),
+                           ctypes.POINTER(ctypes.POINTER(ctypes.c_char_p))]),
+        "rally_finalize": (I, [P]),
+        "rally_errmsg": (ctypes.c_char_p, [P]),
+        "rally_strstatus": (ctypes.c_char_p, [I]),
+        "rally_rank": (I, [P]),
+        "rally_world_size": (I, [P]),
+        "rally_processor_name": (I, [P, ctypes.c_char_p, Z]),
+        "rally_tracker_print": (I, [P, ctypes.c_char_p]),
+        "rally_free": (None, [P]),
+        "rally_allreduce": (I, [P, P, Z, I, I, PREPARE_FN, P]),
+        "rally_register_reducer": (I, [P, I, Z, I, REDUCE_FN, P]),
+        "rally_allreduce_custom": (I, [P, P, Z, I, PREPARE_FN, P]),
+        "rally_broadcast": (I, [P, P, Z, I]),
+        "rally_broadcast_alloc": (I, [P, PP, PZ, I]),
+        "rally_allgather": (I, [P, P, Z, P]),
+        "rally_allgatherv": (I, [P, P, Z, PP, PU64]),
+        "rally_load_checkpoint": (I, [P, PP, PU64, PP, PU64, PU64]),
+        "rally_checkpoint": (I, [P, P, U64, P, U64]),
+        "rally_lazy_checkpoint": (I, [P, SERIALIZE_FN, P]),
+        "rally_checkpoint_version": (U64, [P]),
+        # rally/data.h: the readers, for examples that read rally's data files
+        "rally_data_opts_new": (I, [PP]),
+        "rally_data_opts_free": (None, [P]),
+        "rally_data_opts_parse": (I, [P, ctypes.c_char_p, ctypes.c_char_p, Z]),
+        "rally_data_read": (I, [ctypes.c_char_p, P, I, I, PP, ctypes.c_char_p, Z]),
+        "rally_data_free": (None, [P]),
+        "rally_data_num_rows": (U64, [P]),
+        "rally_data_num_features": (U64, [P]),
+        "rally_data_csr": (None, [P, ctypes.POINTER(PU64), ctypes.POINTER(ctypes.POINTER(ctypes.c_uint32)),
+                                  ctypes.POINTER(ctypes.POINTER(ctypes.c_float))]),
+        "rally_data_fingerprint": (I, [P, ctypes.c_char_p, Z]),
+    }
+    for name, (res, args) in sigs.items():
+        f = getattr(lib, name)
+        f.restype = res
+        f.argtypes = args
