@@ -177,7 +177,7 @@ class Rally:
         pending, self._pending = self._pending, None
         if rc != 0:
             msg = self._lib.rally_errmsg(self._h).decode(errors="replace")
-            err = from_status(rc, "%s: %s" % (what, msg))
+            err = from_status(rc, msg if msg.startswith(what) else "%s: %s" % (what, msg))
             if pending is not None:
                 raise err from pending
             raise err
@@ -309,8 +309,17 @@ class Rally:
             self._lib.rally_free(buf)
 
     def allgather(self, obj):
-        """Every rank's obj (pickled), as a list in rank order."""
+        """An ndarray (the same shape and dtype on every rank): a new array
+        of shape (world_size,) + obj.shape holding every rank's, in rank
+        order.  Anything else: every rank's obj (pickled), as a list in
+        rank order."""
         h = self._handle("allgather")
+        if isinstance(obj, np.ndarray):
+            _check_array("allgather", obj, writable=False)
+            out = np.empty((self.world_size(),) + obj.shape, obj.dtype)
+            self._check(self._lib.rally_allgather(h, obj.ctypes.data, obj.nbytes,
+                                                  out.ctypes.data), "allgather")
+            return out
         mine = pickle.dumps(obj, protocol=PICKLE_PROTOCOL)
         world = self.world_size()
         sizes = (ctypes.c_uint64 * world)()

@@ -82,6 +82,11 @@ def load(mock=False):
     return lib
 
 
+def loaded_mock():
+    """Whether the loaded library is the mock one (False before any load)."""
+    return bool(_loaded and _loaded[0])
+
+
 # The C callback types (rally.h).
 PREPARE_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 REDUCE_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t,

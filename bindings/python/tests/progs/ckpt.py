@@ -1,7 +1,8 @@
-"""ckpt.py ITERS [--pause-ms MS] [--local] [--lazy] — a recoverable job in
+"""ckpt.py ITERS [--pause-ms MS] [--local] [--lazy] [--mock] — a recoverable job in
 Python: each iteration an allreduce (float64 sums whose bits depend on the
 reduction order), a broadcast of an object, an allgather, and a checkpoint
-of a pickled model (and, with --local, a per-rank local model).  Prints
+of a pickled model (and, with --local, a per-rank local model; --lazy: a
+lazy checkpoint; --mock: rally.init(mock=True)).  Prints
 "pid R P" per incarnation and, on rank 0, "digest HEX" of the final model,
 so a run with failures can be compared with one without."""
 import hashlib
@@ -18,7 +19,7 @@ def main():
     iters = int(sys.argv[1])
     pause = float(sys.argv[sys.argv.index("--pause-ms") + 1]) / 1000 if "--pause-ms" in sys.argv else 0
     use_local, lazy = "--local" in sys.argv, "--lazy" in sys.argv
-    with rally.init() as r:
+    with rally.init(mock=True if "--mock" in sys.argv else None) as r:
         rank, world = r.rank(), r.world_size()
         r.tracker_print("pid %d %d" % (rank, os.getpid()))
         # bootstrap collectives before load_checkpoint are replayed too

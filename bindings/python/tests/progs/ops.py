@@ -54,6 +54,8 @@ def main():
         every = r.allgather(("rank", rank, np.arange(rank)))
         assert [e[1] for e in every] == list(range(world))
         assert all(np.array_equal(e[2], np.arange(q)) for q, e in enumerate(every))
+        rows = r.allgather(np.array([[rank, -rank]], np.int16))
+        assert rows.shape == (world, 1, 2) and rows[:, 0, 0].tolist() == list(range(world)), rows
         # a custom reducer on a structured dtype: (max of value, its rank)
         pair = np.dtype([("v", np.float64), ("who", np.int32)])
         red = r.register_reducer(

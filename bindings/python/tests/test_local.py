@@ -1,0 +1,155 @@
+"""test_local.py — the package in this process, a job of one (no launcher):
+life cycle, clear errors for bad arguments and closed handles, C messages
+carried by rally.Error, checkpoints of objects."""
+import pickle
+import sys
+
+import numpy as np
+import pytest
+
+import rally
+
+
+@pytest.fixture
+def r():
+    h = rally.init(args=[])
+    yield h
+    rally.finalize()
+
+
+def test_alone_is_rank_0_of_1(r):
+    assert (r.rank(), r.world_size(), r.is_distributed()) == (0, 1, False)
+    assert rally.rank() == 0 and rally.world_size() == 1
+    assert r.processor_name()
+
+
+def test_context_manager_finalizes():
+    with rally.init(args=[]) as h:
+        a = np.arange(4.0)
+        assert h.allreduce(a, rally.SUM) is a
+    assert h.closed
+    with pytest.raises(rally.StateError, match="closed"):
+        h.allreduce(a, rally.SUM)
+    with pytest.raises(rally.StateError, match="rally.init"):
+        rally.allreduce(a, rally.SUM)
+
+
+def test_closed_handle_everywhere(r):
+    r.finalize()
+    r.finalize()  # a second finalize does nothing
+    for call in (lambda: r.rank(), lambda: r.broadcast(np.zeros(2)), lambda: r.allgather(1),
+                 lambda: r.checkpoint(1), lambda: r.load_checkpoint(), lambda: r.version(),
+                 lambda: r.tracker_print("x"), lambda: r.lazy_checkpoint(1)):
+        with pytest.raises(rally.StateError) as e:
+            call()
+        assert e.value.status == 10 and e.value.status_name == "RALLY_ESTATE"
+
+
+def test_init_twice_is_refused(r):
+    with pytest.raises(rally.StateError, match="already"):
+        rally.init(args=[])
+
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.float16, np.complex64, np.complex128, object,
+                                   np.dtype("U3"), np.dtype([("a", np.int32), ("b", np.float32)])])
+def test_wrong_dtype(r, dtype):
+    a = np.zeros(3, dtype)
+    with pytest.raises(rally.ArgumentError) as e:
+        r.allreduce(a, rally.SUM)
+    assert str(np.dtype(dtype)) in str(e.value) or "object" in str(e.value)
+    assert isinstance(e.value, ValueError) and e.value.status == 1
+
+
+def test_every_rally_dtype_is_taken(r):
+    for dt in rally.DTYPES:
+        a = np.arange(5).astype(dt)
+        r.allreduce(a, rally.MAX)
+        assert np.array_equal(a, np.arange(5).astype(dt))
+    for name in ("intc", "uintc", "int_", "longlong", "ulonglong", "single", "double"):
+        r.allreduce(np.zeros(2, getattr(np, name)), rally.SUM)
+
+
+def test_bad_arrays(r):
+    with pytest.raises(rally.ArgumentError, match="C-contiguous"):
+        r.allreduce(np.arange(10.0)[::2], rally.SUM)
+    with pytest.raises(rally.ArgumentError, match="C-contiguous"):
+        r.broadcast(np.zeros((3, 4)).T, 0)
+    ro = np.zeros(3)
+    ro.flags.writeable = False
+    with pytest.raises(rally.ArgumentError, match="read-only"):
+        r.allreduce(ro, rally.SUM)
+    with pytest.raises(rally.ArgumentError, match="numpy.ndarray"):
+        r.allreduce([1.0, 2.0], rally.SUM)
+    with pytest.raises(rally.ArgumentError, match="byte order"):
+        r.allreduce(np.zeros(3, ">f8" if sys.byteorder == "little" else "<f8"), rally.SUM)
+
+
+def test_bad_operators(r):
+    with pytest.raises(rally.ArgumentError, match="operator"):
+        r.allreduce(np.zeros(2), 7)
+    with pytest.raises(rally.ArgumentError, match="BITOR"):
+        r.allreduce(np.zeros(2), rally.BITOR)
+    red = r.register_reducer(np.maximum, np.float32)
+    with pytest.raises(rally.ArgumentError, match="float32"):
+        r.allreduce(np.zeros(2), red)
+
+
+def test_c_message_and_status(r):
+    with pytest.raises(rally.ArgumentError) as e:
+        r.broadcast(np.zeros(2), 5)
+    # the sentence is the C library's (rally_errmsg), the status its code
+    assert "root 5 is not a rank" in e.value.message
+    assert (e.value.status, e.value.status_name) == (1, "RALLY_EINVAL")
+    with pytest.raises(rally.ArgumentError, match="id in 0..255"):
+        r.register_reducer(np.add, np.int32, id=256)
+
+
+def test_unknown_setting_is_config_error():
+    with pytest.raises(rally.ConfigError) as e:
+        rally.init(args=["rally_no_such_key=1"])
+    assert "not a known rally_key=value setting" in e.value.message
+    assert e.value.status == 4
+    rally.finalize()
+
+
+def test_settings_are_taken_from_sys_argv(monkeypatch):
+    monkeypatch.setattr(sys, "argv", ["train.py", "--lr", "0.1", "rally_spin_us=10"])
+    with rally.init():
+        assert sys.argv == ["train.py", "--lr", "0.1"]
+
+
+def test_callback_exceptions_reach_the_caller(r):
+    def prepare(a):
+        raise KeyError("from prepare")
+    with pytest.raises(KeyError, match="from prepare"):
+        r.allreduce(np.zeros(3), rally.SUM, prepare=prepare)
+    filled = np.zeros(3)
+    r.allreduce(filled, rally.SUM, prepare=lambda a: a.fill(2.5))
+    assert filled.tolist() == [2.5] * 3
+
+
+def test_objects_alone(r):
+    obj = {"a": np.arange(3), "b": [1, "x"]}
+    got = r.broadcast(obj, 0)
+    assert got["b"] == obj["b"] and np.array_equal(got["a"], obj["a"])
+    assert r.allgather(("x", 1)) == [("x", 1)]
+
+
+def test_checkpoint_versions_and_pickles(r):
+    assert r.load_checkpoint() == (0, None)
+    model = {"w": np.linspace(0, 1, 5), "note": "any picklable object"}
+    r.checkpoint(model)
+    assert r.version() == 1
+    with pytest.raises(rally.ArgumentError, match="local model always or never"):
+        r.checkpoint(model, local_model=[1, 2, 3])
+    r.lazy_checkpoint(model)
+    r.checkpoint(model)
+    assert rally.version() == 3
+
+    class Unpicklable:
+        def __reduce__(self):
+            raise TypeError("cannot pickle this")
+    with pytest.raises(TypeError):
+        r.checkpoint(Unpicklable())
+    assert r.version() == 3
+    assert pickle.DEFAULT_PROTOCOL <= rally.PICKLE_PROTOCOL == 5
