@@ -16,7 +16,7 @@ checkpoint; its collectives are served by the survivors.
 Bit for bit the C program's: every floating-point sum below adds the same
 float64 operands in the same order as examples/kmeans does (distances
 feature by feature, the objective and the D^2 mass row by row with
-np.cumsum, the cluster sums row by row with np.add.at), and the collectives
+np.cumsum from +0.0, the cluster sums row by row with np.cumsum too), and the collectives
 are the same calls with the same operands, so rally reduces them in the
 same order.  The checkpoint is a pickled dict rather than the C program's
 bytes (the digest hashes the C model format, built at the end).  Not
@@ -96,7 +96,7 @@ def encode(m):
 # --- sequential sums: what a C loop "s += a[i]" from 0 gives -------------------
 
 def seq_sum(a):
-    return float(np.cumsum(a)[-1]) if len(a) else 0.0
+    return float(np.cumsum(np.concatenate([[0.0], a]))[-1])
 
 
 def sqdists(x, c):
@@ -240,7 +240,8 @@ def assign(j, m):
     best = np.argmin(dist, axis=1) if j.rows else np.zeros(0, np.int64)  # ties: lowest
     obj = seq_sum(dist[np.arange(j.rows), best])
     sums = np.zeros((k, d))
-    np.add.at(sums, best, j.x)  # row by row, in row order
+    for c in np.unique(best):  # row by row in row order, from +0.0 as in C
+        sums[c] = np.cumsum(np.vstack([np.zeros((1, d)), j.x[best == c]]), axis=0)[-1]
     counts = np.bincount(best, minlength=k).astype(np.float64)
     return np.concatenate([sums.ravel(), counts, [obj]])
 

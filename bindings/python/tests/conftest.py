@@ -1,5 +1,5 @@
 """conftest.py — where the tests find the build (ctest passes RALLY_RUN,
-RALLY_LIBRARY and RALLY_MOCK_LIBRARY; by hand they default to the build
+RALLY_LIBRARY, RALLY_MOCK_LIBRARY, RALLY_KMEANS and RALLY_DATAGEN; by hand they default to the build
 directory at the top of the source tree, or RALLY_BUILD), and a job runner
 that bounds every job in time and leaves no process behind."""
 import os
@@ -19,6 +19,9 @@ PACKAGE_DIR = os.path.dirname(HERE)  # bindings/python
 ROOT = os.path.dirname(os.path.dirname(PACKAGE_DIR))
 BUILD = os.environ.get("RALLY_BUILD") or os.path.join(ROOT, "build")
 RALLY_RUN = os.environ.get("RALLY_RUN") or os.path.join(BUILD, "rally-run")
+TOOL = {t: os.environ.get(t.upper().replace("-", "_")) or os.path.join(BUILD, t)
+        for t in ("rally-kmeans", "rally-kmeans-mock", "rally-datagen")}
+EXAMPLES = os.path.join(PACKAGE_DIR, "examples")
 os.environ.setdefault("RALLY_LIBRARY", os.path.join(BUILD, "librally.so"))
 os.environ.setdefault("RALLY_MOCK_LIBRARY", os.path.join(BUILD, "librally_mock.so"))
 os.environ["PYTHONPATH"] = PACKAGE_DIR + os.pathsep + os.environ.get("PYTHONPATH", "")
@@ -52,8 +55,11 @@ class Job:
         self.out = tempfile.NamedTemporaryFile(prefix="rally-pytest-", suffix=".out", delete=False)
         e = dict(os.environ, RALLY_TEST_TAG=self.tag, PYTHONUNBUFFERED="1")
         e.update(env or {})
-        cmd = [RALLY_RUN, "-n", str(n)] + list(launcher) + [sys.executable,
-                                                             os.path.join(PROGS, prog)]
+        if prog.endswith(".py"):  # a Python program, by default one of progs/
+            argv0 = [sys.executable, prog if os.path.isabs(prog) else os.path.join(PROGS, prog)]
+        else:
+            argv0 = [prog]
+        cmd = [RALLY_RUN, "-n", str(n)] + list(launcher) + argv0
         cmd += [str(a) for a in args]
         self.cmd = cmd
         self.deadline = time.monotonic() + timeout

@@ -1,0 +1,45 @@
+# Tests of the Python package (bindings/python), include()d from
+# tests/CMakeLists.txt: pytest (Debian's python3-pytest and python3-numpy,
+# installed by scripts/deps.sh) on bindings/python/tests, with this build's
+# rally-run and libraries.  Every job in them is bounded in time and must
+# leave no process behind.  Skipped under sanitizers (an instrumented
+# library cannot be loaded into an uninstrumented interpreter).
+if(RALLY_PYTHON AND NOT RALLY_SANITIZE)
+  set(RALLY_PYTEST_DIR ${CMAKE_SOURCE_DIR}/bindings/python/tests)
+  set(RALLY_PYTEST_ENV
+      RALLY_BUILD=${CMAKE_BINARY_DIR}
+      RALLY_RUN=$<TARGET_FILE:rally-run>
+      RALLY_LIBRARY=$<TARGET_FILE:rally_shared>
+      RALLY_MOCK_LIBRARY=$<TARGET_FILE:rally_mock_shared>
+      RALLY_KMEANS=$<TARGET_FILE:rally-kmeans>
+      RALLY_DATAGEN=$<TARGET_FILE:rally-datagen>
+      PYTHONDONTWRITEBYTECODE=1)
+  # name | test file [-k expression]
+  set(RALLY_PYTEST_CASES
+      "local|test_local.py"
+      "ops|test_jobs.py -k dtype_and_operator or ring or mismatch"
+      "recover|test_jobs.py -k checkpoint_kinds or mock or kill9"
+      "kmeans|test_kmeans.py")
+  foreach(c ${RALLY_PYTEST_CASES})
+    string(REPLACE "|" ";" parts "${c}")
+    list(GET parts 0 name)
+    list(GET parts 1 what)
+    string(REGEX REPLACE " -k .*" "" file "${what}")
+    set(sel "")
+    if(what MATCHES " -k (.*)")
+      set(sel -k "${CMAKE_MATCH_1}")
+    endif()
+    add_test(NAME python_${name}
+             COMMAND ${CMAKE_COMMAND} -E env ${RALLY_PYTEST_ENV}
+                     ${RALLY_PYTHON} -m pytest -q -p no:cacheprovider -rs
+                     ${RALLY_PYTEST_DIR}/${file} ${sel})
+    set_tests_properties(python_${name} PROPERTIES TIMEOUT 300 LABELS "python")
+  endforeach()
+  set_tests_properties(python_local PROPERTIES LABELS "python;quick")
+  # The build tree's copy (<build>/python) and an installed copy find their
+  # libraries with no RALLY_LIBRARY.
+  add_test(NAME python_install
+           COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/python_install_test.sh ${CMAKE_BINARY_DIR}
+                   ${CMAKE_SOURCE_DIR} ${RALLY_PYTHON} ${RALLY_PYTHON_MODULE_DIR})
+  set_tests_properties(python_install PROPERTIES TIMEOUT 120 LABELS "python")
+endif()
