@@ -164,9 +164,6 @@ class Rally:
                 _default = None
         return False
 
-    def __del__(self):
-        pass  # a worker that exits without finalize counts as failed, as in C
-
     def _handle(self, what):
         if self._h is None:
             raise StateError("%s: the rally handle is closed (finalize() was called); call "
