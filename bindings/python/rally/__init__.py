@@ -287,7 +287,8 @@ class Rally:
         return data
 
     def broadcast_object(self, obj, root=0):
-        """Returns root's obj (pickled) on every rank; others pass anything."""
+        """Returns root's obj on every rank (root gets obj itself, the others
+        an unpickled copy); the others pass anything, e.g. None."""
         h = self._handle("broadcast_object")
         buf = ctypes.c_void_p()
         n = ctypes.c_size_t(0)
@@ -299,7 +300,7 @@ class Rally:
         self._check(self._lib.rally_broadcast_alloc(h, ctypes.byref(buf), ctypes.byref(n),
                                                     int(root)), "broadcast_object")
         if keep is not None:
-            return pickle.loads(keep)
+            return obj
         try:
             return pickle.loads(ctypes.string_at(buf.value, n.value)) if n.value else None
         finally:
