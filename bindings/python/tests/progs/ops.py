@@ -1,5 +1,6 @@
 """ops.py — a worker that checks every dtype and operator, broadcast and
-allgather of objects, and a custom reducer against numpy, under rally-run.
+allgather of objects, and custom reducers (commutative and not) against
+numpy, under rally-run.
 Each rank builds every rank's operand from the same seed, so each knows the
 expected result; values are small integers (exact in every type, so any
 reduction order gives the same bits).  Prints "ops_ok rank R" or raises."""
@@ -68,6 +69,23 @@ def main():
         vals = np.stack([operand(q, np.float64, 5) for q in range(world)])
         assert np.array_equal(m["v"], vals.max(axis=0)), m
         assert np.array_equal(m["who"], vals.argmax(axis=0)), m
+        # a non-commutative reducer: affine maps x -> a x + b composed in rank
+        # order, (f (+) g)(x) = g(f(x)); the result must be the left fold
+        aff = np.dtype([("a", np.int64), ("b", np.int64)])
+
+        def compose(f, g):
+            out = np.empty_like(f)
+            out["a"] = f["a"] * g["a"]
+            out["b"] = g["a"] * f["b"] + g["b"]
+            return out
+        fold = r.register_reducer(compose, aff, commutative=False)
+        maps = [np.array([(q % 3 + 1, i + 2 * q) for i in range(6)], aff) for q in range(world)]
+        mine = maps[rank].copy()
+        r.allreduce(mine, fold)
+        want = maps[0]
+        for q in range(1, world):
+            want = compose(want, maps[q])
+        assert np.array_equal(mine, want), (mine, want)
         r.tracker_print("ops_ok rank %d checked %d" % (rank, checked))
 
 
