@@ -155,10 +155,18 @@ class Rally:
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, exc_type, exc, tb):
+        """Finalizes, unless the block ends with an exception that is not a
+        rally.Error: a worker whose own code failed must not tell the job it
+        finished.  Then the handle is dropped unfinalized and the worker
+        counts as failed when its process ends, as a C worker that exits
+        without rally_finalize (rally-run restarts it)."""
         global _default
         try:
-            self.finalize()
+            if exc_type is None or issubclass(exc_type, Error):
+                self.finalize()
+            else:
+                self._h = None
         finally:
             if _default is self:
                 _default = None

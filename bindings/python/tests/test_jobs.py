@@ -34,6 +34,15 @@ def test_mismatch_is_a_clear_error_on_every_rank():
         assert "RALLY_EMISMATCH" in line.group(1) and "int32" in line.group(1), line.group(1)
 
 
+def test_worker_exception_is_a_failed_worker():
+    rc, out = run_job(3, "boom.py", launcher=["--max-restarts", "1"], timeout=60)
+    assert rc != 0, out
+    assert out.count("RuntimeError: a bug in the worker's own code") == 2, out  # restarted once
+    assert "restarts are exhausted" in out, out
+    for q in (0, 2):
+        assert re.search(r"^\[%d\] rally\.errors\.PeerError: .*rank 1 died" % q, out, re.M), out
+
+
 @pytest.fixture(scope="module")
 def baseline():
     """The digest of the failure-free run (librally), 4 workers, 6 iterations."""

@@ -34,6 +34,19 @@ def test_context_manager_finalizes():
         rally.allreduce(a, rally.SUM)
 
 
+def test_a_failing_block_does_not_finalize():
+    with pytest.raises(ZeroDivisionError):
+        with rally.init(args=[]) as h:
+            1 / 0
+    assert h.closed  # dropped: the launcher sees a worker that failed
+    with pytest.raises(rally.StateError):
+        rally.rank()
+    with pytest.raises(rally.ArgumentError):
+        with rally.init(args=[]) as h:
+            h.broadcast(np.zeros(1), 3)
+    assert h.closed  # a rally.Error: finalized
+
+
 def test_closed_handle_everywhere(r):
     r.finalize()
     r.finalize()  # a second finalize does nothing

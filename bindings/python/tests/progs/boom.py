@@ -1,0 +1,13 @@
+"""boom.py — rank 1 raises an ordinary Python exception inside the with
+block after one allreduce: it must count as a failed worker (not finalized),
+be restarted, fail again, and the others must get rally.PeerError."""
+import numpy as np
+
+import rally
+
+with rally.init() as r:
+    a = np.ones(3)
+    r.allreduce(a, rally.SUM)
+    if r.rank() == 1:
+        raise RuntimeError("a bug in the worker's own code")
+    r.allreduce(a, rally.SUM)
