@@ -65,6 +65,7 @@ class Job:
         self.deadline = time.monotonic() + timeout
         self.p = subprocess.Popen(cmd, stdout=self.out, stderr=subprocess.STDOUT, env=e,
                                   stdin=subprocess.DEVNULL, start_new_session=True)
+        _started.append(self)
 
     def text(self):
         with open(self.out.name, errors="replace") as f:
@@ -107,6 +108,26 @@ class Job:
         assert not left, "processes left behind: %s" % left
 
 
+_started = []
+
+
+@pytest.fixture(autouse=True)
+def _no_job_outlives_its_test():
+    """A test that fails half-way leaves no job running: its launcher's
+    group and every tagged process are killed."""
+    yield
+    while _started:
+        j = _started.pop()
+        if j.p.poll() is None:
+            os.killpg(j.p.pid, signal.SIGKILL)
+            j.p.wait()
+        for pid in _tagged(j.tag):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+
 def run_job(n, prog, *args, **kw):
     return Job(n, prog, *args, **kw).finish()
 
@@ -121,8 +142,3 @@ def summary(text):
     m = re.search(r"summary: deaths=(\d+) recovered=(\d+)", text)
     assert m, text
     return int(m.group(1)), int(m.group(2))
-
-
-@pytest.fixture
-def job():
-    return Job
