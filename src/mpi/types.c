@@ -33,9 +33,9 @@ int rally__mpi_fail(struct rally__engine *en, int rc, const char *call)
     else if (cls == MPI_ERR_ARG || cls == MPI_ERR_COUNT || cls == MPI_ERR_TYPE ||
              cls == MPI_ERR_BUFFER || cls == MPI_ERR_ROOT || cls == MPI_ERR_OP)
         code = RALLY_EINVAL;
-    return rally__fail(en->err, code,
-                       "%s failed on rank %d: %s (the MPI backend cannot recover; the job ends)",
-                       call, en->rank, len ? text : "unknown MPI error");
+    return rally__fail(en->err, code, "%s failed on rank %d: %s%s", call, en->rank,
+                       len ? text : "unknown MPI error",
+                       code == RALLY_EINVAL ? "" : " (the MPI backend does not recover from it)");
 }
 
 MPI_Datatype rally__mpi_dtype(int dtype)
