@@ -55,7 +55,8 @@ MPI_Datatype rally__mpi_dtype(int dtype)
 }
 
 /* Where MPI's built-in operator differs from rally's documented one, the
- * operator runs rally's kernel: float MAX/MIN (MPI's drop a NaN operand)
+ * operator runs rally's kernel: float MAX/MIN (MPI's keep or drop a NaN
+ * depending on the side it is on)
  * and the SUM of 8- and 16-bit integers (OpenMPI 4.1's vectorised kernels
  * saturate where rally wraps, signed and unsigned;
  * coll_matrix caught it). */

@@ -10,8 +10,11 @@
  * communicator), the program's own MPI traffic still works, and an MPI error
  * inside the engine (a broadcast from a root that does not exist, passed
  * straight to the engine past the API's check) comes back as a status whose
- * message names the MPI call, not as an abort.  Prints "host_ok rank=R".
+ * message names the MPI call, not as an abort.  Also: a NaN on any rank
+ * makes a float MAX NaN everywhere, as rally.h promises (MPI's own MAX
+ * may drop it).  Prints "host_ok rank=R".
  */
+#include <math.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <string.h>
@@ -42,6 +45,15 @@ static int one_handle(int round)
     if (rally_allreduce(r, &x, 1, RALLY_INT64, RALLY_SUM, NULL, NULL) != RALLY_OK ||
         x != (long)n * (n - 1) / 2 + (long)n * round)
         return bad("allreduce");
+    for (int nan_rank = 0; nan_rank < n; nan_rank++) {
+        double y[2] = {rank == nan_rank ? NAN : rank, rank == nan_rank ? rank : NAN};
+        if (rally_allreduce(r, y, 2, RALLY_DOUBLE, RALLY_MAX, NULL, NULL) != RALLY_OK ||
+            !isnan(y[0]) || (n > 1 && !isnan(y[1])))
+            return bad("a NaN operand did not make MAX NaN");
+        float z = rank == nan_rank ? NAN : (float)rank;
+        if (rally_allreduce(r, &z, 1, RALLY_FLOAT, RALLY_MIN, NULL, NULL) != RALLY_OK || !isnan(z))
+            return bad("a NaN operand did not make MIN NaN");
+    }
     if (round == 1) { /* an MPI error, returned */
         char b[4] = {0};
         int rc = rally__engine.broadcast(rally__api_engine(r), b, sizeof b, n + 5);
