@@ -37,8 +37,8 @@ static int reserve(struct rally__engine *en, unsigned char **buf, size_t *cap, u
     return RALLY_OK;
 }
 
-int rally__mpi_load(struct rally__engine *en, void **global, uint64_t *global_nbytes,
-                    void **local, uint64_t *local_nbytes, uint64_t *version)
+int rally__mpi_load(struct rally__engine *en, void **global, uint64_t *global_nbytes, void **local,
+                    uint64_t *local_nbytes, uint64_t *version)
 {
     if (en->st.loaded)
         return rally__fail(en->err, RALLY_ESTATE,
@@ -60,19 +60,20 @@ static int shift(struct rally__engine *en, const unsigned char *send, uint64_t s
         int rc = MPI_SUCCESS;
         if (done < send_n) {
             uint64_t s = send_n - done;
-            rc = MPI_Isend(send + done, s > INT_MAX ? INT_MAX : (int)s, MPI_BYTE, next, 2,
-                           en->comm, &req[0]);
+            rc = MPI_Isend(send + done, s > INT_MAX ? INT_MAX : (int)s, MPI_BYTE, next, 2, en->comm,
+                           &req[0]);
         }
         if (rc == MPI_SUCCESS && done < recv_n) {
             uint64_t r = recv_n - done;
-            rc = MPI_Irecv(recv + done, r > INT_MAX ? INT_MAX : (int)r, MPI_BYTE, prev, 2,
-                           en->comm, &req[1]);
+            rc = MPI_Irecv(recv + done, r > INT_MAX ? INT_MAX : (int)r, MPI_BYTE, prev, 2, en->comm,
+                           &req[1]);
         }
         if (rc == MPI_SUCCESS)
             rc = MPI_Waitall(2, req, MPI_STATUSES_IGNORE);
         if (rc != MPI_SUCCESS)
-            return rally__mpi_fail(en, rc, "passing a local model to the next rank (MPI_Isend, "
-                                           "MPI_Irecv, MPI_Waitall)");
+            return rally__mpi_fail(en, rc,
+                                   "passing a local model to the next rank (MPI_Isend, "
+                                   "MPI_Irecv, MPI_Waitall)");
     }
     return RALLY_OK;
 }
@@ -95,8 +96,8 @@ static int replicate(struct rally__engine *en, const void *local, uint64_t nbyte
     int next = (en->rank + 1) % en->world, prev = (en->rank - 1 + en->world) % en->world;
     for (int h = 1; h <= k; h++) {
         uint64_t n = st->local_nbytes[h - 1], in = 0;
-        int rc = MPI_Sendrecv(&n, 1, MPI_UINT64_T, next, 1, &in, 1, MPI_UINT64_T, prev, 1,
-                              en->comm, MPI_STATUS_IGNORE);
+        int rc = MPI_Sendrecv(&n, 1, MPI_UINT64_T, next, 1, &in, 1, MPI_UINT64_T, prev, 1, en->comm,
+                              MPI_STATUS_IGNORE);
         if (rc != MPI_SUCCESS)
             return rally__mpi_fail(en, rc, "MPI_Sendrecv (a local model's size)");
         if (reserve(en, &st->local[h], &st->local_cap[h], in) != RALLY_OK ||
@@ -164,8 +165,8 @@ int rally__mpi_subscribe(struct rally__engine *en, rally__commit_fn fn, void *ar
     return RALLY_OK;
 }
 
-int rally__mpi_checkpoint_bytes(struct rally__engine *en, uint64_t v, int rank,
-                                const void **bytes, uint64_t *nbytes, void **owned)
+int rally__mpi_checkpoint_bytes(struct rally__engine *en, uint64_t v, int rank, const void **bytes,
+                                uint64_t *nbytes, void **owned)
 {
     struct rally__mpi_store *st = &en->st;
     if (v != st->version || !st->has_global)

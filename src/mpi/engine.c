@@ -215,8 +215,7 @@ static int broadcast_alloc(struct rally__engine *en, void **buf, size_t *nbytes,
 
 /* Blocks of len[i] bytes at off[i] of buf, rank i's block from rank i: one
  * MPI_Allgatherv where MPI can count the bytes, else a broadcast per rank. */
-static int gather(struct rally__engine *en, unsigned char *buf, const uint64_t *len,
-                  uint64_t total)
+static int gather(struct rally__engine *en, unsigned char *buf, const uint64_t *len, uint64_t total)
 {
     if (total <= INT_MAX) {
         uint64_t pos = 0;
@@ -244,8 +243,8 @@ static int allgather(struct rally__engine *en, const void *sendbuf, size_t nbyte
     if (nbytes)
         memmove(dst + (size_t)en->rank * nbytes, sendbuf, nbytes);
     if (nbytes <= INT_MAX) {
-        int rc = MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, dst, (int)nbytes, MPI_BYTE,
-                               en->comm);
+        int rc =
+            MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, dst, (int)nbytes, MPI_BYTE, en->comm);
         return rc == MPI_SUCCESS ? RALLY_OK : rally__mpi_fail(en, rc, "MPI_Allgather");
     }
     for (int i = 0; i < en->world; i++)
@@ -315,10 +314,12 @@ static int plain_allreduce(struct rally__engine *en, const void *in, void *out, 
                            int dtype, int op)
 {
     if (count > INT_MAX)
-        return rally__fail(en->err, RALLY_EINVAL, "plain allreduce: %zu elements are too many "
-                                                  "for one MPI call", count);
-    int rc = MPI_Allreduce(in == out ? MPI_IN_PLACE : in, out, (int)count,
-                           rally__mpi_dtype(dtype), rally__mpi_op(en, dtype, op), en->comm);
+        return rally__fail(en->err, RALLY_EINVAL,
+                           "plain allreduce: %zu elements are too many "
+                           "for one MPI call",
+                           count);
+    int rc = MPI_Allreduce(in == out ? MPI_IN_PLACE : in, out, (int)count, rally__mpi_dtype(dtype),
+                           rally__mpi_op(en, dtype, op), en->comm);
     return rc == MPI_SUCCESS ? RALLY_OK : rally__mpi_fail(en, rc, "MPI_Allreduce");
 }
 

@@ -91,8 +91,8 @@ void rally__mpi_custom_done(void);
 
 /* --- ckpt.c ----------------------------------------------------------------- */
 
-int rally__mpi_load(struct rally__engine *en, void **global, uint64_t *global_nbytes,
-                    void **local, uint64_t *local_nbytes, uint64_t *version);
+int rally__mpi_load(struct rally__engine *en, void **global, uint64_t *global_nbytes, void **local,
+                    uint64_t *local_nbytes, uint64_t *version);
 int rally__mpi_checkpoint(struct rally__engine *en, const void *global, uint64_t global_nbytes,
                           rally_serialize_fn lazy, void *lazy_arg, const void *local,
                           uint64_t local_nbytes);

@@ -41,16 +41,26 @@ int rally__mpi_fail(struct rally__engine *en, int rc, const char *call)
 MPI_Datatype rally__mpi_dtype(int dtype)
 {
     switch (dtype) {
-    case RALLY_INT8: return MPI_INT8_T;
-    case RALLY_UINT8: return MPI_UINT8_T;
-    case RALLY_INT16: return MPI_INT16_T;
-    case RALLY_UINT16: return MPI_UINT16_T;
-    case RALLY_INT32: return MPI_INT32_T;
-    case RALLY_UINT32: return MPI_UINT32_T;
-    case RALLY_INT64: return MPI_INT64_T;
-    case RALLY_UINT64: return MPI_UINT64_T;
-    case RALLY_FLOAT: return MPI_FLOAT;
-    default: return MPI_DOUBLE;
+    case RALLY_INT8:
+        return MPI_INT8_T;
+    case RALLY_UINT8:
+        return MPI_UINT8_T;
+    case RALLY_INT16:
+        return MPI_INT16_T;
+    case RALLY_UINT16:
+        return MPI_UINT16_T;
+    case RALLY_INT32:
+        return MPI_INT32_T;
+    case RALLY_UINT32:
+        return MPI_UINT32_T;
+    case RALLY_INT64:
+        return MPI_INT64_T;
+    case RALLY_UINT64:
+        return MPI_UINT64_T;
+    case RALLY_FLOAT:
+        return MPI_FLOAT;
+    default:
+        return MPI_DOUBLE;
     }
 }
 
@@ -72,10 +82,14 @@ MPI_Op rally__mpi_op(const struct rally__engine *en, int dtype, int op)
     if (own_kernel(dtype, op))
         return en->kernel[op];
     switch (op) {
-    case RALLY_MAX: return MPI_MAX;
-    case RALLY_MIN: return MPI_MIN;
-    case RALLY_SUM: return MPI_SUM;
-    default: return MPI_BOR;
+    case RALLY_MAX:
+        return MPI_MAX;
+    case RALLY_MIN:
+        return MPI_MIN;
+    case RALLY_SUM:
+        return MPI_SUM;
+    default:
+        return MPI_BOR;
     }
 }
 
