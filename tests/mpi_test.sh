@@ -6,7 +6,8 @@
 #            allgatherv, checkpoints) with a global model, with local
 #            models, and with lazy checkpoints: at N = 2 the digests and the
 #            final versions are equal, since a sum of two operands is one
-#            addition in either order
+#            addition in either order; at N = 4 (MPI's order) each mode runs
+#            on librally_mpi and checks what recover.c checks exactly
 #   kmeans   examples/kmeans (rally-kmeans beside rally-kmeans-mpi, the same
 #            sources): equal digests at N = 1 and 2; at N = 4 MPI adds the
 #            partial sums in its own order, so the objectives must agree to
@@ -42,6 +43,9 @@ recover)
         echo "N=2 $mode: rally $a $v1, mpi $b $v2"
         [ "$a" = "$b" ] || fail "$mode: digests differ at N=2"
         [ "$v1" = "$v2" ] || fail "$mode: checkpoint versions differ"
+        "$here/mpi_job.sh" 0 120 4 "$build/tests/recover_mpi" 2000 4 $opt >"$tmp/out" 2>&1 ||
+            fail "$mode: the N=4 job on librally_mpi failed"
+        echo "N=4 $mode: mpi $(digest "$tmp/out") $(grep -o 'version=[0-9]*' "$tmp/out")"
     done
     ;;
 kmeans)
