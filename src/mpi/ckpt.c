@@ -1,0 +1,214 @@
+/*
+ * ckpt.c — the MPI engine's checkpoints, kept in memory: version counting,
+ * the global model (a copy or a lazy serializer), local models passed along
+ * the ring, request bits and the commit hook.
+ *
+ * Versions count as in the robust engine: load finds nothing (a job on MPI
+ * never restarts a worker, so every start is fresh) and returns 0, each
+ * checkpoint makes version + 1.  A checkpoint ends with one MPI_Allreduce
+ * of a 64-bit word under BOR, the request bits of every rank: when it
+ * returns, every rank has stored the version, which is then committed and
+ * handed to the hooks with the agreed bits.  So a layer that subscribes to
+ * commits (a snapshot writer, say) sees the same calls on this backend.
+ * Local models travel rally_local_replica hops along the ring, so this rank
+ * holds its own and its predecessors' as the robust engine does, for the
+ * same read interface.
+ */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mpi/mpi_engine.h"
+
+/* Makes room for n bytes in *buf (kept between checkpoints). */
+static int reserve(struct rally__engine *en, unsigned char **buf, size_t *cap, uint64_t n)
+{
+    if (n > SIZE_MAX - 1)
+        return rally__fail(en->err, RALLY_ENOMEM, "checkpoint: %llu bytes do not fit in memory",
+                           (unsigned long long)n);
+    if (*cap >= n && *buf != NULL)
+        return RALLY_OK;
+    unsigned char *b = realloc(*buf, n ? (size_t)n : 1);
+    if (b == NULL)
+        return rally__fail(en->err, RALLY_ENOMEM, "checkpoint: out of memory for %llu bytes",
+                           (unsigned long long)n);
+    *buf = b;
+    *cap = n ? (size_t)n : 1;
+    return RALLY_OK;
+}
+
+int rally__mpi_load(struct rally__engine *en, void **global, uint64_t *global_nbytes, void **local,
+                    uint64_t *local_nbytes, uint64_t *version)
+{
+    if (en->st.loaded)
+        return rally__fail(en->err, RALLY_ESTATE,
+                           "rally_load_checkpoint must be called once, before the first "
+                           "rally_checkpoint");
+    en->st.loaded = 1;
+    en->st.version = 0;
+    *version = 0;
+    return RALLY_OK;
+}
+
+/* Sends send_n bytes to next and receives recv_n from prev, in pieces MPI
+ * can count; each side's pieces match the neighbour's, whatever the sizes. */
+static int shift(struct rally__engine *en, const unsigned char *send, uint64_t send_n,
+                 unsigned char *recv, uint64_t recv_n, int next, int prev)
+{
+    for (uint64_t done = 0; done < send_n || done < recv_n; done += INT_MAX) {
+        MPI_Request req[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+        int rc = MPI_SUCCESS;
+        if (done < send_n) {
+            uint64_t s = send_n - done;
+            rc = MPI_Isend(send + done, s > INT_MAX ? INT_MAX : (int)s, MPI_BYTE, next, 2, en->comm,
+                           &req[0]);
+        }
+        if (rc == MPI_SUCCESS && done < recv_n) {
+            uint64_t r = recv_n - done;
+            rc = MPI_Irecv(recv + done, r > INT_MAX ? INT_MAX : (int)r, MPI_BYTE, prev, 2, en->comm,
+                           &req[1]);
+        }
+        if (rc == MPI_SUCCESS)
+            rc = MPI_Waitall(2, req, MPI_STATUSES_IGNORE);
+        if (rc != MPI_SUCCESS)
+            return rally__mpi_fail(en, rc,
+                                   "passing a local model to the next rank (MPI_Isend, "
+                                   "MPI_Irecv, MPI_Waitall)");
+    }
+    return RALLY_OK;
+}
+
+/* local[0] = this rank's model; hop h brings local[h] from the predecessor,
+ * which passes on what it got the hop before. */
+static int replicate(struct rally__engine *en, const void *local, uint64_t nbytes)
+{
+    struct rally__mpi_store *st = &en->st;
+    int k = (int)en->cfg->local_replica;
+    if (k > en->world - 1)
+        k = en->world - 1;
+    if (k > RALLY__MPI_MAX_REPLICAS)
+        k = RALLY__MPI_MAX_REPLICAS;
+    if (reserve(en, &st->local[0], &st->local_cap[0], nbytes) != RALLY_OK)
+        return en->err->code;
+    if (nbytes)
+        memcpy(st->local[0], local, (size_t)nbytes);
+    st->local_nbytes[0] = nbytes;
+    int next = (en->rank + 1) % en->world, prev = (en->rank - 1 + en->world) % en->world;
+    for (int h = 1; h <= k; h++) {
+        uint64_t n = st->local_nbytes[h - 1], in = 0;
+        int rc = MPI_Sendrecv(&n, 1, MPI_UINT64_T, next, 1, &in, 1, MPI_UINT64_T, prev, 1, en->comm,
+                              MPI_STATUS_IGNORE);
+        if (rc != MPI_SUCCESS)
+            return rally__mpi_fail(en, rc, "MPI_Sendrecv (a local model's size)");
+        if (reserve(en, &st->local[h], &st->local_cap[h], in) != RALLY_OK ||
+            shift(en, st->local[h - 1], n, st->local[h], in, next, prev) != RALLY_OK)
+            return en->err->code;
+        st->local_nbytes[h] = in;
+    }
+    st->nlocal = k + 1;
+    return RALLY_OK;
+}
+
+int rally__mpi_checkpoint(struct rally__engine *en, const void *global, uint64_t global_nbytes,
+                          rally_serialize_fn lazy, void *lazy_arg, const void *local,
+                          uint64_t local_nbytes)
+{
+    struct rally__mpi_store *st = &en->st;
+    if (st->version > 0 && (local != NULL) != st->use_local)
+        return rally__fail(en->err, RALLY_EINVAL,
+                           "checkpoint: a job passes a local model always or never (this call %s "
+                           "one, earlier ones %s)",
+                           local ? "passes" : "does not pass", st->use_local ? "did" : "did not");
+    st->loaded = 1;
+    if (local != NULL) {
+        st->use_local = 1;
+        if (replicate(en, local, local_nbytes) != RALLY_OK)
+            return en->err->code;
+    }
+    if (lazy == NULL) {
+        if (reserve(en, &st->global, &st->global_cap, global_nbytes) != RALLY_OK)
+            return en->err->code;
+        if (global_nbytes)
+            memcpy(st->global, global, (size_t)global_nbytes);
+    }
+    st->global_nbytes = lazy ? 0 : global_nbytes;
+    st->has_global = 1;
+    st->lazy = lazy;
+    st->lazy_arg = lazy_arg;
+    st->version++;
+    /* the acknowledgement: every rank has stored it, with everyone's bits */
+    uint64_t flags = st->request;
+    int rc = MPI_Allreduce(MPI_IN_PLACE, &flags, 1, MPI_UINT64_T, MPI_BOR, en->comm);
+    if (rc != MPI_SUCCESS)
+        return rally__mpi_fail(en, rc, "MPI_Allreduce (the checkpoint's acknowledgement)");
+    st->request = 0;
+    for (int i = 0; i < st->nhooks; i++)
+        st->hooks[i].fn(st->hooks[i].arg, st->version, flags);
+    return RALLY_OK;
+}
+
+void rally__mpi_request(struct rally__engine *en, uint64_t bits)
+{
+    en->st.request |= bits;
+}
+
+int rally__mpi_subscribe(struct rally__engine *en, rally__commit_fn fn, void *arg)
+{
+    struct rally__mpi_store *st = &en->st;
+    if (st->nhooks == RALLY__MPI_MAX_HOOKS)
+        return rally__fail(en->err, RALLY_EINVAL,
+                           "a handle takes at most %d checkpoint hooks; this is one more",
+                           RALLY__MPI_MAX_HOOKS);
+    st->hooks[st->nhooks].fn = fn;
+    st->hooks[st->nhooks].arg = arg;
+    st->nhooks++;
+    return RALLY_OK;
+}
+
+int rally__mpi_checkpoint_bytes(struct rally__engine *en, uint64_t v, int rank, const void **bytes,
+                                uint64_t *nbytes, void **owned)
+{
+    struct rally__mpi_store *st = &en->st;
+    if (v != st->version || !st->has_global)
+        return rally__fail(en->err, RALLY_ESTATE,
+                           "checkpoint version %llu is not held here (the newest is %llu)",
+                           (unsigned long long)v, (unsigned long long)st->version);
+    if (rank >= 0) {
+        int j = (en->rank - rank + en->world) % en->world;
+        if (rank >= en->world || !st->use_local || j >= st->nlocal)
+            return rally__fail(en->err, RALLY_ESTATE,
+                               "rank %d's local model of version %llu is not held here", rank,
+                               (unsigned long long)v);
+        *bytes = st->local[j];
+        *nbytes = st->local_nbytes[j];
+        *owned = NULL;
+        return RALLY_OK;
+    }
+    if (st->lazy == NULL) {
+        *bytes = st->global;
+        *nbytes = st->global_nbytes;
+        *owned = NULL;
+        return RALLY_OK;
+    }
+    uint64_t m = st->lazy(st->lazy_arg, NULL, 0);
+    unsigned char *b = m == UINT64_MAX || m > SIZE_MAX - 1 ? NULL : malloc(m ? (size_t)m : 1);
+    if (b == NULL || st->lazy(st->lazy_arg, b, m) != m) {
+        free(b);
+        return rally__fail(en->err, RALLY_EINVAL,
+                           "the lazy checkpoint's serialize callback failed for version %llu",
+                           (unsigned long long)v);
+    }
+    *bytes = *owned = b;
+    *nbytes = m;
+    return RALLY_OK;
+}
+
+void rally__mpi_store_free(struct rally__mpi_store *st)
+{
+    free(st->global);
+    st->global = NULL;
+    for (int j = 0; j <= RALLY__MPI_MAX_REPLICAS; j++) {
+        free(st->local[j]);
+        st->local[j] = NULL;
+    }
+}

@@ -1,0 +1,348 @@
+/*
+ * engine.c — the MPI engine's ops table: the public API's calls run as MPI
+ * collectives on a duplicate of MPI_COMM_WORLD (librally_mpi).
+ *
+ * rally_init initialises MPI unless the host program did (then this engine
+ * leaves it initialised at finalize, as it found it); rank and world size
+ * are MPI_COMM_WORLD's.  The engine's communicator returns errors instead of
+ * aborting, and each becomes a rally status naming the MPI call.  There is
+ * no recovery: MPI is not fault tolerant, so a process that dies ends the
+ * job (mpirun stops the others).  Each call is one MPI collective, or two
+ * where only some ranks know the result's size (broadcast_alloc,
+ * allgatherv: sizes, then data); MPI counts are ints, so larger buffers go
+ * in pieces.
+ */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mpi/mpi_engine.h"
+
+/* Handles alive in this process, and whether MPI was initialised by us. */
+static int live;
+static int owns_mpi;
+
+/* --- life cycle --------------------------------------------------------------- */
+
+static void engine_free(struct rally__engine *en)
+{
+    if (en == NULL)
+        return;
+    int up = 0, down = 1;
+    MPI_Initialized(&up);
+    MPI_Finalized(&down);
+    if (up && !down)
+        rally__mpi_ops_free(en); /* local calls; the communicator is collective */
+    rally__mpi_store_free(&en->st);
+    free(en->scratch);
+    free(en->counts);
+    free(en->displs);
+    free(en->sizes);
+    free(en);
+}
+
+static int init(const struct rally__config *cfg, const char *host, struct rally__err *e,
+                struct rally__engine **out)
+{
+    if (cfg->tracker[0] != '\0')
+        return rally__fail(e, RALLY_ECONFIG,
+                           "rally_tracker is set (%s), but this program is linked with "
+                           "librally_mpi, which runs under mpirun: start it with mpirun, or link "
+                           "librally to run it under rally-run",
+                           cfg->tracker);
+    int up = 0, down = 0, rc;
+    MPI_Initialized(&up);
+    MPI_Finalized(&down);
+    if (down)
+        return rally__fail(e, RALLY_ESTATE,
+                           "MPI was finalized in this process and cannot start again: "
+                           "librally_mpi initialises MPI once per process");
+    if (!up) {
+        int provided = 0;
+        if ((rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided)) != MPI_SUCCESS)
+            return rally__fail(e, RALLY_ESYS, "MPI_Init_thread failed (error %d)", rc);
+        owns_mpi = 1;
+    }
+    struct rally__engine *en = calloc(1, sizeof *en);
+    if (en == NULL)
+        return rally__fail(e, RALLY_ENOMEM, "out of memory for the rally engine");
+    en->err = e;
+    en->cfg = cfg;
+    en->comm = MPI_COMM_NULL;
+    en->kernel[0] = en->kernel[1] = en->kernel[2] = MPI_OP_NULL;
+    en->custom_comm = en->custom = MPI_OP_NULL;
+    /* our own communicator: the host program's traffic and error handler
+     * stay as they are */
+    if ((rc = MPI_Comm_dup(MPI_COMM_WORLD, &en->comm)) != MPI_SUCCESS) {
+        rally__mpi_fail(en, rc, "MPI_Comm_dup");
+        goto fail;
+    }
+    if ((rc = MPI_Comm_set_errhandler(en->comm, MPI_ERRORS_RETURN)) != MPI_SUCCESS ||
+        (rc = MPI_Comm_rank(en->comm, &en->rank)) != MPI_SUCCESS ||
+        (rc = MPI_Comm_size(en->comm, &en->world)) != MPI_SUCCESS) {
+        rally__mpi_fail(en, rc, "MPI_Comm_set_errhandler/rank/size");
+        goto fail;
+    }
+    if (rally__mpi_ops_init(en) != RALLY_OK)
+        goto fail;
+    en->counts = malloc((size_t)en->world * sizeof *en->counts);
+    en->displs = malloc((size_t)en->world * sizeof *en->displs);
+    en->sizes = malloc((size_t)en->world * sizeof *en->sizes);
+    if (en->counts == NULL || en->displs == NULL || en->sizes == NULL) {
+        rally__fail(e, RALLY_ENOMEM, "out of memory for the rally engine");
+        goto fail;
+    }
+    live++;
+    *out = en;
+    return RALLY_OK;
+fail:
+    /* MPI stays initialised: the process should exit, and mpirun ends the job */
+    engine_free(en);
+    return e->code;
+}
+
+static int finalize(struct rally__engine *en)
+{
+    int rc = MPI_SUCCESS;
+    rally__mpi_ops_free(en);
+    if (en->comm != MPI_COMM_NULL)
+        rc = MPI_Comm_free(&en->comm); /* every rank is here: nobody needs us any more */
+    if (rc != MPI_SUCCESS)
+        return rally__mpi_fail(en, rc, "MPI_Comm_free");
+    if (--live == 0 && owns_mpi) {
+        owns_mpi = 0;
+        if ((rc = MPI_Finalize()) != MPI_SUCCESS)
+            return rally__fail(en->err, RALLY_EPEER, "MPI_Finalize failed (error %d)", rc);
+    }
+    return RALLY_OK;
+}
+
+static int rank(const struct rally__engine *en)
+{
+    return en->rank;
+}
+
+static int world(const struct rally__engine *en)
+{
+    return en->world;
+}
+
+static uint64_t version(const struct rally__engine *en)
+{
+    return en->st.version;
+}
+
+/* --- collectives -------------------------------------------------------------- */
+
+/* In place over count elements of es bytes, at most INT_MAX at a time. */
+static int reduce(struct rally__engine *en, void *buf, size_t count, size_t es, MPI_Datatype type,
+                  MPI_Op op)
+{
+    unsigned char *p = buf;
+    for (size_t done = 0; done < count;) {
+        int n = count - done > INT_MAX ? INT_MAX : (int)(count - done);
+        int rc = MPI_Allreduce(MPI_IN_PLACE, p + done * es, n, type, op, en->comm);
+        if (rc != MPI_SUCCESS)
+            return rally__mpi_fail(en, rc, "MPI_Allreduce");
+        done += (size_t)n;
+    }
+    return RALLY_OK;
+}
+
+/* prepare runs here, exactly once: on MPI every result is computed. */
+static int allreduce(struct rally__engine *en, void *buf, size_t count, int dtype, int op,
+                     rally_prepare_fn prepare, void *prepare_arg)
+{
+    if (prepare != NULL)
+        prepare(prepare_arg);
+    return reduce(en, buf, count, rally__dtype_size(dtype), rally__mpi_dtype(dtype),
+                  rally__mpi_op(en, dtype, op));
+}
+
+static int allreduce_custom(struct rally__engine *en, void *buf, size_t count, int reducer_id,
+                            const struct rally__reducer *rd, rally_prepare_fn prepare,
+                            void *prepare_arg)
+{
+    MPI_Datatype type;
+    MPI_Op op;
+    if (rally__mpi_custom(en, reducer_id, rd, &type, &op) != RALLY_OK)
+        return en->err->code;
+    if (prepare != NULL)
+        prepare(prepare_arg);
+    int rc = reduce(en, buf, count, rd->elem_nbytes, type, op);
+    rally__mpi_custom_done();
+    return rc;
+}
+
+static int broadcast(struct rally__engine *en, void *buf, size_t nbytes, int root)
+{
+    unsigned char *p = buf;
+    for (size_t done = 0; done < nbytes;) {
+        int n = nbytes - done > INT_MAX ? INT_MAX : (int)(nbytes - done);
+        int rc = MPI_Bcast(p + done, n, MPI_BYTE, root, en->comm);
+        if (rc != MPI_SUCCESS)
+            return rally__mpi_fail(en, rc, "MPI_Bcast");
+        done += (size_t)n;
+    }
+    return RALLY_OK;
+}
+
+static int broadcast_alloc(struct rally__engine *en, void **buf, size_t *nbytes, int root)
+{
+    uint64_t n = en->rank == root ? (uint64_t)*nbytes : 0;
+    int rc = MPI_Bcast(&n, 1, MPI_UINT64_T, root, en->comm);
+    if (rc != MPI_SUCCESS)
+        return rally__mpi_fail(en, rc, "MPI_Bcast (broadcast_alloc's size)");
+    if (en->rank == root)
+        return broadcast(en, *buf, (size_t)n, root);
+    unsigned char *p = n > SIZE_MAX - 1 ? NULL : malloc(n ? (size_t)n : 1);
+    if (p == NULL) /* the others go on: this rank's failure ends the job */
+        return rally__fail(en->err, RALLY_ENOMEM, "broadcast_alloc: cannot allocate %llu bytes",
+                           (unsigned long long)n);
+    if (broadcast(en, p, (size_t)n, root) != RALLY_OK) {
+        free(p);
+        return en->err->code;
+    }
+    if (n == 0) {
+        free(p);
+        p = NULL;
+    }
+    *buf = p;
+    *nbytes = (size_t)n;
+    return RALLY_OK;
+}
+
+/* Blocks of len[i] bytes at off[i] of buf, rank i's block from rank i: one
+ * MPI_Allgatherv where MPI can count the bytes, else a broadcast per rank. */
+static int gather(struct rally__engine *en, unsigned char *buf, const uint64_t *len, uint64_t total)
+{
+    if (total <= INT_MAX) {
+        uint64_t pos = 0;
+        for (int i = 0; i < en->world; i++) {
+            en->counts[i] = (int)len[i];
+            en->displs[i] = (int)pos;
+            pos += len[i];
+        }
+        int rc = MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, en->counts, en->displs,
+                                MPI_BYTE, en->comm);
+        return rc == MPI_SUCCESS ? RALLY_OK : rally__mpi_fail(en, rc, "MPI_Allgatherv");
+    }
+    uint64_t pos = 0;
+    for (int i = 0; i < en->world; i++) {
+        if (broadcast(en, buf + pos, (size_t)len[i], i) != RALLY_OK)
+            return en->err->code;
+        pos += len[i];
+    }
+    return RALLY_OK;
+}
+
+static int allgather(struct rally__engine *en, const void *sendbuf, size_t nbytes, void *recvbuf)
+{
+    unsigned char *dst = recvbuf;
+    if (nbytes)
+        memmove(dst + (size_t)en->rank * nbytes, sendbuf, nbytes);
+    if (nbytes <= INT_MAX) {
+        int rc =
+            MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, dst, (int)nbytes, MPI_BYTE, en->comm);
+        return rc == MPI_SUCCESS ? RALLY_OK : rally__mpi_fail(en, rc, "MPI_Allgather");
+    }
+    for (int i = 0; i < en->world; i++)
+        en->sizes[i] = nbytes;
+    return gather(en, dst, en->sizes, (uint64_t)nbytes * (uint64_t)en->world);
+}
+
+static int allgatherv(struct rally__engine *en, const void *sendbuf, size_t nbytes, void **recvbuf,
+                      uint64_t *nbytes_per_rank)
+{
+    uint64_t *len = en->sizes, total = 0, mine = 0;
+    len[en->rank] = nbytes;
+    int rc = MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, len, 1, MPI_UINT64_T, en->comm);
+    if (rc != MPI_SUCCESS)
+        return rally__mpi_fail(en, rc, "MPI_Allgather (allgatherv's sizes)");
+    for (int i = 0; i < en->world; i++) {
+        if (len[i] > SIZE_MAX / 2 - total)
+            return rally__fail(en->err, RALLY_EINVAL, "allgatherv: the sizes overflow");
+        if (i < en->rank)
+            mine += len[i];
+        total += len[i];
+    }
+    unsigned char *b = malloc(total ? (size_t)total : 1);
+    if (b == NULL)
+        return rally__fail(en->err, RALLY_ENOMEM, "allgatherv: cannot allocate %llu bytes",
+                           (unsigned long long)total);
+    if (nbytes)
+        memcpy(b + mine, sendbuf, nbytes);
+    if (gather(en, b, len, total) != RALLY_OK) {
+        free(b);
+        return en->err->code;
+    }
+    memcpy(nbytes_per_rank, len, (size_t)en->world * sizeof *len);
+    *recvbuf = b;
+    return RALLY_OK;
+}
+
+/* --- checkpoints, prints, benchmarks ---------------------------------------------- */
+
+static int checkpoint(struct rally__engine *en, const void *global, uint64_t global_nbytes,
+                      const void *local, uint64_t local_nbytes)
+{
+    return rally__mpi_checkpoint(en, global, global_nbytes, NULL, NULL, local, local_nbytes);
+}
+
+static int lazy_checkpoint(struct rally__engine *en, rally_serialize_fn serialize, void *arg)
+{
+    return rally__mpi_checkpoint(en, NULL, 0, serialize, arg, NULL, 0);
+}
+
+/* On this rank's standard output (mpirun gathers them), each line behind
+ * "[rank] " as rally-run prints them. */
+static int tracker_print(struct rally__engine *en, const char *msg)
+{
+    const char *p = msg;
+    do {
+        const char *nl = strchr(p, '\n');
+        int n = nl ? (int)(nl - p) : (int)strlen(p);
+        printf("[%d] %.*s\n", en->rank, n, p);
+        p = nl ? nl + 1 : NULL;
+    } while (p != NULL && *p != '\0');
+    fflush(stdout);
+    return RALLY_OK;
+}
+
+static int plain_allreduce(struct rally__engine *en, const void *in, void *out, size_t count,
+                           int dtype, int op)
+{
+    if (count > INT_MAX)
+        return rally__fail(en->err, RALLY_EINVAL,
+                           "plain allreduce: %zu elements are too many "
+                           "for one MPI call",
+                           count);
+    int rc = MPI_Allreduce(in == out ? MPI_IN_PLACE : in, out, (int)count, rally__mpi_dtype(dtype),
+                           rally__mpi_op(en, dtype, op), en->comm);
+    return rc == MPI_SUCCESS ? RALLY_OK : rally__mpi_fail(en, rc, "MPI_Allreduce");
+}
+
+const struct rally__engine_ops rally__engine = {
+    .name = "mpi",
+    .init = init,
+    .free = engine_free,
+    .finalize = finalize,
+    .rank = rank,
+    .world = world,
+    .version = version,
+    .allreduce = allreduce,
+    .allreduce_custom = allreduce_custom,
+    .broadcast = broadcast,
+    .broadcast_alloc = broadcast_alloc,
+    .allgather = allgather,
+    .allgatherv = allgatherv,
+    .load = rally__mpi_load,
+    .checkpoint = checkpoint,
+    .lazy_checkpoint = lazy_checkpoint,
+    .request = rally__mpi_request,
+    .subscribe = rally__mpi_subscribe,
+    .checkpoint_bytes = rally__mpi_checkpoint_bytes,
+    .tracker_print = tracker_print,
+    .plain_allreduce = plain_allreduce,
+};
