@@ -1,0 +1,186 @@
+/*
+ * snapshot.h — durable snapshots on disk: the manifest, the reader, the
+ * writer of one rank's part and the commit, listing and retention
+ * (docs/snapshot-format.md describes every byte).
+ *
+ * The layer sits on util alone.  Every function returns a status and
+ * reports through a struct rally__err; out-parameters are written last, on
+ * success only; every destructor accepts NULL.  Nothing here follows a
+ * symbolic link below the directory a caller names, and every file is
+ * written through rally__snap_durable_write (sys.h).  All functions block
+ * on the file system; none keeps global state (but the syscall table).
+ */
+#ifndef RALLY_SNAPSHOT_SNAPSHOT_H
+#define RALLY_SNAPSHOT_SNAPSHOT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/err.h"
+
+#define RALLY__SNAP_FORMAT 1u        /* the format version this code writes and reads */
+#define RALLY__SNAP_HEADER_NBYTES 72 /* a model file's header */
+#define RALLY__SNAP_MANIFEST "MANIFEST.json"
+#define RALLY__SNAP_GLOBAL "global.bin"
+#define RALLY__SNAP_JOB_MAX 64        /* bytes of a job name */
+#define RALLY__SNAP_HOST_MAX 255      /* bytes of a host name */
+#define RALLY__SNAP_WORLD_MAX 65536   /* ranks */
+#define RALLY__SNAP_NAME_MAX 48       /* a file or snapshot directory name, NUL included */
+#define RALLY__SNAP_UUID_LEN 36       /* "8-4-4-4-12" */
+#define RALLY__SNAP_TIME_LEN 27       /* "YYYY-MM-DDTHH:MM:SS.ffffffZ" */
+#define RALLY__SNAP_MANIFEST_MAX (16u << 20)
+
+/* --- the manifest ------------------------------------------------------------ */
+
+struct rally__snap_file {
+    char name[RALLY__SNAP_NAME_MAX]; /* "global.bin" or "local-NNNN.bin" */
+    uint64_t nbytes;                 /* the whole file, header included */
+    uint64_t xxh3;                   /* XXH3-64 of the whole file */
+};
+
+struct rally__snap_setting {
+    char *key, *value;
+};
+
+/* What MANIFEST.json says (docs/snapshot-format.md, "The manifest").  The
+ * parser allocates every pointer; rally__snap_manifest_free frees them.  A
+ * writer may fill one with its own pointers and never free it. */
+struct rally__snap_manifest {
+    uint32_t format_version;
+    char rally_version[32];
+    char job[RALLY__SNAP_JOB_MAX + 1];
+    char snapshot_id[RALLY__SNAP_UUID_LEN + 1];
+    char run_id[RALLY__SNAP_UUID_LEN + 1];
+    char run_started[RALLY__SNAP_TIME_LEN + 1];
+    uint64_t version; /* the checkpoint version */
+    char created[RALLY__SNAP_TIME_LEN + 1];
+    int world;
+    char **hosts; /* world entries: rank r's host */
+    struct rally__snap_setting *settings;
+    size_t nsettings;
+    char *app_name, *app_config;
+    uint64_t app_config_xxh3; /* checked against app_config on parse */
+    char *partitioning;
+    char **fingerprints; /* NULL (none) or world entries, "" for a rank without */
+    struct rally__snap_file *files;
+    size_t nfiles;
+};
+
+/* Parses and checks a manifest's bytes (n of them, no NUL needed).  Every
+ * rule of the format is checked; an error names the key and what is wrong,
+ * with both values on a mismatch.  RALLY_EPROTO for a bad manifest,
+ * RALLY_ENOMEM.  *out is the caller's (rally__snap_manifest_free). */
+int rally__snap_manifest_parse(const char *buf, size_t n, struct rally__err *e,
+                               struct rally__snap_manifest **out);
+/* Encodes m as MANIFEST.json's bytes (the same rules; app_config_xxh3 is
+ * computed here, not taken from m).  *out is malloc'd, *n its length. */
+int rally__snap_manifest_encode(const struct rally__snap_manifest *m, struct rally__err *e,
+                                char **out, size_t *n);
+void rally__snap_manifest_free(struct rally__snap_manifest *m);
+
+/* --- helpers ----------------------------------------------------------------- */
+
+/* XXH3-64 (seed 0) of n bytes. */
+uint64_t rally__snap_xxh3(const void *p, size_t n);
+/* A fresh random (version 4) UUID, lowercase, in out[37]. */
+int rally__snap_uuid(char out[RALLY__SNAP_UUID_LEN + 1], struct rally__err *e);
+/* Now, in UTC, as "YYYY-MM-DDTHH:MM:SS.ffffffZ" in out[28]. */
+void rally__snap_now(char out[RALLY__SNAP_TIME_LEN + 1]);
+/* Whether s is a valid job name / snapshot file name (the whitelist). */
+int rally__snap_job_ok(const char *s);
+/* The file name of rank's model (-1: the global one) into out. */
+void rally__snap_file_name(int rank, char out[RALLY__SNAP_NAME_MAX]);
+/* "snap-%08llu" into out. */
+void rally__snap_dir_name(uint64_t version, char out[RALLY__SNAP_NAME_MAX]);
+
+/* --- the reader --------------------------------------------------------------- */
+
+struct rally__snap; /* an open, verified snapshot */
+
+/* Opens the snapshot directory at path and verifies it completely: the
+ * manifest, then every listed file's size, whole-file checksum and header
+ * (docs/snapshot-format.md, "What makes a snapshot complete").  No byte of
+ * a model is handed out before all of that passed.  Errors name the file
+ * and both values: RALLY_EPROTO (incomplete, damaged, malformed),
+ * RALLY_ESYS (cannot read), RALLY_ENOMEM. */
+int rally__snap_open(const char *path, struct rally__err *e, struct rally__snap **out);
+void rally__snap_close(struct rally__snap *s);
+/* Reads and checks only the manifest of the snapshot directory at path (no
+ * model file is read: for showing what a snapshot says, not for loading). */
+int rally__snap_read_manifest(const char *path, struct rally__err *e,
+                              struct rally__snap_manifest **out);
+const struct rally__snap_manifest *rally__snap_manifest(const struct rally__snap *s);
+/* Whether the snapshot holds local models (one per rank). */
+int rally__snap_has_local(const struct rally__snap *s);
+/* Reads rank's model (-1: the global one) into a fresh buffer (*bytes is
+ * the caller's to free; NULL with *nbytes 0 for an empty model).  The file
+ * is checked again as it is read.  RALLY_EINVAL for a rank without a file
+ * in this snapshot. */
+int rally__snap_read(struct rally__snap *s, int rank, struct rally__err *e, void **bytes,
+                     uint64_t *nbytes);
+
+/* --- the writer ---------------------------------------------------------------- */
+
+/* Where a snapshot goes: <dir>/<job>/snap-<version>/. */
+struct rally__snap_target {
+    const char *dir;    /* the snapshot root; created (one level) when missing */
+    const char *job;    /* the job name (rally__snap_job_ok) */
+    const char *run_id; /* this run's UUID */
+    uint64_t version;   /* the checkpoint version */
+    int world;
+};
+
+/* Writes rank's part (-1: global.bin, r: local-r.bin) of the snapshot t,
+ * creating the job and snapshot directories as needed, durably.  Refused
+ * (RALLY_EINVAL) when snap-<version> is already committed.  On success
+ * *out says the file's name, size and checksum, for the commit.  Runs on
+ * any thread; parts of one snapshot may be written concurrently. */
+int rally__snap_write_part(const struct rally__snap_target *t, int rank, const void *bytes,
+                           uint64_t nbytes, struct rally__err *e, struct rally__snap_file *out);
+/* Commits snapshot m into the root dir: checks that every file m lists is
+ * in <dir>/<m->job>/snap-<m->version>/ with its size, then writes
+ * MANIFEST.json durably.  On success, when path is not NULL, writes the
+ * snapshot directory's path into path[cap]. */
+int rally__snap_commit(const char *dir, const struct rally__snap_manifest *m,
+                       struct rally__err *e, char *path, size_t cap);
+
+/* --- listing, removal, retention ---------------------------------------------------- */
+
+enum { RALLY__SNAP_COMPLETE = 0, RALLY__SNAP_INCOMPLETE = 1, RALLY__SNAP_DAMAGED = 2 };
+
+struct rally__snap_entry {
+    char name[RALLY__SNAP_NAME_MAX]; /* "snap-00000012" */
+    uint64_t version;                /* from the name */
+    int state;                       /* RALLY__SNAP_COMPLETE, ... */
+    char run_id[RALLY__SNAP_UUID_LEN + 1];  /* "" when not known */
+    char run_started[RALLY__SNAP_TIME_LEN + 1];
+    char created[RALLY__SNAP_TIME_LEN + 1];
+    char snapshot_id[RALLY__SNAP_UUID_LEN + 1];
+    int world;
+    uint64_t nbytes; /* the listed files' sizes, added */
+    char why[RALLY__ERR_MSG_MAX]; /* for an incomplete or damaged one: what is wrong */
+};
+
+/* Lists the snapshot directories of a job directory (<dir>/<job>), in
+ * ascending version order; names that are not snap-<version> are skipped.
+ * A listing checks what "complete" means (manifest, names, sizes), not
+ * checksums.  *v is the caller's to free. */
+int rally__snap_list(const char *jobdir, struct rally__err *e, struct rally__snap_entry **v,
+                     size_t *count);
+/* The index in v of "latest": the newest complete snapshot of the newest
+ * run (docs/snapshot-format.md); -1 when there is none. */
+long rally__snap_latest(const struct rally__snap_entry *v, size_t count);
+/* Removes snapshot directory name in jobdir: the manifest first (then the
+ * directory is fsync'd), then model files and temporaries, then the
+ * directory.  Refused (RALLY_EINVAL) when it holds an unknown name or is
+ * not a snapshot directory. */
+int rally__snap_remove(const char *jobdir, const char *name, struct rally__err *e);
+/* Retention for run_id keeping the newest keep complete snapshots (keep >=
+ * 1): removes that run's older complete snapshots and the incomplete
+ * directories that belong to it or to no run.  Never touches another run's
+ * snapshots, damaged ones or unknown names.  *removed (may be NULL) counts
+ * the directories removed. */
+int rally__snap_retain(const char *jobdir, const char *run_id, int keep, struct rally__err *e,
+                       int *removed);
+
+#endif

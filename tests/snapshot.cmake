@@ -1,0 +1,11 @@
+# Tests of durable snapshots (src/snapshot, tools/rally-snapshot);
+# include()d from the top-level CMakeLists.txt.
+#   snapshot_test      cmocka: the golden snapshot, the durable write's fault
+#                      points and call order, damaged snapshots, listing,
+#                      latest, retention (label "quick")
+#   snapshot_tool      rally-snapshot end to end (label "quick")
+set(RALLY_SNAP_TESTS_DIR ${CMAKE_CURRENT_LIST_DIR})
+add_executable(snapshot_test ${RALLY_SNAP_TESTS_DIR}/snapshot_test.c)
+target_link_libraries(snapshot_test rally_static cmocka)
+add_test(NAME snapshot_test COMMAND snapshot_test ${RALLY_SNAP_TESTS_DIR}/snapshot_golden)
+set_tests_properties(snapshot_test PROPERTIES LABELS "quick" TIMEOUT 120)
