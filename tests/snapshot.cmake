@@ -3,7 +3,8 @@
 #   snapshot_test      cmocka: the golden snapshot, the durable write's fault
 #                      points and call order, damaged snapshots, listing,
 #                      latest, retention (label "quick")
-#   snapshot_tool      rally-snapshot end to end (label "quick")
+#   snapshot_tool      rally-snapshot end to end, over snapshots snapshot_mk
+#                      writes (label "quick")
 set(RALLY_SNAP_TESTS_DIR ${CMAKE_CURRENT_LIST_DIR})
 add_executable(snapshot_test ${RALLY_SNAP_TESTS_DIR}/snapshot_test.c)
 target_link_libraries(snapshot_test rally_static cmocka)
@@ -11,3 +12,11 @@ target_link_libraries(snapshot_test rally_static cmocka)
 target_compile_options(snapshot_test PRIVATE -Wno-format-truncation)
 add_test(NAME snapshot_test COMMAND snapshot_test ${RALLY_SNAP_TESTS_DIR}/snapshot_golden)
 set_tests_properties(snapshot_test PROPERTIES LABELS "quick" TIMEOUT 120)
+
+add_executable(snapshot_mk ${RALLY_SNAP_TESTS_DIR}/snapshot_mk.c)
+target_link_libraries(snapshot_mk rally_static)
+add_test(NAME snapshot_tool
+         COMMAND sh ${RALLY_SNAP_TESTS_DIR}/snapshot_tool_test.sh $<TARGET_FILE:rally-snapshot>
+                 $<TARGET_FILE:snapshot_mk> $<TARGET_FILE:rally-kmeans> $<TARGET_FILE:rally-datagen>
+                 ${RALLY_SNAP_TESTS_DIR}/snapshot_golden)
+set_tests_properties(snapshot_tool PROPERTIES LABELS "quick" TIMEOUT 120)
