@@ -2,7 +2,7 @@
 # Installs the Debian packages the build and tests need, when missing.
 # Runs apt-get as root (or through sudo); prints nothing when all is there.
 set -e
-need="cmake make gcc clang pkg-config libsodium-dev libcmocka-dev python3 python3-numpy python3-sklearn"
+need="cmake make gcc clang pkg-config libsodium-dev libjansson-dev libxxhash-dev libcmocka-dev python3 python3-numpy python3-sklearn"
 # clang's runtimes (ASan, UBSan, TSan, libFuzzer) for `make sanitize` and the
 # fuzz tests: only "recommended" by clang, so named here, for clang's version
 if command -v clang >/dev/null 2>&1; then
