@@ -54,6 +54,7 @@ int main(int argc, char **argv)
             commit = 0;
     }
     struct rally__err e = {0};
+    int status = 0;
     struct rally__snap_file *files = calloc((size_t)t.world + 1, sizeof *files);
     char **hosts = calloc((size_t)t.world, sizeof *hosts);
     size_t gn = 64;
@@ -74,9 +75,9 @@ int main(int argc, char **argv)
         if (rally__snap_write_part(&t, r, l, sizeof l, &e, &files[r + 1]) != RALLY_OK)
             goto fail;
     }
-    if (!commit)
-        return 0;
     struct rally__snap_manifest m = {0};
+    if (!commit)
+        goto out;
     m.format_version = RALLY__SNAP_FORMAT;
     snprintf(m.rally_version, sizeof m.rally_version, "%s", RALLY_VERSION_STRING);
     snprintf(m.job, sizeof m.job, "%s", t.job);
@@ -99,11 +100,13 @@ int main(int argc, char **argv)
     if (rally__snap_commit(root, &m, &e, path, sizeof path) != RALLY_OK)
         goto fail;
     printf("%s\n", path);
+    goto out;
+fail:
+    fprintf(stderr, "snapshot_mk: %s\n", e.msg);
+    status = 1;
+out:
     free(files);
     free(hosts);
     free(g);
-    return 0;
-fail:
-    fprintf(stderr, "snapshot_mk: %s\n", e.msg);
-    return 1;
+    return status;
 }
