@@ -12,7 +12,8 @@
  * symlink in place of a file each give an error naming the problem.
  * Listing: "latest" is the newest run's newest snapshot, never the highest
  * version across runs; retention keeps K of one run and touches nothing
- * else.
+ * else.  Resuming: a job that differs from the snapshot is refused, naming
+ * both values, unless forced where that is safe.
  *
  *   snapshot_test GOLDEN_DIR            run the tests
  *   snapshot_test --write-golden DIR    write the golden snapshot into DIR
@@ -820,6 +821,73 @@ static void retention_keeps_k_of_one_run(void **state)
     assert_int_equal(rally__snap_retain(job, RUN_A, 0, &e, NULL), RALLY_EINVAL);
 }
 
+/* --- resuming: compatibility --------------------------------------------------------------- */
+
+struct compat_case {
+    const char *name;
+    int world, force;
+    const char *app_name, *app_config, *partitioning;
+    int fp_changed;
+    int global_only;
+    const char *want; /* "" for OK; else in the error; "note:" prefix for a note */
+};
+
+static const struct compat_case COMPAT_CASES[] = {
+    {"same", 2, 0, "golden", "--k 3 --iters 20", "hash", 0, 0, ""},
+    {"unchecked_fields", 2, 0, NULL, NULL, NULL, 0, 0, ""},
+    {"world_with_locals", 3, 0, NULL, NULL, NULL, 0, 0,
+     "taken by 2 workers and holds a local model per rank; this job has 3 workers"},
+    {"world_with_locals_forced", 3, 1, NULL, NULL, NULL, 0, 0, "cannot be redistributed"},
+    {"app_name", 2, 0, "other", NULL, NULL, 0, 0,
+     "application \"golden\", this job is \"other\""},
+    {"app_config", 2, 0, NULL, "--k 4 --iters 20", NULL, 0, 0,
+     "configuration is \"--k 3 --iters 20\" (xxh3-64 58eaae854f74840f), this job's is \"--k 4"},
+    {"app_config_forced", 2, 1, "other", "--k 4", "range", 1, 0, ""},
+    {"partitioning", 2, 0, NULL, NULL, "range", 0, 0, "by \"hash\", this job's by \"range\""},
+    {"fingerprint", 2, 0, NULL, NULL, NULL, 1, 0,
+     "rank 1's input fingerprint was fedcba9876543210 in the snapshot and is 1111111111111111"},
+    {"global_only_other_world", 5, 0, NULL, NULL, NULL, 1, 1, "note:not bit-identical"},
+};
+
+static void resume_compatibility(void **state)
+{
+    char p[512];
+    struct rally__err e = {0};
+    struct rally__snap_manifest *m = NULL;
+    snap_path(p, sizeof p, golden_dir, "demo", 7);
+    assert_int_equal(rally__snap_read_manifest(p, &e, &m), RALLY_OK);
+    char *fps[] = {"0123456789abcdef", "fedcba9876543210", "", "", ""};
+    char *fps_changed[] = {"0123456789abcdef", "1111111111111111", "", "", ""};
+    for (size_t i = 0; i < sizeof COMPAT_CASES / sizeof COMPAT_CASES[0]; i++) {
+        const struct compat_case *c = &COMPAT_CASES[i];
+        struct rally__snap_expect x = {c->world, c->app_name, c->app_config, c->partitioning,
+                                       c->fp_changed ? fps_changed : fps};
+        size_t nfiles = m->nfiles;
+        if (c->global_only)
+            m->nfiles = 1;
+        char note[256] = "x";
+        rally__err_clear(&e);
+        int rc = rally__snap_compatible(m, &x, c->force, &e, note, sizeof note);
+        m->nfiles = nfiles;
+        int want_ok = c->want[0] == '\0' || strncmp(c->want, "note:", 5) == 0;
+        if (want_ok ? rc != RALLY_OK : rc != RALLY_EMISMATCH || strstr(e.msg, c->want) == NULL)
+            fail_msg("%s: got %d '%s', want %s", c->name, rc, e.msg, c->want);
+        if (strncmp(c->want, "note:", 5) == 0 ? strstr(note, c->want + 5) == NULL
+                                              : rc == RALLY_OK && note[0] != '\0')
+            fail_msg("%s: note '%s', want '%s'", c->name, note, c->want);
+    }
+    /* another rally: 0.x releases differ by minor, later ones by major */
+    struct rally__snap_expect same = {2, NULL, NULL, NULL, NULL};
+    snprintf(m->rally_version, sizeof m->rally_version, "0.2.5");
+    rally__err_clear(&e);
+    assert_int_equal(rally__snap_compatible(m, &same, 0, &e, NULL, 0), RALLY_EMISMATCH);
+    assert_non_null(strstr(e.msg, "written by rally 0.2.5, this is rally " RALLY_VERSION_STRING));
+    assert_int_equal(rally__snap_compatible(m, &same, 1, &e, NULL, 0), RALLY_OK);
+    snprintf(m->rally_version, sizeof m->rally_version, "0.1.9");
+    assert_int_equal(rally__snap_compatible(m, &same, 0, &e, NULL, 0), RALLY_OK);
+    rally__snap_manifest_free(m);
+}
+
 static void uuid_and_time(void **state)
 {
     char a[RALLY__SNAP_UUID_LEN + 1], b[RALLY__SNAP_UUID_LEN + 1], t[RALLY__SNAP_TIME_LEN + 1];
@@ -866,6 +934,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(writer_refuses, setup, teardown),
         cmocka_unit_test_setup_teardown(latest_is_newest_run, setup, teardown),
         cmocka_unit_test_setup_teardown(retention_keeps_k_of_one_run, setup, teardown),
+        cmocka_unit_test(resume_compatibility),
         cmocka_unit_test(uuid_and_time),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -119,6 +119,31 @@ int rally__snap_has_local(const struct rally__snap *s);
 int rally__snap_read(struct rally__snap *s, int rank, struct rally__err *e, void **bytes,
                      uint64_t *nbytes);
 
+/* --- resuming: is a snapshot this job's? -------------------------------------------- */
+
+/* What a job about to resume is, to hold against a snapshot's manifest.
+ * A NULL field is not checked. */
+struct rally__snap_expect {
+    int world;                 /* the resuming job's world size (always checked) */
+    const char *app_name;      /* what the application registered */
+    const char *app_config;
+    const char *partitioning;  /* the data partitioning scheme */
+    char *const *fingerprints; /* world entries: each rank's input fingerprint */
+};
+
+/* Whether a job described by x may resume from manifest m.  Refused with
+ * RALLY_EMISMATCH, naming both values: a different world size when m holds
+ * local models (never overridable: a local model belongs to its rank); a
+ * different rally major version (minor too while the major is 0), a
+ * different application name or configuration (by its hash), partitioning
+ * or input fingerprint — these four are skipped when force is set.  A
+ * global-only snapshot resumed on another world size is allowed; then the
+ * fingerprints are not compared and note (cap bytes, may be NULL) says the
+ * result is correct but not bit-identical.  note is "" otherwise. */
+int rally__snap_compatible(const struct rally__snap_manifest *m,
+                           const struct rally__snap_expect *x, int force, struct rally__err *e,
+                           char *note, size_t cap);
+
 /* --- the writer ---------------------------------------------------------------- */
 
 /* Where a snapshot goes: <dir>/<job>/snap-<version>/. */
