@@ -2,7 +2,8 @@
 # include()d from the top-level CMakeLists.txt.
 #   snapshot_test      cmocka: the golden snapshot, the durable write's fault
 #                      points and call order, damaged snapshots, listing,
-#                      latest, retention (label "quick")
+#                      latest, retention, the background writer, resume
+#                      checks (labels "quick", "threads")
 #   snapshot_tool      rally-snapshot end to end, over snapshots snapshot_mk
 #                      writes (label "quick")
 set(RALLY_SNAP_TESTS_DIR ${CMAKE_CURRENT_LIST_DIR})
@@ -14,7 +15,7 @@ if(CMAKE_C_COMPILER_ID STREQUAL "GNU")
   target_compile_options(snapshot_test PRIVATE -Wno-format-truncation)
 endif()
 add_test(NAME snapshot_test COMMAND snapshot_test ${RALLY_SNAP_TESTS_DIR}/snapshot_golden)
-set_tests_properties(snapshot_test PROPERTIES LABELS "quick" TIMEOUT 120)
+set_tests_properties(snapshot_test PROPERTIES LABELS "quick;threads" TIMEOUT 120)
 
 add_executable(snapshot_mk ${RALLY_SNAP_TESTS_DIR}/snapshot_mk.c)
 target_link_libraries(snapshot_mk rally_static)

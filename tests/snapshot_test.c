@@ -12,13 +12,15 @@
  * symlink in place of a file each give an error naming the problem.
  * Listing: "latest" is the newest run's newest snapshot, never the highest
  * version across runs; retention keeps K of one run and touches nothing
- * else.  Resuming: a job that differs from the snapshot is refused, naming
+ * else.  The background writer: the caller stalls only for the copy, one
+ * snapshot in flight, results (or errors) collected by poll.  Resuming: a job that differs from the snapshot is refused, naming
  * both values, unless forced where that is safe.
  *
  *   snapshot_test GOLDEN_DIR            run the tests
  *   snapshot_test --write-golden DIR    write the golden snapshot into DIR
  */
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -821,6 +823,140 @@ static void retention_keeps_k_of_one_run(void **state)
     assert_int_equal(rally__snap_retain(job, RUN_A, 0, &e, NULL), RALLY_EINVAL);
 }
 
+/* --- the background writer ---------------------------------------------------------------- */
+
+static pthread_mutex_t gate_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t gate_cv = PTHREAD_COND_INITIALIZER;
+static int gate_open, gate_waiting;
+static int gate_fd = -1;
+
+static int g_openat(int d, const char *name, int flags, mode_t mode)
+{
+    int fd = rally__snap_sys_real.openat(d, name, flags, mode);
+    if (strcmp(name, ".global.bin.tmp") == 0)
+        gate_fd = fd;
+    return fd;
+}
+
+/* global.bin's first write waits until the test opens the gate. */
+static ssize_t g_write(int fd, const void *p, size_t n)
+{
+    if (fd == gate_fd) {
+        pthread_mutex_lock(&gate_mu);
+        gate_waiting = 1;
+        pthread_cond_broadcast(&gate_cv);
+        while (!gate_open)
+            pthread_cond_wait(&gate_cv, &gate_mu);
+        pthread_mutex_unlock(&gate_mu);
+    }
+    return rally__snap_sys_real.write(fd, p, n);
+}
+
+static ssize_t nospace_write(int fd, const void *p, size_t n)
+{
+    errno = ENOSPC;
+    return -1;
+}
+
+static void background_writer(void **state)
+{
+    char root[512];
+    struct rally__err e = {0}, res = {0};
+    struct rally__snap_bg *w = NULL;
+    struct rally__snap_file files[RALLY__SNAP_PARTS_MAX];
+    int accepted = -1, done = -2;
+    snprintf(root, sizeof root, "%s/bg", tmp_root);
+    unsigned char *global = model(-1, 1, 5000), *want = model(-1, 1, 5000);
+    unsigned char *local = model(0, 1, 300); /* handed over: the writer frees it */
+    gate_open = gate_waiting = 0;
+    rally__snap_sys.openat = g_openat;
+    rally__snap_sys.write = g_write;
+    assert_int_equal(rally__snap_bg_start(&e, &w), RALLY_OK);
+    assert_int_equal(rally__snap_bg_poll(w, 0, &done, &res, files), RALLY_OK);
+    assert_int_equal(done, -1); /* nothing submitted */
+
+    struct rally__snap_target t = {root, "job", RUN_A, 1, 1};
+    struct rally__snap_part parts[2] = {{-1, global, 5000, 0}, {0, local, 300, 1}};
+    assert_int_equal(rally__snap_bg_submit(w, &t, parts, 2, 0, &e, &accepted), RALLY_OK);
+    assert_int_equal(accepted, 1);
+    /* submit returned while the write is held at the gate: the caller
+     * stalled only for the copy, and the copy is what gets written */
+    pthread_mutex_lock(&gate_mu);
+    while (!gate_waiting)
+        pthread_cond_wait(&gate_cv, &gate_mu);
+    pthread_mutex_unlock(&gate_mu);
+    memset(global, 0xee, 5000);
+    assert_int_equal(rally__snap_bg_poll(w, 0, &done, &res, files), RALLY_OK);
+    assert_int_equal(done, 0);
+    assert_int_equal(rally__snap_bg_poll(w, 20, &done, &res, files), RALLY_OK);
+    assert_int_equal(done, 0); /* timed out, still writing */
+    /* at most one in flight: the next is refused without waiting */
+    struct rally__snap_target t2 = {root, "job", RUN_A, 2, 1};
+    accepted = -1;
+    assert_int_equal(rally__snap_bg_submit(w, &t2, parts, 1, 0, &e, &accepted), RALLY_OK);
+    assert_int_equal(accepted, 0);
+
+    pthread_mutex_lock(&gate_mu);
+    gate_open = 1;
+    pthread_cond_broadcast(&gate_cv);
+    pthread_mutex_unlock(&gate_mu);
+    assert_int_equal(rally__snap_bg_poll(w, -1, &done, &res, files), RALLY_OK);
+    assert_int_equal(done, 1);
+    assert_int_equal(res.code, RALLY_OK);
+    assert_string_equal(files[0].name, "global.bin");
+    assert_int_equal(files[0].nbytes, 5000 + RALLY__SNAP_HEADER_NBYTES);
+    assert_string_equal(files[1].name, "local-0000.bin");
+    rally__snap_sys = rally__snap_sys_real;
+
+    /* the reported sizes and checksums commit a snapshot that loads */
+    struct rally__snap_manifest m = {0};
+    m.format_version = RALLY__SNAP_FORMAT;
+    strcpy(m.rally_version, "0.1.0");
+    strcpy(m.job, "job");
+    strcpy(m.snapshot_id, SNAP_ID);
+    strcpy(m.run_id, RUN_A);
+    strcpy(m.run_started, "2026-11-30T12:00:00.000000Z");
+    strcpy(m.created, "2026-11-30T12:00:01.000000Z");
+    m.version = 1;
+    m.world = 1;
+    m.hosts = hosts2;
+    m.app_name = "bg";
+    m.app_config = "";
+    m.partitioning = "none";
+    m.files = files;
+    m.nfiles = 2;
+    assert_int_equal(rally__snap_commit(root, &m, &e, NULL, 0), RALLY_OK);
+    char p[600];
+    struct rally__snap *s = NULL;
+    void *b = NULL;
+    uint64_t n = 0;
+    snap_path(p, sizeof p, root, "job", 1);
+    assert_int_equal(rally__snap_open(p, &e, &s), RALLY_OK);
+    assert_int_equal(rally__snap_read(s, -1, &e, &b, &n), RALLY_OK);
+    assert_int_equal(n, 5000);
+    assert_memory_equal(b, want, 5000);
+    free(b);
+    rally__snap_close(s);
+
+    /* a failed write comes back as the result, with its message */
+    rally__snap_sys.write = nospace_write;
+    accepted = -1;
+    assert_int_equal(rally__snap_bg_submit(w, &t2, parts, 1, 1, &e, &accepted), RALLY_OK);
+    assert_int_equal(accepted, 1);
+    assert_int_equal(rally__snap_bg_poll(w, -1, &done, &res, files), RALLY_OK);
+    rally__snap_sys = rally__snap_sys_real;
+    assert_int_equal(done, 1);
+    assert_int_equal(res.code, RALLY_ESYS);
+    assert_non_null(strstr(res.msg, "no space left writing"));
+    /* an uncollected result blocks the next submit */
+    assert_int_equal(rally__snap_bg_submit(w, &t2, parts, 1, 1, &e, &accepted), RALLY_OK);
+    assert_int_equal(rally__snap_bg_submit(w, &t2, parts, 1, 1, &e, &accepted), RALLY_EINVAL);
+    rally__snap_bg_stop(w); /* waits for the one in flight */
+    assert_int_equal(loads(root, "job", 1, &e), RALLY_OK);
+    free(global);
+    free(want);
+}
+
 /* --- resuming: compatibility --------------------------------------------------------------- */
 
 struct compat_case {
@@ -934,6 +1070,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(writer_refuses, setup, teardown),
         cmocka_unit_test_setup_teardown(latest_is_newest_run, setup, teardown),
         cmocka_unit_test_setup_teardown(retention_keeps_k_of_one_run, setup, teardown),
+        cmocka_unit_test_setup_teardown(background_writer, setup, teardown),
         cmocka_unit_test(resume_compatibility),
         cmocka_unit_test(uuid_and_time),
     };

@@ -169,6 +169,41 @@ int rally__snap_write_part(const struct rally__snap_target *t, int rank, const v
 int rally__snap_commit(const char *dir, const struct rally__snap_manifest *m,
                        struct rally__err *e, char *path, size_t cap);
 
+/* --- the background writer ---------------------------------------------------------- */
+
+/* One rank's parts of one snapshot, for the background writer. */
+struct rally__snap_part {
+    int rank;          /* -1: global.bin; r: local-r.bin */
+    const void *bytes; /* copied at submit, unless owned */
+    uint64_t nbytes;
+    int owned;         /* 1: bytes is malloc'd and the writer takes it (frees it) */
+};
+
+#define RALLY__SNAP_PARTS_MAX 2 /* rank 0 writes global.bin and its local model */
+
+struct rally__snap_bg; /* a thread that writes parts; at most one snapshot in flight */
+
+/* Starts the writer's thread. */
+int rally__snap_bg_start(struct rally__err *e, struct rally__snap_bg **out);
+/* Waits for the snapshot in flight, then ends the thread; NULL is fine. */
+void rally__snap_bg_stop(struct rally__snap_bg *w);
+/* Hands the parts of snapshot t to the thread and returns: the caller
+ * stalls only to copy the bytes (none for owned ones).  When a snapshot is
+ * still in flight, blocks until it is done if wait, else accepts nothing
+ * (*accepted 0; owned bytes stay the caller's).  The previous result must
+ * have been collected with rally__snap_bg_poll.  RALLY_EINVAL, RALLY_ENOMEM. */
+int rally__snap_bg_submit(struct rally__snap_bg *w, const struct rally__snap_target *t,
+                          const struct rally__snap_part *parts, int nparts, int wait,
+                          struct rally__err *e, int *accepted);
+/* The result of the snapshot in flight, waiting up to timeout_ms (0: just
+ * look, -1: until done).  *done 0: still writing (-1: nothing submitted).
+ * *done 1: finished; *result holds its status and message, files[0..nparts)
+ * the written files (the size and checksum each rank reports for the
+ * commit), and the writer is free again.  One thread submits and polls. */
+int rally__snap_bg_poll(struct rally__snap_bg *w, int timeout_ms, int *done,
+                        struct rally__err *result,
+                        struct rally__snap_file files[RALLY__SNAP_PARTS_MAX]);
+
 /* --- listing, removal, retention ---------------------------------------------------- */
 
 enum { RALLY__SNAP_COMPLETE = 0, RALLY__SNAP_INCOMPLETE = 1, RALLY__SNAP_DAMAGED = 2 };
