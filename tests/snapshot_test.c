@@ -12,7 +12,8 @@
  * symlink in place of a file each give an error naming the problem.
  * Listing: "latest" is the newest run's newest snapshot, never the highest
  * version across runs; retention keeps K of one run and touches nothing
- * else.  The background writer: the caller stalls only for the copy, one
+ * else; a fresh start into a directory with snapshots is refused; the
+ * job directory's lock fences an older run's orphans.  The background writer: the caller stalls only for the copy, one
  * snapshot in flight, results (or errors) collected by poll.  Resuming: a job that differs from the snapshot is refused, naming
  * both values, unless forced where that is safe.
  *
@@ -29,7 +30,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -820,7 +823,109 @@ static void retention_keeps_k_of_one_run(void **state)
     assert_int_equal(rally__snap_remove(job, "snap-00000008", &e), RALLY_EINVAL);
     assert_non_null(strstr(e.msg, "notes.txt"));
     rally__err_clear(&e);
-    assert_int_equal(rally__snap_retain(job, RUN_A, 0, &e, NULL), RALLY_EINVAL);
+    assert_int_equal(rally__snap_retain(job, RUN_A, -1, &e, NULL), RALLY_EINVAL);
+    /* keep 0: a successful run cleans up after itself, and only itself */
+    assert_int_equal(rally__snap_retain(job, RUN_A, 0, &e, &removed), RALLY_OK);
+    assert_int_equal(removed, 2);
+    assert_int_equal(rally__snap_list(job, &e, &v, &n), RALLY_OK);
+    const uint64_t left[] = {8, 10, 11, 12};
+    assert_int_equal(n, 4);
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(v[i].version, left[i]);
+    free(v);
+}
+
+/* The RFC's trap: a new run into a directory with snapshots is refused,
+ * naming them; an empty or missing job directory is fine. */
+static void fresh_start_refused(void **state)
+{
+    char root[512], job[600];
+    struct rally__err e = {0};
+    snprintf(root, sizeof root, "%s/fresh", tmp_root);
+    snprintf(job, sizeof job, "%s/job", root);
+    assert_int_equal(rally__snap_check_fresh(job, &e), RALLY_OK); /* not there yet */
+    struct spec s = simple(RUN_A, "2026-11-30T09:00:00.000000Z", 8);
+    assert_int_equal(write_snapshot(root, &s, &e), RALLY_OK);
+    struct rally__snap_manifest m;
+    struct rally__snap_file files[8];
+    struct spec s9 = simple(RUN_A, "2026-11-30T09:00:00.000000Z", 9);
+    assert_int_equal(write_parts(root, &s9, &m, files, &e), RALLY_OK);
+    assert_int_equal(rally__snap_check_fresh(job, &e), RALLY_EINVAL);
+    assert_non_null(strstr(e.msg, "already holds 2 snapshots: snap-00000008 (complete), "
+                                  "snap-00000009 (incomplete); continue it with --resume"));
+    char other[600];
+    snprintf(other, sizeof other, "%s/other", root);
+    mkdir_p(other);
+    rally__err_clear(&e);
+    assert_int_equal(rally__snap_check_fresh(other, &e), RALLY_OK);
+}
+
+/* One run owns the job directory; an orphan of another run can neither
+ * write, commit nor clean up there, and the lock dies with its holder. */
+static void lock_fences_orphans(void **state)
+{
+    char root[512], job[600];
+    struct rally__err e = {0};
+    struct rally__snap_lock *a = NULL, *b = NULL;
+    snprintf(root, sizeof root, "%s/lock", tmp_root);
+    snprintf(job, sizeof job, "%s/job", root);
+    struct spec s1 = simple(RUN_A, "2026-11-30T09:00:00.000000Z", 1);
+    assert_int_equal(rally__snap_lock_take(root, "job", RUN_A, &e, &a), RALLY_OK);
+    assert_int_equal(write_snapshot(root, &s1, &e), RALLY_OK);
+    /* a second holder is refused, naming the first */
+    assert_int_equal(rally__snap_lock_take(root, "job", RUN_B, &e, &b), RALLY_EPEER);
+    assert_non_null(strstr(e.msg, "is in use by run " RUN_A));
+    /* A's parts of version 2 are written; then A's launcher dies (its lock
+     * goes) and run B takes the job over */
+    struct spec s2 = simple(RUN_A, "2026-11-30T09:00:00.000000Z", 2);
+    struct rally__snap_manifest m;
+    struct rally__snap_file files[8];
+    assert_int_equal(write_parts(root, &s2, &m, files, &e), RALLY_OK);
+    rally__snap_lock_release(a);
+    rally__err_clear(&e);
+    assert_int_equal(rally__snap_lock_take(root, "job", RUN_B, &e, &b), RALLY_OK);
+    /* A's orphan: its commit, its next part and its clean-up are refused */
+    assert_int_equal(rally__snap_commit(root, &m, &e, NULL, 0), RALLY_EPEER);
+    assert_non_null(strstr(e.msg, "belongs to run " RUN_B " now, this is run " RUN_A));
+    struct rally__snap_target t = {root, "job", RUN_A, 3, 2};
+    struct rally__snap_file f;
+    rally__err_clear(&e);
+    assert_int_equal(rally__snap_write_part(&t, -1, "x", 1, &e, &f), RALLY_EPEER);
+    rally__err_clear(&e);
+    assert_int_equal(rally__snap_retain(job, RUN_A, 1, &e, NULL), RALLY_EPEER);
+    /* B works as usual */
+    struct spec b3 = simple(RUN_B, "2026-11-30T10:00:00.000000Z", 3);
+    rally__err_clear(&e);
+    assert_int_equal(write_snapshot(root, &b3, &e), RALLY_OK);
+    assert_int_equal(loads(root, "job", 3, &e), RALLY_OK);
+    assert_int_not_equal(loads(root, "job", 2, &e), RALLY_OK);
+    rally__snap_lock_release(b);
+    rally__snap_lock_release(NULL);
+
+    /* kill -9 of the holder frees the lock */
+    int ready[2];
+    assert_int_equal(pipe(ready), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        struct rally__err ce = {0};
+        struct rally__snap_lock *c = NULL;
+        char ok = rally__snap_lock_take(root, "job", RUN_A, &ce, &c) == RALLY_OK ? 'y' : 'n';
+        if (write(ready[1], &ok, 1) != 1)
+            _exit(1);
+        pause();
+        _exit(0);
+    }
+    char ok = 0;
+    assert_int_equal(read(ready[0], &ok, 1), 1);
+    assert_int_equal(ok, 'y');
+    rally__err_clear(&e);
+    assert_int_equal(rally__snap_lock_take(root, "job", RUN_B, &e, &b), RALLY_EPEER);
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    assert_int_equal(rally__snap_lock_take(root, "job", RUN_B, &e, &b), RALLY_OK);
+    rally__snap_lock_release(b);
+    close(ready[0]);
+    close(ready[1]);
 }
 
 /* --- the background writer ---------------------------------------------------------------- */
@@ -1070,6 +1175,8 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(writer_refuses, setup, teardown),
         cmocka_unit_test_setup_teardown(latest_is_newest_run, setup, teardown),
         cmocka_unit_test_setup_teardown(retention_keeps_k_of_one_run, setup, teardown),
+        cmocka_unit_test_setup_teardown(fresh_start_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(lock_fences_orphans, setup, teardown),
         cmocka_unit_test_setup_teardown(background_writer, setup, teardown),
         cmocka_unit_test(resume_compatibility),
         cmocka_unit_test(uuid_and_time),

@@ -1,6 +1,7 @@
 /*
  * dir.c — a job directory's snapshots: listing (complete, incomplete,
- * damaged; by run), "latest", removal and retention.
+ * damaged; by run), "latest", removal, retention, and the fresh-start
+ * check.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -287,10 +288,10 @@ int rally__snap_retain(const char *jobdir, const char *run_id, int keep, struct 
     struct rally__snap_entry *v = NULL;
     size_t n = 0;
     int rc, gone = 0, kept = 0;
-    if (keep < 1)
-        return rally__fail(e, RALLY_EINVAL, "retention must keep at least 1 snapshot, not %d",
-                           keep);
-    if ((rc = rally__snap_list(jobdir, e, &v, &n)) != RALLY_OK)
+    if (keep < 0)
+        return rally__fail(e, RALLY_EINVAL, "retention cannot keep %d snapshots", keep);
+    if ((rc = rally__snap_fenced(jobdir, run_id, e)) != RALLY_OK ||
+        (rc = rally__snap_list(jobdir, e, &v, &n)) != RALLY_OK)
         return rc;
     for (size_t j = n; j-- > 0 && rc == RALLY_OK;) { /* newest version first */
         const struct rally__snap_entry *x = &v[j];
@@ -314,5 +315,33 @@ int rally__snap_retain(const char *jobdir, const char *run_id, int keep, struct 
     free(v);
     if (rc == RALLY_OK && removed != NULL)
         *removed = gone;
+    return rc;
+}
+
+int rally__snap_check_fresh(const char *jobdir, struct rally__err *e)
+{
+    struct rally__snap_entry *v = NULL;
+    size_t n = 0;
+    int missing = 0, fd = -1;
+    struct rally__err quiet = {0};
+    if (rally__snap_opendir(AT_FDCWD, jobdir, 0, &quiet, &missing, &fd) != RALLY_OK)
+        return missing ? RALLY_OK : rally__fail(e, quiet.code, "%s", quiet.msg);
+    close(fd);
+    int rc = rally__snap_list(jobdir, e, &v, &n);
+    if (rc != RALLY_OK || n == 0) {
+        free(v);
+        return rc;
+    }
+    char names[200] = "";
+    size_t used = 0;
+    for (size_t i = 0; i < n && used + 40 < sizeof names; i++)
+        used += (size_t)snprintf(names + used, sizeof names - used, "%s%s (%s)", i ? ", " : "",
+                                 v[i].name, v[i].state == RALLY__SNAP_COMPLETE ? "complete"
+                                 : v[i].state == RALLY__SNAP_INCOMPLETE      ? "incomplete"
+                                                                             : "damaged");
+    rc = rally__fail(e, RALLY_EINVAL, "%s already holds %zu snapshot%s: %s%s; continue it with "
+                     "--resume latest, or start over with --overwrite", jobdir, n,
+                     n == 1 ? "" : "s", names, used + 40 >= sizeof names ? ", ..." : "");
+    free(v);
     return rc;
 }

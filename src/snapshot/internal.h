@@ -56,4 +56,9 @@ int rally__snap_check_file(int dfd, const char *where, const struct rally__snap_
                            const struct rally__snap_file *f, int full, struct rally__err *e,
                            void **payload);
 
+/* RALLY_EPEER when jobdir/.lock names a run other than run_id (a process
+ * of an older run must not write into the job); RALLY_OK when it names
+ * run_id, or there is no lock file, or no job directory yet. */
+int rally__snap_fenced(const char *jobdir, const char *run_id, struct rally__err *e);
+
 #endif

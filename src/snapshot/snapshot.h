@@ -235,12 +235,34 @@ long rally__snap_latest(const struct rally__snap_entry *v, size_t count);
  * directory.  Refused (RALLY_EINVAL) when it holds an unknown name or is
  * not a snapshot directory. */
 int rally__snap_remove(const char *jobdir, const char *name, struct rally__err *e);
-/* Retention for run_id keeping the newest keep complete snapshots (keep >=
- * 1): removes that run's older complete snapshots and the incomplete
- * directories that belong to it or to no run.  Never touches another run's
- * snapshots, damaged ones or unknown names.  *removed (may be NULL) counts
- * the directories removed. */
+/* Retention for run_id keeping the newest keep complete snapshots (keep 0:
+ * the clean-up after a successful run): removes that run's older complete
+ * snapshots and the incomplete directories that belong to it or to no run.
+ * Never touches another run's snapshots, damaged ones or unknown names.
+ * Call it when none of this run's snapshots is being written.  *removed
+ * (may be NULL) counts the directories removed. */
 int rally__snap_retain(const char *jobdir, const char *run_id, int keep, struct rally__err *e,
                        int *removed);
+/* A fresh start (no resume) into jobdir: RALLY_EINVAL naming the snapshot
+ * directories it already holds (the RFC's stale-checkpoint trap), RALLY_OK
+ * when it holds none or does not exist. */
+int rally__snap_check_fresh(const char *jobdir, struct rally__err *e);
+
+/* --- the job directory's lock ------------------------------------------------------------ */
+
+struct rally__snap_lock;
+
+/* Takes <dir>/<job>/.lock (creating the directories) for run_id, for the
+ * job's life: an open-file-description lock, so it goes when the holder
+ * dies, however it dies.  The file then names run_id, and
+ * rally__snap_write_part, rally__snap_commit and rally__snap_retain refuse
+ * any other run (RALLY_EPEER) while it does: an orphan of a killed launcher
+ * cannot write, commit or clean up in the job that resumed it.
+ * RALLY_EPEER naming the holder's run when another holds it.  Does not
+ * block. */
+int rally__snap_lock_take(const char *dir, const char *job, const char *run_id,
+                          struct rally__err *e, struct rally__snap_lock **out);
+/* Releases the lock (the file stays, naming the last holder); NULL is fine. */
+void rally__snap_lock_release(struct rally__snap_lock *l);
 
 #endif

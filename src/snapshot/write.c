@@ -89,6 +89,9 @@ int rally__snap_write_part(const struct rally__snap_target *t, int rank, const v
     };
     memcpy(h.run, run, 16);
     rally__snap_header_encode(&h, hdr);
+    snprintf(where, sizeof where, "%s/%s", t->dir, t->job);
+    if ((rc = rally__snap_fenced(where, t->run_id, e)) != RALLY_OK)
+        return rc;
     if ((rc = open_snapdir(t->dir, t->job, t->version, 1, e, where, sizeof where, &sfd)) !=
             RALLY_OK ||
         (rc = committed(sfd, where, e)) != RALLY_OK)
@@ -126,6 +129,9 @@ int rally__snap_commit(const char *dir, const struct rally__snap_manifest *m,
     struct rally__err quiet = {0};
     if ((rc = rally__snap_manifest_encode(m, e, &text, &n)) != RALLY_OK)
         return rc;
+    snprintf(where, sizeof where, "%s/%s", dir, m->job);
+    if ((rc = rally__snap_fenced(where, m->run_id, e)) != RALLY_OK)
+        goto out;
     if ((rc = open_snapdir(dir, m->job, m->version, 0, &quiet, where, sizeof where, &sfd)) !=
         RALLY_OK) {
         rc = rally__fail(e, rc, "cannot commit snapshot version %llu of %s: %s",
