@@ -13,24 +13,25 @@
  * Listing: "latest" is the newest run's newest snapshot, never the highest
  * version across runs; retention keeps K of one run and touches nothing
  * else; a fresh start into a directory with snapshots is refused; the
- * job directory's lock fences an older run's orphans.  The background writer: the caller stalls only for the copy, one
- * snapshot in flight, results (or errors) collected by poll.  Resuming: a job that differs from the snapshot is refused, naming
- * both values, unless forced where that is safe.
+ * job directory's lock fences an older run's orphans.  The background writer: the caller stalls
+ * only for the copy, one snapshot in flight, results (or errors) collected by poll.  Resuming: a
+ * job that differs from the snapshot is refused, naming both values, unless forced where that is
+ * safe.
  *
  *   snapshot_test GOLDEN_DIR            run the tests
  *   snapshot_test --write-golden DIR    write the golden snapshot into DIR
  */
 #include <errno.h>
-#include <pthread.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -117,8 +118,8 @@ static int write_snapshot(const char *root, const struct spec *s, struct rally__
     return rc != RALLY_OK ? rc : rally__snap_commit(root, &m, e, NULL, 0);
 }
 
-static const struct spec golden_spec = {"demo", RUN_A, "2026-11-30T12:00:00.000000Z",
-                                        "2026-11-30T12:03:07.512301Z", 7, 2, 1, 100, 24};
+static const struct spec golden_spec = {
+    "demo", RUN_A, "2026-11-30T12:00:00.000000Z", "2026-11-30T12:03:07.512301Z", 7, 2, 1, 100, 24};
 
 static struct spec simple(const char *run, const char *started, uint64_t v)
 {
@@ -227,8 +228,8 @@ static void golden_reproduced(void **state)
         assert_non_null(pa);
         assert_non_null(pb);
         if (na != nb || memcmp(pa, pb, na) != 0)
-            fail_msg("%s differs from the golden %s (%zu vs %zu bytes): the format drifted",
-                     b, a, nb, na);
+            fail_msg("%s differs from the golden %s (%zu vs %zu bytes): the format drifted", b, a,
+                     nb, na);
         free(pa);
         free(pb);
     }
@@ -633,8 +634,7 @@ static const struct manifest_case MANIFEST_CASES[] = {
     {"absolute_name", "\"global.bin\"", "\"/etc/passwd\"", "not global.bin or local-NNNN.bin"},
     {"dotdot_name", "\"local-0001.bin\"", "\"../local-0001.bin\"", "not global.bin or local"},
     {"uncanonical_name", "\"local-0001.bin\"", "\"local-001.bin\"", "not global.bin or local"},
-    {"duplicate_key", "\"job\": \"job\"", "\"job\": \"job\", \"job\": \"other\"",
-     "not valid JSON"},
+    {"duplicate_key", "\"job\": \"job\"", "\"job\": \"job\", \"job\": \"other\"", "not valid JSON"},
     {"config_hash", "\"config\": \"--k 3 --iters 20\"", "\"config\": \"--k 4 --iters 20\"",
      "the config hashes to"},
     {"negative_version", "\"checkpoint_version\": 5", "\"checkpoint_version\": -5",
@@ -1079,8 +1079,7 @@ static const struct compat_case COMPAT_CASES[] = {
     {"world_with_locals", 3, 0, NULL, NULL, NULL, 0, 0,
      "taken by 2 workers and holds a local model per rank; this job has 3 workers"},
     {"world_with_locals_forced", 3, 1, NULL, NULL, NULL, 0, 0, "cannot be redistributed"},
-    {"app_name", 2, 0, "other", NULL, NULL, 0, 0,
-     "application \"golden\", this job is \"other\""},
+    {"app_name", 2, 0, "other", NULL, NULL, 0, 0, "application \"golden\", this job is \"other\""},
     {"app_config", 2, 0, NULL, "--k 4 --iters 20", NULL, 0, 0,
      "configuration is \"--k 3 --iters 20\" (xxh3-64 58eaae854f74840f), this job's is \"--k 4"},
     {"app_config_forced", 2, 1, "other", "--k 4", "range", 1, 0, ""},

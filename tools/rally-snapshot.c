@@ -30,27 +30,26 @@ enum { EXIT_BAD = 1, EXIT_USAGE = 2, EXIT_SYS = 3, EXIT_APP = 4 };
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: rally-snapshot ls DIR\n"
-            "       rally-snapshot show SNAP\n"
-            "       rally-snapshot verify SNAP\n"
-            "       rally-snapshot dump SNAP [--rank R] [--app PROG]\n"
-            "       rally-snapshot rm SNAP\n"
-            "Looks at the durable snapshots of rally jobs (DIR/JOB/snap-NNNNNNNN/).\n"
-            "  ls DIR       the snapshots of a job directory (DIR/JOB), or of every job\n"
-            "               under a snapshot directory: state, version, world, size, run;\n"
-            "               '*' marks the one --resume latest would take\n"
-            "  show SNAP    what the snapshot's manifest says (reads no model)\n"
-            "  verify SNAP  checks every file's size, checksum and header\n"
-            "  dump SNAP    verifies, prints the metadata and the global model (or rank\n"
-            "               R's local model) in hex; with --app PROG, runs\n"
-            "               'PROG --show FILE' with FILE holding the model's bytes exactly\n"
-            "               as the application checkpointed them, so the application's\n"
-            "               own printer shows it (rally-kmeans --show prints centroids)\n"
-            "  rm SNAP      removes a snapshot (the manifest first); refuses a directory\n"
-            "               that holds a file that is not a snapshot's\n"
-            "Exit status: 0 done, 1 incomplete, damaged or refused, 2 usage error,\n"
-            "3 system error, 4 the --app printer failed.\n");
+    fprintf(f, "usage: rally-snapshot ls DIR\n"
+               "       rally-snapshot show SNAP\n"
+               "       rally-snapshot verify SNAP\n"
+               "       rally-snapshot dump SNAP [--rank R] [--app PROG]\n"
+               "       rally-snapshot rm SNAP\n"
+               "Looks at the durable snapshots of rally jobs (DIR/JOB/snap-NNNNNNNN/).\n"
+               "  ls DIR       the snapshots of a job directory (DIR/JOB), or of every job\n"
+               "               under a snapshot directory: state, version, world, size, run;\n"
+               "               '*' marks the one --resume latest would take\n"
+               "  show SNAP    what the snapshot's manifest says (reads no model)\n"
+               "  verify SNAP  checks every file's size, checksum and header\n"
+               "  dump SNAP    verifies, prints the metadata and the global model (or rank\n"
+               "               R's local model) in hex; with --app PROG, runs\n"
+               "               'PROG --show FILE' with FILE holding the model's bytes exactly\n"
+               "               as the application checkpointed them, so the application's\n"
+               "               own printer shows it (rally-kmeans --show prints centroids)\n"
+               "  rm SNAP      removes a snapshot (the manifest first); refuses a directory\n"
+               "               that holds a file that is not a snapshot's\n"
+               "Exit status: 0 done, 1 incomplete, damaged or refused, 2 usage error,\n"
+               "3 system error, 4 the --app printer failed.\n");
 }
 
 static int fail(const struct rally__err *e)
@@ -61,8 +60,9 @@ static int fail(const struct rally__err *e)
 
 static const char *state_name(int s)
 {
-    return s == RALLY__SNAP_COMPLETE ? "complete" : s == RALLY__SNAP_INCOMPLETE ? "incomplete"
-                                                                                  : "damaged";
+    return s == RALLY__SNAP_COMPLETE     ? "complete"
+           : s == RALLY__SNAP_INCOMPLETE ? "incomplete"
+                                         : "damaged";
 }
 
 /* Prints one job directory's listing; returns 0 or an exit code. */

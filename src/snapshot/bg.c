@@ -54,8 +54,8 @@ static void *run(void *arg)
         /* Only this thread touches the parts while BUSY. */
         struct rally__err e = {0};
         for (int i = 0; i < w->nparts && e.code == RALLY_OK; i++)
-            rally__snap_write_part(&w->t, w->parts[i].rank, w->parts[i].bytes,
-                                   w->parts[i].nbytes, &e, &w->files[i]);
+            rally__snap_write_part(&w->t, w->parts[i].rank, w->parts[i].bytes, w->parts[i].nbytes,
+                                   &e, &w->files[i]);
         pthread_mutex_lock(&w->mu);
         release_parts(w);
         w->result = e;
@@ -108,12 +108,14 @@ int rally__snap_bg_submit(struct rally__snap_bg *w, const struct rally__snap_tar
                            RALLY__SNAP_PARTS_MAX, nparts);
     if (strlen(t->dir) >= sizeof w->dir || strlen(t->job) >= sizeof w->job ||
         strlen(t->run_id) >= sizeof w->run_id)
-        return rally__fail(e, RALLY_EINVAL, "the snapshot directory, job name or run id is too "
+        return rally__fail(e, RALLY_EINVAL,
+                           "the snapshot directory, job name or run id is too "
                            "long");
     pthread_mutex_lock(&w->mu);
     if (w->state == DONE) {
         pthread_mutex_unlock(&w->mu);
-        return rally__fail(e, RALLY_EINVAL, "the previous snapshot's result was not collected "
+        return rally__fail(e, RALLY_EINVAL,
+                           "the previous snapshot's result was not collected "
                            "(rally__snap_bg_poll)");
     }
     if (w->state == BUSY && !wait) {
@@ -125,7 +127,8 @@ int rally__snap_bg_submit(struct rally__snap_bg *w, const struct rally__snap_tar
         pthread_cond_wait(&w->cv, &w->mu);
     if (w->state == DONE) { /* we waited for it: the caller's next poll sees ours */
         pthread_mutex_unlock(&w->mu);
-        return rally__fail(e, RALLY_EINVAL, "the previous snapshot's result was not collected "
+        return rally__fail(e, RALLY_EINVAL,
+                           "the previous snapshot's result was not collected "
                            "(rally__snap_bg_poll)");
     }
     pthread_mutex_unlock(&w->mu);
@@ -141,8 +144,10 @@ int rally__snap_bg_submit(struct rally__snap_bg *w, const struct rally__snap_tar
                     if (!parts[j].owned)
                         free((void *)w->parts[j].bytes);
                 w->nparts = 0;
-                return rally__fail(e, RALLY_ENOMEM, "out of memory copying a %llu-byte model "
-                                   "for the snapshot", (unsigned long long)p->nbytes);
+                return rally__fail(e, RALLY_ENOMEM,
+                                   "out of memory copying a %llu-byte model "
+                                   "for the snapshot",
+                                   (unsigned long long)p->nbytes);
             }
             memcpy(copy, p->bytes, (size_t)p->nbytes);
         }

@@ -29,8 +29,7 @@ static void uuid_str(const unsigned char b[16], char out[RALLY__SNAP_UUID_LEN + 
 
 /* The names in directory fd (a dup is read, fd stays open); *names is an
  * array of count strings, freed with free_names. */
-static int read_names(int fd, const char *where, struct rally__err *e, char ***names,
-                      size_t *count)
+static int read_names(int fd, const char *where, struct rally__err *e, char ***names, size_t *count)
 {
     int d = dup(fd);
     DIR *dir = d >= 0 ? fdopendir(d) : NULL;
@@ -142,8 +141,10 @@ static void describe(int jfd, const char *jobdir, const char *name, struct rally
     memcpy(x->snapshot_id, m->snapshot_id, sizeof x->snapshot_id);
     x->world = m->world;
     if (m->version != x->version) {
-        rally__fail(&e, RALLY_EPROTO, "%s/%s says checkpoint version %llu, the directory's "
-                    "name %llu", where, RALLY__SNAP_MANIFEST, (unsigned long long)m->version,
+        rally__fail(&e, RALLY_EPROTO,
+                    "%s/%s says checkpoint version %llu, the directory's "
+                    "name %llu",
+                    where, RALLY__SNAP_MANIFEST, (unsigned long long)m->version,
                     (unsigned long long)x->version);
         note(x, e.msg);
         goto out;
@@ -238,8 +239,10 @@ int rally__snap_remove(const char *jobdir, const char *name, struct rally__err *
     char where[1024];
     uint64_t ver;
     if (rally__snap_dir_version(name, &ver) != 0)
-        return rally__fail(e, RALLY_EINVAL, "\"%s\" is not a snapshot directory's name "
-                           "(snap-NNNNNNNN)", name);
+        return rally__fail(e, RALLY_EINVAL,
+                           "\"%s\" is not a snapshot directory's name "
+                           "(snap-NNNNNNNN)",
+                           name);
     snprintf(where, sizeof where, "%s/%s", jobdir, name);
     if ((rc = rally__snap_opendir(AT_FDCWD, jobdir, 0, e, NULL, &jfd)) != RALLY_OK ||
         (rc = rally__snap_opendir(jfd, name, 1, e, NULL, &sfd)) != RALLY_OK ||
@@ -247,8 +250,10 @@ int rally__snap_remove(const char *jobdir, const char *name, struct rally__err *
         goto out;
     for (size_t i = 0; i < n; i++)
         if (!rally__snap_known_name(names[i])) {
-            rc = rally__fail(e, RALLY_EINVAL, "%s holds \"%s\", which is not a snapshot file; "
-                             "not removing it", where, names[i]);
+            rc = rally__fail(e, RALLY_EINVAL,
+                             "%s holds \"%s\", which is not a snapshot file; "
+                             "not removing it",
+                             where, names[i]);
             goto out;
         }
     if (s->unlinkat(sfd, RALLY__SNAP_MANIFEST, 0) == 0) {
@@ -336,12 +341,14 @@ int rally__snap_check_fresh(const char *jobdir, struct rally__err *e)
     size_t used = 0;
     for (size_t i = 0; i < n && used + 40 < sizeof names; i++)
         used += (size_t)snprintf(names + used, sizeof names - used, "%s%s (%s)", i ? ", " : "",
-                                 v[i].name, v[i].state == RALLY__SNAP_COMPLETE ? "complete"
-                                 : v[i].state == RALLY__SNAP_INCOMPLETE      ? "incomplete"
-                                                                             : "damaged");
-    rc = rally__fail(e, RALLY_EINVAL, "%s already holds %zu snapshot%s: %s%s; continue it with "
-                     "--resume latest, or start over with --overwrite", jobdir, n,
-                     n == 1 ? "" : "s", names, used + 40 >= sizeof names ? ", ..." : "");
+                                 v[i].name,
+                                 v[i].state == RALLY__SNAP_COMPLETE     ? "complete"
+                                 : v[i].state == RALLY__SNAP_INCOMPLETE ? "incomplete"
+                                                                        : "damaged");
+    rc = rally__fail(e, RALLY_EINVAL,
+                     "%s already holds %zu snapshot%s: %s%s; continue it with "
+                     "--resume latest, or start over with --overwrite",
+                     jobdir, n, n == 1 ? "" : "s", names, used + 40 >= sizeof names ? ", ..." : "");
     free(v);
     return rc;
 }

@@ -48,8 +48,10 @@ int rally__snap_fenced(const char *jobdir, const char *run_id, struct rally__err
     if (h < 0)
         rc = rally__fail_errno(e, RALLY_ESYS, errno, "cannot read %s/%s", jobdir, LOCK_NAME);
     else if (h > 0 && strcmp(run, run_id) != 0)
-        rc = rally__fail(e, RALLY_EPEER, "%s belongs to run %s now, this is run %s: a process "
-                         "of an older run must not write into it", jobdir, run, run_id);
+        rc = rally__fail(e, RALLY_EPEER,
+                         "%s belongs to run %s now, this is run %s: a process "
+                         "of an older run must not write into it",
+                         jobdir, run, run_id);
     close(jfd);
     return rc;
 }
@@ -62,18 +64,19 @@ int rally__snap_lock_take(const char *dir, const char *job, const char *run_id,
     unsigned char uu[16];
     struct rally__snap_lock *l = NULL;
     if (!rally__snap_job_ok(job) || rally__snap_uuid_bytes(run_id, uu) != 0)
-        return rally__fail(e, RALLY_EINVAL, "cannot lock job \"%s\" for run \"%s\": a bad job "
-                           "name or run id", job, run_id);
+        return rally__fail(e, RALLY_EINVAL,
+                           "cannot lock job \"%s\" for run \"%s\": a bad job "
+                           "name or run id",
+                           job, run_id);
     snprintf(where, sizeof where, "%s/%s", dir, job);
     if ((rc = rally__snap_mkdir(AT_FDCWD, "", dir, 0, e, &root)) != RALLY_OK ||
         (rc = rally__snap_mkdir(root, dir, job, 1, e, &jfd)) != RALLY_OK)
         goto out;
     fd = openat(jfd, LOCK_NAME, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0) {
-        rc = errno == ELOOP ? rally__fail(e, RALLY_EPROTO, "%s/%s is a symbolic link", where,
-                                          LOCK_NAME)
-                            : rally__fail_errno(e, RALLY_ESYS, errno, "cannot open %s/%s",
-                                                where, LOCK_NAME);
+        rc = errno == ELOOP
+                 ? rally__fail(e, RALLY_EPROTO, "%s/%s is a symbolic link", where, LOCK_NAME)
+                 : rally__fail_errno(e, RALLY_ESYS, errno, "cannot open %s/%s", where, LOCK_NAME);
         goto out;
     }
     struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
@@ -82,8 +85,10 @@ int rally__snap_lock_take(const char *dir, const char *job, const char *run_id,
         char run[RALLY__SNAP_UUID_LEN + 1] = "an unknown run";
         if (err == EAGAIN || err == EACCES) {
             holder(jfd, run);
-            rc = rally__fail(e, RALLY_EPEER, "%s is in use by run %s (is a launcher of that run "
-                             "still running?)", where, run);
+            rc = rally__fail(e, RALLY_EPEER,
+                             "%s is in use by run %s (is a launcher of that run "
+                             "still running?)",
+                             where, run);
         } else {
             rc = rally__fail_errno(e, RALLY_ESYS, err, "cannot lock %s/%s", where, LOCK_NAME);
         }

@@ -225,13 +225,16 @@ int rally__snap_header_decode(const unsigned char in[RALLY__SNAP_HEADER_NBYTES],
         return rally__fail(e, RALLY_EPROTO, "%s is not a rally snapshot file (bad magic)", name);
     uint32_t fv = rally__get_u32(in + 8);
     if (fv != RALLY__SNAP_FORMAT)
-        return rally__fail(e, RALLY_EPROTO, "%s has snapshot format version %u, this rally "
-                           "reads %u", name, fv, RALLY__SNAP_FORMAT);
+        return rally__fail(e, RALLY_EPROTO,
+                           "%s has snapshot format version %u, this rally "
+                           "reads %u",
+                           name, fv, RALLY__SNAP_FORMAT);
     uint64_t want = rally__get_u64(in + 64), got = rally__snap_xxh3(in, 64);
     if (want != got)
-        return rally__fail(e, RALLY_EPROTO, "%s's header checksum is %016llx, its bytes hash to "
-                           "%016llx: the header is damaged", name, (unsigned long long)want,
-                           (unsigned long long)got);
+        return rally__fail(e, RALLY_EPROTO,
+                           "%s's header checksum is %016llx, its bytes hash to "
+                           "%016llx: the header is damaged",
+                           name, (unsigned long long)want, (unsigned long long)got);
     struct snap_header h;
     h.format_version = fv;
     h.kind = rally__get_u32(in + 12);
@@ -440,8 +443,10 @@ static int parse_files(json_t *root, struct rally__snap_manifest *m, struct rall
         return RALLY_EPROTO;
     size_t n = json_array_size(a);
     if (n != 1 && n != (size_t)m->world + 1)
-        return bad(e, "\"files\" has %zu entries, want 1 (global.bin) or %d (global.bin and a "
-                   "local model per rank)", n, m->world + 1);
+        return bad(e,
+                   "\"files\" has %zu entries, want 1 (global.bin) or %d (global.bin and a "
+                   "local model per rank)",
+                   n, m->world + 1);
     unsigned char *seen = calloc((size_t)m->world + 1, 1);
     m->files = calloc(n, sizeof *m->files);
     if (seen == NULL || m->files == NULL) {
@@ -463,8 +468,10 @@ static int parse_files(json_t *root, struct rally__snap_manifest *m, struct rall
             break;
         int rank = rally__snap_file_rank(f->name);
         if (rank == -2 || rank >= m->world) {
-            rc = bad(e, "files[%zu] is \"%s\", not global.bin or local-NNNN.bin of a rank below "
-                     "%d", i, f->name, m->world);
+            rc = bad(e,
+                     "files[%zu] is \"%s\", not global.bin or local-NNNN.bin of a rank below "
+                     "%d",
+                     i, f->name, m->world);
             break;
         }
         if (seen[rank + 1]++) {
@@ -539,8 +546,8 @@ int rally__snap_manifest_parse(const char *buf, size_t n, struct rally__err *e,
         goto out;
     }
     if (!rally__snap_job_ok(m->job)) {
-        bad(e, "\"job\" is \"%s\", want 1 to %d of [A-Za-z0-9._-], not starting with '.'",
-            m->job, RALLY__SNAP_JOB_MAX);
+        bad(e, "\"job\" is \"%s\", want 1 to %d of [A-Za-z0-9._-], not starting with '.'", m->job,
+            RALLY__SNAP_JOB_MAX);
         goto out;
     }
     if (rally__snap_uuid_bytes(m->snapshot_id, uu) != 0 ||

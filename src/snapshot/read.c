@@ -33,8 +33,10 @@ static int open_file(int dfd, const char *where, const char *name, struct rally_
         if (missing)
             *missing = err == ENOENT;
         if (err == ELOOP)
-            return rally__fail(e, RALLY_EPROTO, "%s/%s is a symbolic link; a snapshot never "
-                               "holds links", where, name);
+            return rally__fail(e, RALLY_EPROTO,
+                               "%s/%s is a symbolic link; a snapshot never "
+                               "holds links",
+                               where, name);
         if (err == ENOENT)
             return rally__fail(e, RALLY_EPROTO, "%s/%s is missing", where, name);
         return rally__fail_errno(e, RALLY_ESYS, err, "cannot open %s/%s", where, name);
@@ -64,8 +66,8 @@ static int read_exact(int fd, void *p, size_t n, const char *where, const char *
         if (r < 0)
             return rally__fail_errno(e, RALLY_ESYS, errno, "cannot read %s/%s", where, name);
         if (r == 0)
-            return rally__fail(e, RALLY_EPROTO, "%s/%s ended early (it changed while read)",
-                               where, name);
+            return rally__fail(e, RALLY_EPROTO, "%s/%s ended early (it changed while read)", where,
+                               name);
         q += r;
         n -= (size_t)r;
     }
@@ -81,8 +83,10 @@ int rally__snap_load_manifest(int dfd, const char *where, struct rally__err *e,
     struct rally__err quiet = {0};
     if ((rc = open_file(dfd, where, RALLY__SNAP_MANIFEST, &quiet, &missing, &fd, &st)) != 0) {
         if (missing)
-            return rally__fail(e, RALLY_EPROTO, "%s is incomplete: it has no %s (the snapshot "
-                               "was never committed)", where, RALLY__SNAP_MANIFEST);
+            return rally__fail(e, RALLY_EPROTO,
+                               "%s is incomplete: it has no %s (the snapshot "
+                               "was never committed)",
+                               where, RALLY__SNAP_MANIFEST);
         return rally__fail(e, rc, "%s", quiet.msg);
     }
     if ((uint64_t)st.st_size > RALLY__SNAP_MANIFEST_MAX) {
@@ -152,9 +156,10 @@ int rally__snap_check_file(int dfd, const char *where, const struct rally__snap_
     }
     uint64_t got = XXH3_64bits_digest(whole);
     if (got != f->xxh3) {
-        rc = rally__fail(e, RALLY_EPROTO, "%s/%s's checksum is %016llx, the manifest says "
-                         "%016llx: the file is damaged", where, f->name,
-                         (unsigned long long)got, (unsigned long long)f->xxh3);
+        rc = rally__fail(e, RALLY_EPROTO,
+                         "%s/%s's checksum is %016llx, the manifest says "
+                         "%016llx: the file is damaged",
+                         where, f->name, (unsigned long long)got, (unsigned long long)f->xxh3);
         goto out;
     }
     struct snap_header h;
@@ -168,12 +173,15 @@ int rally__snap_check_file(int dfd, const char *where, const struct rally__snap_
     unsigned char run[16];
     rally__snap_uuid_bytes(m->run_id, run);
     if (h.kind != want_kind || h.rank != want_rank)
-        rc = rally__fail(e, RALLY_EPROTO, "%s holds kind %u rank %u, its name says kind %u rank "
-                         "%u", name, h.kind, h.rank, want_kind, want_rank);
+        rc = rally__fail(e, RALLY_EPROTO,
+                         "%s holds kind %u rank %u, its name says kind %u rank "
+                         "%u",
+                         name, h.kind, h.rank, want_kind, want_rank);
     else if (h.version != m->version)
-        rc = rally__fail(e, RALLY_EPROTO, "%s holds checkpoint version %llu, the manifest says "
-                         "%llu", name, (unsigned long long)h.version,
-                         (unsigned long long)m->version);
+        rc = rally__fail(e, RALLY_EPROTO,
+                         "%s holds checkpoint version %llu, the manifest says "
+                         "%llu",
+                         name, (unsigned long long)h.version, (unsigned long long)m->version);
     else if (h.world != (uint32_t)m->world)
         rc = rally__fail(e, RALLY_EPROTO, "%s was written by a world of %u, the manifest says %d",
                          name, h.world, m->world);
@@ -181,13 +189,15 @@ int rally__snap_check_file(int dfd, const char *where, const struct rally__snap_
         rc = rally__fail(e, RALLY_EPROTO, "%s was written by another run than the manifest's %s",
                          name, m->run_id);
     else if (h.payload_nbytes != pn)
-        rc = rally__fail(e, RALLY_EPROTO, "%s's header says %llu payload bytes, the file holds "
-                         "%llu", name, (unsigned long long)h.payload_nbytes,
-                         (unsigned long long)pn);
+        rc = rally__fail(e, RALLY_EPROTO,
+                         "%s's header says %llu payload bytes, the file holds "
+                         "%llu",
+                         name, (unsigned long long)h.payload_nbytes, (unsigned long long)pn);
     else if ((got = XXH3_64bits_digest(pay)) != h.payload_xxh3)
-        rc = rally__fail(e, RALLY_EPROTO, "%s's payload checksum is %016llx, its header says "
-                         "%016llx", name, (unsigned long long)got,
-                         (unsigned long long)h.payload_xxh3);
+        rc = rally__fail(e, RALLY_EPROTO,
+                         "%s's payload checksum is %016llx, its header says "
+                         "%016llx",
+                         name, (unsigned long long)got, (unsigned long long)h.payload_xxh3);
     if (rc == RALLY_OK && payload != NULL) {
         *payload = keep;
         keep = NULL;
@@ -263,8 +273,8 @@ int rally__snap_read(struct rally__snap *s, int rank, struct rally__err *e, void
 {
     char name[RALLY__SNAP_NAME_MAX];
     if (rank < -1 || rank >= s->m->world)
-        return rally__fail(e, RALLY_EINVAL, "rank %d is not in this snapshot's world of %d",
-                           rank, s->m->world);
+        return rally__fail(e, RALLY_EINVAL, "rank %d is not in this snapshot's world of %d", rank,
+                           s->m->world);
     rally__snap_file_name(rank, name);
     for (size_t i = 0; i < s->m->nfiles; i++) {
         const struct rally__snap_file *f = &s->m->files[i];
@@ -278,6 +288,6 @@ int rally__snap_read(struct rally__snap *s, int rank, struct rally__err *e, void
         *nbytes = f->nbytes - RALLY__SNAP_HEADER_NBYTES;
         return RALLY_OK;
     }
-    return rally__fail(e, RALLY_EINVAL, "%s holds no local model for rank %d (it has %s)",
-                       s->where, rank, s->m->nfiles > 1 ? "local models" : "only a global model");
+    return rally__fail(e, RALLY_EINVAL, "%s holds no local model for rank %d (it has %s)", s->where,
+                       rank, s->m->nfiles > 1 ? "local models" : "only a global model");
 }

@@ -22,12 +22,12 @@
 #define RALLY__SNAP_HEADER_NBYTES 72 /* a model file's header */
 #define RALLY__SNAP_MANIFEST "MANIFEST.json"
 #define RALLY__SNAP_GLOBAL "global.bin"
-#define RALLY__SNAP_JOB_MAX 64        /* bytes of a job name */
-#define RALLY__SNAP_HOST_MAX 255      /* bytes of a host name */
-#define RALLY__SNAP_WORLD_MAX 65536   /* ranks */
-#define RALLY__SNAP_NAME_MAX 48       /* a file or snapshot directory name, NUL included */
-#define RALLY__SNAP_UUID_LEN 36       /* "8-4-4-4-12" */
-#define RALLY__SNAP_TIME_LEN 27       /* "YYYY-MM-DDTHH:MM:SS.ffffffZ" */
+#define RALLY__SNAP_JOB_MAX 64      /* bytes of a job name */
+#define RALLY__SNAP_HOST_MAX 255    /* bytes of a host name */
+#define RALLY__SNAP_WORLD_MAX 65536 /* ranks */
+#define RALLY__SNAP_NAME_MAX 48     /* a file or snapshot directory name, NUL included */
+#define RALLY__SNAP_UUID_LEN 36     /* "8-4-4-4-12" */
+#define RALLY__SNAP_TIME_LEN 27     /* "YYYY-MM-DDTHH:MM:SS.ffffffZ" */
 #define RALLY__SNAP_MANIFEST_MAX (16u << 20)
 
 /* --- the manifest ------------------------------------------------------------ */
@@ -124,8 +124,8 @@ int rally__snap_read(struct rally__snap *s, int rank, struct rally__err *e, void
 /* What a job about to resume is, to hold against a snapshot's manifest.
  * A NULL field is not checked. */
 struct rally__snap_expect {
-    int world;                 /* the resuming job's world size (always checked) */
-    const char *app_name;      /* what the application registered */
+    int world;            /* the resuming job's world size (always checked) */
+    const char *app_name; /* what the application registered */
     const char *app_config;
     const char *partitioning;  /* the data partitioning scheme */
     char *const *fingerprints; /* world entries: each rank's input fingerprint */
@@ -140,9 +140,8 @@ struct rally__snap_expect {
  * global-only snapshot resumed on another world size is allowed; then the
  * fingerprints are not compared and note (cap bytes, may be NULL) says the
  * result is correct but not bit-identical.  note is "" otherwise. */
-int rally__snap_compatible(const struct rally__snap_manifest *m,
-                           const struct rally__snap_expect *x, int force, struct rally__err *e,
-                           char *note, size_t cap);
+int rally__snap_compatible(const struct rally__snap_manifest *m, const struct rally__snap_expect *x,
+                           int force, struct rally__err *e, char *note, size_t cap);
 
 /* --- the writer ---------------------------------------------------------------- */
 
@@ -166,8 +165,8 @@ int rally__snap_write_part(const struct rally__snap_target *t, int rank, const v
  * in <dir>/<m->job>/snap-<m->version>/ with its size, then writes
  * MANIFEST.json durably.  On success, when path is not NULL, writes the
  * snapshot directory's path into path[cap]. */
-int rally__snap_commit(const char *dir, const struct rally__snap_manifest *m,
-                       struct rally__err *e, char *path, size_t cap);
+int rally__snap_commit(const char *dir, const struct rally__snap_manifest *m, struct rally__err *e,
+                       char *path, size_t cap);
 
 /* --- the background writer ---------------------------------------------------------- */
 
@@ -176,7 +175,7 @@ struct rally__snap_part {
     int rank;          /* -1: global.bin; r: local-r.bin */
     const void *bytes; /* copied at submit, unless owned */
     uint64_t nbytes;
-    int owned;         /* 1: bytes is malloc'd and the writer takes it (frees it) */
+    int owned; /* 1: bytes is malloc'd and the writer takes it (frees it) */
 };
 
 #define RALLY__SNAP_PARTS_MAX 2 /* rank 0 writes global.bin and its local model */
@@ -209,15 +208,15 @@ int rally__snap_bg_poll(struct rally__snap_bg *w, int timeout_ms, int *done,
 enum { RALLY__SNAP_COMPLETE = 0, RALLY__SNAP_INCOMPLETE = 1, RALLY__SNAP_DAMAGED = 2 };
 
 struct rally__snap_entry {
-    char name[RALLY__SNAP_NAME_MAX]; /* "snap-00000012" */
-    uint64_t version;                /* from the name */
-    int state;                       /* RALLY__SNAP_COMPLETE, ... */
-    char run_id[RALLY__SNAP_UUID_LEN + 1];  /* "" when not known */
+    char name[RALLY__SNAP_NAME_MAX];       /* "snap-00000012" */
+    uint64_t version;                      /* from the name */
+    int state;                             /* RALLY__SNAP_COMPLETE, ... */
+    char run_id[RALLY__SNAP_UUID_LEN + 1]; /* "" when not known */
     char run_started[RALLY__SNAP_TIME_LEN + 1];
     char created[RALLY__SNAP_TIME_LEN + 1];
     char snapshot_id[RALLY__SNAP_UUID_LEN + 1];
     int world;
-    uint64_t nbytes; /* the listed files' sizes, added */
+    uint64_t nbytes;              /* the listed files' sizes, added */
     char why[RALLY__ERR_MSG_MAX]; /* for an incomplete or damaged one: what is wrong */
 };
 

@@ -56,8 +56,7 @@ static int injected(struct rally__err *e, const char *where, const char *name, c
 }
 
 int rally__snap_durable_write(int dirfd, const char *where, const char *name,
-                              const struct rally__snap_chunk *c, int nchunks,
-                              struct rally__err *e)
+                              const struct rally__snap_chunk *c, int nchunks, struct rally__err *e)
 {
     const struct rally__snap_sys *s = &rally__snap_sys;
     char tmp[256];
@@ -65,8 +64,7 @@ int rally__snap_durable_write(int dirfd, const char *where, const char *name,
     uint64_t done = 0;
     rally__snap_tmp_name(name, tmp, sizeof tmp);
     if (s->unlinkat(dirfd, tmp, 0) != 0 && errno != ENOENT)
-        return rally__fail_errno(e, RALLY_ESYS, errno, "cannot remove the stale %s/%s", where,
-                                 tmp);
+        return rally__fail_errno(e, RALLY_ESYS, errno, "cannot remove the stale %s/%s", where, tmp);
     fd = s->openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0)
         return rally__fail_errno(e, RALLY_ESYS, errno, "cannot create %s/%s", where, tmp);
@@ -104,15 +102,16 @@ int rally__snap_durable_write(int dirfd, const char *where, const char *name,
     if (stop_at(RALLY__SNAP_AT_RENAME, name, done))
         return injected(e, where, name, "before the rename");
     if (s->renameat(dirfd, tmp, dirfd, name) != 0) {
-        rc = rally__fail_errno(e, RALLY_ESYS, errno, "cannot rename %s/%s to %s", where, tmp,
-                               name);
+        rc = rally__fail_errno(e, RALLY_ESYS, errno, "cannot rename %s/%s to %s", where, tmp, name);
         goto fail;
     }
     if (stop_at(RALLY__SNAP_AT_DIRSYNC, name, done))
         return injected(e, where, name, "before the directory fsync");
     if (s->fsync(dirfd) != 0)
-        return rally__fail_errno(e, RALLY_ESYS, errno, "cannot fsync the directory %s after "
-                                 "writing %s", where, name);
+        return rally__fail_errno(e, RALLY_ESYS, errno,
+                                 "cannot fsync the directory %s after "
+                                 "writing %s",
+                                 where, name);
     return RALLY_OK;
 fail:
     if (fd >= 0)
@@ -136,8 +135,10 @@ int rally__snap_opendir(int dirfd, const char *name, int nofollow, struct rally_
     if (err == ELOOP || err == ENOTDIR) {
         struct stat st;
         if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
-            return rally__fail(e, RALLY_EPROTO, "%s is a symbolic link; snapshots never follow "
-                               "links", name);
+            return rally__fail(e, RALLY_EPROTO,
+                               "%s is a symbolic link; snapshots never follow "
+                               "links",
+                               name);
         if (err == ENOTDIR)
             return rally__fail(e, RALLY_EPROTO, "%s is not a directory", name);
     }
@@ -155,10 +156,10 @@ int rally__snap_mkdir(int dirfd, const char *where, const char *name, int nofoll
     if (!missing)
         return rally__fail(e, quiet.code, "%s", quiet.msg);
     if (s->mkdirat(dirfd, name, 0755) != 0 && errno != EEXIST)
-        return rally__fail_errno(e, RALLY_ESYS, errno, "cannot create the directory %s%s%s",
-                                 where, *where ? "/" : "", name);
+        return rally__fail_errno(e, RALLY_ESYS, errno, "cannot create the directory %s%s%s", where,
+                                 *where ? "/" : "", name);
     if (dirfd != AT_FDCWD && s->fsync(dirfd) != 0)
-        return rally__fail_errno(e, RALLY_ESYS, errno, "cannot fsync %s after creating %s",
-                                 where, name);
+        return rally__fail_errno(e, RALLY_ESYS, errno, "cannot fsync %s after creating %s", where,
+                                 name);
     return rally__snap_opendir(dirfd, name, nofollow, e, NULL, out);
 }

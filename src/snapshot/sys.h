@@ -56,8 +56,7 @@ struct rally__snap_chunk {
  * On an error the temporary is removed and name is untouched; RALLY_ESYS
  * names the call and the file (ENOSPC: "no space left"). */
 int rally__snap_durable_write(int dirfd, const char *where, const char *name,
-                              const struct rally__snap_chunk *c, int nchunks,
-                              struct rally__err *e);
+                              const struct rally__snap_chunk *c, int nchunks, struct rally__err *e);
 
 /* Opens directory name below dirfd (dirfd AT_FDCWD: a path, followed as
  * given), never following a link at name when nofollow.  RALLY_EPROTO for a

@@ -52,9 +52,10 @@ static int committed(int sfd, const char *where, struct rally__err *e)
 {
     struct stat st;
     if (fstatat(sfd, RALLY__SNAP_MANIFEST, &st, AT_SYMLINK_NOFOLLOW) == 0)
-        return rally__fail(e, RALLY_EINVAL, "%s is already committed (it has a %s); remove it "
-                           "with rally-snapshot rm or write into another directory", where,
-                           RALLY__SNAP_MANIFEST);
+        return rally__fail(e, RALLY_EINVAL,
+                           "%s is already committed (it has a %s); remove it "
+                           "with rally-snapshot rm or write into another directory",
+                           where, RALLY__SNAP_MANIFEST);
     if (errno != ENOENT)
         return rally__fail_errno(e, RALLY_ESYS, errno, "cannot look at %s/%s", where,
                                  RALLY__SNAP_MANIFEST);
@@ -68,17 +69,23 @@ int rally__snap_write_part(const struct rally__snap_target *t, int rank, const v
     char where[1024];
     int sfd = -1, rc;
     if (!rally__snap_job_ok(t->job))
-        return rally__fail(e, RALLY_EINVAL, "job name \"%s\" is not 1 to %d of [A-Za-z0-9._-] "
-                           "(not starting with '.')", t->job, RALLY__SNAP_JOB_MAX);
+        return rally__fail(e, RALLY_EINVAL,
+                           "job name \"%s\" is not 1 to %d of [A-Za-z0-9._-] "
+                           "(not starting with '.')",
+                           t->job, RALLY__SNAP_JOB_MAX);
     if (rally__snap_uuid_bytes(t->run_id, run) != 0)
         return rally__fail(e, RALLY_EINVAL, "run id \"%s\" is not a lowercase UUID", t->run_id);
     if (t->world < 1 || t->world > RALLY__SNAP_WORLD_MAX || rank < -1 || rank >= t->world)
-        return rally__fail(e, RALLY_EINVAL, "rank %d of a world of %d cannot be written "
-                           "(1 to %d ranks)", rank, t->world, RALLY__SNAP_WORLD_MAX);
+        return rally__fail(e, RALLY_EINVAL,
+                           "rank %d of a world of %d cannot be written "
+                           "(1 to %d ranks)",
+                           rank, t->world, RALLY__SNAP_WORLD_MAX);
     if (t->version > (uint64_t)INT64_MAX || nbytes > (uint64_t)INT64_MAX - sizeof hdr ||
         nbytes > SIZE_MAX || (nbytes > 0 && bytes == NULL))
-        return rally__fail(e, RALLY_EINVAL, "a model of %llu bytes at version %llu cannot be "
-                           "written", (unsigned long long)nbytes, (unsigned long long)t->version);
+        return rally__fail(e, RALLY_EINVAL,
+                           "a model of %llu bytes at version %llu cannot be "
+                           "written",
+                           (unsigned long long)nbytes, (unsigned long long)t->version);
     struct snap_header h = {
         .kind = rank < 0 ? SNAP_KIND_GLOBAL : SNAP_KIND_LOCAL,
         .rank = rank < 0 ? SNAP_RANK_GLOBAL : (uint32_t)rank,
@@ -119,8 +126,8 @@ out:
     return rc;
 }
 
-int rally__snap_commit(const char *dir, const struct rally__snap_manifest *m,
-                       struct rally__err *e, char *path, size_t cap)
+int rally__snap_commit(const char *dir, const struct rally__snap_manifest *m, struct rally__err *e,
+                       char *path, size_t cap)
 {
     char where[1024];
     char *text = NULL;
