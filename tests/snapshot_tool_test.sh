@@ -67,6 +67,10 @@ expect ls_old_run_not_latest 0 "^    snap-00000009  complete +9 +1 +216  9a8b7c6
 expect ls_incomplete 0 "snap-00000004  incomplete" -- "$tool" ls "$s/km"
 expect ls_second_job 0 "^$s/wide:$" -- "$tool" ls "$s"
 expect ls_empty 0 "no snapshots" -- "$tool" ls "$d"
+expect verify_latest 0 "snap-00000003: ok: checkpoint version 3" -- "$tool" verify "$s/km/latest"
+expect dump_latest_app 0 "\"model_digest\": \"$digest\"" -- "$tool" dump "$s/km/latest" --app "$kmeans"
+expect latest_none 1 "holds no complete snapshot to resume from" -- "$tool" show "$d/latest"
+expect rm_latest_refused 1 "\"latest\" is not a snapshot directory's name" -- "$tool" rm "$s/km/latest"
 expect dump_app 0 "\"model_digest\": \"$digest\"" -- "$tool" dump "$s/km/snap-00000003" --app "$kmeans"
 expect dump_app_centroids 0 "\"centroids\"" -- "$tool" dump "$s/km/snap-00000003" --app "$kmeans"
 expect dump_app_fails 4 "--show failed \(exit status 1\)" -- "$tool" dump "$s/km/snap-00000003" --app false

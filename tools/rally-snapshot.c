@@ -36,6 +36,8 @@ static void usage(FILE *f)
                "       rally-snapshot dump SNAP [--rank R] [--app PROG]\n"
                "       rally-snapshot rm SNAP\n"
                "Looks at the durable snapshots of rally jobs (DIR/JOB/snap-NNNNNNNN/).\n"
+               "For show, verify and dump, SNAP may be DIR/JOB/latest: the snapshot\n"
+               "--resume latest would take.\n"
                "  ls DIR       the snapshots of a job directory (DIR/JOB), or of every job\n"
                "               under a snapshot directory: state, version, world, size, run;\n"
                "               '*' marks the one --resume latest would take\n"
@@ -345,6 +347,29 @@ static int cmd_rm(const char *path)
     return 0;
 }
 
+/* SNAP as given, or for ".../JOBDIR/latest" the snapshot --resume latest
+ * would take (rally__snap_resolve). */
+static int resolve(const char *arg, char *path, size_t cap)
+{
+    char jobdir[4096];
+    struct rally__err e = {0};
+    size_t n = strlen(arg);
+    while (n > 1 && arg[n - 1] == '/')
+        n--;
+    if (n < 6 || strncmp(arg + n - 6, "latest", 6) != 0 || (n > 6 && arg[n - 7] != '/')) {
+        snprintf(path, cap, "%s", arg);
+        return 0;
+    }
+    if (n == 6)
+        snprintf(jobdir, sizeof jobdir, ".");
+    else
+        snprintf(jobdir, sizeof jobdir, "%.*s", (int)(n - 7 > 0 ? n - 7 : 1), arg);
+    if (rally__snap_resolve(jobdir, "latest", &e, path, cap) != RALLY_OK)
+        return fail(&e);
+    fprintf(stderr, PROG ": latest is %s\n", path);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const struct option longopts[] = {{"app", required_argument, 0, 'a'},
@@ -395,13 +420,18 @@ int main(int argc, char **argv)
         return cli_usage_error(PROG, "--app and --rank belong to dump, not %s", cmd);
     if (strcmp(cmd, "ls") == 0)
         return cmd_ls(arg);
+    if (strcmp(cmd, "rm") == 0)
+        return cmd_rm(arg); /* by its name only, never "latest" */
+    char snap[4096];
+    int rc = resolve(arg, snap, sizeof snap);
+    if (rc != 0)
+        return rc;
+    arg = snap;
     if (strcmp(cmd, "show") == 0)
         return cmd_show(arg);
     if (strcmp(cmd, "verify") == 0)
         return cmd_verify(arg);
     if (is_dump)
         return cmd_dump(arg, rank, app);
-    if (strcmp(cmd, "rm") == 0)
-        return cmd_rm(arg);
     return cli_usage_error(PROG, "unknown command '%s' (ls, show, verify, dump, rm)", cmd);
 }

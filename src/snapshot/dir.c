@@ -352,3 +352,33 @@ int rally__snap_check_fresh(const char *jobdir, struct rally__err *e)
     free(v);
     return rc;
 }
+
+int rally__snap_resolve(const char *jobdir, const char *what, struct rally__err *e, char *path,
+                        size_t cap)
+{
+    if (strcmp(what, "latest") != 0) {
+        if ((size_t)snprintf(path, cap, "%s", what) >= cap)
+            return rally__fail(e, RALLY_EINVAL, "the snapshot path %s is too long", what);
+        return RALLY_OK;
+    }
+    struct rally__snap_entry *v = NULL;
+    size_t n = 0;
+    int rc = rally__snap_list(jobdir, e, &v, &n);
+    if (rc != RALLY_OK)
+        return rc;
+    long at = rally__snap_latest(v, n);
+    if (at < 0) {
+        size_t bad = 0;
+        for (size_t i = 0; i < n; i++)
+            bad += v[i].state != RALLY__SNAP_COMPLETE;
+        rc = rally__fail(e, RALLY_EINVAL,
+                         "%s holds no complete snapshot to resume from (%zu "
+                         "incomplete or damaged; rally-snapshot ls %s shows why)",
+                         jobdir, bad, jobdir);
+    } else if ((size_t)snprintf(path, cap, "%s/%s", jobdir, v[at].name) >= cap) {
+        rc =
+            rally__fail(e, RALLY_EINVAL, "the snapshot path %s/%s is too long", jobdir, v[at].name);
+    }
+    free(v);
+    return rc;
+}

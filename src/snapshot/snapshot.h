@@ -229,6 +229,12 @@ int rally__snap_list(const char *jobdir, struct rally__err *e, struct rally__sna
 /* The index in v of "latest": the newest complete snapshot of the newest
  * run (docs/snapshot-format.md); -1 when there is none. */
 long rally__snap_latest(const struct rally__snap_entry *v, size_t count);
+/* What --resume names, as a snapshot directory's path in path[cap]:
+ * "latest" is rally__snap_latest of jobdir (RALLY_EINVAL when it holds no
+ * complete snapshot, saying what it holds instead); anything else is taken
+ * as a path to a snapshot directory, unchecked (rally__snap_open checks). */
+int rally__snap_resolve(const char *jobdir, const char *what, struct rally__err *e, char *path,
+                        size_t cap);
 /* Removes snapshot directory name in jobdir: the manifest first (then the
  * directory is fsync'd), then model files and temporaries, then the
  * directory.  Refused (RALLY_EINVAL) when it holds an unknown name or is
