@@ -6,8 +6,8 @@
 #   src/api      util alone, plus the engine interface (api/engine.h) and
 #                the reducer type it carries (coll/reduce.h): api names no
 #                engine's struct, so it cannot reach into one
-#   tools        util, net, tracker and data: the launcher and the tracker,
-#                never the engine's insides
+#   tools        util, net, tracker, data and snapshot: the launcher, the
+#                tracker and rally-snapshot, never the engine's insides
 #   examples     the public headers (include/rally) alone, like any user
 # Exceptions are single headers, named in EXCEPT as part:header: an engine
 # includes the interface it implements.  An include without a folder, or of
@@ -24,7 +24,8 @@ allowed() {
     api) echo "util api" ;;
     mpi) echo "util mpi" ;;
     data) echo "util data" ;;
-    tools) echo "util net tracker data" ;;
+    snapshot) echo "util snapshot" ;;
+    tools) echo "util net tracker data snapshot" ;;
     examples) echo "" ;;
     *) return 1 ;;
     esac

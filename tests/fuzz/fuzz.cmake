@@ -66,3 +66,24 @@ add_test(NAME fuzz_msg
                  $<TARGET_FILE:rally-datagen>)
 set_tests_properties(fuzz_msg PROPERTIES LABELS "fuzz" TIMEOUT ${fuzz_timeout})
 add_custom_target(data_fuzzers ALL DEPENDS ${fuzz_bins})
+
+# The snapshot manifest's parser (tests/fuzz/fuzz_manifest.c): test
+# fuzz_manifest (label "fuzz") runs it for RALLY_FUZZ_SECONDS from a seed
+# corpus of the golden manifest and a few broken copies of it
+# (tests/snapshot_fuzz.sh).
+set(fuzz_manifest_srcs ${fuzz_dir}/fuzz_manifest.c ${CMAKE_SOURCE_DIR}/src/snapshot/manifest.c
+    ${CMAKE_SOURCE_DIR}/src/util/err.c)
+set(fuzz_manifest_bin ${CMAKE_CURRENT_BINARY_DIR}/fuzz_manifest)
+add_custom_command(OUTPUT ${fuzz_manifest_bin}
+                   COMMAND ${RALLY_FUZZ_CLANG} ${fuzz_flags} ${fuzz_manifest_srcs}
+                           ${JANSSON_LDFLAGS} ${XXHASH_LDFLAGS} ${SODIUM_LDFLAGS} -o ${fuzz_manifest_bin}
+                   DEPENDS ${fuzz_manifest_srcs} ${CMAKE_SOURCE_DIR}/src/snapshot/snapshot.h
+                           ${CMAKE_SOURCE_DIR}/src/snapshot/internal.h
+                   COMMENT "Building libFuzzer target fuzz_manifest" VERBATIM)
+add_custom_target(manifest_fuzzer ALL DEPENDS ${fuzz_manifest_bin})
+add_test(NAME fuzz_manifest
+         COMMAND sh ${CMAKE_SOURCE_DIR}/tests/snapshot_fuzz.sh ${fuzz_manifest_bin}
+                 ${CMAKE_SOURCE_DIR}/tests/snapshot_golden/demo/snap-00000007/MANIFEST.json
+                 ${RALLY_FUZZ_SECONDS})
+math(EXPR fuzz_timeout "${RALLY_FUZZ_SECONDS} + 120")
+set_tests_properties(fuzz_manifest PROPERTIES LABELS "fuzz" TIMEOUT ${fuzz_timeout})

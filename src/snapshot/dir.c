@@ -1,0 +1,384 @@
+/*
+ * dir.c — a job directory's snapshots: listing (complete, incomplete,
+ * damaged; by run), "latest", removal, retention, and the fresh-start
+ * check.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "snapshot/internal.h"
+#include "snapshot/snapshot.h"
+#include "snapshot/sys.h"
+
+static void uuid_str(const unsigned char b[16], char out[RALLY__SNAP_UUID_LEN + 1])
+{
+    char *q = out;
+    for (int i = 0; i < 16; i++) {
+        if (i == 4 || i == 6 || i == 8 || i == 10)
+            *q++ = '-';
+        q += snprintf(q, 3, "%02x", b[i]);
+    }
+    *q = '\0';
+}
+
+/* The names in directory fd (a dup is read, fd stays open); *names is an
+ * array of count strings, freed with free_names. */
+static int read_names(int fd, const char *where, struct rally__err *e, char ***names, size_t *count)
+{
+    int d = dup(fd);
+    DIR *dir = d >= 0 ? fdopendir(d) : NULL;
+    char **v = NULL;
+    size_t n = 0, cap = 0;
+    if (dir == NULL) {
+        if (d >= 0)
+            close(d);
+        return rally__fail_errno(e, RALLY_ESYS, errno, "cannot list %s", where);
+    }
+    rewinddir(dir);
+    struct dirent *de;
+    while ((de = readdir(dir)) != NULL) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 16;
+            char **nv = realloc(v, cap * sizeof *v);
+            if (nv == NULL)
+                goto nomem;
+            v = nv;
+        }
+        if ((v[n] = strdup(de->d_name)) == NULL)
+            goto nomem;
+        n++;
+    }
+    closedir(dir);
+    *names = v;
+    *count = n;
+    return RALLY_OK;
+nomem:
+    closedir(dir);
+    for (size_t i = 0; i < n; i++)
+        free(v[i]);
+    free(v);
+    return rally__fail(e, RALLY_ENOMEM, "out of memory listing %s", where);
+}
+
+static void free_names(char **v, size_t n)
+{
+    for (size_t i = 0; v && i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
+/* For an incomplete directory: the run its model files' headers name; ""
+ * when none has a valid header, "?" when they disagree. */
+static void attribute(int sfd, char **names, size_t n, char run[RALLY__SNAP_UUID_LEN + 1])
+{
+    run[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        if (!rally__snap_known_name(names[i]) || strstr(names[i], "MANIFEST") != NULL)
+            continue;
+        int fd = openat(sfd, names[i], O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+        if (fd < 0)
+            continue;
+        unsigned char hdr[RALLY__SNAP_HEADER_NBYTES];
+        struct snap_header h;
+        struct rally__err quiet = {0};
+        ssize_t r = pread(fd, hdr, sizeof hdr, 0);
+        close(fd);
+        if (r != (ssize_t)sizeof hdr ||
+            rally__snap_header_decode(hdr, names[i], &quiet, &h) != RALLY_OK)
+            continue;
+        char s[RALLY__SNAP_UUID_LEN + 1];
+        uuid_str(h.run, s);
+        if (run[0] == '\0')
+            memcpy(run, s, sizeof s);
+        else if (strcmp(run, s) != 0) {
+            strcpy(run, "?");
+            return;
+        }
+    }
+}
+
+static void note(struct rally__snap_entry *x, const char *msg)
+{
+    size_t n = strnlen(msg, sizeof x->why - 1);
+    memcpy(x->why, msg, n);
+    x->why[n] = '\0';
+}
+
+static void describe(int jfd, const char *jobdir, const char *name, struct rally__snap_entry *x)
+{
+    char where[1024];
+    int sfd = -1;
+    struct rally__err e = {0};
+    struct rally__snap_manifest *m = NULL;
+    snprintf(where, sizeof where, "%s/%s", jobdir, name);
+    x->state = RALLY__SNAP_DAMAGED;
+    if (rally__snap_opendir(jfd, name, 1, &e, NULL, &sfd) != RALLY_OK) {
+        note(x, e.msg);
+        return;
+    }
+    if (rally__snap_load_manifest(sfd, where, &e, &m) != RALLY_OK) {
+        x->state = RALLY__SNAP_INCOMPLETE;
+        note(x, e.msg);
+        char **names = NULL;
+        size_t n = 0;
+        struct rally__err quiet = {0};
+        if (read_names(sfd, where, &quiet, &names, &n) == RALLY_OK)
+            attribute(sfd, names, n, x->run_id);
+        free_names(names, n);
+        goto out;
+    }
+    memcpy(x->run_id, m->run_id, sizeof x->run_id);
+    memcpy(x->run_started, m->run_started, sizeof x->run_started);
+    memcpy(x->created, m->created, sizeof x->created);
+    memcpy(x->snapshot_id, m->snapshot_id, sizeof x->snapshot_id);
+    x->world = m->world;
+    if (m->version != x->version) {
+        rally__fail(&e, RALLY_EPROTO,
+                    "%s/%s says checkpoint version %llu, the directory's "
+                    "name %llu",
+                    where, RALLY__SNAP_MANIFEST, (unsigned long long)m->version,
+                    (unsigned long long)x->version);
+        note(x, e.msg);
+        goto out;
+    }
+    for (size_t i = 0; i < m->nfiles; i++) {
+        if (rally__snap_check_file(sfd, where, m, &m->files[i], 0, &e, NULL) != RALLY_OK) {
+            note(x, e.msg);
+            goto out;
+        }
+        x->nbytes += m->files[i].nbytes;
+    }
+    x->state = RALLY__SNAP_COMPLETE;
+out:
+    rally__snap_manifest_free(m);
+    close(sfd);
+}
+
+static int by_version(const void *a, const void *b)
+{
+    const struct rally__snap_entry *x = a, *y = b;
+    return x->version < y->version ? -1 : x->version > y->version;
+}
+
+int rally__snap_list(const char *jobdir, struct rally__err *e, struct rally__snap_entry **v,
+                     size_t *count)
+{
+    int jfd = -1, rc;
+    char **names = NULL;
+    size_t n = 0, k = 0;
+    struct rally__snap_entry *out = NULL;
+    if ((rc = rally__snap_opendir(AT_FDCWD, jobdir, 0, e, NULL, &jfd)) != RALLY_OK)
+        return rc;
+    if ((rc = read_names(jfd, jobdir, e, &names, &n)) != RALLY_OK)
+        goto out;
+    if (n > 0 && (out = calloc(n, sizeof *out)) == NULL) {
+        rc = rally__fail(e, RALLY_ENOMEM, "out of memory listing %s", jobdir);
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        uint64_t ver;
+        if (rally__snap_dir_version(names[i], &ver) != 0)
+            continue;
+        struct rally__snap_entry *x = &out[k++];
+        snprintf(x->name, sizeof x->name, "%s", names[i]);
+        x->version = ver;
+        describe(jfd, jobdir, names[i], x);
+    }
+    if (k > 0)
+        qsort(out, k, sizeof *out, by_version);
+    *v = out;
+    *count = k;
+    out = NULL;
+out:
+    free(out);
+    free_names(names, n);
+    close(jfd);
+    return rc;
+}
+
+long rally__snap_latest(const struct rally__snap_entry *v, size_t count)
+{
+    long newest = -1, best = -1;
+    for (size_t i = 0; i < count; i++) {
+        if (v[i].state != RALLY__SNAP_COMPLETE)
+            continue;
+        if (newest < 0) {
+            newest = (long)i;
+            continue;
+        }
+        const struct rally__snap_entry *a = &v[i], *b = &v[newest];
+        int c = strcmp(a->run_started, b->run_started);
+        if (c == 0)
+            c = strcmp(a->created, b->created);
+        if (c == 0)
+            c = strcmp(a->run_id, b->run_id);
+        if (c > 0)
+            newest = (long)i;
+    }
+    for (size_t i = 0; newest >= 0 && i < count; i++)
+        if (v[i].state == RALLY__SNAP_COMPLETE && strcmp(v[i].run_id, v[newest].run_id) == 0 &&
+            (best < 0 || v[i].version > v[best].version))
+            best = (long)i;
+    return best;
+}
+
+int rally__snap_remove(const char *jobdir, const char *name, struct rally__err *e)
+{
+    const struct rally__snap_sys *s = &rally__snap_sys;
+    int jfd = -1, sfd = -1, rc;
+    char **names = NULL;
+    size_t n = 0;
+    char where[1024];
+    uint64_t ver;
+    if (rally__snap_dir_version(name, &ver) != 0)
+        return rally__fail(e, RALLY_EINVAL,
+                           "\"%s\" is not a snapshot directory's name "
+                           "(snap-NNNNNNNN)",
+                           name);
+    snprintf(where, sizeof where, "%s/%s", jobdir, name);
+    if ((rc = rally__snap_opendir(AT_FDCWD, jobdir, 0, e, NULL, &jfd)) != RALLY_OK ||
+        (rc = rally__snap_opendir(jfd, name, 1, e, NULL, &sfd)) != RALLY_OK ||
+        (rc = read_names(sfd, where, e, &names, &n)) != RALLY_OK)
+        goto out;
+    for (size_t i = 0; i < n; i++)
+        if (!rally__snap_known_name(names[i])) {
+            rc = rally__fail(e, RALLY_EINVAL,
+                             "%s holds \"%s\", which is not a snapshot file; "
+                             "not removing it",
+                             where, names[i]);
+            goto out;
+        }
+    if (s->unlinkat(sfd, RALLY__SNAP_MANIFEST, 0) == 0) {
+        if (s->fsync(sfd) != 0) {
+            rc = rally__fail_errno(e, RALLY_ESYS, errno, "cannot fsync %s", where);
+            goto out;
+        }
+    } else if (errno != ENOENT) {
+        rc = rally__fail_errno(e, RALLY_ESYS, errno, "cannot remove %s/%s", where,
+                               RALLY__SNAP_MANIFEST);
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(names[i], RALLY__SNAP_MANIFEST) != 0 && s->unlinkat(sfd, names[i], 0) != 0 &&
+            errno != ENOENT) {
+            rc = rally__fail_errno(e, RALLY_ESYS, errno, "cannot remove %s/%s", where, names[i]);
+            goto out;
+        }
+    if (s->unlinkat(jfd, name, AT_REMOVEDIR) != 0) {
+        rc = rally__fail_errno(e, RALLY_ESYS, errno, "cannot remove the directory %s", where);
+        goto out;
+    }
+    if (s->fsync(jfd) != 0)
+        rc = rally__fail_errno(e, RALLY_ESYS, errno, "cannot fsync %s", jobdir);
+out:
+    free_names(names, n);
+    if (sfd >= 0)
+        close(sfd);
+    if (jfd >= 0)
+        close(jfd);
+    return rc;
+}
+
+int rally__snap_retain(const char *jobdir, const char *run_id, int keep, struct rally__err *e,
+                       int *removed)
+{
+    struct rally__snap_entry *v = NULL;
+    size_t n = 0;
+    int rc, gone = 0, kept = 0;
+    if (keep < 0)
+        return rally__fail(e, RALLY_EINVAL, "retention cannot keep %d snapshots", keep);
+    if ((rc = rally__snap_fenced(jobdir, run_id, e)) != RALLY_OK ||
+        (rc = rally__snap_list(jobdir, e, &v, &n)) != RALLY_OK)
+        return rc;
+    for (size_t j = n; j-- > 0 && rc == RALLY_OK;) { /* newest version first */
+        const struct rally__snap_entry *x = &v[j];
+        int mine = strcmp(x->run_id, run_id) == 0;
+        int drop = 0;
+        if (x->state == RALLY__SNAP_COMPLETE && mine)
+            drop = ++kept > keep;
+        else if (x->state == RALLY__SNAP_INCOMPLETE)
+            drop = mine || x->run_id[0] == '\0';
+        if (!drop)
+            continue;
+        struct rally__err re = {0};
+        rc = rally__snap_remove(jobdir, x->name, &re);
+        if (rc == RALLY_OK)
+            gone++;
+        else if (rc == RALLY_EINVAL && x->state == RALLY__SNAP_INCOMPLETE)
+            rc = RALLY_OK; /* it holds a name that is not ours: leave it */
+        else
+            rally__fail(e, rc, "%s", re.msg);
+    }
+    free(v);
+    if (rc == RALLY_OK && removed != NULL)
+        *removed = gone;
+    return rc;
+}
+
+int rally__snap_check_fresh(const char *jobdir, struct rally__err *e)
+{
+    struct rally__snap_entry *v = NULL;
+    size_t n = 0;
+    int missing = 0, fd = -1;
+    struct rally__err quiet = {0};
+    if (rally__snap_opendir(AT_FDCWD, jobdir, 0, &quiet, &missing, &fd) != RALLY_OK)
+        return missing ? RALLY_OK : rally__fail(e, quiet.code, "%s", quiet.msg);
+    close(fd);
+    int rc = rally__snap_list(jobdir, e, &v, &n);
+    if (rc != RALLY_OK || n == 0) {
+        free(v);
+        return rc;
+    }
+    char names[200] = "";
+    size_t used = 0;
+    for (size_t i = 0; i < n && used + 40 < sizeof names; i++)
+        used += (size_t)snprintf(names + used, sizeof names - used, "%s%s (%s)", i ? ", " : "",
+                                 v[i].name,
+                                 v[i].state == RALLY__SNAP_COMPLETE     ? "complete"
+                                 : v[i].state == RALLY__SNAP_INCOMPLETE ? "incomplete"
+                                                                        : "damaged");
+    rc = rally__fail(e, RALLY_EINVAL,
+                     "%s already holds %zu snapshot%s: %s%s; continue it with "
+                     "--resume latest, or start over with --overwrite",
+                     jobdir, n, n == 1 ? "" : "s", names, used + 40 >= sizeof names ? ", ..." : "");
+    free(v);
+    return rc;
+}
+
+int rally__snap_resolve(const char *jobdir, const char *what, struct rally__err *e, char *path,
+                        size_t cap)
+{
+    if (strcmp(what, "latest") != 0) {
+        if ((size_t)snprintf(path, cap, "%s", what) >= cap)
+            return rally__fail(e, RALLY_EINVAL, "the snapshot path %s is too long", what);
+        return RALLY_OK;
+    }
+    struct rally__snap_entry *v = NULL;
+    size_t n = 0;
+    int rc = rally__snap_list(jobdir, e, &v, &n);
+    if (rc != RALLY_OK)
+        return rc;
+    long at = rally__snap_latest(v, n);
+    if (at < 0) {
+        size_t bad = 0;
+        for (size_t i = 0; i < n; i++)
+            bad += v[i].state != RALLY__SNAP_COMPLETE;
+        rc = rally__fail(e, RALLY_EINVAL,
+                         "%s holds no complete snapshot to resume from (%zu "
+                         "incomplete or damaged; rally-snapshot ls %s shows why)",
+                         jobdir, bad, jobdir);
+    } else if ((size_t)snprintf(path, cap, "%s/%s", jobdir, v[at].name) >= cap) {
+        rc =
+            rally__fail(e, RALLY_EINVAL, "the snapshot path %s/%s is too long", jobdir, v[at].name);
+    }
+    free(v);
+    return rc;
+}

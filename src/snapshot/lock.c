@@ -1,0 +1,125 @@
+/*
+ * lock.c — the job directory's lock: one run owns <dir>/<job> for its life,
+ * and the lock file names it, so the writer can refuse an orphan of
+ * another run.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "snapshot/internal.h"
+#include "snapshot/snapshot.h"
+#include "snapshot/sys.h"
+
+#define LOCK_NAME ".lock"
+
+struct rally__snap_lock {
+    int fd;
+};
+
+/* The run the lock file in jfd names: 1 and run, 0 when there is no lock
+ * file (or it names nothing), -1 with errno when it cannot be read. */
+static int holder(int jfd, char run[RALLY__SNAP_UUID_LEN + 1])
+{
+    char buf[64];
+    int fd = openat(jfd, LOCK_NAME, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT ? 0 : -1;
+    ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+    close(fd);
+    if (n < RALLY__SNAP_UUID_LEN)
+        return n < 0 ? -1 : 0;
+    memcpy(run, buf, RALLY__SNAP_UUID_LEN);
+    run[RALLY__SNAP_UUID_LEN] = '\0';
+    return 1;
+}
+
+int rally__snap_fenced(const char *jobdir, const char *run_id, struct rally__err *e)
+{
+    int jfd = -1, rc = RALLY_OK, missing = 0;
+    char run[RALLY__SNAP_UUID_LEN + 1];
+    struct rally__err quiet = {0};
+    if (rally__snap_opendir(AT_FDCWD, jobdir, 0, &quiet, &missing, &jfd) != RALLY_OK)
+        return missing ? RALLY_OK : rally__fail(e, quiet.code, "%s", quiet.msg);
+    int h = holder(jfd, run);
+    if (h < 0)
+        rc = rally__fail_errno(e, RALLY_ESYS, errno, "cannot read %s/%s", jobdir, LOCK_NAME);
+    else if (h > 0 && strcmp(run, run_id) != 0)
+        rc = rally__fail(e, RALLY_EPEER,
+                         "%s belongs to run %s now, this is run %s: a process "
+                         "of an older run must not write into it",
+                         jobdir, run, run_id);
+    close(jfd);
+    return rc;
+}
+
+int rally__snap_lock_take(const char *dir, const char *job, const char *run_id,
+                          struct rally__err *e, struct rally__snap_lock **out)
+{
+    int root = -1, jfd = -1, fd = -1, rc;
+    char where[1024], line[RALLY__SNAP_UUID_LEN + 2];
+    unsigned char uu[16];
+    struct rally__snap_lock *l = NULL;
+    if (!rally__snap_job_ok(job) || rally__snap_uuid_bytes(run_id, uu) != 0)
+        return rally__fail(e, RALLY_EINVAL,
+                           "cannot lock job \"%s\" for run \"%s\": a bad job "
+                           "name or run id",
+                           job, run_id);
+    snprintf(where, sizeof where, "%s/%s", dir, job);
+    if ((rc = rally__snap_mkdir(AT_FDCWD, "", dir, 0, e, &root)) != RALLY_OK ||
+        (rc = rally__snap_mkdir(root, dir, job, 1, e, &jfd)) != RALLY_OK)
+        goto out;
+    fd = openat(jfd, LOCK_NAME, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        rc = errno == ELOOP
+                 ? rally__fail(e, RALLY_EPROTO, "%s/%s is a symbolic link", where, LOCK_NAME)
+                 : rally__fail_errno(e, RALLY_ESYS, errno, "cannot open %s/%s", where, LOCK_NAME);
+        goto out;
+    }
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
+    if (fcntl(fd, F_OFD_SETLK, &fl) != 0) {
+        int err = errno;
+        char run[RALLY__SNAP_UUID_LEN + 1] = "an unknown run";
+        if (err == EAGAIN || err == EACCES) {
+            holder(jfd, run);
+            rc = rally__fail(e, RALLY_EPEER,
+                             "%s is in use by run %s (is a launcher of that run "
+                             "still running?)",
+                             where, run);
+        } else {
+            rc = rally__fail_errno(e, RALLY_ESYS, err, "cannot lock %s/%s", where, LOCK_NAME);
+        }
+        goto out;
+    }
+    int n = snprintf(line, sizeof line, "%s\n", run_id);
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, line, (size_t)n, 0) != n || fsync(fd) != 0) {
+        rc = rally__fail_errno(e, RALLY_ESYS, errno, "cannot write %s/%s", where, LOCK_NAME);
+        goto out;
+    }
+    if ((l = malloc(sizeof *l)) == NULL) {
+        rc = rally__fail(e, RALLY_ENOMEM, "out of memory locking %s", where);
+        goto out;
+    }
+    l->fd = fd;
+    fd = -1;
+    *out = l;
+out:
+    if (fd >= 0)
+        close(fd);
+    if (jfd >= 0)
+        close(jfd);
+    if (root >= 0)
+        close(root);
+    return rc;
+}
+
+void rally__snap_lock_release(struct rally__snap_lock *l)
+{
+    if (l == NULL)
+        return;
+    close(l->fd); /* the lock goes with the open file description */
+    free(l);
+}

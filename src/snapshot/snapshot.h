@@ -1,0 +1,273 @@
+/*
+ * snapshot.h — durable snapshots on disk: the manifest, the reader, the
+ * writer of one rank's part and the commit, listing and retention
+ * (docs/snapshot-format.md describes every byte).
+ *
+ * The layer sits on util alone.  Every function returns a status and
+ * reports through a struct rally__err; out-parameters are written last, on
+ * success only; every destructor accepts NULL.  Nothing here follows a
+ * symbolic link below the directory a caller names, and every file is
+ * written through rally__snap_durable_write (sys.h).  All functions block
+ * on the file system; none keeps global state (but the syscall table).
+ */
+#ifndef RALLY_SNAPSHOT_SNAPSHOT_H
+#define RALLY_SNAPSHOT_SNAPSHOT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/err.h"
+
+#define RALLY__SNAP_FORMAT 1u        /* the format version this code writes and reads */
+#define RALLY__SNAP_HEADER_NBYTES 72 /* a model file's header */
+#define RALLY__SNAP_MANIFEST "MANIFEST.json"
+#define RALLY__SNAP_GLOBAL "global.bin"
+#define RALLY__SNAP_JOB_MAX 64      /* bytes of a job name */
+#define RALLY__SNAP_HOST_MAX 255    /* bytes of a host name */
+#define RALLY__SNAP_WORLD_MAX 65536 /* ranks */
+#define RALLY__SNAP_NAME_MAX 48     /* a file or snapshot directory name, NUL included */
+#define RALLY__SNAP_UUID_LEN 36     /* "8-4-4-4-12" */
+#define RALLY__SNAP_TIME_LEN 27     /* "YYYY-MM-DDTHH:MM:SS.ffffffZ" */
+#define RALLY__SNAP_MANIFEST_MAX (16u << 20)
+
+/* --- the manifest ------------------------------------------------------------ */
+
+struct rally__snap_file {
+    char name[RALLY__SNAP_NAME_MAX]; /* "global.bin" or "local-NNNN.bin" */
+    uint64_t nbytes;                 /* the whole file, header included */
+    uint64_t xxh3;                   /* XXH3-64 of the whole file */
+};
+
+struct rally__snap_setting {
+    char *key, *value;
+};
+
+/* What MANIFEST.json says (docs/snapshot-format.md, "The manifest").  The
+ * parser allocates every pointer; rally__snap_manifest_free frees them.  A
+ * writer may fill one with its own pointers and never free it. */
+struct rally__snap_manifest {
+    uint32_t format_version;
+    char rally_version[32];
+    char job[RALLY__SNAP_JOB_MAX + 1];
+    char snapshot_id[RALLY__SNAP_UUID_LEN + 1];
+    char run_id[RALLY__SNAP_UUID_LEN + 1];
+    char run_started[RALLY__SNAP_TIME_LEN + 1];
+    uint64_t version; /* the checkpoint version */
+    char created[RALLY__SNAP_TIME_LEN + 1];
+    int world;
+    char **hosts; /* world entries: rank r's host */
+    struct rally__snap_setting *settings;
+    size_t nsettings;
+    char *app_name, *app_config;
+    uint64_t app_config_xxh3; /* checked against app_config on parse */
+    char *partitioning;
+    char **fingerprints; /* NULL (none) or world entries, "" for a rank without */
+    struct rally__snap_file *files;
+    size_t nfiles;
+};
+
+/* Parses and checks a manifest's bytes (n of them, no NUL needed).  Every
+ * rule of the format is checked; an error names the key and what is wrong,
+ * with both values on a mismatch.  RALLY_EPROTO for a bad manifest,
+ * RALLY_ENOMEM.  *out is the caller's (rally__snap_manifest_free). */
+int rally__snap_manifest_parse(const char *buf, size_t n, struct rally__err *e,
+                               struct rally__snap_manifest **out);
+/* Encodes m as MANIFEST.json's bytes (the same rules; app_config_xxh3 is
+ * computed here, not taken from m).  *out is malloc'd, *n its length. */
+int rally__snap_manifest_encode(const struct rally__snap_manifest *m, struct rally__err *e,
+                                char **out, size_t *n);
+void rally__snap_manifest_free(struct rally__snap_manifest *m);
+
+/* --- helpers ----------------------------------------------------------------- */
+
+/* XXH3-64 (seed 0) of n bytes. */
+uint64_t rally__snap_xxh3(const void *p, size_t n);
+/* A fresh random (version 4) UUID, lowercase, in out[37]. */
+int rally__snap_uuid(char out[RALLY__SNAP_UUID_LEN + 1], struct rally__err *e);
+/* Now, in UTC, as "YYYY-MM-DDTHH:MM:SS.ffffffZ" in out[28]. */
+void rally__snap_now(char out[RALLY__SNAP_TIME_LEN + 1]);
+/* Whether s is a valid job name / snapshot file name (the whitelist). */
+int rally__snap_job_ok(const char *s);
+/* The file name of rank's model (-1: the global one) into out. */
+void rally__snap_file_name(int rank, char out[RALLY__SNAP_NAME_MAX]);
+/* "snap-%08llu" into out. */
+void rally__snap_dir_name(uint64_t version, char out[RALLY__SNAP_NAME_MAX]);
+
+/* --- the reader --------------------------------------------------------------- */
+
+struct rally__snap; /* an open, verified snapshot */
+
+/* Opens the snapshot directory at path and verifies it completely: the
+ * manifest, then every listed file's size, whole-file checksum and header
+ * (docs/snapshot-format.md, "What makes a snapshot complete").  No byte of
+ * a model is handed out before all of that passed.  Errors name the file
+ * and both values: RALLY_EPROTO (incomplete, damaged, malformed),
+ * RALLY_ESYS (cannot read), RALLY_ENOMEM. */
+int rally__snap_open(const char *path, struct rally__err *e, struct rally__snap **out);
+void rally__snap_close(struct rally__snap *s);
+/* Reads and checks only the manifest of the snapshot directory at path (no
+ * model file is read: for showing what a snapshot says, not for loading). */
+int rally__snap_read_manifest(const char *path, struct rally__err *e,
+                              struct rally__snap_manifest **out);
+const struct rally__snap_manifest *rally__snap_manifest(const struct rally__snap *s);
+/* Whether the snapshot holds local models (one per rank). */
+int rally__snap_has_local(const struct rally__snap *s);
+/* Reads rank's model (-1: the global one) into a fresh buffer (*bytes is
+ * the caller's to free; NULL with *nbytes 0 for an empty model).  The file
+ * is checked again as it is read.  RALLY_EINVAL for a rank without a file
+ * in this snapshot. */
+int rally__snap_read(struct rally__snap *s, int rank, struct rally__err *e, void **bytes,
+                     uint64_t *nbytes);
+
+/* --- resuming: is a snapshot this job's? -------------------------------------------- */
+
+/* What a job about to resume is, to hold against a snapshot's manifest.
+ * A NULL field is not checked. */
+struct rally__snap_expect {
+    int world;            /* the resuming job's world size (always checked) */
+    const char *app_name; /* what the application registered */
+    const char *app_config;
+    const char *partitioning;  /* the data partitioning scheme */
+    char *const *fingerprints; /* world entries: each rank's input fingerprint */
+};
+
+/* Whether a job described by x may resume from manifest m.  Refused with
+ * RALLY_EMISMATCH, naming both values: a different world size when m holds
+ * local models (never overridable: a local model belongs to its rank); a
+ * different rally major version (minor too while the major is 0), a
+ * different application name or configuration (by its hash), partitioning
+ * or input fingerprint — these four are skipped when force is set.  A
+ * global-only snapshot resumed on another world size is allowed; then the
+ * fingerprints are not compared and note (cap bytes, may be NULL) says the
+ * result is correct but not bit-identical.  note is "" otherwise. */
+int rally__snap_compatible(const struct rally__snap_manifest *m, const struct rally__snap_expect *x,
+                           int force, struct rally__err *e, char *note, size_t cap);
+
+/* --- the writer ---------------------------------------------------------------- */
+
+/* Where a snapshot goes: <dir>/<job>/snap-<version>/. */
+struct rally__snap_target {
+    const char *dir;    /* the snapshot root; created (one level) when missing */
+    const char *job;    /* the job name (rally__snap_job_ok) */
+    const char *run_id; /* this run's UUID */
+    uint64_t version;   /* the checkpoint version */
+    int world;
+};
+
+/* Writes rank's part (-1: global.bin, r: local-r.bin) of the snapshot t,
+ * creating the job and snapshot directories as needed, durably.  Refused
+ * (RALLY_EINVAL) when snap-<version> is already committed.  On success
+ * *out says the file's name, size and checksum, for the commit.  Runs on
+ * any thread; parts of one snapshot may be written concurrently. */
+int rally__snap_write_part(const struct rally__snap_target *t, int rank, const void *bytes,
+                           uint64_t nbytes, struct rally__err *e, struct rally__snap_file *out);
+/* Commits snapshot m into the root dir: checks that every file m lists is
+ * in <dir>/<m->job>/snap-<m->version>/ with its size, then writes
+ * MANIFEST.json durably.  On success, when path is not NULL, writes the
+ * snapshot directory's path into path[cap]. */
+int rally__snap_commit(const char *dir, const struct rally__snap_manifest *m, struct rally__err *e,
+                       char *path, size_t cap);
+
+/* --- the background writer ---------------------------------------------------------- */
+
+/* One rank's parts of one snapshot, for the background writer. */
+struct rally__snap_part {
+    int rank;          /* -1: global.bin; r: local-r.bin */
+    const void *bytes; /* copied at submit, unless owned */
+    uint64_t nbytes;
+    int owned; /* 1: bytes is malloc'd and the writer takes it (frees it) */
+};
+
+#define RALLY__SNAP_PARTS_MAX 2 /* rank 0 writes global.bin and its local model */
+
+struct rally__snap_bg; /* a thread that writes parts; at most one snapshot in flight */
+
+/* Starts the writer's thread. */
+int rally__snap_bg_start(struct rally__err *e, struct rally__snap_bg **out);
+/* Waits for the snapshot in flight, then ends the thread; NULL is fine. */
+void rally__snap_bg_stop(struct rally__snap_bg *w);
+/* Hands the parts of snapshot t to the thread and returns: the caller
+ * stalls only to copy the bytes (none for owned ones).  When a snapshot is
+ * still in flight, blocks until it is done if wait, else accepts nothing
+ * (*accepted 0; owned bytes stay the caller's).  The previous result must
+ * have been collected with rally__snap_bg_poll.  RALLY_EINVAL, RALLY_ENOMEM. */
+int rally__snap_bg_submit(struct rally__snap_bg *w, const struct rally__snap_target *t,
+                          const struct rally__snap_part *parts, int nparts, int wait,
+                          struct rally__err *e, int *accepted);
+/* The result of the snapshot in flight, waiting up to timeout_ms (0: just
+ * look, -1: until done).  *done 0: still writing (-1: nothing submitted).
+ * *done 1: finished; *result holds its status and message, files[0..nparts)
+ * the written files (the size and checksum each rank reports for the
+ * commit), and the writer is free again.  One thread submits and polls. */
+int rally__snap_bg_poll(struct rally__snap_bg *w, int timeout_ms, int *done,
+                        struct rally__err *result,
+                        struct rally__snap_file files[RALLY__SNAP_PARTS_MAX]);
+
+/* --- listing, removal, retention ---------------------------------------------------- */
+
+enum { RALLY__SNAP_COMPLETE = 0, RALLY__SNAP_INCOMPLETE = 1, RALLY__SNAP_DAMAGED = 2 };
+
+struct rally__snap_entry {
+    char name[RALLY__SNAP_NAME_MAX];       /* "snap-00000012" */
+    uint64_t version;                      /* from the name */
+    int state;                             /* RALLY__SNAP_COMPLETE, ... */
+    char run_id[RALLY__SNAP_UUID_LEN + 1]; /* "" when not known */
+    char run_started[RALLY__SNAP_TIME_LEN + 1];
+    char created[RALLY__SNAP_TIME_LEN + 1];
+    char snapshot_id[RALLY__SNAP_UUID_LEN + 1];
+    int world;
+    uint64_t nbytes;              /* the listed files' sizes, added */
+    char why[RALLY__ERR_MSG_MAX]; /* for an incomplete or damaged one: what is wrong */
+};
+
+/* Lists the snapshot directories of a job directory (<dir>/<job>), in
+ * ascending version order; names that are not snap-<version> are skipped.
+ * A listing checks what "complete" means (manifest, names, sizes), not
+ * checksums.  *v is the caller's to free. */
+int rally__snap_list(const char *jobdir, struct rally__err *e, struct rally__snap_entry **v,
+                     size_t *count);
+/* The index in v of "latest": the newest complete snapshot of the newest
+ * run (docs/snapshot-format.md); -1 when there is none. */
+long rally__snap_latest(const struct rally__snap_entry *v, size_t count);
+/* What --resume names, as a snapshot directory's path in path[cap]:
+ * "latest" is rally__snap_latest of jobdir (RALLY_EINVAL when it holds no
+ * complete snapshot, saying what it holds instead); anything else is taken
+ * as a path to a snapshot directory, unchecked (rally__snap_open checks). */
+int rally__snap_resolve(const char *jobdir, const char *what, struct rally__err *e, char *path,
+                        size_t cap);
+/* Removes snapshot directory name in jobdir: the manifest first (then the
+ * directory is fsync'd), then model files and temporaries, then the
+ * directory.  Refused (RALLY_EINVAL) when it holds an unknown name or is
+ * not a snapshot directory. */
+int rally__snap_remove(const char *jobdir, const char *name, struct rally__err *e);
+/* Retention for run_id keeping the newest keep complete snapshots (keep 0:
+ * the clean-up after a successful run): removes that run's older complete
+ * snapshots and the incomplete directories that belong to it or to no run.
+ * Never touches another run's snapshots, damaged ones or unknown names.
+ * Call it when none of this run's snapshots is being written.  *removed
+ * (may be NULL) counts the directories removed. */
+int rally__snap_retain(const char *jobdir, const char *run_id, int keep, struct rally__err *e,
+                       int *removed);
+/* A fresh start (no resume) into jobdir: RALLY_EINVAL naming the snapshot
+ * directories it already holds (the RFC's stale-checkpoint trap), RALLY_OK
+ * when it holds none or does not exist. */
+int rally__snap_check_fresh(const char *jobdir, struct rally__err *e);
+
+/* --- the job directory's lock ------------------------------------------------------------ */
+
+struct rally__snap_lock;
+
+/* Takes <dir>/<job>/.lock (creating the directories) for run_id, for the
+ * job's life: an open-file-description lock, so it goes when the holder
+ * dies, however it dies.  The file then names run_id, and
+ * rally__snap_write_part, rally__snap_commit and rally__snap_retain refuse
+ * any other run (RALLY_EPEER) while it does: an orphan of a killed launcher
+ * cannot write, commit or clean up in the job that resumed it.
+ * RALLY_EPEER naming the holder's run when another holds it.  Does not
+ * block. */
+int rally__snap_lock_take(const char *dir, const char *job, const char *run_id,
+                          struct rally__err *e, struct rally__snap_lock **out);
+/* Releases the lock (the file stays, naming the last holder); NULL is fine. */
+void rally__snap_lock_release(struct rally__snap_lock *l);
+
+#endif

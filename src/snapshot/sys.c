@@ -1,0 +1,165 @@
+/*
+ * sys.c — the durable write (temporary, write, fsync, rename, fsync of the
+ * directory) and the system-call table it goes through (sys.h).
+ */
+#include "snapshot/sys.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int real_openat(int dirfd, const char *name, int flags, mode_t mode)
+{
+    return openat(dirfd, name, flags, mode);
+}
+
+const struct rally__snap_sys rally__snap_sys_real = {
+    .openat = real_openat,
+    .write = write,
+    .fsync = fsync,
+    .close = close,
+    .renameat = renameat,
+    .unlinkat = unlinkat,
+    .mkdirat = mkdirat,
+    .fault = NULL,
+};
+
+struct rally__snap_sys rally__snap_sys = {
+    .openat = real_openat,
+    .write = write,
+    .fsync = fsync,
+    .close = close,
+    .renameat = renameat,
+    .unlinkat = unlinkat,
+    .mkdirat = mkdirat,
+    .fault = NULL,
+};
+
+#define WRITE_MAX ((size_t)1 << 30) /* bytes per write() call */
+
+void rally__snap_tmp_name(const char *name, char *out, size_t cap)
+{
+    snprintf(out, cap, ".%s.tmp", name);
+}
+
+static int stop_at(int point, const char *name, uint64_t nbytes)
+{
+    return rally__snap_sys.fault != NULL && rally__snap_sys.fault(point, name, nbytes) != 0;
+}
+
+static int injected(struct rally__err *e, const char *where, const char *name, const char *at)
+{
+    return rally__fail(e, RALLY_ESYS, "injected fault %s writing %s/%s", at, where, name);
+}
+
+int rally__snap_durable_write(int dirfd, const char *where, const char *name,
+                              const struct rally__snap_chunk *c, int nchunks, struct rally__err *e)
+{
+    const struct rally__snap_sys *s = &rally__snap_sys;
+    char tmp[256];
+    int fd = -1, rc = RALLY_OK;
+    uint64_t done = 0;
+    rally__snap_tmp_name(name, tmp, sizeof tmp);
+    if (s->unlinkat(dirfd, tmp, 0) != 0 && errno != ENOENT)
+        return rally__fail_errno(e, RALLY_ESYS, errno, "cannot remove the stale %s/%s", where, tmp);
+    fd = s->openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return rally__fail_errno(e, RALLY_ESYS, errno, "cannot create %s/%s", where, tmp);
+    for (int i = 0; i < nchunks; i++) {
+        const unsigned char *p = c[i].p;
+        size_t left = c[i].n;
+        while (left > 0) {
+            ssize_t w = s->write(fd, p, left < WRITE_MAX ? left : WRITE_MAX);
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w <= 0) {
+                int err = w < 0 ? errno : EIO;
+                rc = rally__fail_errno(e, RALLY_ESYS, err, "%s writing %s/%s after %llu bytes",
+                                       err == ENOSPC ? "no space left" : "write failed", where,
+                                       name, (unsigned long long)done);
+                goto fail;
+            }
+            p += w;
+            left -= (size_t)w;
+            done += (uint64_t)w;
+            if (stop_at(RALLY__SNAP_AT_WRITE, name, done))
+                return injected(e, where, name, "after a write"); /* as if killed */
+        }
+    }
+    if (s->fsync(fd) != 0) {
+        rc = rally__fail_errno(e, RALLY_ESYS, errno, "cannot fsync %s/%s", where, tmp);
+        goto fail;
+    }
+    int cfd = fd;
+    fd = -1;
+    if (s->close(cfd) != 0) {
+        rc = rally__fail_errno(e, RALLY_ESYS, errno, "cannot close %s/%s", where, tmp);
+        goto fail;
+    }
+    if (stop_at(RALLY__SNAP_AT_RENAME, name, done))
+        return injected(e, where, name, "before the rename");
+    if (s->renameat(dirfd, tmp, dirfd, name) != 0) {
+        rc = rally__fail_errno(e, RALLY_ESYS, errno, "cannot rename %s/%s to %s", where, tmp, name);
+        goto fail;
+    }
+    if (stop_at(RALLY__SNAP_AT_DIRSYNC, name, done))
+        return injected(e, where, name, "before the directory fsync");
+    if (s->fsync(dirfd) != 0)
+        return rally__fail_errno(e, RALLY_ESYS, errno,
+                                 "cannot fsync the directory %s after "
+                                 "writing %s",
+                                 where, name);
+    return RALLY_OK;
+fail:
+    if (fd >= 0)
+        s->close(fd);
+    s->unlinkat(dirfd, tmp, 0);
+    return rc;
+}
+
+int rally__snap_opendir(int dirfd, const char *name, int nofollow, struct rally__err *e,
+                        int *missing, int *out)
+{
+    int flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC | (nofollow ? O_NOFOLLOW : 0);
+    int fd = openat(dirfd, name, flags);
+    if (fd >= 0) {
+        *out = fd;
+        return RALLY_OK;
+    }
+    int err = errno;
+    if (missing != NULL)
+        *missing = err == ENOENT;
+    if (err == ELOOP || err == ENOTDIR) {
+        struct stat st;
+        if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+            return rally__fail(e, RALLY_EPROTO,
+                               "%s is a symbolic link; snapshots never follow "
+                               "links",
+                               name);
+        if (err == ENOTDIR)
+            return rally__fail(e, RALLY_EPROTO, "%s is not a directory", name);
+    }
+    return rally__fail_errno(e, RALLY_ESYS, err, "cannot open the directory %s", name);
+}
+
+int rally__snap_mkdir(int dirfd, const char *where, const char *name, int nofollow,
+                      struct rally__err *e, int *out)
+{
+    const struct rally__snap_sys *s = &rally__snap_sys;
+    int missing = 0;
+    struct rally__err quiet = {0};
+    if (rally__snap_opendir(dirfd, name, nofollow, &quiet, &missing, out) == RALLY_OK)
+        return RALLY_OK;
+    if (!missing)
+        return rally__fail(e, quiet.code, "%s", quiet.msg);
+    if (s->mkdirat(dirfd, name, 0755) != 0 && errno != EEXIST)
+        return rally__fail_errno(e, RALLY_ESYS, errno, "cannot create the directory %s%s%s", where,
+                                 *where ? "/" : "", name);
+    if (dirfd != AT_FDCWD && s->fsync(dirfd) != 0)
+        return rally__fail_errno(e, RALLY_ESYS, errno, "cannot fsync %s after creating %s", where,
+                                 name);
+    return rally__snap_opendir(dirfd, name, nofollow, e, NULL, out);
+}

@@ -1,0 +1,437 @@
+/*
+ * rally-snapshot — looks at durable snapshots without running a job: lists
+ * them, shows and verifies one, dumps its models, removes one
+ * (docs/snapshot-format.md; the reader in src/snapshot/snapshot.h).
+ *
+ *   rally-snapshot ls DIR | show SNAP | verify SNAP
+ *                  | dump SNAP [--rank R] [--app PROG] | rm SNAP
+ *
+ * Exit codes: 0 done; 1 the snapshot is incomplete, damaged or refused;
+ * 2 a usage error; 3 a system error (cannot read, out of memory);
+ * 4 the --app printer failed.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "snapshot/snapshot.h"
+
+#define PROG "rally-snapshot"
+enum { EXIT_BAD = 1, EXIT_USAGE = 2, EXIT_SYS = 3, EXIT_APP = 4 };
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: rally-snapshot ls DIR\n"
+               "       rally-snapshot show SNAP\n"
+               "       rally-snapshot verify SNAP\n"
+               "       rally-snapshot dump SNAP [--rank R] [--app PROG]\n"
+               "       rally-snapshot rm SNAP\n"
+               "Looks at the durable snapshots of rally jobs (DIR/JOB/snap-NNNNNNNN/).\n"
+               "For show, verify and dump, SNAP may be DIR/JOB/latest: the snapshot\n"
+               "--resume latest would take.\n"
+               "  ls DIR       the snapshots of a job directory (DIR/JOB), or of every job\n"
+               "               under a snapshot directory: state, version, world, size, run;\n"
+               "               '*' marks the one --resume latest would take\n"
+               "  show SNAP    what the snapshot's manifest says (reads no model)\n"
+               "  verify SNAP  checks every file's size, checksum and header\n"
+               "  dump SNAP    verifies, prints the metadata and the global model (or rank\n"
+               "               R's local model) in hex; with --app PROG, runs\n"
+               "               'PROG --show FILE' with FILE holding the model's bytes exactly\n"
+               "               as the application checkpointed them, so the application's\n"
+               "               own printer shows it (rally-kmeans --show prints centroids)\n"
+               "  rm SNAP      removes a snapshot (the manifest first); refuses a directory\n"
+               "               that holds a file that is not a snapshot's\n"
+               "Exit status: 0 done, 1 incomplete, damaged or refused, 2 usage error,\n"
+               "3 system error, 4 the --app printer failed.\n");
+}
+
+static int fail(const struct rally__err *e)
+{
+    fprintf(stderr, PROG ": %s\n", e->msg);
+    return e->code == RALLY_ESYS || e->code == RALLY_ENOMEM ? EXIT_SYS : EXIT_BAD;
+}
+
+static const char *state_name(int s)
+{
+    return s == RALLY__SNAP_COMPLETE     ? "complete"
+           : s == RALLY__SNAP_INCOMPLETE ? "incomplete"
+                                         : "damaged";
+}
+
+/* Prints one job directory's listing; returns 0 or an exit code. */
+static int list_job(const char *jobdir)
+{
+    struct rally__err e = {0};
+    struct rally__snap_entry *v = NULL;
+    size_t n = 0;
+    if (rally__snap_list(jobdir, &e, &v, &n) != RALLY_OK)
+        return fail(&e);
+    long latest = rally__snap_latest(v, n);
+    printf("%s:\n", jobdir);
+    if (n == 0)
+        printf("  (no snapshots)\n");
+    else
+        printf("    %-14s %-10s %8s %5s %12s  %-8s  %s\n", "NAME", "STATE", "VERSION", "WORLD",
+               "BYTES", "RUN", "CREATED");
+    for (size_t i = 0; i < n; i++) {
+        const struct rally__snap_entry *x = &v[i];
+        char world[16] = "-", bytes[24] = "-";
+        if (x->world > 0)
+            snprintf(world, sizeof world, "%d", x->world);
+        if (x->state == RALLY__SNAP_COMPLETE)
+            snprintf(bytes, sizeof bytes, "%" PRIu64, x->nbytes);
+        printf("  %c %-14s %-10s %8" PRIu64 " %5s %12s  %-8.8s  %s\n",
+               (long)i == latest ? '*' : ' ', x->name, state_name(x->state), x->version, world,
+               bytes, x->run_id[0] ? x->run_id : "-", x->created[0] ? x->created : "-");
+        if (x->state != RALLY__SNAP_COMPLETE)
+            printf("      %s\n", x->why);
+    }
+    free(v);
+    return 0;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The job directories under a snapshot directory: subdirectories (never a
+ * link) with a valid job name, sorted.  0, or -1 with errno. */
+static int find_jobs(const char *dir, char ***names, size_t *count)
+{
+    DIR *d = opendir(dir);
+    char **v = NULL;
+    size_t n = 0;
+    if (d == NULL)
+        return -1;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        struct stat st;
+        if (!rally__snap_job_ok(de->d_name) ||
+            fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode))
+            continue;
+        char **nv = realloc(v, (n + 1) * sizeof *v);
+        if (nv == NULL || (nv[n] = strdup(de->d_name)) == NULL) {
+            v = nv ? nv : v;
+            for (size_t i = 0; i < n; i++)
+                free(v[i]);
+            free(v);
+            closedir(d);
+            errno = ENOMEM;
+            return -1;
+        }
+        v = nv;
+        n++;
+    }
+    closedir(d);
+    if (n > 1)
+        qsort(v, n, sizeof *v, by_name);
+    *names = v;
+    *count = n;
+    return 0;
+}
+
+static int cmd_ls(const char *dir)
+{
+    struct rally__err e = {0};
+    struct rally__snap_entry *v = NULL;
+    size_t n = 0;
+    /* A job directory holds snap-* entries; a snapshot directory, jobs. */
+    if (rally__snap_list(dir, &e, &v, &n) != RALLY_OK)
+        return fail(&e);
+    free(v);
+    if (n > 0)
+        return list_job(dir);
+    char **jobs = NULL;
+    size_t njobs = 0;
+    int status = 0;
+    if (find_jobs(dir, &jobs, &njobs) != 0) {
+        fprintf(stderr, PROG ": cannot list %s: %s\n", dir, strerror(errno));
+        return EXIT_SYS;
+    }
+    for (size_t i = 0; i < njobs; i++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, jobs[i]);
+        int rc = list_job(path);
+        if (rc != 0 && status == 0)
+            status = rc;
+        free(jobs[i]);
+    }
+    free(jobs);
+    if (njobs == 0)
+        printf("%s: no snapshots\n", dir);
+    return status;
+}
+
+static void print_manifest(const char *path, const struct rally__snap_manifest *m, int full)
+{
+    printf("snapshot          %s\n", path);
+    printf("format version    %u\n", m->format_version);
+    printf("rally version     %s\n", m->rally_version);
+    printf("job               %s\n", m->job);
+    printf("snapshot id       %s\n", m->snapshot_id);
+    printf("run id            %s\n", m->run_id);
+    printf("run started       %s\n", m->run_started);
+    printf("checkpoint        version %" PRIu64 "\n", m->version);
+    printf("created           %s\n", m->created);
+    printf("world size        %d\n", m->world);
+    printf("app               %s\n", m->app_name[0] ? m->app_name : "(none registered)");
+    printf("app config        %s\n", m->app_config);
+    printf("app config hash   xxh3-64 %016" PRIx64 "\n", m->app_config_xxh3);
+    printf("partitioning      %s\n", m->partitioning);
+    if (full) {
+        for (int r = 0; r < m->world; r++)
+            printf("rank %-5d        host %s%s%s\n", r, m->hosts[r],
+                   m->fingerprints && m->fingerprints[r][0] ? "  input " : "",
+                   m->fingerprints ? m->fingerprints[r] : "");
+        for (size_t i = 0; i < m->nsettings; i++)
+            printf("setting           %s=%s\n", m->settings[i].key, m->settings[i].value);
+    }
+    for (size_t i = 0; i < m->nfiles; i++)
+        printf("file              %-16s %12" PRIu64 " bytes  xxh3-64 %016" PRIx64 "\n",
+               m->files[i].name, m->files[i].nbytes, m->files[i].xxh3);
+}
+
+static int cmd_show(const char *path)
+{
+    struct rally__err e = {0};
+    struct rally__snap_manifest *m = NULL;
+    if (rally__snap_read_manifest(path, &e, &m) != RALLY_OK)
+        return fail(&e);
+    print_manifest(path, m, 1);
+    printf("(the files were not read: rally-snapshot verify checks every byte)\n");
+    rally__snap_manifest_free(m);
+    return 0;
+}
+
+static int cmd_verify(const char *path)
+{
+    struct rally__err e = {0};
+    struct rally__snap *s = NULL;
+    if (rally__snap_open(path, &e, &s) != RALLY_OK)
+        return fail(&e);
+    const struct rally__snap_manifest *m = rally__snap_manifest(s);
+    uint64_t total = 0;
+    for (size_t i = 0; i < m->nfiles; i++)
+        total += m->files[i].nbytes;
+    printf("%s: ok: checkpoint version %" PRIu64 ", %zu files, %" PRIu64
+           " bytes, every size, checksum and header verified\n",
+           path, m->version, m->nfiles, total);
+    rally__snap_close(s);
+    return 0;
+}
+
+static void hexdump(const unsigned char *p, uint64_t n)
+{
+    for (uint64_t off = 0; off < n; off += 16) {
+        printf("%08" PRIx64 " ", off);
+        for (uint64_t i = off; i < off + 16; i++) {
+            if (i < n)
+                printf(" %02x", p[i]);
+            else
+                printf("   ");
+        }
+        printf("  |");
+        for (uint64_t i = off; i < off + 16 && i < n; i++)
+            putchar(p[i] >= 0x20 && p[i] < 0x7f ? p[i] : '.');
+        printf("|\n");
+    }
+}
+
+/* Writes the model to a private temporary file and runs app --show FILE. */
+static int run_app(const char *app, const void *bytes, uint64_t nbytes)
+{
+    const char *tmpdir = getenv("TMPDIR");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/rally-snapshot-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
+    int fd = mkstemp(path);
+    if (fd < 0) {
+        fprintf(stderr, PROG ": cannot create a temporary file for --app: %s\n", strerror(errno));
+        return EXIT_SYS;
+    }
+    const unsigned char *p = bytes;
+    uint64_t left = nbytes;
+    while (left > 0) {
+        ssize_t w = write(fd, p, left);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            fprintf(stderr, PROG ": cannot write %s: %s\n", path, strerror(errno));
+            close(fd);
+            unlink(path);
+            return EXIT_SYS;
+        }
+        p += w;
+        left -= (uint64_t)w;
+    }
+    close(fd);
+    fflush(stdout);
+    int status = 0;
+    pid_t pid = fork();
+    if (pid == 0) {
+        execlp(app, app, "--show", path, (char *)NULL);
+        fprintf(stderr, PROG ": cannot run %s: %s\n", app, strerror(errno));
+        _exit(127);
+    }
+    int rc = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) < 0) {
+        fprintf(stderr, PROG ": cannot run %s: %s\n", app, strerror(errno));
+        rc = EXIT_SYS;
+    } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        fprintf(stderr, PROG ": %s --show failed (%s %d)\n", app,
+                WIFEXITED(status) ? "exit status" : "signal",
+                WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+        rc = EXIT_APP;
+    }
+    unlink(path);
+    return rc;
+}
+
+static int cmd_dump(const char *path, int rank, const char *app)
+{
+    struct rally__err e = {0};
+    struct rally__snap *s = NULL;
+    void *bytes = NULL;
+    uint64_t nbytes = 0;
+    int rc = 0;
+    if (rally__snap_open(path, &e, &s) != RALLY_OK ||
+        rally__snap_read(s, rank, &e, &bytes, &nbytes) != RALLY_OK) {
+        rc = fail(&e);
+        goto out;
+    }
+    print_manifest(path, rally__snap_manifest(s), 0);
+    printf("verified          every size, checksum and header\n");
+    if (rank < 0)
+        printf("global model      %" PRIu64 " bytes\n", nbytes);
+    else
+        printf("local model       rank %d, %" PRIu64 " bytes\n", rank, nbytes);
+    if (app != NULL)
+        rc = run_app(app, bytes, nbytes);
+    else
+        hexdump(bytes, nbytes);
+out:
+    free(bytes);
+    rally__snap_close(s);
+    return rc;
+}
+
+/* Splits ".../JOBDIR/snap-N" into the job directory and the name. */
+static int cmd_rm(const char *path)
+{
+    char buf[4096], jobdir[4096];
+    struct rally__err e = {0};
+    snprintf(buf, sizeof buf, "%s", path);
+    size_t n = strlen(buf);
+    while (n > 1 && buf[n - 1] == '/')
+        buf[--n] = '\0';
+    char *slash = strrchr(buf, '/');
+    const char *name = slash ? slash + 1 : buf;
+    if (slash == NULL)
+        snprintf(jobdir, sizeof jobdir, ".");
+    else if (slash == buf)
+        snprintf(jobdir, sizeof jobdir, "/");
+    else
+        snprintf(jobdir, sizeof jobdir, "%.*s", (int)(slash - buf), buf);
+    if (rally__snap_remove(jobdir, name, &e) != RALLY_OK)
+        return fail(&e);
+    printf("removed %s\n", path);
+    return 0;
+}
+
+/* SNAP as given, or for ".../JOBDIR/latest" the snapshot --resume latest
+ * would take (rally__snap_resolve). */
+static int resolve(const char *arg, char *path, size_t cap)
+{
+    char jobdir[4096];
+    struct rally__err e = {0};
+    size_t n = strlen(arg);
+    while (n > 1 && arg[n - 1] == '/')
+        n--;
+    if (n < 6 || strncmp(arg + n - 6, "latest", 6) != 0 || (n > 6 && arg[n - 7] != '/')) {
+        snprintf(path, cap, "%s", arg);
+        return 0;
+    }
+    if (n == 6)
+        snprintf(jobdir, sizeof jobdir, ".");
+    else
+        snprintf(jobdir, sizeof jobdir, "%.*s", (int)(n - 7 > 0 ? n - 7 : 1), arg);
+    if (rally__snap_resolve(jobdir, "latest", &e, path, cap) != RALLY_OK)
+        return fail(&e);
+    fprintf(stderr, PROG ": latest is %s\n", path);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option longopts[] = {{"app", required_argument, 0, 'a'},
+                                             {"rank", required_argument, 0, 'r'},
+                                             {"help", no_argument, 0, 'h'},
+                                             {0, 0, 0, 0}};
+    const char *app = NULL;
+    int rank = -1, c;
+    if (argc < 2)
+        return cli_usage_error(PROG, "a command is needed: ls, show, verify, dump or rm");
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    const char *cmd = argv[1];
+    int ac = argc - 1;
+    char **av = argv + 1;
+    opterr = 0;
+    while ((c = getopt_long(ac, av, ":h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'a':
+            app = optarg;
+            break;
+        case 'r': {
+            char *end;
+            long r = strtol(optarg, &end, 10);
+            if (*end != '\0' || optarg[0] == '\0' || r < 0 || r >= RALLY__SNAP_WORLD_MAX)
+                return cli_usage_error(PROG, "--rank '%s' is not a rank (0 to %d)", optarg,
+                                       RALLY__SNAP_WORLD_MAX - 1);
+            rank = (int)r;
+            break;
+        }
+        case 'h':
+            usage(stdout);
+            return 0;
+        case ':':
+            return cli_usage_error(PROG, "%s needs a value", av[optind - 1]);
+        default:
+            return cli_usage_error(PROG, "unknown option '%s'", av[optind - 1]);
+        }
+    }
+    if (ac - optind != 1)
+        return cli_usage_error(PROG, "%s takes exactly one %s, got %d", cmd,
+                               strcmp(cmd, "ls") == 0 ? "DIR" : "SNAP", ac - optind);
+    const char *arg = av[optind];
+    int is_dump = strcmp(cmd, "dump") == 0;
+    if (!is_dump && (app != NULL || rank >= 0))
+        return cli_usage_error(PROG, "--app and --rank belong to dump, not %s", cmd);
+    if (strcmp(cmd, "ls") == 0)
+        return cmd_ls(arg);
+    if (strcmp(cmd, "rm") == 0)
+        return cmd_rm(arg); /* by its name only, never "latest" */
+    char snap[4096];
+    int rc = resolve(arg, snap, sizeof snap);
+    if (rc != 0)
+        return rc;
+    arg = snap;
+    if (strcmp(cmd, "show") == 0)
+        return cmd_show(arg);
+    if (strcmp(cmd, "verify") == 0)
+        return cmd_verify(arg);
+    if (is_dump)
+        return cmd_dump(arg, rank, app);
+    return cli_usage_error(PROG, "unknown command '%s' (ls, show, verify, dump, rm)", cmd);
+}
