@@ -1,9 +1,10 @@
 #!/bin/sh
-# install_test.sh BUILD_DIR SOURCE_DIR — what a user does: install rally
-# into a prefix, build a program with pkg-config, run it with the installed
-# rally-run.  Checks the sum that 3 workers compute.
+# install_test.sh BUILD_DIR SOURCE_DIR [rally|rally_mpi] — what a user does:
+# install rally into a prefix, build a program with `pkg-config rally` (or
+# rally_mpi), run it with the installed rally-run (or mpirun).  Checks the
+# sum that 3 workers compute.
 set -eu
-build=$1 src=$2
+build=$1 src=$2 lib=${3:-rally}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
@@ -21,13 +22,17 @@ int main(int argc, char **argv)
     double v = rally_rank(r) + 1;
     if (rally_allreduce(r, &v, 1, RALLY_DOUBLE, RALLY_SUM, NULL, NULL) != RALLY_OK)
         return 1;
-    printf("sum %g\n", v);
+    printf("sum %g of %d\n", v, rally_world_size(r));
     return rally_finalize(r) == RALLY_OK ? 0 : 1;
 }
 C
 # shellcheck disable=SC2046
-cc "$tmp/hello.c" $(pkg-config --cflags --libs rally) -Wl,-rpath,"$tmp/prefix/lib" -o "$tmp/hello"
-out=$("$src/tests/run_job.sh" 0 60 "$tmp/prefix/bin/rally-run" -n 3 "$tmp/hello")
+cc "$tmp/hello.c" $(pkg-config --cflags --libs "$lib") -Wl,-rpath,"$tmp/prefix/lib" -o "$tmp/hello"
+if [ "$lib" = rally_mpi ]; then
+    out=$("$src/tests/mpi_job.sh" 0 60 3 "$tmp/hello")
+else
+    out=$("$src/tests/run_job.sh" 0 60 "$tmp/prefix/bin/rally-run" -n 3 "$tmp/hello")
+fi
 echo "$out"
-[ "$(echo "$out" | grep -c 'sum 6$')" -eq 3 ] || { echo "install_test: want 3 lines 'sum 6'"; exit 1; }
-echo "install_test: passed"
+[ "$(echo "$out" | grep -c 'sum 6 of 3$')" -eq 3 ] || { echo "install_test: want 3 lines 'sum 6 of 3'"; exit 1; }
+echo "install_test: $lib passed"
