@@ -7,7 +7,8 @@
  * rows down.
  *
  * Histograms: a node's is d x (max_bin + 1) pairs (gradient sum, hessian
- * sum), the last slot of each feature for missing values.  Below the root
+ * sum), the last slot of each feature for missing values; the last level
+ * (depth max_depth: leaves only) needs none.  Below the root
  * only the child with the smaller hessian sum is built and reduced; its
  * sibling is the parent's histogram minus it (XGBoost's subtraction trick;
  * the same arithmetic on every rank).  The histograms are built in the
@@ -262,6 +263,15 @@ int gb_grow(struct gb_job *j, struct gb_model *m)
             uint32_t bin = j->bins[i * j->d + (uint32_t)nd->feature];
             int left = bin == p->max_bin ? (int)nd->default_left : bin <= nd->split_bin;
             j->pos[i] = left ? nd->left : nd->right;
+        }
+        if (depth + 1 == p->max_depth) { /* the children are leaves: no histograms */
+            for (size_t k = 0; k < nnext; k++) {
+                struct gb_node *c = &t.nodes[W.nlevel[k]];
+                c->feature = -1;
+                c->value = p->eta * weight(p, W.G[W.nlevel[k]], W.H[W.nlevel[k]]);
+                c->cover = W.H[W.nlevel[k]];
+            }
+            break;
         }
         /* build the smaller child of each pair; the sibling by subtraction */
         for (uint32_t id = 0; id < t.n; id++)
