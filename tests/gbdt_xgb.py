@@ -11,6 +11,10 @@
       PREFIX.test.csv that rally-gbdt's predictions (PRED_TEST, one a line)
       have the same number of trees and test log loss and AUC (logistic) or
       RMSE (squared error) within 1 % relative of XGBoost's.
+  time DATA.csv NTHREAD TREES MAX_DEPTH MAX_BIN
+      (bench/gbdt.sh) xgboost.train's seconds per tree on DATA.csv (label
+      first): the median over trees 2.. (the first also builds the
+      quantile cuts), printed as "xgboost NTHREAD SECONDS"
 """
 import json
 import math
@@ -108,6 +112,25 @@ def check(prefix, model_path, pred_path, nthread):
     return 0 if ok else 1
 
 
+def time_trees(path, nthread, trees, depth, max_bin):
+    import time
+
+    import xgboost as xgb
+
+    d = xgb.DMatrix(path + "?format=csv&label_column=0", nthread=nthread)
+    params = {"tree_method": "hist", "objective": "binary:logistic", "max_depth": depth,
+              "max_bin": max_bin, "eta": 0.3, "base_score": 0.5, "nthread": nthread}
+    bst = xgb.Booster(params, [d])
+    ts = []
+    for i in range(trees):
+        t0 = time.perf_counter()
+        bst.update(d, i)
+        ts.append(time.perf_counter() - t0)
+    rest = sorted(ts[1:]) or ts
+    print("xgboost %d %.4f" % (nthread, rest[len(rest) // 2]))
+    return 0
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "gen":
         gen(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]),
@@ -115,4 +138,6 @@ if __name__ == "__main__":
         sys.exit(0)
     if sys.argv[1] == "check":
         sys.exit(check(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])))
-    sys.exit("usage: gbdt_xgb.py gen|check ...")
+    if sys.argv[1] == "time":
+        sys.exit(time_trees(sys.argv[2], *[int(a) for a in sys.argv[3:7]]))
+    sys.exit("usage: gbdt_xgb.py gen|check|time ...")

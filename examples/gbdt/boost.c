@@ -54,8 +54,10 @@ int gb_boost(struct gb_job *j, const struct gb_opts *o, struct gb_model *m)
             goto out;
         double t = gb_now_s();
         if (j->rank == 0 && !o->quiet)
-            gb_say("tree %" PRIu32 " train-%s %.9g time %.4f s\n", m->ntrees, metric, obj,
-                   t - t_prev);
+            gb_say("tree %" PRIu32 " train-%s %.9g time %.4f s (histograms %.4f, allreduce %.4f, "
+                   "splits %.4f, rows %.4f)\n",
+                   m->ntrees, metric, obj, t - t_prev, j->t_hist, j->t_reduce - j->t_hist,
+                   j->t_split, j->t_rows);
         t_prev = t;
         if (m->ntrees % o->ckpt_every == 0 || m->ntrees == o->trees) {
             size_t n = gb_model_nbytes(m);

@@ -86,6 +86,10 @@ struct gb_job {
     double *pred;   /* the prediction cache: each row's margin (derived) */
     double *gh;     /* 2 x rows: gradient and hessian */
     uint32_t *pos;  /* the node each row is at while a tree grows */
+    /* where a tree's time goes (seconds, this rank, reset per tree): building
+     * histograms, in the histogram allreduces besides that, finding splits
+     * and moving rows, the rest (gradients, cache update) */
+    double t_hist, t_reduce, t_split, t_rows;
 };
 
 struct gb_opts {
