@@ -1,7 +1,7 @@
 # Tests of examples/gbdt (rally-gbdt); include()d from tests/CMakeLists.txt.
 # Each case is one tests/gbdt_test.sh run (its header says what each pins).
 # The reference is Debian's python3-xgboost (scripts/deps.sh).
-set(RALLY_GBDT_CASES help xgboost missing mock_op mock_checkpoint mock_recovery mock_load
+set(RALLY_GBDT_CASES help badinput xgboost missing mock_op mock_checkpoint mock_recovery mock_load
     mock_bootstrap mock_interval kill9)
 foreach(c ${RALLY_GBDT_CASES})
   add_test(NAME gbdt_${c}

@@ -5,6 +5,9 @@
 # the values missing except in the xgboost case.  Every job is bounded in
 # time and must leave no process behind.
 #   help         --help lists the flags; a bad flag is exit status 2
+#   badinput     a label 2 for binary:logistic in rank 1's shard, or a bad
+#                number: every worker stops with status 2, the error names
+#                the row, no hang
 #   xgboost      against xgboost.train(tree_method="hist") with the same
 #                parameters and nthread = N: the same number of trees, test
 #                log loss and AUC (logistic, N = 2) or RMSE (squared error,
@@ -106,6 +109,19 @@ help)
     [ $? -eq 2 ] || fail "a bad flag must exit 2"
     "$gb" --max-bin 256 --data x >"$tmp/out" 2>&1
     [ $? -eq 2 ] || fail "--max-bin 256 must exit 2"
+    ;;
+badinput)
+    gen c 0 binary:logistic
+    sed '15000s/^0,/2,/; 15000s/^1,/2,/' "$tmp/c.train.csv" >"$tmp/label.csv"
+    GREP="label.csv: the row at byte .* has label 2; binary:logistic wants 0 or 1" \
+        "$here/run_job.sh" nonzero 60 "$run" -n 2 "$gb" --data "$tmp/label.csv" \
+        --data-opt csv_label=0 >"$tmp/out" 2>&1 || fail "want a non-zero exit and the label's row"
+    grep -q "^rally-run: rank . exited with status 2" "$tmp/out" || fail "want exit status 2"
+    sed '300s/^\([^,]*,[^,]*\),[^,]*/\1,1.5x/' "$tmp/c.train.csv" >"$tmp/bad.csv"
+    GREP="bad.csv:300:" "$here/run_job.sh" nonzero 60 "$run" -n 2 "$gb" --data "$tmp/bad.csv" \
+        --data-opt csv_label=0 >"$tmp/out" 2>&1 || fail "want a non-zero exit and file:line"
+    grep -q "^rally-run: rank . exited with status 2" "$tmp/out" || fail "want exit status 2"
+    cat "$tmp/out"
     ;;
 xgboost)
     gen c 0 binary:logistic
