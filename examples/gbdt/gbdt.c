@@ -176,8 +176,7 @@ static int load_or_start(struct gb_job *j, const struct gb_opts *o, struct gb_mo
         double t0 = gb_now_s();
         gb_rebuild_cache(m, j->x, j->rows, j->pred);
         gb_say("rank %d restarted: resuming after tree %" PRIu32 " (checkpoint version %" PRIu64
-               "); prediction cache of %" PRIu64 " rows rebuilt from %" PRIu32
-               " trees in %.4f s\n",
+               "); prediction cache of %" PRIu64 " rows rebuilt from %" PRIu32 " trees in %.4f s\n",
                j->rank, m->ntrees, version, j->rows, m->ntrees, gb_now_s() - t0);
         status = GB_EXIT_OK;
         goto out;
@@ -255,8 +254,7 @@ static int report(struct gb_job *j, const struct gb_opts *o, const struct gb_mod
     if (o->json)
         fwrite(json, 1, jn, stdout);
     gb_say("predictions: digest=%016" PRIx64 " rows=%" PRIu64 "\n", digest, j->total_rows);
-    gb_say("result: model_digest=%016" PRIx64 " objective=%.17g\n", gb_model_digest(m),
-           objective);
+    gb_say("result: model_digest=%016" PRIx64 " objective=%.17g\n", gb_model_digest(m), objective);
     status = GB_EXIT_OK;
 out:
     free(all);

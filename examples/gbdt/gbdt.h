@@ -55,7 +55,7 @@ struct gb_node {
     uint32_t left, right, split_bin;
     float threshold;
     uint32_t default_left;
-    double value;      /* a leaf's output (eta times the weight) */
+    double value;       /* a leaf's output (eta times the weight) */
     double gain, cover; /* a split's loss change; the node's hessian sum */
 };
 
@@ -200,8 +200,8 @@ static inline void gb_say(const char *fmt, ...)
 
 static inline int gb_fail(const struct gb_job *j, const char *what, int rc)
 {
-    fprintf(stderr, "rally-gbdt: rank %d: %s failed: %s (%s)\n", j->rank, what,
-            rally_errmsg(j->r), rally_strstatus(rc));
+    fprintf(stderr, "rally-gbdt: rank %d: %s failed: %s (%s)\n", j->rank, what, rally_errmsg(j->r),
+            rally_strstatus(rc));
     return GB_EXIT_RALLY;
 }
 

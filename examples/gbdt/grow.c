@@ -81,8 +81,8 @@ struct split {
 
 /* The best split of a node with histogram h and sums (G, H); feature -1
  * when none is worth taking. */
-static struct split best_split(const struct gb_job *j, const struct gb_params *p,
-                               const double *h, double G, double H)
+static struct split best_split(const struct gb_job *j, const struct gb_params *p, const double *h,
+                               double G, double H)
 {
     const uint32_t S2 = p->max_bin + 1;
     const double parent = gain(p, G, H), mcw = p->min_child_weight;
@@ -296,8 +296,7 @@ int gb_grow(struct gb_job *j, struct gb_model *m)
         }
         b = (struct build){j, W.slot, W.red, nbuild, stride, p->max_bin};
         t0 = gb_now_s();
-        rc = rally_allreduce(j->r, W.red, nbuild * stride, RALLY_DOUBLE, RALLY_SUM, build_hist,
-                             &b);
+        rc = rally_allreduce(j->r, W.red, nbuild * stride, RALLY_DOUBLE, RALLY_SUM, build_hist, &b);
         j->t_reduce += gb_now_s() - t0;
         if (rc != RALLY_OK) {
             status = gb_fail(j, "a histogram allreduce", rc);
@@ -307,7 +306,8 @@ int gb_grow(struct gb_job *j, struct gb_model *m)
             uint32_t l = W.nlevel[k], small = W.slot[l] >= 0 ? l : W.nlevel[k + 1];
             while (t.nodes[W.level[parent]].feature < 0)
                 parent++;
-            const double *hp = W.hist + parent * stride, *hs = W.red + (size_t)W.slot[small] * stride;
+            const double *hp = W.hist + parent * stride,
+                         *hs = W.red + (size_t)W.slot[small] * stride;
             double *hsmall = W.next + (small == l ? k : k + 1) * stride;
             double *hbig = W.next + (small == l ? k + 1 : k) * stride;
             memcpy(hsmall, hs, stride * sizeof *hs);

@@ -210,11 +210,10 @@ int gb_model_decode(const unsigned char *b, size_t n, struct gb_model *m, const 
             return -1;
         }
         for (uint32_t k = 0; k < tr.n; k++, p += GB_NODE_NBYTES)
-            tr.nodes[k] = (struct gb_node){(int32_t)get32(p),     get32(p + 4),
-                                           get32(p + 8),          get32(p + 12),
-                                           bitsf(get32(p + 16)),  get32(p + 20),
-                                           bitsd(get64(p + 24)),  bitsd(get64(p + 32)),
-                                           bitsd(get64(p + 40))};
+            tr.nodes[k] =
+                (struct gb_node){(int32_t)get32(p),    get32(p + 4),         get32(p + 8),
+                                 get32(p + 12),        bitsf(get32(p + 16)), get32(p + 20),
+                                 bitsd(get64(p + 24)), bitsd(get64(p + 32)), bitsd(get64(p + 40))};
         if (!well_formed(&tr, x.d) || gb_model_push(&x, tr) != 0) {
             free(tr.nodes);
             goto bad;
@@ -304,8 +303,9 @@ int gb_model_json(const struct gb_model *m, char **out, size_t *n)
     uint64_t digest = gb_model_digest(m);
     if (digest == UINT64_MAX)
         return -1;
-    add(&t, "{\"format\": \"rally-gbdt\", \"format_version\": %u,\n \"objective\": \"%s\", "
-            "\"num_features\": %" PRIu32 ", \"num_trees\": %" PRIu32 ",\n \"params\": {",
+    add(&t,
+        "{\"format\": \"rally-gbdt\", \"format_version\": %u,\n \"objective\": \"%s\", "
+        "\"num_features\": %" PRIu32 ", \"num_trees\": %" PRIu32 ",\n \"params\": {",
         GB_FORMAT, objective_name(m->p.objective), m->d, m->ntrees);
     add(&t, "\"max_depth\": %" PRIu32 ", \"max_bin\": %" PRIu32 ", \"eta\": ", m->p.max_depth,
         m->p.max_bin);

@@ -162,8 +162,10 @@ int gb_opts_parse(int argc, char **argv, struct gb_opts *o)
             else if (strcmp(optarg, "reg:squarederror") == 0)
                 o->p.objective = GB_SQUARED;
             else {
-                fprintf(stderr, "rally-gbdt: --objective '%s': want binary:logistic or "
-                                "reg:squarederror\n", optarg);
+                fprintf(stderr,
+                        "rally-gbdt: --objective '%s': want binary:logistic or "
+                        "reg:squarederror\n",
+                        optarg);
                 return -1;
             }
             break;

@@ -18,8 +18,7 @@
 
 static double base_margin(const struct gb_params *p)
 {
-    return p->objective == GB_LOGISTIC ? log(p->base_score / (1.0 - p->base_score))
-                                       : p->base_score;
+    return p->objective == GB_LOGISTIC ? log(p->base_score / (1.0 - p->base_score)) : p->base_score;
 }
 
 static double leaf(const struct gb_tree *t, const float *x)

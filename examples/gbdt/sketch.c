@@ -159,8 +159,8 @@ int gb_sketch(struct gb_job *j, uint32_t max_bin)
     j->nbin = malloc((size_t)j->d * sizeof *j->nbin);
     j->cuts = malloc((size_t)j->d * max_bin * sizeof *j->cuts);
     j->bins = malloc(j->rows * j->d + 1);
-    if (mine == NULL || all == NULL || tmp == NULL || wsum == NULL || j->nbin == NULL || j->cuts == NULL ||
-        j->bins == NULL || summarise(j, S, mine) != 0) {
+    if (mine == NULL || all == NULL || tmp == NULL || wsum == NULL || j->nbin == NULL ||
+        j->cuts == NULL || j->bins == NULL || summarise(j, S, mine) != 0) {
         status = gb_oom();
         goto out;
     }
@@ -174,8 +174,8 @@ int gb_sketch(struct gb_job *j, uint32_t max_bin)
     for (uint64_t i = 0; i < j->rows; i++)
         for (uint32_t f = 0; f < j->d; f++) {
             float v = j->x[i * j->d + f];
-            j->bins[i * j->d + f] = isnan(v) ? (uint8_t)max_bin
-                                             : bin_of(j->cuts + (size_t)f * max_bin, j->nbin[f], v);
+            j->bins[i * j->d + f] =
+                isnan(v) ? (uint8_t)max_bin : bin_of(j->cuts + (size_t)f * max_bin, j->nbin[f], v);
         }
     status = GB_EXIT_OK;
 out:
