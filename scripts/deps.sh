@@ -2,7 +2,7 @@
 # Installs the Debian packages the build and tests need, when missing.
 # Runs apt-get as root (or through sudo); prints nothing when all is there.
 set -e
-need="cmake make gcc clang pkg-config libsodium-dev libjansson-dev libxxhash-dev libcmocka-dev python3 python3-numpy python3-pytest python3-sklearn"
+need="cmake make gcc clang pkg-config libsodium-dev libjansson-dev libxxhash-dev libcmocka-dev python3 python3-numpy python3-pytest python3-sklearn python3-xgboost"
 # OpenMPI for librally_mpi (src/mpi) and its tests under mpirun
 need="$need openmpi-bin libopenmpi-dev"
 # clang's runtimes (ASan, UBSan, TSan, libFuzzer) for `make sanitize` and the

@@ -1,0 +1,83 @@
+/*
+ * boost.c — the boosting rounds: grow a tree (grow.c), the train loss by one
+ * allreduce, a progress line, and a checkpoint of the trees every M trees
+ * and after the last.  Between checkpoints rally keeps the collectives'
+ * results, so a worker restarted there replays the trees since the last
+ * checkpoint from them (docs/recovery.md).
+ */
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "gbdt.h"
+
+/* The summed loss over this shard, as the allreduce's prepare callback. */
+struct loss {
+    const struct gb_job *j;
+    const struct gb_params *p;
+    double *sum;
+};
+
+static void shard_loss(void *arg)
+{
+    const struct loss *l = arg;
+    double s = 0;
+    for (uint64_t i = 0; i < l->j->rows; i++)
+        s += gb_loss(l->p, l->j->pred[i], l->j->y[i]);
+    *l->sum = s;
+}
+
+int gb_train_loss(struct gb_job *j, const struct gb_model *m, double *out)
+{
+    double sum = 0;
+    struct loss l = {j, &m->p, &sum};
+    int rc = rally_allreduce(j->r, &sum, 1, RALLY_DOUBLE, RALLY_SUM, shard_loss, &l);
+    if (rc != RALLY_OK)
+        return gb_fail(j, "the loss allreduce", rc);
+    double obj = sum / (double)j->total_rows;
+    *out = m->p.objective == GB_SQUARED ? sqrt(obj) : obj;
+    return GB_EXIT_OK;
+}
+
+int gb_boost(struct gb_job *j, const struct gb_opts *o, struct gb_model *m)
+{
+    unsigned char *bytes = NULL; /* the checkpoint, reused */
+    size_t cap = 0;
+    double t_prev = gb_now_s(), obj = 0;
+    int status = GB_EXIT_OK, rc;
+    const char *metric = m->p.objective == GB_LOGISTIC ? "logloss" : "rmse";
+    while (m->ntrees < o->trees) {
+        if (o->pause_ms > 0)
+            usleep((useconds_t)o->pause_ms * 1000);
+        if ((status = gb_grow(j, m)) != GB_EXIT_OK)
+            goto out;
+        if ((status = gb_train_loss(j, m, &obj)) != GB_EXIT_OK)
+            goto out;
+        double t = gb_now_s();
+        if (j->rank == 0 && !o->quiet)
+            gb_say("tree %" PRIu32 " train-%s %.9g time %.4f s (histograms %.4f, allreduce %.4f, "
+                   "splits %.4f, rows %.4f)\n",
+                   m->ntrees, metric, obj, t - t_prev, j->t_hist, j->t_reduce - j->t_hist,
+                   j->t_split, j->t_rows);
+        t_prev = t;
+        if (m->ntrees % o->ckpt_every == 0 || m->ntrees == o->trees) {
+            size_t n = gb_model_nbytes(m);
+            if (n > cap) {
+                unsigned char *nb = realloc(bytes, 2 * n);
+                if (nb == NULL) {
+                    status = gb_oom();
+                    goto out;
+                }
+                bytes = nb;
+                cap = 2 * n;
+            }
+            gb_model_encode(m, bytes);
+            if ((rc = rally_checkpoint(j->r, bytes, n, NULL, 0)) != RALLY_OK) {
+                status = gb_fail(j, "rally_checkpoint", rc);
+                goto out;
+            }
+        }
+    }
+out:
+    free(bytes);
+    return status;
+}

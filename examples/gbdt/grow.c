@@ -1,0 +1,340 @@
+/*
+ * grow.c — one tree, grown depth-wise as XGBoost's hist method does: every
+ * row's gradient and hessian from the prediction cache; per level, the
+ * gradient/hessian histograms of the level's nodes reduced by one float64 SUM
+ * allreduce; every rank then finds the same best splits (rally's reduction
+ * order is fixed, so the sums are the same bits on every run) and moves its
+ * rows down.
+ *
+ * Histograms: a node's is d x (max_bin + 1) pairs (gradient sum, hessian
+ * sum), the last slot of each feature for missing values; the last level
+ * (depth max_depth: leaves only) needs none.  Below the root
+ * only the child with the smaller hessian sum is built and reduced; its
+ * sibling is the parent's histogram minus it (XGBoost's subtraction trick;
+ * the same arithmetic on every rank).  The histograms are built in the
+ * allreduce's prepare callback, so a recovering worker, which is handed the
+ * results, skips building them.
+ *
+ * A split of a node with sums (G, H) into (GL, HL) and (GR, HR) changes the
+ * loss by gain(GL, HL) + gain(GR, HR) - gain(G, H), gain(G, H) = G^2 / (H +
+ * lambda) (0 when H < min_child_weight); each side needs a hessian sum of at
+ * least min_child_weight; it is taken when its loss change exceeds 1e-6 and
+ * is at least gamma (XGBoost's test).  For every bin boundary both default
+ * directions for the missing values are tried; ties keep the first found
+ * (lowest feature, lowest bin, missing right).  A leaf outputs eta * -G / (H
+ * + lambda) (0 when H < min_child_weight).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "gbdt.h"
+
+#define RT_EPS 1e-6
+
+/* What the histogram prepare callback needs. */
+struct build {
+    struct gb_job *j;
+    const int32_t *slot; /* tree node -> slot in buf, -1: not built */
+    double *buf;
+    size_t nslots, stride;
+    uint32_t max_bin;
+};
+
+static void build_hist(void *arg)
+{
+    const struct build *b = arg;
+    struct gb_job *j = b->j;
+    double t0 = gb_now_s();
+    const uint32_t d = j->d, S2 = b->max_bin + 1;
+    memset(b->buf, 0, b->nslots * b->stride * sizeof *b->buf);
+    for (uint64_t i = 0; i < j->rows; i++) {
+        int32_t s = b->slot[j->pos[i]];
+        if (s < 0)
+            continue;
+        double *h = b->buf + (size_t)s * b->stride;
+        const uint8_t *bin = j->bins + i * d;
+        const double g = j->gh[2 * i], hh = j->gh[2 * i + 1];
+        for (uint32_t f = 0; f < d; f++) {
+            double *c = h + ((size_t)f * S2 + bin[f]) * 2;
+            c[0] += g;
+            c[1] += hh;
+        }
+    }
+    j->t_hist += gb_now_s() - t0;
+}
+
+static double gain(const struct gb_params *p, double G, double H)
+{
+    return H < p->min_child_weight ? 0.0 : G * G / (H + p->lambda);
+}
+
+static double weight(const struct gb_params *p, double G, double H)
+{
+    return (H < p->min_child_weight || H <= 0) ? 0.0 : -G / (H + p->lambda);
+}
+
+struct split {
+    double loss, GL, HL;
+    int32_t feature;
+    uint32_t bin, default_left;
+};
+
+/* The best split of a node with histogram h and sums (G, H); feature -1
+ * when none is worth taking. */
+static struct split best_split(const struct gb_job *j, const struct gb_params *p, const double *h,
+                               double G, double H)
+{
+    const uint32_t S2 = p->max_bin + 1;
+    const double parent = gain(p, G, H), mcw = p->min_child_weight;
+    struct split best = {.feature = -1};
+    for (uint32_t f = 0; f < j->d; f++) {
+        const double *hf = h + (size_t)f * S2 * 2;
+        const double Gm = hf[2 * p->max_bin], Hm = hf[2 * p->max_bin + 1];
+        double GL = 0, HL = 0;
+        for (uint32_t b = 0; b + 1 < j->nbin[f]; b++) {
+            GL += hf[2 * b];
+            HL += hf[2 * b + 1];
+            for (uint32_t dl = 0; dl < 2; dl++) {
+                if (dl && Hm <= 0)
+                    break;
+                double gl = dl ? GL + Gm : GL, hl = dl ? HL + Hm : HL;
+                double gr = G - gl, hr = H - hl;
+                if (hl < mcw || hr < mcw || hl <= 0 || hr <= 0)
+                    continue;
+                double loss = gain(p, gl, hl) + gain(p, gr, hr) - parent;
+                if (best.feature < 0 || loss > best.loss)
+                    best = (struct split){loss, gl, hl, (int32_t)f, b, dl};
+            }
+        }
+    }
+    if (best.feature >= 0 && !(best.loss > RT_EPS && best.loss >= p->gamma))
+        best.feature = -1;
+    return best;
+}
+
+/* Reusable buffers (a tree's worth; grown, never shrunk). */
+struct ws {
+    double *hist, *next, *red; /* this level's, the next level's, the reduced */
+    size_t hist_cap, next_cap, red_cap;
+    int32_t *slot;
+    double *G, *H;
+    uint32_t *level, *nlevel;
+    size_t node_cap;
+};
+
+static struct ws W;
+
+static int reserve(double **p, size_t *cap, size_t n)
+{
+    if (n <= *cap)
+        return 0;
+    double *np = realloc(*p, n * sizeof *np);
+    if (np == NULL)
+        return -1;
+    *p = np;
+    *cap = n;
+    return 0;
+}
+
+static int reserve_nodes(size_t n)
+{
+    if (n <= W.node_cap)
+        return 0;
+    int32_t *s = realloc(W.slot, n * sizeof *s);
+    if (s != NULL)
+        W.slot = s;
+    double *g = realloc(W.G, n * sizeof *g);
+    if (g != NULL)
+        W.G = g;
+    double *h = realloc(W.H, n * sizeof *h);
+    if (h != NULL)
+        W.H = h;
+    uint32_t *l = realloc(W.level, n * sizeof *l);
+    if (l != NULL)
+        W.level = l;
+    uint32_t *nl = realloc(W.nlevel, n * sizeof *nl);
+    if (nl != NULL)
+        W.nlevel = nl;
+    if (s == NULL || g == NULL || h == NULL || l == NULL || nl == NULL)
+        return -1;
+    W.node_cap = n;
+    return 0;
+}
+
+void gb_grow_free(void)
+{
+    free(W.hist);
+    free(W.next);
+    free(W.red);
+    free(W.slot);
+    free(W.G);
+    free(W.H);
+    free(W.level);
+    free(W.nlevel);
+    memset(&W, 0, sizeof W);
+}
+
+static void gradients(struct gb_job *j, const struct gb_params *p)
+{
+    for (uint64_t i = 0; i < j->rows; i++) {
+        double m = j->pred[i], y = j->y[i];
+        if (p->objective == GB_LOGISTIC) {
+            double q = 1.0 / (1.0 + exp(-m));
+            j->gh[2 * i] = q - y;
+            j->gh[2 * i + 1] = fmax(q * (1.0 - q), 1e-16);
+        } else {
+            j->gh[2 * i] = m - y;
+            j->gh[2 * i + 1] = 1.0;
+        }
+    }
+}
+
+int gb_grow(struct gb_job *j, struct gb_model *m)
+{
+    const struct gb_params *p = &m->p;
+    const size_t stride = (size_t)j->d * (p->max_bin + 1) * 2;
+    const size_t max_nodes = ((size_t)2 << p->max_depth) - 1;
+    struct gb_tree t = {0};
+    int status = GB_EXIT_RALLY, rc;
+    if (reserve_nodes(max_nodes) != 0 || reserve(&W.red, &W.red_cap, stride) != 0 ||
+        (t.nodes = calloc(max_nodes, sizeof *t.nodes)) == NULL) {
+        status = gb_oom();
+        goto out;
+    }
+    gradients(j, p);
+    for (uint64_t i = 0; i < j->rows; i++)
+        j->pos[i] = 0;
+    t.n = 1;
+    W.slot[0] = 0;
+    struct build b = {j, W.slot, W.red, 1, stride, p->max_bin};
+    j->t_hist = j->t_reduce = j->t_split = j->t_rows = 0;
+    double t0 = gb_now_s();
+    rc = rally_allreduce(j->r, W.red, stride, RALLY_DOUBLE, RALLY_SUM, build_hist, &b);
+    j->t_reduce += gb_now_s() - t0;
+    if (rc != RALLY_OK) {
+        status = gb_fail(j, "the root histogram allreduce", rc);
+        goto out;
+    }
+    if (reserve(&W.hist, &W.hist_cap, stride) != 0) {
+        status = gb_oom();
+        goto out;
+    }
+    memcpy(W.hist, W.red, stride * sizeof *W.hist);
+    W.G[0] = W.H[0] = 0;
+    for (uint32_t s = 0; s <= p->max_bin; s++) { /* the root's sums: feature 0's bins */
+        W.G[0] += W.hist[2 * s];
+        W.H[0] += W.hist[2 * s + 1];
+    }
+    W.level[0] = 0;
+    size_t nlev = 1;
+    for (uint32_t depth = 0;; depth++) {
+        /* this level's splits; children numbered in order after the parents */
+        size_t nnext = 0, nbuild = 0;
+        t0 = gb_now_s();
+        for (size_t k = 0; k < nlev; k++) {
+            uint32_t id = W.level[k];
+            struct gb_node *nd = &t.nodes[id];
+            nd->cover = W.H[id];
+            struct split s = {.feature = -1};
+            if (depth < p->max_depth)
+                s = best_split(j, p, W.hist + k * stride, W.G[id], W.H[id]);
+            if (s.feature < 0) {
+                nd->feature = -1;
+                nd->value = p->eta * weight(p, W.G[id], W.H[id]);
+                continue;
+            }
+            uint32_t l = t.n++, r = t.n++;
+            *nd = (struct gb_node){.feature = s.feature,
+                                   .left = l,
+                                   .right = r,
+                                   .split_bin = s.bin,
+                                   .threshold = j->cuts[(size_t)s.feature * p->max_bin + s.bin],
+                                   .default_left = s.default_left,
+                                   .gain = s.loss,
+                                   .cover = W.H[id]};
+            W.G[l] = s.GL;
+            W.H[l] = s.HL;
+            W.G[r] = W.G[id] - s.GL;
+            W.H[r] = W.H[id] - s.HL;
+            W.nlevel[nnext++] = l;
+            W.nlevel[nnext++] = r;
+        }
+        j->t_split += gb_now_s() - t0;
+        if (nnext == 0)
+            break;
+        /* rows down one level */
+        t0 = gb_now_s();
+        for (uint64_t i = 0; i < j->rows; i++) {
+            const struct gb_node *nd = &t.nodes[j->pos[i]];
+            if (nd->feature < 0)
+                continue;
+            uint32_t bin = j->bins[i * j->d + (uint32_t)nd->feature];
+            int left = bin == p->max_bin ? (int)nd->default_left : bin <= nd->split_bin;
+            j->pos[i] = left ? nd->left : nd->right;
+        }
+        j->t_rows += gb_now_s() - t0;
+        if (depth + 1 == p->max_depth) { /* the children are leaves: no histograms */
+            for (size_t k = 0; k < nnext; k++) {
+                struct gb_node *c = &t.nodes[W.nlevel[k]];
+                c->feature = -1;
+                c->value = p->eta * weight(p, W.G[W.nlevel[k]], W.H[W.nlevel[k]]);
+                c->cover = W.H[W.nlevel[k]];
+            }
+            break;
+        }
+        /* build the smaller child of each pair; the sibling by subtraction */
+        for (uint32_t id = 0; id < t.n; id++)
+            W.slot[id] = -1;
+        for (size_t k = 0; k < nnext; k += 2) {
+            uint32_t l = W.nlevel[k], r = W.nlevel[k + 1];
+            W.slot[W.H[l] <= W.H[r] ? l : r] = (int32_t)nbuild++;
+        }
+        if (reserve(&W.red, &W.red_cap, nbuild * stride) != 0 ||
+            reserve(&W.next, &W.next_cap, nnext * stride) != 0) {
+            status = gb_oom();
+            goto out;
+        }
+        b = (struct build){j, W.slot, W.red, nbuild, stride, p->max_bin};
+        t0 = gb_now_s();
+        rc = rally_allreduce(j->r, W.red, nbuild * stride, RALLY_DOUBLE, RALLY_SUM, build_hist, &b);
+        j->t_reduce += gb_now_s() - t0;
+        if (rc != RALLY_OK) {
+            status = gb_fail(j, "a histogram allreduce", rc);
+            goto out;
+        }
+        for (size_t k = 0, parent = 0; k < nnext; k += 2) {
+            uint32_t l = W.nlevel[k], small = W.slot[l] >= 0 ? l : W.nlevel[k + 1];
+            while (t.nodes[W.level[parent]].feature < 0)
+                parent++;
+            const double *hp = W.hist + parent * stride,
+                         *hs = W.red + (size_t)W.slot[small] * stride;
+            double *hsmall = W.next + (small == l ? k : k + 1) * stride;
+            double *hbig = W.next + (small == l ? k + 1 : k) * stride;
+            memcpy(hsmall, hs, stride * sizeof *hs);
+            for (size_t e = 0; e < stride; e++)
+                hbig[e] = hp[e] - hs[e];
+            parent++;
+        }
+        double *tmp = W.hist;
+        size_t tcap = W.hist_cap;
+        W.hist = W.next;
+        W.hist_cap = W.next_cap;
+        W.next = tmp;
+        W.next_cap = tcap;
+        uint32_t *tl = W.level;
+        W.level = W.nlevel;
+        W.nlevel = tl;
+        nlev = nnext;
+    }
+    for (uint64_t i = 0; i < j->rows; i++)
+        j->pred[i] += t.nodes[j->pos[i]].value;
+    if (gb_model_push(m, t) != 0) {
+        status = gb_oom();
+        goto out;
+    }
+    t.nodes = NULL;
+    status = GB_EXIT_OK;
+out:
+    free(t.nodes);
+    return status;
+}

@@ -1,0 +1,256 @@
+/*
+ * options.c — rally-gbdt's command line: the usage text and the flags, parsed
+ * into struct gb_opts.  rally_init has already taken the rally_key=value
+ * arguments out of argv; --data-opt values go to the data reader's own
+ * option parser.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gbdt.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: rally-run -n N rally-gbdt [options] --data FILE [rally_key=value...]\n"
+            "       rally-gbdt predict MODEL.json DATA [--data-opt KEY=VAL]... [--out FILE]\n"
+            "       rally-gbdt --show MODEL.json\n"
+            "Gradient-boosted trees (histograms, as XGBoost's tree_method=hist) over rally;\n"
+            "a worker that dies is restarted and recovered without restarting the job.\n"
+            "\n"
+            "  --data FILE             LIBSVM or CSV training data with labels (each worker\n"
+            "                          reads its shard); absent or empty values are missing\n"
+            "  --data-opt KEY=VAL      a data reader option, repeatable (docs/data.md), e.g.\n"
+            "                          csv_label=0, csv_header=yes, format=libsvm\n"
+            "  --objective OBJ         binary:logistic (default; labels 0/1) or\n"
+            "                          reg:squarederror\n"
+            "  --trees N               boosting rounds (default 10)\n"
+            "  --max-depth D           depth of each tree, 1..%u (default 6)\n"
+            "  --eta X                 learning rate (default 0.3)\n"
+            "  --lambda X              L2 regularisation of leaf weights (default 1)\n"
+            "  --gamma X               minimum loss change of a split (default 0)\n"
+            "  --min-child-weight X    minimum hessian sum of a child (default 1)\n"
+            "  --max-bin B             histogram bins per feature, 2..%u (default 255)\n"
+            "  --base-score X          initial prediction (default 0.5)\n"
+            "  --checkpoint-every M    checkpoint the trees every M trees and after the\n"
+            "                          last (default 1)\n"
+            "  --model-out FILE        save the final model as JSON (README.md describes it)\n"
+            "  --pred-out FILE         write the training rows' predictions (rank 0, file\n"
+            "                          order, %%.17g), as `predict` prints them\n"
+            "  --json                  print the final model as JSON before the result line\n"
+            "  --show MODEL.json       check a saved model and print it (no job)\n"
+            "  --pause-ms MS           sleep MS ms per tree (demos: time to kill a worker)\n"
+            "  --quiet                 no per-tree lines\n"
+            "  -h, --help              this text\n"
+            "\n"
+            "rally_key=value arguments and RALLY_* variables configure rally (docs/config.md).\n"
+            "Rank 0 prints one line per tree (tree, train loss, seconds), then\n"
+            "'predictions: digest=<hex>' and last 'result: model_digest=<hex>\n"
+            "objective=<%%.17g>', the final mean train log loss (logistic) or root mean\n"
+            "squared error.  Exit status: 0 on success, 1 on a rally error, 2 on bad input.\n",
+            GB_MAX_DEPTH, GB_MAX_BIN);
+}
+
+int gb_early_flags(int argc, char **argv)
+{
+    if (argc >= 2 && strcmp(argv[1], "predict") == 0)
+        return gb_predict_main(argc, argv);
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            usage(stdout);
+            return GB_EXIT_OK;
+        } else if (strcmp(argv[i], "--show") == 0 && i + 1 < argc) {
+            struct gb_model m = {0};
+            char err[8192], *json = NULL;
+            size_t n = 0;
+            int rc = GB_EXIT_INPUT;
+            if (gb_model_read_json(argv[i + 1], &m, err, sizeof err) != 0)
+                fprintf(stderr, "rally-gbdt: %s\n", err);
+            else if (gb_model_json(&m, &json, &n) != 0)
+                rc = gb_oom();
+            else
+                rc = fwrite(json, 1, n, stdout) == n ? GB_EXIT_OK : GB_EXIT_RALLY;
+            free(json);
+            gb_model_free(&m);
+            return rc;
+        }
+    return -1;
+}
+
+static int whole(const char *opt, const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = s[0] == '-' ? 0 : strtoull(s, &end, 10);
+    if (s[0] == '-' || s[0] == '\0' || *end != '\0' || errno != 0 || v < lo || v > hi) {
+        fprintf(stderr, "rally-gbdt: %s '%s' is not a whole number in [%" PRIu64 ", %" PRIu64 "]\n",
+                opt, s, lo, hi);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static int real(const char *opt, const char *s, double lo, double hi, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (s[0] == '\0' || *end != '\0' || errno != 0 || !(v >= lo && v <= hi)) {
+        fprintf(stderr, "rally-gbdt: %s '%s' is not a number in [%g, %g]\n", opt, s, lo, hi);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+int gb_opts_parse(int argc, char **argv, struct gb_opts *o)
+{
+    static const struct option longopts[] = {{"data", required_argument, 0, 'd'},
+                                             {"data-opt", required_argument, 0, 'D'},
+                                             {"objective", required_argument, 0, 'o'},
+                                             {"trees", required_argument, 0, 't'},
+                                             {"max-depth", required_argument, 0, 'x'},
+                                             {"eta", required_argument, 0, 'e'},
+                                             {"lambda", required_argument, 0, 'l'},
+                                             {"gamma", required_argument, 0, 'g'},
+                                             {"min-child-weight", required_argument, 0, 'w'},
+                                             {"max-bin", required_argument, 0, 'b'},
+                                             {"base-score", required_argument, 0, 'B'},
+                                             {"checkpoint-every", required_argument, 0, 'c'},
+                                             {"model-out", required_argument, 0, 'm'},
+                                             {"pred-out", required_argument, 0, 'P'},
+                                             {"json", no_argument, 0, 'j'},
+                                             {"pause-ms", required_argument, 0, 'p'},
+                                             {"quiet", no_argument, 0, 'q'},
+                                             {"help", no_argument, 0, 'h'},
+                                             {0, 0, 0, 0}};
+    *o = (struct gb_opts){.trees = 10,
+                          .ckpt_every = 1,
+                          .p = {.objective = GB_LOGISTIC,
+                                .max_depth = 6,
+                                .max_bin = 255,
+                                .eta = 0.3,
+                                .lambda = 1,
+                                .gamma = 0,
+                                .min_child_weight = 1,
+                                .base_score = 0.5}};
+    if (rally_data_opts_new(&o->dopts) != RALLY_OK) {
+        gb_oom();
+        return -1;
+    }
+    uint64_t v;
+    char err[512];
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'd':
+            o->data = optarg;
+            break;
+        case 'D':
+            if (rally_data_opts_parse(o->dopts, optarg, err, sizeof err) != RALLY_OK) {
+                fprintf(stderr, "rally-gbdt: --data-opt %s: %s\n", optarg, err);
+                return -1;
+            }
+            break;
+        case 'o':
+            if (strcmp(optarg, "binary:logistic") == 0)
+                o->p.objective = GB_LOGISTIC;
+            else if (strcmp(optarg, "reg:squarederror") == 0)
+                o->p.objective = GB_SQUARED;
+            else {
+                fprintf(stderr,
+                        "rally-gbdt: --objective '%s': want binary:logistic or "
+                        "reg:squarederror\n",
+                        optarg);
+                return -1;
+            }
+            break;
+        case 't':
+            if (whole("--trees", optarg, 1, GB_MAX_TREES, &v) != 0)
+                return -1;
+            o->trees = (uint32_t)v;
+            break;
+        case 'x':
+            if (whole("--max-depth", optarg, 1, GB_MAX_DEPTH, &v) != 0)
+                return -1;
+            o->p.max_depth = (uint32_t)v;
+            break;
+        case 'e':
+            if (real("--eta", optarg, 1e-6, 1, &o->p.eta) != 0)
+                return -1;
+            break;
+        case 'l':
+            if (real("--lambda", optarg, 0, 1e12, &o->p.lambda) != 0)
+                return -1;
+            break;
+        case 'g':
+            if (real("--gamma", optarg, 0, 1e12, &o->p.gamma) != 0)
+                return -1;
+            break;
+        case 'w':
+            if (real("--min-child-weight", optarg, 0, 1e12, &o->p.min_child_weight) != 0)
+                return -1;
+            break;
+        case 'b':
+            if (whole("--max-bin", optarg, 2, GB_MAX_BIN, &v) != 0)
+                return -1;
+            o->p.max_bin = (uint32_t)v;
+            break;
+        case 'B':
+            if (real("--base-score", optarg, -1e12, 1e12, &o->p.base_score) != 0)
+                return -1;
+            break;
+        case 'c':
+            if (whole("--checkpoint-every", optarg, 1, GB_MAX_TREES, &v) != 0)
+                return -1;
+            o->ckpt_every = (uint32_t)v;
+            break;
+        case 'm':
+            o->model_out = optarg;
+            break;
+        case 'P':
+            o->pred_out = optarg;
+            break;
+        case 'j':
+            o->json = 1;
+            break;
+        case 'p':
+            if (whole("--pause-ms", optarg, 0, 3600000, &v) != 0)
+                return -1;
+            o->pause_ms = (long)v;
+            break;
+        case 'q':
+            o->quiet = 1;
+            break;
+        case 'h':
+            usage(stdout);
+            return 1;
+        default:
+            usage(stderr);
+            return -1;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "rally-gbdt: unexpected argument '%s' (see --help)\n", argv[optind]);
+        return -1;
+    }
+    if (o->data == NULL) {
+        fprintf(stderr, "rally-gbdt: --data FILE is required (see --help)\n");
+        return -1;
+    }
+    if (o->p.objective == GB_LOGISTIC && !(o->p.base_score > 0 && o->p.base_score < 1)) {
+        fprintf(stderr, "rally-gbdt: --base-score must lie in (0, 1) for binary:logistic\n");
+        return -1;
+    }
+    return 0;
+}
+
+void gb_opts_free(struct gb_opts *o)
+{
+    rally_data_opts_free(o->dopts);
+    o->dopts = NULL;
+}
