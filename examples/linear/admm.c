@@ -22,7 +22,8 @@
  * the last two at the z before the update, so an iteration reports the
  * objective of the z it started from and the primal residual of the
  * previous one.  Converged: primal and dual residuals both at most --tol.
- * At the end one more allreduce gives the final z's objective.
+ * rho adapts by residual balancing (balance()).  At the end one more
+ * allreduce gives the final z's objective.
  *
  * The local model's bytes: the iteration (8 bytes), x (n doubles), u (n
  * doubles), host byte order (replicas stay within the job).
@@ -82,6 +83,20 @@ static int solve_local(const struct lr_job *j, struct lr_model *lm, struct lr_lb
             lr_lbfgs_step(lm, wk, sub_eval, &s, LOCAL_TOL);
     memcpy(x, lm->w, n * sizeof *x);
     return LR_EXIT_OK;
+}
+
+/* Residual balancing (Boyd et al. 3.4.1): rho doubles when the primal
+ * residual is over ten times the dual one, halves in the opposite case, and
+ * the scaled duals u = y / rho follow.  Every rank decides alike (the
+ * residuals are global) and rescales its own u. */
+static void balance(struct lr_model *m, double *u, size_t n, double primal)
+{
+    double k = primal > 10 * m->resid ? 2.0 : m->resid > 10 * primal ? 0.5 : 1.0;
+    if (k == 1.0)
+        return;
+    m->rho *= k;
+    for (size_t e = 0; e < n; e++)
+        u[e] /= k;
 }
 
 static double sq(double x)
@@ -220,6 +235,8 @@ int lr_admm(struct lr_job *j, const struct lr_opts *o, struct lr_model *m)
         m->evals++;
         if (m->iteration >= 2 && primal <= o->tol && m->resid <= o->tol)
             m->flags |= LR_CONVERGED;
+        else if (m->iteration >= 2)
+            balance(m, u, n, primal);
         double t = lr_now_s();
         if (j->rank == 0 && !o->quiet)
             lr_say("iteration %" PRIu64 " objective %.12g primal %.3g dual %.3g time %.4f s%s\n",
