@@ -46,8 +46,8 @@ def gen_sparse(prefix, rows, d, nnz, seed):
     for part, n in (("train", rows), ("test", rows // 4)):
         data, y = [], []
         for _ in range(n):
-            idx = np.sort(rng.choice(d, nnz, replace=False))
-            val = rng.random(nnz).astype(np.float32)
+            idx = np.unique(rng.integers(0, d, nnz))
+            val = rng.random(len(idx)).astype(np.float32)
             z = float(val.astype(np.float64) @ w[idx])
             y.append(1 if rng.random() < 1 / (1 + np.exp(-z)) else -1)
             data.append((idx, val))
