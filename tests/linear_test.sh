@@ -9,7 +9,9 @@
 #                scikit-learn's LogisticRegression(solver="lbfgs",
 #                C = 1 / (lambda n)), test accuracy within one row; N = 1 and
 #                N = 3 agree to 1e-9; two runs at N = 4 give the same digest;
-#                --show's JSON carries the run's digest
+#                --show's JSON carries the run's digest; the same rows as
+#                LIBSVM with an 11th, absent feature (the sparse path, not
+#                the dense one) give the same objective bit for bit
 #   sparse       100,000-feature LIBSVM (CSR, never densified), N = 2: the
 #                same agreement with scikit-learn on its sparse input
 #   admm_sklearn ADMM at N = 4 reaches scikit-learn's objective to 1e-7
@@ -32,6 +34,8 @@
 #                (mock_*, kill9, admm_*: the digest equals the failure-free
 #                run's, rally-run counts exactly the deaths and as many
 #                recovered, a restarted rank logs the same shard fingerprint)
+#   labels       a label 2 in rank 3's shard: every worker stops (exit status
+#                2), the error names the label and its byte offset, no hang
 #   admm_k1_lost / admm_k2_lost  k + 1 adjacent ranks die at once: the job
 #                fails, naming rank 1's local model as lost
 set -u
@@ -156,6 +160,12 @@ print("objectives at N = 4, 1, 3:", v)
 sys.exit(1 if not v or any(abs(x - v[0]) > 1e-9 * abs(v[0]) for x in v) else 0)' \
         "$(objective "$tmp/n4")" "$(objective "$tmp/n1")" "$(objective "$tmp/n3")" ||
         fail "objectives differ across N"
+    awk -F, '{printf "%s", $1; for (i = 2; i <= NF; i++) printf " %d:%s", i - 1, $i; print ""}' \
+        "$tmp/d.train.csv" >"$tmp/d.svm"
+    job "$tmp/svm" 4 "$lr" --data "$tmp/d.svm" --data-opt num_features=11 --lambda $LAMBDA
+    grep -q 'x 11 features' "$tmp/svm" || fail "want 11 features from num_features=11"
+    [ "$(objective "$tmp/svm")" = "$(objective "$tmp/n4")" ] ||
+        fail "the sparse path gives $(objective "$tmp/svm"), the dense one $(objective "$tmp/n4")"
     ;;
 sparse)
     "$py" "$here/linear_sklearn.py" gen-sparse "$tmp/s" 6000 100000 30 5 ||
@@ -183,6 +193,15 @@ admm_mock_recovery)
 admm_kill9) kill_case "$ADMM" ;;
 admm_k1_adjacent) mock_case 1 "$ADMM rally_local_replica=1" rally_mock=2,4,0,0 ;;
 admm_k2_adjacent) mock_case 2 "$ADMM rally_local_replica=2" rally_mock=1,4,0,0 rally_mock=2,4,0,0 ;;
+labels)
+    # line 19000 lies in rank 3's quarter; its label becomes 2
+    sed '19000s/^[01],/2,/' "$tmp/d.train.csv" >"$tmp/bad.csv"
+    GREP="has the label 2; want -1, 0 or 1" "$here/run_job.sh" nonzero 60 "$run" -n 4 "$lr" \
+        --data "$tmp/bad.csv" --data-opt csv_label=0 >"$tmp/out" 2>&1 ||
+        fail "want a non-zero exit naming the bad label"
+    grep -q "^rally-run: rank . exited with status 2" "$tmp/out" || fail "want a worker's clean exit status 2"
+    grep -m1 'has the label' "$tmp/out"
+    ;;
 admm_k1_lost) lost_case 1 ;;
 admm_k2_lost) lost_case 2 ;;
 *)

@@ -92,6 +92,9 @@ static int bootstrap(struct lr_job *j, const struct lr_opts *o)
     }
     j->d = (uint32_t)agree[0];
     rally_data_csr(j->ds, &j->rp, &j->idx, &j->val);
+    j->dense = 1; /* strictly increasing indices below d: d of them are 0 .. d-1 */
+    for (uint64_t i = 0; i < j->rows && j->dense; i++)
+        j->dense = j->rp[i + 1] - j->rp[i] == j->d;
     uint64_t total = j->rows;
     if ((rc = rally_allreduce(j->r, &total, 1, RALLY_UINT64, RALLY_SUM, NULL, NULL)) != RALLY_OK) {
         status = lr_fail(j, "the row-count allreduce", rc);

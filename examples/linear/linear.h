@@ -70,6 +70,7 @@ struct lr_job {
     const uint32_t *idx;
     const float *val;
     double *y; /* rows labels in {-1, +1} */
+    int dense; /* every row stores all d features (indices 0 .. d-1) */
     rally_dataset_t *ds;
 };
 
