@@ -22,7 +22,7 @@ LAMBDA=1e-4
 OUT=$BUILD/bench-results/linear
 DATADIR=$BUILD/bench-data
 mkdir -p "$OUT" "$DATADIR"
-for t in rally-run rally-linear rally-datagen; do
+for t in rally-run rally-linear rally-linear-mock rally-datagen; do
     [ -x "$BUILD/$t" ] || die "$BUILD/$t is missing: build first (make build)"
 done
 PY=/usr/bin/python3
@@ -39,6 +39,7 @@ if [ ! -s "$DATA" ]; then
 fi
 RESULTS=$OUT/results.txt
 : >"$RESULTS"
+: >"$OUT/recovery.txt"
 
 # median of the iteration times after the first, from rank 0's progress lines
 median_iter() {
@@ -61,6 +62,21 @@ for solver in lbfgs admm; do
         echo "$((SECONDS - start)) s" >&2
         echo "$solver $n $t" >>"$RESULTS"
     done
+done
+
+# The time from a kill to the job back in step (rally-run's "recovered" line):
+# rank 1 dies (librally_mock) entering the first collective of iteration 5.
+RN=${BENCH_LINEAR_RECOVERY_N:-4}
+for solver in lbfgs admm; do
+    log=$OUT/$solver-recovery-n$RN.log
+    printf 'bench linear: %s N=%s with a death ... ' "$solver" "$RN" >&2
+    start=$SECONDS
+    timeout "$TMO" "$BUILD/rally-run" -n "$RN" "$BUILD/rally-linear-mock" --data "$DATA" \
+        --solver $solver --lambda $LAMBDA --iters 8 --tol 1e-300 rally_mock=1,5,0,0 >"$log" 2>&1 ||
+        { tail -n 20 "$log" >&2; die "rally-linear-mock failed (log: $log)"; }
+    echo "$((SECONDS - start)) s" >&2
+    back=$(sed -n 's/.*job back in step \([0-9.]*\) s after the failure.*/\1/p' "$log" | head -1)
+    echo "recovery $solver $RN ${back:-?}" >>"$OUT/recovery.txt"
 done
 
 printf 'bench linear: scikit-learn ... ' >&2
@@ -103,4 +119,7 @@ HDR
 awk -v sk="$sk" '
     BEGIN { printf "%-6s %-3s %12s %16s\n", "solver", "N", "s/iter", "sklearn s/iter" }
     { printf "%-6s %-3s %12.4f %16.4f\n", $1, $2, $3, sk }' "$RESULTS"
+echo "time from a kill to the job back in step (rank 1 killed entering iteration 5, N = $RN;"
+echo "the restarted worker reads its shard again, then is served the checkpoint):"
+awk '{ printf "  %-6s %s s\n", $2, $4 }' "$OUT/recovery.txt"
 echo "logs and raw results (solver N seconds): $OUT"

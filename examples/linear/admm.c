@@ -106,8 +106,8 @@ static double sq(double x)
 
 /* The global model from the newest checkpoint with this worker's (x, u), or
  * a fresh start (z = x = u = 0) checkpointed as iteration 0.  The exit status. */
-static int load_or_start(struct lr_job *j, const struct lr_opts *o, struct lr_model *m,
-                         double *x, double *u, unsigned char *local, size_t local_nbytes)
+static int load_or_start(struct lr_job *j, const struct lr_opts *o, struct lr_model *m, double *x,
+                         double *u, unsigned char *local, size_t local_nbytes)
 {
     void *saved = NULL, *lsaved = NULL;
     uint64_t saved_n = 0, lsaved_n = 0, version = 0;
@@ -208,6 +208,7 @@ int lr_admm(struct lr_job *j, const struct lr_opts *o, struct lr_model *m)
             v[e] = z[e] - u[e];
         }
         solve_local(j, &lm, &wk, x, v, m->rho, intercept);
+        uint64_t passes = lm.evals + 2; /* and the start's evaluation, and the loss at z */
         for (size_t e = 0; e < n; e++)
             buf[e] = x[e] + u[e];
         buf[n] = lr_loss(j, z, (double)j->total_rows);
@@ -239,8 +240,10 @@ int lr_admm(struct lr_job *j, const struct lr_opts *o, struct lr_model *m)
             balance(m, u, n, primal);
         double t = lr_now_s();
         if (j->rank == 0 && !o->quiet)
-            lr_say("iteration %" PRIu64 " objective %.12g primal %.3g dual %.3g time %.4f s%s\n",
-                   m->iteration, obj, primal, m->resid, t - t_prev,
+            lr_say("iteration %" PRIu64
+                   " objective %.12g primal %.3g dual %.3g local passes %" PRIu64
+                   " time %.4f s%s\n",
+                   m->iteration, obj, primal, m->resid, passes, t - t_prev,
                    m->flags & LR_CONVERGED ? " converged" : "");
         t_prev = t;
         uint64_t it = m->iteration;

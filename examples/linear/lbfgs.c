@@ -231,7 +231,7 @@ int lr_lbfgs_run(struct lr_job *j, const struct lr_opts *o, struct lr_model *m)
             lr_say("iteration %" PRIu64 " loss %.12g |g| %.3g step %.3g evals %" PRIu64
                    " time %.4f s%s\n",
                    m->iteration, m->f, inf_norm(m->g, n), m->resid, m->evals - evals, t - t_prev,
-                   m->flags & LR_LS_FAILED    ? " line search found no decrease; stopping"
+                   m->flags & LR_LS_FAILED   ? " line search found no decrease; stopping"
                    : m->flags & LR_CONVERGED ? " converged"
                                              : "");
         t_prev = t;

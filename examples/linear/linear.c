@@ -58,8 +58,8 @@ static int bootstrap(struct lr_job *j, const struct lr_opts *o)
 {
     char err[8192] = "";
     int status = LR_EXIT_INPUT, rc;
-    int bad = rally_data_read(o->data, o->dopts, j->rank, j->world, &j->ds, err, sizeof err) !=
-              RALLY_OK;
+    int bad =
+        rally_data_read(o->data, o->dopts, j->rank, j->world, &j->ds, err, sizeof err) != RALLY_OK;
     if (!bad && rally_data_num_features(j->ds) > LR_MAX_FEATURES) {
         snprintf(err, sizeof err, "%s: %" PRIu64 " features, at most %u are supported", o->data,
                  rally_data_num_features(j->ds), LR_MAX_FEATURES);
