@@ -107,9 +107,9 @@ lost_case() { # k: k + 1 adjacent ranks (1 .. k+1) die at once in iteration 4
     grep -m1 'are lost' "$tmp/out"
 }
 
-kill_case() { # args
+kill_case() { # args pause-ms (about 2 s of the run left after iteration 3)
     job "$tmp/plain" 4 "$lr" $1
-    RALLY_TEST_TAG="linear-$$" timeout -k 5 120 "$run" -n 4 "$lr" $1 --pause-ms 60 \
+    RALLY_TEST_TAG="linear-$$" timeout -k 5 120 "$run" -n 4 "$lr" $1 --pause-ms $2 \
         >"$tmp/out" 2>&1 &
     jobpid=$!
     i=0
@@ -186,11 +186,11 @@ mock_op) mock_case 3 "$LR" rally_mock=3,0,1,0 rally_mock=1,3,0,0 rally_mock=0,9,
 mock_checkpoint) mock_case 1 "$LR" rally_mock=2,4,1,0,checkpoint ;;
 mock_recovery) mock_case 2 "$LR" rally_mock=1,5,0,0 rally_mock=2,5,0,0,recovery ;;
 mock_load) mock_case 2 "$LR" rally_mock=1,5,0,0 rally_mock=1,0,0,1,load ;;
-kill9) kill_case "$LR" ;;
+kill9) kill_case "$LR" 150 ;;
 admm_mock) mock_case 2 "$ADMM" rally_mock=1,3,0,0 rally_mock=2,6,1,0,checkpoint ;;
 admm_mock_recovery)
     mock_case 3 "$ADMM" rally_mock=1,5,0,0 rally_mock=3,5,0,0,recovery rally_mock=1,0,0,1,load ;;
-admm_kill9) kill_case "$ADMM" ;;
+admm_kill9) kill_case "$ADMM" 40 ;;
 admm_k1_adjacent) mock_case 1 "$ADMM rally_local_replica=1" rally_mock=2,4,0,0 ;;
 admm_k2_adjacent) mock_case 2 "$ADMM rally_local_replica=2" rally_mock=1,4,0,0 rally_mock=2,4,0,0 ;;
 labels)
