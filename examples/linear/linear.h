@@ -1,0 +1,190 @@
+/*
+ * linear.h — what the parts of rally-linear share: the model, the job, the
+ * options, and the functions each file offers the others.
+ *
+ *   linear.c   main and the job's course: bootstrap, load or start, report
+ *   options.c  the command line
+ *   model.c    the model's bytes, its file and its JSON
+ *   loss.c     the logistic loss and its gradient over a CSR shard
+ *   lbfgs.c    L-BFGS: one iteration (direction, line search, history), and
+ *              the distributed solver, one allreduce per function evaluation
+ *   admm.c     consensus ADMM: each worker's (x_i, u_i) a local model, z global
+ *
+ * Only the public API is used (rally/rally.h, rally/data.h), so this folder
+ * builds against an installed librally as it is.
+ *
+ * The objective, for labels y in {-1, +1} (a label > 0 is +1) and n rows:
+ *
+ *     F(w, b) = (1/n) sum_j log(1 + exp(-y_j (w . a_j + b))) + (lambda/2) |w|^2
+ *
+ * (the intercept b is not penalised): scikit-learn's LogisticRegression
+ * with C = 1 / (lambda n) minimises n F.
+ */
+#ifndef LINEAR_H
+#define LINEAR_H
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "rally/data.h"
+#include "rally/rally.h"
+
+#define LR_MAX_FEATURES 100000000u
+#define LR_MAX_MEMORY 100u
+
+/* Exit statuses (usage() prints them). */
+enum { LR_EXIT_OK = 0, LR_EXIT_RALLY = 1, LR_EXIT_INPUT = 2 };
+
+enum { LR_LBFGS = 0, LR_ADMM = 1 };
+
+/* lr_model.flags */
+enum { LR_CONVERGED = 1u, LR_INTERCEPT = 2u, LR_LS_FAILED = 4u };
+
+/* The global model: everything the continuation depends on, and exactly
+ * what is checkpointed (model.c gives its bytes).  Vectors have n = d + 1
+ * elements, the last the intercept (0 and never moved without one).
+ * L-BFGS: w, f and g at w, and the newest hist_len of the mem (s, y) pairs
+ * in a ring whose newest is at hist_head.  ADMM: w is the consensus z,
+ * f its objective, g the previous z; mem = 0. */
+struct lr_model {
+    uint32_t solver, d, mem, flags;
+    uint32_t hist_len, hist_head;
+    uint64_t iteration, evals;
+    double lambda, rho;
+    double f;     /* the objective at w */
+    double resid; /* ADMM: the dual residual of the last update; L-BFGS: the last step */
+    double *w, *g, *sy, *s, *y; /* n, n, mem, mem x n, mem x n: one allocation at w */
+};
+
+/* A worker's view of the job: its handle, its shard (CSR), the totals. */
+struct lr_job {
+    rally_t *r;
+    int rank, world;
+    uint64_t rows, total_rows;
+    uint32_t d;
+    const uint64_t *rp;
+    const uint32_t *idx;
+    const float *val;
+    double *y; /* rows labels in {-1, +1} */
+    int dense; /* every row stores all d features (indices 0 .. d-1) */
+    rally_dataset_t *ds;
+};
+
+struct lr_opts {
+    const char *data, *model_out;
+    rally_data_opts_t *dopts; /* --data-opt; owned, lr_opts_free frees it */
+    int solver;
+    double lambda, C, tol, rho; /* C > 0: lambda = 1 / (C n) */
+    uint64_t iters;
+    uint32_t mem;
+    long pause_ms;
+    int intercept, json, quiet;
+};
+
+/* --- options.c ---------------------------------------------------------------- */
+
+/* --help and --show MODEL, which need no job: the exit status, or -1. */
+int lr_early_flags(int argc, char **argv);
+
+/* Fills o from argv.  0 to run, 1 when done (--help), -1 on a usage error. */
+int lr_opts_parse(int argc, char **argv, struct lr_opts *o);
+void lr_opts_free(struct lr_opts *o);
+
+/* --- model.c ------------------------------------------------------------------ */
+
+/* A model with its vectors allocated (zeroed).  0, or -1 out of memory. */
+int lr_model_alloc(struct lr_model *m, int solver, uint32_t d, uint32_t mem);
+void lr_model_free(struct lr_model *m);
+
+size_t lr_model_nbytes(const struct lr_model *m);
+void lr_model_encode(const struct lr_model *m, unsigned char *b);
+
+/* Parses n bytes into m (allocated here).  0, or -1 with the reason in *why. */
+int lr_model_decode(const unsigned char *b, size_t n, struct lr_model *m, const char **why);
+
+uint64_t lr_fnv1a(const unsigned char *p, size_t n);
+void lr_model_json(FILE *f, const struct lr_model *m, uint64_t digest);
+int lr_model_show(const char *path);
+int lr_write_file(const char *path, const void *buf, size_t n, char *err, size_t cap);
+
+/* --- loss.c ------------------------------------------------------------------- */
+
+/* Over rows [0, j->rows) of the shard at w (n = d + 1): adds to g[0..n) the
+ * gradient of sum_j loss_j / scale and returns sum_j loss_j / scale.  Rows
+ * are visited in order, so the result is the same bits every time. */
+double lr_loss_grad(const struct lr_job *j, const double *w, double scale, double *g);
+
+/* Only the loss sum / scale. */
+double lr_loss(const struct lr_job *j, const double *w, double scale);
+
+/* --- lbfgs.c ------------------------------------------------------------------ */
+
+/* A function to minimise: f(x) and its gradient g (n elements, overwritten).
+ * 0, or an exit status to stop with. */
+typedef int (*lr_eval_fn)(void *arg, const double *x, double *f, double *g);
+
+/* Scratch for lr_lbfgs_step, sized for n = d + 1. */
+struct lr_lbfgs_work {
+    double *dir, *x, *gx, *alpha;
+};
+int lr_lbfgs_work_alloc(struct lr_lbfgs_work *w, uint32_t n, uint32_t mem);
+void lr_lbfgs_work_free(struct lr_lbfgs_work *w);
+
+/* One L-BFGS iteration from m's w, f, g and history: the two-loop
+ * direction, a backtracking Armijo line search (every trial one eval), the
+ * history update; sets LR_CONVERGED when |g|_inf <= tol or the decrease is
+ * below ftol relative.  The exit status. */
+int lr_lbfgs_step(struct lr_model *m, struct lr_lbfgs_work *wk, lr_eval_fn eval, void *arg,
+                  double tol);
+
+/* The distributed solver from m (w, f, g set, iteration as loaded) until
+ * converged or o->iters iterations; checkpoints m after each.  eval_start
+ * evaluates m at w (the fresh start).  The exit status. */
+int lr_lbfgs_eval_start(struct lr_job *j, struct lr_model *m);
+int lr_lbfgs_run(struct lr_job *j, const struct lr_opts *o, struct lr_model *m);
+
+/* --- admm.c ------------------------------------------------------------------- */
+
+/* Loads or starts the ADMM job (global z, local (x_i, u_i)), iterates until
+ * converged or o->iters iterations, and evaluates the final objective into
+ * m->f.  The exit status. */
+int lr_admm(struct lr_job *j, const struct lr_opts *o, struct lr_model *m);
+
+/* --- one-line helpers --------------------------------------------------------- */
+
+static inline double lr_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static inline void lr_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static inline void lr_say(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    fflush(stdout);
+}
+
+static inline int lr_fail(const struct lr_job *j, const char *what, int rc)
+{
+    fprintf(stderr, "rally-linear: rank %d: %s failed: %s (%s)\n", j->rank, what,
+            rally_errmsg(j->r), rally_strstatus(rc));
+    return LR_EXIT_RALLY;
+}
+
+static inline int lr_oom(void)
+{
+    fprintf(stderr, "rally-linear: out of memory\n");
+    return LR_EXIT_RALLY;
+}
+
+#endif

@@ -1,0 +1,214 @@
+/*
+ * options.c — rally-linear's command line: the usage text and the flags,
+ * parsed into struct lr_opts.  rally_init has already taken the
+ * rally_key=value arguments out of argv; --data-opt values go straight to
+ * the data reader's own option parser.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "linear.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: rally-run -n N rally-linear [options] --data FILE [rally_key=value...]\n"
+            "       rally-linear --show MODEL\n"
+            "L2-regularised logistic regression over rally, by L-BFGS (every function\n"
+            "evaluation one allreduce) or by consensus ADMM (each worker's primal and dual\n"
+            "variables a local model); a worker that dies is restarted and recovered.\n"
+            "It minimises (1/n) sum log(1 + exp(-y (w.x + b))) + (lambda/2) |w|^2 over the\n"
+            "n rows (labels: > 0 is the positive class; -1, 0, 1 only); scikit-learn's\n"
+            "LogisticRegression(C) is lambda = 1 / (C n).\n"
+            "\n"
+            "  --data FILE          LIBSVM or CSV data (each worker reads its shard; sparse\n"
+            "                       rows stay sparse)\n"
+            "  --data-opt KEY=VAL   a data reader option, repeatable (docs/data.md), e.g.\n"
+            "                       csv_label=0, format=libsvm, num_features=N\n"
+            "  --solver S           lbfgs (default) or admm\n"
+            "  --lambda L           the L2 penalty (default 1e-4)\n"
+            "  --C C                scikit-learn's C instead: lambda = 1 / (C n)\n"
+            "  --no-intercept       no intercept b (default: fitted, not penalised)\n"
+            "  --iters N            at most N iterations (default 1000)\n"
+            "  --tol T              lbfgs: stop when |gradient|_inf <= T (default 1e-8);\n"
+            "                       admm: when both residuals are <= T (default 1e-6)\n"
+            "  --memory M           L-BFGS history pairs (default 10, at most %u)\n"
+            "  --rho R              ADMM penalty parameter (default 1)\n"
+            "  --model-out FILE     save the final model (binary, the checkpoint's bytes)\n"
+            "  --json               print the final model as JSON before the result line\n"
+            "  --show MODEL         print a saved model as JSON and exit (no job)\n"
+            "  --pause-ms MS        sleep MS ms per iteration (demos: time to kill a worker)\n"
+            "  --quiet              no per-iteration lines\n"
+            "  -h, --help           this text\n"
+            "\n"
+            "rally_key=value arguments and RALLY_* variables configure rally (docs/config.md);\n"
+            "for admm, rally_local_replica=k keeps each local model on k more ranks.\n"
+            "The last line is 'result: model_digest=<hex> objective=<%%.17g>' with the objective\n"
+            "above at the final model.  Exit status: 0 on success, 1 on a rally error, 2 on\n"
+            "bad input.\n",
+            LR_MAX_MEMORY);
+}
+
+int lr_early_flags(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            usage(stdout);
+            return LR_EXIT_OK;
+        } else if (strcmp(argv[i], "--show") == 0 && i + 1 < argc) {
+            return lr_model_show(argv[i + 1]);
+        }
+    return -1;
+}
+
+static int whole(const char *opt, const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = s[0] == '-' ? 0 : strtoull(s, &end, 10);
+    if (s[0] == '-' || s[0] == '\0' || *end != '\0' || errno != 0 || v < lo || v > hi) {
+        fprintf(stderr,
+                "rally-linear: %s '%s' is not a whole number in [%" PRIu64 ", %" PRIu64 "]\n", opt,
+                s, lo, hi);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static int positive(const char *opt, const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (s[0] == '\0' || *end != '\0' || errno != 0 || !(v > 0) || !isfinite(v)) {
+        fprintf(stderr, "rally-linear: %s '%s' is not a positive number\n", opt, s);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+int lr_opts_parse(int argc, char **argv, struct lr_opts *o)
+{
+    static const struct option longopts[] = {{"data", required_argument, 0, 'd'},
+                                             {"data-opt", required_argument, 0, 'D'},
+                                             {"solver", required_argument, 0, 'S'},
+                                             {"lambda", required_argument, 0, 'l'},
+                                             {"C", required_argument, 0, 'C'},
+                                             {"no-intercept", no_argument, 0, 'B'},
+                                             {"iters", required_argument, 0, 'i'},
+                                             {"tol", required_argument, 0, 't'},
+                                             {"memory", required_argument, 0, 'M'},
+                                             {"rho", required_argument, 0, 'r'},
+                                             {"model-out", required_argument, 0, 'm'},
+                                             {"json", no_argument, 0, 'j'},
+                                             {"show", required_argument, 0, 'W'},
+                                             {"pause-ms", required_argument, 0, 'p'},
+                                             {"quiet", no_argument, 0, 'q'},
+                                             {"help", no_argument, 0, 'h'},
+                                             {0, 0, 0, 0}};
+    *o = (struct lr_opts){.lambda = 1e-4, .iters = 1000, .mem = 10, .rho = 1, .intercept = 1};
+    if (rally_data_opts_new(&o->dopts) != RALLY_OK) {
+        lr_oom();
+        return -1;
+    }
+    uint64_t v;
+    char err[512];
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'd':
+            o->data = optarg;
+            break;
+        case 'D':
+            if (rally_data_opts_parse(o->dopts, optarg, err, sizeof err) != RALLY_OK) {
+                fprintf(stderr, "rally-linear: --data-opt %s: %s\n", optarg, err);
+                return -1;
+            }
+            break;
+        case 'S':
+            if (strcmp(optarg, "lbfgs") == 0) {
+                o->solver = LR_LBFGS;
+            } else if (strcmp(optarg, "admm") == 0) {
+                o->solver = LR_ADMM;
+            } else {
+                fprintf(stderr, "rally-linear: --solver '%s': want lbfgs or admm\n", optarg);
+                return -1;
+            }
+            break;
+        case 'l':
+            if (positive("--lambda", optarg, &o->lambda) != 0)
+                return -1;
+            o->C = 0;
+            break;
+        case 'C':
+            if (positive("--C", optarg, &o->C) != 0)
+                return -1;
+            break;
+        case 'B':
+            o->intercept = 0;
+            break;
+        case 'i':
+            if (whole("--iters", optarg, 0, 1000000000, &o->iters) != 0)
+                return -1;
+            break;
+        case 't':
+            if (positive("--tol", optarg, &o->tol) != 0)
+                return -1;
+            break;
+        case 'M':
+            if (whole("--memory", optarg, 1, LR_MAX_MEMORY, &v) != 0)
+                return -1;
+            o->mem = (uint32_t)v;
+            break;
+        case 'r':
+            if (positive("--rho", optarg, &o->rho) != 0)
+                return -1;
+            break;
+        case 'm':
+            o->model_out = optarg;
+            break;
+        case 'j':
+            o->json = 1;
+            break;
+        case 'W': /* --show=MODEL; "--show MODEL" is lr_early_flags' */
+            return lr_model_show(optarg) == 0 ? 1 : -1;
+        case 'p':
+            if (whole("--pause-ms", optarg, 0, 3600000, &v) != 0)
+                return -1;
+            o->pause_ms = (long)v;
+            break;
+        case 'q':
+            o->quiet = 1;
+            break;
+        case 'h':
+            usage(stdout);
+            return 1;
+        default:
+            usage(stderr);
+            return -1;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "rally-linear: unexpected argument '%s' (see --help)\n", argv[optind]);
+        return -1;
+    }
+    if (o->data == NULL) {
+        fprintf(stderr, "rally-linear: --data FILE is required (see --help)\n");
+        return -1;
+    }
+    if (o->tol == 0)
+        o->tol = o->solver == LR_ADMM ? 1e-6 : 1e-8;
+    return 0;
+}
+
+void lr_opts_free(struct lr_opts *o)
+{
+    rally_data_opts_free(o->dopts);
+    o->dopts = NULL;
+}
