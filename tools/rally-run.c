@@ -29,6 +29,14 @@
  * escalation, and we exit 128+signal.  The last line on stderr is always the
  * summary (deaths, deaths recovered, recovery epochs, restarts, deaths per
  * rank).
+ *
+ * Durable snapshots (--snapshot-dir, docs/snapshot-format.md): before any
+ * worker starts we give the run a UUID, take the job directory's lock for
+ * the run's life, refuse a fresh start into a directory that holds
+ * snapshots (unless --overwrite), and resolve and verify --resume; the
+ * workers get the settings in RALLY_SNAPSHOT_* / RALLY_RUN_* / RALLY_RESUME.
+ * After a successful run this run's snapshots are removed unless
+ * --keep-snapshots or --snapshot-final.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -45,6 +53,7 @@
 #include "launch/serve.h"
 #include "net/auth.h"
 #include "net/sock.h"
+#include "snapshot/snapshot.h"
 #include "tracker/proto.h"
 #include "tracker/server.h"
 #include "util/clock.h"
@@ -68,6 +77,15 @@ struct run {
     int sigs[4], nsigs; /* SIGINT/SIGTERM that arrived this turn */
     int reap;           /* a signal arrived this turn: reap */
     int64_t drain_until;
+    /* durable snapshots */
+    const char *snap_dir, *job_opt, *resume;
+    int64_t snap_every, snap_every_ms, snap_keep;
+    int keep_snaps, snap_required, snap_final, overwrite, force;
+    char job[RALLY__SNAP_JOB_MAX + 1];
+    char snap_abs[PATH_MAX], jobdir[PATH_MAX + RALLY__SNAP_JOB_MAX + 2], resume_path[PATH_MAX];
+    char run_id[RALLY__SNAP_UUID_LEN + 1], run_started[RALLY__SNAP_TIME_LEN + 1];
+    char every[24], every_ms[24], keep[24];
+    struct rally__snap_lock *lock;
 };
 
 static void usage(FILE *f)
@@ -88,6 +106,21 @@ static void usage(FILE *f)
         "                             first worker death fails the job)\n"
         "      --heartbeat-timeout-ms T  a worker that sent heartbeats and then falls silent\n"
         "                             for T ms is killed and restarted (default 10000; 0: off)\n"
+        "Durable snapshots (docs/snapshot-format.md):\n"
+        "      --snapshot-dir DIR     write snapshots of committed checkpoints to DIR/JOB/\n"
+        "      --job NAME             JOB (default: the program's file name)\n"
+        "      --snapshot-every K     a snapshot every K checkpoint versions\n"
+        "      --snapshot-every-ms T  a snapshot when T ms passed since the last (rank 0's clock)\n"
+        "      --snapshot-keep K      keep this run's newest K snapshots (default 2)\n"
+        "      --snapshot-required    a failed snapshot fails the job (default: logged)\n"
+        "      --snapshot-final       snapshot the last version at the end, and keep it\n"
+        "      --keep-snapshots       keep this run's snapshots after it succeeded\n"
+        "      --resume latest|PATH   start from the newest complete snapshot of the newest run\n"
+        "                             in DIR/JOB, or from the snapshot directory PATH\n"
+        "                             (verified before any worker starts)\n"
+        "      --overwrite            start afresh although DIR/JOB holds snapshots (they stay)\n"
+        "      --force                resume although the application, its configuration or\n"
+        "                             rally's version differ\n"
         "  -h, --help                 this text\n"
         "\n"
         "Workers get RALLY_TRACKER, RALLY_SECRET_FILE and RALLY_TASK_ID; their output\n"
@@ -149,10 +182,22 @@ static int spawn(struct run *r, int i)
 {
     char id[16];
     snprintf(id, sizeof id, "%d", i);
-    const char *const env[][2] = {{"RALLY_TRACKER", r->tracker_addr},
-                                  {"RALLY_SECRET_FILE", r->secret},
-                                  {"RALLY_TASK_ID", id},
-                                  {NULL, NULL}};
+    const char *const env[][2] = {
+        {"RALLY_TRACKER", r->tracker_addr},
+        {"RALLY_SECRET_FILE", r->secret},
+        {"RALLY_TASK_ID", id},
+        {"RALLY_RUN_ID", r->run_id},
+        {"RALLY_RUN_STARTED", r->run_started},
+        {"RALLY_SNAPSHOT_DIR", r->snap_abs}, /* "" without --snapshot-dir */
+        {"RALLY_SNAPSHOT_JOB", r->job},
+        {"RALLY_SNAPSHOT_EVERY", r->every},
+        {"RALLY_SNAPSHOT_EVERY_MS", r->every_ms},
+        {"RALLY_SNAPSHOT_KEEP", r->keep},
+        {"RALLY_SNAPSHOT_REQUIRED", r->snap_required ? "1" : "0"},
+        {"RALLY_SNAPSHOT_FINAL", r->snap_final ? "1" : "0"},
+        {"RALLY_RESUME", r->resume_path},
+        {"RALLY_RESUME_FORCE", r->force ? "1" : "0"},
+        {NULL, NULL}};
     int err = rally__launch_spawn(&r->procs[i], r->argv, env);
     if (r->procs[i].pid > 0) {
         r->nlive++;
@@ -272,6 +317,17 @@ static int parse(int argc, char **argv, struct run *r)
                                           {"grace-ms", required_argument, NULL, 'g'},
                                           {"max-restarts", required_argument, NULL, 'm'},
                                           {"heartbeat-timeout-ms", required_argument, NULL, 'b'},
+                                          {"snapshot-dir", required_argument, NULL, 'D'},
+                                          {"job", required_argument, NULL, 'J'},
+                                          {"snapshot-every", required_argument, NULL, 'E'},
+                                          {"snapshot-every-ms", required_argument, NULL, 'T'},
+                                          {"snapshot-keep", required_argument, NULL, 'K'},
+                                          {"snapshot-required", no_argument, NULL, 'Q'},
+                                          {"snapshot-final", no_argument, NULL, 'F'},
+                                          {"keep-snapshots", no_argument, NULL, 'k'},
+                                          {"resume", required_argument, NULL, 'R'},
+                                          {"overwrite", no_argument, NULL, 'O'},
+                                          {"force", no_argument, NULL, 'f'},
                                           {"help", no_argument, NULL, 'h'},
                                           {NULL, 0, NULL, 0}};
     r->host = "127.0.0.1";
@@ -279,6 +335,7 @@ static int parse(int argc, char **argv, struct run *r)
     r->grace_ms = 3000;
     r->max_restarts = 3;
     r->heartbeat_ms = 10000;
+    r->snap_keep = 2;
     int64_t v;
     int c;
     opterr = 0;
@@ -316,6 +373,44 @@ static int parse(int argc, char **argv, struct run *r)
                     "rally-run", "--max-restarts wants a count (0 or more), not '%s'", optarg);
             r->max_restarts = (int)v;
             break;
+        case 'D':
+            r->snap_dir = optarg;
+            break;
+        case 'J':
+            r->job_opt = optarg;
+            break;
+        case 'R':
+            r->resume = optarg;
+            break;
+        case 'E':
+        case 'T':
+        case 'K':
+            if (rally__parse_int(optarg, c == 'K' ? 1 : 0, INT64_MAX / 4, &v))
+                return cli_usage_error("rally-run", "--%s wants %s, not '%s'",
+                                       c == 'E'   ? "snapshot-every"
+                                       : c == 'T' ? "snapshot-every-ms"
+                                                  : "snapshot-keep",
+                                       c == 'E'   ? "a number of versions"
+                                       : c == 'T' ? "milliseconds"
+                                                  : "a count (1 or more)",
+                                       optarg);
+            *(c == 'E' ? &r->snap_every : c == 'T' ? &r->snap_every_ms : &r->snap_keep) = v;
+            break;
+        case 'Q':
+            r->snap_required = 1;
+            break;
+        case 'F':
+            r->snap_final = 1;
+            break;
+        case 'k':
+            r->keep_snaps = 1;
+            break;
+        case 'O':
+            r->overwrite = 1;
+            break;
+        case 'f':
+            r->force = 1;
+            break;
         case 'h':
             usage(stdout);
             return 0;
@@ -329,12 +424,145 @@ static int parse(int argc, char **argv, struct run *r)
     if (optind >= argc)
         return cli_usage_error("rally-run", "no program to run");
     r->argv = argv + optind;
+    if (r->snap_dir == NULL &&
+        (r->snap_every || r->snap_every_ms || r->snap_required || r->snap_final ||
+         r->keep_snaps || r->overwrite || r->job_opt))
+        return cli_usage_error("rally-run", "the snapshot options need --snapshot-dir DIR");
+    if (r->resume != NULL && strcmp(r->resume, "latest") == 0 && r->snap_dir == NULL)
+        return cli_usage_error("rally-run", "--resume latest needs --snapshot-dir DIR");
+    if (r->overwrite && r->resume != NULL)
+        return cli_usage_error("rally-run", "--overwrite is for a fresh start, not --resume");
     return -1;
+}
+
+/* The job's name: --job, or the program's file name made safe. */
+static int job_name(struct run *r)
+{
+    const char *p = r->job_opt;
+    if (p == NULL) {
+        const char *b = strrchr(r->argv[0], '/');
+        b = b ? b + 1 : r->argv[0];
+        size_t n = 0;
+        for (; b[n] && n < RALLY__SNAP_JOB_MAX; n++) {
+            char ch = b[n];
+            int ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                     (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' || ch == '-';
+            r->job[n] = ok ? ch : '_';
+        }
+        r->job[n] = '\0';
+        if (r->job[0] == '.' || n == 0)
+            r->job[0] = 'j';
+        return 0;
+    }
+    if (!rally__snap_job_ok(p)) {
+        fprintf(stderr,
+                "rally-run: --job %s is not a job name (1 to %d bytes of A-Z a-z 0-9 . _ -, "
+                "not starting with '.')\n",
+                p, RALLY__SNAP_JOB_MAX);
+        return 2;
+    }
+    memcpy(r->job, p, strlen(p) + 1);
+    return 0;
+}
+
+/* Before any worker starts: the run's UUID, the lock, the fresh-start check,
+ * the snapshot to resume from, resolved and verified.  0 or the exit status. */
+static int snap_setup(struct run *r)
+{
+    struct rally__err e = {0, ""};
+    if (rally__snap_uuid(r->run_id, &e) != RALLY_OK) {
+        fprintf(stderr, "rally-run: %s\n", e.msg);
+        return 1;
+    }
+    rally__snap_now(r->run_started);
+    snprintf(r->every, sizeof r->every, "%lld", (long long)r->snap_every);
+    snprintf(r->every_ms, sizeof r->every_ms, "%lld", (long long)r->snap_every_ms);
+    snprintf(r->keep, sizeof r->keep, "%lld", (long long)r->snap_keep);
+    int st = job_name(r);
+    if (st != 0)
+        return st;
+    if (r->snap_dir != NULL) {
+        if (rally__snap_lock_take(r->snap_dir, r->job, r->run_id, &e, &r->lock) != RALLY_OK) {
+            fprintf(stderr, "rally-run: %s\n", e.msg);
+            return 1;
+        }
+        /* the workers may run elsewhere in the file system's view: an absolute path */
+        if (realpath(r->snap_dir, r->snap_abs) == NULL) {
+            fprintf(stderr, "rally-run: %s: %s\n", r->snap_dir, strerror(errno));
+            return 1;
+        }
+        snprintf(r->jobdir, sizeof r->jobdir, "%s/%s", r->snap_abs, r->job);
+        if (r->resume == NULL && !r->overwrite && rally__snap_check_fresh(r->jobdir, &e) != RALLY_OK) {
+            fprintf(stderr, "rally-run: %s\n", e.msg);
+            return 1;
+        }
+    }
+    if (r->resume == NULL)
+        return 0;
+    char path[PATH_MAX];
+    if (rally__snap_resolve(r->jobdir, r->resume, &e, path, sizeof path) != RALLY_OK) {
+        fprintf(stderr, "rally-run: --resume %s: %s\n", r->resume, e.msg);
+        return 1;
+    }
+    struct rally__snap *sn = NULL;
+    if (rally__snap_open(path, &e, &sn) != RALLY_OK) {
+        fprintf(stderr, "rally-run: --resume %s: %s\n", path, e.msg);
+        return 1;
+    }
+    const struct rally__snap_manifest *m = rally__snap_manifest(sn);
+    struct rally__snap_expect x = {r->world, NULL, NULL, NULL, NULL};
+    char note[512];
+    int rc = rally__snap_compatible(m, &x, r->force, &e, note, sizeof note);
+    if (rc == RALLY_OK && realpath(path, r->resume_path) == NULL)
+        rc = rally__fail(&e, RALLY_ESYS, "%s: %s", path, strerror(errno));
+    if (rc == RALLY_OK) {
+        fprintf(stderr,
+                "rally-run: resuming from %s: checkpoint version %llu of run %s (%d workers, "
+                "verified)\n",
+                r->resume_path, (unsigned long long)m->version, m->run_id, m->world);
+        if (note[0])
+            fprintf(stderr, "rally-run: note: %s\n", note);
+    } else {
+        fprintf(stderr, "rally-run: --resume %s: %s\n", path, e.msg);
+    }
+    rally__snap_close(sn);
+    return rc == RALLY_OK ? 0 : 1;
+}
+
+/* After the run: a successful one removes its snapshots unless kept. */
+static void snap_cleanup(struct run *r, int status)
+{
+    if (r->lock == NULL || r->jobdir[0] == '\0')
+        return;
+    struct rally__err e = {0, ""};
+    struct rally__snap_entry *v = NULL;
+    size_t n = 0;
+    if (status == 0 && !r->keep_snaps && !r->snap_final) {
+        int removed = 0;
+        if (rally__snap_retain(r->jobdir, r->run_id, 0, &e, &removed) != RALLY_OK)
+            fprintf(stderr, "rally-run: removing this run's snapshots: %s\n", e.msg);
+        else if (removed > 0)
+            fprintf(stderr,
+                    "rally-run: the run succeeded: removed its %d snapshot%s "
+                    "(--keep-snapshots keeps them)\n",
+                    removed, removed == 1 ? "" : "s");
+        return;
+    }
+    if (rally__snap_list(r->jobdir, &e, &v, &n) != RALLY_OK)
+        return;
+    long i = rally__snap_latest(v, n);
+    if (i >= 0 && strcmp(v[i].run_id, r->run_id) == 0)
+        fprintf(stderr, "rally-run: newest snapshot: %s/%s (checkpoint version %llu)\n",
+                r->jobdir, v[i].name, (unsigned long long)v[i].version);
+    free(v);
 }
 
 /* Signals, the secret, the tracker, the workers.  Returns 0 or the exit status. */
 static int setup(struct run *r)
 {
+    int st = snap_setup(r);
+    if (st != 0)
+        return st;
     if ((r->sfd = rally__launch_signals(1)) < 0) {
         fprintf(stderr, "rally-run: cannot set up signal handling: %s\n", strerror(errno));
         return 1;
@@ -403,6 +631,7 @@ static void teardown(struct run *r)
                 close(r->procs[i].fd[w]);
     rally__tracker_free(r->t);
     rally__launch_policy_free(r->pol);
+    rally__snap_lock_release(r->lock);
     free(r->procs);
     free(r->slot);
     if (r->secret[0])
@@ -442,6 +671,7 @@ int main(int argc, char **argv)
     struct rally__launch_view v;
     view(&r, &v);
     status = rally__launch_policy_verdict(r.pol, &v, stderr);
+    snap_cleanup(&r, status);
     rally__launch_policy_summary(r.pol, stderr);
 cleanup:
     teardown(&r);
