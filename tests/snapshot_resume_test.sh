@@ -19,6 +19,13 @@
 #   death     a worker dies (librally_mock) while snapshots are taken every
 #             version: the job recovers, the digest is the plain run's, every
 #             snapshot kept verifies, and the newest resumes to the same digest
+#   write_error  a snapshot that cannot be written (its directory is a symbolic
+#             link) is void and logged, the previous stays the newest, the job
+#             goes on to the same digest; with --snapshot-required it fails
+#   local     local models: each rank's file, the whole job killed and resumed,
+#             a worker death after resuming recovers from the snapshot's
+#             local models (replicas), the digest is the plain run's; another
+#             world size is refused naming both
 #   resume_checks  --resume of a damaged snapshot is refused before any worker
 #             starts, naming the file; a global-only snapshot of -n 4 resumes
 #             on -n 2 into a new directory, with a note that the result is
@@ -188,6 +195,66 @@ resume_checks)
     # the original job directory was not touched by the new job
     [ ! -e "$tmp/new/rally-kmeans" ] || [ "$(nsnaps "$tmp/new/rally-kmeans")" -eq 0 ] ||
         fail "the new job kept snapshots after success"
+    ;;
+write_error)
+    # snap-00000004 is a symbolic link: rank 0 cannot write that snapshot
+    job "$tmp/plain" -n 2 "$km" $KM
+    mkdir -p "$D/rally-kmeans" "$tmp/elsewhere"
+    ln -s "$tmp/elsewhere" "$D/rally-kmeans/snap-00000004"
+    job "$tmp/out" -n 2 --snapshot-dir "$D" --snapshot-every 2 --overwrite --keep-snapshots "$km" $KM
+    cat "$tmp/out" | grep -v iteration
+    grep -q "version 4 not committed, the previous snapshot stays the newest" "$tmp/out" ||
+        fail "the failed snapshot was not reported"
+    [ "$(digest "$tmp/out")" = "$(digest "$tmp/plain")" ] || fail "the job did not go on unharmed"
+    [ -z "$(ls -A "$tmp/elsewhere")" ] || fail "the writer followed the link"
+    "$snap" verify "$D/rally-kmeans/snap-00000006" >/dev/null || fail "version 6 does not verify"
+    # --snapshot-required: the same failure fails the job
+    mkdir -p "$D/req"
+    ln -s "$tmp/elsewhere" "$D/req/snap-00000004"
+    timeout -k 5 60 "$run" -n 2 --snapshot-dir "$D" --job req --snapshot-every 2 --overwrite \
+        --snapshot-required "$km" $KM >"$tmp/out" 2>&1 && fail "--snapshot-required did not fail the job"
+    cat "$tmp/out" | grep -v iteration
+    grep -q "rally_snapshot_required: rank 0 could not write its part" "$tmp/out" ||
+        fail "the failure does not say why"
+    grep -q "result:" "$tmp/out" && fail "the job finished although its snapshot failed"
+    no_orphans
+    ;;
+local)
+    # local models (tests/progs/recover.c "local"): each rank writes its own
+    # file; the whole job killed after a snapshot, then resumed; a worker of
+    # the resumed job dies and recovers from the local models the snapshot
+    # gave back (replicas included)
+    rec=$build/tests/recover recmock=$build/tests/recover_mock
+    job "$tmp/plain" -n 4 "$rec" 2000 14 local
+    timeout -k 5 120 "$run" -n 4 --snapshot-dir "$D" --job loc --snapshot-every 3 "$rec" 2000 14 \
+        local 150 >"$tmp/out" 2>&1 &
+    launcher=$!
+    i=0
+    until grep -q 'snapshot: committed .*snap-00000006' "$tmp/out"; do
+        i=$((i + 1))
+        [ $i -gt 600 ] && fail "no snapshot of version 6 was committed"
+        sleep 0.05
+    done
+    workers=$(sed -n 's/^\[[0-9]\] pid [0-9] \([0-9]*\)$/\1/p' "$tmp/out")
+    rl=$(pgrep -P "$launcher" -x rally-run || echo "$launcher")
+    kill -9 $rl $workers 2>/dev/null
+    wait "$launcher" 2>/dev/null
+    grep -q "result:" "$tmp/out" && fail "the job finished before it was killed"
+    no_orphans
+    s=$(ls -d "$D"/loc/snap-* | tail -1)
+    [ -f "$s/local-0003.bin" ] || fail "no local model files in $s"
+    "$snap" verify "$s" >/dev/null || fail "$s does not verify"
+    job "$tmp/resumed" -n 4 --snapshot-dir "$D" --job loc --resume latest "$recmock" 2000 14 local \
+        rally_mock=2,10,1,0
+    cat "$tmp/resumed" | grep -v "pid\|prepare"
+    grep -q "deaths=1 recovered=1 " "$tmp/resumed" || fail "want one death, recovered"
+    [ "$(digest "$tmp/resumed")" = "$(digest "$tmp/plain")" ] ||
+        fail "digest $(digest "$tmp/resumed") after resume, want $(digest "$tmp/plain")"
+    # another world size cannot take local models: refused before any worker starts
+    timeout -k 5 60 "$run" -n 3 --resume "$s" "$rec" 2000 14 local >"$tmp/out" 2>&1 &&
+        fail "local models were resumed on another world size"
+    grep -q "taken by 4 workers .* this job has 3" "$tmp/out" || fail "the refusal names no sizes"
+    no_orphans
     ;;
 *)
     fail "unknown case"
