@@ -26,6 +26,8 @@
 #             a worker death after resuming recovers from the snapshot's
 #             local models (replicas), the digest is the plain run's; another
 #             world size is refused naming both
+#   usr1      SIGUSR1 to rally-run: rank 0 takes a snapshot at its next commit
+#             and prints its path; it verifies; the model is unchanged
 #   resume_checks  --resume of a damaged snapshot is refused before any worker
 #             starts, naming the file; a global-only snapshot of -n 4 resumes
 #             on -n 2 into a new directory, with a note that the result is
@@ -254,6 +256,30 @@ local)
     timeout -k 5 60 "$run" -n 3 --resume "$s" "$rec" 2000 14 local >"$tmp/out" 2>&1 &&
         fail "local models were resumed on another world size"
     grep -q "taken by 4 workers .* this job has 3" "$tmp/out" || fail "the refusal names no sizes"
+    no_orphans
+    ;;
+usr1)
+    # no rhythm: the one snapshot is the one asked for; it is kept (--keep-snapshots)
+    job "$tmp/plain" -n 2 "$km" $KM
+    timeout -k 5 120 "$run" -n 2 --snapshot-dir "$D" --keep-snapshots "$km" $KM --pause-ms 150 \
+        >"$tmp/out" 2>&1 &
+    launcher=$!
+    i=0
+    until grep -q '^\[0\] iteration 2 ' "$tmp/out"; do
+        i=$((i + 1))
+        [ $i -gt 600 ] && fail "iteration 2 never came"
+        sleep 0.05
+    done
+    rl=$(pgrep -P "$launcher" -x rally-run || echo "$launcher")
+    kill -USR1 "$rl"
+    wait "$launcher" || fail "the job failed after SIGUSR1"
+    cat "$tmp/out" | grep -v iteration
+    grep -q "rally-run: SIGUSR1: asked rank 0 for a snapshot" "$tmp/out" || fail "rally-run said nothing"
+    path=$(sed -n 's/^\[0\] rally: rank 0: snapshot: committed \(.*\) (checkpoint version [0-9]*)$/\1/p' "$tmp/out")
+    [ -n "$path" ] || fail "no snapshot was committed"
+    [ "$(nsnaps "$D/rally-kmeans")" -eq 1 ] || fail "want exactly the one snapshot asked for"
+    "$snap" verify "$path" >/dev/null || fail "$path does not verify"
+    [ "$(digest "$tmp/out")" = "$(digest "$tmp/plain")" ] || fail "the digest changed"
     no_orphans
     ;;
 *)

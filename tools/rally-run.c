@@ -86,6 +86,7 @@ struct run {
     char run_id[RALLY__SNAP_UUID_LEN + 1], run_started[RALLY__SNAP_TIME_LEN + 1];
     char every[24], every_ms[24], keep[24];
     struct rally__snap_lock *lock;
+    int snap_now; /* SIGUSR1 arrived this turn */
 };
 
 static void usage(FILE *f)
@@ -121,6 +122,7 @@ static void usage(FILE *f)
         "      --overwrite            start afresh although DIR/JOB holds snapshots (they stay)\n"
         "      --force                resume although the application, its configuration or\n"
         "                             rally's version differ\n"
+        "SIGUSR1 to rally-run asks for a snapshot now (with --snapshot-dir).\n"
         "  -h, --help                 this text\n"
         "\n"
         "Workers get RALLY_TRACKER, RALLY_SECRET_FILE and RALLY_TASK_ID; their output\n"
@@ -262,6 +264,10 @@ static int64_t deadline(void *arg)
 static void on_signal(void *arg, int sig)
 {
     struct run *r = arg;
+    if (sig == SIGUSR1) {
+        r->snap_now = 1;
+        return;
+    }
     r->reap = 1;
     if (sig != SIGCHLD && r->nsigs < (int)(sizeof r->sigs / sizeof r->sigs[0]))
         r->sigs[r->nsigs++] = sig;
@@ -280,6 +286,16 @@ static void after(void *arg)
     struct run *r = arg;
     struct rally__launch_act a;
     struct rally__launch_view v;
+    if (r->snap_now) { /* rank 0 raises the request bit at its next commit */
+        r->snap_now = 0;
+        if (r->snap_dir == NULL) {
+            fprintf(stderr, "rally-run: SIGUSR1: no --snapshot-dir, so no snapshot\n");
+        } else {
+            rally__launch_signal(&r->procs[0], SIGUSR1);
+            fprintf(stderr, "rally-run: SIGUSR1: asked rank 0 for a snapshot (it prints the "
+                            "path once committed)\n");
+        }
+    }
     for (int i = 0; i < r->nsigs; i++) {
         rally__launch_policy_signal(r->pol, r->sigs[i], rally__now_ms(), &a);
         carry_out(r, &a);

@@ -22,6 +22,7 @@
  */
 #include <inttypes.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +52,30 @@ struct rally__rsnap {
     char *app_name, *app_config;
 };
 
+/* SIGUSR1 (rally-run forwards it to rank 0): a snapshot at the next commit.
+ * The one process-wide state here: a signal has no other way in. */
+static volatile sig_atomic_t asked;
+
+static void on_usr1(int sig)
+{
+    (void)sig;
+    asked = 1;
+}
+
+/* Installs the handler unless the application has its own. */
+static void listen_usr1(void)
+{
+    struct sigaction old, sa;
+    if (sigaction(SIGUSR1, NULL, &old) != 0 || (old.sa_flags & SA_SIGINFO) ||
+        (old.sa_handler != SIG_IGN && old.sa_handler != SIG_DFL))
+        return;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_usr1;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGUSR1, &sa, NULL);
+}
+
 static void say(const struct rally__robust *rb, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static void say(const struct rally__robust *rb, const char *fmt, ...)
@@ -72,6 +97,11 @@ static void trigger(struct rally__robust *rb, uint64_t v)
     if (c->snapshot_every_ms > 0 && rb->rank == 0 &&
         rally__now_ms() - rb->snap->last_ms >= c->snapshot_every_ms)
         rally__robust_request(rb, RALLY__REQ_SNAPSHOT);
+    if (asked) {
+        asked = 0;
+        rally__robust_request(rb, RALLY__REQ_SNAPSHOT);
+        say(rb, "asked for one (SIGUSR1): version %" PRIu64 " will be taken", v + 1);
+    }
 }
 
 /* Hands this rank's parts of version v to the background writer. */
@@ -184,6 +214,7 @@ int rally__robust_snap_start(struct rally__robust *rb, const char *host)
         return rb->err->code;
     if (c->snapshot_every == 1)
         rally__robust_request(rb, RALLY__REQ_SNAPSHOT); /* version 1 has no commit before it */
+    listen_usr1();
     return rally__robust_subscribe(rb, on_commit, rb);
 }
 
