@@ -28,6 +28,10 @@
 #             world size is refused naming both
 #   usr1      SIGUSR1 to rally-run: rank 0 takes a snapshot at its next commit
 #             and prints its path; it verifies; the model is unchanged
+#   auto      --auto-resume: a job that cannot recover in memory (--max-restarts
+#             0, a worker killed) is restarted whole from its newest snapshot
+#             and ends with the plain run's digest; a failure that comes back
+#             every time stops after --max-job-restarts
 #   resume_checks  --resume of a damaged snapshot is refused before any worker
 #             starts, naming the file; a global-only snapshot of -n 4 resumes
 #             on -n 2 into a new directory, with a note that the result is
@@ -280,6 +284,37 @@ usr1)
     [ "$(nsnaps "$D/rally-kmeans")" -eq 1 ] || fail "want exactly the one snapshot asked for"
     "$snap" verify "$path" >/dev/null || fail "$path does not verify"
     [ "$(digest "$tmp/out")" = "$(digest "$tmp/plain")" ] || fail "the digest changed"
+    no_orphans
+    ;;
+auto)
+    # --max-restarts 0: the first worker death fails the job in memory; the
+    # launcher restarts the whole job from this run's newest snapshot
+    job "$tmp/plain" -n 4 "$km" $KM
+    timeout -k 5 120 "$run" -n 4 --max-restarts 0 --snapshot-dir "$D" --snapshot-every 2 \
+        --auto-resume "$km" $KM --pause-ms 100 >"$tmp/out" 2>&1 &
+    launcher=$!
+    i=0
+    until grep -q 'snapshot: committed .*snap-00000004' "$tmp/out"; do
+        i=$((i + 1))
+        [ $i -gt 600 ] && fail "no snapshot of version 4 was committed"
+        sleep 0.05
+    done
+    victim=$(sed -n 's/^\[2\] shard 2 fingerprint .* pid \([0-9]*\)$/\1/p' "$tmp/out" | tail -1)
+    kill -9 "$victim" || fail "no worker $victim to kill"
+    wait "$launcher" || fail "the job failed although it could auto-resume"
+    cat "$tmp/out" | grep -v iteration
+    grep -q "auto-resume: restarting the whole job from .*snap-0000000[4-9] .*job restart 1 of 3" \
+        "$tmp/out" || fail "no auto-resume"
+    [ "$(digest "$tmp/out")" = "$(digest "$tmp/plain")" ] || fail "digest differs after auto-resume"
+    [ "$(nsnaps "$D/rally-kmeans")" -eq 0 ] || fail "the successful run kept its snapshots"
+    # a death that comes back every time: bounded by --max-job-restarts
+    timeout -k 5 120 "$run" -n 4 --max-restarts 0 --snapshot-dir "$D" --snapshot-every 2 \
+        --auto-resume --max-job-restarts 2 "$mock" $KM rally_mock=2,5,0,0 >"$tmp/out" 2>&1 &&
+        fail "a job that always fails succeeded"
+    grep -v iteration "$tmp/out"
+    [ "$(grep -c 'auto-resume: restarting the whole job' "$tmp/out")" -eq 2 ] ||
+        fail "want exactly 2 job restarts"
+    grep -q "auto-resume: 2 job restarts spent" "$tmp/out" || fail "the bound was not reported"
     no_orphans
     ;;
 *)

@@ -87,6 +87,7 @@ struct run {
     char every[24], every_ms[24], keep[24];
     struct rally__snap_lock *lock;
     int snap_now; /* SIGUSR1 arrived this turn */
+    int auto_resume, max_job_restarts, job_restarts;
 };
 
 static void usage(FILE *f)
@@ -122,6 +123,10 @@ static void usage(FILE *f)
         "      --overwrite            start afresh although DIR/JOB holds snapshots (they stay)\n"
         "      --force                resume although the application, its configuration or\n"
         "                             rally's version differ\n"
+        "      --auto-resume          when the job fails for good (restarts spent, every worker\n"
+        "                             lost), restart the whole job from this run's newest\n"
+        "                             complete snapshot\n"
+        "      --max-job-restarts K   at most K such restarts (default 3)\n"
         "SIGUSR1 to rally-run asks for a snapshot now (with --snapshot-dir).\n"
         "  -h, --help                 this text\n"
         "\n"
@@ -344,6 +349,8 @@ static int parse(int argc, char **argv, struct run *r)
                                           {"resume", required_argument, NULL, 'R'},
                                           {"overwrite", no_argument, NULL, 'O'},
                                           {"force", no_argument, NULL, 'f'},
+                                          {"auto-resume", no_argument, NULL, 'A'},
+                                          {"max-job-restarts", required_argument, NULL, 'X'},
                                           {"help", no_argument, NULL, 'h'},
                                           {NULL, 0, NULL, 0}};
     r->host = "127.0.0.1";
@@ -352,6 +359,7 @@ static int parse(int argc, char **argv, struct run *r)
     r->max_restarts = 3;
     r->heartbeat_ms = 10000;
     r->snap_keep = 2;
+    r->max_job_restarts = 3;
     int64_t v;
     int c;
     opterr = 0;
@@ -427,6 +435,15 @@ static int parse(int argc, char **argv, struct run *r)
         case 'f':
             r->force = 1;
             break;
+        case 'A':
+            r->auto_resume = 1;
+            break;
+        case 'X':
+            if (rally__parse_int(optarg, 0, INT_MAX, &v))
+                return cli_usage_error(
+                    "rally-run", "--max-job-restarts wants a count (0 or more), not '%s'", optarg);
+            r->max_job_restarts = (int)v;
+            break;
         case 'h':
             usage(stdout);
             return 0;
@@ -442,7 +459,7 @@ static int parse(int argc, char **argv, struct run *r)
     r->argv = argv + optind;
     if (r->snap_dir == NULL &&
         (r->snap_every || r->snap_every_ms || r->snap_required || r->snap_final ||
-         r->keep_snaps || r->overwrite || r->job_opt))
+         r->keep_snaps || r->overwrite || r->job_opt || r->auto_resume))
         return cli_usage_error("rally-run", "the snapshot options need --snapshot-dir DIR");
     if (r->resume != NULL && strcmp(r->resume, "latest") == 0 && r->snap_dir == NULL)
         return cli_usage_error("rally-run", "--resume latest needs --snapshot-dir DIR");
@@ -576,10 +593,7 @@ static void snap_cleanup(struct run *r, int status)
 /* Signals, the secret, the tracker, the workers.  Returns 0 or the exit status. */
 static int setup(struct run *r)
 {
-    int st = snap_setup(r);
-    if (st != 0)
-        return st;
-    if ((r->sfd = rally__launch_signals(1)) < 0) {
+    if (r->sfd < 0 && (r->sfd = rally__launch_signals(1)) < 0) {
         fprintf(stderr, "rally-run: cannot set up signal handling: %s\n", strerror(errno));
         return 1;
     }
@@ -638,7 +652,8 @@ static int setup(struct run *r)
     return 0;
 }
 
-static void teardown(struct run *r)
+/* One attempt's tracker, workers and secret (not the lock, not the signals). */
+static void job_teardown(struct run *r)
 {
     fflush(stdout);
     for (int i = 0; r->procs && i < r->world; i++)
@@ -647,15 +662,71 @@ static void teardown(struct run *r)
                 close(r->procs[i].fd[w]);
     rally__tracker_free(r->t);
     rally__launch_policy_free(r->pol);
-    rally__snap_lock_release(r->lock);
     free(r->procs);
     free(r->slot);
     if (r->secret[0])
         unlink(r->secret);
     if (r->dir[0])
         rmdir(r->dir);
+    r->t = NULL;
+    r->pol = NULL;
+    r->procs = NULL;
+    r->slot = NULL;
+    r->secret[0] = r->dir[0] = '\0';
+    r->nlive = r->nsigs = r->reap = r->snap_now = 0;
+    r->drain_until = RALLY__NEVER;
+}
+
+static void teardown(struct run *r)
+{
+    job_teardown(r);
+    rally__snap_lock_release(r->lock);
     if (r->sfd >= 0)
         close(r->sfd);
+}
+
+/* --auto-resume: the snapshot to restart a failed job from — this run's
+ * newest complete one, else the one it resumed from — verified.  1 when
+ * there is one (r->resume_path names it). */
+static int auto_resume(struct run *r)
+{
+    struct rally__err e = {0, ""};
+    struct rally__snap_entry *v = NULL;
+    size_t n = 0;
+    char path[PATH_MAX] = "";
+    if (rally__snap_list(r->jobdir, &e, &v, &n) != RALLY_OK) {
+        fprintf(stderr, "rally-run: auto-resume: %s\n", e.msg);
+        return 0;
+    }
+    for (size_t i = n; i-- > 0 && !path[0];)
+        if (v[i].state == RALLY__SNAP_COMPLETE && strcmp(v[i].run_id, r->run_id) == 0 &&
+            strlen(r->jobdir) + 1 + strlen(v[i].name) < sizeof path) {
+            size_t k = strlen(r->jobdir);
+            memcpy(path, r->jobdir, k);
+            path[k] = '/';
+            memcpy(path + k + 1, v[i].name, strlen(v[i].name) + 1);
+        }
+    free(v);
+    if (!path[0] && r->resume_path[0])
+        snprintf(path, sizeof path, "%s", r->resume_path);
+    if (!path[0]) {
+        fprintf(stderr, "rally-run: auto-resume: this run committed no snapshot yet; the job "
+                        "cannot be restarted\n");
+        return 0;
+    }
+    struct rally__snap *sn = NULL;
+    if (rally__snap_open(path, &e, &sn) != RALLY_OK) {
+        fprintf(stderr, "rally-run: auto-resume: %s\n", e.msg);
+        return 0;
+    }
+    fprintf(stderr,
+            "rally-run: auto-resume: restarting the whole job from %s (checkpoint version %llu, "
+            "verified; job restart %d of %d)\n",
+            path, (unsigned long long)rally__snap_manifest(sn)->version, r->job_restarts + 1,
+            r->max_job_restarts);
+    rally__snap_close(sn);
+    memcpy(r->resume_path, path, sizeof path);
+    return 1;
 }
 
 int main(int argc, char **argv)
@@ -667,28 +738,44 @@ int main(int argc, char **argv)
     int status = parse(argc, argv, &r);
     if (status >= 0)
         return status;
-    status = setup(&r);
-    if (status != 0)
+    if ((status = snap_setup(&r)) != 0)
         goto cleanup;
-    struct rally__launch_owner owner = {.arg = &r,
-                                        .nfds = 2 * (size_t)r.world,
-                                        .done = done,
-                                        .fill = fill,
-                                        .deadline = deadline,
-                                        .signal = on_signal,
-                                        .handle = handle,
-                                        .after = after};
-    if (rally__launch_serve(r.t, r.sfd, &owner) != RALLY_OK) {
-        fprintf(stderr, "rally-run: internal error: %s\n", strerror(errno));
-        rally__launch_kill_all(r.procs, r.world);
-        status = 1;
-        goto cleanup;
+    for (;;) {
+        status = setup(&r);
+        if (status != 0)
+            goto cleanup;
+        struct rally__launch_owner owner = {.arg = &r,
+                                            .nfds = 2 * (size_t)r.world,
+                                            .done = done,
+                                            .fill = fill,
+                                            .deadline = deadline,
+                                            .signal = on_signal,
+                                            .handle = handle,
+                                            .after = after};
+        if (rally__launch_serve(r.t, r.sfd, &owner) != RALLY_OK) {
+            fprintf(stderr, "rally-run: internal error: %s\n", strerror(errno));
+            rally__launch_kill_all(r.procs, r.world);
+            status = 1;
+            goto cleanup;
+        }
+        struct rally__launch_view v;
+        view(&r, &v);
+        status = rally__launch_policy_verdict(r.pol, &v, stderr);
+        /* a failure (not a signal, not an unrunnable program) may restart the job */
+        if (status == 1 && r.auto_resume && r.job_restarts < r.max_job_restarts &&
+            auto_resume(&r)) {
+            rally__launch_policy_summary(r.pol, stderr);
+            r.job_restarts++;
+            job_teardown(&r);
+            continue;
+        }
+        if (status == 1 && r.auto_resume && r.job_restarts == r.max_job_restarts)
+            fprintf(stderr, "rally-run: auto-resume: %d job restart%s spent (--max-job-restarts)\n",
+                    r.job_restarts, r.job_restarts == 1 ? "" : "s");
+        snap_cleanup(&r, status);
+        rally__launch_policy_summary(r.pol, stderr);
+        break;
     }
-    struct rally__launch_view v;
-    view(&r, &v);
-    status = rally__launch_policy_verdict(r.pol, &v, stderr);
-    snap_cleanup(&r, status);
-    rally__launch_policy_summary(r.pol, stderr);
 cleanup:
     teardown(&r);
     return status;
