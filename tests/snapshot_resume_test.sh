@@ -32,6 +32,10 @@
 #             0, a worker killed) is restarted whole from its newest snapshot
 #             and ends with the plain run's digest; a failure that comes back
 #             every time stops after --max-job-restarts
+#   seeded    the whole job kill -9'ed at seeded random moments (three times,
+#             SNAP_RESUME_SEED), resumed from latest each time (or started
+#             over when no snapshot was complete yet): the final digest is the
+#             uninterrupted run's
 #   resume_checks  --resume of a damaged snapshot is refused before any worker
 #             starts, naming the file; a global-only snapshot of -n 4 resumes
 #             on -n 2 into a new directory, with a note that the result is
@@ -316,6 +320,36 @@ auto)
         fail "want exactly 2 job restarts"
     grep -q "auto-resume: 2 job restarts spent" "$tmp/out" || fail "the bound was not reported"
     no_orphans
+    ;;
+seeded)
+    # the whole job killed at seeded random moments, resumed each time, until
+    # it finishes: the final model is the uninterrupted run's
+    seed=${SNAP_RESUME_SEED:-20261130}
+    job "$tmp/plain" -n 4 "$km" $KM
+    round=0 done_=0
+    while [ $done_ -eq 0 ]; do
+        round=$((round + 1))
+        [ $round -gt 12 ] && fail "12 rounds and the job never finished"
+        if "$snap" ls "$D/rally-kmeans" 2>/dev/null | grep -q '^  \* '; then
+            how="--resume latest"
+        else
+            how="--overwrite"
+        fi
+        ms=$(awk -v s="$seed" -v r="$round" 'BEGIN { srand(s + r); print 300 + int(rand() * 1500) }')
+        timeout -k 5 120 "$run" -n 4 --snapshot-dir "$D" --snapshot-every 1 $how "$km" $KM \
+            --pause-ms 250 >"$tmp/r$round" 2>&1 &
+        launcher=$!
+        sleep "$(awk -v m="$ms" 'BEGIN { print m / 1000 }')"
+        workers=$(sed -n 's/^\[[0-9]\] shard [0-9] fingerprint .* pid \([0-9]*\)$/\1/p' "$tmp/r$round")
+        rl=$(pgrep -P "$launcher" -x rally-run || true)
+        [ $round -le 3 ] && kill -9 $rl $workers 2>/dev/null
+        wait "$launcher" 2>/dev/null
+        echo "round $round ($how): killed after ${ms} ms; $(grep -c 'snapshot: committed' "$tmp/r$round") snapshots committed"
+        grep -q "^\[0\] result:" "$tmp/r$round" && done_=1
+        no_orphans
+    done
+    [ "$(digest "$tmp/r$round")" = "$(digest "$tmp/plain")" ] ||
+        { cp "$tmp/r$round" "$tmp/out"; fail "digest $(digest "$tmp/r$round"), want $(digest "$tmp/plain")"; }
     ;;
 *)
     fail "unknown case"
