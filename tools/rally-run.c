@@ -458,8 +458,8 @@ static int parse(int argc, char **argv, struct run *r)
         return cli_usage_error("rally-run", "no program to run");
     r->argv = argv + optind;
     if (r->snap_dir == NULL &&
-        (r->snap_every || r->snap_every_ms || r->snap_required || r->snap_final ||
-         r->keep_snaps || r->overwrite || r->job_opt || r->auto_resume))
+        (r->snap_every || r->snap_every_ms || r->snap_required || r->snap_final || r->keep_snaps ||
+         r->overwrite || r->job_opt || r->auto_resume))
         return cli_usage_error("rally-run", "the snapshot options need --snapshot-dir DIR");
     if (r->resume != NULL && strcmp(r->resume, "latest") == 0 && r->snap_dir == NULL)
         return cli_usage_error("rally-run", "--resume latest needs --snapshot-dir DIR");
@@ -525,7 +525,8 @@ static int snap_setup(struct run *r)
             return 1;
         }
         snprintf(r->jobdir, sizeof r->jobdir, "%s/%s", r->snap_abs, r->job);
-        if (r->resume == NULL && !r->overwrite && rally__snap_check_fresh(r->jobdir, &e) != RALLY_OK) {
+        if (r->resume == NULL && !r->overwrite &&
+            rally__snap_check_fresh(r->jobdir, &e) != RALLY_OK) {
             fprintf(stderr, "rally-run: %s\n", e.msg);
             return 1;
         }
@@ -585,8 +586,8 @@ static void snap_cleanup(struct run *r, int status)
         return;
     long i = rally__snap_latest(v, n);
     if (i >= 0 && strcmp(v[i].run_id, r->run_id) == 0)
-        fprintf(stderr, "rally-run: newest snapshot: %s/%s (checkpoint version %llu)\n",
-                r->jobdir, v[i].name, (unsigned long long)v[i].version);
+        fprintf(stderr, "rally-run: newest snapshot: %s/%s (checkpoint version %llu)\n", r->jobdir,
+                v[i].name, (unsigned long long)v[i].version);
     free(v);
 }
 

@@ -318,8 +318,8 @@ static void fill_slot(struct rally__robust *rb, unsigned char *slot)
 /* Settings worth keeping: not paths, secrets or what names this run. */
 static int kept_setting(const char *key)
 {
-    static const char *const skip[] = {"rally_tracker",   "rally_secret_file", "rally_task_id",
-                                       "rally_mock",      "rally_snapshot_dir", "rally_run_id",
+    static const char *const skip[] = {"rally_tracker",     "rally_secret_file",  "rally_task_id",
+                                       "rally_mock",        "rally_snapshot_dir", "rally_run_id",
                                        "rally_run_started", "rally_resume"};
     for (size_t i = 0; i < sizeof skip / sizeof skip[0]; i++)
         if (strcmp(key, skip[i]) == 0)
@@ -356,8 +356,8 @@ static int commit(struct rally__robust *rb, const unsigned char *all, struct ral
         hosts[r] = rb->distributed && rb->tc.peers ? rb->tc.peers[r].host : s->host;
     m.hosts = hosts;
     size_t ns = 0;
-    for (size_t i = 0; ns < 64 && rally__config_get(rb->cfg, i, keys[ns], sizeof keys[ns],
-                                                    vals[ns], sizeof vals[ns]);
+    for (size_t i = 0; ns < 64 && rally__config_get(rb->cfg, i, keys[ns], sizeof keys[ns], vals[ns],
+                                                    sizeof vals[ns]);
          i++)
         if (kept_setting(keys[ns])) {
             set[ns].key = keys[ns];

@@ -44,8 +44,8 @@ struct rally__config {
 
 /* The i-th setting's key (with the rally_ prefix) and value as text, for a
  * snapshot's manifest; 0 when i is past the last setting. */
-int rally__config_get(const struct rally__config *c, size_t i, char *key, size_t key_cap,
-                      char *val, size_t val_cap);
+int rally__config_get(const struct rally__config *c, size_t i, char *key, size_t key_cap, char *val,
+                      size_t val_cap);
 
 /* Fills c with defaults, then the environment, then consumes rally_* arguments
  * from argv (argc/argv may be NULL).  Unknown rally_* keys are RALLY_ECONFIG. */
