@@ -47,3 +47,8 @@ foreach(c kill9 rfc lock death resume_checks write_error local usr1 auto seeded)
            COMMAND sh ${RALLY_SNAP_TESTS_DIR}/snapshot_resume_test.sh ${c} ${CMAKE_BINARY_DIR})
   set_tests_properties(snapshot_resume_${c} PROPERTIES TIMEOUT 300 LABELS "snapshot")
 endforeach()
+
+# What a snapshot costs a job (not a test: tests/snapshot_bench.sh BUILD_DIR
+# prints the table; see its header).
+add_executable(snapshot_bench ${RALLY_SNAP_TESTS_DIR}/snapshot_bench.c)
+target_link_libraries(snapshot_bench rally_static)

@@ -121,14 +121,17 @@ static void take(struct rally__robust *rb, uint64_t v)
         uint64_t n;
         if (rally__robust_global_bytes(rb, v, &p, &n, &owned) != RALLY_OK)
             goto failed;
-        parts[s->nparts++] = (struct rally__snap_part){-1, p, n, owned != NULL};
+        /* the store keeps V's bytes until the next checkpoint, which waits
+         * for this write first (settle): lent, not copied */
+        parts[s->nparts++] =
+            (struct rally__snap_part){-1, p, n, owned != NULL ? 1 : RALLY__SNAP_BORROWED};
     }
     if (rb->use_local) {
         const unsigned char *p;
         uint64_t n;
         if (rally__robust_local_bytes(rb, v, rb->rank, &p, &n) != RALLY_OK)
             goto failed;
-        parts[s->nparts++] = (struct rally__snap_part){rb->rank, p, n, 0};
+        parts[s->nparts++] = (struct rally__snap_part){rb->rank, p, n, RALLY__SNAP_BORROWED};
     }
     if (s->nparts == 0)
         return;
