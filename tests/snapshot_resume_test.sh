@@ -16,8 +16,8 @@
 #             digest of a plain k = 5 run, every iteration run, nothing resumed)
 #   lock      a second launcher on a job directory in use is refused, naming
 #             the run that holds it
-#   death     workers die (librally_mock; rank 0 too) while snapshots are taken every
-#             version: the job recovers, the digest is the plain run's, every
+#   death     workers die (librally_mock; rank 0 too, one inside a checkpoint)
+#             while snapshots are taken every version: the job recovers, the digest is the plain run's, every
 #             snapshot kept verifies, and the newest resumes to the same digest
 #   write_error  a snapshot that cannot be written (its directory is a symbolic
 #             link) is void and logged, the previous stays the newest, the job
@@ -172,9 +172,10 @@ lock)
 death)
     job "$tmp/plain" -n 4 "$km" $KM
     job "$tmp/out" -n 4 --snapshot-dir "$D" --snapshot-every 1 --snapshot-keep 3 --keep-snapshots \
-        "$mock" $KM rally_mock=2,4,0,0 rally_mock=0,5,1,0 rally_mock=1,6,1,0
+        "$mock" $KM rally_mock=3,3,1,0,checkpoint rally_mock=2,4,0,0 rally_mock=0,5,1,0 \
+        rally_mock=1,6,1,0
     cat "$tmp/out" | grep -v iteration
-    grep -q "deaths=3 recovered=3 " "$tmp/out" || fail "want three deaths, all recovered"
+    grep -q "deaths=4 recovered=4 " "$tmp/out" || fail "want four deaths, all recovered"
     [ "$(digest "$tmp/out")" = "$(digest "$tmp/plain")" ] || fail "digest differs after deaths"
     [ "$(nsnaps "$D/rally-kmeans-mock")" -eq 3 ] || fail "want 3 snapshots kept"
     for s in "$D"/rally-kmeans-mock/snap-*; do
