@@ -17,8 +17,9 @@
 #   lock      a second launcher on a job directory in use is refused, naming
 #             the run that holds it
 #   death     workers die (librally_mock; rank 0 too, one inside a checkpoint)
-#             while snapshots are taken every version: the job recovers, the digest is the plain run's, every
-#             snapshot kept verifies, and the newest resumes to the same digest
+#             while snapshots are taken every version: the job recovers, the
+#             digest is the plain run's, every snapshot kept verifies, and the
+#             newest resumes to the same digest
 #   write_error  a snapshot that cannot be written (its directory is a symbolic
 #             link) is void and logged, the previous stays the newest, the job
 #             goes on to the same digest; with --snapshot-required it fails
