@@ -37,6 +37,8 @@
 #             SNAP_RESUME_SEED), resumed from latest each time (or started
 #             over when no snapshot was complete yet): the final digest is the
 #             uninterrupted run's
+#   final     --snapshot-final: only the last version is snapshotted, it is
+#             kept after success, and resuming it gives the finished model
 #   resume_checks  --resume of a damaged snapshot is refused before any worker
 #             starts, naming the file; a global-only snapshot of -n 4 resumes
 #             on -n 2 into a new directory, with a note that the result is
@@ -352,6 +354,20 @@ seeded)
     done
     [ "$(digest "$tmp/r$round")" = "$(digest "$tmp/plain")" ] ||
         { cp "$tmp/r$round" "$tmp/out"; fail "digest $(digest "$tmp/r$round"), want $(digest "$tmp/plain")"; }
+    ;;
+final)
+    # --snapshot-final, no rhythm: one snapshot, of the last version, kept;
+    # resuming it gives the finished model back
+    job "$tmp/out" -n 2 --snapshot-dir "$D" --snapshot-final "$km" $KM
+    cat "$tmp/out" | grep -v iteration
+    v=$(grep -c '^\[0\] iteration ' "$tmp/out")
+    last=$(printf 'snap-%08d' $((v + 1)))
+    [ "$(ls "$D/rally-kmeans")" = "$last" ] || fail "want only $last, have: $(ls "$D/rally-kmeans")"
+    "$snap" verify "$D/rally-kmeans/$last" >/dev/null || fail "$last does not verify"
+    job "$tmp/resumed" -n 2 --snapshot-dir "$D" --resume latest "$km" $KM
+    [ "$(digest "$tmp/resumed")" = "$(digest "$tmp/out")" ] || fail "the final model differs"
+    grep -q '^\[0\] iteration ' "$tmp/resumed" && fail "a finished model ran another iteration"
+    no_orphans
     ;;
 *)
     fail "unknown case"
