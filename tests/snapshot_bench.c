@@ -9,6 +9,8 @@
  * after COMPUTE_MS of sleep standing in for work (so the background writer
  * has the core).  Rank 0 prints one line:
  *   bench: load_ms=X ckpt_ms_median=Y ckpt_ms_max=Z iter_ms_median=W version=V
+ * then "result: model_digest=HEX" (the model's XXH3: the same with and
+ * without snapshots, failures and resumes).
  * tests/snapshot_bench.sh runs it with and without snapshots.
  *
  *   snapshot_bench --write DIR MIB
@@ -114,6 +116,8 @@ int main(int argc, char **argv)
         ck[k] = c - b;
         it[k] = c - a;
     }
+    if (rally_rank(r) == 0)
+        printf("result: model_digest=%016llx\n", (unsigned long long)rally__snap_xxh3(model, n));
     if (rally_rank(r) == 0 && k == 0)
         printf("bench: load_ms=%.1f version=%" PRIu64 "\n", load_ms, version);
     if (rally_rank(r) == 0 && k > 0) {

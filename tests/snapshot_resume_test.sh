@@ -39,6 +39,10 @@
 #             uninterrupted run's
 #   final     --snapshot-final: only the last version is snapshotted, it is
 #             kept after success, and resuming it gives the finished model
+#   busy      --snapshot-busy skip: writes outlast iterations, requests are
+#             skipped and logged, reports retried, workers (rank 0 too) die
+#             meanwhile: the model is unchanged and every committed snapshot
+#             verifies
 #   resume_checks  --resume of a damaged snapshot is refused before any worker
 #             starts, naming the file; a global-only snapshot of -n 4 resumes
 #             on -n 2 into a new directory, with a note that the result is
@@ -367,6 +371,28 @@ final)
     job "$tmp/resumed" -n 2 --snapshot-dir "$D" --resume latest "$km" $KM
     [ "$(digest "$tmp/resumed")" = "$(digest "$tmp/out")" ] || fail "the final model differs"
     grep -q '^\[0\] iteration ' "$tmp/resumed" && fail "a finished model ran another iteration"
+    no_orphans
+    ;;
+busy)
+    # --snapshot-busy skip: a 32 MiB model, no work between checkpoints, a
+    # snapshot asked for every version: writes outlast iterations, so
+    # requests are skipped and reports retried; workers (rank 0 too) die
+    # meanwhile.  The model is the plain run's and every kept snapshot verifies.
+    bench=$build/snapshot_bench bmock=$build/snapshot_bench_mock
+    job "$tmp/plain" -n 4 "$bench" 32 12 0
+    job "$tmp/out" -n 4 --snapshot-dir "$D" --snapshot-every 1 --snapshot-busy skip \
+        --keep-snapshots --snapshot-keep 50 "$bmock" 32 12 0 rally_mock=1,5,0,0 rally_mock=0,9,0,0
+    cat "$tmp/out"
+    grep -q "deaths=2 recovered=2 " "$tmp/out" || fail "want two deaths, both recovered"
+    grep -q "skipped: an older one is still being written" "$tmp/out" || fail "nothing was skipped"
+    [ "$(digest "$tmp/out")" = "$(digest "$tmp/plain")" ] || fail "the model differs"
+    n=0
+    for s in "$D"/snapshot_bench_mock/snap-*; do
+        [ -f "$s/MANIFEST.json" ] || continue
+        "$snap" verify "$s" >/dev/null || fail "$s does not verify"
+        n=$((n + 1))
+    done
+    [ $n -ge 2 ] || fail "want at least 2 committed snapshots, have $n"
     no_orphans
     ;;
 *)

@@ -81,6 +81,7 @@ struct run {
     const char *snap_dir, *job_opt, *resume;
     int64_t snap_every, snap_every_ms, snap_keep;
     int keep_snaps, snap_required, snap_final, overwrite, force;
+    const char *snap_busy;
     char job[RALLY__SNAP_JOB_MAX + 1];
     char snap_abs[PATH_MAX], jobdir[PATH_MAX + RALLY__SNAP_JOB_MAX + 2], resume_path[PATH_MAX];
     char run_id[RALLY__SNAP_UUID_LEN + 1], run_started[RALLY__SNAP_TIME_LEN + 1];
@@ -116,6 +117,9 @@ static void usage(FILE *f)
         "      --snapshot-keep K      keep this run's newest K snapshots (default 2)\n"
         "      --snapshot-required    a failed snapshot fails the job (default: logged)\n"
         "      --snapshot-final       snapshot the last version at the end, and keep it\n"
+        "      --snapshot-busy wait|skip  a snapshot asked for while one is still being written:\n"
+        "                             the next checkpoint waits for the write (default), or\n"
+        "                             it is skipped (logged) and the write goes on\n"
         "      --keep-snapshots       keep this run's snapshots after it succeeded\n"
         "      --resume latest|PATH   start from the newest complete snapshot of the newest run\n"
         "                             in DIR/JOB, or from the snapshot directory PATH\n"
@@ -202,6 +206,7 @@ static int spawn(struct run *r, int i)
         {"RALLY_SNAPSHOT_KEEP", r->keep},
         {"RALLY_SNAPSHOT_REQUIRED", r->snap_required ? "1" : "0"},
         {"RALLY_SNAPSHOT_FINAL", r->snap_final ? "1" : "0"},
+        {"RALLY_SNAPSHOT_BUSY", r->snap_busy},
         {"RALLY_RESUME", r->resume_path},
         {"RALLY_RESUME_FORCE", r->force ? "1" : "0"},
         {NULL, NULL}};
@@ -350,6 +355,7 @@ static int parse(int argc, char **argv, struct run *r)
                                           {"overwrite", no_argument, NULL, 'O'},
                                           {"force", no_argument, NULL, 'f'},
                                           {"auto-resume", no_argument, NULL, 'A'},
+                                          {"snapshot-busy", required_argument, NULL, 'B'},
                                           {"max-job-restarts", required_argument, NULL, 'X'},
                                           {"help", no_argument, NULL, 'h'},
                                           {NULL, 0, NULL, 0}};
@@ -360,6 +366,7 @@ static int parse(int argc, char **argv, struct run *r)
     r->heartbeat_ms = 10000;
     r->snap_keep = 2;
     r->max_job_restarts = 3;
+    r->snap_busy = "wait";
     int64_t v;
     int c;
     opterr = 0;
@@ -437,6 +444,12 @@ static int parse(int argc, char **argv, struct run *r)
             break;
         case 'A':
             r->auto_resume = 1;
+            break;
+        case 'B':
+            if (strcmp(optarg, "wait") != 0 && strcmp(optarg, "skip") != 0)
+                return cli_usage_error("rally-run", "--snapshot-busy wants wait or skip, not '%s'",
+                                       optarg);
+            r->snap_busy = optarg;
             break;
         case 'X':
             if (rally__parse_int(optarg, 0, INT_MAX, &v))

@@ -71,6 +71,7 @@ enum {
 /* Request bits of the acknowledgement's flags word (docs/recovery.md,
  * "Commits and request bits"). */
 #define RALLY__REQ_SNAPSHOT (UINT64_C(1) << 0) /* snapshot the version this commits */
+#define RALLY__REQ_SNAP_PENDING (UINT64_C(1) << 1) /* a snapshot's parts are still being written */
 
 /* rally__robust_recover() outcomes, beside the RALLY_* codes. */
 enum { RALLY__SERVED = 1000, RALLY__EXECUTE = 1001 };

@@ -33,9 +33,13 @@
 #include "util/clock.h"
 #include "util/wire.h"
 
-#define SLOT 5 /* u64 per rank in the report: status, local size, sum, global size, sum */
+/* u64 per rank in the report: status, local size and sum, global size and
+ * sum, the version (0 from a rank that does not know it) */
+#define SLOT 6
 
-enum { ST_NONE = 0, ST_OK = 1, ST_FAILED = 2 };
+enum { ST_NONE = 0, ST_OK = 1, ST_FAILED = 2, ST_BUSY = 4 };
+
+#define UNKNOWN (RALLY__NONE - 1) /* pending, version unknown: a restarted rank */
 
 struct rally__rsnap {
     struct rally__snap_bg *bg;
@@ -43,11 +47,14 @@ struct rally__rsnap {
     char run_id[RALLY__SNAP_UUID_LEN + 1];
     char run_started[RALLY__SNAP_TIME_LEN + 1];
     char host[RALLY__SNAP_HOST_MAX + 1];
-    uint64_t pending; /* the version whose parts are being written, or RALLY__NONE */
-    uint64_t last;    /* the newest version a snapshot was taken of, or RALLY__NONE */
-    int64_t last_ms;  /* rank 0: when the last one was taken (or the start) */
-    int nparts;       /* parts this rank submitted for pending */
-    int failed;       /* this rank could not even submit them */
+    uint64_t pending;  /* the version whose parts are being written, or RALLY__NONE */
+    uint64_t last;     /* the newest version a snapshot was taken of, or RALLY__NONE */
+    int64_t last_ms;   /* rank 0: when the last one was taken (or the start) */
+    int nparts;        /* parts submitted and not yet collected from the writer */
+    int failed;        /* this rank's part of pending failed (or is lost) */
+    int logged;        /* ... and it said so */
+    int skip;          /* rally_snapshot_busy=skip */
+    uint64_t files[4]; /* what it wrote: local size and sum, global size and sum */
     char why[RALLY__ERR_MSG_MAX];
     char *app_name, *app_config;
 };
@@ -111,27 +118,35 @@ static void take(struct rally__robust *rb, uint64_t v)
     struct rally__snap_part parts[RALLY__SNAP_PARTS_MAX];
     struct rally__err saved = *rb->err, e = {0, ""};
     unsigned char *owned = NULL;
+    if (s->nparts > 0) { /* a voided snapshot's write still running: let it end */
+        struct rally__snap_file f[RALLY__SNAP_PARTS_MAX];
+        struct rally__err res = {0, ""};
+        int done = 0;
+        rally__snap_bg_poll(s->bg, -1, &done, &res, f);
+    }
+    /* Waiting at the next checkpoint, the store keeps V's bytes until the
+     * write is done: lent, not copied.  Skipping, the write may outlive
+     * them: copied. */
+    int lend = s->skip ? 0 : RALLY__SNAP_BORROWED;
     s->pending = s->last = v;
     s->last_ms = rally__now_ms();
     s->nparts = 0;
-    s->failed = 0;
+    s->failed = s->logged = 0;
+    memset(s->files, 0, sizeof s->files);
     s->why[0] = '\0';
     if (rb->rank == 0) {
         const unsigned char *p;
         uint64_t n;
         if (rally__robust_global_bytes(rb, v, &p, &n, &owned) != RALLY_OK)
             goto failed;
-        /* the store keeps V's bytes until the next checkpoint, which waits
-         * for this write first (settle): lent, not copied */
-        parts[s->nparts++] =
-            (struct rally__snap_part){-1, p, n, owned != NULL ? 1 : RALLY__SNAP_BORROWED};
+        parts[s->nparts++] = (struct rally__snap_part){-1, p, n, owned != NULL ? 1 : lend};
     }
     if (rb->use_local) {
         const unsigned char *p;
         uint64_t n;
         if (rally__robust_local_bytes(rb, v, rb->rank, &p, &n) != RALLY_OK)
             goto failed;
-        parts[s->nparts++] = (struct rally__snap_part){rb->rank, p, n, RALLY__SNAP_BORROWED};
+        parts[s->nparts++] = (struct rally__snap_part){rb->rank, p, n, lend};
     }
     if (s->nparts == 0)
         return;
@@ -160,12 +175,27 @@ static void on_commit(void *arg, uint64_t v, uint64_t flags)
     struct rally__robust *rb = arg;
     struct rally__rsnap *s = rb->snap;
     trigger(rb, v);
+    if ((flags & RALLY__REQ_SNAP_PENDING) && s->pending == RALLY__NONE) {
+        /* a restarted worker served a commit made while an older snapshot
+         * was still being written: its part of that one (if it had one)
+         * died with it */
+        s->pending = UNKNOWN;
+        s->failed = rb->rank == 0 || rb->use_local;
+        s->logged = 0;
+        s->nparts = 0;
+        memset(s->files, 0, sizeof s->files);
+        snprintf(s->why, sizeof s->why,
+                 "this worker was restarted while the snapshot was being written; its part "
+                 "is lost");
+    }
     if (!(flags & RALLY__REQ_SNAPSHOT) || v == 0)
         return;
-    if (s->pending != RALLY__NONE) { /* cannot happen: the report comes first */
+    if (s->pending != RALLY__NONE) { /* skip mode: one in flight */
         if (rb->rank == 0)
-            say(rb, "version %" PRIu64 " skipped: version %" PRIu64 " is still being written", v,
-                s->pending);
+            say(rb,
+                "version %" PRIu64 " skipped: an older one is still being written "
+                "(rally_snapshot_busy=skip)",
+                v);
         return;
     }
     take(rb, v);
@@ -183,6 +213,13 @@ int rally__robust_snap_start(struct rally__robust *rb, const char *host)
     s->pending = s->last = RALLY__NONE;
     s->last_ms = rally__now_ms();
     snprintf(s->host, sizeof s->host, "%s", host && *host ? host : "localhost");
+    if (strcmp(c->snapshot_busy, "wait") != 0 && strcmp(c->snapshot_busy, "skip") != 0)
+        return rally__fail(rb->err, RALLY_ECONFIG,
+                           "rally_snapshot_busy=%.80s: say wait (the next checkpoint waits for "
+                           "a snapshot still being written) or skip (requests meanwhile are "
+                           "skipped)",
+                           c->snapshot_busy);
+    s->skip = strcmp(c->snapshot_busy, "skip") == 0;
     if (c->snapshot_dir[0] == '\0')
         return RALLY_OK; /* resume only */
     if (!rally__snap_job_ok(c->snapshot_job))
@@ -291,31 +328,38 @@ static int deliver_report(struct rally__robust *rb, struct rally__op *op, const 
     return RALLY_OK;
 }
 
-/* This rank's slot: wait for its write, then status and files. */
-static void fill_slot(struct rally__robust *rb, unsigned char *slot)
+/* This rank's slot: its write collected (waiting for it when wait), then
+ * status, files and the version. */
+static void fill_slot(struct rally__robust *rb, unsigned char *slot, int wait)
 {
     struct rally__rsnap *s = rb->snap;
-    uint64_t st = s->failed ? ST_FAILED : ST_OK;
-    if (s->nparts > 0) {
+    if (s->nparts > 0 && !s->failed) {
         struct rally__snap_file files[RALLY__SNAP_PARTS_MAX];
         struct rally__err res = {0, ""};
         int done = 0;
-        if (rally__snap_bg_poll(s->bg, -1, &done, &res, files) != RALLY_OK || done != 1 ||
-            res.code != RALLY_OK) {
-            snprintf(s->why, sizeof s->why, "%s", res.code ? res.msg : "the writer failed");
-            st = ST_FAILED;
-        } else {
-            for (int i = 0; i < s->nparts; i++) {
-                int global = strcmp(files[i].name, RALLY__SNAP_GLOBAL) == 0;
-                rally__put_u64(slot + 8 * (global ? 3 : 1), files[i].nbytes);
-                rally__put_u64(slot + 8 * (global ? 4 : 2), files[i].xxh3);
+        rally__snap_bg_poll(s->bg, wait ? -1 : 0, &done, &res, files);
+        if (done == 1) {
+            if (res.code != RALLY_OK) {
+                snprintf(s->why, sizeof s->why, "%s", res.msg);
+                s->failed = 1;
             }
+            for (int i = 0; i < s->nparts && !s->failed; i++) {
+                int global = strcmp(files[i].name, RALLY__SNAP_GLOBAL) == 0;
+                s->files[global ? 2 : 0] = files[i].nbytes;
+                s->files[global ? 3 : 1] = files[i].xxh3;
+            }
+            s->nparts = 0;
         }
-        s->nparts = 0;
     }
+    uint64_t st = s->failed ? ST_FAILED : s->nparts > 0 ? ST_BUSY : ST_OK;
     rally__put_u64(slot, st);
-    if (st == ST_FAILED)
-        say(rb, "could not write its part of version %" PRIu64 ": %s", s->pending, s->why);
+    for (int i = 0; i < 4; i++)
+        rally__put_u64(slot + 8 * (i + 1), st == ST_OK ? s->files[i] : 0);
+    rally__put_u64(slot + 40, s->pending == UNKNOWN ? 0 : s->pending);
+    if (st == ST_FAILED && !s->logged) {
+        s->logged = 1;
+        say(rb, "could not write its part of the snapshot: %s", s->why);
+    }
 }
 
 /* Settings worth keeping: not paths, secrets or what names this run. */
@@ -331,7 +375,8 @@ static int kept_setting(const char *key)
 }
 
 /* Rank 0, once every rank reported success: the manifest, then retention. */
-static int commit(struct rally__robust *rb, const unsigned char *all, struct rally__err *e)
+static int commit(struct rally__robust *rb, const unsigned char *all, uint64_t version,
+                  struct rally__err *e)
 {
     struct rally__rsnap *s = rb->snap;
     struct rally__snap_manifest m;
@@ -352,7 +397,7 @@ static int commit(struct rally__robust *rb, const unsigned char *all, struct ral
         goto out;
     memcpy(m.run_id, s->run_id, sizeof m.run_id);
     memcpy(m.run_started, s->run_started, sizeof m.run_started);
-    m.version = s->pending;
+    m.version = version;
     rally__snap_now(m.created);
     m.world = rb->world;
     for (int r = 0; r < rb->world; r++)
@@ -401,7 +446,7 @@ out:
     return rc;
 }
 
-int rally__robust_snap_settle(struct rally__robust *rb)
+static int settle(struct rally__robust *rb, int wait)
 {
     struct rally__rsnap *s = rb->snap;
     if (s == NULL || s->pending == RALLY__NONE)
@@ -413,7 +458,7 @@ int rally__robust_snap_settle(struct rally__robust *rb)
         rc = rally__fail(rb->err, RALLY_ENOMEM, "out of memory for a snapshot report");
         goto out;
     }
-    fill_slot(rb, c.mine + (size_t)rb->rank * SLOT * 8);
+    fill_slot(rb, c.mine + (size_t)rb->rank * SLOT * 8, wait || !s->skip);
     struct rally__op op = {{RALLY__K_SNAP_REPORT, 0, 0, -1, (uint64_t)rb->world * SLOT, 0},
                            NULL,
                            NULL,
@@ -422,29 +467,45 @@ int rally__robust_snap_settle(struct rally__robust *rb)
                            &c};
     if ((rc = rally__robust_op(rb, &op)) != RALLY_OK)
         goto out;
-    int bad = -1;
-    for (int r = 0; r < rb->world && bad < 0; r++)
-        if (rally__get_u64(c.all + (size_t)r * SLOT * 8) != ST_OK)
+    int bad = -1, busy = -1;
+    uint64_t v = 0;
+    for (int r = 0; r < rb->world; r++) {
+        const unsigned char *slot = c.all + (size_t)r * SLOT * 8;
+        uint64_t st = rally__get_u64(slot);
+        v |= rally__get_u64(slot + 40);
+        if (st & ST_FAILED && bad < 0)
             bad = r;
+        else if (st != ST_OK && busy < 0)
+            busy = r;
+    }
+    if (bad < 0 && busy >= 0) { /* skip mode: report again at the next checkpoint */
+        rally__robust_request(rb, RALLY__REQ_SNAP_PENDING);
+        if (rb->rank == 0)
+            say(rb,
+                "version %" PRIu64 ": rank %d is still writing its part; reported at the "
+                "next checkpoint",
+                v, busy);
+        goto out;
+    }
     struct rally__err e = {0, ""};
     if (bad >= 0) {
         snprintf(e.msg, sizeof e.msg,
                  "rank %d could not write its part (its log says why); the snapshot of "
                  "version %" PRIu64 " is void",
-                 bad, s->pending);
+                 bad, v);
         e.code = RALLY_ESYS;
     } else if (rb->rank == 0) {
-        commit(rb, c.all, &e);
+        commit(rb, c.all, v, &e);
     }
     if (e.code != RALLY_OK && rb->rank == 0)
-        say(rb, "version %" PRIu64 " not committed, the previous snapshot stays the newest: %s",
-            s->pending, e.msg);
+        say(rb, "version %" PRIu64 " not committed, the previous snapshot stays the newest: %s", v,
+            e.msg);
     /* every rank fails alike only on what every rank knows: a failed part */
     if (bad >= 0 && rb->cfg->snapshot_required)
         rc = rally__fail(rb->err, RALLY_ESYS,
                          "rally_snapshot_required: rank %d could not write its part of the "
                          "snapshot of version %" PRIu64,
-                         bad, s->pending);
+                         bad, v);
     else if (e.code != RALLY_OK && rb->rank == 0 && rb->cfg->snapshot_required)
         rc = rally__fail(rb->err, e.code, "rally_snapshot_required: %s", e.msg);
     s->pending = RALLY__NONE;
@@ -454,15 +515,24 @@ out:
     return rc;
 }
 
+int rally__robust_snap_settle(struct rally__robust *rb)
+{
+    return settle(rb, 0);
+}
+
 int rally__robust_snap_final(struct rally__robust *rb)
 {
     struct rally__rsnap *s = rb->snap;
     if (s == NULL || s->bg == NULL)
         return RALLY_OK;
-    if (rb->cfg->snapshot_final && rb->version > 0 && s->last != rb->version &&
-        s->pending == RALLY__NONE)
+    int rc = settle(rb, 1); /* nothing is left behind being written */
+    if (rc != RALLY_OK)
+        return rc;
+    if (rb->cfg->snapshot_final && rb->version > 0 && s->last != rb->version) {
         take(rb, rb->version);
-    return rally__robust_snap_settle(rb);
+        rc = settle(rb, 1);
+    }
+    return rc;
 }
 
 /* --- resuming ------------------------------------------------------------------ */

@@ -44,6 +44,7 @@ static const struct key keys[] = {
     K("snapshot_keep", INT, snapshot_keep, "2", 1, 1000000),
     K("snapshot_required", INT, snapshot_required, "0", 0, 1),
     K("snapshot_final", INT, snapshot_final, "0", 0, 1),
+    K("snapshot_busy", STR, snapshot_busy, "wait", 0, 0),
     K("run_id", STR, run_id, "", 0, 0),
     K("run_started", STR, run_started, "", 0, 0),
     K("resume", STR, resume, "", 0, 0),
