@@ -20,7 +20,7 @@ allowed() {
     tracker) echo "util net tracker" ;;
     coll) echo "util net coll" ;;
     mock) echo "util mock" ;;
-    robust) echo "util net tracker coll mock robust" ;;
+    robust) echo "util net tracker coll mock robust snapshot" ;;
     api) echo "util api" ;;
     mpi) echo "util mpi" ;;
     data) echo "util data" ;;

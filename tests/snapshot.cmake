@@ -38,3 +38,19 @@ add_test(NAME snapshot_kill9
          COMMAND sh ${RALLY_SNAP_TESTS_DIR}/snapshot_kill_test.sh $<TARGET_FILE:rally-snapshot>
                  $<TARGET_FILE:snapshot_mk> ${SNAP_KILL_SEED} 12)
 set_tests_properties(snapshot_kill9 PROPERTIES TIMEOUT 180)
+
+# Durable snapshots of a real job (rally-run --snapshot-dir, rally-kmeans):
+# the whole job killed and resumed bit-identically, the RFC's stale-snapshot
+# scenario, the directory lock, worker deaths while snapshotting, resume checks.
+foreach(c kill9 rfc lock death resume_checks write_error local usr1 auto seeded final busy)
+  add_test(NAME snapshot_resume_${c}
+           COMMAND sh ${RALLY_SNAP_TESTS_DIR}/snapshot_resume_test.sh ${c} ${CMAKE_BINARY_DIR})
+  set_tests_properties(snapshot_resume_${c} PROPERTIES TIMEOUT 300 LABELS "snapshot")
+endforeach()
+
+# What a snapshot costs a job (not a test: tests/snapshot_bench.sh BUILD_DIR
+# prints the table; see its header).
+add_executable(snapshot_bench ${RALLY_SNAP_TESTS_DIR}/snapshot_bench.c)
+target_link_libraries(snapshot_bench rally_static)
+add_executable(snapshot_bench_mock ${RALLY_SNAP_TESTS_DIR}/snapshot_bench.c)
+target_link_libraries(snapshot_bench_mock rally_mock_static)

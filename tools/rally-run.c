@@ -29,6 +29,14 @@
  * escalation, and we exit 128+signal.  The last line on stderr is always the
  * summary (deaths, deaths recovered, recovery epochs, restarts, deaths per
  * rank).
+ *
+ * Durable snapshots (--snapshot-dir, docs/snapshot-format.md): before any
+ * worker starts we give the run a UUID, take the job directory's lock for
+ * the run's life, refuse a fresh start into a directory that holds
+ * snapshots (unless --overwrite), and resolve and verify --resume; the
+ * workers get the settings in RALLY_SNAPSHOT_* / RALLY_RUN_* / RALLY_RESUME.
+ * After a successful run this run's snapshots are removed unless
+ * --keep-snapshots or --snapshot-final.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -45,6 +53,7 @@
 #include "launch/serve.h"
 #include "net/auth.h"
 #include "net/sock.h"
+#include "snapshot/snapshot.h"
 #include "tracker/proto.h"
 #include "tracker/server.h"
 #include "util/clock.h"
@@ -68,6 +77,18 @@ struct run {
     int sigs[4], nsigs; /* SIGINT/SIGTERM that arrived this turn */
     int reap;           /* a signal arrived this turn: reap */
     int64_t drain_until;
+    /* durable snapshots */
+    const char *snap_dir, *job_opt, *resume;
+    int64_t snap_every, snap_every_ms, snap_keep;
+    int keep_snaps, snap_required, snap_final, overwrite, force;
+    const char *snap_busy;
+    char job[RALLY__SNAP_JOB_MAX + 1];
+    char snap_abs[PATH_MAX], jobdir[PATH_MAX + RALLY__SNAP_JOB_MAX + 2], resume_path[PATH_MAX];
+    char run_id[RALLY__SNAP_UUID_LEN + 1], run_started[RALLY__SNAP_TIME_LEN + 1];
+    char every[24], every_ms[24], keep[24];
+    struct rally__snap_lock *lock;
+    int snap_now; /* SIGUSR1 arrived this turn */
+    int auto_resume, max_job_restarts, job_restarts;
 };
 
 static void usage(FILE *f)
@@ -88,6 +109,29 @@ static void usage(FILE *f)
         "                             first worker death fails the job)\n"
         "      --heartbeat-timeout-ms T  a worker that sent heartbeats and then falls silent\n"
         "                             for T ms is killed and restarted (default 10000; 0: off)\n"
+        "Durable snapshots (docs/snapshot-format.md):\n"
+        "      --snapshot-dir DIR     write snapshots of committed checkpoints to DIR/JOB/\n"
+        "      --job NAME             JOB (default: the program's file name)\n"
+        "      --snapshot-every K     a snapshot every K checkpoint versions\n"
+        "      --snapshot-every-ms T  a snapshot when T ms passed since the last (rank 0's clock)\n"
+        "      --snapshot-keep K      keep this run's newest K snapshots (default 2)\n"
+        "      --snapshot-required    a failed snapshot fails the job (default: logged)\n"
+        "      --snapshot-final       snapshot the last version at the end, and keep it\n"
+        "      --snapshot-busy wait|skip  a snapshot asked for while one is still being written:\n"
+        "                             the next checkpoint waits for the write (default), or\n"
+        "                             it is skipped (logged) and the write goes on\n"
+        "      --keep-snapshots       keep this run's snapshots after it succeeded\n"
+        "      --resume latest|PATH   start from the newest complete snapshot of the newest run\n"
+        "                             in DIR/JOB, or from the snapshot directory PATH\n"
+        "                             (verified before any worker starts)\n"
+        "      --overwrite            start afresh although DIR/JOB holds snapshots (they stay)\n"
+        "      --force                resume although the application, its configuration or\n"
+        "                             rally's version differ\n"
+        "      --auto-resume          when the job fails for good (restarts spent, every worker\n"
+        "                             lost), restart the whole job from this run's newest\n"
+        "                             complete snapshot\n"
+        "      --max-job-restarts K   at most K such restarts (default 3)\n"
+        "SIGUSR1 to rally-run asks for a snapshot now (with --snapshot-dir).\n"
         "  -h, --help                 this text\n"
         "\n"
         "Workers get RALLY_TRACKER, RALLY_SECRET_FILE and RALLY_TASK_ID; their output\n"
@@ -149,10 +193,23 @@ static int spawn(struct run *r, int i)
 {
     char id[16];
     snprintf(id, sizeof id, "%d", i);
-    const char *const env[][2] = {{"RALLY_TRACKER", r->tracker_addr},
-                                  {"RALLY_SECRET_FILE", r->secret},
-                                  {"RALLY_TASK_ID", id},
-                                  {NULL, NULL}};
+    const char *const env[][2] = {
+        {"RALLY_TRACKER", r->tracker_addr},
+        {"RALLY_SECRET_FILE", r->secret},
+        {"RALLY_TASK_ID", id},
+        {"RALLY_RUN_ID", r->run_id},
+        {"RALLY_RUN_STARTED", r->run_started},
+        {"RALLY_SNAPSHOT_DIR", r->snap_abs}, /* "" without --snapshot-dir */
+        {"RALLY_SNAPSHOT_JOB", r->job},
+        {"RALLY_SNAPSHOT_EVERY", r->every},
+        {"RALLY_SNAPSHOT_EVERY_MS", r->every_ms},
+        {"RALLY_SNAPSHOT_KEEP", r->keep},
+        {"RALLY_SNAPSHOT_REQUIRED", r->snap_required ? "1" : "0"},
+        {"RALLY_SNAPSHOT_FINAL", r->snap_final ? "1" : "0"},
+        {"RALLY_SNAPSHOT_BUSY", r->snap_busy},
+        {"RALLY_RESUME", r->resume_path},
+        {"RALLY_RESUME_FORCE", r->force ? "1" : "0"},
+        {NULL, NULL}};
     int err = rally__launch_spawn(&r->procs[i], r->argv, env);
     if (r->procs[i].pid > 0) {
         r->nlive++;
@@ -217,6 +274,10 @@ static int64_t deadline(void *arg)
 static void on_signal(void *arg, int sig)
 {
     struct run *r = arg;
+    if (sig == SIGUSR1) {
+        r->snap_now = 1;
+        return;
+    }
     r->reap = 1;
     if (sig != SIGCHLD && r->nsigs < (int)(sizeof r->sigs / sizeof r->sigs[0]))
         r->sigs[r->nsigs++] = sig;
@@ -235,6 +296,16 @@ static void after(void *arg)
     struct run *r = arg;
     struct rally__launch_act a;
     struct rally__launch_view v;
+    if (r->snap_now) { /* rank 0 raises the request bit at its next commit */
+        r->snap_now = 0;
+        if (r->snap_dir == NULL) {
+            fprintf(stderr, "rally-run: SIGUSR1: no --snapshot-dir, so no snapshot\n");
+        } else {
+            rally__launch_signal(&r->procs[0], SIGUSR1);
+            fprintf(stderr, "rally-run: SIGUSR1: asked rank 0 for a snapshot (it prints the "
+                            "path once committed)\n");
+        }
+    }
     for (int i = 0; i < r->nsigs; i++) {
         rally__launch_policy_signal(r->pol, r->sigs[i], rally__now_ms(), &a);
         carry_out(r, &a);
@@ -272,6 +343,20 @@ static int parse(int argc, char **argv, struct run *r)
                                           {"grace-ms", required_argument, NULL, 'g'},
                                           {"max-restarts", required_argument, NULL, 'm'},
                                           {"heartbeat-timeout-ms", required_argument, NULL, 'b'},
+                                          {"snapshot-dir", required_argument, NULL, 'D'},
+                                          {"job", required_argument, NULL, 'J'},
+                                          {"snapshot-every", required_argument, NULL, 'E'},
+                                          {"snapshot-every-ms", required_argument, NULL, 'T'},
+                                          {"snapshot-keep", required_argument, NULL, 'K'},
+                                          {"snapshot-required", no_argument, NULL, 'Q'},
+                                          {"snapshot-final", no_argument, NULL, 'F'},
+                                          {"keep-snapshots", no_argument, NULL, 'k'},
+                                          {"resume", required_argument, NULL, 'R'},
+                                          {"overwrite", no_argument, NULL, 'O'},
+                                          {"force", no_argument, NULL, 'f'},
+                                          {"auto-resume", no_argument, NULL, 'A'},
+                                          {"snapshot-busy", required_argument, NULL, 'B'},
+                                          {"max-job-restarts", required_argument, NULL, 'X'},
                                           {"help", no_argument, NULL, 'h'},
                                           {NULL, 0, NULL, 0}};
     r->host = "127.0.0.1";
@@ -279,6 +364,9 @@ static int parse(int argc, char **argv, struct run *r)
     r->grace_ms = 3000;
     r->max_restarts = 3;
     r->heartbeat_ms = 10000;
+    r->snap_keep = 2;
+    r->max_job_restarts = 3;
+    r->snap_busy = "wait";
     int64_t v;
     int c;
     opterr = 0;
@@ -316,6 +404,59 @@ static int parse(int argc, char **argv, struct run *r)
                     "rally-run", "--max-restarts wants a count (0 or more), not '%s'", optarg);
             r->max_restarts = (int)v;
             break;
+        case 'D':
+            r->snap_dir = optarg;
+            break;
+        case 'J':
+            r->job_opt = optarg;
+            break;
+        case 'R':
+            r->resume = optarg;
+            break;
+        case 'E':
+        case 'T':
+        case 'K':
+            if (rally__parse_int(optarg, c == 'K' ? 1 : 0, INT64_MAX / 4, &v))
+                return cli_usage_error("rally-run", "--%s wants %s, not '%s'",
+                                       c == 'E'   ? "snapshot-every"
+                                       : c == 'T' ? "snapshot-every-ms"
+                                                  : "snapshot-keep",
+                                       c == 'E'   ? "a number of versions"
+                                       : c == 'T' ? "milliseconds"
+                                                  : "a count (1 or more)",
+                                       optarg);
+            *(c == 'E' ? &r->snap_every : c == 'T' ? &r->snap_every_ms : &r->snap_keep) = v;
+            break;
+        case 'Q':
+            r->snap_required = 1;
+            break;
+        case 'F':
+            r->snap_final = 1;
+            break;
+        case 'k':
+            r->keep_snaps = 1;
+            break;
+        case 'O':
+            r->overwrite = 1;
+            break;
+        case 'f':
+            r->force = 1;
+            break;
+        case 'A':
+            r->auto_resume = 1;
+            break;
+        case 'B':
+            if (strcmp(optarg, "wait") != 0 && strcmp(optarg, "skip") != 0)
+                return cli_usage_error("rally-run", "--snapshot-busy wants wait or skip, not '%s'",
+                                       optarg);
+            r->snap_busy = optarg;
+            break;
+        case 'X':
+            if (rally__parse_int(optarg, 0, INT_MAX, &v))
+                return cli_usage_error(
+                    "rally-run", "--max-job-restarts wants a count (0 or more), not '%s'", optarg);
+            r->max_job_restarts = (int)v;
+            break;
         case 'h':
             usage(stdout);
             return 0;
@@ -329,13 +470,144 @@ static int parse(int argc, char **argv, struct run *r)
     if (optind >= argc)
         return cli_usage_error("rally-run", "no program to run");
     r->argv = argv + optind;
+    if (r->snap_dir == NULL &&
+        (r->snap_every || r->snap_every_ms || r->snap_required || r->snap_final || r->keep_snaps ||
+         r->overwrite || r->job_opt || r->auto_resume))
+        return cli_usage_error("rally-run", "the snapshot options need --snapshot-dir DIR");
+    if (r->resume != NULL && strcmp(r->resume, "latest") == 0 && r->snap_dir == NULL)
+        return cli_usage_error("rally-run", "--resume latest needs --snapshot-dir DIR");
+    if (r->overwrite && r->resume != NULL)
+        return cli_usage_error("rally-run", "--overwrite is for a fresh start, not --resume");
     return -1;
+}
+
+/* The job's name: --job, or the program's file name made safe. */
+static int job_name(struct run *r)
+{
+    const char *p = r->job_opt;
+    if (p == NULL) {
+        const char *b = strrchr(r->argv[0], '/');
+        b = b ? b + 1 : r->argv[0];
+        size_t n = 0;
+        for (; b[n] && n < RALLY__SNAP_JOB_MAX; n++) {
+            char ch = b[n];
+            int ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                     (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' || ch == '-';
+            r->job[n] = ok ? ch : '_';
+        }
+        r->job[n] = '\0';
+        if (r->job[0] == '.' || n == 0)
+            r->job[0] = 'j';
+        return 0;
+    }
+    if (!rally__snap_job_ok(p)) {
+        fprintf(stderr,
+                "rally-run: --job %s is not a job name (1 to %d bytes of A-Z a-z 0-9 . _ -, "
+                "not starting with '.')\n",
+                p, RALLY__SNAP_JOB_MAX);
+        return 2;
+    }
+    memcpy(r->job, p, strlen(p) + 1);
+    return 0;
+}
+
+/* Before any worker starts: the run's UUID, the lock, the fresh-start check,
+ * the snapshot to resume from, resolved and verified.  0 or the exit status. */
+static int snap_setup(struct run *r)
+{
+    struct rally__err e = {0, ""};
+    if (rally__snap_uuid(r->run_id, &e) != RALLY_OK) {
+        fprintf(stderr, "rally-run: %s\n", e.msg);
+        return 1;
+    }
+    rally__snap_now(r->run_started);
+    snprintf(r->every, sizeof r->every, "%lld", (long long)r->snap_every);
+    snprintf(r->every_ms, sizeof r->every_ms, "%lld", (long long)r->snap_every_ms);
+    snprintf(r->keep, sizeof r->keep, "%lld", (long long)r->snap_keep);
+    int st = job_name(r);
+    if (st != 0)
+        return st;
+    if (r->snap_dir != NULL) {
+        if (rally__snap_lock_take(r->snap_dir, r->job, r->run_id, &e, &r->lock) != RALLY_OK) {
+            fprintf(stderr, "rally-run: %s\n", e.msg);
+            return 1;
+        }
+        /* the workers may run elsewhere in the file system's view: an absolute path */
+        if (realpath(r->snap_dir, r->snap_abs) == NULL) {
+            fprintf(stderr, "rally-run: %s: %s\n", r->snap_dir, strerror(errno));
+            return 1;
+        }
+        snprintf(r->jobdir, sizeof r->jobdir, "%s/%s", r->snap_abs, r->job);
+        if (r->resume == NULL && !r->overwrite &&
+            rally__snap_check_fresh(r->jobdir, &e) != RALLY_OK) {
+            fprintf(stderr, "rally-run: %s\n", e.msg);
+            return 1;
+        }
+    }
+    if (r->resume == NULL)
+        return 0;
+    char path[PATH_MAX];
+    if (rally__snap_resolve(r->jobdir, r->resume, &e, path, sizeof path) != RALLY_OK) {
+        fprintf(stderr, "rally-run: --resume %s: %s\n", r->resume, e.msg);
+        return 1;
+    }
+    struct rally__snap *sn = NULL;
+    if (rally__snap_open(path, &e, &sn) != RALLY_OK) {
+        fprintf(stderr, "rally-run: --resume %s: %s\n", path, e.msg);
+        return 1;
+    }
+    const struct rally__snap_manifest *m = rally__snap_manifest(sn);
+    struct rally__snap_expect x = {r->world, NULL, NULL, NULL, NULL};
+    char note[512];
+    int rc = rally__snap_compatible(m, &x, r->force, &e, note, sizeof note);
+    if (rc == RALLY_OK && realpath(path, r->resume_path) == NULL)
+        rc = rally__fail(&e, RALLY_ESYS, "%s: %s", path, strerror(errno));
+    if (rc == RALLY_OK) {
+        fprintf(stderr,
+                "rally-run: resuming from %s: checkpoint version %llu of run %s (%d workers, "
+                "verified)\n",
+                r->resume_path, (unsigned long long)m->version, m->run_id, m->world);
+        if (note[0])
+            fprintf(stderr, "rally-run: note: %s\n", note);
+    } else {
+        fprintf(stderr, "rally-run: --resume %s: %s\n", path, e.msg);
+    }
+    rally__snap_close(sn);
+    return rc == RALLY_OK ? 0 : 1;
+}
+
+/* After the run: a successful one removes its snapshots unless kept. */
+static void snap_cleanup(struct run *r, int status)
+{
+    if (r->lock == NULL || r->jobdir[0] == '\0')
+        return;
+    struct rally__err e = {0, ""};
+    struct rally__snap_entry *v = NULL;
+    size_t n = 0;
+    if (status == 0 && !r->keep_snaps && !r->snap_final) {
+        int removed = 0;
+        if (rally__snap_retain(r->jobdir, r->run_id, 0, &e, &removed) != RALLY_OK)
+            fprintf(stderr, "rally-run: removing this run's snapshots: %s\n", e.msg);
+        else if (removed > 0)
+            fprintf(stderr,
+                    "rally-run: the run succeeded: removed its %d snapshot%s "
+                    "(--keep-snapshots keeps them)\n",
+                    removed, removed == 1 ? "" : "s");
+        return;
+    }
+    if (rally__snap_list(r->jobdir, &e, &v, &n) != RALLY_OK)
+        return;
+    long i = rally__snap_latest(v, n);
+    if (i >= 0 && strcmp(v[i].run_id, r->run_id) == 0)
+        fprintf(stderr, "rally-run: newest snapshot: %s/%s (checkpoint version %llu)\n", r->jobdir,
+                v[i].name, (unsigned long long)v[i].version);
+    free(v);
 }
 
 /* Signals, the secret, the tracker, the workers.  Returns 0 or the exit status. */
 static int setup(struct run *r)
 {
-    if ((r->sfd = rally__launch_signals(1)) < 0) {
+    if (r->sfd < 0 && (r->sfd = rally__launch_signals(1)) < 0) {
         fprintf(stderr, "rally-run: cannot set up signal handling: %s\n", strerror(errno));
         return 1;
     }
@@ -394,7 +666,8 @@ static int setup(struct run *r)
     return 0;
 }
 
-static void teardown(struct run *r)
+/* One attempt's tracker, workers and secret (not the lock, not the signals). */
+static void job_teardown(struct run *r)
 {
     fflush(stdout);
     for (int i = 0; r->procs && i < r->world; i++)
@@ -409,8 +682,65 @@ static void teardown(struct run *r)
         unlink(r->secret);
     if (r->dir[0])
         rmdir(r->dir);
+    r->t = NULL;
+    r->pol = NULL;
+    r->procs = NULL;
+    r->slot = NULL;
+    r->secret[0] = r->dir[0] = '\0';
+    r->nlive = r->nsigs = r->reap = r->snap_now = 0;
+    r->drain_until = RALLY__NEVER;
+}
+
+static void teardown(struct run *r)
+{
+    job_teardown(r);
+    rally__snap_lock_release(r->lock);
     if (r->sfd >= 0)
         close(r->sfd);
+}
+
+/* --auto-resume: the snapshot to restart a failed job from — this run's
+ * newest complete one, else the one it resumed from — verified.  1 when
+ * there is one (r->resume_path names it). */
+static int auto_resume(struct run *r)
+{
+    struct rally__err e = {0, ""};
+    struct rally__snap_entry *v = NULL;
+    size_t n = 0;
+    char path[PATH_MAX] = "";
+    if (rally__snap_list(r->jobdir, &e, &v, &n) != RALLY_OK) {
+        fprintf(stderr, "rally-run: auto-resume: %s\n", e.msg);
+        return 0;
+    }
+    for (size_t i = n; i-- > 0 && !path[0];)
+        if (v[i].state == RALLY__SNAP_COMPLETE && strcmp(v[i].run_id, r->run_id) == 0 &&
+            strlen(r->jobdir) + 1 + strlen(v[i].name) < sizeof path) {
+            size_t k = strlen(r->jobdir);
+            memcpy(path, r->jobdir, k);
+            path[k] = '/';
+            memcpy(path + k + 1, v[i].name, strlen(v[i].name) + 1);
+        }
+    free(v);
+    if (!path[0] && r->resume_path[0])
+        snprintf(path, sizeof path, "%s", r->resume_path);
+    if (!path[0]) {
+        fprintf(stderr, "rally-run: auto-resume: this run committed no snapshot yet; the job "
+                        "cannot be restarted\n");
+        return 0;
+    }
+    struct rally__snap *sn = NULL;
+    if (rally__snap_open(path, &e, &sn) != RALLY_OK) {
+        fprintf(stderr, "rally-run: auto-resume: %s\n", e.msg);
+        return 0;
+    }
+    fprintf(stderr,
+            "rally-run: auto-resume: restarting the whole job from %s (checkpoint version %llu, "
+            "verified; job restart %d of %d)\n",
+            path, (unsigned long long)rally__snap_manifest(sn)->version, r->job_restarts + 1,
+            r->max_job_restarts);
+    rally__snap_close(sn);
+    memcpy(r->resume_path, path, sizeof path);
+    return 1;
 }
 
 int main(int argc, char **argv)
@@ -422,27 +752,44 @@ int main(int argc, char **argv)
     int status = parse(argc, argv, &r);
     if (status >= 0)
         return status;
-    status = setup(&r);
-    if (status != 0)
+    if ((status = snap_setup(&r)) != 0)
         goto cleanup;
-    struct rally__launch_owner owner = {.arg = &r,
-                                        .nfds = 2 * (size_t)r.world,
-                                        .done = done,
-                                        .fill = fill,
-                                        .deadline = deadline,
-                                        .signal = on_signal,
-                                        .handle = handle,
-                                        .after = after};
-    if (rally__launch_serve(r.t, r.sfd, &owner) != RALLY_OK) {
-        fprintf(stderr, "rally-run: internal error: %s\n", strerror(errno));
-        rally__launch_kill_all(r.procs, r.world);
-        status = 1;
-        goto cleanup;
+    for (;;) {
+        status = setup(&r);
+        if (status != 0)
+            goto cleanup;
+        struct rally__launch_owner owner = {.arg = &r,
+                                            .nfds = 2 * (size_t)r.world,
+                                            .done = done,
+                                            .fill = fill,
+                                            .deadline = deadline,
+                                            .signal = on_signal,
+                                            .handle = handle,
+                                            .after = after};
+        if (rally__launch_serve(r.t, r.sfd, &owner) != RALLY_OK) {
+            fprintf(stderr, "rally-run: internal error: %s\n", strerror(errno));
+            rally__launch_kill_all(r.procs, r.world);
+            status = 1;
+            goto cleanup;
+        }
+        struct rally__launch_view v;
+        view(&r, &v);
+        status = rally__launch_policy_verdict(r.pol, &v, stderr);
+        /* a failure (not a signal, not an unrunnable program) may restart the job */
+        if (status == 1 && r.auto_resume && r.job_restarts < r.max_job_restarts &&
+            auto_resume(&r)) {
+            rally__launch_policy_summary(r.pol, stderr);
+            r.job_restarts++;
+            job_teardown(&r);
+            continue;
+        }
+        if (status == 1 && r.auto_resume && r.job_restarts == r.max_job_restarts)
+            fprintf(stderr, "rally-run: auto-resume: %d job restart%s spent (--max-job-restarts)\n",
+                    r.job_restarts, r.job_restarts == 1 ? "" : "s");
+        snap_cleanup(&r, status);
+        rally__launch_policy_summary(r.pol, stderr);
+        break;
     }
-    struct rally__launch_view v;
-    view(&r, &v);
-    status = rally__launch_policy_verdict(r.pol, &v, stderr);
-    rally__launch_policy_summary(r.pol, stderr);
 cleanup:
     teardown(&r);
     return status;

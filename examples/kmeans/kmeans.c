@@ -192,6 +192,27 @@ static int report(const struct km_job *j, const struct km_opts *o, const struct 
     return status;
 }
 
+/* Names the job for durable snapshots: its options (rally_* settings
+ * removed) are the configuration a resumed job must share. */
+static int register_app(struct km_job *j, int argc, char **argv)
+{
+    size_t n = 1;
+    for (int i = 1; i < argc; i++)
+        n += strlen(argv[i]) + 1;
+    char *cfg = malloc(n);
+    if (cfg == NULL)
+        return km_oom();
+    cfg[0] = '\0';
+    for (int i = 1; i < argc; i++) {
+        if (i > 1)
+            strcat(cfg, " ");
+        strcat(cfg, argv[i]);
+    }
+    int rc = rally_set_app(j->r, "rally-kmeans", cfg);
+    free(cfg);
+    return rc == RALLY_OK ? KM_EXIT_OK : km_fail(j, "rally_set_app", rc);
+}
+
 int main(int argc, char **argv)
 {
     int status = km_early_flags(argc, argv); /* --help, --show MODEL: no job */
@@ -217,6 +238,8 @@ int main(int argc, char **argv)
         status = parsed > 0 ? KM_EXIT_OK : KM_EXIT_INPUT;
         goto out;
     }
+    if ((status = register_app(&j, argc, argv)) != KM_EXIT_OK) /* for snapshots */
+        goto out;
     if ((status = bootstrap(&j, &o, &init)) != KM_EXIT_OK) /* the shard, and its shape */
         goto out;
     if ((status = load_or_init(&j, &o, init, &m)) != KM_EXIT_OK) /* checkpoint or k-means++ */

@@ -189,12 +189,22 @@ RALLY_API int rally_allgatherv(rally_t *r, const void *sendbuf, size_t nbytes, v
  * rally_cache_max_bytes.
  */
 
+/* Names the application and its configuration (any string, e.g. its
+ * parameters; "" is fine) for durable snapshots: a snapshot's manifest
+ * keeps both, with the configuration's hash, and a job resumed from a
+ * snapshot (rally_resume, rally-run --resume) is refused, naming both
+ * values, when either differs (--force overrides).  Call it before
+ * rally_load_checkpoint; it is a no-op when the job takes no snapshots. */
+RALLY_API int rally_set_app(rally_t *r, const char *name, const char *config);
+
 /* Reads the newest checkpoint.  Fresh start: *version = 0 and the outputs
  * are left untouched.  After a restart: *version >= 1, *global gets a new
  * allocation (free with rally_free) of *global_nbytes bytes holding what was
  * passed to the newest checkpoint, and, when the job uses local models,
  * *local likewise this rank's local model (local / local_nbytes may be NULL
- * when the job has none).  Call it once, before the first checkpoint. */
+ * when the job has none).  Call it once, before the first checkpoint.
+ * Started from a snapshot (rally_resume), it returns the snapshot's version
+ * and models, after every file was verified. */
 RALLY_API int rally_load_checkpoint(rally_t *r, void **global, uint64_t *global_nbytes,
                                     void **local, uint64_t *local_nbytes, uint64_t *version);
 

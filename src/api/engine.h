@@ -74,6 +74,10 @@ struct rally__engine_ops {
     int (*checkpoint_bytes)(struct rally__engine *en, uint64_t version, int rank,
                             const void **bytes, uint64_t *nbytes, void **owned);
 
+    /* The application's name and configuration string (rally_set_app), kept
+     * in snapshots and checked when resuming; NULL in a backend without. */
+    int (*set_app)(struct rally__engine *en, const char *name, const char *config);
+
     int (*tracker_print)(struct rally__engine *en, const char *msg);
     /* For benchmarks: the allreduce without fault tolerance (no cache, no
      * copies), out of place when in != out; NULL in a backend without. */

@@ -246,6 +246,20 @@ int rally_allgatherv(rally_t *r, const void *sendbuf, size_t nbytes, void **recv
 
 /* --- checkpoints ------------------------------------------------------------- */
 
+int rally_set_app(rally_t *r, const char *name, const char *config)
+{
+    if (enter(r) != RALLY_OK)
+        return r->err.code;
+    if (name == NULL || config == NULL)
+        return rally__fail(&r->err, RALLY_EINVAL, "set_app: NULL argument");
+    if (name[0] == '\0' || strlen(name) > 4096)
+        return rally__fail(&r->err, RALLY_EINVAL,
+                           "set_app: the application's name must be 1 to 4096 bytes");
+    if (rally__engine.set_app == NULL)
+        return leave(r, RALLY_OK);
+    return leave(r, rally__engine.set_app(r->en, name, config));
+}
+
 int rally_load_checkpoint(rally_t *r, void **global, uint64_t *global_nbytes, void **local,
                           uint64_t *local_nbytes, uint64_t *version)
 {

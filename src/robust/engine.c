@@ -365,7 +365,8 @@ static int init(const struct rally__config *cfg, const char *host, struct rally_
     struct rally__engine *en = malloc(sizeof *en);
     if (en == NULL)
         return rally__fail(e, RALLY_ENOMEM, "out of memory for the rally engine");
-    if (rally__robust_init(&en->rb, cfg, host, e) != RALLY_OK) {
+    if (rally__robust_init(&en->rb, cfg, host, e) != RALLY_OK ||
+        rally__robust_snap_start(&en->rb, host) != RALLY_OK) {
         rally__robust_free(&en->rb);
         free(en);
         return e->code;
@@ -428,6 +429,11 @@ static int checkpoint_bytes(struct rally__engine *en, uint64_t version, int rank
     return RALLY_OK;
 }
 
+static int set_app(struct rally__engine *en, const char *name, const char *config)
+{
+    return rally__robust_snap_set_app(&en->rb, name, config);
+}
+
 static int tracker_print(struct rally__engine *en, const char *msg)
 {
     return rally__robust_print(&en->rb, msg);
@@ -462,6 +468,7 @@ const struct rally__engine_ops rally__engine = {
     .request = request,
     .subscribe = subscribe,
     .checkpoint_bytes = checkpoint_bytes,
+    .set_app = set_app,
     .tracker_print = tracker_print,
     .plain_allreduce = plain_allreduce,
 };

@@ -237,6 +237,7 @@ int rally__robust_init(struct rally__robust *rb, const struct rally__config *cfg
 
 void rally__robust_free(struct rally__robust *rb)
 {
+    rally__robust_snap_free(rb);
     close_links(rb);
     rally__comm_free(&rb->comm);
     rally__tclient_close(&rb->tc);

@@ -173,12 +173,17 @@ int rally__robust_checkpoint(struct rally__robust *rb, const void *global, uint6
                            "one, earlier ones %s)",
                            local ? "passes" : "does not pass", rb->use_local ? "did" : "did not");
     rb->loaded = 1;
+    int rc;
     if (local != NULL) {
         rb->use_local = 1;
-        int rc = rally__robust_replicate(rb, local, local_nbytes);
+        rc = rally__robust_replicate(rb, local, local_nbytes);
         if (rc != RALLY_OK)
             return rc;
     }
+    /* a snapshot pending since the previous commit: every rank reports its files */
+    rc = rally__robust_snap_settle(rb);
+    if (rc != RALLY_OK)
+        return rc;
     if (rally__robust_store_global(rb, global, nbytes, lazy, lazy_arg) != RALLY_OK)
         return rb->err->code;
     uint64_t was = rb->version;
@@ -209,6 +214,34 @@ int rally__robust_load(struct rally__robust *rb, void **global, uint64_t *global
         struct rally__sig none = {0};
         if (rb->recovering)
             rc = rally__robust_recover(rb, RALLY__KEY_LOAD, &none, &res, &n);
+        if ((rc == EXECUTE || (rc == SERVED && res == NULL)) && rb->cfg->resume[0] != '\0') {
+            /* a fresh start (or nobody has a checkpoint yet) from a snapshot */
+            unsigned char *g = NULL, *l = NULL;
+            uint64_t gn = 0, ln = 0, v = 0;
+            if ((rc = rally__robust_snap_resume(rb, &g, &gn, &l, &ln, &v)) != RALLY_OK)
+                return rc;
+            rb->version = v;
+            rb->loaded = 1;
+            rb->q = 1;
+            if (!rb->distributed)
+                rally__robust_commit(rb, v, 0);
+            else if ((rc = acknowledge(rb)) != RALLY_OK) {
+                free(g);
+                free(l);
+                return rc;
+            }
+            *global = g;
+            *global_nbytes = gn;
+            if (local != NULL) {
+                *local = l;
+                if (local_nbytes != NULL)
+                    *local_nbytes = ln;
+            } else {
+                free(l);
+            }
+            *version = v;
+            return RALLY_OK;
+        }
         if (rc == EXECUTE || (rc == SERVED && res == NULL)) {
             /* a fresh start, or everyone is loading and nobody has a checkpoint */
             rb->loaded = 1;
@@ -258,6 +291,10 @@ int rally__robust_load(struct rally__robust *rb, void **global, uint64_t *global
 int rally__robust_finalize(struct rally__robust *rb)
 {
     rally__robust_mock(rb, rb->version, rally__robust_user_seq(rb), RALLY__MOCK_OP);
+    /* the last snapshot's report (and the final snapshot) before anybody leaves */
+    int src = rally__robust_snap_final(rb);
+    if (src != RALLY_OK)
+        return src;
     if (!rb->distributed)
         return RALLY_OK;
     /* nobody leaves while a peer may still need its cached results */

@@ -53,6 +53,7 @@
 
 struct rally__robust;
 struct rally__op;
+struct rally__rsnap; /* snapshot.c's state */
 
 /* Collective kinds of the robust layer's own traffic (src/coll carries them). */
 enum {
@@ -63,8 +64,14 @@ enum {
     RALLY__K_ACK = 24,
     RALLY__K_FINAL = 25,
     RALLY__K_REPLICATE = 26,
-    RALLY__K_LOCAL_NEED = 27
+    RALLY__K_LOCAL_NEED = 27,
+    RALLY__K_SNAP_REPORT = 28
 };
+
+/* Request bits of the acknowledgement's flags word (docs/recovery.md,
+ * "Commits and request bits"). */
+#define RALLY__REQ_SNAPSHOT (UINT64_C(1) << 0) /* snapshot the version this commits */
+#define RALLY__REQ_SNAP_PENDING (UINT64_C(1) << 1) /* a snapshot's parts are still being written */
 
 /* rally__robust_recover() outcomes, beside the RALLY_* codes. */
 enum { RALLY__SERVED = 1000, RALLY__EXECUTE = 1001 };
@@ -141,6 +148,7 @@ struct rally__robust {
         void *arg;
     } hooks[RALLY__MAX_HOOKS];
     int nhooks;
+    struct rally__rsnap *snap; /* durable snapshots (snapshot.c), NULL: none */
     /* the result cache (cache.c) */
     struct rally__entry *cache;
     int ncache, capcache;
@@ -184,6 +192,28 @@ int rally__robust_finalize(struct rally__robust *rb);
 /* A barrier: 8 bytes summed, the result a rally__robust_buf. */
 int rally__robust_run_barrier(struct rally__robust *rb, struct rally__op *op, unsigned char **res,
                               uint64_t *n);
+
+/* --- snapshot.c: durable snapshots of committed versions --- */
+
+/* Subscribes the snapshot writer when rally_snapshot_dir (or rally_resume)
+ * is set; a no-op otherwise.  Call after joining. */
+int rally__robust_snap_start(struct rally__robust *rb, const char *host);
+void rally__robust_snap_free(struct rally__robust *rb);
+/* The application's name and configuration string, for the manifest and
+ * the resume check. */
+int rally__robust_snap_set_app(struct rally__robust *rb, const char *name, const char *config);
+/* When a snapshot is pending: waits for this rank's write, agrees every
+ * rank's report (an operation at the current position) and, on rank 0,
+ * commits.  Every rank calls it at the same place: in each checkpoint
+ * before the version advances, and in finalize. */
+int rally__robust_snap_settle(struct rally__robust *rb);
+/* In finalize: the final snapshot (rally_snapshot_final), then settle. */
+int rally__robust_snap_final(struct rally__robust *rb);
+/* rally_resume: opens and verifies the snapshot, checks it is this job's,
+ * stores its global model and local-model set; returns copies for the
+ * caller (malloc'd) and the version.  The caller acknowledges. */
+int rally__robust_snap_resume(struct rally__robust *rb, unsigned char **global, uint64_t *gn,
+                              unsigned char **local, uint64_t *ln, uint64_t *version);
 
 /* --- cache.c: the result cache and buffer pool --- */
 

@@ -35,7 +35,8 @@ struct rally__snap_bg {
 static void release_parts(struct rally__snap_bg *w)
 {
     for (int i = 0; i < w->nparts; i++) {
-        free((void *)w->parts[i].bytes);
+        if (w->parts[i].owned != RALLY__SNAP_BORROWED)
+            free((void *)w->parts[i].bytes);
         w->parts[i].bytes = NULL;
     }
     w->nparts = 0;
@@ -136,7 +137,7 @@ int rally__snap_bg_submit(struct rally__snap_bg *w, const struct rally__snap_tar
     for (int i = 0; i < nparts; i++) {
         const struct rally__snap_part *p = &parts[i];
         void *copy = NULL;
-        if (p->owned) {
+        if (p->owned) { /* taken over, or borrowed: no copy */
             copy = (void *)p->bytes;
         } else if (p->nbytes > 0) {
             if (p->nbytes > SIZE_MAX || (copy = malloc((size_t)p->nbytes)) == NULL) {
@@ -151,7 +152,8 @@ int rally__snap_bg_submit(struct rally__snap_bg *w, const struct rally__snap_tar
             }
             memcpy(copy, p->bytes, (size_t)p->nbytes);
         }
-        w->parts[i] = (struct rally__snap_part){p->rank, copy, p->nbytes, 1};
+        w->parts[i] = (struct rally__snap_part){p->rank, copy, p->nbytes,
+                                                p->owned == RALLY__SNAP_BORROWED ? p->owned : 1};
         w->nparts = i + 1;
     }
     strcpy(w->dir, t->dir);

@@ -175,8 +175,14 @@ struct rally__snap_part {
     int rank;          /* -1: global.bin; r: local-r.bin */
     const void *bytes; /* copied at submit, unless owned */
     uint64_t nbytes;
-    int owned; /* 1: bytes is malloc'd and the writer takes it (frees it) */
+    /* 0: copied at submit; 1: bytes is malloc'd and the writer takes it
+     * (frees it); RALLY__SNAP_BORROWED: neither copied nor freed — the
+     * caller keeps the bytes unchanged until rally__snap_bg_poll reports
+     * the snapshot done (no stall for a copy) */
+    int owned;
 };
+
+#define RALLY__SNAP_BORROWED 2
 
 #define RALLY__SNAP_PARTS_MAX 2 /* rank 0 writes global.bin and its local model */
 

@@ -37,6 +37,18 @@ static const struct key keys[] = {
     K("spin_us", INT, spin_us, "50", 0, 1000000),
     K("sock_buf_bytes", SIZE, sock_buf_bytes, "auto", -1, 1 << 30),
     K("mock", LIST, mock, "", 0, 0),
+    K("snapshot_dir", STR, snapshot_dir, "", 0, 0),
+    K("snapshot_job", STR, snapshot_job, "job", 0, 0),
+    K("snapshot_every", INT, snapshot_every, "0", 0, INT64_MAX / 4),
+    K("snapshot_every_ms", INT, snapshot_every_ms, "0", 0, INT64_MAX / 4),
+    K("snapshot_keep", INT, snapshot_keep, "2", 1, 1000000),
+    K("snapshot_required", INT, snapshot_required, "0", 0, 1),
+    K("snapshot_final", INT, snapshot_final, "0", 0, 1),
+    K("snapshot_busy", STR, snapshot_busy, "wait", 0, 0),
+    K("run_id", STR, run_id, "", 0, 0),
+    K("run_started", STR, run_started, "", 0, 0),
+    K("resume", STR, resume, "", 0, 0),
+    K("resume_force", INT, resume_force, "0", 0, 1),
 };
 #undef K
 
@@ -175,4 +187,19 @@ int rally__config_load(struct rally__config *c, int *argc, char ***argv, struct 
         (*argv)[out] = NULL;
     *argc = out;
     return RALLY_OK;
+}
+
+int rally__config_get(const struct rally__config *c, size_t i, char *key, size_t key_cap,
+                      char *val, size_t val_cap)
+{
+    if (i >= sizeof keys / sizeof keys[0])
+        return 0;
+    const struct key *k = &keys[i];
+    const void *p = (const char *)c + k->off;
+    snprintf(key, key_cap, "rally_%s", k->name);
+    if (k->kind == STR || k->kind == LIST)
+        snprintf(val, val_cap, "%s", (const char *)p);
+    else
+        snprintf(val, val_cap, "%lld", (long long)*(const int64_t *)p);
+    return 1;
 }

@@ -28,7 +28,25 @@ struct rally__config {
     int64_t spin_us;                  /* poll without sleeping before blocking */
     int64_t sock_buf_bytes;           /* peer links' socket buffers; 0 kernel, -1 auto */
     char mock[RALLY__STR_MAX * 4];    /* kill points, ';'-separated (librally_mock) */
+    /* durable snapshots (docs/snapshot-format.md; src/robust/snapshot.c) */
+    char snapshot_dir[RALLY__STR_MAX];  /* the snapshot root; "" = no snapshots */
+    char snapshot_job[RALLY__STR_MAX];  /* the job's directory name under it */
+    int64_t snapshot_every;             /* every this many versions; 0 = never */
+    int64_t snapshot_every_ms;          /* every this many ms on rank 0's clock; 0 = never */
+    int64_t snapshot_keep;              /* complete snapshots of this run kept */
+    int64_t snapshot_required;          /* 1: a failed snapshot fails the job */
+    int64_t snapshot_final;             /* 1: snapshot the last version at finalize */
+    char snapshot_busy[RALLY__STR_MAX]; /* "wait" or "skip": a request while one is written */
+    char run_id[RALLY__STR_MAX];        /* this run's UUID (rally-run sets it) */
+    char run_started[RALLY__STR_MAX];   /* when it started, RFC 3339 UTC */
+    char resume[RALLY__STR_MAX];        /* a snapshot directory to start from */
+    int64_t resume_force;               /* 1: skip the overridable resume checks */
 };
+
+/* The i-th setting's key (with the rally_ prefix) and value as text, for a
+ * snapshot's manifest; 0 when i is past the last setting. */
+int rally__config_get(const struct rally__config *c, size_t i, char *key, size_t key_cap, char *val,
+                      size_t val_cap);
 
 /* Fills c with defaults, then the environment, then consumes rally_* arguments
  * from argv (argc/argv may be NULL).  Unknown rally_* keys are RALLY_ECONFIG. */

@@ -77,6 +77,9 @@ static void child(char *const argv[], const char *const env[][2], const int out[
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
     signal(SIGPIPE, SIG_DFL);
+    /* rally-run forwards SIGUSR1 ("snapshot now") to rank 0: a worker ignores
+     * it until librally installs its handler (snapshots on), never dies of it */
+    signal(SIGUSR1, SIG_IGN);
     setpgid(0, 0);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) /* the launcher died before prctl took effect */

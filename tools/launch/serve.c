@@ -18,8 +18,10 @@ int rally__launch_signals(int children)
 {
     sigset_t set;
     sigemptyset(&set);
-    if (children)
+    if (children) {
         sigaddset(&set, SIGCHLD);
+        sigaddset(&set, SIGUSR1); /* rally-run: "snapshot now" */
+    }
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);
     signal(SIGPIPE, SIG_IGN);

@@ -1,0 +1,607 @@
+/*
+ * snapshot.c — the robust engine's snapshot subscriber: it turns committed
+ * checkpoint versions into durable snapshots (src/snapshot) and resumes a
+ * job from one.
+ *
+ * The cut is agreed inside the checkpoint's acknowledgement: a trigger
+ * (every K versions, every T ms on rank 0's clock, the end) raises
+ * RALLY__REQ_SNAPSHOT, and on the commit whose agreed flags carry it every
+ * rank hands an immutable copy of that version to the background writer
+ * (rank 0 the global model, each rank its own local model when the job has
+ * them; a lazy model is serialized there and then).  At the next checkpoint
+ * (or in rally_finalize) every rank waits for its write and the ranks
+ * report what they wrote — status, size and checksum of each file — in one
+ * small allreduce, an operation like any other: cached, and served to a
+ * restarted worker, so every rank takes part identically.  Only when every
+ * rank reported success does rank 0 write the manifest, then apply
+ * retention.  Whether a snapshot is pending is decided only by agreed
+ * words (the commit's flags, the report's result), so every rank, also one
+ * restarted in between, knows it alike: a restarted worker is served the
+ * commit again in rally_load_checkpoint and writes its part again from the
+ * recovered bytes (the same bytes, so the same checksum).
+ */
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "robust/robust.h"
+#include "snapshot/snapshot.h"
+#include "util/clock.h"
+#include "util/wire.h"
+
+/* u64 per rank in the report: status, local size and sum, global size and
+ * sum, the version (0 from a rank that does not know it) */
+#define SLOT 6
+
+enum { ST_NONE = 0, ST_OK = 1, ST_FAILED = 2, ST_BUSY = 4 };
+
+#define UNKNOWN (RALLY__NONE - 1) /* pending, version unknown: a restarted rank */
+
+struct rally__rsnap {
+    struct rally__snap_bg *bg;
+    char job[RALLY__SNAP_JOB_MAX + 1];
+    char run_id[RALLY__SNAP_UUID_LEN + 1];
+    char run_started[RALLY__SNAP_TIME_LEN + 1];
+    char host[RALLY__SNAP_HOST_MAX + 1];
+    uint64_t pending;  /* the version whose parts are being written, or RALLY__NONE */
+    uint64_t last;     /* the newest version a snapshot was taken of, or RALLY__NONE */
+    int64_t last_ms;   /* rank 0: when the last one was taken (or the start) */
+    int nparts;        /* parts submitted and not yet collected from the writer */
+    int failed;        /* this rank's part of pending failed (or is lost) */
+    int logged;        /* ... and it said so */
+    int skip;          /* rally_snapshot_busy=skip */
+    uint64_t files[4]; /* what it wrote: local size and sum, global size and sum */
+    char why[RALLY__ERR_MSG_MAX];
+    char *app_name, *app_config;
+};
+
+/* SIGUSR1 (rally-run forwards it to rank 0): a snapshot at the next commit.
+ * The one process-wide state here: a signal has no other way in. */
+static volatile sig_atomic_t asked;
+
+static void on_usr1(int sig)
+{
+    (void)sig;
+    asked = 1;
+}
+
+/* Installs the handler unless the application has its own. */
+static void listen_usr1(void)
+{
+    struct sigaction old, sa;
+    if (sigaction(SIGUSR1, NULL, &old) != 0 || (old.sa_flags & SA_SIGINFO) ||
+        (old.sa_handler != SIG_IGN && old.sa_handler != SIG_DFL))
+        return;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_usr1;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGUSR1, &sa, NULL);
+}
+
+static void say(const struct rally__robust *rb, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void say(const struct rally__robust *rb, const char *fmt, ...)
+{
+    char line[RALLY__ERR_MSG_MAX + 256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "rally: rank %d: snapshot: %s\n", rb->rank, line);
+}
+
+/* Raises the request bit for the commit after v when a trigger says so. */
+static void trigger(struct rally__robust *rb, uint64_t v)
+{
+    const struct rally__config *c = rb->cfg;
+    if (c->snapshot_every > 0 && (v + 1) % (uint64_t)c->snapshot_every == 0)
+        rally__robust_request(rb, RALLY__REQ_SNAPSHOT);
+    if (c->snapshot_every_ms > 0 && rb->rank == 0 &&
+        rally__now_ms() - rb->snap->last_ms >= c->snapshot_every_ms)
+        rally__robust_request(rb, RALLY__REQ_SNAPSHOT);
+    if (asked) {
+        asked = 0;
+        rally__robust_request(rb, RALLY__REQ_SNAPSHOT);
+        say(rb, "asked for one (SIGUSR1): version %" PRIu64 " will be taken", v + 1);
+    }
+}
+
+/* Hands this rank's parts of version v to the background writer. */
+static void take(struct rally__robust *rb, uint64_t v)
+{
+    struct rally__rsnap *s = rb->snap;
+    struct rally__snap_part parts[RALLY__SNAP_PARTS_MAX];
+    struct rally__err saved = *rb->err, e = {0, ""};
+    unsigned char *owned = NULL;
+    if (s->nparts > 0) { /* a voided snapshot's write still running: let it end */
+        struct rally__snap_file f[RALLY__SNAP_PARTS_MAX];
+        struct rally__err res = {0, ""};
+        int done = 0;
+        rally__snap_bg_poll(s->bg, -1, &done, &res, f);
+    }
+    /* Waiting at the next checkpoint, the store keeps V's bytes until the
+     * write is done: lent, not copied.  Skipping, the write may outlive
+     * them: copied. */
+    int lend = s->skip ? 0 : RALLY__SNAP_BORROWED;
+    s->pending = s->last = v;
+    s->last_ms = rally__now_ms();
+    s->nparts = 0;
+    s->failed = s->logged = 0;
+    memset(s->files, 0, sizeof s->files);
+    s->why[0] = '\0';
+    if (rb->rank == 0) {
+        const unsigned char *p;
+        uint64_t n;
+        if (rally__robust_global_bytes(rb, v, &p, &n, &owned) != RALLY_OK)
+            goto failed;
+        parts[s->nparts++] = (struct rally__snap_part){-1, p, n, owned != NULL ? 1 : lend};
+    }
+    if (rb->use_local) {
+        const unsigned char *p;
+        uint64_t n;
+        if (rally__robust_local_bytes(rb, v, rb->rank, &p, &n) != RALLY_OK)
+            goto failed;
+        parts[s->nparts++] = (struct rally__snap_part){rb->rank, p, n, lend};
+    }
+    if (s->nparts == 0)
+        return;
+    struct rally__snap_target t = {rb->cfg->snapshot_dir, s->job, s->run_id, v, rb->world};
+    int accepted = 0;
+    if (rally__snap_bg_submit(s->bg, &t, parts, s->nparts, 1, &e, &accepted) != RALLY_OK ||
+        !accepted) {
+        if (!accepted)
+            free(owned);
+        snprintf(s->why, sizeof s->why, "%s", e.code ? e.msg : "the writer took nothing");
+        s->nparts = 0;
+        s->failed = 1;
+    }
+    return;
+failed:
+    snprintf(s->why, sizeof s->why, "%s", rb->err->msg);
+    *rb->err = saved;
+    free(owned);
+    s->nparts = 0;
+    s->failed = 1;
+}
+
+/* The commit hook. */
+static void on_commit(void *arg, uint64_t v, uint64_t flags)
+{
+    struct rally__robust *rb = arg;
+    struct rally__rsnap *s = rb->snap;
+    trigger(rb, v);
+    if ((flags & RALLY__REQ_SNAP_PENDING) && s->pending == RALLY__NONE) {
+        /* a restarted worker served a commit made while an older snapshot
+         * was still being written: its part of that one (if it had one)
+         * died with it */
+        s->pending = UNKNOWN;
+        s->failed = rb->rank == 0 || rb->use_local;
+        s->logged = 0;
+        s->nparts = 0;
+        memset(s->files, 0, sizeof s->files);
+        snprintf(s->why, sizeof s->why,
+                 "this worker was restarted while the snapshot was being written; its part "
+                 "is lost");
+    }
+    if (!(flags & RALLY__REQ_SNAPSHOT) || v == 0)
+        return;
+    if (s->pending != RALLY__NONE) { /* skip mode: one in flight */
+        if (rb->rank == 0)
+            say(rb,
+                "version %" PRIu64 " skipped: an older one is still being written "
+                "(rally_snapshot_busy=skip)",
+                v);
+        return;
+    }
+    take(rb, v);
+}
+
+int rally__robust_snap_start(struct rally__robust *rb, const char *host)
+{
+    const struct rally__config *c = rb->cfg;
+    if (c->snapshot_dir[0] == '\0' && c->resume[0] == '\0')
+        return RALLY_OK;
+    struct rally__rsnap *s = calloc(1, sizeof *s);
+    if (s == NULL)
+        return rally__fail(rb->err, RALLY_ENOMEM, "out of memory for the snapshot writer");
+    rb->snap = s;
+    s->pending = s->last = RALLY__NONE;
+    s->last_ms = rally__now_ms();
+    snprintf(s->host, sizeof s->host, "%s", host && *host ? host : "localhost");
+    if (strcmp(c->snapshot_busy, "wait") != 0 && strcmp(c->snapshot_busy, "skip") != 0)
+        return rally__fail(rb->err, RALLY_ECONFIG,
+                           "rally_snapshot_busy=%.80s: say wait (the next checkpoint waits for "
+                           "a snapshot still being written) or skip (requests meanwhile are "
+                           "skipped)",
+                           c->snapshot_busy);
+    s->skip = strcmp(c->snapshot_busy, "skip") == 0;
+    if (c->snapshot_dir[0] == '\0')
+        return RALLY_OK; /* resume only */
+    if (!rally__snap_job_ok(c->snapshot_job))
+        return rally__fail(rb->err, RALLY_ECONFIG,
+                           "rally_snapshot_job=%.80s is not a job name (1 to %d bytes of "
+                           "A-Z a-z 0-9 . _ -, not starting with '.')",
+                           c->snapshot_job, RALLY__SNAP_JOB_MAX);
+    memcpy(s->job, c->snapshot_job, strlen(c->snapshot_job) + 1); /* job_ok: it fits */
+    if (c->run_id[0] != '\0') {
+        if (strlen(c->run_id) != RALLY__SNAP_UUID_LEN)
+            return rally__fail(rb->err, RALLY_ECONFIG,
+                               "rally_run_id=%.80s is not a UUID (8-4-4-4-12 hex digits)",
+                               c->run_id);
+        memcpy(s->run_id, c->run_id, RALLY__SNAP_UUID_LEN + 1);
+    } else if (rb->world > 1) {
+        return rally__fail(rb->err, RALLY_ECONFIG,
+                           "rally_snapshot_dir is set but rally_run_id is not: every rank of a "
+                           "job must name the same run (rally-run sets it)");
+    } else if (rally__snap_uuid(s->run_id, rb->err) != RALLY_OK) {
+        return rb->err->code;
+    }
+    if (c->run_started[0] != '\0' && strlen(c->run_started) != RALLY__SNAP_TIME_LEN)
+        return rally__fail(rb->err, RALLY_ECONFIG,
+                           "rally_run_started=%.80s is not a time like "
+                           "2026-11-30T12:00:00.000000Z",
+                           c->run_started);
+    if (c->run_started[0] != '\0')
+        memcpy(s->run_started, c->run_started, RALLY__SNAP_TIME_LEN + 1);
+    else
+        rally__snap_now(s->run_started);
+    if (rally__snap_bg_start(rb->err, &s->bg) != RALLY_OK)
+        return rb->err->code;
+    if (c->snapshot_every == 1)
+        rally__robust_request(rb, RALLY__REQ_SNAPSHOT); /* version 1 has no commit before it */
+    listen_usr1();
+    return rally__robust_subscribe(rb, on_commit, rb);
+}
+
+void rally__robust_snap_free(struct rally__robust *rb)
+{
+    struct rally__rsnap *s = rb->snap;
+    if (s == NULL)
+        return;
+    rally__snap_bg_stop(s->bg);
+    free(s->app_name);
+    free(s->app_config);
+    free(s);
+    rb->snap = NULL;
+}
+
+int rally__robust_snap_set_app(struct rally__robust *rb, const char *name, const char *config)
+{
+    struct rally__rsnap *s = rb->snap;
+    if (s == NULL)
+        return RALLY_OK; /* no snapshots: nothing keeps or checks it */
+    char *n = strdup(name), *c = strdup(config);
+    if (n == NULL || c == NULL) {
+        free(n);
+        free(c);
+        return rally__fail(rb->err, RALLY_ENOMEM, "out of memory");
+    }
+    free(s->app_name);
+    free(s->app_config);
+    s->app_name = n;
+    s->app_config = c;
+    return RALLY_OK;
+}
+
+/* --- the report: every rank's files, agreed in one allreduce ------------------- */
+
+struct report {
+    unsigned char *mine; /* this rank's slot in a zeroed vector */
+    uint64_t nbytes;
+    unsigned char *all; /* the agreed vector */
+};
+
+static int run_report(struct rally__robust *rb, struct rally__op *op, unsigned char **res,
+                      uint64_t *n)
+{
+    struct report *c = op->ctx;
+    unsigned char *b = rally__robust_buf(rb, c->nbytes);
+    if (b == NULL)
+        return rally__fail(rb->err, RALLY_ENOMEM, "out of memory");
+    struct rally__reducer rd;
+    rally__reducer_builtin(&rd, RALLY_UINT64, RALLY_BITOR);
+    int rc = rally__allreduce(&rb->comm, c->mine, b, (size_t)(c->nbytes / 8), &rd, &op->sig);
+    if (rc != RALLY_OK) {
+        rally__robust_unbuf(rb, b);
+        return rc;
+    }
+    memcpy(c->all, b, (size_t)c->nbytes);
+    *res = b;
+    *n = c->nbytes;
+    return RALLY_OK;
+}
+
+static int deliver_report(struct rally__robust *rb, struct rally__op *op, const unsigned char *res,
+                          uint64_t n)
+{
+    struct report *c = op->ctx;
+    if (n != c->nbytes)
+        return rally__fail(rb->err, RALLY_EPROTO,
+                           "recovery served %llu bytes for a snapshot report of %llu",
+                           (unsigned long long)n, (unsigned long long)c->nbytes);
+    memcpy(c->all, res, (size_t)n);
+    return RALLY_OK;
+}
+
+/* This rank's slot: its write collected (waiting for it when wait), then
+ * status, files and the version. */
+static void fill_slot(struct rally__robust *rb, unsigned char *slot, int wait)
+{
+    struct rally__rsnap *s = rb->snap;
+    if (s->nparts > 0 && !s->failed) {
+        struct rally__snap_file files[RALLY__SNAP_PARTS_MAX];
+        struct rally__err res = {0, ""};
+        int done = 0;
+        rally__snap_bg_poll(s->bg, wait ? -1 : 0, &done, &res, files);
+        if (done == 1) {
+            if (res.code != RALLY_OK) {
+                snprintf(s->why, sizeof s->why, "%s", res.msg);
+                s->failed = 1;
+            }
+            for (int i = 0; i < s->nparts && !s->failed; i++) {
+                int global = strcmp(files[i].name, RALLY__SNAP_GLOBAL) == 0;
+                s->files[global ? 2 : 0] = files[i].nbytes;
+                s->files[global ? 3 : 1] = files[i].xxh3;
+            }
+            s->nparts = 0;
+        }
+    }
+    uint64_t st = s->failed ? ST_FAILED : s->nparts > 0 ? ST_BUSY : ST_OK;
+    rally__put_u64(slot, st);
+    for (int i = 0; i < 4; i++)
+        rally__put_u64(slot + 8 * (i + 1), st == ST_OK ? s->files[i] : 0);
+    rally__put_u64(slot + 40, s->pending == UNKNOWN ? 0 : s->pending);
+    if (st == ST_FAILED && !s->logged) {
+        s->logged = 1;
+        say(rb, "could not write its part of the snapshot: %s", s->why);
+    }
+}
+
+/* Settings worth keeping: not paths, secrets or what names this run. */
+static int kept_setting(const char *key)
+{
+    static const char *const skip[] = {"rally_tracker",     "rally_secret_file",  "rally_task_id",
+                                       "rally_mock",        "rally_snapshot_dir", "rally_run_id",
+                                       "rally_run_started", "rally_resume"};
+    for (size_t i = 0; i < sizeof skip / sizeof skip[0]; i++)
+        if (strcmp(key, skip[i]) == 0)
+            return 0;
+    return 1;
+}
+
+/* Rank 0, once every rank reported success: the manifest, then retention. */
+static int commit(struct rally__robust *rb, const unsigned char *all, uint64_t version,
+                  struct rally__err *e)
+{
+    struct rally__rsnap *s = rb->snap;
+    struct rally__snap_manifest m;
+    struct rally__snap_setting set[64];
+    char keys[64][64], vals[64][RALLY__STR_MAX * 4];
+    char **hosts = calloc((size_t)rb->world, sizeof *hosts);
+    struct rally__snap_file *files = calloc((size_t)rb->world + 1, sizeof *files);
+    int rc = RALLY_ENOMEM;
+    if (hosts == NULL || files == NULL) {
+        rally__fail(e, RALLY_ENOMEM, "out of memory");
+        goto out;
+    }
+    memset(&m, 0, sizeof m);
+    m.format_version = RALLY__SNAP_FORMAT;
+    snprintf(m.rally_version, sizeof m.rally_version, "%s", RALLY_VERSION_STRING);
+    snprintf(m.job, sizeof m.job, "%s", s->job);
+    if ((rc = rally__snap_uuid(m.snapshot_id, e)) != RALLY_OK)
+        goto out;
+    memcpy(m.run_id, s->run_id, sizeof m.run_id);
+    memcpy(m.run_started, s->run_started, sizeof m.run_started);
+    m.version = version;
+    rally__snap_now(m.created);
+    m.world = rb->world;
+    for (int r = 0; r < rb->world; r++)
+        hosts[r] = rb->distributed && rb->tc.peers ? rb->tc.peers[r].host : s->host;
+    m.hosts = hosts;
+    size_t ns = 0;
+    for (size_t i = 0; ns < 64 && rally__config_get(rb->cfg, i, keys[ns], sizeof keys[ns], vals[ns],
+                                                    sizeof vals[ns]);
+         i++)
+        if (kept_setting(keys[ns])) {
+            set[ns].key = keys[ns];
+            set[ns].value = vals[ns];
+            ns++;
+        }
+    m.settings = set;
+    m.nsettings = ns;
+    m.app_name = s->app_name ? s->app_name : "";
+    m.app_config = s->app_config ? s->app_config : "";
+    m.partitioning = "none";
+    files[0].nbytes = rally__get_u64(all + 8 * 3);
+    files[0].xxh3 = rally__get_u64(all + 8 * 4);
+    rally__snap_file_name(-1, files[0].name);
+    m.nfiles = 1;
+    for (int r = 0; rb->use_local && r < rb->world; r++) {
+        const unsigned char *slot = all + (size_t)r * SLOT * 8;
+        struct rally__snap_file *f = &files[m.nfiles++];
+        rally__snap_file_name(r, f->name);
+        f->nbytes = rally__get_u64(slot + 8);
+        f->xxh3 = rally__get_u64(slot + 16);
+    }
+    m.files = files;
+    char path[PATH_MAX];
+    if ((rc = rally__snap_commit(rb->cfg->snapshot_dir, &m, e, path, sizeof path)) != RALLY_OK)
+        goto out;
+    say(rb, "committed %s (checkpoint version %" PRIu64 ")", path, m.version);
+    char jobdir[PATH_MAX];
+    int removed = 0;
+    snprintf(jobdir, sizeof jobdir, "%s/%s", rb->cfg->snapshot_dir, s->job);
+    struct rally__err re = {0, ""};
+    if (rally__snap_retain(jobdir, s->run_id, (int)rb->cfg->snapshot_keep, &re, &removed) !=
+        RALLY_OK)
+        say(rb, "retention failed (the snapshots stay): %s", re.msg);
+out:
+    free(hosts);
+    free(files);
+    return rc;
+}
+
+static int settle(struct rally__robust *rb, int wait)
+{
+    struct rally__rsnap *s = rb->snap;
+    if (s == NULL || s->pending == RALLY__NONE)
+        return RALLY_OK;
+    uint64_t nbytes = (uint64_t)rb->world * SLOT * 8;
+    struct report c = {calloc(1, (size_t)nbytes), nbytes, malloc((size_t)nbytes)};
+    int rc = RALLY_OK;
+    if (c.mine == NULL || c.all == NULL) {
+        rc = rally__fail(rb->err, RALLY_ENOMEM, "out of memory for a snapshot report");
+        goto out;
+    }
+    fill_slot(rb, c.mine + (size_t)rb->rank * SLOT * 8, wait || !s->skip);
+    struct rally__op op = {{RALLY__K_SNAP_REPORT, 0, 0, -1, (uint64_t)rb->world * SLOT, 0},
+                           NULL,
+                           NULL,
+                           run_report,
+                           deliver_report,
+                           &c};
+    if ((rc = rally__robust_op(rb, &op)) != RALLY_OK)
+        goto out;
+    int bad = -1, busy = -1;
+    uint64_t v = 0;
+    for (int r = 0; r < rb->world; r++) {
+        const unsigned char *slot = c.all + (size_t)r * SLOT * 8;
+        uint64_t st = rally__get_u64(slot);
+        v |= rally__get_u64(slot + 40);
+        if (st & ST_FAILED && bad < 0)
+            bad = r;
+        else if (st != ST_OK && busy < 0)
+            busy = r;
+    }
+    if (bad < 0 && busy >= 0) { /* skip mode: report again at the next checkpoint */
+        rally__robust_request(rb, RALLY__REQ_SNAP_PENDING);
+        if (rb->rank == 0)
+            say(rb,
+                "version %" PRIu64 ": rank %d is still writing its part; reported at the "
+                "next checkpoint",
+                v, busy);
+        goto out;
+    }
+    struct rally__err e = {0, ""};
+    if (bad >= 0) {
+        snprintf(e.msg, sizeof e.msg,
+                 "rank %d could not write its part (its log says why); the snapshot of "
+                 "version %" PRIu64 " is void",
+                 bad, v);
+        e.code = RALLY_ESYS;
+    } else if (rb->rank == 0) {
+        commit(rb, c.all, v, &e);
+    }
+    if (e.code != RALLY_OK && rb->rank == 0)
+        say(rb, "version %" PRIu64 " not committed, the previous snapshot stays the newest: %s", v,
+            e.msg);
+    /* every rank fails alike only on what every rank knows: a failed part */
+    if (bad >= 0 && rb->cfg->snapshot_required)
+        rc = rally__fail(rb->err, RALLY_ESYS,
+                         "rally_snapshot_required: rank %d could not write its part of the "
+                         "snapshot of version %" PRIu64,
+                         bad, v);
+    else if (e.code != RALLY_OK && rb->rank == 0 && rb->cfg->snapshot_required)
+        rc = rally__fail(rb->err, e.code, "rally_snapshot_required: %s", e.msg);
+    s->pending = RALLY__NONE;
+out:
+    free(c.mine);
+    free(c.all);
+    return rc;
+}
+
+int rally__robust_snap_settle(struct rally__robust *rb)
+{
+    return settle(rb, 0);
+}
+
+int rally__robust_snap_final(struct rally__robust *rb)
+{
+    struct rally__rsnap *s = rb->snap;
+    if (s == NULL || s->bg == NULL)
+        return RALLY_OK;
+    int rc = settle(rb, 1); /* nothing is left behind being written */
+    if (rc != RALLY_OK)
+        return rc;
+    if (rb->cfg->snapshot_final && rb->version > 0 && s->last != rb->version) {
+        take(rb, rb->version);
+        rc = settle(rb, 1);
+    }
+    return rc;
+}
+
+/* --- resuming ------------------------------------------------------------------ */
+
+int rally__robust_snap_resume(struct rally__robust *rb, unsigned char **global, uint64_t *gn,
+                              unsigned char **local, uint64_t *ln, uint64_t *version)
+{
+    struct rally__rsnap *s = rb->snap;
+    struct rally__snap *sn = NULL;
+    void *g = NULL, *own = NULL;
+    uint64_t gnb = 0, onb = 0;
+    char note[512];
+    int rc = rally__snap_open(rb->cfg->resume, rb->err, &sn);
+    if (rc != RALLY_OK)
+        goto out;
+    const struct rally__snap_manifest *m = rally__snap_manifest(sn);
+    struct rally__snap_expect x = {rb->world, s && s->app_name ? s->app_name : NULL,
+                                   s && s->app_config ? s->app_config : NULL, NULL, NULL};
+    if ((rc = rally__snap_compatible(m, &x, (int)rb->cfg->resume_force, rb->err, note,
+                                     sizeof note)) != RALLY_OK)
+        goto out;
+    if (note[0] && rb->rank == 0)
+        say(rb, "%s", note);
+    if ((rc = rally__snap_read(sn, -1, rb->err, &g, &gnb)) != RALLY_OK)
+        goto out;
+    if (rally__snap_has_local(sn)) {
+        struct rally__localset *ls = rally__robust_set_spare(rb);
+        ls->version = m->version;
+        for (int j = 0; j <= rb->k; j++) {
+            int r = (rb->rank - j + rb->world) % rb->world;
+            void *b = NULL;
+            uint64_t n = 0;
+            if ((rc = rally__snap_read(sn, r, rb->err, &b, &n)) != RALLY_OK)
+                goto out;
+            ls->data[j] = b ? b : malloc(1);
+            ls->nbytes[j] = n;
+            if (ls->data[j] == NULL) {
+                rc = rally__fail(rb->err, RALLY_ENOMEM, "out of memory");
+                goto out;
+            }
+        }
+        ls->valid = 1;
+        rb->use_local = 1;
+        if ((own = rally__robust_dup(ls->data[0], ls->nbytes[0])) == NULL) {
+            rc = rally__fail(rb->err, RALLY_ENOMEM, "out of memory");
+            goto out;
+        }
+        onb = ls->nbytes[0];
+    }
+    unsigned char *keep = rally__robust_dup(g, gnb);
+    if (keep == NULL) {
+        rc = rally__fail(rb->err, RALLY_ENOMEM, "out of memory");
+        goto out;
+    }
+    rally__robust_store_adopt(rb, keep, gnb);
+    if (rb->rank == 0)
+        say(rb, "resuming from %s: checkpoint version %" PRIu64 " of run %s, %d workers",
+            rb->cfg->resume, m->version, m->run_id, m->world);
+    if (s != NULL)
+        s->last = m->version; /* it is on disk already */
+    *version = m->version;
+    *global = g ? g : malloc(1);
+    *gn = gnb;
+    *local = own;
+    *ln = onb;
+    g = own = NULL;
+out:
+    free(g);
+    free(own);
+    rally__snap_close(sn);
+    return rc;
+}

@@ -1,0 +1,58 @@
+#!/bin/sh
+# snapshot_bench.sh BUILD_DIR [DIR] — what durable snapshots cost (ISSUE 11's
+# benchmark): a MIB-MiB global model (default 100) checkpointed every
+# iteration at N = 4 with COMPUTE_MS (default 1000) of "work" per iteration,
+# without snapshots and with one every version; the stall per snapshot is
+# the difference of the median rally_checkpoint times; the slowdown is that
+# of the median iteration.  The write throughput is the model's size over
+# the time the writer alone takes (the durable write the background thread
+# runs, best of three) beside dd with fsync to the same directory; the
+# resume time is rally_load_checkpoint's with rally_resume.  DIR (default: a temporary directory under the build
+# directory, on its disk) receives the snapshots.
+#   BENCH_MIB=100 BENCH_ITERS=8 BENCH_COMPUTE_MS=1000 BENCH_N=4
+set -eu
+build=$1
+dir=${2:-}
+mib=${BENCH_MIB:-100} iters=${BENCH_ITERS:-8} compute=${BENCH_COMPUTE_MS:-1000} n=${BENCH_N:-4}
+prog=$build/snapshot_bench
+[ -x "$prog" ] || { echo "snapshot_bench.sh: build first ($prog)"; exit 1; }
+if [ -z "$dir" ]; then
+    dir=$(mktemp -d "$build/snapbench.XXXXXX")
+    trap 'rm -rf "$dir"' EXIT
+fi
+field() { sed -n "s/.*$1=\([0-9.]*\).*/\1/p" "$2"; }
+
+"$build/rally-run" -n "$n" "$prog" "$mib" "$iters" "$compute" >"$dir/plain" 2>&1
+"$build/rally-run" -n "$n" --snapshot-dir "$dir/s" --snapshot-every 1 --keep-snapshots \
+    --snapshot-keep 1 "$prog" "$mib" "$iters" "$compute" >"$dir/snap" 2>&1
+# the writer alone, beside dd with fsync, on the same disk
+"$prog" --write "$dir/w" "$mib" >"$dir/write" 2>&1
+latest=$(ls -d "$dir"/s/snapshot_bench/snap-* | tail -1)
+"$build/rally-run" -n "$n" --resume "$latest" "$prog" "$mib" "$iters" "$compute" >"$dir/resume" 2>&1
+dd_s=
+for k in 1 2 3; do # best of three, each into a fresh file, as the writer's
+    rm -f "$dir/dd.bin"
+    t=$( { dd if=/dev/zero of="$dir/dd.bin" bs=1M count="$mib" conv=fsync 2>&1; } |
+        sed -n 's/.* copied, \([0-9.]*\) s.*/\1/p')
+    dd_s=$(awk -v a="$dd_s" -v b="$t" 'BEGIN { print (a == "" || b < a) ? b : a }')
+done
+rm -f "$dir/dd.bin"
+
+p_ck=$(field ckpt_ms_median "$dir/plain") s_ck=$(field ckpt_ms_median "$dir/snap")
+p_it=$(field iter_ms_median "$dir/plain") s_it=$(field iter_ms_median "$dir/snap")
+w_ms=$(field ms "$dir/write")
+load=$(field load_ms "$dir/resume")
+awk -v mib="$mib" -v n="$n" -v c="$compute" -v pck="$p_ck" -v sck="$s_ck" -v pit="$p_it" \
+    -v sit="$s_it" -v wms="$w_ms" -v dd="$dd_s" -v load="$load" 'BEGIN {
+    printf "snapshot benchmark: %d MiB global model, N = %d, %d ms of work per iteration\n", mib, n, c
+    printf "  %-46s %10s\n", "what", "value"
+    printf "  %-46s %8.1f ms\n", "rally_checkpoint, no snapshots (median)", pck
+    printf "  %-46s %8.1f ms\n", "rally_checkpoint, a snapshot every version", sck
+    printf "  %-46s %8.1f ms\n", "stall per snapshot", sck - pck
+    printf "  %-46s %8.1f %%\n", "slowdown of the median iteration", (sit / pit - 1) * 100
+    wr = wms / 1000
+    printf "  %-46s %8.1f MiB/s\n", "snapshot writer, durable write (best of 3)", (wr > 0 ? mib / wr : 0)
+    printf "  %-46s %8.1f MiB/s\n", "dd bs=1M conv=fsync, same directory (best of 3)", (dd > 0 ? mib / dd : 0)
+    printf "  %-46s %8.0f %%\n", "write throughput / dd", (wr > 0 && dd > 0) ? dd / wr * 100 : 0
+    printf "  %-46s %8.1f ms\n", "resume: rally_load_checkpoint (verify + read)", load
+}'

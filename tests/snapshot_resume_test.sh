@@ -1,0 +1,402 @@
+#!/bin/sh
+# snapshot_resume_test.sh CASE BUILD_DIR — durable snapshots of a real job
+# (rally-run --snapshot-dir, rally-kmeans), end to end.  BUILD_DIR holds
+# rally-run, rally-datagen, rally-kmeans, rally-kmeans-mock, rally-snapshot.
+# Every job is bounded in time and must leave no process behind.
+#   kill9     the user story: rally-run -n 4 --snapshot-dir D --snapshot-every 2
+#             rally-kmeans ...; kill -9 of the launcher and every worker at once
+#             after a snapshot was committed; rally-run ... --resume latest
+#             continues from it and the result: line is bit-identical to an
+#             uninterrupted run; the successful run then removes its snapshots
+#   rfc       the XGBoost-Spark RFC's stale-checkpoint scenario, literally:
+#             train (k = 6, snapshots kept), train again with new parameters
+#             (k = 5) in the same directory: refused without --overwrite,
+#             naming the snapshots; with --resume latest refused naming both
+#             configurations; with --overwrite it trains from scratch (the
+#             digest of a plain k = 5 run, every iteration run, nothing resumed)
+#   lock      a second launcher on a job directory in use is refused, naming
+#             the run that holds it
+#   death     workers die (librally_mock; rank 0 too, one inside a checkpoint)
+#             while snapshots are taken every version: the job recovers, the
+#             digest is the plain run's, every snapshot kept verifies, and the
+#             newest resumes to the same digest
+#   write_error  a snapshot that cannot be written (its directory is a symbolic
+#             link) is void and logged, the previous stays the newest, the job
+#             goes on to the same digest; with --snapshot-required it fails
+#   local     local models: each rank's file, the whole job killed and resumed,
+#             a worker death after resuming recovers from the snapshot's
+#             local models (replicas), the digest is the plain run's; another
+#             world size is refused naming both
+#   usr1      SIGUSR1 to rally-run: rank 0 takes a snapshot at its next commit
+#             and prints its path; it verifies; the model is unchanged
+#   auto      --auto-resume: a job that cannot recover in memory (--max-restarts
+#             0, a worker killed) is restarted whole from its newest snapshot
+#             and ends with the plain run's digest; a failure that comes back
+#             every time stops after --max-job-restarts
+#   seeded    the whole job kill -9'ed at seeded random moments (three times,
+#             SNAP_RESUME_SEED), resumed from latest each time (or started
+#             over when no snapshot was complete yet): the final digest is the
+#             uninterrupted run's
+#   final     --snapshot-final: only the last version is snapshotted, it is
+#             kept after success, and resuming it gives the finished model
+#   busy      --snapshot-busy skip: writes outlast iterations, requests are
+#             skipped and logged, reports retried, workers (rank 0 too) die
+#             meanwhile: the model is unchanged and every committed snapshot
+#             verifies
+#   resume_checks  --resume of a damaged snapshot is refused before any worker
+#             starts, naming the file; a global-only snapshot of -n 4 resumes
+#             on -n 2 into a new directory, with a note that the result is
+#             not bit-identical
+set -u
+case_=$1 build=$2
+here=$(cd "$(dirname "$0")" && pwd)
+run=$build/rally-run km=$build/rally-kmeans mock=$build/rally-kmeans-mock
+snap=$build/rally-snapshot
+tmp=$(mktemp -d)
+tag="snapresume-$$"
+export RALLY_TEST_TAG="$tag"
+# rally processes of this test still running (this shell carries the tag too)
+ours() {
+    for p in $(grep -l "RALLY_TEST_TAG=$tag" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3); do
+        case $(cat "/proc/$p/comm" 2>/dev/null) in rally*) echo "$p" ;; esac
+    done
+}
+cleanup() {
+    left=$(ours)
+    [ -n "$left" ] && kill -9 $left 2>/dev/null
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+fail() { echo "snapshot_resume_test $case_: $*"; [ -f "$tmp/out" ] && tail -40 "$tmp/out"; exit 1; }
+
+data=$tmp/d.csv
+"$build/rally-datagen" --rows 20000 --features 8 --centers 6 --spread 2 --seed 7 --format csv \
+    -o "$data" >/dev/null 2>&1 || fail "rally-datagen failed"
+KM="--data $data --data-opt csv_label=0 -k 6"
+D=$tmp/snaps
+
+job() { # out-file args... : a job that must succeed
+    o=$1
+    shift
+    timeout -k 5 120 "$run" "$@" >"$o" 2>&1 || { cp "$o" "$tmp/out"; fail "job failed: $*"; }
+}
+digest() { grep -o 'model_digest=[0-9a-f]*' "$1"; }
+nsnaps() { ls -d "$1"/snap-* 2>/dev/null | wc -l; }
+no_orphans() {
+    sleep 0.3
+    left=$(ours)
+    [ -z "$left" ] || { kill -9 $left 2>/dev/null; fail "processes left behind: $left"; }
+}
+
+case $case_ in
+kill9)
+    job "$tmp/plain" -n 4 "$km" $KM --pause-ms 60
+    timeout -k 5 120 "$run" -n 4 --snapshot-dir "$D" --snapshot-every 2 "$km" $KM --pause-ms 60 \
+        >"$tmp/out" 2>&1 &
+    launcher=$!
+    i=0
+    until grep -q 'snapshot: committed .*snap-00000004' "$tmp/out"; do
+        i=$((i + 1))
+        [ $i -gt 600 ] && fail "no snapshot of version 4 was committed"
+        sleep 0.05
+    done
+    # the launcher and every worker at once, mid-run
+    workers=$(sed -n 's/^\[[0-9]\] shard [0-9] fingerprint .* pid \([0-9]*\)$/\1/p' "$tmp/out")
+    rl=$(pgrep -P "$launcher" -x rally-run || echo "$launcher")
+    kill -9 $rl $workers 2>/dev/null
+    wait "$launcher" 2>/dev/null
+    grep -q "^\[0\] result:" "$tmp/out" && fail "the job finished before it was killed"
+    no_orphans
+    cat "$tmp/out" | grep -v iteration
+    n=$(nsnaps "$D/rally-kmeans")
+    [ "$n" -ge 1 ] || fail "the killed job left no snapshot"
+    "$snap" ls "$D/rally-kmeans" || fail "rally-snapshot ls failed"
+    # a fresh start into it is refused, naming the snapshots
+    timeout -k 5 60 "$run" -n 4 --snapshot-dir "$D" --snapshot-every 2 "$km" $KM --pause-ms 60 \
+        >"$tmp/out" 2>&1 && fail "a fresh start into a directory with snapshots was not refused"
+    grep -q "already holds .*snap-0000000" "$tmp/out" || fail "the refusal names no snapshot"
+    job "$tmp/resumed" -n 4 --snapshot-dir "$D" --snapshot-every 2 --resume latest "$km" $KM \
+        --pause-ms 60
+    cat "$tmp/resumed" | grep -v iteration
+    grep -q "^rally-run: resuming from .*snap-0000000[4-9].* verified" "$tmp/resumed" ||
+        fail "rally-run did not say what it resumed from"
+    grep -q "^\[0\] iteration 0 " "$tmp/resumed" && fail "the resumed job started from scratch"
+    [ "$(digest "$tmp/resumed")" = "$(digest "$tmp/plain")" ] ||
+        fail "digest $(digest "$tmp/resumed") after resume, want $(digest "$tmp/plain")"
+    # the successful run removed its own snapshots, not the killed run's
+    grep -q "removed its [0-9]* snapshot" "$tmp/resumed" || fail "the run did not clean up"
+    "$snap" ls "$D/rally-kmeans"
+    no_orphans
+    ;;
+rfc)
+    job "$tmp/first" -n 2 --snapshot-dir "$D" --snapshot-every 1 --keep-snapshots "$km" $KM
+    [ "$(nsnaps "$D/rally-kmeans")" -eq 2 ] || fail "want the 2 newest snapshots kept"
+    K5="--data $data --data-opt csv_label=0 -k 5"
+    job "$tmp/plain5" -n 2 "$km" $K5
+    # again with new parameters, same directory: refused, naming the snapshots
+    timeout -k 5 60 "$run" -n 2 --snapshot-dir "$D" --snapshot-every 1 "$km" $K5 >"$tmp/out" 2>&1 &&
+        fail "a fresh start over the first run's snapshots was not refused"
+    cat "$tmp/out"
+    grep -q "already holds 2 snapshots: snap-" "$tmp/out" || fail "the refusal names no snapshot"
+    grep -q "result:" "$tmp/out" && fail "a worker ran although the start was refused"
+    # resuming the first run's model with the new parameters: refused, both named
+    timeout -k 5 60 "$run" -n 2 --snapshot-dir "$D" --resume latest "$km" $K5 >"$tmp/out" 2>&1 &&
+        fail "resuming with another configuration was not refused"
+    cat "$tmp/out"
+    grep -q "configuration is \".*-k 6\" (xxh3-64 [0-9a-f]*), this job's is \".*-k 5\"" "$tmp/out" ||
+        fail "the refusal does not name both configurations"
+    grep -q "result:" "$tmp/out" && fail "a refused resume produced a result"
+    # --overwrite: a fresh run that trains from scratch, not "too fast"
+    job "$tmp/second" -n 2 --snapshot-dir "$D" --snapshot-every 1 --overwrite "$km" $K5
+    grep -q "resuming" "$tmp/second" && fail "the second run resumed something"
+    [ "$(grep -c '^\[0\] iteration ' "$tmp/second")" -eq "$(grep -c '^\[0\] iteration ' "$tmp/plain5")" ] ||
+        fail "the second run did not run every iteration"
+    [ "$(digest "$tmp/second")" = "$(digest "$tmp/plain5")" ] ||
+        fail "digest $(digest "$tmp/second"), want the plain k=5 run's $(digest "$tmp/plain5")"
+    # it cleaned up its own snapshots and left the first run's
+    [ "$(nsnaps "$D/rally-kmeans")" -eq 2 ] || fail "the first run's snapshots were touched"
+    for s in "$D"/rally-kmeans/snap-*; do
+        "$snap" show "$s" | grep -q -- "-k 6" || fail "$s is not the first run's"
+    done
+    ;;
+lock)
+    timeout -k 5 120 "$run" -n 2 --snapshot-dir "$D" --snapshot-every 1 "$km" $KM --pause-ms 100 \
+        >"$tmp/a" 2>&1 &
+    first=$!
+    i=0
+    until grep -q '^\[0\] iteration 1 ' "$tmp/a"; do
+        i=$((i + 1))
+        [ $i -gt 600 ] && fail "the first job never got going"
+        sleep 0.05
+    done
+    timeout -k 5 60 "$run" -n 2 --snapshot-dir "$D" --overwrite "$km" $KM >"$tmp/out" 2>&1 &&
+        fail "a second launcher took a job directory in use"
+    cat "$tmp/out"
+    grep -q "rally-run: .*run [0-9a-f-]\{36\}" "$tmp/out" || fail "the refusal names no run"
+    wait "$first" || { cp "$tmp/a" "$tmp/out"; fail "the first job failed"; }
+    no_orphans
+    ;;
+death)
+    job "$tmp/plain" -n 4 "$km" $KM
+    job "$tmp/out" -n 4 --snapshot-dir "$D" --snapshot-every 1 --snapshot-keep 3 --keep-snapshots \
+        "$mock" $KM rally_mock=3,3,1,0,checkpoint rally_mock=2,4,0,0 rally_mock=0,5,1,0 \
+        rally_mock=1,6,1,0
+    cat "$tmp/out" | grep -v iteration
+    grep -q "deaths=4 recovered=4 " "$tmp/out" || fail "want four deaths, all recovered"
+    [ "$(digest "$tmp/out")" = "$(digest "$tmp/plain")" ] || fail "digest differs after deaths"
+    [ "$(nsnaps "$D/rally-kmeans-mock")" -eq 3 ] || fail "want 3 snapshots kept"
+    for s in "$D"/rally-kmeans-mock/snap-*; do
+        "$snap" verify "$s" >/dev/null || fail "$s does not verify"
+    done
+    # the newest resumes to the same model (the configuration has no rally_mock)
+    job "$tmp/resumed" -n 4 --snapshot-dir "$D" --job rally-kmeans-mock --resume latest "$km" $KM
+    [ "$(digest "$tmp/resumed")" = "$(digest "$tmp/plain")" ] || fail "digest differs after resume"
+    no_orphans
+    ;;
+resume_checks)
+    job "$tmp/plain" -n 4 "$km" $KM
+    job "$tmp/first" -n 4 --snapshot-dir "$D" --snapshot-every 3 --keep-snapshots "$km" $KM
+    s=$(ls -d "$D"/rally-kmeans/snap-* | tail -1)
+    cp -r "$s" "$tmp/copy"
+    # a flipped byte: refused before any worker starts
+    printf 'X' | dd of="$tmp/copy/global.bin" bs=1 seek=80 conv=notrunc 2>/dev/null
+    timeout -k 5 60 "$run" -n 4 --resume "$tmp/copy" "$km" $KM >"$tmp/out" 2>&1 &&
+        fail "a damaged snapshot was resumed"
+    cat "$tmp/out"
+    grep -q "global.bin" "$tmp/out" || fail "the refusal does not name the damaged file"
+    grep -q "shard" "$tmp/out" && fail "a worker started although the snapshot is damaged"
+    # a global-only snapshot resumes on another world size, with a note
+    job "$tmp/two" -n 2 --resume "$s" --snapshot-dir "$tmp/new" "$km" $KM
+    cat "$tmp/two" | grep -v iteration
+    grep -q "note: .*not bit-identical" "$tmp/two" || fail "no note about bit-identity"
+    grep -q "result:" "$tmp/two" || fail "no result"
+    # the original job directory was not touched by the new job
+    [ ! -e "$tmp/new/rally-kmeans" ] || [ "$(nsnaps "$tmp/new/rally-kmeans")" -eq 0 ] ||
+        fail "the new job kept snapshots after success"
+    ;;
+write_error)
+    # snap-00000004 is a symbolic link: rank 0 cannot write that snapshot
+    job "$tmp/plain" -n 2 "$km" $KM
+    mkdir -p "$D/rally-kmeans" "$tmp/elsewhere"
+    ln -s "$tmp/elsewhere" "$D/rally-kmeans/snap-00000004"
+    job "$tmp/out" -n 2 --snapshot-dir "$D" --snapshot-every 2 --overwrite --keep-snapshots "$km" $KM
+    cat "$tmp/out" | grep -v iteration
+    grep -q "version 4 not committed, the previous snapshot stays the newest" "$tmp/out" ||
+        fail "the failed snapshot was not reported"
+    [ "$(digest "$tmp/out")" = "$(digest "$tmp/plain")" ] || fail "the job did not go on unharmed"
+    [ -z "$(ls -A "$tmp/elsewhere")" ] || fail "the writer followed the link"
+    "$snap" verify "$D/rally-kmeans/snap-00000006" >/dev/null || fail "version 6 does not verify"
+    # --snapshot-required: the same failure fails the job
+    mkdir -p "$D/req"
+    ln -s "$tmp/elsewhere" "$D/req/snap-00000004"
+    timeout -k 5 60 "$run" -n 2 --snapshot-dir "$D" --job req --snapshot-every 2 --overwrite \
+        --snapshot-required "$km" $KM >"$tmp/out" 2>&1 && fail "--snapshot-required did not fail the job"
+    cat "$tmp/out" | grep -v iteration
+    grep -q "rally_snapshot_required: rank 0 could not write its part" "$tmp/out" ||
+        fail "the failure does not say why"
+    grep -q "result:" "$tmp/out" && fail "the job finished although its snapshot failed"
+    no_orphans
+    ;;
+local)
+    # local models (tests/progs/recover.c "local"): each rank writes its own
+    # file; the whole job killed after a snapshot, then resumed; a worker of
+    # the resumed job dies and recovers from the local models the snapshot
+    # gave back (replicas included)
+    rec=$build/tests/recover recmock=$build/tests/recover_mock
+    job "$tmp/plain" -n 4 "$rec" 2000 14 local
+    timeout -k 5 120 "$run" -n 4 --snapshot-dir "$D" --job loc --snapshot-every 3 "$rec" 2000 14 \
+        local 150 >"$tmp/out" 2>&1 &
+    launcher=$!
+    i=0
+    until grep -q 'snapshot: committed .*snap-00000006' "$tmp/out"; do
+        i=$((i + 1))
+        [ $i -gt 600 ] && fail "no snapshot of version 6 was committed"
+        sleep 0.05
+    done
+    workers=$(sed -n 's/^\[[0-9]\] pid [0-9] \([0-9]*\)$/\1/p' "$tmp/out")
+    rl=$(pgrep -P "$launcher" -x rally-run || echo "$launcher")
+    kill -9 $rl $workers 2>/dev/null
+    wait "$launcher" 2>/dev/null
+    grep -q "result:" "$tmp/out" && fail "the job finished before it was killed"
+    no_orphans
+    s=$(ls -d "$D"/loc/snap-* | tail -1)
+    [ -f "$s/local-0003.bin" ] || fail "no local model files in $s"
+    "$snap" verify "$s" >/dev/null || fail "$s does not verify"
+    job "$tmp/resumed" -n 4 --snapshot-dir "$D" --job loc --resume latest "$recmock" 2000 14 local \
+        rally_mock=2,10,1,0
+    cat "$tmp/resumed" | grep -v "pid\|prepare"
+    grep -q "deaths=1 recovered=1 " "$tmp/resumed" || fail "want one death, recovered"
+    [ "$(digest "$tmp/resumed")" = "$(digest "$tmp/plain")" ] ||
+        fail "digest $(digest "$tmp/resumed") after resume, want $(digest "$tmp/plain")"
+    # another world size cannot take local models: refused before any worker starts
+    timeout -k 5 60 "$run" -n 3 --resume "$s" "$rec" 2000 14 local >"$tmp/out" 2>&1 &&
+        fail "local models were resumed on another world size"
+    grep -q "taken by 4 workers .* this job has 3" "$tmp/out" || fail "the refusal names no sizes"
+    no_orphans
+    ;;
+usr1)
+    # no rhythm: the one snapshot is the one asked for; it is kept (--keep-snapshots)
+    job "$tmp/plain" -n 2 "$km" $KM
+    timeout -k 5 120 "$run" -n 2 --snapshot-dir "$D" --keep-snapshots "$km" $KM --pause-ms 150 \
+        >"$tmp/out" 2>&1 &
+    launcher=$!
+    i=0
+    until grep -q '^\[0\] iteration 2 ' "$tmp/out"; do
+        i=$((i + 1))
+        [ $i -gt 600 ] && fail "iteration 2 never came"
+        sleep 0.05
+    done
+    rl=$(pgrep -P "$launcher" -x rally-run || echo "$launcher")
+    kill -USR1 "$rl"
+    wait "$launcher" || fail "the job failed after SIGUSR1"
+    cat "$tmp/out" | grep -v iteration
+    grep -q "rally-run: SIGUSR1: asked rank 0 for a snapshot" "$tmp/out" || fail "rally-run said nothing"
+    path=$(sed -n 's/^\[0\] rally: rank 0: snapshot: committed \(.*\) (checkpoint version [0-9]*)$/\1/p' "$tmp/out")
+    [ -n "$path" ] || fail "no snapshot was committed"
+    [ "$(nsnaps "$D/rally-kmeans")" -eq 1 ] || fail "want exactly the one snapshot asked for"
+    "$snap" verify "$path" >/dev/null || fail "$path does not verify"
+    [ "$(digest "$tmp/out")" = "$(digest "$tmp/plain")" ] || fail "the digest changed"
+    no_orphans
+    ;;
+auto)
+    # --max-restarts 0: the first worker death fails the job in memory; the
+    # launcher restarts the whole job from this run's newest snapshot
+    job "$tmp/plain" -n 4 "$km" $KM
+    timeout -k 5 120 "$run" -n 4 --max-restarts 0 --snapshot-dir "$D" --snapshot-every 2 \
+        --auto-resume "$km" $KM --pause-ms 100 >"$tmp/out" 2>&1 &
+    launcher=$!
+    i=0
+    until grep -q 'snapshot: committed .*snap-00000004' "$tmp/out"; do
+        i=$((i + 1))
+        [ $i -gt 600 ] && fail "no snapshot of version 4 was committed"
+        sleep 0.05
+    done
+    victim=$(sed -n 's/^\[2\] shard 2 fingerprint .* pid \([0-9]*\)$/\1/p' "$tmp/out" | tail -1)
+    kill -9 "$victim" || fail "no worker $victim to kill"
+    wait "$launcher" || fail "the job failed although it could auto-resume"
+    cat "$tmp/out" | grep -v iteration
+    grep -q "auto-resume: restarting the whole job from .*snap-0000000[4-9] .*job restart 1 of 3" \
+        "$tmp/out" || fail "no auto-resume"
+    [ "$(digest "$tmp/out")" = "$(digest "$tmp/plain")" ] || fail "digest differs after auto-resume"
+    [ "$(nsnaps "$D/rally-kmeans")" -eq 0 ] || fail "the successful run kept its snapshots"
+    # a death that comes back every time: bounded by --max-job-restarts
+    timeout -k 5 120 "$run" -n 4 --max-restarts 0 --snapshot-dir "$D" --snapshot-every 2 \
+        --auto-resume --max-job-restarts 2 "$mock" $KM rally_mock=2,5,0,0 >"$tmp/out" 2>&1 &&
+        fail "a job that always fails succeeded"
+    grep -v iteration "$tmp/out"
+    [ "$(grep -c 'auto-resume: restarting the whole job' "$tmp/out")" -eq 2 ] ||
+        fail "want exactly 2 job restarts"
+    grep -q "auto-resume: 2 job restarts spent" "$tmp/out" || fail "the bound was not reported"
+    no_orphans
+    ;;
+seeded)
+    # the whole job killed at seeded random moments, resumed each time, until
+    # it finishes: the final model is the uninterrupted run's
+    seed=${SNAP_RESUME_SEED:-20261130}
+    job "$tmp/plain" -n 4 "$km" $KM
+    round=0 done_=0
+    while [ $done_ -eq 0 ]; do
+        round=$((round + 1))
+        [ $round -gt 12 ] && fail "12 rounds and the job never finished"
+        if "$snap" ls "$D/rally-kmeans" 2>/dev/null | grep -q '^  \* '; then
+            how="--resume latest"
+        else
+            how="--overwrite"
+        fi
+        ms=$(awk -v s="$seed" -v r="$round" 'BEGIN { srand(s + r); print 300 + int(rand() * 1500) }')
+        timeout -k 5 120 "$run" -n 4 --snapshot-dir "$D" --snapshot-every 1 $how "$km" $KM \
+            --pause-ms 250 >"$tmp/r$round" 2>&1 &
+        launcher=$!
+        sleep "$(awk -v m="$ms" 'BEGIN { print m / 1000 }')"
+        workers=$(sed -n 's/^\[[0-9]\] shard [0-9] fingerprint .* pid \([0-9]*\)$/\1/p' "$tmp/r$round")
+        rl=$(pgrep -P "$launcher" -x rally-run || true)
+        [ $round -le 3 ] && kill -9 $rl $workers 2>/dev/null
+        wait "$launcher" 2>/dev/null
+        echo "round $round ($how): killed after ${ms} ms; $(grep -c 'snapshot: committed' "$tmp/r$round") snapshots committed"
+        grep -q "^\[0\] result:" "$tmp/r$round" && done_=1
+        no_orphans
+    done
+    [ "$(digest "$tmp/r$round")" = "$(digest "$tmp/plain")" ] ||
+        { cp "$tmp/r$round" "$tmp/out"; fail "digest $(digest "$tmp/r$round"), want $(digest "$tmp/plain")"; }
+    ;;
+final)
+    # --snapshot-final, no rhythm: one snapshot, of the last version, kept;
+    # resuming it gives the finished model back
+    job "$tmp/out" -n 2 --snapshot-dir "$D" --snapshot-final "$km" $KM
+    cat "$tmp/out" | grep -v iteration
+    v=$(grep -c '^\[0\] iteration ' "$tmp/out")
+    last=$(printf 'snap-%08d' $((v + 1)))
+    [ "$(ls "$D/rally-kmeans")" = "$last" ] || fail "want only $last, have: $(ls "$D/rally-kmeans")"
+    "$snap" verify "$D/rally-kmeans/$last" >/dev/null || fail "$last does not verify"
+    job "$tmp/resumed" -n 2 --snapshot-dir "$D" --resume latest "$km" $KM
+    [ "$(digest "$tmp/resumed")" = "$(digest "$tmp/out")" ] || fail "the final model differs"
+    grep -q '^\[0\] iteration ' "$tmp/resumed" && fail "a finished model ran another iteration"
+    no_orphans
+    ;;
+busy)
+    # --snapshot-busy skip: a 32 MiB model, no work between checkpoints, a
+    # snapshot asked for every version: writes outlast iterations, so
+    # requests are skipped and reports retried; workers (rank 0 too) die
+    # meanwhile.  The model is the plain run's and every kept snapshot verifies.
+    bench=$build/snapshot_bench bmock=$build/snapshot_bench_mock
+    job "$tmp/plain" -n 4 "$bench" 32 12 0
+    job "$tmp/out" -n 4 --snapshot-dir "$D" --snapshot-every 1 --snapshot-busy skip \
+        --keep-snapshots --snapshot-keep 50 "$bmock" 32 12 0 rally_mock=1,5,0,0 rally_mock=0,9,0,0
+    cat "$tmp/out"
+    grep -q "deaths=2 recovered=2 " "$tmp/out" || fail "want two deaths, both recovered"
+    grep -q "skipped: an older one is still being written" "$tmp/out" || fail "nothing was skipped"
+    [ "$(digest "$tmp/out")" = "$(digest "$tmp/plain")" ] || fail "the model differs"
+    n=0
+    for s in "$D"/snapshot_bench_mock/snap-*; do
+        [ -f "$s/MANIFEST.json" ] || continue
+        "$snap" verify "$s" >/dev/null || fail "$s does not verify"
+        n=$((n + 1))
+    done
+    [ $n -ge 2 ] || fail "want at least 2 committed snapshots, have $n"
+    no_orphans
+    ;;
+*)
+    fail "unknown case"
+    ;;
+esac
+echo "snapshot_resume_test $case_: ok"
