@@ -108,12 +108,16 @@ static pid_t there(const struct rally__mock *m, int j)
     return pid;
 }
 
-/* This worker is at point i: wait until every member of its group is
- * there; the lowest rank among the members waiting to die kills them. */
+/* This worker is at point i: waits until every member of its group is
+ * there.  The lowest rank among the members waiting to die kills the others
+ * and returns, to die; the others are killed while they wait. */
 static void meet(const struct rally__mock *m, int i)
 {
     const struct rally__mock_point *q = &m->pts[i];
     arrive(m, i);
+    say("rally mock: rank %d at version %llu seq %llu ndeath %u (%s) waits for group %s\n",
+        q->rank, (unsigned long long)q->version, (unsigned long long)q->seq, q->ndeath,
+        phases[q->phase], q->group);
     int64_t deadline = rally__deadline(m->wait_ms);
     for (;;) {
         int complete = 1, killer = q->rank;
@@ -126,17 +130,20 @@ static void meet(const struct rally__mock *m, int i)
                 killer = p->rank;
         }
         if (complete && killer == q->rank) {
+            say("rally mock: group %s is complete\n", q->group);
             for (int j = 0; j < m->n; j++) {
                 const struct rally__mock_point *p = &m->pts[j];
                 pid_t pid;
                 if (j != i && same_group(q, p) && p->phase != RALLY__MOCK_RECOVERY &&
                     (pid = there(m, j)) > 0) {
-                    say("rally mock: rank %d kills rank %d (pid %ld) of group %s\n", q->rank,
-                        p->rank, (long)pid, q->group);
+                    say("rally mock: killing rank %d (pid %ld) at version %llu seq %llu "
+                        "ndeath %u (%s, group %s)\n",
+                        p->rank, (long)pid, (unsigned long long)p->version,
+                        (unsigned long long)p->seq, p->ndeath, phases[p->phase], q->group);
                     kill(pid, SIGKILL);
                 }
             }
-            die();
+            return; /* the caller kills this worker */
         }
         if (rally__now_ms() >= deadline)
             give_up(m, i, "the others did not all reach their points within "
@@ -269,13 +276,13 @@ void rally__mock_check(const struct rally__mock *m, int rank, uint64_t version, 
 #endif
         if (q->phase != phase)
             continue;
-        say("rally mock: killing rank %d at version %llu seq %llu ndeath %u (%s%s%s)\n", rank,
-            (unsigned long long)version, (unsigned long long)seq, ndeath, phases[phase],
-            q->group[0] ? ", group " : "", q->group);
 #ifdef RALLY_MOCK
         if (q->group[0] && phase != RALLY__MOCK_RECOVERY)
             meet(m, i);
 #endif
+        say("rally mock: killing rank %d at version %llu seq %llu ndeath %u (%s%s%s)\n", rank,
+            (unsigned long long)version, (unsigned long long)seq, ndeath, phases[phase],
+            q->group[0] ? ", group " : "", q->group);
         die();
     }
 }
