@@ -53,8 +53,7 @@ static void group_ranks(const struct rally__mock *m, int i, char *buf, size_t ca
     buf[0] = '\0';
     for (int j = 0; j < m->n && len < cap; j++)
         if (same_group(&m->pts[i], &m->pts[j]))
-            len += (size_t)snprintf(buf + len, cap - len, "%s%d", len ? ", " : "",
-                                    m->pts[j].rank);
+            len += (size_t)snprintf(buf + len, cap - len, "%s%d", len ? ", " : "", m->pts[j].rank);
 }
 
 static void file_name(const struct rally__mock *m, int j, char *buf, size_t cap)
@@ -95,7 +94,7 @@ static void arrive(const struct rally__mock *m, int i)
 /* The pid of another member that is there (holds the lock on its file for
  * point j), or 0.  Never called on this worker's own file: closing any
  * descriptor of a file drops the process's locks on it. */
-static pid_t there(const struct rally__mock *m, int j)
+static pid_t locate(const struct rally__mock *m, int j)
 {
     char path[RALLY__STR_MAX + 64];
     file_name(m, j, path, sizeof path);
@@ -115,9 +114,9 @@ static void meet(const struct rally__mock *m, int i)
 {
     const struct rally__mock_point *q = &m->pts[i];
     arrive(m, i);
-    say("rally mock: rank %d at version %llu seq %llu ndeath %u (%s) waits for group %s\n",
-        q->rank, (unsigned long long)q->version, (unsigned long long)q->seq, q->ndeath,
-        phases[q->phase], q->group);
+    say("rally mock: rank %d at version %llu seq %llu ndeath %u (%s) waits for group %s\n", q->rank,
+        (unsigned long long)q->version, (unsigned long long)q->seq, q->ndeath, phases[q->phase],
+        q->group);
     int64_t deadline = rally__deadline(m->wait_ms);
     for (;;) {
         int complete = 1, killer = q->rank;
@@ -125,7 +124,7 @@ static void meet(const struct rally__mock *m, int i)
             const struct rally__mock_point *p = &m->pts[j];
             if (j == i || !same_group(q, p))
                 continue;
-            complete = there(m, j) != 0;
+            complete = locate(m, j) != 0;
             if (p->phase != RALLY__MOCK_RECOVERY && p->rank < killer)
                 killer = p->rank;
         }
@@ -135,7 +134,7 @@ static void meet(const struct rally__mock *m, int i)
                 const struct rally__mock_point *p = &m->pts[j];
                 pid_t pid;
                 if (j != i && same_group(q, p) && p->phase != RALLY__MOCK_RECOVERY &&
-                    (pid = there(m, j)) > 0) {
+                    (pid = locate(m, j)) > 0) {
                     say("rally mock: killing rank %d (pid %ld) at version %llu seq %llu "
                         "ndeath %u (%s, group %s)\n",
                         p->rank, (long)pid, (unsigned long long)p->version,
@@ -146,8 +145,10 @@ static void meet(const struct rally__mock *m, int i)
             return; /* the caller kills this worker */
         }
         if (rally__now_ms() >= deadline)
-            give_up(m, i, "the others did not all reach their points within "
-                          "rally_connect_timeout_ms", "");
+            give_up(m, i,
+                    "the others did not all reach their points within "
+                    "rally_connect_timeout_ms",
+                    "");
         struct timespec ts = {0, 1000000}; /* 1 ms */
         nanosleep(&ts, NULL);
     }
@@ -195,8 +196,7 @@ static int check_groups(struct rally__mock *m, const struct rally__config *cfg,
 }
 #endif
 
-int rally__mock_parse(struct rally__mock *m, const struct rally__config *cfg,
-                      struct rally__err *e)
+int rally__mock_parse(struct rally__mock *m, const struct rally__config *cfg, struct rally__err *e)
 {
     const char *spec = cfg->mock;
     m->pts = NULL;
@@ -207,7 +207,8 @@ int rally__mock_parse(struct rally__mock *m, const struct rally__config *cfg,
         return RALLY_OK;
 #ifndef RALLY_MOCK
     return rally__fail(e, RALLY_ECONFIG,
-                       "rally_mock=%s needs the failure-injection library: link -lrally_mock", spec);
+                       "rally_mock=%s needs the failure-injection library: link -lrally_mock",
+                       spec);
 #else
     int cap = 1;
     for (const char *p = spec; *p; p++)

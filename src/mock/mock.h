@@ -66,8 +66,7 @@ struct rally__mock {
 
 /* Parses cfg->mock, a ';'-separated list of points ("" is none), and takes
  * the rendezvous settings (rally_mock_sync, rally_connect_timeout_ms). */
-int rally__mock_parse(struct rally__mock *m, const struct rally__config *cfg,
-                      struct rally__err *e);
+int rally__mock_parse(struct rally__mock *m, const struct rally__config *cfg, struct rally__err *e);
 /* Closes the rendezvous files (a member that never died leaves its group). */
 void rally__mock_free(struct rally__mock *m);
 

@@ -127,15 +127,13 @@ int main(int argc, char **argv)
             use_local = 1;
         else if (strcmp(argv[i], "lazy") == 0)
             lazy = 1;
-        else if (strncmp(argv[i], "lag=", 4) == 0) {
-            if (sscanf(argv[i] + 4, "%d,%llu,%llu,%ld", &lag_rank, &lag_version, &lag_seq,
-                       &lag_ms) != 4) {
-                fprintf(stderr, "recover: %s is not lag=rank,version,seq,ms\n", argv[i]);
-                return 2;
-            }
-        }
-        else
+        else if (strncmp(argv[i], "lag=", 4) != 0)
             sleep_ms = strtol(argv[i], NULL, 10);
+        else if (sscanf(argv[i] + 4, "%d,%llu,%llu,%ld", &lag_rank, &lag_version, &lag_seq,
+                        &lag_ms) != 4) {
+            fprintf(stderr, "recover: %s is not lag=rank,version,seq,ms\n", argv[i]);
+            return 2;
+        }
     }
     model_n = n;
     printf("pid %d %ld\n", rank, (long)getpid());
