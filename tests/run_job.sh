@@ -3,13 +3,20 @@
 # bounded by TIMEOUT seconds, and checks that
 #   - rally-run's exit status is EXPECT ("0", "nonzero", or a number),
 #   - with GREP=pattern set, the combined output contains pattern,
-#   - no process started by the job is left afterwards.
+#   - no process started by the job is left afterwards,
+#   - no rally_mock group member "gave up" waiting for the others (unless
+#     GAVE_UP_OK=1: a test of that very message).
+# Each job gets a fresh rally_mock_sync directory (RALLY_MOCK_SYNC), where
+# the members of a rally_mock group meet to die together; it is removed
+# afterwards.
 # Every process of the job carries RALLY_TEST_TAG in its environment; that is
 # how leftovers are found.
 expect=$1 limit=$2
 shift 2
 RALLY_TEST_TAG="job-$$-$(date +%s%N)"
 export RALLY_TEST_TAG
+RALLY_MOCK_SYNC=$(mktemp -d)
+export RALLY_MOCK_SYNC
 out=$(mktemp)
 timeout -k 5 "$limit" "$@" >"$out" 2>&1
 rc=$?
@@ -24,6 +31,10 @@ if [ -n "$GREP" ] && ! grep -q -- "$GREP" "$out"; then
     echo "run_job: output lacks '$GREP'"
     fail=1
 fi
+if [ "${GAVE_UP_OK:-0}" != 1 ] && grep -q "rally mock: .*gave up" "$out"; then
+    echo "run_job: a rally_mock group did not meet (see 'gave up' above)"
+    fail=1
+fi
 rm -f "$out"
 sleep 0.2
 tag=$RALLY_TEST_TAG
@@ -35,4 +46,5 @@ if [ -n "$left" ]; then
     kill -9 $left 2>/dev/null
     fail=1
 fi
+rm -rf "$RALLY_MOCK_SYNC"
 exit $fail

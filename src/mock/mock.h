@@ -1,8 +1,8 @@
 /*
  * mock.h — failure injection (librally_mock).
  *
- * rally_mock=rank,version,seq,ndeath[,phase] (repeatable) kills the worker,
- * as SIGKILL does (no atexit, no flush), when it reaches that point:
+ * rally_mock=rank,version,seq,ndeath[,phase[,group]] (repeatable) kills the
+ * worker, as SIGKILL does (no atexit, no flush), when it reaches that point:
  *   rank     the worker's rank
  *   version  its checkpoint version (how many checkpoints it has taken)
  *   seq      the collective's number within that version, from 0; a
@@ -18,13 +18,32 @@
  *                          this worker's own (version, seq)
  *              load        inside rally_load_checkpoint, before the
  *                          checkpoint arrives (version 0, seq 0)
- * In librally (not the mock build) any rally_mock value is RALLY_ECONFIG.
+ *
+ * A sixth field names a group: rally_mock=3,1,5,0,op,lost and
+ * rally_mock=4,1,5,0,op,lost die together (one point per rank and group,
+ * each at its own point).  An op, checkpoint or load member waits at its
+ * point until every member is there; a recovery member only needs to have
+ * reached its (version, seq) on entry to the call, and dies later where it
+ * serves a recovery.  Then the member with the lowest rank among those
+ * waiting SIGKILLs the others, then itself, so no victim is restarted, or
+ * serves a recovery, before the others are dead.  Each member says it is
+ * there by locking (fcntl) a file named after the group and its rank in the
+ * directory rally_mock_sync names; the lock gives the killer its pid, and
+ * the kernel drops it when the process dies, so files of an earlier job
+ * count for nothing.  While members wait no other worker may die (its
+ * recovery would need them); a member that waits longer than
+ * rally_connect_timeout_ms prints "rally mock: ... gave up" and dies alone.
+ * Points without a group die alone, as soon as they are reached.
+ *
+ * In librally (not the mock build) any rally_mock value is RALLY_ECONFIG,
+ * rally_mock_sync is ignored, and rally__mock_check costs a test of n == 0.
  */
 #ifndef RALLY_MOCK_MOCK_H
 #define RALLY_MOCK_MOCK_H
 
 #include <stdint.h>
 
+#include "util/config.h"
 #include "util/err.h"
 
 enum { RALLY__MOCK_OP = 0, RALLY__MOCK_CHECKPOINT, RALLY__MOCK_RECOVERY, RALLY__MOCK_LOAD };
@@ -34,18 +53,25 @@ struct rally__mock_point {
     uint64_t version, seq;
     uint32_t ndeath;
     int phase;
+    char group[32]; /* "" none */
+    int fd;         /* this worker's rendezvous file for the point's group, or -1 */
 };
 
 struct rally__mock {
     struct rally__mock_point *pts;
     int n;
+    char *sync;      /* the rendezvous directory (rally_mock_sync), or NULL */
+    int64_t wait_ms; /* how long a member waits for its group */
 };
 
-/* Parses a ';'-separated list of points ("" is none). */
-int rally__mock_parse(struct rally__mock *m, const char *spec, struct rally__err *e);
+/* Parses cfg->mock, a ';'-separated list of points ("" is none), and takes
+ * the rendezvous settings (rally_mock_sync, rally_connect_timeout_ms). */
+int rally__mock_parse(struct rally__mock *m, const struct rally__config *cfg, struct rally__err *e);
+/* Closes the rendezvous files (a member that never died leaves its group). */
 void rally__mock_free(struct rally__mock *m);
 
-/* Dies here if a point matches. */
+/* Dies here if a point matches (with its group, if it has one); on entry to
+ * a call, announces this worker to the group of a recovery point there. */
 void rally__mock_check(const struct rally__mock *m, int rank, uint64_t version, uint64_t seq,
                        uint32_t ndeath, int phase);
 

@@ -184,7 +184,7 @@ int rally__robust_init(struct rally__robust *rb, const struct rally__config *cfg
     rb->tc.fd = -1;
     rally__comm_init(&rb->comm, 0, 1, e);
     rb->comm.timeout_ms = cfg->timeout_ms;
-    if (rally__mock_parse(&rb->mock, cfg->mock, e) != RALLY_OK)
+    if (rally__mock_parse(&rb->mock, cfg, e) != RALLY_OK)
         return e->code;
     if (cfg->tracker[0] == '\0')
         return RALLY_OK; /* no launcher: rank 0 of 1 */

@@ -37,6 +37,7 @@ static const struct key keys[] = {
     K("spin_us", INT, spin_us, "50", 0, 1000000),
     K("sock_buf_bytes", SIZE, sock_buf_bytes, "auto", -1, 1 << 30),
     K("mock", LIST, mock, "", 0, 0),
+    K("mock_sync", STR, mock_sync, "", 0, 0),
     K("snapshot_dir", STR, snapshot_dir, "", 0, 0),
     K("snapshot_job", STR, snapshot_job, "job", 0, 0),
     K("snapshot_every", INT, snapshot_every, "0", 0, INT64_MAX / 4),

@@ -28,6 +28,7 @@ struct rally__config {
     int64_t spin_us;                  /* poll without sleeping before blocking */
     int64_t sock_buf_bytes;           /* peer links' socket buffers; 0 kernel, -1 auto */
     char mock[RALLY__STR_MAX * 4];    /* kill points, ';'-separated (librally_mock) */
+    char mock_sync[RALLY__STR_MAX];   /* where a group of kill points meets (librally_mock) */
     /* durable snapshots (docs/snapshot-format.md; src/robust/snapshot.c) */
     char snapshot_dir[RALLY__STR_MAX];  /* the snapshot root; "" = no snapshots */
     char snapshot_job[RALLY__STR_MAX];  /* the job's directory name under it */

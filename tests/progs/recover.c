@@ -23,6 +23,10 @@
  * its first MAX allreduce one element longer than the original run did —
  * the recovery must stop the job with an error, not hang.  A number: sleep
  * that many milliseconds per iteration (long enough to stop a worker).
+ * "lag=R,V,S,MS": rank R, if it started from scratch, sleeps MS ms before
+ * its call number S of checkpoint version V (numbered as above, as the
+ * rally_mock points are) — a worker made slow on purpose, so a test can
+ * hold the ranks behind it inside a collective while others go on.
  * "local": each rank also keeps a local model (its own vector, feeding the
  * sum), checkpointed and replicated on the ring; the digest covers every
  * rank's local model.  "lazy": the global model is checkpointed lazily; it
@@ -75,6 +79,21 @@ static void prepare_sum(void *arg)
 
 static size_t model_n;
 
+/* lag=R,V,S,MS (see above); lag_rank -1: none */
+static int lag_rank = -1;
+static unsigned long long lag_version, lag_seq;
+static long lag_ms;
+
+static void lag(uint64_t loaded, uint64_t seq)
+{
+    if (rank == lag_rank && loaded == 0 && rally_checkpoint_version(R) == lag_version &&
+        seq == lag_seq) {
+        printf("rank %d lags %ld ms before seq %" PRIu64 "\n", rank, lag_ms, seq);
+        fflush(stdout);
+        usleep((useconds_t)lag_ms * 1000);
+    }
+}
+
 static uint64_t serialize(void *arg, void *buf, uint64_t cap)
 {
     uint64_t need = model_n * sizeof(double);
@@ -108,8 +127,13 @@ int main(int argc, char **argv)
             use_local = 1;
         else if (strcmp(argv[i], "lazy") == 0)
             lazy = 1;
-        else
+        else if (strncmp(argv[i], "lag=", 4) != 0)
             sleep_ms = strtol(argv[i], NULL, 10);
+        else if (sscanf(argv[i] + 4, "%d,%llu,%llu,%ld", &lag_rank, &lag_version, &lag_seq,
+                        &lag_ms) != 4) {
+            fprintf(stderr, "recover: %s is not lag=rank,version,seq,ms\n", argv[i]);
+            return 2;
+        }
     }
     model_n = n;
     printf("pid %d %ld\n", rank, (long)getpid());
@@ -170,6 +194,8 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < n; i++)
             ints[i] = (int32_t)((i * (size_t)(rank + 1)) % (it + 111)) + (int32_t)(model[i] > 0);
         size_t count = n + (diverge && version > 0 && it == version);
+        uint64_t seq = 0;
+        lag(version, seq++);
         CALL(rally_allreduce(R, ints, count, RALLY_INT32, RALLY_MAX, NULL, NULL), "max");
         for (size_t i = 0; i < n; i++) {
             int32_t want = -1;
@@ -186,6 +212,7 @@ int main(int argc, char **argv)
         for (int root = 0; root < N; root += step) {
             for (size_t i = 0; i < n; i++)
                 text[i] = rank == root ? (char)(i % 126 + 1 + it) : 0;
+            lag(version, seq++);
             CALL(rally_broadcast(R, text, n, root), "broadcast");
             for (size_t i = 0; i < n; i++)
                 if (text[i] != (char)(i % 126 + 1 + it)) {
@@ -195,12 +222,14 @@ int main(int argc, char **argv)
         }
         /* SUM through prepare: order-sensitive */
         struct prep p = {sum, model, local, n, it, 0};
+        lag(version, seq++);
         CALL(rally_allreduce(R, sum, n, RALLY_DOUBLE, RALLY_SUM, prepare_sum, &p), "sum");
         prepare_calls += p.calls;
         /* allgatherv of a slice (of the model as it was: see "lazy") */
         size_t k = (size_t)(rank + 1) * n / (size_t)(N + 1);
         void *all = NULL;
         uint64_t *sizes = malloc((size_t)N * sizeof *sizes);
+        lag(version, seq++);
         CALL(rally_allgatherv(R, model, k * sizeof *model, &all, sizes), "allgatherv");
         size_t total = 0;
         for (int r = 0; r < N; r++)
@@ -213,6 +242,7 @@ int main(int argc, char **argv)
             local[i] = local[i] * 0.5 + sum[i] * (1 + rank);
         rally_free(all);
         free(sizes);
+        lag(version, seq++);
         if (lazy)
             CALL(rally_lazy_checkpoint(R, serialize, model), "lazy_checkpoint");
         else
