@@ -1,5 +1,6 @@
 /*
- * coll.c — tree and ring allreduce, tree broadcast, ring allgather.
+ * coll.c — tree, ring and halving-doubling allreduce, tree broadcast, ring
+ * allgather.
  *
  * Every algorithm is one loop over the links it uses: move as many bytes as
  * the links take without blocking, reduce what has fully arrived, and only
@@ -13,6 +14,9 @@
  * segments are reduced into the buffer (reduce-scatter), the rest are copied
  * (allgather); sent segment k is exactly received segment k-1 once
  * processed, so bytes flow onwards as soon as they are reduced.
+ *
+ * Halving-doubling runs its steps one after another, each an exchange with
+ * one partner that reduces the arriving half chunk by chunk.
  */
 #include "coll/coll.h"
 
@@ -599,6 +603,142 @@ static int ring_stream(struct rally__comm *c, const unsigned char *in, unsigned 
 #undef SEG
 }
 
+/* --- recursive halving-doubling -------------------------------------------- */
+
+/* The reduction a halving step does as the partner's half arrives: out =
+ * own (+) arrived when own_left, else arrived (+) own. */
+struct fold {
+    unsigned char *out;
+    const unsigned char *own;
+    int own_left;
+    size_t done; /* bytes reduced */
+};
+
+static void fold_some(const struct rally__reducer *rd, struct fold *f, unsigned char *got,
+                      size_t upto)
+{
+    size_t at = f->done, n = (upto - at) / rd->elem_nbytes;
+    if (f->own_left)
+        rally__reduce3(rd, f->out + at, f->own + at, got + at, n);
+    else if (f->out + at != f->own + at) {
+        rally__reduce3(rd, f->out + at, got + at, f->own + at, n);
+    } else { /* in place with own on the right: reduce in the arrival buffer, copy over */
+        rally__reduce(rd, got + at, f->own + at, n);
+        memcpy(f->out + at, got + at, upto - at);
+    }
+    f->done = upto;
+}
+
+/* Sends src[0..sn) and receives dst[0..rn) on ch at the same time (either
+ * may be empty); with f, arrived whole elements are folded chunk by chunk. */
+static int exchange(struct run *x, struct chan *ch, const unsigned char *src, size_t sn,
+                    unsigned char *dst, size_t rn, const struct rally__reducer *rd,
+                    struct fold *f)
+{
+    size_t es = rd->elem_nbytes;
+    size_t chunk = x->c->chunk < es ? es : round_down(x->c->chunk, es);
+    size_t sent = 0, got = 0;
+    for (;;) {
+        int moved = 0;
+        if (send_upto(x, ch, src, &sent, sn, &moved) < 0 ||
+            recv_upto(x, ch, dst, &got, rn, &moved) < 0 || pump_sigs(x, &moved) < 0)
+            return -1;
+        if (f != NULL) {
+            size_t a = round_down(got, es);
+            if (a > f->done && (a - f->done >= chunk || a == rn)) {
+                fold_some(rd, f, dst, a);
+                moved = 1;
+            }
+        }
+        if (sent == sn && got == rn && sig_sent(ch) && sig_got(ch) &&
+            (f == NULL || f->done == rn))
+            return 0;
+        if (settle(x, moved) != RALLY_OK)
+            return -1;
+    }
+}
+
+/* Byte offset of the start of segment s of p. */
+static size_t hd_at(size_t count, size_t es, int s, int p)
+{
+    return count * (size_t)s / (size_t)p * es;
+}
+
+static int hd_allreduce(struct rally__comm *c, const unsigned char *in, unsigned char *buf,
+                        size_t count, const struct rally__reducer *rd,
+                        const struct rally__sig *sig)
+{
+    struct run x;
+    run_start(&x, c, sig);
+    const struct rally__topo *t = &c->topo;
+    size_t es = rd->elem_nbytes, total = count * es;
+    int p = t->hd_p, v = t->hd_vrank, r = t->rank;
+    struct chan *ch;
+
+    if (v < 0) { /* folded away: hand the input to r - 1, get the result back */
+        if ((ch = chan_of(&x, r - 1)) == NULL)
+            return rally__fail(x.e, RALLY_ESTATE, "no link to rank %d", r - 1);
+        if (exchange(&x, ch, in, total, NULL, 0, rd, NULL) < 0 ||
+            exchange(&x, ch, NULL, 0, buf, total, rd, NULL) < 0)
+            return x.e->code;
+        goto sigs;
+    }
+    const unsigned char *cur = in; /* where this rank's partial value is */
+    struct chan *folded = NULL;
+    unsigned char *space = scratch(c, r < 2 * t->hd_extra ? total : total / 2 + es, x.e);
+    if (space == NULL)
+        return x.e->code;
+    if (r < 2 * t->hd_extra) { /* absorb r + 1: y = x_r (+) x_(r+1) */
+        if ((folded = chan_of(&x, r + 1)) == NULL)
+            return rally__fail(x.e, RALLY_ESTATE, "no link to rank %d", r + 1);
+        struct fold f = {buf, in, 1, 0};
+        if (exchange(&x, folded, NULL, 0, space, total, rd, &f) < 0)
+            return x.e->code;
+        cur = buf;
+    }
+    /* halving: keep the half my bit of d picks, the lower virtual rank's value on the left */
+    int a = 0, b = p;
+    for (int d = 1; d < p; d *= 2) {
+        int peer = rally__topo_hd_real(t, v ^ d), mid = (a + b) / 2, low = (v & d) == 0;
+        int ka = low ? a : mid, kb = low ? mid : b, sa = low ? mid : a, sb = low ? b : mid;
+        if ((ch = chan_of(&x, peer)) == NULL)
+            return rally__fail(x.e, RALLY_ESTATE, "no link to rank %d", peer);
+        size_t k0 = hd_at(count, es, ka, p), k1 = hd_at(count, es, kb, p);
+        size_t s0 = hd_at(count, es, sa, p), s1 = hd_at(count, es, sb, p);
+        struct fold f = {buf + k0, cur + k0, low, 0};
+        if (exchange(&x, ch, cur + s0, s1 - s0, space, k1 - k0, rd, &f) < 0)
+            return x.e->code;
+        cur = buf;
+        a = ka;
+        b = kb;
+    }
+    /* doubling: trade what I hold for my partner's block of the same size */
+    for (int d = p / 2; d >= 1; d /= 2) {
+        int peer = rally__topo_hd_real(t, v ^ d), w = b - a;
+        int pa = (v & d) == 0 ? b : a - w;
+        if ((ch = chan_of(&x, peer)) == NULL)
+            return rally__fail(x.e, RALLY_ESTATE, "no link to rank %d", peer);
+        size_t m0 = hd_at(count, es, a, p), m1 = hd_at(count, es, b, p);
+        size_t p0 = hd_at(count, es, pa, p), p1 = hd_at(count, es, pa + w, p);
+        if (exchange(&x, ch, buf + m0, m1 - m0, buf + p0, p1 - p0, rd, NULL) < 0)
+            return x.e->code;
+        a = a < pa ? a : pa;
+        b = a + 2 * w;
+    }
+    if (folded != NULL && exchange(&x, folded, buf, total, NULL, 0, rd, NULL) < 0)
+        return x.e->code;
+sigs:
+    for (;;) { /* every link's signature, both ways, before the collective ends */
+        int moved = 0, all = pump_sigs(&x, &moved);
+        if (all < 0)
+            return x.e->code;
+        if (all)
+            return RALLY_OK;
+        if (settle(&x, moved) != RALLY_OK)
+            return x.e->code;
+    }
+}
+
 /* --- entry points ---------------------------------------------------------- */
 
 static int finish(struct rally__comm *c, int rc)
@@ -619,6 +759,8 @@ int rally__allreduce(struct rally__comm *c, const void *in, void *buf, size_t co
     }
     if (total <= c->ring_threshold || !rd->commutative || count < (size_t)N)
         return finish(c, tree_allreduce(c, in, buf, total, rd, sig));
+    if (c->topo.hd && total <= c->hd_threshold)
+        return finish(c, hd_allreduce(c, in, buf, count, rd, sig));
     size_t off[SEGMENTS_ON_STACK] = {0}, len[SEGMENTS_ON_STACK] = {0};
     size_t *o = off, *l = len;
     if (N > SEGMENTS_ON_STACK) {
