@@ -605,27 +605,18 @@ static int ring_stream(struct rally__comm *c, const unsigned char *in, unsigned 
 
 /* --- recursive halving-doubling -------------------------------------------- */
 
-/* The reduction a halving step does as the partner's half arrives: out =
- * own (+) arrived when own_left, else arrived (+) own. */
+/* The reduction a halving step does as the partner's half arrives:
+ * out = a (+) b, where out is a or neither. */
 struct fold {
     unsigned char *out;
-    const unsigned char *own;
-    int own_left;
+    const unsigned char *a, *b;
     size_t done; /* bytes reduced */
 };
 
-static void fold_some(const struct rally__reducer *rd, struct fold *f, unsigned char *got,
-                      size_t upto)
+static void fold_some(const struct rally__reducer *rd, struct fold *f, size_t upto)
 {
-    size_t at = f->done, n = (upto - at) / rd->elem_nbytes;
-    if (f->own_left)
-        rally__reduce3(rd, f->out + at, f->own + at, got + at, n);
-    else if (f->out + at != f->own + at) {
-        rally__reduce3(rd, f->out + at, got + at, f->own + at, n);
-    } else { /* in place with own on the right: reduce in the arrival buffer, copy over */
-        rally__reduce(rd, got + at, f->own + at, n);
-        memcpy(f->out + at, got + at, upto - at);
-    }
+    size_t at = f->done;
+    rally__reduce3(rd, f->out + at, f->a + at, f->b + at, (upto - at) / rd->elem_nbytes);
     f->done = upto;
 }
 
@@ -646,7 +637,7 @@ static int exchange(struct run *x, struct chan *ch, const unsigned char *src, si
         if (f != NULL) {
             size_t a = round_down(got, es);
             if (a > f->done && (a - f->done >= chunk || a == rn)) {
-                fold_some(rd, f, dst, a);
+                fold_some(rd, f, a);
                 moved = 1;
             }
         }
@@ -683,15 +674,19 @@ static int hd_allreduce(struct rally__comm *c, const unsigned char *in, unsigned
             return x.e->code;
         goto sigs;
     }
-    const unsigned char *cur = in; /* where this rank's partial value is */
+    /* This rank's partial values live at cur (in, buf or the scratch space,
+     * all at the same offsets); a step receives into another of them and
+     * reduces in place there or into buf, so nothing is copied but the
+     * final block. */
+    const unsigned char *cur = in;
     struct chan *folded = NULL;
-    unsigned char *space = scratch(c, r < 2 * t->hd_extra ? total : total / 2 + es, x.e);
+    unsigned char *space = scratch(c, total, x.e);
     if (space == NULL)
         return x.e->code;
     if (r < 2 * t->hd_extra) { /* absorb r + 1: y = x_r (+) x_(r+1) */
         if ((folded = chan_of(&x, r + 1)) == NULL)
             return rally__fail(x.e, RALLY_ESTATE, "no link to rank %d", r + 1);
-        struct fold f = {buf, in, 1, 0};
+        struct fold f = {buf, in, space, 0};
         if (exchange(&x, folded, NULL, 0, space, total, rd, &f) < 0)
             return x.e->code;
         cur = buf;
@@ -705,12 +700,24 @@ static int hd_allreduce(struct rally__comm *c, const unsigned char *in, unsigned
             return rally__fail(x.e, RALLY_ESTATE, "no link to rank %d", peer);
         size_t k0 = hd_at(count, es, ka, p), k1 = hd_at(count, es, kb, p);
         size_t s0 = hd_at(count, es, sa, p), s1 = hd_at(count, es, sb, p);
-        struct fold f = {buf + k0, cur + k0, low, 0};
-        if (exchange(&x, ch, cur + s0, s1 - s0, space, k1 - k0, rd, &f) < 0)
+        int writable = cur != in || in == buf;
+        unsigned char *rx = cur == buf || (low && !writable) ? space : buf, *out;
+        struct fold f;
+        if (low && writable) /* cur (+)= arrived */
+            out = (unsigned char *)cur, f = (struct fold){out + k0, cur + k0, rx + k0, 0};
+        else if (low) /* buf = in (+) arrived */
+            out = buf, f = (struct fold){buf + k0, cur + k0, rx + k0, 0};
+        else /* arrived (+)= cur */
+            out = rx, f = (struct fold){rx + k0, rx + k0, cur + k0, 0};
+        if (exchange(&x, ch, cur + s0, s1 - s0, rx + k0, k1 - k0, rd, &f) < 0)
             return x.e->code;
-        cur = buf;
+        cur = out;
         a = ka;
         b = kb;
+    }
+    if (cur != buf) {
+        size_t m0 = hd_at(count, es, a, p), m1 = hd_at(count, es, b, p);
+        memcpy(buf + m0, cur + m0, m1 - m0);
     }
     /* doubling: trade what I hold for my partner's block of the same size */
     for (int d = p / 2; d >= 1; d /= 2) {
