@@ -165,9 +165,11 @@ static struct chan *chan_of(struct run *x, int peer)
     return ch;
 }
 
-/* Every collective opens every link, both ways, with the signature: the
- * link graph is connected, so any disagreement between ranks is seen at
- * once by some rank, whichever links the algorithm then uses. */
+/* Every collective opens every tree and ring link, both ways, with the
+ * signature: that graph is connected, so any disagreement between ranks is
+ * seen at once by some rank, whichever links the algorithm then uses.  A
+ * halving-doubling partner's link is opened only by the collectives that
+ * use it (chan_of on first use), so it costs the others nothing. */
 static void run_start(struct run *x, struct rally__comm *c, const struct rally__sig *sig)
 {
     memset(x, 0, sizeof *x);
@@ -177,7 +179,9 @@ static void run_start(struct run *x, struct rally__comm *c, const struct rally__
     x->deadline = rally__deadline(c->timeout_ms);
     rally__sig_encode(x->sigbytes, sig, c->seq);
     for (int i = 0; i < c->nlinks; i++)
-        chan_of(x, c->links[i].peer);
+        for (int j = 0; j < c->topo.nbase; j++)
+            if (c->topo.neighbours[j] == c->links[i].peer)
+                chan_of(x, c->links[i].peer);
 }
 
 /* A failure this rank found: tell the others (through the owner) and fail. */

@@ -53,6 +53,7 @@ void rally__topo_build(struct rally__topo *t, int rank, int world)
     t->hd_vrank = -1;
     for (int i = 0; i < 3 + RALLY__MAX_CHILDREN; i++)
         add(t, cand[i]);
+    t->nbase = t->nneighbours;
 }
 
 int rally__topo_hd_real(const struct rally__topo *t, int v)

@@ -34,6 +34,7 @@ struct rally__topo {
     int subtree_end;                    /* this subtree is [rank, subtree_end) */
     int ring_prev, ring_next;           /* == rank when world == 1 */
     int nneighbours;                    /* distinct peers: tree, ring (and partners) */
+    int nbase;                          /* neighbours[0..nbase): tree and ring */
     int neighbours[RALLY__MAX_NEIGHBOURS];
     /* halving-doubling, set by rally__topo_add_hd: */
     int hd;                             /* 1 when the partners are neighbours */
