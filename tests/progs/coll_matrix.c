@@ -31,7 +31,7 @@
 
 static rally_t *R;
 static int rank = -1, N;
-static size_t threshold = 256 << 10, hd_threshold = 0;
+static size_t threshold = 256 << 10, hd_threshold = 8 << 20;
 static long checks;
 static int exact;
 
