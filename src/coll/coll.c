@@ -659,6 +659,22 @@ static size_t hd_at(size_t count, size_t es, int s, int p)
     return count * (size_t)s / (size_t)p * es;
 }
 
+/* Waits until every opened link's signature is through, both ways. */
+static int sigs_done(struct run *x)
+{
+    for (;;) {
+        int moved = 0, all = pump_sigs(x, &moved);
+        if (all < 0)
+            return x->e->code;
+        if (all)
+            return RALLY_OK;
+        if (settle(x, moved) != RALLY_OK)
+            return x->e->code;
+    }
+}
+
+/* Recursive halving-doubling (docs/determinism.md has the order): fold the
+ * extra ranks in, halve, double, hand the result to the folded ranks. */
 static int hd_allreduce(struct rally__comm *c, const unsigned char *in, unsigned char *buf,
                         size_t count, const struct rally__reducer *rd,
                         const struct rally__sig *sig)
@@ -676,7 +692,7 @@ static int hd_allreduce(struct rally__comm *c, const unsigned char *in, unsigned
         if (exchange(&x, ch, in, total, NULL, 0, rd, NULL) < 0 ||
             exchange(&x, ch, NULL, 0, buf, total, rd, NULL) < 0)
             return x.e->code;
-        goto sigs;
+        return sigs_done(&x);
     }
     /* This rank's partial values live at cur (in, buf or the scratch space,
      * all at the same offsets); a step receives into another of them and
@@ -738,16 +754,7 @@ static int hd_allreduce(struct rally__comm *c, const unsigned char *in, unsigned
     }
     if (folded != NULL && exchange(&x, folded, buf, total, NULL, 0, rd, NULL) < 0)
         return x.e->code;
-sigs:
-    for (;;) { /* every link's signature, both ways, before the collective ends */
-        int moved = 0, all = pump_sigs(&x, &moved);
-        if (all < 0)
-            return x.e->code;
-        if (all)
-            return RALLY_OK;
-        if (settle(&x, moved) != RALLY_OK)
-            return x.e->code;
-    }
+    return sigs_done(&x);
 }
 
 /* --- entry points ---------------------------------------------------------- */

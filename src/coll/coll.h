@@ -6,7 +6,8 @@
  * tracker, the launcher or recovery.  Three seams connect it to the layers
  * above, all declared hooks on struct rally__comm:
  *
- *   - every collective opens each link it uses, in each direction, with a
+ *   - every collective opens every tree and ring link (and each
+ *     halving-doubling partner's link it uses), in each direction, with a
  *     32-byte signature (kind, sequence number, count, type, operator,
  *     root) and an opaque 64-bit sidecar that this layer carries but never
  *     interprets; a peer whose signature differs is an error naming both;
