@@ -49,13 +49,15 @@ int main(int argc, char **argv)
             if ((buf[a] = malloc(count[a] * sizeof(float))) == NULL)
                 return fail(r, "out of memory");
             bench_fill_check(buf[a], count[a], rank);
-            if (rally_allreduce(r, buf[a], count[a], RALLY_FLOAT, RALLY_SUM, NULL, NULL) != RALLY_OK)
+            if (rally_allreduce(r, buf[a], count[a], RALLY_FLOAT, RALLY_SUM, NULL, NULL) !=
+                RALLY_OK)
                 return fail(r, "rally_allreduce");
             if (bench_verify(buf[a], count[a], n) >= 0)
                 return fail(r, "wrong sum");
             memset(buf[a], 0, count[a] * sizeof(float));
         }
-        double *t = malloc(sizeof(double) * NALG * (size_t)reps), *p = malloc(sizeof(double) * (size_t)reps);
+        double *t = malloc(sizeof(double) * NALG * (size_t)reps),
+               *p = malloc(sizeof(double) * (size_t)reps);
         if (t == NULL || p == NULL)
             return fail(r, "out of memory");
         float token = 0;
@@ -65,7 +67,8 @@ int main(int argc, char **argv)
                 if (rally_allreduce(r, &token, 1, RALLY_FLOAT, RALLY_SUM, NULL, NULL) != RALLY_OK)
                     return fail(r, "barrier");
                 double t0 = bench_now_us();
-                if (rally_allreduce(r, buf[b], count[b], RALLY_FLOAT, RALLY_SUM, NULL, NULL) != RALLY_OK)
+                if (rally_allreduce(r, buf[b], count[b], RALLY_FLOAT, RALLY_SUM, NULL, NULL) !=
+                    RALLY_OK)
                     return fail(r, "rally_allreduce");
                 double t1 = bench_now_us();
                 if (i >= 0)
@@ -74,7 +77,8 @@ int main(int argc, char **argv)
                     return fail(r, "rally_checkpoint");
             }
         }
-        if (rally_allreduce(r, t, NALG * (size_t)reps, RALLY_DOUBLE, RALLY_MAX, NULL, NULL) != RALLY_OK)
+        if (rally_allreduce(r, t, NALG * (size_t)reps, RALLY_DOUBLE, RALLY_MAX, NULL, NULL) !=
+            RALLY_OK)
             return fail(r, "rally_allreduce (max)");
         double med[NALG];
         for (int a = 0; a < NALG; a++) {

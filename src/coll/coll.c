@@ -627,8 +627,7 @@ static void fold_some(const struct rally__reducer *rd, struct fold *f, size_t up
 /* Sends src[0..sn) and receives dst[0..rn) on ch at the same time (either
  * may be empty); with f, arrived whole elements are folded chunk by chunk. */
 static int exchange(struct run *x, struct chan *ch, const unsigned char *src, size_t sn,
-                    unsigned char *dst, size_t rn, const struct rally__reducer *rd,
-                    struct fold *f)
+                    unsigned char *dst, size_t rn, const struct rally__reducer *rd, struct fold *f)
 {
     size_t es = rd->elem_nbytes;
     size_t chunk = x->c->chunk < es ? es : round_down(x->c->chunk, es);
@@ -645,8 +644,7 @@ static int exchange(struct run *x, struct chan *ch, const unsigned char *src, si
                 moved = 1;
             }
         }
-        if (sent == sn && got == rn && sig_sent(ch) && sig_got(ch) &&
-            (f == NULL || f->done == rn))
+        if (sent == sn && got == rn && sig_sent(ch) && sig_got(ch) && (f == NULL || f->done == rn))
             return 0;
         if (settle(x, moved) != RALLY_OK)
             return -1;
@@ -676,8 +674,7 @@ static int sigs_done(struct run *x)
 /* Recursive halving-doubling (docs/determinism.md has the order): fold the
  * extra ranks in, halve, double, hand the result to the folded ranks. */
 static int hd_allreduce(struct rally__comm *c, const unsigned char *in, unsigned char *buf,
-                        size_t count, const struct rally__reducer *rd,
-                        const struct rally__sig *sig)
+                        size_t count, const struct rally__reducer *rd, const struct rally__sig *sig)
 {
     struct run x;
     run_start(&x, c, sig);
