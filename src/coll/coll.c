@@ -686,8 +686,8 @@ static int hd_allreduce(struct rally__comm *c, const unsigned char *in, unsigned
     if (v < 0) { /* folded away: hand the input to r - 1, get the result back */
         if ((ch = chan_of(&x, r - 1)) == NULL)
             return rally__fail(x.e, RALLY_ESTATE, "no link to rank %d", r - 1);
-        if (exchange(&x, ch, in, total, NULL, 0, rd, NULL) < 0 ||
-            exchange(&x, ch, NULL, 0, buf, total, rd, NULL) < 0)
+        if (exchange(&x, ch, in, total, buf, 0, rd, NULL) < 0 ||
+            exchange(&x, ch, in, 0, buf, total, rd, NULL) < 0)
             return x.e->code;
         return sigs_done(&x);
     }
@@ -704,7 +704,7 @@ static int hd_allreduce(struct rally__comm *c, const unsigned char *in, unsigned
         if ((folded = chan_of(&x, r + 1)) == NULL)
             return rally__fail(x.e, RALLY_ESTATE, "no link to rank %d", r + 1);
         struct fold f = {buf, in, space, 0};
-        if (exchange(&x, folded, NULL, 0, space, total, rd, &f) < 0)
+        if (exchange(&x, folded, in, 0, space, total, rd, &f) < 0)
             return x.e->code;
         cur = buf;
     }
@@ -749,7 +749,7 @@ static int hd_allreduce(struct rally__comm *c, const unsigned char *in, unsigned
         a = a < pa ? a : pa;
         b = a + 2 * w;
     }
-    if (folded != NULL && exchange(&x, folded, buf, total, NULL, 0, rd, NULL) < 0)
+    if (folded != NULL && exchange(&x, folded, buf, total, buf, 0, rd, NULL) < 0)
         return x.e->code;
     return sigs_done(&x);
 }
