@@ -396,6 +396,27 @@ static void topology(void **state)
     }
 }
 
+/* Halving-doubling partners are mutual (the mesh wires each pair once) and
+ * fit the link table; past 10 rounds the topology declines them. */
+static void topology_hd(void **state)
+{
+    static struct rally__topo t[2100];
+    for (int N = 1; N <= 2100; N += N < 80 ? 1 : 61) {
+        for (int r = 0; r < N; r++) {
+            rally__topo_build(&t[r], r, N);
+            assert_int_equal(rally__topo_add_hd(&t[r]), N >= 2 && N < 2048 ? 0 : -1);
+            assert_true(t[r].nneighbours <= RALLY__MAX_NEIGHBOURS);
+        }
+        for (int r = 0; r < N; r++)
+            for (int i = 0; i < t[r].nneighbours; i++) {
+                int q = t[r].neighbours[i], mutual = 0;
+                for (int j = 0; j < t[q].nneighbours; j++)
+                    mutual |= t[q].neighbours[j] == r;
+                assert_true(mutual);
+            }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -403,6 +424,7 @@ int main(void)
         cmocka_unit_test(hostport_forms), cmocka_unit_test(frames),
         cmocka_unit_test(mesh_refuses_strangers), cmocka_unit_test(ipv6_loopback),
         cmocka_unit_test(socket_buffers), cmocka_unit_test(topology),
+        cmocka_unit_test(topology_hd),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -76,9 +76,10 @@ static void *worker(void *arg)
     snprintf(a1, sizeof a1, "rally_tracker=%s", j->addr);
     snprintf(a2, sizeof a2, "rally_secret_file=%s", j->secret_path);
     snprintf(a3, sizeof a3, "rally_task_id=%d", w->task);
-    char *args[] = {"worker", a1, a2, a3, "rally_ring_threshold_bytes=512", "rally_chunk_bytes=256",
+    char *args[] = {"worker", a1, a2, a3, "rally_ring_threshold_bytes=512",
+                    "rally_hd_threshold_bytes=4000", "rally_chunk_bytes=256",
                     "rally_connect_timeout_ms=20000", "rally_timeout_ms=20000", NULL};
-    int argc = 8;
+    int argc = 9;
     char **argv = args;
     rally_t *r;
     int rc = rally_init(&r, &argc, &argv);
@@ -151,9 +152,11 @@ static void work_collectives(struct job *j, rally_t *r, int task)
             model_fill(in[i], n, RALLY_DOUBLE, i, 77 + n);
         }
         unsigned char *want = malloc(n * 8 + 1), *got = malloc(n * 8 + 1);
-        int ring = n * 8 > 512 && n >= (size_t)N;
+        int ring = n * 8 > 512 && n >= (size_t)N, hd = ring && n * 8 <= 4000;
         for (size_t i = 0; i < n; i++) {
-            if (ring)
+            if (hd)
+                model_hd(want + i * 8, in, N, i, 8, sum_fn, NULL);
+            else if (ring)
                 model_ring(want + i * 8, in, N, n, i, 8, sum_fn, NULL);
             else
                 model_tree(want + i * 8, in, 0, N, i, 8, sum_fn, NULL);

@@ -1,5 +1,6 @@
 /*
- * coll.c — tree and ring allreduce, tree broadcast, ring allgather.
+ * coll.c — tree, ring and halving-doubling allreduce, tree broadcast, ring
+ * allgather.
  *
  * Every algorithm is one loop over the links it uses: move as many bytes as
  * the links take without blocking, reduce what has fully arrived, and only
@@ -13,6 +14,9 @@
  * segments are reduced into the buffer (reduce-scatter), the rest are copied
  * (allgather); sent segment k is exactly received segment k-1 once
  * processed, so bytes flow onwards as soon as they are reduced.
+ *
+ * Halving-doubling runs its steps one after another, each an exchange with
+ * one partner that reduces the arriving half chunk by chunk.
  */
 #include "coll/coll.h"
 
@@ -161,9 +165,11 @@ static struct chan *chan_of(struct run *x, int peer)
     return ch;
 }
 
-/* Every collective opens every link, both ways, with the signature: the
- * link graph is connected, so any disagreement between ranks is seen at
- * once by some rank, whichever links the algorithm then uses. */
+/* Every collective opens every tree and ring link, both ways, with the
+ * signature: that graph is connected, so any disagreement between ranks is
+ * seen at once by some rank, whichever links the algorithm then uses.  A
+ * halving-doubling partner's link is opened only by the collectives that
+ * use it (chan_of on first use), so it costs the others nothing. */
 static void run_start(struct run *x, struct rally__comm *c, const struct rally__sig *sig)
 {
     memset(x, 0, sizeof *x);
@@ -173,7 +179,9 @@ static void run_start(struct run *x, struct rally__comm *c, const struct rally__
     x->deadline = rally__deadline(c->timeout_ms);
     rally__sig_encode(x->sigbytes, sig, c->seq);
     for (int i = 0; i < c->nlinks; i++)
-        chan_of(x, c->links[i].peer);
+        for (int j = 0; j < c->topo.nbase; j++)
+            if (c->topo.neighbours[j] == c->links[i].peer)
+                chan_of(x, c->links[i].peer);
 }
 
 /* A failure this rank found: tell the others (through the owner) and fail. */
@@ -599,6 +607,153 @@ static int ring_stream(struct rally__comm *c, const unsigned char *in, unsigned 
 #undef SEG
 }
 
+/* --- recursive halving-doubling -------------------------------------------- */
+
+/* The reduction a halving step does as the partner's half arrives:
+ * out = a (+) b, where out is a or neither. */
+struct fold {
+    unsigned char *out;
+    const unsigned char *a, *b;
+    size_t done; /* bytes reduced */
+};
+
+static void fold_some(const struct rally__reducer *rd, struct fold *f, size_t upto)
+{
+    size_t at = f->done;
+    rally__reduce3(rd, f->out + at, f->a + at, f->b + at, (upto - at) / rd->elem_nbytes);
+    f->done = upto;
+}
+
+/* Sends src[0..sn) and receives dst[0..rn) on ch at the same time (either
+ * may be empty); with f, arrived whole elements are folded chunk by chunk. */
+static int exchange(struct run *x, struct chan *ch, const unsigned char *src, size_t sn,
+                    unsigned char *dst, size_t rn, const struct rally__reducer *rd, struct fold *f)
+{
+    size_t es = rd->elem_nbytes;
+    size_t chunk = x->c->chunk < es ? es : round_down(x->c->chunk, es);
+    size_t sent = 0, got = 0;
+    for (;;) {
+        int moved = 0;
+        if (send_upto(x, ch, src, &sent, sn, &moved) < 0 ||
+            recv_upto(x, ch, dst, &got, rn, &moved) < 0 || pump_sigs(x, &moved) < 0)
+            return -1;
+        if (f != NULL) {
+            size_t a = round_down(got, es);
+            if (a > f->done && (a - f->done >= chunk || a == rn)) {
+                fold_some(rd, f, a);
+                moved = 1;
+            }
+        }
+        if (sent == sn && got == rn && sig_sent(ch) && sig_got(ch) && (f == NULL || f->done == rn))
+            return 0;
+        if (settle(x, moved) != RALLY_OK)
+            return -1;
+    }
+}
+
+/* Byte offset of the start of segment s of p. */
+static size_t hd_at(size_t count, size_t es, int s, int p)
+{
+    return count * (size_t)s / (size_t)p * es;
+}
+
+/* Waits until every opened link's signature is through, both ways. */
+static int sigs_done(struct run *x)
+{
+    for (;;) {
+        int moved = 0, all = pump_sigs(x, &moved);
+        if (all < 0)
+            return x->e->code;
+        if (all)
+            return RALLY_OK;
+        if (settle(x, moved) != RALLY_OK)
+            return x->e->code;
+    }
+}
+
+/* Recursive halving-doubling (docs/determinism.md has the order): fold the
+ * extra ranks in, halve, double, hand the result to the folded ranks. */
+static int hd_allreduce(struct rally__comm *c, const unsigned char *in, unsigned char *buf,
+                        size_t count, const struct rally__reducer *rd, const struct rally__sig *sig)
+{
+    struct run x;
+    run_start(&x, c, sig);
+    const struct rally__topo *t = &c->topo;
+    size_t es = rd->elem_nbytes, total = count * es;
+    int p = t->hd_p, v = t->hd_vrank, r = t->rank;
+    struct chan *ch;
+
+    if (v < 0) { /* folded away: hand the input to r - 1, get the result back */
+        if ((ch = chan_of(&x, r - 1)) == NULL)
+            return rally__fail(x.e, RALLY_ESTATE, "no link to rank %d", r - 1);
+        if (exchange(&x, ch, in, total, buf, 0, rd, NULL) < 0 ||
+            exchange(&x, ch, in, 0, buf, total, rd, NULL) < 0)
+            return x.e->code;
+        return sigs_done(&x);
+    }
+    /* This rank's partial values live at cur (in, buf or the scratch space,
+     * all at the same offsets); a step receives into another of them and
+     * reduces in place there or into buf, so nothing is copied but the
+     * final block. */
+    const unsigned char *cur = in;
+    struct chan *folded = NULL;
+    unsigned char *space = scratch(c, total, x.e);
+    if (space == NULL)
+        return x.e->code;
+    if (r < 2 * t->hd_extra) { /* absorb r + 1: y = x_r (+) x_(r+1) */
+        if ((folded = chan_of(&x, r + 1)) == NULL)
+            return rally__fail(x.e, RALLY_ESTATE, "no link to rank %d", r + 1);
+        struct fold f = {buf, in, space, 0};
+        if (exchange(&x, folded, in, 0, space, total, rd, &f) < 0)
+            return x.e->code;
+        cur = buf;
+    }
+    /* halving: keep the half my bit of d picks, the lower virtual rank's value on the left */
+    int a = 0, b = p;
+    for (int d = 1; d < p; d *= 2) {
+        int peer = rally__topo_hd_real(t, v ^ d), mid = (a + b) / 2, low = (v & d) == 0;
+        int ka = low ? a : mid, kb = low ? mid : b, sa = low ? mid : a, sb = low ? b : mid;
+        if ((ch = chan_of(&x, peer)) == NULL)
+            return rally__fail(x.e, RALLY_ESTATE, "no link to rank %d", peer);
+        size_t k0 = hd_at(count, es, ka, p), k1 = hd_at(count, es, kb, p);
+        size_t s0 = hd_at(count, es, sa, p), s1 = hd_at(count, es, sb, p);
+        int writable = cur != in || in == buf;
+        unsigned char *rx = cur == buf || (low && !writable) ? space : buf, *out;
+        struct fold f;
+        if (low && writable) /* cur (+)= arrived */
+            out = (unsigned char *)cur, f = (struct fold){out + k0, cur + k0, rx + k0, 0};
+        else if (low) /* buf = in (+) arrived */
+            out = buf, f = (struct fold){buf + k0, cur + k0, rx + k0, 0};
+        else /* arrived (+)= cur */
+            out = rx, f = (struct fold){rx + k0, rx + k0, cur + k0, 0};
+        if (exchange(&x, ch, cur + s0, s1 - s0, rx + k0, k1 - k0, rd, &f) < 0)
+            return x.e->code;
+        cur = out;
+        a = ka;
+        b = kb;
+    }
+    if (cur != buf) {
+        size_t m0 = hd_at(count, es, a, p), m1 = hd_at(count, es, b, p);
+        memcpy(buf + m0, cur + m0, m1 - m0);
+    }
+    /* doubling: trade what I hold for my partner's block of the same size */
+    for (int d = p / 2; d >= 1; d /= 2) {
+        int peer = rally__topo_hd_real(t, v ^ d), w = b - a;
+        int pa = (v & d) == 0 ? b : a - w;
+        if ((ch = chan_of(&x, peer)) == NULL)
+            return rally__fail(x.e, RALLY_ESTATE, "no link to rank %d", peer);
+        size_t m0 = hd_at(count, es, a, p), m1 = hd_at(count, es, b, p);
+        size_t p0 = hd_at(count, es, pa, p), p1 = hd_at(count, es, pa + w, p);
+        if (exchange(&x, ch, buf + m0, m1 - m0, buf + p0, p1 - p0, rd, NULL) < 0)
+            return x.e->code;
+        a = a < pa ? a : pa;
+        b = a + 2 * w;
+    }
+    if (folded != NULL && exchange(&x, folded, buf, total, buf, 0, rd, NULL) < 0)
+        return x.e->code;
+    return sigs_done(&x);
+}
+
 /* --- entry points ---------------------------------------------------------- */
 
 static int finish(struct rally__comm *c, int rc)
@@ -619,6 +774,8 @@ int rally__allreduce(struct rally__comm *c, const void *in, void *buf, size_t co
     }
     if (total <= c->ring_threshold || !rd->commutative || count < (size_t)N)
         return finish(c, tree_allreduce(c, in, buf, total, rd, sig));
+    if (c->topo.hd && total <= c->hd_threshold)
+        return finish(c, hd_allreduce(c, in, buf, count, rd, sig));
     size_t off[SEGMENTS_ON_STACK] = {0}, len[SEGMENTS_ON_STACK] = {0};
     size_t *o = off, *l = len;
     if (N > SEGMENTS_ON_STACK) {

@@ -6,7 +6,8 @@
  * tracker, the launcher or recovery.  Three seams connect it to the layers
  * above, all declared hooks on struct rally__comm:
  *
- *   - every collective opens each link it uses, in each direction, with a
+ *   - every collective opens every tree and ring link (and each
+ *     halving-doubling partner's link it uses), in each direction, with a
  *     32-byte signature (kind, sequence number, count, type, operator,
  *     root) and an opaque 64-bit sidecar that this layer carries but never
  *     interprets; a peer whose signature differs is an error naming both;
@@ -23,6 +24,10 @@
  *              pre-order tree (topo.h), pipelined in chunk_bytes pieces:
  *              each node reduces own value, then each child's subtree in
  *              rank order, sends up, and streams the result back down.
+ *              Larger, up to hd_threshold when the topology has the
+ *              halving-doubling partners (rally__topo_add_hd): recursive
+ *              halving then recursive doubling, the extra ranks of a
+ *              non-power-of-two N folded in first and served last.
  *              Larger: the ring, reduce-scatter then allgather, streamed.
  *   broadcast  pipelined over the tree from any root.
  *   allgather  the ring, streamed.
@@ -47,6 +52,7 @@ struct rally__comm {
     struct rally__link links[RALLY__MAX_NEIGHBOURS];
     int64_t timeout_ms;         /* no progress for this long: RALLY_ETIMEDOUT */
     size_t ring_threshold;      /* bytes */
+    size_t hd_threshold;        /* bytes; halving-doubling up to here (topo.hd) */
     size_t chunk;               /* bytes */
     int64_t spin_us;            /* poll without sleeping this long before blocking */
     uint32_t seq;               /* collectives so far */
@@ -86,7 +92,9 @@ struct rally__sig {
 #define RALLY__SIG_NBYTES 32
 
 /* Sets up c with no links: the owner fills links[0..nlinks) (and owns
- * them) and the hooks. */
+ * them) and the hooks.  An owner that sets hd_threshold above
+ * ring_threshold calls rally__topo_add_hd(&c->topo) before wiring, so that
+ * the partners are among the links. */
 void rally__comm_init(struct rally__comm *c, int rank, int world, struct rally__err *e);
 void rally__comm_free(struct rally__comm *c);
 struct rally__link *rally__comm_link(struct rally__comm *c, int peer);

@@ -1,8 +1,19 @@
 /*
- * topo.c — computes a rank's place in the pre-order tree and the ring
- * (topo.h has the proof that the layout alone fixes them).
+ * topo.c — computes a rank's place in the pre-order tree, the ring and the
+ * halving-doubling hypercube (topo.h has the proof that the layout alone
+ * fixes them).
  */
 #include "coll/topo.h"
+
+/* Adds peer p to the neighbours unless it is none, this rank, or there. */
+static void add(struct rally__topo *t, int p)
+{
+    int dup = p < 0 || p == t->rank;
+    for (int j = 0; j < t->nneighbours && !dup; j++)
+        dup = t->neighbours[j] == p;
+    if (!dup)
+        t->neighbours[t->nneighbours++] = p;
+}
 
 /* Finds rank's place by descending from the root over [lo, hi). */
 void rally__topo_build(struct rally__topo *t, int rank, int world)
@@ -33,17 +44,41 @@ void rally__topo_build(struct rally__topo *t, int rank, int world)
     t->ring_prev = (rank + world - 1) % world;
     t->ring_next = (rank + 1) % world;
 
-    int cand[RALLY__MAX_NEIGHBOURS] = {t->parent, t->ring_prev, t->ring_next, -1, -1};
+    int cand[3 + RALLY__MAX_CHILDREN] = {t->parent, t->ring_prev, t->ring_next, -1, -1};
     for (int i = 0; i < t->nchildren; i++)
         cand[3 + i] = t->children[i];
     t->nneighbours = 0;
-    for (int i = 0; i < RALLY__MAX_NEIGHBOURS; i++) {
-        int p = cand[i], dup = p < 0 || p == rank;
-        for (int j = 0; j < t->nneighbours && !dup; j++)
-            dup = t->neighbours[j] == p;
-        if (!dup)
-            t->neighbours[t->nneighbours++] = p;
+    t->hd = 0;
+    t->hd_p = t->hd_extra = 0;
+    t->hd_vrank = -1;
+    for (int i = 0; i < 3 + RALLY__MAX_CHILDREN; i++)
+        add(t, cand[i]);
+    t->nbase = t->nneighbours;
+}
+
+int rally__topo_hd_real(const struct rally__topo *t, int v)
+{
+    return v < t->hd_extra ? 2 * v : v + t->hd_extra;
+}
+
+int rally__topo_add_hd(struct rally__topo *t)
+{
+    int p = 1, rounds = 0;
+    while (2 * p <= t->world) {
+        p *= 2;
+        rounds++;
     }
+    if (t->world < 2 || rounds > RALLY__MAX_HD_ROUNDS)
+        return -1;
+    t->hd = 1;
+    t->hd_p = p;
+    t->hd_extra = t->world - p;
+    int r = t->rank, e = t->hd_extra;
+    t->hd_vrank = r < 2 * e ? (r % 2 ? -1 : r / 2) : r - e;
+    if (t->hd_vrank >= 0)
+        for (int d = 1; d < p; d *= 2)
+            add(t, rally__topo_hd_real(t, t->hd_vrank ^ d));
+    return 0; /* a folded rank's one partner, r - 1, is its ring_prev already */
 }
 
 int rally__topo_toward(const struct rally__topo *t, int root)

@@ -220,6 +220,9 @@ int rally__robust_init(struct rally__robust *rb, const struct rally__config *cfg
     rally__comm_init(cm, rb->rank, rb->world, e);
     cm->timeout_ms = cfg->timeout_ms;
     cm->ring_threshold = (size_t)cfg->ring_threshold_bytes;
+    cm->hd_threshold = (size_t)cfg->hd_threshold_bytes;
+    if (cm->hd_threshold > cm->ring_threshold) /* its partners are links too */
+        rally__topo_add_hd(&cm->topo);
     cm->chunk = (size_t)cfg->chunk_bytes;
     cm->spin_us = cfg->spin_us;
     cm->alarm = rally__handle_fd(rb->tc.fd);

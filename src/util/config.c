@@ -30,6 +30,7 @@ static const struct key keys[] = {
     K("connect_timeout_ms", INT, connect_timeout_ms, "60000", 1, INT64_MAX / 4),
     K("timeout_ms", INT, timeout_ms, "1800000", 1, INT64_MAX / 4),
     K("ring_threshold_bytes", SIZE, ring_threshold_bytes, "256K", 0, INT64_MAX / 4),
+    K("hd_threshold_bytes", SIZE, hd_threshold_bytes, "8M", 0, INT64_MAX / 4),
     K("chunk_bytes", SIZE, chunk_bytes, "256K", 64, 1 << 30),
     K("heartbeat_ms", INT, heartbeat_ms, "1000", 10, 3600000),
     K("cache_max_bytes", SIZE, cache_max_bytes, "4G", 0, INT64_MAX / 4),

@@ -21,6 +21,7 @@ struct rally__config {
     int64_t connect_timeout_ms;       /* start-up: tracker, rendezvous, handshakes */
     int64_t timeout_ms;               /* a collective making no progress this long fails */
     int64_t ring_threshold_bytes;     /* allreduce above this many bytes uses the ring */
+    int64_t hd_threshold_bytes;       /* ... up to here halving-doubling, when above ring's */
     int64_t chunk_bytes;              /* pipelining granularity */
     int64_t heartbeat_ms;             /* liveness beat to the tracker */
     int64_t cache_max_bytes;          /* collective results kept for recovery */

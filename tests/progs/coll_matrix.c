@@ -1,10 +1,12 @@
 /*
  * coll_matrix.c — every collective against the serial model, bit for bit.
  *
- *   rally-run -n N coll_matrix [big] rally_ring_threshold_bytes=T rally_chunk_bytes=C
+ *   rally-run -n N coll_matrix [big] rally_ring_threshold_bytes=T
+ *       [rally_hd_threshold_bytes=H] rally_chunk_bytes=C
  *
  * Loops over every dtype x op for sizes 0, 1, odd sizes and sizes not
- * divisible by N up to 64 KiB (both the tree and, above T, the ring), custom
+ * divisible by N up to 64 KiB (the tree, above T halving-doubling up to H,
+ * and the ring above both), custom
  * reducers on 12-byte elements (commutative over the ring, non-commutative
  * over the tree), the prepare callback, broadcast from every root (fixed and
  * size-from-root), and fixed and variable allgather.  With "big", also a
@@ -29,7 +31,7 @@
 
 static rally_t *R;
 static int rank = -1, N;
-static size_t threshold = 256 << 10;
+static size_t threshold = 256 << 10, hd_threshold = 8 << 20;
 static long checks;
 static int exact;
 
@@ -98,13 +100,20 @@ static int uses_ring(size_t count, size_t es, int commutative)
     return commutative && count * es > threshold && count >= (size_t)N;
 }
 
+static int uses_hd(size_t count, size_t es, int commutative)
+{
+    return uses_ring(count, es, commutative) && count * es <= hd_threshold && N < 2048;
+}
+
 /* Expected result of reducing in[0..N) element-wise with f. */
 static void model(unsigned char *want, unsigned char *const *in, size_t count, size_t es,
                   int commutative, model_fn f, void *arg)
 {
-    int ring = uses_ring(count, es, commutative);
+    int ring = uses_ring(count, es, commutative), hd = uses_hd(count, es, commutative);
     for (size_t i = 0; i < count; i++) {
-        if (ring)
+        if (hd)
+            model_hd(want + i * es, in, N, i, es, f, arg);
+        else if (ring)
             model_ring(want + i * es, in, N, count, i, es, f, arg);
         else
             model_tree(want + i * es, in, 0, N, i, es, f, arg);
@@ -290,6 +299,8 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++)
         if (strncmp(argv[i], "rally_ring_threshold_bytes=", 27) == 0)
             threshold = strtoul(argv[i] + 27, NULL, 10);
+        else if (strncmp(argv[i], "rally_hd_threshold_bytes=", 25) == 0)
+            hd_threshold = strtoul(argv[i] + 25, NULL, 10);
     int rc = rally_init(&R, &argc, &argv);
     CHECK_RC(rc, "rally_init");
     rank = rally_rank(R);

@@ -1,7 +1,8 @@
 /*
  * model.h — a serial model of rally's documented reduction order
  * (docs/determinism.md), written from the documentation, not from the
- * library: the pre-order tree and the ring's segment order.  Tests compute
+ * library: the pre-order tree, the ring's segment order and recursive
+ * halving-doubling's balanced grouping.  Tests compute
  * every rank's input locally and compare rally's result with the model bit
  * for bit.
  */
@@ -132,6 +133,35 @@ static inline void model_ring(unsigned char *acc, unsigned char *const *in, int 
         f(tmp, acc, arg);
         memcpy(acc, tmp, es);
     }
+}
+
+/* Halving-doubling: p = the largest power of two <= N, e = N - p; virtual
+ * value y_v = x_2v (+) x_2v+1 for v < e, else x_(v+e); the result is the
+ * balanced grouping B(0, p) with B(v, 1) = y_v and B(lo, w) = B(lo, w/2) (+)
+ * B(lo + w/2, w/2), the same for every element. */
+static inline void model_hd_group(unsigned char *acc, unsigned char *const *in, int e, int lo,
+                                  int w, size_t i, size_t es, model_fn f, void *arg)
+{
+    if (w == 1) {
+        int r = lo < e ? 2 * lo : lo + e;
+        memcpy(acc, in[r] + i * es, es);
+        if (lo < e)
+            f(acc, in[r + 1] + i * es, arg);
+        return;
+    }
+    unsigned char tmp[64];
+    model_hd_group(acc, in, e, lo, w / 2, i, es, f, arg);
+    model_hd_group(tmp, in, e, lo + w / 2, w / 2, i, es, f, arg);
+    f(acc, tmp, arg);
+}
+
+static inline void model_hd(unsigned char *acc, unsigned char *const *in, int N, size_t i,
+                            size_t es, model_fn f, void *arg)
+{
+    int p = 1;
+    while (2 * p <= N)
+        p *= 2;
+    model_hd_group(acc, in, N - p, 0, p, i, es, f, arg);
 }
 
 #endif
