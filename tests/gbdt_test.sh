@@ -19,6 +19,10 @@
 #   mock_op          rank 1 dies entering a histogram allreduce of tree 4
 #   mock_checkpoint  rank 2 dies inside the checkpoint of tree 5
 #   mock_recovery    rank 1 dies in tree 3, rank 3 while serving its recovery
+#                    (a rally_mock group, which run_job.sh gives a
+#                    rally_mock_sync directory: rank 1 dies only once rank 3
+#                    is inside the same call, else rank 3 may serve the
+#                    recovery a call early and never die)
 #   mock_load        rank 2 dies in tree 4, and again inside its
 #                    rally_load_checkpoint
 #   mock_bootstrap   rank 3 dies in the sketch allgather, rank 0 in tree 1
@@ -154,7 +158,7 @@ missing)
     ;;
 mock_op) mock_case 1 rally_mock=1,3,1,0 ;;
 mock_checkpoint) mock_case 1 rally_mock=2,4,4,0,checkpoint ;;
-mock_recovery) mock_case 2 rally_mock=1,2,2,0 rally_mock=3,2,2,0,recovery ;;
+mock_recovery) mock_case 2 rally_mock=1,2,2,0,op,g rally_mock=3,2,2,0,recovery,g ;;
 mock_load) mock_case 2 rally_mock=2,3,1,0 rally_mock=2,0,0,1,load ;;
 mock_bootstrap) mock_case 2 rally_mock=3,0,2,0 rally_mock=0,0,4,0 ;;
 mock_interval)

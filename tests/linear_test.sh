@@ -21,23 +21,32 @@
 #                second line-search trial of iteration 9
 #   mock_checkpoint  rank 2 dies inside the checkpoint of iteration 4
 #   mock_recovery    rank 1 dies, then rank 2 while serving its recovery
+#                (a rally_mock group: rank 1 dies only once rank 2 is inside
+#                the same call, else rank 2 may serve the recovery a call
+#                early and never die)
 #   mock_load        rank 1 dies, then again inside rally_load_checkpoint
 #   kill9        kill -9 of a live L-BFGS worker mid-run
 #   admm_mock    ADMM: rank 1 dies entering iteration 3's allreduce, rank 2
 #                inside iteration 6's checkpoint
-#   admm_mock_recovery  rank 1 dies, rank 3 while serving its recovery, and
-#                rank 1 again inside rally_load_checkpoint
+#   admm_mock_recovery  rank 1 dies, rank 3 while serving its recovery (a
+#                group, as in mock_recovery), and rank 1 again inside
+#                rally_load_checkpoint
 #   admm_kill9   kill -9 of a live ADMM worker mid-run
 #   admm_k1_adjacent / admm_k2_adjacent  rally_local_replica=k and k adjacent
-#                ranks die at once: their local models come back from the
+#                ranks die at once (k = 2: a group, so both are gone before
+#                either is restarted): their local models come back from the
 #                replicas
 #                (mock_*, kill9, admm_*: the digest equals the failure-free
 #                run's, rally-run counts exactly the deaths and as many
 #                recovered, a restarted rank logs the same shard fingerprint)
 #   labels       a label 2 in rank 3's shard: every worker stops (exit status
 #                2), the error names the label and its byte offset, no hang
-#   admm_k1_lost / admm_k2_lost  k + 1 adjacent ranks die at once: the job
+#   admm_k1_lost / admm_k2_lost  k + 1 adjacent ranks die at once (a group:
+#                one victim a call behind would otherwise serve its restarted
+#                neighbour's local model, and the job would survive): the job
 #                fails, naming rank 1's local model as lost
+# Points in a rally_mock group (the sixth field) die together; run_job.sh
+# gives each job the rally_mock_sync directory they meet in.
 set -u
 case_=$1 build=$2
 here=$(cd "$(dirname "$0")" && pwd)
@@ -98,9 +107,9 @@ mock_case() { # deaths args points...
     check_recovery "$tmp/out" "$deaths"
 }
 
-lost_case() { # k: k + 1 adjacent ranks (1 .. k+1) die at once in iteration 4
+lost_case() { # k: k + 1 adjacent ranks (1 .. k+1) die together in iteration 4
     pts=""
-    for r in $(seq 1 $(($1 + 1))); do pts="$pts rally_mock=$r,4,0,0"; done
+    for r in $(seq 1 $(($1 + 1))); do pts="$pts rally_mock=$r,4,0,0,op,lost"; done
     GREP="the local models of ranks 1 are lost" "$here/run_job.sh" nonzero 120 "$run" -n 4 \
         --max-restarts 4 "$mock" $ADMM rally_local_replica=$1 $pts >"$tmp/out" 2>&1 ||
         fail "want a non-zero exit naming rank 1's lost local model"
@@ -184,15 +193,17 @@ admm_sklearn)
     ;;
 mock_op) mock_case 3 "$LR" rally_mock=3,0,1,0 rally_mock=1,3,0,0 rally_mock=0,9,1,0 ;;
 mock_checkpoint) mock_case 1 "$LR" rally_mock=2,4,1,0,checkpoint ;;
-mock_recovery) mock_case 2 "$LR" rally_mock=1,5,0,0 rally_mock=2,5,0,0,recovery ;;
+mock_recovery) mock_case 2 "$LR" rally_mock=1,5,0,0,op,g rally_mock=2,5,0,0,recovery,g ;;
 mock_load) mock_case 2 "$LR" rally_mock=1,5,0,0 rally_mock=1,0,0,1,load ;;
 kill9) kill_case "$LR" 150 ;;
 admm_mock) mock_case 2 "$ADMM" rally_mock=1,3,0,0 rally_mock=2,6,1,0,checkpoint ;;
 admm_mock_recovery)
-    mock_case 3 "$ADMM" rally_mock=1,5,0,0 rally_mock=3,5,0,0,recovery rally_mock=1,0,0,1,load ;;
+    mock_case 3 "$ADMM" rally_mock=1,5,0,0,op,g rally_mock=3,5,0,0,recovery,g \
+        rally_mock=1,0,0,1,load ;;
 admm_kill9) kill_case "$ADMM" 40 ;;
 admm_k1_adjacent) mock_case 1 "$ADMM rally_local_replica=1" rally_mock=2,4,0,0 ;;
-admm_k2_adjacent) mock_case 2 "$ADMM rally_local_replica=2" rally_mock=1,4,0,0 rally_mock=2,4,0,0 ;;
+admm_k2_adjacent)
+    mock_case 2 "$ADMM rally_local_replica=2" rally_mock=1,4,0,0,op,adj rally_mock=2,4,0,0,op,adj ;;
 labels)
     # line 19000 lies in rank 3's quarter; its label becomes 2
     sed '19000s/^[01],/2,/' "$tmp/d.train.csv" >"$tmp/bad.csv"

@@ -44,11 +44,16 @@ set_tests_properties(rabit_args rabit_bad_dtype rabit_mock_needs_library PROPERT
 set(RABIT_RECOVER ${CMAKE_CURRENT_SOURCE_DIR}/rabit_recover_test.sh $<TARGET_FILE:rally-run>
     $<TARGET_FILE:rabit_model_recover> $<TARGET_FILE:rabit_model_recover_mock>)
 # name | N | deaths | mode | kill points (seq: 0, 1 the allreduces, 2 the broadcast)
+# mock= takes rally_mock's group field too (points naming the same group die
+# together; run_job.sh gives the job its rally_mock_sync directory): "group"
+# checks that it reaches librally_mock.  The other cases need no group: their
+# deaths lie at different versions, each after the previous death's recovery.
 set(RABIT_RECOVER_CASES
   "guide|10|3|plain|mock=0,0,1,0 mock=1,1,1,0 mock=1,1,1,1"
   "broadcast|4|1|plain|mock=2,2,2,0"
   "local|4|2|local|mock=1,1,0,0 mock=2,2,1,0"
-  "lazy|4|2|lazy|mock=3,1,2,0 mock=0,2,0,0")
+  "lazy|4|2|lazy|mock=3,1,2,0 mock=0,2,0,0"
+  "group|4|2|plain|mock=1,2,1,0,op,g mock=3,2,1,0,op,g")
 foreach(c ${RABIT_RECOVER_CASES})
   string(REPLACE "|" ";" parts "${c}")
   list(GET parts 0 name)
