@@ -96,7 +96,7 @@ int rally__link_wait(const struct rally__interest *w, int n, const struct rally_
         for (unsigned turn = 0;; turn++) {
             if (mem_ready(m, nm))
                 return 1;
-            if ((hot || turn % 16 == 0) && (k = poll(p, (nfds_t)np, 0)) != 0)
+            if ((hot || turn % 16 == 15) && (k = poll(p, (nfds_t)np, 0)) != 0)
                 break;
             if (rally__now_us() >= until)
                 break;
