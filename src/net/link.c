@@ -39,6 +39,16 @@ static short events(int want)
                    ((want & RALLY__WANT_OUT) ? POLLOUT : 0));
 }
 
+/* A pause in a busy loop: lets the sibling hyperthread run and saves power. */
+static void relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
 /* A link polled in memory: where its handles sit in the pollfd array. */
 struct mem {
     struct rally__link *l;
@@ -70,6 +80,7 @@ int rally__link_wait(const struct rally__interest *w, int n, const struct rally_
     struct pollfd p[RALLY__WAIT_MAX * RALLY__LINK_HANDLES + 1];
     struct mem m[RALLY__WAIT_MAX];
     int np = 0, nm = 0, nlinks = 0, hot = 0; /* hot: some link needs poll() to spin */
+    int yield = 0;                           /* some peer may share our core */
     for (int i = 0; i < n && nlinks < RALLY__WAIT_MAX; i++) {
         if (w[i].want == 0)
             continue;
@@ -80,6 +91,7 @@ int rally__link_wait(const struct rally__interest *w, int n, const struct rally_
             m[nm++] = (struct mem){l, w[i].want, np, k};
         else
             hot = 1;
+        yield |= !l->spin_alone;
         for (int j = 0; j < k; j++)
             p[np++] = (struct pollfd){.fd = h[j].fd, .events = events(h[j].want)};
         nlinks++;
@@ -92,15 +104,22 @@ int rally__link_wait(const struct rally__interest *w, int n, const struct rally_
     *alarmed = 0;
     int k = 0;
     if (spin_us > 0) {
-        int64_t until = rally__now_us() + spin_us;
-        for (unsigned turn = 0;; turn++) {
+        int64_t now = rally__now_us(), until = now + spin_us, poll_at = now + 10;
+        for (;;) {
             if (mem_ready(m, nm))
                 return 1;
-            if ((hot || turn % 16 == 15) && (k = poll(p, (nfds_t)np, 0)) != 0)
+            if (hot || now >= poll_at) {
+                if ((k = poll(p, (nfds_t)np, 0)) != 0)
+                    break;
+                poll_at = now + 10;
+            }
+            if (now >= until)
                 break;
-            if (rally__now_us() >= until)
-                break;
-            sched_yield();
+            if (yield || nlinks == 0)
+                sched_yield();
+            else
+                relax();
+            now = rally__now_us();
         }
     }
     if (k == 0) {

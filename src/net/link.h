@@ -72,6 +72,8 @@ struct rally__link_ops {
 struct rally__link {
     const struct rally__link_ops *ops; /* NULL: closed */
     int peer;                          /* rank */
+    int spin_alone; /* 1: a wait may spin without yielding the core (the
+                     * transport knows the peer has a core of its own) */
     char what[RALLY__LINK_WHAT];       /* "rank 3", for messages */
     union {
         int fd;
@@ -114,8 +116,9 @@ struct rally__interest {
  * core between polls: a reply that comes that soon needs no wake-up, which
  * on virtual machines costs tens of microseconds across cores; then it
  * blocks.  Links with a ready op are polled in memory (their descriptors,
- * which only carry wake-ups and hang-ups, and the alarm, once every 16
- * turns when no link needs poll()), and armed before the wait blocks.  Returns 1 when something is ready or a signal interrupted the
+ * which only carry wake-ups and hang-ups, and the alarm, every 10 us when
+ * no link needs poll()), and armed before the wait blocks; when every link
+ * waited on is spin_alone, the spin does not yield the core.   Returns 1 when something is ready or a signal interrupted the
  * wait (*alarmed: whether the alarm is readable), 0 at the deadline, -1 with
  * e set when the wait itself failed.  Allocates nothing. */
 int rally__link_wait(const struct rally__interest *w, int n, const struct rally__handle *alarm,

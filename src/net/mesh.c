@@ -61,6 +61,7 @@ static int make_link(const struct rally__mesh_opts *o, const struct rally__mesh_
     while (i + 1 < sizeof transports / sizeof transports[0] && !transports[i]->can_use(o, q))
         i++;
     const struct rally__transport *t = transports[i];
+    l->spin_alone = 0;
     if (t->setup(o, q, fd, connector, l, e) != RALLY_OK)
         return e->code;
     if (l->ops == NULL) /* else setup handed the link to another row */

@@ -354,6 +354,7 @@ static void link_of(struct rally__link *l, struct shm *s, int peer)
 {
     l->ops = &shm_ops;
     l->peer = peer;
+    l->spin_alone = 0;
     snprintf(l->what, sizeof l->what, "rank %d", peer);
     l->t.p = s;
 }
@@ -688,6 +689,10 @@ static int shm_setup(const struct rally__mesh_opts *o, const struct rally__mesh_
     if (ok) {
         s->fd = fd;
         l->t.p = s;
+        /* a job alone on this host with a CPU per worker: the peer runs
+         * while we wait, so spinning need not give it our core */
+        long ncpu = rally__usable_cpus();
+        l->spin_alone = o->one_host && ncpu > 0 && o->world <= ncpu;
         return RALLY_OK;
     }
     shm_free(s);

@@ -171,6 +171,7 @@ void rally__tcp_link(struct rally__link *l, int fd, int peer)
 {
     l->ops = &tcp_ops;
     l->peer = peer;
+    l->spin_alone = 0;
     snprintf(l->what, sizeof l->what, "rank %d", peer);
     l->t.fd = fd;
 }
