@@ -10,8 +10,10 @@
  * a waiting writer by the reader's, while nobody rings a doorbell when
  * nobody sleeps; a peer that closes is RALLY_EPEER naming it, after the
  * bytes it sent before are read, also for a reader already asleep; a wait
- * with nothing coming ends at its deadline; and the mesh picks shm for a
- * loopback peer under rally_transport=shm and auto, TCP under tcp.
+ * with nothing coming ends at its deadline; the mesh picks shm for a
+ * loopback peer under rally_transport=shm and auto, TCP under tcp; and a
+ * set-up the other end refuses (or a stranger with the wrong token) leaves
+ * the link on TCP under auto, the stream intact, and fails it under shm.
  */
 #include <poll.h>
 #include <pthread.h>
@@ -22,6 +24,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -344,6 +348,142 @@ static void mesh_picks_the_transport(void **state)
     assert_string_equal(wire_with(RALLY__TRANSPORT_TCP), "tcp");
 }
 
+/* --- set-up refused: auto stays on TCP, shm fails ------------------------------------ */
+
+static void put32(unsigned char *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+struct fake {
+    int fd;         /* its end of the connection */
+    int role;       /* 0: a fake acceptor, 1: a fake connector */
+    int stranger;   /* fake connector: present a wrong token to the acceptor's socket */
+    unsigned char got[64];
+    int ok;
+};
+
+/* The other end of a set-up, playing by the messages of docs/protocol.md
+ * but refusing (or, as a stranger, offering a wrong token); then it says
+ * "hi" over the connection, which must arrive as the stream's first bytes. */
+static void *fake_main(void *arg)
+{
+    struct fake *f = arg;
+    struct rally__err e = {0, ""};
+    unsigned char m[64] = {0};
+    int64_t d = rally__deadline(5000);
+    f->ok = 0;
+    if (f->role == 0) { /* an offer naming a socket nobody listens on */
+        put32(m, 0x5253484d);
+        m[4] = 1;
+        m[5] = 12;
+        memcpy(m + 25, "rally-nobody", 11); /* m[24] = 0: abstract */
+        if (rally__send_all(f->fd, m, 64, d, "t", &e) != RALLY_OK ||
+            rally__recv_all(f->fd, f->got, 8, d, "t", &e) != RALLY_OK)
+            return NULL;
+    } else {
+        if (rally__recv_all(f->fd, f->got, 64, d, "t", &e) != RALLY_OK)
+            return NULL;
+        if (f->stranger) { /* knock with a wrong token, then claim to have sent */
+            struct sockaddr_un a = {.sun_family = AF_UNIX};
+            size_t n = f->got[5];
+            memcpy(a.sun_path, f->got + 24, n);
+            int u = socket(AF_UNIX, SOCK_STREAM, 0);
+            if (u < 0 || connect(u, (struct sockaddr *)&a,
+                                 (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n)) != 0)
+                return NULL;
+            unsigned char bad[16] = {0};
+            if (write(u, bad, sizeof bad) != (ssize_t)sizeof bad)
+                return NULL;
+            close(u);
+        }
+        memset(m, 0, 8);
+        put32(m, 0x5253484d);
+        m[4] = (unsigned char)f->stranger;
+        if (rally__send_all(f->fd, m, 8, d, "t", &e) != RALLY_OK)
+            return NULL;
+        if (f->stranger && rally__recv_all(f->fd, m, 8, d, "t", &e) != RALLY_OK)
+            return NULL;
+    }
+    f->ok = rally__send_all(f->fd, "hi", 2, d, "t", &e) == RALLY_OK;
+    return NULL;
+}
+
+/* Runs our end's set-up against a fake other end; returns its status and
+ * leaves the link in l. */
+static int setup_against(int transport, int role, int stranger, struct rally__link *l,
+                         struct fake *f, struct rally__err *e)
+{
+    int sv[2];
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    struct rally__mesh_opts o;
+    memset(&o, 0, sizeof o);
+    o.rank = role == 0 ? 1 : 0;
+    o.world = 2;
+    o.host = "127.0.0.1";
+    o.one_host = 1;
+    o.deadline = rally__deadline(stranger ? 700 : 5000);
+    o.transport = transport;
+    struct rally__mesh_peer q = {role == 0 ? 0 : 1, "127.0.0.1", 0, 1};
+    *f = (struct fake){.fd = sv[1], .role = role, .stranger = stranger};
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, fake_main, f), 0);
+    memset(l, 0, sizeof *l);
+    assert_true(rally__shm_transport.can_use(&o, &q));
+    int rc = rally__shm_transport.setup(&o, &q, sv[0], role == 0, l, e);
+    if (rc == RALLY_OK && l->ops == NULL)
+        l->ops = rally__shm_transport.ops; /* what the mesh does */
+    if (rc == RALLY_OK)
+        snprintf(l->what, sizeof l->what, "rank %d", q.rank);
+    pthread_join(t, NULL);
+    close(sv[1]);
+    return rc;
+}
+
+static void refused_setup(void **state)
+{
+    (void)state;
+    struct rally__link l;
+    struct fake f;
+    for (int role = 0; role < 2; role++) {
+        /* auto: both ends saw the refusal; the connection carries the stream */
+        struct rally__err e = {0, ""};
+        assert_int_equal(setup_against(RALLY__TRANSPORT_AUTO, role, 0, &l, &f, &e), RALLY_OK);
+        assert_string_equal(l.ops->name, "tcp");
+        assert_true(f.ok);
+        if (role == 0)
+            assert_int_equal(f.got[4], 0); /* our REPLY refused */
+        char c[2];
+        struct rally__interest w = {&l, RALLY__WANT_IN};
+        int alarmed;
+        assert_int_equal(rally__link_wait(&w, 1, NULL, 0, rally__deadline(5000), &alarmed, &e), 1);
+        assert_int_equal(rally__link_recv(&l, c, 2, NULL, 0, &e), 2);
+        assert_memory_equal(c, "hi", 2);
+        rally__link_close(&l);
+        /* shm: the same refusal fails the link, saying why */
+        e = (struct rally__err){0, ""};
+        assert_int_not_equal(setup_against(RALLY__TRANSPORT_SHM, role, 0, &l, &f, &e), RALLY_OK);
+        assert_non_null(strstr(e.msg, "rally_transport=shm"));
+    }
+    /* a stranger's connection to the acceptor's socket (a wrong token, no
+     * segment) is not taken: the acceptor waits on for the real one, to the
+     * deadline, then refuses (ACK 0) and the stream is intact */
+    struct rally__err e = {0, ""};
+    int64_t t0 = rally__now_ms();
+    assert_int_equal(setup_against(RALLY__TRANSPORT_AUTO, 1, 1, &l, &f, &e), RALLY_OK);
+    assert_true(rally__now_ms() - t0 >= 600);
+    assert_string_equal(l.ops->name, "tcp");
+    assert_true(f.ok);
+    char c[2];
+    struct rally__interest w = {&l, RALLY__WANT_IN};
+    int alarmed;
+    assert_int_equal(rally__link_wait(&w, 1, NULL, 0, rally__deadline(5000), &alarmed, &e), 1);
+    assert_int_equal(rally__link_recv(&l, c, 2, NULL, 0, &e), 2);
+    assert_memory_equal(c, "hi", 2);
+    rally__link_close(&l);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -352,6 +492,7 @@ int main(void)
         cmocka_unit_test(sleeping_reader_and_writer_are_woken),
         cmocka_unit_test(peer_death),
         cmocka_unit_test(mesh_picks_the_transport),
+        cmocka_unit_test(refused_setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
