@@ -126,6 +126,8 @@ static void wake(_Atomic uint32_t *flag, int bell)
 
 static void put(struct shm *s, uint64_t at, const void *src, size_t n)
 {
+    if (n == 0) /* src may be NULL */
+        return;
     size_t pos = (size_t)(at & (s->cap - 1)), first = s->cap - pos;
     if (first > n)
         first = n;
@@ -135,6 +137,8 @@ static void put(struct shm *s, uint64_t at, const void *src, size_t n)
 
 static void get(struct shm *s, uint64_t at, void *dst, size_t n)
 {
+    if (n == 0) /* dst may be NULL */
+        return;
     size_t pos = (size_t)(at & (s->cap - 1)), first = s->cap - pos;
     if (first > n)
         first = n;
@@ -167,8 +171,7 @@ static long shm_send(struct rally__link *l, const void *a, size_t an, const void
         return 0;
     size_t na = min_size(an, room), nb = min_size(bn, room - na);
     put(s, head, a, na);
-    if (nb > 0)
-        put(s, head + na, b, nb);
+    put(s, head + na, b, nb);
     s->out.mine = head + na + nb;
     atomic_store_explicit(&s->out.c->head, s->out.mine, memory_order_release);
     wake(&s->out.c->reader_waits, s->peer_bell);
@@ -188,8 +191,7 @@ static long shm_recv(struct rally__link *l, void *a, size_t an, void *b, size_t 
         return s->dead ? failed(l, e) : 0; /* what the peer sent before it went is read first */
     size_t na = min_size(an, avail), nb = min_size(bn, avail - na);
     get(s, tail, a, na);
-    if (nb > 0)
-        get(s, tail + na, b, nb);
+    get(s, tail + na, b, nb);
     s->in.mine = tail + na + nb;
     atomic_store_explicit(&s->in.c->tail, s->in.mine, memory_order_release);
     wake(&s->in.c->writer_waits, s->peer_bell);
@@ -497,8 +499,7 @@ static int listen_offer(int *lfd, struct offer *o, struct rally__err *e)
 }
 
 /* The connector: create, map, hand over the descriptors. */
-static int hand_over(struct shm *s, const struct offer *o, int64_t deadline,
-                     struct rally__err *e)
+static int hand_over(struct shm *s, const struct offer *o, struct rally__err *e)
 {
     int fds[3] = {-1, -1, -1};
     int u = -1, rc = shm_create(s, RALLY__SHM_RING_NBYTES, fds, e);
@@ -524,7 +525,7 @@ static int hand_over(struct shm *s, const struct offer *o, int64_t deadline,
     cm->cmsg_type = SCM_RIGHTS;
     cm->cmsg_len = CMSG_LEN(sizeof fds);
     memcpy(CMSG_DATA(cm), fds, sizeof fds);
-    (void)deadline; /* 16 bytes into a fresh connection never block */
+    /* 16 bytes into a fresh connection: this never blocks */
     if (sendmsg(u, &m, MSG_NOSIGNAL) != (ssize_t)sizeof o->token) {
         rc = rally__fail_errno(e, RALLY_ESYS, errno, "passing the segment to the peer failed");
         goto done;
@@ -603,58 +604,66 @@ static int take_over(struct shm *s, int lfd, const struct offer *o, int64_t dead
     }
 }
 
-/* Runs this end's part of the set-up; *ok says whether both ends will use
- * the segment.  A failure returned here breaks the connection too. */
-static int negotiate(const struct rally__mesh_opts *o, int fd, int connector, const char *what,
-                     struct shm *s, int *ok, struct rally__err *e)
+/* The acceptor's part: offer, hear the reply, take the segment, confirm.
+ * *used says whether both ends will use it; when not, e says why. */
+static int offer(const struct rally__mesh_opts *o, int fd, const char *what, struct shm *s,
+                 int *used, struct rally__err *e)
 {
     unsigned char m[MSG_NBYTES];
     struct offer of;
     memset(&of, 0, sizeof of);
     struct rally__err mine = {0, ""};
-    *ok = 0;
-    if (!connector) {
-        int lfd = -1;
-        if (listen_offer(&lfd, &of, &mine) != RALLY_OK)
-            of.ok = 0;
-        put_offer(m, &of);
-        int rc = rally__send_all(fd, m, sizeof m, o->deadline, what, e);
-        int theirs = 0, got = 0;
-        if (rc == RALLY_OK && of.ok)
-            rc = hear(fd, &theirs, o->deadline, what, e);
-        if (rc == RALLY_OK && theirs) {
-            got = take_over(s, lfd, &of, o->deadline, &mine) == RALLY_OK;
-            rc = say(fd, got, o->deadline, what, e);
-        }
-        if (lfd >= 0)
-            close(lfd);
-        *ok = rc == RALLY_OK && got;
-        if (rc == RALLY_OK && !*ok && mine.code != 0)
-            rally__fail(e, mine.code, "%s", mine.msg);
-        else if (rc == RALLY_OK && !*ok)
-            rally__fail(e, RALLY_ESYS, "%s could not set up its end of a shared-memory link", what);
-        return rc;
+    int lfd = -1, theirs = 0, got = 0;
+    if (listen_offer(&lfd, &of, &mine) != RALLY_OK)
+        of.ok = 0;
+    put_offer(m, &of);
+    int rc = rally__send_all(fd, m, sizeof m, o->deadline, what, e);
+    if (rc == RALLY_OK && of.ok)
+        rc = hear(fd, &theirs, o->deadline, what, e);
+    if (rc == RALLY_OK && theirs) {
+        got = take_over(s, lfd, &of, o->deadline, &mine) == RALLY_OK;
+        rc = say(fd, got, o->deadline, what, e);
     }
+    if (lfd >= 0)
+        close(lfd);
+    if (rc != RALLY_OK)
+        return rc;
+    if (!got && mine.code != 0)
+        rally__fail(e, mine.code, "%s", mine.msg);
+    else if (!got)
+        rally__fail(e, RALLY_ESYS, "%s could not set up its end of a shared-memory link", what);
+    *used = got;
+    return RALLY_OK;
+}
+
+/* The connector's part: hear the offer, hand the segment over, hear the
+ * confirmation. */
+static int accept_offer(const struct rally__mesh_opts *o, int fd, const char *what,
+                        struct shm *s, int *used, struct rally__err *e)
+{
+    unsigned char m[MSG_NBYTES];
+    struct offer of;
+    struct rally__err mine = {0, ""};
     if (rally__recv_all(fd, m, sizeof m, o->deadline, what, e) != RALLY_OK)
         return e->code;
     if (get_offer(m, &of) != 0)
         return rally__fail(e, RALLY_EPROTO, "%s opened the shared-memory set-up with bytes that "
                                             "are not part of it (protocol error)", what);
-    if (!of.ok) {
-        rally__fail(e, RALLY_ESYS, "%s could not set up its end of a shared-memory link", what);
-        return RALLY_OK;
+    int sent = 0, theirs = 0;
+    if (of.ok) {
+        sent = hand_over(s, &of, &mine) == RALLY_OK;
+        if (say(fd, sent, o->deadline, what, e) != RALLY_OK)
+            return e->code;
+        if (sent && hear(fd, &theirs, o->deadline, what, e) != RALLY_OK)
+            return e->code;
     }
-    int sent = hand_over(s, &of, o->deadline, &mine) == RALLY_OK;
-    if (say(fd, sent, o->deadline, what, e) != RALLY_OK)
-        return e->code;
-    int theirs = 0;
-    if (sent && hear(fd, &theirs, o->deadline, what, e) != RALLY_OK)
-        return e->code;
-    *ok = sent && theirs;
-    if (!sent)
+    if (!of.ok)
+        rally__fail(e, RALLY_ESYS, "%s could not set up its end of a shared-memory link", what);
+    else if (!sent)
         rally__fail(e, mine.code, "%s", mine.msg);
-    else if (!*ok)
+    else if (!theirs)
         rally__fail(e, RALLY_ESYS, "%s could not map the shared-memory segment", what);
+    *used = sent && theirs;
     return RALLY_OK;
 }
 
@@ -681,7 +690,8 @@ static int shm_setup(const struct rally__mesh_opts *o, const struct rally__mesh_
     }
     int ok = 0;
     struct rally__err why = {0, ""};
-    if (negotiate(o, fd, connector, what, s, &ok, &why) != RALLY_OK) {
+    int rc = connector ? accept_offer(o, fd, what, s, &ok, &why) : offer(o, fd, what, s, &ok, &why);
+    if (rc != RALLY_OK) {
         shm_free(s);
         close(fd);
         return rally__fail(e, why.code, "%s", why.msg);
