@@ -84,6 +84,8 @@ struct seg {
 };
 
 _Static_assert(sizeof(struct seg) <= CTL_NBYTES, "the segment header fits its page");
+_Static_assert(ATOMIC_LONG_LOCK_FREE == 2 && ATOMIC_LLONG_LOCK_FREE == 2 && ATOMIC_INT_LOCK_FREE == 2,
+               "the counters and flags are lock-free, as atomics shared between processes must be");
 
 struct ring {
     struct ctl *c;
