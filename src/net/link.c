@@ -102,15 +102,17 @@ int rally__link_wait(const struct rally__interest *w, int n, const struct rally_
         p[np++] = (struct pollfd){.fd = alarm->fd, .events = events(alarm->want)};
     }
     *alarmed = 0;
-    int k = 0;
+    int k = 0, err = 0;
     if (spin_us > 0) {
         int64_t now = rally__now_us(), until = now + spin_us, poll_at = now + 10;
         for (;;) {
             if (mem_ready(m, nm))
                 return 1;
             if (hot || now >= poll_at) {
-                if ((k = poll(p, (nfds_t)np, 0)) != 0)
+                if ((k = poll(p, (nfds_t)np, 0)) != 0) {
+                    err = errno;
                     break;
+                }
                 poll_at = now + 10;
             }
             if (now >= until)
@@ -128,6 +130,7 @@ int rally__link_wait(const struct rally__interest *w, int n, const struct rally_
             armed++;
         if (armed == nm) {
             k = poll(p, (nfds_t)np, rally__ms_left(deadline));
+            err = errno;
         } else { /* a link turned ready while the others were armed */
             armed++;
             k = 1;
@@ -136,8 +139,8 @@ int rally__link_wait(const struct rally__interest *w, int n, const struct rally_
     } else if (k > 0) {
         mem_woken(m, nm, p);
     }
-    if (k < 0 && errno != EINTR)
-        return rally__fail_errno(e, RALLY_ESYS, errno, "poll failed"), -1;
+    if (k < 0 && err != EINTR) /* err: woken() may have made system calls since */
+        return rally__fail_errno(e, RALLY_ESYS, err, "poll failed"), -1;
     if (k == 0)
         return 0;
     *alarmed = a >= 0 && p[a].revents != 0;
