@@ -63,6 +63,7 @@
 
 #include "net/sock.h"
 #include "net/transport.h"
+#include "util/clock.h"
 #include "util/wire.h"
 
 #define SEG_MAGIC 0x72534d31u /* "rSM1" */
@@ -501,16 +502,22 @@ static int listen_offer(int *lfd, struct offer *o, struct rally__err *e)
 }
 
 /* The connector: create, map, hand over the descriptors. */
-static int hand_over(struct shm *s, const struct offer *o, struct rally__err *e)
+static int hand_over(struct shm *s, const struct offer *o, int64_t deadline,
+                     struct rally__err *e)
 {
     int fds[3] = {-1, -1, -1};
     int u = -1, rc = shm_create(s, RALLY__SHM_RING_NBYTES, fds, e);
     if (rc != RALLY_OK)
         goto done;
-    u = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    u = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     struct sockaddr_un a;
     socklen_t an = abstract_addr(&a, o->name, o->namelen);
-    if (u < 0 || connect(u, (struct sockaddr *)&a, an) != 0) {
+    int k = -1;
+    /* a full backlog (strangers knocking) is EAGAIN: retry, to the deadline */
+    while (u >= 0 && (k = connect(u, (struct sockaddr *)&a, an)) != 0 &&
+           (errno == EAGAIN || errno == EINTR) && rally__now_ms() < deadline)
+        rally__sleep_ms(1);
+    if (u < 0 || k != 0) {
         rc = rally__fail_errno(e, RALLY_ESYS, errno, "connecting to the peer's Unix socket failed");
         goto done;
     }
@@ -527,7 +534,7 @@ static int hand_over(struct shm *s, const struct offer *o, struct rally__err *e)
     cm->cmsg_type = SCM_RIGHTS;
     cm->cmsg_len = CMSG_LEN(sizeof fds);
     memcpy(CMSG_DATA(cm), fds, sizeof fds);
-    /* 16 bytes into a fresh connection: this never blocks */
+    /* 16 bytes into a fresh connection: this does not block */
     if (sendmsg(u, &m, MSG_NOSIGNAL) != (ssize_t)sizeof o->token) {
         rc = rally__fail_errno(e, RALLY_ESYS, errno, "passing the segment to the peer failed");
         goto done;
@@ -653,7 +660,7 @@ static int accept_offer(const struct rally__mesh_opts *o, int fd, const char *wh
                                             "are not part of it (protocol error)", what);
     int sent = 0, theirs = 0;
     if (of.ok) {
-        sent = hand_over(s, &of, &mine) == RALLY_OK;
+        sent = hand_over(s, &of, o->deadline, &mine) == RALLY_OK;
         if (say(fd, sent, o->deadline, what, e) != RALLY_OK)
             return e->code;
         if (sent && hear(fd, &theirs, o->deadline, what, e) != RALLY_OK)
