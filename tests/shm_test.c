@@ -8,7 +8,7 @@
  * less room than asked moves what fits, a full ring and an empty one would
  * block; a waiting reader that is asleep is woken by the writer's bytes and
  * a waiting writer by the reader's, while nobody rings a doorbell when
- * nobody sleeps; a peer that closes is RALLY_EPEER naming it, after the
+ * nobody sleeps (nor for a reader that spins, yielding the core or not); a peer that closes is RALLY_EPEER naming it, after the
  * bytes it sent before are read, also for a reader already asleep; a wait
  * with nothing coming ends at its deadline; the mesh picks shm for a
  * loopback peer under rally_transport=shm and auto, TCP under tcp; and a
@@ -218,6 +218,23 @@ static void sleeping_reader_and_writer_are_woken(void **state)
     assert_true(w.waited_ms < 5000);
     assert_false(rung(&b)); /* it never slept: nobody rang */
     assert_int_equal(rally__link_recv(&b, &c, 1, NULL, 0, &e), 1);
+
+    /* the same for a link whose waits spin without yielding the core */
+    b.spin_alone = 1;
+    w = (struct waiter){&b, RALLY__WANT_IN, 200000, -2, -1, 0, {0, ""}};
+    assert_int_equal(pthread_create(&t, NULL, wait_main, &w), 0);
+    rally__sleep_ms(20);
+    assert_int_equal(rally__link_send(&a, "?", 1, NULL, 0, &e), 1);
+    pthread_join(t, NULL);
+    assert_int_equal(w.rc, 1);
+    assert_true(w.waited_ms < 5000);
+    assert_false(rung(&b));
+    assert_int_equal(rally__link_recv(&b, &c, 1, NULL, 0, &e), 1);
+    /* ... and which, with nothing coming, stop spinning and block to the deadline */
+    struct rally__interest wi = {&b, RALLY__WANT_IN};
+    int64_t t0 = rally__now_ms();
+    assert_int_equal(rally__link_wait(&wi, 1, NULL, 2000, rally__deadline(60), &w.alarmed, &e), 0);
+    assert_true(rally__now_ms() - t0 >= 50);
     rally__link_close(&a);
     rally__link_close(&b);
 }
