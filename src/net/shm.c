@@ -156,6 +156,15 @@ static long failed(struct rally__link *l, struct rally__err *e)
     return -1;
 }
 
+/* The peer's counter is impossible: never copy by it. */
+static long corrupt(struct rally__link *l, struct rally__err *e)
+{
+    struct shm *s = l->t.p;
+    s->dead = RALLY_EPROTO;
+    snprintf(s->why, sizeof s->why, "left its shared-memory ring in an impossible state");
+    return failed(l, e);
+}
+
 static size_t min_size(size_t a, size_t b)
 {
     return a < b ? a : b;
@@ -169,6 +178,8 @@ static long shm_send(struct rally__link *l, const void *a, size_t an, const void
         return failed(l, e);
     uint64_t head = s->out.mine;
     uint64_t tail = atomic_load_explicit(&s->out.c->tail, memory_order_acquire);
+    if (head - tail > s->cap)
+        return corrupt(l, e);
     size_t room = s->cap - (size_t)(head - tail);
     if (room == 0 || an + bn == 0)
         return 0;
@@ -187,6 +198,8 @@ static long shm_recv(struct rally__link *l, void *a, size_t an, void *b, size_t 
     struct shm *s = l->t.p;
     uint64_t tail = s->in.mine;
     uint64_t head = atomic_load_explicit(&s->in.c->head, memory_order_acquire);
+    if (head - tail > s->cap)
+        return corrupt(l, e);
     size_t avail = (size_t)(head - tail);
     if (an + bn == 0)
         return 0;
