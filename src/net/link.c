@@ -105,6 +105,7 @@ int rally__link_wait(const struct rally__interest *w, int n, const struct rally_
     int k = 0, err = 0;
     if (spin_us > 0) {
         int64_t now = rally__now_us(), until = now + spin_us, poll_at = now + 10;
+        int64_t yield_at = now + 2; /* spin_alone: yield after 2 us of pure spinning */
         for (;;) {
             if (mem_ready(m, nm))
                 return 1;
@@ -117,10 +118,14 @@ int rally__link_wait(const struct rally__interest *w, int n, const struct rally_
             }
             if (now >= until)
                 break;
-            if (yield || nlinks == 0)
+            if (yield || nlinks == 0 || now >= yield_at) {
+                /* the peer may be waiting for this very core: the scheduler
+                 * can put both on one even when there are enough */
                 sched_yield();
-            else
+                yield_at = rally__now_us() + 2;
+            } else {
                 relax();
+            }
             now = rally__now_us();
         }
     }

@@ -118,7 +118,7 @@ struct rally__interest {
  * blocks.  Links with a ready op are polled in memory (their descriptors,
  * which only carry wake-ups and hang-ups, and the alarm, every 10 us when
  * no link needs poll()), and armed before the wait blocks; when every link
- * waited on is spin_alone, the spin does not yield the core.   Returns 1 when something is ready or a signal interrupted the
+ * waited on is spin_alone, the spin yields the core only every 2 us.   Returns 1 when something is ready or a signal interrupted the
  * wait (*alarmed: whether the alarm is readable), 0 at the deadline, -1 with
  * e set when the wait itself failed.  Allocates nothing. */
 int rally__link_wait(const struct rally__interest *w, int n, const struct rally__handle *alarm,
