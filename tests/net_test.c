@@ -156,7 +156,7 @@ struct meshjob {
 static struct rally__mesh_opts mesh_opts(struct meshjob *m, int listen_fd, int rank)
 {
     return (struct rally__mesh_opts){listen_fd, &m->s, rank, 2, 1, "127.0.0.1", 1, -1,
-                                     rally__deadline(10000), 300};
+                                     rally__deadline(10000), 300, RALLY__TRANSPORT_TCP};
 }
 
 static void *stranger_garbage(void *arg)

@@ -1,5 +1,6 @@
 /*
- * link.c — waiting on links and handles: spin briefly, then block in poll().
+ * link.c — waiting on links and handles: spin briefly (in memory where a
+ * link can be read there), then block in poll().
  */
 #include "net/link.h"
 
@@ -38,32 +39,113 @@ static short events(int want)
                    ((want & RALLY__WANT_OUT) ? POLLOUT : 0));
 }
 
+/* A pause in a busy loop: lets the sibling hyperthread run and saves power. */
+static void relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+/* A link polled in memory: where its handles sit in the pollfd array. */
+struct mem {
+    struct rally__link *l;
+    int want, first, n;
+};
+
+static int mem_ready(const struct mem *m, int nm)
+{
+    for (int i = 0; i < nm; i++)
+        if (m[i].l->ops->ready(m[i].l, m[i].want))
+            return 1;
+    return 0;
+}
+
+/* Tells each memory link which of its handles fired (p[].revents). */
+static void mem_woken(const struct mem *m, int nm, const struct pollfd *p)
+{
+    for (int i = 0; i < nm; i++) {
+        unsigned fired = 0;
+        for (int j = 0; j < m[i].n; j++)
+            fired |= p[m[i].first + j].revents != 0 ? 1u << j : 0;
+        m[i].l->ops->woken(m[i].l, fired);
+    }
+}
+
 int rally__link_wait(const struct rally__interest *w, int n, const struct rally__handle *alarm,
                      int64_t spin_us, int64_t deadline, int *alarmed, struct rally__err *e)
 {
-    struct pollfd p[RALLY__WAIT_MAX + 1];
-    int np = 0;
-    for (int i = 0; i < n && np < RALLY__WAIT_MAX; i++) {
+    struct pollfd p[RALLY__WAIT_MAX * RALLY__LINK_HANDLES + 1];
+    struct mem m[RALLY__WAIT_MAX];
+    int np = 0, nm = 0, nlinks = 0, hot = 0; /* hot: some link needs poll() to spin */
+    int yield = 0;                           /* some peer may share our core */
+    for (int i = 0; i < n && nlinks < RALLY__WAIT_MAX; i++) {
         if (w[i].want == 0)
             continue;
-        struct rally__handle h = w[i].l->ops->handle(w[i].l, w[i].want);
-        p[np++] = (struct pollfd){.fd = h.fd, .events = events(h.want)};
+        struct rally__link *l = w[i].l;
+        struct rally__handle h[RALLY__LINK_HANDLES];
+        int k = l->ops->handles(l, w[i].want, h);
+        if (l->ops->ready != NULL)
+            m[nm++] = (struct mem){l, w[i].want, np, k};
+        else
+            hot = 1;
+        yield |= !l->spin_alone;
+        for (int j = 0; j < k; j++)
+            p[np++] = (struct pollfd){.fd = h[j].fd, .events = events(h[j].want)};
+        nlinks++;
     }
     int a = -1;
     if (!rally__handle_is_none(alarm)) {
         a = np;
         p[np++] = (struct pollfd){.fd = alarm->fd, .events = events(alarm->want)};
     }
-    int k = 0;
+    *alarmed = 0;
+    int k = 0, err = 0;
     if (spin_us > 0) {
-        int64_t until = rally__now_us() + spin_us;
-        while ((k = poll(p, (nfds_t)np, 0)) == 0 && rally__now_us() < until)
-            sched_yield();
+        int64_t now = rally__now_us(), until = now + spin_us, poll_at = now + 10;
+        int64_t yield_at = now + 2; /* spin_alone: yield after 2 us of pure spinning */
+        for (;;) {
+            if (mem_ready(m, nm))
+                return 1;
+            if (hot || now >= poll_at) {
+                if ((k = poll(p, (nfds_t)np, 0)) != 0) {
+                    err = errno;
+                    break;
+                }
+                poll_at = now + 10;
+            }
+            if (now >= until)
+                break;
+            if (yield || nlinks == 0 || now >= yield_at) {
+                /* the peer may be waiting for this very core: the scheduler
+                 * can put both on one even when there are enough */
+                sched_yield();
+                yield_at = rally__now_us() + 2;
+            } else {
+                relax();
+            }
+            now = rally__now_us();
+        }
     }
-    if (k == 0)
-        k = poll(p, (nfds_t)np, rally__ms_left(deadline));
-    if (k < 0 && errno != EINTR)
-        return rally__fail_errno(e, RALLY_ESYS, errno, "poll failed"), -1;
+    if (k == 0) {
+        int armed = 0;
+        while (armed < nm && !m[armed].l->ops->arm(m[armed].l, m[armed].want))
+            armed++;
+        if (armed == nm) {
+            k = poll(p, (nfds_t)np, rally__ms_left(deadline));
+            err = errno;
+        } else { /* a link turned ready while the others were armed */
+            armed++;
+            k = 1;
+        }
+        mem_woken(m, armed, p);
+    } else if (k > 0) {
+        mem_woken(m, nm, p);
+    }
+    if (k < 0 && err != EINTR) /* err: woken() may have made system calls since */
+        return rally__fail_errno(e, RALLY_ESYS, err, "poll failed"), -1;
     if (k == 0)
         return 0;
     *alarmed = a >= 0 && p[a].revents != 0;

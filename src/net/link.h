@@ -12,11 +12,24 @@
  *          The message names the peer by l->what.
  *   recv   the same into a[0..an) then b[0..bn).  A peer that closed is -1
  *          (RALLY_EPEER), never 0.
- *   handle what to wait on for the directions want names (RALLY__WANT_IN /
- *          RALLY__WANT_OUT) after an op would block: a readable or writable
- *          descriptor for TCP; a shared-memory transport would return an
- *          eventfd its peer signals, whatever the direction.
+ *   handles  fills h[0..RALLY__LINK_HANDLES) with what to wait on for the
+ *          directions want names (RALLY__WANT_IN / RALLY__WANT_OUT) after an
+ *          op would block, and returns how many: TCP's socket, readable or
+ *          writable; shared memory's doorbell (an eventfd the peer signals,
+ *          whatever the direction) and its connection, readable on hang-up.
  *   close  releases the link's state; the link is then closed (ops NULL).
+ *
+ * A transport whose readiness lives in memory (shm.c) also has these three,
+ * which rally__link_wait() calls and nothing else does (NULL for TCP):
+ *
+ *   ready  1 when the link could move bytes in a wanted direction, or has
+ *          failed; read in memory, without a system call.  The spin phase
+ *          calls it instead of polling the link's handles.
+ *   arm    before blocking: asks the peer to signal the doorbell when it
+ *          moves bytes (a "sleeping" flag), then returns ready().
+ *   woken  after arm or a poll of the handles, with the handles that fired
+ *          (bit i: h[i]): withdraws what arm asked, drains the doorbell, and
+ *          on a hang-up marks the link failed for its next send or receive.
  *
  * A link is owned by one thread at a time.  To add a transport, see
  * transport.h.
@@ -33,6 +46,8 @@
 
 enum { RALLY__WANT_IN = 1, RALLY__WANT_OUT = 2 };
 
+#define RALLY__LINK_HANDLES 2 /* handles per link, at most */
+
 /* Something a wait can block on.  Opaque above net/: only net/ reads it. */
 struct rally__handle {
     int fd;   /* -1: none */
@@ -47,13 +62,18 @@ struct rally__link_ops {
                  struct rally__err *e);
     long (*recv)(struct rally__link *l, void *a, size_t an, void *b, size_t bn,
                  struct rally__err *e);
-    struct rally__handle (*handle)(const struct rally__link *l, int want);
+    int (*handles)(const struct rally__link *l, int want, struct rally__handle *h);
     void (*close)(struct rally__link *l);
+    int (*ready)(const struct rally__link *l, int want);
+    int (*arm)(struct rally__link *l, int want);
+    void (*woken)(struct rally__link *l, unsigned fired);
 };
 
 struct rally__link {
     const struct rally__link_ops *ops; /* NULL: closed */
     int peer;                          /* rank */
+    int spin_alone; /* 1: a wait may spin without yielding the core (the
+                     * transport knows the peer has a core of its own) */
     char what[RALLY__LINK_WHAT];       /* "rank 3", for messages */
     union {
         int fd;
@@ -95,7 +115,10 @@ struct rally__interest {
  * passes.  It first polls without sleeping for up to spin_us, yielding the
  * core between polls: a reply that comes that soon needs no wake-up, which
  * on virtual machines costs tens of microseconds across cores; then it
- * blocks.  Returns 1 when something is ready or a signal interrupted the
+ * blocks.  Links with a ready op are polled in memory (their descriptors,
+ * which only carry wake-ups and hang-ups, and the alarm, every 10 us when
+ * no link needs poll()), and armed before the wait blocks; when every link
+ * waited on is spin_alone, the spin yields the core only every 2 us.   Returns 1 when something is ready or a signal interrupted the
  * wait (*alarmed: whether the alarm is readable), 0 at the deadline, -1 with
  * e set when the wait itself failed.  Allocates nothing. */
 int rally__link_wait(const struct rally__interest *w, int n, const struct rally__handle *alarm,

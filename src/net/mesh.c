@@ -14,6 +14,7 @@
 /* The transports, best first: a peer gets the first whose can_use() says
  * yes (transport.h).  TCP takes every peer. */
 static const struct rally__transport *const transports[] = {
+    &rally__shm_transport,
     &rally__tcp_transport,
 };
 
@@ -60,9 +61,11 @@ static int make_link(const struct rally__mesh_opts *o, const struct rally__mesh_
     while (i + 1 < sizeof transports / sizeof transports[0] && !transports[i]->can_use(o, q))
         i++;
     const struct rally__transport *t = transports[i];
+    l->spin_alone = 0;
     if (t->setup(o, q, fd, connector, l, e) != RALLY_OK)
         return e->code;
-    l->ops = t->ops;
+    if (l->ops == NULL) /* else setup handed the link to another row */
+        l->ops = t->ops;
     l->peer = q->rank;
     snprintf(l->what, sizeof l->what, "rank %d", q->rank);
     return RALLY_OK;

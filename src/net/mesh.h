@@ -18,6 +18,7 @@
 
 #include "net/auth.h"
 #include "net/link.h"
+#include "util/config.h"
 #include "util/err.h"
 
 struct rally__mesh_peer {
@@ -37,6 +38,7 @@ struct rally__mesh_opts {
     int64_t sock_buf_bytes; /* rally_sock_buf_bytes: -1 auto (sock.h) */
     int64_t deadline;       /* for the whole wiring */
     int64_t handshake_ms;   /* bounds each accepted handshake */
+    int transport;          /* RALLY__TRANSPORT_* (util/config.h), every rank alike */
 };
 
 /* Connects to every peer of lower rank and accepts every peer of higher rank

@@ -152,9 +152,10 @@ static long tcp_recv(struct rally__link *l, void *a, size_t an, void *b, size_t 
     return rally__recv2_some(l->t.fd, a, an, b, bn, l->what, e);
 }
 
-static struct rally__handle tcp_handle(const struct rally__link *l, int want)
+static int tcp_handles(const struct rally__link *l, int want, struct rally__handle *h)
 {
-    return (struct rally__handle){l->t.fd, want};
+    h[0] = (struct rally__handle){l->t.fd, want};
+    return 1;
 }
 
 static void tcp_close(struct rally__link *l)
@@ -163,12 +164,14 @@ static void tcp_close(struct rally__link *l)
     l->t.fd = -1;
 }
 
-static const struct rally__link_ops tcp_ops = {"tcp", tcp_send, tcp_recv, tcp_handle, tcp_close};
+static const struct rally__link_ops tcp_ops = {
+    .name = "tcp", .send = tcp_send, .recv = tcp_recv, .handles = tcp_handles, .close = tcp_close};
 
 void rally__tcp_link(struct rally__link *l, int fd, int peer)
 {
     l->ops = &tcp_ops;
     l->peer = peer;
+    l->spin_alone = 0;
     snprintf(l->what, sizeof l->what, "rank %d", peer);
     l->t.fd = fd;
 }

@@ -85,7 +85,8 @@ static int wire(struct rally__robust *rb)
                                  .one_host = one_host,
                                  .sock_buf_bytes = rb->cfg->sock_buf_bytes,
                                  .deadline = rally__deadline(rb->cfg->connect_timeout_ms),
-                                 .handshake_ms = 10000};
+                                 .handshake_ms = 10000,
+                                 .transport = (int)rb->cfg->transport};
     if (rally__mesh_connect(&o, peers, n, cm->links, rb->err) != RALLY_OK)
         return rb->err->code;
     cm->nlinks = n;

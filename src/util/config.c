@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum kind { STR, INT, SIZE, LIST };
+enum kind { STR, INT, SIZE, LIST, CHOICE };
 
 struct key {
     const char *name; /* without the rally_ prefix */
@@ -20,9 +20,13 @@ struct key {
     size_t off;
     const char *def;
     int64_t min, max;
+    const char *const *words; /* CHOICE: the value is the index of its word */
 };
 
-#define K(n, k, field, d, lo, hi) {n, k, offsetof(struct rally__config, field), d, lo, hi}
+static const char *const transports[] = {"tcp", "auto", "shm", NULL}; /* RALLY__TRANSPORT_* */
+
+#define K(n, k, field, d, lo, hi) {n, k, offsetof(struct rally__config, field), d, lo, hi, NULL}
+#define C(n, field, d, w) {n, CHOICE, offsetof(struct rally__config, field), d, 0, 0, w}
 static const struct key keys[] = {
     K("tracker", STR, tracker, "", 0, 0),
     K("secret_file", STR, secret_file, "", 0, 0),
@@ -37,6 +41,7 @@ static const struct key keys[] = {
     K("local_replica", INT, local_replica, "2", 0, 7),
     K("spin_us", INT, spin_us, "50", 0, 1000000),
     K("sock_buf_bytes", SIZE, sock_buf_bytes, "auto", -1, 1 << 30),
+    C("transport", transport, "auto", transports),
     K("mock", LIST, mock, "", 0, 0),
     K("mock_sync", STR, mock_sync, "", 0, 0),
     K("snapshot_dir", STR, snapshot_dir, "", 0, 0),
@@ -53,6 +58,7 @@ static const struct key keys[] = {
     K("resume_force", INT, resume_force, "0", 0, 1),
 };
 #undef K
+#undef C
 
 int rally__parse_int(const char *s, int64_t lo, int64_t hi, int64_t *out)
 {
@@ -108,6 +114,18 @@ static int set(struct rally__config *c, const struct key *k, const char *val, co
                                k->name, RALLY__STR_MAX - 1);
         strcpy(p, val);
         return RALLY_OK;
+    }
+    if (k->kind == CHOICE) {
+        for (int64_t i = 0; k->words[i] != NULL; i++)
+            if (strcmp(val, k->words[i]) == 0) {
+                *(int64_t *)p = i;
+                return RALLY_OK;
+            }
+        char known[128] = "";
+        for (size_t i = 0, n = 0; k->words[i] != NULL && n < sizeof known; i++)
+            n += (size_t)snprintf(known + n, sizeof known - n, "%s%s", i ? ", " : "", k->words[i]);
+        return rally__fail(e, RALLY_ECONFIG, "%s: rally_%s=%s is not one of %s", from, k->name,
+                           val, known);
     }
     int64_t v;
     char *end;

@@ -14,6 +14,10 @@
 
 #define RALLY__STR_MAX 256
 
+/* rally_transport: what carries a link to a peer on the same host (peers on
+ * other hosts always use TCP).  TCP is 0, what a zeroed option means. */
+enum { RALLY__TRANSPORT_TCP = 0, RALLY__TRANSPORT_AUTO = 1, RALLY__TRANSPORT_SHM = 2 };
+
 struct rally__config {
     char tracker[RALLY__STR_MAX];     /* host:port; "" = no launcher, rank 0 of 1 */
     char secret_file[RALLY__STR_MAX]; /* the job's secret (see docs/protocol.md) */
@@ -28,6 +32,7 @@ struct rally__config {
     int64_t local_replica;            /* ring successors holding each local model */
     int64_t spin_us;                  /* poll without sleeping before blocking */
     int64_t sock_buf_bytes;           /* peer links' socket buffers; 0 kernel, -1 auto */
+    int64_t transport;                /* RALLY__TRANSPORT_*: links to same-host peers */
     char mock[RALLY__STR_MAX * 4];    /* kill points, ';'-separated (librally_mock) */
     char mock_sync[RALLY__STR_MAX];   /* where a group of kill points meets (librally_mock) */
     /* durable snapshots (docs/snapshot-format.md; src/robust/snapshot.c) */
