@@ -34,6 +34,14 @@
 #                rally-run counts exactly the deaths and as many recovered, a
 #                restarted rank reads the same shard and, when it restored
 #                trees, says it rebuilt its prediction cache)
+#   snap_resume  durable snapshots (rally-run --snapshot-dir D
+#                --snapshot-every 2): once rank 0 printed "committed" for
+#                snap-00000004, the launcher and every worker are frozen
+#                (SIGSTOP) and killed (-9) together; the job left unfinished,
+#                with no process behind; `rally-run --resume latest` continues
+#                from it, every rank says it rebuilt its prediction cache from
+#                the snapshot's trees, and the model digest AND the predictions
+#                digest equal the uninterrupted run's
 set -u
 case_=$1 build=$2
 here=$(cd "$(dirname "$0")" && pwd)
@@ -51,6 +59,11 @@ job() { # out-file N prog args... : a failure-free job that must succeed
     o=$1 n=$2
     shift 2
     "$here/run_job.sh" 0 120 "$run" -n "$n" "$@" >"$o" 2>&1 || { cp "$o" "$tmp/out"; fail "job failed: $*"; }
+}
+tagged() { # the rally processes whose environment carries RALLY_TEST_TAG=$1
+    for p in $(grep -lzx "RALLY_TEST_TAG=$1" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3); do
+        case $(cat "/proc/$p/comm" 2>/dev/null) in rally* | timeout) echo "$p" ;; esac
+    done
 }
 digests() { grep -o 'model_digest=[0-9a-f]*\|predictions: digest=[0-9a-f]*' "$1" | tr '\n' ' '; }
 
@@ -189,6 +202,44 @@ kill9)
     sleep 0.3
     left=$(grep -l "RALLY_TEST_TAG=gbdt-$$" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3)
     [ -z "$left" ] || { kill -9 $left 2>/dev/null; fail "processes left behind: $left"; }
+    ;;
+snap_resume)
+    gen m 0.2 binary:logistic
+    job "$tmp/plain" 4 "$gb" $GB
+    D=$tmp/snaps tag="gbdt-snap-$$"
+    RALLY_TEST_TAG="$tag" timeout -k 5 120 "$run" -n 4 --snapshot-dir "$D" --snapshot-every 2 \
+        "$gb" $GB --pause-ms 300 >"$tmp/out" 2>&1 &
+    jobpid=$!
+    i=0
+    until grep -q '^\[0\] rally: rank 0: snapshot: committed .*/snap-00000004 ' "$tmp/out"; do
+        i=$((i + 1))
+        [ $i -gt 600 ] && fail "no snap-00000004 was committed"
+        sleep 0.05
+    done
+    # the whole job at once: every rally process of it frozen, then killed
+    ps=$(tagged "$tag")
+    kill -STOP $ps 2>/dev/null
+    kill -9 $ps 2>/dev/null
+    wait "$jobpid" 2>/dev/null
+    grep -q '^\[0\] result:' "$tmp/out" && fail "the job finished before it was killed"
+    cat "$tmp/out"
+    sleep 0.3
+    left=$(tagged "$tag")
+    [ -z "$left" ] || { kill -9 $left 2>/dev/null; fail "processes left behind: $left"; }
+    "$build/rally-snapshot" ls "$D/rally-gbdt" || fail "rally-snapshot ls failed"
+    s=$(ls -d "$D"/rally-gbdt/snap-* | tail -1)
+    "$build/rally-snapshot" verify "$s" >/dev/null || fail "$s does not verify"
+    job "$tmp/resumed" 4 --snapshot-dir "$D" --snapshot-every 2 --resume latest "$gb" $GB \
+        --pause-ms 300
+    cat "$tmp/resumed"
+    grep -q "^rally-run: resuming from .*snap-[0-9]*: .* verified" "$tmp/resumed" ||
+        fail "rally-run did not say what it resumed from"
+    grep -q '^\[0\] tree 1 ' "$tmp/resumed" && fail "the resumed job started from scratch"
+    for r in 0 1 2 3; do
+        grep -q "^\[$r\] rank $r restarted: resuming after tree [1-9][0-9]* .*prediction cache of [0-9]* rows rebuilt from [1-9][0-9]* trees" \
+            "$tmp/resumed" || fail "rank $r did not say it rebuilt its prediction cache"
+    done
+    same_digests "$tmp/resumed" "$tmp/plain"
     ;;
 *)
     fail "unknown case"

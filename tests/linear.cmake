@@ -4,7 +4,7 @@
 # Debian's python3-sklearn (scripts/deps.sh).
 set(RALLY_LINEAR_CASES help sklearn sparse admm_sklearn mock_op mock_checkpoint mock_recovery
     mock_load kill9 admm_mock admm_mock_recovery admm_kill9 admm_k1_adjacent admm_k2_adjacent
-    admm_k1_lost admm_k2_lost labels)
+    admm_k1_lost admm_k2_lost labels snap_resume admm_snap_resume)
 foreach(c ${RALLY_LINEAR_CASES})
   add_test(NAME linear_${c}
            COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/linear_test.sh ${c} ${CMAKE_BINARY_DIR})

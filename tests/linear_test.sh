@@ -45,6 +45,15 @@
 #                one victim a call behind would otherwise serve its restarted
 #                neighbour's local model, and the job would survive): the job
 #                fails, naming rank 1's local model as lost
+#   snap_resume / admm_snap_resume  durable snapshots (rally-run
+#                --snapshot-dir D --snapshot-every 2): once rank 0 printed
+#                "committed" for a given snapshot, the launcher and every
+#                worker are frozen (SIGSTOP) and killed (-9) together; the
+#                job left unfinished, with no process behind; `rally-run
+#                --resume latest` continues from it (every rank says it
+#                resumed; ADMM: with its local model restored from the
+#                snapshot's per-rank files) and the result: line equals the
+#                uninterrupted run's; ADMM on another world size is refused
 # Points in a rally_mock group (the sixth field) die together; run_job.sh
 # gives each job the rally_mock_sync directory they meet in.
 set -u
@@ -71,6 +80,11 @@ job() { # out-file N prog args... : a failure-free job that must succeed
 }
 digest() { grep -o 'model_digest=[0-9a-f]*' "$1"; }
 objective() { sed -n 's/.*result: .*objective=\([^ ]*\)$/\1/p' "$1"; }
+tagged() { # the rally processes whose environment carries RALLY_TEST_TAG=$1
+    for p in $(grep -lzx "RALLY_TEST_TAG=$1" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3); do
+        case $(cat "/proc/$p/comm" 2>/dev/null) in rally* | timeout) echo "$p" ;; esac
+    done
+}
 
 # sk_check result-out model.bin train test features rtol
 sk_check() {
@@ -139,6 +153,56 @@ kill_case() { # args pause-ms (about 2 s of the run left after iteration 3)
     sleep 0.3
     left=$(grep -l "RALLY_TEST_TAG=linear-$$" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3)
     [ -z "$left" ] || { kill -9 $left 2>/dev/null; fail "processes left behind: $left"; }
+}
+
+snap_case() { # args committed-version pause-ms [local]: whole-job kill -9, --resume latest
+    job "$tmp/plain" 4 "$lr" $1
+    D=$tmp/snaps tag="linear-snap-$$"
+    RALLY_TEST_TAG="$tag" timeout -k 5 120 "$run" -n 4 --snapshot-dir "$D" --snapshot-every 2 \
+        "$lr" $1 --pause-ms $3 >"$tmp/out" 2>&1 &
+    jobpid=$!
+    want=$(printf 'snap-%08d' "$2")
+    i=0
+    until grep -q "^\[0\] rally: rank 0: snapshot: committed .*/$want " "$tmp/out"; do
+        i=$((i + 1))
+        [ $i -gt 600 ] && fail "no $want was committed"
+        sleep 0.05
+    done
+    # the whole job at once: every rally process of it frozen, then killed
+    ps=$(tagged "$tag")
+    kill -STOP $ps 2>/dev/null
+    kill -9 $ps 2>/dev/null
+    wait "$jobpid" 2>/dev/null
+    grep -q '^\[0\] result:' "$tmp/out" && fail "the job finished before it was killed"
+    grep -v iteration "$tmp/out"
+    sleep 0.3
+    left=$(tagged "$tag")
+    [ -z "$left" ] || { kill -9 $left 2>/dev/null; fail "processes left behind: $left"; }
+    "$build/rally-snapshot" ls "$D/rally-linear" || fail "rally-snapshot ls failed"
+    s=$(ls -d "$D"/rally-linear/snap-* | tail -1)
+    "$build/rally-snapshot" verify "$s" >/dev/null || fail "$s does not verify"
+    if [ -n "${4:-}" ]; then
+        for r in 0 1 2 3; do
+            [ -f "$s/local-000$r.bin" ] || fail "no local model of rank $r in $s"
+        done
+        "$here/run_job.sh" nonzero 60 "$run" -n 3 --resume "$s" "$lr" $1 --pause-ms $3 \
+            >"$tmp/n3" 2>&1 || fail "local models were resumed on another world size"
+        grep -q "taken by 4 workers .* this job has 3" "$tmp/n3" || fail "the refusal names no sizes"
+    fi
+    job "$tmp/resumed" 4 --snapshot-dir "$D" --snapshot-every 2 --resume latest "$lr" $1 \
+        --pause-ms $3
+    grep -v iteration "$tmp/resumed"
+    grep -q "^rally-run: resuming from .*snap-[0-9]*: .* verified" "$tmp/resumed" ||
+        fail "rally-run did not say what it resumed from"
+    grep -q '^\[0\] iteration 0 ' "$tmp/resumed" && fail "the resumed job started from scratch"
+    for r in 0 1 2 3; do
+        grep -q "^\[$r\] rank $r restarted: resuming after iteration [0-9]* (checkpoint version [0-9]*${4:-})" \
+            "$tmp/resumed" || fail "rank $r did not say it resumed${4:+ with its local model}"
+    done
+    [ "$(digest "$tmp/resumed")" = "$(digest "$tmp/plain")" ] ||
+        fail "digest $(digest "$tmp/resumed") after resume, want $(digest "$tmp/plain")"
+    [ "$(objective "$tmp/resumed")" = "$(objective "$tmp/plain")" ] || fail "the objective differs"
+    echo "resumed: $(digest "$tmp/resumed"), uninterrupted: $(digest "$tmp/plain")"
 }
 
 case $case_ in
@@ -215,6 +279,8 @@ labels)
     ;;
 admm_k1_lost) lost_case 1 ;;
 admm_k2_lost) lost_case 2 ;;
+snap_resume) snap_case "$LR" 4 150 ;;
+admm_snap_resume) snap_case "$ADMM" 10 40 ", local model restored" ;;
 *)
     fail "unknown case"
     ;;

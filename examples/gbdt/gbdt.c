@@ -265,6 +265,27 @@ out:
     return status;
 }
 
+/* Names the job for durable snapshots: its options (rally_* settings
+ * removed) are the configuration a resumed job must share. */
+static int register_app(const struct gb_job *j, int argc, char **argv)
+{
+    size_t n = 1;
+    for (int i = 1; i < argc; i++)
+        n += strlen(argv[i]) + 1;
+    char *cfg = malloc(n);
+    if (cfg == NULL)
+        return gb_oom();
+    cfg[0] = '\0';
+    for (int i = 1; i < argc; i++) {
+        if (i > 1)
+            strcat(cfg, " ");
+        strcat(cfg, argv[i]);
+    }
+    int rc = rally_set_app(j->r, "rally-gbdt", cfg);
+    free(cfg);
+    return rc == RALLY_OK ? GB_EXIT_OK : gb_fail(j, "rally_set_app", rc);
+}
+
 int main(int argc, char **argv)
 {
     int status = gb_early_flags(argc, argv); /* --help, --show, predict: no job */
@@ -289,6 +310,8 @@ int main(int argc, char **argv)
         status = parsed > 0 ? GB_EXIT_OK : GB_EXIT_INPUT;
         goto out;
     }
+    if ((status = register_app(&j, argc, argv)) != GB_EXIT_OK) /* for snapshots */
+        goto out;
     if ((status = bootstrap(&j, &o)) != GB_EXIT_OK) /* the shard, its shape, the sketch */
         goto out;
     if ((status = load_or_start(&j, &o, &m)) != GB_EXIT_OK) /* trees, and the cache */

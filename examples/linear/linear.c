@@ -195,6 +195,27 @@ static int report(const struct lr_job *j, const struct lr_opts *o, const struct 
     return status;
 }
 
+/* Names the job for durable snapshots: its options (rally_* settings
+ * removed) are the configuration a resumed job must share. */
+static int register_app(const struct lr_job *j, int argc, char **argv)
+{
+    size_t n = 1;
+    for (int i = 1; i < argc; i++)
+        n += strlen(argv[i]) + 1;
+    char *cfg = malloc(n);
+    if (cfg == NULL)
+        return lr_oom();
+    cfg[0] = '\0';
+    for (int i = 1; i < argc; i++) {
+        if (i > 1)
+            strcat(cfg, " ");
+        strcat(cfg, argv[i]);
+    }
+    int rc = rally_set_app(j->r, "rally-linear", cfg);
+    free(cfg);
+    return rc == RALLY_OK ? LR_EXIT_OK : lr_fail(j, "rally_set_app", rc);
+}
+
 int main(int argc, char **argv)
 {
     int status = lr_early_flags(argc, argv); /* --help, --show MODEL: no job */
@@ -219,6 +240,8 @@ int main(int argc, char **argv)
         status = parsed > 0 ? LR_EXIT_OK : LR_EXIT_INPUT;
         goto out;
     }
+    if ((status = register_app(&j, argc, argv)) != LR_EXIT_OK) /* for snapshots */
+        goto out;
     if ((status = bootstrap(&j, &o)) != LR_EXIT_OK) /* the shard, and its shape */
         goto out;
     if (o.C > 0) /* scikit-learn's C */
