@@ -4,7 +4,8 @@
 # and machine; where a tree's time goes (rank 0's progress lines); and the
 # prediction-cache rebuild of a restarted worker against one tree's time, with
 # the time from the kill to the job back in step (rally-run's "recovered"
-# line).  Runs alone (examples/gbdt/README.md, "Benchmark", has a table).
+# line).  `make bench` (bench/run.sh) ends with it (BENCH_TRAINERS=0 skips it);
+# it also runs alone (examples/gbdt/README.md, "Benchmark", has a table).
 #
 # Data: BENCH_GBDT_ROWS (1000000) x BENCH_GBDT_FEATURES (32) dense, two
 # overlapping Gaussian blobs (rally-datagen --centers 2 --spread 8), label =

@@ -1,8 +1,8 @@
 #!/bin/bash
 # bench/linear.sh <builddir> — seconds per iteration of rally-linear (L-BFGS and
 # consensus ADMM) at N = 1, 2, 4, 8 beside scikit-learn's
-# LogisticRegression(solver="lbfgs") on the same data and machine.  Runs alone
-# (not part of bench/run.sh).
+# LogisticRegression(solver="lbfgs") on the same data and machine.  `make bench`
+# (bench/run.sh) ends with it (BENCH_TRAINERS=0 skips it); it also runs alone.
 #
 # Knobs: BENCH_LINEAR_ROWS (1000000), BENCH_LINEAR_FEATURES (32),
 #        BENCH_LINEAR_NS ("1 2 4 8"), BENCH_LINEAR_ITERS (20), BENCH_LINEAR_ADMM_ITERS (10),

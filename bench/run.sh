@@ -8,6 +8,7 @@
 #   BENCH_PEERS="rally mpi-tcp mpi-shm gloo"   which columns to measure
 #   BENCH_QUICK=1                     fewer reps and no 256 MiB (a smoke test)
 #   BENCH_TIMEOUT=900                 seconds allowed for one program run
+#   BENCH_KMEANS=0, BENCH_TRAINERS=0  skip bench/kmeans.sh, bench/linear.sh + bench/gbdt.sh
 set -euo pipefail
 
 die() { echo "bench: $*" >&2; exit 1; }

@@ -211,7 +211,7 @@ snap_resume)
         "$gb" $GB --pause-ms 300 >"$tmp/out" 2>&1 &
     jobpid=$!
     i=0
-    until grep -q '^\[0\] rally: rank 0: snapshot: committed .*/snap-00000004 ' "$tmp/out"; do
+    until grep -q '^\[0\] rally: rank 0: snapshot: committed .*/snap-00000004 ' "$tmp/out" 2>/dev/null; do
         i=$((i + 1))
         [ $i -gt 600 ] && fail "no snap-00000004 was committed"
         sleep 0.05

@@ -163,7 +163,7 @@ snap_case() { # args committed-version pause-ms [local]: whole-job kill -9, --re
     jobpid=$!
     want=$(printf 'snap-%08d' "$2")
     i=0
-    until grep -q "^\[0\] rally: rank 0: snapshot: committed .*/$want " "$tmp/out"; do
+    until grep -q "^\[0\] rally: rank 0: snapshot: committed .*/$want " "$tmp/out" 2>/dev/null; do
         i=$((i + 1))
         [ $i -gt 600 ] && fail "no $want was committed"
         sleep 0.05
