@@ -223,13 +223,13 @@ echo "raw results (peer N bytes reps median_us min_us max_us): $RESULTS"
 [ "${BENCH_KMEANS:-1}" = 0 ] || "$(dirname "$0")/kmeans.sh" "$BUILD"
 # the trainers: rally-linear beside scikit-learn, rally-gbdt beside xgboost
 # (bench/linear.sh, bench/gbdt.sh: 1M rows x 32 features at N = 1, 2, 4, 8;
-# BENCH_QUICK: 20k rows at N = 1, 2; BENCH_TRAINERS=0 skips both)
+# BENCH_QUICK: 20k rows at N = 1, 2 (gbdt 1, 2, 4); BENCH_TRAINERS=0 skips both)
 if [ "${BENCH_TRAINERS:-1}" != 0 ]; then
     if [ -n "${BENCH_QUICK:-}" ]; then
         export BENCH_LINEAR_ROWS=${BENCH_LINEAR_ROWS:-20000} BENCH_LINEAR_NS=${BENCH_LINEAR_NS:-"1 2"}
         export BENCH_LINEAR_ITERS=${BENCH_LINEAR_ITERS:-8} BENCH_LINEAR_ADMM_ITERS=${BENCH_LINEAR_ADMM_ITERS:-8}
         export BENCH_LINEAR_RECOVERY_N=${BENCH_LINEAR_RECOVERY_N:-2}
-        export BENCH_GBDT_ROWS=${BENCH_GBDT_ROWS:-20000} BENCH_GBDT_NS=${BENCH_GBDT_NS:-"1 2"}
+        export BENCH_GBDT_ROWS=${BENCH_GBDT_ROWS:-20000} BENCH_GBDT_NS=${BENCH_GBDT_NS:-"1 2 4"}
         export BENCH_GBDT_TREES=${BENCH_GBDT_TREES:-4}
     fi
     "$(dirname "$0")/linear.sh" "$BUILD"
