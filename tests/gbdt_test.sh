@@ -226,8 +226,11 @@ snap_resume)
     sleep 0.3
     left=$(tagged "$tag")
     [ -z "$left" ] || { kill -9 $left 2>/dev/null; fail "processes left behind: $left"; }
-    "$build/rally-snapshot" ls "$D/rally-gbdt" || fail "rally-snapshot ls failed"
-    s=$(ls -d "$D"/rally-gbdt/snap-* | tail -1)
+    "$build/rally-snapshot" ls "$D/rally-gbdt" >"$tmp/ls" || fail "rally-snapshot ls failed"
+    cat "$tmp/ls"
+    # the newest complete one (a write cut short by the kill stays incomplete)
+    s=$D/rally-gbdt/$(sed -n 's/^  \* \(snap-[0-9]*\) .*/\1/p' "$tmp/ls")
+    [ -d "$s" ] || fail "rally-snapshot ls marks no newest complete snapshot"
     "$build/rally-snapshot" verify "$s" >/dev/null || fail "$s does not verify"
     job "$tmp/resumed" 4 --snapshot-dir "$D" --snapshot-every 2 --resume latest "$gb" $GB \
         --pause-ms 300

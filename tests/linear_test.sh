@@ -178,8 +178,11 @@ snap_case() { # args committed-version pause-ms [local]: whole-job kill -9, --re
     sleep 0.3
     left=$(tagged "$tag")
     [ -z "$left" ] || { kill -9 $left 2>/dev/null; fail "processes left behind: $left"; }
-    "$build/rally-snapshot" ls "$D/rally-linear" || fail "rally-snapshot ls failed"
-    s=$(ls -d "$D"/rally-linear/snap-* | tail -1)
+    "$build/rally-snapshot" ls "$D/rally-linear" >"$tmp/ls" || fail "rally-snapshot ls failed"
+    cat "$tmp/ls"
+    # the newest complete one (a write cut short by the kill stays incomplete)
+    s=$D/rally-linear/$(sed -n 's/^  \* \(snap-[0-9]*\) .*/\1/p' "$tmp/ls")
+    [ -d "$s" ] || fail "rally-snapshot ls marks no newest complete snapshot"
     "$build/rally-snapshot" verify "$s" >/dev/null || fail "$s does not verify"
     if [ -n "${4:-}" ]; then
         for r in 0 1 2 3; do
