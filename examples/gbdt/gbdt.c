@@ -193,7 +193,7 @@ out:
  * model and the result line.  The exit status. */
 static int report(struct gb_job *j, const struct gb_opts *o, const struct gb_model *m)
 {
-    uint64_t mine = gb_fnv1a((const unsigned char *)j->pred, j->rows * sizeof *j->pred);
+    uint64_t mine = ex_fnv1a((const unsigned char *)j->pred, j->rows * sizeof *j->pred);
     uint64_t *all = malloc((size_t)j->world * sizeof *all), digest;
     double *out = NULL, objective = 0;
     void *gathered = NULL;
@@ -212,7 +212,7 @@ static int report(struct gb_job *j, const struct gb_opts *o, const struct gb_mod
         status = gb_fail(j, "the predictions allgather", rc);
         goto out;
     }
-    digest = gb_fnv1a((const unsigned char *)all, (size_t)j->world * sizeof *all);
+    digest = ex_fnv1a((const unsigned char *)all, (size_t)j->world * sizeof *all);
     if (o->pred_out != NULL) {
         if ((out = malloc((j->rows + 1) * sizeof *out)) == NULL) {
             status = gb_oom();
@@ -247,7 +247,7 @@ static int report(struct gb_job *j, const struct gb_opts *o, const struct gb_mod
         status = gb_oom();
         goto out;
     }
-    if (o->model_out != NULL && gb_write_file(o->model_out, json, jn, err, sizeof err) != 0) {
+    if (o->model_out != NULL && ex_write_file(o->model_out, json, jn, err, sizeof err) != 0) {
         fprintf(stderr, "rally-gbdt: %s\n", err);
         goto out;
     }

@@ -27,6 +27,9 @@
 #include "rally/data.h"
 #include "rally/rally.h"
 
+#include "bytes.h"
+#include "file.h"
+
 #define GB_MAX_FEATURES 100000u
 #define GB_MAX_DEPTH 12u
 #define GB_MAX_BIN 255u /* a bin is one byte; the code max_bin means missing */
@@ -165,7 +168,6 @@ void gb_model_free(struct gb_model *m);
 /* Appends a tree (its nodes are taken over).  0, or -1 out of memory. */
 int gb_model_push(struct gb_model *m, struct gb_tree t);
 
-uint64_t gb_fnv1a(const unsigned char *p, size_t n);
 /* The model digest: FNV-1a 64 of its bytes.  UINT64_MAX out of memory. */
 uint64_t gb_model_digest(const struct gb_model *m);
 
@@ -173,10 +175,6 @@ uint64_t gb_model_digest(const struct gb_model *m);
 int gb_model_json(const struct gb_model *m, char **out, size_t *n);
 /* Reads a JSON model file; checks its digest.  0, or -1 with err. */
 int gb_model_read_json(const char *path, struct gb_model *m, char *err, size_t cap);
-
-/* Writes n bytes to path durably (temporary, fsync, rename, directory
- * fsync).  0, or -1 with a sentence in err. */
-int gb_write_file(const char *path, const void *buf, size_t n, char *err, size_t cap);
 
 /* --- one-line helpers ------------------------------------------------------------- */
 

@@ -27,45 +27,6 @@
 #define GB_HEADER_NBYTES 72u
 #define GB_NODE_NBYTES 48u
 
-static void put64(unsigned char *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static void put32(unsigned char *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint64_t get64(const unsigned char *p)
-{
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = v << 8 | p[i];
-    return v;
-}
-
-static uint32_t get32(const unsigned char *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint64_t dbits(double x)
-{
-    uint64_t b;
-    memcpy(&b, &x, sizeof b);
-    return b;
-}
-
-static double bitsd(uint64_t b)
-{
-    double x;
-    memcpy(&x, &b, sizeof x);
-    return x;
-}
-
 static uint32_t fbits(float x)
 {
     uint32_t b;
@@ -78,14 +39,6 @@ static float bitsf(uint32_t b)
     float x;
     memcpy(&x, &b, sizeof x);
     return x;
-}
-
-uint64_t gb_fnv1a(const unsigned char *p, size_t n)
-{
-    uint64_t h = 0xcbf29ce484222325u;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ p[i]) * 0x100000001b3u;
-    return h;
 }
 
 /* --- the model in memory -------------------------------------------------------- */
@@ -127,36 +80,36 @@ void gb_model_encode(const struct gb_model *m, unsigned char *b)
 {
     unsigned char *p = b;
     memcpy(p, GB_MAGIC, 8);
-    put32(p + 8, GB_FORMAT);
-    put32(p + 12, m->p.objective);
-    put32(p + 16, m->p.max_depth);
-    put32(p + 20, m->p.max_bin);
-    put32(p + 24, m->d);
-    put32(p + 28, m->ntrees);
-    put64(p + 32, dbits(m->p.eta));
-    put64(p + 40, dbits(m->p.lambda));
-    put64(p + 48, dbits(m->p.gamma));
-    put64(p + 56, dbits(m->p.min_child_weight));
-    put64(p + 64, dbits(m->p.base_score));
+    ex_put32(p + 8, GB_FORMAT);
+    ex_put32(p + 12, m->p.objective);
+    ex_put32(p + 16, m->p.max_depth);
+    ex_put32(p + 20, m->p.max_bin);
+    ex_put32(p + 24, m->d);
+    ex_put32(p + 28, m->ntrees);
+    ex_put64(p + 32, ex_dbits(m->p.eta));
+    ex_put64(p + 40, ex_dbits(m->p.lambda));
+    ex_put64(p + 48, ex_dbits(m->p.gamma));
+    ex_put64(p + 56, ex_dbits(m->p.min_child_weight));
+    ex_put64(p + 64, ex_dbits(m->p.base_score));
     p += GB_HEADER_NBYTES;
     for (uint32_t t = 0; t < m->ntrees; t++) {
         const struct gb_tree *tr = &m->trees[t];
-        put32(p, tr->n);
+        ex_put32(p, tr->n);
         p += 4;
         for (uint32_t k = 0; k < tr->n; k++, p += GB_NODE_NBYTES) {
             const struct gb_node *n = &tr->nodes[k];
-            put32(p, (uint32_t)n->feature);
-            put32(p + 4, n->left);
-            put32(p + 8, n->right);
-            put32(p + 12, n->split_bin);
-            put32(p + 16, fbits(n->threshold));
-            put32(p + 20, n->default_left);
-            put64(p + 24, dbits(n->value));
-            put64(p + 32, dbits(n->gain));
-            put64(p + 40, dbits(n->cover));
+            ex_put32(p, (uint32_t)n->feature);
+            ex_put32(p + 4, n->left);
+            ex_put32(p + 8, n->right);
+            ex_put32(p + 12, n->split_bin);
+            ex_put32(p + 16, fbits(n->threshold));
+            ex_put32(p + 20, n->default_left);
+            ex_put64(p + 24, ex_dbits(n->value));
+            ex_put64(p + 32, ex_dbits(n->gain));
+            ex_put64(p + 40, ex_dbits(n->cover));
         }
     }
-    put64(p, gb_fnv1a(b, (size_t)(p - b)));
+    ex_put64(p, ex_fnv1a(b, (size_t)(p - b)));
 }
 
 /* Whether tree t's links make a tree: children after their parent, in range. */
@@ -180,28 +133,28 @@ int gb_model_decode(const unsigned char *b, size_t n, struct gb_model *m, const 
         *why = "not a rally-gbdt model (bad magic or too short)";
         return -1;
     }
-    if (get32(b + 8) != GB_FORMAT) {
+    if (ex_get32(b + 8) != GB_FORMAT) {
         *why = "an unknown model format version";
         return -1;
     }
-    if (get64(b + n - 8) != gb_fnv1a(b, n - 8)) {
+    if (ex_get64(b + n - 8) != ex_fnv1a(b, n - 8)) {
         *why = "a checksum mismatch (the bytes are corrupt)";
         return -1;
     }
-    x.p.objective = get32(b + 12);
-    x.p.max_depth = get32(b + 16);
-    x.p.max_bin = get32(b + 20);
-    x.d = get32(b + 24);
-    uint32_t ntrees = get32(b + 28);
-    x.p.eta = bitsd(get64(b + 32));
-    x.p.lambda = bitsd(get64(b + 40));
-    x.p.gamma = bitsd(get64(b + 48));
-    x.p.min_child_weight = bitsd(get64(b + 56));
-    x.p.base_score = bitsd(get64(b + 64));
+    x.p.objective = ex_get32(b + 12);
+    x.p.max_depth = ex_get32(b + 16);
+    x.p.max_bin = ex_get32(b + 20);
+    x.d = ex_get32(b + 24);
+    uint32_t ntrees = ex_get32(b + 28);
+    x.p.eta = ex_bitsd(ex_get64(b + 32));
+    x.p.lambda = ex_bitsd(ex_get64(b + 40));
+    x.p.gamma = ex_bitsd(ex_get64(b + 48));
+    x.p.min_child_weight = ex_bitsd(ex_get64(b + 56));
+    x.p.base_score = ex_bitsd(ex_get64(b + 64));
     const unsigned char *p = b + GB_HEADER_NBYTES, *end = b + n - 8;
     for (uint32_t t = 0; t < ntrees; t++) {
         struct gb_tree tr = {0};
-        if (end - p < 4 || (tr.n = get32(p)) > (size_t)(end - p - 4) / GB_NODE_NBYTES)
+        if (end - p < 4 || (tr.n = ex_get32(p)) > (size_t)(end - p - 4) / GB_NODE_NBYTES)
             goto bad;
         p += 4;
         if ((tr.nodes = calloc(tr.n + 1, sizeof *tr.nodes)) == NULL) {
@@ -211,9 +164,9 @@ int gb_model_decode(const unsigned char *b, size_t n, struct gb_model *m, const 
         }
         for (uint32_t k = 0; k < tr.n; k++, p += GB_NODE_NBYTES)
             tr.nodes[k] =
-                (struct gb_node){(int32_t)get32(p),    get32(p + 4),         get32(p + 8),
-                                 get32(p + 12),        bitsf(get32(p + 16)), get32(p + 20),
-                                 bitsd(get64(p + 24)), bitsd(get64(p + 32)), bitsd(get64(p + 40))};
+                (struct gb_node){(int32_t)ex_get32(p),    ex_get32(p + 4),         ex_get32(p + 8),
+                                 ex_get32(p + 12),        bitsf(ex_get32(p + 16)), ex_get32(p + 20),
+                                 ex_bitsd(ex_get64(p + 24)), ex_bitsd(ex_get64(p + 32)), ex_bitsd(ex_get64(p + 40))};
         if (!well_formed(&tr, x.d) || gb_model_push(&x, tr) != 0) {
             free(tr.nodes);
             goto bad;
@@ -236,7 +189,7 @@ uint64_t gb_model_digest(const struct gb_model *m)
     if (b == NULL)
         return UINT64_MAX;
     gb_model_encode(m, b);
-    uint64_t h = gb_fnv1a(b, n);
+    uint64_t h = ex_fnv1a(b, n);
     free(b);
     return h;
 }
@@ -466,78 +419,3 @@ out:
 
 /* --- files ----------------------------------------------------------------------- */
 
-static void dir_of(const char *path, char *dir, size_t cap)
-{
-    const char *slash = strrchr(path, '/');
-    if (slash == NULL)
-        snprintf(dir, cap, ".");
-    else if (slash == path)
-        snprintf(dir, cap, "/");
-    else
-        snprintf(dir, cap, "%.*s", (int)(slash - path), path);
-}
-
-static int write_all(int fd, const unsigned char *p, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0)
-            return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return fsync(fd);
-}
-
-static int sync_dir(const char *path)
-{
-    char dir[4096];
-    dir_of(path, dir, sizeof dir);
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    int rc = fsync(fd);
-    if (rc != 0 && errno == EINVAL)
-        rc = 0;
-    int e = errno;
-    close(fd);
-    errno = e;
-    return rc;
-}
-
-int gb_write_file(const char *path, const void *buf, size_t n, char *err, size_t cap)
-{
-    char tmp[4096];
-    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= sizeof tmp) {
-        snprintf(err, cap, "%.200s...: the path is too long", path);
-        return -1;
-    }
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-    if (fd < 0) {
-        snprintf(err, cap, "%s: cannot open for writing: %s", tmp, strerror(errno));
-        return -1;
-    }
-    int ok = write_all(fd, buf, n) == 0;
-    int e = errno;
-    if (close(fd) != 0 && ok) {
-        ok = 0;
-        e = errno;
-    }
-    if (ok && rename(tmp, path) != 0) {
-        ok = 0;
-        e = errno;
-    }
-    if (!ok) {
-        snprintf(err, cap, "%s: cannot write: %s", path, strerror(e));
-        remove(tmp);
-        return -1;
-    }
-    if (sync_dir(path) != 0) {
-        snprintf(err, cap, "%s: written, but its directory cannot be synced: %s", path,
-                 strerror(errno));
-        return -1;
-    }
-    return 0;
-}

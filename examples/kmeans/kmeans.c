@@ -178,9 +178,9 @@ static int report(const struct km_job *j, const struct km_opts *o, const struct 
     if (bytes == NULL)
         return km_oom();
     km_model_encode(m, bytes);
-    uint64_t digest = km_fnv1a(bytes, nbytes);
+    uint64_t digest = ex_fnv1a(bytes, nbytes);
     if (j->rank == 0) {
-        if (o->model_out != NULL && km_write_file(o->model_out, bytes, nbytes, err, sizeof err)) {
+        if (o->model_out != NULL && ex_write_file(o->model_out, bytes, nbytes, err, sizeof err)) {
             fprintf(stderr, "rally-kmeans: %s\n", err);
             status = KM_EXIT_RALLY;
         }

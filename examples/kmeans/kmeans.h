@@ -24,6 +24,9 @@
 #include "rally/data.h"
 #include "rally/rally.h"
 
+#include "bytes.h"
+#include "file.h"
+
 #define KM_MAX_K 65536u
 #define KM_MAX_FEATURES 1000000u
 
@@ -85,26 +88,18 @@ void km_model_encode(const struct km_model *m, unsigned char *b);
  * *why when the bytes are not a model. */
 int km_model_decode(const unsigned char *b, size_t n, struct km_model *m, const char **why);
 
-/* FNV-1a 64 of n bytes: the model's checksum and its digest. */
-uint64_t km_fnv1a(const unsigned char *p, size_t n);
-
 /* Prints m as JSON (README.md, "--json"). */
 void km_model_json(FILE *f, const struct km_model *m, uint64_t digest);
 
 /* --show: prints the model file at path as JSON.  The exit status. */
 int km_model_show(const char *path);
 
-/* Writes n bytes to path durably: a temporary file in the same directory,
- * fsync'd, renamed over path, then the directory fsync'd.  0, or -1 with a
- * sentence in err. */
-int km_write_file(const char *path, const void *buf, size_t n, char *err, size_t cap);
-
 /* Reads a centroid file (CSV, one centroid a line) with rally's CSV reader
  * into a new rows x cols array.  0, or -1 with a sentence in err. */
 int km_centroids_read(const char *path, double **c, uint32_t *rows, uint32_t *cols, char *err,
                       size_t cap);
 
-/* Writes m's centroids as CSV (%.17g, exact) through km_write_file. */
+/* Writes m's centroids as CSV (%.17g, exact) through ex_write_file. */
 int km_centroids_write(const char *path, const struct km_model *m, char *err, size_t cap);
 
 /* --- init.c ------------------------------------------------------------------- */

@@ -33,6 +33,9 @@
 #include "rally/data.h"
 #include "rally/rally.h"
 
+#include "bytes.h"
+#include "file.h"
+
 #define LR_MAX_FEATURES 100000000u
 #define LR_MAX_MEMORY 100u
 
@@ -106,11 +109,8 @@ void lr_model_encode(const struct lr_model *m, unsigned char *b);
 /* Parses n bytes into m (allocated here).  0, or -1 with the reason in *why. */
 int lr_model_decode(const unsigned char *b, size_t n, struct lr_model *m, const char **why);
 
-uint64_t lr_fnv1a(const unsigned char *p, size_t n);
 void lr_model_json(FILE *f, const struct lr_model *m, uint64_t digest);
 int lr_model_show(const char *path);
-int lr_write_file(const char *path, const void *buf, size_t n, char *err, size_t cap);
-
 /* --- loss.c ------------------------------------------------------------------- */
 
 /* Over rows [0, j->rows) of the shard at w (n = d + 1): adds to g[0..n) the
