@@ -10,6 +10,9 @@
 #include <string.h>
 
 #include "gbdt.h"
+#include "args.h"
+
+#define PROG "rally-gbdt"
 
 static void usage(FILE *f)
 {
@@ -79,33 +82,6 @@ int gb_early_flags(int argc, char **argv)
     return -1;
 }
 
-static int whole(const char *opt, const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
-{
-    char *end;
-    errno = 0;
-    unsigned long long v = s[0] == '-' ? 0 : strtoull(s, &end, 10);
-    if (s[0] == '-' || s[0] == '\0' || *end != '\0' || errno != 0 || v < lo || v > hi) {
-        fprintf(stderr, "rally-gbdt: %s '%s' is not a whole number in [%" PRIu64 ", %" PRIu64 "]\n",
-                opt, s, lo, hi);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
-static int real(const char *opt, const char *s, double lo, double hi, double *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (s[0] == '\0' || *end != '\0' || errno != 0 || !(v >= lo && v <= hi)) {
-        fprintf(stderr, "rally-gbdt: %s '%s' is not a number in [%g, %g]\n", opt, s, lo, hi);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
 int gb_opts_parse(int argc, char **argv, struct gb_opts *o)
 {
     static const struct option longopts[] = {{"data", required_argument, 0, 'd'},
@@ -170,42 +146,42 @@ int gb_opts_parse(int argc, char **argv, struct gb_opts *o)
             }
             break;
         case 't':
-            if (whole("--trees", optarg, 1, GB_MAX_TREES, &v) != 0)
+            if (ex_whole(PROG, "--trees", optarg, 1, GB_MAX_TREES, &v) != 0)
                 return -1;
             o->trees = (uint32_t)v;
             break;
         case 'x':
-            if (whole("--max-depth", optarg, 1, GB_MAX_DEPTH, &v) != 0)
+            if (ex_whole(PROG, "--max-depth", optarg, 1, GB_MAX_DEPTH, &v) != 0)
                 return -1;
             o->p.max_depth = (uint32_t)v;
             break;
         case 'e':
-            if (real("--eta", optarg, 1e-6, 1, &o->p.eta) != 0)
+            if (ex_real(PROG, "--eta", optarg, 1e-6, 1, &o->p.eta) != 0)
                 return -1;
             break;
         case 'l':
-            if (real("--lambda", optarg, 0, 1e12, &o->p.lambda) != 0)
+            if (ex_real(PROG, "--lambda", optarg, 0, 1e12, &o->p.lambda) != 0)
                 return -1;
             break;
         case 'g':
-            if (real("--gamma", optarg, 0, 1e12, &o->p.gamma) != 0)
+            if (ex_real(PROG, "--gamma", optarg, 0, 1e12, &o->p.gamma) != 0)
                 return -1;
             break;
         case 'w':
-            if (real("--min-child-weight", optarg, 0, 1e12, &o->p.min_child_weight) != 0)
+            if (ex_real(PROG, "--min-child-weight", optarg, 0, 1e12, &o->p.min_child_weight) != 0)
                 return -1;
             break;
         case 'b':
-            if (whole("--max-bin", optarg, 2, GB_MAX_BIN, &v) != 0)
+            if (ex_whole(PROG, "--max-bin", optarg, 2, GB_MAX_BIN, &v) != 0)
                 return -1;
             o->p.max_bin = (uint32_t)v;
             break;
         case 'B':
-            if (real("--base-score", optarg, -1e12, 1e12, &o->p.base_score) != 0)
+            if (ex_real(PROG, "--base-score", optarg, -1e12, 1e12, &o->p.base_score) != 0)
                 return -1;
             break;
         case 'c':
-            if (whole("--checkpoint-every", optarg, 1, GB_MAX_TREES, &v) != 0)
+            if (ex_whole(PROG, "--checkpoint-every", optarg, 1, GB_MAX_TREES, &v) != 0)
                 return -1;
             o->ckpt_every = (uint32_t)v;
             break;
@@ -219,7 +195,7 @@ int gb_opts_parse(int argc, char **argv, struct gb_opts *o)
             o->json = 1;
             break;
         case 'p':
-            if (whole("--pause-ms", optarg, 0, 3600000, &v) != 0)
+            if (ex_whole(PROG, "--pause-ms", optarg, 0, 3600000, &v) != 0)
                 return -1;
             o->pause_ms = (long)v;
             break;

@@ -10,6 +10,9 @@
 #include <string.h>
 
 #include "kmeans.h"
+#include "args.h"
+
+#define PROG "rally-kmeans"
 
 static void usage(FILE *f)
 {
@@ -54,21 +57,6 @@ int km_early_flags(int argc, char **argv)
     return -1;
 }
 
-static int whole(const char *opt, const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
-{
-    char *end;
-    errno = 0;
-    unsigned long long v = s[0] == '-' ? 0 : strtoull(s, &end, 10);
-    if (s[0] == '-' || s[0] == '\0' || *end != '\0' || errno != 0 || v < lo || v > hi) {
-        fprintf(stderr,
-                "rally-kmeans: %s '%s' is not a whole number in [%" PRIu64 ", %" PRIu64 "]\n", opt,
-                s, lo, hi);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
 int km_opts_parse(int argc, char **argv, struct km_opts *o)
 {
     static const struct option longopts[] = {{"data", required_argument, 0, 'd'},
@@ -107,19 +95,19 @@ int km_opts_parse(int argc, char **argv, struct km_opts *o)
             }
             break;
         case 'k':
-            if (whole("-k", optarg, 1, KM_MAX_K, &v) != 0)
+            if (ex_whole(PROG, "-k", optarg, 1, KM_MAX_K, &v) != 0)
                 return -1;
             o->k = (uint32_t)v;
             break;
         case 'i':
-            if (whole("--iters", optarg, 0, 1000000000, &o->iters) != 0)
+            if (ex_whole(PROG, "--iters", optarg, 0, 1000000000, &o->iters) != 0)
                 return -1;
             break;
         case 'F':
             o->fixed = 1;
             break;
         case 's':
-            if (whole("--seed", optarg, 0, UINT64_MAX, &o->seed) != 0)
+            if (ex_whole(PROG, "--seed", optarg, 0, UINT64_MAX, &o->seed) != 0)
                 return -1;
             break;
         case 'I':
@@ -137,7 +125,7 @@ int km_opts_parse(int argc, char **argv, struct km_opts *o)
         case 'S': /* --show=MODEL; "--show MODEL" is km_early_flags' */
             return km_model_show(optarg) == 0 ? 1 : -1;
         case 'p':
-            if (whole("--pause-ms", optarg, 0, 3600000, &v) != 0)
+            if (ex_whole(PROG, "--pause-ms", optarg, 0, 3600000, &v) != 0)
                 return -1;
             o->pause_ms = (long)v;
             break;

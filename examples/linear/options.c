@@ -11,6 +11,9 @@
 #include <string.h>
 
 #include "linear.h"
+#include "args.h"
+
+#define PROG "rally-linear"
 
 static void usage(FILE *f)
 {
@@ -64,34 +67,6 @@ int lr_early_flags(int argc, char **argv)
     return -1;
 }
 
-static int whole(const char *opt, const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
-{
-    char *end;
-    errno = 0;
-    unsigned long long v = s[0] == '-' ? 0 : strtoull(s, &end, 10);
-    if (s[0] == '-' || s[0] == '\0' || *end != '\0' || errno != 0 || v < lo || v > hi) {
-        fprintf(stderr,
-                "rally-linear: %s '%s' is not a whole number in [%" PRIu64 ", %" PRIu64 "]\n", opt,
-                s, lo, hi);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
-static int positive(const char *opt, const char *s, double *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (s[0] == '\0' || *end != '\0' || errno != 0 || !(v > 0) || !isfinite(v)) {
-        fprintf(stderr, "rally-linear: %s '%s' is not a positive number\n", opt, s);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
 int lr_opts_parse(int argc, char **argv, struct lr_opts *o)
 {
     static const struct option longopts[] = {{"data", required_argument, 0, 'd'},
@@ -142,32 +117,32 @@ int lr_opts_parse(int argc, char **argv, struct lr_opts *o)
             }
             break;
         case 'l':
-            if (positive("--lambda", optarg, &o->lambda) != 0)
+            if (ex_positive(PROG, "--lambda", optarg, &o->lambda) != 0)
                 return -1;
             o->C = 0;
             break;
         case 'C':
-            if (positive("--C", optarg, &o->C) != 0)
+            if (ex_positive(PROG, "--C", optarg, &o->C) != 0)
                 return -1;
             break;
         case 'B':
             o->intercept = 0;
             break;
         case 'i':
-            if (whole("--iters", optarg, 0, 1000000000, &o->iters) != 0)
+            if (ex_whole(PROG, "--iters", optarg, 0, 1000000000, &o->iters) != 0)
                 return -1;
             break;
         case 't':
-            if (positive("--tol", optarg, &o->tol) != 0)
+            if (ex_positive(PROG, "--tol", optarg, &o->tol) != 0)
                 return -1;
             break;
         case 'M':
-            if (whole("--memory", optarg, 1, LR_MAX_MEMORY, &v) != 0)
+            if (ex_whole(PROG, "--memory", optarg, 1, LR_MAX_MEMORY, &v) != 0)
                 return -1;
             o->mem = (uint32_t)v;
             break;
         case 'r':
-            if (positive("--rho", optarg, &o->rho) != 0)
+            if (ex_positive(PROG, "--rho", optarg, &o->rho) != 0)
                 return -1;
             break;
         case 'm':
@@ -179,7 +154,7 @@ int lr_opts_parse(int argc, char **argv, struct lr_opts *o)
         case 'W': /* --show=MODEL; "--show MODEL" is lr_early_flags' */
             return lr_model_show(optarg) == 0 ? 1 : -1;
         case 'p':
-            if (whole("--pause-ms", optarg, 0, 3600000, &v) != 0)
+            if (ex_whole(PROG, "--pause-ms", optarg, 0, 3600000, &v) != 0)
                 return -1;
             o->pause_ms = (long)v;
             break;

@@ -1,0 +1,51 @@
+/*
+ * args.c — the examples' command-line numbers (args.h).
+ */
+#include "args.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+int ex_whole(const char *prog, const char *opt, const char *s, uint64_t lo, uint64_t hi,
+             uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = s[0] == '-' ? 0 : strtoull(s, &end, 10);
+    if (s[0] == '-' || s[0] == '\0' || *end != '\0' || errno != 0 || v < lo || v > hi) {
+        fprintf(stderr, "%s: %s '%s' is not a whole number in [%" PRIu64 ", %" PRIu64 "]\n", prog,
+                opt, s, lo, hi);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+int ex_positive(const char *prog, const char *opt, const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (s[0] == '\0' || *end != '\0' || errno != 0 || !(v > 0) || !isfinite(v)) {
+        fprintf(stderr, "%s: %s '%s' is not a positive number\n", prog, opt, s);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+int ex_real(const char *prog, const char *opt, const char *s, double lo, double hi, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (s[0] == '\0' || *end != '\0' || errno != 0 || !(v >= lo && v <= hi)) {
+        fprintf(stderr, "%s: %s '%s' is not a number in [%g, %g]\n", prog, opt, s, lo, hi);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}

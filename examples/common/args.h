@@ -1,0 +1,19 @@
+/*
+ * args.h — the examples' command-line numbers: strict parsing with one
+ * message naming the program, the flag and the bounds.
+ */
+#ifndef RALLY_EXAMPLES_ARGS_H
+#define RALLY_EXAMPLES_ARGS_H
+
+#include <stdint.h>
+
+/* A whole number in [lo, hi] (no sign, no trailing text).  0, or -1 after
+ * "PROG: OPT 'S' is not a whole number in [lo, hi]" on stderr. */
+int ex_whole(const char *prog, const char *opt, const char *s, uint64_t lo, uint64_t hi,
+             uint64_t *out);
+/* A finite number > 0.  0, or -1 after a message as above. */
+int ex_positive(const char *prog, const char *opt, const char *s, double *out);
+/* A number in [lo, hi].  0, or -1 after a message as above. */
+int ex_real(const char *prog, const char *opt, const char *s, double lo, double hi, double *out);
+
+#endif
