@@ -394,9 +394,8 @@ int main(int argc, char **argv)
             app = optarg;
             break;
         case 'r': {
-            char *end;
-            long r = strtol(optarg, &end, 10);
-            if (*end != '\0' || optarg[0] == '\0' || r < 0 || r >= RALLY__SNAP_WORLD_MAX)
+            int64_t r;
+            if (rally__parse_int(optarg, 0, RALLY__SNAP_WORLD_MAX - 1, &r) != 0)
                 return cli_usage_error(PROG, "--rank '%s' is not a rank (0 to %d)", optarg,
                                        RALLY__SNAP_WORLD_MAX - 1);
             rank = (int)r;

@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 int ex_whole(const char *prog, const char *opt, const char *s, uint64_t lo, uint64_t hi,
              uint64_t *out)
@@ -48,4 +49,21 @@ int ex_real(const char *prog, const char *opt, const char *s, double lo, double 
     }
     *out = v;
     return 0;
+}
+
+char *ex_join_args(int argc, char **argv)
+{
+    size_t n = 1;
+    for (int i = 1; i < argc; i++)
+        n += strlen(argv[i]) + 1;
+    char *s = malloc(n);
+    if (s == NULL)
+        return NULL;
+    s[0] = '\0';
+    for (int i = 1; i < argc; i++) {
+        if (i > 1)
+            strcat(s, " ");
+        strcat(s, argv[i]);
+    }
+    return s;
 }

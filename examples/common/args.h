@@ -16,4 +16,9 @@ int ex_positive(const char *prog, const char *opt, const char *s, double *out);
 /* A number in [lo, hi].  0, or -1 after a message as above. */
 int ex_real(const char *prog, const char *opt, const char *s, double lo, double hi, double *out);
 
+/* argv[1..argc) joined by single spaces, malloc'd (the caller frees): the
+ * configuration string an example registers with rally_set_app.  NULL when
+ * out of memory. */
+char *ex_join_args(int argc, char **argv);
+
 #endif

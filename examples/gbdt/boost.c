@@ -42,7 +42,7 @@ int gb_boost(struct gb_job *j, const struct gb_opts *o, struct gb_model *m)
 {
     unsigned char *bytes = NULL; /* the checkpoint, reused */
     size_t cap = 0;
-    double t_prev = gb_now_s(), obj = 0;
+    double t_prev = ex_now_s(), obj = 0;
     int status = GB_EXIT_OK, rc;
     const char *metric = m->p.objective == GB_LOGISTIC ? "logloss" : "rmse";
     while (m->ntrees < o->trees) {
@@ -52,9 +52,9 @@ int gb_boost(struct gb_job *j, const struct gb_opts *o, struct gb_model *m)
             goto out;
         if ((status = gb_train_loss(j, m, &obj)) != GB_EXIT_OK)
             goto out;
-        double t = gb_now_s();
+        double t = ex_now_s();
         if (j->rank == 0 && !o->quiet)
-            gb_say("tree %" PRIu32 " train-%s %.9g time %.4f s (histograms %.4f, allreduce %.4f, "
+            ex_say("tree %" PRIu32 " train-%s %.9g time %.4f s (histograms %.4f, allreduce %.4f, "
                    "splits %.4f, rows %.4f)\n",
                    m->ntrees, metric, obj, t - t_prev, j->t_hist, j->t_reduce - j->t_hist,
                    j->t_split, j->t_rows);

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "gbdt.h"
+#include "args.h"
 
 /* The shard as a dense rows x d array of floats, NaN where a value is
  * missing, and its labels.  0, or -1 out of memory. */
@@ -86,7 +87,7 @@ static int bootstrap(struct gb_job *j, const struct gb_opts *o)
         char fp[17];
         j->rows = rally_data_num_rows(ds);
         rally_data_fingerprint(ds, fp, sizeof fp);
-        gb_say("shard %d fingerprint %s rows %" PRIu64 " pid %ld\n", j->rank, fp, j->rows,
+        ex_say("shard %d fingerprint %s rows %" PRIu64 " pid %ld\n", j->rank, fp, j->rows,
                (long)getpid());
     }
     if (bad)
@@ -173,11 +174,11 @@ static int load_or_start(struct gb_job *j, const struct gb_opts *o, struct gb_mo
             goto out;
         }
         *m = got;
-        double t0 = gb_now_s();
+        double t0 = ex_now_s();
         gb_rebuild_cache(m, j->x, j->rows, j->pred);
-        gb_say("rank %d restarted: resuming after tree %" PRIu32 " (checkpoint version %" PRIu64
+        ex_say("rank %d restarted: resuming after tree %" PRIu32 " (checkpoint version %" PRIu64
                "); prediction cache of %" PRIu64 " rows rebuilt from %" PRIu32 " trees in %.4f s\n",
-               j->rank, m->ntrees, version, j->rows, m->ntrees, gb_now_s() - t0);
+               j->rank, m->ntrees, version, j->rows, m->ntrees, ex_now_s() - t0);
         status = GB_EXIT_OK;
         goto out;
     }
@@ -253,8 +254,8 @@ static int report(struct gb_job *j, const struct gb_opts *o, const struct gb_mod
     }
     if (o->json)
         fwrite(json, 1, jn, stdout);
-    gb_say("predictions: digest=%016" PRIx64 " rows=%" PRIu64 "\n", digest, j->total_rows);
-    gb_say("result: model_digest=%016" PRIx64 " objective=%.17g\n", gb_model_digest(m), objective);
+    ex_say("predictions: digest=%016" PRIx64 " rows=%" PRIu64 "\n", digest, j->total_rows);
+    ex_say("result: model_digest=%016" PRIx64 " objective=%.17g\n", gb_model_digest(m), objective);
     status = GB_EXIT_OK;
 out:
     free(all);
@@ -269,18 +270,9 @@ out:
  * removed) are the configuration a resumed job must share. */
 static int register_app(const struct gb_job *j, int argc, char **argv)
 {
-    size_t n = 1;
-    for (int i = 1; i < argc; i++)
-        n += strlen(argv[i]) + 1;
-    char *cfg = malloc(n);
+    char *cfg = ex_join_args(argc, argv);
     if (cfg == NULL)
         return gb_oom();
-    cfg[0] = '\0';
-    for (int i = 1; i < argc; i++) {
-        if (i > 1)
-            strcat(cfg, " ");
-        strcat(cfg, argv[i]);
-    }
     int rc = rally_set_app(j->r, "rally-gbdt", cfg);
     free(cfg);
     return rc == RALLY_OK ? GB_EXIT_OK : gb_fail(j, "rally_set_app", rc);

@@ -29,6 +29,7 @@
 
 #include "bytes.h"
 #include "file.h"
+#include "say.h"
 
 #define GB_MAX_FEATURES 100000u
 #define GB_MAX_DEPTH 12u
@@ -177,24 +178,6 @@ int gb_model_json(const struct gb_model *m, char **out, size_t *n);
 int gb_model_read_json(const char *path, struct gb_model *m, char *err, size_t cap);
 
 /* --- one-line helpers ------------------------------------------------------------- */
-
-static inline double gb_now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static inline void gb_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static inline void gb_say(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vprintf(fmt, ap);
-    va_end(ap);
-    fflush(stdout);
-}
 
 static inline int gb_fail(const struct gb_job *j, const char *what, int rc)
 {

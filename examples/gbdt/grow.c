@@ -44,7 +44,7 @@ static void build_hist(void *arg)
 {
     const struct build *b = arg;
     struct gb_job *j = b->j;
-    double t0 = gb_now_s();
+    double t0 = ex_now_s();
     const uint32_t d = j->d, S2 = b->max_bin + 1;
     memset(b->buf, 0, b->nslots * b->stride * sizeof *b->buf);
     for (uint64_t i = 0; i < j->rows; i++) {
@@ -60,7 +60,7 @@ static void build_hist(void *arg)
             c[1] += hh;
         }
     }
-    j->t_hist += gb_now_s() - t0;
+    j->t_hist += ex_now_s() - t0;
 }
 
 static double gain(const struct gb_params *p, double G, double H)
@@ -208,9 +208,9 @@ int gb_grow(struct gb_job *j, struct gb_model *m)
     W.slot[0] = 0;
     struct build b = {j, W.slot, W.red, 1, stride, p->max_bin};
     j->t_hist = j->t_reduce = j->t_split = j->t_rows = 0;
-    double t0 = gb_now_s();
+    double t0 = ex_now_s();
     rc = rally_allreduce(j->r, W.red, stride, RALLY_DOUBLE, RALLY_SUM, build_hist, &b);
-    j->t_reduce += gb_now_s() - t0;
+    j->t_reduce += ex_now_s() - t0;
     if (rc != RALLY_OK) {
         status = gb_fail(j, "the root histogram allreduce", rc);
         goto out;
@@ -230,7 +230,7 @@ int gb_grow(struct gb_job *j, struct gb_model *m)
     for (uint32_t depth = 0;; depth++) {
         /* this level's splits; children numbered in order after the parents */
         size_t nnext = 0, nbuild = 0;
-        t0 = gb_now_s();
+        t0 = ex_now_s();
         for (size_t k = 0; k < nlev; k++) {
             uint32_t id = W.level[k];
             struct gb_node *nd = &t.nodes[id];
@@ -259,11 +259,11 @@ int gb_grow(struct gb_job *j, struct gb_model *m)
             W.nlevel[nnext++] = l;
             W.nlevel[nnext++] = r;
         }
-        j->t_split += gb_now_s() - t0;
+        j->t_split += ex_now_s() - t0;
         if (nnext == 0)
             break;
         /* rows down one level */
-        t0 = gb_now_s();
+        t0 = ex_now_s();
         for (uint64_t i = 0; i < j->rows; i++) {
             const struct gb_node *nd = &t.nodes[j->pos[i]];
             if (nd->feature < 0)
@@ -272,7 +272,7 @@ int gb_grow(struct gb_job *j, struct gb_model *m)
             int left = bin == p->max_bin ? (int)nd->default_left : bin <= nd->split_bin;
             j->pos[i] = left ? nd->left : nd->right;
         }
-        j->t_rows += gb_now_s() - t0;
+        j->t_rows += ex_now_s() - t0;
         if (depth + 1 == p->max_depth) { /* the children are leaves: no histograms */
             for (size_t k = 0; k < nnext; k++) {
                 struct gb_node *c = &t.nodes[W.nlevel[k]];
@@ -295,9 +295,9 @@ int gb_grow(struct gb_job *j, struct gb_model *m)
             goto out;
         }
         b = (struct build){j, W.slot, W.red, nbuild, stride, p->max_bin};
-        t0 = gb_now_s();
+        t0 = ex_now_s();
         rc = rally_allreduce(j->r, W.red, nbuild * stride, RALLY_DOUBLE, RALLY_SUM, build_hist, &b);
-        j->t_reduce += gb_now_s() - t0;
+        j->t_reduce += ex_now_s() - t0;
         if (rc != RALLY_OK) {
             status = gb_fail(j, "a histogram allreduce", rc);
             goto out;

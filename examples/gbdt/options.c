@@ -4,7 +4,6 @@
  * arguments out of argv; --data-opt values go to the data reader's own
  * option parser.
  */
-#include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>

@@ -166,7 +166,7 @@ int km_init(struct km_job *j, const struct km_opts *o, const double *init, struc
         m->rng[i] = splitmix64(&sm);
     if ((m->c = malloc(kd * sizeof *m->c)) == NULL)
         return km_oom();
-    double t0 = km_now_s();
+    double t0 = ex_now_s();
     if (init != NULL) {
         memcpy(m->c, init, kd * sizeof *m->c);
     } else {
@@ -175,9 +175,9 @@ int km_init(struct km_job *j, const struct km_opts *o, const double *init, struc
             return status;
     }
     if (j->rank == 0 && !o->quiet)
-        km_say("initialised %u centroids (%s) from %" PRIu64
+        ex_say("initialised %u centroids (%s) from %" PRIu64
                " rows x %u features on %d workers in %.3f s\n",
                m->k, init ? o->init_in : "k-means++", j->total_rows, m->d, j->world,
-               km_now_s() - t0);
+               ex_now_s() - t0);
     return KM_EXIT_OK;
 }

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "kmeans.h"
+#include "args.h"
 
 /* The shard's rows as a dense rows x d array in j->x (missing values 0):
  * the distance loop then runs over plain arrays.  0, or -1 out of memory. */
@@ -63,7 +64,7 @@ static int bootstrap(struct km_job *j, const struct km_opts *o, double **init)
         char fp[17];
         j->rows = rally_data_num_rows(ds);
         rally_data_fingerprint(ds, fp, sizeof fp);
-        km_say("shard %d fingerprint %s rows %" PRIu64 " pid %ld\n", j->rank, fp, j->rows,
+        ex_say("shard %d fingerprint %s rows %" PRIu64 " pid %ld\n", j->rank, fp, j->rows,
                (long)getpid());
         if (o->init_in != NULL &&
             km_centroids_read(o->init_in, init, &init_rows, &init_cols, err, sizeof err) != 0)
@@ -141,7 +142,7 @@ static int load_or_init(struct km_job *j, const struct km_opts *o, const double 
                     m->c ? "for another k or feature count" : why);
             goto out;
         }
-        km_say("rank %d restarted: resuming after iteration %" PRIu64
+        ex_say("rank %d restarted: resuming after iteration %" PRIu64
                " (checkpoint version %" PRIu64 ")\n",
                j->rank, m->iteration, version);
         status = KM_EXIT_OK;
@@ -186,7 +187,7 @@ static int report(const struct km_job *j, const struct km_opts *o, const struct 
         }
         if (o->json)
             km_model_json(stdout, m, digest);
-        km_say("result: model_digest=%016" PRIx64 " objective=%.17g\n", digest, objective);
+        ex_say("result: model_digest=%016" PRIx64 " objective=%.17g\n", digest, objective);
     }
     free(bytes);
     return status;
@@ -196,18 +197,9 @@ static int report(const struct km_job *j, const struct km_opts *o, const struct 
  * removed) are the configuration a resumed job must share. */
 static int register_app(struct km_job *j, int argc, char **argv)
 {
-    size_t n = 1;
-    for (int i = 1; i < argc; i++)
-        n += strlen(argv[i]) + 1;
-    char *cfg = malloc(n);
+    char *cfg = ex_join_args(argc, argv);
     if (cfg == NULL)
         return km_oom();
-    cfg[0] = '\0';
-    for (int i = 1; i < argc; i++) {
-        if (i > 1)
-            strcat(cfg, " ");
-        strcat(cfg, argv[i]);
-    }
     int rc = rally_set_app(j->r, "rally-kmeans", cfg);
     free(cfg);
     return rc == RALLY_OK ? KM_EXIT_OK : km_fail(j, "rally_set_app", rc);

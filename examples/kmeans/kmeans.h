@@ -26,6 +26,7 @@
 
 #include "bytes.h"
 #include "file.h"
+#include "say.h"
 
 #define KM_MAX_K 65536u
 #define KM_MAX_FEATURES 1000000u
@@ -117,25 +118,6 @@ int km_init(struct km_job *j, const struct km_opts *o, const double *init, struc
 int km_lloyd(struct km_job *j, const struct km_opts *o, struct km_model *m, double *objective);
 
 /* --- one-line helpers --------------------------------------------------------- */
-
-static inline double km_now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-/* One line on standard output, flushed at once (rally-run prefixes it). */
-static inline void km_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static inline void km_say(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vprintf(fmt, ap);
-    va_end(ap);
-    fflush(stdout);
-}
 
 /* Reports a failed rally call; returns the exit status for it. */
 static inline int km_fail(const struct km_job *j, const char *what, int rc)

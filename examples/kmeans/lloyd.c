@@ -95,7 +95,7 @@ int km_lloyd(struct km_job *j, const struct km_opts *o, struct km_model *m, doub
     double *buf = malloc(nbuf * sizeof *buf), *ct = malloc(kd * sizeof *ct);
     double *dist = malloc(m->k * sizeof *dist);
     unsigned char *bytes = malloc(nbytes); /* the checkpoint, reused every iteration */
-    double obj = m->objective, t_prev = km_now_s();
+    double obj = m->objective, t_prev = ex_now_s();
     int status = KM_EXIT_OK, rc;
     if (buf == NULL || ct == NULL || dist == NULL || bytes == NULL) {
         status = km_oom();
@@ -120,13 +120,13 @@ int km_lloyd(struct km_job *j, const struct km_opts *o, struct km_model *m, doub
         m->iteration++;
         m->objective = obj;
         m->flags = KM_HAS_OBJECTIVE | (changed ? 0u : KM_CONVERGED);
-        double t = km_now_s();
+        double t = ex_now_s();
         if (j->rank == 0 && !o->quiet) {
             char note[64] = "";
             if (empty)
                 snprintf(note, sizeof note, " (%d empty cluster%s kept)", empty,
                          empty > 1 ? "s" : "");
-            km_say("iteration %" PRIu64 " objective %.12g time %.4f s%s%s\n", m->iteration, obj,
+            ex_say("iteration %" PRIu64 " objective %.12g time %.4f s%s%s\n", m->iteration, obj,
                    t - t_prev, note, changed ? "" : " converged");
         }
         t_prev = t;

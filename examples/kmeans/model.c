@@ -111,7 +111,7 @@ void km_model_json(FILE *f, const struct km_model *m, uint64_t digest)
     fprintf(f, "\n ]}\n");
 }
 
-/* Reads the whole file at path into a new buffer.  0, or -1 with the reason. */
+/* --show: prints the model file at path as JSON.  The exit status. */
 int km_model_show(const char *path)
 {
     unsigned char *b = NULL;
@@ -136,9 +136,6 @@ out:
     return status;
 }
 
-/* --- files -------------------------------------------------------------------- */
-
-/* The directory that holds path ("." when path names none). */
 /* --- centroid files (CSV) --------------------------------------------------------- */
 
 int km_centroids_read(const char *path, double **c, uint32_t *rows, uint32_t *cols, char *err,

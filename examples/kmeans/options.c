@@ -4,7 +4,6 @@
  * arguments out of argv; --data-opt values go straight to the data reader's
  * own option parser (rally_data_opts_parse), so their errors are its errors.
  */
-#include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>

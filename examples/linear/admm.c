@@ -141,7 +141,7 @@ static int load_or_start(struct lr_job *j, const struct lr_opts *o, struct lr_mo
         }
         memcpy(x, (unsigned char *)lsaved + 8, n * sizeof *x);
         memcpy(u, (unsigned char *)lsaved + 8 + n * sizeof *x, n * sizeof *u);
-        lr_say("rank %d restarted: resuming after iteration %" PRIu64
+        ex_say("rank %d restarted: resuming after iteration %" PRIu64
                " (checkpoint version %" PRIu64 ", local model restored)\n",
                j->rank, m->iteration, version);
         status = LR_EXIT_OK;
@@ -198,7 +198,7 @@ int lr_admm(struct lr_job *j, const struct lr_opts *o, struct lr_model *m)
         goto out;
     }
     int intercept = (m->flags & LR_INTERCEPT) != 0;
-    double *z = m->w, *zold = m->g, t_prev = lr_now_s();
+    double *z = m->w, *zold = m->g, t_prev = ex_now_s();
     while (!(m->flags & LR_CONVERGED) && m->iteration < o->iters) {
         if (o->pause_ms > 0)
             usleep((useconds_t)o->pause_ms * 1000);
@@ -238,9 +238,9 @@ int lr_admm(struct lr_job *j, const struct lr_opts *o, struct lr_model *m)
             m->flags |= LR_CONVERGED;
         else if (m->iteration >= 2)
             balance(m, u, n, primal);
-        double t = lr_now_s();
+        double t = ex_now_s();
         if (j->rank == 0 && !o->quiet)
-            lr_say("iteration %" PRIu64
+            ex_say("iteration %" PRIu64
                    " objective %.12g primal %.3g dual %.3g local passes %" PRIu64
                    " time %.4f s%s\n",
                    m->iteration, obj, primal, m->resid, passes, t - t_prev,

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "linear.h"
+#include "args.h"
 
 /* The labels as -1 / +1 in j->y; 0, or -1 with a sentence in err. */
 static int labels(struct lr_job *j, const rally_dataset_t *ds, const char *path, char *err,
@@ -69,7 +70,7 @@ static int bootstrap(struct lr_job *j, const struct lr_opts *o)
         char fp[17];
         j->rows = rally_data_num_rows(j->ds);
         rally_data_fingerprint(j->ds, fp, sizeof fp);
-        lr_say("shard %d fingerprint %s rows %" PRIu64 " pid %ld\n", j->rank, fp, j->rows,
+        ex_say("shard %d fingerprint %s rows %" PRIu64 " pid %ld\n", j->rank, fp, j->rows,
                (long)getpid());
         bad = labels(j, j->ds, o->data, err, sizeof err) != 0;
     }
@@ -134,7 +135,7 @@ static int lbfgs_load_or_start(struct lr_job *j, const struct lr_opts *o, struct
                     j->rank);
             goto out;
         }
-        lr_say("rank %d restarted: resuming after iteration %" PRIu64
+        ex_say("rank %d restarted: resuming after iteration %" PRIu64
                " (checkpoint version %" PRIu64 ")\n",
                j->rank, m->iteration, version);
         status = LR_EXIT_OK;
@@ -160,7 +161,7 @@ static int lbfgs_load_or_start(struct lr_job *j, const struct lr_opts *o, struct
         goto out;
     }
     if (j->rank == 0 && !o->quiet)
-        lr_say("iteration 0 loss %.12g (w = 0; %" PRIu64 " rows x %u features on %d workers, "
+        ex_say("iteration 0 loss %.12g (w = 0; %" PRIu64 " rows x %u features on %d workers, "
                "lambda %.6g)\n",
                m->f, j->total_rows, j->d, j->world, m->lambda);
     status = LR_EXIT_OK;
@@ -189,7 +190,7 @@ static int report(const struct lr_job *j, const struct lr_opts *o, const struct 
         }
         if (o->json)
             lr_model_json(stdout, m, digest);
-        lr_say("result: model_digest=%016" PRIx64 " objective=%.17g\n", digest, m->f);
+        ex_say("result: model_digest=%016" PRIx64 " objective=%.17g\n", digest, m->f);
     }
     free(bytes);
     return status;
@@ -199,18 +200,9 @@ static int report(const struct lr_job *j, const struct lr_opts *o, const struct 
  * removed) are the configuration a resumed job must share. */
 static int register_app(const struct lr_job *j, int argc, char **argv)
 {
-    size_t n = 1;
-    for (int i = 1; i < argc; i++)
-        n += strlen(argv[i]) + 1;
-    char *cfg = malloc(n);
+    char *cfg = ex_join_args(argc, argv);
     if (cfg == NULL)
         return lr_oom();
-    cfg[0] = '\0';
-    for (int i = 1; i < argc; i++) {
-        if (i > 1)
-            strcat(cfg, " ");
-        strcat(cfg, argv[i]);
-    }
     int rc = rally_set_app(j->r, "rally-linear", cfg);
     free(cfg);
     return rc == RALLY_OK ? LR_EXIT_OK : lr_fail(j, "rally_set_app", rc);

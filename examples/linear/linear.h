@@ -35,6 +35,7 @@
 
 #include "bytes.h"
 #include "file.h"
+#include "say.h"
 
 #define LR_MAX_FEATURES 100000000u
 #define LR_MAX_MEMORY 100u
@@ -155,24 +156,6 @@ int lr_lbfgs_run(struct lr_job *j, const struct lr_opts *o, struct lr_model *m);
 int lr_admm(struct lr_job *j, const struct lr_opts *o, struct lr_model *m);
 
 /* --- one-line helpers --------------------------------------------------------- */
-
-static inline double lr_now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static inline void lr_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static inline void lr_say(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vprintf(fmt, ap);
-    va_end(ap);
-    fflush(stdout);
-}
 
 static inline int lr_fail(const struct lr_job *j, const char *what, int rc)
 {

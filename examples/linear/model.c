@@ -143,7 +143,7 @@ void lr_model_json(FILE *f, const struct lr_model *m, uint64_t digest)
     fprintf(f, "]}\n");
 }
 
-/* Reads the whole file at path into a new buffer.  0, or -1 with the reason. */
+/* --show: prints the model file at path as JSON.  The exit status. */
 int lr_model_show(const char *path)
 {
     unsigned char *b = NULL;
@@ -167,6 +167,3 @@ out:
     free(b);
     return status;
 }
-
-/* --- files -------------------------------------------------------------------- */
-

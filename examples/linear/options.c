@@ -4,9 +4,7 @@
  * rally_key=value arguments out of argv; --data-opt values go straight to
  * the data reader's own option parser.
  */
-#include <errno.h>
 #include <getopt.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
