@@ -50,6 +50,17 @@ static void config_layers(void **state)
     assert_string_equal(argv[1], "a");
     assert_string_equal(argv[2], "b");
     assert_null(argv[3]);
+    /* rally__config_get writes each value as it is spelled (the manifest's
+     * settings): a word-valued key as its word, not its index */
+    char key[64], val[256];
+    int seen = 0;
+    for (size_t i = 0; rally__config_get(&c, i, key, sizeof key, val, sizeof val); i++) {
+        if (strcmp(key, "rally_transport") == 0)
+            assert_string_equal(val, "auto"), seen++;
+        if (strcmp(key, "rally_timeout_ms") == 0)
+            assert_string_equal(val, "1234"), seen++;
+    }
+    assert_int_equal(seen, 2);
     unsetenv("RALLY_TIMEOUT_MS");
     unsetenv("RALLY_CHUNK_BYTES");
 }

@@ -219,6 +219,8 @@ int rally__config_get(const struct rally__config *c, size_t i, char *key, size_t
     snprintf(key, key_cap, "rally_%s", k->name);
     if (k->kind == STR || k->kind == LIST)
         snprintf(val, val_cap, "%s", (const char *)p);
+    else if (k->kind == CHOICE)
+        snprintf(val, val_cap, "%s", k->words[*(const int64_t *)p]);
     else
         snprintf(val, val_cap, "%lld", (long long)*(const int64_t *)p);
     return 1;
