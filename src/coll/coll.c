@@ -774,7 +774,7 @@ int rally__allreduce(struct rally__comm *c, const void *in, void *buf, size_t co
     }
     if (total <= c->ring_threshold || !rd->commutative || count < (size_t)N)
         return finish(c, tree_allreduce(c, in, buf, total, rd, sig));
-    if (c->topo.hd && total <= c->hd_threshold)
+    if (c->topo.hd_p != 0 && total <= c->hd_threshold)
         return finish(c, hd_allreduce(c, in, buf, count, rd, sig));
     size_t off[SEGMENTS_ON_STACK] = {0}, len[SEGMENTS_ON_STACK] = {0};
     size_t *o = off, *l = len;

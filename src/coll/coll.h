@@ -52,7 +52,7 @@ struct rally__comm {
     struct rally__link links[RALLY__MAX_NEIGHBOURS];
     int64_t timeout_ms;         /* no progress for this long: RALLY_ETIMEDOUT */
     size_t ring_threshold;      /* bytes */
-    size_t hd_threshold;        /* bytes; halving-doubling up to here (topo.hd) */
+    size_t hd_threshold;        /* bytes; halving-doubling up to here (topo.hd_p != 0) */
     size_t chunk;               /* bytes */
     int64_t spin_us;            /* poll without sleeping this long before blocking */
     uint32_t seq;               /* collectives so far */

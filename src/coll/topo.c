@@ -48,7 +48,6 @@ void rally__topo_build(struct rally__topo *t, int rank, int world)
     for (int i = 0; i < t->nchildren; i++)
         cand[3 + i] = t->children[i];
     t->nneighbours = 0;
-    t->hd = 0;
     t->hd_p = t->hd_extra = 0;
     t->hd_vrank = -1;
     for (int i = 0; i < 3 + RALLY__MAX_CHILDREN; i++)
@@ -70,7 +69,6 @@ int rally__topo_add_hd(struct rally__topo *t)
     }
     if (t->world < 2 || rounds > RALLY__MAX_HD_ROUNDS)
         return -1;
-    t->hd = 1;
     t->hd_p = p;
     t->hd_extra = t->world - p;
     int r = t->rank, e = t->hd_extra;

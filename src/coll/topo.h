@@ -37,8 +37,7 @@ struct rally__topo {
     int nbase;                          /* neighbours[0..nbase): tree and ring */
     int neighbours[RALLY__MAX_NEIGHBOURS];
     /* halving-doubling, set by rally__topo_add_hd: */
-    int hd;                             /* 1 when the partners are neighbours */
-    int hd_p, hd_extra;                 /* p and e = N - p */
+    int hd_p, hd_extra;                 /* p (0: no partners) and e = N - p */
     int hd_vrank;                       /* this rank's virtual rank, -1 when folded away */
 };
 

@@ -8,7 +8,6 @@
  * driver retries the operation through recovery.
  */
 #include <errno.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,8 +37,7 @@ void rally__robust_fatal(struct rally__robust *rb, int code, const char *msg)
         return;
     rally__tclient_report(&rb->tc, code, msg);
     int64_t deadline = rally__deadline(5000);
-    struct pollfd p = {.fd = rb->tc.fd, .events = POLLIN};
-    while (poll(&p, 1, rally__ms_left(deadline)) > 0) {
+    while (rally__fd_wait(rb->tc.fd, 0, deadline) > 0) {
         struct rally__err v = {0, ""};
         int rc = rally__tclient_check(&rb->tc, &v);
         if (rc != RALLY_OK && rc != RALLY__ERESET)
@@ -99,14 +97,13 @@ static int await_reset(struct rally__robust *rb)
 {
     int64_t deadline = rally__deadline(rb->cfg->timeout_ms);
     for (;;) {
-        struct pollfd p = {.fd = rb->tc.fd, .events = POLLIN};
-        int n = poll(&p, 1, rally__ms_left(deadline));
+        int n = rally__fd_wait(rb->tc.fd, 0, deadline);
         if (n == 0)
             return rally__fail_over(rb->err, RALLY_ETIMEDOUT,
                                     "a link failed and the tracker ordered no recovery within "
                                     "%lld ms (rally_timeout_ms)",
                                     (long long)rb->cfg->timeout_ms);
-        if (n < 0 && errno != EINTR)
+        if (n < 0)
             return rally__fail_errno(rb->err, RALLY_ESYS, errno, "poll failed");
         struct rally__err v = {0, ""};
         int rc = on_alarm(rb, &v);

@@ -44,6 +44,7 @@
 
 #include <stdint.h>
 
+#include "api/engine.h" /* rally__commit_fn: the commit hook */
 #include "coll/coll.h"
 #include "mock/mock.h"
 #include "tracker/client.h"
@@ -114,11 +115,9 @@ struct rally__localset {
     uint64_t nbytes[RALLY__MAX_REPLICA + 1];
 };
 
-/* Called on every rank when checkpoint version v is committed (its
- * acknowledgement completed: every rank has stored v), with the request
- * bits every rank agreed for it (the OR of all ranks' requests). */
-typedef void (*rally__robust_hook)(void *arg, uint64_t version, uint64_t flags);
-
+/* Commit hooks (rally__commit_fn, api/engine.h) run on every rank when
+ * checkpoint version v is committed (its acknowledgement completed: every
+ * rank has stored v), with the OR of all ranks' request bits. */
 #define RALLY__MAX_HOOKS 4
 
 struct rally__robust {
@@ -144,7 +143,7 @@ struct rally__robust {
     struct rally__localset loc[2];  /* double buffer: the newest valid and the next */
     uint64_t request;               /* bits for the next acknowledgement */
     struct {
-        rally__robust_hook fn;
+        rally__commit_fn fn;
         void *arg;
     } hooks[RALLY__MAX_HOOKS];
     int nhooks;
@@ -256,7 +255,7 @@ int rally__robust_local_bytes(struct rally__robust *rb, uint64_t v, int rank,
 /* Request bits for the next acknowledgement (kept until one completes). */
 void rally__robust_request(struct rally__robust *rb, uint64_t bits);
 /* Subscribes fn to every commit from now on. */
-int rally__robust_subscribe(struct rally__robust *rb, rally__robust_hook fn, void *arg);
+int rally__robust_subscribe(struct rally__robust *rb, rally__commit_fn fn, void *arg);
 /* Version v is committed with the agreed flags: tells the subscribers. */
 void rally__robust_commit(struct rally__robust *rb, uint64_t v, uint64_t flags);
 void rally__robust_store_free(struct rally__robust *rb);

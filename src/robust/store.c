@@ -178,7 +178,7 @@ void rally__robust_request(struct rally__robust *rb, uint64_t bits)
     rb->request |= bits;
 }
 
-int rally__robust_subscribe(struct rally__robust *rb, rally__robust_hook fn, void *arg)
+int rally__robust_subscribe(struct rally__robust *rb, rally__commit_fn fn, void *arg)
 {
     if (rb->nhooks == RALLY__MAX_HOOKS)
         return rally__fail(rb->err, RALLY_EINVAL,
