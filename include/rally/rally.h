@@ -133,6 +133,36 @@ RALLY_API int rally_tracker_print(rally_t *r, const char *msg);
  * rally_allgatherv). */
 RALLY_API void rally_free(void *p);
 
+/* Stops the whole job because of a failure only this rank can see (a bad
+ * input line, say), instead of leaving the others to meet a mismatch or a
+ * restart.  Every rank's pending and next call returns RALLY_EPEER with the
+ * sentence "rank R failed: msg (rally_abort code C)"; the launcher restarts
+ * nobody and prints that sentence as the job's cause.  code is the
+ * application's own status (the one it will exit with, say); rally only
+ * reports it.  Blocks until the tracker has failed the job (at most a few
+ * seconds), then returns RALLY_OK; the handle is spent (later calls
+ * RALLY_ESTATE naming the message; rally_finalize frees it).  Without a
+ * launcher it only spends the handle.  The MPI backend (librally_mpi)
+ * cannot interrupt the other ranks' MPI calls: it prints the sentence on
+ * stderr and calls MPI_Abort(code), so the call does not return and the
+ * job ends with code.  msg NULL is RALLY_EINVAL. */
+RALLY_API int rally_abort(rally_t *r, int code, const char *msg);
+
+/* How many times this rank was started before this process: 0 on the
+ * first start, 1 after its first restart, ... (the tracker's incarnation
+ * minus one; rabit's DMLC_NUM_ATTEMPT).  Known from rally_init on, so a
+ * program can tell before rally_load_checkpoint whether it is a
+ * replacement.  Does not block; 0 without a launcher, on the MPI backend,
+ * and for a NULL handle. */
+RALLY_API int rally_attempt(const rally_t *r);
+
+/* The one digest rally uses and documents: XXH3-64 (seed 0) of buf[0..n),
+ * as xxHash's XXH3_64bits computes it.  Not cryptographic.  The same bytes
+ * give the same value on every platform and in every rally version; use it
+ * to compare models between runs (the examples' model_digest).  buf may be
+ * NULL when n is 0.  Pure: no handle, never fails. */
+RALLY_API uint64_t rally_digest64(const void *buf, size_t n);
+
 /* --- collectives ---------------------------------------------------------- */
 
 /* In place: buf holds count elements of dtype; on return every rank holds the
@@ -211,7 +241,9 @@ RALLY_API int rally_load_checkpoint(rally_t *r, void **global, uint64_t *global_
 /* Records global[0..global_nbytes) as checkpoint version+1 (copied; every
  * worker keeps it in memory) and drops the results cached since the
  * previous one.  Every rank must call it at the same point with the same
- * global model.  local (NULL, 0: none) is this rank's own model, e.g. the
+ * global model: the acknowledgement compares every rank's rally_digest64 of
+ * it, and ranks that differ make every rank's call fail with
+ * RALLY_EMISMATCH naming the ranks and both digests.  local (NULL, 0: none) is this rank's own model, e.g. the
  * topic assignments of its documents: it is copied to the next
  * rally_local_replica ranks on the ring (default 2), so it survives up to
  * that many simultaneous deaths of adjacent ranks; the previous version is
@@ -232,7 +264,8 @@ typedef uint64_t (*rally_serialize_fn)(void *arg, void *buf, uint64_t cap);
  *     lazy_checkpoint; code1; allreduce; code2; broadcast; code3; lazy_checkpoint
  *
  * only code3 may change the model (a recovery may ask for it inside the
- * allreduce or the broadcast).  No local model. */
+ * allreduce or the broadcast).  No local model.  The model is not
+ * digested (that would serialize it): ranks' lazy models are not compared. */
 RALLY_API int rally_lazy_checkpoint(rally_t *r, rally_serialize_fn serialize, void *arg);
 
 /* How many checkpoints the job has taken (0 before the first). */

@@ -79,6 +79,13 @@ struct rally__engine_ops {
     int (*set_app)(struct rally__engine *en, const char *name, const char *config);
 
     int (*tracker_print)(struct rally__engine *en, const char *msg);
+    /* rally_abort: fails the whole job with sentence (every rank's calls
+     * then return RALLY_EPEER "rank R failed: sentence"); returns once the
+     * job is failed, with en's error set to that sentence (RALLY_EPEER).  A
+     * backend that cannot return (MPI_Abort) documents it. */
+    int (*abort_job)(struct rally__engine *en, int code, const char *sentence);
+    /* rally_attempt: starts of this rank before this process (0: first). */
+    int (*attempt)(const struct rally__engine *en);
     /* For benchmarks: the allreduce without fault tolerance (no cache, no
      * copies), out of place when in != out; NULL in a backend without. */
     int (*plain_allreduce)(struct rally__engine *en, const void *in, void *out, size_t count,

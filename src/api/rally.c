@@ -122,6 +122,31 @@ void rally_free(void *p)
     free(p);
 }
 
+int rally_abort(rally_t *r, int code, const char *msg)
+{
+    if (r == NULL)
+        return RALLY_EINVAL;
+    rally__err_clear(&r->err);
+    if (msg == NULL)
+        return rally__fail(&r->err, RALLY_EINVAL, "rally_abort: msg is NULL");
+    if (r->en == NULL)
+        return rally__fail(&r->err, RALLY_ESTATE,
+                           "rally_abort: this handle never joined a job (%s)", r->spent_msg);
+    char sentence[RALLY__ERR_MSG_MAX - 64];
+    snprintf(sentence, sizeof sentence, "%s (rally_abort code %d)", msg, code);
+    /* also on a spent handle: the earlier failure may have been this rank's alone */
+    rally__engine.abort_job(r->en, code, sentence);
+    r->spent = RALLY_EPEER;
+    snprintf(r->spent_msg, sizeof r->spent_msg, "%s", r->err.msg);
+    rally__err_clear(&r->err);
+    return RALLY_OK;
+}
+
+int rally_attempt(const rally_t *r)
+{
+    return r && r->en ? rally__engine.attempt(r->en) : 0;
+}
+
 /* --- calls -------------------------------------------------------------------- */
 
 /* Common entry: clears the error, refuses a spent handle. */

@@ -6,7 +6,8 @@
  * Versions count as in the robust engine: load finds nothing (a job on MPI
  * never restarts a worker, so every start is fresh) and returns 0, each
  * checkpoint makes version + 1.  A checkpoint ends with one MPI_Allreduce
- * of a 64-bit word under BOR, the request bits of every rank: when it
+ * of three 64-bit words under BOR, the request bits of every rank and the
+ * pair that compares their models' digests (util/digest.h): when it
  * returns, every rank has stored the version, which is then committed and
  * handed to the hooks with the agreed bits.  So a layer that subscribes to
  * commits (a snapshot writer, say) sees the same calls on this backend.
@@ -19,6 +20,7 @@
 #include <string.h>
 
 #include "mpi/mpi_engine.h"
+#include "util/digest.h"
 
 /* Makes room for n bytes in *buf (kept between checkpoints). */
 static int reserve(struct rally__engine *en, unsigned char **buf, size_t *cap, uint64_t n)
@@ -109,6 +111,21 @@ static int replicate(struct rally__engine *en, const void *local, uint64_t nbyte
     return RALLY_OK;
 }
 
+/* The digests differ: every rank's pair, to name who passed which model. */
+static int disagree(struct rally__engine *en, const uint64_t mine[2])
+{
+    uint64_t *pairs = malloc(2 * (size_t)en->world * sizeof *pairs);
+    if (pairs == NULL)
+        return rally__fail(en->err, RALLY_ENOMEM, "out of memory comparing checkpoint digests");
+    int rc = MPI_Allgather(mine, 2, MPI_UINT64_T, pairs, 2, MPI_UINT64_T, en->comm);
+    if (rc != MPI_SUCCESS)
+        rc = rally__mpi_fail(en, rc, "MPI_Allgather (the checkpoint's digests)");
+    else
+        rc = rally__digest_fail(en->err, en->st.version, pairs, en->world);
+    free(pairs);
+    return rc;
+}
+
 int rally__mpi_checkpoint(struct rally__engine *en, const void *global, uint64_t global_nbytes,
                           rally_serialize_fn lazy, void *lazy_arg, const void *local,
                           uint64_t local_nbytes)
@@ -136,11 +153,19 @@ int rally__mpi_checkpoint(struct rally__engine *en, const void *global, uint64_t
     st->lazy = lazy;
     st->lazy_arg = lazy_arg;
     st->version++;
-    /* the acknowledgement: every rank has stored it, with everyone's bits */
-    uint64_t flags = st->request;
-    int rc = MPI_Allreduce(MPI_IN_PLACE, &flags, 1, MPI_UINT64_T, MPI_BOR, en->comm);
+    /* the acknowledgement: every rank has stored it, with everyone's bits
+     * and the same model (util/digest.h) */
+    uint64_t w[3] = {st->request, 0, 0};
+    rally__digest_pair(w + 1, lazy == NULL, lazy == NULL ? rally_digest64(st->global,
+                                                                         (size_t)global_nbytes)
+                                                         : 0);
+    uint64_t mine[2] = {w[1], w[2]};
+    int rc = MPI_Allreduce(MPI_IN_PLACE, w, 3, MPI_UINT64_T, MPI_BOR, en->comm);
     if (rc != MPI_SUCCESS)
         return rally__mpi_fail(en, rc, "MPI_Allreduce (the checkpoint's acknowledgement)");
+    if (rally__digest_disagree(w + 1))
+        return disagree(en, mine);
+    uint64_t flags = w[0];
     st->request = 0;
     for (int i = 0; i < st->nhooks; i++)
         st->hooks[i].fn(st->hooks[i].arg, st->version, flags);

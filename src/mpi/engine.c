@@ -310,6 +310,27 @@ static int tracker_print(struct rally__engine *en, const char *msg)
     return RALLY_OK;
 }
 
+/* MPI has no way to make the other ranks' pending calls return: the
+ * nearest honest equivalent of rally_abort is MPI_Abort, which ends every
+ * process of the job with code (mpirun reports it).  The sentence goes to
+ * stderr first, behind the rank as tracker_print does, so the cause is
+ * printed once, by the rank that saw it.  Does not return. */
+static int abort_job(struct rally__engine *en, int code, const char *sentence)
+{
+    fflush(stdout);
+    fprintf(stderr, "[%d] rally: rank %d failed: %s; MPI_Abort(%d)\n", en->rank, en->rank,
+            sentence, code != 0 ? code : 1);
+    fflush(stderr);
+    MPI_Abort(en->comm != MPI_COMM_NULL ? en->comm : MPI_COMM_WORLD, code != 0 ? code : 1);
+    return rally__fail(en->err, RALLY_EPEER, "rank %d failed: %s", en->rank, sentence);
+}
+
+/* MPI restarts nobody. */
+static int attempt(const struct rally__engine *en)
+{
+    return 0;
+}
+
 static int plain_allreduce(struct rally__engine *en, const void *in, void *out, size_t count,
                            int dtype, int op)
 {
@@ -344,5 +365,7 @@ const struct rally__engine_ops rally__engine = {
     .subscribe = rally__mpi_subscribe,
     .checkpoint_bytes = rally__mpi_checkpoint_bytes,
     .tracker_print = tracker_print,
+    .abort_job = abort_job,
+    .attempt = attempt,
     .plain_allreduce = plain_allreduce,
 };

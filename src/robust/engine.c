@@ -439,6 +439,24 @@ static int tracker_print(struct rally__engine *en, const char *msg)
     return rally__robust_print(&en->rb, msg);
 }
 
+/* The ERROR frame the tracker turns into the job's ABORT "rank R failed:
+ * sentence"; this worker waits for that ABORT (a few seconds at most) so
+ * the job is failed before the process can exit and be restarted. */
+static int abort_job(struct rally__engine *en, int code, const char *sentence)
+{
+    struct rally__robust *rb = &en->rb;
+    rally__err_clear(rb->err);
+    rally__fail(rb->err, RALLY_EPEER, "rank %d failed: %s", rb->rank, sentence);
+    rally__robust_fatal(rb, RALLY_EPEER, sentence);
+    rb->fatal = RALLY_EPEER;
+    return RALLY_EPEER;
+}
+
+static int attempt(const struct rally__engine *en)
+{
+    return (int)rally__robust_ndeath(&en->rb);
+}
+
 static int plain_allreduce(struct rally__engine *en, const void *in, void *out, size_t count,
                            int dtype, int op)
 {
@@ -470,5 +488,7 @@ const struct rally__engine_ops rally__engine = {
     .checkpoint_bytes = checkpoint_bytes,
     .set_app = set_app,
     .tracker_print = tracker_print,
+    .abort_job = abort_job,
+    .attempt = attempt,
     .plain_allreduce = plain_allreduce,
 };

@@ -13,6 +13,7 @@
 
 #include "robust/robust.h"
 #include "util/clock.h"
+#include "util/digest.h"
 #include "util/wire.h"
 
 enum { SERVED = RALLY__SERVED, EXECUTE = RALLY__EXECUTE };
@@ -101,42 +102,98 @@ static int deliver_nothing(struct rally__robust *rb, struct rally__op *op, const
     return RALLY_OK;
 }
 
-/* The acknowledgement's agreed request bits. */
+/* The acknowledgement: this worker's digest of the global model it stored
+ * (util/digest.h; none for a lazy one) and, once agreed, the request bits. */
 struct ack {
     uint64_t flags;
+    uint64_t pair[2]; /* (d, ~d), or (0, 0) */
 };
 
-/* 8 bytes: this worker's request bits, OR-ed over the job. */
+#define ACK_NBYTES 24 /* flags, d, ~d: three words OR-ed over the job */
+
+/* Only when the digests disagree: every rank's pair, gathered in rank
+ * order, to name who passed which model; then the job stops. */
+static int name_mismatch(struct rally__robust *rb, struct rally__op *op, const struct ack *c)
+{
+    int N = rb->world;
+    unsigned char *all = malloc((size_t)N * 16);
+    size_t *off = malloc(2 * (size_t)N * sizeof *off);
+    uint64_t *pairs = malloc(2 * (size_t)N * sizeof *pairs);
+    int rc;
+    if (all == NULL || off == NULL || pairs == NULL) {
+        rc = rally__fail(rb->err, RALLY_ENOMEM, "out of memory comparing checkpoint digests");
+        goto done;
+    }
+    size_t *len = off + N;
+    for (int i = 0; i < N; i++) {
+        off[i] = (size_t)i * 16;
+        len[i] = 16;
+    }
+    rally__put_u64(all + (size_t)rb->rank * 16, c->pair[0]);
+    rally__put_u64(all + (size_t)rb->rank * 16 + 8, c->pair[1]);
+    struct rally__sig s = op->sig;
+    s.dtype = 1; /* the acknowledgement's second step */
+    if ((rc = rally__allgather(&rb->comm, all, off, len, &s)) != RALLY_OK)
+        goto done;
+    for (int i = 0; i < 2 * N; i++)
+        pairs[i] = rally__get_u64(all + (size_t)i * 8);
+    rc = rally__digest_fail(rb->err, rb->version, pairs, N);
+    rally__robust_fatal(rb, rc, rb->err->msg);
+done:
+    free(pairs);
+    free(off);
+    free(all);
+    return rc;
+}
+
+/* 24 bytes OR-ed over the job: the request bits and the digest pair. */
 static int run_ack(struct rally__robust *rb, struct rally__op *op, unsigned char **res,
                    uint64_t *n)
 {
     struct ack *c = op->ctx;
-    unsigned char *b = rally__robust_buf(rb, 8);
+    unsigned char *b = rally__robust_buf(rb, ACK_NBYTES);
     if (b == NULL)
         return rally__fail(rb->err, RALLY_ENOMEM, "out of memory");
     rally__put_u64(b, rb->request);
+    rally__put_u64(b + 8, c->pair[0]);
+    rally__put_u64(b + 16, c->pair[1]);
     struct rally__reducer rd;
     rally__reducer_builtin(&rd, RALLY_UINT64, RALLY_BITOR);
-    int rc = rally__allreduce(&rb->comm, b, b, 1, &rd, &op->sig);
+    int rc = rally__allreduce(&rb->comm, b, b, 3, &rd, &op->sig);
+    uint64_t ored[2] = {rally__get_u64(b + 8), rally__get_u64(b + 16)};
+    if (rc == RALLY_OK && rally__digest_disagree(ored))
+        rc = name_mismatch(rb, op, c);
     if (rc != RALLY_OK) {
         rally__robust_unbuf(rb, b);
         return rc;
     }
     c->flags = rally__get_u64(b);
     *res = b;
-    *n = 8;
+    *n = ACK_NBYTES;
     return RALLY_OK;
 }
 
-/* Served from another worker's cache: the word the job agreed then. */
+/* Served from another worker's cache: the words the job agreed then.  This
+ * worker's model must have the digest the job agreed on. */
 static int deliver_ack(struct rally__robust *rb, struct rally__op *op, const unsigned char *res,
                        uint64_t n)
 {
     struct ack *c = op->ctx;
-    if (n != 8)
+    if (n != ACK_NBYTES)
         return rally__fail(rb->err, RALLY_EPROTO,
                            "recovery served %llu bytes for a checkpoint's acknowledgement",
                            (unsigned long long)n);
+    uint64_t agreed = rally__get_u64(res + 8), none = rally__get_u64(res + 16);
+    if ((c->pair[0] | c->pair[1]) != 0 && (agreed | none) != 0 && agreed != c->pair[0]) {
+        rally__fail(rb->err, RALLY_EMISMATCH,
+                    "checkpoint version %llu: rank %d (restarted) passed a global model with "
+                    "digest %016llx to rally_checkpoint, but the job agreed on digest %016llx "
+                    "(rally_digest64 of its bytes)",
+                    (unsigned long long)rb->version, rb->rank, (unsigned long long)c->pair[0],
+                    (unsigned long long)agreed);
+        rally__robust_fatal(rb, RALLY_EMISMATCH, rb->err->msg);
+        return RALLY_EMISMATCH;
+    }
     c->flags = rally__get_u64(res);
     return RALLY_OK;
 }
@@ -150,6 +207,8 @@ static int acknowledge(struct rally__robust *rb)
 {
     rb->q = 0;
     struct ack c = {0};
+    rally__digest_pair(c.pair, rb->lazy == NULL && rb->ckpt != NULL,
+                       rb->ckpt != NULL ? rally_digest64(rb->ckpt, (size_t)rb->ckpt_nbytes) : 0);
     struct rally__op ack = {{RALLY__K_ACK, 0, 0, -1, rb->version, 0}, NULL, NULL, run_ack,
                             deliver_ack, &c};
     int rc = rally__robust_op(rb, &ack);

@@ -1,0 +1,59 @@
+/*
+ * digest.c — rally_digest64, the one documented digest: XXH3-64 with seed 0
+ * from libxxhash (the library the snapshot checksums use), so applications
+ * and the checkpoint acknowledgement hash bytes the same way; and the
+ * sentence that names ranks whose checkpoint digests differ (digest.h).
+ */
+#include "util/digest.h"
+
+#include <stdio.h>
+#include <xxhash.h>
+
+#include "rally/rally.h"
+
+uint64_t rally_digest64(const void *buf, size_t n)
+{
+    static const unsigned char none;
+    return (uint64_t)XXH3_64bits(n ? buf : &none, n);
+}
+
+/* "0, 1, 3" into buf: the ranks whose pair is the first group's digest d. */
+static size_t ranks_of(char *buf, size_t cap, uint64_t d, const uint64_t *pairs, int world)
+{
+    size_t n = 0;
+    int count = 0;
+    buf[0] = '\0';
+    for (int r = 0; r < world && n < cap; r++)
+        if ((pairs[2 * r] | pairs[2 * r + 1]) != 0 && pairs[2 * r] == d)
+            n += (size_t)snprintf(buf + n, cap - n, "%s%d", count++ ? ", " : "", r);
+    return (size_t)count;
+}
+
+int rally__digest_fail(struct rally__err *e, uint64_t v, const uint64_t *pairs, int world)
+{
+    /* up to four distinct digests, in the order of their lowest rank */
+    uint64_t seen[4];
+    int nseen = 0;
+    for (int r = 0; r < world && nseen < 4; r++) {
+        if ((pairs[2 * r] | pairs[2 * r + 1]) == 0)
+            continue;
+        int k = 0;
+        while (k < nseen && seen[k] != pairs[2 * r])
+            k++;
+        if (k == nseen)
+            seen[nseen++] = pairs[2 * r];
+    }
+    char groups[RALLY__ERR_MSG_MAX] = "";
+    size_t len = 0;
+    for (int k = 0; k < nseen && len < sizeof groups; k++) {
+        char ranks[160];
+        size_t c = ranks_of(ranks, sizeof ranks, seen[k], pairs, world);
+        len += (size_t)snprintf(groups + len, sizeof groups - len, "%s%s %s digest %016llx",
+                                k ? "; " : "", c > 1 ? "ranks" : "rank", ranks,
+                                (unsigned long long)seen[k]);
+    }
+    return rally__fail(e, RALLY_EMISMATCH,
+                       "checkpoint version %llu: the ranks passed different global models to "
+                       "rally_checkpoint (rally_digest64 of its bytes): %s",
+                       (unsigned long long)v, groups);
+}

@@ -1,0 +1,38 @@
+/*
+ * digest.h — comparing the digests of every rank's checkpointed global model
+ * (the checkpoint acknowledgement of both engines), in one place so both
+ * say the same sentence.
+ *
+ * Each rank contributes the pair (d, ~d) of its model's rally_digest64, or
+ * (0, 0) when it has none to offer (a lazy checkpoint).  OR-ed over the
+ * ranks, (D, ND) has D & ND == 0 exactly when every rank that offered a
+ * digest offered the same one: a bit where two digests differ is 1 in one
+ * d and in the other ~d.  So the acknowledgement's one BITOR allreduce
+ * detects a disagreement; only then do the ranks gather every pair to name
+ * who differs.
+ */
+#ifndef RALLY_UTIL_DIGEST_H
+#define RALLY_UTIL_DIGEST_H
+
+#include <stdint.h>
+
+#include "util/err.h"
+
+/* The pair a rank contributes: words[0] = d, words[1] = ~d; (0, 0) none. */
+static inline void rally__digest_pair(uint64_t words[2], int has, uint64_t d)
+{
+    words[0] = has ? d : 0;
+    words[1] = has ? ~d : 0;
+}
+
+/* 1 when the OR-ed pair says two ranks offered different digests. */
+static inline int rally__digest_disagree(const uint64_t ored[2])
+{
+    return (ored[0] & ored[1]) != 0;
+}
+
+/* RALLY_EMISMATCH naming the ranks of each digest, from the pairs of every
+ * rank (pairs[2 * r], pairs[2 * r + 1]) of checkpoint version v. */
+int rally__digest_fail(struct rally__err *e, uint64_t v, const uint64_t *pairs, int world);
+
+#endif
