@@ -50,12 +50,30 @@ struct run {
     struct rally__err *e;
 };
 
+/* Every kind by the call a user made (or the step of recovery it is). */
 static const char *kind_name(int k)
 {
-    static const char *const n[] = {"?",         "allreduce", "allreduce_custom", "broadcast",
-                                    "broadcast", "broadcast", "allgather",        "allgatherv",
-                                    "allgatherv"};
-    return k >= 0 && k <= RALLY__C_ALLGATHERV_DATA ? n[k] : "?";
+    switch (k) {
+    case RALLY__C_ALLREDUCE: return "allreduce";
+    case RALLY__C_ALLREDUCE_CUSTOM: return "allreduce_custom";
+    case RALLY__C_BROADCAST:
+    case RALLY__C_BROADCAST_DATA: return "broadcast";
+    case RALLY__C_BROADCAST_SIZE: return "broadcast_alloc";
+    case RALLY__C_ALLGATHER: return "allgather";
+    case RALLY__C_ALLGATHERV_SIZES:
+    case RALLY__C_ALLGATHERV_DATA: return "allgatherv";
+    case RALLY__C_SHIFT: return "rally_checkpoint's local-model ring shift";
+    case RALLY__K_AGREE: return "a recovery agreement round";
+    case RALLY__K_HOLDER: return "a recovery's search for a holder";
+    case RALLY__K_XFER_HEAD:
+    case RALLY__K_XFER_DATA: return "a recovery transfer";
+    case RALLY__K_ACK: return "rally_checkpoint (its acknowledgement)";
+    case RALLY__K_FINAL: return "rally_finalize";
+    case RALLY__K_REPLICATE: return "rally_checkpoint (its local models)";
+    case RALLY__K_LOCAL_NEED: return "a recovery of local models";
+    case RALLY__K_SNAP_REPORT: return "a snapshot's report";
+    default: return NULL;
+    }
 }
 
 void rally__sig_str(const struct rally__sig *s, char *out, size_t cap)
@@ -80,8 +98,21 @@ void rally__sig_str(const struct rally__sig *s, char *out, size_t cap)
     case RALLY__C_ALLGATHER:
         snprintf(out, cap, "allgather(nbytes=%llu)", (unsigned long long)s->count);
         break;
+    case RALLY__K_FINAL:
+        snprintf(out, cap, "rally_finalize");
+        break;
+    case RALLY__K_ACK:
+    case RALLY__K_REPLICATE:
+        snprintf(out, cap, "%s of version %llu", kind_name(s->kind),
+                 (unsigned long long)s->count + (s->kind == RALLY__K_REPLICATE));
+        break;
     default:
-        snprintf(out, cap, "%s(%llu)", kind_name(s->kind), (unsigned long long)s->count);
+        if (kind_name(s->kind) != NULL)
+            snprintf(out, cap, "%s (count %llu)", kind_name(s->kind),
+                     (unsigned long long)s->count);
+        else
+            snprintf(out, cap, "a collective of unknown kind %u (count %llu)", s->kind,
+                     (unsigned long long)s->count);
         break;
     }
 }

@@ -79,6 +79,21 @@ enum {
     RALLY__C_SHIFT = 9
 };
 
+/* Kinds of the robust engine's own traffic (src/robust sends them; they are
+ * listed here only so that rally__sig_str can name every kind on the wire,
+ * docs/protocol.md section 6). */
+enum {
+    RALLY__K_AGREE = 20,
+    RALLY__K_HOLDER = 21,
+    RALLY__K_XFER_HEAD = 22,
+    RALLY__K_XFER_DATA = 23,
+    RALLY__K_ACK = 24,
+    RALLY__K_FINAL = 25,
+    RALLY__K_REPLICATE = 26,
+    RALLY__K_LOCAL_NEED = 27,
+    RALLY__K_SNAP_REPORT = 28
+};
+
 /* What every rank must agree on. */
 struct rally__sig {
     uint8_t kind;

@@ -251,6 +251,19 @@ int rally__mock_parse(struct rally__mock *m, const struct rally__config *cfg, st
 #endif
 }
 
+int rally__mock_check_world(const struct rally__mock *m, int world, struct rally__err *e)
+{
+    for (int i = 0; i < m->n; i++)
+        if (m->pts[i].rank >= world)
+            return rally__fail(e, RALLY_ECONFIG,
+                               "rally_mock=%d,%llu,%llu,%u names rank %d, but the job has %d "
+                               "worker%s (ranks 0..%d): the point could never fire",
+                               m->pts[i].rank, (unsigned long long)m->pts[i].version,
+                               (unsigned long long)m->pts[i].seq, m->pts[i].ndeath,
+                               m->pts[i].rank, world, world == 1 ? "" : "s", world - 1);
+    return RALLY_OK;
+}
+
 void rally__mock_free(struct rally__mock *m)
 {
     for (int i = 0; i < m->n; i++)

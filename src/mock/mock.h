@@ -67,6 +67,9 @@ struct rally__mock {
 /* Parses cfg->mock, a ';'-separated list of points ("" is none), and takes
  * the rendezvous settings (rally_mock_sync, rally_connect_timeout_ms). */
 int rally__mock_parse(struct rally__mock *m, const struct rally__config *cfg, struct rally__err *e);
+/* Once the world size is known: a point naming a rank outside the job
+ * (world ranks, 0..world-1) is RALLY_ECONFIG, since it could never fire. */
+int rally__mock_check_world(const struct rally__mock *m, int world, struct rally__err *e);
 /* Closes the rendezvous files (a member that never died leaves its group). */
 void rally__mock_free(struct rally__mock *m);
 

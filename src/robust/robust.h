@@ -56,18 +56,8 @@ struct rally__robust;
 struct rally__op;
 struct rally__rsnap; /* snapshot.c's state */
 
-/* Collective kinds of the robust layer's own traffic (src/coll carries them). */
-enum {
-    RALLY__K_AGREE = 20,
-    RALLY__K_HOLDER = 21,
-    RALLY__K_XFER_HEAD = 22,
-    RALLY__K_XFER_DATA = 23,
-    RALLY__K_ACK = 24,
-    RALLY__K_FINAL = 25,
-    RALLY__K_REPLICATE = 26,
-    RALLY__K_LOCAL_NEED = 27,
-    RALLY__K_SNAP_REPORT = 28
-};
+/* The collective kinds of this layer's own traffic (RALLY__K_*) are in
+ * coll/coll.h, beside the others, so that every message can name them. */
 
 /* Request bits of the acknowledgement's flags word (docs/recovery.md,
  * "Commits and request bits"). */

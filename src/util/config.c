@@ -1,7 +1,8 @@
 /*
  * config.c — reads the engine's settings from defaults, RALLY_* variables
  * and rally_key=value arguments, checking each against its key's table
- * entry (config.h).
+ * entry (config.h); a RALLY_* variable or rally_* argument that names no
+ * key is an error naming the nearest one.
  */
 #include "util/config.h"
 
@@ -158,12 +159,88 @@ static const struct key *find(const char *name, size_t len)
     return NULL;
 }
 
-static void list_keys(char *buf, size_t cap)
+/* Edit distance (insert, delete, substitute, swap two neighbours) between
+ * a and b, both lower case; names are short, so a row of 64 is plenty. */
+static size_t distance(const char *a, const char *b)
 {
-    size_t n = 0;
-    buf[0] = '\0';
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0] && n < cap; i++)
-        n += (size_t)snprintf(buf + n, cap - n, "%srally_%s", i ? ", " : "", keys[i].name);
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 62 || lb > 62)
+        return (size_t)-1;
+    size_t d[64][64];
+    for (size_t i = 0; i <= la; i++)
+        for (size_t j = 0; j <= lb; j++) {
+            if (i == 0 || j == 0) {
+                d[i][j] = i + j;
+                continue;
+            }
+            size_t c = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+            if (d[i - 1][j] + 1 < c)
+                c = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < c)
+                c = d[i][j - 1] + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+                d[i - 2][j - 2] + 1 < c)
+                c = d[i - 2][j - 2] + 1;
+            d[i][j] = c;
+        }
+    return d[la][lb];
+}
+
+/* The known key nearest to name (lower case, without the prefix). */
+static const struct key *closest(const char *name)
+{
+    const struct key *best = &keys[0];
+    size_t bd = (size_t)-1;
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        size_t dd = distance(name, keys[i].name);
+        if (dd < bd) {
+            bd = dd;
+            best = &keys[i];
+        }
+    }
+    return best;
+}
+
+/* RALLY_* variables that are rally's but not settings of the library: the
+ * Python package's (bindings/python) and, by prefix, test harnesses'. */
+static const char *const not_settings[] = {"LIBRARY", "MOCK_LIBRARY", "PYTHON_MOCK", NULL};
+#define TEST_PREFIX "RALLY_TEST_"
+
+/* An unknown RALLY_* variable is as wrong as the same typo as an argument:
+ * RALLY_ECONFIG naming the nearest key. */
+static int check_environment(struct rally__err *e)
+{
+    extern char **environ;
+    for (char **ep = environ; ep != NULL && *ep != NULL; ep++) {
+        const char *v = *ep, *eq = strchr(v, '=');
+        if (strncmp(v, "RALLY_", 6) != 0 || eq == NULL || strncmp(v, TEST_PREFIX, 11) == 0)
+            continue;
+        char name[64];
+        size_t n = (size_t)(eq - v) - 6, i;
+        if (n >= sizeof name)
+            n = sizeof name - 1;
+        for (i = 0; i < n; i++)
+            name[i] = v[6 + i];
+        name[n] = '\0';
+        int ok = 0;
+        for (i = 0; not_settings[i] != NULL && !ok; i++)
+            ok = strcmp(name, not_settings[i]) == 0;
+        for (i = 0; i < n; i++)
+            name[i] = (char)tolower((unsigned char)name[i]);
+        if (ok || find(name, n) != NULL)
+            continue;
+        char near[64];
+        const struct key *k = closest(name);
+        for (i = 0; k->name[i] && i + 1 < sizeof near; i++)
+            near[i] = (char)toupper((unsigned char)k->name[i]);
+        near[i] = '\0';
+        return rally__fail(e, RALLY_ECONFIG,
+                           "the environment variable %.*s is not a rally setting; did you mean "
+                           "RALLY_%s? (docs/config.md lists them; unset it if it is not for "
+                           "rally)",
+                           (int)(eq - v), v, near);
+    }
+    return RALLY_OK;
 }
 
 int rally__config_load(struct rally__config *c, int *argc, char ***argv, struct rally__err *e)
@@ -173,6 +250,8 @@ int rally__config_load(struct rally__config *c, int *argc, char ***argv, struct 
         if (set(c, &keys[i], keys[i].def, "default", e) != RALLY_OK)
             return e->code;
 
+    if (check_environment(e) != RALLY_OK)
+        return e->code;
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         char env[64] = "RALLY_";
         for (size_t j = 0; keys[i].name[j] && j + 7 < sizeof env; j++)
@@ -194,11 +273,13 @@ int rally__config_load(struct rally__config *c, int *argc, char ***argv, struct 
         const char *eq = strchr(a, '=');
         const struct key *k = eq ? find(a + 6, (size_t)(eq - a - 6)) : NULL;
         if (k == NULL) {
-            char known[512];
-            list_keys(known, sizeof known);
+            char name[64];
+            size_t n = eq ? (size_t)(eq - a - 6) : strlen(a + 6);
+            snprintf(name, sizeof name, "%.*s", (int)n, a + 6);
             return rally__fail(e, RALLY_ECONFIG,
-                               "argument '%s' is not a known rally_key=value setting (known: %s)",
-                               a, known);
+                               "argument '%s' is not a known rally_key=value setting; did you "
+                               "mean rally_%s? (docs/config.md lists them)",
+                               a, closest(name)->name);
         }
         if (set(c, k, eq + 1, "argument", e) != RALLY_OK)
             return e->code;
