@@ -7,12 +7,12 @@
 if(RALLY_PYTHON AND NOT RALLY_SANITIZE)
   set(RALLY_PYTEST_DIR ${CMAKE_SOURCE_DIR}/bindings/python/tests)
   set(RALLY_PYTEST_ENV
-      RALLY_BUILD=${CMAKE_BINARY_DIR}
-      RALLY_RUN=$<TARGET_FILE:rally-run>
+      RALLY_TEST_BUILD=${CMAKE_BINARY_DIR}
+      RALLY_TEST_RUN=$<TARGET_FILE:rally-run>
       RALLY_LIBRARY=$<TARGET_FILE:rally_shared>
       RALLY_MOCK_LIBRARY=$<TARGET_FILE:rally_mock_shared>
-      RALLY_KMEANS=$<TARGET_FILE:rally-kmeans>
-      RALLY_DATAGEN=$<TARGET_FILE:rally-datagen>
+      RALLY_TEST_KMEANS=$<TARGET_FILE:rally-kmeans>
+      RALLY_TEST_DATAGEN=$<TARGET_FILE:rally-datagen>
       PYTHONDONTWRITEBYTECODE=1)
   # name | test file [-k expression]
   set(RALLY_PYTEST_CASES

@@ -1,6 +1,8 @@
-"""conftest.py — where the tests find the build (ctest passes RALLY_RUN,
-RALLY_LIBRARY, RALLY_MOCK_LIBRARY, RALLY_KMEANS and RALLY_DATAGEN; by hand they default to the build
-directory at the top of the source tree, or RALLY_BUILD), and a job runner
+"""conftest.py — where the tests find the build (ctest passes RALLY_TEST_RUN,
+RALLY_LIBRARY, RALLY_MOCK_LIBRARY, RALLY_TEST_KMEANS and RALLY_TEST_DATAGEN;
+by hand they default to the build directory at the top of the source tree,
+or RALLY_TEST_BUILD: a RALLY_* variable that is not a setting would be
+refused by every worker, RALLY_TEST_* is reserved for tests), and a job runner
 that bounds every job in time and leaves no process behind."""
 import os
 import re
@@ -17,9 +19,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PROGS = os.path.join(HERE, "progs")
 PACKAGE_DIR = os.path.dirname(HERE)  # bindings/python
 ROOT = os.path.dirname(os.path.dirname(PACKAGE_DIR))
-BUILD = os.environ.get("RALLY_BUILD") or os.path.join(ROOT, "build")
-RALLY_RUN = os.environ.get("RALLY_RUN") or os.path.join(BUILD, "rally-run")
-TOOL = {t: os.environ.get(t.upper().replace("-", "_")) or os.path.join(BUILD, t)
+BUILD = os.environ.get("RALLY_TEST_BUILD") or os.path.join(ROOT, "build")
+RALLY_RUN = os.environ.get("RALLY_TEST_RUN") or os.path.join(BUILD, "rally-run")
+TOOL = {t: os.environ.get(t.upper().replace("-", "_").replace("RALLY_", "RALLY_TEST_", 1))
+        or os.path.join(BUILD, t)
         for t in ("rally-kmeans", "rally-kmeans-mock", "rally-datagen")}
 EXAMPLES = os.path.join(PACKAGE_DIR, "examples")
 os.environ.setdefault("RALLY_LIBRARY", os.path.join(BUILD, "librally.so"))
