@@ -1,8 +1,9 @@
 /*
  * bytes.h — what every example's model format needs: fixed-width
- * little-endian fields, a double's bits, and the FNV-1a 64 digest
- * (model_digest), as static inline functions so each example stays one
- * program over the public API.
+ * little-endian fields and a double's bits, as static inline functions so
+ * each example stays one program over the public API.  The digest (each
+ * model file's checksum and the printed model_digest) is rally's own,
+ * rally_digest64 from rally/rally.h (XXH3-64): no example carries a hash.
  */
 #ifndef RALLY_EXAMPLES_BYTES_H
 #define RALLY_EXAMPLES_BYTES_H
@@ -48,15 +49,6 @@ static inline double ex_bitsd(uint64_t b)
     double x;
     memcpy(&x, &b, sizeof x);
     return x;
-}
-
-/* FNV-1a 64 of n bytes: every example's model_digest. */
-static inline uint64_t ex_fnv1a(const unsigned char *p, size_t n)
-{
-    uint64_t h = 0xcbf29ce484222325u;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ p[i]) * 0x100000001b3u;
-    return h;
 }
 
 #endif

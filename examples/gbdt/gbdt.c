@@ -194,7 +194,7 @@ out:
  * model and the result line.  The exit status. */
 static int report(struct gb_job *j, const struct gb_opts *o, const struct gb_model *m)
 {
-    uint64_t mine = ex_fnv1a((const unsigned char *)j->pred, j->rows * sizeof *j->pred);
+    uint64_t mine = rally_digest64((const unsigned char *)j->pred, j->rows * sizeof *j->pred);
     uint64_t *all = malloc((size_t)j->world * sizeof *all), digest;
     double *out = NULL, objective = 0;
     void *gathered = NULL;
@@ -213,7 +213,7 @@ static int report(struct gb_job *j, const struct gb_opts *o, const struct gb_mod
         status = gb_fail(j, "the predictions allgather", rc);
         goto out;
     }
-    digest = ex_fnv1a((const unsigned char *)all, (size_t)j->world * sizeof *all);
+    digest = rally_digest64((const unsigned char *)all, (size_t)j->world * sizeof *all);
     if (o->pred_out != NULL) {
         if ((out = malloc((j->rows + 1) * sizeof *out)) == NULL) {
             status = gb_oom();

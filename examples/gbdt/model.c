@@ -109,7 +109,7 @@ void gb_model_encode(const struct gb_model *m, unsigned char *b)
             ex_put64(p + 40, ex_dbits(n->cover));
         }
     }
-    ex_put64(p, ex_fnv1a(b, (size_t)(p - b)));
+    ex_put64(p, rally_digest64(b, (size_t)(p - b)));
 }
 
 /* Whether tree t's links make a tree: children after their parent, in range. */
@@ -137,7 +137,7 @@ int gb_model_decode(const unsigned char *b, size_t n, struct gb_model *m, const 
         *why = "an unknown model format version";
         return -1;
     }
-    if (ex_get64(b + n - 8) != ex_fnv1a(b, n - 8)) {
+    if (ex_get64(b + n - 8) != rally_digest64(b, n - 8)) {
         *why = "a checksum mismatch (the bytes are corrupt)";
         return -1;
     }
@@ -189,7 +189,7 @@ uint64_t gb_model_digest(const struct gb_model *m)
     if (b == NULL)
         return UINT64_MAX;
     gb_model_encode(m, b);
-    uint64_t h = ex_fnv1a(b, n);
+    uint64_t h = rally_digest64(b, n);
     free(b);
     return h;
 }

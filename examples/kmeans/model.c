@@ -6,8 +6,8 @@
  *
  * The bytes (README.md, "Model format"), little-endian and fixed width:
  * magic "RALLYKM\0", format version, k, d, flags, iteration, seed, the RNG
- * state, the objective, 8 reserved bytes, the k x d centroids, and an FNV-1a
- * 64 of everything before it.
+ * state, the objective, 8 reserved bytes, the k x d centroids, and the
+ * rally_digest64 of everything before it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -46,7 +46,7 @@ void km_model_encode(const struct km_model *m, unsigned char *b)
     p += KM_HEADER_NBYTES;
     for (size_t i = 0; i < (size_t)m->k * m->d; i++, p += 8)
         ex_put64(p, ex_dbits(m->c[i]));
-    ex_put64(p, ex_fnv1a(b, n - 8));
+    ex_put64(p, rally_digest64(b, n - 8));
 }
 
 int km_model_decode(const unsigned char *b, size_t n, struct km_model *m, const char **why)
@@ -64,7 +64,7 @@ int km_model_decode(const unsigned char *b, size_t n, struct km_model *m, const 
         *why = "a size that does not match its k and feature count";
         return -1;
     }
-    if (ex_get64(b + n - 8) != ex_fnv1a(b, n - 8)) {
+    if (ex_get64(b + n - 8) != rally_digest64(b, n - 8)) {
         *why = "a checksum mismatch (the file is corrupt)";
         return -1;
     }
@@ -128,7 +128,7 @@ int km_model_show(const char *path)
         fprintf(stderr, "rally-kmeans: %s: %s\n", path, why);
         goto out;
     }
-    km_model_json(stdout, &m, ex_fnv1a(b, n));
+    km_model_json(stdout, &m, rally_digest64(b, n));
     status = KM_EXIT_OK;
 out:
     free(m.c);

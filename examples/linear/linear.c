@@ -182,7 +182,7 @@ static int report(const struct lr_job *j, const struct lr_opts *o, const struct 
     if (bytes == NULL)
         return lr_oom();
     lr_model_encode(m, bytes);
-    uint64_t digest = ex_fnv1a(bytes, nbytes);
+    uint64_t digest = rally_digest64(bytes, nbytes);
     if (j->rank == 0) {
         if (o->model_out != NULL && ex_write_file(o->model_out, bytes, nbytes, err, sizeof err)) {
             fprintf(stderr, "rally-linear: %s\n", err);

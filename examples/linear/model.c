@@ -7,7 +7,7 @@
  * version, solver, d, mem, flags, hist_len, hist_head, 4 reserved bytes,
  * iteration, evals, lambda, rho, f, resid, 8 reserved bytes (96 in all);
  * then with n = d + 1 the vectors w[n], g[n], sy[mem], s[mem][n], y[mem][n]
- * as IEEE doubles; and an FNV-1a 64 of everything before it.
+ * as IEEE doubles; and a rally_digest64 of everything before it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -76,7 +76,7 @@ void lr_model_encode(const struct lr_model *m, unsigned char *b)
     unsigned char *p = b + LR_HEADER_NBYTES;
     for (size_t i = 0; i < k; i++, p += 8)
         ex_put64(p, ex_dbits(m->w[i]));
-    ex_put64(p, ex_fnv1a(b, n - 8));
+    ex_put64(p, rally_digest64(b, n - 8));
 }
 
 int lr_model_decode(const unsigned char *b, size_t n, struct lr_model *m, const char **why)
@@ -96,7 +96,7 @@ int lr_model_decode(const unsigned char *b, size_t n, struct lr_model *m, const 
         *why = "a size that does not match its feature count and memory";
         return -1;
     }
-    if (ex_get64(b + n - 8) != ex_fnv1a(b, n - 8)) {
+    if (ex_get64(b + n - 8) != rally_digest64(b, n - 8)) {
         *why = "a checksum mismatch (the file is corrupt)";
         return -1;
     }
@@ -160,7 +160,7 @@ int lr_model_show(const char *path)
         fprintf(stderr, "rally-linear: %s: %s\n", path, why);
         goto out;
     }
-    lr_model_json(stdout, &m, ex_fnv1a(b, n));
+    lr_model_json(stdout, &m, rally_digest64(b, n));
     status = LR_EXIT_OK;
 out:
     lr_model_free(&m);

@@ -79,18 +79,11 @@ def rng_uniform(s):  # [0, 1), exact: a 53-bit integer times 2^-53
 
 # --- the model's bytes (model.c): what the digest hashes -----------------------
 
-def fnv1a(b):
-    h = 0xCBF29CE484222325
-    for byte in b:
-        h = ((h ^ byte) * 0x100000001B3) & MASK
-    return h
-
-
 def encode(m):
     head = struct.pack("<8sIIIIQQ4QdQ", b"RALLYKM\0", 1, m["k"], m["d"], m["flags"],
                        m["iteration"], m["seed"], *m["rng"], m["objective"], 0)
     body = head + np.ascontiguousarray(m["c"], "<f8").tobytes()
-    return body + struct.pack("<Q", fnv1a(body))
+    return body + struct.pack("<Q", rally.digest64(body))
 
 
 # --- sequential sums: what a C loop "s += a[i]" from 0 gives -------------------
@@ -322,7 +315,7 @@ def main():
             print("kmeans.py: rank %d: %s" % (j.rank, e), file=sys.stderr)
             return EXIT_RALLY
         if j.rank == 0:
-            say("result: model_digest=%016x objective=%.17g" % (fnv1a(encode(m)), obj))
+            say("result: model_digest=%016x objective=%.17g" % (rally.digest64(encode(m)), obj))
     return EXIT_OK
 
 

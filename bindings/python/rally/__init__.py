@@ -43,6 +43,7 @@ __all__ = [
     "init", "finalize", "Rally", "rank", "world_size", "is_distributed", "processor_name",
     "tracker_print", "allreduce", "broadcast", "broadcast_object", "allgather",
     "register_reducer", "checkpoint", "load_checkpoint", "lazy_checkpoint", "version",
+    "abort", "attempt", "digest64",
     "MAX", "MIN", "SUM", "BITOR", "Error", "ArgumentError", "ConfigError", "PeerError",
     "MismatchError", "StateError",
 ]
@@ -403,6 +404,32 @@ class Rally:
         """How many checkpoints the job has taken."""
         return self._lib.rally_checkpoint_version(self._handle("version"))
 
+    def attempt(self):
+        """How many times this rank was started before this process (0 on the
+        first start; rabit's DMLC_NUM_ATTEMPT), known before load_checkpoint."""
+        return self._lib.rally_attempt(self._handle("attempt"))
+
+    def abort(self, msg, code=1):
+        """Stops the whole job because of a failure only this rank sees:
+        every rank's pending and next call raises PeerError with "rank R
+        failed: msg (rally_abort code C)", and rally-run restarts nobody.
+        Returns once the job is failed; the handle is spent afterwards."""
+        h = self._handle("abort")
+        self._check(self._lib.rally_abort(h, int(code), str(msg).encode()), "abort")
+
+
+def digest64(data):
+    """rally_digest64: XXH3-64 (seed 0) of a bytes-like object's bytes (bytes,
+    bytearray, memoryview, a C-contiguous numpy array), as an int: the
+    digest the C examples print as model_digest.  Needs no handle."""
+    mv = memoryview(data)
+    if not mv.c_contiguous:
+        raise ArgumentError("digest64 needs C-contiguous bytes; this view is strided (pass "
+                            "numpy.ascontiguousarray(a))")
+    raw = np.frombuffer(mv.cast("B"), dtype=np.uint8)
+    lib = _lib.load(_lib.loaded_mock() if _lib.loaded() else _env_flag("RALLY_PYTHON_MOCK"))
+    return int(lib.rally_digest64(raw.ctypes.data if raw.size else None, raw.size))
+
 
 def _env_flag(name):
     import os
@@ -451,6 +478,6 @@ def _forward(name):
 
 for _n in ("rank", "world_size", "is_distributed", "processor_name", "tracker_print",
            "allreduce", "register_reducer", "broadcast", "broadcast_object", "allgather",
-           "load_checkpoint", "checkpoint", "lazy_checkpoint", "version"):
+           "load_checkpoint", "checkpoint", "lazy_checkpoint", "version", "abort", "attempt"):
     globals()[_n] = _forward(_n)
 del _n

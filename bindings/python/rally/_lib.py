@@ -82,6 +82,11 @@ def load(mock=False):
     return lib
 
 
+def loaded():
+    """Whether a library is loaded."""
+    return _loaded is not None
+
+
 def loaded_mock():
     """Whether the loaded library is the mock one (False before any load)."""
     return bool(_loaded and _loaded[0])
@@ -121,6 +126,9 @@ def _declare(lib):
         "rally_checkpoint": (I, [P, P, U64, P, U64]),
         "rally_lazy_checkpoint": (I, [P, SERIALIZE_FN, P]),
         "rally_checkpoint_version": (U64, [P]),
+        "rally_abort": (I, [P, I, ctypes.c_char_p]),
+        "rally_attempt": (I, [P]),
+        "rally_digest64": (U64, [P, Z]),
         # rally/data.h: the readers, for examples that read rally's data files
         "rally_data_opts_new": (I, [PP]),
         "rally_data_opts_free": (None, [P]),

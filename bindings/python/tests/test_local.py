@@ -166,3 +166,21 @@ def test_checkpoint_versions_and_pickles(r):
         r.checkpoint(Unpicklable())
     assert r.version() == 3
     assert pickle.DEFAULT_PROTOCOL <= rally.PICKLE_PROTOCOL == 5
+
+
+def test_digest64_is_the_bytes_digest():
+    b = bytes(range(200)) * 3
+    d = rally.digest64(b)
+    assert d == rally.digest64(bytearray(b)) == rally.digest64(np.frombuffer(b, np.uint8))
+    assert d == rally.digest64(np.frombuffer(b, np.uint8).reshape(30, 20))
+    assert d != rally.digest64(b[:-1]) and 0 <= d < 2 ** 64
+    assert rally.digest64(b"") == rally.digest64(np.zeros(0, np.uint8))
+    with pytest.raises(rally.ArgumentError, match="contiguous"):
+        rally.digest64(np.arange(10.0)[::2])
+
+
+def test_attempt_and_abort_alone(r):
+    assert r.attempt() == 0 and rally.attempt() == 0
+    r.abort("bad input line 17", 3)
+    with pytest.raises(rally.StateError, match="bad input line 17 \\(rally_abort code 3\\)"):
+        r.allreduce(np.arange(2.0), rally.SUM)
