@@ -33,8 +33,9 @@ sanitize: deps
 	@cmake --build build-tsan -j $(JOBS) -- --no-print-directory
 	@cd build-tsan && ctest --output-on-failure -L threads -j $(JOBS) --timeout 600
 
+# make install PREFIX=/opt/rally (default: CMake's, /usr/local); DESTDIR works too.
 install: build
-	@cmake --install $(BUILD)
+	@cmake --install $(BUILD) $(if $(PREFIX),--prefix "$(PREFIX)")
 
 format:
 	@clang-format -i $$(git ls-files '*.c' '*.h')

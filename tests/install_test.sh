@@ -1,14 +1,35 @@
 #!/bin/sh
 # install_test.sh BUILD_DIR SOURCE_DIR [rally|rally_mpi] — what a user does:
-# install rally into a prefix, build a program with `pkg-config rally` (or
-# rally_mpi), run it with the installed rally-run (or mpirun).  Checks the
-# sum that 3 workers compute.
+# `make install PREFIX=...` (through a path with "..", which the .pc files
+# must not keep), then, with no LD_LIBRARY_PATH and no rpath of our own:
+#   - `cc prog.c $(pkg-config --cflags --libs rally)`, run with the
+#     installed rally-run (or mpirun for rally_mpi): the sum of 3 workers;
+#   - (rally) the same program through rally_mock.pc and through CMake's
+#     find_package(rally) with rally::rally_mock and rally::rally, run with
+#     a mock death of rank 1: the restarted rank reports attempt 1 and the
+#     model equals the failure-free run's.
 set -eu
 build=$1 src=$2 lib=${3:-rally}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
-export PKG_CONFIG_PATH="$tmp/prefix/lib/pkgconfig"
+unset LD_LIBRARY_PATH
+fail() { echo "install_test: $*"; exit 1; }
+mkdir -p "$tmp/x"
+# The Makefile's own target (its build step is a no-op on a built tree).
+make -s -C "$src" install BUILD="$build" PREFIX="$tmp/x/../prefix" >/dev/null
+prefix=$tmp/prefix
+export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
+for pc in "$lib" ${lib%_mpi}_mock; do
+    [ "$pc" = rally_mpi_mock ] && continue
+    for v in prefix libdir includedir; do
+        p=$(pkg-config --variable=$v "$pc")
+        case "$p" in
+        *..* | *//* | */./* | */) fail "$pc.pc: $v=$p is not a normalised path" ;;
+        "$prefix"*) ;;
+        *) fail "$pc.pc: $v=$p is not under $prefix" ;;
+        esac
+    done
+done
 cat >"$tmp/hello.c" <<'C'
 #include <rally/rally.h>
 #include <stdio.h>
@@ -19,20 +40,77 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s\n", rally_errmsg(r));
         return 1;
     }
-    double v = rally_rank(r) + 1;
-    if (rally_allreduce(r, &v, 1, RALLY_DOUBLE, RALLY_SUM, NULL, NULL) != RALLY_OK)
+    printf("rank %d attempt %d\n", rally_rank(r), rally_attempt(r));
+    void *g = NULL;
+    uint64_t gn = 0, version = 0;
+    double model = 0;
+    if (rally_load_checkpoint(r, &g, &gn, NULL, NULL, &version) != RALLY_OK)
         return 1;
-    printf("sum %g of %d\n", v, rally_world_size(r));
+    if (version > 0 && gn == sizeof model)
+        model = *(double *)g;
+    rally_free(g);
+    for (uint64_t it = version; it < 3; it++) {
+        double v = rally_rank(r) + 1 + (double)it;
+        if (rally_allreduce(r, &v, 1, RALLY_DOUBLE, RALLY_SUM, NULL, NULL) != RALLY_OK)
+            return 1;
+        if (it == 0)
+            printf("sum %g of %d\n", v, rally_world_size(r));
+        model = model * 3 + v;
+        if (rally_checkpoint(r, &model, sizeof model, NULL, 0) != RALLY_OK) {
+            fprintf(stderr, "%s\n", rally_errmsg(r));
+            return 1;
+        }
+    }
+    if (rally_rank(r) == 0)
+        printf("model_digest=%016llx\n",
+               (unsigned long long)rally_digest64(&model, sizeof model));
     return rally_finalize(r) == RALLY_OK ? 0 : 1;
 }
 C
 # shellcheck disable=SC2046
-cc "$tmp/hello.c" $(pkg-config --cflags --libs "$lib") -Wl,-rpath,"$tmp/prefix/lib" -o "$tmp/hello"
+cc "$tmp/hello.c" $(pkg-config --cflags --libs "$lib") -o "$tmp/hello"
 if [ "$lib" = rally_mpi ]; then
     out=$("$src/tests/mpi_job.sh" 0 60 3 "$tmp/hello")
-else
-    out=$("$src/tests/run_job.sh" 0 60 "$tmp/prefix/bin/rally-run" -n 3 "$tmp/hello")
+    echo "$out"
+    [ "$(echo "$out" | grep -c 'sum 6 of 3$')" -eq 3 ] || fail "want 3 lines 'sum 6 of 3'"
+    echo "install_test: $lib passed"
+    exit 0
 fi
+run=$prefix/bin/rally-run
+out=$("$src/tests/run_job.sh" 0 60 "$run" -n 3 "$tmp/hello")
 echo "$out"
-[ "$(echo "$out" | grep -c 'sum 6 of 3$')" -eq 3 ] || { echo "install_test: want 3 lines 'sum 6 of 3'"; exit 1; }
+[ "$(echo "$out" | grep -c 'sum 6 of 3$')" -eq 3 ] || fail "want 3 lines 'sum 6 of 3'"
+want=$(echo "$out" | grep -o 'model_digest=[0-9a-f]*')
+[ -n "$want" ] || fail "no model_digest"
+
+# deathjob LABEL PROG: rank 1 dies entering version 1's allreduce, and recovers
+deathjob() {
+    out=$("$src/tests/run_job.sh" 0 60 "$run" -n 3 "$2" rally_mock=1,1,0,0)
+    echo "$out"
+    echo "$out" | grep -q "\[1\] rank 1 attempt 1$" || fail "$1: rank 1 was not restarted as attempt 1"
+    [ "$(echo "$out" | grep -o 'model_digest=[0-9a-f]*')" = "$want" ] ||
+        fail "$1: the model differs from the failure-free run's ($want)"
+}
+# shellcheck disable=SC2046
+cc "$tmp/hello.c" $(pkg-config --cflags --libs rally_mock) -o "$tmp/hello_mock"
+deathjob "pkg-config rally_mock" "$tmp/hello_mock"
+
+mkdir -p "$tmp/cm"
+cat >"$tmp/cm/CMakeLists.txt" <<'CM'
+cmake_minimum_required(VERSION 3.16)
+project(hello C)
+find_package(rally 0.1 REQUIRED)
+add_executable(hello_cm hello.c)
+target_link_libraries(hello_cm rally::rally)
+add_executable(hello_cm_mock hello.c)
+target_link_libraries(hello_cm_mock rally::rally_mock)
+CM
+cp "$tmp/hello.c" "$tmp/cm/"
+cmake -S "$tmp/cm" -B "$tmp/cm/build" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null ||
+    fail "find_package(rally) failed"
+cmake --build "$tmp/cm/build" >/dev/null || fail "building against rally::rally failed"
+out=$("$src/tests/run_job.sh" 0 60 "$run" -n 3 "$tmp/cm/build/hello_cm")
+echo "$out"
+[ "$(echo "$out" | grep -o 'model_digest=[0-9a-f]*')" = "$want" ] || fail "cmake: another model"
+deathjob "cmake rally::rally_mock" "$tmp/cm/build/hello_cm_mock"
 echo "install_test: $lib passed"
