@@ -47,3 +47,8 @@ for m in 1048576 104857600; do
             awk '$2 == "CKPT" { printf "%-12s %-6s %14.1f %10s\n", $3, "local" $4, $5, "-" }'
     done
 done
+
+echo
+echo "the checkpoint digest (XXH3-64, rally_digest64) against the store's copy, one process (median us)"
+printf '%-12s %10s %10s %10s %12s %8s\n' model_bytes dup_us memcpy_us digest_us digest/dup GB/s
+"$build/bench/bench_digest" | awk '$1 == "DIGEST" { printf "%-12s %10s %10s %10s %12s %8s\n", $2, $3, $4, $5, $6, $7 }'
