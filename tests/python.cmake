@@ -17,7 +17,7 @@ if(RALLY_PYTHON AND NOT RALLY_SANITIZE)
   # name | test file [-k expression]
   set(RALLY_PYTEST_CASES
       "local|test_local.py"
-      "ops|test_jobs.py -k dtype_and_operator or ring or mismatch or exception"
+      "ops|test_jobs.py -k dtype_and_operator or ring or mismatch or exception or abort"
       "recover|test_jobs.py -k checkpoint_kinds or mock or kill9"
       "kmeans|test_kmeans.py")
   foreach(c ${RALLY_PYTEST_CASES})

@@ -144,8 +144,8 @@ RALLY_API void rally_free(void *p);
  * RALLY_ESTATE naming the message; rally_finalize frees it).  Without a
  * launcher it only spends the handle.  The MPI backend (librally_mpi)
  * cannot interrupt the other ranks' MPI calls: it prints the sentence on
- * stderr and calls MPI_Abort(code), so the call does not return and the
- * job ends with code.  msg NULL is RALLY_EINVAL. */
+ * stderr and calls MPI_Abort(code, or 1 when code is 0), so the call does
+ * not return and the job ends with that status.  msg NULL is RALLY_EINVAL. */
 RALLY_API int rally_abort(rally_t *r, int code, const char *msg);
 
 /* How many times this rank was started before this process: 0 on the

@@ -112,3 +112,10 @@ def test_kill9_recovers():
     assert summary(out) == (2, 2), out
     assert len(re.findall(r"^\[1\] pid 1 ", out, re.M)) == 2, out
     assert digest(out) == want, out
+
+
+def test_abort_stops_every_rank_and_restarts_nobody():
+    rc, out = run_job(3, "abort.py", timeout=60)
+    assert rc != 0, out
+    assert out.count("saw the abort") == 2, out
+    assert out.count("attempt 0") == 3 and "restarting" not in out, out
