@@ -34,7 +34,7 @@ static double med(double *t, int n)
 
 int main(int argc, char **argv)
 {
-    static const char *const dflt[] = {"4096:2001",    "65536:1001",   "1048576:301",
+    static const char *const dflt[] = {"4096:2001",   "65536:1001",  "1048576:301",
                                        "16777216:41", "67108864:15", "268435456:7"};
     int nspec = argc > 1 ? argc - 1 : (int)(sizeof dflt / sizeof dflt[0]);
     volatile uint64_t sink = 0;

@@ -259,8 +259,8 @@ int rally__mock_check_world(const struct rally__mock *m, int world, struct rally
                                "rally_mock=%d,%llu,%llu,%u names rank %d, but the job has %d "
                                "worker%s (ranks 0..%d): the point could never fire",
                                m->pts[i].rank, (unsigned long long)m->pts[i].version,
-                               (unsigned long long)m->pts[i].seq, m->pts[i].ndeath,
-                               m->pts[i].rank, world, world == 1 ? "" : "s", world - 1);
+                               (unsigned long long)m->pts[i].seq, m->pts[i].ndeath, m->pts[i].rank,
+                               world, world == 1 ? "" : "s", world - 1);
     return RALLY_OK;
 }
 

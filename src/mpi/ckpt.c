@@ -156,9 +156,8 @@ int rally__mpi_checkpoint(struct rally__engine *en, const void *global, uint64_t
     /* the acknowledgement: every rank has stored it, with everyone's bits
      * and the same model (util/digest.h) */
     uint64_t w[3] = {st->request, 0, 0};
-    rally__digest_pair(w + 1, lazy == NULL, lazy == NULL ? rally_digest64(st->global,
-                                                                         (size_t)global_nbytes)
-                                                         : 0);
+    rally__digest_pair(w + 1, lazy == NULL,
+                       lazy == NULL ? rally_digest64(st->global, (size_t)global_nbytes) : 0);
     uint64_t mine[2] = {w[1], w[2]};
     int rc = MPI_Allreduce(MPI_IN_PLACE, w, 3, MPI_UINT64_T, MPI_BOR, en->comm);
     if (rc != MPI_SUCCESS)

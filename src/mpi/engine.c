@@ -318,8 +318,8 @@ static int tracker_print(struct rally__engine *en, const char *msg)
 static int abort_job(struct rally__engine *en, int code, const char *sentence)
 {
     fflush(stdout);
-    fprintf(stderr, "[%d] rally: rank %d failed: %s; MPI_Abort(%d)\n", en->rank, en->rank,
-            sentence, code != 0 ? code : 1);
+    fprintf(stderr, "[%d] rally: rank %d failed: %s; MPI_Abort(%d)\n", en->rank, en->rank, sentence,
+            code != 0 ? code : 1);
     fflush(stderr);
     MPI_Abort(en->comm != MPI_COMM_NULL ? en->comm : MPI_COMM_WORLD, code != 0 ? code : 1);
     return rally__fail(en->err, RALLY_EPEER, "rank %d failed: %s", en->rank, sentence);

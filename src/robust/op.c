@@ -147,8 +147,7 @@ done:
 }
 
 /* 24 bytes OR-ed over the job: the request bits and the digest pair. */
-static int run_ack(struct rally__robust *rb, struct rally__op *op, unsigned char **res,
-                   uint64_t *n)
+static int run_ack(struct rally__robust *rb, struct rally__op *op, unsigned char **res, uint64_t *n)
 {
     struct ack *c = op->ctx;
     unsigned char *b = rally__robust_buf(rb, ACK_NBYTES);
