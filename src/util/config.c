@@ -202,8 +202,10 @@ static const struct key *closest(const char *name)
 }
 
 /* RALLY_* variables that are rally's but not settings of the library: the
- * Python package's (bindings/python) and, by prefix, test harnesses'. */
-static const char *const not_settings[] = {"LIBRARY", "MOCK_LIBRARY", "PYTHON_MOCK", NULL};
+ * Python package's (bindings/python), scripts/deps.sh's and, by prefix,
+ * test harnesses'. */
+static const char *const not_settings[] = {"LIBRARY", "MOCK_LIBRARY", "PYTHON_MOCK", "DEPS_EXTRA",
+                                           NULL};
 #define TEST_PREFIX "RALLY_TEST_"
 
 /* An unknown RALLY_* variable is as wrong as the same typo as an argument:
