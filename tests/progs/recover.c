@@ -104,11 +104,7 @@ static uint64_t serialize(void *arg, void *buf, uint64_t cap)
 
 static uint64_t digest(const void *p, size_t n)
 {
-    const unsigned char *b = p;
-    uint64_t h = 1469598103934665603u;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ b[i]) * 1099511628211u;
-    return h;
+    return rally_digest64(p, n);
 }
 
 int main(int argc, char **argv)
