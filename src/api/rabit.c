@@ -52,7 +52,11 @@ static char *translate(const char *arg, int *ignored)
 {
     static const char *const same[][2] = {{"mock=", "rally_mock="},
                                           {"rabit_local_replica=", "rally_local_replica="},
-                                          {"rabit_task_id=", "rally_task_id="}};
+                                          {"rabit_task_id=", "rally_task_id="},
+                                          /* the dmlc tracker (docs/protocol-dmlc.md) */
+                                          {"rabit_tracker_uri=", "rally_dmlc_tracker_uri="},
+                                          {"rabit_tracker_port=", "rally_dmlc_tracker_port="},
+                                          {"rabit_num_trial=", "rally_dmlc_num_attempt="}};
     *ignored = 0;
     for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) {
         size_t n = strlen(same[i][0]);
