@@ -1,0 +1,64 @@
+#!/bin/sh
+# dmlc_test.sh CASE RALLY_RUN PLAIN MOCK — rally workers under a dmlc tracker
+# (tests/dmlc_job.py: a tracker written from docs/protocol-dmlc.md and a
+# launcher that restarts a killed worker with the next DMLC_NUM_ATTEMPT):
+#   n4        4 workers, no failure: the digest of the same job under rally-run
+#   mock      rank 0 dies in the bootstrap, rank 2 in version 1 (mock points):
+#             both restarted, the failure-free digest, restarts=2
+#   kill9     rank 1 lags inside version 2 while the launcher kill -9s rank 2:
+#             the failure-free digest, restarts=1
+#   hd        8 workers with halving-doubling and the ring (links the dmlc
+#             tracker never wires) and a death: the digest under rally-run
+#   not_dmlc  the tracker answers the greeting with another magic number: every
+#             worker fails with a sentence naming it, no hang
+set -u
+case_=$1 run=$2 plain=$3 mock=$4
+here=$(dirname "$0")
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "dmlc_test $case_: $*"; tail -40 "$tmp/out" 2>/dev/null; exit 1; }
+
+baseline() { # prog args...: the digest under rally-run
+    timeout -k 5 120 "$run" -n "$n" "$@" >"$tmp/base" 2>&1 || { cat "$tmp/base"; fail "baseline failed"; }
+    grep -o 'model_digest=[0-9a-f]*' "$tmp/base"
+}
+
+dmlc() { # job args... -- prog args...: runs the job, output in $tmp/out
+    timeout -k 5 150 python3 "$here/dmlc_job.py" --timeout 120 "$@" >"$tmp/out" 2>&1
+}
+
+check() { # want restarts
+    got=$(grep -o 'model_digest=[0-9a-f]*' "$tmp/out")
+    [ -n "$want" ] && [ "$got" = "$want" ] || fail "digest '$got', want '$want'"
+    grep -q "^dmlc_job: restarts=$1 shutdowns=$n\$" "$tmp/out" || fail "want restarts=$1 shutdowns=$n"
+    echo "dmlc_test $case_: ok ($got, restarts=$1)"
+}
+
+n=4
+case "$case_" in
+n4)
+    want=$(baseline "$plain" 1000 4)
+    dmlc -n 4 -- "$plain" 1000 4 || fail "the job failed"
+    check 0 ;;
+mock)
+    want=$(baseline "$plain" 1000 4)
+    dmlc -n 4 -- "$mock" 1000 4 rally_mock=0,0,0,0 rally_mock=2,1,5,0 || fail "the job failed"
+    check 2 ;;
+kill9)
+    want=$(baseline "$plain" 1000 4)
+    dmlc -n 4 --kill9 '2:^rank 1 lags' -- "$plain" 1000 4 lag=1,2,0,2000 || fail "the job failed"
+    grep -q "kill -9 task 2" "$tmp/out" || fail "the kill did not happen"
+    check 1 ;;
+hd)
+    n=8
+    set -- rally_ring_threshold_bytes=1024 rally_hd_threshold_bytes=1G rally_chunk_bytes=512
+    want=$(baseline "$plain" 1000 3 "$@")
+    dmlc -n 8 -- "$mock" 1000 3 "$@" rally_mock=5,1,5,0 || fail "the job failed"
+    check 1 ;;
+not_dmlc)
+    dmlc -n 2 --tracker-magic 0x1234 -- "$plain" 100 1 && fail "the job succeeded"
+    [ "$(grep -c 'is it a dmlc tracker' "$tmp/out")" -ge 1 ] || fail "no worker named the tracker"
+    grep -q "time limit" "$tmp/out" && fail "the job hung"
+    echo "dmlc_test $case_: ok" ;;
+*) fail "no such case" ;;
+esac
