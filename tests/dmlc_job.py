@@ -3,7 +3,7 @@
 docs/protocol-dmlc.md, to run rally workers the way dmlc-submit does.
 
   dmlc_job.py [-n N] [--timeout S] [--max-attempts K] [--kill9 TASK:REGEX]
-              [--tracker-magic M] -- PROGRAM ARGS...
+              [--tracker-magic M] [--rabit-args] -- PROGRAM ARGS...
 
 The tracker listens on 127.0.0.1 (a port the kernel picks).  The launcher
 starts N copies of PROGRAM with DMLC_TRACKER_URI, DMLC_TRACKER_PORT,
@@ -13,7 +13,9 @@ killed by a signal is started again with the next attempt number (at most
 printed as "[task] line"; the tracker's as "tracker: ...".  --kill9
 TASK:REGEX sends SIGKILL to task TASK the first time any worker prints a
 line matching REGEX.  --tracker-magic answers the workers' greeting with
-another number (a tracker that is not a dmlc tracker).
+another number (a tracker that is not a dmlc tracker).  --rabit-args passes
+the four settings as rabit's arguments (rabit_tracker_uri=...,
+rabit_tracker_port=, rabit_task_id=, rabit_num_trial=) instead.
 
 Exit status: 0 when every worker exited 0 and the tracker saw N shutdowns;
 1 when a worker failed; 2 on the time limit.  The last line is
@@ -216,17 +218,21 @@ class Job:
 
     def start(self, task):
         env = dict(os.environ)
-        env.update(
+        settings = dict(
             DMLC_TRACKER_URI="127.0.0.1",
             DMLC_TRACKER_PORT=str(self.tracker.port),
             DMLC_TASK_ID=str(task),
             DMLC_NUM_ATTEMPT=str(self.attempt[task]),
-            DMLC_ROLE="worker",
         )
+        argv = list(self.args.program)
+        if self.args.rabit_args:  # rabit's argument spellings instead
+            names = ["rabit_tracker_uri", "rabit_tracker_port", "rabit_task_id", "rabit_num_trial"]
+            argv += ["%s=%s" % (k, v) for k, v in zip(names, settings.values())]
+        else:
+            env.update(settings)
+        env["DMLC_ROLE"] = "worker"
         env.pop("RALLY_TRACKER", None)
-        p = subprocess.Popen(
-            self.args.program, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
-        )
+        p = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         self.procs[task] = p
         threading.Thread(target=self.pump, args=(task, p), daemon=True).start()
 
@@ -280,6 +286,7 @@ def main():
     ap.add_argument("--timeout", type=int, default=120)
     ap.add_argument("--max-attempts", type=int, default=3)
     ap.add_argument("--kill9")
+    ap.add_argument("--rabit-args", action="store_true")
     ap.add_argument("--tracker-magic", type=lambda s: int(s, 0), default=MAGIC)
     ap.add_argument("program", nargs="+")
     args = ap.parse_args()

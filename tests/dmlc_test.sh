@@ -1,5 +1,5 @@
 #!/bin/sh
-# dmlc_test.sh CASE RALLY_RUN PLAIN MOCK — rally workers under a dmlc tracker
+# dmlc_test.sh CASE RALLY_RUN PLAIN MOCK [RABIT_BASIC] — rally workers under a dmlc tracker
 # (tests/dmlc_job.py: a tracker written from docs/protocol-dmlc.md and a
 # launcher that restarts a killed worker with the next DMLC_NUM_ATTEMPT):
 #   n4        4 workers, no failure: the digest of the same job under rally-run
@@ -9,10 +9,15 @@
 #             the failure-free digest, restarts=1
 #   hd        8 workers with halving-doubling and the ring (links the dmlc
 #             tracker never wires) and a death: the digest under rally-run
+#   rabit     a program written to rabit's C API (RABIT_BASIC), N=3: its checks
+#             pass, RabitIsDistributed() is 1, RabitTrackerPrint reaches the
+#             tracker
+#   rabit_args  the same with rabit's arguments (rabit_tracker_uri=, ...) in
+#             place of the DMLC_* variables
 #   not_dmlc  the tracker answers the greeting with another magic number: every
 #             worker fails with a sentence naming it, no hang
 set -u
-case_=$1 run=$2 plain=$3 mock=$4
+case_=$1 run=$2 plain=$3 mock=$4 rabit=${5:-}
 here=$(dirname "$0")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -55,6 +60,17 @@ hd)
     want=$(baseline "$plain" 1000 3 "$@")
     dmlc -n 8 -- "$mock" 1000 3 "$@" rally_mock=5,1,5,0 || fail "the job failed"
     check 1 ;;
+rabit | rabit_args)
+    n=3
+    opt=""
+    [ "$case_" = rabit_args ] && opt=--rabit-args
+    dmlc -n 3 $opt -- "$rabit" || fail "the job failed"
+    for r in 0 1 2; do
+        grep -q "^tracker: print: rabit_basic_ok rank $r of 3 checked 38 distributed 1 " "$tmp/out" ||
+            fail "no rabit_basic_ok line of rank $r through the tracker"
+    done
+    grep -q "^dmlc_job: restarts=0 shutdowns=3\$" "$tmp/out" || fail "want shutdowns=3"
+    echo "dmlc_test $case_: ok" ;;
 not_dmlc)
     dmlc -n 2 --tracker-magic 0x1234 -- "$plain" 100 1 && fail "the job succeeded"
     [ "$(grep -c 'is it a dmlc tracker' "$tmp/out")" -ge 1 ] || fail "no worker named the tracker"

@@ -88,6 +88,8 @@ bool RabitInit(int argc, char *argv[])
     }
     const char *tracker = getenv("RALLY_TRACKER");
     g.distributed = tracker != NULL && tracker[0] != '\0';
+    const char *dmlc = getenv("DMLC_TRACKER_URI"); /* the dmlc tracker */
+    g.distributed |= dmlc != NULL && dmlc[0] != '\0';
     for (int i = 0; i < n; i++) {
         int ignored;
         char *t = translate(argv[i], &ignored);
@@ -99,6 +101,8 @@ bool RabitInit(int argc, char *argv[])
             owned[i] = t;
         else if (strncmp(argv[i], "rally_tracker=", 14) == 0)
             g.distributed = argv[i][14] != '\0';
+        if (strncmp(argv[i], "rabit_tracker_uri=", 18) == 0) /* the dmlc tracker */
+            g.distributed |= argv[i][18] != '\0';
         args[nargs++] = t != NULL ? t : argv[i];
     }
     char **av = args;
