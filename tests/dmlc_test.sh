@@ -9,6 +9,9 @@
 #             the failure-free digest, restarts=1
 #   hd        8 workers with halving-doubling and the ring (links the dmlc
 #             tracker never wires) and a death: the digest under rally-run
+#   during_recovery  N=8: rank 2 dies in an op and rank 5 while serving the
+#             recovery from it (a mock group: they die together): restarts=2
+#   local_die_same   N=8 with local models: five deaths, three at once
 #   rabit     a program written to rabit's C API (RABIT_BASIC), N=3: its checks
 #             pass, RabitIsDistributed() is 1, RabitTrackerPrint reaches the
 #             tracker
@@ -60,6 +63,24 @@ hd)
     want=$(baseline "$plain" 1000 3 "$@")
     dmlc -n 8 -- "$mock" 1000 3 "$@" rally_mock=5,1,5,0 || fail "the job failed"
     check 1 ;;
+during_recovery | local_die_same)
+    n=8
+    extra=""
+    [ "$case_" = local_die_same ] && extra=local
+    want=$(baseline "$plain" 1000 3 $extra)
+    RALLY_MOCK_SYNC="$tmp/sync" # where a mock group meets
+    mkdir "$RALLY_MOCK_SYNC"
+    export RALLY_MOCK_SYNC
+    if [ "$case_" = during_recovery ]; then
+        dmlc -n 8 -- "$mock" 1000 3 rally_mock=2,1,5,0,op,g rally_mock=5,1,5,0,recovery,g ||
+            fail "the job failed"
+        check 2
+    else
+        dmlc -n 8 -- "$mock" 1000 3 local rally_mock=0,0,0,0 rally_mock=1,1,5,0,op,same \
+            rally_mock=0,1,5,1,op,same rally_mock=4,1,5,0,op,same rally_mock=1,1,5,1 ||
+            fail "the job failed"
+        check 5
+    fi ;;
 rabit | rabit_args)
     n=3
     opt=""
