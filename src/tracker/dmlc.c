@@ -270,6 +270,7 @@ static int wire_links(struct rally__dmlc *d, int tfd, int *fds, int lport, int64
             break;
         if (rally__ms_left(deadline) == 0)
             return rally__fail(e, RALLY_EPEER, "rank %d could not connect to %s", d->rank, last);
+        rally__sleep_ms(RETRY_MS); /* the tracker names the same peers again at once */
     }
     if (send_i32(tfd, lport, deadline, d->what, e) != RALLY_OK)
         return e->code;
@@ -286,10 +287,11 @@ static int accept_links(struct rally__dmlc *d, int lfd, int *fds, int naccept, i
     while (naccept > 0) {
         int fd, got;
         char host[RALLY__HOST_MAX];
-        if (rally__tcp_accept(lfd, deadline, &fd, host, sizeof host, e) != RALLY_OK)
-            return rally__fail_over(e, e->code == RALLY_ETIMEDOUT ? RALLY_EPEER : e->code,
-                                    "rank %d: %d of its dmlc links never connected: %s", d->rank,
-                                    naccept, e->msg);
+        struct rally__err ae = {0, ""};
+        if (rally__tcp_accept(lfd, deadline, &fd, host, sizeof host, &ae) != RALLY_OK)
+            return rally__fail(e, ae.code == RALLY_ETIMEDOUT ? RALLY_EPEER : ae.code,
+                               "rank %d: %d of its dmlc links never connected: %s", d->rank,
+                               naccept, ae.msg);
         struct rally__err he = {0, ""};
         int j = -1;
         if (greet(fd, d->rank, -1, min64(deadline, rally__deadline(HANDSHAKE_MS)), &got, &he) ==
@@ -384,6 +386,8 @@ static int exchange(struct rally__dmlc *d, const int *fds, const struct rally__d
         rc = rally__fail(e, RALLY_ESYS, "rank %d does not know its own address", d->rank);
         goto cleanup;
     }
+    if (d->world == 1)
+        goto cleanup;
     int pfd = fds[link_index(d, d->prev)], nfd = fds[link_index(d, d->next)];
     char what[32];
     snprintf(what, sizeof what, "rank %d", d->next);
