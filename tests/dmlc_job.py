@@ -3,7 +3,8 @@
 docs/protocol-dmlc.md, to run rally workers the way dmlc-submit does.
 
   dmlc_job.py [-n N] [--timeout S] [--max-attempts K] [--kill9 TASK:REGEX]
-              [--tracker-magic M] [--rabit-args] -- PROGRAM ARGS...
+              [--tracker-magic M] [--rabit-args] [--tracker-cmd CMD]
+              -- PROGRAM ARGS...
 
 The tracker listens on 127.0.0.1 (a port the kernel picks).  The launcher
 starts N copies of PROGRAM with DMLC_TRACKER_URI, DMLC_TRACKER_PORT,
@@ -16,6 +17,8 @@ line matching REGEX.  --tracker-magic answers the workers' greeting with
 another number (a tracker that is not a dmlc tracker).  --rabit-args passes
 the four settings as rabit's arguments (rabit_tracker_uri=...,
 rabit_tracker_port=, rabit_task_id=, rabit_num_trial=) instead.
+--tracker-cmd "PROGRAM ARGS" runs that tracker instead of the one here
+(e.g. "python3 -m xgboost.tracker", the rabit tracker Debian ships).
 
 Exit status: 0 when every worker exited 0 and the tracker saw N shutdowns;
 1 when a worker failed; 2 on the time limit.  The last line is
@@ -201,6 +204,45 @@ class Tracker:
             self.waiting[rank] = [host, port, len(bad) - len(conn)]
 
 
+class ExternalTracker:
+    """Another tracker program (`--tracker-cmd`), started with --num-workers N
+    --host-ip 127.0.0.1; it prints DMLC_TRACKER_ENV_START, NAME=VALUE lines
+    and DMLC_TRACKER_ENV_END (as dmlc's and xgboost's trackers do), and
+    exits 0 once every rank has shut down."""
+
+    def __init__(self, n, cmd):
+        self.n = n
+        self.proc = subprocess.Popen(
+            cmd + ["--num-workers", str(n), "--host-ip", "127.0.0.1"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
+        env = {}
+        for raw in self.proc.stdout:
+            line = raw.decode(errors="replace").strip()
+            if line == "DMLC_TRACKER_ENV_END":
+                break
+            if "=" in line:
+                k, v = line.split("=", 1)
+                env[k] = v
+        self.port = int(env["DMLC_TRACKER_PORT"])
+        self.shutdown = set()
+        self.done = threading.Event()
+        threading.Thread(target=self.pump, daemon=True).start()
+
+    def pump(self):
+        for raw in self.proc.stdout:
+            say("tracker: " + raw.decode(errors="replace").rstrip("\n"))
+        if self.proc.wait() == 0:
+            self.shutdown = set(range(self.n))
+        self.done.set()
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+
 # --- the launcher -------------------------------------------------------------
 
 
@@ -287,13 +329,17 @@ def main():
     ap.add_argument("--max-attempts", type=int, default=3)
     ap.add_argument("--kill9")
     ap.add_argument("--rabit-args", action="store_true")
+    ap.add_argument("--tracker-cmd")
     ap.add_argument("--tracker-magic", type=lambda s: int(s, 0), default=MAGIC)
     ap.add_argument("program", nargs="+")
     args = ap.parse_args()
     args.kill9_task = int(args.kill9.split(":", 1)[0]) if args.kill9 else -1
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(2))  # the finally below kills the workers
-    tracker = Tracker(args.n, args.tracker_magic)
-    threading.Thread(target=tracker.serve, daemon=True).start()
+    if args.tracker_cmd:
+        tracker = ExternalTracker(args.n, args.tracker_cmd.split())
+    else:
+        tracker = Tracker(args.n, args.tracker_magic)
+        threading.Thread(target=tracker.serve, daemon=True).start()
     say("tracker: listening on 127.0.0.1:%d for %d workers" % (tracker.port, args.n))
     job = Job(args, tracker)
     rc = 2
@@ -301,6 +347,8 @@ def main():
         rc = job.run()
     finally:
         job.stop()
+        if args.tracker_cmd:
+            tracker.stop()
         time.sleep(0.1)  # the pumps print the last lines
         say("dmlc_job: restarts=%d shutdowns=%d" % (job.restarts, len(tracker.shutdown)))
     sys.exit(rc)

@@ -17,6 +17,9 @@
 #             tracker
 #   rabit_args  the same with rabit's arguments (rabit_tracker_uri=, ...) in
 #             place of the DMLC_* variables
+#   xgboost   the rabit tracker Debian's python3-xgboost ships (python3 -m
+#             xgboost.tracker) in place of the test's: a mock death and a
+#             kill -9, the failure-free digest
 #   not_dmlc  the tracker answers the greeting with another magic number: every
 #             worker fails with a sentence naming it, no hang
 set -u
@@ -92,6 +95,18 @@ rabit | rabit_args)
     done
     grep -q "^dmlc_job: restarts=0 shutdowns=3\$" "$tmp/out" || fail "want shutdowns=3"
     echo "dmlc_test $case_: ok" ;;
+xgboost)
+    py=/usr/bin/python3 # Debian's, where python3-xgboost is
+    [ -x "$py" ] || py=python3
+    "$py" -c 'import xgboost.tracker' || fail "no xgboost.tracker (scripts/deps.sh installs python3-xgboost)"
+    want=$(baseline "$plain" 1000 4)
+    dmlc -n 4 --tracker-cmd "$py -m xgboost.tracker" -- "$mock" 1000 4 rally_mock=2,1,5,0 ||
+        fail "the job with a mock death failed"
+    check 1
+    dmlc -n 4 --tracker-cmd "$py -m xgboost.tracker" --kill9 '2:^rank 1 lags' -- \
+        "$plain" 1000 4 lag=1,2,0,2000 || fail "the job with a kill -9 failed"
+    grep -q "kill -9 task 2" "$tmp/out" || fail "the kill did not happen"
+    check 1 ;;
 not_dmlc)
     dmlc -n 2 --tracker-magic 0x1234 -- "$plain" 100 1 && fail "the job succeeded"
     [ "$(grep -c 'is it a dmlc tracker' "$tmp/out")" -ge 1 ] || fail "no worker named the tracker"
