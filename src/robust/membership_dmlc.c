@@ -66,8 +66,8 @@ int rally__robust_dmlc_init(struct rally__robust *rb, const char *host, struct r
     rb->dmlc = calloc(1, sizeof *rb->dmlc);
     if (rb->dmlc == NULL)
         return rally__fail(e, RALLY_ENOMEM, "out of memory");
-    if (rally__dmlc_init(rb->dmlc, cfg->dmlc_tracker_uri, (int)cfg->dmlc_tracker_port,
-                         cfg->task_id, cfg->connect_timeout_ms, e) != RALLY_OK)
+    if (rally__dmlc_init(rb->dmlc, cfg->dmlc_tracker_uri, (int)cfg->dmlc_tracker_port, cfg->task_id,
+                         cfg->connect_timeout_ms, e) != RALLY_OK)
         return e->code;
     if (cfg->dmlc_num_attempt > 0 && strcmp(rb->dmlc->task_id, "NULL") == 0)
         return rally__fail(e, RALLY_ECONFIG,

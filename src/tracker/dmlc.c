@@ -21,9 +21,9 @@
 #include "util/clock.h"
 #include "util/wire.h"
 
-#define RETRY_MS 100        /* between attempts to reach a tracker not yet listening */
-#define HANDSHAKE_MS 10000  /* bounds one accepted peer's rank exchange */
-#define ENTRY_HEAD 22       /* magic, rank, incarnation, flags, port (u32), host length (u16) */
+#define RETRY_MS 100       /* between attempts to reach a tracker not yet listening */
+#define HANDSHAKE_MS 10000 /* bounds one accepted peer's rank exchange */
+#define ENTRY_HEAD 22      /* magic, rank, incarnation, flags, port (u32), host length (u16) */
 
 static int64_t min64(int64_t a, int64_t b)
 {
@@ -48,8 +48,7 @@ static int recv_i32(int fd, int32_t *v, int64_t deadline, const char *what, stru
     return RALLY_OK;
 }
 
-static int send_str(int fd, const char *s, int64_t deadline, const char *what,
-                    struct rally__err *e)
+static int send_str(int fd, const char *s, int64_t deadline, const char *what, struct rally__err *e)
 {
     size_t n = strlen(s);
     if (send_i32(fd, (int32_t)n, deadline, what, e) != RALLY_OK)
@@ -164,8 +163,8 @@ static int read_assignment(struct rally__dmlc *d, int fd, int64_t deadline, stru
         return rally__fail(e, RALLY_EPROTO, "%s assigned rank %d of %d", d->what, (int)rank,
                            (int)world);
     if ((d->rank >= 0 && rank != d->rank) || (d->world >= 0 && world != d->world))
-        return rally__fail(e, RALLY_EPROTO, "%s assigned rank %d of %d to rank %d of %d",
-                           d->what, (int)rank, (int)world, d->rank, d->world);
+        return rally__fail(e, RALLY_EPROTO, "%s assigned rank %d of %d to rank %d of %d", d->what,
+                           (int)rank, (int)world, d->rank, d->world);
     if (nnb < 0 || nnb > RALLY__DMLC_MAX_LINKS - 2)
         return rally__fail(e, RALLY_EPROTO, "%s named %d tree neighbours (at most %d)", d->what,
                            (int)nnb, RALLY__DMLC_MAX_LINKS - 2);
@@ -328,9 +327,9 @@ static size_t put_entry(unsigned char *b, size_t cap, int rank, const char *host
 
 /* Reads one entry from the ring predecessor into b (its bytes, to pass on)
  * and book. */
-static int get_entry(struct rally__dmlc *d, int fd, int64_t deadline, unsigned char *b,
-                     size_t *nb, struct rally__peer_addr *book, unsigned char *seen,
-                     uint32_t *flags, struct rally__err *e)
+static int get_entry(struct rally__dmlc *d, int fd, int64_t deadline, unsigned char *b, size_t *nb,
+                     struct rally__peer_addr *book, unsigned char *seen, uint32_t *flags,
+                     struct rally__err *e)
 {
     char what[32];
     snprintf(what, sizeof what, "rank %d", d->prev);
@@ -345,8 +344,8 @@ static int get_entry(struct rally__dmlc *d, int fd, int64_t deadline, unsigned c
                            "rank %d (ring predecessor of rank %d) sent no rally address entry: "
                            "is every worker of this job a rally worker?",
                            d->prev, d->rank);
-    if (rank >= (uint32_t)d->world || seen[rank] || hn == 0 || hn >= RALLY__HOST_MAX ||
-        port == 0 || port > 65535)
+    if (rank >= (uint32_t)d->world || seen[rank] || hn == 0 || hn >= RALLY__HOST_MAX || port == 0 ||
+        port > 65535)
         return rally__fail(e, RALLY_EPROTO,
                            "rank %d passed a bad address entry (rank %u, port %u, %u-byte "
                            "host)",
@@ -380,8 +379,8 @@ static int exchange(struct rally__dmlc *d, const int *fds, const struct rally__d
     mine->incarnation = me->incarnation;
     seen[d->rank] = 1;
     *flags = me->flags;
-    size_t n = put_entry(cur, sizeof cur, d->rank, d->self_host, me->listen_port,
-                         me->incarnation, me->flags);
+    size_t n = put_entry(cur, sizeof cur, d->rank, d->self_host, me->listen_port, me->incarnation,
+                         me->flags);
     if (n == 0 || d->self_host[0] == '\0') {
         rc = rally__fail(e, RALLY_ESYS, "rank %d does not know its own address", d->rank);
         goto cleanup;

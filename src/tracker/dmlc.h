@@ -29,9 +29,9 @@
 #include "tracker/msg.h"
 #include "util/err.h"
 
-#define RALLY__DMLC_MAGIC 0xff99      /* the tracker's, both ways */
+#define RALLY__DMLC_MAGIC 0xff99           /* the tracker's, both ways */
 #define RALLY__DMLC_BOOK_MAGIC 0x58444c52u /* "RLDX": an address-book entry */
-#define RALLY__DMLC_MAX_LINKS 16      /* tree neighbours plus ring prev/next */
+#define RALLY__DMLC_MAX_LINKS 16           /* tree neighbours plus ring prev/next */
 #define RALLY__DMLC_MAX_WORLD 65536
 #define RALLY__DMLC_TASK_MAX 256
 
@@ -41,14 +41,14 @@
 struct rally__dmlc {
     char host[RALLY__HOST_MAX]; /* the tracker */
     int port;
-    char what[RALLY__HOST_MAX + 32]; /* "dmlc tracker 127.0.0.1:9091", for messages */
+    char what[RALLY__HOST_MAX + 32];    /* "dmlc tracker 127.0.0.1:9091", for messages */
     char task_id[RALLY__DMLC_TASK_MAX]; /* "NULL" when the launcher gave none */
-    int64_t connect_timeout_ms; /* per tracker connection (retried until then) */
-    int rank, world; /* -1 until the tracker assigned them */
+    int64_t connect_timeout_ms;         /* per tracker connection (retried until then) */
+    int rank, world;                    /* -1 until the tracker assigned them */
     /* the tracker's last assignment */
     int parent, prev, next;
     int nlinks, links[RALLY__DMLC_MAX_LINKS]; /* distinct peers: tree, prev, next */
-    char self_host[RALLY__HOST_MAX]; /* this worker's address towards the tracker */
+    char self_host[RALLY__HOST_MAX];          /* this worker's address towards the tracker */
 };
 
 /* This worker's entry in the address book. */
