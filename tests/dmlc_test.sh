@@ -57,7 +57,7 @@ mock)
     check 2 ;;
 kill9)
     want=$(baseline "$plain" 1000 4)
-    dmlc -n 4 --kill9 '2:^rank 1 lags' -- "$plain" 1000 4 lag=1,2,0,2000 || fail "the job failed"
+    dmlc -n 4 --kill9 '2:^rank 1 lags' -- "$plain" 1000 4 lag=1,2,0,3000 || fail "the job failed"
     grep -q "kill -9 task 2" "$tmp/out" || fail "the kill did not happen"
     check 1 ;;
 hd)
@@ -104,7 +104,7 @@ xgboost)
         fail "the job with a mock death failed"
     check 1
     dmlc -n 4 --tracker-cmd "$py -m xgboost.tracker" --kill9 '2:^rank 1 lags' -- \
-        "$plain" 1000 4 lag=1,2,0,2000 || fail "the job with a kill -9 failed"
+        "$plain" 1000 4 lag=1,2,0,3000 || fail "the job with a kill -9 failed"
     grep -q "kill -9 task 2" "$tmp/out" || fail "the kill did not happen"
     check 1 ;;
 not_dmlc)
