@@ -52,7 +52,11 @@ static char *translate(const char *arg, int *ignored)
 {
     static const char *const same[][2] = {{"mock=", "rally_mock="},
                                           {"rabit_local_replica=", "rally_local_replica="},
-                                          {"rabit_task_id=", "rally_task_id="}};
+                                          {"rabit_task_id=", "rally_task_id="},
+                                          /* the dmlc tracker (docs/protocol-dmlc.md) */
+                                          {"rabit_tracker_uri=", "rally_dmlc_tracker_uri="},
+                                          {"rabit_tracker_port=", "rally_dmlc_tracker_port="},
+                                          {"rabit_num_trial=", "rally_dmlc_num_attempt="}};
     *ignored = 0;
     for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) {
         size_t n = strlen(same[i][0]);
@@ -84,6 +88,8 @@ bool RabitInit(int argc, char *argv[])
     }
     const char *tracker = getenv("RALLY_TRACKER");
     g.distributed = tracker != NULL && tracker[0] != '\0';
+    const char *dmlc = getenv("DMLC_TRACKER_URI"); /* the dmlc tracker */
+    g.distributed |= dmlc != NULL && dmlc[0] != '\0';
     for (int i = 0; i < n; i++) {
         int ignored;
         char *t = translate(argv[i], &ignored);
@@ -95,6 +101,8 @@ bool RabitInit(int argc, char *argv[])
             owned[i] = t;
         else if (strncmp(argv[i], "rally_tracker=", 14) == 0)
             g.distributed = argv[i][14] != '\0';
+        if (strncmp(argv[i], "rabit_tracker_uri=", 18) == 0) /* the dmlc tracker */
+            g.distributed |= argv[i][18] != '\0';
         args[nargs++] = t != NULL ? t : argv[i];
     }
     char **av = args;

@@ -122,6 +122,8 @@ int rally__robust_repairable(const struct rally__robust *rb, int rc)
 
 int rally__robust_reset(struct rally__robust *rb, int cause, uint64_t key)
 {
+    if (rb->dmlc != NULL) /* dmlc tracker */
+        return rally__robust_dmlc_reset(rb, cause, key);
     int rc = cause;
     for (;;) {
         if (rc != RALLY__ERESET) {
@@ -159,6 +161,8 @@ int rally__robust_reset(struct rally__robust *rb, int cause, uint64_t key)
 /* The user's line to the tracker's log (stdout alone). */
 int rally__robust_print(struct rally__robust *rb, const char *msg)
 {
+    if (rb->dmlc != NULL) /* dmlc tracker */
+        return rally__robust_dmlc_print(rb, msg);
     if (!rb->distributed) {
         printf("%s\n", msg);
         fflush(stdout);
@@ -184,6 +188,8 @@ int rally__robust_init(struct rally__robust *rb, const struct rally__config *cfg
     rb->comm.timeout_ms = cfg->timeout_ms;
     if (rally__mock_parse(&rb->mock, cfg, e) != RALLY_OK)
         return e->code;
+    if (cfg->tracker[0] == '\0' && cfg->dmlc_tracker_uri[0] != '\0') /* dmlc tracker */
+        return rally__robust_dmlc_init(rb, host, e);
     if (cfg->tracker[0] == '\0')
         return RALLY_OK; /* no launcher: rank 0 of 1 */
     rb->distributed = 1;
@@ -239,6 +245,7 @@ int rally__robust_init(struct rally__robust *rb, const struct rally__config *cfg
 void rally__robust_free(struct rally__robust *rb)
 {
     rally__robust_snap_free(rb);
+    rally__robust_dmlc_free(rb); /* dmlc tracker */
     close_links(rb);
     rally__comm_free(&rb->comm);
     rally__tclient_close(&rb->tc);
@@ -247,4 +254,16 @@ void rally__robust_free(struct rally__robust *rb)
     rally__robust_cache_free(rb);
     rally__robust_store_free(rb);
     rally__mock_free(&rb->mock);
+}
+
+/* --- for membership_dmlc.c (the dmlc tracker) ------------------------------ */
+
+int rally__robust_wire(struct rally__robust *rb)
+{
+    return wire(rb);
+}
+
+void rally__robust_unwire(struct rally__robust *rb)
+{
+    close_links(rb);
 }

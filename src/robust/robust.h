@@ -55,6 +55,7 @@
 struct rally__robust;
 struct rally__op;
 struct rally__rsnap; /* snapshot.c's state */
+struct rally__dmlc;  /* tracker/dmlc.h: the dmlc tracker's client */
 
 /* The collective kinds of this layer's own traffic (RALLY__K_*) are in
  * coll/coll.h, beside the others, so that every message can name them. */
@@ -145,6 +146,9 @@ struct rally__robust {
     unsigned char **pool; /* spare result buffers, reused */
     int npool;
     struct rally__mock mock;
+    /* the classic dmlc tracker (membership_dmlc.c), NULL: rally's own */
+    struct rally__dmlc *dmlc;
+    int dmlc_port; /* listen_fd's port, for the address book */
 };
 
 /* The user-visible (version, seq) of a position, for the mock. */
@@ -265,6 +269,22 @@ int rally__robust_repairable(const struct rally__robust *rb, int rc);
 int rally__robust_reset(struct rally__robust *rb, int cause, uint64_t key);
 /* rally_tracker_print: to the tracker, or stdout without one. */
 int rally__robust_print(struct rally__robust *rb, const char *msg);
+
+/* The mesh from rb->tc's address book, and closing it (for membership_dmlc.c). */
+int rally__robust_wire(struct rally__robust *rb);
+void rally__robust_unwire(struct rally__robust *rb);
+
+/* --- membership_dmlc.c: the same under the classic dmlc tracker --- */
+
+/* Joins through the dmlc tracker (cfg->dmlc_tracker_uri is set, rally_tracker
+ * is not); rb is initialised as rally__robust_init leaves it before joining. */
+int rally__robust_dmlc_init(struct rally__robust *rb, const char *host, struct rally__err *e);
+/* rally__robust_reset under the dmlc tracker: close every link, "recover". */
+int rally__robust_dmlc_reset(struct rally__robust *rb, int cause, uint64_t key);
+int rally__robust_dmlc_print(struct rally__robust *rb, const char *msg);
+/* In finalize, instead of SHUTDOWN/BYE. */
+int rally__robust_dmlc_shutdown(struct rally__robust *rb);
+void rally__robust_dmlc_free(struct rally__robust *rb);
 
 /* --- recovery.c: agreement rounds and transfers --- */
 

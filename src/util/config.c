@@ -32,6 +32,9 @@ static const struct key keys[] = {
     K("tracker", STR, tracker, "", 0, 0),
     K("secret_file", STR, secret_file, "", 0, 0),
     K("task_id", STR, task_id, "", 0, 0),
+    K("dmlc_tracker_uri", STR, dmlc_tracker_uri, "", 0, 0),
+    K("dmlc_tracker_port", INT, dmlc_tracker_port, "9091", 1, 65535),
+    K("dmlc_num_attempt", INT, dmlc_num_attempt, "0", 0, 1000000),
     K("connect_timeout_ms", INT, connect_timeout_ms, "60000", 1, INT64_MAX / 4),
     K("timeout_ms", INT, timeout_ms, "1800000", 1, INT64_MAX / 4),
     K("ring_threshold_bytes", SIZE, ring_threshold_bytes, "256K", 0, INT64_MAX / 4),
@@ -60,6 +63,12 @@ static const struct key keys[] = {
 };
 #undef K
 #undef C
+
+/* The dmlc launchers' variables (docs/protocol-dmlc.md), below RALLY_*. */
+static const char *const dmlc_env[][2] = {{"DMLC_TRACKER_URI", "dmlc_tracker_uri"},
+                                          {"DMLC_TRACKER_PORT", "dmlc_tracker_port"},
+                                          {"DMLC_TASK_ID", "task_id"},
+                                          {"DMLC_NUM_ATTEMPT", "dmlc_num_attempt"}};
 
 int rally__parse_int(const char *s, int64_t lo, int64_t hi, int64_t *out)
 {
@@ -254,6 +263,12 @@ int rally__config_load(struct rally__config *c, int *argc, char ***argv, struct 
 
     if (check_environment(e) != RALLY_OK)
         return e->code;
+    for (size_t i = 0; i < sizeof dmlc_env / sizeof dmlc_env[0]; i++) {
+        const char *v = getenv(dmlc_env[i][0]);
+        if (v != NULL && set(c, find(dmlc_env[i][1], strlen(dmlc_env[i][1])), v, dmlc_env[i][0],
+                             e) != RALLY_OK)
+            return e->code;
+    }
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         char env[64] = "RALLY_";
         for (size_t j = 0; keys[i].name[j] && j + 7 < sizeof env; j++)

@@ -22,6 +22,10 @@ struct rally__config {
     char tracker[RALLY__STR_MAX];     /* host:port; "" = no launcher, rank 0 of 1 */
     char secret_file[RALLY__STR_MAX]; /* the job's secret (see docs/protocol.md) */
     char task_id[RALLY__STR_MAX];     /* stable identity from the launcher */
+    /* the classic dmlc tracker (docs/protocol-dmlc.md), used when tracker is "" */
+    char dmlc_tracker_uri[RALLY__STR_MAX]; /* DMLC_TRACKER_URI: its host */
+    int64_t dmlc_tracker_port;             /* DMLC_TRACKER_PORT */
+    int64_t dmlc_num_attempt;              /* DMLC_NUM_ATTEMPT: restarts before this one */
     int64_t connect_timeout_ms;       /* start-up: tracker, rendezvous, handshakes */
     int64_t timeout_ms;               /* a collective making no progress this long fails */
     int64_t ring_threshold_bytes;     /* allreduce above this many bytes uses the ring */

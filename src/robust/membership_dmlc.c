@@ -1,0 +1,148 @@
+/*
+ * membership_dmlc.c — this worker's place in a job run by the classic dmlc
+ * tracker: join, re-wire after a failure, print and shutdown through
+ * tracker/dmlc.h instead of rally's own tracker.
+ *
+ * The dmlc tracker keeps no connection to a worker, sends no RESET and no
+ * heartbeat reaches it.  A worker learns of a death only when a link fails
+ * (RALLY_EPEER) or stalls (RALLY_ETIMEDOUT, rally_timeout_ms); then, as
+ * rabit does, it closes every link, which fails its neighbours' links in
+ * turn, so the failure reaches every worker, and each goes back to the
+ * tracker with "recover".  The restarted worker comes with "start" and its
+ * task id.  Once everybody has passed through the tracker the address
+ * exchange completes (tracker/dmlc.h) and the mesh is wired as usual; the
+ * op driver then retries through agreement rounds (recovery.c), exactly as
+ * after an epoch of rally's own tracker.
+ *
+ * The links are not authenticated: their handshake runs with a fixed,
+ * public key, so it names a peer (rank, incarnation) but proves nothing.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "net/sock.h"
+#include "robust/robust.h"
+#include "tracker/dmlc.h"
+#include "util/clock.h"
+
+/* A collective's report: a stall may be a dead peer, and a link failure is
+ * handled by its caller; anything else fails the job (no tracker to tell). */
+static void on_report(void *arg, int code, const char *msg)
+{
+    struct rally__robust *rb = arg;
+    (void)msg;
+    if (code != RALLY_ETIMEDOUT)
+        rb->fatal = code;
+}
+
+static int64_t join_timeout_ms(const struct rally__config *cfg)
+{
+    return cfg->connect_timeout_ms + cfg->timeout_ms;
+}
+
+/* Asks the tracker and the ring for the address book; fills rb->tc. */
+static int join(struct rally__robust *rb, const char *cmd, uint32_t flags, uint32_t *all_flags)
+{
+    struct rally__dmlc_self me = {rb->dmlc_port, rb->tc.incarnation, flags};
+    struct rally__peer_addr *book;
+    int64_t deadline = rally__deadline(join_timeout_ms(rb->cfg));
+    if (rally__dmlc_join(rb->dmlc, cmd, &me, deadline, &book, all_flags, rb->err) != RALLY_OK)
+        return rb->err->code;
+    free(rb->tc.peers);
+    rb->tc.peers = book;
+    rb->tc.rank = rb->dmlc->rank;
+    rb->tc.world = rb->dmlc->world;
+    rb->tc.epoch++;
+    return RALLY_OK;
+}
+
+int rally__robust_dmlc_init(struct rally__robust *rb, const char *host, struct rally__err *e)
+{
+    const struct rally__config *cfg = rb->cfg;
+    (void)host; /* the address book carries what the tracker connection shows */
+    rb->distributed = 1;
+    rb->dmlc = calloc(1, sizeof *rb->dmlc);
+    if (rb->dmlc == NULL)
+        return rally__fail(e, RALLY_ENOMEM, "out of memory");
+    if (rally__dmlc_init(rb->dmlc, cfg->dmlc_tracker_uri, (int)cfg->dmlc_tracker_port, cfg->task_id,
+                         cfg->connect_timeout_ms, e) != RALLY_OK)
+        return e->code;
+    if (cfg->dmlc_num_attempt > 0 && strcmp(rb->dmlc->task_id, "NULL") == 0)
+        return rally__fail(e, RALLY_ECONFIG,
+                           "attempt %lld of a worker without a task id: the dmlc tracker finds "
+                           "a restarted worker's rank by DMLC_TASK_ID (or rally_task_id)",
+                           (long long)cfg->dmlc_num_attempt);
+    /* a tracker on loopback means a one-host job: listen there only */
+    const char *uri = cfg->dmlc_tracker_uri;
+    if (rally__tcp_listen(rally__host_is_loopback(uri) ? uri : "", 0, 128, &rb->listen_fd,
+                          &rb->dmlc_port, e) != RALLY_OK)
+        return e->code;
+    rb->tc.incarnation = (uint32_t)cfg->dmlc_num_attempt + 1;
+    memset(&rb->tc.secret, 0, sizeof rb->tc.secret); /* public: names, proves nothing */
+    uint32_t flags;
+    if (join(rb, "start", cfg->dmlc_num_attempt > 0 ? RALLY__DMLC_F_RECOVERING : 0, &flags) !=
+        RALLY_OK)
+        return e->code;
+    rb->tc.epoch = 0;
+    rb->rank = rb->tc.rank;
+    rb->world = rb->tc.world;
+    rb->k = (int)cfg->local_replica < rb->world - 1 ? (int)cfg->local_replica : rb->world - 1;
+    struct rally__comm *cm = &rb->comm;
+    rally__comm_init(cm, rb->rank, rb->world, e);
+    cm->timeout_ms = cfg->timeout_ms;
+    cm->ring_threshold = (size_t)cfg->ring_threshold_bytes;
+    cm->hd_threshold = (size_t)cfg->hd_threshold_bytes;
+    if (cm->hd_threshold > cm->ring_threshold) /* the book names every rank: partners too */
+        rally__topo_add_hd(&cm->topo);
+    cm->chunk = (size_t)cfg->chunk_bytes;
+    cm->spin_us = cfg->spin_us;
+    cm->alarm = rally__handle_none(); /* no tracker line: links alone tell of a death */
+    cm->report = on_report;
+    cm->hook_arg = rb;
+    if (rally__robust_wire(rb) != RALLY_OK)
+        return e->code;
+    /* someone restarted before the job got going: everyone agrees first */
+    rb->recovering = (flags & RALLY__DMLC_F_RECOVERING) != 0;
+    return RALLY_OK;
+}
+
+int rally__robust_dmlc_reset(struct rally__robust *rb, int cause, uint64_t key)
+{
+    (void)cause;
+    (void)key;
+    int64_t deadline = rally__deadline(join_timeout_ms(rb->cfg));
+    for (;;) {
+        rally__robust_unwire(rb); /* every neighbour now sees the failure too */
+        rally__err_clear(rb->err);
+        uint32_t flags;
+        int rc = join(rb, "recover", RALLY__DMLC_F_RECOVERING, &flags);
+        if (rc == RALLY_OK && (rc = rally__robust_wire(rb)) == RALLY_OK) {
+            rally__err_clear(rb->err);
+            rb->recovering = 1;
+            return RALLY_OK;
+        }
+        /* a peer died again while re-wiring: back to the tracker */
+        if ((rc != RALLY_EPEER && rc != RALLY_ETIMEDOUT) || rally__ms_left(deadline) == 0) {
+            rb->fatal = rc;
+            return rc;
+        }
+    }
+}
+
+int rally__robust_dmlc_print(struct rally__robust *rb, const char *msg)
+{
+    return rally__dmlc_print(rb->dmlc, msg, rb->err);
+}
+
+int rally__robust_dmlc_shutdown(struct rally__robust *rb)
+{
+    return rally__dmlc_shutdown(rb->dmlc, rb->err);
+}
+
+void rally__robust_dmlc_free(struct rally__robust *rb)
+{
+    free(rb->dmlc);
+    rb->dmlc = NULL;
+}
