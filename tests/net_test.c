@@ -167,7 +167,8 @@ struct meshjob {
 static struct rally__mesh_opts mesh_opts(struct meshjob *m, int listen_fd, int rank)
 {
     return (struct rally__mesh_opts){listen_fd, &m->s, rank, 2, 1, "127.0.0.1", 1, -1,
-                                     rally__deadline(10000), 300, RALLY__TRANSPORT_TCP};
+                                     rally__deadline(10000), 300, RALLY__TRANSPORT_TCP, 0, -1,
+                                     NULL, NULL};
 }
 
 static void *stranger_garbage(void *arg)

@@ -195,6 +195,7 @@ static int tcp_setup(const struct rally__mesh_opts *o, const struct rally__mesh_
         close(fd);
         return e->code;
     }
+    rally__sock_link_timeout(fd, o->link_timeout_ms);
     l->t.fd = fd;
     return RALLY_OK;
 }
