@@ -232,7 +232,8 @@ int rally__robust_init(struct rally__robust *rb, const struct rally__config *cfg
     struct rally__tclient_opts o = {cfg->tracker,    cfg->secret_file,
                                     cfg->task_id,    port,
                                     host,            cfg->connect_timeout_ms,
-                                    cfg->connect_timeout_ms + cfg->timeout_ms};
+                                    cfg->connect_timeout_ms + cfg->timeout_ms,
+                                    cfg->link_timeout_ms};
     if (rally__tclient_join(&rb->tc, &o, e) != RALLY_OK)
         return e->code;
     rb->rank = rb->tc.rank;
