@@ -64,7 +64,7 @@ strangers)
         [ -n "$port" ] || fail "cannot find rank $r's peer port (pid $pid)"
         for _ in 1 2 3 4 5 6 7 8; do
             # a stranger: connects, says nothing, holds the connection
-            ( exec 3<>"/dev/tcp/$host/$port" && exec sleep 60 ) 2>/dev/null &
+            ( exec 3<>"/dev/tcp/$host/$port" && exec sleep 600 ) 2>/dev/null &
             pids="$pids $!"
             held=$((held + 1))
         done
@@ -72,10 +72,16 @@ strangers)
     sleep 0.5
     victim=$(grep "^\[2\] pid 2 " "$tmp/out" | awk '{print $4}')
     kill -9 "$victim" || fail "rank 2 was gone before the kill"
+    t0=$(date +%s)
     echo "rewire_test: $held idle stranger connections held; killed rank 2 (pid $victim)"
+    while kill -0 "$job" 2>/dev/null && ! grep -q "recovered: epoch" "$tmp/out"; do sleep 0.1; done
+    took=$(( $(date +%s) - t0 ))
     wait "$job" || { cat "$tmp/out"; fail "the job failed (or stalled past 90 s)"; }
     cat "$tmp/out"
     grep -q "recovered: epoch" "$tmp/out" || fail "no recovery happened"
+    echo "rewire_test: recovered within $took s of the kill"
+    # each stranger used to cost a 10 s handshake in turn: 8 per worker, 80 s
+    [ "$took" -lt 30 ] || fail "the recovery took $took s: the strangers stalled it"
     cp "$tmp/out" "$tmp/mock"
     ;;
 *) fail "unknown case" ;;
