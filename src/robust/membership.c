@@ -107,6 +107,17 @@ static int wire(struct rally__robust *rb)
     return RALLY_OK;
 }
 
+/* 1 when a failed wiring (or wait for GO) is the job's churn, answered by
+ * the next epoch: a newer RESET, a peer that died, refused, answered as
+ * someone else (its port reused) or did not come in time.  The tracker's
+ * ABORT, a broken tracker line and local faults (memory, descriptors) are
+ * not. */
+static int wiring_repairable(const struct rally__robust *rb, int rc)
+{
+    return rally__robust_repairable(rb, rc) || (rb->distributed && !rb->fatal &&
+                                                (rc == RALLY_EAUTH || rc == RALLY_EPROTO));
+}
+
 /* Waits on the alarm line for the tracker's RESET (or its ABORT). */
 static int await_reset(struct rally__robust *rb)
 {
@@ -157,8 +168,8 @@ int rally__robust_reset(struct rally__robust *rb, int cause, uint64_t key)
         rally__robust_mock(rb, rb->version, rally__robust_user_seq(rb), RALLY__MOCK_WIRE);
         if ((rc = wire(rb)) != RALLY_OK) {
             close_links(rb);
-            if (!rally__robust_repairable(rb, rc))
-                return rc; /* the tracker's ABORT, or a broken tracker line */
+            if (!wiring_repairable(rb, rc))
+                return rc; /* the tracker's ABORT, a broken tracker line, a local fault */
             continue; /* a newer RESET, or a peer died while wiring: report, next epoch */
         }
         rc = rally__tclient_ready(&rb->tc, deadline, rb->err);
@@ -263,7 +274,7 @@ int rally__robust_init(struct rally__robust *rb, const struct rally__config *cfg
     if (rc != RALLY_OK) {
         /* a death or a newer epoch while joining: follow it like any worker */
         close_links(rb);
-        if (!rally__robust_repairable(rb, rc) ||
+        if (!wiring_repairable(rb, rc) ||
             rally__robust_reset(rb, rc, RALLY__KEY_BOOT(0)) != RALLY_OK)
             return e->code;
     }
