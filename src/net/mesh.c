@@ -53,9 +53,8 @@ static int vet_peer(const struct rally__ident *p, void *arg, struct rally__err *
         if (v->links[i].ops != NULL)
             return rally__fail(e, RALLY_EPROTO, "rank %d is already connected", (int)p->rank);
         if (q->incarnation != p->incarnation)
-            return rally__fail(e, RALLY_EAUTH,
-                               "rank %d incarnation %u is stale (current: %u)", (int)p->rank,
-                               p->incarnation, q->incarnation);
+            return rally__fail(e, RALLY_EAUTH, "rank %d incarnation %u is stale (current: %u)",
+                               (int)p->rank, p->incarnation, q->incarnation);
         return RALLY_OK;
     }
     return rally__fail(e, RALLY_EAUTH, "rank %d is not a neighbour of rank %d that connects here",

@@ -42,14 +42,14 @@ struct rally__mesh_opts {
     const struct rally__secret *secret;
     int rank, world;
     uint32_t incarnation;
-    const char *host;       /* this rank's, as the address book has it */
-    int one_host;           /* every rank's host is a loopback address */
-    int64_t sock_buf_bytes; /* rally_sock_buf_bytes: -1 auto (sock.h) */
-    int64_t deadline;       /* for the whole wiring */
-    int64_t handshake_ms;   /* bounds each accepted handshake */
-    int transport;          /* RALLY__TRANSPORT_* (util/config.h), every rank alike */
+    const char *host;        /* this rank's, as the address book has it */
+    int one_host;            /* every rank's host is a loopback address */
+    int64_t sock_buf_bytes;  /* rally_sock_buf_bytes: -1 auto (sock.h) */
+    int64_t deadline;        /* for the whole wiring */
+    int64_t handshake_ms;    /* bounds each accepted handshake */
+    int transport;           /* RALLY__TRANSPORT_* (util/config.h), every rank alike */
     int64_t link_timeout_ms; /* TCP links: rally__sock_link_timeout (0: kernel default) */
-    int watch_fd;           /* looked at only when watch is set */
+    int watch_fd;            /* looked at only when watch is set */
     int (*watch)(void *arg, struct rally__err *e); /* NULL: none */
     void *watch_arg;
 };

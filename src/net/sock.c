@@ -225,8 +225,7 @@ int rally__tcp_connect(const char *host, int port, int64_t deadline, int *fd, st
     return RALLY_OK;
 }
 
-int rally__tcp_connect_start(const char *host, int port, int *fd, int *done,
-                             struct rally__err *e)
+int rally__tcp_connect_start(const char *host, int port, int *fd, int *done, struct rally__err *e)
 {
     struct addrinfo *res;
     if (resolve(host, port, 0, &res, e) != RALLY_OK)

@@ -35,8 +35,7 @@ int rally__tcp_connect(const char *host, int port, int64_t deadline, int *fd, st
 /* Starts a non-blocking connect to host:port's first address: *done is 1
  * when it connected at once, else wait for POLLOUT and call
  * rally__tcp_connect_done.  A refused connection is RALLY_EPEER. */
-int rally__tcp_connect_start(const char *host, int port, int *fd, int *done,
-                             struct rally__err *e);
+int rally__tcp_connect_start(const char *host, int port, int *fd, int *done, struct rally__err *e);
 /* After POLLOUT on a connect in progress: RALLY_OK, or why it failed
  * (RALLY_EPEER when refused or reset). */
 int rally__tcp_connect_done(int fd, const char *what, struct rally__err *e);

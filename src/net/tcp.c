@@ -25,8 +25,10 @@ static int link_lost(int err, const char *what, struct rally__err *e)
     if (err != ETIMEDOUT && err != EHOSTUNREACH && err != ENETUNREACH && err != ENETDOWN &&
         err != ECONNABORTED)
         return 0;
-    rally__fail(e, RALLY_EPEER, "the connection to %s was lost: %s (rally_link_timeout_ms bounds "
-                "how long an unanswered link may last)", what, strerror(err));
+    rally__fail(e, RALLY_EPEER,
+                "the connection to %s was lost: %s (rally_link_timeout_ms bounds "
+                "how long an unanswered link may last)",
+                what, strerror(err));
     return 1;
 }
 

@@ -114,8 +114,8 @@ static int wire(struct rally__robust *rb)
  * not. */
 static int wiring_repairable(const struct rally__robust *rb, int rc)
 {
-    return rally__robust_repairable(rb, rc) || (rb->distributed && !rb->fatal &&
-                                                (rc == RALLY_EAUTH || rc == RALLY_EPROTO));
+    return rally__robust_repairable(rb, rc) ||
+           (rb->distributed && !rb->fatal && (rc == RALLY_EAUTH || rc == RALLY_EPROTO));
 }
 
 /* Waits on the alarm line for the tracker's RESET (or its ABORT). */
