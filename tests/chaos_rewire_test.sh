@@ -26,6 +26,7 @@ fail() { echo "chaos_rewire_test: $*"; tail -60 "$tmp/out"; exit 1; }
     cat "$tmp/plain"; fail "the failure-free run failed"; }
 want=$(grep -o 'model_digest=[0-9a-f]*' "$tmp/plain")
 
+: >"$tmp/out"
 RALLY_TEST_TAG=$tag timeout -k 5 150 "$run" -n "$n" --max-restarts "$kills" "$prog" 3000 40 60 \
     "$@" >"$tmp/out" 2>&1 &
 job=$!

@@ -48,6 +48,7 @@ wire_death)
 strangers)
     "$here/run_job.sh" 0 90 "$run" -n 4 "$plain" 2000 12 200 >"$tmp/plain" 2>&1 ||
         { cat "$tmp/plain"; fail "the failure-free run failed"; }
+: >"$tmp/out"
     RALLY_TEST_TAG="rewire-$$" timeout -k 5 90 "$run" -n 4 "$plain" 2000 12 200 \
         >"$tmp/out" 2>&1 &
     job=$!
