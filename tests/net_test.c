@@ -167,7 +167,8 @@ struct meshjob {
 static struct rally__mesh_opts mesh_opts(struct meshjob *m, int listen_fd, int rank)
 {
     return (struct rally__mesh_opts){listen_fd, &m->s, rank, 2, 1, "127.0.0.1", 1, -1,
-                                     rally__deadline(10000), 300, RALLY__TRANSPORT_TCP};
+                                     rally__deadline(10000), 300, RALLY__TRANSPORT_TCP, 0, -1,
+                                     NULL, NULL};
 }
 
 static void *stranger_garbage(void *arg)
@@ -303,6 +304,95 @@ static void mesh_refuses_strangers(void **state)
     free(m);
 }
 
+/* Idle strangers on the port, then the real peer: handshakes run side by
+ * side, so the peer is wired although no stranger ever speaks or is dropped
+ * (handshake_ms far beyond the wiring's deadline). */
+static void *acceptor_patient(void *arg)
+{
+    struct meshjob *m = arg;
+    m->p0[0] = (struct rally__mesh_peer){1, "127.0.0.1", 0, 1};
+    struct rally__mesh_opts o = mesh_opts(m, m->listen0, 0);
+    o.handshake_ms = 600000;
+    m->rc0 = rally__mesh_connect(&o, m->p0, 1, m->l0, &m->e0);
+    return NULL;
+}
+
+static void mesh_idle_strangers_delay_nobody(void **state)
+{
+    (void)state;
+    struct meshjob *m = calloc(1, sizeof *m);
+    struct rally__err e = {0, ""};
+    char path[] = "/tmp/rally-net-test-XXXXXX";
+    assert_non_null(mkdtemp(path));
+    char sf[64];
+    snprintf(sf, sizeof sf, "%s/secret", path);
+    assert_int_equal(rally__secret_create(sf, &m->s, &e), RALLY_OK);
+    assert_int_equal(rally__tcp_listen("127.0.0.1", 0, 64, &m->listen0, &m->port0, &e), RALLY_OK);
+    int idle[8];
+    for (int i = 0; i < 8; i++) /* in the backlog before the wiring starts */
+        assert_int_equal(
+            rally__tcp_connect("127.0.0.1", m->port0, rally__deadline(2000), &idle[i], &e),
+            RALLY_OK);
+    pthread_t acc;
+    pthread_create(&acc, NULL, acceptor_patient, m);
+    m->p1[0] = (struct rally__mesh_peer){0, "127.0.0.1", m->port0, 1};
+    int lfd1, port1;
+    assert_int_equal(rally__tcp_listen("127.0.0.1", 0, 16, &lfd1, &port1, &e), RALLY_OK);
+    struct rally__mesh_opts o1 = mesh_opts(m, lfd1, 1);
+    int rc1 = rally__mesh_connect(&o1, m->p1, 1, m->l1, &m->e1);
+    pthread_join(acc, NULL);
+    if (m->rc0 != RALLY_OK)
+        fprintf(stderr, "rank 0: %s\n", m->e0.msg);
+    assert_int_equal(m->rc0, RALLY_OK);
+    assert_int_equal(rc1, RALLY_OK);
+    for (int i = 0; i < 8; i++)
+        close(idle[i]);
+    rally__link_close(&m->l0[0]);
+    rally__link_close(&m->l1[0]);
+    close(lfd1);
+    close(m->listen0);
+    unlink(sf);
+    rmdir(path);
+    free(m);
+}
+
+/* The watched descriptor (the tracker line) becomes readable while a peer
+ * is missing: the wiring ends at once with the watch's status instead of
+ * waiting out its deadline. */
+static int watch_says_reset(void *arg, struct rally__err *e)
+{
+    int *fd = arg;
+    char c;
+    if (read(*fd, &c, 1) != 1)
+        return RALLY_OK;
+    return rally__fail(e, RALLY_EPEER, "the tracker ordered recovery (test)");
+}
+
+static void mesh_watch_ends_wiring(void **state)
+{
+    (void)state;
+    struct meshjob *m = calloc(1, sizeof *m);
+    struct rally__err e = {0, ""};
+    assert_int_equal(rally__tcp_listen("127.0.0.1", 0, 16, &m->listen0, &m->port0, &e), RALLY_OK);
+    int pfd[2];
+    assert_int_equal(pipe(pfd), 0);
+    m->p0[0] = (struct rally__mesh_peer){1, "127.0.0.1", 0, 1}; /* never comes */
+    struct rally__mesh_opts o = mesh_opts(m, m->listen0, 0);
+    o.deadline = rally__deadline(60000); /* ctest's timeout ends the test first */
+    o.watch_fd = pfd[0];
+    o.watch = watch_says_reset;
+    o.watch_arg = &pfd[0];
+    assert_int_equal(write(pfd[1], "r", 1), 1);
+    int rc = rally__mesh_connect(&o, m->p0, 1, m->l0, &e);
+    assert_int_equal(rc, RALLY_EPEER);
+    assert_non_null(strstr(e.msg, "ordered recovery"));
+    assert_null(m->l0[0].ops);
+    close(pfd[0]);
+    close(pfd[1]);
+    close(m->listen0);
+    free(m);
+}
+
 static void ipv6_loopback(void **state)
 {
     struct rally__err e = {0, ""};
@@ -434,6 +524,8 @@ int main(void)
         cmocka_unit_test(config_layers),  cmocka_unit_test(config_errors),
         cmocka_unit_test(hostport_forms), cmocka_unit_test(frames),
         cmocka_unit_test(mesh_refuses_strangers), cmocka_unit_test(ipv6_loopback),
+        cmocka_unit_test(mesh_idle_strangers_delay_nobody),
+        cmocka_unit_test(mesh_watch_ends_wiring),
         cmocka_unit_test(socket_buffers), cmocka_unit_test(topology),
         cmocka_unit_test(topology_hd),
     };

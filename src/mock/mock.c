@@ -17,7 +17,7 @@
 
 #include "util/clock.h"
 
-static const char *const phases[] = {"op", "checkpoint", "recovery", "load"};
+static const char *const phases[] = {"op", "checkpoint", "recovery", "load", "wire"};
 
 static void say(const char *fmt, ...)
 {
@@ -232,13 +232,13 @@ int rally__mock_parse(struct rally__mock *m, const struct rally__config *cfg, st
         int k = sscanf(item, "%d,%llu,%llu,%u%n,%31[a-z]%n,%31[a-zA-Z0-9_]%n", &q->rank, &v, &s,
                        &nd, &used, ph, &used, q->group, &used);
         q->phase = -1;
-        for (int i = 0; i < 4; i++)
+        for (int i = 0; i < (int)(sizeof phases / sizeof phases[0]); i++)
             if (strcmp(ph, phases[i]) == 0)
                 q->phase = i;
         if (k < 4 || (size_t)used != len || q->rank < 0 || q->phase < 0)
             return rally__fail(e, RALLY_ECONFIG,
                                "rally_mock=%s is not rank,version,seq,ndeath[,op|checkpoint|"
-                               "recovery|load[,group]]",
+                               "recovery|load|wire[,group]]",
                                item);
         q->version = v;
         q->seq = s;

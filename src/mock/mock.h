@@ -18,6 +18,9 @@
  *                          this worker's own (version, seq)
  *              load        inside rally_load_checkpoint, before the
  *                          checkpoint arrives (version 0, seq 0)
+ *              wire        as a survivor starts wiring a new epoch's links,
+ *                          with the (version, seq) of the call it is in:
+ *                          a death while the others wire (tests/rewire_test.sh)
  *
  * A sixth field names a group: rally_mock=3,1,5,0,op,lost and
  * rally_mock=4,1,5,0,op,lost die together (one point per rank and group,
@@ -46,7 +49,13 @@
 #include "util/config.h"
 #include "util/err.h"
 
-enum { RALLY__MOCK_OP = 0, RALLY__MOCK_CHECKPOINT, RALLY__MOCK_RECOVERY, RALLY__MOCK_LOAD };
+enum {
+    RALLY__MOCK_OP = 0,
+    RALLY__MOCK_CHECKPOINT,
+    RALLY__MOCK_RECOVERY,
+    RALLY__MOCK_LOAD,
+    RALLY__MOCK_WIRE
+};
 
 struct rally__mock_point {
     int rank;

@@ -203,14 +203,14 @@ int rally__auth_srv_step(struct rally__auth_srv *a, uint16_t type, const unsigne
     return refuse(a, out_type, out, out_nbytes, e);
 }
 
-int rally__auth_connect(int fd, const struct rally__secret *s, const struct rally__ident *me,
-                        int32_t expect_rank, struct rally__ident *peer, int64_t deadline,
-                        const char *what, struct rally__err *e)
+void rally__auth_cli_init(struct rally__auth_cli *c, const struct rally__secret *s,
+                          const struct rally__ident *me, int32_t expect_rank, unsigned char *out,
+                          size_t *out_nbytes)
 {
-    if (sodium_ready(e) != RALLY_OK)
-        return e->code;
-    unsigned char t[HELLO_NBYTES + CHAL_NBYTES];
-    struct rally__wbuf w = {t, 0, HELLO_NBYTES, 0};
+    memset(c, 0, sizeof *c);
+    c->secret = s;
+    c->expect_rank = expect_rank;
+    struct rally__wbuf w = {c->transcript, 0, HELLO_NBYTES, 0};
     rally__w_u32(&w, RALLY__AUTH_MAGIC);
     rally__w_u16(&w, RALLY__WIRE_VERSION);
     rally__w_u16(&w, me->role);
@@ -218,49 +218,100 @@ int rally__auth_connect(int fd, const struct rally__secret *s, const struct rall
     rally__w_u32(&w, (uint32_t)me->rank);
     rally__w_u32(&w, me->incarnation);
     randombytes_buf(rally__wbuf_take(&w, RALLY__NONCE_NBYTES), RALLY__NONCE_NBYTES);
-    if (rally__frame_send(fd, RALLY__F_HELLO, t, HELLO_NBYTES, deadline, what, e) != RALLY_OK)
-        return e->code;
+    memcpy(out, c->transcript, HELLO_NBYTES);
+    *out_nbytes = HELLO_NBYTES;
+    c->state = S_HELLO;
+}
 
-    unsigned char body[RALLY__AUTH_OUT_MAX];
-    uint16_t type;
-    size_t n;
-    if (rally__frame_recv(fd, &type, body, sizeof body, &n, deadline, what, e) != RALLY_OK)
-        return e->code;
-    if (type == RALLY__F_REFUSE)
-        return refused(body, n, what, e);
-    if (type != RALLY__F_CHALLENGE || n != CHAL_NBYTES)
-        return rally__fail(e, RALLY_EPROTO, "%s answered our HELLO with frame type %u (%zu bytes)",
-                           what, type, n);
-    memcpy(t + HELLO_NBYTES, body, CHAL_NBYTES);
-    unsigned char m[RALLY__MAC_NBYTES];
-    mac(m, s, "rally-S", t, HELLO_NBYTES + CHAL_SANS_MAC);
-    if (sodium_memcmp(m, body + CHAL_SANS_MAC, RALLY__MAC_NBYTES) != 0)
-        return rally__fail(e, RALLY_EAUTH,
-                           "%s failed authentication: it does not know this job's secret "
-                           "(a stale or foreign server, or the wrong secret file)",
-                           what);
-    struct rally__rbuf r = {body, n, 0, 0};
-    uint16_t ver = rally__r_u16(&r);
-    rally__r_u16(&r);
-    struct rally__ident p = {RALLY__ROLE_PEER, (int32_t)rally__r_u32(&r), rally__r_u32(&r)};
-    if (ver != RALLY__WIRE_VERSION)
-        return rally__fail(e, RALLY_EPROTO, "%s speaks protocol version %u, we speak %u", what, ver,
-                           RALLY__WIRE_VERSION);
-    if (expect_rank >= 0 && p.rank != expect_rank)
-        return rally__fail(e, RALLY_EPROTO, "%s says it is rank %d, expected rank %d", what,
-                           (int)p.rank, (int)expect_rank);
+int rally__auth_cli_step(struct rally__auth_cli *c, uint16_t type, const unsigned char *body,
+                         size_t n, unsigned char *out, size_t *out_nbytes, const char *what,
+                         struct rally__err *e)
+{
+    if (type == RALLY__F_REFUSE) {
+        c->state = S_FAILED;
+        refused(body, n, what, e);
+        return -1;
+    }
+    if (c->state == S_HELLO) {
+        c->state = S_FAILED;
+        if (type != RALLY__F_CHALLENGE || n != CHAL_NBYTES) {
+            rally__fail(e, RALLY_EPROTO, "%s answered our HELLO with frame type %u (%zu bytes)",
+                        what, type, n);
+            return -1;
+        }
+        memcpy(c->transcript + HELLO_NBYTES, body, CHAL_NBYTES);
+        unsigned char m[RALLY__MAC_NBYTES];
+        mac(m, c->secret, "rally-S", c->transcript, HELLO_NBYTES + CHAL_SANS_MAC);
+        if (sodium_memcmp(m, body + CHAL_SANS_MAC, RALLY__MAC_NBYTES) != 0) {
+            rally__fail(e, RALLY_EAUTH,
+                        "%s failed authentication: it does not know this job's secret "
+                        "(a stale or foreign server, or the wrong secret file)",
+                        what);
+            return -1;
+        }
+        struct rally__rbuf r = {body, n, 0, 0};
+        uint16_t ver = rally__r_u16(&r);
+        rally__r_u16(&r);
+        c->peer.role = RALLY__ROLE_PEER;
+        c->peer.rank = (int32_t)rally__r_u32(&r);
+        c->peer.incarnation = rally__r_u32(&r);
+        if (ver != RALLY__WIRE_VERSION) {
+            rally__fail(e, RALLY_EPROTO, "%s speaks protocol version %u, we speak %u", what, ver,
+                        RALLY__WIRE_VERSION);
+            return -1;
+        }
+        if (c->expect_rank >= 0 && c->peer.rank != c->expect_rank) {
+            rally__fail(e, RALLY_EPROTO, "%s says it is rank %d, expected rank %d", what,
+                        (int)c->peer.rank, (int)c->expect_rank);
+            return -1;
+        }
+        mac(out, c->secret, "rally-C", c->transcript, sizeof c->transcript);
+        *out_nbytes = RALLY__MAC_NBYTES;
+        c->state = S_PROOF;
+        return 0;
+    }
+    if (c->state == S_PROOF && type == RALLY__F_WELCOME) {
+        c->state = S_DONE;
+        *out_nbytes = 0;
+        return 1;
+    }
+    if (c->state == S_PROOF) {
+        c->state = S_FAILED;
+        rally__fail(e, RALLY_EPROTO, "%s answered our PROOF with frame type %u", what, type);
+        return -1;
+    }
+    c->state = S_FAILED;
+    rally__fail(e, RALLY_EPROTO, "%s: handshake already finished", what);
+    return -1;
+}
 
-    mac(m, s, "rally-C", t, sizeof t);
-    if (rally__frame_send(fd, RALLY__F_PROOF, m, sizeof m, deadline, what, e) != RALLY_OK)
+int rally__auth_connect(int fd, const struct rally__secret *s, const struct rally__ident *me,
+                        int32_t expect_rank, struct rally__ident *peer, int64_t deadline,
+                        const char *what, struct rally__err *e)
+{
+    if (sodium_ready(e) != RALLY_OK)
         return e->code;
-    if (rally__frame_recv(fd, &type, body, sizeof body, &n, deadline, what, e) != RALLY_OK)
-        return e->code;
-    if (type == RALLY__F_REFUSE)
-        return refused(body, n, what, e);
-    if (type != RALLY__F_WELCOME)
-        return rally__fail(e, RALLY_EPROTO, "%s answered our PROOF with frame type %u", what, type);
-    *peer = p;
-    return RALLY_OK;
+    struct rally__auth_cli c;
+    unsigned char out[RALLY__AUTH_OUT_MAX], body[RALLY__AUTH_OUT_MAX];
+    size_t on;
+    rally__auth_cli_init(&c, s, me, expect_rank, out, &on);
+    uint16_t ot = RALLY__F_HELLO;
+    for (;;) {
+        if (rally__frame_send(fd, ot, out, on, deadline, what, e) != RALLY_OK)
+            return e->code;
+        uint16_t type;
+        size_t n;
+        if (rally__frame_recv(fd, &type, body, sizeof body, &n, deadline, what, e) != RALLY_OK)
+            return e->code;
+        int rc = rally__auth_cli_step(&c, type, body, n, out, &on, what, e);
+        if (rc < 0)
+            return e->code;
+        if (rc == 1) {
+            *peer = c.peer;
+            return RALLY_OK;
+        }
+        ot = RALLY__F_PROOF;
+    }
 }
 
 int rally__auth_accept(int fd, const struct rally__secret *s, const struct rally__ident *me,

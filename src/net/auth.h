@@ -69,6 +69,27 @@ int rally__auth_connect(int fd, const struct rally__secret *s, const struct rall
                         int32_t expect_rank, struct rally__ident *peer, int64_t deadline,
                         const char *what, struct rally__err *e);
 
+/* The connecting side as a state machine (rally__auth_connect runs it over a
+ * blocking socket; the mesh runs many at once in its poll loop).  init puts
+ * the HELLO in out; step takes each frame the acceptor sends and returns 0
+ * with the next frame (the PROOF) in out, 1 when the acceptor said WELCOME
+ * (c->peer is its identity), -1 with e set on a refusal, a bad or forged
+ * answer, or the wrong rank. */
+struct rally__auth_cli {
+    const struct rally__secret *secret;
+    int32_t expect_rank;
+    struct rally__ident peer;
+    int state;
+    unsigned char transcript[4 + 2 + 2 + 8 + 4 + 4 + RALLY__NONCE_NBYTES + 2 + 2 + 4 + 4 +
+                             RALLY__NONCE_NBYTES + RALLY__MAC_NBYTES]; /* HELLO, CHALLENGE */
+};
+void rally__auth_cli_init(struct rally__auth_cli *c, const struct rally__secret *s,
+                          const struct rally__ident *me, int32_t expect_rank, unsigned char *out,
+                          size_t *out_nbytes);
+int rally__auth_cli_step(struct rally__auth_cli *c, uint16_t type, const unsigned char *body,
+                         size_t n, unsigned char *out, size_t *out_nbytes, const char *what,
+                         struct rally__err *e);
+
 /* The accepting side, as a state machine usable from an event loop: feed it
  * each frame the connector sends; it returns the frame to send back in
  * out[0..*out_nbytes) with *out_type.  Returns 1 when the connector is

@@ -225,6 +225,86 @@ int rally__tcp_connect(const char *host, int port, int64_t deadline, int *fd, st
     return RALLY_OK;
 }
 
+int rally__tcp_connect_start(const char *host, int port, int *fd, int *done, struct rally__err *e)
+{
+    struct addrinfo *res;
+    if (resolve(host, port, 0, &res, e) != RALLY_OK)
+        return e->code;
+    int s = socket(res->ai_family, res->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int err = errno, now = 0;
+    if (s >= 0) {
+        if (connect(s, res->ai_addr, res->ai_addrlen) == 0)
+            now = 1;
+        else if (errno != EINPROGRESS) {
+            err = errno;
+            close(s);
+            s = -1;
+        }
+    }
+    freeaddrinfo(res);
+    if (s < 0)
+        return rally__fail_errno(e, err == ECONNREFUSED ? RALLY_EPEER : RALLY_ESYS, err,
+                                 "cannot connect to %s:%d", host, port);
+    rally__sock_tune(s);
+    *done = now;
+    *fd = s;
+    return RALLY_OK;
+}
+
+int rally__tcp_connect_done(int fd, const char *what, struct rally__err *e)
+{
+    int so = 0;
+    socklen_t sl = sizeof so;
+    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &so, &sl) != 0)
+        so = errno;
+    if (so == 0)
+        return RALLY_OK;
+    return rally__fail_errno(e, so == ECONNREFUSED || so == ECONNRESET ? RALLY_EPEER : RALLY_ESYS,
+                             so, "cannot connect to %s", what);
+}
+
+void rally__sock_link_timeout(int fd, int64_t timeout_ms)
+{
+    if (timeout_ms <= 0)
+        return;
+    unsigned ut = timeout_ms > UINT32_MAX / 2 ? UINT32_MAX / 2 : (unsigned)timeout_ms;
+    int one = 1;
+    /* probe an idle link a few times within the bound; TCP_USER_TIMEOUT then
+     * ends it when neither data nor probes are acknowledged for timeout_ms */
+    int idle = (int)(timeout_ms / 3000), intvl = idle;
+    if (idle < 1)
+        idle = intvl = 1;
+    if (idle > 3600)
+        idle = intvl = 3600;
+    int cnt = 3;
+    setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
+    setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ut, sizeof ut);
+}
+
+int rally__local_addr_towards(const char *host, int port, char *out, size_t cap,
+                              struct rally__err *e)
+{
+    struct addrinfo *res;
+    if (resolve(host, port, 0, &res, e) != RALLY_OK)
+        return e->code;
+    int s = socket(res->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    int ok = s >= 0 && connect(s, res->ai_addr, res->ai_addrlen) == 0;
+    int err = errno;
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    ok = ok && getsockname(s, (struct sockaddr *)&ss, &sl) == 0;
+    if (s >= 0)
+        close(s);
+    freeaddrinfo(res);
+    if (!ok)
+        return rally__fail_errno(e, RALLY_ESYS, err, "no route to %s:%d", host, port);
+    rally__addr_str((struct sockaddr *)&ss, out, cap, NULL);
+    return RALLY_OK;
+}
+
 int rally__tcp_accept(int lfd, int64_t deadline, int *fd, char *peer_host, size_t cap,
                       struct rally__err *e)
 {

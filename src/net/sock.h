@@ -32,6 +32,25 @@ int rally__tcp_listen(const char *host, int port, int backlog, int *fd, int *bou
 /* Connects to host:port before deadline, trying every resolved address. */
 int rally__tcp_connect(const char *host, int port, int64_t deadline, int *fd, struct rally__err *e);
 
+/* Starts a non-blocking connect to host:port's first address: *done is 1
+ * when it connected at once, else wait for POLLOUT and call
+ * rally__tcp_connect_done.  A refused connection is RALLY_EPEER. */
+int rally__tcp_connect_start(const char *host, int port, int *fd, int *done, struct rally__err *e);
+/* After POLLOUT on a connect in progress: RALLY_OK, or why it failed
+ * (RALLY_EPEER when refused or reset). */
+int rally__tcp_connect_done(int fd, const char *what, struct rally__err *e);
+
+/* Bounds how long a connection may go without its data or keepalive probes
+ * being acknowledged (TCP_USER_TIMEOUT, with keepalive probes on an idle
+ * connection): a peer whose link is cut is found within about timeout_ms,
+ * and the next send or receive fails.  0 or less: the kernel's defaults. */
+void rally__sock_link_timeout(int fd, int64_t timeout_ms);
+
+/* The local address this host would use to reach host:port (no packet is
+ * sent): the interface peers see this worker on. */
+int rally__local_addr_towards(const char *host, int port, char *out, size_t cap,
+                              struct rally__err *e);
+
 /* Accepts one connection before deadline; peer_host (may be NULL) gets the
  * peer's numeric address. */
 int rally__tcp_accept(int lfd, int64_t deadline, int *fd, char *peer_host, size_t cap,

@@ -8,12 +8,29 @@
 #endif
 #include <errno.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include "net/sock.h"
 #include "net/transport.h"
+
+/* A connection the kernel gave up on (its data or keepalive probes went
+ * unacknowledged for rally_link_timeout_ms, or the route vanished) is a lost
+ * peer, as a reset is: RALLY_EPEER, which recovery repairs.  1 when errno
+ * was such a loss (e filled). */
+static int link_lost(int err, const char *what, struct rally__err *e)
+{
+    if (err != ETIMEDOUT && err != EHOSTUNREACH && err != ENETUNREACH && err != ENETDOWN &&
+        err != ECONNABORTED)
+        return 0;
+    rally__fail(e, RALLY_EPEER,
+                "the connection to %s was lost: %s (rally_link_timeout_ms bounds "
+                "how long an unanswered link may last)",
+                what, strerror(err));
+    return 1;
+}
 
 long rally__send_some(int fd, const void *buf, size_t n, const char *what, struct rally__err *e)
 {
@@ -27,7 +44,7 @@ long rally__send_some(int fd, const void *buf, size_t n, const char *what, struc
             return 0;
         if (errno == EPIPE || errno == ECONNRESET)
             rally__fail(e, RALLY_EPEER, "%s closed the connection", what);
-        else
+        else if (!link_lost(errno, what, e))
             rally__fail_errno(e, RALLY_ESYS, errno, "sending to %s failed", what);
         return -1;
     }
@@ -51,7 +68,7 @@ long rally__recv_some(int fd, void *buf, size_t n, const char *what, struct rall
             return 0;
         if (errno == ECONNRESET)
             rally__fail(e, RALLY_EPEER, "%s reset the connection", what);
-        else
+        else if (!link_lost(errno, what, e))
             rally__fail_errno(e, RALLY_ESYS, errno, "receiving from %s failed", what);
         return -1;
     }
@@ -66,6 +83,8 @@ static long io_error(long k, int out, size_t n, const char *what, struct rally__
     if (errno == EPIPE || errno == ECONNRESET)
         rally__fail(e, RALLY_EPEER, "%s %s the connection", what,
                     errno == EPIPE || out ? "closed" : "reset");
+    else if (link_lost(errno, what, e))
+        ;
     else
         rally__fail_errno(e, RALLY_ESYS, errno, "%s %s failed", out ? "sending to" : "receiving from",
                           what);
@@ -195,6 +214,7 @@ static int tcp_setup(const struct rally__mesh_opts *o, const struct rally__mesh_
         close(fd);
         return e->code;
     }
+    rally__sock_link_timeout(fd, o->link_timeout_ms);
     l->t.fd = fd;
     return RALLY_OK;
 }

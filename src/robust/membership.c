@@ -61,7 +61,18 @@ static void close_links(struct rally__robust *rb)
     rb->comm.nlinks = 0;
 }
 
-/* Wires this worker to its neighbours from the tracker's address book. */
+/* Each accepted peer connection must authenticate within this: a real peer
+ * answers in milliseconds, and strangers are handled side by side anyway
+ * (net/mesh.h), so this only frees their slots. */
+#define HANDSHAKE_MS 3000
+
+/* Wires this worker to its neighbours from the tracker's address book,
+ * watching the tracker line meanwhile: a newer RESET ends the wiring at once
+ * with RALLY__ERESET.  The worker's own bound is half of
+ * rally_connect_timeout_ms, so a peer that vanished without the tracker
+ * knowing is reported (LINK_FAILED, a new epoch) well before the tracker's
+ * start-up window (rally-run --startup-timeout-ms, by default as long as
+ * rally_connect_timeout_ms) would fail the job. */
 static int wire(struct rally__robust *rb)
 {
     struct rally__comm *cm = &rb->comm;
@@ -82,14 +93,29 @@ static int wire(struct rally__robust *rb)
                                  .host = rb->tc.peers[rb->rank].host,
                                  .one_host = one_host,
                                  .sock_buf_bytes = rb->cfg->sock_buf_bytes,
-                                 .deadline = rally__deadline(rb->cfg->connect_timeout_ms),
-                                 .handshake_ms = 10000,
-                                 .transport = (int)rb->cfg->transport};
+                                 .deadline = rally__deadline(rb->cfg->connect_timeout_ms / 2),
+                                 .handshake_ms = HANDSHAKE_MS,
+                                 .transport = (int)rb->cfg->transport,
+                                 .link_timeout_ms = rb->cfg->link_timeout_ms,
+                                 .watch_fd = rb->tc.fd,
+                                 .watch = on_alarm,
+                                 .watch_arg = rb};
     if (rally__mesh_connect(&o, peers, n, cm->links, rb->err) != RALLY_OK)
         return rb->err->code;
     cm->nlinks = n;
     cm->seq = 0; /* every worker counts collectives afresh in each epoch */
     return RALLY_OK;
+}
+
+/* 1 when a failed wiring (or wait for GO) is the job's churn, answered by
+ * the next epoch: a newer RESET, a peer that died, refused, answered as
+ * someone else (its port reused) or did not come in time.  The tracker's
+ * ABORT, a broken tracker line and local faults (memory, descriptors) are
+ * not. */
+static int wiring_repairable(const struct rally__robust *rb, int rc)
+{
+    return rally__robust_repairable(rb, rc) ||
+           (rb->distributed && !rb->fatal && (rc == RALLY_EAUTH || rc == RALLY_EPROTO));
 }
 
 /* Waits on the alarm line for the tracker's RESET (or its ABORT). */
@@ -141,9 +167,12 @@ int rally__robust_reset(struct rally__robust *rb, int cause, uint64_t key)
             rb->fatal = rc;
             return rc;
         }
+        rally__robust_mock(rb, rb->version, rally__robust_user_seq(rb), RALLY__MOCK_WIRE);
         if ((rc = wire(rb)) != RALLY_OK) {
             close_links(rb);
-            continue; /* a peer died while wiring: report, wait for the next epoch */
+            if (!wiring_repairable(rb, rc))
+                return rc; /* the tracker's ABORT, a broken tracker line, a local fault */
+            continue; /* a newer RESET, or a peer died while wiring: report, next epoch */
         }
         rc = rally__tclient_ready(&rb->tc, deadline, rb->err);
         if (rc == RALLY__ERESET)
@@ -207,14 +236,21 @@ int rally__robust_init(struct rally__robust *rb, const struct rally__config *cfg
     int tport, port;
     if (rally__hostport_split(cfg->tracker, thost, sizeof thost, &tport, e) != RALLY_OK)
         return e->code;
-    /* a tracker on loopback means a one-host job: listen there only */
-    const char *lhost = rally__host_is_loopback(thost) ? thost : "";
+    /* Peers reach this worker at the address the tracker sees it on, which
+     * is the local end of the route to the tracker: listen there only (on a
+     * one-host job, loopback), not on every interface. */
+    char lhost[RALLY__HOST_MAX];
+    if (rally__host_is_loopback(thost))
+        snprintf(lhost, sizeof lhost, "%s", thost);
+    else if (rally__local_addr_towards(thost, tport, lhost, sizeof lhost, e) != RALLY_OK)
+        return e->code;
     if (rally__tcp_listen(lhost, 0, 128, &rb->listen_fd, &port, e) != RALLY_OK)
         return e->code;
     struct rally__tclient_opts o = {cfg->tracker,    cfg->secret_file,
                                     cfg->task_id,    port,
                                     host,            cfg->connect_timeout_ms,
-                                    cfg->connect_timeout_ms + cfg->timeout_ms};
+                                    cfg->connect_timeout_ms + cfg->timeout_ms,
+                                    cfg->link_timeout_ms};
     if (rally__tclient_join(&rb->tc, &o, e) != RALLY_OK)
         return e->code;
     rb->rank = rb->tc.rank;
@@ -233,12 +269,21 @@ int rally__robust_init(struct rally__robust *rb, const struct rally__config *cfg
     cm->on_alarm = on_alarm;
     cm->report = on_report;
     cm->hook_arg = rb;
-    if (wire(rb) != RALLY_OK)
-        return e->code;
-    if (rally__tclient_ready(&rb->tc, rally__deadline(cfg->connect_timeout_ms), e) != RALLY_OK)
-        return e->code;
     /* joined in a later epoch: this worker replaces one that died */
     rb->recovering = rb->tc.epoch > 0;
+    /* Until GO the tracker decides (it bounds the start-up and aborts past
+     * it); this worker's wait is only a backstop beyond that. */
+    int rc = wire(rb);
+    if (rc == RALLY_OK)
+        rc = rally__tclient_ready(
+            &rb->tc, rally__deadline(cfg->connect_timeout_ms + cfg->timeout_ms), e);
+    if (rc != RALLY_OK) {
+        /* a death or a newer epoch while joining: follow it like any worker */
+        close_links(rb);
+        if (!wiring_repairable(rb, rc) ||
+            rally__robust_reset(rb, rc, RALLY__KEY_BOOT(0)) != RALLY_OK)
+            return e->code;
+    }
     return rally__tclient_heartbeat_start(&rb->tc, cfg->heartbeat_ms, e);
 }
 

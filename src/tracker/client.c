@@ -237,6 +237,7 @@ int rally__tclient_join(struct rally__tclient *t, const struct rally__tclient_op
     if (rally__secret_load(o->secret_file, &t->secret, e) != RALLY_OK ||
         rally__tcp_connect(host, port, deadline, &t->fd, e) != RALLY_OK)
         goto cleanup;
+    rally__sock_link_timeout(t->fd, o->link_timeout_ms);
     struct rally__ident me = {RALLY__ROLE_WORKER, -1, 0}, peer;
     if (rally__auth_connect(t->fd, &t->secret, &me, -1, &peer, deadline, t->what, e) != RALLY_OK)
         goto cleanup;

@@ -59,6 +59,9 @@ struct rally__tclient_opts {
      * restarted worker waits for survivors that may be busy computing, and
      * the tracker bounds the start-up itself */
     int64_t assign_timeout_ms;
+    /* rally__sock_link_timeout for the connection (0: kernel defaults): a
+     * tracker line that stops moving data is found as a peer link is */
+    int64_t link_timeout_ms;
 };
 
 /* Connects, authenticates, registers and waits for ASSIGN (until every

@@ -41,6 +41,7 @@ static const struct key keys[] = {
     K("hd_threshold_bytes", SIZE, hd_threshold_bytes, "8M", 0, INT64_MAX / 4),
     K("chunk_bytes", SIZE, chunk_bytes, "256K", 64, 1 << 30),
     K("heartbeat_ms", INT, heartbeat_ms, "1000", 10, 3600000),
+    K("link_timeout_ms", INT, link_timeout_ms, "30000", 0, 3600000),
     K("cache_max_bytes", SIZE, cache_max_bytes, "4G", 0, INT64_MAX / 4),
     K("local_replica", INT, local_replica, "2", 0, 7),
     K("spin_us", INT, spin_us, "50", 0, 1000000),

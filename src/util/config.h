@@ -32,6 +32,7 @@ struct rally__config {
     int64_t hd_threshold_bytes;       /* ... up to here halving-doubling, when above ring's */
     int64_t chunk_bytes;              /* pipelining granularity */
     int64_t heartbeat_ms;             /* liveness beat to the tracker */
+    int64_t link_timeout_ms;          /* a TCP link with nothing acknowledged this long fails */
     int64_t cache_max_bytes;          /* collective results kept for recovery */
     int64_t local_replica;            /* ring successors holding each local model */
     int64_t spin_us;                  /* poll without sleeping before blocking */
