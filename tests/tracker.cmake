@@ -2,6 +2,8 @@
 # tools/rally-tracker); include()d from tests/CMakeLists.txt.
 #   tracker_test       cmocka: the embedded tracker against fake and real
 #                      clients, in one process (threads)
+#   conn_test          cmocka: the tracker against strangers (floods, huge
+#                      headers) and a loop stalled between poll and handling
 #   job_test           cmocka: the job state machine alone, synchronously (no
 #                      sockets, threads or sleeps), and the message codecs
 #   launcher_<case>    tests/launcher_test.sh <case>: rally-run and
@@ -12,6 +14,11 @@ add_executable(tracker_test ${RALLY_TRACKER_TESTS_DIR}/tracker_test.c)
 target_link_libraries(tracker_test rally_static cmocka)
 add_test(NAME tracker_test COMMAND tracker_test)
 set_tests_properties(tracker_test PROPERTIES LABELS "quick;threads" TIMEOUT 120)
+
+add_executable(conn_test ${RALLY_TRACKER_TESTS_DIR}/conn_test.c)
+target_link_libraries(conn_test rally_static cmocka Threads::Threads)
+add_test(NAME conn_test COMMAND conn_test)
+set_tests_properties(conn_test PROPERTIES LABELS "quick;threads" TIMEOUT 60)
 
 add_executable(job_test ${RALLY_TRACKER_TESTS_DIR}/job_test.c)
 target_link_libraries(job_test rally_static cmocka)
