@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <inttypes.h>
 #include <malloc.h>
 #include <poll.h>
 #include <pthread.h>
@@ -298,12 +299,73 @@ static void stalled_loop_reads_heartbeats_before_judging(void **state_)
     stop();
 }
 
+/* A stranger that sends a HELLO for another job hears that it is refused,
+ * and not which job this is. */
+static void refusal_does_not_tell_a_stranger_the_job_id(void **state_)
+{
+    (void)state_;
+    start(1, 0);
+    int fd = raw_connect();
+    unsigned char b[64];
+    struct rally__wbuf w = {b, 0, sizeof b, 0};
+    rally__w_u32(&w, RALLY__AUTH_MAGIC);
+    rally__w_u16(&w, RALLY__WIRE_VERSION);
+    rally__w_u16(&w, RALLY__ROLE_WORKER);
+    rally__w_u64(&w, fx.s.job_id ^ 1);
+    rally__w_u32(&w, (uint32_t)-1);
+    rally__w_u32(&w, 0);
+    memset(rally__wbuf_take(&w, RALLY__NONCE_NBYTES), 7, RALLY__NONCE_NBYTES);
+    struct rally__err e = {0, ""};
+    assert_int_equal(rally__frame_send(fd, RALLY__F_HELLO, b, w.len, rally__deadline(WAIT_MS),
+                                       "tracker", &e),
+                     RALLY_OK);
+    int64_t deadline = rally__deadline(WAIT_MS);
+    struct pollfd q = {.fd = fd, .events = POLLIN};
+    while (poll(&q, 1, 0) == 0 && rally__ms_left(deadline) > 0)
+        spin();
+    unsigned char body[RALLY__AUTH_OUT_MAX + 1];
+    uint16_t type;
+    size_t n;
+    assert_int_equal(rally__frame_recv(fd, &type, body, sizeof body - 1, &n,
+                                       rally__deadline(WAIT_MS), "tracker", &e),
+                     RALLY_OK);
+    body[n] = '\0';
+    char ours[32];
+    snprintf(ours, sizeof ours, "%016" PRIx64, fx.s.job_id);
+    print_message("refusal: %s\n", (const char *)body + 8);
+    assert_int_equal(type, RALLY__F_REFUSE);
+    assert_null(strstr((const char *)body + 8, ours));
+    assert_non_null(strstr((const char *)body + 8, "job"));
+    close(fd);
+    stop();
+}
+
+/* A secret file must belong to the user who reads it, not only be private. */
+static void secret_of_another_user_is_refused(void **state_)
+{
+    (void)state_;
+    if (geteuid() != 0)
+        skip(); /* only root can give a file away */
+    start(1, 0);
+    struct rally__secret s;
+    struct rally__err e = {0, ""};
+    assert_int_equal(rally__secret_load(fx.secret_path, &s, &e), RALLY_OK);
+    assert_int_equal(chown(fx.secret_path, 1, (gid_t)-1), 0);
+    e = (struct rally__err){0, ""};
+    assert_int_not_equal(rally__secret_load(fx.secret_path, &s, &e), RALLY_OK);
+    print_message("%s\n", e.msg);
+    assert_non_null(strstr(e.msg, "owned"));
+    stop();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(large_header_before_auth_is_dropped_without_allocating),
         cmocka_unit_test(flood_of_strangers_does_not_lock_out_a_worker),
         cmocka_unit_test(stalled_loop_reads_heartbeats_before_judging),
+        cmocka_unit_test(refusal_does_not_tell_a_stranger_the_job_id),
+        cmocka_unit_test(secret_of_another_user_is_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
