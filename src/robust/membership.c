@@ -211,6 +211,9 @@ int rally__robust_init(struct rally__robust *rb, const struct rally__config *cfg
                                     cfg->connect_timeout_ms + cfg->timeout_ms};
     if (rally__tclient_join(&rb->tc, &o, e) != RALLY_OK)
         return e->code;
+    /* the tracker watches this worker's liveness from its ASSIGN on */
+    if (rally__tclient_heartbeat_start(&rb->tc, cfg->heartbeat_ms, e) != RALLY_OK)
+        return e->code;
     rb->rank = rb->tc.rank;
     rb->world = rb->tc.world;
     rb->k = (int)cfg->local_replica < rb->world - 1 ? (int)cfg->local_replica : rb->world - 1;
@@ -233,7 +236,7 @@ int rally__robust_init(struct rally__robust *rb, const struct rally__config *cfg
         return e->code;
     /* joined in a later epoch: this worker replaces one that died */
     rb->recovering = rb->tc.epoch > 0;
-    return rally__tclient_heartbeat_start(&rb->tc, cfg->heartbeat_ms, e);
+    return RALLY_OK;
 }
 
 void rally__robust_free(struct rally__robust *rb)

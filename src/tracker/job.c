@@ -299,6 +299,8 @@ static void send_assign(struct rally__job *j)
     for (int r = 0; r < j->world; r++) {
         struct rally__job_member *m = j->by_rank[r];
         int fresh = m->assigned == 0;
+        if (fresh)
+            m->last_rx = j->now; /* its liveness is watched from here (watched()) */
         m->assigned = j->epoch;
         m->ready = 0;
         unsigned char h[RALLY__ASSIGN_HEAD];
@@ -934,10 +936,13 @@ static int missing_are_busy(const struct rally__job *j)
     return 1;
 }
 
-/* 1 when m's silence is a failure once it lasts heartbeat_ms. */
+/* 1 when m's silence is a failure once it lasts heartbeat_ms: from its
+ * first ASSIGN on (a worker beats from then, wiring included), or from an
+ * earlier heartbeat.  Before its ASSIGN a worker only waits for the others. */
 static int watched(const struct rally__job *j, const struct rally__job_member *m)
 {
-    return j->heartbeat_ms > 0 && m->state == M_REG && m->heartbeats && !m->finalized;
+    return j->heartbeat_ms > 0 && m->state == M_REG && (m->heartbeats || m->assigned != 0) &&
+           !m->finalized;
 }
 
 static void tick(struct rally__job *j)
@@ -948,8 +953,13 @@ static void tick(struct rally__job *j)
         if (watched(j, m) && m->rank >= 0 && j->by_rank[m->rank] == m &&
             now - m->last_rx >= j->heartbeat_ms) {
             char cause[96];
-            snprintf(cause, sizeof cause, "rank %d sent no heartbeat for %lld ms", m->rank,
-                     (long long)(now - m->last_rx));
+            if (m->heartbeats)
+                snprintf(cause, sizeof cause, "rank %d sent no heartbeat for %lld ms", m->rank,
+                         (long long)(now - m->last_rx));
+            else
+                snprintf(cause, sizeof cause,
+                         "rank %d sent no heartbeat within %lld ms of its address book", m->rank,
+                         (long long)(now - m->last_rx));
             rank_failed(j, m->rank, cause, NULL);
             next = j->head; /* the list changed: look again (a failed rank is gone from it) */
         }
