@@ -218,6 +218,18 @@ heartbeat)
     summary "deaths=1 recovered=1 epochs=1 restarts=1 per-rank-deaths=0:1,1:0,2:0"
     no_leftovers
     ;;
+stopped_before_beat)
+    # rank 1 dies after GO; its next incarnation stops (SIGSTOP) right after
+    # its join, before its first heartbeat: fenced within the heartbeat
+    # timeout, killed and restarted, and the job finishes
+    timeout 30 "$RUN" -n 3 --heartbeat-timeout-ms 700 "$TWORKER" recover 1 "$T/marker" killstop \
+        "$TAG" >"$T/out" 2>"$T/err"
+    expect_rc $? 0
+    [ -e "$T/marker.stop" ] || fail "the second incarnation did not stop itself"
+    has "$T/err" "rally-run: rank 1 died (killed by signal 9 after the tracker fenced it: rank 1 sent no heartbeat within"
+    has "$T/out" "[1] hello from rank 1, epoch 3, incarnation 3"
+    no_leftovers
+    ;;
 kill9_recovering)
     # kill -9 rally-run while it restarts a crashing worker: nothing is left
     "$RUN" -n 3 --max-restarts 1000 "$TWORKER" crash 1 "$TAG" >/dev/null 2>&1 &
