@@ -210,7 +210,8 @@ exhausted)
     ;;
 heartbeat)
     # rank 0 stops its heartbeats and hangs: fenced, killed, restarted
-    timeout 30 "$RUN" -n 3 --heartbeat-timeout-ms 700 "$TWORKER" recover 0 "$T/marker" hang "$TAG" \
+    RALLY_HEARTBEAT_MS=100 timeout 30 "$RUN" -n 3 --heartbeat-timeout-ms 700 "$TWORKER" recover 0 \
+        "$T/marker" hang "$TAG" \
         >"$T/out" 2>"$T/err"
     expect_rc $? 0
     has "$T/err" "rally-run: rank 0 died (killed by signal 9 after the tracker fenced it: rank 0 sent no heartbeat for"
@@ -218,11 +219,29 @@ heartbeat)
     summary "deaths=1 recovered=1 epochs=1 restarts=1 per-rank-deaths=0:1,1:0,2:0"
     no_leftovers
     ;;
+heartbeat_interval)
+    # a heartbeat interval at or above the heartbeat timeout is refused at
+    # start, whether it comes from the environment, an argument or the default
+    RALLY_HEARTBEAT_MS=2000 timeout 10 "$RUN" -n 2 --heartbeat-timeout-ms 1500 "$PROG" sleep \
+        "$TAG" >"$T/out" 2>"$T/err"
+    expect_rc $? 2
+    has "$T/err" "rally-run: the workers' heartbeat interval (RALLY_HEARTBEAT_MS=2000) is at or above --heartbeat-timeout-ms 1500"
+    RALLY_HEARTBEAT_MS=100 timeout 10 "$RUN" -n 2 --heartbeat-timeout-ms 1500 "$PROG" sleep \
+        rally_heartbeat_ms=1500 "$TAG" >"$T/out" 2>"$T/err"
+    expect_rc $? 2
+    has "$T/err" "(rally_heartbeat_ms=1500) is at or above --heartbeat-timeout-ms 1500"
+    env -u RALLY_HEARTBEAT_MS timeout 10 "$RUN" -n 2 --heartbeat-timeout-ms 1000 "$PROG" sleep \
+        "$TAG" >"$T/out" 2>"$T/err"
+    expect_rc $? 2
+    has "$T/err" "(the default, 1000 ms) is at or above --heartbeat-timeout-ms 1000"
+    no_leftovers
+    ;;
 stopped_before_beat)
     # rank 1 dies after GO; its next incarnation stops (SIGSTOP) right after
     # its join, before its first heartbeat: fenced within the heartbeat
     # timeout, killed and restarted, and the job finishes
-    timeout 30 "$RUN" -n 3 --heartbeat-timeout-ms 700 "$TWORKER" recover 1 "$T/marker" killstop \
+    RALLY_HEARTBEAT_MS=100 timeout 30 "$RUN" -n 3 --heartbeat-timeout-ms 700 "$TWORKER" recover 1 \
+        "$T/marker" killstop \
         "$TAG" >"$T/out" 2>"$T/err"
     expect_rc $? 0
     [ -e "$T/marker.stop" ] || fail "the second incarnation did not stop itself"
