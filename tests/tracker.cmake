@@ -40,3 +40,11 @@ foreach(case usage nonexistent exit_code kill9 sigterm output finalize tracker_t
                    $<TARGET_FILE:rally_test_tworker> $<TARGET_FILE:rally-tracker>)
   set_tests_properties(launcher_${case} PROPERTIES LABELS "quick" TIMEOUT 60)
 endforeach()
+
+# Strangers flood the tracker's port during a job and a worker dies: the
+# restarted worker still joins (tests/tracker_flood_test.sh).
+add_executable(rally_test_flood ${RALLY_TRACKER_TESTS_DIR}/progs/flood.c)
+add_test(NAME tracker_flood
+         COMMAND sh ${RALLY_TRACKER_TESTS_DIR}/tracker_flood_test.sh $<TARGET_FILE:rally-run>
+                 $<TARGET_FILE:recover> $<TARGET_FILE:rally_test_flood>)
+set_tests_properties(tracker_flood PROPERTIES TIMEOUT 240)
