@@ -236,6 +236,36 @@ heartbeat_interval)
     has "$T/err" "(the default, 1000 ms) is at or above --heartbeat-timeout-ms 1000"
     no_leftovers
     ;;
+stalled_output)
+    # rally-tracker's stdout is a pipe whose reader stops reading for 3 s
+    # while rank 0 PRINTs far more than the pipe holds: the tracker blocks in
+    # its write, longer than the heartbeat timeout, while both workers beat.
+    # The heartbeats that arrived meanwhile are read before the timer
+    # judges: nobody is fenced, both finish.
+    mkfifo "$T/fifo"
+    (read -r a; read -r b; echo "$a" >"$T/addr"; echo "$b" >>"$T/addr"
+     sleep 3; cat >"$T/out") <"$T/fifo" &
+    timeout 30 "$TRACKER" -n 2 --host 127.0.0.1 --heartbeat-timeout-ms 800 >"$T/fifo" \
+        2>"$T/err" &
+    pid=$!
+    i=0
+    while [ "$(cat "$T/addr" 2>/dev/null | grep -c =)" -lt 2 ]; do
+        i=$((i + 1)); [ $i -gt 100 ] && fail "rally-tracker printed no address"
+        sleep 0.05
+    done
+    eval "export $(tr '\n' ' ' <"$T/addr")"
+    RALLY_TASK_ID=0 timeout 30 "$TWORKER" chatty 3000 4000 "$TAG" 2>"$T/w0" &
+    w0=$!
+    RALLY_TASK_ID=1 timeout 30 "$TWORKER" chatty 3000 4000 "$TAG" 2>"$T/w1" &
+    w1=$!
+    wait $w0; r0=$?
+    wait $w1; r1=$?
+    wait $pid; rt=$?
+    grep -q "sent no heartbeat" "$T/err" && fail "a beating worker was fenced: $(cat "$T/err")"
+    [ $r0 -eq 0 ] && [ $r1 -eq 0 ] || fail "workers exited $r0 and $r1: $(cat "$T/w0" "$T/w1")"
+    expect_rc $rt 0
+    no_leftovers
+    ;;
 stopped_before_beat)
     # rank 1 dies after GO; its next incarnation stops (SIGSTOP) right after
     # its join, before its first heartbeat: fenced within the heartbeat

@@ -33,7 +33,7 @@ target_link_libraries(rally_test_tworker rally_static)
 
 foreach(case usage nonexistent exit_code kill9 sigterm output finalize tracker_tool
              tracker_restart restart exhausted heartbeat kill9_recovering
-             stopped_before_beat heartbeat_interval)
+             stopped_before_beat heartbeat_interval stalled_output)
   add_test(NAME launcher_${case}
            COMMAND sh ${RALLY_TRACKER_TESTS_DIR}/launcher_test.sh ${case}
                    $<TARGET_FILE:rally-run> $<TARGET_FILE:rally_test_prog>
@@ -48,3 +48,10 @@ add_test(NAME tracker_flood
          COMMAND sh ${RALLY_TRACKER_TESTS_DIR}/tracker_flood_test.sh $<TARGET_FILE:rally-run>
                  $<TARGET_FILE:recover> $<TARGET_FILE:rally_test_flood>)
 set_tests_properties(tracker_flood PROPERTIES TIMEOUT 240)
+
+# The launcher stopped longer than the heartbeat timeout: nobody is fenced
+# (tests/tracker_stall_test.sh).
+add_test(NAME tracker_stall
+         COMMAND sh ${RALLY_TRACKER_TESTS_DIR}/tracker_stall_test.sh $<TARGET_FILE:rally-run>
+                 $<TARGET_FILE:recover>)
+set_tests_properties(tracker_stall PROPERTIES TIMEOUT 240)

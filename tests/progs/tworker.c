@@ -19,7 +19,10 @@
  *             finding MARKER but not MARKER.stop, creates that and stops
  *             itself with SIGSTOP right after its join, before its first
  *             heartbeat), or
- *             an exit status.  The others wait for the RESET, REJOIN at
+ *             an exit status.
+ *   chatty K MS
+ *             after GO rank 0 PRINTs K lines of 100 bytes; then every rank
+ *             waits MS ms (beating) and finishes like ok  The others wait for the RESET, REJOIN at
  *             "version 3, seq 7", and every worker then finishes like ok
  *             (printing "hello from rank R, epoch E, incarnation I")
  */
@@ -125,6 +128,15 @@ int main(int argc, char **argv)
         }
     } else if (recover && t.epoch == 0 && await_reset(&t, &e) != RALLY_OK) {
         goto fail;
+    }
+    if (strcmp(act, "chatty") == 0 && argc > 3) {
+        char line[101];
+        memset(line, 'x', sizeof line - 1);
+        line[sizeof line - 1] = '\0';
+        for (int i = 0; t.rank == 0 && i < atoi(argv[2]); i++)
+            if (rally__tclient_print(&t, line, &e) != RALLY_OK)
+                goto fail;
+        rally__sleep_ms(atoi(argv[3]));
     }
     if (strcmp(act, "nofinal") == 0) {
         rally__tclient_close(&t); /* closes without SHUTDOWN */
