@@ -54,10 +54,10 @@ struct rally__conns {
     size_t nstrangers;           /* connections not authenticated (closed ones excluded) */
     unsigned long gave_way;      /* strangers closed to make room, ever */
     int64_t gave_way_logged;     /* ms: the last line about it */
-    struct rally__pollfd_buf {
+    struct {
         struct pollfd *p;
         size_t cap;
-    } fresh; /* rally__conns_refresh's, reused */
+    } fresh; /* refresh()'s, reused */
     /* the round */
     int stage;
     size_t cur, nslots;
