@@ -358,6 +358,45 @@ static void secret_of_another_user_is_refused(void **state_)
     stop();
 }
 
+/* The first connection of a joining worker is dropped before its handshake
+ * (as a flooded tracker may do): the worker tries again within its deadline
+ * and joins. */
+static void join_retries_a_dropped_connection(void **state_)
+{
+    (void)state_;
+    struct rally__err e = {0, ""};
+    int lfd, port;
+    assert_int_equal(rally__tcp_listen("127.0.0.1", 0, 8, &lfd, &port, &e), RALLY_OK);
+    memset(&fx, 0, sizeof fx);
+    snprintf(fx.dir, sizeof fx.dir, "/tmp/rally-ct-XXXXXX");
+    assert_non_null(mkdtemp(fx.dir));
+    snprintf(fx.secret_path, sizeof fx.secret_path, "%s/secret", fx.dir);
+    assert_int_equal(rally__secret_create(fx.secret_path, &fx.s, &e), RALLY_OK);
+    snprintf(fx.addr, sizeof fx.addr, "127.0.0.1:%d", port);
+    struct worker w;
+    worker_start(&w, 0);
+    int fd;
+    assert_int_equal(rally__tcp_accept(lfd, rally__deadline(WAIT_MS), &fd, NULL, 0, &e),
+                     RALLY_OK);
+    close(fd); /* dropped before the handshake */
+    close(lfd);
+    struct rally__tracker_opts o = {.world = 1,
+                                    .host = "127.0.0.1",
+                                    .port = port,
+                                    .secret = &fx.s,
+                                    .startup_timeout_ms = WAIT_MS,
+                                    .event = on_event};
+    assert_int_equal(rally__tracker_new(&fx.t, &o, &e), RALLY_OK);
+    int done = spin_until(&w.done);
+    pthread_join(w.th, NULL);
+    if (w.rc != RALLY_OK)
+        print_message("join: %s\n", w.e.msg);
+    assert_true(done);
+    assert_int_equal(w.rc, RALLY_OK);
+    rally__tclient_close(&w.c);
+    stop();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -366,6 +405,7 @@ int main(void)
         cmocka_unit_test(stalled_loop_reads_heartbeats_before_judging),
         cmocka_unit_test(refusal_does_not_tell_a_stranger_the_job_id),
         cmocka_unit_test(secret_of_another_user_is_refused),
+        cmocka_unit_test(join_retries_a_dropped_connection),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
