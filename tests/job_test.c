@@ -758,6 +758,31 @@ static void silent_before_go_fails_the_job_at_once(void **state)
                         "rank 0 sent no heartbeat within 400 ms of its address book");
 }
 
+/* The address book of a recovery goes out late in the epoch (survivors
+ * were busy): the wiring gets the whole start-up timeout from there, not
+ * what was left of it. */
+static void recover_wiring_gets_its_own_deadline(void **state)
+{
+    (void)state;
+    new_job(2, 1000);
+    rally__job_set_heartbeat_timeout(j, 5000);
+    running(2);
+    frame(0, RALLY__T_HEARTBEAT, NULL, 0);
+    int64_t t0 = now_ms;
+    run((struct rally__job_ev){.kind = RALLY__JOB_EV_DIED, .rank = 1, .text = "killed"});
+    open_m(2);
+    reg(2, "1", 0);
+    now_ms = t0 + 900;
+    rejoin(0, 2, 0, 0); /* the busy survivor, late: the book goes out */
+    assert_int_equal(rally__job_phase(j), RALLY__JOB_STARTING);
+    tick_at(t0 + 1000);
+    assert_int_equal(rally__job_phase(j), RALLY__JOB_STARTING);
+    assert_int_equal(rally__job_deadline(j), t0 + 1900);
+    frame(0, RALLY__T_READY, NULL, 0);
+    frame(2, RALLY__T_READY, NULL, 0);
+    assert_int_equal(rally__job_phase(j), RALLY__JOB_RUNNING);
+}
+
 /* An epoch that does not come together in time fails the job, unless the
  * missing ranks are live survivors that keep beating (busy computing). */
 static void recover_epoch_timeout(void **state)
@@ -1026,6 +1051,7 @@ int main(void)
         cmocka_unit_test_teardown(reregistration_refusals, done_job),
         cmocka_unit_test_teardown(recover_heartbeat_silence_fails_the_rank, done_job),
         cmocka_unit_test_teardown(silent_from_assign_fails_the_rank, done_job),
+        cmocka_unit_test_teardown(recover_wiring_gets_its_own_deadline, done_job),
         cmocka_unit_test_teardown(silent_before_go_fails_the_job_at_once, done_job),
         cmocka_unit_test_teardown(recover_epoch_timeout, done_job),
         cmocka_unit_test_teardown(recover_link_failed_resets_without_fencing, done_job),
