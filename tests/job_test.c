@@ -677,14 +677,17 @@ static void recover_heartbeat_silence_fails_the_rank(void **state)
     running(2);
     int64_t t0 = now_ms;
     frame(1, RALLY__T_HEARTBEAT, NULL, 0);
-    assert_int_equal(rally__job_deadline(j), t0 + 400); /* rank 0 never beat: not watched */
-    for (int k = 1; k <= 12; k++) { /* beats keep rank 1 alive */
+    assert_int_equal(rally__job_deadline(j), t0 + 400);
+    for (int k = 1; k <= 12; k++) { /* beats keep both alive */
         now_ms = t0 + 50 * k;
+        frame(0, RALLY__T_HEARTBEAT, NULL, 0);
         frame(1, RALLY__T_HEARTBEAT, NULL, 0);
         tick_at(now_ms);
         assert_int_equal(count_kind(RALLY__JOB_SEND), 0);
     }
     int64_t last = now_ms;
+    now_ms = last + 200;
+    frame(0, RALLY__T_HEARTBEAT, NULL, 0);
     tick_at(last + 399);
     assert_int_equal(rally__job_phase(j), RALLY__JOB_RUNNING);
     tick_at(last + 400);
@@ -696,6 +699,88 @@ static void recover_heartbeat_silence_fails_the_rank(void **state)
     /* a heartbeat with a body is a protocol slip */
     frame(0, RALLY__T_HEARTBEAT, "x", 1);
     assert_int_equal(rally__job_phase(j), RALLY__JOB_FAILED);
+}
+
+/* Liveness holds from the ASSIGN on, not from a first heartbeat: a worker
+ * that never beats (stopped before its first one) is failed after the
+ * heartbeat timeout, both at the start and when it replaces a dead rank. */
+static void silent_from_assign_fails_the_rank(void **state)
+{
+    (void)state;
+    new_job(2, 60000);
+    rally__job_set_heartbeat_timeout(j, 400);
+    join_all(2);
+    int64_t t0 = now_ms;
+    assert_int_equal(rally__job_deadline(j), t0 + 400);
+    ready_all(2);
+    frame(1, RALLY__T_HEARTBEAT, NULL, 0);
+    now_ms = t0 + 300;
+    frame(1, RALLY__T_HEARTBEAT, NULL, 0);
+    tick_at(t0 + 399);
+    assert_int_equal(rally__job_phase(j), RALLY__JOB_RUNNING);
+    tick_at(t0 + 400); /* rank 0 never beat: fenced all the same */
+    assert_non_null(find(RALLY__JOB_CLOSE, 0, 0));
+    assert_true(logged("[7 0 2] rank 0 sent no heartbeat within 400 ms of its address book"));
+    /* its replacement registers, gets the book, and stops before it beats */
+    open_m(2);
+    reg(2, "0", 0);
+    rejoin(1, 2, 0, 0);
+    struct rally__msg_assign g = assign_to(2);
+    assert_int_equal(g.incarnation, 2);
+    free(g.peers);
+    int64_t t1 = now_ms;
+    frame(1, RALLY__T_HEARTBEAT, NULL, 0);
+    now_ms = t1 + 300;
+    frame(1, RALLY__T_HEARTBEAT, NULL, 0);
+    tick_at(t1 + 399);
+    assert_int_equal(rally__job_epoch(j), 2);
+    tick_at(t1 + 400);
+    assert_non_null(find(RALLY__JOB_CLOSE, 2, 0));
+    assert_int_equal(rally__job_epoch(j), 3);
+    assert_true(logged("[7 0 3] rank 0 sent no heartbeat within 400 ms of its address book"));
+}
+
+/* Before the first GO a worker silent since its ASSIGN fails the job, with
+ * that reason, instead of the job waiting out its start-up timeout. */
+static void silent_before_go_fails_the_job_at_once(void **state)
+{
+    (void)state;
+    new_job(2, 600000);
+    rally__job_set_heartbeat_timeout(j, 400);
+    join_all(2);
+    int64_t t0 = now_ms;
+    frame(1, RALLY__T_READY, NULL, 0);
+    now_ms = t0 + 100;
+    frame(1, RALLY__T_HEARTBEAT, NULL, 0);
+    tick_at(t0 + 400);
+    assert_int_equal(rally__job_phase(j), RALLY__JOB_FAILED);
+    assert_string_equal(rally__job_sentence(j, NULL),
+                        "rank 0 sent no heartbeat within 400 ms of its address book");
+}
+
+/* The address book of a recovery goes out late in the epoch (survivors
+ * were busy): the wiring gets the whole start-up timeout from there, not
+ * what was left of it. */
+static void recover_wiring_gets_its_own_deadline(void **state)
+{
+    (void)state;
+    new_job(2, 1000);
+    rally__job_set_heartbeat_timeout(j, 5000);
+    running(2);
+    frame(0, RALLY__T_HEARTBEAT, NULL, 0);
+    int64_t t0 = now_ms;
+    run((struct rally__job_ev){.kind = RALLY__JOB_EV_DIED, .rank = 1, .text = "killed"});
+    open_m(2);
+    reg(2, "1", 0);
+    now_ms = t0 + 900;
+    rejoin(0, 2, 0, 0); /* the busy survivor, late: the book goes out */
+    assert_int_equal(rally__job_phase(j), RALLY__JOB_STARTING);
+    tick_at(t0 + 1000);
+    assert_int_equal(rally__job_phase(j), RALLY__JOB_STARTING);
+    assert_int_equal(rally__job_deadline(j), t0 + 1900);
+    frame(0, RALLY__T_READY, NULL, 0);
+    frame(2, RALLY__T_READY, NULL, 0);
+    assert_int_equal(rally__job_phase(j), RALLY__JOB_RUNNING);
 }
 
 /* An epoch that does not come together in time fails the job, unless the
@@ -965,6 +1050,9 @@ int main(void)
         cmocka_unit_test_teardown(recover_stale_incarnation_is_replaced, done_job),
         cmocka_unit_test_teardown(reregistration_refusals, done_job),
         cmocka_unit_test_teardown(recover_heartbeat_silence_fails_the_rank, done_job),
+        cmocka_unit_test_teardown(silent_from_assign_fails_the_rank, done_job),
+        cmocka_unit_test_teardown(recover_wiring_gets_its_own_deadline, done_job),
+        cmocka_unit_test_teardown(silent_before_go_fails_the_job_at_once, done_job),
         cmocka_unit_test_teardown(recover_epoch_timeout, done_job),
         cmocka_unit_test_teardown(recover_link_failed_resets_without_fencing, done_job),
         cmocka_unit_test_teardown(recover_launcher_reports_death, done_job),

@@ -225,6 +225,20 @@ static void fenced_rank_is_killed(void **state)
     rally__launch_policy_free(pol);
 }
 
+/* A rank fenced for silence that exits on its own (it saw the tracker close
+ * its connection) before the grace: its death still names the fence. */
+static void fenced_rank_exiting_names_the_fence(void **state)
+{
+    struct rally__launch_policy *pol = make(2, 3, 3000);
+    struct rally__launch_act a;
+    event(pol, RALLY__TEV_RANK_FAILED, 0, "rank 0 sent no heartbeat for 700 ms", 1000);
+    rally__launch_policy_exit(pol, 0, EXITED(1), &running, 1200, &a);
+    assert_int_equal(a.restart, 0);
+    assert_string_equal(a.cause, "exited with status 1 after the tracker fenced it: rank 0 sent "
+                                 "no heartbeat for 700 ms");
+    rally__launch_policy_free(pol);
+}
+
 /* A fenced rank that exits on its own before the grace: no kill, and the
  * fence event of a rank already reaped (the launcher's own report) is
  * ignored, so it cannot hit the process that replaces it. */
@@ -344,6 +358,7 @@ int main(void)
         cmocka_unit_test(all_finalize),         cmocka_unit_test(restart_then_recover),
         cmocka_unit_test(two_deaths_one_epoch), cmocka_unit_test(restarts_exhausted),
         cmocka_unit_test(death_fails_the_job),  cmocka_unit_test(fenced_rank_is_killed),
+        cmocka_unit_test(fenced_rank_exiting_names_the_fence),
         cmocka_unit_test(fence_of_a_gone_rank), cmocka_unit_test(signals),
         cmocka_unit_test(tracker_fails_first),  cmocka_unit_test(exits_around_finalize),
         cmocka_unit_test(restart_cannot_spawn),

@@ -210,12 +210,73 @@ exhausted)
     ;;
 heartbeat)
     # rank 0 stops its heartbeats and hangs: fenced, killed, restarted
-    timeout 30 "$RUN" -n 3 --heartbeat-timeout-ms 700 "$TWORKER" recover 0 "$T/marker" hang "$TAG" \
+    RALLY_HEARTBEAT_MS=100 timeout 30 "$RUN" -n 3 --heartbeat-timeout-ms 700 "$TWORKER" recover 0 \
+        "$T/marker" hang "$TAG" \
         >"$T/out" 2>"$T/err"
     expect_rc $? 0
     has "$T/err" "rally-run: rank 0 died (killed by signal 9 after the tracker fenced it: rank 0 sent no heartbeat for"
     has "$T/out" "[0] hello from rank 0, epoch 2, incarnation 2"
     summary "deaths=1 recovered=1 epochs=1 restarts=1 per-rank-deaths=0:1,1:0,2:0"
+    no_leftovers
+    ;;
+heartbeat_interval)
+    # a heartbeat interval at or above the heartbeat timeout is refused at
+    # start, whether it comes from the environment, an argument or the default
+    RALLY_HEARTBEAT_MS=2000 timeout 10 "$RUN" -n 2 --heartbeat-timeout-ms 1500 "$PROG" sleep \
+        "$TAG" >"$T/out" 2>"$T/err"
+    expect_rc $? 2
+    has "$T/err" "rally-run: the workers' heartbeat interval (RALLY_HEARTBEAT_MS=2000) is at or above --heartbeat-timeout-ms 1500"
+    RALLY_HEARTBEAT_MS=100 timeout 10 "$RUN" -n 2 --heartbeat-timeout-ms 1500 "$PROG" sleep \
+        rally_heartbeat_ms=1500 "$TAG" >"$T/out" 2>"$T/err"
+    expect_rc $? 2
+    has "$T/err" "(rally_heartbeat_ms=1500) is at or above --heartbeat-timeout-ms 1500"
+    env -u RALLY_HEARTBEAT_MS timeout 10 "$RUN" -n 2 --heartbeat-timeout-ms 1000 "$PROG" sleep \
+        "$TAG" >"$T/out" 2>"$T/err"
+    expect_rc $? 2
+    has "$T/err" "(the default, 1000 ms) is at or above --heartbeat-timeout-ms 1000"
+    no_leftovers
+    ;;
+stalled_output)
+    # rally-tracker's stdout is a pipe whose reader stops reading for 3 s
+    # while rank 0 PRINTs far more than the pipe holds: the tracker blocks in
+    # its write, longer than the heartbeat timeout, while both workers beat.
+    # The heartbeats that arrived meanwhile are read before the timer
+    # judges: nobody is fenced, both finish.
+    mkfifo "$T/fifo"
+    (read -r a; read -r b; echo "$a" >"$T/addr"; echo "$b" >>"$T/addr"
+     sleep 3; cat >"$T/out") <"$T/fifo" &
+    timeout 30 "$TRACKER" -n 2 --host 127.0.0.1 --heartbeat-timeout-ms 800 >"$T/fifo" \
+        2>"$T/err" &
+    pid=$!
+    i=0
+    while [ "$(cat "$T/addr" 2>/dev/null | grep -c =)" -lt 2 ]; do
+        i=$((i + 1)); [ $i -gt 100 ] && fail "rally-tracker printed no address"
+        sleep 0.05
+    done
+    eval "export $(tr '\n' ' ' <"$T/addr")"
+    RALLY_TASK_ID=0 timeout 30 "$TWORKER" chatty 3000 4000 "$TAG" 2>"$T/w0" &
+    w0=$!
+    RALLY_TASK_ID=1 timeout 30 "$TWORKER" chatty 3000 4000 "$TAG" 2>"$T/w1" &
+    w1=$!
+    wait $w0; r0=$?
+    wait $w1; r1=$?
+    wait $pid; rt=$?
+    grep -q "sent no heartbeat" "$T/err" && fail "a beating worker was fenced: $(cat "$T/err")"
+    [ $r0 -eq 0 ] && [ $r1 -eq 0 ] || fail "workers exited $r0 and $r1: $(cat "$T/w0" "$T/w1")"
+    expect_rc $rt 0
+    no_leftovers
+    ;;
+stopped_before_beat)
+    # rank 1 dies after GO; its next incarnation stops (SIGSTOP) right after
+    # its join, before its first heartbeat: fenced within the heartbeat
+    # timeout, killed and restarted, and the job finishes
+    RALLY_HEARTBEAT_MS=100 timeout 30 "$RUN" -n 3 --heartbeat-timeout-ms 700 "$TWORKER" recover 1 \
+        "$T/marker" killstop \
+        "$TAG" >"$T/out" 2>"$T/err"
+    expect_rc $? 0
+    [ -e "$T/marker.stop" ] || fail "the second incarnation did not stop itself"
+    has "$T/err" "rally-run: rank 1 died (killed by signal 9 after the tracker fenced it: rank 1 sent no heartbeat within"
+    has "$T/out" "[1] hello from rank 1, epoch 3, incarnation 3"
     no_leftovers
     ;;
 kill9_recovering)

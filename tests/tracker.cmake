@@ -2,6 +2,8 @@
 # tools/rally-tracker); include()d from tests/CMakeLists.txt.
 #   tracker_test       cmocka: the embedded tracker against fake and real
 #                      clients, in one process (threads)
+#   conn_test          cmocka: the tracker against strangers (floods, huge
+#                      headers) and a loop stalled between poll and handling
 #   job_test           cmocka: the job state machine alone, synchronously (no
 #                      sockets, threads or sleeps), and the message codecs
 #   launcher_<case>    tests/launcher_test.sh <case>: rally-run and
@@ -12,6 +14,11 @@ add_executable(tracker_test ${RALLY_TRACKER_TESTS_DIR}/tracker_test.c)
 target_link_libraries(tracker_test rally_static cmocka)
 add_test(NAME tracker_test COMMAND tracker_test)
 set_tests_properties(tracker_test PROPERTIES LABELS "quick;threads" TIMEOUT 120)
+
+add_executable(conn_test ${RALLY_TRACKER_TESTS_DIR}/conn_test.c)
+target_link_libraries(conn_test rally_static cmocka Threads::Threads)
+add_test(NAME conn_test COMMAND conn_test)
+set_tests_properties(conn_test PROPERTIES LABELS "quick;threads" TIMEOUT 60)
 
 add_executable(job_test ${RALLY_TRACKER_TESTS_DIR}/job_test.c)
 target_link_libraries(job_test rally_static cmocka)
@@ -25,10 +32,26 @@ add_executable(rally_test_tworker ${RALLY_TRACKER_TESTS_DIR}/progs/tworker.c)
 target_link_libraries(rally_test_tworker rally_static)
 
 foreach(case usage nonexistent exit_code kill9 sigterm output finalize tracker_tool
-             tracker_restart restart exhausted heartbeat kill9_recovering)
+             tracker_restart restart exhausted heartbeat kill9_recovering
+             stopped_before_beat heartbeat_interval stalled_output)
   add_test(NAME launcher_${case}
            COMMAND sh ${RALLY_TRACKER_TESTS_DIR}/launcher_test.sh ${case}
                    $<TARGET_FILE:rally-run> $<TARGET_FILE:rally_test_prog>
                    $<TARGET_FILE:rally_test_tworker> $<TARGET_FILE:rally-tracker>)
   set_tests_properties(launcher_${case} PROPERTIES LABELS "quick" TIMEOUT 60)
 endforeach()
+
+# Strangers flood the tracker's port during a job and a worker dies: the
+# restarted worker still joins (tests/tracker_flood_test.sh).
+add_executable(rally_test_flood ${RALLY_TRACKER_TESTS_DIR}/progs/flood.c)
+add_test(NAME tracker_flood
+         COMMAND sh ${RALLY_TRACKER_TESTS_DIR}/tracker_flood_test.sh $<TARGET_FILE:rally-run>
+                 $<TARGET_FILE:recover> $<TARGET_FILE:rally_test_flood>)
+set_tests_properties(tracker_flood PROPERTIES TIMEOUT 240)
+
+# The launcher stopped longer than the heartbeat timeout: nobody is fenced
+# (tests/tracker_stall_test.sh).
+add_test(NAME tracker_stall
+         COMMAND sh ${RALLY_TRACKER_TESTS_DIR}/tracker_stall_test.sh $<TARGET_FILE:rally-run>
+                 $<TARGET_FILE:recover>)
+set_tests_properties(tracker_stall PROPERTIES TIMEOUT 240)

@@ -854,13 +854,15 @@ static void recover_heartbeat_silence_fails_the_rank(void **state_)
 {
     start(2, 10000, 0);
     pthread_mutex_lock(&fx.mu);
-    rally__tracker_set_heartbeat_timeout(fx.t, 400);
+    rally__tracker_set_heartbeat_timeout(fx.t, 1000);
     pthread_mutex_unlock(&fx.mu);
     struct rally__tclient c[2];
     struct rally__err e = {0, ""};
     job(c, 2);
+    /* watched from their ASSIGN on, as the library's workers beat from then */
+    assert_int_equal(rally__tclient_heartbeat_start(&c[0], 50, &e), RALLY_OK);
     assert_int_equal(rally__tclient_heartbeat_start(&c[1], 50, &e), RALLY_OK);
-    rally__sleep_ms(600); /* beats keep rank 1 alive; rank 0 never beat: not watched */
+    rally__sleep_ms(1500); /* beats keep both alive */
     assert_int_equal(state(NULL), RALLY__TRACKER_RUNNING);
     assert_true(quiet(&c[0], 0));
     int64_t t0 = rally__now_ms();

@@ -470,6 +470,24 @@ static int parse(int argc, char **argv, struct run *r)
     if (optind >= argc)
         return cli_usage_error("rally-run", "no program to run");
     r->argv = argv + optind;
+    /* the interval the workers will beat at (an argument wins over the
+     * environment, as in rally_init) must be under the tracker's timeout */
+    if (r->heartbeat_ms > 0) {
+        const char *hb = getenv("RALLY_HEARTBEAT_MS"), *key = "RALLY_HEARTBEAT_MS";
+        for (char **a = r->argv + 1; *a; a++)
+            if (strncmp(*a, "rally_heartbeat_ms=", 19) == 0)
+                hb = *a + 19, key = "rally_heartbeat_ms";
+        int64_t iv = 1000; /* the library's default (src/util/config.c) */
+        char from[64] = "the default, 1000 ms";
+        if (hb != NULL && rally__parse_int(hb, 1, INT64_MAX / 4, &iv) == 0)
+            snprintf(from, sizeof from, "%s=%s", key, hb);
+        if (iv >= r->heartbeat_ms)
+            return cli_usage_error("rally-run",
+                                   "the workers' heartbeat interval (%s) is at or above "
+                                   "--heartbeat-timeout-ms %lld: the tracker would fence every "
+                                   "healthy worker; lower the interval or raise the timeout",
+                                   from, (long long)r->heartbeat_ms);
+    }
     if (r->snap_dir == NULL &&
         (r->snap_every || r->snap_every_ms || r->snap_required || r->snap_final || r->keep_snaps ||
          r->overwrite || r->job_opt || r->auto_resume))

@@ -73,9 +73,15 @@ int rally__secret_load(const char *path, struct rally__secret *s, struct rally__
     struct stat st;
     char line[200];
     ssize_t n = -1;
-    if (fstat(fd, &st) == 0 && (st.st_mode & 077) == 0)
+    int mine = fstat(fd, &st) == 0 && st.st_uid == geteuid();
+    if (mine && (st.st_mode & 077) == 0)
         n = read(fd, line, sizeof line - 1);
     close(fd);
+    if (!mine)
+        return rally__fail(e, RALLY_EAUTH,
+                           "secret file %s must be owned by the user who reads it (uid %u), "
+                           "not uid %u",
+                           path, (unsigned)geteuid(), (unsigned)st.st_uid);
     if (n < 0)
         return rally__fail(e, RALLY_EAUTH,
                            "secret file %s must be readable by its owner only (chmod 600)", path);
@@ -162,8 +168,9 @@ int rally__auth_srv_step(struct rally__auth_srv *a, uint16_t type, const unsigne
             return refuse(a, out_type, out, out_nbytes, e);
         }
         if (job != a->secret->job_id) {
-            rally__fail(e, RALLY_EAUTH, "peer belongs to job %016" PRIx64 ", this is job %016" PRIx64,
-                        job, a->secret->job_id);
+            /* the refusal goes to a peer not yet authenticated: never name our job */
+            rally__fail(e, RALLY_EAUTH, "peer belongs to job %016" PRIx64 ", not to this one",
+                        job);
             return refuse(a, out_type, out, out_nbytes, e);
         }
         memcpy(a->transcript, body, nbytes);

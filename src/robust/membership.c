@@ -253,6 +253,9 @@ int rally__robust_init(struct rally__robust *rb, const struct rally__config *cfg
                                     cfg->link_timeout_ms};
     if (rally__tclient_join(&rb->tc, &o, e) != RALLY_OK)
         return e->code;
+    /* the tracker watches this worker's liveness from its ASSIGN on */
+    if (rally__tclient_heartbeat_start(&rb->tc, cfg->heartbeat_ms, e) != RALLY_OK)
+        return e->code;
     rb->rank = rb->tc.rank;
     rb->world = rb->tc.world;
     rb->k = (int)cfg->local_replica < rb->world - 1 ? (int)cfg->local_replica : rb->world - 1;
@@ -284,7 +287,7 @@ int rally__robust_init(struct rally__robust *rb, const struct rally__config *cfg
             rally__robust_reset(rb, rc, RALLY__KEY_BOOT(0)) != RALLY_OK)
             return e->code;
     }
-    return rally__tclient_heartbeat_start(&rb->tc, cfg->heartbeat_ms, e);
+    return RALLY_OK;
 }
 
 void rally__robust_free(struct rally__robust *rb)

@@ -33,6 +33,7 @@
 
 #define SEND_TIMEOUT_MS 10000 /* PRINT, REJOIN: the tracker always reads, so this is slack */
 #define REPORT_TIMEOUT_MS 1000
+#define JOIN_RETRY_MS 100     /* a join whose connection was dropped tries again after */
 #define HB_FINISH_MS 1000     /* a heartbeat that went out in part gets this long to finish */
 
 static const char *type_name(uint16_t type)
@@ -234,13 +235,22 @@ int rally__tclient_join(struct rally__tclient *t, const struct rally__tclient_op
         goto cleanup;
     snprintf(t->what, sizeof t->what, "tracker %s:%d", host, port);
     int64_t deadline = rally__deadline(o->connect_timeout_ms);
-    if (rally__secret_load(o->secret_file, &t->secret, e) != RALLY_OK ||
-        rally__tcp_connect(host, port, deadline, &t->fd, e) != RALLY_OK)
+    if (rally__secret_load(o->secret_file, &t->secret, e) != RALLY_OK)
         goto cleanup;
     rally__sock_link_timeout(t->fd, o->link_timeout_ms);
     struct rally__ident me = {RALLY__ROLE_WORKER, -1, 0}, peer;
-    if (rally__auth_connect(t->fd, &t->secret, &me, -1, &peer, deadline, t->what, e) != RALLY_OK)
-        goto cleanup;
+    /* a tracker flooded by strangers may drop a connection before its
+     * handshake (docs/security.md): try again while the deadline allows */
+    while (rally__tcp_connect(host, port, deadline, &t->fd, e) != RALLY_OK ||
+           rally__auth_connect(t->fd, &t->secret, &me, -1, &peer, deadline, t->what, e) !=
+               RALLY_OK) {
+        if (e->code != RALLY_EPEER || rally__ms_left(deadline) <= JOIN_RETRY_MS)
+            goto cleanup;
+        close(t->fd);
+        t->fd = -1;
+        rally__err_clear(e);
+        rally__sleep_ms(JOIN_RETRY_MS);
+    }
 
     unsigned char b[3 * (4 + RALLY__HOST_MAX) + 16];
     struct rally__wbuf w = {b, 0, sizeof b, 0};

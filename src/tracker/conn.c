@@ -8,7 +8,9 @@
  * so the slice stays valid throughout.  rally__conns_next() is a resumable
  * walk over the stages IO, TIMERS, FLUSH and ACCEPT: s->cur says where it
  * stands.  Output waits in a queue of chunks per connection; a chunk owns
- * its bytes or points into a shared book.
+ * its bytes or points into a shared book.  Strangers (not yet
+ * authenticated) are counted in s->nstrangers (recounted at each sweep);
+ * past max_strangers, accept_some() makes room by closing one (give_way).
  */
 #include "tracker/conn.h"
 
@@ -21,9 +23,11 @@
 #include <unistd.h>
 
 #include "util/clock.h"
+#include "util/wire.h"
 
 #define FRAMES_PER_WAKE 64 /* fairness: frames read from one conn per round */
 #define CLOSE_LINGER_MS 2000 /* time a refused connection gets to read why */
+#define GIVE_WAY_LOG_MS 1000 /* at most one line per second about strangers dropped for room */
 
 enum { ST_PENDING, ST_IO, ST_TIMERS, ST_FLUSH, ST_ACCEPT, ST_END };
 
@@ -47,10 +51,19 @@ struct rally__conns {
     struct rally__conn **conns;
     size_t nconns, cap;
     struct rally__conn *pending; /* BAD reports waiting (a frame could not be queued) */
+    size_t nstrangers;           /* connections not authenticated (closed ones excluded) */
+    unsigned long gave_way;      /* strangers closed to make room, ever */
+    int64_t gave_way_logged;     /* ms: the last line about it */
+    struct {
+        struct pollfd *p;
+        size_t cap;
+    } fresh; /* refresh()'s, reused */
     /* the round */
     int stage;
     size_t cur, nslots;
     short lrev; /* the listening socket's revents */
+    int64_t timers_at;
+    int refreshed;
     int accepts_left;
     int64_t now;
     char line[RALLY__ERR_MSG_MAX + 128]; /* a LOG report's text */
@@ -224,8 +237,9 @@ static int handshake(struct rally__conns *s, struct rally__conn *c, struct rally
     unsigned char out[RALLY__AUTH_OUT_MAX];
     uint16_t ot;
     size_t on;
-    int rc = rally__auth_srv_step(&c->auth, c->in.type, c->in.body, c->in.nbytes, &ot, out, &on,
-                                  &e);
+    c->hs_frames++;
+    int rc = rally__auth_srv_step(&c->auth, rally__get_u16(c->hs + 4), c->hs + RALLY__FRAME_HDR,
+                                  c->hs_got - RALLY__FRAME_HDR, &ot, out, &on, &e);
     if (rc == 1 && c->auth.peer.role != s->o.role) {
         rally__fail(&e, RALLY_EAUTH, "the tracker takes workers only (role %u)",
                     c->auth.peer.role);
@@ -240,10 +254,46 @@ static int handshake(struct rally__conns *s, struct rally__conn *c, struct rally
     }
     if (rc == 1) {
         c->authed = 1;
+        if (s->nstrangers > 0)
+            s->nstrangers--;
         *r = (struct rally__conn_report){.kind = RALLY__CONN_AUTHED, .c = c};
         return 1;
     }
     return 0;
+}
+
+/* Reads c's next handshake frame into c->hs, never allocating: a header
+ * that announces more than RALLY__CONN_HS_MAX bytes is refused at once.  1
+ * when a whole frame is there, 0 when more bytes are needed, -1 (e set). */
+static int hs_feed(struct rally__conn *c, struct rally__err *e)
+{
+    if (c->hs_ready) {
+        c->hs_ready = 0;
+        c->hs_got = 0;
+    }
+    for (;;) {
+        size_t want = RALLY__FRAME_HDR;
+        if (c->hs_got >= RALLY__FRAME_HDR) {
+            uint32_t len = rally__get_u32(c->hs);
+            uint16_t type = rally__get_u16(c->hs + 4), flags = rally__get_u16(c->hs + 6);
+            if (flags != 0 || len > RALLY__CONN_HS_MAX) {
+                rally__fail(e, RALLY_EPROTO,
+                            "%s sent a %u-byte frame of type %u (flags 0x%x) before "
+                            "authenticating; the handshake takes at most %d bytes",
+                            c->name, len, type, flags, RALLY__CONN_HS_MAX);
+                return -1;
+            }
+            want += len;
+            if (c->hs_got == want) {
+                c->hs_ready = 1;
+                return 1;
+            }
+        }
+        long k = rally__recv_some(c->fd, c->hs + c->hs_got, want - c->hs_got, c->name, e);
+        if (k <= 0)
+            return (int)k;
+        c->hs_got += (size_t)k;
+    }
 }
 
 /* Reads c's next frames; 1 with a report, 0 when nothing more is to be read. */
@@ -252,7 +302,7 @@ static int read_some(struct rally__conns *s, struct rally__conn *c, struct rally
     while (c->reads_left > 0 && !c->gone && !c->closing) {
         c->reads_left--;
         struct rally__err e = {0, ""};
-        int k = rally__frame_in_feed(&c->in, c->fd, c->name, &e);
+        int k = c->authed ? rally__frame_in_feed(&c->in, c->fd, c->name, &e) : hs_feed(c, &e);
         if (k == 0)
             break;
         if (k < 0) {
@@ -337,6 +387,7 @@ static int flush_all(struct rally__conns *s, struct rally__conn_report *r)
 static void sweep(struct rally__conns *s)
 {
     size_t k = 0;
+    s->nstrangers = 0;
     for (size_t i = 0; i < s->nconns; i++) {
         struct rally__conn *c = s->conns[i];
         if (c->gone && !c->bad_pending) {
@@ -344,9 +395,44 @@ static void sweep(struct rally__conns *s)
             free(c);
         } else {
             s->conns[k++] = c;
+            s->nstrangers += !c->gone && !c->authed;
         }
     }
     s->nconns = k;
+}
+
+/* Makes room for one more stranger: closes a refused one still lingering,
+ * else the oldest that has sent no frame, else the oldest.  A worker that
+ * knows the secret is past its HELLO within one round trip, so a flood of
+ * idle connections gives way before it does.  1 with a LOG report (at most
+ * one a second). */
+static int give_way(struct rally__conns *s, struct rally__conn_report *r)
+{
+    struct rally__conn *refused = NULL, *idle = NULL, *oldest = NULL;
+    for (size_t i = 0; i < s->nconns && refused == NULL; i++) {
+        struct rally__conn *c = s->conns[i];
+        if (c->gone || c->authed)
+            continue;
+        if (c->closing)
+            refused = c;
+        else if (idle == NULL && c->hs_frames == 0 && c->hs_got == 0)
+            idle = c;
+        else if (oldest == NULL)
+            oldest = c;
+    }
+    struct rally__conn *v = refused ? refused : idle ? idle : oldest;
+    if (v == NULL)
+        return 0;
+    rally__conn_close(v);
+    s->nstrangers--;
+    s->gave_way++;
+    if (s->gave_way > 1 && s->now - s->gave_way_logged < GIVE_WAY_LOG_MS)
+        return 0;
+    s->gave_way_logged = s->now;
+    return log_line(s, r,
+                    "dropping %s to make room: %zu unauthenticated connections are open, the "
+                    "limit (%lu dropped so far)",
+                    v->name, s->o.max_strangers, s->gave_way);
 }
 
 static int grow(struct rally__conns *s)
@@ -380,10 +466,9 @@ static int accept_some(struct rally__conns *s, struct rally__conn_report *r)
         int port;
         rally__addr_str((struct sockaddr *)&ss, host, sizeof host, &port);
         struct rally__conn *c = NULL;
-        if (s->nconns >= s->o.max_conns || grow(s) != 0 || (c = calloc(1, sizeof *c)) == NULL) {
+        if (grow(s) != 0 || (c = calloc(1, sizeof *c)) == NULL) {
             close(fd);
-            return log_line(s, r, "refusing a connection from %s:%d: %zu connections are open",
-                            host, port, s->nconns);
+            return log_line(s, r, "refusing a connection from %s:%d: out of memory", host, port);
         }
         c->fd = fd;
         c->deadline = rally__now_ms() + s->o.handshake_ms;
@@ -393,13 +478,47 @@ static int accept_some(struct rally__conns *s, struct rally__conn_report *r)
         struct rally__ident me = {s->o.role, -1, 0};
         rally__auth_srv_init(&c->auth, s->o.secret, &me);
         s->conns[s->nconns++] = c;
+        if (++s->nstrangers > s->o.max_strangers && give_way(s, r))
+            return 1;
     }
     return 0;
 }
 
-void rally__conns_begin(struct rally__conns *s, const struct pollfd *p, size_t n, int64_t now_ms)
+/* Polls every connection without waiting and adds what it sees to the
+ * round's revents (the owner's poll may be old by now). */
+static void refresh(struct rally__conns *s)
+{
+    if (s->nconns > s->fresh.cap) {
+        struct pollfd *p = realloc(s->fresh.p, s->nconns * sizeof *p);
+        if (p == NULL)
+            return; /* the owner's revents stand; the next round looks again */
+        s->fresh.p = p;
+        s->fresh.cap = s->nconns;
+    }
+    for (size_t i = 0; i < s->nconns; i++) {
+        const struct rally__conn *c = s->conns[i];
+        s->fresh.p[i] = (struct pollfd){.fd = c->gone || c->closing ? -1 : c->fd,
+                                        .events = POLLIN};
+    }
+    if (poll(s->fresh.p, s->nconns, 0) <= 0)
+        return;
+    for (size_t i = 0; i < s->nconns; i++) {
+        struct rally__conn *c = s->conns[i];
+        if (s->fresh.p[i].revents && !c->gone) {
+            c->rev = (short)(c->rev | s->fresh.p[i].revents);
+            c->reads_left = FRAMES_PER_WAKE;
+            if (i >= s->nslots)
+                s->nslots = i + 1;
+        }
+    }
+}
+
+void rally__conns_begin(struct rally__conns *s, const struct pollfd *p, size_t n, int64_t now_ms,
+                        int64_t timers_ms)
 {
     s->now = now_ms;
+    s->timers_at = timers_ms;
+    s->refreshed = 0;
     s->stage = ST_PENDING;
     s->cur = 0;
     s->nslots = n > 0 ? n - 1 : 0;
@@ -433,6 +552,15 @@ int rally__conns_next(struct rally__conns *s, struct rally__conn_report *r)
     case ST_IO:
         if (io(s, r))
             return 1;
+        if (!s->refreshed && s->timers_at != RALLY__NEVER && rally__now_ms() >= s->timers_at) {
+            /* a timer will judge: first read what came since the poll */
+            s->refreshed = 1;
+            s->now = rally__now_ms();
+            refresh(s);
+            s->cur = 0;
+            if (io(s, r))
+                return 1;
+        }
         s->stage = ST_TIMERS;
         s->cur = 0;
         /* fall through */
@@ -531,6 +659,7 @@ void rally__conns_free(struct rally__conns *s)
     }
     if (s->lfd >= 0)
         close(s->lfd);
+    free(s->fresh.p);
     free(s->conns);
     free(s);
 }

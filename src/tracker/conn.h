@@ -10,7 +10,8 @@
  *     while (rally__conns_next(s, &r)) ...  // one report at a time
  *
  * Reports come in stages: first what the descriptors said (frames, losses,
- * handshakes done) and connection deadlines, then one RALLY__CONN_TIMERS
+ * handshakes done; then, when the owner's timers are due, what arrived
+ * since its poll) and connection deadlines, then one RALLY__CONN_TIMERS
  * (the moment for the owner's own timers), then the losses of the final
  * flush of every queue; new connections are accepted last.  The owner acts
  * on a report (queues frames, closes connections) before asking for the
@@ -18,6 +19,15 @@
  * is only ever a report.  Connections that never authenticated are handled
  * here alone (a LOG report says so); an authenticated one is reported lost
  * or bad and is closed already when the report arrives.
+ *
+ * What a stranger may cost (docs/security.md): until it authenticates, a
+ * connection's frames are read into a fixed buffer of RALLY__CONN_HS_MAX
+ * bytes (a larger frame is refused from its header, nothing is allocated),
+ * and at most max_strangers such connections are kept: when one more
+ * arrives, the oldest that gives way goes (a refused one lingering, else one
+ * that has sent nothing, else the oldest), so a flood never keeps out a
+ * worker that knows the secret.  Authenticated connections have no cap here
+ * (they hold the job's secret; the job refuses what it does not need).
  */
 #ifndef RALLY_TRACKER_CONN_H
 #define RALLY_TRACKER_CONN_H
@@ -34,6 +44,9 @@
 struct rally__conns;
 struct rally__conn_chunk;
 
+/* The largest frame read before authentication: HELLO is 56 bytes, PROOF 32. */
+#define RALLY__CONN_HS_MAX 128
+
 /* An authenticated connection, as the owner sees it. */
 struct rally__conn {
     void *user;       /* the owner's, freed (free()) with the connection */
@@ -48,7 +61,10 @@ struct rally__conn {
     char what[RALLY__HOST_MAX + 48];
     char why[RALLY__ERR_MSG_MAX]; /* a pending BAD report */
     struct rally__auth_srv auth;
-    struct rally__frame_in in;
+    unsigned char hs[RALLY__FRAME_HDR + RALLY__CONN_HS_MAX]; /* a handshake frame */
+    size_t hs_got;
+    int hs_ready, hs_frames;
+    struct rally__frame_in in; /* frames after the handshake */
     struct rally__conn_chunk *out_head, *out_tail;
     struct rally__conn *pending_next;
 };
@@ -81,7 +97,7 @@ struct rally__conns_opts {
     const char *host; /* bind address; "" or "*": every address */
     int port;         /* 0: the kernel picks */
     int backlog;
-    size_t max_conns;
+    size_t max_strangers;      /* unauthenticated connections kept at once (>= 1) */
     int64_t handshake_ms;      /* from accept until the owner admits the connection */
     uint16_t role;             /* the one role accepted (net/auth.h) */
     const struct rally__secret *secret; /* must outlive the set */
@@ -95,8 +111,15 @@ int rally__conns_port(const struct rally__conns *s);
 
 size_t rally__conns_npoll(const struct rally__conns *s);
 size_t rally__conns_fill(struct rally__conns *s, struct pollfd *p, size_t cap);
-/* Starts the reports for the revents of the slice fill wrote. */
-void rally__conns_begin(struct rally__conns *s, const struct pollfd *p, size_t n, int64_t now_ms);
+/* Starts the reports for the revents of the slice fill wrote.  timers_ms is
+ * when the owner's next timer is due (RALLY__NEVER: none): if that moment
+ * has come when the descriptors are done, every connection is looked at
+ * again without waiting (a poll of timeout 0) and what arrived since the
+ * owner's poll is read before RALLY__CONN_TIMERS, so a loop that was slow or
+ * stopped between its poll and this call never judges a sender by frames it
+ * has not read yet. */
+void rally__conns_begin(struct rally__conns *s, const struct pollfd *p, size_t n, int64_t now_ms,
+                        int64_t timers_ms);
 /* 1 and *r: the next report; 0: none left for this round. */
 int rally__conns_next(struct rally__conns *s, struct rally__conn_report *r);
 /* The earliest connection deadline (RALLY__NEVER: none). */

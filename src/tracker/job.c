@@ -291,6 +291,10 @@ static void send_assign(struct rally__job *j)
     a->nbytes = nbook;
     j->phase = RALLY__JOB_STARTING;
     j->nready = 0;
+    /* the wiring of a recovery gets the whole start-up timeout from its book
+     * on, however long the survivors took to rejoin */
+    if (j->went)
+        j->epoch_deadline = j->startup_ms > 0 ? j->now + j->startup_ms : RALLY__NEVER;
     /* On the wire the job's first ASSIGN says epoch 0 (proto.h): a worker
      * that gets a non-zero epoch knows it joined a running job. */
     unsigned char tail[RALLY__ASSIGN_TAIL];
@@ -299,6 +303,8 @@ static void send_assign(struct rally__job *j)
     for (int r = 0; r < j->world; r++) {
         struct rally__job_member *m = j->by_rank[r];
         int fresh = m->assigned == 0;
+        if (fresh)
+            m->last_rx = j->now; /* its liveness is watched from here (watched()) */
         m->assigned = j->epoch;
         m->ready = 0;
         unsigned char h[RALLY__ASSIGN_HEAD];
@@ -916,6 +922,15 @@ static void epoch_missing(struct rally__job *j, char *s, size_t cap)
     }
 }
 
+/* 1 when m's silence is a failure once it lasts heartbeat_ms: from its
+ * first ASSIGN on (a worker beats from then, wiring included), or from an
+ * earlier heartbeat.  Before its ASSIGN a worker only waits for the others. */
+static int watched(const struct rally__job *j, const struct rally__job_member *m)
+{
+    return j->heartbeat_ms > 0 && m->state == M_REG && (m->heartbeats || m->assigned != 0) &&
+           !m->finalized;
+}
+
 /* 1 when every rank missing from the epoch is a live worker that keeps
  * sending heartbeats: a survivor busy computing notices the RESET only at
  * its next collective, which may be long after the epoch's deadline.  Only
@@ -928,16 +943,10 @@ static int missing_are_busy(const struct rally__job *j)
         const struct rally__job_member *m = j->by_rank[r];
         if (in_step(j, r))
             continue;
-        if (m == NULL || !m->heartbeats || j->now - m->last_rx >= j->heartbeat_ms)
+        if (m == NULL || !watched(j, m) || j->now - m->last_rx >= j->heartbeat_ms)
             return 0;
     }
     return 1;
-}
-
-/* 1 when m's silence is a failure once it lasts heartbeat_ms. */
-static int watched(const struct rally__job *j, const struct rally__job_member *m)
-{
-    return j->heartbeat_ms > 0 && m->state == M_REG && m->heartbeats && !m->finalized;
 }
 
 static void tick(struct rally__job *j)
@@ -948,8 +957,13 @@ static void tick(struct rally__job *j)
         if (watched(j, m) && m->rank >= 0 && j->by_rank[m->rank] == m &&
             now - m->last_rx >= j->heartbeat_ms) {
             char cause[96];
-            snprintf(cause, sizeof cause, "rank %d sent no heartbeat for %lld ms", m->rank,
-                     (long long)(now - m->last_rx));
+            if (m->heartbeats)
+                snprintf(cause, sizeof cause, "rank %d sent no heartbeat for %lld ms", m->rank,
+                         (long long)(now - m->last_rx));
+            else
+                snprintf(cause, sizeof cause,
+                         "rank %d sent no heartbeat within %lld ms of its address book", m->rank,
+                         (long long)(now - m->last_rx));
             rank_failed(j, m->rank, cause, NULL);
             next = j->head; /* the list changed: look again (a failed rank is gone from it) */
         }

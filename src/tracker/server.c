@@ -139,7 +139,7 @@ static void on_report(struct rally__tracker *t, const struct rally__conn_report 
 void rally__tracker_handle(struct rally__tracker *t, const struct pollfd *p, size_t n)
 {
     struct rally__conn_report r;
-    rally__conns_begin(t->conns, p, n, rally__now_ms());
+    rally__conns_begin(t->conns, p, n, rally__now_ms(), rally__job_deadline(t->job));
     while (rally__conns_next(t->conns, &r))
         on_report(t, &r);
 }
@@ -245,7 +245,7 @@ int rally__tracker_new(struct rally__tracker **out, const struct rally__tracker_
         .host = o->host,
         .port = o->port,
         .backlog = o->world < 128 ? 128 : o->world > 4096 ? 4096 : o->world,
-        .max_conns = 2 * (size_t)o->world + 128,
+        .max_strangers = (size_t)o->world + 128,
         .handshake_ms = o->handshake_timeout_ms > 0 ? o->handshake_timeout_ms
                                                     : HANDSHAKE_DEFAULT_MS,
         .role = RALLY__ROLE_WORKER,

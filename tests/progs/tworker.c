@@ -2,7 +2,8 @@
  * tworker.c — a worker that speaks the tracker protocol through the internal
  * client (src/tracker/client.h) instead of the public API, so the launcher
  * tests can finalize and recover without the collective layer.  It reads the
- * same environment rally_init does.  argv[1]:
+ * same environment rally_init does.  Like the library, it sends heartbeats
+ * (every 100 ms) from its join on.  argv[1]:
  *
  *   ok        join, ready, PRINT "hello from rank R", SHUTDOWN, exit 0
  *   nofinal   join, ready, exit 0 without SHUTDOWN
@@ -14,8 +15,14 @@
  *             heartbeats every 100 ms; after GO, rank R fails once: when the
  *             file MARKER does not exist it creates it, then HOW: "kill"
  *             (SIGKILL itself), "hang" (after 300 ms stops its heartbeats and
- *             sleeps), or
- *             an exit status.  The others wait for the RESET, REJOIN at
+ *             sleeps), "killstop" (SIGKILL itself; its next incarnation,
+ *             finding MARKER but not MARKER.stop, creates that and stops
+ *             itself with SIGSTOP right after its join, before its first
+ *             heartbeat), or
+ *             an exit status.
+ *   chatty K MS
+ *             after GO rank 0 PRINTs K lines of 100 bytes; then every rank
+ *             waits MS ms (beating) and finishes like ok  The others wait for the RESET, REJOIN at
  *             "version 3, seq 7", and every worker then finishes like ok
  *             (printing "hello from rank R, epoch E, incarnation I")
  */
@@ -84,9 +91,19 @@ int main(int argc, char **argv)
         fprintf(stderr, "tworker: no RALLY_TRACKER / RALLY_SECRET_FILE\n");
         return 2;
     }
-    if (rally__tclient_join(&t, &o, &e) != RALLY_OK ||
-        (recover && rally__tclient_heartbeat_start(&t, 100, &e) != RALLY_OK) ||
-        ready(&t, &e) != RALLY_OK)
+    if (rally__tclient_join(&t, &o, &e) != RALLY_OK)
+        goto fail;
+    if (recover && t.rank == atoi(argv[2]) && strcmp(argv[4], "killstop") == 0 &&
+        access(argv[3], F_OK) == 0) {
+        char stop[4096];
+        snprintf(stop, sizeof stop, "%s.stop", argv[3]);
+        int fd = open(stop, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (fd >= 0) { /* stopped before its first heartbeat */
+            close(fd);
+            kill(getpid(), SIGSTOP);
+        }
+    }
+    if (rally__tclient_heartbeat_start(&t, 100, &e) != RALLY_OK || ready(&t, &e) != RALLY_OK)
         goto fail;
     if (strcmp(act, "crash") == 0) {
         if (argc > 2 && t.rank == atoi(argv[2]))
@@ -99,7 +116,7 @@ int main(int argc, char **argv)
         int fd = open(argv[3], O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
         if (fd >= 0) { /* the first incarnation fails */
             close(fd);
-            if (strcmp(argv[4], "kill") == 0)
+            if (strcmp(argv[4], "kill") == 0 || strcmp(argv[4], "killstop") == 0)
                 kill(getpid(), SIGKILL);
             if (strcmp(argv[4], "hang") == 0) {
                 rally__sleep_ms(300); /* the tracker counts silence after a first beat */
@@ -111,6 +128,15 @@ int main(int argc, char **argv)
         }
     } else if (recover && t.epoch == 0 && await_reset(&t, &e) != RALLY_OK) {
         goto fail;
+    }
+    if (strcmp(act, "chatty") == 0 && argc > 3) {
+        char line[101];
+        memset(line, 'x', sizeof line - 1);
+        line[sizeof line - 1] = '\0';
+        for (int i = 0; t.rank == 0 && i < atoi(argv[2]); i++)
+            if (rally__tclient_print(&t, line, &e) != RALLY_OK)
+                goto fail;
+        rally__sleep_ms(atoi(argv[3]));
     }
     if (strcmp(act, "nofinal") == 0) {
         rally__tclient_close(&t); /* closes without SHUTDOWN */

@@ -172,6 +172,11 @@ void rally__launch_policy_exit(struct rally__launch_policy *pol, int rank, int s
         snprintf(cause, sizeof cause, "exited with status %d", WEXITSTATUS(st));
     else
         snprintf(cause, sizeof cause, "exited 0 without rally_finalize");
+    /* fenced for a cause of the tracker's own (not its own disconnect): say it */
+    if (k->fenced[0] && strstr(cause, "fenced") == NULL &&
+        strstr(k->fenced, "disconnected without finalizing") == NULL)
+        snprintf(cause + strlen(cause), sizeof cause - strlen(cause),
+                 " after the tracker fenced it: %s", k->fenced);
     k->fence_killed = 0;
     k->fenced[0] = '\0';
     if (k->finalized) {
