@@ -237,7 +237,6 @@ int rally__tclient_join(struct rally__tclient *t, const struct rally__tclient_op
     int64_t deadline = rally__deadline(o->connect_timeout_ms);
     if (rally__secret_load(o->secret_file, &t->secret, e) != RALLY_OK)
         goto cleanup;
-    rally__sock_link_timeout(t->fd, o->link_timeout_ms);
     struct rally__ident me = {RALLY__ROLE_WORKER, -1, 0}, peer;
     /* a tracker flooded by strangers may drop a connection before its
      * handshake (docs/security.md): try again while the deadline allows */
@@ -251,6 +250,7 @@ int rally__tclient_join(struct rally__tclient *t, const struct rally__tclient_op
         rally__err_clear(e);
         rally__sleep_ms(JOIN_RETRY_MS);
     }
+    rally__sock_link_timeout(t->fd, o->link_timeout_ms);
 
     unsigned char b[3 * (4 + RALLY__HOST_MAX) + 16];
     struct rally__wbuf w = {b, 0, sizeof b, 0};
