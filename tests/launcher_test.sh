@@ -76,7 +76,7 @@ nonexistent)
 exit_code)
     start=$(date +%s)
     timeout 20 "$RUN" -n 3 --grace-ms 300 "$PROG" exitif 1 3 "$TAG" >"$T/out" 2>"$T/err"
-    expect_rc $? 1
+    expect_rc $? 3
     one_verdict "rally-run: rank 1 exited with status 3"
     summary "deaths=1 recovered=0 epochs=0 restarts=0 per-rank-deaths=0:0,1:1,2:0"
     [ $(($(date +%s) - start)) -lt 10 ] || fail "took too long"
@@ -189,12 +189,29 @@ restart)
     has "$T/out" "[0] hello from rank 0, epoch 2, incarnation 1"
     summary "deaths=1 recovered=1 epochs=1 restarts=1 per-rank-deaths=0:0,1:1,2:0"
     no_leftovers
-    # a worker that exits 3 in its first incarnation only
-    rm -f "$T/marker"
-    timeout 30 "$RUN" -n 3 "$TWORKER" recover 2 "$T/marker" 3 "$TAG" >"$T/out" 2>"$T/err"
-    expect_rc $? 0
-    has "$T/err" "rally-run: rank 2 died (exited with status 3); restarting it (restart 1 of 3)"
-    summary "deaths=1 recovered=1 epochs=1 restarts=1 per-rank-deaths=0:0,1:0,2:1"
+    ;;
+own_exit)
+    # a worker that exits 3 after GO without rally_finalize (not killed by a
+    # signal) fails the job: nobody is restarted, rally-run exits 3
+    timeout 30 "$RUN" -n 3 --grace-ms 500 "$TWORKER" recover 2 "$T/marker" 3 "$TAG" \
+        >"$T/out" 2>"$T/err"
+    expect_rc $? 3
+    # (the tracker may log the epoch it began on the closed connection first)
+    n=$(grep '^rally-run:' "$T/err" | grep -v '^rally-run: tracker: epoch 2: ' | grep -vc '^rally-run: summary: ')
+    [ "$n" -eq 1 ] || fail "$n rally-run lines on stderr, expected one"
+    has "$T/err" "rally-run: rank 2 exited with status 3"
+    grep -q 'restarting' "$T/err" && fail "a worker was restarted"
+    summary "deaths=1 recovered=0 epochs=0 restarts=0 per-rank-deaths=0:0,1:0,2:1"
+    no_leftovers
+    ;;
+report)
+    # rank 1 reports an error the job cannot survive (the ERROR frame that
+    # rally_abort sends): its message is the one cause, rally-run exits 3
+    timeout 30 "$RUN" -n 3 --grace-ms 500 "$TWORKER" report 1 "$TAG" >"$T/out" 2>"$T/err"
+    expect_rc $? 3
+    one_verdict "rally-run: rank 1 failed: bad input line 7"
+    grep -q 'restarting' "$T/err" && fail "a worker was restarted"
+    summary "deaths=0 recovered=0 epochs=0 restarts=0 per-rank-deaths=0:0,1:0,2:0"
     no_leftovers
     ;;
 exhausted)

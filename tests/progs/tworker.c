@@ -10,6 +10,10 @@
  *             everyone else rejoins whenever the tracker says RESET and waits
  *             for the tracker's ABORT like a collective would, prints its
  *             sentence on stderr and exits 1
+ *   report R  after GO, rank R reports an error the job cannot survive (an
+ *             ERROR frame: what rally_abort and a failed collective send),
+ *             "bad input line 7", and exits 1 once the ABORT came; the
+ *             others wait for the ABORT like crash's survivors
  *   recover R MARKER HOW
  *             heartbeats every 100 ms; after GO, rank R fails once: when the
  *             file MARKER does not exist it creates it, then HOW: "kill"
@@ -91,6 +95,13 @@ int main(int argc, char **argv)
     if (strcmp(act, "crash") == 0) {
         if (argc > 2 && t.rank == atoi(argv[2]))
             kill(getpid(), SIGKILL);
+        for (;;)
+            if (await_reset(&t, &e) != RALLY_OK)
+                goto fail;
+    }
+    if (strcmp(act, "report") == 0) {
+        if (argc > 2 && t.rank == atoi(argv[2]))
+            rally__tclient_report(&t, RALLY_EINVAL, "bad input line 7");
         for (;;)
             if (await_reset(&t, &e) != RALLY_OK)
                 goto fail;
