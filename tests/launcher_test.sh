@@ -65,6 +65,40 @@ usage)
         --heartbeat-timeout-ms --help; do has "$T/out" "$f"; done
     timeout 10 "$RUN" -n 2 --max-restarts -1 "$PROG" 2>"$T/err"; expect_rc $? 2
     has "$T/err" "--max-restarts wants a count"
+    # -np N is mpirun's spelling of -n N
+    timeout 20 "$RUN" -np 3 --grace-ms 300 "$PROG" exitif 2 4 "$TAG" >"$T/out" 2>"$T/err"
+    expect_rc $? 4
+    summary "deaths=1 recovered=0 epochs=0 restarts=0 per-rank-deaths=0:0,1:0,2:1"
+    timeout 10 "$RUN" -np 2>"$T/err"; expect_rc $? 2
+    no_leftovers
+    ;;
+version)
+    # every tool says the version CMake defines (RALLY_EXPECT_VERSION, from the build)
+    dir=$(dirname "$RUN")
+    for tool in "$RUN" "$TRACKER" "$dir/rally-datagen" "$dir/rally-snapshot"; do
+        timeout 10 "$tool" --version >"$T/out" 2>"$T/err"; expect_rc $? 0
+        [ "$(cat "$T/out")" = "$(basename "$tool") (rally) $RALLY_EXPECT_VERSION" ] ||
+            fail "$tool --version says '$(cat "$T/out")', expected version $RALLY_EXPECT_VERSION"
+    done
+    # a worker's own --version is the worker's
+    timeout 10 "$RUN" -n 1 "$PROG" --version >"$T/out" 2>"$T/err"
+    has "$T/err" "[0] prog: unknown act '--version'"
+    ;;
+sighup)
+    # SIGHUP (a closed terminal) stops the job like SIGTERM: the workers go,
+    # the summary is printed, the secret's directory is removed
+    timeout 20 "$RUN" -n 2 "$PROG" sleep "$TAG" >"$T/out" 2>"$T/err" &
+    pid=$!
+    wait_workers 2
+    w=$(pgrep -f "^$PROG .*$TAG" | head -n 1)
+    secret=$(tr '\0' '\n' <"/proc/$w/environ" | sed -n 's/^RALLY_SECRET_FILE=//p')
+    [ -f "$secret" ] || fail "no secret file '$secret'"
+    kill -HUP "$(pgrep -P $pid -f "$RUN")" 2>/dev/null || kill -HUP $pid
+    wait $pid; expect_rc $? 129
+    has "$T/err" "rally-run: stopped by signal 1 (Hangup)"
+    summary "deaths=0 recovered=0 epochs=0 restarts=0 per-rank-deaths=0:0,1:0"
+    [ -e "$(dirname "$secret")" ] && fail "the secret's directory is left behind"
+    no_leftovers
     ;;
 nonexistent)
     timeout 10 "$RUN" -n 2 "$T/no-such-prog" 2>"$T/err"; expect_rc $? 127

@@ -10,8 +10,8 @@
  * PR_SET_PDEATHSIG, RALLY_TRACKER / RALLY_SECRET_FILE / RALLY_TASK_ID in the
  * environment), prefixes their output lines "[rank] " (task id i is rank i:
  * the tracker ranks by task id) and reaps them; serve.c is the poll loop
- * around the tracker, the workers' pipes and a signalfd for SIGCHLD, SIGINT
- * and SIGTERM (blocked, so they arrive only there); policy.c decides.
+ * around the tracker, the workers' pipes and a signalfd for SIGCHLD, SIGINT,
+ * SIGTERM and SIGHUP (blocked, so they arrive only there); policy.c decides.
  *
  * The tracker's hooks only print its lines and note its events in the
  * policy.  After each rally__tracker_handle (after()) the policy looks at
@@ -20,12 +20,13 @@
  * no rank has finalized, is restarted with the same rank, up to
  * --max-restarts times per rank (we tell the tracker with
  * rally__tracker_rank_died, which fences the old incarnation and assembles
- * a new epoch around the new process); a worker the tracker fenced while
- * its process still runs is SIGKILLed; any other failure (before the first
- * GO, restarts exhausted, --max-restarts 0, the tracker's own verdict) ABORTs
- * the job through the tracker, gives the others --grace-ms to leave and then
- * SIGKILLs their groups; the exit status is 1 with one line naming the first
- * failure.  SIGINT/SIGTERM are passed to every worker's group, with the same
+ * a new epoch around the new process) — but only a worker killed by a
+ * signal: one that exits on its own without finalizing is the job's failure;
+ * a worker the tracker fenced while its process still runs is SIGKILLed; any
+ * other failure (before the first GO, restarts exhausted, --max-restarts 0,
+ * the tracker's own verdict) ABORTs the job through the tracker, gives the
+ * others --grace-ms to leave and then SIGKILLs their groups; one line names
+ * the first failure and the exit status says what it was (policy.h).  SIGINT/SIGTERM/SIGHUP are passed to every worker's group, with the same
  * escalation, and we exit 128+signal.  The last line on stderr is always the
  * summary (deaths, deaths recovered, recovery epochs, restarts, deaths per
  * rank).
@@ -74,7 +75,7 @@ struct run {
     struct rally__tracker *t;
     int sfd;
     char dir[PATH_MAX], secret[PATH_MAX + 16], tracker_addr[RALLY__HOST_MAX + 16];
-    int sigs[4], nsigs; /* SIGINT/SIGTERM that arrived this turn */
+    int sigs[4], nsigs; /* SIGINT/SIGTERM/SIGHUP that arrived this turn */
     int reap;           /* a signal arrived this turn: reap */
     int64_t drain_until;
     /* durable snapshots */
@@ -98,7 +99,7 @@ static void usage(FILE *f)
         "usage: rally-run -n N [options] [--] prog [args...]\n"
         "Runs N workers of a rally job on this host, with a tracker inside.\n"
         "\n"
-        "  -n, --workers N            number of workers (1..%d)\n"
+        "  -n, -np, --workers N       number of workers (1..%d)\n"
         "      --host H               tracker bind address (default 127.0.0.1)\n"
         "      --port P               tracker port (default 0: any free port)\n"
         "      --startup-timeout-ms T every worker must join (and a restarted one\n"
@@ -133,13 +134,23 @@ static void usage(FILE *f)
         "      --max-job-restarts K   at most K such restarts (default 3)\n"
         "SIGUSR1 to rally-run asks for a snapshot now (with --snapshot-dir).\n"
         "  -h, --help                 this text\n"
+        "      --version              rally-run's version (as the first argument)\n"
         "\n"
         "Workers get RALLY_TRACKER, RALLY_SECRET_FILE and RALLY_TASK_ID; their output\n"
-        "lines are prefixed with \"[rank] \".  A worker that dies after the job started\n"
-        "(and before any rank finalized) is started again with the same rank and\n"
-        "environment; the others wait and recover.  Exit status: 0 when every worker\n"
-        "exited 0 after rally_finalize; 1 otherwise (one line on stderr names the first\n"
-        "failure); 127 when prog cannot be run; 2 on a usage error; 128+S after signal S.\n"
+        "lines are prefixed with \"[rank] \".  A worker killed by a signal after the job\n"
+        "started (and before any rank finalized) is a crash: it is started again with\n"
+        "the same rank and environment; the others wait and recover.  A worker that\n"
+        "exits on its own without rally_finalize is a failure of the job: nobody is\n"
+        "restarted.  One line on stderr names the first failure.  Exit status:\n"
+        "  0      every worker exited 0 after rally_finalize\n"
+        "  S      a worker exited with status S (1..255) and that failed the job\n"
+        "         (1 when it exited 0 without rally_finalize)\n"
+        "  3      a rank stopped the job with its own message (rally_abort, or an error\n"
+        "         it reported, e.g. a divergence); the line is \"rank R failed: ...\"\n"
+        "  1      any other failure (deaths before the start, restarts exhausted, the\n"
+        "         tracker's own verdict)\n"
+        "  2      a usage error;  127: prog cannot be run;  128+S: rally-run got signal S\n"
+        "         (SIGINT, SIGTERM, SIGHUP: passed to the workers, who get --grace-ms)\n"
         "The last line on stderr is a summary:\n"
         "  rally-run: summary: deaths=D recovered=R epochs=E restarts=S "
         "per-rank-deaths=0:0,1:2,...\n"
@@ -373,6 +384,9 @@ static int parse(int argc, char **argv, struct run *r)
     while ((c = getopt_long(argc, argv, "+n:h", longs, NULL)) != -1) {
         switch (c) {
         case 'n':
+            /* -np N, mpirun's spelling: getopt read "-np" as -n with the value "p" */
+            if (strcmp(argv[optind - 1], "-np") == 0 && optind < argc)
+                optarg = argv[optind++];
             if (rally__parse_int(optarg, 1, RALLY__WORLD_MAX, &v))
                 return cli_usage_error("rally-run",
                                        "-n wants a number of workers from 1 to %d, not '%s'",
@@ -749,6 +763,8 @@ int main(int argc, char **argv)
     memset(&r, 0, sizeof r);
     r.sfd = -1;
     r.drain_until = RALLY__NEVER;
+    if (cli_version("rally-run", argc, argv))
+        return 0;
     int status = parse(argc, argv, &r);
     if (status >= 0)
         return status;
