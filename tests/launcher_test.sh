@@ -222,7 +222,40 @@ restart)
         "$T/err" || fail "no recovery line"
     has "$T/out" "[1] hello from rank 1, epoch 2, incarnation 2"
     has "$T/out" "[0] hello from rank 0, epoch 2, incarnation 1"
+    # the line it printed (without fflush) before its kill -9 is not lost
+    has "$T/out" "[1] rank 1 dies now"
     summary "deaths=1 recovered=1 epochs=1 restarts=1 per-rank-deaths=0:0,1:1,2:0"
+    no_leftovers
+    ;;
+lines)
+    # a worker that never calls setvbuf or fflush: its first line arrives
+    # while it still runs (it waits for $T/go, which we create only once the
+    # line is there) ...
+    timeout 30 "$RUN" -n 1 "$PROG" slow "$T" "$TAG" >"$T/out" 2>"$T/err" &
+    pid=$!
+    i=0
+    until grep -qF "[0] tick 1 from 0" "$T/out"; do
+        i=$((i + 1)); [ $i -gt 200 ] && fail "the worker's line did not arrive while it ran"
+        sleep 0.05
+    done
+    touch "$T/go"
+    wait $pid
+    has "$T/out" "[0] tick 2 from 0"
+    grep -q 'no .*/go within' "$T/err" && fail "the worker waited in vain"
+    # ... and what a worker printed before kill -9 is not lost
+    timeout 30 "$RUN" -n 1 "$PROG" printkill "$TAG" >"$T/out" 2>"$T/err"; expect_rc $? 1
+    for k in 1 2 3; do has "$T/out" "[0] printed $k from 0 before kill -9"; done
+    one_verdict "rally-run: rank 0 was killed by signal 9"
+    no_leftovers
+    ;;
+wrapper_kill9)
+    # workers started through a wrapper that forks them (sh runs prog as a
+    # child, then echo) die with rally-run when it is killed by SIGKILL
+    "$RUN" -n 2 sh -c '"$0" sleep "$1"; echo after' "$PROG" "$TAG" >/dev/null 2>&1 &
+    pid=$!
+    wait_workers 2
+    kill -9 $pid
+    wait $pid 2>/dev/null
     no_leftovers
     ;;
 own_exit)

@@ -25,7 +25,8 @@ add_executable(rally_test_tworker ${RALLY_TRACKER_TESTS_DIR}/progs/tworker.c)
 target_link_libraries(rally_test_tworker rally_static)
 
 foreach(case usage nonexistent exit_code kill9 sigterm output finalize tracker_tool
-             tracker_restart restart exhausted heartbeat kill9_recovering own_exit report version sighup)
+             tracker_restart restart exhausted heartbeat kill9_recovering own_exit report
+             version sighup lines wrapper_kill9)
   add_test(NAME launcher_${case}
            COMMAND sh ${RALLY_TRACKER_TESTS_DIR}/launcher_test.sh ${case}
                    $<TARGET_FILE:rally-run> $<TARGET_FILE:rally_test_prog>

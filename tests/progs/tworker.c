@@ -17,9 +17,9 @@
  *   recover R MARKER HOW
  *             heartbeats every 100 ms; after GO, rank R fails once: when the
  *             file MARKER does not exist it creates it, then HOW: "kill"
- *             (SIGKILL itself), "hang" (after 300 ms stops its heartbeats and
- *             sleeps), or
- *             an exit status.  The others wait for the RESET, REJOIN at
+ *             (prints "rank R dies now" without fflush, then SIGKILLs
+ *             itself), "hang" (after 300 ms stops its heartbeats and
+ *             sleeps), or an exit status.  The others wait for the RESET, REJOIN at
  *             "version 3, seq 7", and every worker then finishes like ok
  *             (printing "hello from rank R, epoch E, incarnation I")
  */
@@ -110,8 +110,10 @@ int main(int argc, char **argv)
         int fd = open(argv[3], O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
         if (fd >= 0) { /* the first incarnation fails */
             close(fd);
-            if (strcmp(argv[4], "kill") == 0)
+            if (strcmp(argv[4], "kill") == 0) {
+                printf("rank %d dies now\n", t.rank); /* no fflush: a line printed is out */
                 kill(getpid(), SIGKILL);
+            }
             if (strcmp(argv[4], "hang") == 0) {
                 rally__sleep_ms(300); /* the tracker counts silence after a first beat */
                 rally__tclient_heartbeat_stop(&t);
