@@ -5,11 +5,12 @@
 #
 #   slow_reader  a real job (chatty: allreduce + checkpoint per iteration)
 #                floods stdout through the tracker after its first
-#                checkpoint, while heartbeats are watched (heartbeat timeout
-#                1 s, one every 200 ms); the reader stops reading from then
-#                on until every worker has finalized and exited (which needs
-#                the tracker to answer, so rally-run's loop must not wait for
-#                the reader) and 2 s more, then drains.  The job must finish
+#                checkpoint, then runs 3 more iterations of 1 s each while
+#                its heartbeats are watched (timeout 2 s, one every 250 ms);
+#                the reader stops reading from the flood on until every
+#                worker has finalized and exited (which needs the tracker to
+#                answer, so rally-run's loop must not wait for the reader) —
+#                longer than the heartbeat timeout — then drains.  The job must finish
 #                once, with no fence and no restart, with the digest of a run
 #                whose reader never stalled, and no line lost.
 #   drop         a reader that drains only after the workers printed 4.4 MB
@@ -36,12 +37,12 @@ case $CASE in
 slow_reader)
     lines=5000
     mkdir "$T/s0" "$T/s1"
-    timeout 60 "$RUN" -n 3 --heartbeat-timeout-ms 1000 "$CHATTY" 4 $lines "$T/s0" 0 \
-        rally_heartbeat_ms=200 "$TAG" >"$T/plain" 2>"$T/plain.err" || fail "the plain run failed"
+    timeout 60 "$RUN" -n 3 --heartbeat-timeout-ms 2000 "$CHATTY" 4 $lines "$T/s0" 0 0 \
+        rally_heartbeat_ms=250 "$TAG" >"$T/plain" 2>"$T/plain.err" || fail "the plain run failed"
     d0=$(grep -o 'model_digest=[0-9a-f]*' "$T/plain")
     [ -n "$d0" ] || fail "the plain run printed no digest"
-    timeout 60 "$RUN" -n 3 --heartbeat-timeout-ms 1000 "$CHATTY" 4 $lines "$T/s1" 0 \
-        rally_heartbeat_ms=200 "$TAG" 2>"$T/err" | {
+    timeout 60 "$RUN" -n 3 --heartbeat-timeout-ms 2000 "$CHATTY" 4 $lines "$T/s1" 0 1000 \
+        rally_heartbeat_ms=250 "$TAG" 2>"$T/err" | {
         await "$T/s1/flooded"
         i=0
         while [ ! -e "$T/s1/finished.0" ] || [ ! -e "$T/s1/finished.1" ] ||
@@ -50,7 +51,6 @@ slow_reader)
             sleep 0.05
         done
         [ $i -le 400 ] && touch "$T/finished_while_stalled"
-        sleep 2
         cat >"$T/out"
     }
     [ -e "$T/finished_while_stalled" ] ||

@@ -2,14 +2,16 @@
  * chatty.c — a rally job that floods its output at a point the test picks,
  * for the launcher's slow-reader test (tests/launch_output_test.sh).
  *
- *   rally-run -n N chatty ITERS LINES SYNC_DIR FLOODER [rally_key=value...]
+ *   rally-run -n N chatty ITERS LINES SYNC_DIR FLOODER PAUSE_MS [rally_key=value...]
  *
  * Per iteration: an allreduce SUM of a vector derived from the model and the
  * rank, which the model then follows, and a checkpoint.  After the first
  * checkpoint (the job runs: every worker joined and sends heartbeats) rank
  * FLOODER prints LINES lines of 100 bytes through the tracker
  * (rally_tracker_print: rally-run writes them from inside the tracker's
- * handling of frames) and creates SYNC_DIR/flooded.  Rank 0's last line is
+ * handling of frames) and creates SYNC_DIR/flooded; from then on every
+ * rank sleeps PAUSE_MS after each checkpoint (the job keeps running, with
+ * its heartbeats watched, for as long as the test needs).  Rank 0's last line is
  * "result: model_digest=<hex>" (FNV-1a of the model's bytes), the same for
  * any run that computed the same model.  Once rally_finalize returned (the
  * tracker answered), each rank creates SYNC_DIR/finished.RANK.
@@ -59,12 +61,12 @@ static int touch(const char *sync, const char *name)
 int main(int argc, char **argv)
 {
     check(rally_init(&R, &argc, &argv), "rally_init");
-    if (argc < 5) {
-        fprintf(stderr, "usage: chatty ITERS LINES SYNC_DIR FLOODER\n");
+    if (argc < 6) {
+        fprintf(stderr, "usage: chatty ITERS LINES SYNC_DIR FLOODER PAUSE_MS\n");
         return 2;
     }
     int iters = atoi(argv[1]), lines = atoi(argv[2]), rank = rally_rank(R);
-    int flooder = atoi(argv[4]);
+    int flooder = atoi(argv[4]), pause_ms = atoi(argv[5]);
     const char *sync = argv[3];
     double model[DIM], v[DIM];
     for (int i = 0; i < DIM; i++)
@@ -93,6 +95,8 @@ int main(int argc, char **argv)
             if (touch(sync, "flooded") != 0)
                 return 1;
         }
+        if (it > 0 || rank == flooder)
+            usleep((useconds_t)pause_ms * 1000);
     }
     if (rank == 0)
         printf("result: model_digest=%016" PRIx64 "\n", digest(model, sizeof model));
