@@ -21,3 +21,9 @@ foreach(case slow_reader drop)
                    $<TARGET_FILE:rally_test_chatty>)
   set_tests_properties(launch_output_${case} PROPERTIES LABELS "quick" TIMEOUT 120)
 endforeach()
+
+#   launch_out_test     cmocka: rally-run's output queues over a stalled pipe
+add_executable(launch_out_test ${CMAKE_CURRENT_LIST_DIR}/launch_out_test.c)
+target_link_libraries(launch_out_test rally_launch cmocka)
+add_test(NAME launch_out_test COMMAND launch_out_test)
+set_tests_properties(launch_out_test PROPERTIES LABELS "quick" TIMEOUT 30)
