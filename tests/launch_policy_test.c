@@ -115,8 +115,7 @@ static void restart_then_recover(void **state)
     /* a second death of the same rank, of SIGSEGV this time */
     rally__launch_policy_exit(pol, 1, KILLED(SIGSEGV), &running, 300, &a);
     assert_int_equal(a.restart, 1);
-    assert_string_equal(a.say,
-                        "rank 1 died (killed by signal 11); restarting it (restart 2 of 3)");
+    assert_string_equal(a.say, "rank 1 died (killed by signal 11); restarting it (restart 2 of 3)");
     rally__launch_policy_spawned(pol, 1);
     event(pol, RALLY__TEV_RECOVERED, -1, "", 400);
     finish(pol, 3);

@@ -26,10 +26,17 @@
  * other failure (before the first GO, restarts exhausted, --max-restarts 0,
  * the tracker's own verdict) ABORTs the job through the tracker, gives the
  * others --grace-ms to leave and then SIGKILLs their groups; one line names
- * the first failure and the exit status says what it was (policy.h).  SIGINT/SIGTERM/SIGHUP are passed to every worker's group, with the same
+ * the first failure and the exit status says what it was (policy.h).
+ * SIGINT/SIGTERM/SIGHUP are passed to every worker's group, with the same
  * escalation, and we exit 128+signal.  The last line on stderr is always the
  * summary (deaths, deaths recovered, recovery epochs, restarts, deaths per
  * rank).
+ *
+ * Output (launch/out.h): while the loop runs every line, the workers' and
+ * ours, goes through a bounded queue per stream that is written without
+ * blocking, so a slow reader of our stdout never stops the tracker.  A guard
+ * process (launch/proc.h) kills the workers' process groups when we die,
+ * also of SIGKILL, so workers behind a wrapper script do not outlive us.
  *
  * Durable snapshots (--snapshot-dir, docs/snapshot-format.md): before any
  * worker starts we give the run a UUID, take the job directory's lock for
@@ -70,9 +77,9 @@ struct run {
     int max_restarts;
     char **argv;
     struct rally__launch_proc *procs;
-    int *slot; /* which pipe each of our pollfd slots holds */
+    int *slot;     /* which pipe each of our pollfd slots holds */
     size_t npipes; /* how many of our slots this turn are pipes (then the outputs) */
-    int nlive; /* workers spawned and not yet reaped */
+    int nlive;     /* workers spawned and not yet reaped */
     struct rally__launch_policy *pol;
     struct rally__tracker *t;
     int sfd;
@@ -826,8 +833,10 @@ int main(int argc, char **argv)
         return status;
     int gerr = rally__launch_guard_start(); /* first: it must hold nothing of ours */
     if (gerr != 0)
-        fprintf(stderr, "rally-run: note: no guard process (%s): workers started through a "
-                        "wrapper may outlive rally-run if it is killed\n", strerror(gerr));
+        fprintf(stderr,
+                "rally-run: note: no guard process (%s): workers started through a "
+                "wrapper may outlive rally-run if it is killed\n",
+                strerror(gerr));
     if ((status = snap_setup(&r)) != 0)
         goto cleanup;
     for (;;) {

@@ -44,9 +44,9 @@ struct rally__launch_out {
     const char *name; /* "stdout", "stderr" */
     char *buf;        /* the queue: buf[head, head + len) */
     size_t head, len, cap, bound;
-    uint64_t dropped;  /* worker lines dropped since the last notice */
-    uint64_t hidden;   /* worker lines left out because they repeated hide */
-    char hide[512];    /* "" or the job's failure sentence */
+    uint64_t dropped;                  /* worker lines dropped since the last notice */
+    uint64_t hidden;                   /* worker lines left out because they repeated hide */
+    char hide[512];                    /* "" or the job's failure sentence */
     struct rally__launch_out *notices; /* where the drop notice goes */
 };
 
