@@ -366,10 +366,10 @@ static void after(void *arg)
             rally__launch_signal(&r->procs[k], SIGKILL);
     }
     /* Once the job failed, its cause is printed once, by us: the workers'
-     * lines that repeat it (each rank heard the same ABORT) are left out. */
-    if (v.state == RALLY__TRACKER_FAILED && v.sentence[0] && !r->out[0].hide[0])
-        for (int w = 0; w < 2; w++)
-            snprintf(r->out[w].hide, sizeof r->out[w].hide, "%s", v.sentence);
+     * stderr lines that repeat it (each rank heard the same ABORT and
+     * reports it) are left out.  Their stdout is their data: never touched. */
+    if (v.state == RALLY__TRACKER_FAILED && v.sentence[0] && !r->out[1].hide[0])
+        snprintf(r->out[1].hide, sizeof r->out[1].hide, "%s", v.sentence);
     rally__launch_out_write(&r->out[0]);
     rally__launch_out_write(&r->out[1]);
 }

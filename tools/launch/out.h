@@ -16,8 +16,9 @@
  * keeping up".  rally-run's own lines may use a reserve beyond the bound
  * (RALLY__LAUNCH_OUT_RESERVE), so its verdicts are not dropped for the
  * workers' chatter.  A worker line that repeats the job's failure (hide,
- * set once the tracker failed the job) is left out and counted: the cause is
- * printed once, by rally-run, not once per rank.
+ * which rally-run sets on stderr only, once the tracker failed the job) is
+ * left out and counted: the cause is printed once, by rally-run, not once
+ * per rank.
  *
  * The descriptor: a pipe, FIFO or terminal is opened again through
  * /proc/self/fd so that O_NONBLOCK applies to our own open file description,
