@@ -112,11 +112,10 @@ static void restart_then_recover(void **state)
     assert_int_equal(rally__launch_policy_deadline(pol), RALLY__NEVER);
     rally__launch_policy_spawned(pol, 1);
     event(pol, RALLY__TEV_RECOVERED, -1, "", 200);
-    /* a second death of the same rank, exit 3 this time */
-    rally__launch_policy_exit(pol, 1, EXITED(3), &running, 300, &a);
+    /* a second death of the same rank, of SIGSEGV this time */
+    rally__launch_policy_exit(pol, 1, KILLED(SIGSEGV), &running, 300, &a);
     assert_int_equal(a.restart, 1);
-    assert_string_equal(a.say,
-                        "rank 1 died (exited with status 3); restarting it (restart 2 of 3)");
+    assert_string_equal(a.say, "rank 1 died (killed by signal 11); restarting it (restart 2 of 3)");
     rally__launch_policy_spawned(pol, 1);
     event(pol, RALLY__TEV_RECOVERED, -1, "", 400);
     finish(pol, 3);
@@ -186,7 +185,7 @@ static void death_fails_the_job(void **state)
     rally__launch_policy_exit(pol, 1, EXITED(3), &starting, 0, &a);
     assert_int_equal(a.restart, -1);
     assert_string_equal(a.abort, "rank 1 exited with status 3");
-    assert_int_equal(verdict(pol, &running, line, sizeof line), 1);
+    assert_int_equal(verdict(pol, &running, line, sizeof line), 3);
     assert_string_equal(line, "rally-run: rank 1 exited with status 3\n");
     assert_summary(pol, "deaths=1 recovered=0 epochs=0 restarts=0 per-rank-deaths=0:0,1:1,2:0");
     rally__launch_policy_free(pol);
@@ -246,7 +245,7 @@ static void fence_of_a_gone_rank(void **state)
 {
     struct rally__launch_policy *pol = make(2, 3, 3000);
     struct rally__launch_act a;
-    event(pol, RALLY__TEV_RANK_FAILED, 1, "rank 1 disconnected without finalizing", 0);
+    event(pol, RALLY__TEV_RANK_FAILED, 1, "rank 1 sent no heartbeat for 700 ms", 0);
     rally__launch_policy_exit(pol, 1, EXITED(2), &running, 10, &a);
     assert_int_equal(a.restart, 1);
     assert_string_equal(a.cause, "exited with status 2");
@@ -325,7 +324,7 @@ static void exits_around_finalize(void **state)
     assert_string_equal(a.abort, "");
     event(pol, RALLY__TEV_FINALIZED, 1, "", 0);
     rally__launch_policy_exit(pol, 1, EXITED(0), &running, 0, &a);
-    assert_int_equal(verdict(pol, &running, line, sizeof line), 1);
+    assert_int_equal(verdict(pol, &running, line, sizeof line), 2);
     assert_string_equal(line, "rally-run: rank 0 exited with status 2 after rally_finalize\n");
     assert_summary(pol, "deaths=0 recovered=0 epochs=0 restarts=0 per-rank-deaths=0:0,1:0");
     rally__launch_policy_free(pol);
@@ -333,6 +332,65 @@ static void exits_around_finalize(void **state)
     pol = make(1, 0, 300);
     rally__launch_policy_exit(pol, 0, EXITED(0), &running, 0, &a);
     assert_string_equal(a.abort, "rank 0 exited 0 without rally_finalize");
+    rally__launch_policy_free(pol);
+}
+
+/* A worker that exits non-zero on its own while the job could recover is
+ * the job's failure, not a crash: nobody restarts, the cause is its exit,
+ * rally-run exits with its status; also when the tracker saw the closed
+ * connection first.  Exit 0 without rally_finalize fails with status 1. */
+static void own_exit_fails_the_job(void **state)
+{
+    char line[1024];
+    struct rally__launch_act a;
+    struct rally__launch_policy *pol = make(3, 3, 300);
+    rally__launch_policy_exit(pol, 1, EXITED(3), &running, 100, &a);
+    assert_int_equal(a.restart, -1);
+    assert_string_equal(a.abort, "rank 1 exited with status 3");
+    assert_int_equal(rally__launch_policy_deadline(pol), 400);
+    rally__launch_policy_exit(pol, 0, EXITED(1), &running, 200, &a);
+    assert_string_equal(a.abort, "");
+    assert_int_equal(verdict(pol, &running, line, sizeof line), 3);
+    assert_string_equal(line, "rally-run: rank 1 exited with status 3\n");
+    assert_summary(pol, "deaths=1 recovered=0 epochs=0 restarts=0 per-rank-deaths=0:0,1:1,2:0");
+    rally__launch_policy_free(pol);
+
+    pol = make(2, 3, 300);
+    event(pol, RALLY__TEV_RANK_FAILED, 0, "rank 0 disconnected without finalizing", 0);
+    rally__launch_policy_exit(pol, 0, EXITED(7), &running, 10, &a);
+    assert_int_equal(a.restart, -1);
+    assert_string_equal(a.abort, "rank 0 exited with status 7");
+    assert_int_equal(verdict(pol, &running, line, sizeof line), 7);
+    rally__launch_policy_free(pol);
+
+    pol = make(2, 3, 300);
+    rally__launch_policy_exit(pol, 0, EXITED(0), &running, 10, &a);
+    assert_int_equal(a.restart, -1);
+    assert_string_equal(a.abort, "rank 0 exited 0 without rally_finalize");
+    assert_int_equal(verdict(pol, &running, line, sizeof line), 1);
+    rally__launch_policy_free(pol);
+}
+
+/* A rank's own report (ERROR frame: rally_abort) fails the job in the
+ * tracker: its sentence is the one cause, with its own exit status, and the
+ * exits that follow restart nobody and change nothing. */
+static void rank_report_fails_the_job(void **state)
+{
+    char line[1024];
+    struct rally__launch_act a;
+    struct rally__launch_policy *pol = make(3, 3, 300);
+    struct rally__launch_view failed = {RALLY__TRACKER_FAILED, -1,
+                                        "rank 2 failed: bad input line 7", 0};
+    rally__launch_policy_tracker(pol, &failed, 0);
+    for (int i = 0; i < 3; i++) {
+        rally__launch_policy_exit(pol, i, i == 2 ? EXITED(1) : KILLED(SIGKILL), &failed, 5, &a);
+        assert_int_equal(a.restart, -1);
+        assert_string_equal(a.abort, "");
+        assert_string_equal(a.say, "");
+    }
+    assert_int_equal(verdict(pol, &failed, line, sizeof line), RALLY__LAUNCH_EXIT_ABORT);
+    assert_string_equal(line, "rally-run: rank 2 failed: bad input line 7\n");
+    assert_summary(pol, "deaths=0 recovered=0 epochs=0 restarts=0 per-rank-deaths=0:0,1:0,2:0");
     rally__launch_policy_free(pol);
 }
 
@@ -361,7 +419,8 @@ int main(void)
         cmocka_unit_test(fenced_rank_exiting_names_the_fence),
         cmocka_unit_test(fence_of_a_gone_rank), cmocka_unit_test(signals),
         cmocka_unit_test(tracker_fails_first),  cmocka_unit_test(exits_around_finalize),
-        cmocka_unit_test(restart_cannot_spawn),
+        cmocka_unit_test(restart_cannot_spawn), cmocka_unit_test(own_exit_fails_the_job),
+        cmocka_unit_test(rank_report_fails_the_job),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,3 +5,25 @@ add_executable(launch_policy_test ${CMAKE_CURRENT_LIST_DIR}/launch_policy_test.c
 target_link_libraries(launch_policy_test rally_launch cmocka)
 add_test(NAME launch_policy_test COMMAND launch_policy_test)
 set_tests_properties(launch_policy_test PROPERTIES LABELS "quick" TIMEOUT 30)
+
+# rally-run's stdout into a pipe whose reader stalls (tools/launch/out.h):
+#   launch_output_slow_reader  a real job floods stdout while its reader
+#                              sleeps past the heartbeat timeout: no fence, no
+#                              restart, the failure-free digest, no line lost
+#   launch_output_drop         a reader that drains only at the end: lines beyond
+#                              the bound are dropped and counted, never waited for
+add_executable(rally_test_chatty ${CMAKE_CURRENT_LIST_DIR}/progs/chatty.c)
+target_link_libraries(rally_test_chatty rally_static)
+foreach(case slow_reader drop)
+  add_test(NAME launch_output_${case}
+           COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/launch_output_test.sh ${case}
+                   $<TARGET_FILE:rally-run> $<TARGET_FILE:rally_test_prog>
+                   $<TARGET_FILE:rally_test_chatty>)
+  set_tests_properties(launch_output_${case} PROPERTIES LABELS "quick" TIMEOUT 120)
+endforeach()
+
+#   launch_out_test     cmocka: rally-run's output queues over a stalled pipe
+add_executable(launch_out_test ${CMAKE_CURRENT_LIST_DIR}/launch_out_test.c)
+target_link_libraries(launch_out_test rally_launch cmocka)
+add_test(NAME launch_out_test COMMAND launch_out_test)
+set_tests_properties(launch_out_test PROPERTIES LABELS "quick" TIMEOUT 30)

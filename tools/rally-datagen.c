@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cli.h"
 #include "rally/data.h"
 
 static void usage(FILE *f)
@@ -55,6 +56,8 @@ int main(int argc, char **argv)
     double spread = 1.0;
     const char *format = "libsvm", *out = NULL, *centers_out = NULL;
     int header = 0, c;
+    if (cli_version("rally-datagen", argc, argv))
+        return 0;
     while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
         char *end;
         switch (c) {

@@ -10,8 +10,8 @@
  * PR_SET_PDEATHSIG, RALLY_TRACKER / RALLY_SECRET_FILE / RALLY_TASK_ID in the
  * environment), prefixes their output lines "[rank] " (task id i is rank i:
  * the tracker ranks by task id) and reaps them; serve.c is the poll loop
- * around the tracker, the workers' pipes and a signalfd for SIGCHLD, SIGINT
- * and SIGTERM (blocked, so they arrive only there); policy.c decides.
+ * around the tracker, the workers' pipes and a signalfd for SIGCHLD, SIGINT,
+ * SIGTERM and SIGHUP (blocked, so they arrive only there); policy.c decides.
  *
  * The tracker's hooks only print its lines and note its events in the
  * policy.  After each rally__tracker_handle (after()) the policy looks at
@@ -20,15 +20,23 @@
  * no rank has finalized, is restarted with the same rank, up to
  * --max-restarts times per rank (we tell the tracker with
  * rally__tracker_rank_died, which fences the old incarnation and assembles
- * a new epoch around the new process); a worker the tracker fenced while
- * its process still runs is SIGKILLed; any other failure (before the first
- * GO, restarts exhausted, --max-restarts 0, the tracker's own verdict) ABORTs
- * the job through the tracker, gives the others --grace-ms to leave and then
- * SIGKILLs their groups; the exit status is 1 with one line naming the first
- * failure.  SIGINT/SIGTERM are passed to every worker's group, with the same
+ * a new epoch around the new process) — but only a worker killed by a
+ * signal: one that exits on its own without finalizing is the job's failure;
+ * a worker the tracker fenced while its process still runs is SIGKILLed; any
+ * other failure (before the first GO, restarts exhausted, --max-restarts 0,
+ * the tracker's own verdict) ABORTs the job through the tracker, gives the
+ * others --grace-ms to leave and then SIGKILLs their groups; one line names
+ * the first failure and the exit status says what it was (policy.h).
+ * SIGINT/SIGTERM/SIGHUP are passed to every worker's group, with the same
  * escalation, and we exit 128+signal.  The last line on stderr is always the
  * summary (deaths, deaths recovered, recovery epochs, restarts, deaths per
  * rank).
+ *
+ * Output (launch/out.h): while the loop runs every line, the workers' and
+ * ours, goes through a bounded queue per stream that is written without
+ * blocking, so a slow reader of our stdout never stops the tracker.  A guard
+ * process (launch/proc.h) kills the workers' process groups when we die,
+ * also of SIGKILL, so workers behind a wrapper script do not outlive us.
  *
  * Durable snapshots (--snapshot-dir, docs/snapshot-format.md): before any
  * worker starts we give the run a UUID, take the job directory's lock for
@@ -48,6 +56,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "launch/out.h"
 #include "launch/policy.h"
 #include "launch/proc.h"
 #include "launch/serve.h"
@@ -68,13 +77,14 @@ struct run {
     int max_restarts;
     char **argv;
     struct rally__launch_proc *procs;
-    int *slot; /* which pipe each of our pollfd slots holds */
-    int nlive; /* workers spawned and not yet reaped */
+    int *slot;     /* which pipe each of our pollfd slots holds */
+    size_t npipes; /* how many of our slots this turn are pipes (then the outputs) */
+    int nlive;     /* workers spawned and not yet reaped */
     struct rally__launch_policy *pol;
     struct rally__tracker *t;
     int sfd;
     char dir[PATH_MAX], secret[PATH_MAX + 16], tracker_addr[RALLY__HOST_MAX + 16];
-    int sigs[4], nsigs; /* SIGINT/SIGTERM that arrived this turn */
+    int sigs[4], nsigs; /* SIGINT/SIGTERM/SIGHUP that arrived this turn */
     int reap;           /* a signal arrived this turn: reap */
     int64_t drain_until;
     /* durable snapshots */
@@ -89,6 +99,9 @@ struct run {
     struct rally__snap_lock *lock;
     int snap_now; /* SIGUSR1 arrived this turn */
     int auto_resume, max_job_restarts, job_restarts;
+    /* while the loop runs, every line goes through these (launch/out.h) */
+    struct rally__launch_out out[2]; /* stdout, stderr */
+    int64_t out_bytes;               /* --output-buffer-bytes */
 };
 
 static void usage(FILE *f)
@@ -98,7 +111,7 @@ static void usage(FILE *f)
         "usage: rally-run -n N [options] [--] prog [args...]\n"
         "Runs N workers of a rally job on this host, with a tracker inside.\n"
         "\n"
-        "  -n, --workers N            number of workers (1..%d)\n"
+        "  -n, -np, --workers N       number of workers (1..%d)\n"
         "      --host H               tracker bind address (default 127.0.0.1)\n"
         "      --port P               tracker port (default 0: any free port)\n"
         "      --startup-timeout-ms T every worker must join (and a restarted one\n"
@@ -109,6 +122,9 @@ static void usage(FILE *f)
         "                             first worker death fails the job)\n"
         "      --heartbeat-timeout-ms T  a worker that sent heartbeats and then falls silent\n"
         "                             for T ms is killed and restarted (default 10000; 0: off)\n"
+        "      --output-buffer-bytes B  output waiting for a slow reader of stdout or stderr is\n"
+        "                             held up to B bytes per stream (default 4 MiB); beyond,\n"
+        "                             worker lines are dropped and counted, never waited for\n"
         "Durable snapshots (docs/snapshot-format.md):\n"
         "      --snapshot-dir DIR     write snapshots of committed checkpoints to DIR/JOB/\n"
         "      --job NAME             JOB (default: the program's file name)\n"
@@ -133,13 +149,23 @@ static void usage(FILE *f)
         "      --max-job-restarts K   at most K such restarts (default 3)\n"
         "SIGUSR1 to rally-run asks for a snapshot now (with --snapshot-dir).\n"
         "  -h, --help                 this text\n"
+        "      --version              rally-run's version (as the first argument)\n"
         "\n"
         "Workers get RALLY_TRACKER, RALLY_SECRET_FILE and RALLY_TASK_ID; their output\n"
-        "lines are prefixed with \"[rank] \".  A worker that dies after the job started\n"
-        "(and before any rank finalized) is started again with the same rank and\n"
-        "environment; the others wait and recover.  Exit status: 0 when every worker\n"
-        "exited 0 after rally_finalize; 1 otherwise (one line on stderr names the first\n"
-        "failure); 127 when prog cannot be run; 2 on a usage error; 128+S after signal S.\n"
+        "lines are prefixed with \"[rank] \".  A worker killed by a signal after the job\n"
+        "started (and before any rank finalized) is a crash: it is started again with\n"
+        "the same rank and environment; the others wait and recover.  A worker that\n"
+        "exits on its own without rally_finalize is a failure of the job: nobody is\n"
+        "restarted.  One line on stderr names the first failure.  Exit status:\n"
+        "  0      every worker exited 0 after rally_finalize\n"
+        "  S      a worker exited with status S (1..255) and that failed the job\n"
+        "         (1 when it exited 0 without rally_finalize)\n"
+        "  3      a rank stopped the job with its own message (rally_abort, or an error\n"
+        "         it reported, e.g. a divergence); the line is \"rank R failed: ...\"\n"
+        "  1      any other failure (deaths before the start, restarts exhausted, the\n"
+        "         tracker's own verdict)\n"
+        "  2      a usage error;  127: prog cannot be run;  128+S: rally-run got signal S\n"
+        "         (SIGINT, SIGTERM, SIGHUP: passed to the workers, who get --grace-ms)\n"
         "The last line on stderr is a summary:\n"
         "  rally-run: summary: deaths=D recovered=R epochs=E restarts=S "
         "per-rank-deaths=0:0,1:2,...\n"
@@ -152,7 +178,11 @@ static void usage(FILE *f)
 
 static void on_print(void *arg, int rank, const char *msg)
 {
-    rally__launch_put_lines(stdout, rank, msg, strlen(msg), 1);
+    struct run *r = arg;
+    for (const char *s = msg, *nl; *s; s = nl ? nl + 1 : s + strlen(s)) {
+        nl = strchr(s, '\n');
+        rally__launch_out_line(&r->out[0], rank, s, nl ? (size_t)(nl - s) : strlen(s));
+    }
 }
 
 static void on_event(void *arg, const struct rally__tracker_event *ev)
@@ -160,7 +190,7 @@ static void on_event(void *arg, const struct rally__tracker_event *ev)
     struct run *r = arg;
     struct rally__launch_event note = {.kind = ev->kind, .rank = ev->rank};
     if (ev->kind == RALLY__TEV_LOG || ev->kind == RALLY__TEV_PROGRESS) {
-        fprintf(stderr, "rally-run: tracker: %s\n", ev->text);
+        rally__launch_out_say(&r->out[1], "tracker: %s", ev->text);
         return;
     }
     if (ev->kind == RALLY__TEV_FINALIZED) {
@@ -171,9 +201,9 @@ static void on_event(void *arg, const struct rally__tracker_event *ev)
         char where[96] = "no worker survived";
         if (ev->has_position)
             rally__position_str(ev->position, where, sizeof where);
-        fprintf(stderr,
-                "rally-run: recovered: epoch %u, job back in step %.2f s after the failure (%s)\n",
-                ev->epoch, ev->seconds, where);
+        rally__launch_out_say(&r->out[1],
+                              "recovered: epoch %u, job back in step %.2f s after the failure (%s)",
+                              ev->epoch, ev->seconds, where);
     } else {
         return;
     }
@@ -221,7 +251,7 @@ static int spawn(struct run *r, int i)
 static void carry_out(struct run *r, const struct rally__launch_act *a)
 {
     if (a->say[0])
-        fprintf(stderr, "rally-run: %s\n", a->say);
+        rally__launch_out_say(&r->out[1], "%s", a->say);
     if (a->abort[0])
         rally__tracker_abort(r->t, RALLY_EPEER, "%s", a->abort);
     if (a->forward)
@@ -259,7 +289,12 @@ static int done(void *arg)
 static size_t fill(void *arg, struct pollfd *p)
 {
     struct run *r = arg;
-    return rally__launch_pipes_fill(r->procs, r->world, p, r->slot);
+    size_t n = rally__launch_pipes_fill(r->procs, r->world, p, r->slot);
+    r->npipes = n;
+    for (int w = 0; w < 2; w++) /* a slow reader: write again once it takes more */
+        if (rally__launch_out_want(&r->out[w]))
+            p[n++] = (struct pollfd){.fd = r->out[w].fd, .events = POLLOUT};
+    return n;
 }
 
 static int64_t deadline(void *arg)
@@ -286,7 +321,8 @@ static void on_signal(void *arg, int sig)
 static void handle(void *arg, const struct pollfd *p, size_t n)
 {
     struct run *r = arg;
-    rally__launch_pipes_handle(r->procs, p, r->slot, n);
+    rally__launch_pipes_handle(r->procs, p, r->slot, r->npipes < n ? r->npipes : n);
+    /* the queues are written in after(), once the tracker added its lines */
 }
 
 /* The decision point: after the tracker handled its I/O, the policy looks at
@@ -299,11 +335,11 @@ static void after(void *arg)
     if (r->snap_now) { /* rank 0 raises the request bit at its next commit */
         r->snap_now = 0;
         if (r->snap_dir == NULL) {
-            fprintf(stderr, "rally-run: SIGUSR1: no --snapshot-dir, so no snapshot\n");
+            rally__launch_out_say(&r->out[1], "SIGUSR1: no --snapshot-dir, so no snapshot");
         } else {
             rally__launch_signal(&r->procs[0], SIGUSR1);
-            fprintf(stderr, "rally-run: SIGUSR1: asked rank 0 for a snapshot (it prints the "
-                            "path once committed)\n");
+            rally__launch_out_say(&r->out[1], "SIGUSR1: asked rank 0 for a snapshot (it prints "
+                                              "the path once committed)");
         }
     }
     for (int i = 0; i < r->nsigs; i++) {
@@ -329,6 +365,35 @@ static void after(void *arg)
         else
             rally__launch_signal(&r->procs[k], SIGKILL);
     }
+    /* Once the job failed, its cause is printed once, by us: the workers'
+     * stderr lines that repeat it (each rank heard the same ABORT and
+     * reports it) are left out.  Their stdout is their data: never touched. */
+    if (v.state == RALLY__TRACKER_FAILED && v.sentence[0] && !r->out[1].hide[0])
+        snprintf(r->out[1].hide, sizeof r->out[1].hide, "%s", v.sentence);
+    rally__launch_out_write(&r->out[0]);
+    rally__launch_out_write(&r->out[1]);
+}
+
+/* The policy's verdict line, with how many worker lines repeating it were
+ * left out; returns the exit status. */
+static int verdict(const struct run *r, const struct rally__launch_view *v, uint64_t hidden)
+{
+    char *line = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&line, &n);
+    if (f == NULL)
+        return rally__launch_policy_verdict(r->pol, v, stderr);
+    int status = rally__launch_policy_verdict(r->pol, v, f);
+    fclose(f);
+    if (n > 0 && line[n - 1] == '\n')
+        line[--n] = '\0';
+    if (n > 0 && hidden > 0)
+        fprintf(stderr, "%s (%llu worker line%s repeating the abort left out)\n", line,
+                (unsigned long long)hidden, hidden == 1 ? "" : "s");
+    else if (n > 0)
+        fprintf(stderr, "%s\n", line);
+    free(line);
+    return status;
 }
 
 /* --- main: parse options, set up, serve, verdict ----------------------------- */
@@ -357,6 +422,7 @@ static int parse(int argc, char **argv, struct run *r)
                                           {"auto-resume", no_argument, NULL, 'A'},
                                           {"snapshot-busy", required_argument, NULL, 'B'},
                                           {"max-job-restarts", required_argument, NULL, 'X'},
+                                          {"output-buffer-bytes", required_argument, NULL, 'U'},
                                           {"help", no_argument, NULL, 'h'},
                                           {NULL, 0, NULL, 0}};
     r->host = "127.0.0.1";
@@ -373,6 +439,9 @@ static int parse(int argc, char **argv, struct run *r)
     while ((c = getopt_long(argc, argv, "+n:h", longs, NULL)) != -1) {
         switch (c) {
         case 'n':
+            /* -np N, mpirun's spelling: getopt read "-np" as -n with the value "p" */
+            if (strcmp(argv[optind - 1], "-np") == 0 && optind < argc)
+                optarg = argv[optind++];
             if (rally__parse_int(optarg, 1, RALLY__WORLD_MAX, &v))
                 return cli_usage_error("rally-run",
                                        "-n wants a number of workers from 1 to %d, not '%s'",
@@ -450,6 +519,13 @@ static int parse(int argc, char **argv, struct run *r)
                 return cli_usage_error("rally-run", "--snapshot-busy wants wait or skip, not '%s'",
                                        optarg);
             r->snap_busy = optarg;
+            break;
+        case 'U':
+            if (rally__parse_int(optarg, 4096, INT64_MAX / 4, &v))
+                return cli_usage_error("rally-run",
+                                       "--output-buffer-bytes wants bytes (4096 or more), not '%s'",
+                                       optarg);
+            r->out_bytes = v;
             break;
         case 'X':
             if (rally__parse_int(optarg, 0, INT_MAX, &v))
@@ -661,8 +737,9 @@ static int setup(struct run *r)
         fprintf(stderr, "rally-run: out of memory\n");
         return 1;
     }
+    struct rally__launch_out *outs[2] = {&r->out[0], &r->out[1]};
     for (int i = 0; i < r->world; i++)
-        rally__launch_proc_init(&r->procs[i], i);
+        rally__launch_proc_init(&r->procs[i], i, outs);
     int rc = rally__launch_tracker_new(&r->t, &o, r->max_restarts > 0, r->heartbeat_ms, &e);
     memset(&s, 0, sizeof s);
     if (rc != RALLY_OK) {
@@ -767,9 +844,17 @@ int main(int argc, char **argv)
     memset(&r, 0, sizeof r);
     r.sfd = -1;
     r.drain_until = RALLY__NEVER;
+    if (cli_version("rally-run", argc, argv))
+        return 0;
     int status = parse(argc, argv, &r);
     if (status >= 0)
         return status;
+    int gerr = rally__launch_guard_start(); /* first: it must hold nothing of ours */
+    if (gerr != 0)
+        fprintf(stderr,
+                "rally-run: note: no guard process (%s): workers started through a "
+                "wrapper may outlive rally-run if it is killed\n",
+                strerror(gerr));
     if ((status = snap_setup(&r)) != 0)
         goto cleanup;
     for (;;) {
@@ -777,22 +862,30 @@ int main(int argc, char **argv)
         if (status != 0)
             goto cleanup;
         struct rally__launch_owner owner = {.arg = &r,
-                                            .nfds = 2 * (size_t)r.world,
+                                            .nfds = 2 * (size_t)r.world + 2,
                                             .done = done,
                                             .fill = fill,
                                             .deadline = deadline,
                                             .signal = on_signal,
                                             .handle = handle,
                                             .after = after};
-        if (rally__launch_serve(r.t, r.sfd, &owner) != RALLY_OK) {
-            fprintf(stderr, "rally-run: internal error: %s\n", strerror(errno));
+        fflush(stdout);
+        fflush(stderr);
+        rally__launch_out_open(&r.out[1], 2, "stderr", (size_t)r.out_bytes, NULL);
+        rally__launch_out_open(&r.out[0], 1, "stdout", (size_t)r.out_bytes, &r.out[1]);
+        int served = rally__launch_serve(r.t, r.sfd, &owner), e = errno;
+        uint64_t hidden = r.out[0].hidden + r.out[1].hidden;
+        rally__launch_out_finish(&r.out[0]); /* its drop notice goes to stderr: first */
+        rally__launch_out_finish(&r.out[1]);
+        if (served != RALLY_OK) {
+            fprintf(stderr, "rally-run: internal error: %s\n", strerror(e));
             rally__launch_kill_all(r.procs, r.world);
             status = 1;
             goto cleanup;
         }
         struct rally__launch_view v;
         view(&r, &v);
-        status = rally__launch_policy_verdict(r.pol, &v, stderr);
+        status = verdict(&r, &v, hidden);
         /* a failure (not a signal, not an unrunnable program) may restart the job */
         if (status == 1 && r.auto_resume && r.job_restarts < r.max_job_restarts &&
             auto_resume(&r)) {

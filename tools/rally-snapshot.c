@@ -377,6 +377,8 @@ int main(int argc, char **argv)
                                              {"help", no_argument, 0, 'h'},
                                              {0, 0, 0, 0}};
     const char *app = NULL;
+    if (cli_version(PROG, argc, argv))
+        return 0;
     int rank = -1, c;
     if (argc < 2)
         return cli_usage_error(PROG, "a command is needed: ls, show, verify, dump or rm");

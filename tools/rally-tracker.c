@@ -278,6 +278,8 @@ static int verdict(const struct job *j)
 int main(int argc, char **argv)
 {
     struct job j;
+    if (cli_version("rally-tracker", argc, argv))
+        return 0;
     memset(&j, 0, sizeof j);
     j.sfd = -1;
     j.end_by = RALLY__NEVER;

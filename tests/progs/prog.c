@@ -10,6 +10,12 @@
  *   stubborn       ignores SIGTERM, sleeps 60 s
  *   env            prints RALLY_TRACKER's host, whether RALLY_SECRET_FILE is a
  *                  0600 file, and the fd numbers open beyond 2
+ *   slow DIR       prints "tick 1 from T" (printf, no fflush), waits up to 20 s
+ *                  for DIR/go, prints "tick 2 from T", exits 0
+ *   printkill      prints three lines (printf, no fflush), then SIGKILLs itself
+ *   flood N DIR    prints N lines of 100 bytes, creates DIR/done.T, waits up to
+ *                  60 s for DIR/exit, exits 0
+ * (T: its RALLY_TASK_ID; no act ever calls setvbuf or fflush on stdout)
  */
 #include <dirent.h>
 #include <signal.h>
@@ -18,6 +24,19 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+/* Waits up to limit_ms for dir/name to exist; 0 when it does. */
+static int await_file(const char *dir, const char *name, int limit_ms)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    for (int i = 0; i < limit_ms / 10; i++) {
+        if (access(path, F_OK) == 0)
+            return 0;
+        usleep(10000);
+    }
+    return -1;
+}
 
 int main(int argc, char **argv)
 {
@@ -34,6 +53,32 @@ int main(int argc, char **argv)
         if (task && strcmp(task, argv[2]) == 0)
             return atoi(argv[3]);
         sleep(60);
+        return 0;
+    }
+    if (strcmp(act, "slow") == 0 && argc > 2) {
+        printf("tick 1 from %s\n", task);
+        if (await_file(argv[2], "go", 20000) != 0)
+            fprintf(stderr, "prog: no %s/go within 20 s\n", argv[2]);
+        printf("tick 2 from %s\n", task);
+        return 0;
+    }
+    if (strcmp(act, "printkill") == 0) {
+        for (int i = 1; i <= 3; i++)
+            printf("printed %d from %s before kill -9\n", i, task);
+        raise(SIGKILL);
+    }
+    if (strcmp(act, "flood") == 0 && argc > 3) {
+        int n = atoi(argv[2]);
+        for (int i = 0; i < n; i++)
+            printf("flood %s %07d %s\n", task, i,
+                   "........................................................................"
+                   "........");
+        char path[4096];
+        snprintf(path, sizeof path, "%s/done.%s", argv[3], task);
+        FILE *f = fopen(path, "w");
+        if (f)
+            fclose(f);
+        await_file(argv[3], "exit", 60000);
         return 0;
     }
     if (strcmp(act, "stubborn") == 0)

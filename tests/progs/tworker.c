@@ -11,18 +11,22 @@
  *             everyone else rejoins whenever the tracker says RESET and waits
  *             for the tracker's ABORT like a collective would, prints its
  *             sentence on stderr and exits 1
+ *   report R  after GO, rank R reports an error the job cannot survive (an
+ *             ERROR frame: what rally_abort and a failed collective send),
+ *             "bad input line 7", and exits 1 once the ABORT came; the
+ *             others wait for the ABORT like crash's survivors
  *   recover R MARKER HOW
  *             heartbeats every 100 ms; after GO, rank R fails once: when the
  *             file MARKER does not exist it creates it, then HOW: "kill"
- *             (SIGKILL itself), "hang" (after 300 ms stops its heartbeats and
- *             sleeps), "killstop" (SIGKILL itself; its next incarnation,
+ *             (prints "rank R dies now" without fflush, then SIGKILLs
+ *             itself), "hang" (after 300 ms stops its heartbeats and
+ *             sleeps), "killstop" (as kill; its next incarnation,
  *             finding MARKER but not MARKER.stop, creates that and stops
  *             itself with SIGSTOP right after its join, before its first
- *             heartbeat), or
- *             an exit status.
+ *             heartbeat), or an exit status.
  *   chatty K MS
  *             after GO rank 0 PRINTs K lines of 100 bytes; then every rank
- *             waits MS ms (beating) and finishes like ok  The others wait for the RESET, REJOIN at
+ *             waits MS ms (beating) and finishes like ok.  The others wait for the RESET, REJOIN at
  *             "version 3, seq 7", and every worker then finishes like ok
  *             (printing "hello from rank R, epoch E, incarnation I")
  */
@@ -112,12 +116,21 @@ int main(int argc, char **argv)
             if (await_reset(&t, &e) != RALLY_OK)
                 goto fail;
     }
+    if (strcmp(act, "report") == 0) {
+        if (argc > 2 && t.rank == atoi(argv[2]))
+            rally__tclient_report(&t, RALLY_EINVAL, "bad input line 7");
+        for (;;)
+            if (await_reset(&t, &e) != RALLY_OK)
+                goto fail;
+    }
     if (recover && t.rank == atoi(argv[2])) {
         int fd = open(argv[3], O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
         if (fd >= 0) { /* the first incarnation fails */
             close(fd);
-            if (strcmp(argv[4], "kill") == 0 || strcmp(argv[4], "killstop") == 0)
+            if (strcmp(argv[4], "kill") == 0 || strcmp(argv[4], "killstop") == 0) {
+                printf("rank %d dies now\n", t.rank); /* no fflush: a line printed is out */
                 kill(getpid(), SIGKILL);
+            }
             if (strcmp(argv[4], "hang") == 0) {
                 rally__sleep_ms(300); /* the tracker counts silence after a first beat */
                 rally__tclient_heartbeat_stop(&t);

@@ -5,6 +5,7 @@
 #include "policy.h"
 
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -21,6 +22,7 @@ struct rank_state {
     int64_t fence_kill_at; /* the tracker fenced it: SIGKILL then (RALLY__NEVER: no) */
     char fenced[256];      /* why the tracker fenced it, "" when it did not */
     int fence_killed;      /* that SIGKILL went out */
+    int status;            /* rally-run's exit status when its failure is the verdict */
 };
 
 struct rally__launch_policy {
@@ -48,8 +50,10 @@ int rally__launch_policy_new(struct rally__launch_policy **out, int world, int m
     pol->grace_ms = grace_ms;
     pol->first = -1;
     pol->kill_at = RALLY__NEVER;
-    for (int i = 0; i < world; i++)
+    for (int i = 0; i < world; i++) {
         pol->rank[i].fence_kill_at = RALLY__NEVER;
+        pol->rank[i].status = 1;
+    }
     *out = pol;
     return 0;
 }
@@ -76,7 +80,7 @@ static void start_grace(struct rally__launch_policy *pol, int64_t now)
         pol->kill_at = at;
 }
 
-/* rank failed (its why is written): the first failure fails the job. */
+/* rank failed (its why and status are written): the first failure fails the job. */
 static void fail(struct rally__launch_policy *pol, int rank, int64_t now,
                  struct rally__launch_act *a)
 {
@@ -137,6 +141,7 @@ static void died(struct rally__launch_policy *pol, int rank, const char *cause,
             snprintf(k->why, sizeof k->why,
                      "rank %d died (%s) and its restarts are exhausted (%d of %d used)", rank,
                      cause, k->restarts, pol->max_restarts);
+            k->status = 1;
             fail(pol, rank, now, a);
             return;
         }
@@ -177,12 +182,26 @@ void rally__launch_policy_exit(struct rally__launch_policy *pol, int rank, int s
         strstr(k->fenced, "disconnected without finalizing") == NULL)
         snprintf(cause + strlen(cause), sizeof cause - strlen(cause),
                  " after the tracker fenced it: %s", k->fenced);
+    /* A worker that exits on its own failed the job (its status is rally-run's),
+     * unless the tracker had fenced it for something else than that very exit
+     * (a heartbeat silence, a replacement, our report): then it only followed
+     * the fence.  The tracker's sentence for a closed connection is "rank R
+     * disconnected without finalizing" (src/tracker/job.c). */
+    int own_exit = WIFEXITED(st) && (!k->fenced[0] || strstr(k->fenced, " disconnected ") != NULL);
+    k->status = own_exit && WEXITSTATUS(st) != 0 ? WEXITSTATUS(st) : 1;
     k->fence_killed = 0;
     k->fenced[0] = '\0';
     if (k->finalized) {
         /* it finished its part: a bad exit fails the job, but is no death */
         k->failed = 1;
         snprintf(k->why, sizeof k->why, "rank %d %s after rally_finalize", rank, cause);
+        return;
+    }
+    if (pol->first < 0 && !pol->stop_sig && v->state == RALLY__TRACKER_RUNNING && own_exit) {
+        pol->ndeaths++;
+        k->deaths++;
+        why_of(pol, rank, cause);
+        fail(pol, rank, now, a);
         return;
     }
     if (pol->first < 0 && !pol->stop_sig && v->state == RALLY__TRACKER_RUNNING) {
@@ -205,6 +224,7 @@ void rally__launch_policy_spawned(struct rally__launch_policy *pol, int rank)
     struct rank_state *k = &pol->rank[rank];
     k->running = 1;
     k->finalized = k->failed = 0;
+    k->status = 1;
     k->why[0] = '\0';
 }
 
@@ -214,6 +234,7 @@ void rally__launch_policy_spawn_failed(struct rally__launch_policy *pol, int ran
     clear(a);
     snprintf(pol->rank[rank].why, sizeof pol->rank[rank].why, "cannot restart rank %d: %s", rank,
              strerror(err));
+    pol->rank[rank].status = 1;
     fail(pol, rank, now, a);
 }
 
@@ -253,6 +274,15 @@ int rally__launch_policy_due(struct rally__launch_policy *pol, int64_t now)
     return -1;
 }
 
+/* 1 when the tracker failed the job because a rank reported an error it
+ * cannot survive (an ERROR frame: rally_abort, a divergence, lost data): the
+ * tracker's sentence is then "rank R failed: <its message>" (src/tracker/job.c). */
+static int rank_report(const char *sentence)
+{
+    int r, at = -1;
+    return sentence != NULL && sscanf(sentence, "rank %d failed: %n", &r, &at) == 1 && at > 0;
+}
+
 int rally__launch_policy_verdict(const struct rally__launch_policy *pol,
                                  const struct rally__launch_view *v, FILE *f)
 {
@@ -264,7 +294,11 @@ int rally__launch_policy_verdict(const struct rally__launch_policy *pol,
     int r = v->failed_rank;
     if (v->state == RALLY__TRACKER_FAILED && r >= 0 && r < pol->world && pol->rank[r].failed) {
         fprintf(f, "rally-run: %s\n", pol->rank[r].why);
-        return 1;
+        return pol->rank[r].status;
+    }
+    if (pol->tracker_first && rank_report(v->sentence)) {
+        fprintf(f, "rally-run: %s\n", v->sentence);
+        return RALLY__LAUNCH_EXIT_ABORT;
     }
     if (pol->tracker_first) {
         fprintf(f, "rally-run: job aborted: %s\n", v->sentence);
@@ -272,12 +306,12 @@ int rally__launch_policy_verdict(const struct rally__launch_policy *pol,
     }
     if (pol->first >= 0) {
         fprintf(f, "rally-run: %s\n", pol->rank[pol->first].why);
-        return 1;
+        return pol->rank[pol->first].status;
     }
     for (int i = 0; i < pol->world; i++)
         if (pol->rank[i].failed) {
             fprintf(f, "rally-run: %s\n", pol->rank[i].why);
-            return 1;
+            return pol->rank[i].status;
         }
     return 0;
 }

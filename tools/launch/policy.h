@@ -21,11 +21,21 @@
  *             _spawn_failed (whose act is carried out in turn)
  *
  * The rules (tools/rally-run.c's usage text is the user's version): a worker
- * that dies while the job runs, recovery is possible and no rank finalized is
- * restarted with the same rank, up to max_restarts times per rank; any other
- * death, the first signal or a failed tracker fails the job and, grace_ms
- * later, every worker left gets SIGKILL.  A worker the tracker fenced while
- * its process still runs gets SIGKILL after RALLY__LAUNCH_FENCE_GRACE_MS.
+ * killed by a signal while the job runs, recovery is possible and no rank
+ * finalized is restarted with the same rank, up to max_restarts times per
+ * rank (a crash; so is an exit that followed the tracker's fence of a live
+ * worker, e.g. for heartbeat silence); a worker that exits on its own without
+ * finalizing fails the job, whatever its status; any other death, the first
+ * signal or a failed tracker fails the job and, grace_ms later, every worker
+ * left gets SIGKILL.  A worker the tracker fenced while its process still
+ * runs gets SIGKILL after RALLY__LAUNCH_FENCE_GRACE_MS.
+ *
+ * The verdict's exit status: 0 when every rank finalized and exited 0;
+ * 128 + S after rally-run's own signal S; the worker's own exit status when
+ * the first failure was a worker that exited non-zero (1 for exit 0 without
+ * rally_finalize); RALLY__LAUNCH_EXIT_ABORT when a rank stopped the job with
+ * its own message (rally_abort, or an error it reported: the tracker's
+ * "rank R failed: ..."); 1 for every other failure.
  */
 #ifndef RALLY_TOOLS_LAUNCH_POLICY_H
 #define RALLY_TOOLS_LAUNCH_POLICY_H
@@ -35,6 +45,7 @@
 
 #define RALLY__LAUNCH_FENCE_GRACE_MS 500 /* a fenced worker that still runs gets this long */
 #define RALLY__LAUNCH_KILL_ALL (-2)      /* rally__launch_policy_due: every worker */
+#define RALLY__LAUNCH_EXIT_ABORT 3       /* the verdict when a rank stopped the job (rally_abort) */
 
 struct rally__launch_policy;
 
@@ -91,7 +102,7 @@ int64_t rally__launch_policy_deadline(const struct rally__launch_policy *pol);
 int rally__launch_policy_due(struct rally__launch_policy *pol, int64_t now);
 
 /* Writes the one line naming the outcome (none on success) to f and
- * returns the exit status: 0, 1, or 128 + signal. */
+ * returns the exit status (the rules above). */
 int rally__launch_policy_verdict(const struct rally__launch_policy *pol,
                                  const struct rally__launch_view *v, FILE *f);
 /* Writes the summary line to f. */

@@ -8,19 +8,122 @@
 #include <fcntl.h>
 #include <linux/close_range.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
-void rally__launch_proc_init(struct rally__launch_proc *p, int rank)
+#include "util/clock.h"
+
+#define FLUSH_WAIT_MS 500 /* rally__launch_flush: how long a pty may take to end */
+
+static int guard_fd = -1; /* the write end of the guard's pipe */
+
+void rally__launch_proc_init(struct rally__launch_proc *p, int rank,
+                             struct rally__launch_out *out[2])
 {
     p->rank = rank;
     p->pid = 0;
     p->fd[0] = p->fd[1] = -1;
     p->line[0].n = p->line[1].n = 0;
+    p->out[0] = out[0];
+    p->out[1] = out[1];
 }
+
+/* --- the guard ------------------------------------------------------------- */
+
+/* The guard's life: remember groups (> 0), forget them (< 0); at the end of
+ * the pipe SIGKILL every group remembered.  Never returns. */
+static void guard(int in)
+{
+    pid_t *g = NULL;
+    size_t n = 0, cap = 0;
+    for (;;) {
+        int32_t v;
+        ssize_t m = read(in, &v, sizeof v);
+        if (m < 0 && errno == EINTR)
+            continue;
+        if (m != (ssize_t)sizeof v)
+            break;
+        if (v > 0) {
+            if (n == cap) {
+                size_t c = cap ? 2 * cap : 64;
+                pid_t *ng = realloc(g, c * sizeof *g);
+                if (ng == NULL)
+                    continue;
+                g = ng;
+                cap = c;
+            }
+            g[n++] = v;
+        } else {
+            for (size_t i = 0; i < n; i++)
+                if (g[i] == -v) {
+                    g[i] = g[--n];
+                    break;
+                }
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        kill(-g[i], SIGKILL);
+    _exit(0);
+}
+
+int rally__launch_guard_start(void)
+{
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0)
+        return errno;
+    pid_t pid = fork();
+    if (pid < 0) {
+        int e = errno;
+        close(fds[0]);
+        close(fds[1]);
+        return e;
+    }
+    if (pid == 0) {
+        /* It must outlive us (no PDEATHSIG), hold nothing of ours, and stop
+         * only at the end of the pipe: a terminal's ^C or a hang-up reaches
+         * our whole process group, so it ignores them. */
+        signal(SIGINT, SIG_IGN);
+        signal(SIGTERM, SIG_IGN);
+        signal(SIGHUP, SIG_IGN);
+        signal(SIGQUIT, SIG_IGN);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        int null = open("/dev/null", O_RDWR);
+        if (null >= 0) {
+            dup2(null, 0);
+            dup2(null, 1);
+            dup2(null, 2);
+        }
+        int in = fcntl(fds[0], F_DUPFD, 3);
+        if (in < 0 || close_range(3, (unsigned)in - 1, 0) != 0 ||
+            close_range((unsigned)in + 1, ~0u, 0) != 0)
+            for (int fd = 3; fd < 1024; fd++)
+                if (fd != in)
+                    close(fd);
+        guard(in);
+    }
+    close(fds[0]);
+    fcntl(fds[1], F_SETFL, O_NONBLOCK); /* the loop never waits for the guard */
+    guard_fd = fds[1];
+    return 0;
+}
+
+/* Tells the guard about group pid: v = pid (watch it) or -pid (forget it). */
+static void guard_tell(int32_t v)
+{
+    if (guard_fd >= 0) {
+        ssize_t w = write(guard_fd, &v, sizeof v);
+        (void)w; /* a guard that is gone or behind costs the wrapper case only */
+    }
+}
+
+/* --- output ----------------------------------------------------------------- */
 
 void rally__launch_put_lines(FILE *f, int rank, const char *s, size_t n, int final)
 {
@@ -42,31 +145,70 @@ static void close_pipe(struct rally__launch_proc *p, int which)
     p->fd[which] = -1;
 }
 
-/* Reads what the pipe holds; complete lines go out prefixed, a partial one
- * waits (or goes out at EOF, or when it fills the buffer). */
-static void drain(struct rally__launch_proc *p, int which)
+/* Queues each line of s[0..n) (the last one even without its newline). */
+static void emit(struct rally__launch_proc *p, int which, const char *s, size_t n)
+{
+    while (n > 0) {
+        const char *nl = memchr(s, '\n', n);
+        size_t k = nl ? (size_t)(nl - s) : n;
+        rally__launch_out_line(p->out[which], p->rank, s, k);
+        k += nl != NULL;
+        s += k;
+        n -= k;
+    }
+}
+
+/* Reads what the pipe or pty holds; complete lines go out prefixed, a
+ * partial one waits (or goes out at the end, or when it fills the buffer).
+ * Returns 1 when the descriptor ended (and is closed), 0 when it would block. */
+static int drain(struct rally__launch_proc *p, int which)
 {
     struct rally__launch_line *l = &p->line[which];
-    FILE *f = which ? stderr : stdout;
     for (;;) {
         ssize_t m = read(p->fd[which], l->b + l->n, sizeof l->b - l->n);
         if (m < 0 && errno == EINTR)
             continue;
         if (m < 0 && errno == EAGAIN)
-            return;
-        if (m <= 0) {
-            rally__launch_put_lines(f, p->rank, l->b, l->n, 1);
+            return 0;
+        if (m <= 0) { /* EOF; a pty master says EIO once every slave is closed */
+            emit(p, which, l->b, l->n);
             l->n = 0;
             close_pipe(p, which);
-            return;
+            return 1;
         }
         l->n += (size_t)m;
         char *last = memrchr(l->b, '\n', l->n);
         size_t done = last ? (size_t)(last - l->b) + 1 : l->n == sizeof l->b ? l->n : 0;
-        rally__launch_put_lines(f, p->rank, l->b, done, 1);
+        emit(p, which, l->b, done);
         memmove(l->b, l->b + done, l->n - done);
         l->n -= done;
     }
+}
+
+/* A raw pseudo-terminal: *master (non-blocking, ours) and *slave (the
+ * worker's stdout), both close-on-exec.  0, or -1 when there is none. */
+static int open_pty(int *master, int *slave)
+{
+    int m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC), s = -1;
+    char name[128];
+    struct termios t;
+    if (m < 0 || grantpt(m) != 0 || unlockpt(m) != 0 || ptsname_r(m, name, sizeof name) != 0)
+        goto fail;
+    s = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (s < 0 || tcgetattr(s, &t) != 0)
+        goto fail;
+    cfmakeraw(&t);
+    if (tcsetattr(s, TCSANOW, &t) != 0)
+        goto fail;
+    *master = m;
+    *slave = s;
+    return 0;
+fail:
+    if (m >= 0)
+        close(m);
+    if (s >= 0)
+        close(s);
+    return -1;
 }
 
 /* In the child: never returns. */
@@ -107,7 +249,8 @@ int rally__launch_spawn(struct rally__launch_proc *p, char *const argv[],
                         const char *const env[][2])
 {
     int out[2] = {-1, -1}, err[2] = {-1, -1}, rep[2] = {-1, -1}, rc = 0;
-    if (pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC) || pipe2(rep, O_CLOEXEC)) {
+    if ((open_pty(&out[0], &out[1]) != 0 && pipe2(out, O_CLOEXEC)) || pipe2(err, O_CLOEXEC) ||
+        pipe2(rep, O_CLOEXEC)) {
         rc = errno;
         goto cleanup;
     }
@@ -122,6 +265,7 @@ int rally__launch_spawn(struct rally__launch_proc *p, char *const argv[],
     if (pid == 0)
         child(argv, env, out, err, rep[1], parent);
     setpgid(pid, pid); /* both sides, so a signal never misses the group */
+    guard_tell((int32_t)pid);
     p->pid = pid;
     close(rep[1]);
     rep[1] = -1;
@@ -192,11 +336,17 @@ int rally__launch_pipes_open(const struct rally__launch_proc *ps, int n)
 
 void rally__launch_flush(struct rally__launch_proc *p)
 {
+    int64_t until = rally__deadline(FLUSH_WAIT_MS);
     for (int w = 0; w < 2; w++) {
-        if (p->fd[w] >= 0)
-            drain(p, w);
+        /* a pipe holds everything already; a pty's last bytes may still be on
+         * their way to the master, which says EIO only after them */
+        while (p->fd[w] >= 0 && !drain(p, w) && isatty(p->fd[w])) {
+            struct pollfd q = {.fd = p->fd[w], .events = POLLIN};
+            if (rally__ms_left(until) == 0 || poll(&q, 1, rally__ms_left(until)) == 0)
+                break;
+        }
         if (p->fd[w] >= 0) {
-            rally__launch_put_lines(w ? stderr : stdout, p->rank, p->line[w].b, p->line[w].n, 1);
+            emit(p, w, p->line[w].b, p->line[w].n);
             p->line[w].n = 0;
             close_pipe(p, w);
         }
@@ -211,6 +361,7 @@ int rally__launch_reap(struct rally__launch_proc *ps, int n, int *status)
         for (int i = 0; i < n; i++)
             if (ps[i].pid == pid) {
                 kill(-pid, SIGKILL); /* whatever it left behind in its group */
+                guard_tell(-(int32_t)pid);
                 ps[i].pid = 0;
                 *status = st;
                 return i;
@@ -233,6 +384,7 @@ void rally__launch_kill_all(struct rally__launch_proc *ps, int n)
             break;
         for (int i = 0; pid > 0 && i < n; i++)
             if (ps[i].pid == pid) {
+                guard_tell(-(int32_t)pid);
                 ps[i].pid = 0;
                 live--;
             }

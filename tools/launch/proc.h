@@ -4,11 +4,34 @@
  * A struct rally__launch_proc is one worker slot that can hold a process
  * again and again (a restart).  Spawning forks a child in its own process
  * group that dies with its launcher (PR_SET_PDEATHSIG), reads /dev/null,
- * writes into two pipes, gets the environment it is given and execs; a
- * close-on-exec pipe carries errno back when exec fails.  The pipes are
- * drained into stdout/stderr one complete line at a time, each prefixed
- * "[rank] ".  Reaping collects one exited child at a time with its wait
- * status (the cause of death) and kills whatever it left in its group.
+ * writes its stdout into a pseudo-terminal and its stderr into a pipe, gets
+ * the environment it is given and execs; a close-on-exec pipe carries errno
+ * back when exec fails.
+ *
+ * Why a pty for stdout (as mpirun does) and not a pipe: C stdio, and
+ * Python's, buffer a pipe in blocks but a terminal by lines, so through a
+ * pipe a worker that never calls setvbuf or fflush shows nothing until 4 KiB
+ * piled up, and a kill -9 loses what sat in its buffer although the program
+ * had printed it.  A terminal makes every program, rally or not, from its
+ * first line on, hand over each line as it prints it.  The pty is raw (no
+ * \r\n, no echo, no signals from bytes) and is never the worker's controlling
+ * terminal.  Where no pty can be had, stdout is a pipe as before.  stderr
+ * stays a pipe: it is unbuffered in C already, and stays apart from stdout.
+ *
+ * The descriptors are drained into the output queues (out.h) one complete
+ * line at a time, each prefixed "[rank] ".  Reaping collects one exited
+ * child at a time with its wait status (the cause of death) and kills
+ * whatever it left in its group.
+ *
+ * The guard (rally__launch_guard_start): PR_SET_PDEATHSIG reaches only the
+ * process we started, so a worker started through a wrapper (`sh -c
+ * './worker; echo done'`, a script that forks the real program) would
+ * outlive a launcher killed by SIGKILL.  A small process forked before
+ * anything else learns each worker's process group through a pipe and, when
+ * that pipe ends because the launcher is gone however it died, SIGKILLs
+ * every group it still holds.  Groups are forgotten when reaped, so it never
+ * hits a group whose number was reused.
+ *
  * Nothing here decides anything: policy.h does.
  */
 #ifndef RALLY_TOOLS_LAUNCH_PROC_H
@@ -18,6 +41,8 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <sys/types.h>
+
+#include "out.h"
 
 #define RALLY__LAUNCH_LINE_MAX 65536
 
@@ -29,12 +54,20 @@ struct rally__launch_line {
 struct rally__launch_proc {
     int rank;  /* the prefix of its output lines */
     pid_t pid; /* 0: not running */
-    int fd[2]; /* its stdout, stderr pipes; -1 once closed */
+    int fd[2]; /* its stdout (pty master or pipe), stderr pipe; -1 once closed */
     struct rally__launch_line line[2];
+    struct rally__launch_out *out[2]; /* where its stdout, stderr lines go */
 };
 
-/* An idle slot for rank (no process, no pipes). */
-void rally__launch_proc_init(struct rally__launch_proc *p, int rank);
+/* An idle slot for rank (no process, no pipes) whose lines go to out[0]
+ * (stdout) and out[1] (stderr). */
+void rally__launch_proc_init(struct rally__launch_proc *p, int rank,
+                             struct rally__launch_out *out[2]);
+
+/* Forks the guard (above).  Call before any worker is spawned and before
+ * any descriptor the guard should not hold is opened.  Returns 0 or errno
+ * (then workers behind a wrapper may outlive a killed launcher). */
+int rally__launch_guard_start(void);
 
 /* Writes each complete line of s[0..n) to f as "[rank] line"; a trailing
  * partial line too when final, else it is left out. */
@@ -62,7 +95,8 @@ void rally__launch_pipes_handle(struct rally__launch_proc *ps, const struct poll
 int rally__launch_pipes_open(const struct rally__launch_proc *ps, int n);
 
 /* Copies what p's pipes still hold to the output and closes them (the
- * process is gone: what it wrote is in the pipes). */
+ * process is gone: what it wrote is in the pipes; a pty may take a moment
+ * to hand over the last bytes, so this waits up to 500 ms for its end). */
 void rally__launch_flush(struct rally__launch_proc *p);
 
 /* Reaps one exited child of ps without waiting: returns its index and

@@ -24,6 +24,7 @@ int rally__launch_signals(int children)
     }
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGHUP); /* a closed terminal or ssh session: stop as for SIGTERM */
     signal(SIGPIPE, SIG_IGN);
     if (sigprocmask(SIG_BLOCK, &set, NULL) != 0)
         return -1;

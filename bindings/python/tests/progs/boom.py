@@ -1,6 +1,6 @@
 """boom.py — rank 1 raises an ordinary Python exception inside the with
-block after one allreduce: it must count as a failed worker (not finalized),
-be restarted, fail again, and the others must get rally.PeerError."""
+block after one allreduce: it must count as a failed worker (not finalized)
+whose exit fails the job (no restart), and the others get rally.PeerError."""
 import numpy as np
 
 import rally
