@@ -248,7 +248,8 @@ static void fence_of_a_gone_rank(void **state)
     event(pol, RALLY__TEV_RANK_FAILED, 1, "rank 1 sent no heartbeat for 700 ms", 0);
     rally__launch_policy_exit(pol, 1, EXITED(2), &running, 10, &a);
     assert_int_equal(a.restart, 1);
-    assert_string_equal(a.cause, "exited with status 2");
+    assert_string_equal(a.cause, "exited with status 2 after the tracker fenced it: rank 1 sent "
+                                 "no heartbeat for 700 ms");
     assert_int_equal(rally__launch_policy_deadline(pol), RALLY__NEVER);
     event(pol, RALLY__TEV_RANK_FAILED, 1, "the launcher reported rank 1 dead", 10);
     rally__launch_policy_spawned(pol, 1);
