@@ -40,6 +40,7 @@
 
 #include "snapshot/snapshot.h"
 #include "snapshot/sys.h"
+#include "util/config.h"
 
 static const char *golden_dir;
 static char tmp_root[256];
@@ -1155,6 +1156,31 @@ static void uuid_and_time(void **state)
     assert_int_equal(t[19], '.');
 }
 
+/* rally_snapshot_busy is a choice of two words, checked where settings are
+ * read, and the manifest records the word. */
+static void busy_setting(void **state)
+{
+    struct rally__config c;
+    struct rally__err e = {0};
+    char a0[] = "prog", a1[] = "rally_snapshot_busy=later", *av[] = {a0, a1, NULL}, **argv = av;
+    int argc = 2;
+    unsetenv("RALLY_SNAPSHOT_BUSY");
+    assert_int_equal(rally__config_load(&c, &argc, &argv, &e), RALLY_ECONFIG);
+    assert_non_null(strstr(e.msg, "rally_snapshot_busy=later is not one of wait, skip"));
+    char b1[] = "rally_snapshot_busy=skip", *bv[] = {a0, b1, NULL};
+    argv = bv;
+    argc = 2;
+    rally__err_clear(&e);
+    assert_int_equal(rally__config_load(&c, &argc, &argv, &e), RALLY_OK);
+    assert_int_equal(c.snapshot_busy, RALLY__SNAP_BUSY_SKIP);
+    char key[64], val[64];
+    int seen = 0;
+    for (size_t i = 0; rally__config_get(&c, i, key, sizeof key, val, sizeof val); i++)
+        if (strcmp(key, "rally_snapshot_busy") == 0)
+            seen = strcmp(val, "skip") == 0;
+    assert_true(seen);
+}
+
 static int write_golden(const char *dir)
 {
     struct rally__err e = {0};
@@ -1191,6 +1217,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(background_writer, setup, teardown),
         cmocka_unit_test(resume_compatibility),
         cmocka_unit_test(uuid_and_time),
+        cmocka_unit_test(busy_setting),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -169,6 +169,8 @@ failed:
     s->failed = 1;
 }
 
+static int on_turn(void *arg, int when);
+
 /* The commit hook. */
 static void on_commit(void *arg, uint64_t v, uint64_t flags)
 {
@@ -213,13 +215,7 @@ int rally__robust_snap_start(struct rally__robust *rb, const char *host)
     s->pending = s->last = RALLY__NONE;
     s->last_ms = rally__now_ms();
     snprintf(s->host, sizeof s->host, "%s", host && *host ? host : "localhost");
-    if (strcmp(c->snapshot_busy, "wait") != 0 && strcmp(c->snapshot_busy, "skip") != 0)
-        return rally__fail(rb->err, RALLY_ECONFIG,
-                           "rally_snapshot_busy=%.80s: say wait (the next checkpoint waits for "
-                           "a snapshot still being written) or skip (requests meanwhile are "
-                           "skipped)",
-                           c->snapshot_busy);
-    s->skip = strcmp(c->snapshot_busy, "skip") == 0;
+    s->skip = c->snapshot_busy == RALLY__SNAP_BUSY_SKIP;
     if (c->snapshot_dir[0] == '\0')
         return RALLY_OK; /* resume only */
     if (!rally__snap_job_ok(c->snapshot_job))
@@ -255,7 +251,7 @@ int rally__robust_snap_start(struct rally__robust *rb, const char *host)
     if (c->snapshot_every == 1)
         rally__robust_request(rb, RALLY__REQ_SNAPSHOT); /* version 1 has no commit before it */
     listen_usr1();
-    return rally__robust_subscribe(rb, on_commit, rb);
+    return rally__robust_subscribe_turns(rb, on_commit, on_turn, rb);
 }
 
 void rally__robust_snap_free(struct rally__robust *rb)
@@ -337,7 +333,15 @@ static void fill_slot(struct rally__robust *rb, unsigned char *slot, int wait)
         struct rally__snap_file files[RALLY__SNAP_PARTS_MAX];
         struct rally__err res = {0, ""};
         int done = 0;
-        rally__snap_bg_poll(s->bg, wait ? -1 : 0, &done, &res, files);
+        rally__snap_bg_poll(s->bg, 0, &done, &res, files);
+        if (done == 0 && wait) { /* one in flight: this call waits for it, and says so */
+            int64_t t0 = rally__now_ms();
+            rally__snap_bg_poll(s->bg, -1, &done, &res, files);
+            say(rb,
+                "waited %" PRId64 " ms for its part of version %" PRIu64
+                " to be written (rally_snapshot_busy=wait)",
+                rally__now_ms() - t0, s->pending);
+        }
         if (done == 1) {
             if (res.code != RALLY_OK) {
                 snprintf(s->why, sizeof s->why, "%s", res.msg);
@@ -515,17 +519,18 @@ out:
     return rc;
 }
 
-int rally__robust_snap_settle(struct rally__robust *rb)
+/* The store's turns: at each checkpoint, a snapshot pending since an
+ * earlier commit is reported; in finalize nothing is left behind being
+ * written, and the final snapshot (rally_snapshot_final) is taken. */
+static int on_turn(void *arg, int when)
 {
-    return settle(rb, 0);
-}
-
-int rally__robust_snap_final(struct rally__robust *rb)
-{
+    struct rally__robust *rb = arg;
     struct rally__rsnap *s = rb->snap;
+    if (when == RALLY__TURN_CHECKPOINT)
+        return settle(rb, 0);
     if (s == NULL || s->bg == NULL)
         return RALLY_OK;
-    int rc = settle(rb, 1); /* nothing is left behind being written */
+    int rc = settle(rb, 1);
     if (rc != RALLY_OK)
         return rc;
     if (rb->cfg->snapshot_final && rb->version > 0 && s->last != rb->version) {
