@@ -324,9 +324,9 @@ static int deliver_report(struct rally__robust *rb, struct rally__op *op, const 
     return RALLY_OK;
 }
 
-/* This rank's slot: its write collected (waiting for it when wait), then
- * status, files and the version. */
-static void fill_slot(struct rally__robust *rb, unsigned char *slot, int wait)
+/* This rank's slot: its write collected (waiting for it when wait, and
+ * saying so when loud), then status, files and the version. */
+static void fill_slot(struct rally__robust *rb, unsigned char *slot, int wait, int loud)
 {
     struct rally__rsnap *s = rb->snap;
     if (s->nparts > 0 && !s->failed) {
@@ -337,10 +337,11 @@ static void fill_slot(struct rally__robust *rb, unsigned char *slot, int wait)
         if (done == 0 && wait) { /* one in flight: this call waits for it, and says so */
             int64_t t0 = rally__now_ms();
             rally__snap_bg_poll(s->bg, -1, &done, &res, files);
-            say(rb,
-                "waited %" PRId64 " ms for its part of version %" PRIu64
-                " to be written (rally_snapshot_busy=wait)",
-                rally__now_ms() - t0, s->pending);
+            if (loud)
+                say(rb,
+                    "the checkpoint waited %" PRId64 " ms for its part of version %" PRIu64
+                    " to be written (rally_snapshot_busy=wait)",
+                    rally__now_ms() - t0, s->pending);
         }
         if (done == 1) {
             if (res.code != RALLY_OK) {
@@ -462,7 +463,7 @@ static int settle(struct rally__robust *rb, int wait)
         rc = rally__fail(rb->err, RALLY_ENOMEM, "out of memory for a snapshot report");
         goto out;
     }
-    fill_slot(rb, c.mine + (size_t)rb->rank * SLOT * 8, wait || !s->skip);
+    fill_slot(rb, c.mine + (size_t)rb->rank * SLOT * 8, wait || !s->skip, !wait);
     struct rally__op op = {{RALLY__K_SNAP_REPORT, 0, 0, -1, (uint64_t)rb->world * SLOT, 0},
                            NULL,
                            NULL,
