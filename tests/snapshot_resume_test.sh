@@ -43,6 +43,10 @@
 #             skipped and logged, reports retried, workers (rank 0 too) die
 #             meanwhile: the model is unchanged and every committed snapshot
 #             verifies
+#   input     the manifest keeps the partitioning scheme and every rank's
+#             input fingerprint (rally_set_input); the same file changed in
+#             place: --resume latest refused naming the rank and both
+#             fingerprints, before a result; with --force it resumes
 #   resume_checks  --resume of a damaged snapshot is refused before any worker
 #             starts, naming the file; a global-only snapshot of -n 4 resumes
 #             on -n 2 into a new directory, with a note that the result is
@@ -191,6 +195,28 @@ death)
     # the newest resumes to the same model (the configuration has no rally_mock)
     job "$tmp/resumed" -n 4 --snapshot-dir "$D" --job rally-kmeans-mock --resume latest "$km" $KM
     [ "$(digest "$tmp/resumed")" = "$(digest "$tmp/plain")" ] || fail "digest differs after resume"
+    no_orphans
+    ;;
+input)
+    job "$tmp/first" -n 2 --snapshot-dir "$D" --snapshot-every 2 --keep-snapshots "$km" $KM
+    s=$(ls -d "$D"/rally-kmeans/snap-* | tail -1)
+    "$snap" show "$s" >"$tmp/show" || fail "rally-snapshot show failed"
+    grep -q "^partitioning *range$" "$tmp/show" || { cat "$tmp/show"; fail "no partitioning kept"; }
+    for r in 0 1; do
+        fp=$(sed -n "s/^\[$r\] shard $r fingerprint \([0-9a-f]*\) .*/\1/p" "$tmp/first")
+        grep -q "input $fp" "$tmp/show" || { cat "$tmp/show"; fail "rank $r's fingerprint $fp not kept"; }
+    done
+    # the same path, other bytes (another seed): every shard's fingerprint changes
+    "$build/rally-datagen" --rows 20000 --features 8 --centers 6 --spread 2 --seed 8 --format csv \
+        -o "$data" >/dev/null 2>&1 || fail "rally-datagen failed"
+    timeout -k 5 60 "$run" -n 2 --snapshot-dir "$D" --resume latest "$km" $KM >"$tmp/out" 2>&1 &&
+        fail "a resume over changed input was not refused"
+    grep -v iteration "$tmp/out" | head -5
+    grep -q "rank [01]'s input fingerprint was [0-9a-f]\{16\} in the snapshot and is [0-9a-f]\{16\} now" \
+        "$tmp/out" || fail "the refusal names no fingerprints"
+    grep -q "result:" "$tmp/out" && fail "a refused resume produced a result"
+    job "$tmp/forced" -n 2 --snapshot-dir "$D" --resume latest --force "$km" $KM
+    grep -q "^\[0\] result:" "$tmp/forced" || fail "--force did not resume"
     no_orphans
     ;;
 resume_checks)

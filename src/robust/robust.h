@@ -211,6 +211,9 @@ void rally__robust_snap_free(struct rally__robust *rb);
 /* The application's name and configuration string, for the manifest and
  * the resume check. */
 int rally__robust_snap_set_app(struct rally__robust *rb, const char *name, const char *config);
+/* The input's partitioning scheme and this rank's fingerprint, likewise. */
+int rally__robust_snap_set_input(struct rally__robust *rb, const char *scheme,
+                                 const char *fingerprint);
 /* rally_resume: opens and verifies the snapshot, checks it is this job's,
  * stores its global model and local-model set; returns copies for the
  * caller (malloc'd) and the version.  The caller acknowledges. */

@@ -34,8 +34,9 @@
 #include "util/wire.h"
 
 /* u64 per rank in the report: status, local size and sum, global size and
- * sum, the version (0 from a rank that does not know it) */
-#define SLOT 6
+ * sum, the version (0 from a rank that does not know it), whether it has an
+ * input fingerprint, the fingerprint */
+#define SLOT 8
 
 enum { ST_NONE = 0, ST_OK = 1, ST_FAILED = 2, ST_BUSY = 4 };
 
@@ -57,6 +58,9 @@ struct rally__rsnap {
     uint64_t files[4]; /* what it wrote: local size and sum, global size and sum */
     char why[RALLY__ERR_MSG_MAX];
     char *app_name, *app_config;
+    char scheme[65]; /* rally_set_input: the partitioning scheme, "" none */
+    int has_fp;      /* ... and this rank's input fingerprint */
+    uint64_t fp;
 };
 
 /* SIGUSR1 (rally-run forwards it to rank 0): a snapshot at the next commit.
@@ -284,6 +288,48 @@ int rally__robust_snap_set_app(struct rally__robust *rb, const char *name, const
     return RALLY_OK;
 }
 
+/* 16 lowercase hex digits: 0 and *v; -1 otherwise. */
+static int hex16(const char *s, uint64_t *v)
+{
+    uint64_t x = 0;
+    for (int i = 0; i < 16; i++) {
+        int d = s[i] >= '0' && s[i] <= '9'   ? s[i] - '0'
+                : s[i] >= 'a' && s[i] <= 'f' ? s[i] - 'a' + 10
+                                             : -1;
+        if (d < 0)
+            return -1;
+        x = x << 4 | (uint64_t)d;
+    }
+    if (s[16] != '\0')
+        return -1;
+    *v = x;
+    return 0;
+}
+
+int rally__robust_snap_set_input(struct rally__robust *rb, const char *scheme,
+                                 const char *fingerprint)
+{
+    struct rally__rsnap *s = rb->snap;
+    size_t n = strlen(scheme);
+    uint64_t fp;
+    if (n == 0 || n > 64 || strspn(scheme, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                            "0123456789._:/-") != n)
+        return rally__fail(rb->err, RALLY_EINVAL,
+                           "set_input: the scheme \"%.80s\" is not 1 to 64 bytes of A-Z a-z 0-9 "
+                           ". _ : / -",
+                           scheme);
+    if (hex16(fingerprint, &fp) != 0)
+        return rally__fail(rb->err, RALLY_EINVAL,
+                           "set_input: the fingerprint \"%.80s\" is not 16 lowercase hex digits",
+                           fingerprint);
+    if (s == NULL)
+        return RALLY_OK; /* no snapshots: nothing keeps or checks it */
+    memcpy(s->scheme, scheme, n + 1);
+    s->fp = fp;
+    s->has_fp = 1;
+    return RALLY_OK;
+}
+
 /* --- the report: every rank's files, agreed in one allreduce ------------------- */
 
 struct report {
@@ -361,6 +407,8 @@ static void fill_slot(struct rally__robust *rb, unsigned char *slot, int wait, i
     for (int i = 0; i < 4; i++)
         rally__put_u64(slot + 8 * (i + 1), st == ST_OK ? s->files[i] : 0);
     rally__put_u64(slot + 40, s->pending == UNKNOWN ? 0 : s->pending);
+    rally__put_u64(slot + 48, (uint64_t)s->has_fp);
+    rally__put_u64(slot + 56, s->fp);
     if (st == ST_FAILED && !s->logged) {
         s->logged = 1;
         say(rb, "could not write its part of the snapshot: %s", s->why);
@@ -388,6 +436,7 @@ static int commit(struct rally__robust *rb, const unsigned char *all, uint64_t v
     struct rally__snap_setting set[64];
     char keys[64][64], vals[64][RALLY__STR_MAX * 4];
     char **hosts = calloc((size_t)rb->world, sizeof *hosts);
+    char **fps = NULL, *fptext = NULL;
     struct rally__snap_file *files = calloc((size_t)rb->world + 1, sizeof *files);
     int rc = RALLY_ENOMEM;
     if (hosts == NULL || files == NULL) {
@@ -421,7 +470,25 @@ static int commit(struct rally__robust *rb, const unsigned char *all, uint64_t v
     m.nsettings = ns;
     m.app_name = s->app_name ? s->app_name : "";
     m.app_config = s->app_config ? s->app_config : "";
-    m.partitioning = "none";
+    m.partitioning = s->scheme[0] ? s->scheme : "none";
+    int any = 0;
+    for (int r = 0; r < rb->world; r++)
+        any |= rally__get_u64(all + ((size_t)r * SLOT + 6) * 8) != 0;
+    if (any) { /* every rank's fingerprint, "" for a rank without */
+        fps = calloc((size_t)rb->world, sizeof *fps);
+        fptext = calloc((size_t)rb->world, 17);
+        if (fps == NULL || fptext == NULL) {
+            rc = rally__fail(e, RALLY_ENOMEM, "out of memory");
+            goto out;
+        }
+        for (int r = 0; r < rb->world; r++) {
+            const unsigned char *slot = all + (size_t)r * SLOT * 8;
+            fps[r] = fptext + (size_t)r * 17;
+            if (rally__get_u64(slot + 48) != 0)
+                snprintf(fps[r], 17, "%016" PRIx64, rally__get_u64(slot + 56));
+        }
+        m.fingerprints = fps;
+    }
     files[0].nbytes = rally__get_u64(all + 8 * 3);
     files[0].xxh3 = rally__get_u64(all + 8 * 4);
     rally__snap_file_name(-1, files[0].name);
@@ -448,6 +515,8 @@ static int commit(struct rally__robust *rb, const unsigned char *all, uint64_t v
 out:
     free(hosts);
     free(files);
+    free(fps);
+    free(fptext);
     return rc;
 }
 
@@ -550,13 +619,27 @@ int rally__robust_snap_resume(struct rally__robust *rb, unsigned char **global, 
     struct rally__snap *sn = NULL;
     void *g = NULL, *own = NULL;
     uint64_t gnb = 0, onb = 0;
-    char note[512];
+    char note[512], **fps = NULL;
     int rc = rally__snap_open(rb->cfg->resume, rb->err, &sn);
     if (rc != RALLY_OK)
         goto out;
     const struct rally__snap_manifest *m = rally__snap_manifest(sn);
     struct rally__snap_expect x = {rb->world, s && s->app_name ? s->app_name : NULL,
-                                   s && s->app_config ? s->app_config : NULL, NULL, NULL};
+                                   s && s->app_config ? s->app_config : NULL,
+                                   s && s->scheme[0] ? s->scheme : NULL, NULL};
+    char mine[17];
+    if (s != NULL && s->has_fp && m->fingerprints != NULL && m->world == rb->world) {
+        /* this rank knows its own input only: the others' entries are the
+         * snapshot's own, so the check is this rank's */
+        if ((fps = malloc((size_t)m->world * sizeof *fps)) == NULL) {
+            rc = rally__fail(rb->err, RALLY_ENOMEM, "out of memory");
+            goto out;
+        }
+        memcpy(fps, m->fingerprints, (size_t)m->world * sizeof *fps);
+        snprintf(mine, sizeof mine, "%016" PRIx64, s->fp);
+        fps[rb->rank] = mine;
+        x.fingerprints = fps;
+    }
     if ((rc = rally__snap_compatible(m, &x, (int)rb->cfg->resume_force, rb->err, note,
                                      sizeof note)) != RALLY_OK)
         goto out;
@@ -606,6 +689,7 @@ int rally__robust_snap_resume(struct rally__robust *rb, unsigned char **global, 
     *ln = onb;
     g = own = NULL;
 out:
+    free(fps);
     free(g);
     free(own);
     rally__snap_close(sn);
