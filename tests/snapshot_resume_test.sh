@@ -29,6 +29,10 @@
 #             world size is refused naming both
 #   usr1      SIGUSR1 to rally-run: rank 0 takes a snapshot at its next commit
 #             and prints its path; it verifies; the model is unchanged
+#   request   rally-snapshot request DIR asks the running job (the launcher
+#             holding DIR's lock) for a snapshot and prints its path once
+#             committed: that snapshot, which verifies; with no job running
+#             it is refused, saying so
 #   auto      --auto-resume: a job that cannot recover in memory (--max-restarts
 #             0, a worker killed) is restarted whole from its newest snapshot
 #             and ends with the plain run's digest; a failure that comes back
@@ -321,6 +325,37 @@ usr1)
     [ -n "$path" ] || fail "no snapshot was committed"
     [ "$(nsnaps "$D/rally-kmeans")" -eq 1 ] || fail "want exactly the one snapshot asked for"
     "$snap" verify "$path" >/dev/null || fail "$path does not verify"
+    [ "$(digest "$tmp/out")" = "$(digest "$tmp/plain")" ] || fail "the digest changed"
+    no_orphans
+    ;;
+request)
+    job "$tmp/plain" -n 2 "$km" $KM
+    "$snap" request "$D/rally-kmeans" >"$tmp/req" 2>&1 && fail "a request with no job running succeeded"
+    cat "$tmp/req"
+    grep -q "no job runs there" "$tmp/req" || fail "the refusal does not say no job runs there"
+    timeout -k 5 120 "$run" -n 2 --snapshot-dir "$D" --keep-snapshots "$km" $KM --pause-ms 150 \
+        >"$tmp/out" 2>&1 &
+    launcher=$!
+    i=0
+    until grep -q '^\[0\] iteration 2 ' "$tmp/out"; do
+        i=$((i + 1))
+        [ $i -gt 600 ] && fail "iteration 2 never came"
+        sleep 0.05
+    done
+    # the job keeps going meanwhile: no pause is needed for the request
+    "$snap" request "$D/rally-kmeans" --timeout-ms 60000 >"$tmp/req" 2>"$tmp/req.err" ||
+        { cat "$tmp/req.err"; fail "the request failed"; }
+    cat "$tmp/req.err" "$tmp/req"
+    grep -q "asked run [0-9a-f-]\{36\} (rally-run, pid [0-9]*) for a snapshot" "$tmp/req.err" ||
+        fail "the request names no run"
+    got=$(cat "$tmp/req")
+    wait "$launcher" || fail "the job failed after the request"
+    grep -v iteration "$tmp/out"
+    path=$(sed -n 's/^\[0\] rally: rank 0: snapshot: committed \(.*\) (checkpoint version [0-9]*)$/\1/p' "$tmp/out")
+    [ -n "$path" ] || fail "no snapshot was committed"
+    [ "$(nsnaps "$D/rally-kmeans")" -eq 1 ] || fail "want exactly the one snapshot asked for"
+    [ "$(basename "$got")" = "$(basename "$path")" ] || fail "request printed $got, the job committed $path"
+    "$snap" verify "$got" >/dev/null || fail "$got does not verify"
     [ "$(digest "$tmp/out")" = "$(digest "$tmp/plain")" ] || fail "the digest changed"
     no_orphans
     ;;

@@ -265,7 +265,8 @@ struct rally__snap_lock;
 
 /* Takes <dir>/<job>/.lock (creating the directories) for run_id, for the
  * job's life: an open-file-description lock, so it goes when the holder
- * dies, however it dies.  The file then names run_id, and
+ * dies, however it dies.  The file then names run_id (and, on its second
+ * line, the holder's process id), and
  * rally__snap_write_part, rally__snap_commit and rally__snap_retain refuse
  * any other run (RALLY_EPEER) while it does: an orphan of a killed launcher
  * cannot write, commit or clean up in the job that resumed it.
@@ -273,6 +274,11 @@ struct rally__snap_lock;
  * block. */
 int rally__snap_lock_take(const char *dir, const char *job, const char *run_id,
                           struct rally__err *e, struct rally__snap_lock **out);
+/* Who holds jobdir's lock now (the file names the run and the holder's
+ * process id, rally-run's): RALLY_OK with both; RALLY_EINVAL when nobody
+ * does (no job runs there), RALLY_EPROTO when the file names neither. */
+int rally__snap_lock_holder(const char *jobdir, struct rally__err *e,
+                            char run[RALLY__SNAP_UUID_LEN + 1], long *pid);
 /* Releases the lock (the file stays, naming the last holder); NULL is fine. */
 void rally__snap_lock_release(struct rally__snap_lock *l);
 
