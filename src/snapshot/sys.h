@@ -53,10 +53,14 @@ struct rally__snap_chunk {
 
 /* Writes the chunks, in order, as file name in the directory dirfd,
  * durably (above).  where names the directory in messages ("job/snap-12").
- * On an error the temporary is removed and name is untouched; RALLY_ESYS
- * names the call and the file (ENOSPC: "no space left"). */
+ * When xxh3 is not NULL it receives the XXH3-64 of the file's bytes,
+ * computed in the same pass: each piece is hashed just before it is
+ * written, while it is in the cache.  On an error the temporary is removed
+ * and name is untouched; RALLY_ESYS names the call and the file (ENOSPC:
+ * "no space left"). */
 int rally__snap_durable_write(int dirfd, const char *where, const char *name,
-                              const struct rally__snap_chunk *c, int nchunks, struct rally__err *e);
+                              const struct rally__snap_chunk *c, int nchunks, struct rally__err *e,
+                              uint64_t *xxh3);
 
 /* Opens directory name below dirfd (dirfd AT_FDCWD: a path, followed as
  * given), never following a link at name when nofollow.  RALLY_EPROTO for a
