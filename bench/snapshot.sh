@@ -1,6 +1,5 @@
 #!/bin/sh
-# snapshot_bench.sh BUILD_DIR [DIR] — what durable snapshots cost (ISSUE 11's
-# benchmark): a MIB-MiB global model (default 100) checkpointed every
+# bench/snapshot.sh BUILD_DIR [DIR] — what durable snapshots cost (make bench): a MIB-MiB global model (default 100) checkpointed every
 # iteration at N = 4 with COMPUTE_MS (default 1000) of "work" per iteration,
 # without snapshots and with one every version; the stall per snapshot is
 # the difference of the median rally_checkpoint times; the slowdown is that
@@ -15,7 +14,7 @@ build=$1
 dir=${2:-}
 mib=${BENCH_MIB:-100} iters=${BENCH_ITERS:-8} compute=${BENCH_COMPUTE_MS:-1000} n=${BENCH_N:-4}
 prog=$build/snapshot_bench
-[ -x "$prog" ] || { echo "snapshot_bench.sh: build first ($prog)"; exit 1; }
+[ -x "$prog" ] || { echo "bench/snapshot.sh: build first ($prog)"; exit 1; }
 if [ -z "$dir" ]; then
     dir=$(mktemp -d "$build/snapbench.XXXXXX")
     trap 'rm -rf "$dir"' EXIT
