@@ -20,6 +20,11 @@
 #             while snapshots are taken every version: the job recovers, the
 #             digest is the plain run's, every snapshot kept verifies, and the
 #             newest resumes to the same digest
+#   void      a rank that dies first voids that snapshot: rank 2 dies after
+#             the commit that took version 4's snapshot and before the ranks
+#             reported it; restarted, it cannot vouch for its part, so
+#             version 4 is not committed (logged), the next ones are, and
+#             the model is the plain run's
 #   write_error  a snapshot that cannot be written (its directory is a symbolic
 #             link) is void and logged, the previous stays the newest, the job
 #             goes on to the same digest; with --snapshot-required it fails
@@ -243,6 +248,23 @@ resume_checks)
     # the original job directory was not touched by the new job
     [ ! -e "$tmp/new/rally-kmeans" ] || [ "$(nsnaps "$tmp/new/rally-kmeans")" -eq 0 ] ||
         fail "the new job kept snapshots after success"
+    ;;
+void)
+    job "$tmp/plain" -n 4 "$km" $KM
+    job "$tmp/out" -n 4 --snapshot-dir "$D" --snapshot-every 2 --keep-snapshots --snapshot-keep 50 \
+        "$mock" $KM rally_mock=2,4,0,0
+    grep -v iteration "$tmp/out"
+    grep -q "deaths=1 recovered=1 " "$tmp/out" || fail "want one death, recovered"
+    grep -q "rank 2: snapshot: could not write its part of the snapshot: this worker died and was restarted before the snapshot of version 4 was reported" \
+        "$tmp/out" || fail "rank 2 did not say why its part is void"
+    grep -q "version 4 not committed, the previous snapshot stays the newest: rank 2 could not write its part" \
+        "$tmp/out" || fail "rank 0 did not log the void snapshot"
+    [ -f "$D/rally-kmeans-mock/snap-00000004/MANIFEST.json" ] && fail "the void snapshot was committed"
+    for v in 00000002 00000006; do
+        "$snap" verify "$D/rally-kmeans-mock/snap-$v" >/dev/null || fail "snap-$v does not verify"
+    done
+    [ "$(digest "$tmp/out")" = "$(digest "$tmp/plain")" ] || fail "the model differs"
+    no_orphans
     ;;
 write_error)
     # snap-00000004 is a symbolic link: rank 0 cannot write that snapshot

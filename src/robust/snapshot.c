@@ -17,8 +17,10 @@
  * retention.  Whether a snapshot is pending is decided only by agreed
  * words (the commit's flags, the report's result), so every rank, also one
  * restarted in between, knows it alike: a restarted worker is served the
- * commit again in rally_load_checkpoint and writes its part again from the
- * recovered bytes (the same bytes, so the same checksum).
+ * commit again in rally_load_checkpoint, and since it died before the
+ * report, it reports a failure: a rank that dies first voids the snapshot.
+ * The subscriber is driven only by the store: its commit hook, request
+ * bits, and the turns (rally__robust_turn) in which it runs the report.
  */
 #include <inttypes.h>
 #include <limits.h>
@@ -55,6 +57,8 @@ struct rally__rsnap {
     int failed;        /* this rank's part of pending failed (or is lost) */
     int logged;        /* ... and it said so */
     int skip;          /* rally_snapshot_busy=skip */
+    int checkpoints;   /* checkpoint turns this process took (0: none yet) */
+    int resumed;       /* this process started from a snapshot */
     uint64_t files[4]; /* what it wrote: local size and sum, global size and sum */
     char why[RALLY__ERR_MSG_MAX];
     char *app_name, *app_config;
@@ -183,19 +187,35 @@ static void on_commit(void *arg, uint64_t v, uint64_t flags)
     trigger(rb, v);
     if ((flags & RALLY__REQ_SNAP_PENDING) && s->pending == RALLY__NONE) {
         /* a restarted worker served a commit made while an older snapshot
-         * was still being written: its part of that one (if it had one)
-         * died with it */
+         * was still being written: it died first, which voids it */
         s->pending = UNKNOWN;
-        s->failed = rb->rank == 0 || rb->use_local;
+        s->failed = 1;
         s->logged = 0;
         s->nparts = 0;
         memset(s->files, 0, sizeof s->files);
         snprintf(s->why, sizeof s->why,
-                 "this worker was restarted while the snapshot was being written; its part "
-                 "is lost");
+                 "this worker died and was restarted while the snapshot was being written; a "
+                 "rank that dies first voids the snapshot");
     }
     if (!(flags & RALLY__REQ_SNAPSHOT) || v == 0)
         return;
+    if (s->checkpoints == 0 && !s->resumed && s->pending == RALLY__NONE) {
+        /* a commit served in rally_load_checkpoint to a restarted worker:
+         * the snapshot of v was taken and not yet reported (its report
+         * comes at the next checkpoint, which nobody has passed: v is the
+         * newest version), so this rank died first, and that voids it.
+         * Were the report done before the death, this worker is served the
+         * report too, and that (agreed) word is what counts. */
+        s->pending = s->last = v;
+        s->failed = 1;
+        s->logged = s->nparts = 0;
+        memset(s->files, 0, sizeof s->files);
+        snprintf(s->why, sizeof s->why,
+                 "this worker died and was restarted before the snapshot of version %" PRIu64
+                 " was reported; a rank that dies first voids the snapshot",
+                 v);
+        return;
+    }
     if (s->pending != RALLY__NONE) { /* skip mode: one in flight */
         if (rb->rank == 0)
             say(rb,
@@ -596,8 +616,10 @@ static int on_turn(void *arg, int when)
 {
     struct rally__robust *rb = arg;
     struct rally__rsnap *s = rb->snap;
-    if (when == RALLY__TURN_CHECKPOINT)
+    if (when == RALLY__TURN_CHECKPOINT) {
+        s->checkpoints = 1;
         return settle(rb, 0);
+    }
     if (s == NULL || s->bg == NULL)
         return RALLY_OK;
     int rc = settle(rb, 1);
@@ -680,8 +702,10 @@ int rally__robust_snap_resume(struct rally__robust *rb, unsigned char **global, 
     if (rb->rank == 0)
         say(rb, "resuming from %s: checkpoint version %" PRIu64 " of run %s, %d workers",
             rb->cfg->resume, m->version, m->run_id, m->world);
-    if (s != NULL)
+    if (s != NULL) {
         s->last = m->version; /* it is on disk already */
+        s->resumed = 1;
+    }
     *version = m->version;
     *global = g ? g : malloc(1);
     *gn = gnb;
