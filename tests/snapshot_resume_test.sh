@@ -240,6 +240,11 @@ resume_checks)
     cat "$tmp/out"
     grep -q "global.bin" "$tmp/out" || fail "the refusal does not name the damaged file"
     grep -q "shard" "$tmp/out" && fail "a worker started although the snapshot is damaged"
+    # a worker without rally-run (rank 0 of 1, rally_resume) checks what it reads itself
+    timeout -k 5 60 "$km" $KM rally_resume="$tmp/copy" >"$tmp/out" 2>&1 &&
+        fail "a worker resumed a damaged snapshot"
+    grep -q "global.bin's checksum is" "$tmp/out" || { cat "$tmp/out"; fail "the worker did not name the damage"; }
+    grep -q "result:" "$tmp/out" && fail "a damaged snapshot gave a result"
     # a global-only snapshot resumes on another world size, with a note
     job "$tmp/two" -n 2 --resume "$s" --snapshot-dir "$tmp/new" "$km" $KM
     cat "$tmp/two" | grep -v iteration

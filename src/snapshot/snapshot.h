@@ -104,6 +104,12 @@ struct rally__snap; /* an open, verified snapshot */
  * and both values: RALLY_EPROTO (incomplete, damaged, malformed),
  * RALLY_ESYS (cannot read), RALLY_ENOMEM. */
 int rally__snap_open(const char *path, struct rally__err *e, struct rally__snap **out);
+/* As rally__snap_open, but checks only the manifest and every listed
+ * file's size; rally__snap_read still verifies a file completely before it
+ * hands out a byte of it.  For a reader that takes only some files of a
+ * snapshot verified as a whole before (a worker resuming what rally-run
+ * verified): no file is read twice. */
+int rally__snap_open_sizes(const char *path, struct rally__err *e, struct rally__snap **out);
 void rally__snap_close(struct rally__snap *s);
 /* Reads and checks only the manifest of the snapshot directory at path (no
  * model file is read: for showing what a snapshot says, not for loading). */
