@@ -17,6 +17,11 @@ static int real_openat(int dirfd, const char *name, int flags, mode_t mode)
     return openat(dirfd, name, flags, mode);
 }
 
+static int real_write_back(int fd, off_t off, off_t nbytes)
+{
+    return sync_file_range(fd, off, nbytes, SYNC_FILE_RANGE_WRITE);
+}
+
 const struct rally__snap_sys rally__snap_sys_real = {
     .openat = real_openat,
     .write = write,
@@ -25,6 +30,7 @@ const struct rally__snap_sys rally__snap_sys_real = {
     .renameat = renameat,
     .unlinkat = unlinkat,
     .mkdirat = mkdirat,
+    .write_back = real_write_back,
     .fault = NULL,
 };
 
@@ -36,12 +42,15 @@ struct rally__snap_sys rally__snap_sys = {
     .renameat = renameat,
     .unlinkat = unlinkat,
     .mkdirat = mkdirat,
+    .write_back = real_write_back,
     .fault = NULL,
 };
 
 /* Bytes per write() call: a piece small enough to be hashed and written
  * while it stays in the cache. */
 #define WRITE_MAX ((size_t)1 << 20)
+/* Written bytes handed to write-back at a time. */
+#define WRITE_BACK_NBYTES ((uint64_t)8 << 20)
 
 void rally__snap_tmp_name(const char *name, char *out, size_t cap)
 {
@@ -65,7 +74,7 @@ int rally__snap_durable_write(int dirfd, const char *where, const char *name,
     const struct rally__snap_sys *s = &rally__snap_sys;
     char tmp[256];
     int fd = -1, rc = RALLY_OK;
-    uint64_t done = 0;
+    uint64_t done = 0, flushed = 0;
     XXH3_state_t *h = NULL;
     if (xxh3 != NULL && ((h = XXH3_createState()) == NULL || XXH3_64bits_reset(h) != XXH_OK)) {
         XXH3_freeState(h);
@@ -104,6 +113,10 @@ int rally__snap_durable_write(int dirfd, const char *where, const char *name,
             left -= (size_t)w;
             hashed -= (size_t)w; /* a short write: the rest of the piece is hashed already */
             done += (uint64_t)w;
+            if (done - flushed >= WRITE_BACK_NBYTES) {
+                s->write_back(fd, (off_t)flushed, (off_t)(done - flushed));
+                flushed = done;
+            }
             if (stop_at(RALLY__SNAP_AT_WRITE, name, done)) {
                 rc = injected(e, where, name, "after a write"); /* as if killed */
                 goto out;

@@ -3,8 +3,9 @@
  * table of system calls it makes, which a test may override.
  *
  * rally__snap_durable_write(dirfd, name, ...) writes ".<name>.tmp" beside
- * name (created O_EXCL|O_NOFOLLOW), fsyncs it, renames it to name and
- * fsyncs the directory: after a crash at any moment the directory holds
+ * name (created O_EXCL|O_NOFOLLOW) in 1 MiB pieces, starting write-back
+ * of every 8 MiB as it goes, fsyncs it, renames it to name and fsyncs the
+ * directory: after a crash at any moment the directory holds
  * either the old name or the complete new file, never a torn one under the
  * real name.  Every system call on that path goes through rally__snap_sys
  * (SQLite's aSyscall idea): a test swaps an entry to record the calls or
@@ -37,6 +38,10 @@ struct rally__snap_sys {
     int (*renameat)(int olddirfd, const char *oldname, int newdirfd, const char *newname);
     int (*unlinkat)(int dirfd, const char *name, int flags);
     int (*mkdirat)(int dirfd, const char *name, mode_t mode);
+    /* starts writing back a written range early (sync_file_range
+     * SYNC_FILE_RANGE_WRITE: no wait), so the fsync at the end finds less
+     * to do; its failure is ignored (the fsync decides) */
+    int (*write_back)(int fd, off_t off, off_t nbytes);
     /* NULL in production.  Nonzero stops the write at point (the file name
      * being written, the bytes written so far) with RALLY_ESYS. */
     int (*fault)(int point, const char *name, uint64_t nbytes);
