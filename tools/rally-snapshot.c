@@ -492,8 +492,7 @@ int main(int argc, char **argv)
         }
         case 't':
             if (rally__parse_int(optarg, 1, INT64_MAX / 4, &timeout_ms) != 0)
-                return cli_usage_error(PROG, "--timeout-ms '%s' is not a positive number",
-                                       optarg);
+                return cli_usage_error(PROG, "--timeout-ms '%s' is not a positive number", optarg);
             break;
         case 'h':
             usage(stdout);
@@ -505,10 +504,9 @@ int main(int argc, char **argv)
         }
     }
     if (ac - optind != 1)
-        return cli_usage_error(PROG, "%s takes exactly one %s, got %d", cmd,
-                               strcmp(cmd, "ls") == 0 || strcmp(cmd, "request") == 0 ? "DIR"
-                                                                                     : "SNAP",
-                               ac - optind);
+        return cli_usage_error(
+            PROG, "%s takes exactly one %s, got %d", cmd,
+            strcmp(cmd, "ls") == 0 || strcmp(cmd, "request") == 0 ? "DIR" : "SNAP", ac - optind);
     const char *arg = av[optind];
     int is_dump = strcmp(cmd, "dump") == 0;
     if (!is_dump && (app != NULL || rank >= 0))
@@ -532,6 +530,5 @@ int main(int argc, char **argv)
         return cmd_verify(arg);
     if (is_dump)
         return cmd_dump(arg, rank, app);
-    return cli_usage_error(PROG, "unknown command '%s' (ls, show, verify, dump, rm, request)",
-                           cmd);
+    return cli_usage_error(PROG, "unknown command '%s' (ls, show, verify, dump, rm, request)", cmd);
 }

@@ -332,8 +332,9 @@ int rally__robust_snap_set_input(struct rally__robust *rb, const char *scheme,
     struct rally__rsnap *s = rb->snap;
     size_t n = strlen(scheme);
     uint64_t fp;
-    if (n == 0 || n > 64 || strspn(scheme, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-                                            "0123456789._:/-") != n)
+    if (n == 0 || n > 64 ||
+        strspn(scheme, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                       "0123456789._:/-") != n)
         return rally__fail(rb->err, RALLY_EINVAL,
                            "set_input: the scheme \"%.80s\" is not 1 to 64 bytes of A-Z a-z 0-9 "
                            ". _ : / -",

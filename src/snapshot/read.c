@@ -226,8 +226,8 @@ static int open_snap(const char *path, int full, struct rally__err *e, struct ra
         (rc = rally__snap_load_manifest(s->dfd, s->where, e, &s->m)) != RALLY_OK)
         goto fail;
     for (size_t i = 0; i < s->m->nfiles; i++)
-        if ((rc = rally__snap_check_file(s->dfd, s->where, s->m, &s->m->files[i], full, e,
-                                         NULL)) != RALLY_OK)
+        if ((rc = rally__snap_check_file(s->dfd, s->where, s->m, &s->m->files[i], full, e, NULL)) !=
+            RALLY_OK)
             goto fail;
     *out = s;
     return RALLY_OK;

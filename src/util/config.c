@@ -24,7 +24,7 @@ struct key {
 };
 
 static const char *const transports[] = {"tcp", "auto", "shm", NULL}; /* RALLY__TRANSPORT_* */
-static const char *const busy[] = {"wait", "skip", NULL};              /* RALLY__SNAP_BUSY_* */
+static const char *const busy[] = {"wait", "skip", NULL};             /* RALLY__SNAP_BUSY_* */
 
 #define K(n, k, field, d, lo, hi) {n, k, offsetof(struct rally__config, field), d, lo, hi, NULL}
 #define C(n, field, d, w) {n, CHOICE, offsetof(struct rally__config, field), d, 0, 0, w}
