@@ -2,9 +2,12 @@
 # bench/snapshot.sh BUILD_DIR [DIR] — what durable snapshots cost (make
 # bench): a MIB-MiB global model (default 100) checkpointed every
 # iteration at N = 4 with COMPUTE_MS (default 1000) of "work" per iteration,
-# without snapshots and with one every version; the stall per snapshot is
-# the difference of the median rally_checkpoint times; the slowdown is that
-# of the median iteration.  The write throughput is the model's size over
+# without snapshots and with one every version.  The stall per snapshot is
+# rank 0's own account (the time its training thread spent taking the
+# snapshot in the commit and reporting it in the next checkpoint: immune to
+# a load that differs between runs), beside the difference of the two runs'
+# median rally_checkpoint; the slowdown is that stall over the plain run's
+# median iteration, beside the two runs' median iterations compared.  The write throughput is the model's size over
 # the time the writer alone takes (the durable write the background thread
 # runs) beside dd with fsync to the same directory, in turns, best of five
 # each; the resume time is rally_load_checkpoint's with rally_resume.  DIR
@@ -45,14 +48,20 @@ rm -rf "$dir/dd.bin" "$dir/w"
 p_ck=$(field ckpt_ms_median "$dir/plain") s_ck=$(field ckpt_ms_median "$dir/snap")
 p_it=$(field iter_ms_median "$dir/plain") s_it=$(field iter_ms_median "$dir/snap")
 load=$(field load_ms "$dir/resume")
+# rank 0's own account of its stall (take + report), mean and max
+st=$(sed -n 's/.*stalled the training thread \([0-9.]*\) ms on average (\([0-9.]*\) ms at most).*/\1 \2/p' "$dir/snap")
 awk -v mib="$mib" -v n="$n" -v c="$compute" -v pck="$p_ck" -v sck="$s_ck" -v pit="$p_it" \
-    -v sit="$s_it" -v wms="$w_ms" -v dd="$dd_s" -v load="$load" 'BEGIN {
+    -v sit="$s_it" -v wms="$w_ms" -v dd="$dd_s" -v load="$load" -v st="$st" 'BEGIN {
+    split(st, S, " ")
     printf "snapshot benchmark: %d MiB global model, N = %d, %d ms of work per iteration\n", mib, n, c
     printf "  %-46s %10s\n", "what", "value"
     printf "  %-46s %8.1f ms\n", "rally_checkpoint, no snapshots (median)", pck
     printf "  %-46s %8.1f ms\n", "rally_checkpoint, a snapshot every version", sck
-    printf "  %-46s %8.1f ms\n", "stall per snapshot", sck - pck
-    printf "  %-46s %8.1f %%\n", "slowdown of the median iteration", (sit / pit - 1) * 100
+    printf "  %-46s %8.1f ms\n", "  difference (two runs)", sck - pck
+    printf "  %-46s %8.1f ms\n", "stall per snapshot, rank 0 alone (mean)", S[1]
+    printf "  %-46s %8.1f ms\n", "stall per snapshot, rank 0 alone (max)", S[2]
+    printf "  %-46s %8.1f %%\n", "slowdown: mean stall / plain median iteration", S[1] / pit * 100
+    printf "  %-46s %8.1f %%\n", "slowdown of the median iteration (two runs)", (sit / pit - 1) * 100
     wr = wms / 1000
     printf "  %-46s %8.1f MiB/s\n", "snapshot writer, durable write (best of 5)", (wr > 0 ? mib / wr : 0)
     printf "  %-46s %8.1f MiB/s\n", "dd bs=1M conv=fsync, same directory (best of 5)", (dd > 0 ? mib / dd : 0)

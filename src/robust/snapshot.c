@@ -50,14 +50,19 @@ struct rally__rsnap {
     char run_id[RALLY__SNAP_UUID_LEN + 1];
     char run_started[RALLY__SNAP_TIME_LEN + 1];
     char host[RALLY__SNAP_HOST_MAX + 1];
-    uint64_t pending;  /* the version whose parts are being written, or RALLY__NONE */
-    uint64_t last;     /* the newest version a snapshot was taken of, or RALLY__NONE */
-    int64_t last_ms;   /* rank 0: when the last one was taken (or the start) */
-    int nparts;        /* parts submitted and not yet collected from the writer */
-    int failed;        /* this rank's part of pending failed (or is lost) */
-    int logged;        /* ... and it said so */
-    int skip;          /* rally_snapshot_busy=skip */
-    int checkpoints;   /* checkpoint turns this process took (0: none yet) */
+    uint64_t pending; /* the version whose parts are being written, or RALLY__NONE */
+    uint64_t last;    /* the newest version a snapshot was taken of, or RALLY__NONE */
+    int64_t last_ms;  /* rank 0: when the last one was taken (or the start) */
+    int nparts;       /* parts submitted and not yet collected from the writer */
+    int failed;       /* this rank's part of pending failed (or is lost) */
+    int logged;       /* ... and it said so */
+    int skip;         /* rally_snapshot_busy=skip */
+    int checkpoints;  /* checkpoint turns this process took (0: none yet) */
+    /* the training thread's stall: in the snapshot pending (take, and the
+     * checkpoints' reports), and over the snapshots reported at checkpoints */
+    int64_t stall_us, stall_sum_us, stall_max_us;
+    int64_t report_us; /* the last report's allreduce (waiting for the slowest rank) */
+    int stalls;
     int resumed;       /* this process started from a snapshot */
     uint64_t files[4]; /* what it wrote: local size and sum, global size and sum */
     char why[RALLY__ERR_MSG_MAX];
@@ -224,7 +229,9 @@ static void on_commit(void *arg, uint64_t v, uint64_t flags)
                 v);
         return;
     }
+    int64_t t0 = rally__now_us();
     take(rb, v);
+    s->stall_us = rally__now_us() - t0;
 }
 
 int rally__robust_snap_start(struct rally__robust *rb, const char *host)
@@ -560,7 +567,10 @@ static int settle(struct rally__robust *rb, int wait)
                            run_report,
                            deliver_report,
                            &c};
-    if ((rc = rally__robust_op(rb, &op)) != RALLY_OK)
+    int64_t r0 = rally__now_us();
+    rc = rally__robust_op(rb, &op);
+    s->report_us = rally__now_us() - r0;
+    if (rc != RALLY_OK)
         goto out;
     int bad = -1, busy = -1;
     uint64_t v = 0;
@@ -619,10 +629,31 @@ static int on_turn(void *arg, int when)
     struct rally__rsnap *s = rb->snap;
     if (when == RALLY__TURN_CHECKPOINT) {
         s->checkpoints = 1;
-        return settle(rb, 0);
+        if (s->pending == RALLY__NONE)
+            return RALLY_OK;
+        int64_t t0 = rally__now_us();
+        s->report_us = 0;
+        int rc = settle(rb, 0);
+        /* the report's allreduce waits for the slowest rank to arrive, as
+         * the checkpoint's own acknowledgement would: not counted */
+        s->stall_us += rally__now_us() - t0 - s->report_us;
+        if (s->pending == RALLY__NONE) { /* reported: its stall is complete */
+            s->stall_sum_us += s->stall_us;
+            s->stall_max_us = s->stall_us > s->stall_max_us ? s->stall_us : s->stall_max_us;
+            s->stalls++;
+            s->stall_us = 0;
+        }
+        return rc;
     }
     if (s == NULL || s->bg == NULL)
         return RALLY_OK;
+    if (rb->rank == 0 && s->stalls > 0)
+        say(rb,
+            "%d reported at checkpoints; each stalled the training thread %.1f ms on average "
+            "(%.1f ms at most): its turn in the commit and in the next checkpoint's report, "
+            "but for waiting in the report's allreduce",
+            s->stalls, (double)s->stall_sum_us / s->stalls / 1000.0,
+            (double)s->stall_max_us / 1000.0);
     int rc = settle(rb, 1);
     if (rc != RALLY_OK)
         return rc;
