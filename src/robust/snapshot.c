@@ -50,14 +50,16 @@ struct rally__rsnap {
     char run_id[RALLY__SNAP_UUID_LEN + 1];
     char run_started[RALLY__SNAP_TIME_LEN + 1];
     char host[RALLY__SNAP_HOST_MAX + 1];
-    uint64_t pending; /* the version whose parts are being written, or RALLY__NONE */
-    uint64_t last;    /* the newest version a snapshot was taken of, or RALLY__NONE */
-    int64_t last_ms;  /* rank 0: when the last one was taken (or the start) */
-    int nparts;       /* parts submitted and not yet collected from the writer */
-    int failed;       /* this rank's part of pending failed (or is lost) */
-    int logged;       /* ... and it said so */
-    int skip;         /* rally_snapshot_busy=skip */
-    int checkpoints;  /* checkpoint turns this process took (0: none yet) */
+    uint64_t pending;           /* the version whose parts are being written, or RALLY__NONE */
+    uint64_t last;              /* the newest version a snapshot was taken of, or RALLY__NONE */
+    int64_t last_ms;            /* rank 0: when the last one was taken (or the start) */
+    int nparts;                 /* parts submitted and not yet collected from the writer */
+    int failed;                 /* this rank's part of pending failed (or is lost) */
+    int logged;                 /* ... and it said so */
+    int skip;                   /* rally_snapshot_busy=skip */
+    int checkpoints;            /* checkpoint turns this process took (0: none yet) */
+    struct rally__snap_bg *cbg; /* rank 0: the committer (manifest, retention) */
+    uint64_t committing;        /* ... the version it is committing, or RALLY__NONE */
     /* the training thread's stall: in the snapshot pending (take, and the
      * checkpoints' reports), and over the snapshots reported at checkpoints */
     int64_t stall_us, stall_sum_us, stall_max_us;
@@ -243,7 +245,7 @@ int rally__robust_snap_start(struct rally__robust *rb, const char *host)
     if (s == NULL)
         return rally__fail(rb->err, RALLY_ENOMEM, "out of memory for the snapshot writer");
     rb->snap = s;
-    s->pending = s->last = RALLY__NONE;
+    s->pending = s->last = s->committing = RALLY__NONE;
     s->last_ms = rally__now_ms();
     snprintf(s->host, sizeof s->host, "%s", host && *host ? host : "localhost");
     s->skip = c->snapshot_busy == RALLY__SNAP_BUSY_SKIP;
@@ -277,7 +279,8 @@ int rally__robust_snap_start(struct rally__robust *rb, const char *host)
         memcpy(s->run_started, c->run_started, RALLY__SNAP_TIME_LEN + 1);
     else
         rally__snap_now(s->run_started);
-    if (rally__snap_bg_start(rb->err, &s->bg) != RALLY_OK)
+    if (rally__snap_bg_start(rb->err, &s->bg) != RALLY_OK ||
+        (rb->rank == 0 && rally__snap_bg_start(rb->err, &s->cbg) != RALLY_OK))
         return rb->err->code;
     if (c->snapshot_every == 1)
         rally__robust_request(rb, RALLY__REQ_SNAPSHOT); /* version 1 has no commit before it */
@@ -291,6 +294,7 @@ void rally__robust_snap_free(struct rally__robust *rb)
     if (s == NULL)
         return;
     rally__snap_bg_stop(s->bg);
+    rally__snap_bg_stop(s->cbg);
     free(s->app_name);
     free(s->app_config);
     free(s);
@@ -529,23 +533,48 @@ static int commit(struct rally__robust *rb, const unsigned char *all, uint64_t v
         f->xxh3 = rally__get_u64(slot + 16);
     }
     m.files = files;
-    char path[PATH_MAX];
-    if ((rc = rally__snap_commit(rb->cfg->snapshot_dir, &m, e, path, sizeof path)) != RALLY_OK)
-        goto out;
-    say(rb, "committed %s (checkpoint version %" PRIu64 ")", path, m.version);
-    char jobdir[PATH_MAX];
-    int removed = 0;
-    snprintf(jobdir, sizeof jobdir, "%s/%s", rb->cfg->snapshot_dir, s->job);
-    struct rally__err re = {0, ""};
-    if (rally__snap_retain(jobdir, s->run_id, (int)rb->cfg->snapshot_keep, &re, &removed) !=
-        RALLY_OK)
-        say(rb, "retention failed (the snapshots stay): %s", re.msg);
+    /* the manifest's fsyncs and retention's unlinks on the committer's
+     * thread: collected (and logged) at a later turn */
+    if ((rc = rally__snap_bg_commit(s->cbg, rb->cfg->snapshot_dir, &m, (int)rb->cfg->snapshot_keep,
+                                    e)) == RALLY_OK)
+        s->committing = version;
 out:
     free(hosts);
     free(files);
     free(fps);
     free(fptext);
     return rc;
+}
+
+/* Rank 0: the commit in flight on the committer's thread, waiting for it
+ * when wait; says what became of it.  RALLY_OK, or with
+ * rally_snapshot_required a commit that failed. */
+static int collect(struct rally__robust *rb, int wait)
+{
+    struct rally__rsnap *s = rb->snap;
+    struct rally__snap_file none[RALLY__SNAP_PARTS_MAX];
+    struct rally__err res = {0, ""};
+    char path[PATH_MAX], note[RALLY__ERR_MSG_MAX];
+    int done = 0;
+    if (s == NULL || s->committing == RALLY__NONE)
+        return RALLY_OK;
+    rally__snap_bg_poll(s->cbg, wait ? -1 : 0, &done, &res, none);
+    if (done != 1)
+        return RALLY_OK;
+    uint64_t v = s->committing;
+    s->committing = RALLY__NONE;
+    rally__snap_bg_commit_info(s->cbg, path, sizeof path, note, sizeof note);
+    if (res.code != RALLY_OK) {
+        say(rb, "version %" PRIu64 " not committed, the previous snapshot stays the newest: %s", v,
+            res.msg);
+        return rb->cfg->snapshot_required
+                   ? rally__fail(rb->err, res.code, "rally_snapshot_required: %s", res.msg)
+                   : RALLY_OK;
+    }
+    say(rb, "committed %s (checkpoint version %" PRIu64 ")", path, v);
+    if (note[0])
+        say(rb, "retention failed (the snapshots stay): %s", note);
+    return RALLY_OK;
 }
 
 static int settle(struct rally__robust *rb, int wait)
@@ -599,9 +628,11 @@ static int settle(struct rally__robust *rb, int wait)
                  "version %" PRIu64 " is void",
                  bad, v);
         e.code = RALLY_ESYS;
-    } else if (rb->rank == 0) {
-        commit(rb, c.all, v, &e);
+    } else if (rb->rank == 0 && (rc = collect(rb, 1)) == RALLY_OK) {
+        commit(rb, c.all, v, &e); /* on the committer's thread */
     }
+    if (rc != RALLY_OK)
+        goto out;
     if (e.code != RALLY_OK && rb->rank == 0)
         say(rb, "version %" PRIu64 " not committed, the previous snapshot stays the newest: %s", v,
             e.msg);
@@ -629,8 +660,9 @@ static int on_turn(void *arg, int when)
     struct rally__rsnap *s = rb->snap;
     if (when == RALLY__TURN_CHECKPOINT) {
         s->checkpoints = 1;
-        if (s->pending == RALLY__NONE)
-            return RALLY_OK;
+        int crc = collect(rb, 0);
+        if (crc != RALLY_OK || s->pending == RALLY__NONE)
+            return crc;
         int64_t t0 = rally__now_us();
         s->report_us = 0;
         int rc = settle(rb, 0);
@@ -661,7 +693,8 @@ static int on_turn(void *arg, int when)
         take(rb, rb->version);
         rc = settle(rb, 1);
     }
-    return rc;
+    int crc = collect(rb, 1); /* nothing is left behind being committed */
+    return rc != RALLY_OK ? rc : crc;
 }
 
 /* --- resuming ------------------------------------------------------------------ */

@@ -206,6 +206,21 @@ void rally__snap_bg_stop(struct rally__snap_bg *w);
 int rally__snap_bg_submit(struct rally__snap_bg *w, const struct rally__snap_target *t,
                           const struct rally__snap_part *parts, int nparts, int wait,
                           struct rally__err *e, int *accepted);
+/* Hands the thread a commit instead of parts: m (encoded here, parsed
+ * again by the thread, so the caller's m may go at once) committed into the
+ * root dir with rally__snap_commit, then, when that succeeded,
+ * rally__snap_retain_upto(<dir>/<job>, m's run, keep, m's version).  The
+ * same states as parts: one job in flight, its result collected with
+ * rally__snap_bg_poll (files unused), then rally__snap_bg_commit_info.
+ * Blocks while a job is in flight.  RALLY_EINVAL, RALLY_ENOMEM, or the
+ * encoder's error for a bad m. */
+int rally__snap_bg_commit(struct rally__snap_bg *w, const char *dir,
+                          const struct rally__snap_manifest *m, int keep, struct rally__err *e);
+/* After rally__snap_bg_poll reported a commit done: the snapshot's path
+ * (when it succeeded), and what retention said when it failed ("" when it
+ * did not; the commit stands either way). */
+void rally__snap_bg_commit_info(const struct rally__snap_bg *w, char *path, size_t cap, char *note,
+                                size_t note_cap);
 /* The result of the snapshot in flight, waiting up to timeout_ms (0: just
  * look, -1: until done).  *done 0: still writing (-1: nothing submitted).
  * *done 1: finished; *result holds its status and message, files[0..nparts)
@@ -260,6 +275,10 @@ int rally__snap_remove(const char *jobdir, const char *name, struct rally__err *
  * (may be NULL) counts the directories removed. */
 int rally__snap_retain(const char *jobdir, const char *run_id, int keep, struct rally__err *e,
                        int *removed);
+/* As rally__snap_retain, but looks only at snapshot directories of version
+ * upto or older: newer ones may be being written while it runs. */
+int rally__snap_retain_upto(const char *jobdir, const char *run_id, int keep, uint64_t upto,
+                            struct rally__err *e, int *removed);
 /* A fresh start (no resume) into jobdir: RALLY_EINVAL naming the snapshot
  * directories it already holds (the RFC's stale-checkpoint trap), RALLY_OK
  * when it holds none or does not exist. */
