@@ -9,6 +9,7 @@
 #   BENCH_QUICK=1                     fewer reps and no 256 MiB (a smoke test)
 #   BENCH_TIMEOUT=900                 seconds allowed for one program run
 #   BENCH_KMEANS=0, BENCH_TRAINERS=0  skip bench/kmeans.sh, bench/linear.sh + bench/gbdt.sh
+#   BENCH_SNAPSHOT=0                  skip bench/snapshot.sh (durable snapshots' cost)
 set -euo pipefail
 
 die() { echo "bench: $*" >&2; exit 1; }
@@ -221,6 +222,14 @@ echo "raw results (peer N bytes reps median_us min_us max_us): $RESULTS"
 "$(dirname "$0")/robust.sh" "$BUILD"
 # k-means beside scikit-learn (bench/kmeans.sh; BENCH_KMEANS=0 skips it)
 [ "${BENCH_KMEANS:-1}" = 0 ] || "$(dirname "$0")/kmeans.sh" "$BUILD"
+# durable snapshots: stall, slowdown, write throughput beside dd, resume
+# (bench/snapshot.sh: 100 MiB at N = 4; BENCH_QUICK: 16 MiB, 0.2 s iterations)
+if [ "${BENCH_SNAPSHOT:-1}" != 0 ]; then
+    if [ -n "${BENCH_QUICK:-}" ]; then
+        export BENCH_MIB=${BENCH_MIB:-16} BENCH_COMPUTE_MS=${BENCH_COMPUTE_MS:-200}
+    fi
+    "$(dirname "$0")/snapshot.sh" "$BUILD"
+fi
 # the trainers: rally-linear beside scikit-learn, rally-gbdt beside xgboost
 # (bench/linear.sh, bench/gbdt.sh: 1M rows x 32 features at N = 1, 2, 4, 8;
 # BENCH_QUICK: 20k rows at N = 1, 2 (gbdt 1, 2, 4); BENCH_TRAINERS=0 skips both)

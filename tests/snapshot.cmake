@@ -42,15 +42,16 @@ set_tests_properties(snapshot_kill9 PROPERTIES TIMEOUT 180)
 # Durable snapshots of a real job (rally-run --snapshot-dir, rally-kmeans):
 # the whole job killed and resumed bit-identically, the RFC's stale-snapshot
 # scenario, the directory lock, worker deaths while snapshotting, resume checks.
-foreach(c kill9 rfc lock death resume_checks write_error local usr1 auto seeded final busy)
+foreach(c kill9 rfc lock death resume_checks write_error local usr1 auto seeded final busy input request void)
   add_test(NAME snapshot_resume_${c}
            COMMAND sh ${RALLY_SNAP_TESTS_DIR}/snapshot_resume_test.sh ${c} ${CMAKE_BINARY_DIR})
   set_tests_properties(snapshot_resume_${c} PROPERTIES TIMEOUT 300 LABELS "snapshot")
 endforeach()
 
-# What a snapshot costs a job (not a test: tests/snapshot_bench.sh BUILD_DIR
-# prints the table; see its header).
-add_executable(snapshot_bench ${RALLY_SNAP_TESTS_DIR}/snapshot_bench.c)
+# What a snapshot costs a job (bench/snapshot_bench.c; bench/snapshot.sh,
+# part of make bench, prints the table).  Built here, in the build
+# directory's top, because snapshot_resume_busy runs it too.
+add_executable(snapshot_bench ${RALLY_SNAP_TESTS_DIR}/../bench/snapshot_bench.c)
 target_link_libraries(snapshot_bench rally_static)
-add_executable(snapshot_bench_mock ${RALLY_SNAP_TESTS_DIR}/snapshot_bench.c)
+add_executable(snapshot_bench_mock ${RALLY_SNAP_TESTS_DIR}/../bench/snapshot_bench.c)
 target_link_libraries(snapshot_bench_mock rally_mock_static)

@@ -20,6 +20,11 @@
 #             while snapshots are taken every version: the job recovers, the
 #             digest is the plain run's, every snapshot kept verifies, and the
 #             newest resumes to the same digest
+#   void      a rank that dies first voids that snapshot: rank 2 dies after
+#             the commit that took version 4's snapshot and before the ranks
+#             reported it; restarted, it cannot vouch for its part, so
+#             version 4 is not committed (logged), the next ones are, and
+#             the model is the plain run's
 #   write_error  a snapshot that cannot be written (its directory is a symbolic
 #             link) is void and logged, the previous stays the newest, the job
 #             goes on to the same digest; with --snapshot-required it fails
@@ -29,6 +34,10 @@
 #             world size is refused naming both
 #   usr1      SIGUSR1 to rally-run: rank 0 takes a snapshot at its next commit
 #             and prints its path; it verifies; the model is unchanged
+#   request   rally-snapshot request DIR asks the running job (the launcher
+#             holding DIR's lock) for a snapshot and prints its path once
+#             committed: that snapshot, which verifies; with no job running
+#             it is refused, saying so
 #   auto      --auto-resume: a job that cannot recover in memory (--max-restarts
 #             0, a worker killed) is restarted whole from its newest snapshot
 #             and ends with the plain run's digest; a failure that comes back
@@ -43,6 +52,10 @@
 #             skipped and logged, reports retried, workers (rank 0 too) die
 #             meanwhile: the model is unchanged and every committed snapshot
 #             verifies
+#   input     the manifest keeps the partitioning scheme and every rank's
+#             input fingerprint (rally_set_input); the same file changed in
+#             place: --resume latest refused naming the rank and both
+#             fingerprints, before a result; with --force it resumes
 #   resume_checks  --resume of a damaged snapshot is refused before any worker
 #             starts, naming the file; a global-only snapshot of -n 4 resumes
 #             on -n 2 into a new directory, with a note that the result is
@@ -193,6 +206,28 @@ death)
     [ "$(digest "$tmp/resumed")" = "$(digest "$tmp/plain")" ] || fail "digest differs after resume"
     no_orphans
     ;;
+input)
+    job "$tmp/first" -n 2 --snapshot-dir "$D" --snapshot-every 2 --keep-snapshots "$km" $KM
+    s=$(ls -d "$D"/rally-kmeans/snap-* | tail -1)
+    "$snap" show "$s" >"$tmp/show" || fail "rally-snapshot show failed"
+    grep -q "^partitioning *range$" "$tmp/show" || { cat "$tmp/show"; fail "no partitioning kept"; }
+    for r in 0 1; do
+        fp=$(sed -n "s/^\[$r\] shard $r fingerprint \([0-9a-f]*\) .*/\1/p" "$tmp/first")
+        grep -q "input $fp" "$tmp/show" || { cat "$tmp/show"; fail "rank $r's fingerprint $fp not kept"; }
+    done
+    # the same path, other bytes (another seed): every shard's fingerprint changes
+    "$build/rally-datagen" --rows 20000 --features 8 --centers 6 --spread 2 --seed 8 --format csv \
+        -o "$data" >/dev/null 2>&1 || fail "rally-datagen failed"
+    timeout -k 5 60 "$run" -n 2 --snapshot-dir "$D" --resume latest "$km" $KM >"$tmp/out" 2>&1 &&
+        fail "a resume over changed input was not refused"
+    grep -v iteration "$tmp/out" | head -5
+    grep -q "rank [01]'s input fingerprint was [0-9a-f]\{16\} in the snapshot and is [0-9a-f]\{16\} now" \
+        "$tmp/out" || fail "the refusal names no fingerprints"
+    grep -q "result:" "$tmp/out" && fail "a refused resume produced a result"
+    job "$tmp/forced" -n 2 --snapshot-dir "$D" --resume latest --force "$km" $KM
+    grep -q "^\[0\] result:" "$tmp/forced" || fail "--force did not resume"
+    no_orphans
+    ;;
 resume_checks)
     job "$tmp/plain" -n 4 "$km" $KM
     job "$tmp/first" -n 4 --snapshot-dir "$D" --snapshot-every 3 --keep-snapshots "$km" $KM
@@ -205,6 +240,11 @@ resume_checks)
     cat "$tmp/out"
     grep -q "global.bin" "$tmp/out" || fail "the refusal does not name the damaged file"
     grep -q "shard" "$tmp/out" && fail "a worker started although the snapshot is damaged"
+    # a worker without rally-run (rank 0 of 1, rally_resume) checks what it reads itself
+    timeout -k 5 60 "$km" $KM rally_resume="$tmp/copy" >"$tmp/out" 2>&1 &&
+        fail "a worker resumed a damaged snapshot"
+    grep -q "global.bin's checksum is" "$tmp/out" || { cat "$tmp/out"; fail "the worker did not name the damage"; }
+    grep -q "result:" "$tmp/out" && fail "a damaged snapshot gave a result"
     # a global-only snapshot resumes on another world size, with a note
     job "$tmp/two" -n 2 --resume "$s" --snapshot-dir "$tmp/new" "$km" $KM
     cat "$tmp/two" | grep -v iteration
@@ -213,6 +253,23 @@ resume_checks)
     # the original job directory was not touched by the new job
     [ ! -e "$tmp/new/rally-kmeans" ] || [ "$(nsnaps "$tmp/new/rally-kmeans")" -eq 0 ] ||
         fail "the new job kept snapshots after success"
+    ;;
+void)
+    job "$tmp/plain" -n 4 "$km" $KM
+    job "$tmp/out" -n 4 --snapshot-dir "$D" --snapshot-every 2 --keep-snapshots --snapshot-keep 50 \
+        "$mock" $KM rally_mock=2,4,0,0
+    grep -v iteration "$tmp/out"
+    grep -q "deaths=1 recovered=1 " "$tmp/out" || fail "want one death, recovered"
+    grep -q "rank 2: snapshot: could not write its part of the snapshot: this worker died and was restarted before the snapshot of version 4 was reported" \
+        "$tmp/out" || fail "rank 2 did not say why its part is void"
+    grep -q "version 4 not committed, the previous snapshot stays the newest: rank 2 could not write its part" \
+        "$tmp/out" || fail "rank 0 did not log the void snapshot"
+    [ -f "$D/rally-kmeans-mock/snap-00000004/MANIFEST.json" ] && fail "the void snapshot was committed"
+    for v in 00000002 00000006; do
+        "$snap" verify "$D/rally-kmeans-mock/snap-$v" >/dev/null || fail "snap-$v does not verify"
+    done
+    [ "$(digest "$tmp/out")" = "$(digest "$tmp/plain")" ] || fail "the model differs"
+    no_orphans
     ;;
 write_error)
     # snap-00000004 is a symbolic link: rank 0 cannot write that snapshot
@@ -295,6 +352,37 @@ usr1)
     [ -n "$path" ] || fail "no snapshot was committed"
     [ "$(nsnaps "$D/rally-kmeans")" -eq 1 ] || fail "want exactly the one snapshot asked for"
     "$snap" verify "$path" >/dev/null || fail "$path does not verify"
+    [ "$(digest "$tmp/out")" = "$(digest "$tmp/plain")" ] || fail "the digest changed"
+    no_orphans
+    ;;
+request)
+    job "$tmp/plain" -n 2 "$km" $KM
+    "$snap" request "$D/rally-kmeans" >"$tmp/req" 2>&1 && fail "a request with no job running succeeded"
+    cat "$tmp/req"
+    grep -q "no job runs there" "$tmp/req" || fail "the refusal does not say no job runs there"
+    timeout -k 5 120 "$run" -n 2 --snapshot-dir "$D" --keep-snapshots "$km" $KM --pause-ms 150 \
+        >"$tmp/out" 2>&1 &
+    launcher=$!
+    i=0
+    until grep -q '^\[0\] iteration 2 ' "$tmp/out"; do
+        i=$((i + 1))
+        [ $i -gt 600 ] && fail "iteration 2 never came"
+        sleep 0.05
+    done
+    # the job keeps going meanwhile: no pause is needed for the request
+    "$snap" request "$D/rally-kmeans" --timeout-ms 60000 >"$tmp/req" 2>"$tmp/req.err" ||
+        { cat "$tmp/req.err"; fail "the request failed"; }
+    cat "$tmp/req.err" "$tmp/req"
+    grep -q "asked run [0-9a-f-]\{36\} (rally-run, pid [0-9]*) for a snapshot" "$tmp/req.err" ||
+        fail "the request names no run"
+    got=$(cat "$tmp/req")
+    wait "$launcher" || fail "the job failed after the request"
+    grep -v iteration "$tmp/out"
+    path=$(sed -n 's/^\[0\] rally: rank 0: snapshot: committed \(.*\) (checkpoint version [0-9]*)$/\1/p' "$tmp/out")
+    [ -n "$path" ] || fail "no snapshot was committed"
+    [ "$(nsnaps "$D/rally-kmeans")" -eq 1 ] || fail "want exactly the one snapshot asked for"
+    [ "$(basename "$got")" = "$(basename "$path")" ] || fail "request printed $got, the job committed $path"
+    "$snap" verify "$got" >/dev/null || fail "$got does not verify"
     [ "$(digest "$tmp/out")" = "$(digest "$tmp/plain")" ] || fail "the digest changed"
     no_orphans
     ;;

@@ -40,6 +40,7 @@
 
 #include "snapshot/snapshot.h"
 #include "snapshot/sys.h"
+#include "util/config.h"
 
 static const char *golden_dir;
 static char tmp_root[256];
@@ -1155,6 +1156,82 @@ static void uuid_and_time(void **state)
     assert_int_equal(t[19], '.');
 }
 
+/* The committer's thread (rank 0's manifest and retention off the training
+ * thread): a commit succeeds and names its path; retention then keeps the
+ * newest of the run up to the committed version and leaves a newer
+ * snapshot being written alone; a commit whose part is missing fails,
+ * naming the file. */
+static void background_commit(void **state)
+{
+    struct rally__err e = {0}, res = {0};
+    struct rally__snap_bg *w = NULL;
+    struct rally__snap_manifest m;
+    struct rally__snap_file files[8], none[RALLY__SNAP_PARTS_MAX];
+    char path[4096], note[RALLY__ERR_MSG_MAX], p[512];
+    int done = 0;
+    struct spec s2 = simple(RUN_A, "2026-11-30T12:00:00.000000Z", 2);
+    struct spec s3 = simple(RUN_A, "2026-11-30T12:00:00.000000Z", 3);
+    assert_int_equal(write_snapshot(tmp_root, &s2, &e), RALLY_OK);
+    assert_int_equal(write_parts(tmp_root, &s3, &m, files, &e), RALLY_OK);
+    struct rally__snap_target t4 = {tmp_root, "job", RUN_A, 4, 2};
+    struct rally__snap_file f4;
+    unsigned char *g = model(-1, 4, 300); /* snap-4: a part written, not committed */
+    assert_int_equal(rally__snap_write_part(&t4, -1, g, 300, &e, &f4), RALLY_OK);
+    free(g);
+    assert_int_equal(rally__snap_bg_start(&e, &w), RALLY_OK);
+    assert_int_equal(rally__snap_bg_commit(w, tmp_root, &m, 1, &e), RALLY_OK);
+    assert_int_equal(rally__snap_bg_poll(w, -1, &done, &res, none), RALLY_OK);
+    assert_int_equal(done, 1);
+    if (res.code != RALLY_OK)
+        fail_msg("commit: %s", res.msg);
+    rally__snap_bg_commit_info(w, path, sizeof path, note, sizeof note);
+    snap_path(p, sizeof p, tmp_root, "job", 3);
+    assert_string_equal(path, p);
+    assert_string_equal(note, "");
+    struct stat st;
+    snap_path(p, sizeof p, tmp_root, "job", 2);
+    assert_int_equal(lstat(p, &st), -1); /* kept 1: snap-2 went */
+    snap_path(p, sizeof p, tmp_root, "job", 4);
+    assert_int_equal(lstat(p, &st), 0); /* newer, being written: left alone */
+    /* a commit whose listed file is missing */
+    struct spec s5 = simple(RUN_A, "2026-11-30T12:00:00.000000Z", 5);
+    assert_int_equal(write_parts(tmp_root, &s5, &m, files, &e), RALLY_OK);
+    snap_path(p, sizeof p, tmp_root, "job", 5);
+    strcat(p, "/global.bin");
+    assert_int_equal(unlink(p), 0);
+    assert_int_equal(rally__snap_bg_commit(w, tmp_root, &m, 1, &e), RALLY_OK);
+    assert_int_equal(rally__snap_bg_poll(w, -1, &done, &res, none), RALLY_OK);
+    assert_int_equal(done, 1);
+    assert_int_equal(res.code, RALLY_EPROTO);
+    assert_non_null(strstr(res.msg, "global.bin is missing"));
+    rally__snap_bg_stop(w);
+}
+
+/* rally_snapshot_busy is a choice of two words, checked where settings are
+ * read, and the manifest records the word. */
+static void busy_setting(void **state)
+{
+    struct rally__config c;
+    struct rally__err e = {0};
+    char a0[] = "prog", a1[] = "rally_snapshot_busy=later", *av[] = {a0, a1, NULL}, **argv = av;
+    int argc = 2;
+    unsetenv("RALLY_SNAPSHOT_BUSY");
+    assert_int_equal(rally__config_load(&c, &argc, &argv, &e), RALLY_ECONFIG);
+    assert_non_null(strstr(e.msg, "rally_snapshot_busy=later is not one of wait, skip"));
+    char b1[] = "rally_snapshot_busy=skip", *bv[] = {a0, b1, NULL};
+    argv = bv;
+    argc = 2;
+    rally__err_clear(&e);
+    assert_int_equal(rally__config_load(&c, &argc, &argv, &e), RALLY_OK);
+    assert_int_equal(c.snapshot_busy, RALLY__SNAP_BUSY_SKIP);
+    char key[64], val[64];
+    int seen = 0;
+    for (size_t i = 0; rally__config_get(&c, i, key, sizeof key, val, sizeof val); i++)
+        if (strcmp(key, "rally_snapshot_busy") == 0)
+            seen = strcmp(val, "skip") == 0;
+    assert_true(seen);
+}
+
 static int write_golden(const char *dir)
 {
     struct rally__err e = {0};
@@ -1191,6 +1268,8 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(background_writer, setup, teardown),
         cmocka_unit_test(resume_compatibility),
         cmocka_unit_test(uuid_and_time),
+        cmocka_unit_test(busy_setting),
+        cmocka_unit_test_setup_teardown(background_commit, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

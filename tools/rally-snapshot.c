@@ -5,6 +5,7 @@
  *
  *   rally-snapshot ls DIR | show SNAP | verify SNAP
  *                  | dump SNAP [--rank R] [--app PROG] | rm SNAP
+ *                  | request DIR [--timeout-ms MS]
  *
  * Exit codes: 0 done; 1 the snapshot is incomplete, damaged or refused;
  * 2 a usage error; 3 a system error (cannot read, out of memory);
@@ -15,6 +16,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +26,7 @@
 
 #include "cli.h"
 #include "snapshot/snapshot.h"
+#include "util/clock.h"
 
 #define PROG "rally-snapshot"
 enum { EXIT_BAD = 1, EXIT_USAGE = 2, EXIT_SYS = 3, EXIT_APP = 4 };
@@ -35,6 +38,7 @@ static void usage(FILE *f)
                "       rally-snapshot verify SNAP\n"
                "       rally-snapshot dump SNAP [--rank R] [--app PROG]\n"
                "       rally-snapshot rm SNAP\n"
+               "       rally-snapshot request DIR [--timeout-ms MS]\n"
                "Looks at the durable snapshots of rally jobs (DIR/JOB/snap-NNNNNNNN/).\n"
                "For show, verify and dump, SNAP may be DIR/JOB/latest: the snapshot\n"
                "--resume latest would take.\n"
@@ -50,6 +54,9 @@ static void usage(FILE *f)
                "               own printer shows it (rally-kmeans --show prints centroids)\n"
                "  rm SNAP      removes a snapshot (the manifest first); refuses a directory\n"
                "               that holds a file that is not a snapshot's\n"
+               "  request DIR  asks the job running in the job directory DIR (the rally-run\n"
+               "               holding its lock) for a snapshot now, waits until it is\n"
+               "               committed (at most MS ms, default 600000) and prints its path\n"
                "Exit status: 0 done, 1 incomplete, damaged or refused, 2 usage error,\n"
                "3 system error, 4 the --app printer failed.\n");
 }
@@ -97,6 +104,86 @@ static int list_job(const char *jobdir)
     }
     free(v);
     return 0;
+}
+
+/* Lists jobdir: *top the newest version of any snapshot directory (0:
+ * none); 1 with the name of run's oldest complete snapshot newer than after,
+ * 0 when there is none, -1 on an error. */
+static int newest(const char *jobdir, const char *run, uint64_t after, uint64_t *top, char *name,
+                  struct rally__err *e)
+{
+    struct rally__snap_entry *v = NULL;
+    size_t n = 0;
+    if (rally__snap_list(jobdir, e, &v, &n) != RALLY_OK)
+        return -1;
+    int found = 0;
+    *top = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (v[i].version > *top)
+            *top = v[i].version;
+        if (!found && v[i].state == RALLY__SNAP_COMPLETE && v[i].version > after &&
+            strcmp(v[i].run_id, run) == 0) {
+            snprintf(name, RALLY__SNAP_NAME_MAX, "%s", v[i].name);
+            found = 1;
+        }
+    }
+    free(v);
+    return found;
+}
+
+/* rally-snapshot request DIR: SIGUSR1 to the launcher that holds the job
+ * directory's lock (it asks rank 0, which raises the request bit at its
+ * next commit), then the first complete snapshot of that run newer than
+ * every snapshot directory there when it asked: the one requested (a
+ * snapshot already being written then is not it). */
+static int cmd_request(const char *jobdir, int64_t timeout_ms)
+{
+    struct rally__err e = {0};
+    char run[RALLY__SNAP_UUID_LEN + 1], name[RALLY__SNAP_NAME_MAX];
+    long pid;
+    uint64_t before, top;
+    if (rally__snap_lock_holder(jobdir, &e, run, &pid) != RALLY_OK)
+        return fail(&e);
+    if (newest(jobdir, run, UINT64_MAX, &before, name, &e) < 0)
+        return fail(&e);
+    if (kill((pid_t)pid, SIGUSR1) != 0) {
+        fprintf(stderr, PROG ": cannot signal rally-run (pid %ld) of run %s: %s\n", pid, run,
+                strerror(errno));
+        return EXIT_SYS;
+    }
+    fprintf(stderr, PROG ": asked run %s (rally-run, pid %ld) for a snapshot\n", run, pid);
+    int64_t deadline = rally__now_ms() + timeout_ms;
+    for (;;) {
+        int found = newest(jobdir, run, before, &top, name, &e);
+        if (found < 0)
+            return fail(&e);
+        if (found) {
+            printf("%s/%s\n", jobdir, name);
+            return 0;
+        }
+        char now[RALLY__SNAP_UUID_LEN + 1];
+        long p2;
+        struct rally__err quiet = {0};
+        if (rally__snap_lock_holder(jobdir, &quiet, now, &p2) != RALLY_OK ||
+            strcmp(now, run) != 0) {
+            /* the run ended: one last look, then say so */
+            if (newest(jobdir, run, before, &top, name, &e) > 0) {
+                printf("%s/%s\n", jobdir, name);
+                return 0;
+            }
+            fprintf(stderr,
+                    PROG ": run %s ended before the snapshot was committed (or, having "
+                         "succeeded, removed it: rally-run --keep-snapshots keeps them)\n",
+                    run);
+            return EXIT_BAD;
+        }
+        if (rally__now_ms() >= deadline) {
+            fprintf(stderr, PROG ": no snapshot of run %s was committed in %" PRId64 " ms\n", run,
+                    timeout_ms);
+            return EXIT_BAD;
+        }
+        rally__sleep_ms(20);
+    }
 }
 
 static int by_name(const void *a, const void *b)
@@ -374,14 +461,16 @@ int main(int argc, char **argv)
 {
     static const struct option longopts[] = {{"app", required_argument, 0, 'a'},
                                              {"rank", required_argument, 0, 'r'},
+                                             {"timeout-ms", required_argument, 0, 't'},
                                              {"help", no_argument, 0, 'h'},
                                              {0, 0, 0, 0}};
     const char *app = NULL;
     if (cli_version(PROG, argc, argv))
         return 0;
     int rank = -1, c;
+    int64_t timeout_ms = -1;
     if (argc < 2)
-        return cli_usage_error(PROG, "a command is needed: ls, show, verify, dump or rm");
+        return cli_usage_error(PROG, "a command is needed: ls, show, verify, dump, rm or request");
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         usage(stdout);
         return 0;
@@ -403,6 +492,10 @@ int main(int argc, char **argv)
             rank = (int)r;
             break;
         }
+        case 't':
+            if (rally__parse_int(optarg, 1, INT64_MAX / 4, &timeout_ms) != 0)
+                return cli_usage_error(PROG, "--timeout-ms '%s' is not a positive number", optarg);
+            break;
         case 'h':
             usage(stdout);
             return 0;
@@ -413,12 +506,17 @@ int main(int argc, char **argv)
         }
     }
     if (ac - optind != 1)
-        return cli_usage_error(PROG, "%s takes exactly one %s, got %d", cmd,
-                               strcmp(cmd, "ls") == 0 ? "DIR" : "SNAP", ac - optind);
+        return cli_usage_error(
+            PROG, "%s takes exactly one %s, got %d", cmd,
+            strcmp(cmd, "ls") == 0 || strcmp(cmd, "request") == 0 ? "DIR" : "SNAP", ac - optind);
     const char *arg = av[optind];
     int is_dump = strcmp(cmd, "dump") == 0;
     if (!is_dump && (app != NULL || rank >= 0))
         return cli_usage_error(PROG, "--app and --rank belong to dump, not %s", cmd);
+    if (timeout_ms > 0 && strcmp(cmd, "request") != 0)
+        return cli_usage_error(PROG, "--timeout-ms belongs to request, not %s", cmd);
+    if (strcmp(cmd, "request") == 0)
+        return cmd_request(arg, timeout_ms > 0 ? timeout_ms : 600000);
     if (strcmp(cmd, "ls") == 0)
         return cmd_ls(arg);
     if (strcmp(cmd, "rm") == 0)
@@ -434,5 +532,5 @@ int main(int argc, char **argv)
         return cmd_verify(arg);
     if (is_dump)
         return cmd_dump(arg, rank, app);
-    return cli_usage_error(PROG, "unknown command '%s' (ls, show, verify, dump, rm)", cmd);
+    return cli_usage_error(PROG, "unknown command '%s' (ls, show, verify, dump, rm, request)", cmd);
 }

@@ -66,6 +66,11 @@ static int bootstrap(struct km_job *j, const struct km_opts *o, double **init)
         rally_data_fingerprint(ds, fp, sizeof fp);
         ex_say("shard %d fingerprint %s rows %" PRIu64 " pid %ld\n", j->rank, fp, j->rows,
                (long)getpid());
+        /* kept in snapshots: a resume over other data is refused */
+        if ((rc = rally_set_input(j->r, rally_data_partition(ds), fp)) != RALLY_OK) {
+            status = km_fail(j, "rally_set_input", rc);
+            goto out;
+        }
         if (o->init_in != NULL &&
             km_centroids_read(o->init_in, init, &init_rows, &init_cols, err, sizeof err) != 0)
             bad = 1;

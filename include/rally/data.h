@@ -136,6 +136,10 @@ RALLY_API void rally_data_shard_range(const rally_dataset_t *ds, uint64_t *first
  * restarted worker read what it read before.  RALLY_EINVAL if cap < 17. */
 RALLY_API int rally_data_fingerprint(const rally_dataset_t *ds, char *out, size_t cap);
 
+/* The partitioning scheme the shard was read with: "range" or "hash" (what
+ * rally_set_input takes as its scheme). */
+RALLY_API const char *rally_data_partition(const rally_dataset_t *ds);
+
 /* A one-line summary for logs, e.g.
  * "blobs.csv shard 3/8 (range): bytes [1234, 5678), 120 rows, 32 features,
  * fingerprint 0123456789abcdef".  Truncated to cap. */

@@ -227,6 +227,17 @@ RALLY_API int rally_allgatherv(rally_t *r, const void *sendbuf, size_t nbytes, v
  * rally_load_checkpoint; it is a no-op when the job takes no snapshots. */
 RALLY_API int rally_set_app(rally_t *r, const char *name, const char *config);
 
+/* Names how the job's input was partitioned (scheme: 1 to 64 bytes of
+ * A-Z a-z 0-9 . _ : / -, the same on every rank, e.g. rally_data_partition)
+ * and the fingerprint of the shard this rank read (16 lowercase hex digits,
+ * e.g. rally_data_fingerprint) for durable snapshots: a manifest keeps the
+ * scheme and every rank's fingerprint, and a job resumed from a snapshot is
+ * refused, naming both values, when the scheme differs or (on as many
+ * workers) this rank's fingerprint does (--force overrides).  Call it on
+ * every rank before rally_load_checkpoint; a no-op when the job takes no
+ * snapshots.  RALLY_EINVAL for a malformed scheme or fingerprint. */
+RALLY_API int rally_set_input(rally_t *r, const char *scheme, const char *fingerprint);
+
 /* Reads the newest checkpoint.  Fresh start: *version = 0 and the outputs
  * are left untouched.  After a restart: *version >= 1, *global gets a new
  * allocation (free with rally_free) of *global_nbytes bytes holding what was

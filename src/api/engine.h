@@ -77,6 +77,9 @@ struct rally__engine_ops {
     /* The application's name and configuration string (rally_set_app), kept
      * in snapshots and checked when resuming; NULL in a backend without. */
     int (*set_app)(struct rally__engine *en, const char *name, const char *config);
+    /* The input's partitioning scheme and this rank's fingerprint
+     * (rally_set_input), likewise; NULL in a backend without. */
+    int (*set_input)(struct rally__engine *en, const char *scheme, const char *fingerprint);
 
     int (*tracker_print)(struct rally__engine *en, const char *msg);
     /* rally_abort: fails the whole job with sentence (every rank's calls

@@ -297,6 +297,17 @@ int rally_set_app(rally_t *r, const char *name, const char *config)
     return leave(r, rally__engine.set_app(r->en, name, config));
 }
 
+int rally_set_input(rally_t *r, const char *scheme, const char *fingerprint)
+{
+    if (enter(r) != RALLY_OK)
+        return r->err.code;
+    if (scheme == NULL || fingerprint == NULL)
+        return rally__fail(&r->err, RALLY_EINVAL, "set_input: NULL argument");
+    if (rally__engine.set_input == NULL)
+        return leave(r, RALLY_OK);
+    return leave(r, rally__engine.set_input(r->en, scheme, fingerprint));
+}
+
 int rally_load_checkpoint(rally_t *r, void **global, uint64_t *global_nbytes, void **local,
                           uint64_t *local_nbytes, uint64_t *version)
 {

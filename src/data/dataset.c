@@ -75,6 +75,11 @@ void rally_data_shard_range(const rally_dataset_t *ds, uint64_t *first, uint64_t
         *end = ds ? ds->end : 0;
 }
 
+const char *rally_data_partition(const rally_dataset_t *ds)
+{
+    return ds && ds->partition == RALLY__PART_HASH ? "hash" : "range";
+}
+
 int rally_data_fingerprint(const rally_dataset_t *ds, char *out, size_t cap)
 {
     if (ds == NULL || out == NULL || cap < 17)

@@ -436,6 +436,11 @@ static int set_app(struct rally__engine *en, const char *name, const char *confi
     return rally__robust_snap_set_app(&en->rb, name, config);
 }
 
+static int set_input(struct rally__engine *en, const char *scheme, const char *fingerprint)
+{
+    return rally__robust_snap_set_input(&en->rb, scheme, fingerprint);
+}
+
 static int tracker_print(struct rally__engine *en, const char *msg)
 {
     return rally__robust_print(&en->rb, msg);
@@ -489,6 +494,7 @@ const struct rally__engine_ops rally__engine = {
     .subscribe = subscribe,
     .checkpoint_bytes = checkpoint_bytes,
     .set_app = set_app,
+    .set_input = set_input,
     .tracker_print = tracker_print,
     .abort_job = abort_job,
     .attempt = attempt,

@@ -238,8 +238,8 @@ int rally__robust_checkpoint(struct rally__robust *rb, const void *global, uint6
         if (rc != RALLY_OK)
             return rc;
     }
-    /* a snapshot pending since the previous commit: every rank reports its files */
-    rc = rally__robust_snap_settle(rb);
+    /* subscribers finish what a previous commit began (a snapshot's report) */
+    rc = rally__robust_turn(rb, RALLY__TURN_CHECKPOINT);
     if (rc != RALLY_OK)
         return rc;
     if (rally__robust_store_global(rb, global, nbytes, lazy, lazy_arg) != RALLY_OK)
@@ -349,8 +349,8 @@ int rally__robust_load(struct rally__robust *rb, void **global, uint64_t *global
 int rally__robust_finalize(struct rally__robust *rb)
 {
     rally__robust_mock(rb, rb->version, rally__robust_user_seq(rb), RALLY__MOCK_OP);
-    /* the last snapshot's report (and the final snapshot) before anybody leaves */
-    int src = rally__robust_snap_final(rb);
+    /* subscribers' last operations (a snapshot's report) before anybody leaves */
+    int src = rally__robust_turn(rb, RALLY__TURN_FINALIZE);
     if (src != RALLY_OK)
         return src;
     if (!rb->distributed)

@@ -111,6 +111,15 @@ struct rally__localset {
  * rank has stored v), with the OR of all ranks' request bits. */
 #define RALLY__MAX_HOOKS 4
 
+/* A subscriber inside the engine (snapshot.c) may also take a turn where
+ * the op driver lets it run operations of its own, at the same place on
+ * every rank: before a checkpoint stores its new version (the agreement
+ * about a commit hooked earlier belongs to the version it was made in),
+ * and in finalize before the last barrier.  A non-OK status fails the
+ * call that gave the turn. */
+enum { RALLY__TURN_CHECKPOINT = 1, RALLY__TURN_FINALIZE = 2 };
+typedef int (*rally__turn_fn)(void *arg, int when);
+
 struct rally__robust {
     struct rally__err *err;
     const struct rally__config *cfg;
@@ -135,6 +144,7 @@ struct rally__robust {
     uint64_t request;               /* bits for the next acknowledgement */
     struct {
         rally__commit_fn fn;
+        rally__turn_fn turn; /* NULL: commits only */
         void *arg;
     } hooks[RALLY__MAX_HOOKS];
     int nhooks;
@@ -195,13 +205,9 @@ void rally__robust_snap_free(struct rally__robust *rb);
 /* The application's name and configuration string, for the manifest and
  * the resume check. */
 int rally__robust_snap_set_app(struct rally__robust *rb, const char *name, const char *config);
-/* When a snapshot is pending: waits for this rank's write, agrees every
- * rank's report (an operation at the current position) and, on rank 0,
- * commits.  Every rank calls it at the same place: in each checkpoint
- * before the version advances, and in finalize. */
-int rally__robust_snap_settle(struct rally__robust *rb);
-/* In finalize: the final snapshot (rally_snapshot_final), then settle. */
-int rally__robust_snap_final(struct rally__robust *rb);
+/* The input's partitioning scheme and this rank's fingerprint, likewise. */
+int rally__robust_snap_set_input(struct rally__robust *rb, const char *scheme,
+                                 const char *fingerprint);
 /* rally_resume: opens and verifies the snapshot, checks it is this job's,
  * stores its global model and local-model set; returns copies for the
  * caller (malloc'd) and the version.  The caller acknowledges. */
@@ -248,8 +254,14 @@ int rally__robust_local_bytes(struct rally__robust *rb, uint64_t v, int rank,
                               const unsigned char **p, uint64_t *n);
 /* Request bits for the next acknowledgement (kept until one completes). */
 void rally__robust_request(struct rally__robust *rb, uint64_t bits);
-/* Subscribes fn to every commit from now on. */
+/* Subscribes fn to every commit from now on (and turn, when not NULL, to
+ * the turns: rally__turn_fn). */
 int rally__robust_subscribe(struct rally__robust *rb, rally__commit_fn fn, void *arg);
+int rally__robust_subscribe_turns(struct rally__robust *rb, rally__commit_fn fn,
+                                  rally__turn_fn turn, void *arg);
+/* Gives every subscriber with a turn its turn (RALLY__TURN_*), in order;
+ * the first non-OK status ends it. */
+int rally__robust_turn(struct rally__robust *rb, int when);
 /* Version v is committed with the agreed flags: tells the subscribers. */
 void rally__robust_commit(struct rally__robust *rb, uint64_t v, uint64_t flags);
 void rally__robust_store_free(struct rally__robust *rb);

@@ -17,8 +17,10 @@
  * retention.  Whether a snapshot is pending is decided only by agreed
  * words (the commit's flags, the report's result), so every rank, also one
  * restarted in between, knows it alike: a restarted worker is served the
- * commit again in rally_load_checkpoint and writes its part again from the
- * recovered bytes (the same bytes, so the same checksum).
+ * commit again in rally_load_checkpoint, and since it died before the
+ * report, it reports a failure: a rank that dies first voids the snapshot.
+ * The subscriber is driven only by the store: its commit hook, request
+ * bits, and the turns (rally__robust_turn) in which it runs the report.
  */
 #include <inttypes.h>
 #include <limits.h>
@@ -34,8 +36,9 @@
 #include "util/wire.h"
 
 /* u64 per rank in the report: status, local size and sum, global size and
- * sum, the version (0 from a rank that does not know it) */
-#define SLOT 6
+ * sum, the version (0 from a rank that does not know it), whether it has an
+ * input fingerprint, the fingerprint */
+#define SLOT 8
 
 enum { ST_NONE = 0, ST_OK = 1, ST_FAILED = 2, ST_BUSY = 4 };
 
@@ -47,16 +50,28 @@ struct rally__rsnap {
     char run_id[RALLY__SNAP_UUID_LEN + 1];
     char run_started[RALLY__SNAP_TIME_LEN + 1];
     char host[RALLY__SNAP_HOST_MAX + 1];
-    uint64_t pending;  /* the version whose parts are being written, or RALLY__NONE */
-    uint64_t last;     /* the newest version a snapshot was taken of, or RALLY__NONE */
-    int64_t last_ms;   /* rank 0: when the last one was taken (or the start) */
-    int nparts;        /* parts submitted and not yet collected from the writer */
-    int failed;        /* this rank's part of pending failed (or is lost) */
-    int logged;        /* ... and it said so */
-    int skip;          /* rally_snapshot_busy=skip */
+    uint64_t pending;           /* the version whose parts are being written, or RALLY__NONE */
+    uint64_t last;              /* the newest version a snapshot was taken of, or RALLY__NONE */
+    int64_t last_ms;            /* rank 0: when the last one was taken (or the start) */
+    int nparts;                 /* parts submitted and not yet collected from the writer */
+    int failed;                 /* this rank's part of pending failed (or is lost) */
+    int logged;                 /* ... and it said so */
+    int skip;                   /* rally_snapshot_busy=skip */
+    int checkpoints;            /* checkpoint turns this process took (0: none yet) */
+    struct rally__snap_bg *cbg; /* rank 0: the committer (manifest, retention) */
+    uint64_t committing;        /* ... the version it is committing, or RALLY__NONE */
+    /* the training thread's stall: in the snapshot pending (take, and the
+     * checkpoints' reports), and over the snapshots reported at checkpoints */
+    int64_t stall_us, stall_sum_us, stall_max_us;
+    int64_t report_us; /* the last report's allreduce (waiting for the slowest rank) */
+    int stalls;
+    int resumed;       /* this process started from a snapshot */
     uint64_t files[4]; /* what it wrote: local size and sum, global size and sum */
     char why[RALLY__ERR_MSG_MAX];
     char *app_name, *app_config;
+    char scheme[65]; /* rally_set_input: the partitioning scheme, "" none */
+    int has_fp;      /* ... and this rank's input fingerprint */
+    uint64_t fp;
 };
 
 /* SIGUSR1 (rally-run forwards it to rank 0): a snapshot at the next commit.
@@ -169,6 +184,8 @@ failed:
     s->failed = 1;
 }
 
+static int on_turn(void *arg, int when);
+
 /* The commit hook. */
 static void on_commit(void *arg, uint64_t v, uint64_t flags)
 {
@@ -177,19 +194,35 @@ static void on_commit(void *arg, uint64_t v, uint64_t flags)
     trigger(rb, v);
     if ((flags & RALLY__REQ_SNAP_PENDING) && s->pending == RALLY__NONE) {
         /* a restarted worker served a commit made while an older snapshot
-         * was still being written: its part of that one (if it had one)
-         * died with it */
+         * was still being written: it died first, which voids it */
         s->pending = UNKNOWN;
-        s->failed = rb->rank == 0 || rb->use_local;
+        s->failed = 1;
         s->logged = 0;
         s->nparts = 0;
         memset(s->files, 0, sizeof s->files);
         snprintf(s->why, sizeof s->why,
-                 "this worker was restarted while the snapshot was being written; its part "
-                 "is lost");
+                 "this worker died and was restarted while the snapshot was being written; a "
+                 "rank that dies first voids the snapshot");
     }
     if (!(flags & RALLY__REQ_SNAPSHOT) || v == 0)
         return;
+    if (s->checkpoints == 0 && !s->resumed && s->pending == RALLY__NONE) {
+        /* a commit served in rally_load_checkpoint to a restarted worker:
+         * the snapshot of v was taken and not yet reported (its report
+         * comes at the next checkpoint, which nobody has passed: v is the
+         * newest version), so this rank died first, and that voids it.
+         * Were the report done before the death, this worker is served the
+         * report too, and that (agreed) word is what counts. */
+        s->pending = s->last = v;
+        s->failed = 1;
+        s->logged = s->nparts = 0;
+        memset(s->files, 0, sizeof s->files);
+        snprintf(s->why, sizeof s->why,
+                 "this worker died and was restarted before the snapshot of version %" PRIu64
+                 " was reported; a rank that dies first voids the snapshot",
+                 v);
+        return;
+    }
     if (s->pending != RALLY__NONE) { /* skip mode: one in flight */
         if (rb->rank == 0)
             say(rb,
@@ -198,7 +231,9 @@ static void on_commit(void *arg, uint64_t v, uint64_t flags)
                 v);
         return;
     }
+    int64_t t0 = rally__now_us();
     take(rb, v);
+    s->stall_us = rally__now_us() - t0;
 }
 
 int rally__robust_snap_start(struct rally__robust *rb, const char *host)
@@ -210,16 +245,10 @@ int rally__robust_snap_start(struct rally__robust *rb, const char *host)
     if (s == NULL)
         return rally__fail(rb->err, RALLY_ENOMEM, "out of memory for the snapshot writer");
     rb->snap = s;
-    s->pending = s->last = RALLY__NONE;
+    s->pending = s->last = s->committing = RALLY__NONE;
     s->last_ms = rally__now_ms();
     snprintf(s->host, sizeof s->host, "%s", host && *host ? host : "localhost");
-    if (strcmp(c->snapshot_busy, "wait") != 0 && strcmp(c->snapshot_busy, "skip") != 0)
-        return rally__fail(rb->err, RALLY_ECONFIG,
-                           "rally_snapshot_busy=%.80s: say wait (the next checkpoint waits for "
-                           "a snapshot still being written) or skip (requests meanwhile are "
-                           "skipped)",
-                           c->snapshot_busy);
-    s->skip = strcmp(c->snapshot_busy, "skip") == 0;
+    s->skip = c->snapshot_busy == RALLY__SNAP_BUSY_SKIP;
     if (c->snapshot_dir[0] == '\0')
         return RALLY_OK; /* resume only */
     if (!rally__snap_job_ok(c->snapshot_job))
@@ -250,12 +279,13 @@ int rally__robust_snap_start(struct rally__robust *rb, const char *host)
         memcpy(s->run_started, c->run_started, RALLY__SNAP_TIME_LEN + 1);
     else
         rally__snap_now(s->run_started);
-    if (rally__snap_bg_start(rb->err, &s->bg) != RALLY_OK)
+    if (rally__snap_bg_start(rb->err, &s->bg) != RALLY_OK ||
+        (rb->rank == 0 && rally__snap_bg_start(rb->err, &s->cbg) != RALLY_OK))
         return rb->err->code;
     if (c->snapshot_every == 1)
         rally__robust_request(rb, RALLY__REQ_SNAPSHOT); /* version 1 has no commit before it */
     listen_usr1();
-    return rally__robust_subscribe(rb, on_commit, rb);
+    return rally__robust_subscribe_turns(rb, on_commit, on_turn, rb);
 }
 
 void rally__robust_snap_free(struct rally__robust *rb)
@@ -264,6 +294,7 @@ void rally__robust_snap_free(struct rally__robust *rb)
     if (s == NULL)
         return;
     rally__snap_bg_stop(s->bg);
+    rally__snap_bg_stop(s->cbg);
     free(s->app_name);
     free(s->app_config);
     free(s);
@@ -285,6 +316,49 @@ int rally__robust_snap_set_app(struct rally__robust *rb, const char *name, const
     free(s->app_config);
     s->app_name = n;
     s->app_config = c;
+    return RALLY_OK;
+}
+
+/* 16 lowercase hex digits: 0 and *v; -1 otherwise. */
+static int hex16(const char *s, uint64_t *v)
+{
+    uint64_t x = 0;
+    for (int i = 0; i < 16; i++) {
+        int d = s[i] >= '0' && s[i] <= '9'   ? s[i] - '0'
+                : s[i] >= 'a' && s[i] <= 'f' ? s[i] - 'a' + 10
+                                             : -1;
+        if (d < 0)
+            return -1;
+        x = x << 4 | (uint64_t)d;
+    }
+    if (s[16] != '\0')
+        return -1;
+    *v = x;
+    return 0;
+}
+
+int rally__robust_snap_set_input(struct rally__robust *rb, const char *scheme,
+                                 const char *fingerprint)
+{
+    struct rally__rsnap *s = rb->snap;
+    size_t n = strlen(scheme);
+    uint64_t fp;
+    if (n == 0 || n > 64 ||
+        strspn(scheme, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                       "0123456789._:/-") != n)
+        return rally__fail(rb->err, RALLY_EINVAL,
+                           "set_input: the scheme \"%.80s\" is not 1 to 64 bytes of A-Z a-z 0-9 "
+                           ". _ : / -",
+                           scheme);
+    if (hex16(fingerprint, &fp) != 0)
+        return rally__fail(rb->err, RALLY_EINVAL,
+                           "set_input: the fingerprint \"%.80s\" is not 16 lowercase hex digits",
+                           fingerprint);
+    if (s == NULL)
+        return RALLY_OK; /* no snapshots: nothing keeps or checks it */
+    memcpy(s->scheme, scheme, n + 1);
+    s->fp = fp;
+    s->has_fp = 1;
     return RALLY_OK;
 }
 
@@ -328,16 +402,25 @@ static int deliver_report(struct rally__robust *rb, struct rally__op *op, const 
     return RALLY_OK;
 }
 
-/* This rank's slot: its write collected (waiting for it when wait), then
- * status, files and the version. */
-static void fill_slot(struct rally__robust *rb, unsigned char *slot, int wait)
+/* This rank's slot: its write collected (waiting for it when wait, and
+ * saying so when loud), then status, files and the version. */
+static void fill_slot(struct rally__robust *rb, unsigned char *slot, int wait, int loud)
 {
     struct rally__rsnap *s = rb->snap;
     if (s->nparts > 0 && !s->failed) {
         struct rally__snap_file files[RALLY__SNAP_PARTS_MAX];
         struct rally__err res = {0, ""};
         int done = 0;
-        rally__snap_bg_poll(s->bg, wait ? -1 : 0, &done, &res, files);
+        rally__snap_bg_poll(s->bg, 0, &done, &res, files);
+        if (done == 0 && wait) { /* one in flight: this call waits for it, and says so */
+            int64_t t0 = rally__now_ms();
+            rally__snap_bg_poll(s->bg, -1, &done, &res, files);
+            if (loud)
+                say(rb,
+                    "the checkpoint waited %" PRId64 " ms for its part of version %" PRIu64
+                    " to be written (rally_snapshot_busy=wait)",
+                    rally__now_ms() - t0, s->pending);
+        }
         if (done == 1) {
             if (res.code != RALLY_OK) {
                 snprintf(s->why, sizeof s->why, "%s", res.msg);
@@ -356,6 +439,8 @@ static void fill_slot(struct rally__robust *rb, unsigned char *slot, int wait)
     for (int i = 0; i < 4; i++)
         rally__put_u64(slot + 8 * (i + 1), st == ST_OK ? s->files[i] : 0);
     rally__put_u64(slot + 40, s->pending == UNKNOWN ? 0 : s->pending);
+    rally__put_u64(slot + 48, (uint64_t)s->has_fp);
+    rally__put_u64(slot + 56, s->fp);
     if (st == ST_FAILED && !s->logged) {
         s->logged = 1;
         say(rb, "could not write its part of the snapshot: %s", s->why);
@@ -383,6 +468,7 @@ static int commit(struct rally__robust *rb, const unsigned char *all, uint64_t v
     struct rally__snap_setting set[64];
     char keys[64][64], vals[64][RALLY__STR_MAX * 4];
     char **hosts = calloc((size_t)rb->world, sizeof *hosts);
+    char **fps = NULL, *fptext = NULL;
     struct rally__snap_file *files = calloc((size_t)rb->world + 1, sizeof *files);
     int rc = RALLY_ENOMEM;
     if (hosts == NULL || files == NULL) {
@@ -416,7 +502,25 @@ static int commit(struct rally__robust *rb, const unsigned char *all, uint64_t v
     m.nsettings = ns;
     m.app_name = s->app_name ? s->app_name : "";
     m.app_config = s->app_config ? s->app_config : "";
-    m.partitioning = "none";
+    m.partitioning = s->scheme[0] ? s->scheme : "none";
+    int any = 0;
+    for (int r = 0; r < rb->world; r++)
+        any |= rally__get_u64(all + ((size_t)r * SLOT + 6) * 8) != 0;
+    if (any) { /* every rank's fingerprint, "" for a rank without */
+        fps = calloc((size_t)rb->world, sizeof *fps);
+        fptext = calloc((size_t)rb->world, 17);
+        if (fps == NULL || fptext == NULL) {
+            rc = rally__fail(e, RALLY_ENOMEM, "out of memory");
+            goto out;
+        }
+        for (int r = 0; r < rb->world; r++) {
+            const unsigned char *slot = all + (size_t)r * SLOT * 8;
+            fps[r] = fptext + (size_t)r * 17;
+            if (rally__get_u64(slot + 48) != 0)
+                snprintf(fps[r], 17, "%016" PRIx64, rally__get_u64(slot + 56));
+        }
+        m.fingerprints = fps;
+    }
     files[0].nbytes = rally__get_u64(all + 8 * 3);
     files[0].xxh3 = rally__get_u64(all + 8 * 4);
     rally__snap_file_name(-1, files[0].name);
@@ -429,21 +533,48 @@ static int commit(struct rally__robust *rb, const unsigned char *all, uint64_t v
         f->xxh3 = rally__get_u64(slot + 16);
     }
     m.files = files;
-    char path[PATH_MAX];
-    if ((rc = rally__snap_commit(rb->cfg->snapshot_dir, &m, e, path, sizeof path)) != RALLY_OK)
-        goto out;
-    say(rb, "committed %s (checkpoint version %" PRIu64 ")", path, m.version);
-    char jobdir[PATH_MAX];
-    int removed = 0;
-    snprintf(jobdir, sizeof jobdir, "%s/%s", rb->cfg->snapshot_dir, s->job);
-    struct rally__err re = {0, ""};
-    if (rally__snap_retain(jobdir, s->run_id, (int)rb->cfg->snapshot_keep, &re, &removed) !=
-        RALLY_OK)
-        say(rb, "retention failed (the snapshots stay): %s", re.msg);
+    /* the manifest's fsyncs and retention's unlinks on the committer's
+     * thread: collected (and logged) at a later turn */
+    if ((rc = rally__snap_bg_commit(s->cbg, rb->cfg->snapshot_dir, &m, (int)rb->cfg->snapshot_keep,
+                                    e)) == RALLY_OK)
+        s->committing = version;
 out:
     free(hosts);
     free(files);
+    free(fps);
+    free(fptext);
     return rc;
+}
+
+/* Rank 0: the commit in flight on the committer's thread, waiting for it
+ * when wait; says what became of it.  RALLY_OK, or with
+ * rally_snapshot_required a commit that failed. */
+static int collect(struct rally__robust *rb, int wait)
+{
+    struct rally__rsnap *s = rb->snap;
+    struct rally__snap_file none[RALLY__SNAP_PARTS_MAX];
+    struct rally__err res = {0, ""};
+    char path[PATH_MAX], note[RALLY__ERR_MSG_MAX];
+    int done = 0;
+    if (s == NULL || s->committing == RALLY__NONE)
+        return RALLY_OK;
+    rally__snap_bg_poll(s->cbg, wait ? -1 : 0, &done, &res, none);
+    if (done != 1)
+        return RALLY_OK;
+    uint64_t v = s->committing;
+    s->committing = RALLY__NONE;
+    rally__snap_bg_commit_info(s->cbg, path, sizeof path, note, sizeof note);
+    if (res.code != RALLY_OK) {
+        say(rb, "version %" PRIu64 " not committed, the previous snapshot stays the newest: %s", v,
+            res.msg);
+        return rb->cfg->snapshot_required
+                   ? rally__fail(rb->err, res.code, "rally_snapshot_required: %s", res.msg)
+                   : RALLY_OK;
+    }
+    say(rb, "committed %s (checkpoint version %" PRIu64 ")", path, v);
+    if (note[0])
+        say(rb, "retention failed (the snapshots stay): %s", note);
+    return RALLY_OK;
 }
 
 static int settle(struct rally__robust *rb, int wait)
@@ -458,14 +589,17 @@ static int settle(struct rally__robust *rb, int wait)
         rc = rally__fail(rb->err, RALLY_ENOMEM, "out of memory for a snapshot report");
         goto out;
     }
-    fill_slot(rb, c.mine + (size_t)rb->rank * SLOT * 8, wait || !s->skip);
+    fill_slot(rb, c.mine + (size_t)rb->rank * SLOT * 8, wait || !s->skip, !wait);
     struct rally__op op = {{RALLY__K_SNAP_REPORT, 0, 0, -1, (uint64_t)rb->world * SLOT, 0},
                            NULL,
                            NULL,
                            run_report,
                            deliver_report,
                            &c};
-    if ((rc = rally__robust_op(rb, &op)) != RALLY_OK)
+    int64_t r0 = rally__now_us();
+    rc = rally__robust_op(rb, &op);
+    s->report_us = rally__now_us() - r0;
+    if (rc != RALLY_OK)
         goto out;
     int bad = -1, busy = -1;
     uint64_t v = 0;
@@ -494,9 +628,11 @@ static int settle(struct rally__robust *rb, int wait)
                  "version %" PRIu64 " is void",
                  bad, v);
         e.code = RALLY_ESYS;
-    } else if (rb->rank == 0) {
-        commit(rb, c.all, v, &e);
+    } else if (rb->rank == 0 && (rc = collect(rb, 1)) == RALLY_OK) {
+        commit(rb, c.all, v, &e); /* on the committer's thread */
     }
+    if (rc != RALLY_OK)
+        goto out;
     if (e.code != RALLY_OK && rb->rank == 0)
         say(rb, "version %" PRIu64 " not committed, the previous snapshot stays the newest: %s", v,
             e.msg);
@@ -515,24 +651,50 @@ out:
     return rc;
 }
 
-int rally__robust_snap_settle(struct rally__robust *rb)
+/* The store's turns: at each checkpoint, a snapshot pending since an
+ * earlier commit is reported; in finalize nothing is left behind being
+ * written, and the final snapshot (rally_snapshot_final) is taken. */
+static int on_turn(void *arg, int when)
 {
-    return settle(rb, 0);
-}
-
-int rally__robust_snap_final(struct rally__robust *rb)
-{
+    struct rally__robust *rb = arg;
     struct rally__rsnap *s = rb->snap;
+    if (when == RALLY__TURN_CHECKPOINT) {
+        s->checkpoints = 1;
+        int crc = collect(rb, 0);
+        if (crc != RALLY_OK || s->pending == RALLY__NONE)
+            return crc;
+        int64_t t0 = rally__now_us();
+        s->report_us = 0;
+        int rc = settle(rb, 0);
+        /* the report's allreduce waits for the slowest rank to arrive, as
+         * the checkpoint's own acknowledgement would: not counted */
+        s->stall_us += rally__now_us() - t0 - s->report_us;
+        if (s->pending == RALLY__NONE) { /* reported: its stall is complete */
+            s->stall_sum_us += s->stall_us;
+            s->stall_max_us = s->stall_us > s->stall_max_us ? s->stall_us : s->stall_max_us;
+            s->stalls++;
+            s->stall_us = 0;
+        }
+        return rc;
+    }
     if (s == NULL || s->bg == NULL)
         return RALLY_OK;
-    int rc = settle(rb, 1); /* nothing is left behind being written */
+    if (rb->rank == 0 && s->stalls > 0)
+        say(rb,
+            "%d reported at checkpoints; each stalled the training thread %.1f ms on average "
+            "(%.1f ms at most): its turn in the commit and in the next checkpoint's report, "
+            "but for waiting in the report's allreduce",
+            s->stalls, (double)s->stall_sum_us / s->stalls / 1000.0,
+            (double)s->stall_max_us / 1000.0);
+    int rc = settle(rb, 1);
     if (rc != RALLY_OK)
         return rc;
     if (rb->cfg->snapshot_final && rb->version > 0 && s->last != rb->version) {
         take(rb, rb->version);
         rc = settle(rb, 1);
     }
-    return rc;
+    int crc = collect(rb, 1); /* nothing is left behind being committed */
+    return rc != RALLY_OK ? rc : crc;
 }
 
 /* --- resuming ------------------------------------------------------------------ */
@@ -544,13 +706,29 @@ int rally__robust_snap_resume(struct rally__robust *rb, unsigned char **global, 
     struct rally__snap *sn = NULL;
     void *g = NULL, *own = NULL;
     uint64_t gnb = 0, onb = 0;
-    char note[512];
-    int rc = rally__snap_open(rb->cfg->resume, rb->err, &sn);
+    char note[512], **fps = NULL;
+    /* rally-run verified every file; this rank verifies each file it reads
+     * as it reads it, all of them before the application gets a byte */
+    int rc = rally__snap_open_sizes(rb->cfg->resume, rb->err, &sn);
     if (rc != RALLY_OK)
         goto out;
     const struct rally__snap_manifest *m = rally__snap_manifest(sn);
     struct rally__snap_expect x = {rb->world, s && s->app_name ? s->app_name : NULL,
-                                   s && s->app_config ? s->app_config : NULL, NULL, NULL};
+                                   s && s->app_config ? s->app_config : NULL,
+                                   s && s->scheme[0] ? s->scheme : NULL, NULL};
+    char mine[17];
+    if (s != NULL && s->has_fp && m->fingerprints != NULL && m->world == rb->world) {
+        /* this rank knows its own input only: the others' entries are the
+         * snapshot's own, so the check is this rank's */
+        if ((fps = malloc((size_t)m->world * sizeof *fps)) == NULL) {
+            rc = rally__fail(rb->err, RALLY_ENOMEM, "out of memory");
+            goto out;
+        }
+        memcpy(fps, m->fingerprints, (size_t)m->world * sizeof *fps);
+        snprintf(mine, sizeof mine, "%016" PRIx64, s->fp);
+        fps[rb->rank] = mine;
+        x.fingerprints = fps;
+    }
     if ((rc = rally__snap_compatible(m, &x, (int)rb->cfg->resume_force, rb->err, note,
                                      sizeof note)) != RALLY_OK)
         goto out;
@@ -591,8 +769,10 @@ int rally__robust_snap_resume(struct rally__robust *rb, unsigned char **global, 
     if (rb->rank == 0)
         say(rb, "resuming from %s: checkpoint version %" PRIu64 " of run %s, %d workers",
             rb->cfg->resume, m->version, m->run_id, m->world);
-    if (s != NULL)
+    if (s != NULL) {
         s->last = m->version; /* it is on disk already */
+        s->resumed = 1;
+    }
     *version = m->version;
     *global = g ? g : malloc(1);
     *gn = gnb;
@@ -600,6 +780,7 @@ int rally__robust_snap_resume(struct rally__robust *rb, unsigned char **global, 
     *ln = onb;
     g = own = NULL;
 out:
+    free(fps);
     free(g);
     free(own);
     rally__snap_close(sn);

@@ -2,7 +2,8 @@
  * store.c — the checkpoint store: the newest global model (a copy, or a
  * serialize callback for lazy checkpoints), the local-model sets and their
  * replication along the ring, a read interface for a version's bytes, and
- * the hooks told when a version is committed.
+ * the hooks told when a version is committed (and given a turn where they
+ * may run operations: rally__robust_turn).
  *
  * A version is committed when its acknowledgement (op.c) completes: every
  * worker has stored it then.  The acknowledgement carries a 64-bit word
@@ -180,11 +181,18 @@ void rally__robust_request(struct rally__robust *rb, uint64_t bits)
 
 int rally__robust_subscribe(struct rally__robust *rb, rally__commit_fn fn, void *arg)
 {
+    return rally__robust_subscribe_turns(rb, fn, NULL, arg);
+}
+
+int rally__robust_subscribe_turns(struct rally__robust *rb, rally__commit_fn fn,
+                                  rally__turn_fn turn, void *arg)
+{
     if (rb->nhooks == RALLY__MAX_HOOKS)
         return rally__fail(rb->err, RALLY_EINVAL,
                            "a handle takes at most %d checkpoint hooks; this is one more",
                            RALLY__MAX_HOOKS);
     rb->hooks[rb->nhooks].fn = fn;
+    rb->hooks[rb->nhooks].turn = turn;
     rb->hooks[rb->nhooks].arg = arg;
     rb->nhooks++;
     return RALLY_OK;
@@ -194,6 +202,16 @@ void rally__robust_commit(struct rally__robust *rb, uint64_t v, uint64_t flags)
 {
     for (int i = 0; i < rb->nhooks; i++)
         rb->hooks[i].fn(rb->hooks[i].arg, v, flags);
+}
+
+int rally__robust_turn(struct rally__robust *rb, int when)
+{
+    for (int i = 0; i < rb->nhooks; i++) {
+        int rc = rb->hooks[i].turn ? rb->hooks[i].turn(rb->hooks[i].arg, when) : RALLY_OK;
+        if (rc != RALLY_OK)
+            return rc;
+    }
+    return RALLY_OK;
 }
 
 void rally__robust_store_free(struct rally__robust *rb)

@@ -3,13 +3,18 @@
  * snapshot behind the caller's back, so training stalls only for the copy;
  * at most one snapshot in flight.
  *
+ * A job is a rank's parts, or a commit (the manifest, then retention: rank
+ * 0 runs those on a writer of their own, so the training thread does not
+ * wait for their fsyncs and unlinks either).
+ *
  * States, under mu: IDLE (nothing submitted, or the result collected),
- * BUSY (parts handed over, the thread writing), DONE (written or failed,
+ * BUSY (a job handed over, the thread at it), DONE (written or failed,
  * the result not yet collected by poll).  submit moves IDLE -> BUSY, the
  * thread BUSY -> DONE, poll DONE -> IDLE.
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -17,12 +22,13 @@
 #include "snapshot/snapshot.h"
 
 enum { IDLE, BUSY, DONE };
+enum { PARTS, COMMIT }; /* what is in flight */
 
 struct rally__snap_bg {
     pthread_t thread;
     pthread_mutex_t mu;
     pthread_cond_t cv; /* state changed, or stop */
-    int state, stop;
+    int state, stop, kind;
     /* the snapshot in flight: a private copy of the target and the parts */
     char dir[4096], job[RALLY__SNAP_JOB_MAX + 1], run_id[RALLY__SNAP_UUID_LEN + 1];
     struct rally__snap_target t;
@@ -30,7 +36,32 @@ struct rally__snap_bg {
     int nparts;
     struct rally__err result;
     struct rally__snap_file files[RALLY__SNAP_PARTS_MAX];
+    /* a commit in flight: the manifest's bytes (the thread's to free), the
+     * retention's keep; and what it did */
+    char *text;
+    size_t text_n;
+    int keep;
+    char path[4096], note[RALLY__ERR_MSG_MAX];
 };
+
+/* The thread's commit: parse, commit, retention. */
+static void commit_now(struct rally__snap_bg *w, struct rally__err *e)
+{
+    struct rally__snap_manifest *m = NULL;
+    struct rally__err re = {0};
+    char jobdir[4200];
+    w->path[0] = w->note[0] = '\0';
+    if (rally__snap_manifest_parse(w->text, w->text_n, e, &m) != RALLY_OK ||
+        rally__snap_commit(w->dir, m, e, w->path, sizeof w->path) != RALLY_OK)
+        goto out;
+    snprintf(jobdir, sizeof jobdir, "%s/%s", w->dir, m->job);
+    if (rally__snap_retain_upto(jobdir, m->run_id, w->keep, m->version, &re, NULL) != RALLY_OK)
+        snprintf(w->note, sizeof w->note, "%s", re.msg);
+out:
+    rally__snap_manifest_free(m);
+    free(w->text);
+    w->text = NULL;
+}
 
 static void release_parts(struct rally__snap_bg *w)
 {
@@ -54,7 +85,9 @@ static void *run(void *arg)
         pthread_mutex_unlock(&w->mu);
         /* Only this thread touches the parts while BUSY. */
         struct rally__err e = {0};
-        for (int i = 0; i < w->nparts && e.code == RALLY_OK; i++)
+        if (w->kind == COMMIT)
+            commit_now(w, &e);
+        for (int i = 0; w->kind == PARTS && i < w->nparts && e.code == RALLY_OK; i++)
             rally__snap_write_part(&w->t, w->parts[i].rank, w->parts[i].bytes, w->parts[i].nbytes,
                                    &e, &w->files[i]);
         pthread_mutex_lock(&w->mu);
@@ -95,6 +128,7 @@ void rally__snap_bg_stop(struct rally__snap_bg *w)
     pthread_mutex_unlock(&w->mu);
     pthread_join(w->thread, NULL); /* the thread finishes what is in flight first */
     release_parts(w);
+    free(w->text);
     pthread_cond_destroy(&w->cv);
     pthread_mutex_destroy(&w->mu);
     free(w);
@@ -161,11 +195,50 @@ int rally__snap_bg_submit(struct rally__snap_bg *w, const struct rally__snap_tar
     strcpy(w->run_id, t->run_id);
     w->t = (struct rally__snap_target){w->dir, w->job, w->run_id, t->version, t->world};
     pthread_mutex_lock(&w->mu);
+    w->kind = PARTS;
     w->state = BUSY;
     pthread_cond_broadcast(&w->cv);
     pthread_mutex_unlock(&w->mu);
     *accepted = 1;
     return RALLY_OK;
+}
+
+int rally__snap_bg_commit(struct rally__snap_bg *w, const char *dir,
+                          const struct rally__snap_manifest *m, int keep, struct rally__err *e)
+{
+    char *text = NULL;
+    size_t n = 0;
+    if (strlen(dir) >= sizeof w->dir)
+        return rally__fail(e, RALLY_EINVAL, "the snapshot directory is too long");
+    int rc = rally__snap_manifest_encode(m, e, &text, &n);
+    if (rc != RALLY_OK)
+        return rc;
+    pthread_mutex_lock(&w->mu);
+    while (w->state == BUSY)
+        pthread_cond_wait(&w->cv, &w->mu);
+    if (w->state == DONE) {
+        pthread_mutex_unlock(&w->mu);
+        free(text);
+        return rally__fail(e, RALLY_EINVAL,
+                           "the previous job's result was not collected (rally__snap_bg_poll)");
+    }
+    /* IDLE: the thread does not touch these */
+    strcpy(w->dir, dir);
+    w->text = text;
+    w->text_n = n;
+    w->keep = keep;
+    w->kind = COMMIT;
+    w->state = BUSY;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    return RALLY_OK;
+}
+
+void rally__snap_bg_commit_info(const struct rally__snap_bg *w, char *path, size_t cap, char *note,
+                                size_t note_cap)
+{
+    snprintf(path, cap, "%s", w->path);
+    snprintf(note, note_cap, "%s", w->note);
 }
 
 int rally__snap_bg_poll(struct rally__snap_bg *w, int timeout_ms, int *done,

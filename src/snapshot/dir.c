@@ -290,6 +290,12 @@ out:
 int rally__snap_retain(const char *jobdir, const char *run_id, int keep, struct rally__err *e,
                        int *removed)
 {
+    return rally__snap_retain_upto(jobdir, run_id, keep, UINT64_MAX, e, removed);
+}
+
+int rally__snap_retain_upto(const char *jobdir, const char *run_id, int keep, uint64_t upto,
+                            struct rally__err *e, int *removed)
+{
     struct rally__snap_entry *v = NULL;
     size_t n = 0;
     int rc, gone = 0, kept = 0;
@@ -302,6 +308,8 @@ int rally__snap_retain(const char *jobdir, const char *run_id, int keep, struct 
         const struct rally__snap_entry *x = &v[j];
         int mine = strcmp(x->run_id, run_id) == 0;
         int drop = 0;
+        if (x->version > upto)
+            continue; /* being written now, maybe */
         if (x->state == RALLY__SNAP_COMPLETE && mine)
             drop = ++kept > keep;
         else if (x->state == RALLY__SNAP_INCOMPLETE)

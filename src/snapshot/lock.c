@@ -60,7 +60,7 @@ int rally__snap_lock_take(const char *dir, const char *job, const char *run_id,
                           struct rally__err *e, struct rally__snap_lock **out)
 {
     int root = -1, jfd = -1, fd = -1, rc;
-    char where[1024], line[RALLY__SNAP_UUID_LEN + 2];
+    char where[1024], line[RALLY__SNAP_UUID_LEN + 32];
     unsigned char uu[16];
     struct rally__snap_lock *l = NULL;
     if (!rally__snap_job_ok(job) || rally__snap_uuid_bytes(run_id, uu) != 0)
@@ -94,7 +94,7 @@ int rally__snap_lock_take(const char *dir, const char *job, const char *run_id,
         }
         goto out;
     }
-    int n = snprintf(line, sizeof line, "%s\n", run_id);
+    int n = snprintf(line, sizeof line, "%s\n%ld\n", run_id, (long)getpid());
     if (ftruncate(fd, 0) != 0 || pwrite(fd, line, (size_t)n, 0) != n || fsync(fd) != 0) {
         rc = rally__fail_errno(e, RALLY_ESYS, errno, "cannot write %s/%s", where, LOCK_NAME);
         goto out;
@@ -113,6 +113,60 @@ out:
         close(jfd);
     if (root >= 0)
         close(root);
+    return rc;
+}
+
+int rally__snap_lock_holder(const char *jobdir, struct rally__err *e,
+                            char run[RALLY__SNAP_UUID_LEN + 1], long *pid)
+{
+    int jfd = -1, fd = -1, missing = 0, rc;
+    char buf[RALLY__SNAP_UUID_LEN + 32];
+    struct rally__err quiet = {0};
+    if (rally__snap_opendir(AT_FDCWD, jobdir, 0, &quiet, &missing, &jfd) != RALLY_OK) {
+        rc = missing ? rally__fail(e, RALLY_EINVAL, "%s does not exist: no job runs there", jobdir)
+                     : rally__fail(e, quiet.code, "%s", quiet.msg);
+        goto out;
+    }
+    fd = openat(jfd, LOCK_NAME, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+        rc = errno == ENOENT
+                 ? rally__fail(e, RALLY_EINVAL, "%s has no lock file: no job runs there", jobdir)
+                 : rally__fail_errno(e, RALLY_ESYS, errno, "cannot open %s/%s", jobdir, LOCK_NAME);
+        goto out;
+    }
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
+    if (fcntl(fd, F_OFD_GETLK, &fl) != 0) {
+        rc = rally__fail_errno(e, RALLY_ESYS, errno, "cannot test %s/%s", jobdir, LOCK_NAME);
+        goto out;
+    }
+    if (fl.l_type == F_UNLCK) {
+        rc = rally__fail(e, RALLY_EINVAL, "nobody holds %s/%s: no job runs there now", jobdir,
+                         LOCK_NAME);
+        goto out;
+    }
+    ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+    long p = 0;
+    unsigned char uu[16];
+    if (n > RALLY__SNAP_UUID_LEN) {
+        buf[n] = '\0';
+        buf[RALLY__SNAP_UUID_LEN] = '\0';
+        p = strtol(buf + RALLY__SNAP_UUID_LEN + 1, NULL, 10);
+    }
+    if (n <= RALLY__SNAP_UUID_LEN || rally__snap_uuid_bytes(buf, uu) != 0 || p <= 0) {
+        rc = rally__fail(e, RALLY_EPROTO,
+                         "%s/%s is held but names no run and process (a launcher of an older "
+                         "rally?)",
+                         jobdir, LOCK_NAME);
+        goto out;
+    }
+    memcpy(run, buf, RALLY__SNAP_UUID_LEN + 1);
+    *pid = p;
+    rc = RALLY_OK;
+out:
+    if (fd >= 0)
+        close(fd);
+    if (jfd >= 0)
+        close(jfd);
     return rc;
 }
 

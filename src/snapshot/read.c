@@ -143,8 +143,8 @@ int rally__snap_check_file(int dfd, const char *where, const struct rally__snap_
     if ((rc = read_exact(fd, hdr, sizeof hdr, where, f->name, e)) != RALLY_OK)
         goto out;
     XXH3_64bits_update(whole, hdr, sizeof hdr);
-    for (uint64_t done = 0; done < pn;) {
-        size_t k = keep ? (size_t)pn : SCRATCH_NBYTES;
+    for (uint64_t done = 0; done < pn;) { /* a piece at a time: hashed while in the cache */
+        size_t k = SCRATCH_NBYTES;
         if (k > pn - done)
             k = (size_t)(pn - done);
         unsigned char *p = keep ? keep + done : scratch;
@@ -211,7 +211,7 @@ out:
     return rc;
 }
 
-int rally__snap_open(const char *path, struct rally__err *e, struct rally__snap **out)
+static int open_snap(const char *path, int full, struct rally__err *e, struct rally__snap **out)
 {
     struct rally__snap *s = calloc(1, sizeof *s);
     int rc;
@@ -226,7 +226,7 @@ int rally__snap_open(const char *path, struct rally__err *e, struct rally__snap 
         (rc = rally__snap_load_manifest(s->dfd, s->where, e, &s->m)) != RALLY_OK)
         goto fail;
     for (size_t i = 0; i < s->m->nfiles; i++)
-        if ((rc = rally__snap_check_file(s->dfd, s->where, s->m, &s->m->files[i], 1, e, NULL)) !=
+        if ((rc = rally__snap_check_file(s->dfd, s->where, s->m, &s->m->files[i], full, e, NULL)) !=
             RALLY_OK)
             goto fail;
     *out = s;
@@ -234,6 +234,16 @@ int rally__snap_open(const char *path, struct rally__err *e, struct rally__snap 
 fail:
     rally__snap_close(s);
     return rc;
+}
+
+int rally__snap_open(const char *path, struct rally__err *e, struct rally__snap **out)
+{
+    return open_snap(path, 1, e, out);
+}
+
+int rally__snap_open_sizes(const char *path, struct rally__err *e, struct rally__snap **out)
+{
+    return open_snap(path, 0, e, out);
 }
 
 int rally__snap_read_manifest(const char *path, struct rally__err *e,

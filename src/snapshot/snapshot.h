@@ -104,6 +104,12 @@ struct rally__snap; /* an open, verified snapshot */
  * and both values: RALLY_EPROTO (incomplete, damaged, malformed),
  * RALLY_ESYS (cannot read), RALLY_ENOMEM. */
 int rally__snap_open(const char *path, struct rally__err *e, struct rally__snap **out);
+/* As rally__snap_open, but checks only the manifest and every listed
+ * file's size; rally__snap_read still verifies a file completely before it
+ * hands out a byte of it.  For a reader that takes only some files of a
+ * snapshot verified as a whole before (a worker resuming what rally-run
+ * verified): no file is read twice. */
+int rally__snap_open_sizes(const char *path, struct rally__err *e, struct rally__snap **out);
 void rally__snap_close(struct rally__snap *s);
 /* Reads and checks only the manifest of the snapshot directory at path (no
  * model file is read: for showing what a snapshot says, not for loading). */
@@ -200,6 +206,21 @@ void rally__snap_bg_stop(struct rally__snap_bg *w);
 int rally__snap_bg_submit(struct rally__snap_bg *w, const struct rally__snap_target *t,
                           const struct rally__snap_part *parts, int nparts, int wait,
                           struct rally__err *e, int *accepted);
+/* Hands the thread a commit instead of parts: m (encoded here, parsed
+ * again by the thread, so the caller's m may go at once) committed into the
+ * root dir with rally__snap_commit, then, when that succeeded,
+ * rally__snap_retain_upto(<dir>/<job>, m's run, keep, m's version).  The
+ * same states as parts: one job in flight, its result collected with
+ * rally__snap_bg_poll (files unused), then rally__snap_bg_commit_info.
+ * Blocks while a job is in flight.  RALLY_EINVAL, RALLY_ENOMEM, or the
+ * encoder's error for a bad m. */
+int rally__snap_bg_commit(struct rally__snap_bg *w, const char *dir,
+                          const struct rally__snap_manifest *m, int keep, struct rally__err *e);
+/* After rally__snap_bg_poll reported a commit done: the snapshot's path
+ * (when it succeeded), and what retention said when it failed ("" when it
+ * did not; the commit stands either way). */
+void rally__snap_bg_commit_info(const struct rally__snap_bg *w, char *path, size_t cap, char *note,
+                                size_t note_cap);
 /* The result of the snapshot in flight, waiting up to timeout_ms (0: just
  * look, -1: until done).  *done 0: still writing (-1: nothing submitted).
  * *done 1: finished; *result holds its status and message, files[0..nparts)
@@ -254,6 +275,10 @@ int rally__snap_remove(const char *jobdir, const char *name, struct rally__err *
  * (may be NULL) counts the directories removed. */
 int rally__snap_retain(const char *jobdir, const char *run_id, int keep, struct rally__err *e,
                        int *removed);
+/* As rally__snap_retain, but looks only at snapshot directories of version
+ * upto or older: newer ones may be being written while it runs. */
+int rally__snap_retain_upto(const char *jobdir, const char *run_id, int keep, uint64_t upto,
+                            struct rally__err *e, int *removed);
 /* A fresh start (no resume) into jobdir: RALLY_EINVAL naming the snapshot
  * directories it already holds (the RFC's stale-checkpoint trap), RALLY_OK
  * when it holds none or does not exist. */
@@ -265,7 +290,8 @@ struct rally__snap_lock;
 
 /* Takes <dir>/<job>/.lock (creating the directories) for run_id, for the
  * job's life: an open-file-description lock, so it goes when the holder
- * dies, however it dies.  The file then names run_id, and
+ * dies, however it dies.  The file then names run_id (and, on its second
+ * line, the holder's process id), and
  * rally__snap_write_part, rally__snap_commit and rally__snap_retain refuse
  * any other run (RALLY_EPEER) while it does: an orphan of a killed launcher
  * cannot write, commit or clean up in the job that resumed it.
@@ -273,6 +299,11 @@ struct rally__snap_lock;
  * block. */
 int rally__snap_lock_take(const char *dir, const char *job, const char *run_id,
                           struct rally__err *e, struct rally__snap_lock **out);
+/* Who holds jobdir's lock now (the file names the run and the holder's
+ * process id, rally-run's): RALLY_OK with both; RALLY_EINVAL when nobody
+ * does (no job runs there), RALLY_EPROTO when the file names neither. */
+int rally__snap_lock_holder(const char *jobdir, struct rally__err *e,
+                            char run[RALLY__SNAP_UUID_LEN + 1], long *pid);
 /* Releases the lock (the file stays, naming the last holder); NULL is fine. */
 void rally__snap_lock_release(struct rally__snap_lock *l);
 

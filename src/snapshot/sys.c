@@ -10,10 +10,16 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 static int real_openat(int dirfd, const char *name, int flags, mode_t mode)
 {
     return openat(dirfd, name, flags, mode);
+}
+
+static int real_write_back(int fd, off_t off, off_t nbytes)
+{
+    return sync_file_range(fd, off, nbytes, SYNC_FILE_RANGE_WRITE);
 }
 
 const struct rally__snap_sys rally__snap_sys_real = {
@@ -24,6 +30,7 @@ const struct rally__snap_sys rally__snap_sys_real = {
     .renameat = renameat,
     .unlinkat = unlinkat,
     .mkdirat = mkdirat,
+    .write_back = real_write_back,
     .fault = NULL,
 };
 
@@ -35,10 +42,15 @@ struct rally__snap_sys rally__snap_sys = {
     .renameat = renameat,
     .unlinkat = unlinkat,
     .mkdirat = mkdirat,
+    .write_back = real_write_back,
     .fault = NULL,
 };
 
-#define WRITE_MAX ((size_t)1 << 30) /* bytes per write() call */
+/* Bytes per write() call: a piece small enough to be hashed and written
+ * while it stays in the cache. */
+#define WRITE_MAX ((size_t)1 << 20)
+/* Written bytes handed to write-back at a time. */
+#define WRITE_BACK_NBYTES ((uint64_t)8 << 20)
 
 void rally__snap_tmp_name(const char *name, char *out, size_t cap)
 {
@@ -56,23 +68,38 @@ static int injected(struct rally__err *e, const char *where, const char *name, c
 }
 
 int rally__snap_durable_write(int dirfd, const char *where, const char *name,
-                              const struct rally__snap_chunk *c, int nchunks, struct rally__err *e)
+                              const struct rally__snap_chunk *c, int nchunks, struct rally__err *e,
+                              uint64_t *xxh3)
 {
     const struct rally__snap_sys *s = &rally__snap_sys;
     char tmp[256];
     int fd = -1, rc = RALLY_OK;
-    uint64_t done = 0;
+    uint64_t done = 0, flushed = 0;
+    XXH3_state_t *h = NULL;
+    if (xxh3 != NULL && ((h = XXH3_createState()) == NULL || XXH3_64bits_reset(h) != XXH_OK)) {
+        XXH3_freeState(h);
+        return rally__fail(e, RALLY_ENOMEM, "out of memory hashing %s/%s", where, name);
+    }
     rally__snap_tmp_name(name, tmp, sizeof tmp);
-    if (s->unlinkat(dirfd, tmp, 0) != 0 && errno != ENOENT)
-        return rally__fail_errno(e, RALLY_ESYS, errno, "cannot remove the stale %s/%s", where, tmp);
+    if (s->unlinkat(dirfd, tmp, 0) != 0 && errno != ENOENT) {
+        rc = rally__fail_errno(e, RALLY_ESYS, errno, "cannot remove the stale %s/%s", where, tmp);
+        goto out;
+    }
     fd = s->openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return rally__fail_errno(e, RALLY_ESYS, errno, "cannot create %s/%s", where, tmp);
+    if (fd < 0) {
+        rc = rally__fail_errno(e, RALLY_ESYS, errno, "cannot create %s/%s", where, tmp);
+        goto out;
+    }
     for (int i = 0; i < nchunks; i++) {
         const unsigned char *p = c[i].p;
-        size_t left = c[i].n;
+        size_t left = c[i].n, hashed = 0; /* bytes of the piece at p already hashed */
         while (left > 0) {
-            ssize_t w = s->write(fd, p, left < WRITE_MAX ? left : WRITE_MAX);
+            size_t piece = left < WRITE_MAX ? left : WRITE_MAX;
+            if (h != NULL && hashed < piece) {
+                XXH3_64bits_update(h, p + hashed, piece - hashed);
+                hashed = piece;
+            }
+            ssize_t w = s->write(fd, p, piece);
             if (w < 0 && errno == EINTR)
                 continue;
             if (w <= 0) {
@@ -84,9 +111,16 @@ int rally__snap_durable_write(int dirfd, const char *where, const char *name,
             }
             p += w;
             left -= (size_t)w;
+            hashed -= (size_t)w; /* a short write: the rest of the piece is hashed already */
             done += (uint64_t)w;
-            if (stop_at(RALLY__SNAP_AT_WRITE, name, done))
-                return injected(e, where, name, "after a write"); /* as if killed */
+            if (done - flushed >= WRITE_BACK_NBYTES) {
+                s->write_back(fd, (off_t)flushed, (off_t)(done - flushed));
+                flushed = done;
+            }
+            if (stop_at(RALLY__SNAP_AT_WRITE, name, done)) {
+                rc = injected(e, where, name, "after a write"); /* as if killed */
+                goto out;
+            }
         }
     }
     if (s->fsync(fd) != 0) {
@@ -99,24 +133,34 @@ int rally__snap_durable_write(int dirfd, const char *where, const char *name,
         rc = rally__fail_errno(e, RALLY_ESYS, errno, "cannot close %s/%s", where, tmp);
         goto fail;
     }
-    if (stop_at(RALLY__SNAP_AT_RENAME, name, done))
-        return injected(e, where, name, "before the rename");
+    if (stop_at(RALLY__SNAP_AT_RENAME, name, done)) {
+        rc = injected(e, where, name, "before the rename");
+        goto out;
+    }
     if (s->renameat(dirfd, tmp, dirfd, name) != 0) {
         rc = rally__fail_errno(e, RALLY_ESYS, errno, "cannot rename %s/%s to %s", where, tmp, name);
         goto fail;
     }
-    if (stop_at(RALLY__SNAP_AT_DIRSYNC, name, done))
-        return injected(e, where, name, "before the directory fsync");
-    if (s->fsync(dirfd) != 0)
-        return rally__fail_errno(e, RALLY_ESYS, errno,
-                                 "cannot fsync the directory %s after "
-                                 "writing %s",
-                                 where, name);
-    return RALLY_OK;
+    if (stop_at(RALLY__SNAP_AT_DIRSYNC, name, done)) {
+        rc = injected(e, where, name, "before the directory fsync");
+        goto out;
+    }
+    if (s->fsync(dirfd) != 0) {
+        rc = rally__fail_errno(e, RALLY_ESYS, errno,
+                               "cannot fsync the directory %s after "
+                               "writing %s",
+                               where, name);
+        goto out;
+    }
+    if (h != NULL)
+        *xxh3 = XXH3_64bits_digest(h);
+    goto out;
 fail:
     if (fd >= 0)
         s->close(fd);
     s->unlinkat(dirfd, tmp, 0);
+out:
+    XXH3_freeState(h);
     return rc;
 }
 

@@ -3,8 +3,9 @@
  * table of system calls it makes, which a test may override.
  *
  * rally__snap_durable_write(dirfd, name, ...) writes ".<name>.tmp" beside
- * name (created O_EXCL|O_NOFOLLOW), fsyncs it, renames it to name and
- * fsyncs the directory: after a crash at any moment the directory holds
+ * name (created O_EXCL|O_NOFOLLOW) in 1 MiB pieces, starting write-back
+ * of every 8 MiB as it goes, fsyncs it, renames it to name and fsyncs the
+ * directory: after a crash at any moment the directory holds
  * either the old name or the complete new file, never a torn one under the
  * real name.  Every system call on that path goes through rally__snap_sys
  * (SQLite's aSyscall idea): a test swaps an entry to record the calls or
@@ -37,6 +38,10 @@ struct rally__snap_sys {
     int (*renameat)(int olddirfd, const char *oldname, int newdirfd, const char *newname);
     int (*unlinkat)(int dirfd, const char *name, int flags);
     int (*mkdirat)(int dirfd, const char *name, mode_t mode);
+    /* starts writing back a written range early (sync_file_range
+     * SYNC_FILE_RANGE_WRITE: no wait), so the fsync at the end finds less
+     * to do; its failure is ignored (the fsync decides) */
+    int (*write_back)(int fd, off_t off, off_t nbytes);
     /* NULL in production.  Nonzero stops the write at point (the file name
      * being written, the bytes written so far) with RALLY_ESYS. */
     int (*fault)(int point, const char *name, uint64_t nbytes);
@@ -53,10 +58,14 @@ struct rally__snap_chunk {
 
 /* Writes the chunks, in order, as file name in the directory dirfd,
  * durably (above).  where names the directory in messages ("job/snap-12").
- * On an error the temporary is removed and name is untouched; RALLY_ESYS
- * names the call and the file (ENOSPC: "no space left"). */
+ * When xxh3 is not NULL it receives the XXH3-64 of the file's bytes,
+ * computed in the same pass: each piece is hashed just before it is
+ * written, while it is in the cache.  On an error the temporary is removed
+ * and name is untouched; RALLY_ESYS names the call and the file (ENOSPC:
+ * "no space left"). */
 int rally__snap_durable_write(int dirfd, const char *where, const char *name,
-                              const struct rally__snap_chunk *c, int nchunks, struct rally__err *e);
+                              const struct rally__snap_chunk *c, int nchunks, struct rally__err *e,
+                              uint64_t *xxh3);
 
 /* Opens directory name below dirfd (dirfd AT_FDCWD: a path, followed as
  * given), never following a link at name when nofollow.  RALLY_EPROTO for a

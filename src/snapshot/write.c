@@ -10,7 +10,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <xxhash.h>
 
 #include "snapshot/internal.h"
 #include "snapshot/snapshot.h"
@@ -106,18 +105,10 @@ int rally__snap_write_part(const struct rally__snap_target *t, int rank, const v
     struct rally__snap_chunk c[2] = {{hdr, sizeof hdr}, {bytes, (size_t)nbytes}};
     struct rally__snap_file f;
     rally__snap_file_name(rank, f.name);
-    if ((rc = rally__snap_durable_write(sfd, where, f.name, c, 2, e)) != RALLY_OK)
+    /* the whole-file checksum in the write's own pass (the payload's, for
+     * the header that comes first, needed one of its own above) */
+    if ((rc = rally__snap_durable_write(sfd, where, f.name, c, 2, e, &f.xxh3)) != RALLY_OK)
         goto out;
-    XXH3_state_t *st = XXH3_createState();
-    if (st == NULL) {
-        rc = rally__fail(e, RALLY_ENOMEM, "out of memory hashing %s/%s", where, f.name);
-        goto out;
-    }
-    XXH3_64bits_reset(st);
-    XXH3_64bits_update(st, hdr, sizeof hdr);
-    XXH3_64bits_update(st, bytes, (size_t)nbytes);
-    f.xxh3 = XXH3_64bits_digest(st);
-    XXH3_freeState(st);
     f.nbytes = nbytes + sizeof hdr;
     *out = f;
 out:
@@ -151,7 +142,8 @@ int rally__snap_commit(const char *dir, const struct rally__snap_manifest *m, st
         if ((rc = rally__snap_check_file(sfd, where, m, &m->files[i], 0, e, NULL)) != RALLY_OK)
             goto out;
     struct rally__snap_chunk c = {text, n};
-    if ((rc = rally__snap_durable_write(sfd, where, RALLY__SNAP_MANIFEST, &c, 1, e)) != RALLY_OK)
+    if ((rc = rally__snap_durable_write(sfd, where, RALLY__SNAP_MANIFEST, &c, 1, e, NULL)) !=
+        RALLY_OK)
         goto out;
     if (path != NULL)
         snprintf(path, cap, "%s", where);

@@ -25,6 +25,7 @@ struct key {
 };
 
 static const char *const transports[] = {"tcp", "auto", "shm", NULL}; /* RALLY__TRANSPORT_* */
+static const char *const busy[] = {"wait", "skip", NULL};             /* RALLY__SNAP_BUSY_* */
 
 #define K(n, k, field, d, lo, hi) {n, k, offsetof(struct rally__config, field), d, lo, hi, NULL}
 #define C(n, field, d, w) {n, CHOICE, offsetof(struct rally__config, field), d, 0, 0, w}
@@ -56,7 +57,7 @@ static const struct key keys[] = {
     K("snapshot_keep", INT, snapshot_keep, "2", 1, 1000000),
     K("snapshot_required", INT, snapshot_required, "0", 0, 1),
     K("snapshot_final", INT, snapshot_final, "0", 0, 1),
-    K("snapshot_busy", STR, snapshot_busy, "wait", 0, 0),
+    C("snapshot_busy", snapshot_busy, "wait", busy),
     K("run_id", STR, run_id, "", 0, 0),
     K("run_started", STR, run_started, "", 0, 0),
     K("resume", STR, resume, "", 0, 0),

@@ -18,6 +18,11 @@
  * other hosts always use TCP).  TCP is 0, what a zeroed option means. */
 enum { RALLY__TRANSPORT_TCP = 0, RALLY__TRANSPORT_AUTO = 1, RALLY__TRANSPORT_SHM = 2 };
 
+/* rally_snapshot_busy: a snapshot still being written at the next
+ * checkpoint: that checkpoint waits for it, or the job goes on and
+ * snapshots asked for meanwhile are skipped. */
+enum { RALLY__SNAP_BUSY_WAIT = 0, RALLY__SNAP_BUSY_SKIP = 1 };
+
 struct rally__config {
     char tracker[RALLY__STR_MAX];     /* host:port; "" = no launcher, rank 0 of 1 */
     char secret_file[RALLY__STR_MAX]; /* the job's secret (see docs/protocol.md) */
@@ -48,7 +53,7 @@ struct rally__config {
     int64_t snapshot_keep;              /* complete snapshots of this run kept */
     int64_t snapshot_required;          /* 1: a failed snapshot fails the job */
     int64_t snapshot_final;             /* 1: snapshot the last version at finalize */
-    char snapshot_busy[RALLY__STR_MAX]; /* "wait" or "skip": a request while one is written */
+    int64_t snapshot_busy;              /* RALLY__SNAP_BUSY_*: a snapshot still being written */
     char run_id[RALLY__STR_MAX];        /* this run's UUID (rally-run sets it) */
     char run_started[RALLY__STR_MAX];   /* when it started, RFC 3339 UTC */
     char resume[RALLY__STR_MAX];        /* a snapshot directory to start from */

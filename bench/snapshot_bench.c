@@ -13,11 +13,12 @@
  * without snapshots, failures and resumes).
  * tests/snapshot_bench.sh runs it with and without snapshots.
  *
- *   snapshot_bench --write DIR MIB
+ *   snapshot_bench --write DIR MIB [REPS FIRST]
  *
  * times the writer alone (rally__snap_write_part: the durable write the
  * background thread runs, checksums included) for a MIB-MiB model into
- * DIR, three times, and prints the best: "write: ms=X".
+ * DIR, REPS times (default 3) as versions FIRST, FIRST + 1, ... (default 1),
+ * and prints the best: "write: ms=X".
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -41,7 +42,7 @@ static int cmp(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static int write_only(const char *dir, size_t n)
+static int write_only(const char *dir, size_t n, int reps, int first)
 {
     unsigned char *b = malloc(n ? n : 1);
     if (b == NULL)
@@ -49,9 +50,9 @@ static int write_only(const char *dir, size_t n)
     for (size_t i = 0; i < n; i++)
         b[i] = (unsigned char)(i * 131 + 7);
     double best = 1e300;
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < reps; k++) {
         struct rally__snap_target t = {dir, "w", "0f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0",
-                                       (uint64_t)k + 1, 1};
+                                       (uint64_t)(first + k), 1};
         struct rally__err e = {0, ""};
         struct rally__snap_file f;
         double a = now_ms();
@@ -70,8 +71,9 @@ static int write_only(const char *dir, size_t n)
 
 int main(int argc, char **argv)
 {
-    if (argc == 4 && strcmp(argv[1], "--write") == 0)
-        return write_only(argv[2], (size_t)atol(argv[3]) << 20);
+    if ((argc == 4 || argc == 6) && strcmp(argv[1], "--write") == 0)
+        return write_only(argv[2], (size_t)atol(argv[3]) << 20, argc == 6 ? atoi(argv[4]) : 3,
+                          argc == 6 ? atoi(argv[5]) : 1);
     rally_t *r;
     if (rally_init(&r, &argc, &argv) != RALLY_OK) {
         fprintf(stderr, "snapshot_bench: %s\n", rally_errmsg(r));
