@@ -32,8 +32,12 @@ echo "$plan" | while read -r rank delay; do
     while [ "$(grep -c "^\[$rank\] pid $rank " "$tmp/out")" -eq 0 ]; do
         n=$((n + 1)); [ "$n" -gt 300 ] && break; sleep 0.1
     done
-    # wait for the previous recovery, so each kill hits a job in step
-    while [ "$(grep -c 'recovered: epoch' "$tmp/out")" -lt $((i - 1)) ]; do
+    # wait for the previous recovery, and for the restarted worker to have
+    # loaded its checkpoint (with local models, that is when the copies it
+    # holds for its neighbours exist again: a kill before it would be a
+    # simultaneous death of k + 1 holders, which is correctly fatal)
+    while [ "$(grep -c 'recovered: epoch' "$tmp/out")" -lt $((i - 1)) ] ||
+          [ "$(grep -c '\] rank [0-9]* restarted at version' "$tmp/out")" -lt $((i - 1)) ]; do
         n=$((n + 1)); [ "$n" -gt 600 ] && break; sleep 0.05
     done
     sleep "$(awk -v d="$delay" 'BEGIN { printf "%.3f", d / 1000 }')"
