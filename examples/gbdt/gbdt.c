@@ -110,7 +110,7 @@ static int bootstrap(struct gb_job *j, const struct gb_opts *o)
     j->d = (uint32_t)agree[0];
     if (densify(j, ds) != 0 || (j->pred = malloc((j->rows + 1) * sizeof *j->pred)) == NULL ||
         (j->gh = malloc((2 * j->rows + 1) * sizeof *j->gh)) == NULL ||
-        (j->pos = malloc((j->rows + 1) * sizeof *j->pos)) == NULL) {
+        (j->order = malloc((j->rows + 1) * sizeof *j->order)) == NULL) {
         fprintf(stderr, "rally-gbdt: out of memory for %" PRIu64 " rows\n", j->rows);
         status = GB_EXIT_RALLY;
         goto out;
@@ -317,11 +317,12 @@ out:
     free(j.x);
     free(j.y);
     free(j.bins);
+    free(j.cols);
     free(j.nbin);
     free(j.cuts);
     free(j.pred);
     free(j.gh);
-    free(j.pos);
+    free(j.order);
     gb_opts_free(&o);
     if (rally_finalize(j.r) != RALLY_OK && status == GB_EXIT_OK)
         status = GB_EXIT_RALLY;
