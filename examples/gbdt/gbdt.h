@@ -6,7 +6,8 @@
  *   options.c  the command line
  *   sketch.c   the distributed quantile sketch: each feature's cut points
  *   boost.c    the boosting rounds: a tree, the loss, a checkpoint every M
- *   grow.c     one tree: gradients, histograms (one allreduce per level), splits
+ *   grow.c     one tree: gradients, histograms (one allreduce per level), splits,
+ *              the rows grouped per node
  *   predict.c  walking the trees: the prediction cache and `rally-gbdt predict`
  *   model.c    the model's bytes (checkpoint, digest), its JSON, the file write
  *

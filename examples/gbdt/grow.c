@@ -15,6 +15,22 @@
  * allreduce's prepare callback, so a recovering worker, which is handed the
  * results, skips building them.
  *
+ * Rows: j->order holds the shard's row numbers grouped by the node each is
+ * at, a node's rows contiguous (W.beg, W.cnt) and in row order.  Moving a
+ * level's rows down splits each node's group in place, stably (the right
+ * ones through W.spare), reading one byte a row from the split feature's
+ * column (j->cols, feature-major).  A histogram visits only its node's rows
+ * (the root all of them, without the index), in row order, so each bin adds
+ * the same values in the same order as a scan of every row would: the same
+ * bits whatever the grouping.  Per (row, feature) the kernel does one 16-byte
+ * load, add and store of the (gradient, hessian) pair at the row's bin,
+ * reading the row's d bins from j->bins (row-major, one byte each).
+ *
+ * Gradients: the loss pass after each tree (gb_shard_loss, boost.c's
+ * allreduce) computes the next tree's gradients from the same exp and notes
+ * it in j->gh_for; a worker that was handed that loss instead (a replay)
+ * computes them when it first builds a histogram of the tree.
+ *
  * A split of a node with sums (G, H) into (GL, HL) and (GR, HR) changes the
  * loss by gain(GL, HL) + gain(GR, HR) - gain(G, H), gain(G, H) = G^2 / (H +
  * lambda) (0 when H < min_child_weight); each side needs a hessian sum of at
@@ -92,6 +108,14 @@ double gb_shard_loss(struct gb_job *j, const struct gb_params *p, uint32_t tree)
 /* Adds rows to histogram h (d x S2 pairs), in the order given: rows[0..n)
  * or, rows NULL, the rows 0..n).  Each bin's sums take its rows in that
  * order, whatever the vector width, so the result is the same bits. */
+static inline void add_at(double *at, pair g)
+{
+    pair c;
+    memcpy(&c, at, sizeof c);
+    c += g;
+    memcpy(at, &c, sizeof c);
+}
+
 static inline void add_rows(double *h, const struct gb_job *j, uint32_t S2, const uint32_t *rows,
                             uint64_t n)
 {
@@ -104,15 +128,18 @@ static inline void add_rows(double *h, const struct gb_job *j, uint32_t S2, cons
             __builtin_prefetch(j->gh + 2 * (size_t)rows[k + RT_AHEAD]);
         }
         const uint8_t *bin = j->bins + i * d;
-        pair g, c;
+        pair g;
         memcpy(&g, j->gh + 2 * i, sizeof g);
         double *hf = h;
-        for (uint32_t f = 0; f < d; f++, hf += fstep) {
-            double *at = hf + 2 * (size_t)bin[f];
-            memcpy(&c, at, sizeof c);
-            c += g;
-            memcpy(at, &c, sizeof c);
+        uint32_t f = 0;
+        for (; f + 4 <= d; f += 4, hf += 4 * fstep) { /* four features a step */
+            add_at(hf + 2 * (size_t)bin[f], g);
+            add_at(hf + fstep + 2 * (size_t)bin[f + 1], g);
+            add_at(hf + 2 * fstep + 2 * (size_t)bin[f + 2], g);
+            add_at(hf + 3 * fstep + 2 * (size_t)bin[f + 3], g);
         }
+        for (; f < d; f++, hf += fstep)
+            add_at(hf + 2 * (size_t)bin[f], g);
     }
 }
 
