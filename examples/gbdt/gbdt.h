@@ -175,12 +175,6 @@ static inline double gb_loss_of(const struct gb_params *p, double q, float y)
     return y > 0.5 ? -log(q) : -log(1.0 - q);
 }
 
-/* One row's loss: log loss (logistic) or squared error. */
-static inline double gb_loss(const struct gb_params *p, double margin, float y)
-{
-    return gb_loss_of(p, gb_output(p, margin), y);
-}
-
 /* `rally-gbdt predict MODEL DATA [--data-opt K=V]... [--out FILE]`. */
 int gb_predict_main(int argc, char **argv);
 

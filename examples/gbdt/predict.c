@@ -1,7 +1,7 @@
 /*
  * predict.c — walking the trees: a row's margin, the prediction cache rebuilt
- * after a restore, the objectives' outputs and losses, and `rally-gbdt
- * predict MODEL DATA`.
+ * after a restore, and `rally-gbdt predict MODEL DATA` (the objectives'
+ * outputs and losses are inline in gbdt.h, for grow.c's loss pass).
  *
  * The prediction cache (j->pred) is derived state: each row's margin, base
  * plus the trees' outputs.  Training adds tree t's output to it when t is
