@@ -81,6 +81,11 @@ static int bootstrap(struct gb_job *j, const struct gb_opts *o)
                  rally_data_num_features(ds), GB_MAX_FEATURES);
         bad = 1;
     }
+    if (!bad && rally_data_num_rows(ds) > UINT32_MAX) { /* grow.c numbers rows in 32 bits */
+        snprintf(err, sizeof err, "%s: %" PRIu64 " rows in this shard, at most %" PRIu32
+                 " are supported; run more workers", o->data, rally_data_num_rows(ds), UINT32_MAX);
+        bad = 1;
+    }
     if (!bad)
         bad = bad_labels(ds, o, err, sizeof err);
     if (!bad) {

@@ -241,32 +241,39 @@ static int reserve(double **p, size_t *cap, size_t n)
     return 0;
 }
 
-/* realloc into *p, leaving *p as it was on failure. */
-static int grow_to(void **p, size_t nbytes)
+/* p resized to nbytes, or p itself with *failed set (realloc failed, or an
+ * earlier call did). */
+static void *resize(void *p, size_t nbytes, int *failed)
 {
-    void *np = realloc(*p, nbytes);
-    if (np == NULL)
-        return -1;
-    *p = np;
-    return 0;
+    if (*failed)
+        return p;
+    void *np = realloc(p, nbytes);
+    if (np == NULL) {
+        *failed = 1;
+        return p;
+    }
+    return np;
 }
 
 static int reserve_ws(size_t nodes, uint64_t rows)
 {
+    int failed = 0;
     if (rows + 1 > W.spare_cap) {
-        if (grow_to((void **)&W.spare, (rows + 1) * sizeof *W.spare) != 0)
+        W.spare = resize(W.spare, (rows + 1) * sizeof *W.spare, &failed);
+        if (failed)
             return -1;
         W.spare_cap = rows + 1;
     }
     if (nodes <= W.node_cap)
         return 0;
-    if (grow_to((void **)&W.built, nodes * sizeof *W.built) != 0 ||
-        grow_to((void **)&W.beg, nodes * sizeof *W.beg) != 0 ||
-        grow_to((void **)&W.cnt, nodes * sizeof *W.cnt) != 0 ||
-        grow_to((void **)&W.G, nodes * sizeof *W.G) != 0 ||
-        grow_to((void **)&W.H, nodes * sizeof *W.H) != 0 ||
-        grow_to((void **)&W.level, nodes * sizeof *W.level) != 0 ||
-        grow_to((void **)&W.nlevel, nodes * sizeof *W.nlevel) != 0)
+    W.built = resize(W.built, nodes * sizeof *W.built, &failed);
+    W.beg = resize(W.beg, nodes * sizeof *W.beg, &failed);
+    W.cnt = resize(W.cnt, nodes * sizeof *W.cnt, &failed);
+    W.G = resize(W.G, nodes * sizeof *W.G, &failed);
+    W.H = resize(W.H, nodes * sizeof *W.H, &failed);
+    W.level = resize(W.level, nodes * sizeof *W.level, &failed);
+    W.nlevel = resize(W.nlevel, nodes * sizeof *W.nlevel, &failed);
+    if (failed)
         return -1;
     W.node_cap = nodes;
     return 0;
@@ -321,13 +328,6 @@ int gb_grow(struct gb_job *j, struct gb_model *m)
     const uint32_t tree = m->ntrees;
     struct gb_tree t = {0};
     int status = GB_EXIT_RALLY, rc;
-    if (j->rows > UINT32_MAX) {
-        fprintf(stderr, "rally-gbdt: rank %d: %" PRIu64 " rows in one shard; at most %" PRIu32
-                        " are supported (run more workers)\n",
-                j->rank, j->rows, UINT32_MAX);
-        status = GB_EXIT_INPUT;
-        goto out;
-    }
     if (reserve_ws(max_nodes, j->rows) != 0 || reserve(&W.red, &W.red_cap, stride) != 0 ||
         (t.nodes = calloc(max_nodes, sizeof *t.nodes)) == NULL) {
         status = gb_oom();
