@@ -23,8 +23,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "gbdt.h"
 #include "args.h"
+#include "gbdt.h"
 
 /* The shard as a dense rows x d array of floats, NaN where a value is
  * missing, and its labels.  0, or -1 out of memory. */
@@ -82,8 +82,10 @@ static int bootstrap(struct gb_job *j, const struct gb_opts *o)
         bad = 1;
     }
     if (!bad && rally_data_num_rows(ds) > UINT32_MAX) { /* grow.c numbers rows in 32 bits */
-        snprintf(err, sizeof err, "%s: %" PRIu64 " rows in this shard, at most %" PRIu32
-                 " are supported; run more workers", o->data, rally_data_num_rows(ds), UINT32_MAX);
+        snprintf(err, sizeof err,
+                 "%s: %" PRIu64 " rows in this shard, at most %" PRIu32
+                 " are supported; run more workers",
+                 o->data, rally_data_num_rows(ds), UINT32_MAX);
         bad = 1;
     }
     if (!bad)

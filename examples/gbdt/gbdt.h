@@ -83,14 +83,14 @@ struct gb_job {
     int rank, world;
     uint64_t rows, total_rows;
     uint32_t d;
-    float *x;       /* rows x d, NaN = missing: what the trees are walked on */
-    float *y;       /* labels */
-    uint8_t *bins;  /* rows x d: the bin of each value, max_bin = missing */
-    uint8_t *cols;  /* d x rows: the same bins by feature (moving rows reads one) */
-    uint32_t *nbin; /* [d]: bins of each feature (cut points) */
-    float *cuts;    /* d x max_bin: feature f's cut points at f * max_bin */
-    double *pred;   /* the prediction cache: each row's margin (derived) */
-    double *gh;     /* 2 x rows: each row's gradient and hessian, side by side */
+    float *x;        /* rows x d, NaN = missing: what the trees are walked on */
+    float *y;        /* labels */
+    uint8_t *bins;   /* rows x d: the bin of each value, max_bin = missing */
+    uint8_t *cols;   /* d x rows: the same bins by feature (moving rows reads one) */
+    uint32_t *nbin;  /* [d]: bins of each feature (cut points) */
+    float *cuts;     /* d x max_bin: feature f's cut points at f * max_bin */
+    double *pred;    /* the prediction cache: each row's margin (derived) */
+    double *gh;      /* 2 x rows: each row's gradient and hessian, side by side */
     uint32_t gh_for; /* 1 + the tree whose gradients gh holds; 0: none */
     uint32_t *order; /* the rows, grouped by the node they are at while a tree grows */
     /* where a tree's time goes (seconds, this rank, reset per tree): building

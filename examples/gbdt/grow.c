@@ -57,8 +57,8 @@ typedef double pair __attribute__((vector_size(16)));
 struct build {
     struct gb_job *j;
     const struct gb_params *p;
-    uint32_t tree;         /* the tree's index (for j->gh_for) */
-    const uint32_t *nodes; /* slot s holds tree node nodes[s] */
+    uint32_t tree;             /* the tree's index (for j->gh_for) */
+    const uint32_t *nodes;     /* slot s holds tree node nodes[s] */
     const uint64_t *beg, *cnt; /* per tree node: its rows are order[beg, beg + cnt) */
     double *buf;
     size_t nslots, stride;
