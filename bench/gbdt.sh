@@ -7,10 +7,16 @@
 # line).  `make bench` (bench/run.sh) ends with it (BENCH_TRAINERS=0 skips it);
 # it also runs alone (examples/gbdt/README.md, "Benchmark", has a table).
 #
+# The machine may be shared, so each repeat runs rally-gbdt and xgboost back
+# to back at every N, and the table gives medians over the repeats: of each
+# side's seconds per tree and of the per-repeat ratio rally / xgboost.
+#
 # Data: BENCH_GBDT_ROWS (1000000) x BENCH_GBDT_FEATURES (32) dense, two
 # overlapping Gaussian blobs (rally-datagen --centers 2 --spread 8), label =
 # the blob.  Trees: BENCH_GBDT_TREES (10), depth 6, max_bin 255, eta 0.3.
-# Knobs: BENCH_GBDT_NS ("1 2 4 8"), BENCH_TIMEOUT (900 s per run).
+# Knobs: BENCH_GBDT_NS ("1 2 4 8"), BENCH_GBDT_REPEATS (3), BENCH_TIMEOUT
+# (900 s per run), BENCH_GBDT_BEFORE (another build directory: its
+# rally-gbdt is timed in the same repeats too, as "before").
 set -euo pipefail
 
 die() { echo "bench gbdt: $*" >&2; exit 1; }
@@ -21,6 +27,8 @@ ROWS=${BENCH_GBDT_ROWS:-1000000}
 FEATURES=${BENCH_GBDT_FEATURES:-32}
 TREES=${BENCH_GBDT_TREES:-10}
 NS=${BENCH_GBDT_NS:-"1 2 4 8"}
+REPS=${BENCH_GBDT_REPEATS:-3}
+BEFORE=${BENCH_GBDT_BEFORE:-}
 TMO=${BENCH_TIMEOUT:-900}
 OUT=$BUILD/bench-results/gbdt
 DATADIR=$BUILD/bench-data
@@ -28,6 +36,10 @@ mkdir -p "$OUT" "$DATADIR"
 for t in rally-run rally-gbdt rally-gbdt-mock rally-datagen; do
     [ -x "$BUILD/$t" ] || die "$BUILD/$t is missing: build first (make build)"
 done
+if [ -n "$BEFORE" ]; then
+    BEFORE=$(cd "$BEFORE" && pwd) || die "no directory $BENCH_GBDT_BEFORE"
+    [ -x "$BEFORE/rally-gbdt" ] || die "$BEFORE/rally-gbdt is missing"
+fi
 PY=/usr/bin/python3
 "$PY" -c 'import xgboost' 2>/dev/null || die "python3-xgboost is missing (scripts/deps.sh installs it)"
 
@@ -50,19 +62,27 @@ col() { # log field
         awk '{v[NR] = $1} END {if (NR == 0) exit 1; print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'
 }
 
-for n in $NS; do
-    log=$OUT/rally-n$n.log
-    printf 'bench gbdt: N=%s rally ... ' "$n" >&2
-    start=$SECONDS
-    timeout "$TMO" "$BUILD/rally-run" -n "$n" "$BUILD/rally-gbdt" "${GB[@]}" >"$log" 2>&1 ||
-        { tail -n 20 "$log" >&2; die "rally-gbdt failed at N=$n (log: $log)"; }
+# one rally-gbdt run: "LABEL N REPEAT seconds histograms allreduce splits rows"
+rally_run() { # label exe n rep
+    local log=$OUT/$1-n$3-r$4.log start=$SECONDS
+    printf 'bench gbdt: repeat %s N=%s %s ... ' "$4" "$3" "$1" >&2
+    timeout "$TMO" "$BUILD/rally-run" -n "$3" "$2" "${GB[@]}" >"$log" 2>&1 ||
+        { tail -n 20 "$log" >&2; die "rally-gbdt failed at N=$3 (log: $log)"; }
     echo "$((SECONDS - start)) s" >&2
-    echo "rally $n $(col "$log" 2) $(col "$log" 3) $(col "$log" 4) $(col "$log" 5) $(col "$log" 6)" >>"$RESULTS"
-    printf 'bench gbdt: N=%s xgboost ... ' "$n" >&2
-    start=$SECONDS
-    timeout "$TMO" "$PY" "$SRC/tests/gbdt_xgb.py" time "$DATA" "$n" "$TREES" 6 255 >>"$RESULTS" ||
-        die "the xgboost timing failed at N=$n"
-    echo "$((SECONDS - start)) s" >&2
+    echo "$1 $3 $4 $(col "$log" 2) $(col "$log" 3) $(col "$log" 4) $(col "$log" 5) $(col "$log" 6)" >>"$RESULTS"
+}
+
+for rep in $(seq "$REPS"); do
+    for n in $NS; do
+        rally_run rally "$BUILD/rally-gbdt" "$n" "$rep"
+        [ -z "$BEFORE" ] || rally_run before "$BEFORE/rally-gbdt" "$n" "$rep"
+        printf 'bench gbdt: repeat %s N=%s xgboost ... ' "$rep" "$n" >&2
+        start=$SECONDS
+        x=$(timeout "$TMO" "$PY" "$SRC/tests/gbdt_xgb.py" time "$DATA" "$n" "$TREES" 6 255) ||
+            die "the xgboost timing failed at N=$n"
+        echo "$x" | awk -v r="$rep" '{print $1, $2, r, $3}' >>"$RESULTS"
+        echo "$((SECONDS - start)) s" >&2
+    done
 done
 
 # The rebuild: rank 1 of 4 dies entering tree TREES - 1's first allreduce
@@ -79,20 +99,36 @@ back=$(sed -n 's/.*job back in step \([0-9.]*\) s after the failure.*/\1/p' "$lo
 rows1=$(sed -n 's/.*prediction cache of \([0-9]*\) rows.*/\1/p' "$log")
 
 echo
-echo "rally-gbdt: seconds per tree (median of trees 2..$TREES), $ROWS rows x $FEATURES features dense,"
-echo "depth 6, max_bin 255; xgboost $("$PY" -c 'import xgboost; print(xgboost.__version__)') hist with nthread = N; $(nproc) CPUs"
+echo "rally-gbdt: seconds per tree (median of trees 2..$TREES, then of $REPS repeats), $ROWS rows x"
+echo "$FEATURES features dense, depth 6, max_bin 255; xgboost $("$PY" -c 'import xgboost; print(xgboost.__version__)') hist with nthread = N;"
+echo "$(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg); ratio = median over repeats of rally / xgboost"
 echo
-printf '%-3s %10s %10s %8s   %-44s\n' N rally xgboost ratio "rally: histograms / allreduce / splits / rows"
-awk '
-$1 == "rally" { r[$2] = $3; h[$2] = $4; a[$2] = $5; s[$2] = $6; w[$2] = $7; ns[++k] = $2 }
-$1 == "xgboost" { x[$2] = $3 }
+awk -v before="$BEFORE" '
+function med(s,    a, n, i, j, t) { # median of a space-separated list
+    n = split(s, a, " ")
+    for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j - 1] + 0 > a[j] + 0; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
+    return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+}
+{ t[$1, $2, $3] = $4 }
+$1 == "rally" { if (!($2 in seen)) { seen[$2] = 1; ns[++k] = $2 }
+    h[$2] = h[$2] " " $5; a[$2] = a[$2] " " $6; s[$2] = s[$2] " " $7; w[$2] = w[$2] " " $8 }
 END {
+    printf "%-3s %9s %9s %7s", "N", "rally", "xgboost", "ratio"
+    if (before != "") printf " %9s %7s", "before", "ratio"
+    printf "   %s\n", "rally: histograms / allreduce / splits / rows"
     for (i = 1; i <= k; i++) {
-        n = ns[i]
-        printf "%-3s %10.4f %10.4f %7.2fx   %.4f / %.4f / %.4f / %.4f\n", n, r[n], x[n], r[n] / x[n], h[n], a[n], s[n], w[n]
+        n = ns[i]; R = X = Q = B = QB = ""
+        for (r = 1; (("rally", n, r) in t); r++) {
+            R = R " " t["rally", n, r]; X = X " " t["xgboost", n, r]
+            Q = Q " " t["rally", n, r] / t["xgboost", n, r]
+            if (before != "") { B = B " " t["before", n, r]; QB = QB " " t["before", n, r] / t["xgboost", n, r] }
+        }
+        printf "%-3s %9.4f %9.4f %6.2fx", n, med(R), med(X), med(Q)
+        if (before != "") printf " %9.4f %6.2fx", med(B), med(QB)
+        printf "   %.4f / %.4f / %.4f / %.4f\n", med(h[n]), med(a[n]), med(s[n]), med(w[n])
     }
 }' "$RESULTS"
 echo
 echo "prediction-cache rebuild (N=4, rank 1: $rows1 rows, $v trees): $rebuild s;" \
-    "one tree at N=4: $(awk '$1 == "rally" && $2 == 4 {print $3}' "$RESULTS") s;" \
+    "one tree at N=4: $(awk '$1 == "rally" && $2 == 4 && $3 == 1 {print $4}' "$RESULTS") s;" \
     "kill to back in step: $back s"

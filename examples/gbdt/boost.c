@@ -10,26 +10,25 @@
 
 #include "gbdt.h"
 
-/* The summed loss over this shard, as the allreduce's prepare callback. */
+/* The summed loss over this shard, as the allreduce's prepare callback; it
+ * leaves the next tree's gradients behind (grow.c computes them itself when
+ * a recovering worker is handed the sum instead). */
 struct loss {
-    const struct gb_job *j;
-    const struct gb_params *p;
+    struct gb_job *j;
+    const struct gb_model *m;
     double *sum;
 };
 
 static void shard_loss(void *arg)
 {
     const struct loss *l = arg;
-    double s = 0;
-    for (uint64_t i = 0; i < l->j->rows; i++)
-        s += gb_loss(l->p, l->j->pred[i], l->j->y[i]);
-    *l->sum = s;
+    *l->sum = gb_shard_loss(l->j, &l->m->p, l->m->ntrees);
 }
 
 int gb_train_loss(struct gb_job *j, const struct gb_model *m, double *out)
 {
     double sum = 0;
-    struct loss l = {j, &m->p, &sum};
+    struct loss l = {j, m, &sum};
     int rc = rally_allreduce(j->r, &sum, 1, RALLY_DOUBLE, RALLY_SUM, shard_loss, &l);
     if (rc != RALLY_OK)
         return gb_fail(j, "the loss allreduce", rc);

@@ -23,8 +23,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "gbdt.h"
 #include "args.h"
+#include "gbdt.h"
 
 /* The shard as a dense rows x d array of floats, NaN where a value is
  * missing, and its labels.  0, or -1 out of memory. */
@@ -81,6 +81,13 @@ static int bootstrap(struct gb_job *j, const struct gb_opts *o)
                  rally_data_num_features(ds), GB_MAX_FEATURES);
         bad = 1;
     }
+    if (!bad && rally_data_num_rows(ds) > UINT32_MAX) { /* grow.c numbers rows in 32 bits */
+        snprintf(err, sizeof err,
+                 "%s: %" PRIu64 " rows in this shard, at most %" PRIu32
+                 " are supported; run more workers",
+                 o->data, rally_data_num_rows(ds), UINT32_MAX);
+        bad = 1;
+    }
     if (!bad)
         bad = bad_labels(ds, o, err, sizeof err);
     if (!bad) {
@@ -110,7 +117,7 @@ static int bootstrap(struct gb_job *j, const struct gb_opts *o)
     j->d = (uint32_t)agree[0];
     if (densify(j, ds) != 0 || (j->pred = malloc((j->rows + 1) * sizeof *j->pred)) == NULL ||
         (j->gh = malloc((2 * j->rows + 1) * sizeof *j->gh)) == NULL ||
-        (j->pos = malloc((j->rows + 1) * sizeof *j->pos)) == NULL) {
+        (j->order = malloc((j->rows + 1) * sizeof *j->order)) == NULL) {
         fprintf(stderr, "rally-gbdt: out of memory for %" PRIu64 " rows\n", j->rows);
         status = GB_EXIT_RALLY;
         goto out;
@@ -317,11 +324,12 @@ out:
     free(j.x);
     free(j.y);
     free(j.bins);
+    free(j.cols);
     free(j.nbin);
     free(j.cuts);
     free(j.pred);
     free(j.gh);
-    free(j.pos);
+    free(j.order);
     gb_opts_free(&o);
     if (rally_finalize(j.r) != RALLY_OK && status == GB_EXIT_OK)
         status = GB_EXIT_RALLY;

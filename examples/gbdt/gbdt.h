@@ -6,7 +6,8 @@
  *   options.c  the command line
  *   sketch.c   the distributed quantile sketch: each feature's cut points
  *   boost.c    the boosting rounds: a tree, the loss, a checkpoint every M
- *   grow.c     one tree: gradients, histograms (one allreduce per level), splits
+ *   grow.c     one tree: gradients, histograms (one allreduce per level), splits,
+ *              the rows grouped per node
  *   predict.c  walking the trees: the prediction cache and `rally-gbdt predict`
  *   model.c    the model's bytes (checkpoint, digest), its JSON, the file write
  *
@@ -82,14 +83,16 @@ struct gb_job {
     int rank, world;
     uint64_t rows, total_rows;
     uint32_t d;
-    float *x;       /* rows x d, NaN = missing: what the trees are walked on */
-    float *y;       /* labels */
-    uint8_t *bins;  /* rows x d: the bin of each value, max_bin = missing */
-    uint32_t *nbin; /* [d]: bins of each feature (cut points) */
-    float *cuts;    /* d x max_bin: feature f's cut points at f * max_bin */
-    double *pred;   /* the prediction cache: each row's margin (derived) */
-    double *gh;     /* 2 x rows: gradient and hessian */
-    uint32_t *pos;  /* the node each row is at while a tree grows */
+    float *x;        /* rows x d, NaN = missing: what the trees are walked on */
+    float *y;        /* labels */
+    uint8_t *bins;   /* rows x d: the bin of each value, max_bin = missing */
+    uint8_t *cols;   /* d x rows: the same bins by feature (moving rows reads one) */
+    uint32_t *nbin;  /* [d]: bins of each feature (cut points) */
+    float *cuts;     /* d x max_bin: feature f's cut points at f * max_bin */
+    double *pred;    /* the prediction cache: each row's margin (derived) */
+    double *gh;      /* 2 x rows: each row's gradient and hessian, side by side */
+    uint32_t gh_for; /* 1 + the tree whose gradients gh holds; 0: none */
+    uint32_t *order; /* the rows, grouped by the node they are at while a tree grows */
     /* where a tree's time goes (seconds, this rank, reset per tree): building
      * histograms, in the histogram allreduces besides that, finding splits
      * and moving rows, the rest (gradients, cache update) */
@@ -129,6 +132,11 @@ int gb_grow(struct gb_job *j, struct gb_model *m);
 /* Frees gb_grow's reusable buffers. */
 void gb_grow_free(void);
 
+/* The summed loss of the prediction cache over this shard, row order; in
+ * the same pass (the same exp) the gradients of tree `tree`, which it notes
+ * in j->gh_for. */
+double gb_shard_loss(struct gb_job *j, const struct gb_params *p, uint32_t tree);
+
 /* --- boost.c -------------------------------------------------------------------- */
 
 /* Grows trees until m has o->trees, checkpointing every o->ckpt_every and
@@ -151,10 +159,21 @@ double gb_margin(const struct gb_model *m, const float *x);
 void gb_rebuild_cache(const struct gb_model *m, const float *x, uint64_t rows, double *pred);
 
 /* The objective's output for a margin: a probability or the margin. */
-double gb_output(const struct gb_params *p, double margin);
+static inline double gb_output(const struct gb_params *p, double margin)
+{
+    return p->objective == GB_LOGISTIC ? 1.0 / (1.0 + exp(-margin)) : margin;
+}
 
-/* One row's loss: log loss (logistic) or squared error. */
-double gb_loss(const struct gb_params *p, double margin, float y);
+/* One row's loss from its output q = gb_output(margin): log loss (logistic)
+ * or squared error. */
+static inline double gb_loss_of(const struct gb_params *p, double q, float y)
+{
+    if (p->objective == GB_SQUARED)
+        return (q - y) * (q - y);
+    q = !(q >= 1e-15) ? 1e-15 : q; /* fmin(fmax(q, 1e-15), 1 - 1e-15), inline */
+    q = !(q <= 1.0 - 1e-15) ? 1.0 - 1e-15 : q;
+    return y > 0.5 ? -log(q) : -log(1.0 - q);
+}
 
 /* `rally-gbdt predict MODEL DATA [--data-opt K=V]... [--out FILE]`. */
 int gb_predict_main(int argc, char **argv);

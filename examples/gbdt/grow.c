@@ -15,6 +15,22 @@
  * allreduce's prepare callback, so a recovering worker, which is handed the
  * results, skips building them.
  *
+ * Rows: j->order holds the shard's row numbers grouped by the node each is
+ * at, a node's rows contiguous (W.beg, W.cnt) and in row order.  Moving a
+ * level's rows down splits each node's group in place, stably (the right
+ * ones through W.spare), reading one byte a row from the split feature's
+ * column (j->cols, feature-major).  A histogram visits only its node's rows
+ * (the root all of them, without the index), in row order, so each bin adds
+ * the same values in the same order as a scan of every row would: the same
+ * bits whatever the grouping.  Per (row, feature) the kernel does one 16-byte
+ * load, add and store of the (gradient, hessian) pair at the row's bin,
+ * reading the row's d bins from j->bins (row-major, one byte each).
+ *
+ * Gradients: the loss pass after each tree (gb_shard_loss, boost.c's
+ * allreduce) computes the next tree's gradients from the same exp and notes
+ * it in j->gh_for; a worker that was handed that loss instead (a replay)
+ * computes them when it first builds a histogram of the tree.
+ *
  * A split of a node with sums (G, H) into (GL, HL) and (GR, HR) changes the
  * loss by gain(GL, HL) + gain(GR, HR) - gain(G, H), gain(G, H) = G^2 / (H +
  * lambda) (0 when H < min_child_weight); each side needs a hessian sum of at
@@ -30,35 +46,121 @@
 #include "gbdt.h"
 
 #define RT_EPS 1e-6
+/* How many rows ahead build_hist prefetches a gathered row's bins. */
+#define RT_AHEAD 16
 
-/* What the histogram prepare callback needs. */
+/* A (gradient, hessian) pair: one 16-byte add where the CPU has them. */
+typedef double pair __attribute__((vector_size(16)));
+
+/* What the histogram prepare callback needs: the nodes to build, in slot
+ * order, and where their rows are in j->order. */
 struct build {
     struct gb_job *j;
-    const int32_t *slot; /* tree node -> slot in buf, -1: not built */
+    const struct gb_params *p;
+    uint32_t tree;             /* the tree's index (for j->gh_for) */
+    const uint32_t *nodes;     /* slot s holds tree node nodes[s] */
+    const uint64_t *beg, *cnt; /* per tree node: its rows are order[beg, beg + cnt) */
     double *buf;
     size_t nslots, stride;
-    uint32_t max_bin;
 };
+
+/* The logistic hessian at probability q: fmax(q (1 - q), 1e-16), inline. */
+static inline double hess(double q)
+{
+    double h = q * (1.0 - q);
+    return !(h >= 1e-16) ? 1e-16 : h;
+}
+
+/* Every row's gradient and hessian from its cached margin. */
+static void gradients(struct gb_job *j, const struct gb_params *p)
+{
+    for (uint64_t i = 0; i < j->rows; i++) {
+        double m = j->pred[i], y = j->y[i];
+        if (p->objective == GB_LOGISTIC) {
+            double q = 1.0 / (1.0 + exp(-m));
+            j->gh[2 * i] = q - y;
+            j->gh[2 * i + 1] = hess(q);
+        } else {
+            j->gh[2 * i] = m - y;
+            j->gh[2 * i + 1] = 1.0;
+        }
+    }
+}
+
+double gb_shard_loss(struct gb_job *j, const struct gb_params *p, uint32_t tree)
+{
+    double s = 0;
+    for (uint64_t i = 0; i < j->rows; i++) {
+        double m = j->pred[i], y = j->y[i], q = gb_output(p, m);
+        s += gb_loss_of(p, q, j->y[i]);
+        if (p->objective == GB_LOGISTIC) { /* gradients() with the same q */
+            j->gh[2 * i] = q - y;
+            j->gh[2 * i + 1] = hess(q);
+        } else {
+            j->gh[2 * i] = m - y;
+            j->gh[2 * i + 1] = 1.0;
+        }
+    }
+    j->gh_for = tree + 1;
+    return s;
+}
+
+/* Adds rows to histogram h (d x S2 pairs), in the order given: rows[0..n)
+ * or, rows NULL, the rows 0..n).  Each bin's sums take its rows in that
+ * order, whatever the vector width, so the result is the same bits. */
+static inline void add_at(double *at, pair g)
+{
+    pair c;
+    memcpy(&c, at, sizeof c);
+    c += g;
+    memcpy(at, &c, sizeof c);
+}
+
+static inline void add_rows(double *h, const struct gb_job *j, uint32_t S2, const uint32_t *rows,
+                            uint64_t n)
+{
+    const uint32_t d = j->d;
+    const size_t fstep = (size_t)2 * S2;
+    for (uint64_t k = 0; k < n; k++) {
+        uint64_t i = rows != NULL ? rows[k] : k;
+        if (rows != NULL && k + RT_AHEAD < n) {
+            __builtin_prefetch(j->bins + (size_t)rows[k + RT_AHEAD] * d);
+            __builtin_prefetch(j->gh + 2 * (size_t)rows[k + RT_AHEAD]);
+        }
+        const uint8_t *bin = j->bins + i * d;
+        pair g;
+        memcpy(&g, j->gh + 2 * i, sizeof g);
+        double *hf = h;
+        uint32_t f = 0;
+        for (; f + 4 <= d; f += 4, hf += 4 * fstep) { /* four features a step */
+            add_at(hf + 2 * (size_t)bin[f], g);
+            add_at(hf + fstep + 2 * (size_t)bin[f + 1], g);
+            add_at(hf + 2 * fstep + 2 * (size_t)bin[f + 2], g);
+            add_at(hf + 3 * fstep + 2 * (size_t)bin[f + 3], g);
+        }
+        for (; f < d; f++, hf += fstep)
+            add_at(hf + 2 * (size_t)bin[f], g);
+    }
+}
 
 static void build_hist(void *arg)
 {
     const struct build *b = arg;
     struct gb_job *j = b->j;
     double t0 = ex_now_s();
-    const uint32_t d = j->d, S2 = b->max_bin + 1;
+    const uint32_t S2 = b->p->max_bin + 1;
+    if (j->gh_for != b->tree + 1) { /* not left by the last loss (a replayed one) */
+        gradients(j, b->p);
+        j->gh_for = b->tree + 1;
+    }
     memset(b->buf, 0, b->nslots * b->stride * sizeof *b->buf);
-    for (uint64_t i = 0; i < j->rows; i++) {
-        int32_t s = b->slot[j->pos[i]];
-        if (s < 0)
-            continue;
-        double *h = b->buf + (size_t)s * b->stride;
-        const uint8_t *bin = j->bins + i * d;
-        const double g = j->gh[2 * i], hh = j->gh[2 * i + 1];
-        for (uint32_t f = 0; f < d; f++) {
-            double *c = h + ((size_t)f * S2 + bin[f]) * 2;
-            c[0] += g;
-            c[1] += hh;
-        }
+    for (size_t s = 0; s < b->nslots; s++) {
+        double *h = b->buf + s * b->stride;
+        uint32_t id = b->nodes[s];
+        if (id == 0) /* the root: every row, in row order */
+            add_rows(h, j, S2, NULL, j->rows);
+        else
+            add_rows(h, j, S2, j->order + b->beg[id], b->cnt[id]);
     }
     j->t_hist += ex_now_s() - t0;
 }
@@ -116,7 +218,10 @@ static struct split best_split(const struct gb_job *j, const struct gb_params *p
 struct ws {
     double *hist, *next, *red; /* this level's, the next level's, the reduced */
     size_t hist_cap, next_cap, red_cap;
-    int32_t *slot;
+    uint32_t *spare; /* rows: the right-hand rows while a node's are split */
+    uint64_t spare_cap;
+    uint32_t *built; /* slot -> tree node */
+    uint64_t *beg, *cnt;
     double *G, *H;
     uint32_t *level, *nlevel;
     size_t node_cap;
@@ -136,28 +241,41 @@ static int reserve(double **p, size_t *cap, size_t n)
     return 0;
 }
 
-static int reserve_nodes(size_t n)
+/* p resized to nbytes, or p itself with *failed set (realloc failed, or an
+ * earlier call did). */
+static void *resize(void *p, size_t nbytes, int *failed)
 {
-    if (n <= W.node_cap)
+    if (*failed)
+        return p;
+    void *np = realloc(p, nbytes);
+    if (np == NULL) {
+        *failed = 1;
+        return p;
+    }
+    return np;
+}
+
+static int reserve_ws(size_t nodes, uint64_t rows)
+{
+    int failed = 0;
+    if (rows + 1 > W.spare_cap) {
+        W.spare = resize(W.spare, (rows + 1) * sizeof *W.spare, &failed);
+        if (failed)
+            return -1;
+        W.spare_cap = rows + 1;
+    }
+    if (nodes <= W.node_cap)
         return 0;
-    int32_t *s = realloc(W.slot, n * sizeof *s);
-    if (s != NULL)
-        W.slot = s;
-    double *g = realloc(W.G, n * sizeof *g);
-    if (g != NULL)
-        W.G = g;
-    double *h = realloc(W.H, n * sizeof *h);
-    if (h != NULL)
-        W.H = h;
-    uint32_t *l = realloc(W.level, n * sizeof *l);
-    if (l != NULL)
-        W.level = l;
-    uint32_t *nl = realloc(W.nlevel, n * sizeof *nl);
-    if (nl != NULL)
-        W.nlevel = nl;
-    if (s == NULL || g == NULL || h == NULL || l == NULL || nl == NULL)
+    W.built = resize(W.built, nodes * sizeof *W.built, &failed);
+    W.beg = resize(W.beg, nodes * sizeof *W.beg, &failed);
+    W.cnt = resize(W.cnt, nodes * sizeof *W.cnt, &failed);
+    W.G = resize(W.G, nodes * sizeof *W.G, &failed);
+    W.H = resize(W.H, nodes * sizeof *W.H, &failed);
+    W.level = resize(W.level, nodes * sizeof *W.level, &failed);
+    W.nlevel = resize(W.nlevel, nodes * sizeof *W.nlevel, &failed);
+    if (failed)
         return -1;
-    W.node_cap = n;
+    W.node_cap = nodes;
     return 0;
 }
 
@@ -166,7 +284,10 @@ void gb_grow_free(void)
     free(W.hist);
     free(W.next);
     free(W.red);
-    free(W.slot);
+    free(W.spare);
+    free(W.built);
+    free(W.beg);
+    free(W.cnt);
     free(W.G);
     free(W.H);
     free(W.level);
@@ -174,19 +295,29 @@ void gb_grow_free(void)
     memset(&W, 0, sizeof W);
 }
 
-static void gradients(struct gb_job *j, const struct gb_params *p)
+/* Splits node nd's rows (order[beg, beg + cnt), row order) between its
+ * children, each keeping row order: the left ones stay in front, the right
+ * ones go to W.spare and come back behind them. */
+static void split_rows(struct gb_job *j, const struct gb_params *p, const struct gb_node *nd,
+                       uint64_t beg, uint64_t cnt)
 {
-    for (uint64_t i = 0; i < j->rows; i++) {
-        double m = j->pred[i], y = j->y[i];
-        if (p->objective == GB_LOGISTIC) {
-            double q = 1.0 / (1.0 + exp(-m));
-            j->gh[2 * i] = q - y;
-            j->gh[2 * i + 1] = fmax(q * (1.0 - q), 1e-16);
-        } else {
-            j->gh[2 * i] = m - y;
-            j->gh[2 * i + 1] = 1.0;
-        }
+    uint32_t *o = j->order + beg;
+    const uint8_t *col = j->cols + (size_t)nd->feature * j->rows;
+    const uint32_t missing = p->max_bin, sb = nd->split_bin, dl = nd->default_left;
+    uint64_t nl = 0, nr = 0;
+    for (uint64_t k = 0; k < cnt; k++) {
+        uint32_t i = o[k], bin = col[i];
+        uint32_t left = bin == missing ? dl : bin <= sb;
+        o[nl] = i; /* nl <= k: a slot already read */
+        W.spare[nr] = i;
+        nl += left;
+        nr += 1 - left;
     }
+    memcpy(o + nl, W.spare, nr * sizeof *o);
+    W.beg[nd->left] = beg;
+    W.cnt[nd->left] = nl;
+    W.beg[nd->right] = beg + nl;
+    W.cnt[nd->right] = nr;
 }
 
 int gb_grow(struct gb_job *j, struct gb_model *m)
@@ -194,19 +325,21 @@ int gb_grow(struct gb_job *j, struct gb_model *m)
     const struct gb_params *p = &m->p;
     const size_t stride = (size_t)j->d * (p->max_bin + 1) * 2;
     const size_t max_nodes = ((size_t)2 << p->max_depth) - 1;
+    const uint32_t tree = m->ntrees;
     struct gb_tree t = {0};
     int status = GB_EXIT_RALLY, rc;
-    if (reserve_nodes(max_nodes) != 0 || reserve(&W.red, &W.red_cap, stride) != 0 ||
+    if (reserve_ws(max_nodes, j->rows) != 0 || reserve(&W.red, &W.red_cap, stride) != 0 ||
         (t.nodes = calloc(max_nodes, sizeof *t.nodes)) == NULL) {
         status = gb_oom();
         goto out;
     }
-    gradients(j, p);
     for (uint64_t i = 0; i < j->rows; i++)
-        j->pos[i] = 0;
+        j->order[i] = (uint32_t)i;
+    W.beg[0] = 0;
+    W.cnt[0] = j->rows;
     t.n = 1;
-    W.slot[0] = 0;
-    struct build b = {j, W.slot, W.red, 1, stride, p->max_bin};
+    W.built[0] = 0;
+    struct build b = {j, p, tree, W.built, W.beg, W.cnt, W.red, 1, stride};
     j->t_hist = j->t_reduce = j->t_split = j->t_rows = 0;
     double t0 = ex_now_s();
     rc = rally_allreduce(j->r, W.red, stride, RALLY_DOUBLE, RALLY_SUM, build_hist, &b);
@@ -262,15 +395,12 @@ int gb_grow(struct gb_job *j, struct gb_model *m)
         j->t_split += ex_now_s() - t0;
         if (nnext == 0)
             break;
-        /* rows down one level */
+        /* each split node's rows to its children */
         t0 = ex_now_s();
-        for (uint64_t i = 0; i < j->rows; i++) {
-            const struct gb_node *nd = &t.nodes[j->pos[i]];
-            if (nd->feature < 0)
-                continue;
-            uint32_t bin = j->bins[i * j->d + (uint32_t)nd->feature];
-            int left = bin == p->max_bin ? (int)nd->default_left : bin <= nd->split_bin;
-            j->pos[i] = left ? nd->left : nd->right;
+        for (size_t k = 0; k < nlev; k++) {
+            const struct gb_node *nd = &t.nodes[W.level[k]];
+            if (nd->feature >= 0)
+                split_rows(j, p, nd, W.beg[W.level[k]], W.cnt[W.level[k]]);
         }
         j->t_rows += ex_now_s() - t0;
         if (depth + 1 == p->max_depth) { /* the children are leaves: no histograms */
@@ -283,18 +413,16 @@ int gb_grow(struct gb_job *j, struct gb_model *m)
             break;
         }
         /* build the smaller child of each pair; the sibling by subtraction */
-        for (uint32_t id = 0; id < t.n; id++)
-            W.slot[id] = -1;
         for (size_t k = 0; k < nnext; k += 2) {
             uint32_t l = W.nlevel[k], r = W.nlevel[k + 1];
-            W.slot[W.H[l] <= W.H[r] ? l : r] = (int32_t)nbuild++;
+            W.built[nbuild++] = W.H[l] <= W.H[r] ? l : r;
         }
         if (reserve(&W.red, &W.red_cap, nbuild * stride) != 0 ||
             reserve(&W.next, &W.next_cap, nnext * stride) != 0) {
             status = gb_oom();
             goto out;
         }
-        b = (struct build){j, W.slot, W.red, nbuild, stride, p->max_bin};
+        b = (struct build){j, p, tree, W.built, W.beg, W.cnt, W.red, nbuild, stride};
         t0 = ex_now_s();
         rc = rally_allreduce(j->r, W.red, nbuild * stride, RALLY_DOUBLE, RALLY_SUM, build_hist, &b);
         j->t_reduce += ex_now_s() - t0;
@@ -303,11 +431,10 @@ int gb_grow(struct gb_job *j, struct gb_model *m)
             goto out;
         }
         for (size_t k = 0, parent = 0; k < nnext; k += 2) {
-            uint32_t l = W.nlevel[k], small = W.slot[l] >= 0 ? l : W.nlevel[k + 1];
+            uint32_t l = W.nlevel[k], small = W.built[k / 2];
             while (t.nodes[W.level[parent]].feature < 0)
                 parent++;
-            const double *hp = W.hist + parent * stride,
-                         *hs = W.red + (size_t)W.slot[small] * stride;
+            const double *hp = W.hist + parent * stride, *hs = W.red + (k / 2) * stride;
             double *hsmall = W.next + (small == l ? k : k + 1) * stride;
             double *hbig = W.next + (small == l ? k + 1 : k) * stride;
             memcpy(hsmall, hs, stride * sizeof *hs);
@@ -326,8 +453,15 @@ int gb_grow(struct gb_job *j, struct gb_model *m)
         W.nlevel = tl;
         nlev = nnext;
     }
-    for (uint64_t i = 0; i < j->rows; i++)
-        j->pred[i] += t.nodes[j->pos[i]].value;
+    /* the cache: each row gains its leaf's output (one addition a row) */
+    for (uint32_t id = 0; id < t.n; id++) {
+        if (t.nodes[id].feature >= 0)
+            continue;
+        const uint32_t *o = j->order + W.beg[id];
+        const double v = t.nodes[id].value;
+        for (uint64_t k = 0; k < W.cnt[id]; k++)
+            j->pred[o[k]] += v;
+    }
     if (gb_model_push(m, t) != 0) {
         status = gb_oom();
         goto out;

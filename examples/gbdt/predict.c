@@ -1,7 +1,7 @@
 /*
  * predict.c — walking the trees: a row's margin, the prediction cache rebuilt
- * after a restore, the objectives' outputs and losses, and `rally-gbdt
- * predict MODEL DATA`.
+ * after a restore, and `rally-gbdt predict MODEL DATA` (the objectives'
+ * outputs and losses are inline in gbdt.h, for grow.c's loss pass).
  *
  * The prediction cache (j->pred) is derived state: each row's margin, base
  * plus the trees' outputs.  Training adds tree t's output to it when t is
@@ -44,20 +44,6 @@ void gb_rebuild_cache(const struct gb_model *m, const float *x, uint64_t rows, d
 {
     for (uint64_t i = 0; i < rows; i++)
         pred[i] = gb_margin(m, x + i * m->d);
-}
-
-double gb_output(const struct gb_params *p, double margin)
-{
-    return p->objective == GB_LOGISTIC ? 1.0 / (1.0 + exp(-margin)) : margin;
-}
-
-double gb_loss(const struct gb_params *p, double margin, float y)
-{
-    if (p->objective == GB_SQUARED)
-        return (margin - y) * (margin - y);
-    double q = gb_output(p, margin);
-    q = fmin(fmax(q, 1e-15), 1.0 - 1e-15);
-    return y > 0.5 ? -log(q) : -log(1.0 - q);
 }
 
 int gb_predict_main(int argc, char **argv)

@@ -1,7 +1,7 @@
 /*
  * sketch.c — the distributed quantile sketch: every feature's cut points,
  * the same on every rank, from one allgather of per-shard summaries; then
- * each row's bins.
+ * each row's bins (row by row, and feature by feature).
  *
  * Each rank sorts its present values of feature f (n of them) and keeps
  * S = GB_SKETCH_PER_BIN * max_bin of them: entry s (1..S) is the value at
@@ -159,8 +159,9 @@ int gb_sketch(struct gb_job *j, uint32_t max_bin)
     j->nbin = malloc((size_t)j->d * sizeof *j->nbin);
     j->cuts = malloc((size_t)j->d * max_bin * sizeof *j->cuts);
     j->bins = malloc(j->rows * j->d + 1);
+    j->cols = malloc(j->rows * j->d + 1);
     if (mine == NULL || all == NULL || tmp == NULL || wsum == NULL || j->nbin == NULL ||
-        j->cuts == NULL || j->bins == NULL || summarise(j, S, mine) != 0) {
+        j->cuts == NULL || j->bins == NULL || j->cols == NULL || summarise(j, S, mine) != 0) {
         status = gb_oom();
         goto out;
     }
@@ -174,8 +175,10 @@ int gb_sketch(struct gb_job *j, uint32_t max_bin)
     for (uint64_t i = 0; i < j->rows; i++)
         for (uint32_t f = 0; f < j->d; f++) {
             float v = j->x[i * j->d + f];
-            j->bins[i * j->d + f] =
+            uint8_t b =
                 isnan(v) ? (uint8_t)max_bin : bin_of(j->cuts + (size_t)f * max_bin, j->nbin[f], v);
+            j->bins[i * j->d + f] = b;
+            j->cols[(size_t)f * j->rows + i] = b;
         }
     status = GB_EXIT_OK;
 out:
