@@ -188,7 +188,7 @@ void gb_model_free(struct gb_model *m);
 /* Appends a tree (its nodes are taken over).  0, or -1 out of memory. */
 int gb_model_push(struct gb_model *m, struct gb_tree t);
 
-/* The model digest: FNV-1a 64 of its bytes.  UINT64_MAX out of memory. */
+/* The model digest: rally_digest64 (XXH3-64) of its bytes.  UINT64_MAX out of memory. */
 uint64_t gb_model_digest(const struct gb_model *m);
 
 /* The JSON form (README.md) into a new buffer.  0, or -1 out of memory. */

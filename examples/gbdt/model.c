@@ -8,7 +8,7 @@
  * feature count, the tree count, eta, lambda, gamma, min_child_weight,
  * base_score; then per tree its node count and per node feature (int32),
  * left, right, split_bin, threshold (binary32 bits), default_left, value,
- * gain, cover (binary64 bits); last an FNV-1a 64 of everything before it.
+ * gain, cover (binary64 bits); last rally_digest64 (XXH3-64) of everything before it.
  * The JSON carries every field exactly (doubles at %.17g, thresholds at
  * %.9g), so reading it back gives the same bytes and the same digest.
  */
