@@ -204,6 +204,27 @@ int rally__robust_print(struct rally__robust *rb, const char *msg)
 
 /* --- life cycle --------------------------------------------------------------- */
 
+void rally__robust_comm_setup(struct rally__robust *rb,
+                              void (*report)(void *arg, int code, const char *msg),
+                              struct rally__err *e)
+{
+    const struct rally__config *cfg = rb->cfg;
+    rb->rank = rb->tc.rank;
+    rb->world = rb->tc.world;
+    rb->k = (int)cfg->local_replica < rb->world - 1 ? (int)cfg->local_replica : rb->world - 1;
+    struct rally__comm *cm = &rb->comm;
+    rally__comm_init(cm, rb->rank, rb->world, e);
+    cm->timeout_ms = cfg->timeout_ms;
+    cm->ring_threshold = (size_t)cfg->ring_threshold_bytes;
+    cm->hd_threshold = (size_t)cfg->hd_threshold_bytes;
+    if (cm->hd_threshold > cm->ring_threshold) /* its partners are links too */
+        rally__topo_add_hd(&cm->topo);
+    cm->chunk = (size_t)cfg->chunk_bytes;
+    cm->spin_us = cfg->spin_us;
+    cm->report = report;
+    cm->hook_arg = rb;
+}
+
 int rally__robust_init(struct rally__robust *rb, const struct rally__config *cfg,
                        const char *host, struct rally__err *e)
 {
@@ -256,22 +277,9 @@ int rally__robust_init(struct rally__robust *rb, const struct rally__config *cfg
     /* the tracker watches this worker's liveness from its ASSIGN on */
     if (rally__tclient_heartbeat_start(&rb->tc, cfg->heartbeat_ms, e) != RALLY_OK)
         return e->code;
-    rb->rank = rb->tc.rank;
-    rb->world = rb->tc.world;
-    rb->k = (int)cfg->local_replica < rb->world - 1 ? (int)cfg->local_replica : rb->world - 1;
-    struct rally__comm *cm = &rb->comm;
-    rally__comm_init(cm, rb->rank, rb->world, e);
-    cm->timeout_ms = cfg->timeout_ms;
-    cm->ring_threshold = (size_t)cfg->ring_threshold_bytes;
-    cm->hd_threshold = (size_t)cfg->hd_threshold_bytes;
-    if (cm->hd_threshold > cm->ring_threshold) /* its partners are links too */
-        rally__topo_add_hd(&cm->topo);
-    cm->chunk = (size_t)cfg->chunk_bytes;
-    cm->spin_us = cfg->spin_us;
-    cm->alarm = rally__handle_fd(rb->tc.fd);
-    cm->on_alarm = on_alarm;
-    cm->report = on_report;
-    cm->hook_arg = rb;
+    rally__robust_comm_setup(rb, on_report, e);
+    rb->comm.alarm = rally__handle_fd(rb->tc.fd);
+    rb->comm.on_alarm = on_alarm;
     /* joined in a later epoch: this worker replaces one that died */
     rb->recovering = rb->tc.epoch > 0;
     /* Until GO the tracker decides (it bounds the start-up and aborts past

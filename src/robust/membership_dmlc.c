@@ -86,21 +86,9 @@ int rally__robust_dmlc_init(struct rally__robust *rb, const char *host, struct r
         RALLY_OK)
         return e->code;
     rb->tc.epoch = 0;
-    rb->rank = rb->tc.rank;
-    rb->world = rb->tc.world;
-    rb->k = (int)cfg->local_replica < rb->world - 1 ? (int)cfg->local_replica : rb->world - 1;
-    struct rally__comm *cm = &rb->comm;
-    rally__comm_init(cm, rb->rank, rb->world, e);
-    cm->timeout_ms = cfg->timeout_ms;
-    cm->ring_threshold = (size_t)cfg->ring_threshold_bytes;
-    cm->hd_threshold = (size_t)cfg->hd_threshold_bytes;
-    if (cm->hd_threshold > cm->ring_threshold) /* the book names every rank: partners too */
-        rally__topo_add_hd(&cm->topo);
-    cm->chunk = (size_t)cfg->chunk_bytes;
-    cm->spin_us = cfg->spin_us;
-    cm->alarm = rally__handle_none(); /* no tracker line: links alone tell of a death */
-    cm->report = on_report;
-    cm->hook_arg = rb;
+    /* the exchanged book names every rank: halving-doubling partners too */
+    rally__robust_comm_setup(rb, on_report, e);
+    rb->comm.alarm = rally__handle_none(); /* no tracker line: links alone tell of a death */
     if (rally__robust_wire(rb) != RALLY_OK)
         return e->code;
     /* someone restarted before the job got going: everyone agrees first */

@@ -268,6 +268,11 @@ void rally__robust_store_free(struct rally__robust *rb);
 
 /* --- membership.c: tracker client, mesh, links --- */
 
+/* The collective layer of a rank the tracker has placed (rb->tc.rank, .world):
+ * settings, topology and the report hook; the caller sets the alarm. */
+void rally__robust_comm_setup(struct rally__robust *rb,
+                              void (*report)(void *arg, int code, const char *msg),
+                              struct rally__err *e);
 /* Joins the job (or stays rank 0 of 1 without a tracker). */
 int rally__robust_init(struct rally__robust *rb, const struct rally__config *cfg,
                        const char *host, struct rally__err *e);
