@@ -20,6 +20,7 @@
 #include <malloc.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,12 +111,12 @@ static void spin(void)
 }
 
 /* Spins the loop until *flag is set (by a thread) or WAIT_MS passed; 1 when set. */
-static int spin_until(volatile int *flag)
+static int spin_until(atomic_int *flag)
 {
     int64_t deadline = rally__deadline(WAIT_MS);
-    while (!*flag && rally__ms_left(deadline) > 0)
+    while (!atomic_load(flag) && rally__ms_left(deadline) > 0)
         spin();
-    return *flag != 0;
+    return atomic_load(flag) != 0;
 }
 
 /* A worker in a thread: join, then READY and wait for GO. */
@@ -125,7 +126,7 @@ struct worker {
     struct rally__tclient c;
     struct rally__err e;
     int rc;
-    volatile int joined, done;
+    atomic_int joined, done; /* set by the worker thread, read by the loop's */
 };
 
 static void *worker_main(void *arg)
@@ -138,10 +139,10 @@ static void *worker_main(void *arg)
                                     .processor_name = "test-host",
                                     .connect_timeout_ms = WAIT_MS};
     w->rc = rally__tclient_join(&w->c, &o, &w->e);
-    w->joined = 1;
+    atomic_store(&w->joined, 1);
     if (w->rc == RALLY_OK)
         w->rc = rally__tclient_ready(&w->c, rally__deadline(WAIT_MS), &w->e);
-    w->done = 1;
+    atomic_store(&w->done, 1);
     return NULL;
 }
 
