@@ -55,16 +55,7 @@ fail() { echo "gbdt_test $case_: $*"; [ -f "$tmp/out" ] && tail -40 "$tmp/out"; 
 gen() { # prefix missing objective
     "$py" "$here/gbdt_xgb.py" gen "$tmp/$1" 20000 8 7 "$2" "$3" || fail "gbdt_xgb.py gen failed"
 }
-job() { # out-file N prog args... : a failure-free job that must succeed
-    o=$1 n=$2
-    shift 2
-    "$here/run_job.sh" 0 120 "$run" -n "$n" "$@" >"$o" 2>&1 || { cp "$o" "$tmp/out"; fail "job failed: $*"; }
-}
-tagged() { # the rally processes whose environment carries RALLY_TEST_TAG=$1
-    for p in $(grep -lzx "RALLY_TEST_TAG=$1" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3); do
-        case $(cat "/proc/$p/comm" 2>/dev/null) in rally* | timeout) echo "$p" ;; esac
-    done
-}
+. "$here/trainer_lib.sh"
 digests() { grep -o 'model_digest=[0-9a-f]*\|predictions: digest=[0-9a-f]*' "$1" | tr '\n' ' '; }
 
 check_recovery() { # out deaths
@@ -185,23 +176,15 @@ kill9)
     RALLY_TEST_TAG="gbdt-$$" timeout -k 5 120 "$run" -n 4 "$gb" $GB --pause-ms 150 \
         >"$tmp/out" 2>&1 &
     jobpid=$!
-    i=0
-    until grep -q '^\[0\] tree 3 ' "$tmp/out"; do
-        i=$((i + 1))
-        [ $i -gt 300 ] && fail "tree 3 never came"
-        sleep 0.1
-    done
-    victim=$(sed -n 's/^\[2\] shard 2 fingerprint .* pid \([0-9]*\)$/\1/p' "$tmp/out" | tail -1)
-    kill -9 "$victim" || fail "no worker $victim to kill"
+    wait_line "$tmp/out" '^\[0\] tree 3 ' "tree 3" 300 0.1
+    kill_worker "$tmp/out" 2
     wait "$jobpid" || fail "the job failed after kill -9"
     cat "$tmp/out"
     same_digests "$tmp/out" "$tmp/plain"
     grep -q '^\[2\] rank 2 restarted: resuming after tree [0-9]* .*prediction cache of [0-9]* rows rebuilt' \
         "$tmp/out" || fail "rank 2 did not say it resumed with a rebuilt cache"
     check_recovery "$tmp/out" 1
-    sleep 0.3
-    left=$(grep -l "RALLY_TEST_TAG=gbdt-$$" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3)
-    [ -z "$left" ] || { kill -9 $left 2>/dev/null; fail "processes left behind: $left"; }
+    no_leftovers "gbdt-$$"
     ;;
 snap_resume)
     gen m 0.2 binary:logistic
@@ -210,22 +193,13 @@ snap_resume)
     RALLY_TEST_TAG="$tag" timeout -k 5 120 "$run" -n 4 --snapshot-dir "$D" --snapshot-every 2 \
         "$gb" $GB --pause-ms 300 >"$tmp/out" 2>&1 &
     jobpid=$!
-    i=0
-    until grep -q '^\[0\] rally: rank 0: snapshot: committed .*/snap-00000004 ' "$tmp/out" 2>/dev/null; do
-        i=$((i + 1))
-        [ $i -gt 600 ] && fail "no snap-00000004 was committed"
-        sleep 0.05
-    done
-    # the whole job at once: every rally process of it frozen, then killed
-    ps=$(tagged "$tag")
-    kill -STOP $ps 2>/dev/null
-    kill -9 $ps 2>/dev/null
+    wait_line "$tmp/out" '^\[0\] rally: rank 0: snapshot: committed .*/snap-00000004 ' \
+        "snap-00000004's commit" 600 0.05
+    kill_job "$tag"
     wait "$jobpid" 2>/dev/null
     grep -q '^\[0\] result:' "$tmp/out" && fail "the job finished before it was killed"
     cat "$tmp/out"
-    sleep 0.3
-    left=$(tagged "$tag")
-    [ -z "$left" ] || { kill -9 $left 2>/dev/null; fail "processes left behind: $left"; }
+    no_leftovers "$tag"
     "$build/rally-snapshot" ls "$D/rally-gbdt" >"$tmp/ls" || fail "rally-snapshot ls failed"
     cat "$tmp/ls"
     # the newest complete one (a write cut short by the kill stays incomplete)

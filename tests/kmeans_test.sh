@@ -40,11 +40,7 @@ data=$tmp/d.csv
     -o "$data" >/dev/null 2>&1 || fail "rally-datagen failed"
 KM="--data $data --data-opt csv_label=0 -k 6"
 
-job() { # out-file N prog args... : a failure-free job that must succeed
-    o=$1 n=$2
-    shift 2
-    "$here/run_job.sh" 0 120 "$run" -n "$n" "$@" >"$o" 2>&1 || { cp "$o" "$tmp/out"; fail "job failed: $*"; }
-}
+. "$here/trainer_lib.sh"
 digest() { grep -o 'model_digest=[0-9a-f]*' "$1"; }
 objective() { sed -n 's/.*result: .*objective=\([^ ]*\)$/\1/p' "$1"; }
 
@@ -132,14 +128,8 @@ kill9)
     RALLY_TEST_TAG="kmeans-$$" timeout -k 5 120 "$run" -n 4 "$km" $KM --pause-ms 100 \
         >"$tmp/out" 2>&1 &
     jobpid=$!
-    i=0
-    until grep -q '^\[0\] iteration 3 ' "$tmp/out"; do
-        i=$((i + 1))
-        [ $i -gt 300 ] && fail "iteration 3 never came"
-        sleep 0.1
-    done
-    victim=$(sed -n 's/^\[2\] shard 2 fingerprint .* pid \([0-9]*\)$/\1/p' "$tmp/out" | tail -1)
-    kill -9 "$victim" || fail "no worker $victim to kill"
+    wait_line "$tmp/out" '^\[0\] iteration 3 ' "iteration 3" 300 0.1
+    kill_worker "$tmp/out" 2
     wait "$jobpid" || fail "the job failed after kill -9"
     cat "$tmp/out"
     [ "$(digest "$tmp/out")" = "$(digest "$tmp/plain")" ] ||
@@ -147,9 +137,7 @@ kill9)
     grep -q '^\[2\] rank 2 restarted: resuming after iteration' "$tmp/out" ||
         fail "rank 2 did not say it resumed"
     check_recovery "$tmp/out" 1
-    sleep 0.3
-    left=$(grep -l "RALLY_TEST_TAG=kmeans-$$" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3)
-    [ -z "$left" ] || { kill -9 $left 2>/dev/null; fail "processes left behind: $left"; }
+    no_leftovers "kmeans-$$"
     ;;
 malformed)
     # line 19000 lies in rank 3's quarter; its third field becomes "1.5x"

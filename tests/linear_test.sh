@@ -73,18 +73,9 @@ LAMBDA=1e-3
 LR="--data $tmp/d.train.csv --data-opt csv_label=0 --lambda $LAMBDA"
 ADMM="$LR --solver admm"
 
-job() { # out-file N prog args... : a failure-free job that must succeed
-    o=$1 n=$2
-    shift 2
-    "$here/run_job.sh" 0 120 "$run" -n "$n" "$@" >"$o" 2>&1 || { cp "$o" "$tmp/out"; fail "job failed: $*"; }
-}
+. "$here/trainer_lib.sh"
 digest() { grep -o 'model_digest=[0-9a-f]*' "$1"; }
 objective() { sed -n 's/.*result: .*objective=\([^ ]*\)$/\1/p' "$1"; }
-tagged() { # the rally processes whose environment carries RALLY_TEST_TAG=$1
-    for p in $(grep -lzx "RALLY_TEST_TAG=$1" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3); do
-        case $(cat "/proc/$p/comm" 2>/dev/null) in rally* | timeout) echo "$p" ;; esac
-    done
-}
 
 # sk_check result-out model.bin train test features rtol
 sk_check() {
@@ -135,14 +126,8 @@ kill_case() { # args pause-ms (about 2 s of the run left after iteration 3)
     RALLY_TEST_TAG="linear-$$" timeout -k 5 120 "$run" -n 4 "$lr" $1 --pause-ms $2 \
         >"$tmp/out" 2>&1 &
     jobpid=$!
-    i=0
-    until grep -q '^\[0\] iteration 3 ' "$tmp/out"; do
-        i=$((i + 1))
-        [ $i -gt 300 ] && fail "iteration 3 never came"
-        sleep 0.1
-    done
-    victim=$(sed -n 's/^\[2\] shard 2 fingerprint .* pid \([0-9]*\)$/\1/p' "$tmp/out" | tail -1)
-    kill -9 "$victim" || fail "no worker $victim to kill"
+    wait_line "$tmp/out" '^\[0\] iteration 3 ' "iteration 3" 300 0.1
+    kill_worker "$tmp/out" 2
     wait "$jobpid" || fail "the job failed after kill -9"
     grep -E 'restarted|rally-run|result' "$tmp/out"
     [ "$(digest "$tmp/out")" = "$(digest "$tmp/plain")" ] ||
@@ -150,9 +135,7 @@ kill_case() { # args pause-ms (about 2 s of the run left after iteration 3)
     grep -q '^\[2\] rank 2 restarted: resuming after iteration' "$tmp/out" ||
         fail "rank 2 did not say it resumed"
     check_recovery "$tmp/out" 1
-    sleep 0.3
-    left=$(grep -l "RALLY_TEST_TAG=linear-$$" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3)
-    [ -z "$left" ] || { kill -9 $left 2>/dev/null; fail "processes left behind: $left"; }
+    no_leftovers "linear-$$"
 }
 
 snap_case() { # args committed-version pause-ms [local]: whole-job kill -9, --resume latest
@@ -162,22 +145,13 @@ snap_case() { # args committed-version pause-ms [local]: whole-job kill -9, --re
         "$lr" $1 --pause-ms $3 >"$tmp/out" 2>&1 &
     jobpid=$!
     want=$(printf 'snap-%08d' "$2")
-    i=0
-    until grep -q "^\[0\] rally: rank 0: snapshot: committed .*/$want " "$tmp/out" 2>/dev/null; do
-        i=$((i + 1))
-        [ $i -gt 600 ] && fail "no $want was committed"
-        sleep 0.05
-    done
-    # the whole job at once: every rally process of it frozen, then killed
-    ps=$(tagged "$tag")
-    kill -STOP $ps 2>/dev/null
-    kill -9 $ps 2>/dev/null
+    wait_line "$tmp/out" "^\[0\] rally: rank 0: snapshot: committed .*/$want " "$want's commit" \
+        600 0.05
+    kill_job "$tag"
     wait "$jobpid" 2>/dev/null
     grep -q '^\[0\] result:' "$tmp/out" && fail "the job finished before it was killed"
     grep -v iteration "$tmp/out"
-    sleep 0.3
-    left=$(tagged "$tag")
-    [ -z "$left" ] || { kill -9 $left 2>/dev/null; fail "processes left behind: $left"; }
+    no_leftovers "$tag"
     "$build/rally-snapshot" ls "$D/rally-linear" >"$tmp/ls" || fail "rally-snapshot ls failed"
     cat "$tmp/ls"
     # the newest complete one (a write cut short by the kill stays incomplete)
