@@ -67,3 +67,16 @@ char *ex_join_args(int argc, char **argv)
     }
     return s;
 }
+
+int ex_args_end(const char *prog, int argc, char **argv, int first, const char *data)
+{
+    if (first < argc) {
+        fprintf(stderr, "%s: unexpected argument '%s' (see --help)\n", prog, argv[first]);
+        return -1;
+    }
+    if (data == NULL) {
+        fprintf(stderr, "%s: --data FILE is required (see --help)\n", prog);
+        return -1;
+    }
+    return 0;
+}

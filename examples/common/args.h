@@ -16,6 +16,10 @@ int ex_positive(const char *prog, const char *opt, const char *s, double *out);
 /* A number in [lo, hi].  0, or -1 after a message as above. */
 int ex_real(const char *prog, const char *opt, const char *s, double lo, double hi, double *out);
 
+/* The end of a trainer's option parsing: no operand left after getopt
+ * (first = optind) and --data given.  0, or -1 after "PROG: ..." on stderr. */
+int ex_args_end(const char *prog, int argc, char **argv, int first, const char *data);
+
 /* argv[1..argc) joined by single spaces, malloc'd (the caller frees): the
  * configuration string an example registers with rally_set_app.  NULL when
  * out of memory. */

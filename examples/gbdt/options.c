@@ -209,14 +209,8 @@ int gb_opts_parse(int argc, char **argv, struct gb_opts *o)
             return -1;
         }
     }
-    if (optind < argc) {
-        fprintf(stderr, "rally-gbdt: unexpected argument '%s' (see --help)\n", argv[optind]);
+    if (ex_args_end(PROG, argc, argv, optind, o->data) != 0)
         return -1;
-    }
-    if (o->data == NULL) {
-        fprintf(stderr, "rally-gbdt: --data FILE is required (see --help)\n");
-        return -1;
-    }
     if (o->p.objective == GB_LOGISTIC && !(o->p.base_score > 0 && o->p.base_score < 1)) {
         fprintf(stderr, "rally-gbdt: --base-score must lie in (0, 1) for binary:logistic\n");
         return -1;

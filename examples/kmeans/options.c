@@ -139,14 +139,8 @@ int km_opts_parse(int argc, char **argv, struct km_opts *o)
             return -1;
         }
     }
-    if (optind < argc) {
-        fprintf(stderr, "rally-kmeans: unexpected argument '%s' (see --help)\n", argv[optind]);
+    if (ex_args_end(PROG, argc, argv, optind, o->data) != 0)
         return -1;
-    }
-    if (o->data == NULL) {
-        fprintf(stderr, "rally-kmeans: --data FILE is required (see --help)\n");
-        return -1;
-    }
     return 0;
 }
 

@@ -167,14 +167,8 @@ int lr_opts_parse(int argc, char **argv, struct lr_opts *o)
             return -1;
         }
     }
-    if (optind < argc) {
-        fprintf(stderr, "rally-linear: unexpected argument '%s' (see --help)\n", argv[optind]);
+    if (ex_args_end(PROG, argc, argv, optind, o->data) != 0)
         return -1;
-    }
-    if (o->data == NULL) {
-        fprintf(stderr, "rally-linear: --data FILE is required (see --help)\n");
-        return -1;
-    }
     if (o->tol == 0)
         o->tol = o->solver == LR_ADMM ? 1e-6 : 1e-8;
     return 0;
