@@ -508,6 +508,7 @@ static void recover_rank_drops_after_go(void **state)
     assert_int_equal(ev->epoch, 2);
     assert_string_equal(ev->task_id, "1");
     assert_string_equal(ev->text, "rank 1 disconnected without finalizing");
+    assert_int_equal(ev->disconnected, 1); /* its own exit: the launcher's rule needs it */
     char s[RALLY__REASON_MAX];
     for (int i = 0; i < 3; i += 2) {
         assert_int_equal(reset_to(i, s, sizeof s), 2);
@@ -692,6 +693,8 @@ static void recover_heartbeat_silence_fails_the_rank(void **state)
     assert_int_equal(rally__job_phase(j), RALLY__JOB_RUNNING);
     tick_at(last + 400);
     assert_non_null(find(RALLY__JOB_CLOSE, 1, 0));
+    assert_non_null(event(RALLY__TEV_RANK_FAILED));
+    assert_int_equal(event(RALLY__TEV_RANK_FAILED)->disconnected, 0); /* fenced alive */
     char s[RALLY__REASON_MAX];
     assert_int_equal(reset_to(0, s, sizeof s), 2);
     assert_string_equal(s, "rank 1 sent no heartbeat for 400 ms");

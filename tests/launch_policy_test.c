@@ -357,7 +357,10 @@ static void own_exit_fails_the_job(void **state)
     rally__launch_policy_free(pol);
 
     pol = make(2, 3, 300);
-    event(pol, RALLY__TEV_RANK_FAILED, 0, "rank 0 disconnected without finalizing", 0);
+    struct rally__launch_event gone = {.kind = RALLY__TEV_RANK_FAILED, .rank = 0,
+                                       .text = "rank 0 disconnected without finalizing",
+                                       .disconnected = 1};
+    rally__launch_policy_event(pol, &gone, 0);
     rally__launch_policy_exit(pol, 0, EXITED(7), &running, 10, &a);
     assert_int_equal(a.restart, -1);
     assert_string_equal(a.abort, "rank 0 exited with status 7");

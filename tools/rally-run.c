@@ -197,6 +197,7 @@ static void on_event(void *arg, const struct rally__tracker_event *ev)
         note.rank = atoi(ev->task_id);
     } else if (ev->kind == RALLY__TEV_RANK_FAILED) {
         snprintf(note.text, sizeof note.text, "%s", ev->text);
+        note.disconnected = ev->disconnected;
     } else if (ev->kind == RALLY__TEV_RECOVERED) {
         char where[96] = "no worker survived";
         if (ev->has_position)

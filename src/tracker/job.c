@@ -370,7 +370,8 @@ static void fence(struct rally__job *j, int r)
 /* Rank r failed for cause (a sentence without a final period).  Recovery
  * when it applies; otherwise the job fails with fatal (the sentence the
  * non-recovering tracker always used, or cause). */
-static void rank_failed(struct rally__job *j, int r, const char *cause, const char *fatal)
+static void rank_failed(struct rally__job *j, int r, const char *cause, const char *fatal,
+                        int disconnected)
 {
     if (!live(j))
         return;
@@ -384,7 +385,8 @@ static void rank_failed(struct rally__job *j, int r, const char *cause, const ch
                                       .rank = r,
                                       .task_id = j->rank_task[r],
                                       .text = cause,
-                                      .epoch = j->epoch + 1};
+                                      .epoch = j->epoch + 1,
+                                      .disconnected = disconnected};
     emit_ev(j, &ev);
     new_epoch(j, cause);
 }
@@ -415,7 +417,7 @@ static void vdrop(struct rally__job *j, struct rally__job_member *m, int lost, c
         char cause[96], fatal[128];
         snprintf(cause, sizeof cause, "rank %d disconnected without finalizing", rank);
         snprintf(fatal, sizeof fatal, "%s (did it crash?)", cause);
-        rank_failed(j, rank, cause, fatal);
+        rank_failed(j, rank, cause, fatal, 1);
     } else {
         fail_job(j, RALLY_EPEER, -1,
                  "the worker with task id '%s' on %s disconnected before every worker joined", task,
@@ -475,7 +477,7 @@ static void died(struct rally__job *j, int rank, const char *cause)
         fence(j, rank);
         return;
     }
-    rank_failed(j, rank, why, NULL);
+    rank_failed(j, rank, why, NULL, 0);
 }
 
 /* Every rank is READY: GO, and the end of a recovery when one ran. */
@@ -625,7 +627,7 @@ static void on_reregister(struct rally__job *j, struct rally__job_member *m, con
     if (j->by_rank[r] != NULL) { /* the old incarnation is stale: fence it first */
         char cause[96];
         snprintf(cause, sizeof cause, "rank %d replaced by a new incarnation", r);
-        rank_failed(j, r, cause, NULL);
+        rank_failed(j, r, cause, NULL, 0);
     }
     if (!live(j)) {
         reject(j, m, j->code, "%s", j->sentence);
@@ -964,7 +966,7 @@ static void tick(struct rally__job *j)
                 snprintf(cause, sizeof cause,
                          "rank %d sent no heartbeat within %lld ms of its address book", m->rank,
                          (long long)(now - m->last_rx));
-            rank_failed(j, m->rank, cause, NULL);
+            rank_failed(j, m->rank, cause, NULL, 0);
             next = j->head; /* the list changed: look again (a failed rank is gone from it) */
         }
     }

@@ -70,6 +70,9 @@ struct rally__tracker_event {
     int has_position;    /* RECOVERED: 0 when no worker survived (nothing rejoined) */
     uint64_t position;   /* RECOVERED: the largest REJOIN position (docs/protocol.md) */
     uint32_t version;    /* RECOVERED: that worker's checkpoint version */
+    int disconnected;    /* RANK_FAILED: 1 when the cause is the rank's own connection
+                            closing (its process crashed or exited), 0 when the tracker
+                            fenced a worker that may still run (silence, a report) */
 };
 
 struct rally__tracker_opts {

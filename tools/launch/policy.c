@@ -21,6 +21,7 @@ struct rank_state {
     int deaths, restarts;
     int64_t fence_kill_at; /* the tracker fenced it: SIGKILL then (RALLY__NEVER: no) */
     char fenced[256];      /* why the tracker fenced it, "" when it did not */
+    int fenced_own;        /* ... for its own connection closing (its exit, as the tracker saw it) */
     int fence_killed;      /* that SIGKILL went out */
     int status;            /* rally-run's exit status when its failure is the verdict */
 };
@@ -108,6 +109,7 @@ void rally__launch_policy_event(struct rally__launch_policy *pol,
     } else if (ev->kind == RALLY__TEV_RANK_FAILED && ok && pol->rank[ev->rank].running) {
         struct rank_state *k = &pol->rank[ev->rank];
         snprintf(k->fenced, sizeof k->fenced, "%s", ev->text);
+        k->fenced_own = ev->disconnected;
         k->fence_kill_at = now + RALLY__LAUNCH_FENCE_GRACE_MS;
     } else if (ev->kind == RALLY__TEV_RECOVERED) {
         pol->nrecoveries++;
@@ -168,7 +170,8 @@ void rally__launch_policy_exit(struct rally__launch_policy *pol, int rank, int s
     if (WIFEXITED(st) && WEXITSTATUS(st) == 0 && k->finalized)
         return;
     char cause[320];
-    if (WIFSIGNALED(st) && k->fence_killed && WTERMSIG(st) == SIGKILL)
+    int fence_kill = WIFSIGNALED(st) && k->fence_killed && WTERMSIG(st) == SIGKILL;
+    if (fence_kill)
         snprintf(cause, sizeof cause, "killed by signal 9 after the tracker fenced it: %s",
                  k->fenced);
     else if (WIFSIGNALED(st))
@@ -178,19 +181,18 @@ void rally__launch_policy_exit(struct rally__launch_policy *pol, int rank, int s
     else
         snprintf(cause, sizeof cause, "exited 0 without rally_finalize");
     /* fenced for a cause of the tracker's own (not its own disconnect): say it */
-    if (k->fenced[0] && strstr(cause, "fenced") == NULL &&
-        strstr(k->fenced, "disconnected without finalizing") == NULL)
+    if (k->fenced[0] && !k->fenced_own && !fence_kill)
         snprintf(cause + strlen(cause), sizeof cause - strlen(cause),
                  " after the tracker fenced it: %s", k->fenced);
     /* A worker that exits on its own failed the job (its status is rally-run's),
      * unless the tracker had fenced it for something else than that very exit
      * (a heartbeat silence, a replacement, our report): then it only followed
-     * the fence.  The tracker's sentence for a closed connection is "rank R
-     * disconnected without finalizing" (src/tracker/job.c). */
-    int own_exit = WIFEXITED(st) && (!k->fenced[0] || strstr(k->fenced, " disconnected ") != NULL);
+     * the fence. */
+    int own_exit = WIFEXITED(st) && (!k->fenced[0] || k->fenced_own);
     k->status = own_exit && WEXITSTATUS(st) != 0 ? WEXITSTATUS(st) : 1;
     k->fence_killed = 0;
     k->fenced[0] = '\0';
+    k->fenced_own = 0;
     if (k->finalized) {
         /* it finished its part: a bad exit fails the job, but is no death */
         k->failed = 1;

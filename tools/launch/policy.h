@@ -54,6 +54,7 @@ struct rally__launch_event {
     int kind;       /* RALLY__TEV_FINALIZED, _RANK_FAILED, _RECOVERED */
     int rank;       /* FINALIZED: the task id's rank; RANK_FAILED: the rank */
     char text[256]; /* RANK_FAILED: why the tracker fenced it */
+    int disconnected; /* RANK_FAILED: the cause was its own connection closing */
 };
 
 /* The tracker as the policy sees it (rally__tracker_state, _recoverable). */
