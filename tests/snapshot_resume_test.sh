@@ -94,6 +94,17 @@ job() { # out-file args... : a job that must succeed
     timeout -k 5 120 "$run" "$@" >"$o" 2>&1 || { cp "$o" "$tmp/out"; fail "job failed: $*"; }
 }
 digest() { grep -o 'model_digest=[0-9a-f]*' "$1"; }
+wait_line() { # pattern what: until it shows in $tmp/out (30 s at most)
+    i=0
+    until grep -q "$1" "$tmp/out"; do
+        i=$((i + 1))
+        [ $i -gt 600 ] && fail "$2"
+        sleep 0.05
+    done
+}
+launcher_of() { # the rally-run under timeout's pid $1 (itself when it has none)
+    pgrep -P "$1" -x rally-run || echo "$1"
+}
 nsnaps() { ls -d "$1"/snap-* 2>/dev/null | wc -l; }
 no_orphans() {
     sleep 0.3
@@ -107,15 +118,10 @@ kill9)
     timeout -k 5 120 "$run" -n 4 --snapshot-dir "$D" --snapshot-every 2 "$km" $KM --pause-ms 60 \
         >"$tmp/out" 2>&1 &
     launcher=$!
-    i=0
-    until grep -q 'snapshot: committed .*snap-00000004' "$tmp/out"; do
-        i=$((i + 1))
-        [ $i -gt 600 ] && fail "no snapshot of version 4 was committed"
-        sleep 0.05
-    done
+    wait_line 'snapshot: committed .*snap-00000004' "no snapshot of version 4 was committed"
     # the launcher and every worker at once, mid-run
     workers=$(sed -n 's/^\[[0-9]\] shard [0-9] fingerprint .* pid \([0-9]*\)$/\1/p' "$tmp/out")
-    rl=$(pgrep -P "$launcher" -x rally-run || echo "$launcher")
+    rl=$(launcher_of "$launcher")
     kill -9 $rl $workers 2>/dev/null
     wait "$launcher" 2>/dev/null
     grep -q "^\[0\] result:" "$tmp/out" && fail "the job finished before it was killed"
@@ -304,14 +310,9 @@ local)
     timeout -k 5 120 "$run" -n 4 --snapshot-dir "$D" --job loc --snapshot-every 3 "$rec" 2000 14 \
         local 150 >"$tmp/out" 2>&1 &
     launcher=$!
-    i=0
-    until grep -q 'snapshot: committed .*snap-00000006' "$tmp/out"; do
-        i=$((i + 1))
-        [ $i -gt 600 ] && fail "no snapshot of version 6 was committed"
-        sleep 0.05
-    done
+    wait_line 'snapshot: committed .*snap-00000006' "no snapshot of version 6 was committed"
     workers=$(sed -n 's/^\[[0-9]\] pid [0-9] \([0-9]*\)$/\1/p' "$tmp/out")
-    rl=$(pgrep -P "$launcher" -x rally-run || echo "$launcher")
+    rl=$(launcher_of "$launcher")
     kill -9 $rl $workers 2>/dev/null
     wait "$launcher" 2>/dev/null
     grep -q "result:" "$tmp/out" && fail "the job finished before it was killed"
@@ -337,13 +338,8 @@ usr1)
     timeout -k 5 120 "$run" -n 2 --snapshot-dir "$D" --keep-snapshots "$km" $KM --pause-ms 150 \
         >"$tmp/out" 2>&1 &
     launcher=$!
-    i=0
-    until grep -q '^\[0\] iteration 2 ' "$tmp/out"; do
-        i=$((i + 1))
-        [ $i -gt 600 ] && fail "iteration 2 never came"
-        sleep 0.05
-    done
-    rl=$(pgrep -P "$launcher" -x rally-run || echo "$launcher")
+    wait_line '^\[0\] iteration 2 ' "iteration 2 never came"
+    rl=$(launcher_of "$launcher")
     kill -USR1 "$rl"
     wait "$launcher" || fail "the job failed after SIGUSR1"
     cat "$tmp/out" | grep -v iteration
@@ -363,12 +359,7 @@ request)
     timeout -k 5 120 "$run" -n 2 --snapshot-dir "$D" --keep-snapshots "$km" $KM --pause-ms 150 \
         >"$tmp/out" 2>&1 &
     launcher=$!
-    i=0
-    until grep -q '^\[0\] iteration 2 ' "$tmp/out"; do
-        i=$((i + 1))
-        [ $i -gt 600 ] && fail "iteration 2 never came"
-        sleep 0.05
-    done
+    wait_line '^\[0\] iteration 2 ' "iteration 2 never came"
     # the job keeps going meanwhile: no pause is needed for the request
     "$snap" request "$D/rally-kmeans" --timeout-ms 60000 >"$tmp/req" 2>"$tmp/req.err" ||
         { cat "$tmp/req.err"; fail "the request failed"; }
@@ -393,12 +384,7 @@ auto)
     timeout -k 5 120 "$run" -n 4 --max-restarts 0 --snapshot-dir "$D" --snapshot-every 2 \
         --auto-resume "$km" $KM --pause-ms 100 >"$tmp/out" 2>&1 &
     launcher=$!
-    i=0
-    until grep -q 'snapshot: committed .*snap-00000004' "$tmp/out"; do
-        i=$((i + 1))
-        [ $i -gt 600 ] && fail "no snapshot of version 4 was committed"
-        sleep 0.05
-    done
+    wait_line 'snapshot: committed .*snap-00000004' "no snapshot of version 4 was committed"
     victim=$(sed -n 's/^\[2\] shard 2 fingerprint .* pid \([0-9]*\)$/\1/p' "$tmp/out" | tail -1)
     kill -9 "$victim" || fail "no worker $victim to kill"
     wait "$launcher" || fail "the job failed although it could auto-resume"
