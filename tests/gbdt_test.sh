@@ -206,6 +206,7 @@ snap_resume)
     s=$D/rally-gbdt/$(sed -n 's/^  \* \(snap-[0-9]*\) .*/\1/p' "$tmp/ls")
     [ -d "$s" ] || fail "rally-snapshot ls marks no newest complete snapshot"
     "$build/rally-snapshot" verify "$s" >/dev/null || fail "$s does not verify"
+    inputs_kept "$tmp/out" "$s" 4
     job "$tmp/resumed" 4 --snapshot-dir "$D" --snapshot-every 2 --resume latest "$gb" $GB \
         --pause-ms 300
     cat "$tmp/resumed"

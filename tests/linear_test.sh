@@ -158,6 +158,7 @@ snap_case() { # args committed-version pause-ms [local]: whole-job kill -9, --re
     s=$D/rally-linear/$(sed -n 's/^  \* \(snap-[0-9]*\) .*/\1/p' "$tmp/ls")
     [ -d "$s" ] || fail "rally-snapshot ls marks no newest complete snapshot"
     "$build/rally-snapshot" verify "$s" >/dev/null || fail "$s does not verify"
+    inputs_kept "$tmp/out" "$s" 4
     if [ -n "${4:-}" ]; then
         for r in 0 1 2 3; do
             [ -f "$s/local-000$r.bin" ] || fail "no local model of rank $r in $s"

@@ -1,7 +1,7 @@
 # trainer_lib.sh — what the trainer tests (kmeans, linear, gbdt) share:
-# failure-free jobs, the kill -9 of one worker or of a whole job, and the
-# check that nothing is left behind.  Sourced; the test defines fail and
-# sets here, run and tmp.
+# failure-free jobs, the kill -9 of one worker or of a whole job, the check
+# that nothing is left behind, and the input fingerprints a snapshot keeps.
+# Sourced; the test defines fail and sets here, run, build and tmp.
 
 job() { # out-file N prog args... : a failure-free job that must succeed
     o=$1 n=$2
@@ -39,4 +39,14 @@ no_leftovers() { # tag: no process carrying it may outlive the job
     sleep 0.3
     left=$(grep -lzx "RALLY_TEST_TAG=$1" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3)
     [ -z "$left" ] || { kill -9 $left 2>/dev/null; fail "processes left behind: $left"; }
+}
+
+inputs_kept() { # out snapshot N: the manifest keeps each rank's shard fingerprint (rally_set_input)
+    "$build/rally-snapshot" show "$2" >"$tmp/show" || fail "rally-snapshot show $2 failed"
+    grep -q "^partitioning *range$" "$tmp/show" || { cat "$tmp/show"; fail "no partitioning kept"; }
+    for r in $(seq 0 $(($3 - 1))); do
+        fp=$(sed -n "s/^\[$r\] shard $r fingerprint \([0-9a-f]*\) .*/\1/p" "$1" | head -1)
+        [ -n "$fp" ] || fail "rank $r named no fingerprint"
+        grep -q "input $fp" "$tmp/show" || { cat "$tmp/show"; fail "rank $r's fingerprint $fp not kept"; }
+    done
 }

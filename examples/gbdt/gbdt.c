@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "args.h"
+#include "shard.h"
 #include "gbdt.h"
 
 /* The shard as a dense rows x d array of floats, NaN where a value is
@@ -91,11 +92,11 @@ static int bootstrap(struct gb_job *j, const struct gb_opts *o)
     if (!bad)
         bad = bad_labels(ds, o, err, sizeof err);
     if (!bad) {
-        char fp[17];
         j->rows = rally_data_num_rows(ds);
-        rally_data_fingerprint(ds, fp, sizeof fp);
-        ex_say("shard %d fingerprint %s rows %" PRIu64 " pid %ld\n", j->rank, fp, j->rows,
-               (long)getpid());
+        if ((rc = ex_shard(j->r, ds, j->rank)) != RALLY_OK) {
+            status = gb_fail(j, "rally_set_input", rc);
+            goto out;
+        }
     }
     if (bad)
         fprintf(stderr, "rally-gbdt: rank %d: %s\n", j->rank, err);

@@ -26,6 +26,7 @@
 
 #include "kmeans.h"
 #include "args.h"
+#include "shard.h"
 
 /* The shard's rows as a dense rows x d array in j->x (missing values 0):
  * the distance loop then runs over plain arrays.  0, or -1 out of memory. */
@@ -61,13 +62,8 @@ static int bootstrap(struct km_job *j, const struct km_opts *o, double **init)
         bad = 1;
     }
     if (!bad) {
-        char fp[17];
         j->rows = rally_data_num_rows(ds);
-        rally_data_fingerprint(ds, fp, sizeof fp);
-        ex_say("shard %d fingerprint %s rows %" PRIu64 " pid %ld\n", j->rank, fp, j->rows,
-               (long)getpid());
-        /* kept in snapshots: a resume over other data is refused */
-        if ((rc = rally_set_input(j->r, rally_data_partition(ds), fp)) != RALLY_OK) {
+        if ((rc = ex_shard(j->r, ds, j->rank)) != RALLY_OK) {
             status = km_fail(j, "rally_set_input", rc);
             goto out;
         }

@@ -25,6 +25,7 @@
 
 #include "linear.h"
 #include "args.h"
+#include "shard.h"
 
 /* The labels as -1 / +1 in j->y; 0, or -1 with a sentence in err. */
 static int labels(struct lr_job *j, const rally_dataset_t *ds, const char *path, char *err,
@@ -67,11 +68,11 @@ static int bootstrap(struct lr_job *j, const struct lr_opts *o)
         bad = 1;
     }
     if (!bad) {
-        char fp[17];
         j->rows = rally_data_num_rows(j->ds);
-        rally_data_fingerprint(j->ds, fp, sizeof fp);
-        ex_say("shard %d fingerprint %s rows %" PRIu64 " pid %ld\n", j->rank, fp, j->rows,
-               (long)getpid());
+        if ((rc = ex_shard(j->r, j->ds, j->rank)) != RALLY_OK) {
+            status = lr_fail(j, "rally_set_input", rc);
+            goto out;
+        }
         bad = labels(j, j->ds, o->data, err, sizeof err) != 0;
     }
     if (bad)
