@@ -13,6 +13,7 @@ if(RALLY_PYTHON AND NOT RALLY_SANITIZE)
       RALLY_MOCK_LIBRARY=$<TARGET_FILE:rally_mock_shared>
       RALLY_TEST_KMEANS=$<TARGET_FILE:rally-kmeans>
       RALLY_TEST_DATAGEN=$<TARGET_FILE:rally-datagen>
+      RALLY_TEST_SNAPSHOT=$<TARGET_FILE:rally-snapshot>
       PYTHONDONTWRITEBYTECODE=1)
   # name | test file [-k expression]
   set(RALLY_PYTEST_CASES

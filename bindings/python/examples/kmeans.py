@@ -121,6 +121,7 @@ def bootstrap(j, o):
         else:
             say("shard %d fingerprint %s rows %d pid %d" % (j.rank, shard.fingerprint,
                                                               shard.num_rows, os.getpid()))
+            j.r.set_input(shard.partition, shard.fingerprint)  # a resume over other data is refused
     except rally.Error as e:
         bad, err = True, e.message
     if bad:
@@ -303,6 +304,7 @@ def main():
     with r:
         o = options(sys.argv[1:])
         j = Job(r)
+        r.set_app("kmeans.py", " ".join(sys.argv[1:]))  # a resume with other options is refused
         try:
             status = bootstrap(j, o)
             if status != EXIT_OK:

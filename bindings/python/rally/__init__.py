@@ -409,6 +409,22 @@ class Rally:
         first start; rabit's DMLC_NUM_ATTEMPT), known before load_checkpoint."""
         return self._lib.rally_attempt(self._handle("attempt"))
 
+    def set_app(self, name, config=""):
+        """rally_set_app: names the application and its configuration for
+        durable snapshots; a resume with other values is refused.  Call it
+        before load_checkpoint."""
+        h = self._handle("set_app")
+        self._check(self._lib.rally_set_app(h, str(name).encode(), str(config).encode()),
+                    "set_app")
+
+    def set_input(self, scheme, fingerprint):
+        """rally_set_input: how the input was partitioned (a Shard's
+        partition) and this rank's shard fingerprint, kept in snapshots; a
+        resume over other data is refused.  Call it before load_checkpoint."""
+        h = self._handle("set_input")
+        self._check(self._lib.rally_set_input(h, str(scheme).encode(), str(fingerprint).encode()),
+                    "set_input")
+
     def abort(self, msg, code=1):
         """Stops the whole job because of a failure only this rank sees:
         every rank's pending and next call raises PeerError with "rank R
@@ -478,6 +494,7 @@ def _forward(name):
 
 for _n in ("rank", "world_size", "is_distributed", "processor_name", "tracker_print",
            "allreduce", "register_reducer", "broadcast", "broadcast_object", "allgather",
-           "load_checkpoint", "checkpoint", "lazy_checkpoint", "version", "abort", "attempt"):
+           "load_checkpoint", "checkpoint", "lazy_checkpoint", "version", "abort", "attempt",
+           "set_app", "set_input"):
     globals()[_n] = _forward(_n)
 del _n

@@ -128,6 +128,8 @@ def _declare(lib):
         "rally_checkpoint_version": (U64, [P]),
         "rally_abort": (I, [P, I, ctypes.c_char_p]),
         "rally_attempt": (I, [P]),
+        "rally_set_app": (I, [P, ctypes.c_char_p, ctypes.c_char_p]),
+        "rally_set_input": (I, [P, ctypes.c_char_p, ctypes.c_char_p]),
         "rally_digest64": (U64, [P, Z]),
         # rally/data.h: the readers, for examples that read rally's data files
         "rally_data_opts_new": (I, [PP]),
@@ -140,6 +142,7 @@ def _declare(lib):
         "rally_data_csr": (None, [P, ctypes.POINTER(PU64), ctypes.POINTER(ctypes.POINTER(ctypes.c_uint32)),
                                   ctypes.POINTER(ctypes.POINTER(ctypes.c_float))]),
         "rally_data_fingerprint": (I, [P, ctypes.c_char_p, Z]),
+        "rally_data_partition": (ctypes.c_char_p, [P]),
     }
     for name, (res, args) in sigs.items():
         f = getattr(lib, name)

@@ -19,13 +19,15 @@ from .errors import from_status
 class Shard:
     """One worker's rows in CSR form: row_ptr (rows + 1), indices, values
     (float32), plus num_features (the highest index + 1 in this shard, or
-    the column count) and the shard's fingerprint."""
+    the column count), the shard's fingerprint and how the input was
+    partitioned (for Rally.set_input)."""
 
-    def __init__(self, row_ptr, indices, values, num_features, fingerprint):
+    def __init__(self, row_ptr, indices, values, num_features, fingerprint, partition):
         self.row_ptr, self.indices, self.values = row_ptr, indices, values
         self.num_rows = len(row_ptr) - 1
         self.num_features = num_features
         self.fingerprint = fingerprint
+        self.partition = partition
 
     def dense(self, d=None):
         """rows x d float32 (d defaults to num_features), missing values 0."""
@@ -69,6 +71,6 @@ def read(path, options=(), rank=0, world=1, mock=None):
         fp = ctypes.create_string_buffer(17)
         lib.rally_data_fingerprint(ds, fp, len(fp))
         return Shard(row_ptr, indices, values, int(lib.rally_data_num_features(ds)),
-                     fp.value.decode())
+                     fp.value.decode(), lib.rally_data_partition(ds).decode())
     finally:
         lib.rally_data_free(ds)

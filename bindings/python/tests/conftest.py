@@ -23,7 +23,7 @@ BUILD = os.environ.get("RALLY_TEST_BUILD") or os.path.join(ROOT, "build")
 RALLY_RUN = os.environ.get("RALLY_TEST_RUN") or os.path.join(BUILD, "rally-run")
 TOOL = {t: os.environ.get(t.upper().replace("-", "_").replace("RALLY_", "RALLY_TEST_", 1))
         or os.path.join(BUILD, t)
-        for t in ("rally-kmeans", "rally-kmeans-mock", "rally-datagen")}
+        for t in ("rally-kmeans", "rally-kmeans-mock", "rally-datagen", "rally-snapshot")}
 EXAMPLES = os.path.join(PACKAGE_DIR, "examples")
 os.environ.setdefault("RALLY_LIBRARY", os.path.join(BUILD, "librally.so"))
 os.environ.setdefault("RALLY_MOCK_LIBRARY", os.path.join(BUILD, "librally_mock.so"))

@@ -1,6 +1,7 @@
 """test_kmeans.py — examples/kmeans.py against the C rally-kmeans on the same
 data and world size: the same iteration lines and the same model digest,
-also after a failure injected into the Python job."""
+also after a failure injected into the Python job; its snapshots keep its
+name, options and input fingerprints."""
 import os
 import re
 import subprocess
@@ -54,3 +55,23 @@ def test_recovers_to_the_same_digest(data):
     assert "summary: deaths=2 recovered=2" in out, out
     assert "rank 2 restarted: resuming after iteration 2" in out, out
     assert re.search(r"result: .*", out).group(0) == want
+
+
+def test_snapshots_keep_app_and_inputs(data, tmp_path):
+    common = ["--data", data, "--data-opt", "csv_label=0", "-k", "6", "--fixed-iters",
+              "--iters", "4"]
+    rc, out = run_job(2, KMEANS_PY, *common, launcher=["--snapshot-dir", str(tmp_path), "--job",
+                                                       "km", "--snapshot-every", "2",
+                                                       "--keep-snapshots"])
+    assert rc == 0, out
+    snaps = sorted((tmp_path / "km").glob("snap-*"))
+    assert snaps, out
+    show = subprocess.run([TOOL["rally-snapshot"], "show", str(snaps[-1])], capture_output=True,
+                          text=True, check=True, timeout=60).stdout
+    assert re.search(r"^app +kmeans\.py$", show, re.M), show
+    assert re.search(r"^app config +--data .* --iters 4$", show, re.M), show
+    assert re.search(r"^partitioning +range$", show, re.M), show
+    for r in (0, 1):
+        fp = re.search(r"^\[%d\] shard %d fingerprint ([0-9a-f]{16}) " % (r, r), out, re.M)
+        assert fp, out
+        assert re.search(r"^rank %d .* input %s$" % (r, fp.group(1)), show, re.M), show
