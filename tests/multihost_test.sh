@@ -1,0 +1,316 @@
+#!/bin/bash
+# multihost_test.sh CASE BUILD_DIR — a 4-host k-means job (rally-kmeans)
+# across network namespaces that each run sshd (tests/netns_rig.sh), started
+# from inside host 1, rank r on host r+1.
+#   plain    the job ends with the digest of the same job on one host, every
+#            worker ran in its own host's namespace, nothing is left behind
+#   kill9    kill -9 of host 3's worker at iteration 3: rank 2 restarts on
+#            host 3 and says it resumed; the same digest
+#   linkcut  host 4's cable goes down for good at iteration 3, with both ends
+#            alive; rally_link_timeout_ms=2000, a 3 s heartbeat timeout and a
+#            20 s re-registration bound: the job must end inside its bound
+#            (never hang), with the digest (re-wired) or a clear error
+#   flap     host 4's cable goes down at iteration 3 and comes back once the
+#            job has seen the failure (its log line, not a sleep): the job
+#            re-wires around rank 3's new incarnation, the same digest
+#   tbf      every cable shaped by tc tbf (2 Mbit/s): the same digest, and the
+#            shaper's counters show the job's bytes went through it
+#   control  negative control: every cable down before the job starts: the
+#            job must fail (so the jobs above really cross the cables)
+# Needs root (network namespaces): without it the test reports itself skipped
+# (exit 77) with the reason.  Bounded: each job by timeout, the whole test by
+# a watchdog, and the trap removes every namespace, process and file.
+#
+# start_job is the one place that starts the job.  With a rally-run that
+# has --launcher it runs `rally-run --launcher ssh --hosts ...`; without one
+# it starts rally-tracker in host 1 and each rank through ssh by hand,
+# restarting a rank that dies on the host it ran on (by_hand below).
+set -u
+case_=$1 build=$2
+here=$(cd "$(dirname "$0")" && pwd)
+run=$build/rally-run km=$build/rally-kmeans
+N=4
+. "$here/netns_rig.sh"
+
+tmp=$(mktemp -d)
+JOB=""
+fail() {
+    echo "multihost_test $case_: $*"
+    [ -f "$tmp/out" ] && tail -40 "$tmp/out"
+    exit 1
+}
+stop_job() {
+    [ -n "$JOB" ] && kill -TERM "$JOB" 2>/dev/null && sleep 0.5 && kill -9 "$JOB" 2>/dev/null
+    JOB=""
+}
+cleanup() {
+    stop_job
+    rig_down
+    rm -rf "$tmp"
+}
+
+rig_up $N
+rc=$?
+if [ $rc -eq 77 ]; then
+    echo "multihost_test $case_: skipped: $RIG_SKIP"
+    rm -rf "$tmp"
+    exit 77
+fi
+trap cleanup EXIT
+trap 'cleanup; trap - EXIT; exit 143' TERM INT
+[ $rc -eq 0 ] || fail "the namespaces could not be set up (above)"
+rig_watchdog 240
+
+# --- the job -------------------------------------------------------------------
+
+# start_job OUT LIMIT [rally-run options] -- PROG ARGS: the N-host job from
+# host 1, bounded by LIMIT seconds, in the background ($JOB); output to OUT,
+# each worker's lines prefixed "[rank] ".
+start_job() {
+    local out=$1 limit=$2 hosts="" i o
+    shift 2
+    local ropts=() sshopts=()
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do
+        ropts+=("$1")
+        shift
+    done
+    shift
+    for i in $(seq 1 $N); do hosts=$hosts${hosts:+,}${RIG_IP[$i]}:1; done
+    if "$run" --help 2>&1 | grep -q -- --launcher; then
+        for o in "${RIG_SSH_OPTS[@]}"; do sshopts+=(--ssh-option "$o"); done
+        ip netns exec "${RIG_NS[1]}" timeout -k 5 "$limit" "$run" -n $N --launcher ssh --hosts "$hosts" \
+            "${sshopts[@]}" --host "${RIG_IP[1]}" "${ropts[@]}" -- "$@" >"$out" 2>&1 &
+    else
+        by_hand "$out" "$limit" "${ropts[@]}" -- "$@" </dev/null >/dev/null 2>&1 &
+    fi
+    JOB=$!
+}
+
+# The stand-in for rally-agent on the worker's host: runs the worker and
+# kills it when its standard input (the ssh channel) reaches EOF.
+cat >"$tmp/agent" <<'AGENT'
+#!/bin/sh
+exec 3<&0
+"$@" 3<&- </dev/null &
+w=$!
+(cat <&3 >/dev/null; kill -9 $w 2>/dev/null) &
+exec 3<&-
+wait $w
+AGENT
+chmod +x "$tmp/agent"
+
+# by_hand OUT LIMIT [rally-run options] -- PROG ARGS: what start_job does
+# while rally-run has no --launcher: rally-tracker in host 1 serves the job;
+# one supervisor per rank runs it on its host through ssh (its stdin a FIFO
+# the supervisor holds, so the agent above sees EOF when either goes) and
+# starts it again on the same host when it dies, up to --max-restarts times,
+# while the tracker lives.
+by_hand() {
+    local out=$1 limit=$2 hb=10000 st=300000 maxr=0 tp i r rc
+    shift 2
+    while [ "$1" != -- ]; do
+        case $1 in
+        --heartbeat-timeout-ms) hb=$2 ;;
+        --startup-timeout-ms) st=$2 ;;
+        --max-restarts) maxr=$2 ;;
+        esac
+        shift 2
+    done
+    shift
+    trap 'kill $(jobs -p) 2>/dev/null; exit 143' TERM INT
+    : >"$out"
+    rig_in 1 timeout -k 5 "$limit" "$build/rally-tracker" -n $N --host "${RIG_IP[1]}" \
+        --heartbeat-timeout-ms "$hb" --startup-timeout-ms "$st" >>"$out" 2>&1 &
+    tp=$!
+    i=0
+    until grep -q '^RALLY_SECRET_FILE=' "$out"; do
+        i=$((i + 1))
+        [ $i -gt 100 ] && { echo "by_hand: the tracker did not start" >>"$out"; kill $tp; exit 1; }
+        sleep 0.1
+    done
+    local tracker secret words="" w
+    tracker=$(sed -n 's/^RALLY_TRACKER=//p' "$out")
+    secret=$(sed -n 's/^RALLY_SECRET_FILE=//p' "$out")
+    for w in "$@"; do words="$words $(printf %q "$w")"; done
+    for r in $(seq 0 $((N - 1))); do
+        (
+            mkfifo "$tmp/in.$r" && exec 4<>"$tmp/in.$r"
+            n=0
+            while kill -0 $tp 2>/dev/null; do
+                rig_in 1 "$RIG_SSH" "${RIG_IP[$((r + 1))]}" -- "$tmp/agent" env \
+                    "RALLY_TRACKER=$tracker" "RALLY_SECRET_FILE=$secret" "RALLY_TASK_ID=$r" \
+                    "$words" <"$tmp/in.$r" 4>&- 2>&1 | sed -u "s/^/[$r] /" 4>&- >>"$out"
+                rc=${PIPESTATUS[0]}
+                [ "$rc" -eq 0 ] && exit 0
+                echo "by_hand: rank $r on host ${RIG_IP[$((r + 1))]} ended with status $rc" >>"$out"
+                n=$((n + 1))
+                [ $n -gt "$maxr" ] && exit 1
+                sleep 0.2
+            done
+        ) &
+    done
+    wait $tp
+    rc=$?
+    sleep 0.5
+    kill $(jobs -p) 2>/dev/null
+    wait
+    exit $rc
+}
+
+# wait_job LIMIT: the job's exit status (it is bounded by its own timeout)
+wait_job() {
+    wait "$JOB"
+    local rc=$?
+    JOB=""
+    return $rc
+}
+
+# no_leftovers: once a job ended, its hosts run nothing but their sshd
+no_leftovers() {
+    local i p left n=0
+    while :; do
+        left=""
+        for i in $(seq 1 $N); do
+            for p in $(ip netns pids "${RIG_NS[$i]}"); do
+                [[ " ${RIG_SSHD_PIDS[*]} " == *" $p "* ]] || left="$left $p"
+            done
+        done
+        [ -z "$left" ] && return 0
+        n=$((n + 1))
+        if [ $n -gt 50 ]; then
+            ps -o pid,args -p "$(echo $left | tr ' ' ',')"
+            fail "processes left on the hosts:$left"
+        fi
+        sleep 0.1
+    done
+}
+
+wait_line() { # file pattern what: until the pattern shows in file (or the job ends)
+    local i=0
+    until grep -q "$2" "$1" 2>/dev/null; do
+        i=$((i + 1))
+        [ $i -gt 900 ] && fail "$3 never came"
+        kill -0 "$JOB" 2>/dev/null || { grep -q "$2" "$1" && return 0; fail "the job ended before $3"; }
+        sleep 0.1
+    done
+}
+
+digest() { grep -o 'model_digest=[0-9a-f]*' "$1" | head -1; }
+
+# 20,000 rows x 8 features around 6 centres (kmeans_test.sh's job)
+data=$tmp/d.csv
+"$build/rally-datagen" --rows 20000 --features 8 --centers 6 --spread 2 --seed 7 --format csv \
+    -o "$data" >/dev/null 2>&1 || fail "rally-datagen failed"
+KM=(--data "$data" --data-opt csv_label=0 -k 6)
+FAST=(--heartbeat-timeout-ms 3000 --startup-timeout-ms 20000)
+LINK=(rally_link_timeout_ms=2000 rally_connect_timeout_ms=20000)
+
+# the same job on one host: the digest every case must give
+"$here/run_job.sh" 0 120 "$run" -n $N "$km" "${KM[@]}" >"$tmp/one" 2>&1 ||
+    { cat "$tmp/one"; fail "the one-host job failed"; }
+want=$(digest "$tmp/one")
+[ -n "$want" ] || fail "the one-host job printed no digest"
+echo "multihost_test $case_: one host: $want"
+if "$run" --help 2>&1 | grep -q -- --launcher; then
+    echo "multihost_test $case_: started by rally-run --launcher ssh"
+else
+    echo "multihost_test $case_: started by hand (rally-tracker + ssh): rally-run has no --launcher"
+fi
+
+same_digest() { # out: the failure-free digest
+    local got
+    got=$(digest "$1")
+    [ "$got" = "$want" ] || fail "digest '$got', want $want"
+}
+
+case $case_ in
+plain)
+    start_job "$tmp/out" 120 --max-restarts 0 -- "$km" "${KM[@]}" --pause-ms 200
+    wait_line "$tmp/out" '^\[0\] iteration 1 ' "iteration 1"
+    for r in $(seq 0 $((N - 1))); do
+        p=$(sed -n "s/^\[$r\] shard $r fingerprint .* pid \([0-9]*\)\$/\1/p" "$tmp/out" | tail -1)
+        [ -n "$p" ] || fail "rank $r printed no pid"
+        ns=$(ip netns identify "$p" 2>/dev/null)
+        [ "$ns" = "${RIG_NS[$((r + 1))]}" ] || fail "rank $r (pid $p) runs in '$ns', not on host $((r + 1))"
+    done
+    wait_job || fail "the job failed"
+    cat "$tmp/out"
+    same_digest "$tmp/out"
+    no_leftovers
+    ;;
+kill9)
+    start_job "$tmp/out" 150 "${FAST[@]}" --max-restarts 2 -- "$km" "${KM[@]}" --pause-ms 100 "${LINK[@]}"
+    wait_line "$tmp/out" '^\[0\] iteration 3 ' "iteration 3"
+    victim=$(sed -n 's/^\[2\] shard 2 fingerprint .* pid \([0-9]*\)$/\1/p' "$tmp/out" | tail -1)
+    [ "$(ip netns identify "$victim" 2>/dev/null)" = "${RIG_NS[3]}" ] || fail "rank 2 is not on host 3"
+    kill -9 "$victim" || fail "no worker $victim to kill"
+    echo "multihost_test: killed rank 2 (pid $victim) on host 3"
+    wait_job || fail "the job failed after kill -9"
+    cat "$tmp/out"
+    same_digest "$tmp/out"
+    grep -q '^\[2\] rank 2 restarted: resuming after iteration' "$tmp/out" || fail "rank 2 did not say it resumed"
+    again=$(sed -n 's/^\[2\] shard 2 fingerprint .* pid \([0-9]*\)$/\1/p' "$tmp/out" | tail -1)
+    [ "$again" != "$victim" ] || fail "rank 2 never restarted"
+    no_leftovers
+    ;;
+linkcut | flap)
+    start_job "$tmp/out" 150 "${FAST[@]}" --max-restarts 3 -- "$km" "${KM[@]}" --pause-ms 100 "${LINK[@]}"
+    wait_line "$tmp/out" '^\[0\] iteration 3 ' "iteration 3"
+    rig_link 4 down || fail "cannot cut host 4's cable"
+    cut=$(date +%s)
+    echo "multihost_test: cut host 4's cable at $(date +%T)"
+    if [ "$case_" = flap ]; then
+        # the job saw it: the tracker fenced rank 3, or its ssh session died
+        wait_line "$tmp/out" 'rank 3 failed\|rank 3 .*died\|rank 3 on host .* ended' "the failure of rank 3"
+        rig_link 4 up || fail "cannot mend host 4's cable"
+        echo "multihost_test: mended it at $(date +%T)"
+    fi
+    wait_job
+    rc=$?
+    took=$(($(date +%s) - cut))
+    cat "$tmp/out"
+    echo "multihost_test $case_: the job ended with status $rc, $took s after the cut"
+    [ $rc -ne 124 ] && [ $rc -ne 137 ] || fail "the job hung (killed at its bound)"
+    if [ $rc -eq 0 ]; then
+        same_digest "$tmp/out"
+        grep -q 'recovered' "$tmp/out" || fail "the job ended well but nothing recovered"
+        echo "multihost_test $case_: re-wired"
+    else
+        [ "$case_" = flap ] && fail "the cable came back, yet the job failed"
+        grep -Ei 'timed out|time.?out|cannot be reached|unreachable|no route' "$tmp/out" | tail -3
+        grep -Eqi 'timed out|time.?out|cannot be reached|unreachable|no route' "$tmp/out" ||
+            fail "the job failed without a clear error"
+        echo "multihost_test $case_: failed with a clear error"
+    fi
+    rig_link 4 up
+    no_leftovers
+    ;;
+tbf)
+    rig_tbf 2mbit || fail "tc tbf failed"
+    start_job "$tmp/out" 150 --max-restarts 0 -- "$km" "${KM[@]}"
+    wait_job || fail "the job failed on shaped links"
+    cat "$tmp/out"
+    same_digest "$tmp/out"
+    for i in $(seq 1 $N); do
+        s=$(tc -s -n "${RIG_NS[$i]}" qdisc show dev "$RIG_IF" | grep -A1 'qdisc tbf' |
+            sed -n 's/.*Sent \([0-9]*\) bytes.*overlimits \([0-9]*\).*/\1 \2/p')
+        echo "host $i: tbf sent/overlimits: $s"
+        [ "${s%% *}" -gt 0 ] 2>/dev/null || fail "host $i's shaper saw no bytes"
+    done
+    no_leftovers
+    ;;
+control)
+    for i in $(seq 1 $N); do rig_link "$i" down; done
+    start_job "$tmp/out" 60 "${FAST[@]}" --max-restarts 0 -- "$km" "${KM[@]}" "${LINK[@]}"
+    wait_job
+    rc=$?
+    cat "$tmp/out"
+    [ $rc -ne 0 ] || fail "the job succeeded with every cable down"
+    [ -z "$(digest "$tmp/out")" ] || fail "a digest came out with every cable down"
+    echo "multihost_test control: the job failed (status $rc), as it must"
+    ;;
+*)
+    fail "unknown case"
+    ;;
+esac
+echo "multihost_test $case_: passed"

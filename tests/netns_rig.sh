@@ -1,0 +1,286 @@
+# netns_rig.sh — a set of "hosts" made of network namespaces, each running
+# its own sshd, for the multi-host test and benchmark.  Sourced by bash.
+#
+#   . tests/netns_rig.sh
+#   rig_up H [V6]      H hosts: namespaces ${RIG_NS[1..H]}, addresses
+#                      ${RIG_IP[1..H]} = 198.18.0.1 .. 198.18.0.H (/24), and
+#                      with V6=1 also ${RIG_IP6[i]} = fd00:5253::i (/64);
+#                      returns 77 with the reason in RIG_SKIP when it cannot
+#                      run here (not root, no `ip netns`, no sshd), 1 on an
+#                      error (said on stderr)
+#   rig_in I cmd...    runs cmd inside host I's namespace
+#   rig_ssh I cmd...   runs cmd on host I through ssh (from host 1)
+#   rig_link I up|down host I's cable (its port on the bridge)
+#   rig_tbf RATE       every cable shaped to RATE (tc's units: 1gbit) both ways
+#   rig_down           removes everything rig_up made (also run by the trap)
+#
+# The layout: one namespace per host, each with one veth (named $RIG_IF in
+# every host, so one interface name serves `btl_tcp_if_include`) whose other
+# end is a port of the bridge br0 in a namespace of its own (${RIG_SW}).
+# Every veth is created directly inside its namespaces, so no interface ever
+# shows in the caller's namespace.  Loopback is up everywhere; no namespace
+# has a route out.  Host I runs sshd on ${RIG_IP[I]}:22, as root, with a host
+# key and a client key generated in the rig's temp dir $RIG_DIR; the client
+# side is ${RIG_DIR}/ssh_config (BatchMode, the written known_hosts,
+# IdentityFile) and the wrapper $RIG_SSH (ssh -F that config), and
+# ${RIG_SSH_OPTS[@]} holds the same settings as `-o` values for programs that
+# take ssh options one by one.  The namespaces share the file system, so
+# every binary and file is at the same path on every host.
+#
+# Names.  Everything carries $RIG_TAG = rallymh-<pid>-<start time of that
+# process in clock ticks>: the namespaces (<tag>-h<I>, <tag>-sw) and the temp
+# dir (<tag>.XXXXXX).  Two runs never collide, and a leftover whose pid is
+# gone or now names another process (another start time) is provably from a
+# run that was killed: rig_up removes those first (their processes, their
+# namespaces, their temp dirs), never anything else.
+#
+# Bounds.  Every step that waits is bounded (timeout, counted tries), and
+# rig_up installs a trap on EXIT, INT and TERM that calls rig_down; a caller
+# with a trap of its own calls rig_down from it.  rig_watchdog S makes the
+# caller's shell get SIGTERM after S seconds (so its trap still runs when a
+# harness would otherwise SIGKILL it).
+
+RIG_IF=rh0
+RIG_PFX=rallymh
+RIG_SSHD=${RIG_SSHD:-/usr/sbin/sshd}
+
+rig__start_ticks() { # pid: the process's start time (field 22 of stat), or nothing
+    local s
+    s=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+    s=${s##*) }
+    set -- $s
+    echo "${20}"
+}
+
+rig__stale() { # tag: true when the run that owned tag is gone
+    local rest pid start now
+    rest=${1#"$RIG_PFX"-}
+    pid=${rest%%-*}
+    start=${rest#*-}
+    case $pid$start in *[!0-9]*) return 1 ;; esac
+    now=$(rig__start_ticks "$pid") || return 0
+    [ "$now" != "$start" ]
+}
+
+rig__kill_ns() { # namespace: every process in it, SIGKILL
+    local p
+    p=$(ip netns pids "$1" 2>/dev/null)
+    [ -n "$p" ] && kill -9 $p 2>/dev/null
+    return 0
+}
+
+rig__reap_stale() { # leftovers of killed runs (proved by rig__stale), nothing else
+    local ns tag d p
+    for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep "^$RIG_PFX-"); do
+        tag=${ns%-*}
+        rig__stale "$tag" || continue
+        echo "netns_rig: removing $ns, left by a killed run" >&2
+        rig__kill_ns "$ns"
+        ip netns del "$ns" 2>/dev/null
+    done
+    for d in "${TMPDIR:-/tmp}/$RIG_PFX"-*.*; do
+        [ -d "$d" ] || continue
+        tag=${d##*/}
+        tag=${tag%.*}
+        rig__stale "$tag" || continue
+        # sshds whose namespace is gone already still name their config here
+        for p in $(grep -lF "$d/" /proc/[0-9]*/cmdline 2>/dev/null | cut -d/ -f3); do
+            [ "$p" != "$$" ] && kill -9 "$p" 2>/dev/null
+        done
+        echo "netns_rig: removing $d, left by a killed run" >&2
+        rm -rf "$d"
+    done
+}
+
+rig_in() { # I cmd...
+    local i=$1
+    shift
+    ip netns exec "${RIG_NS[$i]}" "$@"
+}
+
+rig_ssh() { # I cmd...: from host 1, through ssh, to host I
+    local i=$1
+    shift
+    ip netns exec "${RIG_NS[1]}" "$RIG_SSH" "${RIG_IP[$i]}" -- "$@"
+}
+
+rig_link() { # I up|down: host I's port on the bridge
+    ip -n "$RIG_SW" link set "h$1" "$2"
+}
+
+rig_tbf() { # RATE: every cable, both directions; burst: 1 ms of RATE, >= 64 KiB
+    local rate=$1 bits burst i
+    bits=$(tc_rate_bits "$rate") || { echo "netns_rig: bad rate '$rate'" >&2; return 1; }
+    burst=$((bits / 8 / 1000))
+    [ "$burst" -lt 65536 ] && burst=65536
+    for i in $(seq 1 "$RIG_N"); do
+        ip -n "${RIG_NS[$i]}" link set "$RIG_IF" gso_max_size 65536 2>/dev/null
+        tc -n "${RIG_NS[$i]}" qdisc replace dev "$RIG_IF" root tbf rate "$rate" burst "$burst" \
+            latency 50ms || return 1
+        tc -n "$RIG_SW" qdisc replace dev "h$i" root tbf rate "$rate" burst "$burst" \
+            latency 50ms || return 1
+    done
+}
+
+tc_rate_bits() { # 1gbit, 10gbit, 500mbit, 2mbit, 64kbit -> bits per second
+    local n=${1%%[a-z]*} u=${1##*[0-9]}
+    case $n in '' | *[!0-9]*) return 1 ;; esac
+    case $u in
+    gbit) echo $((n * 1000000000)) ;;
+    mbit) echo $((n * 1000000)) ;;
+    kbit) echo $((n * 1000)) ;;
+    bit) echo "$n" ;;
+    *) return 1 ;;
+    esac
+}
+
+rig_watchdog() { # S: SIGTERM to this shell after S seconds
+    local me=$$
+    (
+        trap - EXIT INT TERM
+        sleep "$1"
+        echo "netns_rig: watchdog: ${1}s passed, stopping the test" >&2
+        kill -TERM "$me" 2>/dev/null
+    ) </dev/null >/dev/null 2>&1 &
+    RIG_WATCHDOG=$!
+}
+
+rig_down() {
+    local i
+    [ -n "${RIG_WATCHDOG:-}" ] && kill "$RIG_WATCHDOG" 2>/dev/null
+    RIG_WATCHDOG=""
+    [ -n "${RIG_TAG:-}" ] || return 0
+    for i in "${RIG_SSHD_PIDS[@]}"; do kill -9 "$i" 2>/dev/null; done
+    for i in $(seq 1 "${RIG_N:-0}"); do
+        rig__kill_ns "${RIG_NS[$i]}"
+        ip netns del "${RIG_NS[$i]}" 2>/dev/null
+    done
+    if [ -n "${RIG_SW:-}" ]; then
+        rig__kill_ns "$RIG_SW"
+        ip netns del "$RIG_SW" 2>/dev/null
+    fi
+    [ -n "${RIG_DIR:-}" ] && rm -rf "$RIG_DIR"
+    RIG_TAG="" RIG_DIR="" RIG_SW="" RIG_N=0 RIG_SSHD_PIDS=()
+    return 0
+}
+
+rig__fail() {
+    echo "netns_rig: $*" >&2
+    return 1
+}
+
+rig_up() { # H [V6]
+    local h=$1 v6=${2:-0} i start
+    RIG_N=0 RIG_NS=() RIG_IP=() RIG_IP6=() RIG_SSHD_PIDS=() RIG_SKIP=""
+    if [ "$(id -u)" -ne 0 ]; then
+        RIG_SKIP="not root: network namespaces need root"
+        return 77
+    fi
+    if ! command -v ip >/dev/null || ! ip netns list >/dev/null 2>&1; then
+        RIG_SKIP="'ip netns' does not work here (iproute2 missing or no namespace support)"
+        return 77
+    fi
+    if [ ! -x "$RIG_SSHD" ] || ! command -v ssh >/dev/null || ! command -v ssh-keygen >/dev/null; then
+        RIG_SKIP="no $RIG_SSHD or ssh: install openssh-server and openssh-client (scripts/deps.sh)"
+        return 77
+    fi
+    rig__reap_stale
+    start=$(rig__start_ticks $$) || rig__fail "cannot read /proc/$$/stat" || return 1
+    RIG_TAG=$RIG_PFX-$$-$start
+    trap 'rig_down' EXIT
+    trap 'rig_down; trap - EXIT; exit 130' INT
+    trap 'rig_down; trap - EXIT; exit 143' TERM
+    RIG_DIR=$(mktemp -d "${TMPDIR:-/tmp}/$RIG_TAG.XXXXXX") || rig__fail "mktemp failed" || return 1
+    RIG_SW=$RIG_TAG-sw
+    RIG_N=$h
+    for i in $(seq 1 "$h"); do RIG_NS[i]=$RIG_TAG-h$i; done
+
+    # the switch, then one namespace and one cable per host
+    ip netns add "$RIG_SW" || rig__fail "cannot create the namespace $RIG_SW" || return 1
+    ip -n "$RIG_SW" link set lo up &&
+        ip -n "$RIG_SW" link add br0 type bridge forward_delay 0 &&
+        ip -n "$RIG_SW" link set br0 up || rig__fail "cannot make the bridge in $RIG_SW" || return 1
+    for i in $(seq 1 "$h"); do
+        RIG_IP[i]=198.18.0.$i
+        RIG_IP6[i]=fd00:5253::$i
+        ip netns add "${RIG_NS[$i]}" || rig__fail "cannot create the namespace ${RIG_NS[$i]}" || return 1
+        ip link add "$RIG_IF" netns "${RIG_NS[$i]}" type veth peer name "h$i" netns "$RIG_SW" ||
+            rig__fail "cannot create the veth pair of host $i" || return 1
+        ip -n "$RIG_SW" link set "h$i" master br0 &&
+            ip -n "$RIG_SW" link set "h$i" up &&
+            ip -n "${RIG_NS[$i]}" link set lo up &&
+            ip -n "${RIG_NS[$i]}" addr add "${RIG_IP[$i]}/24" dev "$RIG_IF" &&
+            ip -n "${RIG_NS[$i]}" link set "$RIG_IF" up || rig__fail "cannot set up host $i" || return 1
+        if [ "$v6" = 1 ]; then
+            ip -n "${RIG_NS[$i]}" addr add "${RIG_IP6[$i]}/64" dev "$RIG_IF" nodad ||
+                rig__fail "cannot give host $i the address ${RIG_IP6[$i]}" || return 1
+        fi
+        [ -z "$(ip -n "${RIG_NS[$i]}" route show default)" ] ||
+            rig__fail "host $i has a default route" || return 1
+    done
+
+    # keys, the server's and the client's configuration
+    ssh-keygen -q -t ed25519 -N '' -C "$RIG_TAG host" -f "$RIG_DIR/host_key" &&
+        ssh-keygen -q -t ed25519 -N '' -C "$RIG_TAG client" -f "$RIG_DIR/id" ||
+        rig__fail "ssh-keygen failed" || return 1
+    cp "$RIG_DIR/id.pub" "$RIG_DIR/authorized_keys"
+    : >"$RIG_DIR/known_hosts"
+    for i in $(seq 1 "$h"); do
+        echo "${RIG_IP[$i]} $(cut -d' ' -f1,2 "$RIG_DIR/host_key.pub")" >>"$RIG_DIR/known_hosts"
+        [ "$v6" = 1 ] &&
+            echo "${RIG_IP6[$i]} $(cut -d' ' -f1,2 "$RIG_DIR/host_key.pub")" >>"$RIG_DIR/known_hosts"
+    done
+    RIG_SSH_OPTS=(BatchMode=yes StrictHostKeyChecking=no "UserKnownHostsFile=$RIG_DIR/known_hosts"
+        GlobalKnownHostsFile=/dev/null "IdentityFile=$RIG_DIR/id" IdentitiesOnly=yes User=root
+        ConnectTimeout=5 ServerAliveInterval=1 ServerAliveCountMax=3 LogLevel=ERROR)
+    {
+        echo "Host *"
+        for i in "${RIG_SSH_OPTS[@]}"; do echo "    ${i%%=*} ${i#*=}"; done
+    } >"$RIG_DIR/ssh_config"
+    RIG_SSH=$RIG_DIR/ssh
+    printf '#!/bin/sh\nexec ssh -F %s "$@"\n' "$RIG_DIR/ssh_config" >"$RIG_SSH"
+    chmod +x "$RIG_SSH"
+    # sshd's privilege separation directory (compiled in; the package makes it at boot)
+    [ -d /run/sshd ] || mkdir -m 0755 /run/sshd
+
+    for i in $(seq 1 "$h"); do
+        {
+            echo "ListenAddress ${RIG_IP[$i]}"
+            [ "$v6" = 1 ] && echo "ListenAddress ${RIG_IP6[$i]}"
+            echo "HostKey $RIG_DIR/host_key"
+            echo "PidFile $RIG_DIR/sshd.$i.pid"
+            echo "AuthorizedKeysFile $RIG_DIR/authorized_keys"
+            echo "PermitRootLogin prohibit-password"
+            echo "PasswordAuthentication no"
+            echo "KbdInteractiveAuthentication no"
+            echo "UsePAM no"
+            echo "StrictModes no"
+            echo "PrintMotd no"
+            echo "UseDNS no"
+            echo "MaxStartups 200"
+            echo "MaxSessions 200"
+            echo "ClientAliveInterval 1"
+            echo "ClientAliveCountMax 3"
+            echo "LogLevel ERROR"
+        } >"$RIG_DIR/sshd_config.$i"
+        ip netns exec "${RIG_NS[$i]}" "$RIG_SSHD" -D -e -f "$RIG_DIR/sshd_config.$i" \
+            </dev/null >>"$RIG_DIR/sshd.$i.log" 2>&1 &
+        RIG_SSHD_PIDS+=($!)
+        disown $!
+    done
+    # each sshd answers through the cable (from host 1), within 20 tries
+    for i in $(seq 1 "$h"); do
+        local n=0
+        until [ "$(timeout 10 ip netns exec "${RIG_NS[1]}" "$RIG_SSH" "${RIG_IP[$i]}" \
+            cat /proc/self/net/dev 2>/dev/null | grep -c "$RIG_IF:")" = 1 ]; do
+            n=$((n + 1))
+            [ "$n" -gt 20 ] && {
+                cat "$RIG_DIR/sshd.$i.log" >&2
+                rig__fail "the sshd of host $i (${RIG_IP[$i]}) does not answer"
+                return 1
+            }
+            sleep 0.25
+        done
+    done
+    return 0
+}
