@@ -22,10 +22,10 @@
 # (exit 77) with the reason.  Bounded: each job by timeout, the whole test by
 # a watchdog, and the trap removes every namespace, process and file.
 #
-# start_job is the one place that starts the job.  With a rally-run that
-# has --launcher it runs `rally-run --launcher ssh --hosts ...`; without one
-# it starts rally-tracker in host 1 and each rank through ssh by hand,
-# restarting a rank that dies on the host it ran on (by_hand below).
+# The job starts in one place, rig_job (tests/netns_rig.sh): with a
+# rally-run that has --launcher it runs `rally-run --launcher ssh --hosts
+# ...`; without, it starts rally-tracker in host 1 and each rank through ssh
+# by hand, restarting a rank that died on the host it ran on.
 set -u
 case_=$1 build=$2
 here=$(cd "$(dirname "$0")" && pwd)
@@ -64,105 +64,11 @@ rig_watchdog 240
 
 # --- the job -------------------------------------------------------------------
 
-# start_job OUT LIMIT [rally-run options] -- PROG ARGS: the N-host job from
-# host 1, bounded by LIMIT seconds, in the background ($JOB); output to OUT,
-# each worker's lines prefixed "[rank] ".
+# start_job OUT LIMIT [rally-run options] -- PROG ARGS: the job, rank r on
+# host r+1, in the background ($JOB); rig_job is the one place that starts it
 start_job() {
-    local out=$1 limit=$2 hosts="" i o
-    shift 2
-    local ropts=() sshopts=()
-    while [ $# -gt 0 ] && [ "$1" != -- ]; do
-        ropts+=("$1")
-        shift
-    done
-    shift
-    for i in $(seq 1 $N); do hosts=$hosts${hosts:+,}${RIG_IP[$i]}:1; done
-    if "$run" --help 2>&1 | grep -q -- --launcher; then
-        for o in "${RIG_SSH_OPTS[@]}"; do sshopts+=(--ssh-option "$o"); done
-        ip netns exec "${RIG_NS[1]}" timeout -k 5 "$limit" "$run" -n $N --launcher ssh --hosts "$hosts" \
-            "${sshopts[@]}" --host "${RIG_IP[1]}" "${ropts[@]}" -- "$@" >"$out" 2>&1 &
-    else
-        by_hand "$out" "$limit" "${ropts[@]}" -- "$@" </dev/null >/dev/null 2>&1 &
-    fi
-    JOB=$!
-}
-
-# The stand-in for rally-agent on the worker's host: runs the worker and
-# kills it when its standard input (the ssh channel) reaches EOF.
-cat >"$tmp/agent" <<'AGENT'
-#!/bin/sh
-exec 3<&0
-"$@" 3<&- </dev/null &
-w=$!
-(cat <&3 >/dev/null; kill -9 $w 2>/dev/null) &
-exec 3<&-
-wait $w
-AGENT
-chmod +x "$tmp/agent"
-
-# by_hand OUT LIMIT [rally-run options] -- PROG ARGS: what start_job does
-# while rally-run has no --launcher: rally-tracker in host 1 serves the job;
-# one supervisor per rank runs it on its host through ssh (its stdin a FIFO
-# the supervisor holds, so the agent above sees EOF when either goes) and
-# starts it again on the same host when it dies, up to --max-restarts times,
-# while the tracker lives.
-by_hand() {
-    local out=$1 limit=$2 hb=10000 st=300000 maxr=0 tp i r rc
-    shift 2
-    while [ "$1" != -- ]; do
-        case $1 in
-        --heartbeat-timeout-ms) hb=$2 ;;
-        --startup-timeout-ms) st=$2 ;;
-        --max-restarts) maxr=$2 ;;
-        esac
-        shift 2
-    done
-    shift
-    trap 'kill $(jobs -p) 2>/dev/null; exit 143' TERM INT
-    : >"$out"
-    ip netns exec "${RIG_NS[1]}" timeout -k 5 "$limit" "$build/rally-tracker" -n $N --host "${RIG_IP[1]}" \
-        --heartbeat-timeout-ms "$hb" --startup-timeout-ms "$st" >>"$out" 2>&1 &
-    tp=$!
-    i=0
-    until grep -q '^RALLY_SECRET_FILE=' "$out"; do
-        i=$((i + 1))
-        [ $i -gt 100 ] && { echo "by_hand: the tracker did not start" >>"$out"; kill $tp; exit 1; }
-        sleep 0.1
-    done
-    local tracker secret words="" w
-    tracker=$(sed -n 's/^RALLY_TRACKER=//p' "$out")
-    secret=$(sed -n 's/^RALLY_SECRET_FILE=//p' "$out")
-    for w in "$@"; do words="$words $(printf %q "$w")"; done
-    for r in $(seq 0 $((N - 1))); do
-        (
-            mkfifo "$tmp/in.$r" && exec 4<>"$tmp/in.$r"
-            n=0
-            while kill -0 $tp 2>/dev/null; do
-                rig_in 1 "$RIG_SSH" "${RIG_IP[$((r + 1))]}" -- "$tmp/agent" env \
-                    "RALLY_TRACKER=$tracker" "RALLY_SECRET_FILE=$secret" "RALLY_TASK_ID=$r" \
-                    "$words" <"$tmp/in.$r" 4>&- 2>&1 | sed -u "s/^/[$r] /" 4>&- >>"$out"
-                rc=${PIPESTATUS[0]}
-                [ "$rc" -eq 0 ] && exit 0
-                echo "by_hand: rank $r on host ${RIG_IP[$((r + 1))]} ended with status $rc" >>"$out"
-                # rally-run's rule: only a death (a signal, 128+, or the lost
-                # ssh connection, 255) is restarted; an exit of its own fails the job
-                n=$((n + 1))
-                if [ "$rc" -le 128 ] || [ $n -gt "$maxr" ]; then
-                    echo "by_hand: the job fails: rank $r ended with status $rc" >>"$out"
-                    kill -TERM $tp 2>/dev/null
-                    exit 1
-                fi
-                sleep 0.2
-            done
-        ) &
-    done
-    wait $tp
-    rc=$?
-    sleep 0.5
-    kill $(jobs -p) 2>/dev/null
-    wait
-    [ $rc -eq 143 ] && rc=1 # stopped by a supervisor: the job failed
-    exit $rc
+    rig_job "$run" "$@"
+    JOB=$RIG_JOB
 }
 
 # wait_job LIMIT: the job's exit status (it is bounded by its own timeout)
