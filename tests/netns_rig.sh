@@ -11,7 +11,8 @@
 #   rig_in I cmd...    runs cmd inside host I's namespace
 #   rig_ssh I cmd...   runs cmd on host I through ssh (from host 1)
 #   rig_link I up|down host I's cable (its port on the bridge)
-#   rig_tbf RATE       every cable shaped to RATE (tc's units: 1gbit) both ways
+#   rig_tbf RATE       every cable shaped to RATE (tc's units: 1gbit) both ways;
+#                      none: the shaping removed
 #   rig_job RALLY_RUN OUT LIMIT [rally-run options] -- PROG ARGS
 #                      a job of one rank per host, started from host 1
 #   rig_down           removes everything rig_up made (also run by the trap)
@@ -110,8 +111,15 @@ rig_link() { # I up|down: host I's port on the bridge
     ip -n "$RIG_SW" link set "h$1" "$2"
 }
 
-rig_tbf() { # RATE: every cable, both directions; burst: 1 ms of RATE, >= 64 KiB
+rig_tbf() { # RATE: every cable, both directions; burst: 1 ms of RATE, >= 64 KiB; none: unshaped
     local rate=$1 bits burst i
+    if [ "$rate" = none ]; then
+        for i in $(seq 1 "$RIG_N"); do
+            tc -n "${RIG_NS[$i]}" qdisc del dev "$RIG_IF" root 2>/dev/null
+            tc -n "$RIG_SW" qdisc del dev "h$i" root 2>/dev/null
+        done
+        return 0
+    fi
     bits=$(tc_rate_bits "$rate") || { echo "netns_rig: bad rate '$rate'" >&2; return 1; }
     burst=$((bits / 8 / 1000))
     [ "$burst" -lt 65536 ] && burst=65536
