@@ -16,6 +16,8 @@
 #            it, the same digest
 #   tbf      every cable shaped by tc tbf (2 Mbit/s): the same digest, and the
 #            shaper's counters show the job's bytes went through it
+#   ipv6     the cables carry only fd00:5253::/64 (IPv4 addresses removed):
+#            the tracker, ssh and every peer link on IPv6, the same digest
 #   control  negative control: every cable down before the job starts: the
 #            job must fail (so the jobs above really cross the cables)
 # Needs root (network namespaces): without it the test reports itself skipped
@@ -27,7 +29,8 @@
 # ...`; without, it starts rally-tracker in host 1 and each rank through ssh
 # by hand, restarting a rank that died on the host it ran on.
 set -u
-case_=$1 build=$2
+case_=$1
+build=$(cd "$2" && pwd) || { echo "multihost_test: no build directory $2"; exit 1; }
 here=$(cd "$(dirname "$0")" && pwd)
 run=$build/rally-run km=$build/rally-kmeans
 N=4
@@ -50,7 +53,9 @@ cleanup() {
     rm -rf "$tmp"
 }
 
-rig_up $N
+v6=0
+[ "$case_" = ipv6 ] && v6=1
+rig_up $N $v6
 rc=$?
 if [ $rc -eq 77 ]; then
     echo "multihost_test $case_: skipped: $RIG_SKIP"
@@ -218,6 +223,14 @@ tbf)
         echo "host $i: tbf sent/overlimits: $s"
         [ "${s%% *}" -gt 0 ] 2>/dev/null || fail "host $i's shaper saw no bytes"
     done
+    no_leftovers
+    ;;
+ipv6)
+    rig_v6_only || fail "cannot remove the IPv4 addresses"
+    start_job "$tmp/out" 120 --max-restarts 0 -- "$km" "${KM[@]}"
+    wait_job || fail "the job failed over IPv6"
+    cat "$tmp/out"
+    same_digest "$tmp/out"
     no_leftovers
     ;;
 control)

@@ -11,10 +11,12 @@
 #   rig_in I cmd...    runs cmd inside host I's namespace
 #   rig_ssh I cmd...   runs cmd on host I through ssh (from host 1)
 #   rig_link I up|down host I's cable (its port on the bridge)
+#   rig_v6_only        each host's IPv4 address removed: jobs use IPv6 only
 #   rig_tbf RATE       every cable shaped to RATE (tc's units: 1gbit) both ways;
 #                      none: the shaping removed
 #   rig_job RALLY_RUN OUT LIMIT [rally-run options] -- PROG ARGS
-#                      a job of one rank per host, started from host 1
+#                      a job of one rank per host, started from host 1, on
+#                      the addresses ${RIG_ADDR[@]} (RIG_IP, or RIG_IP6)
 #   rig_down           removes everything rig_up made (also run by the trap)
 #
 # The layout: one namespace per host, each with one veth (named $RIG_IF in
@@ -107,6 +109,16 @@ rig_ssh() { # I cmd...: from host 1, through ssh, to host I
     ip netns exec "${RIG_NS[1]}" "$RIG_SSH" "${RIG_IP[$i]}" -- "$@"
 }
 
+rig_v6_only() { # the IPv4 addresses removed: jobs use ${RIG_IP6[@]} (rig_up H 1)
+    local i
+    for i in $(seq 1 "$RIG_N"); do
+        [ -n "$(ip -n "${RIG_NS[$i]}" -6 addr show dev "$RIG_IF" scope global)" ] ||
+            rig__fail "host $i has no IPv6 address: rig_up $RIG_N 1" || return 1
+        ip -n "${RIG_NS[$i]}" addr del "${RIG_IP[$i]}/24" dev "$RIG_IF" || return 1
+        RIG_ADDR[i]=${RIG_IP6[$i]}
+    done
+}
+
 rig_link() { # I up|down: host I's port on the bridge
     ip -n "$RIG_SW" link set "h$1" "$2"
 }
@@ -160,11 +172,16 @@ rig_job() {
         shift
     done
     shift
-    for i in $(seq 1 "$RIG_N"); do hosts=$hosts${hosts:+,}${RIG_IP[$i]}:1; done
+    for i in $(seq 1 "$RIG_N"); do
+        case ${RIG_ADDR[$i]} in
+        *:*) hosts=$hosts${hosts:+,}[${RIG_ADDR[$i]}]:1 ;;
+        *) hosts=$hosts${hosts:+,}${RIG_ADDR[$i]}:1 ;;
+        esac
+    done
     if "$run" --help 2>&1 | grep -q -- --launcher; then
         for o in "${RIG_SSH_OPTS[@]}"; do sshopts+=(--ssh-option "$o"); done
         ip netns exec "${RIG_NS[1]}" timeout -k 5 "$limit" "$run" -n "$RIG_N" --launcher ssh \
-            --hosts "$hosts" "${sshopts[@]}" --host "${RIG_IP[1]}" "${ropts[@]}" -- "$@" \
+            --hosts "$hosts" "${sshopts[@]}" --host "${RIG_ADDR[1]}" "${ropts[@]}" -- "$@" \
             </dev/null >"$out" 2>&1 &
     else
         rig__by_hand "${run%/*}/rally-tracker" "$out" "$limit" "${ropts[@]}" -- "$@" \
@@ -199,7 +216,7 @@ rig__by_hand() {
     jd=$(mktemp -d "$RIG_DIR/job.XXXXXX")
     : >"$out"
     ip netns exec "${RIG_NS[1]}" timeout -k 5 "$limit" "$tracker_bin" -n "$RIG_N" \
-        --host "${RIG_IP[1]}" --heartbeat-timeout-ms "$hb" --startup-timeout-ms "$st" >>"$out" 2>&1 &
+        --host "${RIG_ADDR[1]}" --heartbeat-timeout-ms "$hb" --startup-timeout-ms "$st" >>"$out" 2>&1 &
     tp=$!
     i=0
     until grep -q '^RALLY_SECRET_FILE=' "$out"; do
@@ -216,12 +233,12 @@ rig__by_hand() {
             mkfifo "$jd/in.$r" && exec 4<>"$jd/in.$r"
             n=0
             while kill -0 $tp 2>/dev/null; do
-                ip netns exec "${RIG_NS[1]}" "$RIG_SSH" "${RIG_IP[$((r + 1))]}" -- "$RIG_DIR/agent" \
+                ip netns exec "${RIG_NS[1]}" "$RIG_SSH" "${RIG_ADDR[$((r + 1))]}" -- "$RIG_DIR/agent" \
                     env "RALLY_TRACKER=$tracker" "RALLY_SECRET_FILE=$secret" "RALLY_TASK_ID=$r" \
                     "$words" <"$jd/in.$r" 4>&- 2>&1 | sed -u "s/^/[$r] /" 4>&- >>"$out"
                 rc=${PIPESTATUS[0]}
                 [ "$rc" -eq 0 ] && exit 0
-                echo "by_hand: rank $r on host ${RIG_IP[$((r + 1))]} ended with status $rc" >>"$out"
+                echo "by_hand: rank $r on host ${RIG_ADDR[$((r + 1))]} ended with status $rc" >>"$out"
                 n=$((n + 1))
                 if [ "$rc" -le 128 ] || [ $n -gt "$maxr" ]; then
                     echo "by_hand: the job fails: rank $r ended with status $rc" >>"$out"
@@ -279,7 +296,7 @@ rig__fail() {
 
 rig_up() { # H [V6]
     local h=$1 v6=${2:-0} i start
-    RIG_N=0 RIG_NS=() RIG_IP=() RIG_IP6=() RIG_SSHD_PIDS=() RIG_SKIP=""
+    RIG_N=0 RIG_NS=() RIG_IP=() RIG_IP6=() RIG_ADDR=() RIG_SSHD_PIDS=() RIG_SKIP=""
     if [ "$(id -u)" -ne 0 ]; then
         RIG_SKIP="not root: network namespaces need root"
         return 77
@@ -311,6 +328,7 @@ rig_up() { # H [V6]
     for i in $(seq 1 "$h"); do
         RIG_IP[i]=198.18.0.$i
         RIG_IP6[i]=fd00:5253::$i
+        RIG_ADDR[i]=${RIG_IP[$i]}
         ip netns add "${RIG_NS[$i]}" || rig__fail "cannot create the namespace ${RIG_NS[$i]}" || return 1
         ip link add "$RIG_IF" netns "${RIG_NS[$i]}" type veth peer name "h$i" netns "$RIG_SW" ||
             rig__fail "cannot create the veth pair of host $i" || return 1
