@@ -55,17 +55,18 @@ cleanup() {
 
 v6=0
 [ "$case_" = ipv6 ] && v6=1
+rig_watchdog 240
 rig_up $N $v6
 rc=$?
 if [ $rc -eq 77 ]; then
     echo "multihost_test $case_: skipped: $RIG_SKIP"
+    rig_down
     rm -rf "$tmp"
     exit 77
 fi
 trap cleanup EXIT
 trap 'cleanup; trap - EXIT; exit 143' TERM INT
 [ $rc -eq 0 ] || fail "the namespaces could not be set up (above)"
-rig_watchdog 240
 
 # --- the job -------------------------------------------------------------------
 
@@ -144,7 +145,7 @@ same_digest() { # out: the failure-free digest
 
 case $case_ in
 plain)
-    start_job "$tmp/out" 120 --max-restarts 0 -- "$km" "${KM[@]}" --pause-ms 200
+    start_job "$tmp/out" 120 --max-restarts 0 -- "$km" "${KM[@]}" --pause-ms 300
     wait_line "$tmp/out" '^\[0\] iteration 1 ' "iteration 1"
     for r in $(seq 0 $((N - 1))); do
         p=$(sed -n "s/^\[$r\] shard $r fingerprint .* pid \([0-9]*\)\$/\1/p" "$tmp/out" | tail -1)

@@ -259,11 +259,13 @@ rig__by_hand() {
     exit $rc
 }
 
-rig_watchdog() { # S: SIGTERM to this shell after S seconds
-    local me=$$
+rig_watchdog() { # S: SIGTERM to this shell after S seconds (if it is still this shell)
+    local me=$$ start
+    start=$(rig__start_ticks $$)
     (
         trap - EXIT INT TERM
         sleep "$1"
+        [ "$(rig__start_ticks "$me")" = "$start" ] || exit 0
         echo "netns_rig: watchdog: ${1}s passed, stopping the test" >&2
         kill -TERM "$me" 2>/dev/null
     ) </dev/null >/dev/null 2>&1 &
@@ -272,7 +274,11 @@ rig_watchdog() { # S: SIGTERM to this shell after S seconds
 
 rig_down() {
     local i
-    [ -n "${RIG_WATCHDOG:-}" ] && kill "$RIG_WATCHDOG" 2>/dev/null
+    if [ -n "${RIG_WATCHDOG:-}" ]; then # the watchdog first, then its sleep
+        i=$(pgrep -P "$RIG_WATCHDOG")
+        kill "$RIG_WATCHDOG" 2>/dev/null
+        [ -n "$i" ] && kill $i 2>/dev/null
+    fi
     RIG_WATCHDOG=""
     [ -n "${RIG_TAG:-}" ] || return 0
     for i in "${RIG_SSHD_PIDS[@]}"; do kill -9 "$i" 2>/dev/null; done
