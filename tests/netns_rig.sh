@@ -6,8 +6,8 @@
 #                      ${RIG_IP[1..H]} = 198.18.0.1 .. 198.18.0.H (/24), and
 #                      with V6=1 also ${RIG_IP6[i]} = fd00:5253::i (/64);
 #                      returns 77 with the reason in RIG_SKIP when it cannot
-#                      run here (not root, no `ip netns`, no sshd), 1 on an
-#                      error (said on stderr)
+#                      run here (not root, `ip netns` fails), 1 on an error
+#                      (said on stderr; a missing sshd is one)
 #   rig_in I cmd...    runs cmd inside host I's namespace
 #   rig_ssh I cmd...   runs cmd on host I through ssh (from host 1)
 #   rig_link I up|down host I's cable (its port on the bridge)
@@ -312,8 +312,7 @@ rig_up() { # H [V6]
         return 77
     fi
     if [ ! -x "$RIG_SSHD" ] || ! command -v ssh >/dev/null || ! command -v ssh-keygen >/dev/null; then
-        RIG_SKIP="no $RIG_SSHD or ssh: install openssh-server and openssh-client (scripts/deps.sh)"
-        return 77
+        rig__fail "no $RIG_SSHD or ssh: scripts/deps.sh installs openssh-server" || return 1
     fi
     rig__reap_stale
     start=$(rig__start_ticks $$) || rig__fail "cannot read /proc/$$/stat" || return 1
