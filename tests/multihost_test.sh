@@ -1,0 +1,251 @@
+#!/bin/bash
+# multihost_test.sh CASE BUILD_DIR — a 4-host k-means job (rally-kmeans)
+# across network namespaces that each run sshd (tests/netns_rig.sh), started
+# from inside host 1, rank r on host r+1.
+#   plain    the job ends with the digest of the same job on one host, every
+#            worker ran in its own host's namespace, nothing is left behind
+#   kill9    kill -9 of host 3's worker at iteration 3: rank 2 restarts on
+#            host 3 and says it resumed; the same digest
+#   linkcut  host 4's cable goes down for good at iteration 3, with both ends
+#            alive; rally_link_timeout_ms=2000, a 3 s heartbeat timeout and a
+#            20 s re-registration bound: the job must end inside its bound
+#            (never hang), with the digest (re-wired) or a clear error
+#   flap     host 4's cable goes down at iteration 3 and comes back once the
+#            launcher has lost rank 3's ssh session (its log line, not a
+#            sleep): rank 3 restarts on host 4 and the job re-wires around
+#            it, the same digest
+#   tbf      every cable shaped by tc tbf (2 Mbit/s): the same digest, and the
+#            shaper's counters show the job's bytes went through it
+#   ipv6     the cables carry only fd00:5253::/64 (IPv4 addresses removed):
+#            the tracker, ssh and every peer link on IPv6, the same digest
+#   control  negative control: every cable down before the job starts: the
+#            job must fail (so the jobs above really cross the cables)
+# Needs root (network namespaces): without it the test reports itself skipped
+# (exit 77) with the reason.  Bounded: each job by timeout, the whole test by
+# a watchdog, and the trap removes every namespace, process and file.
+#
+# The job starts in one place, rig_job (tests/netns_rig.sh): with a
+# rally-run that has --launcher it runs `rally-run --launcher ssh --hosts
+# ...`; without, it starts rally-tracker in host 1 and each rank through ssh
+# by hand, restarting a rank that died on the host it ran on.
+set -u
+case_=$1
+build=$(cd "$2" && pwd) || { echo "multihost_test: no build directory $2"; exit 1; }
+here=$(cd "$(dirname "$0")" && pwd)
+run=$build/rally-run km=$build/rally-kmeans
+N=4
+. "$here/netns_rig.sh"
+
+tmp=$(mktemp -d)
+JOB=""
+fail() {
+    echo "multihost_test $case_: $*"
+    [ -f "$tmp/out" ] && tail -40 "$tmp/out"
+    exit 1
+}
+stop_job() {
+    [ -n "$JOB" ] && kill -TERM "$JOB" 2>/dev/null && sleep 0.5 && kill -9 "$JOB" 2>/dev/null
+    JOB=""
+}
+cleanup() {
+    stop_job
+    rig_down
+    rm -rf "$tmp"
+}
+
+v6=0
+[ "$case_" = ipv6 ] && v6=1
+rig_watchdog 240
+rig_up $N $v6
+rc=$?
+if [ $rc -eq 77 ]; then
+    echo "multihost_test $case_: skipped: $RIG_SKIP"
+    rig_down
+    rm -rf "$tmp"
+    exit 77
+fi
+trap cleanup EXIT
+trap 'cleanup; trap - EXIT; exit 143' TERM INT
+[ $rc -eq 0 ] || fail "the namespaces could not be set up (above)"
+
+# --- the job -------------------------------------------------------------------
+
+# start_job OUT LIMIT [rally-run options] -- PROG ARGS: the job, rank r on
+# host r+1, in the background ($JOB); rig_job is the one place that starts it
+start_job() {
+    rig_job "$run" "$@"
+    JOB=$RIG_JOB
+}
+
+# wait_job LIMIT: the job's exit status (it is bounded by its own timeout)
+wait_job() {
+    wait "$JOB"
+    local rc=$?
+    JOB=""
+    return $rc
+}
+
+# no_leftovers: once a job ended, its hosts run nothing but their sshd
+no_leftovers() {
+    local i p left n=0
+    while :; do
+        left=""
+        for i in $(seq 1 $N); do
+            for p in $(ip netns pids "${RIG_NS[$i]}"); do
+                [[ " ${RIG_SSHD_PIDS[*]} " == *" $p "* ]] || left="$left $p"
+            done
+        done
+        [ -z "$left" ] && return 0
+        n=$((n + 1))
+        if [ $n -gt 50 ]; then
+            ps -o pid,args -p "$(echo $left | tr ' ' ',')"
+            fail "processes left on the hosts:$left"
+        fi
+        sleep 0.1
+    done
+}
+
+wait_line() { # file pattern what: until the pattern shows in file (or the job ends)
+    local i=0
+    until grep -q "$2" "$1" 2>/dev/null; do
+        i=$((i + 1))
+        [ $i -gt 900 ] && fail "$3 never came"
+        kill -0 "$JOB" 2>/dev/null || { grep -q "$2" "$1" && return 0; fail "the job ended before $3"; }
+        sleep 0.1
+    done
+}
+
+digest() { grep -o 'model_digest=[0-9a-f]*' "$1" | head -1; }
+
+# 20,000 rows x 8 features around 6 centres (kmeans_test.sh's job)
+data=$tmp/d.csv
+"$build/rally-datagen" --rows 20000 --features 8 --centers 6 --spread 2 --seed 7 --format csv \
+    -o "$data" >/dev/null 2>&1 || fail "rally-datagen failed"
+KM=(--data "$data" --data-opt csv_label=0 -k 6)
+FAST=(--heartbeat-timeout-ms 3000 --startup-timeout-ms 20000)
+LINK=(rally_link_timeout_ms=2000 rally_connect_timeout_ms=20000)
+
+# the same job on one host: the digest every case must give
+"$here/run_job.sh" 0 120 "$run" -n $N "$km" "${KM[@]}" >"$tmp/one" 2>&1 ||
+    { cat "$tmp/one"; fail "the one-host job failed"; }
+want=$(digest "$tmp/one")
+[ -n "$want" ] || fail "the one-host job printed no digest"
+echo "multihost_test $case_: one host: $want"
+if "$run" --help 2>&1 | grep -q -- --launcher; then
+    echo "multihost_test $case_: started by rally-run --launcher ssh"
+else
+    echo "multihost_test $case_: started by hand (rally-tracker + ssh): rally-run has no --launcher"
+fi
+
+same_digest() { # out: the failure-free digest
+    local got
+    got=$(digest "$1")
+    [ "$got" = "$want" ] || fail "digest '$got', want $want"
+}
+
+case $case_ in
+plain)
+    start_job "$tmp/out" 120 --max-restarts 0 -- "$km" "${KM[@]}" --pause-ms 300
+    wait_line "$tmp/out" '^\[0\] iteration 1 ' "iteration 1"
+    for r in $(seq 0 $((N - 1))); do
+        p=$(sed -n "s/^\[$r\] shard $r fingerprint .* pid \([0-9]*\)\$/\1/p" "$tmp/out" | tail -1)
+        [ -n "$p" ] || fail "rank $r printed no pid"
+        ns=$(ip netns identify "$p" 2>/dev/null)
+        [ "$ns" = "${RIG_NS[$((r + 1))]}" ] || fail "rank $r (pid $p) runs in '$ns', not on host $((r + 1))"
+    done
+    wait_job || fail "the job failed"
+    cat "$tmp/out"
+    same_digest "$tmp/out"
+    no_leftovers
+    ;;
+kill9)
+    start_job "$tmp/out" 150 "${FAST[@]}" --max-restarts 2 -- "$km" "${KM[@]}" --pause-ms 100 "${LINK[@]}"
+    wait_line "$tmp/out" '^\[0\] iteration 3 ' "iteration 3"
+    victim=$(sed -n 's/^\[2\] shard 2 fingerprint .* pid \([0-9]*\)$/\1/p' "$tmp/out" | tail -1)
+    [ "$(ip netns identify "$victim" 2>/dev/null)" = "${RIG_NS[3]}" ] || fail "rank 2 is not on host 3"
+    kill -9 "$victim" || fail "no worker $victim to kill"
+    echo "multihost_test: killed rank 2 (pid $victim) on host 3"
+    wait_job || fail "the job failed after kill -9"
+    cat "$tmp/out"
+    same_digest "$tmp/out"
+    grep -q '^\[2\] rank 2 restarted: resuming after iteration' "$tmp/out" || fail "rank 2 did not say it resumed"
+    again=$(sed -n 's/^\[2\] shard 2 fingerprint .* pid \([0-9]*\)$/\1/p' "$tmp/out" | tail -1)
+    [ "$again" != "$victim" ] || fail "rank 2 never restarted"
+    no_leftovers
+    ;;
+linkcut | flap)
+    start_job "$tmp/out" 150 "${FAST[@]}" --max-restarts 3 -- "$km" "${KM[@]}" --pause-ms 100 "${LINK[@]}"
+    wait_line "$tmp/out" '^\[0\] iteration 3 ' "iteration 3"
+    rig_link 4 down || fail "cannot cut host 4's cable"
+    cut=$(date +%s)
+    echo "multihost_test: cut host 4's cable at $(date +%T)"
+    if [ "$case_" = flap ]; then
+        # mended once rank 3's ssh session is known lost (status 255 by hand,
+        # "died" from rally-run): before that, the cut worker's own exit
+        # (status 1: it lost the tracker) could still reach the launcher,
+        # which takes an exit of its own for the job's failure
+        wait_line "$tmp/out" 'rank 3 .*died\|rank 3 on host .* ended with status 255' "the loss of rank 3"
+        rig_link 4 up || fail "cannot mend host 4's cable"
+        echo "multihost_test: mended it at $(date +%T)"
+    fi
+    wait_job
+    rc=$?
+    took=$(($(date +%s) - cut))
+    cat "$tmp/out"
+    echo "multihost_test $case_: the job ended with status $rc, $took s after the cut"
+    [ $rc -ne 124 ] && [ $rc -ne 137 ] || fail "the job hung (killed at its bound)"
+    # the timeouts set above bound it (the kernel's defaults take ~15 min)
+    [ "$took" -lt 90 ] || fail "the cut took $took s to handle"
+    if [ $rc -eq 0 ]; then
+        same_digest "$tmp/out"
+        grep -q 'recovered' "$tmp/out" || fail "the job ended well but nothing recovered"
+        echo "multihost_test $case_: re-wired"
+    else
+        [ "$case_" = flap ] && fail "the cable came back, yet the job failed"
+        # a clear error: it names the cut rank or host, and what went wrong
+        clear=$(grep -E 'rank 3|rank\(s\) 3|198\.18\.0\.4' "$tmp/out" |
+            grep -Ei 'timed out|time.?out|cannot be reached|unreachable|no route|lost|did not rejoin')
+        [ -n "$clear" ] || fail "the job failed without a clear error naming rank 3 or host 4"
+        echo "$clear" | tail -3
+        echo "multihost_test $case_: failed with a clear error"
+    fi
+    rig_link 4 up
+    no_leftovers
+    ;;
+tbf)
+    rig_tbf 2mbit || fail "tc tbf failed"
+    start_job "$tmp/out" 150 --max-restarts 0 -- "$km" "${KM[@]}"
+    wait_job || fail "the job failed on shaped links"
+    cat "$tmp/out"
+    same_digest "$tmp/out"
+    for i in $(seq 1 $N); do
+        s=$(tc -s -n "${RIG_NS[$i]}" qdisc show dev "$RIG_IF" | grep -A1 'qdisc tbf' |
+            sed -n 's/.*Sent \([0-9]*\) bytes.*overlimits \([0-9]*\).*/\1 \2/p')
+        echo "host $i: tbf sent/overlimits: $s"
+        [ "${s%% *}" -gt 0 ] 2>/dev/null || fail "host $i's shaper saw no bytes"
+    done
+    no_leftovers
+    ;;
+ipv6)
+    rig_v6_only || fail "cannot remove the IPv4 addresses"
+    start_job "$tmp/out" 120 --max-restarts 0 -- "$km" "${KM[@]}"
+    wait_job || fail "the job failed over IPv6"
+    cat "$tmp/out"
+    same_digest "$tmp/out"
+    no_leftovers
+    ;;
+control)
+    for i in $(seq 1 $N); do rig_link "$i" down; done
+    start_job "$tmp/out" 60 "${FAST[@]}" --max-restarts 0 -- "$km" "${KM[@]}" "${LINK[@]}"
+    wait_job
+    rc=$?
+    cat "$tmp/out"
+    [ $rc -ne 0 ] || fail "the job succeeded with every cable down"
+    [ -z "$(digest "$tmp/out")" ] || fail "a digest came out with every cable down"
+    echo "multihost_test control: the job failed (status $rc), as it must"
+    ;;
+*)
+    fail "unknown case"
+    ;;
+esac
+echo "multihost_test $case_: passed"
