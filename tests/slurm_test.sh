@@ -3,11 +3,12 @@
 # test starts itself as root (tests/slurm_rig.sh: munged, slurmctld and
 # slurmd on private sockets, ports and files), and the srun command lines
 # that `rally-run --launcher slurm` makes (docs/slurm-test.md).
-#   rig       the rig comes up, then a rally-kmeans job whose 4 workers are
-#             the tasks of one `srun -n 4` (joined through rally-tracker)
-#             gives the digest of the same job under rally-run on this host;
-#             a kill -9 of one task, started again by a second srun with the
-#             same RALLY_TASK_ID, recovers to the same digest
+#   rig       the rig comes up; in an allocation of 4 tasks a rally-kmeans
+#             job whose 4 workers are 4 one-task steps (the srun words of
+#             the launch interface; joined through rally-tracker) gives the
+#             digest of the same job under rally-run on this host; a kill -9
+#             of one worker, started again as a new step with the same
+#             RALLY_TASK_ID, recovers to the same digest
 #   launcher  inside `salloc -n 4`, `rally-run --launcher slurm -n 4
 #             rally-kmeans ...` gives the local digest; a kill -9 of one
 #             worker mid-run recovers (same digest, one death recovered);
@@ -15,7 +16,8 @@
 #             key in its argv or environment
 #   dryrun    `rally-run --launcher slurm --dry-run` with SLURM_JOB_NODELIST
 #             and SLURM_TASKS_PER_NODE set by the test: one line per rank,
-#             every srun word the launch interface lists, the rank's
+#             every srun word the launch interface lists (and --overlap or
+#             --exact, without which steps wait for each other), the rank's
 #             --nodelist in allocation order, the agent (beside rally-run, or
 #             --agent's), `--` and the program's words last, no secret;
 #             outside an allocation it is an error
@@ -28,7 +30,7 @@
 set -u
 case_=$1 build=$2
 here=$(cd "$(dirname "$0")" && pwd)
-limit=${SLURM_TEST_LIMIT:-400}
+limit=${SLURM_TEST_LIMIT:-240}
 [ -z "${SLURM_TEST_INNER:-}" ] &&
     SLURM_TEST_INNER=1 exec timeout -k 20 "$limit" sh "$0" "$@"
 run=$build/rally-run km=$build/rally-kmeans tracker=$build/rally-tracker
@@ -45,7 +47,11 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 143' TERM INT HUP
-fail() { echo "slurm_test $case_: $*"; [ -f "$tmp/out" ] && tail -40 "$tmp/out"; exit 1; }
+fail() {
+    echo "slurm_test $case_: $*"
+    for f in "$tmp"/out*; do [ -f "$f" ] && { echo "--- ${f##*/}:"; tail -40 "$f"; }; done
+    exit 1
+}
 tag=
 
 has_launcher() {
@@ -127,6 +133,11 @@ for r, line in enumerate(lines[:n]):
     for word in ("--nodes=1", "--ntasks=1", "--kill-on-bad-exit=1", "--nodelist=" + hosts[r]):
         if word not in w:
             no(r, "no %s" % word)
+    # not in the interface's list, but without one of them a one-task step
+    # takes every CPU of the allocation on its node and the next rank's
+    # step waits for it (the rig case shows it)
+    if "--overlap" not in w and "--exact" not in w:
+        no(r, "neither --overlap nor --exact")
     if any(x.startswith("--nodelist=") and x != "--nodelist=" + hosts[r] for x in w):
         no(r, "another --nodelist")
     agents = [i for i, x in enumerate(w) if os.path.realpath(x) == os.path.realpath(want_agent)]
@@ -202,29 +213,38 @@ rig)
     start_rig || { echo "slurm_test rig: passed (Slurm could not start; nothing else to test)"; exit 0; }
     make_data
     job "$tmp/plain" 4 "$km" $KM
+    # one allocation of 4 tasks, in it one step per worker with the srun
+    # words rally-run --launcher slurm uses; without --overlap a step takes
+    # every CPU of the allocation on its node and the next waits for it
+    jid=$(timeout 60 salloc --no-shell -n 4 -t 5 2>&1 | sed -n 's/.*Granted job allocation \([0-9]*\).*/\1/p')
+    [ -n "$jid" ] || fail "salloc --no-shell -n 4 gave no allocation"
+    echo "allocation $jid: $(squeue -h -j "$jid" -o '%D node(s) %C cpus %T' 2>&1)"
     tag="slurm-rig-$$"
     "$tracker" -n 4 --host 127.0.0.1 --secret-file "$tmp/secret" >"$tmp/tracker" 2>&1 &
     tpid=$!
     wait_line "$tmp/tracker" '^RALLY_SECRET_FILE=' "the tracker's address" 100 0.1
     eval "$(grep '^RALLY_' "$tmp/tracker")"
     export RALLY_TRACKER RALLY_SECRET_FILE
-    RALLY_TEST_TAG=$tag timeout -k 5 120 srun -n 4 -t 5 --label sh -c \
-        'RALLY_TASK_ID=$SLURM_PROCID exec "$0" "$@"' "$km" $KM --pause-ms 100 >"$tmp/out" 2>&1 &
-    spid=$!
-    wait_line "$tmp/out" '^ *0: iteration 3 ' "iteration 3" 600 0.1
-    victim=$(sed -n 's/^ *2: shard 2 fingerprint .* pid \([0-9]*\)$/\1/p' "$tmp/out" | tail -1)
-    [ -n "$victim" ] || fail "task 2 printed no pid"
-    kill -9 "$victim" || fail "no task $victim to kill"
-    echo "killed task 2 (pid $victim)"
-    RALLY_TEST_TAG=$tag RALLY_TASK_ID=2 timeout -k 5 120 srun -n 1 -t 5 "$km" $KM --pause-ms 100 \
-        >"$tmp/again" 2>&1 || { cat "$tmp/again"; fail "the second srun of task 2 failed"; }
-    wait "$spid"
-    echo "the first srun exited with status $? (its task 2 was killed)"
+    step() { # rank: one worker as one step of the allocation
+        RALLY_TEST_TAG=$tag RALLY_TASK_ID=$1 SLURM_JOB_ID=$jid timeout -k 5 120 srun --nodes=1 \
+            --ntasks=1 --nodelist="$slurm_rig_node" --kill-on-bad-exit=1 --overlap "$km" $KM --pause-ms 100
+    }
+    for r in 0 1 2 3; do step $r >"$tmp/out$r" 2>&1 & eval "spid$r=\$!"; done
+    wait_line "$tmp/out0" '^iteration 3 ' "iteration 3" 600 0.1
+    victim=$(sed -n 's/^shard 2 fingerprint .* pid \([0-9]*\)$/\1/p' "$tmp/out2" | tail -1)
+    [ -n "$victim" ] || fail "rank 2 printed no pid"
+    kill -9 "$victim" || fail "no worker $victim to kill"
+    echo "killed rank 2 (pid $victim)"
+    wait "$spid2"
+    echo "its srun exited with status $?"
+    step 2 >"$tmp/again" 2>&1 || { cat "$tmp/again"; fail "the second step of rank 2 failed"; }
+    for r in 0 1 3; do eval "wait \$spid$r" || { cat "$tmp/out$r"; fail "rank $r's step failed"; }; done
     wait "$tpid" || { cat "$tmp/tracker"; fail "the tracker says the job failed"; }
-    cat "$tmp/out" "$tmp/again"
-    same_digest "$tmp/out" "$tmp/plain"
+    for f in out0 out1 out2 out3 again; do sed "s/^/$f: /" "$tmp/$f"; done
+    same_digest "$tmp/out0" "$tmp/plain"
     grep -q 'rank 2 restarted: resuming after iteration' "$tmp/again" ||
-        fail "task 2 started again did not say it resumed"
+        fail "rank 2 started again did not say it resumed"
+    scancel "$jid"
     no_leftovers "$tag"
     ;;
 launcher)
