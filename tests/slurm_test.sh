@@ -40,6 +40,7 @@ tmp=$(mktemp -d)
 . "$here/slurm_rig.sh"
 . "$here/trainer_lib.sh"
 cleanup() {
+    trap '' TERM INT HUP # timeout signals us and then our group: finish this
     slurm_rig_stop
     [ -n "${tag:-}" ] && kill -9 $(grep -lzx "RALLY_TEST_TAG=$tag" /proc/[0-9]*/environ 2>/dev/null |
         cut -d/ -f3 | grep -vx "$$") 2>/dev/null
@@ -98,7 +99,7 @@ no_key_in() {
     for p in $(grep -lzx "RALLY_TEST_TAG=$1" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3); do
         [ "$p" = "$$" ] && continue
         for f in cmdline environ; do
-            tr '\0' '\n' <"/proc/$p/$f" 2>/dev/null | grep -qi -- "$2" &&
+            cat "/proc/$p/$f" 2>/dev/null | tr '\0' '\n' | grep -qi -- "$2" &&
                 fail "process $p ($(cat "/proc/$p/comm")) has the job's key in its $f"
         done
         n=$((n + 1))
