@@ -160,11 +160,16 @@ EOF
     slurmctld -D -c -f "$SLURM_CONF" >>"$d/slurmctld.out" 2>&1 &
     ctld=$!
     slurm_rig_pids="$slurm_rig_pids $ctld"
-    slurm_rig_wait 150 0.2 scontrol ping || {
+    i=0
+    until scontrol ping >/dev/null 2>&1; do
+        i=$((i + 1))
         slurm_rig_alive "$ctld" || { slurm_rig_fail "slurmctld exited: $(tail -n 5 "$d/slurmctld.out")" slurmctld; return 1; }
-        slurm_rig_fail "slurmctld did not answer \`scontrol ping\` on port $ctld_port within 30 s" slurmctld
-        return 1
-    }
+        [ $i -gt 150 ] && {
+            slurm_rig_fail "slurmctld did not answer \`scontrol ping\` on port $ctld_port within 30 s" slurmctld
+            return 1
+        }
+        sleep 0.2
+    done
     slurmd -D -f "$SLURM_CONF" -N "$slurm_rig_node" >>"$d/slurmd.out" 2>&1 &
     sd=$!
     slurm_rig_pids="$slurm_rig_pids $sd"

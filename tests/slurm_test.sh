@@ -63,7 +63,12 @@ has_launcher() {
 
 # start_rig: 0 when Slurm runs; else says why (and fails when it must run)
 start_rig() {
-    slurm_rig_start "$tmp" && { echo "slurm rig: node $slurm_rig_node idle, srun works"; return 0; }
+    for try in 1 2 3; do # a port picked free may be taken before a daemon binds it
+        slurm_rig_start "$tmp" && { echo "slurm rig: node $slurm_rig_node idle, srun works"; return 0; }
+        case $slurm_rig_why in *"Address already in use"*) ;; *) break ;; esac
+        echo "slurm rig: try $try: a port was taken; again"
+        slurm_rig_stop
+    done
     echo "slurm_test $case_: Slurm cannot start here: $slurm_rig_why"
     [ "${RALLY_SLURM_REQUIRED:-0}" = 1 ] && fail "RALLY_SLURM_REQUIRED=1 and the rig did not start"
     slurm_rig_stop
