@@ -11,7 +11,8 @@
 #             RALLY_TASK_ID, recovers to the same digest
 #   launcher  inside `salloc -n 4`, `rally-run --launcher slurm -n 4
 #             rally-kmeans ...` gives the local digest; a kill -9 of one
-#             worker mid-run recovers (same digest, one death recovered);
+#             worker mid-run (the job frozen with SIGSTOP from iteration 2
+#             until the kill) recovers (same digest, one death recovered);
 #             while it runs no srun, rally-agent or worker carries the job's
 #             key in its argv or environment
 #   dryrun    `rally-run --launcher slurm --dry-run` with SLURM_JOB_NODELIST
@@ -78,11 +79,19 @@ start_rig() {
 # 20,000 rows x 8 features around 6 centres (as kmeans_test.sh)
 data=$tmp/d.csv
 KM="--data $data --data-opt csv_label=0 -k 6"
+# 20 iterations whatever converges: after iteration 2, 1.8 s of --pause-ms 100
+# to freeze the job in (workers_signal), so the kill lands mid-run
+KM="$KM --iters 20 --fixed-iters"
 make_data() {
     "$build/rally-datagen" --rows 20000 --features 8 --centers 6 --spread 2 --seed 7 --format csv \
         -o "$data" >/dev/null 2>&1 || fail "rally-datagen failed"
 }
 digest() { grep -o 'model_digest=[0-9a-f]*' "$1"; }
+workers_signal() { # SIG tag: signal every worker (rally-kmeans) of the job
+    for p in $(grep -lzx "RALLY_TEST_TAG=$2" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3); do
+        [ "$(cat "/proc/$p/comm" 2>/dev/null)" = rally-kmeans ] && kill "-$1" "$p"
+    done
+}
 same_digest() { # out plain
     d=$(digest "$1")
     [ -n "$d" ] && [ "$d" = "$(digest "$2")" ] || fail "digest '$d', want $(digest "$2")"
@@ -236,10 +245,12 @@ rig)
             --ntasks=1 --nodelist="$slurm_rig_node" --kill-on-bad-exit=1 --overlap "$km" $KM --pause-ms 100
     }
     for r in 0 1 2 3; do step $r >"$tmp/out$r" 2>&1 & eval "spid$r=\$!"; done
-    wait_line "$tmp/out0" '^iteration 3 ' "iteration 3" 600 0.1
+    wait_line "$tmp/out0" '^iteration 2 ' "iteration 2" 600 0.1
+    workers_signal STOP "$tag"
     victim=$(sed -n 's/^shard 2 fingerprint .* pid \([0-9]*\)$/\1/p' "$tmp/out2" | tail -1)
     [ -n "$victim" ] || fail "rank 2 printed no pid"
     kill -9 "$victim" || fail "no worker $victim to kill"
+    workers_signal CONT "$tag"
     echo "killed rank 2 (pid $victim)"
     wait "$spid2"
     echo "its srun exited with status $?"
@@ -272,14 +283,17 @@ launcher)
     no_leftovers "$tag"
     # kill -9 of rank 2's worker mid-run
     tag="slurm-kill-$$"
-    RALLY_TEST_TAG=$tag timeout -k 5 240 salloc -n 4 -t 5 "$run" --launcher slurm -n 4 \
-        --max-restarts 3 "$km" $KM --pause-ms 100 >"$tmp/out" 2>&1 &
+    RALLY_TEST_TAG=$tag timeout -k 5 200 salloc -n 4 -t 5 "$run" --launcher slurm -n 4 \
+        --max-restarts 3 --heartbeat-timeout-ms 60000 "$km" $KM --pause-ms 100 >"$tmp/out" 2>&1 &
     jobpid=$!
-    wait_line "$tmp/out" '^\[0\] iteration 3 ' "iteration 3" 900 0.1
+    wait_line "$tmp/out" '^\[0\] iteration 2 ' "iteration 2" 900 0.1
+    # frozen while we look and kill: the job cannot end before the kill
+    workers_signal STOP "$tag"
     w=$(sed -n 's/^\[2\] shard 2 fingerprint .* pid \([0-9]*\)$/\1/p' "$tmp/out" | tail -1)
     [ -n "$w" ] || fail "rank 2 printed no pid"
     no_key_in "$tag" "$(key_of_worker "$w")"
     kill_worker "$tmp/out" 2
+    workers_signal CONT "$tag"
     echo "killed rank 2's worker (pid $w)"
     wait "$jobpid" || fail "the job failed after kill -9"
     cat "$tmp/out"
