@@ -182,7 +182,7 @@ EOF
 dry() { # out N nodelist tasks-per-node [rally-run options]: one dry run
     o=$1 n=$2 nl=$3 tpn=$4
     shift 4
-    SLURM_JOB_NODELIST=$nl SLURM_TASKS_PER_NODE=$tpn SLURM_JOB_ID=4242 SLURM_NNODES= \
+    SLURM_JOB_NODELIST=$nl SLURM_TASKS_PER_NODE=$tpn SLURM_JOB_ID=4242 \
         timeout 30 "$run" --launcher slurm -n "$n" --host 127.0.0.1 --port "$WANT_PORT" --dry-run "$@" \
         -- $WANT_PROG >"$o" 2>&1 || { cp "$o" "$tmp/out"; fail "--dry-run -n $n on $nl ($tpn) failed"; }
 }
