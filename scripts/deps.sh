@@ -7,6 +7,8 @@ need="cmake make gcc clang pkg-config libsodium-dev libjansson-dev libxxhash-dev
 need="$need openmpi-bin libopenmpi-dev"
 # sshd (one per network namespace) for the multi-host test and bench
 need="$need openssh-server"
+# a one-node Slurm with munge for tests/slurm_test.sh (its rig starts them itself)
+need="$need slurm-wlm munge"
 # clang's runtimes (ASan, UBSan, TSan, libFuzzer) for `make sanitize` and the
 # fuzz tests: only "recommended" by clang, so named here, for clang's version
 if command -v clang >/dev/null 2>&1; then
