@@ -1,18 +1,29 @@
 /*
- * ceiling.c — the two ceilings an allreduce on one machine runs into:
+ * ceiling.c — the ceilings an allreduce on one machine runs into, which
+ * bench/run.sh turns into each size's floor time:
  *
  *   memcpy   single-thread memcpy bandwidth between two 64 MiB buffers
  *            (bytes copied per second; best of several passes);
+ *   memcpy-at BYTES THREADS
+ *            the same at a working set of BYTES per buffer (capped at
+ *            64 MiB: beyond it every size runs at memory speed), THREADS
+ *            threads at once, each between its own two warm buffers; the
+ *            aggregate bytes copied per second, best of several passes.
+ *            A copied byte is one read and one write, so memory moves
+ *            2 x this many bytes per second;
  *   tcp      one TCP stream over 127.0.0.1 (a forked sender writes 1 GiB in
  *            1 MiB writes; the receiver times from first to last byte).
  *
  * Prints machine-readable lines:   CEILING memcpy <GB/s>   CEILING tcp <GB/s>
- * (GB = 1e9 bytes).  Usage: ceiling [memcpy|tcp]  (both when no argument).
+ * CEILING memcpy-at <bytes> <threads> <GB/s>   (GB = 1e9 bytes).
+ * Usage: ceiling [memcpy|tcp|memcpy-at BYTES THREADS]  (memcpy and tcp when
+ * no argument).
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +64,82 @@ static int memcpy_bw(void)
     free(a);
     free(b);
     return 0;
+}
+
+struct copier {
+    pthread_barrier_t *bar;
+    char *a, *b;
+    size_t n;
+    int laps, passes;
+    double *t; /* per pass: the start (thread 0) and the end, per thread */
+};
+
+static void *copy_laps(void *arg)
+{
+    struct copier *c = arg;
+    memset(c->a, 1, c->n); /* first touch: fresh pages are not what we measure */
+    memset(c->b, 2, c->n);
+    for (int p = 0; p < c->passes; p++) {
+        pthread_barrier_wait(c->bar);
+        double t0 = now_s();
+        for (int l = 0; l < c->laps; l++)
+            memcpy((l & 1) ? c->a : c->b, (l & 1) ? c->b : c->a, c->n);
+        c->t[2 * p] = t0;
+        c->t[2 * p + 1] = now_s();
+        pthread_barrier_wait(c->bar);
+    }
+    return NULL;
+}
+
+/* Aggregate memcpy bandwidth of `threads` threads at a working set of n bytes per buffer. */
+static int memcpy_at(size_t req, int threads)
+{
+    enum { PASSES = 6, MAXT = 64 };
+    size_t n = req > ((size_t)64 << 20) ? (size_t)64 << 20 : req < 4096 ? 4096 : req;
+    if (threads < 1 || threads > MAXT) {
+        fprintf(stderr, "ceiling: memcpy-at: threads must be 1..%d\n", MAXT);
+        return 1;
+    }
+    /* enough laps that one pass moves >= 128 MiB per thread */
+    int laps = (int)((((size_t)128 << 20) + n - 1) / n);
+    pthread_barrier_t bar;
+    struct copier c[MAXT];
+    pthread_t th[MAXT];
+    double t[MAXT][2 * PASSES];
+    int rc = 0;
+    for (int i = 0; i < threads; i++) {
+        c[i] = (struct copier){&bar, malloc(n), malloc(n), n, laps, PASSES, t[i]};
+        rc |= !c[i].a || !c[i].b;
+    }
+    if (rc)
+        perror("ceiling: malloc");
+    if (rc == 0) {
+        pthread_barrier_init(&bar, NULL, (unsigned)threads);
+        for (int i = 0; i < threads; i++)
+            if (pthread_create(&th[i], NULL, copy_laps, &c[i]) != 0) {
+                perror("ceiling: pthread_create"); /* the others would wait for it forever */
+                exit(1);
+            }
+        for (int i = 0; i < threads; i++)
+            pthread_join(th[i], NULL);
+        pthread_barrier_destroy(&bar);
+        double best = 0;
+        for (int p = 1; p < PASSES; p++) { /* pass 0 warms up */
+            double t0 = t[0][2 * p], t1 = t[0][2 * p + 1];
+            for (int i = 1; i < threads; i++) {
+                t0 = t[i][2 * p] < t0 ? t[i][2 * p] : t0;
+                t1 = t[i][2 * p + 1] > t1 ? t[i][2 * p + 1] : t1;
+            }
+            double bw = (double)threads * laps * (double)n / (t1 - t0);
+            best = bw > best ? bw : best;
+        }
+        printf("CEILING memcpy-at %zu %d %.2f\n", req, threads, best / 1e9);
+    }
+    for (int i = 0; i < threads; i++) {
+        free(c[i].a);
+        free(c[i].b);
+    }
+    return rc;
 }
 
 static int tcp_bw(void)
@@ -129,6 +216,13 @@ int main(int argc, char **argv)
 {
     const char *what = argc > 1 ? argv[1] : "";
     int rc = 0;
+    if (!strcmp(what, "memcpy-at")) {
+        if (argc != 4) {
+            fprintf(stderr, "usage: ceiling memcpy-at BYTES THREADS\n");
+            return 2;
+        }
+        return memcpy_at((size_t)strtoull(argv[2], NULL, 10), atoi(argv[3]));
+    }
     if (!*what || !strcmp(what, "memcpy"))
         rc |= memcpy_bw();
     if (!*what || !strcmp(what, "tcp"))
