@@ -12,12 +12,19 @@
  *            A copied byte is one read and one write, so memory moves
  *            2 x this many bytes per second;
  *   tcp      one TCP stream over 127.0.0.1 (a forked sender writes 1 GiB in
- *            1 MiB writes; the receiver times from first to last byte).
+ *            1 MiB writes; the receiver times from first to last byte);
+ *   fresh    first touch: memset of 64 MiB of fresh anonymous pages (a page
+ *            fault and the kernel's zeroing per page), best of 3: what a
+ *            call pays per byte of a buffer it allocates afresh;
+ *   tcp-par STREAMS
+ *            STREAMS such streams at once, 256 MiB each (the N links of a
+ *            ring all carry data at the same time): the aggregate rate from
+ *            the first byte of any to the last byte of all.
  *
  * Prints machine-readable lines:   CEILING memcpy <GB/s>   CEILING tcp <GB/s>
- * CEILING memcpy-at <bytes> <threads> <GB/s>   (GB = 1e9 bytes).
- * Usage: ceiling [memcpy|tcp|memcpy-at BYTES THREADS]  (memcpy and tcp when
- * no argument).
+ * CEILING memcpy-at <bytes> <threads> <GB/s>   CEILING tcp-par <streams> <GB/s>
+ * CEILING fresh <GB/s>   (GB = 1e9 bytes).  Usage: ceiling [memcpy|tcp|fresh|
+ * memcpy-at BYTES THREADS|tcp-par STREAMS]  (memcpy and tcp when no argument).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -27,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -63,6 +71,28 @@ static int memcpy_bw(void)
     printf("CEILING memcpy %.2f\n", best / 1e9);
     free(a);
     free(b);
+    return 0;
+}
+
+/* First touch: memset of 64 MiB of fresh anonymous pages (each page a fault
+ * and a zeroing by the kernel), best of 3; bytes per second. */
+static int fresh_bw(void)
+{
+    const size_t n = (size_t)64 << 20;
+    double best = 0;
+    for (int i = 0; i < 3; i++) {
+        char *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) {
+            perror("ceiling: mmap");
+            return 1;
+        }
+        double t0 = now_s();
+        memset(p, 3, n);
+        double dt = now_s() - t0;
+        best = n / dt > best ? n / dt : best;
+        munmap(p, n);
+    }
+    printf("CEILING fresh %.3f\n", best / 1e9);
     return 0;
 }
 
@@ -142,9 +172,11 @@ static int memcpy_at(size_t req, int threads)
     return rc;
 }
 
-static int tcp_bw(void)
+/* One loopback stream of total bytes: a forked sender, this process receives;
+ * the times of the first and the last byte. */
+static int stream(size_t total, double *first, double *last)
 {
-    const size_t chunk = (size_t)1 << 20, total = (size_t)1 << 30;
+    const size_t chunk = (size_t)1 << 20;
     int ls = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in sa;
     memset(&sa, 0, sizeof sa);
@@ -208,7 +240,66 @@ static int tcp_bw(void)
         fprintf(stderr, "ceiling: the loopback stream broke after %zu bytes\n", got);
         return 1;
     }
-    printf("CEILING tcp %.2f\n", (double)total / dt / 1e9);
+    *first = t0;
+    *last = t0 + dt;
+    return 0;
+}
+
+static int tcp_bw(void)
+{
+    const size_t total = (size_t)1 << 30;
+    double t0, t1;
+    if (stream(total, &t0, &t1) != 0)
+        return 1;
+    printf("CEILING tcp %.2f\n", (double)total / (t1 - t0) / 1e9);
+    return 0;
+}
+
+/* k loopback streams at once (k receiver processes, each with its sender),
+ * 256 MiB each: the aggregate rate from the first byte to the last. */
+static int tcp_par(int k)
+{
+    const size_t each = (size_t)256 << 20;
+    int fd[2];
+    if (k < 1 || k > 64 || pipe(fd) != 0) {
+        fprintf(stderr, "ceiling: tcp-par: streams must be 1..64\n");
+        return 1;
+    }
+    fflush(stdout);
+    for (int i = 0; i < k; i++) {
+        pid_t pid = fork();
+        if (pid < 0) {
+            perror("ceiling: fork");
+            exit(1);
+        }
+        if (pid == 0) {
+            double t[2];
+            close(fd[0]);
+            int rc = stream(each, &t[0], &t[1]);
+            if (rc == 0 && write(fd[1], t, sizeof t) != (ssize_t)sizeof t)
+                rc = 1;
+            _exit(rc);
+        }
+    }
+    close(fd[1]);
+    double first = 0, last = 0, t[2];
+    int got = 0, rc = 0;
+    while (read(fd[0], t, sizeof t) == (ssize_t)sizeof t) {
+        first = got == 0 || t[0] < first ? t[0] : first;
+        last = got == 0 || t[1] > last ? t[1] : last;
+        got++;
+    }
+    close(fd[0]);
+    for (int i = 0; i < k; i++) {
+        int st = 0;
+        if (wait(&st) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+            rc = 1;
+    }
+    if (rc || got != k) {
+        fprintf(stderr, "ceiling: tcp-par: a stream failed\n");
+        return 1;
+    }
+    printf("CEILING tcp-par %d %.2f\n", k, (double)k * each / (last - first) / 1e9);
     return 0;
 }
 
@@ -216,6 +307,15 @@ int main(int argc, char **argv)
 {
     const char *what = argc > 1 ? argv[1] : "";
     int rc = 0;
+    if (!strcmp(what, "fresh"))
+        return fresh_bw();
+    if (!strcmp(what, "tcp-par")) {
+        if (argc != 3) {
+            fprintf(stderr, "usage: ceiling tcp-par STREAMS\n");
+            return 2;
+        }
+        return tcp_par(atoi(argv[2]));
+    }
     if (!strcmp(what, "memcpy-at")) {
         if (argc != 4) {
             fprintf(stderr, "usage: ceiling memcpy-at BYTES THREADS\n");

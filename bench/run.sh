@@ -161,28 +161,39 @@ cores=$(nproc)
     echo "ceiling tcp $tcp_gbs"
     echo "ceiling cores $cores"
     echo "ceiling pagesize $(getconf PAGESIZE)"
+    "$CEILING" fresh | awk '$1 == "CEILING" {print "ceiling", $2, $3}'
 } >>"$RESULTS"
-# the floor's copy bandwidth: per size (>= 4 KiB) at min(N, cores) threads
-floor_sizes=$(for sp in $SPECS; do b=${sp%%:*}; [ "$b" -lt 4096 ] && b=4096; echo "$b"; done | sort -nu)
-floor_threads=$(for n in $NS; do echo $((n < cores ? n : cores)); done | sort -nu)
-printf 'bench: the floor: aggregate memcpy per size ... ' >&2
-for t in $floor_threads; do
+# the floor's rates (bench/table.awk takes the best of each): memcpy per
+# working set (>= 4 KiB; and 1 MiB, a shm link's ring) at 1..min(N, cores)
+# threads; 1..N loopback streams at once.
+floor_sizes=$(for sp in $SPECS 1048576:1; do b=${sp%%:*}; [ "$b" -lt 4096 ] && b=4096; echo "$b"; done | sort -nu)
+maxn=$(for n in $NS; do echo "$n"; done | sort -n | tail -1)
+printf 'bench: the floor: memcpy per working set, parallel loopback streams ... ' >&2
+for ((t = 1; t <= (maxn < cores ? maxn : cores); t++)); do
     for b in $floor_sizes; do
         "$CEILING" memcpy-at "$b" "$t" | awk '$1 == "CEILING" {print "ceiling", $2, $3, $4, $5}' >>"$RESULTS" ||
             die "bench/ceiling memcpy-at $b $t failed"
     done
 done
+for ((k = 1; k <= maxn; k++)); do
+    "$CEILING" tcp-par "$k" | awk '$1 == "CEILING" {print "ceiling", $2, $3, $4}' >>"$RESULTS" ||
+        die "bench/ceiling tcp-par $k failed"
+done
 echo "done" >&2
 copy_line=$(awk '$2 == "memcpy-at" {
-    if ($4 != t) { printf "%s%s thread(s):", (t == "" ? "" : ";  "), $4; t = $4 }
+    if ($4 != t) { printf "%s%s thread(s):", (t == "" ? "" : "\n            "), $4; t = $4 }
     printf " %s %s", ($3 >= 1048576 ? $3 / 1048576 "M" : $3 / 1024 "K"), $5 }' "$RESULTS")
+par_line=$(awk '$2 == "tcp-par" { printf " %s: %s", $3, $4 }' "$RESULTS")
 
 cat <<HDR
 == rally allreduce benchmark ==================================================
 machine : ${cpu:-unknown CPU}, $(nproc) cores, $mem RAM, Linux $(uname -r)
 compiler: $(gcc --version | head -1); peers: $ompi, Gloo $gloo
 ceilings: memcpy $memcpy_gbs GB/s (1 thread, 64 MiB);  TCP loopback single stream $tcp_gbs GB/s
-          aggregate memcpy GB/s by working set, warm: $copy_line
+          aggregate memcpy GB/s by working set (warm buffers), at
+            $copy_line
+          aggregate TCP loopback GB/s by parallel streams:$par_line
+          first touch (memset of fresh pages): $(awk '$2 == "fresh" {print $3}' "$RESULTS") GB/s
 method  : float32 sum, in place.  Per size: 1 checked allreduce, warm-up reps (a fifth of
           the reps, >= 1), then timed reps; each rep = a 1-float allreduce as barrier, then
           the timed call (clock_gettime).  A rep's time is the max over ranks; the table
@@ -195,11 +206,15 @@ method  : float32 sum, in place.  Per size: 1 checked allreduce, warm-up reps (a
           device 127.0.0.1, FileStore).  All unbound (mpirun --bind-to none --oversubscribe).
           <= 4 KiB: latency in us (lower is better).  >= 64 KiB: bus bandwidth in GB/s
           = 2(N-1)/N x bytes / time (higher is better; 1 GB = 1e9 B).
-floor   : shm: all ranks' memory accesses at the aggregate copy bandwidth above (min(N,
-          cores) threads); per rank and vector byte, f = (N-1)/N: copy into the ring 2f +
-          read ring, read own, write own 3f (reduce-scatter) + into the ring 2f + out 2f
-          (allgather) = 9f, + the robust call's cache copy 2.  TCP: 2(N-1) x bytes through
-          loopback at the stream rate (x max(1, cores/2)); reductions on top.
+floor   : the fastest this machine allows (bench/table.awk, README "The floor").  shm:
+          per rank and vector byte, f = (N-1)/N, a bandwidth-optimal allreduce through
+          shm rings makes 9f memory accesses: reduce-scatter: read own to send f, write
+          ring f, read ring + read own + write own 3f; allgather: read own f, write
+          ring f, read ring + write own 2f; the robust call adds its cache copy, 2.
+          The 5f (+2) on the vectors run at the best copy rate above at the vector's
+          size, the 4f on the 1 MiB rings at the 1M rate (a copied byte = 2 accesses);
+          all N ranks' traffic counted.  TCP: the 2(N-1) x bytes all ranks send, at
+          the best parallel-stream rate above; reductions come on top.
 HDR
 
 # --- measure -----------------------------------------------------------------

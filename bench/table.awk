@@ -13,17 +13,19 @@
 # The floor (README.md, "The floor"): per rank and per byte of the vector, a
 # bandwidth-optimal allreduce (ring or halving-doubling: each rank sends and
 # receives (N-1)/N of the vector in the reduce-scatter and again in the
-# allgather) over a shared-memory ring moves through memory
-#   reduce-scatter  copy into the ring (read + write) 2 f, the reduction read
-#                   from the ring + read own + write own    3 f
-#   allgather       copy into the ring 2 f, copy out of it  2 f
-#   (robust)        the copy into the recovery cache (read + write) 2
-# accesses, f = (N-1)/N: 9f plain, 9f + 2 robust.  All N ranks' accesses at
-# the machine's aggregate copy bandwidth at that working set (ceiling
-# memcpy-at, min(N, cores) threads; a copied byte is 2 accesses) give the
-# floor time.  Over TCP: the 2(N-1) x bytes all ranks send, through loopback
-# at the single-stream rate (x cores/2 streams in parallel); the reduction
-# and the cache copy come on top.
+# allgather) through shared-memory rings makes, f = (N-1)/N,
+#   reduce-scatter  read own to send f, write the ring f; read the ring,
+#                   read own, write own (the reduction)          f + 2f on own
+#   allgather       read own to send f, write the ring f; read the ring,
+#                   write own (the copy out)                     f + f on own
+#   (robust)        the copy into the recovery cache, read + write     2
+# memory accesses: 5f (+2) on the vectors, 4f on the rings, 9f (+2) in all.
+# The vectors' accesses run at the best copy rate this machine showed at the
+# vector's size (ceiling memcpy-at, 1..min(N, cores) threads at once), the
+# rings' (1 MiB per link: they stay in cache) at the 1 MiB rate; a copied
+# byte is 2 accesses; all N ranks' accesses count.  Over TCP: the 2(N-1) x
+# bytes all ranks send, at the best rate of 1..N loopback streams at once
+# (ceiling tcp-par); the reduction and the cache copy come on top.
 
 function human(b) {
     if (b >= 1048576) return sprintf("%dM", b / 1048576)
@@ -33,16 +35,33 @@ function human(b) {
 function has(p, n, b) { return (p SUBSEP n SUBSEP b) in med }
 function busbw(n, b, t) { return 2.0 * (n - 1) / n * b / (t * 1e-6) / 1e9 }
 function shown(n, b, t) { return b <= 4096 ? sprintf("%.1f", t) : sprintf("%.3g", busbw(n, b, t)) }
-# A call is allocation-bound when its page faults cover >= 1/4 of the buffer.
+# What a call's fresh pages cost (us): its page faults at the first-touch
+# rate (ceiling fresh); -1 when unknown.
+function faultus(p, n, b) {
+    if (!has(p, n, b) || flt[p, n, b] == "" || fresh <= 0) return -1
+    return flt[p, n, b] * page / (fresh * 1e3)
+}
+# A call is allocation-bound when its fresh pages cost >= 10% of its time
+# (without the first-touch rate: when they cover >= 1/4 of its buffer).
 function alloc(p, n, b) {
-    return b >= 65536 && has(p, n, b) && flt[p, n, b] != "" && flt[p, n, b] * page >= 0.25 * b
+    if (b < 65536 || !has(p, n, b) || flt[p, n, b] == "") return 0
+    if (fresh > 0) return faultus(p, n, b) >= 0.1 * med[p, n, b]
+    return flt[p, n, b] * page >= 0.25 * b
+}
+function faultnote(p, n, b) {
+    if (!has(p, n, b) || flt[p, n, b] == "") return "?"
+    if (fresh <= 0) return sprintf("%.0f faults", flt[p, n, b])
+    return sprintf("%.0f faults ~%.0f%%", flt[p, n, b], 100 * faultus(p, n, b) / med[p, n, b])
 }
 function cell(p, n, b) {
     if (!has(p, n, b)) return "-"
     if (alloc(p, n, b) && !((p SUBSEP n SUBSEP b) in noted)) {
         noted[p, n, b] = 1
-        notes = notes sprintf("\n    %s N=%d %s: %.0f page faults per call (%.0f%% of the buffer's pages)",
+        notes = notes sprintf("\n    %s N=%d %s: %.0f page faults per call (%.0f%% of the buffer's pages),",
                               p, n, human(b), flt[p, n, b], 100 * flt[p, n, b] * page / b)
+        if (fresh > 0)
+            notes = notes sprintf(" at first-touch speed ~%.0f of its %.0f us (%.0f%%)",
+                                  faultus(p, n, b), med[p, n, b], 100 * faultus(p, n, b) / med[p, n, b])
     }
     return shown(n, b, med[p, n, b]) (alloc(p, n, b) ? "*" : "")
 }
@@ -56,26 +75,39 @@ function ovh(tr, n, b) {
     return sprintf("%+.0f%%", (med["rally-" tr, n, b] / med["rally-" tr "-plain", n, b] - 1) * 100)
 }
 function threads(n) { return n < cores ? n : cores }
-function copybw(n, b,    k) {
+# the best copy rate (GB/s) at working set b with 1..min(n, cores) threads
+function copybw(n, b,    k, t, best) {
     k = b < 4096 ? 4096 : b
-    return ((threads(n) SUBSEP k) in cpy) ? cpy[threads(n), k] : 0
+    best = 0
+    for (t = 1; t <= threads(n); t++)
+        if ((t SUBSEP k) in cpy && cpy[t, k] > best) best = cpy[t, k]
+    return best
 }
-# floor times in us; 0 when the ceiling is unknown
-function floor_shm(n, b, robust,    c, a) {
-    c = copybw(n, b)
+# the best rate of 1..n loopback streams at once (the single stream when no more)
+function tcpbw(n,    k, best) {
+    best = tcp
+    for (k = 1; k <= n; k++)
+        if (k in tpar && tpar[k] > best) best = tpar[k]
+    return best
+}
+# floor times in us; 0 when a ceiling is unknown
+function floor_shm(n, b, robust,    cv, cr, f) {
+    cv = copybw(n, b)
+    cr = copybw(n, b < 1048576 ? b : 1048576)
+    if (cv <= 0 || cr <= 0) return 0
+    f = (n - 1) / n
+    return n * ((5 * f + (robust ? 2 : 0)) * b / (2 * cv * 1e3) + 4 * f * b / (2 * cr * 1e3))
+}
+function floor_tcp(n, b,    c) {
+    c = tcpbw(n)
     if (c <= 0) return 0
-    a = 9 * (n - 1) / n + (robust ? 2 : 0)
-    return n * a * b / (2 * c * 1e3)
-}
-function floor_tcp(n, b,    par) {
-    if (tcp <= 0) return 0
-    par = threads(n) / 2 < 1 ? 1 : threads(n) / 2
-    return 2 * (n - 1) * b / (tcp * 1e3 * par)
+    return 2 * (n - 1) * b / (c * 1e3)
 }
 function fcell(n, b, t) {
     if (t <= 0) return "-"
     return b <= 4096 ? sprintf("%.2f", t) : sprintf("%.3g", busbw(n, b, t))
 }
+function us0(t) { return t > 0 ? sprintf("%.0f", t) : "-" }
 # column time / floor time
 function dist(p, n, b, fl) {
     if (!has(p, n, b) || fl <= 0) return "-"
@@ -99,8 +131,10 @@ BEGIN { cores = 1; page = 4096; tcp = 0; if (bar_n == "") bar_n = 4 }
 $1 == "ceiling" {
     if ($2 == "memcpy-at") cpy[$4, $3] = $5
     else if ($2 == "tcp") tcp = $3
+    else if ($2 == "tcp-par") tpar[$3] = $4
     else if ($2 == "memcpy") memcpy1 = $3
     else if ($2 == "cores") cores = $3
+    else if ($2 == "fresh") fresh = $3
     else if ($2 == "pagesize") page = $3
     next
 }
@@ -114,8 +148,8 @@ END {
     split(ns, N, " ")
     split("8 64 512 4096 65536 1048576 16777216 67108864 268435456", S, " ")
     fmt = "%-3s %5s | %7s %8s %8s %5s %8s %5s | %7s %8s %8s %5s %8s %5s | %8s %5s\n"
-    printf "%-9s | %-47s | %-47s |\n", "", "------------- shared memory -------------",
-        "------------------ TCP ------------------"
+    printf "%-9s | %-46s | %-46s |\n", "", "---------------- shared memory ---------------",
+        "--------------------- TCP --------------------"
     printf fmt, "N", "size", "floor", "rally", "plain", "ovh", "mpi-shm", "x", "floor", "rally",
         "plain", "ovh", "mpi-tcp", "x", "gloo", "x"
     for (i = 1; i in N; i++) {
@@ -138,27 +172,27 @@ END {
     print "rally is faster.  ovh = robust / plain - 1.  floor: the fastest this machine allows"
     print "(shared memory: the robust call's memory traffic; TCP: the loopback sockets alone)."
     if (notes != "")
-        print "* allocation-bound (fresh pages: the call's page faults cover >= 1/4 of its buffer):" notes
+        printf "* allocation-bound: the call's fresh pages (its minor page faults, at the first-touch\n  rate %s GB/s) cost >= 10%% of its time -- for OpenMPI, its temporary buffers: glibc's\n  malloc maps blocks above its mmap threshold (at most 32 MiB) afresh on every call:%s\n", (fresh > 0 ? fresh : "?"), notes
 
     # --- distance from the floor ---------------------------------------------
     print ""
     print "distance from the floor (column time / floor time, 1.0 = at the floor), sizes >= 64K;"
-    print "floors in us: shm robust (9f+2 accesses per byte per rank), shm plain (9f), TCP sockets"
-    dfmt = "%-3s %5s | %9s %9s %9s | %9s %9s %9s | %9s %9s %9s | %9s %9s %9s %9s\n"
+    print "floors in us: shm robust (9f+2 accesses per byte per rank), shm plain (9f), TCP sockets;"
+    print "a column below 1.0 beat the model: its premise (e.g. two copies through a ring) does not hold for it"
+    dfmt = "%-3s %5s | %9s %9s %9s | %9s %9s %9s | %9s %9s %9s %9s\n"
     printf dfmt, "N", "size", "shm-rob", "shm-plain", "tcp", "rally-shm", "plain", "mpi-shm",
-        "rally-tcp", "plain", "mpi-tcp", "gloo", "", "", ""
+        "rally-tcp", "plain", "mpi-tcp", "gloo"
     for (i = 1; i in N; i++) {
         n = N[i]
         for (j = 1; j in S; j++) {
             b = S[j]
             if (!(b in seen) || b < 65536) continue
             fr = floor_shm(n, b, 1); fp = floor_shm(n, b, 0); ft = floor_tcp(n, b)
-            printf dfmt, n, human(b), fr > 0 ? sprintf("%.0f", fr) : "-",
-                fp > 0 ? sprintf("%.0f", fp) : "-", ft > 0 ? sprintf("%.0f", ft) : "-",
+            printf dfmt, n, human(b), us0(fr), us0(fp), us0(ft),
                 dist("rally-shm", n, b, fr), dist("rally-shm-plain", n, b, fp),
                 dist("mpi-shm", n, b, fp), dist("rally-tcp", n, b, ft),
                 dist("rally-tcp-plain", n, b, ft), dist("mpi-tcp", n, b, ft),
-                dist("gloo", n, b, ft), "", "", ""
+                dist("gloo", n, b, ft)
         }
     }
 
@@ -211,15 +245,13 @@ END {
     printf "  %d of %d bars met.\n", nmet, nbars
     b = 16777216
     if (has("rally-shm", n, b) && has("mpi-shm", n, b)) {
-        printf "  16M, the size to read: page faults per call rally-shm %s, mpi-shm %s, rally-tcp %s, mpi-tcp %s",
-            flt["rally-shm", n, b] == "" ? "?" : flt["rally-shm", n, b],
-            flt["mpi-shm", n, b] == "" ? "?" : flt["mpi-shm", n, b],
-            flt["rally-tcp", n, b] == "" ? "?" : flt["rally-tcp", n, b],
-            flt["mpi-tcp", n, b] == "" ? "?" : flt["mpi-tcp", n, b]
+        printf "  16M is the size to read (fresh pages per call, share of its time: rally-shm %s, mpi-shm %s,\n    rally-tcp %s, mpi-tcp %s)",
+            faultnote("rally-shm", n, b), faultnote("mpi-shm", n, b), faultnote("rally-tcp", n, b),
+            faultnote("mpi-tcp", n, b)
         if (alloc("rally-shm", n, b) || alloc("mpi-shm", n, b) || alloc("rally-tcp", n, b) ||
             alloc("mpi-tcp", n, b))
-            print " -- in this run one side IS allocation-bound at 16M (see *)"
+            print ": in this run one side IS allocation-bound at 16M (see *)"
         else
-            print " -- neither side allocation-bound"
+            print ": neither side is allocation-bound there"
     }
 }
