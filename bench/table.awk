@@ -118,7 +118,7 @@ function bar(what, b, val, ok, margin, note) {
     nbars++
     if (ok) nmet++
     printf "  %-34s %5s  %-34s %s %s%s\n", what, human(b), val, ok ? "met   " : "MISSED",
-        ok ? sprintf("margin %+.0f%%", margin) : sprintf("by %.0f%%", -margin), note
+        ok ? sprintf("margin %+.0f%%", margin) : sprintf("by %.0f%% (needs x%.2f its speed)", -margin, 1 / (1 + margin / 100)), note
 }
 function allocnote(n, b, p, q) {
     if (alloc(p, n, b) && alloc(q, n, b)) return "  (both allocation-bound here)"
