@@ -41,12 +41,13 @@ function faultus(p, n, b) {
     if (!has(p, n, b) || flt[p, n, b] == "" || fresh <= 0) return -1
     return flt[p, n, b] * page / (fresh * 1e3)
 }
-# A call is allocation-bound when its fresh pages cost >= 10% of its time
-# (without the first-touch rate: when they cover >= 1/4 of its buffer).
+# A call is allocation-bound when it touches fresh pages (minor page faults)
+# for >= 1/8 of its buffer on every call: a temporary mapped afresh each time.
+# (Their time share, at the first-touch rate, is an estimate: faults inside
+# a copy loop, the munmap and its TLB flushes cost more than a memset's.)
 function alloc(p, n, b) {
     if (b < 65536 || !has(p, n, b) || flt[p, n, b] == "") return 0
-    if (fresh > 0) return faultus(p, n, b) >= 0.1 * med[p, n, b]
-    return flt[p, n, b] * page >= 0.25 * b
+    return flt[p, n, b] * page >= b / 8
 }
 function faultnote(p, n, b) {
     if (!has(p, n, b) || flt[p, n, b] == "") return "?"
@@ -60,7 +61,7 @@ function cell(p, n, b) {
         notes = notes sprintf("\n    %s N=%d %s: %.0f page faults per call (%.0f%% of the buffer's pages),",
                               p, n, human(b), flt[p, n, b], 100 * flt[p, n, b] * page / b)
         if (fresh > 0)
-            notes = notes sprintf(" at first-touch speed ~%.0f of its %.0f us (%.0f%%)",
+            notes = notes sprintf(" >= ~%.0f of its %.0f us (%.0f%%)",
                                   faultus(p, n, b), med[p, n, b], 100 * faultus(p, n, b) / med[p, n, b])
     }
     return shown(n, b, med[p, n, b]) (alloc(p, n, b) ? "*" : "")
@@ -172,7 +173,7 @@ END {
     print "rally is faster.  ovh = robust / plain - 1.  floor: the fastest this machine allows"
     print "(shared memory: the robust call's memory traffic; TCP: the loopback sockets alone)."
     if (notes != "")
-        printf "* allocation-bound: the call's fresh pages (its minor page faults, at the first-touch\n  rate %s GB/s) cost >= 10%% of its time -- for OpenMPI, its temporary buffers: glibc's\n  malloc maps blocks above its mmap threshold (at most 32 MiB) afresh on every call:%s\n", (fresh > 0 ? fresh : "?"), notes
+        printf "* allocation-bound: every call touches fresh pages (minor page faults) for >= 1/8 of\n  its buffer -- for OpenMPI, its temporary buffers: glibc's malloc maps blocks above its\n  mmap threshold (at most 32 MiB) afresh on every call.  Their share of the call's time\n  at the first-touch rate (%s GB/s) is a lower estimate:%s\n", (fresh > 0 ? fresh : "?"), notes
 
     # --- distance from the floor ---------------------------------------------
     print ""
