@@ -164,9 +164,14 @@ cores=$(nproc)
     "$CEILING" fresh | awk '$1 == "CEILING" {print "ceiling", $2, $3}'
 } >>"$RESULTS"
 # the floor's rates (bench/table.awk takes the best of each): memcpy per
-# working set (>= 4 KiB; and 1 MiB, a shm link's ring) at 1..min(N, cores)
+# working set (4 KiB to 64 MiB; and 1 MiB, a shm link's ring) at 1..min(N, cores)
 # threads; 1..N loopback streams at once.
-floor_sizes=$(for sp in $SPECS 1048576:1; do b=${sp%%:*}; [ "$b" -lt 4096 ] && b=4096; echo "$b"; done | sort -nu)
+floor_sizes=$(for sp in $SPECS 1048576:1; do
+    b=${sp%%:*}
+    [ "$b" -lt 4096 ] && b=4096
+    [ "$b" -gt 67108864 ] && b=67108864 # ceiling caps the working set there
+    echo "$b"
+done | sort -nu)
 maxn=$(for n in $NS; do echo "$n"; done | sort -n | tail -1)
 printf 'bench: the floor: memcpy per working set, parallel loopback streams ... ' >&2
 for ((t = 1; t <= (maxn < cores ? maxn : cores); t++)); do

@@ -78,7 +78,7 @@ function ovh(tr, n, b) {
 function threads(n) { return n < cores ? n : cores }
 # the best copy rate (GB/s) at working set b with 1..min(n, cores) threads
 function copybw(n, b,    k, t, best) {
-    k = b < 4096 ? 4096 : b
+    k = b < 4096 ? 4096 : b > 67108864 ? 67108864 : b # ceiling's working sets
     best = 0
     for (t = 1; t <= threads(n); t++)
         if ((t SUBSEP k) in cpy && cpy[t, k] > best) best = cpy[t, k]
