@@ -9,7 +9,12 @@
  * reduced with MAX over ranks (the slowest rank defines the rep), and rank 0
  * prints, per size, one machine-readable line:
  *
- *   RESULT <bytes> <reps> <median_us> <min_us> <max_us>
+ *   RESULT <bytes> <reps> <median_us> <min_us> <max_us> [<faults_per_rep>]
+ *
+ * faults_per_rep (rally and MPI; bench_minflt()) is the most minor page
+ * faults any rank took over the timed reps, divided by the reps: a call that
+ * touches fresh pages (a temporary buffer mmap'ed afresh) shows about
+ * bytes/page-size of them, a call on reused memory about none.
  *
  * Header-only, C and C++.
  */
@@ -19,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 typedef struct {
@@ -64,13 +70,30 @@ static inline int bench_cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Sorts t[0..n) and prints the RESULT line. */
-static inline void bench_report(size_t bytes, double *t, int n)
+/* Minor page faults this process has taken so far (first touches of pages). */
+static inline double bench_minflt(void)
+{
+    struct rusage ru;
+    return getrusage(RUSAGE_SELF, &ru) == 0 ? (double)ru.ru_minflt : 0.0;
+}
+
+/* Sorts t[0..n) and prints "<tag> <bytes> <reps> <median> <min> <max>", and
+ * the faults per rep when faults >= 0. */
+static inline void bench_report_as(const char *tag, size_t bytes, double *t, int n, double faults)
 {
     qsort(t, (size_t)n, sizeof *t, bench_cmp_double);
     double med = (n % 2) ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
-    printf("RESULT %zu %d %.3f %.3f %.3f\n", bytes, n, med, t[0], t[n - 1]);
+    printf("%s %zu %d %.3f %.3f %.3f", tag, bytes, n, med, t[0], t[n - 1]);
+    if (faults >= 0)
+        printf(" %.1f", faults);
+    printf("\n");
     fflush(stdout);
+}
+
+/* Sorts t[0..n) and prints the RESULT line. */
+static inline void bench_report(size_t bytes, double *t, int n)
+{
+    bench_report_as("RESULT", bytes, t, n, -1);
 }
 
 /* Fills buf for the correctness check: element i of rank r is (r+1)+(i%7). */

@@ -1,12 +1,18 @@
 #!/bin/bash
-# bench/run.sh <builddir> — `make bench`: rally's allreduce beside OpenMPI
-# (TCP and shared memory) and Gloo (ring, TCP), measured in the same run.
-# bench/README.md describes the method.
+# bench/run.sh <builddir> — `make bench`: rally's allreduce over shared memory
+# and over TCP (the public, robust call and the plain collective under it)
+# beside OpenMPI (shared memory and TCP) and Gloo (ring, TCP), measured in
+# the same run with the same N and sizes, against this machine's floor, and
+# issue 12's bars at N = 4.  bench/README.md describes the method.
 #
 # Environment knobs (all optional):
-#   BENCH_NS="2 4 8"                  world sizes
-#   BENCH_PEERS="rally mpi-tcp mpi-shm gloo"   which columns to measure
-#   BENCH_QUICK=1                     fewer reps and no 256 MiB (a smoke test)
+#   BENCH_NS="2 4 8"                  world sizes (BENCH_NS=4: the bars' N only)
+#   BENCH_PEERS="rally-shm mpi-shm rally-tcp mpi-tcp gloo"   which columns to measure
+#                                     (each rally-* run also times its plain collective)
+#   BENCH_PLAIN=0                     skip the plain collective (no ovh column, no overhead bars)
+#   BENCH_BAR_N=4                     the N the bars are checked at
+#   BENCH_QUICK=1                     fewer reps and no 64/256 MiB (a smoke test)
+#   BENCH_ROBUST=0                    skip bench/robust.sh (recovery and checkpoint costs)
 #   BENCH_TIMEOUT=900                 seconds allowed for one program run
 #   BENCH_KMEANS=0, BENCH_TRAINERS=0  skip bench/kmeans.sh, bench/linear.sh + bench/gbdt.sh
 #   BENCH_SNAPSHOT=0                  skip bench/snapshot.sh (durable snapshots' cost)
@@ -14,44 +20,10 @@ set -euo pipefail
 
 die() { echo "bench: $*" >&2; exit 1; }
 
-# print_table <results>: the table, from lines "peer N bytes reps median_us min_us max_us".
+# print_table <results>: the table, the floor distances and the bars (bench/table.awk).
 print_table() {
-    awk '
-    function human(b) {
-        if (b >= 1048576) return sprintf("%dM", b / 1048576)
-        if (b >= 1024) return sprintf("%dK", b / 1024)
-        return sprintf("%d", b)
-    }
-    function cell(p, n, b,    t) {
-        if (!((p SUBSEP n SUBSEP b) in med)) return "-"
-        t = med[p, n, b]
-        if (b <= 4096) return sprintf("%.1f", t)
-        return sprintf("%.3g", 2.0 * (n - 1) / n * b / (t * 1e-6) / 1e9)
-    }
-    function ratio(p, n, b) {
-        if (!((p SUBSEP n SUBSEP b) in med) || !(("rally" SUBSEP n SUBSEP b) in med)) return "-"
-        return sprintf("%.2f", med[p, n, b] / med["rally", n, b])
-    }
-    { med[$1, $2, $3] = $5; seen[$3] = 1; if (!($2 in hasn)) { hasn[$2] = 1; ns = ns " " $2 } }
-    END {
-        split(ns, N, " "); split("8 64 512 4096 65536 1048576 16777216 67108864 268435456", S, " ")
-        fmt = "%-3s %6s %10s %10s %6s %10s %6s %10s %6s\n"
-        printf fmt, "N", "size", "rally", "mpi-tcp", "x", "mpi-shm", "x", "gloo", "x"
-        for (i = 1; i in N; i++) {
-            n = N[i]
-            for (j = 1; j in S; j++) {
-                b = S[j]
-                if (!(b in seen)) continue
-                if (b == 8 || b == 65536) {
-                    printf "%s\n", (b == 8 ? "--- latency, us (lower is better)" : "--- bus bandwidth, GB/s (higher is better)")
-                }
-                printf fmt, n, human(b), cell("rally", n, b), cell("mpi-tcp", n, b), ratio("mpi-tcp", n, b),
-                    cell("mpi-shm", n, b), ratio("mpi-shm", n, b), cell("gloo", n, b), ratio("gloo", n, b)
-            }
-        }
-    }' "$1"
+    awk -v bar_n="${BENCH_BAR_N:-4}" -f "$(dirname "$0")/table.awk" "$1"
 }
-
 if [ $# -eq 2 ] && [ "$1" = --table ]; then # re-print a table from a results file
     print_table "$2"
     exit 0
@@ -60,7 +32,7 @@ fi
 BUILD=$(cd "$1" && pwd) || die "no build directory $1"
 SRC=$(cd "$(dirname "$0")" && pwd)
 NS=${BENCH_NS:-"2 4 8"}
-PEERS=${BENCH_PEERS:-"rally mpi-tcp mpi-shm gloo"}
+PEERS=${BENCH_PEERS:-"rally-shm mpi-shm rally-tcp mpi-tcp gloo"}
 TMO=${BENCH_TIMEOUT:-900}
 PEERDIR=$BUILD/bench-peers
 OUT=$BUILD/bench-results
@@ -93,14 +65,14 @@ RALLY_RUN=$BUILD/rally-run
 RALLY_BENCH=$BUILD/bench/bench_allreduce
 CEILING=$BUILD/bench/ceiling
 case " $PEERS " in
-*" rally "*)
+*" rally-"*)
     [ -x "$RALLY_RUN" ] || die "$RALLY_RUN is missing: build first (make build)"
     [ -x "$RALLY_BENCH" ] || die "$RALLY_BENCH is missing: build first (make build)"
     ;;
 esac
 if [ ! -x "$CEILING" ]; then # normally built by CMake; tolerate a partial build
     CEILING=$PEERDIR/ceiling
-    cc -O2 -std=c11 -D_GNU_SOURCE -o "$CEILING" "$SRC/ceiling.c" || die "bench/ceiling.c failed to build"
+    cc -O2 -std=c11 -D_GNU_SOURCE -pthread -o "$CEILING" "$SRC/ceiling.c" || die "bench/ceiling.c failed to build"
 fi
 
 # --- sizes and reps ----------------------------------------------------------
@@ -123,10 +95,13 @@ export OMPI_MCA_rmaps_base_oversubscribe=1
 run_peer() {
     local peer=$1 n=$2 log=$3
     case $peer in
-    rally)
-        timeout "$TMO" "$RALLY_RUN" -n "$n" "$RALLY_BENCH" $SPECS >"$log" 2>&1 || return 1
+    rally-shm | rally-tcp)
+        local plain=--plain
+        [ "${BENCH_PLAIN:-1}" = 0 ] && plain=
+        timeout "$TMO" "$RALLY_RUN" -n "$n" "$RALLY_BENCH" $plain $SPECS \
+            "rally_transport=${peer#rally-}" >"$log" 2>&1 || return 1
         # rally-run prefixes each worker line with "[rank] ".
-        sed -n 's/^\[0\] *\(RESULT .*\)$/\1/p' "$log"
+        sed -n 's/^\[0\] *\(\(RESULT\|PLAIN\) .*\)$/\1/p' "$log"
         ;;
     mpi-tcp)
         timeout "$TMO" "${MPIRUN[@]}" -n "$n" --mca btl tcp,self --mca btl_tcp_if_include lo \
@@ -179,23 +154,72 @@ ompi=$(mpirun --version 2>/dev/null | head -1)
 gloo=$(dpkg-query -W -f='${Version}' libgloo-dev 2>/dev/null || echo "?")
 read -r _ _ memcpy_gbs < <("$CEILING" memcpy)
 read -r _ _ tcp_gbs < <("$CEILING" tcp)
+[ -n "$memcpy_gbs" ] && [ -n "$tcp_gbs" ] || die "bench/ceiling failed"
+cores=$(nproc)
+{
+    echo "ceiling memcpy $memcpy_gbs"
+    echo "ceiling tcp $tcp_gbs"
+    echo "ceiling cores $cores"
+    echo "ceiling pagesize $(getconf PAGESIZE)"
+    "$CEILING" fresh | awk '$1 == "CEILING" {print "ceiling", $2, $3}'
+} >>"$RESULTS"
+# the floor's rates (bench/table.awk takes the best of each): memcpy per
+# working set (4 KiB to 64 MiB; and 1 MiB, a shm link's ring) at 1..min(N, cores)
+# threads; 1..N loopback streams at once.
+floor_sizes=$(for sp in $SPECS 1048576:1; do
+    b=${sp%%:*}
+    [ "$b" -lt 4096 ] && b=4096
+    [ "$b" -gt 67108864 ] && b=67108864 # ceiling caps the working set there
+    echo "$b"
+done | sort -nu)
+maxn=$(for n in $NS; do echo "$n"; done | sort -n | tail -1)
+printf 'bench: the floor: memcpy per working set, parallel loopback streams ... ' >&2
+for ((t = 1; t <= (maxn < cores ? maxn : cores); t++)); do
+    for b in $floor_sizes; do
+        "$CEILING" memcpy-at "$b" "$t" | awk '$1 == "CEILING" {print "ceiling", $2, $3, $4, $5}' >>"$RESULTS" ||
+            die "bench/ceiling memcpy-at $b $t failed"
+    done
+done
+for ((k = 1; k <= maxn; k++)); do
+    "$CEILING" tcp-par "$k" | awk '$1 == "CEILING" {print "ceiling", $2, $3, $4}' >>"$RESULTS" ||
+        die "bench/ceiling tcp-par $k failed"
+done
+echo "done" >&2
+copy_line=$(awk '$2 == "memcpy-at" {
+    if ($4 != t) { printf "%s%s thread(s):", (t == "" ? "" : "\n            "), $4; t = $4 }
+    printf " %s %s", ($3 >= 1048576 ? $3 / 1048576 "M" : $3 / 1024 "K"), $5 }' "$RESULTS")
+par_line=$(awk '$2 == "tcp-par" { printf " %s: %s", $3, $4 }' "$RESULTS")
 
 cat <<HDR
 == rally allreduce benchmark ==================================================
 machine : ${cpu:-unknown CPU}, $(nproc) cores, $mem RAM, Linux $(uname -r)
 compiler: $(gcc --version | head -1); peers: $ompi, Gloo $gloo
-ceilings: memcpy $memcpy_gbs GB/s (1 thread);  TCP loopback single stream $tcp_gbs GB/s
+ceilings: memcpy $memcpy_gbs GB/s (1 thread, 64 MiB);  TCP loopback single stream $tcp_gbs GB/s
+          aggregate memcpy GB/s by working set (warm buffers), at
+            $copy_line
+          aggregate TCP loopback GB/s by parallel streams:$par_line
+          first touch (memset of fresh pages): $(awk '$2 == "fresh" {print $3}' "$RESULTS") GB/s
 method  : float32 sum, in place.  Per size: 1 checked allreduce, warm-up reps (a fifth of
           the reps, >= 1), then timed reps; each rep = a 1-float allreduce as barrier, then
           the timed call (clock_gettime).  A rep's time is the max over ranks; the table
           shows the median over reps (reps: $SPECS).
-          Peers interleaved per N in this order: rally (rally-run), mpi-tcp (OpenMPI
-          MPI_Allreduce, pml ob1, btl tcp,self on lo), mpi-shm (btl vader,self), gloo
-          (gloo::allreduce RING, tcp device 127.0.0.1, FileStore).  All unbound
-          (mpirun --bind-to none --oversubscribe).
+          Columns, interleaved per N in this order: rally-shm and rally-tcp (rally-run,
+          rally_transport=shm|tcp; "rally" is the public call, robust, with an untimed
+          checkpoint after each; "plain" the collective under it, src/coll, interleaved
+          rep by rep in the same job), mpi-shm (OpenMPI MPI_Allreduce, pml ob1, btl
+          vader,self), mpi-tcp (btl tcp,self on lo), gloo (gloo::allreduce RING, tcp
+          device 127.0.0.1, FileStore).  All unbound (mpirun --bind-to none --oversubscribe).
           <= 4 KiB: latency in us (lower is better).  >= 64 KiB: bus bandwidth in GB/s
           = 2(N-1)/N x bytes / time (higher is better; 1 GB = 1e9 B).
-          x = peer time / rally time: > 1 means rally is faster.
+floor   : the fastest this machine allows (bench/table.awk, README "The floor").  shm:
+          per rank and vector byte, f = (N-1)/N, a bandwidth-optimal allreduce through
+          shm rings makes 9f memory accesses: reduce-scatter: read own to send f, write
+          ring f, read ring + read own + write own 3f; allgather: read own f, write
+          ring f, read ring + write own 2f; the robust call adds its cache copy, 2.
+          The 5f (+2) on the vectors run at the best copy rate above at the vector's
+          size, the 4f on the 1 MiB rings at the 1M rate (a copied byte = 2 accesses);
+          all N ranks' traffic counted.  TCP: the 2(N-1) x bytes all ranks send, at
+          the best parallel-stream rate above; reductions come on top.
 HDR
 
 # --- measure -----------------------------------------------------------------
@@ -211,15 +235,17 @@ for n in $NS; do
         fi
         [ -n "$lines" ] || { tail -n 30 "$log" >&2; die "$peer printed no results at N=$n (log: $log)"; }
         echo "$((SECONDS - start)) s" >&2
-        # peer N bytes reps median_us min_us max_us
-        echo "$lines" | awk -v p="$peer" -v n="$n" '{print p, n, $2, $3, $4, $5, $6}' >>"$RESULTS"
+        # column N bytes reps median_us min_us max_us faults_per_call
+        echo "$lines" | awk -v p="$peer" -v n="$n" '{print ($1 == "PLAIN" ? p "-plain" : p), n, $2, $3, $4, $5, $6, (NF >= 7 ? $7 : "")}' >>"$RESULTS"
     done
 done
 
 # --- table -------------------------------------------------------------------
 print_table "$RESULTS"
-echo "raw results (peer N bytes reps median_us min_us max_us): $RESULTS"
-"$(dirname "$0")/robust.sh" "$BUILD"
+echo "raw results (column N bytes reps median_us min_us max_us faults_per_call; ceilings): $RESULTS"
+# what fault tolerance costs beyond the allreduce: recovery, checkpoints
+# (bench/robust.sh; BENCH_ROBUST=0 skips it)
+[ "${BENCH_ROBUST:-1}" = 0 ] || "$(dirname "$0")/robust.sh" "$BUILD"
 # k-means beside scikit-learn (bench/kmeans.sh; BENCH_KMEANS=0 skips it)
 [ "${BENCH_KMEANS:-1}" = 0 ] || "$(dirname "$0")/kmeans.sh" "$BUILD"
 # durable snapshots: stall, slowdown, write throughput beside dd, resume
