@@ -10,7 +10,8 @@
  * reducers on 12-byte elements (commutative over the ring, non-commutative
  * over the tree), the prepare callback, broadcast from every root (fixed and
  * size-from-root), and fixed and variable allgather.  With "big", also a
- * 16 MiB float sum and a 16 MiB int64 sum.  Each rank computes every rank's
+ * 16 MiB float sum and a 16 MiB int64 sum, and a 5 MiB float sum into a
+ * buffer 4 bytes off 16-byte alignment.  Each rank computes every rank's
  * input itself, runs the model, and compares; a difference prints the first
  * bad element and exits 1.
  *
@@ -120,7 +121,9 @@ static void model(unsigned char *want, unsigned char *const *in, size_t count, s
     }
 }
 
-static void allreduce_case(int dt, int op, size_t count, uint64_t seed)
+/* The caller's buffer starts at byte shift of an allocation (a multiple of
+ * the element size): the robust call's copy back must handle any alignment. */
+static void allreduce_case_at(int dt, int op, size_t count, uint64_t seed, size_t shift)
 {
     size_t es = model_dtype_size(dt);
     unsigned char **in = xmalloc((size_t)N * sizeof *in);
@@ -129,7 +132,8 @@ static void allreduce_case(int dt, int op, size_t count, uint64_t seed)
         model_fill(in[r], count, dt, r, seed);
         make_exact(in[r], count, dt);
     }
-    unsigned char *want = xmalloc(count * es), *got = xmalloc(count * es);
+    unsigned char *want = xmalloc(count * es), *mem = xmalloc(count * es + shift);
+    unsigned char *got = mem + shift;
     struct bop o = {dt, op};
     model(want, in, count, es, 1, builtin_fn, &o);
     memcpy(got, in[rank], count * es);
@@ -141,7 +145,12 @@ static void allreduce_case(int dt, int op, size_t count, uint64_t seed)
         free(in[r]);
     free(in);
     free(want);
-    free(got);
+    free(mem);
+}
+
+static void allreduce_case(int dt, int op, size_t count, uint64_t seed)
+{
+    allreduce_case_at(dt, op, count, seed, 0);
 }
 
 /* 12-byte elements: a commutative (sum, max, xor) and a non-commutative
@@ -342,6 +351,8 @@ int main(int argc, char **argv)
     if (big) {
         allreduce_case(RALLY_FLOAT, RALLY_SUM, (16u << 20) / 4 + 3, seed++);
         allreduce_case(RALLY_INT64, RALLY_SUM, (16u << 20) / 8 + 1, seed++);
+        /* large enough for the streamed copy back, at an odd alignment */
+        allreduce_case_at(RALLY_FLOAT, RALLY_SUM, (5u << 20) / 4 + 7, seed++, 4);
     }
     printf("rank %d of %d: %ld checks passed\n", rank, N, checks);
     return rally_finalize(R) == RALLY_OK ? 0 : 1;
