@@ -11,7 +11,11 @@
  * over the tree), the prepare callback, broadcast from every root (fixed and
  * size-from-root), and fixed and variable allgather.  With "big", also a
  * 16 MiB float sum and a 16 MiB int64 sum, and a 5 MiB float sum into a
- * buffer 4 bytes off 16-byte alignment.  Each rank computes every rank's
+ * buffer 4 bytes off 16-byte alignment.  With "late", only ring-sized float
+ * and int64 sums, each entered by rank 1 half a second after the others: its
+ * predecessor's sends back up while it goes on reducing, so the ring's stage
+ * for partial sums fills and the partial sums also take the overflow path
+ * (coll.c, struct stage).  Each rank computes every rank's
  * input itself, runs the model, and compares; a difference prints the first
  * bad element and exits 1.
  *
@@ -26,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "model.h"
 #include "rally/rally.h"
@@ -314,10 +319,25 @@ int main(int argc, char **argv)
     CHECK_RC(rc, "rally_init");
     rank = rally_rank(R);
     N = rally_world_size(R);
-    int big = 0;
+    int big = 0, late = 0;
     for (int i = 1; i < argc; i++) {
+        late |= strcmp(argv[i], "late") == 0;
         big |= strcmp(argv[i], "big") == 0;
         exact |= strcmp(argv[i], "exact") == 0;
+    }
+
+    if (late) {
+        uint64_t lseed = 777;
+        for (int k = 0; k < 4; k++) {
+            if (rank == 1)
+                usleep(500 * 1000);
+            if (k % 2 == 0)
+                allreduce_case(RALLY_FLOAT, RALLY_SUM, (12u << 20) / 4 + 5, lseed++);
+            else
+                allreduce_case(RALLY_INT64, RALLY_SUM, (12u << 20) / 8 + 3, lseed++);
+        }
+        printf("rank %d of %d: %ld checks passed\n", rank, N, checks);
+        return rally_finalize(R) == RALLY_OK ? 0 : 1;
     }
 
     /* sizes in bytes up to 64 KiB; element counts derived per dtype */
