@@ -11,9 +11,11 @@
  * The ring is one continuous stream of 2N-2 segments per direction (N-1 for
  * allgather): rank r sends segments r, r-1, r-2, ... (mod N) to r+1 and
  * receives segments r-1, r-2, ... from r-1.  The first N-1 received
- * segments are reduced into the buffer (reduce-scatter), the rest are copied
- * (allgather); sent segment k is exactly received segment k-1 once
- * processed, so bytes flow onwards as soon as they are reduced.
+ * segments are reduced (reduce-scatter: the partial sums into a small stage
+ * ring while it has room, the last, final one into the buffer), the rest are
+ * copied into the buffer (allgather); sent segment k is exactly received
+ * segment k-1 once processed, so bytes flow onwards as soon as they are
+ * reduced.
  *
  * Halving-doubling runs its steps one after another, each an exchange with
  * one partner that reduces the arriving half chunk by chunk.
