@@ -10,6 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "api/engine.h"
 #include "robust/robust.h"
@@ -34,6 +37,46 @@ static int keep(struct rally__robust *rb, const void *src, uint64_t n, unsigned 
     return RALLY_OK;
 }
 
+/* Results from this size up are copied back with streaming stores.  By the
+ * time the collective ends such a result has left the caches, and an
+ * ordinary copy reads every destination line before writing it; the
+ * streaming copy writes the lines whole and leaves the caches alone.
+ * Measured on 2 cores, a cold 16 MiB copy: 1.56 ms min, 3.7 ms mean with
+ * memcpy; 1.09 ms min, 1.7 ms mean streamed.  Below, the result is likely
+ * still in the CPU caches and the caller likely reads it next: memcpy. */
+#define STREAM_MIN_NBYTES ((size_t)4 << 20)
+
+/* dst[0..n) = src[0..n), bypassing the caches for a large n. */
+static void copy_back(void *dst, const void *src, size_t n)
+{
+#if defined(__SSE2__)
+    if (n >= STREAM_MIN_NBYTES) {
+        unsigned char *d = dst;
+        const unsigned char *s = src;
+        size_t head = (16 - ((uintptr_t)d & 15)) & 15;
+        memcpy(d, s, head);
+        d += head;
+        s += head;
+        n -= head;
+        size_t body = n & ~(size_t)63;
+        for (size_t i = 0; i < body; i += 64) {
+            __m128i a = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
+            __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(s + i + 16));
+            __m128i c = _mm_loadu_si128((const __m128i *)(const void *)(s + i + 32));
+            __m128i e = _mm_loadu_si128((const __m128i *)(const void *)(s + i + 48));
+            _mm_stream_si128((__m128i *)(void *)(d + i), a);
+            _mm_stream_si128((__m128i *)(void *)(d + i + 16), b);
+            _mm_stream_si128((__m128i *)(void *)(d + i + 32), c);
+            _mm_stream_si128((__m128i *)(void *)(d + i + 48), e);
+        }
+        _mm_sfence(); /* the streamed lines are visible before we return */
+        memcpy(d + body, s + body, n - body);
+        return;
+    }
+#endif
+    memcpy(dst, src, n);
+}
+
 /* In-place calls whose whole result is one buffer of known size. */
 struct inplace {
     void *buf;
@@ -53,13 +96,16 @@ static int deliver_inplace(struct rally__robust *rb, struct rally__op *op, const
                            "recovery served %llu bytes for a call expecting %zu",
                            (unsigned long long)n, c->nbytes);
     if (n)
-        memcpy(c->buf, res, (size_t)n);
+        copy_back(c->buf, res, (size_t)n);
     return RALLY_OK;
 }
 
 /* The allreduce reads the caller's buffer and writes a cache buffer, so the
  * input survives a failed attempt and the result is cached: one copy, back
- * to the caller, is all fault tolerance adds. */
+ * to the caller, is all fault tolerance adds.  That copy cannot start before
+ * the collective ends here: a final chunk written into the caller's buffer
+ * while other ranks still run would destroy this rank's input for a retry
+ * (docs/recovery.md, "What an operation costs"). */
 static int run_allreduce(struct rally__robust *rb, struct rally__op *op, unsigned char **res,
                          uint64_t *res_nbytes)
 {
@@ -74,7 +120,7 @@ static int run_allreduce(struct rally__robust *rb, struct rally__op *op, unsigne
         return rc;
     }
     if (c->nbytes)
-        memcpy(c->buf, slot, c->nbytes);
+        copy_back(c->buf, slot, c->nbytes);
     *res = slot;
     *res_nbytes = c->nbytes;
     return RALLY_OK;

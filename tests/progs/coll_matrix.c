@@ -10,7 +10,12 @@
  * reducers on 12-byte elements (commutative over the ring, non-commutative
  * over the tree), the prepare callback, broadcast from every root (fixed and
  * size-from-root), and fixed and variable allgather.  With "big", also a
- * 16 MiB float sum and a 16 MiB int64 sum.  Each rank computes every rank's
+ * 16 MiB float sum and a 16 MiB int64 sum, and a 5 MiB float sum into a
+ * buffer 4 bytes off 16-byte alignment.  With "late", only ring-sized float
+ * and int64 sums, each entered by rank 1 half a second after the others: its
+ * predecessor's sends back up while it goes on reducing, so the ring's stage
+ * for partial sums fills and the partial sums also take the overflow path
+ * (coll.c, struct stage).  Each rank computes every rank's
  * input itself, runs the model, and compares; a difference prints the first
  * bad element and exits 1.
  *
@@ -25,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "model.h"
 #include "rally/rally.h"
@@ -120,7 +126,9 @@ static void model(unsigned char *want, unsigned char *const *in, size_t count, s
     }
 }
 
-static void allreduce_case(int dt, int op, size_t count, uint64_t seed)
+/* The caller's buffer starts at byte shift of an allocation (a multiple of
+ * the element size): the robust call's copy back must handle any alignment. */
+static void allreduce_case_at(int dt, int op, size_t count, uint64_t seed, size_t shift)
 {
     size_t es = model_dtype_size(dt);
     unsigned char **in = xmalloc((size_t)N * sizeof *in);
@@ -129,7 +137,8 @@ static void allreduce_case(int dt, int op, size_t count, uint64_t seed)
         model_fill(in[r], count, dt, r, seed);
         make_exact(in[r], count, dt);
     }
-    unsigned char *want = xmalloc(count * es), *got = xmalloc(count * es);
+    unsigned char *want = xmalloc(count * es), *mem = xmalloc(count * es + shift);
+    unsigned char *got = mem + shift;
     struct bop o = {dt, op};
     model(want, in, count, es, 1, builtin_fn, &o);
     memcpy(got, in[rank], count * es);
@@ -141,7 +150,12 @@ static void allreduce_case(int dt, int op, size_t count, uint64_t seed)
         free(in[r]);
     free(in);
     free(want);
-    free(got);
+    free(mem);
+}
+
+static void allreduce_case(int dt, int op, size_t count, uint64_t seed)
+{
+    allreduce_case_at(dt, op, count, seed, 0);
 }
 
 /* 12-byte elements: a commutative (sum, max, xor) and a non-commutative
@@ -305,10 +319,25 @@ int main(int argc, char **argv)
     CHECK_RC(rc, "rally_init");
     rank = rally_rank(R);
     N = rally_world_size(R);
-    int big = 0;
+    int big = 0, late = 0;
     for (int i = 1; i < argc; i++) {
+        late |= strcmp(argv[i], "late") == 0;
         big |= strcmp(argv[i], "big") == 0;
         exact |= strcmp(argv[i], "exact") == 0;
+    }
+
+    if (late) {
+        uint64_t lseed = 777;
+        for (int k = 0; k < 4; k++) {
+            if (rank == 1)
+                usleep(500 * 1000);
+            if (k % 2 == 0)
+                allreduce_case(RALLY_FLOAT, RALLY_SUM, (12u << 20) / 4 + 5, lseed++);
+            else
+                allreduce_case(RALLY_INT64, RALLY_SUM, (12u << 20) / 8 + 3, lseed++);
+        }
+        printf("rank %d of %d: %ld checks passed\n", rank, N, checks);
+        return rally_finalize(R) == RALLY_OK ? 0 : 1;
     }
 
     /* sizes in bytes up to 64 KiB; element counts derived per dtype */
@@ -342,6 +371,8 @@ int main(int argc, char **argv)
     if (big) {
         allreduce_case(RALLY_FLOAT, RALLY_SUM, (16u << 20) / 4 + 3, seed++);
         allreduce_case(RALLY_INT64, RALLY_SUM, (16u << 20) / 8 + 1, seed++);
+        /* large enough for the streamed copy back, at an odd alignment */
+        allreduce_case_at(RALLY_FLOAT, RALLY_SUM, (5u << 20) / 4 + 7, seed++, 4);
     }
     printf("rank %d of %d: %ld checks passed\n", rank, N, checks);
     return rally_finalize(R) == RALLY_OK ? 0 : 1;
