@@ -309,29 +309,6 @@ void rally__sock_link_timeout(int fd, int64_t timeout_ms)
     setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ut, sizeof ut);
 }
 
-int rally__local_addr_towards(const char *host, int port, char *out, size_t cap,
-                              struct rally__err *e)
-{
-    struct addrinfo *res;
-    if (resolve(host, port, 0, &res, e) != RALLY_OK)
-        return e->code;
-    int s = socket(res->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    int ok = s >= 0 && connect(s, res->ai_addr, res->ai_addrlen) == 0;
-    int err = errno;
-    struct sockaddr_storage ss;
-    socklen_t sl = sizeof ss;
-    ok = ok && getsockname(s, (struct sockaddr *)&ss, &sl) == 0;
-    if (s >= 0)
-        close(s);
-    freeaddrinfo(res);
-    char hp[RALLY__HOST_MAX + 8];
-    rally__hostport_fmt(host, port, hp, sizeof hp);
-    if (!ok)
-        return rally__fail_errno(e, RALLY_ESYS, err, "no route to %s", hp);
-    rally__addr_str((struct sockaddr *)&ss, out, cap, NULL);
-    return RALLY_OK;
-}
-
 int rally__tcp_accept(int lfd, int64_t deadline, int *fd, char *peer_host, size_t cap,
                       struct rally__err *e)
 {

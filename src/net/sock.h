@@ -86,11 +86,6 @@ int rally__tcp_connect_done(int fd, const char *what, struct rally__err *e);
  * and the next send or receive fails.  0 or less: the kernel's defaults. */
 void rally__sock_link_timeout(int fd, int64_t timeout_ms);
 
-/* The local address this host would use to reach host:port (no packet is
- * sent): the interface peers see this worker on. */
-int rally__local_addr_towards(const char *host, int port, char *out, size_t cap,
-                              struct rally__err *e);
-
 /* Accepts one connection before deadline; peer_host (may be NULL) gets the
  * peer's numeric address. */
 int rally__tcp_accept(int lfd, int64_t deadline, int *fd, char *peer_host, size_t cap,
