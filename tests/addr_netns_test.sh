@@ -1,5 +1,5 @@
 #!/bin/sh
-# addr_netns_test.sh CASE RALLY_RUN ADDR_HOLD — a multi-homed host, in a
+# addr_netns_test.sh CASE RALLY_RUN ADDR_HOLD [RALLY_TRACKER] — a multi-homed host, in a
 # network namespace this test creates: interface m0 (198.18.1.1/24,
 # fd00:1::1/64) carries the tracker, interface d0 (198.18.2.1/24,
 # fd00:2::1/64) is the data network (each a veth pair, no route out).  While
@@ -13,11 +13,15 @@
 #   linklocal tracker --bind [fe80::1%m0] (link-local, with its scope), no
 #             rally_interface: a link-local address means nothing on another
 #             host, so the peer links use m0's unique-local [fd00:1::1]
+#   tracker   rally-tracker --bind d0 prints d0's address, --bind
+#             [fd00:2::1] prints it bracketed, --bind nosuch0 fails; bound to
+#             every address it prints an address other hosts can reach (not
+#             loopback, nor a name that resolves to loopback)
 #   wrong     rally_interface=nosuch0, =198.18.9.9 (not this host's), =d0
 #             while d0 is down: the job fails at once, the error says why
 # Needs root and ip netns: without them it fails (it never skips).
 set -u
-case=$1 run=$2 hold=$3
+case=$1 run=$2 hold=$3 tracker=${4:-}
 ns="rally-addr-$$"
 tmp=$(mktemp -d)
 job=""
@@ -76,6 +80,22 @@ links() {
     grep -e ":$tport " -e ":$tport\$" "$tmp/all" >"$tmp/tracker"
     cat "$tmp/all"
 }
+# printed BIND...: what rally-tracker -n 1 --bind BIND prints as RALLY_TRACKER
+printed() {
+    rm -f "$tmp/t.out"
+    in_ns timeout -k 5 30 "$tracker" -n 1 "$@" --secret-file "$tmp/secret" >"$tmp/t.out" \
+        2>"$tmp/t.err" &
+    tp=$!
+    i=0
+    until grep -q '^RALLY_TRACKER=' "$tmp/t.out" 2>/dev/null; do
+        kill -0 "$tp" 2>/dev/null || break
+        i=$((i + 1)); [ "$i" -gt 200 ] && break
+        sleep 0.05
+    done
+    kill "$tp" 2>/dev/null
+    wait "$tp" 2>/dev/null
+    sed -n 's/^RALLY_TRACKER=//p' "$tmp/t.out"
+}
 tracker_of() { tr '\0' '\n' <"/proc/$1/environ" | sed -n 's/^RALLY_TRACKER=//p'; }
 # check_on ADDR: every peer link has both ends on ADDR ("198.18.2.1",
 # "[fd00:2::1]"), and there are at least the tree's 3 links (both ends: 6)
@@ -118,6 +138,23 @@ linklocal)
     held --bind '[fe80::1%m0]'
     check_on '[fd00:1::1]'
     release
+    ;;
+tracker)
+    a=$(printed --bind d0)
+    echo "--bind d0: $a"
+    case $a in 198.18.2.1:[0-9]*) ;; *) fail "--bind d0 printed '$a'" ;; esac
+    a=$(printed --bind '[fd00:2::1]')
+    echo "--bind [fd00:2::1]: $a"
+    case $a in "[fd00:2::1]:"[0-9]*) ;; *) fail "--bind [fd00:2::1] printed '$a'" ;; esac
+    a=$(printed --bind nosuch0)
+    [ -z "$a" ] || fail "--bind nosuch0 printed '$a'"
+    grep -q "nosuch0" "$tmp/t.err" || fail "--bind nosuch0: no error naming it"
+    a=$(printed)
+    h=${a%:*}
+    echo "every address: $a"
+    [ -n "$h" ] || fail "bound to every address it printed nothing"
+    in_ns getent ahosts "$(echo "$h" | tr -d '[]')" | grep -q -e '^127\.' -e '^::1 ' &&
+        fail "bound to every address it printed '$a', which is loopback"
     ;;
 wrong)
     for spec in nosuch0 198.18.9.9 d0; do
