@@ -2,7 +2,9 @@
  * net_test.c — unit tests of util, net and coll/topo (cmocka).
  *
  * Settings: defaults, environment, arguments, unknown keys, sizes.
- * Addresses: host:port forms, IPv6 with brackets.
+ * Addresses: host:port forms, IPv6 with brackets, bad forms and their errors;
+ * rally_interface's choice of a worker's address; an unreachable peer named
+ * with the address tried.
  * Frames: a good frame, an oversized one, unknown flags, a truncated one.
  * Mesh: a worker wiring its links while strangers hit its port (garbage
  * bytes, a HELLO under the wrong secret, a silent connection, a stale
@@ -97,11 +99,117 @@ static void hostport_forms(void **state)
     assert_int_equal(rally__hostport_split("[::1]:0", h, sizeof h, &p, &e), RALLY_OK);
     assert_string_equal(h, "::1");
     assert_int_equal(p, 0);
-    const char *bad[] = {"nocolon", "[::1]80", "host:", "host:70000", "host:12ab"};
-    for (int i = 0; i < 5; i++) {
+    assert_int_equal(rally__hostport_split("[fd00::3]:41234", h, sizeof h, &p, &e), RALLY_OK);
+    assert_string_equal(h, "fd00::3");
+    assert_int_equal(p, 41234);
+    assert_int_equal(rally__hostport_split("[fe80::1%lo]:9", h, sizeof h, &p, &e), RALLY_OK);
+    assert_string_equal(h, "fe80::1%lo");
+    assert_int_equal(rally__hostport_split("node-a:1", h, sizeof h, &p, &e), RALLY_OK);
+    assert_string_equal(h, "node-a");
+    /* each bad form, and the words its error must carry */
+    const struct {
+        const char *s, *want;
+    } bad[] = {{"nocolon", "not host:port"},
+               {"[::1]80", "not [host]:port"},
+               {"host:", "no valid port"},
+               {"host:70000", "no valid port"},
+               {"host:12ab", "no valid port"},
+               {"fd00::3:9000", "in brackets: [fd00::3]:9000"},
+               {"::1:9000", "in brackets: [::1]:9000"},
+               {"[]:80", "no host"},
+               {":80", "no host"},
+               {"[::1", "not [host]:port"},
+               {"[::1]", "not [host]:port"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         rally__err_clear(&e);
-        assert_int_equal(rally__hostport_split(bad[i], h, sizeof h, &p, &e), RALLY_ECONFIG);
+        assert_int_equal(rally__hostport_split(bad[i].s, h, sizeof h, &p, &e), RALLY_ECONFIG);
+        if (strstr(e.msg, bad[i].want) == NULL)
+            fail_msg("'%s': got \"%s\", want \"%s\"", bad[i].s, e.msg, bad[i].want);
     }
+    /* formatting brackets an IPv6 host, and split reads back what fmt wrote */
+    const char *hosts[] = {"127.0.0.1", "fd00::3", "::1", "fe80::1%lo", "node-a"};
+    const char *want[] = {"127.0.0.1:41234", "[fd00::3]:41234", "[::1]:41234",
+                          "[fe80::1%lo]:41234", "node-a:41234"};
+    for (int i = 0; i < 5; i++) {
+        char s[128];
+        rally__hostport_fmt(hosts[i], 41234, s, sizeof s);
+        assert_string_equal(s, want[i]);
+        rally__err_clear(&e);
+        assert_int_equal(rally__hostport_split(s, h, sizeof h, &p, &e), RALLY_OK);
+        assert_string_equal(h, hosts[i]);
+        assert_int_equal(p, 41234);
+    }
+}
+
+/* rally_interface: an interface name, an address of this host, or "" (the
+ * local end of the connection to the tracker); anything else is a clear
+ * RALLY_ECONFIG. */
+static void peer_address_choice(void **state)
+{
+    struct rally__err e = {0, ""};
+    int lfd, port, fd;
+    char a[RALLY__HOST_MAX];
+    assert_int_equal(rally__tcp_listen("127.0.0.1", 0, 4, &lfd, &port, &e), RALLY_OK);
+    assert_int_equal(rally__tcp_connect("127.0.0.1", port, rally__deadline(2000), &fd, &e),
+                     RALLY_OK);
+    assert_int_equal(rally__sock_choose_addr(fd, "", a, sizeof a, &e), RALLY_OK);
+    assert_string_equal(a, "127.0.0.1");
+    assert_int_equal(rally__sock_choose_addr(fd, "lo", a, sizeof a, &e), RALLY_OK);
+    assert_string_equal(a, "127.0.0.1");
+    assert_int_equal(rally__sock_choose_addr(fd, "127.0.0.1", a, sizeof a, &e), RALLY_OK);
+    assert_string_equal(a, "127.0.0.1");
+    const struct {
+        const char *spec, *want;
+    } bad[] = {{"nosuch0", "no interface named 'nosuch0'"},
+               {"198.18.254.254", "198.18.254.254 is not an address of this host"},
+               {"fe80::1", "link-local"},
+               {"[::1", "not an interface name or an address"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        rally__err_clear(&e);
+        assert_int_equal(rally__sock_choose_addr(fd, bad[i].spec, a, sizeof a, &e), RALLY_ECONFIG);
+        if (strstr(e.msg, bad[i].want) == NULL)
+            fail_msg("'%s': got \"%s\", want \"%s\"", bad[i].spec, e.msg, bad[i].want);
+    }
+    close(fd);
+    close(lfd);
+    rally__err_clear(&e);
+    if (rally__tcp_listen("::1", 0, 4, &lfd, &port, &e) != RALLY_OK)
+        fail_msg("no IPv6 loopback here: %s", e.msg);
+    assert_int_equal(rally__tcp_connect("::1", port, rally__deadline(2000), &fd, &e), RALLY_OK);
+    assert_int_equal(rally__sock_choose_addr(fd, "", a, sizeof a, &e), RALLY_OK);
+    assert_string_equal(a, "::1");
+    assert_int_equal(rally__sock_choose_addr(fd, "[::1]", a, sizeof a, &e), RALLY_OK);
+    assert_string_equal(a, "::1");
+    close(fd);
+    close(lfd);
+}
+
+/* A worker that cannot reach a peer names the rank and the address it tried. */
+static void mesh_names_unreachable_peer(void **state)
+{
+    struct rally__err e = {0, ""};
+    struct rally__secret s;
+    char path[] = "/tmp/rally-net-test-XXXXXX";
+    assert_non_null(mkdtemp(path));
+    char sf[64];
+    snprintf(sf, sizeof sf, "%s/secret", path);
+    assert_int_equal(rally__secret_create(sf, &s, &e), RALLY_OK);
+    int gone, port, lfd1, port1;
+    assert_int_equal(rally__tcp_listen("::1", 0, 4, &gone, &port, &e), RALLY_OK);
+    close(gone); /* nobody listens on [::1]:port now */
+    assert_int_equal(rally__tcp_listen("::1", 0, 4, &lfd1, &port1, &e), RALLY_OK);
+    struct rally__mesh_peer p[1] = {{0, "::1", port, 1}};
+    struct rally__link l[1];
+    struct rally__mesh_opts o = {lfd1, &s, 1, 2, 1, "::1", 1, -1, rally__deadline(5000), 300,
+                                 RALLY__TRANSPORT_TCP, 0, -1, NULL, NULL};
+    assert_int_equal(rally__mesh_connect(&o, p, 1, l, &e), RALLY_EPEER);
+    char want[128];
+    snprintf(want, sizeof want, "cannot connect to rank 0 at [::1]:%d: Connection refused", port);
+    if (strstr(e.msg, want) == NULL)
+        fail_msg("got \"%s\", want \"%s\"", e.msg, want);
+    close(lfd1);
+    unlink(sf);
+    rmdir(path);
 }
 
 static void frames(void **state)
@@ -523,6 +631,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(config_layers),  cmocka_unit_test(config_errors),
         cmocka_unit_test(hostport_forms), cmocka_unit_test(frames),
+        cmocka_unit_test(peer_address_choice), cmocka_unit_test(mesh_names_unreachable_peer),
         cmocka_unit_test(mesh_refuses_strangers), cmocka_unit_test(ipv6_loopback),
         cmocka_unit_test(mesh_idle_strangers_delay_nobody),
         cmocka_unit_test(mesh_watch_ends_wiring),

@@ -72,6 +72,7 @@
 struct run {
     int world;
     const char *host;
+    char bind[RALLY__HOST_MAX]; /* host, an interface name made its address */
     int port;
     int64_t startup_ms, grace_ms, heartbeat_ms;
     int max_restarts;
@@ -112,7 +113,9 @@ static void usage(FILE *f)
         "Runs N workers of a rally job on this host, with a tracker inside.\n"
         "\n"
         "  -n, -np, --workers N       number of workers (1..%d)\n"
-        "      --host H               tracker bind address (default 127.0.0.1)\n"
+        "      --bind ADDR|IFACE      tracker bind address, or an interface's first\n"
+        "                             address (default 127.0.0.1; [v6] or bare v6)\n"
+        "      --host H               the same as --bind\n"
         "      --port P               tracker port (default 0: any free port)\n"
         "      --startup-timeout-ms T every worker must join (and a restarted one\n"
         "                             rejoin) within T ms (default 60000)\n"
@@ -404,6 +407,7 @@ static int parse(int argc, char **argv, struct run *r)
 {
     static const struct option longs[] = {{"workers", required_argument, NULL, 'n'},
                                           {"host", required_argument, NULL, 'H'},
+                                          {"bind", required_argument, NULL, 'H'},
                                           {"port", required_argument, NULL, 'p'},
                                           {"startup-timeout-ms", required_argument, NULL, 's'},
                                           {"grace-ms", required_argument, NULL, 'g'},
@@ -722,8 +726,13 @@ static int setup(struct run *r)
         fprintf(stderr, "rally-run: %s\n", e.msg);
         return 1;
     }
+    if (rally__sock_bind_addr(r->host, r->bind, sizeof r->bind, &e) != RALLY_OK) {
+        memset(&s, 0, sizeof s);
+        fprintf(stderr, "rally-run: --bind %s: %s\n", r->host, e.msg);
+        return 1;
+    }
     struct rally__tracker_opts o = {.world = r->world,
-                                    .host = r->host,
+                                    .host = r->bind,
                                     .port = r->port,
                                     .secret = &s,
                                     .startup_timeout_ms = r->startup_ms,
@@ -748,7 +757,7 @@ static int setup(struct run *r)
         return 1;
     }
     /* every worker runs here */
-    const char *h = rally__launch_host_is_any(r->host) ? "127.0.0.1" : r->host;
+    const char *h = rally__launch_host_is_any(r->bind) ? "127.0.0.1" : r->bind;
     snprintf(r->tracker_addr, sizeof r->tracker_addr, strchr(h, ':') ? "[%s]:%d" : "%s:%d", h,
              rally__tracker_port(r->t));
     for (int i = 0; i < r->world; i++) {

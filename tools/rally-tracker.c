@@ -2,7 +2,7 @@
  * rally-tracker — a standalone tracker for workers that another launcher
  * (a batch scheduler, ssh, a script) starts.
  *
- *     rally-tracker -n N [--host H] [--port P] [--secret-file F]
+ *     rally-tracker -n N [--bind ADDR|IFACE] [--port P] [--secret-file F]
  *                   [--startup-timeout-ms T] [--heartbeat-timeout-ms T] [--no-recovery]
  *
  * It loads the secret file F when it exists and creates it (0600) when it
@@ -10,9 +10,13 @@
  * and removes both at exit.  Then it prints, flushed, two lines a script can
  * eval before starting the workers:
  *
- *     RALLY_TRACKER=host:port
+ *     RALLY_TRACKER=host:port        ([v6]:port for an IPv6 address)
  *     RALLY_SECRET_FILE=/path
  *
+ * The address is --bind's (an interface name stands for its first address);
+ * bound to every address, it is this host's name when that resolves to an
+ * address other hosts can use (not loopback), else the first address of the
+ * first interface that is up (net/sock.h, rally__sock_primary_addr).
  * and serves the job in the poll loop rally-run uses too (launch/serve.c,
  * around the same tracker, src/tracker/server.h) until every rank finalized
  * (exit 0) or the job failed (exit 1, one line with the sentence).  Workers'
@@ -31,6 +35,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <netdb.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +56,7 @@
 struct job {
     int world, port, recovery;
     const char *host, *secret_file;
+    char bind[RALLY__HOST_MAX]; /* host with an interface name made its address */
     int64_t startup_ms, heartbeat_ms;
     struct rally__tracker *t;
     int sfd;
@@ -116,6 +122,7 @@ static int parse(int argc, char **argv, struct job *j)
 {
     static const struct option longs[] = {{"workers", required_argument, NULL, 'n'},
                                           {"host", required_argument, NULL, 'H'},
+                                          {"bind", required_argument, NULL, 'H'},
                                           {"port", required_argument, NULL, 'p'},
                                           {"secret-file", required_argument, NULL, 'f'},
                                           {"startup-timeout-ms", required_argument, NULL, 's'},
@@ -171,7 +178,11 @@ static int parse(int argc, char **argv, struct job *j)
                 "Serves one rally job whose workers another launcher starts.\n"
                 "\n"
                 "  -n, --workers N            number of workers (1..%d)\n"
-                "      --host H               bind address (default: every address)\n"
+                "      --bind ADDR|IFACE      listen on this address, or on this interface's\n"
+                "                             first address, and print it (default: every\n"
+                "                             address; the printed one is this host's name or\n"
+                "                             its first interface's address); [v6] or bare v6\n"
+                "      --host H               the same as --bind\n"
                 "      --port P               port (default 0: any free port)\n"
                 "      --secret-file F        the job's secret: loaded if F exists, else\n"
                 "                             created 0600 (default: a temporary one)\n"
@@ -200,7 +211,31 @@ static int parse(int argc, char **argv, struct job *j)
         return cli_usage_error("rally-tracker", "-n N (the number of workers) is required");
     if (optind < argc)
         return cli_usage_error("rally-tracker", "unexpected argument '%s'", argv[optind]);
+    struct rally__err e = {0, ""};
+    if (rally__sock_bind_addr(j->host, j->bind, sizeof j->bind, &e) != RALLY_OK)
+        return cli_usage_error("rally-tracker", "--bind %s: %s", j->host, e.msg);
     return -1;
+}
+
+/* This host's name, when it resolves to an address that is not loopback
+ * (Debian maps it to 127.0.1.1 unless DNS or /etc/hosts say otherwise, and
+ * a worker that reaches the tracker over loopback advertises loopback). */
+static int name_reachable(char *me, size_t cap)
+{
+    if (gethostname(me, cap - 1) != 0 || !*me)
+        return 0;
+    me[cap - 1] = '\0';
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res, *ai;
+    if (getaddrinfo(me, NULL, &hints, &res) != 0)
+        return 0;
+    int ok = 1;
+    for (ai = res; ai != NULL; ai = ai->ai_next) {
+        char h[RALLY__HOST_MAX];
+        rally__addr_str(ai->ai_addr, h, sizeof h, NULL);
+        ok &= !rally__host_is_loopback(h);
+    }
+    freeaddrinfo(res);
+    return ok;
 }
 
 /* Signals, the secret, the tracker, the two lines.  Returns 0 or 1. */
@@ -232,7 +267,7 @@ static int setup(struct job *j)
         j->made_file = j->secret_file == NULL;
     }
     struct rally__tracker_opts o = {.world = j->world,
-                                    .host = j->host,
+                                    .host = j->bind,
                                     .port = j->port,
                                     .secret = &s,
                                     .startup_timeout_ms = j->startup_ms,
@@ -242,16 +277,14 @@ static int setup(struct job *j)
     memset(&s, 0, sizeof s);
     if (rc != RALLY_OK)
         goto fail;
-    char me[RALLY__HOST_MAX] = "";
-    if (rally__launch_host_is_any(j->host)) {
-        if (gethostname(me, sizeof me - 1) != 0 || !*me)
-            snprintf(me, sizeof me, "127.0.0.1");
-    } else {
-        snprintf(me, sizeof me, "%s", j->host);
-    }
+    char me[RALLY__HOST_MAX] = "", hp[RALLY__HOST_MAX + 8];
+    if (!rally__launch_host_is_any(j->bind))
+        snprintf(me, sizeof me, "%s", j->bind);
+    else if (!name_reachable(me, sizeof me))
+        rally__sock_primary_addr(me, sizeof me);
     char abspath[PATH_MAX];
-    printf(strchr(me, ':') ? "RALLY_TRACKER=[%s]:%d\n" : "RALLY_TRACKER=%s:%d\n", me,
-           rally__tracker_port(j->t));
+    rally__hostport_fmt(me, rally__tracker_port(j->t), hp, sizeof hp);
+    printf("RALLY_TRACKER=%s\n", hp);
     printf("RALLY_SECRET_FILE=%s\n", realpath(j->path, abspath) ? abspath : j->path);
     fflush(stdout);
     return 0;

@@ -132,7 +132,7 @@ struct out { /* to a lower-ranked peer */
     int fd, state, i;
     struct rally__auth_cli c;
     struct hs_in in;
-    char what[64];
+    char what[RALLY__HOST_MAX + 32]; /* "rank 3 at [fd00::3]:41234" */
 };
 
 struct pend { /* accepted, not yet authenticated */
@@ -320,8 +320,11 @@ int rally__mesh_connect(const struct rally__mesh_opts *o, const struct rally__me
         int done;
         x->i = i;
         x->fd = -1;
-        snprintf(x->what, sizeof x->what, "rank %d", peers[i].rank);
-        if (rally__tcp_connect_start(peers[i].host, peers[i].port, &x->fd, &done, e) != RALLY_OK)
+        char hp[RALLY__HOST_MAX + 8];
+        rally__hostport_fmt(peers[i].host, peers[i].port, hp, sizeof hp);
+        snprintf(x->what, sizeof x->what, "rank %d at %s", peers[i].rank, hp);
+        if (rally__tcp_connect_start(peers[i].host, peers[i].port, x->what, &x->fd, &done, e) !=
+            RALLY_OK)
             goto fail;
         x->state = O_CONNECTING;
         if (done && step_out(o, peers, links, x, e) != RALLY_OK)

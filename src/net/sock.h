@@ -4,10 +4,11 @@
  * can raise SIGPIPE (MSG_NOSIGNAL): a vanished peer is an error code, never a
  * dead host process.
  *
- * Addresses are "host:port", "[v6]:port" or "v6literal" forms; a host name
- * resolving to several addresses is tried in order (IPv6 first where the
- * resolver says so, IPv4 after).  IPv4-mapped IPv6 addresses are printed as
- * plain IPv4.
+ * Addresses as text are "host:port" or "[v6]:port" (rally__hostport_split,
+ * rally__hostport_fmt); functions that take a host alone take a v6 literal
+ * bare.  A host name resolving to several addresses is tried in order (IPv6
+ * first where the resolver says so, IPv4 after).  IPv4-mapped IPv6
+ * addresses are printed as plain IPv4.
  */
 #ifndef RALLY_NET_SOCK_H
 #define RALLY_NET_SOCK_H
@@ -20,8 +21,44 @@
 
 #define RALLY__HOST_MAX 256
 
-/* Splits "host:port" / "[v6]:port" into host and port. */
+/* Splits "host:port" / "[v6]:port" into host and port.  An IPv6 address
+ * must be in brackets ("fd00::3:9000" is refused, naming the bracketed
+ * form); a zone may follow it inside ("[fe80::1%eth0]:9000").  Errors are
+ * RALLY_ECONFIG, naming the text and what is wrong with it. */
 int rally__hostport_split(const char *s, char *host, size_t cap, int *port, struct rally__err *e);
+
+/* Writes host and port as text rally__hostport_split reads back: an IPv6
+ * host in brackets ("[fd00::3]:41234"), any other as "host:port".  Every
+ * message and every address handed on goes through it. */
+void rally__hostport_fmt(const char *host, int port, char *out, size_t cap);
+
+/* The address a worker listens on for its peers and advertises to them
+ * (numeric, no brackets).  spec is rally_interface:
+ *   ""              the local address of fd, the connected tracker line (the
+ *                   interface this host reaches the tracker by); an IPv6
+ *                   link-local one is replaced by a global or unique-local
+ *                   address of the same interface, since its scope means
+ *                   nothing on another host;
+ *   an interface    its first IPv4 address when fd is IPv4, its first
+ *                   non-link-local IPv6 address when fd is IPv6, else the
+ *                   other family's;
+ *   an address      itself ("[v6]" brackets allowed), when an interface of
+ *                   this host has it and it is not link-local.
+ * RALLY_ECONFIG naming spec and why otherwise (no such interface, an address
+ * that is not this host's, link-local, an interface that is down or has no
+ * usable address). */
+int rally__sock_choose_addr(int fd, const char *spec, char *out, size_t cap,
+                            struct rally__err *e);
+
+/* The tracker's --bind: an interface name becomes its first usable address
+ * (IPv4 first); any other text (an address, a host name, "" or "*" for every
+ * address) is returned as it is, brackets removed. */
+int rally__sock_bind_addr(const char *spec, char *out, size_t cap, struct rally__err *e);
+
+/* For a tracker bound to every address: the address workers on other hosts
+ * should use, the first IPv4 address of the first interface that is up and
+ * not loopback, else its first global IPv6 address, else 127.0.0.1. */
+void rally__sock_primary_addr(char *out, size_t cap);
 
 /* Listens on host:port (port 0: the kernel picks; host "" or "*": every
  * address, IPv6 dual-stack falling back to IPv4).  *bound_port gets the
@@ -34,8 +71,11 @@ int rally__tcp_connect(const char *host, int port, int64_t deadline, int *fd, st
 
 /* Starts a non-blocking connect to host:port's first address: *done is 1
  * when it connected at once, else wait for POLLOUT and call
- * rally__tcp_connect_done.  A refused connection is RALLY_EPEER. */
-int rally__tcp_connect_start(const char *host, int port, int *fd, int *done, struct rally__err *e);
+ * rally__tcp_connect_done.  A refused connection is RALLY_EPEER.  what
+ * names the peer in messages ("rank 3 at [fd00::3]:41234"; NULL: the
+ * address). */
+int rally__tcp_connect_start(const char *host, int port, const char *what, int *fd, int *done,
+                             struct rally__err *e);
 /* After POLLOUT on a connect in progress: RALLY_OK, or why it failed
  * (RALLY_EPEER when refused or reset). */
 int rally__tcp_connect_done(int fd, const char *what, struct rally__err *e);
@@ -45,11 +85,6 @@ int rally__tcp_connect_done(int fd, const char *what, struct rally__err *e);
  * connection): a peer whose link is cut is found within about timeout_ms,
  * and the next send or receive fails.  0 or less: the kernel's defaults. */
 void rally__sock_link_timeout(int fd, int64_t timeout_ms);
-
-/* The local address this host would use to reach host:port (no packet is
- * sent): the interface peers see this worker on. */
-int rally__local_addr_towards(const char *host, int port, char *out, size_t cap,
-                              struct rally__err *e);
 
 /* Accepts one connection before deadline; peer_host (may be NULL) gets the
  * peer's numeric address. */

@@ -253,25 +253,15 @@ int rally__robust_init(struct rally__robust *rb, const struct rally__config *cfg
         return rally__fail(e, RALLY_ECONFIG,
                            "rally_tracker is set but rally_secret_file is not; start workers "
                            "with rally-run, or export what rally-tracker printed");
-    char thost[RALLY__HOST_MAX];
-    int tport, port;
-    if (rally__hostport_split(cfg->tracker, thost, sizeof thost, &tport, e) != RALLY_OK)
-        return e->code;
-    /* Peers reach this worker at the address the tracker sees it on, which
-     * is the local end of the route to the tracker: listen there only (on a
-     * one-host job, loopback), not on every interface. */
-    char lhost[RALLY__HOST_MAX];
-    if (rally__host_is_loopback(thost))
-        snprintf(lhost, sizeof lhost, "%s", thost);
-    else if (rally__local_addr_towards(thost, tport, lhost, sizeof lhost, e) != RALLY_OK)
-        return e->code;
-    if (rally__tcp_listen(lhost, 0, 128, &rb->listen_fd, &port, e) != RALLY_OK)
-        return e->code;
+    /* Peers reach this worker at rally_interface's address, by default the
+     * local end of its connection to the tracker: the join listens there
+     * only (on a one-host job, loopback), not on every interface. */
     struct rally__tclient_opts o = {cfg->tracker,    cfg->secret_file,
-                                    cfg->task_id,    port,
+                                    cfg->task_id,    0,
                                     host,            cfg->connect_timeout_ms,
                                     cfg->connect_timeout_ms + cfg->timeout_ms,
-                                    cfg->link_timeout_ms};
+                                    cfg->link_timeout_ms, cfg->interface,
+                                    &rb->listen_fd};
     if (rally__tclient_join(&rb->tc, &o, e) != RALLY_OK)
         return e->code;
     /* the tracker watches this worker's liveness from its ASSIGN on */

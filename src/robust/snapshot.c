@@ -447,12 +447,13 @@ static void fill_slot(struct rally__robust *rb, unsigned char *slot, int wait, i
     }
 }
 
-/* Settings worth keeping: not paths, secrets or what names this run. */
+/* Settings worth keeping: not paths, secrets, placement (a host's interface)
+ * or what names this run. */
 static int kept_setting(const char *key)
 {
     static const char *const skip[] = {"rally_tracker",     "rally_secret_file",  "rally_task_id",
-                                       "rally_mock",        "rally_snapshot_dir", "rally_run_id",
-                                       "rally_run_started", "rally_resume"};
+                                       "rally_interface",   "rally_mock",         "rally_snapshot_dir",
+                                       "rally_run_id",      "rally_run_started",  "rally_resume"};
     for (size_t i = 0; i < sizeof skip / sizeof skip[0]; i++)
         if (strcmp(key, skip[i]) == 0)
             return 0;

@@ -219,11 +219,30 @@ static int parse_assign(struct rally__tclient *t, int *rank_out, int *world_out,
 
 /* --- the calls ------------------------------------------------------------- */
 
+/* Listens for peer links on the address peers should use (client.h) and
+ * writes it and the port into m. */
+static int listen_peers(struct rally__tclient *t, const struct rally__tclient_opts *o,
+                        struct rally__msg_register *m, int *lfd, struct rally__err *e)
+{
+    const char *spec = o->interface ? o->interface : "";
+    int port;
+    struct rally__err ce = {0, ""};
+    if (rally__sock_choose_addr(t->fd, spec, m->listen_host, sizeof m->listen_host, &ce) !=
+        RALLY_OK)
+        return rally__fail(e, ce.code, "%s%s%s: %s", spec[0] ? "rally_interface=" : "",
+                           spec[0] ? spec : "the peer address",
+                           spec[0] ? "" : " (rally_interface unset)", ce.msg);
+    if (rally__tcp_listen(m->listen_host, 0, 128, lfd, &port, e) != RALLY_OK)
+        return e->code;
+    m->listen_port = (uint16_t)port;
+    return RALLY_OK;
+}
+
 int rally__tclient_join(struct rally__tclient *t, const struct rally__tclient_opts *o,
                         struct rally__err *e)
 {
     char host[RALLY__HOST_MAX];
-    int port;
+    int port, lfd = -1;
     memset(t, 0, sizeof *t);
     t->fd = -1;
     t->rank = -1;
@@ -231,9 +250,13 @@ int rally__tclient_join(struct rally__tclient *t, const struct rally__tclient_op
     if (pthread_mutex_init(&t->send_mu, NULL) != 0)
         return rally__fail(e, RALLY_ESYS, "cannot create a mutex");
     t->send_mu_ok = 1;
+    if (o->listen_fd != NULL)
+        *o->listen_fd = -1;
     if (rally__hostport_split(o->tracker, host, sizeof host, &port, e) != RALLY_OK)
         goto cleanup;
-    snprintf(t->what, sizeof t->what, "tracker %s:%d", host, port);
+    char hp[RALLY__HOST_MAX + 8];
+    rally__hostport_fmt(host, port, hp, sizeof hp);
+    snprintf(t->what, sizeof t->what, "tracker %s", hp);
     int64_t deadline = rally__deadline(o->connect_timeout_ms);
     if (rally__secret_load(o->secret_file, &t->secret, e) != RALLY_OK)
         goto cleanup;
@@ -261,8 +284,10 @@ int rally__tclient_join(struct rally__tclient *t, const struct rally__tclient_op
                     RALLY__TASK_MAX - 1);
         goto cleanup;
     }
-    /* want_rank any, world unknown, listen_host: the address the tracker sees */
+    /* want_rank any, world unknown; listen_host "": the address the tracker sees */
     struct rally__msg_register m = {.want_rank = -1, .listen_port = (uint16_t)o->listen_port};
+    if (o->listen_fd != NULL && listen_peers(t, o, &m, &lfd, e) != RALLY_OK)
+        goto cleanup;
     snprintf(m.task_id, sizeof m.task_id, "%s", task);
     snprintf(m.processor, sizeof m.processor, "%s", proc);
     rally__msg_register_put(&w, &m);
@@ -275,8 +300,12 @@ int rally__tclient_join(struct rally__tclient *t, const struct rally__tclient_op
         goto cleanup;
     t->reset_epoch = 0; /* a RESET before ASSIGN was for an epoch this ASSIGN ends */
     t->reset_reason[0] = '\0';
+    if (o->listen_fd != NULL)
+        *o->listen_fd = lfd;
     return RALLY_OK;
 cleanup:
+    if (lfd >= 0)
+        close(lfd);
     rally__tclient_close(t);
     return e->code;
 }

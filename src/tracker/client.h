@@ -49,7 +49,7 @@ struct rally__tclient {
 };
 
 struct rally__tclient_opts {
-    const char *tracker;     /* host:port */
+    const char *tracker;     /* host:port or [v6]:port */
     const char *secret_file; /* see net/auth.h */
     const char *task_id;     /* "" when the launcher gave none */
     int listen_port;         /* this worker's peer-link port */
@@ -62,6 +62,15 @@ struct rally__tclient_opts {
     /* rally__sock_link_timeout for the connection (0: kernel defaults): a
      * tracker line that stops moving data is found as a peer link is */
     int64_t link_timeout_ms;
+    /* Peer links.  listen_fd NULL: the worker listens already, on
+     * listen_port, and the tracker takes the address it sees.  Else join
+     * listens itself once it reached the tracker, on the address
+     * rally__sock_choose_addr picks for interface (rally_interface; NULL or
+     * "": the local end of the tracker connection), registers that address
+     * and the port, and puts the listening descriptor in *listen_fd (the
+     * caller closes it; -1 on failure). */
+    const char *interface;
+    int *listen_fd;
 };
 
 /* Connects, authenticates, registers and waits for ASSIGN (until every

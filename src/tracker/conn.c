@@ -462,18 +462,19 @@ static int accept_some(struct rally__conns *s, struct rally__conn_report *r)
                 return log_line(s, r, "accept failed: %s", strerror(errno));
             return 0;
         }
-        char host[RALLY__HOST_MAX];
+        char host[RALLY__HOST_MAX], hp[RALLY__HOST_MAX + 8];
         int port;
         rally__addr_str((struct sockaddr *)&ss, host, sizeof host, &port);
+        rally__hostport_fmt(host, port, hp, sizeof hp);
         struct rally__conn *c = NULL;
         if (grow(s) != 0 || (c = calloc(1, sizeof *c)) == NULL) {
             close(fd);
-            return log_line(s, r, "refusing a connection from %s:%d: out of memory", host, port);
+            return log_line(s, r, "refusing a connection from %s: out of memory", hp);
         }
         c->fd = fd;
         c->deadline = rally__now_ms() + s->o.handshake_ms;
         snprintf(c->peer, sizeof c->peer, "%s", host);
-        snprintf(c->what, sizeof c->what, "connection from %s:%d", host, port);
+        snprintf(c->what, sizeof c->what, "connection from %s", hp);
         c->name = c->what;
         struct rally__ident me = {s->o.role, -1, 0};
         rally__auth_srv_init(&c->auth, s->o.secret, &me);

@@ -33,6 +33,7 @@ static const struct key keys[] = {
     K("tracker", STR, tracker, "", 0, 0),
     K("secret_file", STR, secret_file, "", 0, 0),
     K("task_id", STR, task_id, "", 0, 0),
+    K("interface", STR, interface, "", 0, 0),
     K("dmlc_tracker_uri", STR, dmlc_tracker_uri, "", 0, 0),
     K("dmlc_tracker_port", INT, dmlc_tracker_port, "9091", 1, 65535),
     K("dmlc_num_attempt", INT, dmlc_num_attempt, "0", 0, 1000000),

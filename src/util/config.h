@@ -27,6 +27,8 @@ struct rally__config {
     char tracker[RALLY__STR_MAX];     /* host:port; "" = no launcher, rank 0 of 1 */
     char secret_file[RALLY__STR_MAX]; /* the job's secret (see docs/protocol.md) */
     char task_id[RALLY__STR_MAX];     /* stable identity from the launcher */
+    char interface[RALLY__STR_MAX];   /* peers reach this worker here: an interface name or
+                                         an address; "" = the route to the tracker */
     /* the classic dmlc tracker (docs/protocol-dmlc.md), used when tracker is "" */
     char dmlc_tracker_uri[RALLY__STR_MAX]; /* DMLC_TRACKER_URI: its host */
     int64_t dmlc_tracker_port;             /* DMLC_TRACKER_PORT */
