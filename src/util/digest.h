@@ -31,6 +31,10 @@ static inline int rally__digest_disagree(const uint64_t ored[2])
     return (ored[0] & ored[1]) != 0;
 }
 
+/* Copies n bytes from src to dst and returns rally_digest64 of them, in
+ * one pass: each piece is hashed while it is still in the cache. */
+uint64_t rally__digest_copy(void *dst, const void *src, size_t n);
+
 /* RALLY_EMISMATCH naming the ranks of each digest, from the pairs of every
  * rank (pairs[2 * r], pairs[2 * r + 1]) of checkpoint version v. */
 int rally__digest_fail(struct rally__err *e, uint64_t v, const uint64_t *pairs, int world);
