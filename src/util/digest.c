@@ -23,11 +23,14 @@ uint64_t rally_digest64(const void *buf, size_t n)
 
 uint64_t rally__digest_copy(void *dst, const void *src, size_t n)
 {
+    uint64_t d;
     if (n <= PIECE) {
         if (n > 0)
             memcpy(dst, src, n);
         return rally_digest64(dst, n);
     }
+    if (rally__digest_copy_fast(dst, src, n, PIECE, &d))
+        return d;
     XXH3_state_t st;
     XXH3_64bits_reset(&st);
     for (size_t off = 0; off < n; off += PIECE) {
