@@ -9,10 +9,13 @@
  * with "local" a MODEL_BYTES local model per rank replicated to k ring
  * successors (global model empty).  In the same run, the reference: for a
  * global model a memcpy of MODEL_BYTES between two warm buffers on each
- * rank; with local models k ring shifts of MODEL_BYTES between warm buffers
- * over the job's own links (the collective layer under the engine, as the
- * replication uses it), the transfers replication cannot avoid.  Median
- * over REPS, max over ranks; rank 0 prints
+ * rank, then the 24-byte agreement every checkpoint ends with (the plain
+ * collective: on an oversubscribed machine the slowest rank's copy is what
+ * every rank waits for, as in a checkpoint); with local models k ring
+ * shifts of MODEL_BYTES between warm buffers over the job's own links (the
+ * collective layer under the engine, as the replication uses it), the
+ * transfers replication cannot avoid.  Every rep, timed or not, starts
+ * after a barrier.  Median over REPS, max over ranks; rank 0 prints
  *   "CKPT <bytes> <k> <checkpoint_us> <lazy_us> <ref_us>"
  * (lazy_us is 0 with local).
  */
@@ -40,6 +43,13 @@ static int cmp(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* The plain collective: no checkpoint position is used up. */
+static void barrier(rally_t *r)
+{
+    double x = 0;
+    rally__engine.plain_allreduce(rally__api_engine(r), &x, &x, 1, RALLY_DOUBLE, RALLY_SUM);
+}
+
 static double median(rally_t *r, double *t, int reps)
 {
     rally_allreduce(r, t, (size_t)reps, RALLY_DOUBLE, RALLY_MAX, NULL, NULL);
@@ -65,6 +75,7 @@ int main(int argc, char **argv)
     uint64_t gn, ln;
     rally_load_checkpoint(r, &g, &gn, local ? &l : NULL, local ? &ln : NULL, &v);
     for (int i = -1; i < reps; i++) {
+        barrier(r);
         double t0 = bench_now_us();
         int rc = local ? rally_checkpoint(r, NULL, 0, model, nbytes)
                        : rally_checkpoint(r, model, nbytes, NULL, 0);
@@ -76,6 +87,7 @@ int main(int argc, char **argv)
     full = median(r, t, reps);
     if (!local) {
         for (int i = -1; i < reps; i++) {
+            barrier(r);
             double t0 = bench_now_us();
             if (rally_lazy_checkpoint(r, serialize, model) != RALLY_OK)
                 return 1;
@@ -93,9 +105,15 @@ int main(int argc, char **argv)
     struct rally__robust *rb = (struct rally__robust *)(void *)rally__api_engine(r);
     int nk = local ? rb->k : 0;
     for (int i = -1; i < reps; i++) {
+        barrier(r);
         double t0 = bench_now_us();
-        if (!local)
+        if (!local) {
+            uint64_t ack[3] = {0, 0, 0};
             memcpy(b, a, nbytes);
+            if (rally__engine.plain_allreduce(rally__api_engine(r), ack, ack, 3, RALLY_UINT64,
+                                              RALLY_BITOR) != RALLY_OK)
+                return 1;
+        }
         for (int j = 0; j < nk; j++) {
             struct rally__sig s = {RALLY__C_SHIFT, 0, 0, -1, (uint64_t)(1000 + j), 0};
             if (rally__ring_shift(&rb->comm, j % 2 ? b : a, nbytes, j % 2 ? a : b, nbytes, &s) !=

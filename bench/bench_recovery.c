@@ -3,9 +3,11 @@
  *
  *   rally-run -n N bench_recovery MODEL_BYTES ITERS rally_mock=1,K,0,0
  *
- * (linked with librally_mock).  Each iteration: a 1 MiB float allreduce, then
- * a checkpoint of a MODEL_BYTES global model.  Rank 1 dies on entering
- * iteration K's allreduce; the launcher restarts it, it loads the checkpoint
+ * (linked with librally_mock).  Each iteration: the previous iteration's
+ * time MAX-reduced (so every rank passes the same model), a 1 MiB float
+ * allreduce, then a checkpoint of a MODEL_BYTES global model holding the
+ * times so far.  Rank 1 dies on entering iteration K's first collective;
+ * the launcher restarts it, it loads the checkpoint
  * from the survivors and the job goes on.  Per-iteration wall times are
  * MAX-reduced over ranks; the iteration with the failure minus the median of
  * the others is the time from the kill to the job back in step, printed by
@@ -78,6 +80,12 @@ int main(int argc, char **argv)
         rally_free(saved);
     }
     for (int it = (int)version; it < iters; it++) {
+        /* the same times on every rank: they go into the checkpoint, whose
+         * model every rank must pass alike (its digest is checked); a
+         * restarted rank is served the survivors' */
+        if (it > 0 &&
+            rally_allreduce(r, &t[it - 1], 1, RALLY_DOUBLE, RALLY_MAX, NULL, NULL) != RALLY_OK)
+            return 1;
         double t0 = bench_now_us();
         if (rally_allreduce(r, v, 1 << 18, RALLY_FLOAT, RALLY_SUM, NULL, NULL) != RALLY_OK)
             return 1;

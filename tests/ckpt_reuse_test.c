@@ -198,8 +198,8 @@ static void snapshot_outlives_two(void **state)
 static void digest_copy_is_digest64(void **state)
 {
     (void)state;
-    static const size_t sizes[] = {0, 1, 240, 4096, (64 << 10) - 1, 64 << 10, (64 << 10) + 1,
-                                   (1 << 20) + 3};
+    static const size_t sizes[] = {
+        0, 1, 240, 4096, (64 << 10) - 1, 64 << 10, (64 << 10) + 1, (1 << 20) + 3};
     unsigned char *src = malloc((1 << 20) + 3), *dst = malloc((1 << 20) + 3);
     fill(src, (1 << 20) + 3, 7);
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
