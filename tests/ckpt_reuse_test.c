@@ -14,6 +14,9 @@
  *                              2, 3 and 4 are checkpointed with other bytes
  *                              (rally_snapshot_busy=skip); once released,
  *                              the snapshot on disk holds version 1's bytes
+ *   snapshot_outlives_two_lazy the same with version 1 lazy: serialized for
+ *                              the writer into a store buffer, which must
+ *                              not become a spare before the writer is done
  *   digest_copy_is_digest64    the store's fused copy-and-digest gives
  *                              rally_digest64 of the bytes, at every size
  *                              around its piece boundary
@@ -137,15 +140,25 @@ static ssize_t gated_write(int fd, const void *p, size_t n)
     return rally__snap_sys_real.write(fd, p, n);
 }
 
-static void snapshot_outlives_two(void **state)
+static uint64_t serialize(void *arg, void *buf, uint64_t cap)
 {
-    (void)state;
+    if (buf != NULL && cap >= MODEL)
+        memcpy(buf, arg, MODEL);
+    return MODEL;
+}
+
+/* Version 1 (lazy: serialized for the writer into a store buffer; else a
+ * copy, with a local model) is held in write() while versions 2-4 are
+ * checkpointed with other bytes. */
+static void outlive(int lazy)
+{
     char dir[] = "/tmp/ckpt_reuse_XXXXXX", a1[4200], path[4300];
     assert_non_null(mkdtemp(dir));
     snprintf(a1, sizeof a1, "rally_snapshot_dir=%s", dir);
     char a0[] = "ckpt_reuse_test", a2[] = "rally_snapshot_every=1",
          a3[] = "rally_snapshot_busy=skip", *av[] = {a0, a1, a2, a3, NULL}, **argv = av;
     int argc = 4;
+    entered = open_gate = calls = 0;
     rally__snap_sys.write = gated_write;
     rally_t *r = NULL;
     assert_int_equal(rally_init(&r, &argc, &argv), RALLY_OK);
@@ -156,7 +169,10 @@ static void snapshot_outlives_two(void **state)
     unsigned char *gm = malloc(MODEL), *lm = malloc(MODEL);
     fill(gm, MODEL, 1);
     fill(lm, MODEL, 101);
-    assert_int_equal(rally_checkpoint(r, gm, MODEL, lm, MODEL), RALLY_OK);
+    if (lazy)
+        assert_int_equal(rally_lazy_checkpoint(r, serialize, gm), RALLY_OK);
+    else
+        assert_int_equal(rally_checkpoint(r, gm, MODEL, lm, MODEL), RALLY_OK);
     /* version 1 is committed and handed to the writer: hold it in write() */
     pthread_mutex_lock(&mu);
     while (!entered)
@@ -165,7 +181,8 @@ static void snapshot_outlives_two(void **state)
     for (unsigned k = 2; k <= 4; k++) {
         fill(gm, MODEL, k);
         fill(lm, MODEL, 100 + k);
-        assert_int_equal(rally_checkpoint(r, gm, MODEL, lm, MODEL), RALLY_OK);
+        assert_int_equal(rally_checkpoint(r, gm, MODEL, lazy ? NULL : lm, lazy ? 0 : MODEL),
+                         RALLY_OK);
     }
     pthread_mutex_lock(&mu);
     open_gate = 1;
@@ -183,16 +200,30 @@ static void snapshot_outlives_two(void **state)
     assert_int_equal(n, MODEL);
     assert_true(same(b, MODEL, 1));
     free(b);
-    assert_int_equal(rally__snap_read(sn, 0, &e, &b, &n), RALLY_OK);
-    assert_int_equal(n, MODEL);
-    assert_true(same(b, MODEL, 101));
-    free(b);
+    if (!lazy) {
+        assert_int_equal(rally__snap_read(sn, 0, &e, &b, &n), RALLY_OK);
+        assert_int_equal(n, MODEL);
+        assert_true(same(b, MODEL, 101));
+        free(b);
+    }
     rally__snap_close(sn);
     free(gm);
     free(lm);
     char rm[4400];
     snprintf(rm, sizeof rm, "rm -rf '%s'", dir);
     assert_int_equal(system(rm), 0);
+}
+
+static void snapshot_outlives_two(void **state)
+{
+    (void)state;
+    outlive(0);
+}
+
+static void snapshot_outlives_two_lazy(void **state)
+{
+    (void)state;
+    outlive(1);
 }
 
 static void digest_copy_is_digest64(void **state)
@@ -215,9 +246,8 @@ static void digest_copy_is_digest64(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(store_reuses_in_place),
-        cmocka_unit_test(store_lent_never_written),
-        cmocka_unit_test(snapshot_outlives_two),
+        cmocka_unit_test(store_reuses_in_place),   cmocka_unit_test(store_lent_never_written),
+        cmocka_unit_test(snapshot_outlives_two),   cmocka_unit_test(snapshot_outlives_two_lazy),
         cmocka_unit_test(digest_copy_is_digest64),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -74,6 +74,8 @@ struct rally__rsnap {
     uint64_t fp;
     const unsigned char *lent[RALLY__SNAP_PARTS_MAX]; /* the store's buffers the writer reads */
     int nlent;
+    unsigned char *lazy; /* a lazy model serialized for the writer: a store spare after it */
+    uint64_t lazy_nbytes;
 };
 
 /* SIGUSR1 (rally-run forwards it to rank 0): a snapshot at the next commit.
@@ -136,6 +138,8 @@ static void give_back(struct rally__robust *rb)
     for (int i = 0; i < s->nlent; i++)
         rally__robust_unlend(rb, s->lent[i]);
     s->nlent = 0;
+    rally__robust_sgive(rb, s->lazy, s->lazy_nbytes);
+    s->lazy = NULL;
 }
 
 /* Lends p to the writer (a part borrowed, not copied). */
@@ -154,8 +158,9 @@ static void take(struct rally__robust *rb, uint64_t v)
     struct rally__rsnap *s = rb->snap;
     struct rally__snap_part parts[RALLY__SNAP_PARTS_MAX];
     struct rally__err saved = *rb->err, e = {0, ""};
-    unsigned char *owned = NULL;
-    if (s->nparts > 0 || s->nlent > 0) { /* a voided snapshot's write still running: let it end */
+    unsigned char *owned = NULL; /* a lazy model's serialization */
+    if (s->nparts > 0 || s->nlent > 0 || s->lazy != NULL) {
+        /* a voided snapshot's write still running: let it end */
         struct rally__snap_file f[RALLY__SNAP_PARTS_MAX];
         struct rally__err res = {0, ""};
         int done = 0;
@@ -177,8 +182,10 @@ static void take(struct rally__robust *rb, uint64_t v)
         if (rally__robust_global_bytes(rb, v, &p, &n, &owned) != RALLY_OK ||
             (owned == NULL && lend(rb, p) != RALLY_OK))
             goto failed;
-        parts[s->nparts++] =
-            (struct rally__snap_part){-1, p, n, owned != NULL ? 1 : RALLY__SNAP_BORROWED};
+        s->lazy = owned; /* serialized into a store buffer: back to the store at give_back */
+        s->lazy_nbytes = n;
+        owned = NULL;
+        parts[s->nparts++] = (struct rally__snap_part){-1, p, n, RALLY__SNAP_BORROWED};
     }
     if (rb->use_local) {
         const unsigned char *p;
@@ -194,8 +201,6 @@ static void take(struct rally__robust *rb, uint64_t v)
     int accepted = 0;
     if (rally__snap_bg_submit(s->bg, &t, parts, s->nparts, 1, &e, &accepted) != RALLY_OK ||
         !accepted) {
-        if (!accepted)
-            free(owned);
         give_back(rb); /* the writer holds none of them */
         snprintf(s->why, sizeof s->why, "%s", e.code ? e.msg : "the writer took nothing");
         s->nparts = 0;
@@ -205,7 +210,6 @@ static void take(struct rally__robust *rb, uint64_t v)
 failed:
     snprintf(s->why, sizeof s->why, "%s", rb->err->msg);
     *rb->err = saved;
-    free(owned);
     give_back(rb);
     s->nparts = 0;
     s->failed = 1;
@@ -320,8 +324,9 @@ void rally__robust_snap_free(struct rally__robust *rb)
     struct rally__rsnap *s = rb->snap;
     if (s == NULL)
         return;
-    rally__snap_bg_stop(s->bg);
+    rally__snap_bg_stop(s->bg); /* finishes the write in flight */
     rally__snap_bg_stop(s->cbg);
+    give_back(rb);
     free(s->app_name);
     free(s->app_config);
     free(s);
