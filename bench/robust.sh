@@ -49,11 +49,11 @@ printf '%-12s %-6s %14s %10s %10s %6s\n' model_bytes k checkpoint_us lazy_us ref
 for m in 1048576 104857600; do
     "$run" -n 4 "$build/bench/bench_ckpt" "$m" 7 2>&1 |
         awk '$2 == "CKPT" { printf "%-12s %-6s %14.1f %10.1f %10.1f %6.2f\n", $3, "global", $5, $6,
-            $7, $7 > 0 ? $5 / $7 : 0 }'
+            $7, ($7 > 0 ? $5 / $7 : 0) }'
     for k in 1 2 3; do
         RALLY_LOCAL_REPLICA=$k "$run" -n 4 "$build/bench/bench_ckpt" "$m" 5 local 2>&1 |
             awk '$2 == "CKPT" { printf "%-12s %-6s %14.1f %10s %10.1f %6.2f\n", $3, "local" $4, $5,
-                "-", $7, $7 > 0 ? $5 / $7 : 0 }'
+                "-", $7, ($7 > 0 ? $5 / $7 : 0) }'
     done
 done
 
