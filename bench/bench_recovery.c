@@ -3,20 +3,28 @@
  *
  *   rally-run -n N bench_recovery MODEL_BYTES ITERS rally_mock=1,K,0,0
  *
- * (linked with librally_mock).  Each iteration: a 1 MiB float allreduce, then
- * a checkpoint of a MODEL_BYTES global model.  Rank 1 dies on entering
- * iteration K's allreduce; the launcher restarts it, it loads the checkpoint
+ * (linked with librally_mock).  Each iteration: the previous iteration's
+ * time MAX-reduced (so every rank passes the same model), a 1 MiB float
+ * allreduce, then a checkpoint of a MODEL_BYTES global model holding the
+ * times so far.  Rank 1 dies on entering iteration K's first collective;
+ * the launcher restarts it, it loads the checkpoint
  * from the survivors and the job goes on.  Per-iteration wall times are
  * MAX-reduced over ranks; the iteration with the failure minus the median of
  * the others is the time from the kill to the job back in step, printed by
- * rank 0 as "RECOVERY <model_bytes> <seconds> <median_iteration_seconds>".
+ * rank 0 as "RECOVERY <model_bytes> <seconds> <median_iteration_seconds>
+ * <transfer_seconds>", the last the reference: one ring shift of the model
+ * between warm buffers over the job's links (median of 3, max over ranks,
+ * taken at the first start, before any checkpoint), what moving the model
+ * to a restarted worker cannot cost less than.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/api.h"
 #include "bench_common.h"
 #include "rally/rally.h"
+#include "robust/robust.h"
 
 static int cmp(const void *a, const void *b)
 {
@@ -38,6 +46,32 @@ int main(int argc, char **argv)
     double *t = calloc((size_t)iters, sizeof *t);
     void *saved = NULL;
     uint64_t saved_n = 0, version = 0;
+    double xfer = 0;
+    if (rally_checkpoint_version(r) == 0 && rally_attempt(r) == 0) {
+        /* the reference, at the first start: every rank is here.  The robust
+         * engine's handle begins with its struct rally__robust
+         * (src/robust/engine.c): its links, for a transfer without it */
+        struct rally__robust *rb = (struct rally__robust *)(void *)rally__api_engine(r);
+        unsigned char *a = malloc(model_nbytes ? model_nbytes : 1);
+        unsigned char *b = malloc(model_nbytes ? model_nbytes : 1);
+        double x[4];
+        memset(a, 1, model_nbytes);
+        memset(b, 2, model_nbytes);
+        for (int i = 0; i < 4; i++) {
+            struct rally__sig sg = {RALLY__C_SHIFT, 0, 0, -1, (uint64_t)(1000 + i), 0};
+            double t0 = bench_now_us();
+            if (rally__ring_shift(&rb->comm, a, model_nbytes, b, model_nbytes, &sg) != RALLY_OK)
+                return 1;
+            x[i] = (bench_now_us() - t0) / 1e6;
+        }
+        if (rally__engine.plain_allreduce(rally__api_engine(r), x + 1, x + 1, 3, RALLY_DOUBLE,
+                                          RALLY_MAX) != RALLY_OK) /* not a bootstrap op */
+            return 1;
+        qsort(x + 1, 3, sizeof *x, cmp);
+        xfer = x[2];
+        free(a);
+        free(b);
+    }
     if (rally_load_checkpoint(r, &saved, &saved_n, NULL, NULL, &version) != RALLY_OK)
         return 1;
     if (version > 0) { /* restarted: carry the times measured before */
@@ -47,6 +81,13 @@ int main(int argc, char **argv)
     }
     for (int it = (int)version; it < iters; it++) {
         double t0 = bench_now_us();
+        /* the same times on every rank: they go into the checkpoint, whose
+         * model every rank must pass alike (its digest is checked); a
+         * restarted rank is served the survivors'.  Timed: the kill
+         * (rally_mock=1,K,0,0) comes in this first collective */
+        if (it > 0 &&
+            rally_allreduce(r, &t[it - 1], 1, RALLY_DOUBLE, RALLY_MAX, NULL, NULL) != RALLY_OK)
+            return 1;
         if (rally_allreduce(r, v, 1 << 18, RALLY_FLOAT, RALLY_SUM, NULL, NULL) != RALLY_OK)
             return 1;
         memcpy(model, t, (size_t)iters * sizeof *t < model_nbytes ? (size_t)iters * sizeof *t : 0);
@@ -61,6 +102,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < iters; i++)
         worst = t[i] > worst ? t[i] : worst;
     if (rally_rank(r) == 0)
-        printf("RECOVERY %zu %.3f %.4f\n", model_nbytes, worst - s[iters / 2], s[iters / 2]);
+        printf("RECOVERY %zu %.3f %.4f %.4f\n", model_nbytes, worst - s[iters / 2], s[iters / 2],
+               xfer);
     return rally_finalize(r) == RALLY_OK ? 0 : 1;
 }

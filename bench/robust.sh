@@ -6,9 +6,13 @@
 #      collective under it; median of the reps, max over ranks per rep.
 #   2. time from a kill to the job back in step: rank 1 dies (mock) on
 #      entering an iteration; the iteration's time minus the median
-#      iteration, max over ranks, for 1 MiB and 100 MiB global models.
+#      iteration, max over ranks, for 1 MiB and 100 MiB global models;
+#      beside it one warm transfer of the model (a ring shift between warm
+#      buffers, same run) and what recovery took beyond it.
 #   3. what a checkpoint costs: a copied global model vs a lazy one, and
-#      local models replicated to k = 1, 2, 3 ring successors.
+#      local models replicated to k = 1, 2, 3 ring successors; beside each
+#      its reference in the same run (a warm memcpy of the model, or k warm
+#      ring shifts of it) and the ratio checkpoint / reference.
 set -e
 build=${1:-build}
 NS=${BENCH_NS:-"2 4 8"}
@@ -28,23 +32,28 @@ done
 
 echo
 echo "recovery: time from a kill to the job back in step (rank 1 dies, restarts, catches up)"
-printf '%-3s %12s %12s %16s\n' N model_bytes recovery_s iteration_s
+echo " (transfer_s = one warm ring shift of the model; beyond_s = recovery_s - transfer_s)"
+printf '%-3s %12s %12s %16s %12s %10s\n' N model_bytes recovery_s iteration_s transfer_s beyond_s
 for n in 4 8; do
     for m in 1048576 104857600; do
         "$run" -n "$n" --max-restarts 2 "$build/bench/bench_recovery" "$m" 8 rally_mock=1,4,0,0 2>&1 |
-            awk -v n="$n" '$2 == "RECOVERY" { printf "%-3s %12s %12.3f %16.4f\n", n, $3, $4, $5 }'
+            awk -v n="$n" '$2 == "RECOVERY" { printf "%-3s %12s %12.3f %16.4f %12.4f %10.3f\n",
+                n, $3, $4, $5, $6, $4 - $6 }'
     done
 done
 
 echo
-echo "checkpoint cost at N=4 (median us, max over ranks): copy vs lazy; local models by replicas k"
-printf '%-12s %-6s %14s %10s\n' model_bytes k checkpoint_us lazy_us
+echo "checkpoint cost at N=4 (median us, max over ranks): copy vs lazy; local models by replicas k;"
+echo " ref_us = a warm memcpy of the model (global), k warm ring shifts of it (local k); x = checkpoint / ref"
+printf '%-12s %-6s %14s %10s %10s %6s\n' model_bytes k checkpoint_us lazy_us ref_us x
 for m in 1048576 104857600; do
     "$run" -n 4 "$build/bench/bench_ckpt" "$m" 7 2>&1 |
-        awk '$2 == "CKPT" { printf "%-12s %-6s %14.1f %10.1f\n", $3, "global", $5, $6 }'
+        awk '$2 == "CKPT" { printf "%-12s %-6s %14.1f %10.1f %10.1f %6.2f\n", $3, "global", $5, $6,
+            $7, ($7 > 0 ? $5 / $7 : 0) }'
     for k in 1 2 3; do
         RALLY_LOCAL_REPLICA=$k "$run" -n 4 "$build/bench/bench_ckpt" "$m" 5 local 2>&1 |
-            awk '$2 == "CKPT" { printf "%-12s %-6s %14.1f %10s\n", $3, "local" $4, $5, "-" }'
+            awk '$2 == "CKPT" { printf "%-12s %-6s %14.1f %10s %10.1f %6.2f\n", $3, "local" $4, $5,
+                "-", $7, ($7 > 0 ? $5 / $7 : 0) }'
     done
 done
 

@@ -206,8 +206,7 @@ static int acknowledge(struct rally__robust *rb)
 {
     rb->q = 0;
     struct ack c = {0};
-    rally__digest_pair(c.pair, rb->lazy == NULL && rb->ckpt != NULL,
-                       rb->ckpt != NULL ? rally_digest64(rb->ckpt, (size_t)rb->ckpt_nbytes) : 0);
+    rally__digest_pair(c.pair, rb->lazy == NULL && rb->ckpt != NULL, rb->ckpt_digest);
     struct rally__op ack = {{RALLY__K_ACK, 0, 0, -1, rb->version, 0}, NULL, NULL, run_ack,
                             deliver_ack, &c};
     int rc = rally__robust_op(rb, &ack);
@@ -309,20 +308,17 @@ int rally__robust_load(struct rally__robust *rb, void **global, uint64_t *global
             return RALLY_OK;
         }
         if (rc == SERVED) {
+            /* res is the store's model now (recover() adopted it): the caller's copy */
             struct rally__localset *ls =
                 rb->use_local ? rally__robust_set_of(rb, rb->version) : NULL;
             unsigned char *g = rally__robust_dup(res, n), *l = NULL;
-            unsigned char *keep = rally__robust_dup(res, n);
-            rally__robust_unbuf(rb, res);
             if (ls != NULL && local != NULL)
                 l = rally__robust_dup(ls->data[0], ls->nbytes[0]);
-            if (g == NULL || keep == NULL || (ls != NULL && local != NULL && l == NULL)) {
+            if (g == NULL || (ls != NULL && local != NULL && l == NULL)) {
                 free(g);
-                free(keep);
                 free(l);
                 return rally__fail(rb->err, RALLY_ENOMEM, "out of memory loading a checkpoint");
             }
-            rally__robust_store_adopt(rb, keep, n);
             rb->loaded = 1; /* rb->version was set by recover() */
             if ((rc = acknowledge(rb)) != RALLY_OK) {
                 free(g);

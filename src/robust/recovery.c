@@ -58,10 +58,11 @@ static int agree(struct rally__robust *rb, uint64_t v[S_N], int kind)
 }
 
 /* Broadcasts (sig, bytes) from root; every worker takes part, and *out (a
- * rally__robust_buf) receives the bytes on workers that want them. */
+ * rally__robust_buf, or with cap a store buffer of capacity *cap: a
+ * checkpoint the store keeps) receives the bytes on workers that want them. */
 static int transfer(struct rally__robust *rb, int root, struct rally__sig *sig,
                     const unsigned char *data, uint64_t nbytes, int want, unsigned char **out,
-                    uint64_t *out_nbytes)
+                    uint64_t *out_nbytes, uint64_t *cap)
 {
     /* the head is sig itself, in its wire form, its sidecar carrying nbytes */
     unsigned char head[RALLY__SIG_NBYTES];
@@ -77,7 +78,11 @@ static int transfer(struct rally__robust *rb, int root, struct rally__sig *sig,
         return rally__fail(rb->err, RALLY_EPROTO, "a recovery transfer began with a bad header");
     uint64_t n = sig->sidecar;
     sig->sidecar = 0;
-    unsigned char *buf = rb->rank == root ? (unsigned char *)data : rally__robust_buf(rb, n);
+    uint64_t c = 0;
+    int store = cap != NULL && want && rb->rank != root;
+    unsigned char *buf = rb->rank == root ? (unsigned char *)data
+                         : store          ? rally__robust_stake(rb, n, &c)
+                                          : rally__robust_buf(rb, n);
     if (buf == NULL)
         return rally__fail(rb->err, RALLY_ENOMEM, "out of memory for a %llu-byte recovery transfer",
                            (unsigned long long)n);
@@ -88,6 +93,10 @@ static int transfer(struct rally__robust *rb, int root, struct rally__sig *sig,
     if (rc == RALLY_OK && want) {
         *out = buf;
         *out_nbytes = n;
+        if (store)
+            *cap = c;
+    } else if (store) {
+        rally__robust_sgive(rb, buf, c);
     } else {
         rally__robust_unbuf(rb, buf);
     }
@@ -145,20 +154,17 @@ static int recover_locals(struct rally__robust *rb, uint64_t v, int want)
         }
         struct rally__sig sig = {RALLY__K_LOCAL_NEED, 0, 0, -1, (uint64_t)q, 0};
         unsigned char *res = NULL;
-        uint64_t n = 0;
+        uint64_t n = 0, cap = 0;
         int take = want && j_me <= k;
         rc = transfer(rb, (int)h[S_MIN], &sig, hold ? mine->data[j_me] : NULL,
-                      hold ? mine->nbytes[j_me] : 0, take, &res, &n);
+                      hold ? mine->nbytes[j_me] : 0, take, &res, &n, &cap);
         if (rc != RALLY_OK)
             goto done;
-        if (take) {
-            mine->data[j_me] = rally__robust_dup(res, n);
+        if (take) { /* received into a store buffer: it becomes the slot's */
+            rally__robust_sgive(rb, mine->data[j_me], mine->cap[j_me]);
+            mine->data[j_me] = res;
             mine->nbytes[j_me] = n;
-            rally__robust_unbuf(rb, res);
-            if (mine->data[j_me] == NULL) {
-                rc = rally__fail(rb->err, RALLY_ENOMEM, "out of memory for a local model");
-                goto done;
-            }
+            mine->cap[j_me] = cap;
         }
     }
     if (nlost > 0) {
@@ -223,18 +229,23 @@ int rally__robust_recover(struct rally__robust *rb, uint64_t key, const struct r
                 rally__robust_fatal(rb, RALLY_EINVAL, rb->err->msg);
                 return RALLY_EINVAL;
             }
-            rc = transfer(rb, root, &sig, g, gn, want, res, res_nbytes);
-            free(owned);
+            unsigned char *got = NULL;
+            uint64_t got_n = 0, cap = 0;
+            rc = transfer(rb, root, &sig, g, gn, want, &got, &got_n, &cap);
+            rally__robust_sgive(rb, owned, gn);
             if (rc == RALLY_OK && s[S_LOCAL])
                 rc = recover_locals(rb, version, want);
             if (rc != RALLY_OK) {
                 if (want)
-                    rally__robust_unbuf(rb, *res);
+                    rally__robust_sgive(rb, got, cap);
                 return rc;
             }
-            if (want) {
+            if (want) { /* the store keeps the received buffer; the caller copies it */
+                rally__robust_store_adopt(rb, got, got_n, cap);
                 rb->version = sig.count;
                 rb->use_local = (int)s[S_LOCAL];
+                *res = rb->ckpt;
+                *res_nbytes = got_n;
                 return SERVED;
             }
             continue;
@@ -258,7 +269,7 @@ int rally__robust_recover(struct rally__robust *rb, uint64_t key, const struct r
         struct rally__sig sig = have ? have->sig : (struct rally__sig){0};
         int want = key == at;
         rc = transfer(rb, (int)h[S_MIN], &sig, have ? have->data : NULL, have ? have->nbytes : 0,
-                      want, res, res_nbytes);
+                      want, res, res_nbytes, NULL);
         if (rc != RALLY_OK)
             return rc;
         if (!want)

@@ -104,6 +104,19 @@ struct rally__localset {
     int valid; /* replication of this version completed */
     unsigned char *data[RALLY__MAX_REPLICA + 1];
     uint64_t nbytes[RALLY__MAX_REPLICA + 1];
+    uint64_t cap[RALLY__MAX_REPLICA + 1]; /* data[j]'s capacity: kept across versions */
+};
+
+/* The store's buffers are reused across versions (store.c, "the buffer
+ * rule" in docs/recovery.md): a buffer is written in place when it is big
+ * enough and not lent; spares wait in a small pool keyed by capacity; a
+ * buffer lent to the snapshot writer (rally__robust_lend) is never written
+ * nor pooled until it is given back (rally__robust_unlend). */
+#define RALLY__STORE_SPARES 4
+#define RALLY__STORE_LENT 4
+struct rally__sbuf {
+    unsigned char *p;
+    uint64_t cap;
 };
 
 /* Commit hooks (rally__commit_fn, api/engine.h) run on every rank when
@@ -136,6 +149,14 @@ struct rally__robust {
     /* the checkpoint store (store.c) */
     unsigned char *ckpt; /* the newest checkpoint's global model */
     uint64_t ckpt_nbytes;
+    uint64_t ckpt_cap;    /* ckpt's capacity */
+    uint64_t ckpt_digest; /* rally_digest64 of ckpt's bytes */
+    struct rally__sbuf spare[RALLY__STORE_SPARES]; /* reusable buffers, any capacity */
+    int nspare;
+    const unsigned char *lent[RALLY__STORE_LENT]; /* read by the snapshot writer */
+    int nlent;
+    struct rally__sbuf held[RALLY__STORE_LENT]; /* lent ones the store let go of */
+    int nheld;
     rally_serialize_fn lazy; /* or: serialize it only when asked */
     void *lazy_arg;
     int use_local;                  /* the job checkpoints local models */
@@ -231,6 +252,16 @@ void rally__robust_cache_free(struct rally__robust *rb);
 /* --- store.c: the checkpoint store --- */
 
 unsigned char *rally__robust_dup(const void *p, uint64_t n);
+/* A store buffer of at least nbytes (a spare, or fresh: growth); its
+ * capacity in *cap.  NULL when out of memory. */
+unsigned char *rally__robust_stake(struct rally__robust *rb, uint64_t nbytes, uint64_t *cap);
+/* Gives a store buffer back: pooled, kept aside while lent, or freed
+ * (NULL is fine). */
+void rally__robust_sgive(struct rally__robust *rb, unsigned char *p, uint64_t cap);
+/* The snapshot writer reads p (a buffer of the store) until unlend: the
+ * store neither writes nor reuses it meanwhile. */
+int rally__robust_lend(struct rally__robust *rb, const unsigned char *p);
+void rally__robust_unlend(struct rally__robust *rb, const unsigned char *p);
 /* The valid local set of version v, or NULL. */
 struct rally__localset *rally__robust_set_of(struct rally__robust *rb, uint64_t v);
 /* A cleared set to fill: never the valid one of the current version. */
@@ -238,14 +269,20 @@ struct rally__localset *rally__robust_set_spare(struct rally__robust *rb);
 /* Stores the global model of the next version: a copy, or lazy. */
 int rally__robust_store_global(struct rally__robust *rb, const void *global, uint64_t nbytes,
                                rally_serialize_fn lazy, void *lazy_arg);
-/* Stores a global model served in load_checkpoint (malloc'd; owned now). */
-void rally__robust_store_adopt(struct rally__robust *rb, unsigned char *global, uint64_t nbytes);
+/* Stores a global model served in load_checkpoint or read from a snapshot:
+ * global is a rally__robust_stake buffer of capacity cap, owned now. */
+void rally__robust_store_adopt(struct rally__robust *rb, unsigned char *global, uint64_t nbytes,
+                               uint64_t cap);
+/* Puts n bytes from p into slot j of ls, reusing its buffer when it fits
+ * and is not lent (p NULL: the slot is sized only). */
+int rally__robust_set_fill(struct rally__robust *rb, struct rally__localset *ls, int j,
+                           const void *p, uint64_t n);
 /* Replicates this worker's local model for the next version along the ring
  * (an operation at the current position). */
 int rally__robust_replicate(struct rally__robust *rb, const void *local, uint64_t nbytes);
 /* Read interface: the global model of version v (only the newest is held),
  * stored or serialized now (lazy); *owned says whether the caller frees
- * the bytes. */
+ * the bytes (free(), or rally__robust_sgive with *n as the capacity). */
 int rally__robust_global_bytes(struct rally__robust *rb, uint64_t v, const unsigned char **p,
                                uint64_t *n, unsigned char **owned);
 /* Read interface: rank's local model of version v, when this worker holds
@@ -308,7 +345,8 @@ void rally__robust_dmlc_free(struct rally__robust *rb);
 /* Agreement rounds at position key until every worker is there
  * (RALLY__EXECUTE), or this worker was served: its result in *res
  * (RALLY__SERVED).  In load_checkpoint (key LOAD) "served" means the
- * checkpoint arrived, or that there is none (*res NULL). */
+ * checkpoint arrived, or that there is none (*res NULL); the store holds
+ * it then, and *res is the store's (rb->ckpt), not the caller's. */
 int rally__robust_recover(struct rally__robust *rb, uint64_t key, const struct rally__sig *mine,
                           unsigned char **res, uint64_t *res_nbytes);
 

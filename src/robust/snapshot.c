@@ -72,6 +72,10 @@ struct rally__rsnap {
     char scheme[65]; /* rally_set_input: the partitioning scheme, "" none */
     int has_fp;      /* ... and this rank's input fingerprint */
     uint64_t fp;
+    const unsigned char *lent[RALLY__SNAP_PARTS_MAX]; /* the store's buffers the writer reads */
+    int nlent;
+    unsigned char *lazy; /* a lazy model serialized for the writer: a store spare after it */
+    uint64_t lazy_nbytes;
 };
 
 /* SIGUSR1 (rally-run forwards it to rank 0): a snapshot at the next commit.
@@ -126,23 +130,46 @@ static void trigger(struct rally__robust *rb, uint64_t v)
     }
 }
 
+/* The writer is done with this rank's parts (its poll said so): the store
+ * may reuse their buffers. */
+static void give_back(struct rally__robust *rb)
+{
+    struct rally__rsnap *s = rb->snap;
+    for (int i = 0; i < s->nlent; i++)
+        rally__robust_unlend(rb, s->lent[i]);
+    s->nlent = 0;
+    rally__robust_sgive(rb, s->lazy, s->lazy_nbytes);
+    s->lazy = NULL;
+}
+
+/* Lends p to the writer (a part borrowed, not copied). */
+static int lend(struct rally__robust *rb, const unsigned char *p)
+{
+    struct rally__rsnap *s = rb->snap;
+    if (rally__robust_lend(rb, p) != RALLY_OK)
+        return rb->err->code;
+    s->lent[s->nlent++] = p;
+    return RALLY_OK;
+}
+
 /* Hands this rank's parts of version v to the background writer. */
 static void take(struct rally__robust *rb, uint64_t v)
 {
     struct rally__rsnap *s = rb->snap;
     struct rally__snap_part parts[RALLY__SNAP_PARTS_MAX];
     struct rally__err saved = *rb->err, e = {0, ""};
-    unsigned char *owned = NULL;
-    if (s->nparts > 0) { /* a voided snapshot's write still running: let it end */
+    unsigned char *owned = NULL; /* a lazy model's serialization */
+    if (s->nparts > 0 || s->nlent > 0 || s->lazy != NULL) {
+        /* a voided snapshot's write still running: let it end */
         struct rally__snap_file f[RALLY__SNAP_PARTS_MAX];
         struct rally__err res = {0, ""};
         int done = 0;
         rally__snap_bg_poll(s->bg, -1, &done, &res, f);
+        give_back(rb);
     }
-    /* Waiting at the next checkpoint, the store keeps V's bytes until the
-     * write is done: lent, not copied.  Skipping, the write may outlive
-     * them: copied. */
-    int lend = s->skip ? 0 : RALLY__SNAP_BORROWED;
+    /* V's bytes are lent, not copied: the store neither writes nor reuses
+     * a lent buffer (store.c), however many checkpoints the write outlives
+     * (rally_snapshot_busy=skip), until give_back. */
     s->pending = s->last = v;
     s->last_ms = rally__now_ms();
     s->nparts = 0;
@@ -152,16 +179,21 @@ static void take(struct rally__robust *rb, uint64_t v)
     if (rb->rank == 0) {
         const unsigned char *p;
         uint64_t n;
-        if (rally__robust_global_bytes(rb, v, &p, &n, &owned) != RALLY_OK)
+        if (rally__robust_global_bytes(rb, v, &p, &n, &owned) != RALLY_OK ||
+            (owned == NULL && lend(rb, p) != RALLY_OK))
             goto failed;
-        parts[s->nparts++] = (struct rally__snap_part){-1, p, n, owned != NULL ? 1 : lend};
+        s->lazy = owned; /* serialized into a store buffer: back to the store at give_back */
+        s->lazy_nbytes = n;
+        owned = NULL;
+        parts[s->nparts++] = (struct rally__snap_part){-1, p, n, RALLY__SNAP_BORROWED};
     }
     if (rb->use_local) {
         const unsigned char *p;
         uint64_t n;
-        if (rally__robust_local_bytes(rb, v, rb->rank, &p, &n) != RALLY_OK)
+        if (rally__robust_local_bytes(rb, v, rb->rank, &p, &n) != RALLY_OK ||
+            lend(rb, p) != RALLY_OK)
             goto failed;
-        parts[s->nparts++] = (struct rally__snap_part){rb->rank, p, n, lend};
+        parts[s->nparts++] = (struct rally__snap_part){rb->rank, p, n, RALLY__SNAP_BORROWED};
     }
     if (s->nparts == 0)
         return;
@@ -169,8 +201,7 @@ static void take(struct rally__robust *rb, uint64_t v)
     int accepted = 0;
     if (rally__snap_bg_submit(s->bg, &t, parts, s->nparts, 1, &e, &accepted) != RALLY_OK ||
         !accepted) {
-        if (!accepted)
-            free(owned);
+        give_back(rb); /* the writer holds none of them */
         snprintf(s->why, sizeof s->why, "%s", e.code ? e.msg : "the writer took nothing");
         s->nparts = 0;
         s->failed = 1;
@@ -179,7 +210,7 @@ static void take(struct rally__robust *rb, uint64_t v)
 failed:
     snprintf(s->why, sizeof s->why, "%s", rb->err->msg);
     *rb->err = saved;
-    free(owned);
+    give_back(rb);
     s->nparts = 0;
     s->failed = 1;
 }
@@ -293,8 +324,9 @@ void rally__robust_snap_free(struct rally__robust *rb)
     struct rally__rsnap *s = rb->snap;
     if (s == NULL)
         return;
-    rally__snap_bg_stop(s->bg);
+    rally__snap_bg_stop(s->bg); /* finishes the write in flight */
     rally__snap_bg_stop(s->cbg);
+    give_back(rb);
     free(s->app_name);
     free(s->app_config);
     free(s);
@@ -422,6 +454,7 @@ static void fill_slot(struct rally__robust *rb, unsigned char *slot, int wait, i
                     rally__now_ms() - t0, s->pending);
         }
         if (done == 1) {
+            give_back(rb);
             if (res.code != RALLY_OK) {
                 snprintf(s->why, sizeof s->why, "%s", res.msg);
                 s->failed = 1;
@@ -746,8 +779,9 @@ int rally__robust_snap_resume(struct rally__robust *rb, unsigned char **global, 
             uint64_t n = 0;
             if ((rc = rally__snap_read(sn, r, rb->err, &b, &n)) != RALLY_OK)
                 goto out;
+            rally__robust_sgive(rb, ls->data[j], ls->cap[j]);
             ls->data[j] = b ? b : malloc(1);
-            ls->nbytes[j] = n;
+            ls->nbytes[j] = ls->cap[j] = n;
             if (ls->data[j] == NULL) {
                 rc = rally__fail(rb->err, RALLY_ENOMEM, "out of memory");
                 goto out;
@@ -766,7 +800,7 @@ int rally__robust_snap_resume(struct rally__robust *rb, unsigned char **global, 
         rc = rally__fail(rb->err, RALLY_ENOMEM, "out of memory");
         goto out;
     }
-    rally__robust_store_adopt(rb, keep, gnb);
+    rally__robust_store_adopt(rb, keep, gnb, gnb);
     if (rb->rank == 0)
         say(rb, "resuming from %s: checkpoint version %" PRIu64 " of run %s, %d workers",
             rb->cfg->resume, m->version, m->run_id, m->world);

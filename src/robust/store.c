@@ -10,18 +10,147 @@
  * reduced by OR, the request bits of every worker (rally__robust_request),
  * so a request such as "snapshot this version" reaches every worker's hooks
  * at the same version with no extra round.
+ *
+ * The buffer rule: on this kind of machine a fresh page costs several times
+ * a copy, so the store's buffers live across versions.  The global model is
+ * copied in place into the buffer that held the previous version, each
+ * local-model slot into the buffer that held it two versions ago (loc[] is
+ * a double buffer); a buffer too small goes to a small pool of spares keyed
+ * by capacity, from which (or, failing that, fresh: growth) the bigger one
+ * comes.  A buffer lent to the snapshot writer (rally__robust_lend) is
+ * neither written nor pooled: the store lets go of it (held[]) and takes
+ * another, and it becomes a spare when the writer gives it back.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "robust/robust.h"
+#include "util/digest.h"
 #include "util/wire.h"
 
-static void set_clear(struct rally__localset *ls)
+static int is_lent(const struct rally__robust *rb, const unsigned char *p)
+{
+    for (int i = 0; p != NULL && i < rb->nlent; i++)
+        if (rb->lent[i] == p)
+            return 1;
+    return 0;
+}
+
+unsigned char *rally__robust_stake(struct rally__robust *rb, uint64_t nbytes, uint64_t *cap)
+{
+    int best = -1;
+    for (int i = 0; i < rb->nspare; i++)
+        if (rb->spare[i].cap >= nbytes && (best < 0 || rb->spare[i].cap < rb->spare[best].cap))
+            best = i;
+    if (best >= 0) {
+        unsigned char *p = rb->spare[best].p;
+        *cap = rb->spare[best].cap;
+        rb->spare[best] = rb->spare[--rb->nspare];
+        return p;
+    }
+    if (nbytes > SIZE_MAX)
+        return NULL;
+    unsigned char *p = malloc(nbytes ? (size_t)nbytes : 1);
+    if (p != NULL)
+        *cap = nbytes;
+    return p;
+}
+
+void rally__robust_sgive(struct rally__robust *rb, unsigned char *p, uint64_t cap)
+{
+    if (p == NULL)
+        return;
+    if (is_lent(rb, p) && rb->nheld < RALLY__STORE_LENT) { /* nheld <= nlent: it fits */
+        rb->held[rb->nheld++] = (struct rally__sbuf){p, cap};
+        return;
+    }
+    if (rb->nspare == RALLY__STORE_SPARES) { /* the pool keeps the biggest */
+        int small = 0;
+        for (int i = 1; i < rb->nspare; i++)
+            if (rb->spare[i].cap < rb->spare[small].cap)
+                small = i;
+        if (rb->spare[small].cap >= cap) {
+            free(p);
+            return;
+        }
+        free(rb->spare[small].p);
+        rb->spare[small] = rb->spare[--rb->nspare];
+    }
+    rb->spare[rb->nspare++] = (struct rally__sbuf){p, cap};
+}
+
+int rally__robust_lend(struct rally__robust *rb, const unsigned char *p)
+{
+    if (rb->nlent == RALLY__STORE_LENT)
+        return rally__fail(rb->err, RALLY_EINVAL,
+                           "the checkpoint store lends at most %d buffers to the snapshot "
+                           "writer; this is one more",
+                           RALLY__STORE_LENT);
+    rb->lent[rb->nlent++] = p;
+    return RALLY_OK;
+}
+
+void rally__robust_unlend(struct rally__robust *rb, const unsigned char *p)
+{
+    for (int i = 0; i < rb->nlent; i++)
+        if (rb->lent[i] == p) {
+            rb->lent[i] = rb->lent[--rb->nlent];
+            break;
+        }
+    if (is_lent(rb, p)) /* lent twice (a global and a local slot cannot be one buffer) */
+        return;
+    for (int i = 0; i < rb->nheld; i++)
+        if (rb->held[i].p == p) {
+            struct rally__sbuf b = rb->held[i];
+            rb->held[i] = rb->held[--rb->nheld];
+            rally__robust_sgive(rb, b.p, b.cap);
+            return;
+        }
+}
+
+/* *slot (capacity *cap) made able to take n bytes and not lent: in place
+ * when it is, else a spare or a fresh buffer, the old one given back. */
+static int fit(struct rally__robust *rb, unsigned char **slot, uint64_t *cap, uint64_t n)
+{
+    if (*slot != NULL && *cap >= n && !is_lent(rb, *slot))
+        return RALLY_OK;
+    uint64_t c = 0;
+    unsigned char *q = rally__robust_stake(rb, n, &c);
+    if (q == NULL)
+        return rally__fail(rb->err, RALLY_ENOMEM, "out of memory for a %llu-byte checkpoint buffer",
+                           (unsigned long long)n);
+    rally__robust_sgive(rb, *slot, *cap);
+    *slot = q;
+    *cap = c;
+    return RALLY_OK;
+}
+
+/* Invalid and empty, its buffers kept for the next version. */
+static void set_reset(struct rally__localset *ls)
+{
+    ls->valid = 0;
+    ls->version = 0;
+    memset(ls->nbytes, 0, sizeof ls->nbytes);
+}
+
+static void set_free(struct rally__robust *rb, struct rally__localset *ls)
 {
     for (int j = 0; j <= RALLY__MAX_REPLICA; j++)
-        free(ls->data[j]);
+        rally__robust_sgive(rb, ls->data[j], ls->cap[j]);
     memset(ls, 0, sizeof *ls);
+}
+
+int rally__robust_set_fill(struct rally__robust *rb, struct rally__localset *ls, int j,
+                           const void *p, uint64_t n)
+{
+    ls->nbytes[j] = 0;
+    int rc = fit(rb, &ls->data[j], &ls->cap[j], n);
+    if (rc != RALLY_OK)
+        return rc;
+    if (p != NULL && n > 0)
+        memcpy(ls->data[j], p, (size_t)n);
+    ls->nbytes[j] = n;
+    return RALLY_OK;
 }
 
 struct rally__localset *rally__robust_set_of(struct rally__robust *rb, uint64_t v)
@@ -36,7 +165,7 @@ struct rally__localset *rally__robust_set_spare(struct rally__robust *rb)
 {
     struct rally__localset *keep = rally__robust_set_of(rb, rb->version);
     struct rally__localset *ls = keep == &rb->loc[0] ? &rb->loc[1] : &rb->loc[0];
-    set_clear(ls);
+    set_reset(ls);
     return ls;
 }
 
@@ -63,10 +192,10 @@ int rally__robust_global_bytes(struct rally__robust *rb, uint64_t v, const unsig
         *owned = NULL;
         return RALLY_OK;
     }
-    uint64_t m = rb->lazy(rb->lazy_arg, NULL, 0);
-    unsigned char *b = m == UINT64_MAX || m > SIZE_MAX ? NULL : malloc(m ? (size_t)m : 1);
+    uint64_t m = rb->lazy(rb->lazy_arg, NULL, 0), cap = 0;
+    unsigned char *b = m == UINT64_MAX || m > SIZE_MAX ? NULL : rally__robust_stake(rb, m, &cap);
     if (b == NULL || rb->lazy(rb->lazy_arg, b, m) != m) {
-        free(b);
+        rally__robust_sgive(rb, b, cap);
         return rally__fail(rb->err, RALLY_EINVAL,
                            "the lazy checkpoint's serialize callback failed for version %llu",
                            (unsigned long long)v);
@@ -92,21 +221,20 @@ static int run_replicate(struct rally__robust *rb, struct rally__op *op, unsigne
     struct replicate *c = op->ctx;
     struct rally__localset *ls = c->ls = rally__robust_set_spare(rb);
     ls->version = rb->version + 1;
-    if ((ls->data[0] = rally__robust_dup(c->local, c->nbytes)) == NULL)
-        return rally__fail(rb->err, RALLY_ENOMEM, "out of memory copying a local model");
-    ls->nbytes[0] = c->nbytes;
+    int rc = rally__robust_set_fill(rb, ls, 0, c->local, c->nbytes);
+    if (rc != RALLY_OK)
+        return rc;
     for (int j = 1; j <= rb->k; j++) {
         unsigned char out[8], in[8];
         rally__put_u64(out, ls->nbytes[j - 1]);
         struct rally__sig s1 = {RALLY__C_SHIFT, 0, 0, -1, (uint64_t)(2 * j), 0};
-        int rc = rally__ring_shift(&rb->comm, out, 8, in, 8, &s1);
+        rc = rally__ring_shift(&rb->comm, out, 8, in, 8, &s1);
         if (rc != RALLY_OK)
             return rc;
         uint64_t m = rally__get_u64(in);
-        if (m > SIZE_MAX || (ls->data[j] = malloc(m ? (size_t)m : 1)) == NULL)
+        if (m > SIZE_MAX || rally__robust_set_fill(rb, ls, j, NULL, m) != RALLY_OK)
             return rally__fail(rb->err, RALLY_ENOMEM, "out of memory for a %llu-byte local model",
                                (unsigned long long)m);
-        ls->nbytes[j] = m;
         struct rally__sig s2 = {RALLY__C_SHIFT, 0, 0, -1, (uint64_t)(2 * j + 1), 0};
         rc = rally__ring_shift(&rb->comm, ls->data[j - 1], (size_t)ls->nbytes[j - 1], ls->data[j],
                                (size_t)m, &s2);
@@ -137,26 +265,35 @@ int rally__robust_replicate(struct rally__robust *rb, const void *local, uint64_
     return rally__robust_op(rb, &op);
 }
 
+/* The copy and its digest in one pass (util/digest.h): each piece is
+ * hashed while it is still in the cache. */
 int rally__robust_store_global(struct rally__robust *rb, const void *global, uint64_t nbytes,
                                rally_serialize_fn lazy, void *lazy_arg)
 {
-    unsigned char *copy = NULL;
-    if (lazy == NULL && (copy = rally__robust_dup(global, nbytes)) == NULL)
-        return rally__fail(rb->err, RALLY_ENOMEM, "checkpoint: cannot copy a %llu-byte model",
-                           (unsigned long long)nbytes);
-    free(rb->ckpt);
-    rb->ckpt = copy;
-    rb->ckpt_nbytes = nbytes;
+    if (lazy != NULL) {
+        rally__robust_sgive(rb, rb->ckpt, rb->ckpt_cap); /* a spare for the next copy */
+        rb->ckpt = NULL;
+        rb->ckpt_cap = rb->ckpt_nbytes = rb->ckpt_digest = 0;
+    } else {
+        if (nbytes > SIZE_MAX || fit(rb, &rb->ckpt, &rb->ckpt_cap, nbytes) != RALLY_OK)
+            return rally__fail(rb->err, RALLY_ENOMEM, "checkpoint: cannot copy a %llu-byte model",
+                               (unsigned long long)nbytes);
+        rb->ckpt_digest = rally__digest_copy(rb->ckpt, global, (size_t)nbytes);
+        rb->ckpt_nbytes = nbytes;
+    }
     rb->lazy = lazy;
     rb->lazy_arg = lazy_arg;
     return RALLY_OK;
 }
 
-void rally__robust_store_adopt(struct rally__robust *rb, unsigned char *global, uint64_t nbytes)
+void rally__robust_store_adopt(struct rally__robust *rb, unsigned char *global, uint64_t nbytes,
+                               uint64_t cap)
 {
-    free(rb->ckpt);
+    rally__robust_sgive(rb, rb->ckpt, rb->ckpt_cap);
     rb->ckpt = global;
     rb->ckpt_nbytes = nbytes;
+    rb->ckpt_cap = cap;
+    rb->ckpt_digest = rally_digest64(global, (size_t)nbytes);
     rb->lazy = NULL;
 }
 
@@ -214,10 +351,18 @@ int rally__robust_turn(struct rally__robust *rb, int when)
     return RALLY_OK;
 }
 
+/* After the snapshot writer stopped: nothing is lent any more. */
 void rally__robust_store_free(struct rally__robust *rb)
 {
-    free(rb->ckpt);
+    rb->nlent = 0;
+    rally__robust_sgive(rb, rb->ckpt, rb->ckpt_cap);
     rb->ckpt = NULL;
-    set_clear(&rb->loc[0]);
-    set_clear(&rb->loc[1]);
+    rb->ckpt_cap = 0;
+    set_free(rb, &rb->loc[0]);
+    set_free(rb, &rb->loc[1]);
+    for (int i = 0; i < rb->nheld; i++)
+        free(rb->held[i].p);
+    for (int i = 0; i < rb->nspare; i++)
+        free(rb->spare[i].p);
+    rb->nheld = rb->nspare = 0;
 }

@@ -7,6 +7,8 @@
 #include "util/digest.h"
 
 #include <stdio.h>
+#include <string.h>
+#define XXH_STATIC_LINKING_ONLY /* XXH3_state_t on the stack */
 #include <xxhash.h>
 
 #include "rally/rally.h"
@@ -15,6 +17,28 @@ uint64_t rally_digest64(const void *buf, size_t n)
 {
     static const unsigned char none;
     return (uint64_t)XXH3_64bits(n ? buf : &none, n);
+}
+
+#define PIECE ((size_t)64 << 10) /* fits L2 with room to spare */
+
+uint64_t rally__digest_copy(void *dst, const void *src, size_t n)
+{
+    uint64_t d;
+    if (n <= PIECE) {
+        if (n > 0)
+            memcpy(dst, src, n);
+        return rally_digest64(dst, n);
+    }
+    if (rally__digest_copy_fast(dst, src, n, PIECE, &d))
+        return d;
+    XXH3_state_t st;
+    XXH3_64bits_reset(&st);
+    for (size_t off = 0; off < n; off += PIECE) {
+        size_t m = n - off < PIECE ? n - off : PIECE;
+        memcpy((unsigned char *)dst + off, (const unsigned char *)src + off, m);
+        XXH3_64bits_update(&st, (const unsigned char *)dst + off, m);
+    }
+    return (uint64_t)XXH3_64bits_digest(&st);
 }
 
 /* "0, 1, 3" into buf: the ranks whose pair is the first group's digest d. */

@@ -14,6 +14,7 @@
 #ifndef RALLY_UTIL_DIGEST_H
 #define RALLY_UTIL_DIGEST_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "util/err.h"
@@ -30,6 +31,13 @@ static inline int rally__digest_disagree(const uint64_t ored[2])
 {
     return (ored[0] & ored[1]) != 0;
 }
+
+/* Copies n bytes from src to dst and returns rally_digest64 of them, in
+ * one pass: each piece is hashed while it is still in the cache. */
+uint64_t rally__digest_copy(void *dst, const void *src, size_t n);
+/* Its fast path (digest_copy.c): 1 and *d when this CPU has one, else 0
+ * and nothing written. */
+int rally__digest_copy_fast(void *dst, const void *src, size_t n, size_t piece, uint64_t *d);
 
 /* RALLY_EMISMATCH naming the ranks of each digest, from the pairs of every
  * rank (pairs[2 * r], pairs[2 * r + 1]) of checkpoint version v. */
