@@ -317,7 +317,8 @@ local)
     wait "$launcher" 2>/dev/null
     grep -q "result:" "$tmp/out" && fail "the job finished before it was killed"
     no_orphans
-    s=$(ls -d "$D"/loc/snap-* | tail -1)
+    # the newest complete one: a write the kill cut short stays incomplete
+    s=$D/loc/$("$snap" ls "$D/loc" | sed -n 's/^  \* \(snap-[0-9]*\) .*/\1/p')
     [ -f "$s/local-0003.bin" ] || fail "no local model files in $s"
     "$snap" verify "$s" >/dev/null || fail "$s does not verify"
     job "$tmp/resumed" -n 4 --snapshot-dir "$D" --job loc --resume latest "$recmock" 2000 14 local \
