@@ -206,7 +206,7 @@ static int logged(const char *s)
 static void join_all(int world)
 {
     for (int i = 0; i < world; i++) {
-        char task[8];
+        char task[16];
         snprintf(task, sizeof task, "%d", i);
         open_m(i);
         reg(i, task, 0);

@@ -48,8 +48,8 @@ int rally__frame_recv(int fd, uint16_t *type, void *body, size_t cap, size_t *nb
                       int64_t deadline, const char *what, struct rally__err *e)
 {
     unsigned char h[RALLY__FRAME_HDR];
-    uint16_t t;
-    size_t n;
+    uint16_t t = 0;
+    size_t n = 0;
     if (rally__recv_all(fd, h, sizeof h, deadline, what, e) != RALLY_OK ||
         check_hdr(h, cap, &t, &n, what, e) != RALLY_OK ||
         rally__recv_all(fd, body, n, deadline, what, e) != RALLY_OK)

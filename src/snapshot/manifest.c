@@ -358,7 +358,7 @@ static int parse_members(json_t *root, struct rally__snap_manifest *m, struct ra
         json_t *x = json_array_get(a, (size_t)r);
         char where[48];
         snprintf(where, sizeof where, "membership[%d].", r);
-        long long rank;
+        long long rank = 0;
         if (!json_is_object(x))
             return bad(e, "membership[%d] is not an object", r);
         if (int_of(x, "rank", where, 0, RALLY__SNAP_WORLD_MAX, &rank, e) != RALLY_OK)
@@ -458,7 +458,7 @@ static int parse_files(json_t *root, struct rally__snap_manifest *m, struct rall
         json_t *x = json_array_get(a, i);
         struct rally__snap_file *f = &m->files[i];
         char where[32];
-        long long nb;
+        long long nb = 0;
         snprintf(where, sizeof where, "files[%zu].", i);
         if (!json_is_object(x)) {
             rc = bad(e, "files[%zu] is not an object", i);

@@ -89,7 +89,9 @@ int rally__dmlc_init(struct rally__dmlc *d, const char *host, int port, const ch
                            sizeof d->task_id - 1);
     snprintf(d->host, sizeof d->host, "%s", host);
     d->port = port;
-    snprintf(d->what, sizeof d->what, "dmlc tracker %s:%d", host, port);
+    char hp[RALLY__HOST_MAX + 16];
+    rally__hostport_fmt(host, port, hp, sizeof hp);
+    snprintf(d->what, sizeof d->what, "dmlc tracker %s", hp);
     snprintf(d->task_id, sizeof d->task_id, "%s", task_id[0] ? task_id : "NULL");
     d->connect_timeout_ms = connect_timeout_ms;
     return RALLY_OK;
@@ -243,12 +245,14 @@ static int wire_links(struct rally__dmlc *d, int tfd, int *fds, int lport, int64
                 recv_i32(tfd, &port, deadline, d->what, e) != RALLY_OK ||
                 recv_i32(tfd, &rank, deadline, d->what, e) != RALLY_OK)
                 return e->code;
+            char hp[RALLY__HOST_MAX + 16];
+            rally__hostport_fmt(host, (int)port, hp, sizeof hp);
             int j = link_index(d, rank);
             if (j < 0 || fds[j] >= 0 || port <= 0 || port > 65535)
                 return rally__fail(e, RALLY_EPROTO,
-                                   "%s said connect to rank %d at %s:%d, not a missing link of "
+                                   "%s said connect to rank %d at %s, not a missing link of "
                                    "rank %d",
-                                   d->what, (int)rank, host, (int)port, d->rank);
+                                   d->what, (int)rank, hp, d->rank);
             struct rally__err ce = {0, ""};
             int fd = -1, got;
             int64_t cd = min64(deadline, rally__deadline(d->connect_timeout_ms));
@@ -256,8 +260,7 @@ static int wire_links(struct rally__dmlc *d, int tfd, int *fds, int lport, int64
                 greet(fd, d->rank, rank, cd, &got, &ce) != RALLY_OK) {
                 if (fd >= 0)
                     close(fd);
-                snprintf(last, sizeof last, "rank %d at %s:%d: %s", (int)rank, host, (int)port,
-                         ce.msg);
+                snprintf(last, sizeof last, "rank %d at %s: %.200s", (int)rank, hp, ce.msg);
                 nerr++;
                 continue;
             }
