@@ -87,6 +87,20 @@ void rally__launch_policy_signal(struct rally__launch_policy *pol, int sig, int6
 void rally__launch_policy_exit(struct rally__launch_policy *pol, int rank, int st,
                                const struct rally__launch_view *v, int64_t now,
                                struct rally__launch_act *a);
+/* rank runs on host (NULL or "": this host, and its lines name no host;
+ * else "rank 2 on host h2 ..." and "restarting it on h2"). */
+void rally__launch_policy_host(struct rally__launch_policy *pol, int rank, const char *host);
+/* rank's host ran it and the connection to the host was lost before the
+ * worker's own end was heard (tools/launch/remote.h): a death, restarted
+ * like a crash ("rank 2 on host h2 died: the connection to the host was
+ * lost"). */
+void rally__launch_policy_lost(struct rally__launch_policy *pol, int rank,
+                               const struct rally__launch_view *v, int64_t now,
+                               struct rally__launch_act *a);
+/* rank could not be started on its host (unreachable, the program missing):
+ * the job fails with why and exit status status; no death is counted. */
+void rally__launch_policy_unstarted(struct rally__launch_policy *pol, int rank, const char *why,
+                                    int status, int64_t now, struct rally__launch_act *a);
 /* rank runs a new process (also when its exec failed: that exit follows). */
 void rally__launch_policy_spawned(struct rally__launch_policy *pol, int rank);
 /* Restarting rank failed with errno err. */
