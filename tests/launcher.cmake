@@ -22,6 +22,13 @@ foreach(case slow_reader drop)
   set_tests_properties(launch_output_${case} PROPERTIES LABELS "quick" TIMEOUT 120)
 endforeach()
 
+#   launch_hosts_test   cmocka: host lists, hostfiles, Slurm's slots, placement,
+#                       the wrappers' command lines, the agent's verdicts
+add_executable(launch_hosts_test ${CMAKE_CURRENT_LIST_DIR}/launch_hosts_test.c)
+target_link_libraries(launch_hosts_test rally_launch cmocka)
+add_test(NAME launch_hosts_test COMMAND launch_hosts_test)
+set_tests_properties(launch_hosts_test PROPERTIES LABELS "quick" TIMEOUT 30)
+
 #   launch_out_test     cmocka: rally-run's output queues over a stalled pipe
 add_executable(launch_out_test ${CMAKE_CURRENT_LIST_DIR}/launch_out_test.c)
 target_link_libraries(launch_out_test rally_launch cmocka)
