@@ -5,6 +5,8 @@ set -e
 need="cmake make gcc clang pkg-config libsodium-dev libjansson-dev libxxhash-dev libcmocka-dev python3 python3-numpy python3-pytest python3-sklearn python3-xgboost"
 # OpenMPI for librally_mpi (src/mpi) and its tests under mpirun
 need="$need openmpi-bin libopenmpi-dev"
+# ssh and an sshd of the test's own for rally-run --launcher ssh (tests/launch_remote_test.sh)
+need="$need openssh-client openssh-server"
 # clang's runtimes (ASan, UBSan, TSan, libFuzzer) for `make sanitize` and the
 # fuzz tests: only "recommended" by clang, so named here, for clang's version
 if command -v clang >/dev/null 2>&1; then
