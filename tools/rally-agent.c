@@ -200,6 +200,9 @@ static void child(char **argv, int out, int report, pid_t parent)
     sigprocmask(SIG_SETMASK, &none, NULL);
     signal(SIGPIPE, SIG_DFL);
     signal(SIGHUP, SIG_DFL);
+    /* as under rally-run on one host: SIGUSR1 ("snapshot now", for rank 0)
+     * is ignored until librally installs its handler */
+    signal(SIGUSR1, SIG_IGN);
     setpgid(0, 0);
     prctl(PR_SET_PDEATHSIG, SIGKILL); /* the agent killed: the worker goes too */
     if (getppid() != parent)

@@ -1,7 +1,16 @@
 /*
- * rally-run — starts N workers of a rally job on this host and watches them.
+ * rally-run — starts N workers of a rally job, on this host or on others,
+ * and watches them.
  *
  *     rally-run -n N [options] [--] prog args...
+ *
+ * Other hosts (--launcher ssh|slurm|mpirun, launch/remote.h, docs/launch.md):
+ * each rank is still one local child, a wrapper (ssh, srun, mpirun -np 1)
+ * that runs rally-agent on the rank's host with the secret's line on its
+ * stdin; the agent's marked stderr lines say what became of the worker, and
+ * remote_exit turns them into what the policy hears (a worker's exit, a lost
+ * connection, a host that cannot run it).  A restart starts the same
+ * wrapper again: the same host.  --dry-run prints the wrappers' lines.
  *
  * main reads as the job goes: parse the options, set up (signals, the job's
  * secret in a fresh 0700 directory removed at exit, the tracker embedded
@@ -902,6 +911,32 @@ static void tracker_address(struct run *r, int port)
              port);
 }
 
+/* 1 when host names this machine's loopback (127.x, ::1, localhost). */
+static int loopback(const char *host)
+{
+    return strncmp(host, "127.", 4) == 0 || strcmp(host, "::1") == 0 ||
+           strcmp(host, "localhost") == 0;
+}
+
+/* A tracker on loopback cannot be reached from another machine: say so
+ * once, before anything starts (the job would fail at the start timeout). */
+static void check_reach(const struct run *r)
+{
+    if (r->launcher == RALLY__LAUNCHER_LOCAL || !loopback(r->host))
+        return;
+    char self[RALLY__LAUNCH_HOST_MAX] = "";
+    gethostname(self, sizeof self - 1);
+    for (size_t i = 0; i < r->hosts.n; i++)
+        if (!loopback(r->hosts.h[i].name) && strcmp(r->hosts.h[i].name, self) != 0) {
+            fprintf(stderr,
+                    "rally-run: note: the tracker listens on %s, which workers on host %s "
+                    "cannot reach from another machine; give --host ADDR (an address of this "
+                    "host that they reach)\n",
+                    r->host, r->hosts.h[i].name);
+            return;
+        }
+}
+
 /* --dry-run: each rank's local command line; nothing starts.  The exit status. */
 static int dry_run(struct run *r)
 {
@@ -1128,10 +1163,13 @@ static int setup(struct run *r)
 static void job_teardown(struct run *r)
 {
     fflush(stdout);
-    for (int i = 0; r->procs && i < r->world; i++)
+    for (int i = 0; r->procs && i < r->world; i++) {
         for (int w = 0; w < 2; w++)
             if (r->procs[i].fd[w] >= 0)
                 close(r->procs[i].fd[w]);
+        if (r->procs[i].ctl >= 0)
+            close(r->procs[i].ctl);
+    }
     rally__tracker_free(r->t);
     rally__launch_policy_free(r->pol);
     free(r->procs);
@@ -1237,6 +1275,7 @@ int main(int argc, char **argv)
                 "rally-run: note: no guard process (%s): workers started through a "
                 "wrapper may outlive rally-run if it is killed\n",
                 strerror(gerr));
+    check_reach(&r);
     if ((status = snap_setup(&r)) != 0)
         goto cleanup;
     for (;;) {

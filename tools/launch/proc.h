@@ -32,6 +32,11 @@
  * every group it still holds.  Groups are forgotten when reaped, so it never
  * hits a group whose number was reused.
  *
+ * A rank on another host (rally__launch_spawn_agent) is a wrapper process
+ * here: its stdin is a pipe we keep, fed first with the secret's line, then
+ * with "signal S" lines; its stderr passes the agent's line reader
+ * (remote.h) before it is printed.
+ *
  * Nothing here decides anything: policy.h does.
  */
 #ifndef RALLY_TOOLS_LAUNCH_PROC_H
