@@ -315,6 +315,20 @@ EOF
     $RUN -n 4 --launcher ssh --hosts a:2,b --dry-run "$prog" >"$T/out" 2>"$T/err"
     [ $? -eq 2 ] || fail "too few slots: want exit status 2"
     has "$T/err" "the hosts have 3 slots for 4 workers"
+    # usage errors: exit status 2 and a sentence
+    for c in "--launcher pbs|--launcher wants local, ssh, slurm or mpirun, not 'pbs'" \
+        "--hosts a|--hosts, --hostfile and --agent are for --launcher ssh, slurm or mpirun" \
+        "--launcher slurm --ssh-option Port=1|--ssh-option is for --launcher ssh" \
+        "--launcher ssh|--launcher ssh needs --hosts or --hostfile" \
+        "--launcher ssh --hosts a --hostfile f|give --hosts or --hostfile, not both" \
+        "--launcher ssh --hosts a:0|--hosts a:0: 'a:0': the slots after ':' must be a number" \
+        "--launcher ssh --hostfile $T/none|--hostfile $T/none: No such file or directory"; do
+        "$run" -n 1 ${c%%|*} --dry-run "$prog" >"$T/out" 2>"$T/err"
+        [ $? -eq 2 ] || fail "'${c%%|*}': want exit status 2"
+        has "$T/err" "${c#*|}"
+    done
+    "$run" --help >"$T/out" || fail "--help failed"
+    for f in --launcher --hosts --hostfile --ssh-option --agent --dry-run; do has "$T/out" "$f"; done
     ;;
 mpirun)
     command -v mpirun >/dev/null || fail "no mpirun (scripts/deps.sh installs openmpi-bin)"
