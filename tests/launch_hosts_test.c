@@ -154,8 +154,8 @@ static void commands(void **state)
     char *prog[] = {"./prog", "two words", NULL};
     const char *env[] = {"RALLY_TRACKER=10.0.0.1:9000", "RALLY_TASK_ID=3", NULL};
     const char *opts[] = {"Port=2222"};
-    struct rally__launch_cmd_in in = {RALLY__LAUNCHER_SSH, "h2", opts, 1, "/opt/rally-agent", env,
-                                      prog};
+    struct rally__launch_cmd_in in = {RALLY__LAUNCHER_SSH, "h2", opts, 1,
+                                      "/opt/rally-agent",  env,  prog};
     /* ssh: the remote shell reads the words after --, so they are quoted once more */
     line_of(&in, "ssh -o BatchMode=yes -o Port=2222 h2 -- /opt/rally-agent --env "
                  "RALLY_TRACKER=10.0.0.1:9000 --env RALLY_TASK_ID=3 -- ./prog "
@@ -195,11 +195,12 @@ static const struct {
     int kind, out;
     const char *why;
 } OUTCOMES[] = {
-    {"worker_exit", RALLY__LAUNCHER_SSH, "@rally-agent started\nworker says hi\n@rally-agent exit 3\n",
-     EXITED(3), RALLY__LAUNCH_AS_STATUS, EXITED(3), ""},
+    {"worker_exit", RALLY__LAUNCHER_SSH,
+     "@rally-agent started\nworker says hi\n@rally-agent exit 3\n", EXITED(3),
+     RALLY__LAUNCH_AS_STATUS, EXITED(3), ""},
     {"worker_signal_wrapper_says_137", RALLY__LAUNCHER_SSH,
-     "@rally-agent started\n@rally-agent signal 9\n", EXITED(137), RALLY__LAUNCH_AS_STATUS,
-     SIGKILL, ""},
+     "@rally-agent started\n@rally-agent signal 9\n", EXITED(137), RALLY__LAUNCH_AS_STATUS, SIGKILL,
+     ""},
     {"worker_signal_srun_says_1", RALLY__LAUNCHER_SLURM,
      "@rally-agent started\n@rally-agent signal 11\nsrun: error: task 0 failed\n", EXITED(1),
      RALLY__LAUNCH_AS_STATUS, SIGSEGV, ""},
@@ -207,9 +208,8 @@ static const struct {
      RALLY__LAUNCH_AS_LOST, 0, ""},
     {"wrapper_killed_by_us", RALLY__LAUNCHER_SSH, "@rally-agent started\n", SIGKILL,
      RALLY__LAUNCH_AS_STATUS, SIGKILL, ""},
-    {"unreachable", RALLY__LAUNCHER_SSH,
-     "ssh: connect to host h2 port 22: Connection refused\n", EXITED(255),
-     RALLY__LAUNCH_AS_FAILED, 1,
+    {"unreachable", RALLY__LAUNCHER_SSH, "ssh: connect to host h2 port 22: Connection refused\n",
+     EXITED(255), RALLY__LAUNCH_AS_FAILED, 1,
      "host h2 (rank 2): cannot be reached: ssh: connect to host h2 port 22: Connection refused"},
     {"prog_missing", RALLY__LAUNCHER_SSH,
      "@rally-agent started\n@rally-agent exec 2 No such file or directory\n", EXITED(127),
@@ -224,8 +224,8 @@ static const struct {
      "slurmstepd: error: execve(): /opt/rally-agent: No such file or directory\n"
      "srun: error: n2: task 0: Exited with exit code 2\n",
      EXITED(2), RALLY__LAUNCH_AS_FAILED, 127, "host h2 (rank 2): /opt/rally-agent: not found"},
-    {"agent_refuses", RALLY__LAUNCHER_MPIRUN,
-     "rally-agent: no secret on stdin (its first line)\n", EXITED(125), RALLY__LAUNCH_AS_FAILED, 1,
+    {"agent_refuses", RALLY__LAUNCHER_MPIRUN, "rally-agent: no secret on stdin (its first line)\n",
+     EXITED(125), RALLY__LAUNCH_AS_FAILED, 1,
      "host h2 (rank 2): cannot start /opt/rally-agent: rally-agent: no secret on stdin (its first "
      "line) (mpirun exited with status 125)"},
 };
@@ -281,8 +281,9 @@ static void marked_lines(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(hosts_cases), cmocka_unit_test(hostfile),     cmocka_unit_test(slurm_slots),
-        cmocka_unit_test(placement),   cmocka_unit_test(quoting),      cmocka_unit_test(commands),
+        cmocka_unit_test(hosts_cases), cmocka_unit_test(hostfile),
+        cmocka_unit_test(slurm_slots), cmocka_unit_test(placement),
+        cmocka_unit_test(quoting),     cmocka_unit_test(commands),
         cmocka_unit_test(outcomes),    cmocka_unit_test(marked_lines),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

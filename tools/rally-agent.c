@@ -54,9 +54,9 @@
 
 #include "cli.h"
 
-#define EXIT_AGENT 125    /* we could not start the worker */
-#define SECRET_MAX 512    /* the secret's line, bytes */
-#define DRAIN_MS 500      /* after the worker's end, its pty may take this long */
+#define EXIT_AGENT 125 /* we could not start the worker */
+#define SECRET_MAX 512 /* the secret's line, bytes */
+#define DRAIN_MS 500   /* after the worker's end, its pty may take this long */
 
 struct agent {
     char dir[PATH_MAX], file[PATH_MAX + 8];

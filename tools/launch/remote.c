@@ -94,8 +94,8 @@ static int add_spec(struct rally__launch_hosts *hs, const char *s, size_t n, cha
     if (colon == NULL)
         return add(hs, s, n, 1, err, cap);
     if (memchr(colon + 1, ':', n - (size_t)(colon + 1 - s)) != NULL) {
-        snprintf(err, cap, "'%.*s': one ':' before the slots (IPv6 hosts go in a hostfile)",
-                 (int)n, s);
+        snprintf(err, cap, "'%.*s': one ':' before the slots (IPv6 hosts go in a hostfile)", (int)n,
+                 s);
         return -1;
     }
     int k = count(colon + 1, n - (size_t)(colon + 1 - s));
@@ -501,8 +501,10 @@ int rally__launch_outcome(const struct rally__launch_seen *s, int st, int launch
         *out_st = 127;
     } else {
         snprintf(why, cap, "host %s (rank %d): cannot start %s: %s (%s exited with status %d)",
-                 host, rank, agent, line, launcher == RALLY__LAUNCHER_SLURM ? "srun"
-                                          : launcher == RALLY__LAUNCHER_MPIRUN ? "mpirun" : "ssh",
+                 host, rank, agent, line,
+                 launcher == RALLY__LAUNCHER_SLURM    ? "srun"
+                 : launcher == RALLY__LAUNCHER_MPIRUN ? "mpirun"
+                                                      : "ssh",
                  code);
         *out_st = 1;
     }

@@ -88,8 +88,8 @@ int rally__launch_hostfile_parse(struct rally__launch_hosts *hs, const char *tex
                                  size_t cap);
 /* Gives hs's hosts (hs->n of them, in order) their slots from Slurm's
  * SLURM_TASKS_PER_NODE ("2(x3),1").  0, or -1 with a sentence in err. */
-int rally__launch_slurm_slots(struct rally__launch_hosts *hs, const char *tasks_per_node,
-                              char *err, size_t cap);
+int rally__launch_slurm_slots(struct rally__launch_hosts *hs, const char *tasks_per_node, char *err,
+                              size_t cap);
 /* Places world ranks in host order: host_of[r] is rank r's host index.
  * 0, or -1 when the slots add up to fewer than world (err says so). */
 int rally__launch_place(const struct rally__launch_hosts *hs, int world, int *host_of, char *err,
@@ -101,13 +101,13 @@ char *rally__launch_quote(const char *w);
 
 /* What one rank's wrapper runs. */
 struct rally__launch_cmd_in {
-    int launcher;                     /* not LOCAL */
-    const char *host;                 /* the rank's host */
-    const char *const *ssh_opts;      /* --ssh-option values, each "-o OPT" */
+    int launcher;                /* not LOCAL */
+    const char *host;            /* the rank's host */
+    const char *const *ssh_opts; /* --ssh-option values, each "-o OPT" */
     size_t nssh_opts;
-    const char *agent;                /* rally-agent's path on the host */
-    const char *const *env;           /* "K=V" each, NULL-terminated: the agent's --env K=V */
-    char *const *prog;                /* the worker's argv, NULL-terminated */
+    const char *agent;      /* rally-agent's path on the host */
+    const char *const *env; /* "K=V" each, NULL-terminated: the agent's --env K=V */
+    char *const *prog;      /* the worker's argv, NULL-terminated */
 };
 /* The wrapper's argv (NULL-terminated, every string malloc'd; free with
  * rally__launch_argv_free), or NULL when out of memory.  ssh gets the remote
@@ -119,10 +119,10 @@ char *rally__launch_argv_line(char *const *argv);
 
 /* What rally-run learned from one wrapper's stderr. */
 struct rally__launch_seen {
-    int started;                 /* "@rally-agent started" came */
-    int verdict;                 /* 0, 'e' exit, 's' signal, 'x' exec failed */
-    int code;                    /* its number */
-    char text[128];              /* exec: the agent's text of the error */
+    int started;                       /* "@rally-agent started" came */
+    int verdict;                       /* 0, 'e' exit, 's' signal, 'x' exec failed */
+    int code;                          /* its number */
+    char text[128];                    /* exec: the agent's text of the error */
     char held[RALLY__LAUNCH_HELD_MAX]; /* the wrapper's lines before "started" */
     size_t nheld;
 };
