@@ -429,6 +429,9 @@ static void remote_host_lines(void **state)
                                "(restart 1 of 1)");
     assert_string_equal(a.cause, "killed by signal 9");
     rally__launch_policy_spawned(pol, 2);
+    /* fenced while its wrapper still runs: it gets the longer grace */
+    event(pol, RALLY__TEV_RANK_FAILED, 2, "heartbeat silence", 5);
+    assert_int_equal(rally__launch_policy_deadline(pol), 5 + RALLY__LAUNCH_FENCE_GRACE_REMOTE_MS);
     rally__launch_policy_lost(pol, 2, &running, 10, &a);
     assert_int_equal(a.restart, -1);
     assert_string_equal(a.abort, "rank 2 on host h2 died: the connection to the host was lost and "

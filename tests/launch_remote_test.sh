@@ -25,7 +25,8 @@
 #   ssh_signal      SIGTERM to rally-run reaches the remote workers through the
 #                   agents (exit status 143, the workers saw SIGTERM)
 #   dry_run         the generated srun and mpirun command lines, word by word
-#   mpirun          a real --launcher mpirun job on localhost: the local digest
+#   mpirun          a real --launcher mpirun job on localhost: the local digest,
+#                   also after a worker's kill -9 (restarted through mpirun)
 set -u
 case_=$1 build=$2
 run=$build/rally-run km=$build/rally-kmeans prog=$build/tests/rally_test_prog
@@ -340,6 +341,20 @@ mpirun)
     [ "$(digest "$T/out")" = "$(digest "$T/plain")" ] ||
         fail "digest $(digest "$T/out"), the local run's $(digest "$T/plain")"
     has "$T/out" "rally-run: summary: deaths=0 recovered=0 epochs=0 restarts=0"
+    no_leftovers
+    # a worker's kill -9 under mpirun: restarted through mpirun, recovers
+    OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_plm_rsh_agent=false \
+        timeout -k 5 240 $RUN -n 4 --launcher mpirun --hosts localhost:4 "$km" $KM \
+        --pause-ms 100 >"$T/out" 2>&1 &
+    job=$!
+    wait_line "$T/out" '^\[0\] iteration 3 ' "iteration 3"
+    victim=$(sed -n 's/^\[2\] shard 2 fingerprint .* pid \([0-9]*\)$/\1/p' "$T/out" | tail -1)
+    kill -9 "$victim" || fail "no rank 2 to kill"
+    wait $job || fail "the mpirun job failed after kill -9 of a worker"
+    [ "$(digest "$T/out")" = "$(digest "$T/plain")" ] ||
+        fail "digest $(digest "$T/out") after kill -9, the local run's $(digest "$T/plain")"
+    has "$T/out" "rally-run: rank 2 on host localhost died (killed by signal 9); restarting it on localhost (restart 1 of 3)"
+    has "$T/out" "rally-run: summary: deaths=1 recovered=1 "
     no_leftovers
     ;;
 *)

@@ -121,7 +121,8 @@ void rally__launch_policy_event(struct rally__launch_policy *pol,
         struct rank_state *k = &pol->rank[ev->rank];
         snprintf(k->fenced, sizeof k->fenced, "%s", ev->text);
         k->fenced_own = ev->disconnected;
-        k->fence_kill_at = now + RALLY__LAUNCH_FENCE_GRACE_MS;
+        k->fence_kill_at = now + (k->host[0] ? RALLY__LAUNCH_FENCE_GRACE_REMOTE_MS
+                                              : RALLY__LAUNCH_FENCE_GRACE_MS);
     } else if (ev->kind == RALLY__TEV_RECOVERED) {
         pol->nrecoveries++;
         pol->nrecovered += pol->unrecovered;

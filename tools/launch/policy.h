@@ -28,7 +28,9 @@
  * finalizing fails the job, whatever its status; any other death, the first
  * signal or a failed tracker fails the job and, grace_ms later, every worker
  * left gets SIGKILL.  A worker the tracker fenced while its process still
- * runs gets SIGKILL after RALLY__LAUNCH_FENCE_GRACE_MS.
+ * runs gets SIGKILL after RALLY__LAUNCH_FENCE_GRACE_MS (on another host:
+ * RALLY__LAUNCH_FENCE_GRACE_REMOTE_MS, since the worker's own end reaches
+ * us through its wrapper, which may take its time to exit, as mpirun does).
  *
  * The verdict's exit status: 0 when every rank finalized and exited 0;
  * 128 + S after rally-run's own signal S; the worker's own exit status when
@@ -44,6 +46,7 @@
 #include <stdio.h>
 
 #define RALLY__LAUNCH_FENCE_GRACE_MS 500 /* a fenced worker that still runs gets this long */
+#define RALLY__LAUNCH_FENCE_GRACE_REMOTE_MS 3000 /* ... on another host (its wrapper) */
 #define RALLY__LAUNCH_KILL_ALL (-2)      /* rally__launch_policy_due: every worker */
 #define RALLY__LAUNCH_EXIT_ABORT 3       /* the verdict when a rank stopped the job (rally_abort) */
 
