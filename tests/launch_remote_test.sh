@@ -224,7 +224,7 @@ ssh_kill_run)
         i=$((i + 1)); [ $i -gt 300 ] && fail "the 4 remote workers did not start"
         sleep 0.1
     done
-    kill -9 "$(pgrep -of "^$run -n 4 --launcher ssh")" # -o: not its guard
+    kill -9 "$(pgrep -of "^$run -n 4 --launcher ssh .*$TAG")" # -o: not its guard
     no_leftovers
     ;;
 ssh_secret)
@@ -277,7 +277,7 @@ ssh_signal)
         i=$((i + 1)); [ $i -gt 300 ] && fail "the 2 remote workers did not start"
         sleep 0.1
     done
-    kill -TERM "$(pgrep -of "^$run -n 2 --launcher ssh")"
+    kill -TERM "$(pgrep -of "^$run -n 2 --launcher ssh .*$TAG")"
     wait $job
     rc=$?
     [ $rc -eq 143 ] || fail "exit status $rc, want 143"
