@@ -32,7 +32,7 @@ case_=$1 build=$2
 run=$build/rally-run km=$build/rally-kmeans prog=$build/tests/rally_test_prog
 T=$(mktemp -d "${TMPDIR:-/tmp}/rally-rt-XXXXXX")
 chmod 755 "$T"
-TAG="rally-rt-$$"
+TAG="rally-rt-$$-t" # the -t: no tag is the start of another
 # rally-run passes its RALLY_* variables on (--env): the tag reaches every
 # ssh, agent and worker of the job, in argv or the environment
 RUN="env RALLY_TEST_TAG=$TAG $run"
@@ -145,6 +145,7 @@ ssh_kill9)
         "$km" $KM --pause-ms 100 >"$T/out" 2>&1 &
     job=$!
     wait_line "$T/out" '^\[0\] iteration 3 ' "iteration 3"
+    wait_line "$T/out" '^\[2\] shard 2 fingerprint .* pid ' "rank 2's pid" # another wrapper's pipe
     victim=$(sed -n 's/^\[2\] shard 2 fingerprint .* pid \([0-9]*\)$/\1/p' "$T/out" | tail -1)
     [ -n "$victim" ] || fail "rank 2 printed no pid"
     tr '\0' '\n' <"/proc/$victim/environ" | grep -qx "RALLY_TASK_ID=2" || fail "$victim is not rank 2"
@@ -164,11 +165,13 @@ ssh_lost)
         "$km" $KM --pause-ms 100 >"$T/out" 2>&1 &
     job=$!
     wait_line "$T/out" '^\[0\] iteration 3 ' "iteration 3"
+    wait_line "$T/out" '^\[1\] shard 1 fingerprint .* pid ' "rank 1's pid" # another wrapper's pipe
     worker=$(sed -n 's/^\[1\] shard 1 fingerprint .* pid \([0-9]*\)$/\1/p' "$T/out" | tail -1)
     agent=$(ps -o ppid= -p "$worker" | tr -d ' ')
     session=$(ps -o ppid= -p "$agent" | tr -d ' ')
     case "$(cat "/proc/$session/comm")" in sshd*) ;; *) fail "no sshd above rank 1's agent" ;; esac
-    kill -9 "$session" # the connection ends: the agent's stdin ends, it kills the worker
+    # the connection ends: the agent's stdin ends, it kills the worker
+    kill -9 "$session" || fail "cannot kill sshd $session (worker $worker, agent $agent): $(ps -ef | grep -e sshd -e rally-agent)"
     wait $job || fail "the job failed after rank 1's connection was lost"
     [ "$(digest "$T/out")" = "$(digest "$T/plain")" ] ||
         fail "digest $(digest "$T/out"), the local run's $(digest "$T/plain")"
@@ -348,6 +351,7 @@ mpirun)
         --pause-ms 100 >"$T/out" 2>&1 &
     job=$!
     wait_line "$T/out" '^\[0\] iteration 3 ' "iteration 3"
+    wait_line "$T/out" '^\[2\] shard 2 fingerprint .* pid ' "rank 2's pid" # another wrapper's pipe
     victim=$(sed -n 's/^\[2\] shard 2 fingerprint .* pid \([0-9]*\)$/\1/p' "$T/out" | tail -1)
     kill -9 "$victim" || fail "no rank 2 to kill"
     wait $job || fail "the mpirun job failed after kill -9 of a worker"
