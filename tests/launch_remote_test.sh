@@ -8,10 +8,12 @@
 # skip).  Every job runs under timeout; the trap kills sshd and anything of
 # the case left; each case checks that no worker, agent or ssh survives.
 #   ssh_digest      4 k-means ranks on 2 hosts: the digest of the local run
-#   ssh_kill9       kill -9 of rank 2's worker (host 127.0.0.3): restarted on
-#                   127.0.0.3, recovers, the same digest
-#   ssh_lost        the sshd session that serves rank 1 is killed: "the
-#                   connection to the host was lost", restarted, same digest
+#   ssh_kill9       kill -9 of rank 2's worker (host 127.0.0.3) while it holds
+#                   the job (tests/progs/recover.c lag=...): restarted on
+#                   127.0.0.3, recovers, the digest of the local run
+#   ssh_lost        the sshd session that serves rank 1 is killed (held the
+#                   same way): "the connection to the host was lost",
+#                   restarted, the local run's digest
 #   ssh_unreachable a host where nothing listens: "host H (rank R): cannot be
 #                   reached: <ssh's line>", exit status 1, nothing left
 #   ssh_notfound    a program (and an agent) the host lacks: "host H (rank R):
@@ -30,6 +32,7 @@
 set -u
 case_=$1 build=$2
 run=$build/rally-run km=$build/rally-kmeans prog=$build/tests/rally_test_prog
+rec=$build/tests/recover
 T=$(mktemp -d "${TMPDIR:-/tmp}/rally-rt-XXXXXX")
 chmod 755 "$T"
 TAG="rally-rt-$$-t" # the -t: no tag is the start of another
@@ -126,6 +129,12 @@ kmeans_data() {
     digest "$T/plain" >/dev/null || fail "the local job printed no digest"
 }
 
+recover_plain() { # the failure-free run of tests/progs/recover.c here: $T/plain
+    timeout -k 5 120 $RUN -n 4 "$rec" 2000 8 >"$T/plain" 2>&1 ||
+        { cp "$T/plain" "$T/out"; fail "the local recover job failed"; }
+    digest "$T/plain" >/dev/null || fail "the local recover job printed no digest"
+}
+
 case $case_ in
 ssh_digest)
     start_sshd
@@ -140,13 +149,14 @@ ssh_digest)
     ;;
 ssh_kill9)
     start_sshd
-    kmeans_data
+    recover_plain
+    # rank 2 holds the job at checkpoint version 3 (60 s) until it is killed;
+    # its restart does not lag (tests/progs/recover.c "lag")
     timeout -k 5 180 $RUN -n 4 --launcher ssh --hosts 127.0.0.2:2,127.0.0.3:2 $SSHO \
-        "$km" $KM --pause-ms 100 >"$T/out" 2>&1 &
+        "$rec" 2000 8 lag=2,3,0,60000 >"$T/out" 2>&1 &
     job=$!
-    wait_line "$T/out" '^\[0\] iteration 3 ' "iteration 3"
-    wait_line "$T/out" '^\[2\] shard 2 fingerprint .* pid ' "rank 2's pid" # another wrapper's pipe
-    victim=$(sed -n 's/^\[2\] shard 2 fingerprint .* pid \([0-9]*\)$/\1/p' "$T/out" | tail -1)
+    wait_line "$T/out" '^\[2\] rank 2 lags' "rank 2's hold"
+    victim=$(sed -n 's/^\[2\] pid 2 \([0-9]*\)$/\1/p' "$T/out" | tail -1)
     [ -n "$victim" ] || fail "rank 2 printed no pid"
     tr '\0' '\n' <"/proc/$victim/environ" | grep -qx "RALLY_TASK_ID=2" || fail "$victim is not rank 2"
     kill -9 "$victim"
@@ -155,23 +165,22 @@ ssh_kill9)
         fail "digest $(digest "$T/out"), the local run's $(digest "$T/plain")"
     has "$T/out" "rally-run: rank 2 on host 127.0.0.3 died (killed by signal 9); restarting it on 127.0.0.3 (restart 1 of 3)"
     has "$T/out" "rally-run: summary: deaths=1 recovered=1 "
-    grep -q '^\[2\] rank 2 restarted: resuming after iteration' "$T/out" || fail "rank 2 did not resume"
+    [ "$(grep -c '^\[2\] pid 2 ' "$T/out")" -eq 2 ] || fail "rank 2 did not start again"
     no_leftovers
     ;;
 ssh_lost)
     start_sshd
-    kmeans_data
+    recover_plain
     timeout -k 5 180 $RUN -n 4 --launcher ssh --hosts 127.0.0.2:2,127.0.0.3:2 $SSHO \
-        "$km" $KM --pause-ms 100 >"$T/out" 2>&1 &
+        "$rec" 2000 8 lag=1,3,0,60000 >"$T/out" 2>&1 &
     job=$!
-    wait_line "$T/out" '^\[0\] iteration 3 ' "iteration 3"
-    wait_line "$T/out" '^\[1\] shard 1 fingerprint .* pid ' "rank 1's pid" # another wrapper's pipe
-    worker=$(sed -n 's/^\[1\] shard 1 fingerprint .* pid \([0-9]*\)$/\1/p' "$T/out" | tail -1)
+    wait_line "$T/out" '^\[1\] rank 1 lags' "rank 1's hold"
+    worker=$(sed -n 's/^\[1\] pid 1 \([0-9]*\)$/\1/p' "$T/out" | tail -1)
     agent=$(ps -o ppid= -p "$worker" | tr -d ' ')
     session=$(ps -o ppid= -p "$agent" | tr -d ' ')
     case "$(cat "/proc/$session/comm")" in sshd*) ;; *) fail "no sshd above rank 1's agent" ;; esac
     # the connection ends: the agent's stdin ends, it kills the worker
-    kill -9 "$session" || fail "cannot kill sshd $session (worker $worker, agent $agent): $(ps -ef | grep -e sshd -e rally-agent)"
+    kill -9 "$session" || fail "cannot kill sshd $session (worker $worker, agent $agent)"
     wait $job || fail "the job failed after rank 1's connection was lost"
     [ "$(digest "$T/out")" = "$(digest "$T/plain")" ] ||
         fail "digest $(digest "$T/out"), the local run's $(digest "$T/plain")"
@@ -345,14 +354,14 @@ mpirun)
         fail "digest $(digest "$T/out"), the local run's $(digest "$T/plain")"
     has "$T/out" "rally-run: summary: deaths=0 recovered=0 epochs=0 restarts=0"
     no_leftovers
-    # a worker's kill -9 under mpirun: restarted through mpirun, recovers
+    # a worker's kill -9 under mpirun (held as in ssh_kill9): restarted through mpirun
+    recover_plain
     OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_plm_rsh_agent=false \
-        timeout -k 5 240 $RUN -n 4 --launcher mpirun --hosts localhost:4 "$km" $KM \
-        --pause-ms 100 >"$T/out" 2>&1 &
+        timeout -k 5 240 $RUN -n 4 --launcher mpirun --hosts localhost:4 "$rec" 2000 8 \
+        lag=2,3,0,60000 >"$T/out" 2>&1 &
     job=$!
-    wait_line "$T/out" '^\[0\] iteration 3 ' "iteration 3"
-    wait_line "$T/out" '^\[2\] shard 2 fingerprint .* pid ' "rank 2's pid" # another wrapper's pipe
-    victim=$(sed -n 's/^\[2\] shard 2 fingerprint .* pid \([0-9]*\)$/\1/p' "$T/out" | tail -1)
+    wait_line "$T/out" '^\[2\] rank 2 lags' "rank 2's hold"
+    victim=$(sed -n 's/^\[2\] pid 2 \([0-9]*\)$/\1/p' "$T/out" | tail -1)
     kill -9 "$victim" || fail "no rank 2 to kill"
     wait $job || fail "the mpirun job failed after kill -9 of a worker"
     [ "$(digest "$T/out")" = "$(digest "$T/plain")" ] ||
