@@ -5,8 +5,9 @@ set -e
 need="cmake make gcc clang pkg-config libsodium-dev libjansson-dev libxxhash-dev libcmocka-dev python3 python3-numpy python3-pytest python3-sklearn python3-xgboost"
 # OpenMPI for librally_mpi (src/mpi) and its tests under mpirun
 need="$need openmpi-bin libopenmpi-dev"
-# sshd (one per network namespace) for the multi-host test and bench
-need="$need openssh-server"
+# ssh and sshd: rally-run --launcher ssh's tests start an sshd of their own,
+# one per network namespace in the multi-host test and bench
+need="$need openssh-client openssh-server"
 # a one-node Slurm with munge for tests/slurm_test.sh (its rig starts them itself)
 need="$need slurm-wlm munge"
 # clang's runtimes (ASan, UBSan, TSan, libFuzzer) for `make sanitize` and the

@@ -414,6 +414,69 @@ static void restart_cannot_spawn(void **state)
     rally__launch_policy_free(pol);
 }
 
+/* A rank on another host (launch/remote.h): its lines name the host; a lost
+ * connection is a death restarted there; a failure to start fails the job
+ * with its own sentence and status. */
+static void remote_host_lines(void **state)
+{
+    char line[1024];
+    struct rally__launch_act a;
+    struct rally__launch_policy *pol = make(3, 1, 300);
+    rally__launch_policy_host(pol, 2, "h2");
+    rally__launch_policy_exit(pol, 2, KILLED(SIGKILL), &running, 0, &a);
+    assert_int_equal(a.restart, 2);
+    assert_string_equal(a.say, "rank 2 on host h2 died (killed by signal 9); restarting it on h2 "
+                               "(restart 1 of 1)");
+    assert_string_equal(a.cause, "killed by signal 9");
+    rally__launch_policy_spawned(pol, 2);
+    /* fenced while its wrapper still runs: it gets the longer grace */
+    event(pol, RALLY__TEV_RANK_FAILED, 2, "heartbeat silence", 5);
+    assert_int_equal(rally__launch_policy_deadline(pol), 5 + RALLY__LAUNCH_FENCE_GRACE_REMOTE_MS);
+    rally__launch_policy_lost(pol, 2, &running, 10, &a);
+    assert_int_equal(a.restart, -1);
+    assert_string_equal(a.abort, "rank 2 on host h2 died: the connection to the host was lost and "
+                                 "its restarts are exhausted (1 of 1 used)");
+    assert_int_equal(verdict(pol, &running, line, sizeof line), 1);
+    assert_summary(pol, "deaths=2 recovered=0 epochs=0 restarts=1 per-rank-deaths=0:0,1:0,2:2");
+    rally__launch_policy_free(pol);
+}
+
+static void remote_lost_is_restarted(void **state)
+{
+    struct rally__launch_act a;
+    struct rally__launch_policy *pol = make(2, 3, 300);
+    rally__launch_policy_host(pol, 1, "h1");
+    rally__launch_policy_lost(pol, 1, &running, 0, &a);
+    assert_int_equal(a.restart, 1);
+    assert_string_equal(a.say, "rank 1 on host h1 died: the connection to the host was lost; "
+                               "restarting it on h1 (restart 1 of 3)");
+    assert_string_equal(a.cause, "the connection to the host was lost");
+    assert_string_equal(a.abort, "");
+    /* before the first GO the same loss fails the job, as a crash does */
+    rally__launch_policy_spawned(pol, 1);
+    rally__launch_policy_lost(pol, 1, &starting, 10, &a);
+    assert_int_equal(a.restart, -1);
+    assert_string_equal(a.abort, "rank 1 on host h1 died: the connection to the host was lost");
+    rally__launch_policy_free(pol);
+}
+
+static void remote_unstarted_fails_the_job(void **state)
+{
+    char line[1024];
+    struct rally__launch_act a;
+    struct rally__launch_policy *pol = make(3, 3, 300);
+    rally__launch_policy_host(pol, 2, "h2");
+    rally__launch_policy_unstarted(pol, 2, "host h2 (rank 2): ./prog: not found", 127, 5, &a);
+    assert_int_equal(a.restart, -1);
+    assert_string_equal(a.abort, "host h2 (rank 2): ./prog: not found");
+    assert_int_equal(rally__launch_policy_deadline(pol), 305);
+    assert_int_equal(verdict(pol, &running, line, sizeof line), 127);
+    assert_string_equal(line, "rally-run: host h2 (rank 2): ./prog: not found\n");
+    /* no death: it never ran */
+    assert_summary(pol, "deaths=0 recovered=0 epochs=0 restarts=0 per-rank-deaths=0:0,1:0,2:0");
+    rally__launch_policy_free(pol);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -424,7 +487,9 @@ int main(void)
         cmocka_unit_test(fence_of_a_gone_rank), cmocka_unit_test(signals),
         cmocka_unit_test(tracker_fails_first),  cmocka_unit_test(exits_around_finalize),
         cmocka_unit_test(restart_cannot_spawn), cmocka_unit_test(own_exit_fails_the_job),
-        cmocka_unit_test(rank_report_fails_the_job),
+        cmocka_unit_test(rank_report_fails_the_job), cmocka_unit_test(remote_host_lines),
+        cmocka_unit_test(remote_lost_is_restarted),
+        cmocka_unit_test(remote_unstarted_fails_the_job),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

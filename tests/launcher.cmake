@@ -22,8 +22,26 @@ foreach(case slow_reader drop)
   set_tests_properties(launch_output_${case} PROPERTIES LABELS "quick" TIMEOUT 120)
 endforeach()
 
+#   launch_hosts_test   cmocka: host lists, hostfiles, Slurm's slots, placement,
+#                       the wrappers' command lines, the agent's verdicts
+add_executable(launch_hosts_test ${CMAKE_CURRENT_LIST_DIR}/launch_hosts_test.c)
+target_link_libraries(launch_hosts_test rally_launch cmocka)
+add_test(NAME launch_hosts_test COMMAND launch_hosts_test)
+set_tests_properties(launch_hosts_test PROPERTIES LABELS "quick" TIMEOUT 30)
+
 #   launch_out_test     cmocka: rally-run's output queues over a stalled pipe
 add_executable(launch_out_test ${CMAKE_CURRENT_LIST_DIR}/launch_out_test.c)
 target_link_libraries(launch_out_test rally_launch cmocka)
 add_test(NAME launch_out_test COMMAND launch_out_test)
 set_tests_properties(launch_out_test PROPERTIES LABELS "quick" TIMEOUT 30)
+
+# rally-run's ssh and mpirun launchers for real (tests/launch_remote_test.sh
+# says what each case pins): an sshd of the test's own on 127.0.0.2 and
+# 127.0.0.3 (it must start: the case fails, never skips), rally-agent on the
+# "hosts", k-means digests against the local run's, the failure lines.
+foreach(case ssh_digest ssh_kill9 ssh_lost ssh_unreachable ssh_notfound ssh_exit ssh_kill_run
+             ssh_secret ssh_signal dry_run mpirun)
+  add_test(NAME launch_remote_${case}
+           COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/launch_remote_test.sh ${case} ${CMAKE_BINARY_DIR})
+  set_tests_properties(launch_remote_${case} PROPERTIES TIMEOUT 300 LABELS "remote")
+endforeach()

@@ -1,7 +1,16 @@
 /*
- * rally-run — starts N workers of a rally job on this host and watches them.
+ * rally-run — starts N workers of a rally job, on this host or on others,
+ * and watches them.
  *
  *     rally-run -n N [options] [--] prog args...
+ *
+ * Other hosts (--launcher ssh|slurm|mpirun, launch/remote.h, docs/launch.md):
+ * each rank is still one local child, a wrapper (ssh, srun, mpirun -np 1)
+ * that runs rally-agent on the rank's host with the secret's line on its
+ * stdin; the agent's marked stderr lines say what became of the worker, and
+ * remote_exit turns them into what the policy hears (a worker's exit, a lost
+ * connection, a host that cannot run it).  A restart starts the same
+ * wrapper again: the same host.  --dry-run prints the wrappers' lines.
  *
  * main reads as the job goes: parse the options, set up (signals, the job's
  * secret in a fresh 0700 directory removed at exit, the tracker embedded
@@ -47,6 +56,7 @@
  * --keep-snapshots or --snapshot-final.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
@@ -59,6 +69,7 @@
 #include "launch/out.h"
 #include "launch/policy.h"
 #include "launch/proc.h"
+#include "launch/remote.h"
 #include "launch/serve.h"
 #include "net/auth.h"
 #include "net/sock.h"
@@ -103,6 +114,16 @@ struct run {
     /* while the loop runs, every line goes through these (launch/out.h) */
     struct rally__launch_out out[2]; /* stdout, stderr */
     int64_t out_bytes;               /* --output-buffer-bytes */
+    /* ranks on other hosts (launch/remote.h, docs/launch.md) */
+    int launcher; /* RALLY__LAUNCHER_* */
+    const char *hosts_opt, *hostfile, *agent_opt;
+    const char **ssh_opts;
+    size_t nssh_opts;
+    int dry_run;
+    struct rally__launch_hosts hosts;
+    int *host_of;             /* rank -> index in hosts */
+    char agent[PATH_MAX];     /* rally-agent's path on the hosts */
+    char *feed;               /* the secret's line, for the agents' stdin */
 };
 
 static void usage(FILE *f)
@@ -151,13 +172,31 @@ static void usage(FILE *f)
         "                             complete snapshot\n"
         "      --max-job-restarts K   at most K such restarts (default 3)\n"
         "SIGUSR1 to rally-run asks for a snapshot now (with --snapshot-dir).\n"
+        "Workers on other hosts (docs/launch.md):\n"
+        "      --launcher L           local (default: every worker here), ssh, slurm or mpirun:\n"
+        "                             each rank is one local ssh / srun / mpirun -np 1 that runs\n"
+        "                             rally-agent on the rank's host, which runs prog; a rank is\n"
+        "                             restarted on the host it ran on\n"
+        "      --hosts h1:4,h2:4      the hosts and their slots (none: 1); ranks fill them in\n"
+        "                             order (slurm: default the allocation's nodes; mpirun:\n"
+        "                             default localhost)\n"
+        "      --hostfile F           one host a line: host, host:K or host slots=K; # comments\n"
+        "      --ssh-option OPT       passed to ssh as -o OPT (repeatable), e.g. Port=2222\n"
+        "      --agent PATH           rally-agent's path on the hosts (default: the one beside\n"
+        "                             rally-run; prog and rally-agent must exist on every host)\n"
+        "      --dry-run              print each rank's local command line (\"rank R: ...\") and\n"
+        "                             exit; nothing is started\n"
+        "      --host H is then the address the workers reach the tracker at (not 127.0.0.1\n"
+        "      across machines).  The secret reaches the agent on its stdin, never in argv or\n"
+        "      the environment (docs/security.md).\n"
         "  -h, --help                 this text\n"
         "      --version              rally-run's version (as the first argument)\n"
         "\n"
         "Workers get RALLY_TRACKER, RALLY_SECRET_FILE and RALLY_TASK_ID; their output\n"
-        "lines are prefixed with \"[rank] \".  A worker killed by a signal after the job\n"
-        "started (and before any rank finalized) is a crash: it is started again with\n"
-        "the same rank and environment; the others wait and recover.  A worker that\n"
+        "lines (from every host) are prefixed with \"[rank] \".  A worker killed by a\n"
+        "signal after the job started (and before any rank finalized) is a crash: it is\n"
+        "started again with the same rank and environment (on the same host; so is one\n"
+        "whose host connection was lost); the others wait and recover.  A worker that\n"
         "exits on its own without rally_finalize is a failure of the job: nobody is\n"
         "restarted.  One line on stderr names the first failure.  Exit status:\n"
         "  0      every worker exited 0 after rally_finalize\n"
@@ -166,8 +205,9 @@ static void usage(FILE *f)
         "  3      a rank stopped the job with its own message (rally_abort, or an error\n"
         "         it reported, e.g. a divergence); the line is \"rank R failed: ...\"\n"
         "  1      any other failure (deaths before the start, restarts exhausted, the\n"
-        "         tracker's own verdict)\n"
-        "  2      a usage error;  127: prog cannot be run;  128+S: rally-run got signal S\n"
+        "         tracker's own verdict, \"host H (rank R): cannot be reached: ...\")\n"
+        "  2      a usage error;  127: prog cannot be run (on a host: \"host H (rank R): prog:\n"
+        "         not found\");  128+S: rally-run got signal S\n"
         "         (SIGINT, SIGTERM, SIGHUP: passed to the workers, who get --grace-ms)\n"
         "The last line on stderr is a summary:\n"
         "  rally-run: summary: deaths=D recovered=R epochs=E restarts=S "
@@ -222,9 +262,106 @@ static void signal_all(struct run *r, int sig)
         rally__launch_signal(&r->procs[i], sig);
 }
 
+/* Appends "K=V" to env at *k; 0, or 1 when out of memory. */
+static int kv(char **env, size_t *k, const char *key, const char *value)
+{
+    char *s;
+    if (asprintf(&s, "%s=%s", key, value) < 0)
+        return 1;
+    env[(*k)++] = s;
+    return 0;
+}
+
+/* The agent's --env settings for rank i (launch/remote.h), "K=V" each:
+ * what a local worker gets but the secret's file, the snapshot settings
+ * only with --snapshot-dir, the resume ones only when resuming, and
+ * rally-run's own RALLY_* variables (ssh carries no environment).  NULL
+ * terminated, malloc'd (rally__launch_argv_free); NULL when out of memory. */
+static char **agent_env(const struct run *r, const char *id)
+{
+    extern char **environ;
+    size_t n = 0, k = 0;
+    for (char **e = environ; *e; e++)
+        n++;
+    char **env = calloc(n + 20, sizeof *env);
+    if (env == NULL)
+        return NULL;
+    int oom = 0;
+#define SET(K, V) (oom |= kv(env, &k, (K), (V)))
+    SET("RALLY_TRACKER", r->tracker_addr);
+    SET("RALLY_TASK_ID", id);
+    if (r->snap_dir != NULL) {
+        SET("RALLY_RUN_ID", r->run_id);
+        SET("RALLY_RUN_STARTED", r->run_started);
+        SET("RALLY_SNAPSHOT_DIR", r->snap_abs);
+        SET("RALLY_SNAPSHOT_JOB", r->job);
+        SET("RALLY_SNAPSHOT_EVERY", r->every);
+        SET("RALLY_SNAPSHOT_EVERY_MS", r->every_ms);
+        SET("RALLY_SNAPSHOT_KEEP", r->keep);
+        SET("RALLY_SNAPSHOT_REQUIRED", r->snap_required ? "1" : "0");
+        SET("RALLY_SNAPSHOT_FINAL", r->snap_final ? "1" : "0");
+        SET("RALLY_SNAPSHOT_BUSY", r->snap_busy);
+    }
+    if (r->resume_path[0]) {
+        SET("RALLY_RESUME", r->resume_path);
+        SET("RALLY_RESUME_FORCE", r->force ? "1" : "0");
+    }
+#undef SET
+    size_t ours = k;
+    for (char **e = environ; *e && !oom; e++) {
+        const char *eq = strchr(*e, '=');
+        if (strncmp(*e, "RALLY_", 6) != 0 || eq == NULL ||
+            strncmp(*e, "RALLY_SECRET_FILE=", 18) == 0)
+            continue;
+        size_t len = (size_t)(eq - *e) + 1;
+        int dup = 0;
+        for (size_t j = 0; j < ours && !dup; j++)
+            dup = strncmp(env[j], *e, len) == 0;
+        if (!dup && (env[k] = strdup(*e)) != NULL)
+            k++;
+        else if (!dup)
+            oom = 1;
+    }
+    if (oom) {
+        rally__launch_argv_free(env);
+        return NULL;
+    }
+    return env;
+}
+
+/* Rank i's wrapper command line (launch/remote.h), or NULL (out of memory). */
+static char **command(const struct run *r, int i)
+{
+    char id[16];
+    snprintf(id, sizeof id, "%d", i);
+    char **env = agent_env(r, id);
+    if (env == NULL)
+        return NULL;
+    struct rally__launch_cmd_in in = {r->launcher,  r->hosts.h[r->host_of[i]].name,
+                                      r->ssh_opts,  r->nssh_opts,
+                                      r->agent,     (const char *const *)env,
+                                      r->argv};
+    char **argv = rally__launch_command(&in);
+    rally__launch_argv_free(env);
+    return argv;
+}
+
 /* Starts rank i; returns 0, or the errno of a failed fork or exec. */
 static int spawn(struct run *r, int i)
 {
+    int err;
+    if (r->launcher != RALLY__LAUNCHER_LOCAL) {
+        char **argv = command(r, i);
+        if (argv == NULL)
+            return ENOMEM;
+        err = rally__launch_spawn_agent(&r->procs[i], argv, r->feed);
+        rally__launch_argv_free(argv);
+        if (r->procs[i].pid > 0) {
+            r->nlive++;
+            rally__launch_policy_spawned(r->pol, i);
+        }
+        return err;
+    }
     char id[16];
     snprintf(id, sizeof id, "%d", i);
     const char *const env[][2] = {
@@ -244,7 +381,7 @@ static int spawn(struct run *r, int i)
         {"RALLY_RESUME", r->resume_path},
         {"RALLY_RESUME_FORCE", r->force ? "1" : "0"},
         {NULL, NULL}};
-    int err = rally__launch_spawn(&r->procs[i], r->argv, env);
+    err = rally__launch_spawn(&r->procs[i], r->argv, env);
     if (r->procs[i].pid > 0) {
         r->nlive++;
         rally__launch_policy_spawned(r->pol, i);
@@ -329,6 +466,26 @@ static void handle(void *arg, const struct pollfd *p, size_t n)
     /* the queues are written in after(), once the tracker added its lines */
 }
 
+/* Rank i's wrapper ended with wait status st: what its agent said (read to
+ * the end of its pipes first), or its silence, goes to the policy as a
+ * worker's exit, a lost connection or a failure to start (launch/remote.h). */
+static void remote_exit(struct run *r, int i, int st, const struct rally__launch_view *v,
+                        struct rally__launch_act *a)
+{
+    rally__launch_flush(&r->procs[i]);
+    char why[640];
+    int out = 0;
+    int kind = rally__launch_outcome(&r->procs[i].seen, st, r->launcher,
+                                     r->hosts.h[r->host_of[i]].name, i, r->agent, r->argv[0], why,
+                                     sizeof why, &out);
+    if (kind == RALLY__LAUNCH_AS_STATUS)
+        rally__launch_policy_exit(r->pol, i, out, v, rally__now_ms(), a);
+    else if (kind == RALLY__LAUNCH_AS_LOST)
+        rally__launch_policy_lost(r->pol, i, v, rally__now_ms(), a);
+    else
+        rally__launch_policy_unstarted(r->pol, i, why, out, rally__now_ms(), a);
+}
+
 /* The decision point: after the tracker handled its I/O, the policy looks at
  * this turn's signals, exits and the tracker's state, and we act. */
 static void after(void *arg)
@@ -356,7 +513,10 @@ static void after(void *arg)
         if (--r->nlive == 0)
             r->drain_until = rally__now_ms() + DRAIN_MS;
         view(r, &v);
-        rally__launch_policy_exit(r->pol, i, st, &v, rally__now_ms(), &a);
+        if (r->procs[i].agent)
+            remote_exit(r, i, st, &v, &a);
+        else
+            rally__launch_policy_exit(r->pol, i, st, &v, rally__now_ms(), &a);
         carry_out(r, &a);
     }
     r->reap = 0;
@@ -428,6 +588,12 @@ static int parse(int argc, char **argv, struct run *r)
                                           {"snapshot-busy", required_argument, NULL, 'B'},
                                           {"max-job-restarts", required_argument, NULL, 'X'},
                                           {"output-buffer-bytes", required_argument, NULL, 'U'},
+                                          {"launcher", required_argument, NULL, 'L'},
+                                          {"hosts", required_argument, NULL, 'W'},
+                                          {"hostfile", required_argument, NULL, 'Y'},
+                                          {"ssh-option", required_argument, NULL, 'o'},
+                                          {"agent", required_argument, NULL, 'G'},
+                                          {"dry-run", no_argument, NULL, 'd'},
                                           {"help", no_argument, NULL, 'h'},
                                           {NULL, 0, NULL, 0}};
     r->host = "127.0.0.1";
@@ -538,6 +704,32 @@ static int parse(int argc, char **argv, struct run *r)
                     "rally-run", "--max-job-restarts wants a count (0 or more), not '%s'", optarg);
             r->max_job_restarts = (int)v;
             break;
+        case 'L':
+            if ((r->launcher = rally__launch_launcher(optarg)) < 0)
+                return cli_usage_error("rally-run",
+                                       "--launcher wants local, ssh, slurm or mpirun, not '%s'",
+                                       optarg);
+            break;
+        case 'W':
+            r->hosts_opt = optarg;
+            break;
+        case 'Y':
+            r->hostfile = optarg;
+            break;
+        case 'o': {
+            const char **o = realloc(r->ssh_opts, (r->nssh_opts + 1) * sizeof *o);
+            if (o == NULL)
+                return cli_usage_error("rally-run", "out of memory");
+            r->ssh_opts = o;
+            r->ssh_opts[r->nssh_opts++] = optarg;
+            break;
+        }
+        case 'G':
+            r->agent_opt = optarg;
+            break;
+        case 'd':
+            r->dry_run = 1;
+            break;
         case 'h':
             usage(stdout);
             return 0;
@@ -577,7 +769,204 @@ static int parse(int argc, char **argv, struct run *r)
         return cli_usage_error("rally-run", "--resume latest needs --snapshot-dir DIR");
     if (r->overwrite && r->resume != NULL)
         return cli_usage_error("rally-run", "--overwrite is for a fresh start, not --resume");
+    int local = r->launcher == RALLY__LAUNCHER_LOCAL;
+    if (local && (r->hosts_opt || r->hostfile || r->agent_opt))
+        return cli_usage_error("rally-run", "--hosts, --hostfile and --agent are for --launcher "
+                                            "ssh, slurm or mpirun");
+    if (r->nssh_opts > 0 && r->launcher != RALLY__LAUNCHER_SSH)
+        return cli_usage_error("rally-run", "--ssh-option is for --launcher ssh");
+    if (r->hosts_opt && r->hostfile)
+        return cli_usage_error("rally-run", "give --hosts or --hostfile, not both");
+    if (r->launcher == RALLY__LAUNCHER_SSH && !r->hosts_opt && !r->hostfile)
+        return cli_usage_error("rally-run", "--launcher ssh needs --hosts or --hostfile");
     return -1;
+}
+
+/* Reads all of the file path into a malloc'd string; NULL with errno. */
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "re");
+    if (f == NULL)
+        return NULL;
+    char *text = NULL;
+    size_t n = 0;
+    FILE *m = open_memstream(&text, &n);
+    char buf[4096];
+    size_t k;
+    while (m != NULL && (k = fread(buf, 1, sizeof buf, f)) > 0)
+        fwrite(buf, 1, k, m);
+    int bad = ferror(f);
+    fclose(f);
+    if (m == NULL || fclose(m) != 0 || bad) {
+        free(text);
+        errno = bad ? EIO : ENOMEM;
+        return NULL;
+    }
+    return text;
+}
+
+/* Slurm: the allocation's nodes (SLURM_JOB_NODELIST through `scontrol show
+ * hostnames`) and their slots (SLURM_TASKS_PER_NODE).  0 or the exit status. */
+static int slurm_hosts(struct run *r)
+{
+    const char *list = getenv("SLURM_JOB_NODELIST"), *tpn = getenv("SLURM_TASKS_PER_NODE");
+    if (list == NULL || !*list) {
+        fprintf(stderr, "rally-run: --launcher slurm runs inside a Slurm allocation (salloc, "
+                        "sbatch): SLURM_JOB_NODELIST is not set; or give --hosts\n");
+        return 2;
+    }
+    char *quoted = rally__launch_quote(list), *cmd = NULL;
+    if (quoted == NULL || asprintf(&cmd, "scontrol show hostnames %s", quoted) < 0) {
+        free(quoted);
+        fprintf(stderr, "rally-run: out of memory\n");
+        return 1;
+    }
+    free(quoted);
+    FILE *f = popen(cmd, "r");
+    free(cmd);
+    char line[RALLY__LAUNCH_HOST_MAX + 2], err[256] = "";
+    int bad = f == NULL;
+    while (!bad && fgets(line, sizeof line, f) != NULL) {
+        line[strcspn(line, "\r\n")] = '\0';
+        if (line[0] && rally__launch_hosts_parse(&r->hosts, line, err, sizeof err) != 0)
+            bad = 1;
+    }
+    int st = f ? pclose(f) : -1;
+    if (bad || st != 0 || r->hosts.n == 0) {
+        fprintf(stderr, "rally-run: cannot expand SLURM_JOB_NODELIST=%s with `scontrol show "
+                        "hostnames`%s%s\n", list, err[0] ? ": " : "", err);
+        return 1;
+    }
+    if (tpn != NULL && *tpn && rally__launch_slurm_slots(&r->hosts, tpn, err, sizeof err) != 0) {
+        fprintf(stderr, "rally-run: %s\n", err);
+        return 1;
+    }
+    return 0;
+}
+
+/* The hosts, each rank's host and rally-agent's path (non-local launchers).
+ * 0 or the exit status. */
+static int place(struct run *r)
+{
+    if (r->launcher == RALLY__LAUNCHER_LOCAL)
+        return 0;
+    char err[512] = "";
+    if (r->hosts_opt && rally__launch_hosts_parse(&r->hosts, r->hosts_opt, err, sizeof err) != 0)
+        return cli_usage_error("rally-run", "--hosts %s: %s", r->hosts_opt, err);
+    if (r->hostfile) {
+        char *text = slurp(r->hostfile);
+        if (text == NULL) {
+            fprintf(stderr, "rally-run: --hostfile %s: %s\n", r->hostfile, strerror(errno));
+            return 2;
+        }
+        int rc = rally__launch_hostfile_parse(&r->hosts, text, err, sizeof err);
+        free(text);
+        if (rc != 0)
+            return cli_usage_error("rally-run", "--hostfile %s: %s", r->hostfile, err);
+    }
+    if (r->hosts.n == 0 && r->launcher == RALLY__LAUNCHER_SLURM) {
+        int st = slurm_hosts(r);
+        if (st != 0)
+            return st;
+    }
+    if (r->hosts.n == 0 && r->launcher == RALLY__LAUNCHER_MPIRUN) {
+        char every[32];
+        snprintf(every, sizeof every, "localhost:%d", r->world);
+        rally__launch_hosts_parse(&r->hosts, every, err, sizeof err);
+    }
+    r->host_of = calloc((size_t)r->world, sizeof *r->host_of);
+    if (r->host_of == NULL) {
+        fprintf(stderr, "rally-run: out of memory\n");
+        return 1;
+    }
+    if (rally__launch_place(&r->hosts, r->world, r->host_of, err, sizeof err) != 0)
+        return cli_usage_error("rally-run", "%s", err);
+    if (r->agent_opt) {
+        snprintf(r->agent, sizeof r->agent, "%s", r->agent_opt);
+        return 0;
+    }
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0) {
+        fprintf(stderr, "rally-run: cannot find rally-agent beside rally-run (%s); give --agent "
+                        "PATH\n", strerror(errno));
+        return 1;
+    }
+    self[n] = '\0';
+    char *slash = strrchr(self, '/');
+    *slash = '\0';
+    snprintf(r->agent, sizeof r->agent, "%.*s/rally-agent", PATH_MAX - 16, self);
+    return 0;
+}
+
+/* The address the workers reach the tracker at; port as given. */
+static void tracker_address(struct run *r, int port)
+{
+    char name[RALLY__HOST_MAX] = "127.0.0.1";
+    const char *h = r->bind;
+    if (rally__launch_host_is_any(h)) {
+        /* every worker runs here; on other hosts they need an address of
+         * this host that is not loopback */
+        if (r->launcher != RALLY__LAUNCHER_LOCAL)
+            rally__sock_primary_addr(name, sizeof name);
+        h = name;
+    }
+    rally__hostport_fmt(h, port, r->tracker_addr, sizeof r->tracker_addr);
+}
+
+/* 1 when host names this machine's loopback (127.x, ::1, localhost). */
+static int loopback(const char *host)
+{
+    return strncmp(host, "127.", 4) == 0 || strcmp(host, "::1") == 0 ||
+           strcmp(host, "localhost") == 0;
+}
+
+/* A tracker on loopback cannot be reached from another machine: say so
+ * once, before anything starts (the job would fail at the start timeout). */
+static void check_reach(const struct run *r)
+{
+    if (r->launcher == RALLY__LAUNCHER_LOCAL || !loopback(r->bind))
+        return;
+    char self[RALLY__LAUNCH_HOST_MAX] = "";
+    gethostname(self, sizeof self - 1);
+    for (size_t i = 0; i < r->hosts.n; i++)
+        if (!loopback(r->hosts.h[i].name) && strcmp(r->hosts.h[i].name, self) != 0) {
+            fprintf(stderr,
+                    "rally-run: note: the tracker listens on %s, which workers on host %s "
+                    "cannot reach from another machine; give --host ADDR (an address of this "
+                    "host that they reach)\n",
+                    r->host, r->hosts.h[i].name);
+            return;
+        }
+}
+
+/* --bind (--host): an interface name becomes its address (r->bind).  0 or
+ * the exit status. */
+static int resolve_bind(struct run *r)
+{
+    struct rally__err e = {0, ""};
+    if (rally__sock_bind_addr(r->host, r->bind, sizeof r->bind, &e) == RALLY_OK)
+        return 0;
+    fprintf(stderr, "rally-run: --bind %s: %s\n", r->host, e.msg);
+    return 1;
+}
+
+/* --dry-run: each rank's local command line; nothing starts.  The exit status. */
+static int dry_run(struct run *r)
+{
+    tracker_address(r, r->port);
+    for (int i = 0; i < r->world; i++) {
+        char **argv = r->launcher == RALLY__LAUNCHER_LOCAL ? NULL : command(r, i);
+        char *line = rally__launch_argv_line(argv ? argv : r->argv);
+        rally__launch_argv_free(argv);
+        if (line == NULL) {
+            fprintf(stderr, "rally-run: out of memory\n");
+            return 1;
+        }
+        printf("rank %d: %s\n", i, line);
+        free(line);
+    }
+    return 0;
 }
 
 /* The job's name: --job, or the program's file name made safe. */
@@ -612,7 +1001,9 @@ static int job_name(struct run *r)
 
 /* Before any worker starts: the run's UUID, the lock, the fresh-start check,
  * the snapshot to resume from, resolved and verified.  0 or the exit status. */
-static int snap_setup(struct run *r)
+/* The run's UUID, start time, job name and the settings' strings; 0 or the
+ * exit status. */
+static int snap_names(struct run *r)
 {
     struct rally__err e = {0, ""};
     if (rally__snap_uuid(r->run_id, &e) != RALLY_OK) {
@@ -623,7 +1014,15 @@ static int snap_setup(struct run *r)
     snprintf(r->every, sizeof r->every, "%lld", (long long)r->snap_every);
     snprintf(r->every_ms, sizeof r->every_ms, "%lld", (long long)r->snap_every_ms);
     snprintf(r->keep, sizeof r->keep, "%lld", (long long)r->snap_keep);
-    int st = job_name(r);
+    if (r->dry_run && r->snap_dir != NULL && realpath(r->snap_dir, r->snap_abs) == NULL)
+        snprintf(r->snap_abs, sizeof r->snap_abs, "%s", r->snap_dir);
+    return job_name(r);
+}
+
+static int snap_setup(struct run *r)
+{
+    struct rally__err e = {0, ""};
+    int st = snap_names(r);
     if (st != 0)
         return st;
     if (r->snap_dir != NULL) {
@@ -726,9 +1125,10 @@ static int setup(struct run *r)
         fprintf(stderr, "rally-run: %s\n", e.msg);
         return 1;
     }
-    if (rally__sock_bind_addr(r->host, r->bind, sizeof r->bind, &e) != RALLY_OK) {
+    /* the agents read the secret's line on their stdin (launch/remote.h) */
+    if (r->launcher != RALLY__LAUNCHER_LOCAL && (r->feed = slurp(r->secret)) == NULL) {
         memset(&s, 0, sizeof s);
-        fprintf(stderr, "rally-run: --bind %s: %s\n", r->host, e.msg);
+        fprintf(stderr, "rally-run: cannot read back %s: %s\n", r->secret, strerror(errno));
         return 1;
     }
     struct rally__tracker_opts o = {.world = r->world,
@@ -748,22 +1148,24 @@ static int setup(struct run *r)
         return 1;
     }
     struct rally__launch_out *outs[2] = {&r->out[0], &r->out[1]};
-    for (int i = 0; i < r->world; i++)
+    for (int i = 0; i < r->world; i++) {
         rally__launch_proc_init(&r->procs[i], i, outs);
+        if (r->launcher != RALLY__LAUNCHER_LOCAL)
+            rally__launch_policy_host(r->pol, i, r->hosts.h[r->host_of[i]].name);
+    }
     int rc = rally__launch_tracker_new(&r->t, &o, r->max_restarts > 0, r->heartbeat_ms, &e);
     memset(&s, 0, sizeof s);
     if (rc != RALLY_OK) {
         fprintf(stderr, "rally-run: cannot start the tracker: %s\n", e.msg);
         return 1;
     }
-    /* every worker runs here */
-    const char *h = rally__launch_host_is_any(r->bind) ? "127.0.0.1" : r->bind;
-    snprintf(r->tracker_addr, sizeof r->tracker_addr, strchr(h, ':') ? "[%s]:%d" : "%s:%d", h,
-             rally__tracker_port(r->t));
+    tracker_address(r, rally__tracker_port(r->t));
     for (int i = 0; i < r->world; i++) {
         err = spawn(r, i);
         if (err != 0) {
-            fprintf(stderr, "rally-run: cannot run '%s': %s\n", r->argv[0], strerror(err));
+            static const char *const wrapper[] = {NULL, "ssh", "srun", "mpirun"};
+            fprintf(stderr, "rally-run: cannot run '%s': %s\n",
+                    wrapper[r->launcher] ? wrapper[r->launcher] : r->argv[0], strerror(err));
             rally__launch_kill_all(r->procs, r->world);
             return 127;
         }
@@ -775,10 +1177,13 @@ static int setup(struct run *r)
 static void job_teardown(struct run *r)
 {
     fflush(stdout);
-    for (int i = 0; r->procs && i < r->world; i++)
+    for (int i = 0; r->procs && i < r->world; i++) {
         for (int w = 0; w < 2; w++)
             if (r->procs[i].fd[w] >= 0)
                 close(r->procs[i].fd[w]);
+        if (r->procs[i].ctl >= 0)
+            close(r->procs[i].ctl);
+    }
     rally__tracker_free(r->t);
     rally__launch_policy_free(r->pol);
     free(r->procs);
@@ -787,6 +1192,11 @@ static void job_teardown(struct run *r)
         unlink(r->secret);
     if (r->dir[0])
         rmdir(r->dir);
+    if (r->feed != NULL) {
+        memset(r->feed, 0, strlen(r->feed));
+        free(r->feed);
+        r->feed = NULL;
+    }
     r->t = NULL;
     r->pol = NULL;
     r->procs = NULL;
@@ -799,6 +1209,9 @@ static void job_teardown(struct run *r)
 static void teardown(struct run *r)
 {
     job_teardown(r);
+    rally__launch_hosts_free(&r->hosts);
+    free(r->host_of);
+    free(r->ssh_opts);
     rally__snap_lock_release(r->lock);
     if (r->sfd >= 0)
         close(r->sfd);
@@ -857,14 +1270,26 @@ int main(int argc, char **argv)
     if (cli_version("rally-run", argc, argv))
         return 0;
     int status = parse(argc, argv, &r);
-    if (status >= 0)
+    if (status < 0 && (status = resolve_bind(&r)) == 0 && (status = place(&r)) == 0)
+        status = -1;
+    if (status < 0 && r.dry_run) {
+        status = snap_names(&r);
+        if (status == 0)
+            status = dry_run(&r);
+    }
+    if (status >= 0) {
+        rally__launch_hosts_free(&r.hosts);
+        free(r.host_of);
+        free(r.ssh_opts);
         return status;
+    }
     int gerr = rally__launch_guard_start(); /* first: it must hold nothing of ours */
     if (gerr != 0)
         fprintf(stderr,
                 "rally-run: note: no guard process (%s): workers started through a "
                 "wrapper may outlive rally-run if it is killed\n",
                 strerror(gerr));
+    check_reach(&r);
     if ((status = snap_setup(&r)) != 0)
         goto cleanup;
     for (;;) {

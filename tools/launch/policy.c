@@ -24,6 +24,7 @@ struct rank_state {
     int fenced_own;        /* ... for its own connection closing (its exit, as the tracker saw it) */
     int fence_killed;      /* that SIGKILL went out */
     int status;            /* rally-run's exit status when its failure is the verdict */
+    char host[256];        /* where it runs: "" on this host (the lines name no host) */
 };
 
 struct rally__launch_policy {
@@ -93,10 +94,20 @@ static void fail(struct rally__launch_policy *pol, int rank, int64_t now,
     }
 }
 
-/* "rank 3 was killed by signal 9", "rank 3 exited with status 2". */
+/* " on host h2", or "" for a rank on this host. */
+static void on_host(const struct rank_state *k, char *out, size_t cap)
+{
+    out[0] = '\0';
+    if (k->host[0])
+        snprintf(out, cap, " on host %s", k->host);
+}
+
+/* "rank 3 was killed by signal 9", "rank 3 on host h2 exited with status 2". */
 static void why_of(struct rally__launch_policy *pol, int rank, const char *cause)
 {
-    snprintf(pol->rank[rank].why, sizeof pol->rank[rank].why, "rank %d %s%s", rank,
+    char on[280];
+    on_host(&pol->rank[rank], on, sizeof on);
+    snprintf(pol->rank[rank].why, sizeof pol->rank[rank].why, "rank %d%s %s%s", rank, on,
              strncmp(cause, "killed", 6) == 0 ? "was " : "", cause);
 }
 
@@ -110,7 +121,8 @@ void rally__launch_policy_event(struct rally__launch_policy *pol,
         struct rank_state *k = &pol->rank[ev->rank];
         snprintf(k->fenced, sizeof k->fenced, "%s", ev->text);
         k->fenced_own = ev->disconnected;
-        k->fence_kill_at = now + RALLY__LAUNCH_FENCE_GRACE_MS;
+        k->fence_kill_at = now + (k->host[0] ? RALLY__LAUNCH_FENCE_GRACE_REMOTE_MS
+                                              : RALLY__LAUNCH_FENCE_GRACE_MS);
     } else if (ev->kind == RALLY__TEV_RECOVERED) {
         pol->nrecoveries++;
         pol->nrecovered += pol->unrecovered;
@@ -130,9 +142,12 @@ void rally__launch_policy_signal(struct rally__launch_policy *pol, int sig, int6
     a->forward = sig;
 }
 
-/* rank died of cause while the job runs: restart it, or fail the job. */
-static void died(struct rally__launch_policy *pol, int rank, const char *cause,
-                 const struct rally__launch_view *v, int64_t now, struct rally__launch_act *a)
+/* rank died of cause while the job runs: restart it, or fail the job.
+ * head is the sentence that says so ("rank 1 died (killed by signal 9)"),
+ * why the failure when it is not restarted. */
+static void died_as(struct rally__launch_policy *pol, int rank, const char *cause,
+                    const char *head, const char *why, const struct rally__launch_view *v,
+                    int64_t now, struct rally__launch_act *a)
 {
     struct rank_state *k = &pol->rank[rank];
     pol->ndeaths++;
@@ -140,23 +155,34 @@ static void died(struct rally__launch_policy *pol, int rank, const char *cause,
     k->deaths++;
     if (pol->max_restarts > 0 && v->recoverable) {
         if (k->restarts >= pol->max_restarts) {
-            snprintf(k->why, sizeof k->why,
-                     "rank %d died (%s) and its restarts are exhausted (%d of %d used)", rank,
-                     cause, k->restarts, pol->max_restarts);
+            snprintf(k->why, sizeof k->why, "%.400s and its restarts are exhausted (%d of %d used)",
+                     head, k->restarts, pol->max_restarts);
             k->status = 1;
             fail(pol, rank, now, a);
             return;
         }
         k->restarts++;
         pol->nrestarts++;
-        snprintf(a->say, sizeof a->say, "rank %d died (%s); restarting it (restart %d of %d)", rank,
-                 cause, k->restarts, pol->max_restarts);
+        snprintf(a->say, sizeof a->say, "%.400s; restarting it%s%.150s (restart %d of %d)", head,
+                 k->host[0] ? " on " : "", k->host, k->restarts, pol->max_restarts);
         snprintf(a->cause, sizeof a->cause, "%s", cause);
         a->restart = rank;
         return;
     }
-    why_of(pol, rank, cause);
+    snprintf(k->why, sizeof k->why, "%.500s", why);
     fail(pol, rank, now, a);
+}
+
+static void died(struct rally__launch_policy *pol, int rank, const char *cause,
+                 const struct rally__launch_view *v, int64_t now, struct rally__launch_act *a)
+{
+    char head[600], on[280];
+    on_host(&pol->rank[rank], on, sizeof on);
+    snprintf(head, sizeof head, "rank %d%s died (%s)", rank, on, cause);
+    why_of(pol, rank, cause);
+    char why[sizeof pol->rank[rank].why];
+    memcpy(why, pol->rank[rank].why, sizeof why);
+    died_as(pol, rank, cause, head, why, v, now, a);
 }
 
 void rally__launch_policy_exit(struct rally__launch_policy *pol, int rank, int st,
@@ -219,6 +245,59 @@ void rally__launch_policy_exit(struct rally__launch_policy *pol, int rank, int s
     }
     k->failed = 1;
     why_of(pol, rank, cause);
+}
+
+void rally__launch_policy_lost(struct rally__launch_policy *pol, int rank,
+                               const struct rally__launch_view *v, int64_t now,
+                               struct rally__launch_act *a)
+{
+    clear(a);
+    struct rank_state *k = &pol->rank[rank];
+    k->running = 0;
+    k->fence_kill_at = RALLY__NEVER;
+    k->fence_killed = 0;
+    k->fenced[0] = '\0';
+    k->fenced_own = 0;
+    k->status = 1;
+    const char *cause = "the connection to the host was lost";
+    char head[600];
+    snprintf(head, sizeof head, "rank %d on host %s died: %s", rank, k->host, cause);
+    if (k->finalized) {
+        k->failed = 1;
+        snprintf(k->why, sizeof k->why, "%.400s after rally_finalize", head);
+        return;
+    }
+    if (pol->first < 0 && !pol->stop_sig && v->state == RALLY__TRACKER_RUNNING) {
+        died_as(pol, rank, cause, head, head, v, now, a);
+        return;
+    }
+    if (v->state == RALLY__TRACKER_FAILED && v->failed_rank == rank && !pol->stop_sig &&
+        !k->failed) {
+        pol->ndeaths++;
+        k->deaths++;
+    }
+    k->failed = 1;
+    snprintf(k->why, sizeof k->why, "%.500s", head);
+}
+
+void rally__launch_policy_unstarted(struct rally__launch_policy *pol, int rank, const char *why,
+                                    int status, int64_t now, struct rally__launch_act *a)
+{
+    clear(a);
+    struct rank_state *k = &pol->rank[rank];
+    k->running = 0;
+    k->fence_kill_at = RALLY__NEVER;
+    k->fence_killed = 0;
+    k->fenced[0] = '\0';
+    k->fenced_own = 0;
+    snprintf(k->why, sizeof k->why, "%.500s", why);
+    k->status = status;
+    fail(pol, rank, now, a);
+}
+
+void rally__launch_policy_host(struct rally__launch_policy *pol, int rank, const char *host)
+{
+    snprintf(pol->rank[rank].host, sizeof pol->rank[rank].host, "%s", host ? host : "");
 }
 
 void rally__launch_policy_spawned(struct rally__launch_policy *pol, int rank)

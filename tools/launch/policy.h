@@ -28,7 +28,9 @@
  * finalizing fails the job, whatever its status; any other death, the first
  * signal or a failed tracker fails the job and, grace_ms later, every worker
  * left gets SIGKILL.  A worker the tracker fenced while its process still
- * runs gets SIGKILL after RALLY__LAUNCH_FENCE_GRACE_MS.
+ * runs gets SIGKILL after RALLY__LAUNCH_FENCE_GRACE_MS (on another host:
+ * RALLY__LAUNCH_FENCE_GRACE_REMOTE_MS, since the worker's own end reaches
+ * us through its wrapper, which may take its time to exit, as mpirun does).
  *
  * The verdict's exit status: 0 when every rank finalized and exited 0;
  * 128 + S after rally-run's own signal S; the worker's own exit status when
@@ -44,6 +46,7 @@
 #include <stdio.h>
 
 #define RALLY__LAUNCH_FENCE_GRACE_MS 500 /* a fenced worker that still runs gets this long */
+#define RALLY__LAUNCH_FENCE_GRACE_REMOTE_MS 3000 /* ... on another host (its wrapper) */
 #define RALLY__LAUNCH_KILL_ALL (-2)      /* rally__launch_policy_due: every worker */
 #define RALLY__LAUNCH_EXIT_ABORT 3       /* the verdict when a rank stopped the job (rally_abort) */
 
@@ -87,6 +90,20 @@ void rally__launch_policy_signal(struct rally__launch_policy *pol, int sig, int6
 void rally__launch_policy_exit(struct rally__launch_policy *pol, int rank, int st,
                                const struct rally__launch_view *v, int64_t now,
                                struct rally__launch_act *a);
+/* rank runs on host (NULL or "": this host, and its lines name no host;
+ * else "rank 2 on host h2 ..." and "restarting it on h2"). */
+void rally__launch_policy_host(struct rally__launch_policy *pol, int rank, const char *host);
+/* rank's host ran it and the connection to the host was lost before the
+ * worker's own end was heard (tools/launch/remote.h): a death, restarted
+ * like a crash ("rank 2 on host h2 died: the connection to the host was
+ * lost"). */
+void rally__launch_policy_lost(struct rally__launch_policy *pol, int rank,
+                               const struct rally__launch_view *v, int64_t now,
+                               struct rally__launch_act *a);
+/* rank could not be started on its host (unreachable, the program missing):
+ * the job fails with why and exit status status; no death is counted. */
+void rally__launch_policy_unstarted(struct rally__launch_policy *pol, int rank, const char *why,
+                                    int status, int64_t now, struct rally__launch_act *a);
 /* rank runs a new process (also when its exec failed: that exit follows). */
 void rally__launch_policy_spawned(struct rally__launch_policy *pol, int rank);
 /* Restarting rank failed with errno err. */

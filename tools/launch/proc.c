@@ -31,6 +31,9 @@ void rally__launch_proc_init(struct rally__launch_proc *p, int rank,
     p->line[0].n = p->line[1].n = 0;
     p->out[0] = out[0];
     p->out[1] = out[1];
+    p->agent = 0;
+    p->ctl = -1;
+    rally__launch_seen_reset(&p->seen);
 }
 
 /* --- the guard ------------------------------------------------------------- */
@@ -145,13 +148,25 @@ static void close_pipe(struct rally__launch_proc *p, int which)
     p->fd[which] = -1;
 }
 
-/* Queues each line of s[0..n) (the last one even without its newline). */
+/* Queues each line of s[0..n) (the last one even without its newline); a
+ * wrapper's stderr lines pass the agent's reader first (remote.h). */
 static void emit(struct rally__launch_proc *p, int which, const char *s, size_t n)
 {
     while (n > 0) {
         const char *nl = memchr(s, '\n', n);
         size_t k = nl ? (size_t)(nl - s) : n;
-        rally__launch_out_line(p->out[which], p->rank, s, k);
+        int flush = 0;
+        if (!p->agent || which == 0 || !rally__launch_seen_line(&p->seen, s, k, &flush))
+            rally__launch_out_line(p->out[which], p->rank, s, k);
+        if (flush) { /* the agent started: the wrapper's lines held till now */
+            struct rally__launch_seen *z = &p->seen;
+            for (char *h = z->held, *e; *h; h = e + 1) {
+                e = strchr(h, '\n');
+                rally__launch_out_line(p->out[1], p->rank, h, (size_t)(e - h));
+            }
+            z->nheld = 0;
+            z->held[0] = '\0';
+        }
         k += nl != NULL;
         s += k;
         n -= k;
@@ -213,7 +228,7 @@ fail:
 
 /* In the child: never returns. */
 static void child(char *const argv[], const char *const env[][2], const int out[2],
-                  const int err[2], int report, pid_t parent)
+                  const int err[2], int report, pid_t parent, int in)
 {
     sigset_t none;
     sigemptyset(&none);
@@ -226,7 +241,7 @@ static void child(char *const argv[], const char *const env[][2], const int out[
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) /* the launcher died before prctl took effect */
         _exit(127);
-    int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    int null = in >= 0 ? in : open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (null < 0 || dup2(null, 0) < 0 || dup2(out[1], 1) < 0 || dup2(err[1], 2) < 0)
         goto fail;
     /* Nothing else crosses exec, not even what our own parent leaked to us. */
@@ -245,12 +260,13 @@ fail:;
     _exit(127);
 }
 
-int rally__launch_spawn(struct rally__launch_proc *p, char *const argv[],
-                        const char *const env[][2])
+/* rally__launch_spawn, with stdin a pipe fed with feed when feed is not NULL. */
+static int spawn(struct rally__launch_proc *p, char *const argv[], const char *const env[][2],
+                 const char *feed)
 {
-    int out[2] = {-1, -1}, err[2] = {-1, -1}, rep[2] = {-1, -1}, rc = 0;
+    int out[2] = {-1, -1}, err[2] = {-1, -1}, rep[2] = {-1, -1}, in[2] = {-1, -1}, rc = 0;
     if ((open_pty(&out[0], &out[1]) != 0 && pipe2(out, O_CLOEXEC)) || pipe2(err, O_CLOEXEC) ||
-        pipe2(rep, O_CLOEXEC)) {
+        pipe2(rep, O_CLOEXEC) || (feed != NULL && pipe2(in, O_CLOEXEC))) {
         rc = errno;
         goto cleanup;
     }
@@ -263,12 +279,19 @@ int rally__launch_spawn(struct rally__launch_proc *p, char *const argv[],
         goto cleanup;
     }
     if (pid == 0)
-        child(argv, env, out, err, rep[1], parent);
+        child(argv, env, out, err, rep[1], parent, in[0]);
     setpgid(pid, pid); /* both sides, so a signal never misses the group */
     guard_tell((int32_t)pid);
     p->pid = pid;
     close(rep[1]);
     rep[1] = -1;
+    if (feed != NULL) { /* a line far below the pipe's capacity: it never blocks */
+        ssize_t w = write(in[1], feed, strlen(feed));
+        (void)w; /* short or failed: the agent says it got no secret */
+        fcntl(in[1], F_SETFL, O_NONBLOCK);
+        p->ctl = in[1];
+        in[1] = -1;
+    }
     int e;
     ssize_t m;
     do
@@ -292,14 +315,46 @@ cleanup:
             close(err[i]);
         if (rep[i] >= 0)
             close(rep[i]);
+        if (in[i] >= 0)
+            close(in[i]);
     }
     return rc;
 }
 
+int rally__launch_spawn(struct rally__launch_proc *p, char *const argv[],
+                        const char *const env[][2])
+{
+    p->agent = 0;
+    return spawn(p, argv, env, NULL);
+}
+
+int rally__launch_spawn_agent(struct rally__launch_proc *p, char *const argv[], const char *feed)
+{
+    static const char *const none[][2] = {{NULL, NULL}};
+    p->agent = 1;
+    rally__launch_seen_reset(&p->seen);
+    return spawn(p, argv, none, feed);
+}
+
+/* The wrapper is gone: its stdin's write end goes too. */
+static void close_ctl(struct rally__launch_proc *p)
+{
+    if (p->ctl >= 0)
+        close(p->ctl);
+    p->ctl = -1;
+}
+
 void rally__launch_signal(const struct rally__launch_proc *p, int sig)
 {
-    if (p->pid > 0)
-        kill(-p->pid, sig);
+    if (p->pid <= 0)
+        return;
+    if (p->ctl >= 0 && sig != SIGKILL) {
+        char line[32];
+        int n = snprintf(line, sizeof line, "signal %d\n", sig);
+        if (write(p->ctl, line, (size_t)n) == n)
+            return;
+    }
+    kill(-p->pid, sig);
 }
 
 size_t rally__launch_pipes_fill(const struct rally__launch_proc *ps, int n, struct pollfd *pfd,
@@ -363,6 +418,7 @@ int rally__launch_reap(struct rally__launch_proc *ps, int n, int *status)
                 kill(-pid, SIGKILL); /* whatever it left behind in its group */
                 guard_tell(-(int32_t)pid);
                 ps[i].pid = 0;
+                close_ctl(&ps[i]);
                 *status = st;
                 return i;
             }
@@ -386,6 +442,7 @@ void rally__launch_kill_all(struct rally__launch_proc *ps, int n)
             if (ps[i].pid == pid) {
                 guard_tell(-(int32_t)pid);
                 ps[i].pid = 0;
+                close_ctl(&ps[i]);
                 live--;
             }
     }

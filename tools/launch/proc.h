@@ -32,6 +32,11 @@
  * every group it still holds.  Groups are forgotten when reaped, so it never
  * hits a group whose number was reused.
  *
+ * A rank on another host (rally__launch_spawn_agent) is a wrapper process
+ * here: its stdin is a pipe we keep, fed first with the secret's line, then
+ * with "signal S" lines; its stderr passes the agent's line reader
+ * (remote.h) before it is printed.
+ *
  * Nothing here decides anything: policy.h does.
  */
 #ifndef RALLY_TOOLS_LAUNCH_PROC_H
@@ -43,6 +48,7 @@
 #include <sys/types.h>
 
 #include "out.h"
+#include "remote.h"
 
 #define RALLY__LAUNCH_LINE_MAX 65536
 
@@ -57,6 +63,10 @@ struct rally__launch_proc {
     int fd[2]; /* its stdout (pty master or pipe), stderr pipe; -1 once closed */
     struct rally__launch_line line[2];
     struct rally__launch_out *out[2]; /* where its stdout, stderr lines go */
+    /* a rank on another host (remote.h): the process is the wrapper */
+    int agent;                     /* 1: its stderr carries rally-agent's marked lines */
+    int ctl;                       /* the write end of its stdin, -1 */
+    struct rally__launch_seen seen; /* what those lines said */
 };
 
 /* An idle slot for rank (no process, no pipes) whose lines go to out[0]
@@ -80,7 +90,16 @@ void rally__launch_put_lines(FILE *f, int rank, const char *s, size_t n, int fin
 int rally__launch_spawn(struct rally__launch_proc *p, char *const argv[],
                         const char *const env[][2]);
 
-/* Sends sig to p's process group when p runs. */
+/* Starts argv (a wrapper that runs rally-agent, remote.h) in p as above,
+ * but with stdin a pipe whose first line is feed (the job's secret line,
+ * which must end in a newline); p keeps the write end (p->ctl) until the
+ * process is reaped, and p->seen gathers the agent's marked lines. */
+int rally__launch_spawn_agent(struct rally__launch_proc *p, char *const argv[], const char *feed);
+
+/* Sends sig to p's process group when p runs; to a wrapper of rally-agent
+ * any signal but SIGKILL goes as a line "signal S" on its stdin, for the
+ * agent to pass to the worker (SIGKILL ends the wrapper, and the agent
+ * kills the worker when its stdin ends). */
 void rally__launch_signal(const struct rally__launch_proc *p, int sig);
 
 /* Puts p's open pipes into pollfd slots; slot[i] records which pipe

@@ -1,0 +1,290 @@
+/*
+ * launch_hosts_test.c — unit tests of rally-run's remote launch parts
+ * (tools/launch/remote.h): host lists, hostfiles, Slurm's slots, placement,
+ * shell quoting, the wrappers' command lines, and what the agent's marked
+ * lines and the wrapper's exit become.  No processes.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "launch/remote.h"
+
+#define EXITED(code) ((code) << 8) /* a wait status: exited with code */
+
+/* "a:2,b:1" of hs, or the error. */
+static void hosts_str(const struct rally__launch_hosts *hs, char *out, size_t cap)
+{
+    out[0] = '\0';
+    for (size_t i = 0; i < hs->n; i++)
+        snprintf(out + strlen(out), cap - strlen(out), "%s%s:%d", i ? "," : "", hs->h[i].name,
+                 hs->h[i].slots);
+}
+
+/* A table of named --hosts cases: the list, and what it parses to ("" and
+ * the error's start when it is refused). */
+static const struct {
+    const char *name, *list, *want, *err;
+} HOSTS_CASES[] = {
+    {"slots_and_defaults", "h1:4,h2,h3:2", "h1:4,h2:1,h3:2", NULL},
+    {"one_host", "node7", "node7:1", NULL},
+    {"empty", "", "", "--hosts is empty"},
+    {"empty_item", "a,,b", "", "an empty host name"},
+    {"zero_slots", "a:0", "", "'a:0': the slots after ':' must be a number"},
+    {"bad_slots", "a:x", "", "'a:x': the slots after ':' must be a number"},
+    {"two_colons", "::1:2", "", "'::1:2': one ':' before the slots"},
+    {"dash", "-oProxyCommand=x", "", "the host name '-oProxyCommand=x' starts with '-'"},
+    {"quote", "a'b", "", "the host name 'a'b' holds a space, comma or quote"},
+};
+
+static void hosts_cases(void **state)
+{
+    for (size_t i = 0; i < sizeof HOSTS_CASES / sizeof HOSTS_CASES[0]; i++) {
+        struct rally__launch_hosts hs = {NULL, 0};
+        char err[256] = "", got[256];
+        int rc = rally__launch_hosts_parse(&hs, HOSTS_CASES[i].list, err, sizeof err);
+        hosts_str(&hs, got, sizeof got);
+        if (HOSTS_CASES[i].err == NULL) {
+            if (rc != 0 || strcmp(got, HOSTS_CASES[i].want) != 0)
+                fail_msg("%s: got '%s' (%s)", HOSTS_CASES[i].name, got, err);
+        } else if (rc != -1 || strncmp(err, HOSTS_CASES[i].err, strlen(HOSTS_CASES[i].err)) != 0) {
+            fail_msg("%s: want the error '%s', got %d '%s'", HOSTS_CASES[i].name,
+                     HOSTS_CASES[i].err, rc, err);
+        }
+        rally__launch_hosts_free(&hs);
+    }
+}
+
+static void hostfile(void **state)
+{
+    struct rally__launch_hosts hs = {NULL, 0};
+    char err[256] = "", got[256];
+    assert_int_equal(rally__launch_hostfile_parse(&hs,
+                                                  "# the cluster\n"
+                                                  "a slots=4\n"
+                                                  "\n"
+                                                  "  b   # one slot\n"
+                                                  "c:2\n"
+                                                  "fe80::1 slots=2\n"
+                                                  "d\tslots=3",
+                                                  err, sizeof err),
+                     0);
+    hosts_str(&hs, got, sizeof got);
+    assert_string_equal(got, "a:4,b:1,c:2,fe80::1:2,d:3");
+    rally__launch_hosts_free(&hs);
+    assert_int_equal(rally__launch_hostfile_parse(&hs, "a\nb slots=x\n", err, sizeof err), -1);
+    assert_string_equal(err, "line 2: 'slots=x' is not 'slots=K' (K from 1 to 999999)");
+    rally__launch_hosts_free(&hs);
+    assert_int_equal(rally__launch_hostfile_parse(&hs, "# nothing\n\n", err, sizeof err), -1);
+    assert_string_equal(err, "it names no host");
+    rally__launch_hosts_free(&hs);
+}
+
+static void slurm_slots(void **state)
+{
+    struct rally__launch_hosts hs = {NULL, 0};
+    char err[256] = "", got[256];
+    assert_int_equal(rally__launch_hosts_parse(&hs, "n1,n2,n3,n4", err, sizeof err), 0);
+    assert_int_equal(rally__launch_slurm_slots(&hs, "2(x3),1", err, sizeof err), 0);
+    hosts_str(&hs, got, sizeof got);
+    assert_string_equal(got, "n1:2,n2:2,n3:2,n4:1");
+    assert_int_equal(rally__launch_slurm_slots(&hs, "2(x2)", err, sizeof err), -1);
+    assert_string_equal(err, "SLURM_TASKS_PER_NODE=2(x2) counts 2 nodes, the node list 4");
+    assert_int_equal(rally__launch_slurm_slots(&hs, "2(3)", err, sizeof err), -1);
+    assert_string_equal(err, "SLURM_TASKS_PER_NODE=2(3) is not like 2(x3),1");
+    rally__launch_hosts_free(&hs);
+}
+
+static void placement(void **state)
+{
+    struct rally__launch_hosts hs = {NULL, 0};
+    char err[256] = "";
+    int host_of[5];
+    assert_int_equal(rally__launch_hosts_parse(&hs, "a:2,b:2,c", err, sizeof err), 0);
+    assert_int_equal(rally__launch_place(&hs, 5, host_of, err, sizeof err), 0);
+    int want[5] = {0, 0, 1, 1, 2};
+    assert_memory_equal(host_of, want, sizeof want);
+    assert_int_equal(rally__launch_place(&hs, 3, host_of, err, sizeof err), 0);
+    assert_memory_equal(host_of, want, 3 * sizeof *want);
+    rally__launch_hosts_free(&hs);
+    assert_int_equal(rally__launch_hosts_parse(&hs, "a:2,b", err, sizeof err), 0);
+    assert_int_equal(rally__launch_place(&hs, 4, host_of, err, sizeof err), -1);
+    assert_string_equal(err, "the hosts have 3 slots for 4 workers: give more hosts or slots");
+    rally__launch_hosts_free(&hs);
+}
+
+static void quoting(void **state)
+{
+    static const char *const cases[][2] = {{"plain-word_1.2/x:y,z=@%+", "plain-word_1.2/x:y,z=@%+"},
+                                           {"", "''"},
+                                           {"two words", "'two words'"},
+                                           {"it's", "'it'\\''s'"},
+                                           {"$HOME", "'$HOME'"},
+                                           {"a;b", "'a;b'"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *q = rally__launch_quote(cases[i][0]);
+        assert_non_null(q);
+        assert_string_equal(q, cases[i][1]);
+        free(q);
+    }
+}
+
+/* The command line of in as one string. */
+static void line_of(const struct rally__launch_cmd_in *in, const char *want)
+{
+    char **argv = rally__launch_command(in);
+    assert_non_null(argv);
+    char *line = rally__launch_argv_line(argv);
+    assert_non_null(line);
+    assert_string_equal(line, want);
+    free(line);
+    rally__launch_argv_free(argv);
+}
+
+static void commands(void **state)
+{
+    char *prog[] = {"./prog", "two words", NULL};
+    const char *env[] = {"RALLY_TRACKER=10.0.0.1:9000", "RALLY_TASK_ID=3", NULL};
+    const char *opts[] = {"Port=2222"};
+    struct rally__launch_cmd_in in = {RALLY__LAUNCHER_SSH, "h2", opts, 1,
+                                      "/opt/rally-agent",  env,  prog};
+    /* ssh: the remote shell reads the words after --, so they are quoted once more */
+    line_of(&in, "ssh -o BatchMode=yes -o Port=2222 h2 -- /opt/rally-agent --env "
+                 "RALLY_TRACKER=10.0.0.1:9000 --env RALLY_TASK_ID=3 -- ./prog "
+                 "''\\''two words'\\'''");
+    in.launcher = RALLY__LAUNCHER_SLURM;
+    in.nssh_opts = 0;
+    line_of(&in, "srun --nodes=1 --ntasks=1 --nodelist=h2 --kill-on-bad-exit=1 --overlap "
+                 "--input=all --quiet /opt/rally-agent --env RALLY_TRACKER=10.0.0.1:9000 --env "
+                 "RALLY_TASK_ID=3 -- ./prog 'two words'");
+    in.launcher = RALLY__LAUNCHER_MPIRUN;
+    line_of(&in, "mpirun -np 1 --host h2 --quiet /opt/rally-agent --env "
+                 "RALLY_TRACKER=10.0.0.1:9000 --env RALLY_TASK_ID=3 -- ./prog 'two words'");
+    in.launcher = RALLY__LAUNCHER_LOCAL;
+    assert_null(rally__launch_command(&in));
+    assert_int_equal(rally__launch_launcher("slurm"), RALLY__LAUNCHER_SLURM);
+    assert_int_equal(rally__launch_launcher("pbs"), -1);
+}
+
+/* Feeds the lines of text (newline-separated) to s. */
+static void feed(struct rally__launch_seen *s, const char *text, int *printed)
+{
+    *printed = 0;
+    for (const char *p = text, *nl; *p; p = nl + 1) {
+        nl = strchr(p, '\n');
+        int flush;
+        *printed += !rally__launch_seen_line(s, p, (size_t)(nl - p), &flush);
+    }
+}
+
+/* A table of named outcomes: the wrapper's stderr, its wait status, and
+ * what the policy hears. */
+static const struct {
+    const char *name;
+    int launcher;
+    const char *stderr_text;
+    int st;
+    int kind, out;
+    const char *why;
+} OUTCOMES[] = {
+    {"worker_exit", RALLY__LAUNCHER_SSH,
+     "@rally-agent started\nworker says hi\n@rally-agent exit 3\n", EXITED(3),
+     RALLY__LAUNCH_AS_STATUS, EXITED(3), ""},
+    {"worker_signal_wrapper_says_137", RALLY__LAUNCHER_SSH,
+     "@rally-agent started\n@rally-agent signal 9\n", EXITED(137), RALLY__LAUNCH_AS_STATUS, SIGKILL,
+     ""},
+    {"worker_signal_srun_says_1", RALLY__LAUNCHER_SLURM,
+     "@rally-agent started\n@rally-agent signal 11\nsrun: error: task 0 failed\n", EXITED(1),
+     RALLY__LAUNCH_AS_STATUS, SIGSEGV, ""},
+    {"connection_lost", RALLY__LAUNCHER_SSH, "@rally-agent started\n", EXITED(255),
+     RALLY__LAUNCH_AS_LOST, 0, ""},
+    {"wrapper_killed_by_us", RALLY__LAUNCHER_SSH, "@rally-agent started\n", SIGKILL,
+     RALLY__LAUNCH_AS_STATUS, SIGKILL, ""},
+    {"unreachable", RALLY__LAUNCHER_SSH, "ssh: connect to host h2 port 22: Connection refused\n",
+     EXITED(255), RALLY__LAUNCH_AS_FAILED, 1,
+     "host h2 (rank 2): cannot be reached: ssh: connect to host h2 port 22: Connection refused"},
+    {"prog_missing", RALLY__LAUNCHER_SSH,
+     "@rally-agent started\n@rally-agent exec 2 No such file or directory\n", EXITED(127),
+     RALLY__LAUNCH_AS_FAILED, 127, "host h2 (rank 2): ./prog: not found"},
+    {"prog_not_executable", RALLY__LAUNCHER_MPIRUN,
+     "@rally-agent started\n@rally-agent exec 13 Permission denied\n", EXITED(127),
+     RALLY__LAUNCH_AS_FAILED, 127, "host h2 (rank 2): ./prog: cannot be run: Permission denied"},
+    {"agent_missing", RALLY__LAUNCHER_SSH,
+     "bash: line 1: /opt/rally-agent: No such file or directory\n", EXITED(127),
+     RALLY__LAUNCH_AS_FAILED, 127, "host h2 (rank 2): /opt/rally-agent: not found"},
+    {"agent_missing_srun", RALLY__LAUNCHER_SLURM,
+     "slurmstepd: error: execve(): /opt/rally-agent: No such file or directory\n"
+     "srun: error: n2: task 0: Exited with exit code 2\n",
+     EXITED(2), RALLY__LAUNCH_AS_FAILED, 127, "host h2 (rank 2): /opt/rally-agent: not found"},
+    {"agent_refuses", RALLY__LAUNCHER_MPIRUN, "rally-agent: no secret on stdin (its first line)\n",
+     EXITED(125), RALLY__LAUNCH_AS_FAILED, 1,
+     "host h2 (rank 2): cannot start /opt/rally-agent: rally-agent: no secret on stdin (its first "
+     "line) (mpirun exited with status 125)"},
+};
+
+static void outcomes(void **state)
+{
+    for (size_t i = 0; i < sizeof OUTCOMES / sizeof OUTCOMES[0]; i++) {
+        struct rally__launch_seen s;
+        rally__launch_seen_reset(&s);
+        int printed, out = -1;
+        char why[640];
+        feed(&s, OUTCOMES[i].stderr_text, &printed);
+        int kind = rally__launch_outcome(&s, OUTCOMES[i].st, OUTCOMES[i].launcher, "h2", 2,
+                                         "/opt/rally-agent", "./prog", why, sizeof why, &out);
+        if (kind != OUTCOMES[i].kind || strcmp(why, OUTCOMES[i].why) != 0 ||
+            (kind != RALLY__LAUNCH_AS_LOST && out != OUTCOMES[i].out))
+            fail_msg("%s: got kind %d out %d '%s'", OUTCOMES[i].name, kind, out, why);
+    }
+}
+
+static void marked_lines(void **state)
+{
+    struct rally__launch_seen s;
+    rally__launch_seen_reset(&s);
+    int flush, printed;
+    /* before "started": held, not printed */
+    assert_int_equal(rally__launch_seen_line(&s, "Warning: added h2", 17, &flush), 1);
+    assert_int_equal(flush, 0);
+    assert_int_equal(rally__launch_seen_line(&s, "@rally-agent started", 20, &flush), 1);
+    assert_int_equal(flush, 1);
+    assert_string_equal(s.held, "Warning: added h2\n");
+    /* after it: the worker's lines are printed, the agent's are not */
+    feed(&s, "[worker] fine\n@rally-agent exit 0\n", &printed);
+    assert_int_equal(printed, 1);
+    assert_int_equal(s.verdict, 'e');
+    assert_int_equal(s.code, 0);
+    /* the last verdict counts */
+    feed(&s, "@rally-agent signal 15\n", &printed);
+    assert_int_equal(s.verdict, 's');
+    assert_int_equal(s.code, 15);
+    /* held lines are bounded: the oldest go */
+    rally__launch_seen_reset(&s);
+    char big[300];
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    for (int i = 0; i < 10; i++)
+        rally__launch_seen_line(&s, big, strlen(big), &flush);
+    rally__launch_seen_line(&s, "last", 4, &flush);
+    assert_true(s.nheld < sizeof s.held);
+    assert_string_equal(s.held + s.nheld - 5, "last\n");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(hosts_cases), cmocka_unit_test(hostfile),
+        cmocka_unit_test(slurm_slots), cmocka_unit_test(placement),
+        cmocka_unit_test(quoting),     cmocka_unit_test(commands),
+        cmocka_unit_test(outcomes),    cmocka_unit_test(marked_lines),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

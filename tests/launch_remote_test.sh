@@ -1,0 +1,377 @@
+#!/bin/sh
+# launch_remote_test.sh CASE BUILD_DIR — rally-run's ssh and mpirun launchers
+# for real (tools/launch/remote.h, tools/rally-agent.c, docs/launch.md).
+#
+# The ssh cases start their own sshd (root, key authentication only, keys
+# generated here) listening on 127.0.0.2 and 127.0.0.3 at a free port: two
+# "hosts" on loopback.  An sshd that does not come up fails the case (never a
+# skip).  Every job runs under timeout; the trap kills sshd and anything of
+# the case left; each case checks that no worker, agent or ssh survives.
+#   ssh_digest      4 k-means ranks on 2 hosts: the digest of the local run
+#   ssh_kill9       kill -9 of rank 2's worker (host 127.0.0.3) while it holds
+#                   the job (tests/progs/recover.c lag=...): restarted on
+#                   127.0.0.3, recovers, the digest of the local run
+#   ssh_lost        the sshd session that serves rank 1 is killed (held the
+#                   same way): "the connection to the host was lost",
+#                   restarted, the local run's digest
+#   ssh_unreachable a host where nothing listens: "host H (rank R): cannot be
+#                   reached: <ssh's line>", exit status 1, nothing left
+#   ssh_notfound    a program (and an agent) the host lacks: "host H (rank R):
+#                   PROG: not found", exit status 127
+#   ssh_exit        a remote worker that exits 3 on its own: the job's failure,
+#                   exit status 3 (not restarted)
+#   ssh_kill_run    rally-run killed with SIGKILL: no ssh, agent or worker left
+#   ssh_secret      the secret's key is in no process's argv or environment;
+#                   the agent's copy is a 0600 file in a 0700 directory that
+#                   is gone after the job
+#   ssh_signal      SIGTERM to rally-run reaches the remote workers through the
+#                   agents (exit status 143, the workers saw SIGTERM)
+#   dry_run         the generated srun and mpirun command lines, word by word
+#   mpirun          a real --launcher mpirun job on localhost: the local digest,
+#                   also after a worker's kill -9 (restarted through mpirun)
+set -u
+case_=$1 build=$2
+run=$build/rally-run km=$build/rally-kmeans prog=$build/tests/rally_test_prog
+rec=$build/tests/recover
+T=$(mktemp -d "${TMPDIR:-/tmp}/rally-rt-XXXXXX")
+chmod 755 "$T"
+TAG="rally-rt-$$-t" # the -t: no tag is the start of another
+# rally-run passes its RALLY_* variables on (--env): the tag reaches every
+# ssh, agent and worker of the job, in argv or the environment
+RUN="env RALLY_TEST_TAG=$TAG $run"
+sshd_pid=""
+cleanup() {
+    [ -n "$sshd_pid" ] && kill "$sshd_pid" 2>/dev/null
+    for p in $(tagged); do kill -9 "$p" 2>/dev/null; done
+    rm -rf "$T"
+}
+trap cleanup EXIT
+fail() {
+    echo "FAIL launch_remote $case_: $*"
+    for f in "$T"/out "$T"/err "$T"/sshd.log; do [ -s "$f" ] && { echo "--- $f"; tail -40 "$f"; }; done
+    exit 1
+}
+has() { grep -qF -- "$2" "$1" || fail "$1 lacks '$2'"; }
+# every process of this case: the tag in its argv (ssh, agent, worker) or environment
+tagged() {
+    for f in /proc/[0-9]*/cmdline /proc/[0-9]*/environ; do
+        p=${f#/proc/}
+        p=${p%%/*}
+        [ "$p" = $$ ] && continue
+        grep -qaF "$TAG" "$f" 2>/dev/null && echo "$p"
+    done | sort -u
+}
+no_leftovers() {
+    i=0
+    while [ -n "$(tagged)" ]; do
+        i=$((i + 1))
+        [ $i -gt 50 ] && fail "left behind: $(for p in $(tagged); do tr '\0' ' ' <"/proc/$p/cmdline"; echo; done)"
+        sleep 0.1
+    done
+}
+wait_line() { # file pattern what: until the pattern shows in file (up to 60 s)
+    i=0
+    until grep -q -- "$2" "$1" 2>/dev/null; do
+        i=$((i + 1))
+        [ $i -gt 600 ] && fail "$3 never came"
+        sleep 0.1
+    done
+}
+digest() { grep -o 'model_digest=[0-9a-f]*' "$1"; }
+
+# --- sshd on 127.0.0.2 and 127.0.0.3 -------------------------------------
+start_sshd() {
+    command -v /usr/sbin/sshd >/dev/null || fail "no /usr/sbin/sshd (scripts/deps.sh installs openssh-server)"
+    mkdir -p /run/sshd
+    ssh-keygen -q -t ed25519 -N '' -f "$T/host_key" || fail "ssh-keygen (host key) failed"
+    ssh-keygen -q -t ed25519 -N '' -f "$T/id" || fail "ssh-keygen (user key) failed"
+    cp "$T/id.pub" "$T/authorized_keys"
+    port=$(python3 -c 'import socket
+s = socket.socket(); s.bind(("127.0.0.2", 0)); print(s.getsockname()[1])')
+    cat >"$T/sshd_config" <<EOF
+Port $port
+ListenAddress 127.0.0.2
+ListenAddress 127.0.0.3
+HostKey $T/host_key
+AuthorizedKeysFile $T/authorized_keys
+PubkeyAuthentication yes
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+StrictModes no
+PermitRootLogin yes
+PidFile $T/sshd.pid
+MaxStartups 64:30:128
+LogLevel ERROR
+EOF
+    /usr/sbin/sshd -D -e -f "$T/sshd_config" 2>"$T/sshd.log" &
+    sshd_pid=$!
+    SSHO="--ssh-option Port=$port --ssh-option IdentityFile=$T/id --ssh-option IdentitiesOnly=yes
+          --ssh-option UserKnownHostsFile=/dev/null --ssh-option StrictHostKeyChecking=no
+          --ssh-option LogLevel=ERROR"
+    i=0
+    until ssh -o BatchMode=yes -o Port="$port" -o IdentityFile="$T/id" -o IdentitiesOnly=yes \
+        -o UserKnownHostsFile=/dev/null -o StrictHostKeyChecking=no -o LogLevel=ERROR \
+        127.0.0.3 true 2>"$T/err"; do
+        i=$((i + 1))
+        kill -0 "$sshd_pid" 2>/dev/null || fail "sshd did not start"
+        [ $i -gt 100 ] && fail "sshd on port $port does not let us in"
+        sleep 0.1
+    done
+}
+
+kmeans_data() {
+    "$build/rally-datagen" --rows 20000 --features 8 --centers 6 --spread 2 --seed 7 --format csv \
+        -o "$T/d.csv" >/dev/null 2>&1 || fail "rally-datagen failed"
+    KM="--data $T/d.csv --data-opt csv_label=0 -k 6"
+    timeout -k 5 120 $RUN -n 4 "$km" $KM >"$T/plain" 2>&1 ||
+        { cp "$T/plain" "$T/out"; fail "the local job failed"; }
+    digest "$T/plain" >/dev/null || fail "the local job printed no digest"
+}
+
+recover_plain() { # the failure-free run of tests/progs/recover.c here: $T/plain
+    timeout -k 5 120 $RUN -n 4 "$rec" 2000 8 >"$T/plain" 2>&1 ||
+        { cp "$T/plain" "$T/out"; fail "the local recover job failed"; }
+    digest "$T/plain" >/dev/null || fail "the local recover job printed no digest"
+}
+
+case $case_ in
+ssh_digest)
+    start_sshd
+    kmeans_data
+    timeout -k 5 180 $RUN -n 4 --launcher ssh --hosts 127.0.0.2:2,127.0.0.3:2 $SSHO \
+        "$km" $KM >"$T/out" 2>&1 || fail "the ssh job failed"
+    [ "$(digest "$T/out")" = "$(digest "$T/plain")" ] ||
+        fail "digest $(digest "$T/out"), the local run's $(digest "$T/plain")"
+    has "$T/out" "rally-run: summary: deaths=0 recovered=0 epochs=0 restarts=0"
+    for r in 0 1 2 3; do grep -q "^\[$r\] " "$T/out" || fail "no line prefixed [$r]"; done
+    no_leftovers
+    ;;
+ssh_kill9)
+    start_sshd
+    recover_plain
+    # rank 2 holds the job at checkpoint version 3 (60 s) until it is killed;
+    # its restart does not lag (tests/progs/recover.c "lag")
+    timeout -k 5 180 $RUN -n 4 --launcher ssh --hosts 127.0.0.2:2,127.0.0.3:2 $SSHO \
+        "$rec" 2000 8 lag=2,3,0,60000 >"$T/out" 2>&1 &
+    job=$!
+    wait_line "$T/out" '^\[2\] rank 2 lags' "rank 2's hold"
+    victim=$(sed -n 's/^\[2\] pid 2 \([0-9]*\)$/\1/p' "$T/out" | tail -1)
+    [ -n "$victim" ] || fail "rank 2 printed no pid"
+    tr '\0' '\n' <"/proc/$victim/environ" | grep -qx "RALLY_TASK_ID=2" || fail "$victim is not rank 2"
+    kill -9 "$victim"
+    wait $job || fail "the job failed after kill -9 of a remote worker"
+    [ "$(digest "$T/out")" = "$(digest "$T/plain")" ] ||
+        fail "digest $(digest "$T/out"), the local run's $(digest "$T/plain")"
+    has "$T/out" "rally-run: rank 2 on host 127.0.0.3 died (killed by signal 9); restarting it on 127.0.0.3 (restart 1 of 3)"
+    has "$T/out" "rally-run: summary: deaths=1 recovered=1 "
+    [ "$(grep -c '^\[2\] pid 2 ' "$T/out")" -eq 2 ] || fail "rank 2 did not start again"
+    no_leftovers
+    ;;
+ssh_lost)
+    start_sshd
+    recover_plain
+    timeout -k 5 180 $RUN -n 4 --launcher ssh --hosts 127.0.0.2:2,127.0.0.3:2 $SSHO \
+        "$rec" 2000 8 lag=1,3,0,60000 >"$T/out" 2>&1 &
+    job=$!
+    wait_line "$T/out" '^\[1\] rank 1 lags' "rank 1's hold"
+    worker=$(sed -n 's/^\[1\] pid 1 \([0-9]*\)$/\1/p' "$T/out" | tail -1)
+    agent=$(ps -o ppid= -p "$worker" | tr -d ' ')
+    session=$(ps -o ppid= -p "$agent" | tr -d ' ')
+    case "$(cat "/proc/$session/comm")" in sshd*) ;; *) fail "no sshd above rank 1's agent" ;; esac
+    # the connection ends: the agent's stdin ends, it kills the worker
+    kill -9 "$session" || fail "cannot kill sshd $session (worker $worker, agent $agent)"
+    wait $job || fail "the job failed after rank 1's connection was lost"
+    [ "$(digest "$T/out")" = "$(digest "$T/plain")" ] ||
+        fail "digest $(digest "$T/out"), the local run's $(digest "$T/plain")"
+    has "$T/out" "rally-run: rank 1 on host 127.0.0.2 died: the connection to the host was lost; restarting it on 127.0.0.2 (restart 1 of 3)"
+    has "$T/out" "rally-run: summary: deaths=1 recovered=1 "
+    no_leftovers
+    ;;
+ssh_unreachable)
+    start_sshd
+    # nothing listens on 127.0.0.4: ssh's own "Connection refused"
+    timeout -k 5 60 $RUN -n 3 --launcher ssh --hosts 127.0.0.2:2,127.0.0.4 --grace-ms 300 $SSHO \
+        "$prog" sleep "$TAG" >"$T/out" 2>"$T/err"
+    rc=$?
+    [ $rc -eq 1 ] || fail "exit status $rc, want 1"
+    has "$T/err" "rally-run: host 127.0.0.4 (rank 2): cannot be reached: ssh: connect to host 127.0.0.4 port $port: Connection refused"
+    [ "$(grep -c 'cannot be reached' "$T/err")" -eq 1 ] || fail "the reason is not said once"
+    grep -q '^\[2\] ssh:' "$T/err" && fail "ssh's line was printed as the worker's"
+    no_leftovers
+    ;;
+ssh_notfound)
+    start_sshd
+    timeout -k 5 60 $RUN -n 2 --launcher ssh --hosts 127.0.0.2,127.0.0.3 --grace-ms 300 $SSHO \
+        "$T/no-such-prog" "$TAG" >"$T/out" 2>"$T/err"
+    rc=$?
+    [ $rc -eq 127 ] || fail "exit status $rc, want 127"
+    grep -q "^rally-run: host 127.0.0.[23] (rank [01]): $T/no-such-prog: not found\$" "$T/err" ||
+        fail "no 'host H (rank R): PROG: not found' line"
+    timeout -k 5 60 $RUN -n 2 --launcher ssh --hosts 127.0.0.2,127.0.0.3 --grace-ms 300 $SSHO \
+        --agent "$T/no-such-agent" "$prog" sleep "$TAG" >"$T/out" 2>"$T/err"
+    rc=$?
+    [ $rc -eq 127 ] || fail "exit status $rc for a missing agent, want 127"
+    grep -q "^rally-run: host 127.0.0.[23] (rank [01]): $T/no-such-agent: not found\$" "$T/err" ||
+        fail "no 'host H (rank R): AGENT: not found' line"
+    no_leftovers
+    ;;
+ssh_exit)
+    start_sshd
+    timeout -k 5 60 $RUN -n 3 --launcher ssh --hosts 127.0.0.2:2,127.0.0.3 --grace-ms 300 $SSHO \
+        "$prog" exitif 2 3 "$TAG" >"$T/out" 2>"$T/err"
+    rc=$?
+    [ $rc -eq 3 ] || fail "exit status $rc, want 3"
+    has "$T/err" "rally-run: rank 2 on host 127.0.0.3 exited with status 3"
+    has "$T/err" "rally-run: summary: deaths=1 recovered=0 epochs=0 restarts=0 per-rank-deaths=0:0,1:0,2:1"
+    grep -q "@rally-agent" "$T/err" "$T/out" && fail "the agent's marked lines were printed"
+    no_leftovers
+    ;;
+ssh_kill_run)
+    start_sshd
+    timeout -k 5 60 $RUN -n 4 --launcher ssh --hosts 127.0.0.2:2,127.0.0.3:2 $SSHO \
+        "$prog" sleep "$TAG" >"$T/out" 2>"$T/err" &
+    i=0
+    while [ "$(pgrep -fc "^$prog sleep $TAG")" -lt 4 ]; do
+        i=$((i + 1)); [ $i -gt 300 ] && fail "the 4 remote workers did not start"
+        sleep 0.1
+    done
+    kill -9 "$(pgrep -of "^$run -n 4 --launcher ssh .*$TAG")" # -o: not its guard
+    no_leftovers
+    ;;
+ssh_secret)
+    start_sshd
+    timeout -k 5 60 $RUN -n 4 --launcher ssh --hosts 127.0.0.2:2,127.0.0.3:2 $SSHO \
+        "$prog" sleep "$TAG" >"$T/out" 2>"$T/err" &
+    job=$!
+    i=0
+    while [ "$(pgrep -fc "^$prog sleep $TAG")" -lt 4 ]; do
+        i=$((i + 1)); [ $i -gt 300 ] && fail "the 4 remote workers did not start"
+        sleep 0.1
+    done
+    w=$(pgrep -f "^$prog sleep $TAG" | head -n 1)
+    file=$(tr '\0' '\n' <"/proc/$w/environ" | sed -n 's/^RALLY_SECRET_FILE=//p')
+    [ -f "$file" ] || fail "the worker's RALLY_SECRET_FILE '$file' is no file"
+    [ "$(stat -c %a "$file")" = 600 ] || fail "$file is mode $(stat -c %a "$file"), want 600"
+    [ "$(stat -c %a "$(dirname "$file")")" = 700 ] || fail "its directory is not mode 700"
+    key=$(cut -d' ' -f4 "$file")
+    [ ${#key} -eq 64 ] || fail "no key in $file"
+    n=0
+    for p in $(tagged); do
+        n=$((n + 1))
+        for f in cmdline environ; do
+            grep -qaF "$key" "/proc/$p/$f" 2>/dev/null &&
+                fail "the secret is in /proc/$p/$f ($(tr '\0' ' ' <"/proc/$p/cmdline"))"
+        done
+    done
+    # rally-run, 4 ssh, 4 agents, 4 workers (and timeout) were looked at
+    [ $n -ge 13 ] || fail "only $n processes of the job were found"
+    for p in $(pgrep -x sshd); do
+        for f in cmdline environ; do
+            grep -qaF "$key" "/proc/$p/$f" 2>/dev/null && fail "the secret is in sshd's /proc/$p/$f"
+        done
+    done
+    kill -TERM $job
+    wait $job
+    no_leftovers
+    [ -e "$(dirname "$file")" ] && fail "the agent left the secret's directory behind"
+    ;;
+ssh_signal)
+    start_sshd
+    # each worker notes that it runs, and the SIGTERM it gets
+    w='trap "echo term >$0.term.$RALLY_TASK_ID; exit 0" TERM; touch $0.up.$RALLY_TASK_ID
+       while :; do sleep 0.1; done'
+    timeout -k 5 60 $RUN -n 2 --launcher ssh --hosts 127.0.0.2,127.0.0.3 $SSHO \
+        sh -c "$w" "$T/$TAG" >"$T/out" 2>"$T/err" &
+    job=$!
+    i=0
+    until [ -e "$T/$TAG.up.0" ] && [ -e "$T/$TAG.up.1" ]; do
+        i=$((i + 1)); [ $i -gt 300 ] && fail "the 2 remote workers did not start"
+        sleep 0.1
+    done
+    kill -TERM "$(pgrep -of "^$run -n 2 --launcher ssh .*$TAG")"
+    wait $job
+    rc=$?
+    [ $rc -eq 143 ] || fail "exit status $rc, want 143"
+    has "$T/err" "rally-run: stopped by signal 15 (Terminated)"
+    # the agents passed the SIGTERM on (ssh would not have)
+    for r in 0 1; do [ -e "$T/$TAG.term.$r" ] || fail "rank $r's worker got no SIGTERM"; done
+    no_leftovers
+    ;;
+dry_run)
+    a=$build/rally-agent
+    env -u SLURM_JOB_NODELIST RALLY_TEST_TAG=$TAG "$run" -n 3 --launcher slurm --hosts n1:2,n2 --port 7000 --dry-run \
+        -- "$prog" "two words" "it's" >"$T/out" 2>"$T/err" || fail "slurm --dry-run failed"
+    cat >"$T/want" <<EOF
+rank 0: srun --nodes=1 --ntasks=1 --nodelist=n1 --kill-on-bad-exit=1 --overlap --input=all --quiet $a --env RALLY_TRACKER=127.0.0.1:7000 --env RALLY_TASK_ID=0 --env RALLY_TEST_TAG=$TAG -- $prog 'two words' 'it'\\''s'
+rank 1: srun --nodes=1 --ntasks=1 --nodelist=n1 --kill-on-bad-exit=1 --overlap --input=all --quiet $a --env RALLY_TRACKER=127.0.0.1:7000 --env RALLY_TASK_ID=1 --env RALLY_TEST_TAG=$TAG -- $prog 'two words' 'it'\\''s'
+rank 2: srun --nodes=1 --ntasks=1 --nodelist=n2 --kill-on-bad-exit=1 --overlap --input=all --quiet $a --env RALLY_TRACKER=127.0.0.1:7000 --env RALLY_TASK_ID=2 --env RALLY_TEST_TAG=$TAG -- $prog 'two words' 'it'\\''s'
+EOF
+    diff "$T/want" "$T/out" >"$T/err" || fail "srun lines differ"
+    printf 'node-a slots=1 # first\n\nnode-b:2\n' >"$T/hosts"
+    $RUN -n 2 --launcher mpirun --hostfile "$T/hosts" --host 198.18.0.1 --port 7001 \
+        --agent /opt/rally/rally-agent --dry-run "$prog" x >"$T/out" 2>"$T/err" ||
+        fail "mpirun --dry-run failed"
+    cat >"$T/want" <<EOF
+rank 0: mpirun -np 1 --host node-a --quiet /opt/rally/rally-agent --env RALLY_TRACKER=198.18.0.1:7001 --env RALLY_TASK_ID=0 --env RALLY_TEST_TAG=$TAG -- $prog x
+rank 1: mpirun -np 1 --host node-b --quiet /opt/rally/rally-agent --env RALLY_TRACKER=198.18.0.1:7001 --env RALLY_TASK_ID=1 --env RALLY_TEST_TAG=$TAG -- $prog x
+EOF
+    diff "$T/want" "$T/out" >"$T/err" || fail "mpirun lines differ"
+    # ssh quotes the remote words once more: the remote shell reads them
+    $RUN -n 1 --launcher ssh --hosts h --dry-run "$prog" "a b" >"$T/out" 2>"$T/err"
+    echo "rank 0: ssh -o BatchMode=yes h -- $a --env RALLY_TRACKER=127.0.0.1:0 --env RALLY_TASK_ID=0 --env RALLY_TEST_TAG=$TAG -- $prog ''\\''a b'\\'''" >"$T/want"
+    diff "$T/want" "$T/out" >"$T/err" || fail "ssh line differs"
+    # outside an allocation, slurm without --hosts is an error that says so
+    env -u SLURM_JOB_NODELIST RALLY_TEST_TAG=$TAG "$run" -n 2 --launcher slurm --dry-run "$prog" >"$T/out" 2>"$T/err"
+    [ $? -eq 2 ] || fail "slurm outside an allocation: want exit status 2"
+    has "$T/err" "--launcher slurm runs inside a Slurm allocation"
+    $RUN -n 4 --launcher ssh --hosts a:2,b --dry-run "$prog" >"$T/out" 2>"$T/err"
+    [ $? -eq 2 ] || fail "too few slots: want exit status 2"
+    has "$T/err" "the hosts have 3 slots for 4 workers"
+    # usage errors: exit status 2 and a sentence
+    for c in "--launcher pbs|--launcher wants local, ssh, slurm or mpirun, not 'pbs'" \
+        "--hosts a|--hosts, --hostfile and --agent are for --launcher ssh, slurm or mpirun" \
+        "--launcher slurm --ssh-option Port=1|--ssh-option is for --launcher ssh" \
+        "--launcher ssh|--launcher ssh needs --hosts or --hostfile" \
+        "--launcher ssh --hosts a --hostfile f|give --hosts or --hostfile, not both" \
+        "--launcher ssh --hosts a:0|--hosts a:0: 'a:0': the slots after ':' must be a number" \
+        "--launcher ssh --hostfile $T/none|--hostfile $T/none: No such file or directory"; do
+        "$run" -n 1 ${c%%|*} --dry-run "$prog" >"$T/out" 2>"$T/err"
+        [ $? -eq 2 ] || fail "'${c%%|*}': want exit status 2"
+        has "$T/err" "${c#*|}"
+    done
+    "$run" --help >"$T/out" || fail "--help failed"
+    for f in --launcher --hosts --hostfile --ssh-option --agent --dry-run; do has "$T/out" "$f"; done
+    ;;
+mpirun)
+    command -v mpirun >/dev/null || fail "no mpirun (scripts/deps.sh installs openmpi-bin)"
+    kmeans_data
+    # as root OpenMPI wants both; one host, no ssh
+    OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_plm_rsh_agent=false \
+        timeout -k 5 240 $RUN -n 4 --launcher mpirun --hosts localhost:4 "$km" $KM \
+        >"$T/out" 2>&1 || fail "the mpirun job failed"
+    [ "$(digest "$T/out")" = "$(digest "$T/plain")" ] ||
+        fail "digest $(digest "$T/out"), the local run's $(digest "$T/plain")"
+    has "$T/out" "rally-run: summary: deaths=0 recovered=0 epochs=0 restarts=0"
+    no_leftovers
+    # a worker's kill -9 under mpirun (held as in ssh_kill9): restarted through mpirun
+    recover_plain
+    OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_plm_rsh_agent=false \
+        timeout -k 5 240 $RUN -n 4 --launcher mpirun --hosts localhost:4 "$rec" 2000 8 \
+        lag=2,3,0,60000 >"$T/out" 2>&1 &
+    job=$!
+    wait_line "$T/out" '^\[2\] rank 2 lags' "rank 2's hold"
+    victim=$(sed -n 's/^\[2\] pid 2 \([0-9]*\)$/\1/p' "$T/out" | tail -1)
+    kill -9 "$victim" || fail "no rank 2 to kill"
+    wait $job || fail "the mpirun job failed after kill -9 of a worker"
+    [ "$(digest "$T/out")" = "$(digest "$T/plain")" ] ||
+        fail "digest $(digest "$T/out") after kill -9, the local run's $(digest "$T/plain")"
+    has "$T/out" "rally-run: rank 2 on host localhost died (killed by signal 9); restarting it on localhost (restart 1 of 3)"
+    has "$T/out" "rally-run: summary: deaths=1 recovered=1 "
+    no_leftovers
+    ;;
+*)
+    fail "unknown case"
+    ;;
+esac
+echo "launch_remote $case_: passed"

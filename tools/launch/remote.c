@@ -1,0 +1,512 @@
+/*
+ * remote.c — parses host lists, builds each rank's wrapper command line and
+ * reads the agent's marked lines into an outcome for the policy (remote.h).
+ */
+#include "remote.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#define MARK "@rally-agent "
+
+void rally__launch_hosts_free(struct rally__launch_hosts *hs)
+{
+    if (hs == NULL)
+        return;
+    free(hs->h);
+    hs->h = NULL;
+    hs->n = 0;
+}
+
+static const char *const names[] = {"local", "ssh", "slurm", "mpirun"};
+
+int rally__launch_launcher(const char *s)
+{
+    for (int i = 0; i < 4; i++)
+        if (strcmp(s, names[i]) == 0)
+            return i;
+    return -1;
+}
+
+const char *rally__launch_launcher_name(int launcher)
+{
+    return launcher >= 0 && launcher < 4 ? names[launcher] : "?";
+}
+
+/* A positive slot count in s[0..n); 0 when it is none. */
+static int count(const char *s, size_t n)
+{
+    long v = 0;
+    if (n == 0 || n > 6)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!isdigit((unsigned char)s[i]))
+            return 0;
+        v = v * 10 + (s[i] - '0');
+    }
+    return (int)v;
+}
+
+/* Appends host name[0..n) with slots; 0 or -1 (err written). */
+static int add(struct rally__launch_hosts *hs, const char *name, size_t n, int slots, char *err,
+               size_t cap)
+{
+    if (n == 0) {
+        snprintf(err, cap, "an empty host name");
+        return -1;
+    }
+    if (n >= RALLY__LAUNCH_HOST_MAX) {
+        snprintf(err, cap, "the host name '%.40s...' is longer than %d bytes", name,
+                 RALLY__LAUNCH_HOST_MAX - 1);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (isspace((unsigned char)name[i]) || name[i] == ',' || name[i] == '\'' ||
+            name[i] == '"' || name[i] == '\\') {
+            snprintf(err, cap, "the host name '%.*s' holds a space, comma or quote", (int)n, name);
+            return -1;
+        }
+    if (name[0] == '-') {
+        snprintf(err, cap, "the host name '%.*s' starts with '-'", (int)n, name);
+        return -1;
+    }
+    struct rally__launch_host *h = realloc(hs->h, (hs->n + 1) * sizeof *h);
+    if (h == NULL) {
+        snprintf(err, cap, "out of memory");
+        return -1;
+    }
+    hs->h = h;
+    memcpy(h[hs->n].name, name, n);
+    h[hs->n].name[n] = '\0';
+    h[hs->n].slots = slots;
+    hs->n++;
+    return 0;
+}
+
+/* "host" or "host:K" in s[0..n). */
+static int add_spec(struct rally__launch_hosts *hs, const char *s, size_t n, char *err, size_t cap)
+{
+    const char *colon = memchr(s, ':', n);
+    if (colon == NULL)
+        return add(hs, s, n, 1, err, cap);
+    if (memchr(colon + 1, ':', n - (size_t)(colon + 1 - s)) != NULL) {
+        snprintf(err, cap, "'%.*s': one ':' before the slots (IPv6 hosts go in a hostfile)", (int)n,
+                 s);
+        return -1;
+    }
+    int k = count(colon + 1, n - (size_t)(colon + 1 - s));
+    if (k <= 0) {
+        snprintf(err, cap, "'%.*s': the slots after ':' must be a number from 1 to 999999", (int)n,
+                 s);
+        return -1;
+    }
+    return add(hs, s, (size_t)(colon - s), k, err, cap);
+}
+
+int rally__launch_hosts_parse(struct rally__launch_hosts *hs, const char *list, char *err,
+                              size_t cap)
+{
+    const char *s = list;
+    if (*s == '\0') {
+        snprintf(err, cap, "--hosts is empty");
+        return -1;
+    }
+    for (;;) {
+        const char *comma = strchr(s, ',');
+        size_t n = comma ? (size_t)(comma - s) : strlen(s);
+        if (add_spec(hs, s, n, err, cap) != 0)
+            return -1;
+        if (comma == NULL)
+            return 0;
+        s = comma + 1;
+    }
+}
+
+int rally__launch_hostfile_parse(struct rally__launch_hosts *hs, const char *text, char *err,
+                                 size_t cap)
+{
+    int lineno = 0;
+    char why[256];
+    for (const char *s = text; *s;) {
+        const char *nl = strchr(s, '\n');
+        size_t n = nl ? (size_t)(nl - s) : strlen(s);
+        lineno++;
+        const char *hash = memchr(s, '#', n);
+        if (hash != NULL)
+            n = (size_t)(hash - s);
+        while (n > 0 && isspace((unsigned char)*s))
+            s++, n--;
+        while (n > 0 && isspace((unsigned char)s[n - 1]))
+            n--;
+        if (n > 0) {
+            size_t w = 0;
+            while (w < n && !isspace((unsigned char)s[w]))
+                w++;
+            const char *rest = s + w;
+            size_t m = n - w;
+            while (m > 0 && isspace((unsigned char)*rest))
+                rest++, m--;
+            int rc;
+            if (m == 0 && memchr(s, ':', w) != NULL && memchr(s, ':', w) == memrchr(s, ':', w))
+                rc = add_spec(hs, s, w, why, sizeof why);
+            else if (m == 0)
+                rc = add(hs, s, w, 1, why, sizeof why);
+            else if (m > 6 && strncmp(rest, "slots=", 6) == 0 && count(rest + 6, m - 6) > 0)
+                rc = add(hs, s, w, count(rest + 6, m - 6), why, sizeof why);
+            else {
+                snprintf(why, sizeof why, "'%.*s' is not 'slots=K' (K from 1 to 999999)", (int)m,
+                         rest);
+                rc = -1;
+            }
+            if (rc != 0) {
+                snprintf(err, cap, "line %d: %s", lineno, why);
+                return -1;
+            }
+        }
+        s = nl ? nl + 1 : s + strlen(s);
+    }
+    if (hs->n == 0) {
+        snprintf(err, cap, "it names no host");
+        return -1;
+    }
+    return 0;
+}
+
+int rally__launch_slurm_slots(struct rally__launch_hosts *hs, const char *tpn, char *err,
+                              size_t cap)
+{
+    size_t i = 0;
+    const char *s = tpn;
+    while (*s) {
+        char *end;
+        long k = strtol(s, &end, 10);
+        long rep = 1;
+        if (end == s || k <= 0 || k > 999999)
+            goto bad;
+        s = end;
+        if (strncmp(s, "(x", 2) == 0) {
+            rep = strtol(s + 2, &end, 10);
+            if (end == s + 2 || rep <= 0 || *end != ')')
+                goto bad;
+            s = end + 1;
+        }
+        for (long j = 0; j < rep; j++, i++)
+            if (i < hs->n)
+                hs->h[i].slots = (int)k;
+        if (*s == ',')
+            s++;
+        else if (*s)
+            goto bad;
+    }
+    if (i != hs->n) {
+        snprintf(err, cap, "SLURM_TASKS_PER_NODE=%s counts %zu nodes, the node list %zu", tpn, i,
+                 hs->n);
+        return -1;
+    }
+    return 0;
+bad:
+    snprintf(err, cap, "SLURM_TASKS_PER_NODE=%s is not like 2(x3),1", tpn);
+    return -1;
+}
+
+int rally__launch_place(const struct rally__launch_hosts *hs, int world, int *host_of, char *err,
+                        size_t cap)
+{
+    int r = 0;
+    long total = 0;
+    for (size_t i = 0; i < hs->n; i++) {
+        total += hs->h[i].slots;
+        for (int k = 0; k < hs->h[i].slots && r < world; k++)
+            host_of[r++] = (int)i;
+    }
+    if (r < world) {
+        snprintf(err, cap, "the hosts have %ld slot%s for %d workers: give more hosts or slots",
+                 total, total == 1 ? "" : "s", world);
+        return -1;
+    }
+    return 0;
+}
+
+/* --- command lines ------------------------------------------------------- */
+
+char *rally__launch_quote(const char *w)
+{
+    size_t n = strlen(w), extra = 2;
+    int safe = n > 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)w[i];
+        if (!(isalnum(c) || strchr("_@%+=:,./-", c) != NULL))
+            safe = 0;
+        if (c == '\'')
+            extra += 3;
+    }
+    char *q = malloc(n + extra + 1);
+    if (q == NULL)
+        return NULL;
+    if (safe) {
+        memcpy(q, w, n + 1);
+        return q;
+    }
+    char *p = q;
+    *p++ = '\'';
+    for (size_t i = 0; i < n; i++) {
+        if (w[i] == '\'') {
+            memcpy(p, "'\\''", 4);
+            p += 4;
+        } else {
+            *p++ = w[i];
+        }
+    }
+    *p++ = '\'';
+    *p = '\0';
+    return q;
+}
+
+void rally__launch_argv_free(char **argv)
+{
+    if (argv == NULL)
+        return;
+    for (char **a = argv; *a; a++)
+        free(*a);
+    free(argv);
+}
+
+struct vec {
+    char **v;
+    size_t n, cap;
+    int oom;
+};
+
+/* Appends a copy of s (quoted when quote), or a formatted "K=V". */
+static void push(struct vec *x, const char *s, int quote)
+{
+    if (x->oom)
+        return;
+    if (x->n + 2 > x->cap) {
+        size_t c = x->cap ? 2 * x->cap : 32;
+        char **v = realloc(x->v, c * sizeof *v);
+        if (v == NULL) {
+            x->oom = 1;
+            return;
+        }
+        x->v = v;
+        x->cap = c;
+    }
+    char *w = quote ? rally__launch_quote(s) : strdup(s);
+    if (w == NULL) {
+        x->oom = 1;
+        return;
+    }
+    x->v[x->n++] = w;
+    x->v[x->n] = NULL;
+}
+
+char **rally__launch_command(const struct rally__launch_cmd_in *in)
+{
+    struct vec x = {NULL, 0, 0, 0};
+    int q = in->launcher == RALLY__LAUNCHER_SSH; /* the remote shell reads these words */
+    char opt[RALLY__LAUNCH_HOST_MAX + 32];
+    switch (in->launcher) {
+    case RALLY__LAUNCHER_SSH:
+        push(&x, "ssh", 0);
+        push(&x, "-o", 0);
+        push(&x, "BatchMode=yes", 0);
+        for (size_t i = 0; i < in->nssh_opts; i++) {
+            push(&x, "-o", 0);
+            push(&x, in->ssh_opts[i], 0);
+        }
+        push(&x, in->host, 0);
+        push(&x, "--", 0);
+        break;
+    case RALLY__LAUNCHER_SLURM:
+        push(&x, "srun", 0);
+        push(&x, "--nodes=1", 0);
+        push(&x, "--ntasks=1", 0);
+        snprintf(opt, sizeof opt, "--nodelist=%s", in->host);
+        push(&x, opt, 0);
+        push(&x, "--kill-on-bad-exit=1", 0);
+        /* steps of one task side by side in the allocation, the whole of
+         * stdin to the task, no srun chatter on its stderr */
+        push(&x, "--overlap", 0);
+        push(&x, "--input=all", 0);
+        push(&x, "--quiet", 0);
+        break;
+    case RALLY__LAUNCHER_MPIRUN:
+        push(&x, "mpirun", 0);
+        push(&x, "-np", 0);
+        push(&x, "1", 0);
+        push(&x, "--host", 0);
+        push(&x, in->host, 0);
+        push(&x, "--quiet", 0);
+        break;
+    default:
+        return NULL;
+    }
+    push(&x, in->agent, q);
+    for (size_t i = 0; in->env && in->env[i] != NULL; i++) {
+        push(&x, "--env", 0);
+        push(&x, in->env[i], q);
+    }
+    push(&x, "--", 0);
+    for (char *const *a = in->prog; *a; a++)
+        push(&x, *a, q);
+    if (x.oom) {
+        rally__launch_argv_free(x.v);
+        return NULL;
+    }
+    return x.v;
+}
+
+char *rally__launch_argv_line(char *const *argv)
+{
+    char *line = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&line, &n);
+    if (f == NULL)
+        return NULL;
+    int bad = 0;
+    for (char *const *a = argv; *a; a++) {
+        char *w = rally__launch_quote(*a);
+        if (w == NULL) {
+            bad = 1;
+            break;
+        }
+        fprintf(f, "%s%s", a == argv ? "" : " ", w);
+        free(w);
+    }
+    if (fclose(f) != 0 || bad) {
+        free(line);
+        return NULL;
+    }
+    return line;
+}
+
+/* --- the agent's lines and the outcome ---------------------------------- */
+
+void rally__launch_seen_reset(struct rally__launch_seen *s)
+{
+    memset(s, 0, sizeof *s);
+}
+
+/* Keeps line in the held text, dropping the oldest lines when full. */
+static void hold(struct rally__launch_seen *s, const char *line, size_t n)
+{
+    if (n + 1 > sizeof s->held - 1)
+        n = sizeof s->held - 2;
+    while (s->nheld + n + 1 > sizeof s->held - 1) {
+        char *nl = memchr(s->held, '\n', s->nheld);
+        size_t k = nl ? (size_t)(nl - s->held) + 1 : s->nheld;
+        memmove(s->held, s->held + k, s->nheld - k);
+        s->nheld -= k;
+    }
+    memcpy(s->held + s->nheld, line, n);
+    s->nheld += n;
+    s->held[s->nheld++] = '\n';
+    s->held[s->nheld] = '\0';
+}
+
+int rally__launch_seen_line(struct rally__launch_seen *s, const char *line, size_t n, int *flush)
+{
+    *flush = 0;
+    size_t m = sizeof MARK - 1;
+    if (n < m || memcmp(line, MARK, m) != 0) {
+        if (s->started)
+            return 0;
+        hold(s, line, n);
+        return 1;
+    }
+    char buf[256];
+    size_t k = n - m < sizeof buf - 1 ? n - m : sizeof buf - 1;
+    memcpy(buf, line + m, k);
+    buf[k] = '\0';
+    int v, at = 0;
+    if (strcmp(buf, "started") == 0) {
+        s->started = 1;
+        *flush = s->nheld > 0;
+    } else if (sscanf(buf, "exit %d", &v) == 1) {
+        s->verdict = 'e', s->code = v;
+    } else if (sscanf(buf, "signal %d", &v) == 1) {
+        s->verdict = 's', s->code = v;
+    } else if (sscanf(buf, "exec %d %n", &v, &at) == 1) {
+        s->verdict = 'x', s->code = v;
+        snprintf(s->text, sizeof s->text, "%s", at > 0 ? buf + at : "");
+    } else {
+        return s->started ? 0 : (hold(s, line, n), 1); /* not ours after all */
+    }
+    return 1;
+}
+
+/* The last held line (without its newline) into out. */
+static void last_held(const struct rally__launch_seen *s, char *out, size_t cap)
+{
+    size_t n = s->nheld;
+    while (n > 0 && s->held[n - 1] == '\n')
+        n--;
+    const char *start = s->held;
+    for (size_t i = n; i > 0; i--)
+        if (s->held[i - 1] == '\n') {
+            start = s->held + i;
+            break;
+        }
+    size_t k = (size_t)(s->held + n - start);
+    if (k == 0) {
+        snprintf(out, cap, "no message");
+        return;
+    }
+    snprintf(out, cap, "%.*s", (int)k, start);
+}
+
+int rally__launch_outcome(const struct rally__launch_seen *s, int st, int launcher,
+                          const char *host, int rank, const char *agent, const char *prog,
+                          char *why, size_t cap, int *out_st)
+{
+    why[0] = '\0';
+    if (s->verdict == 'e' && s->code >= 0 && s->code <= 255) {
+        *out_st = s->code << 8; /* a wait status: exited with code */
+        return RALLY__LAUNCH_AS_STATUS;
+    }
+    if (s->verdict == 's' && s->code > 0 && s->code < 128) {
+        *out_st = s->code; /* a wait status: killed by that signal */
+        return RALLY__LAUNCH_AS_STATUS;
+    }
+    if (s->verdict == 'x') {
+        if (s->code == ENOENT)
+            snprintf(why, cap, "host %s (rank %d): %s: not found", host, rank, prog);
+        else
+            snprintf(why, cap, "host %s (rank %d): %s: cannot be run: %s", host, rank, prog,
+                     s->text);
+        *out_st = 127;
+        return RALLY__LAUNCH_AS_FAILED;
+    }
+    if (WIFSIGNALED(st)) { /* the wrapper itself: we stopped it, or someone did */
+        *out_st = st;
+        return RALLY__LAUNCH_AS_STATUS;
+    }
+    if (s->started)
+        return RALLY__LAUNCH_AS_LOST;
+    char line[512];
+    last_held(s, line, sizeof line);
+    int code = WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+    int missing = strstr(s->held, agent) != NULL &&
+                  (strstr(s->held, "No such file") != NULL || strstr(s->held, "not found") != NULL);
+    if (launcher == RALLY__LAUNCHER_SSH && code == 255) {
+        snprintf(why, cap, "host %s (rank %d): cannot be reached: %s", host, rank, line);
+        *out_st = 1;
+    } else if (code == 127 || missing) {
+        snprintf(why, cap, "host %s (rank %d): %s: not found", host, rank, agent);
+        *out_st = 127;
+    } else {
+        snprintf(why, cap, "host %s (rank %d): cannot start %s: %s (%s exited with status %d)",
+                 host, rank, agent, line,
+                 launcher == RALLY__LAUNCHER_SLURM    ? "srun"
+                 : launcher == RALLY__LAUNCHER_MPIRUN ? "mpirun"
+                                                      : "ssh",
+                 code);
+        *out_st = 1;
+    }
+    return RALLY__LAUNCH_AS_FAILED;
+}
