@@ -40,7 +40,10 @@ static const struct {
     {"empty_item", "a,,b", "", "an empty host name"},
     {"zero_slots", "a:0", "", "'a:0': the slots after ':' must be a number"},
     {"bad_slots", "a:x", "", "'a:x': the slots after ':' must be a number"},
-    {"two_colons", "::1:2", "", "'::1:2': one ':' before the slots"},
+    {"two_colons", "::1:2", "", "'::1:2': write an IPv6 host in brackets"},
+    {"v6", "[fd00::1]:2,[::1]", "fd00::1:2,::1:1", NULL},
+    {"v6_empty", "[]:2", "", "'[]:2' is not [ADDRESS] or [ADDRESS]:SLOTS"},
+    {"v6_junk", "[::1]x", "", "'[::1]x' is not [ADDRESS] or [ADDRESS]:SLOTS"},
     {"dash", "-oProxyCommand=x", "", "the host name '-oProxyCommand=x' starts with '-'"},
     {"quote", "a'b", "", "the host name 'a'b' holds a space, comma or quote"},
 };

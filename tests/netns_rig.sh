@@ -160,9 +160,8 @@ tc_rate_bits() { # 1gbit, 10gbit, 500mbit, 2mbit, 64kbit -> bits per second
 # (N = the rig's hosts, rank r on host r+1) started from inside host 1 and
 # bounded by LIMIT seconds, in the background ($RIG_JOB, whose exit status
 # is the job's); all output to OUT, each worker's lines prefixed "[rank] ".
-# This is the one place that starts a job.  With a rally-run that has
-# --launcher it is `rally-run --launcher ssh --hosts ...` (the tracker on
-# host 1's address); without, rig__by_hand does the same by hand.
+# This is the one place that starts a job: `rally-run --launcher ssh --hosts
+# ...` with the tracker on host 1's address.
 rig_job() {
     local run=$1 out=$2 limit=$3 hosts="" i o
     shift 3
@@ -178,85 +177,11 @@ rig_job() {
         *) hosts=$hosts${hosts:+,}${RIG_ADDR[$i]}:1 ;;
         esac
     done
-    if "$run" --help 2>&1 | grep -q -- --launcher; then
-        for o in "${RIG_SSH_OPTS[@]}"; do sshopts+=(--ssh-option "$o"); done
-        ip netns exec "${RIG_NS[1]}" timeout -k 5 "$limit" "$run" -n "$RIG_N" --launcher ssh \
-            --hosts "$hosts" "${sshopts[@]}" --host "${RIG_ADDR[1]}" "${ropts[@]}" -- "$@" \
-            </dev/null >"$out" 2>&1 &
-    else
-        rig__by_hand "${run%/*}/rally-tracker" "$out" "$limit" "${ropts[@]}" -- "$@" \
-            </dev/null >/dev/null 2>&1 &
-    fi
+    for o in "${RIG_SSH_OPTS[@]}"; do sshopts+=(--ssh-option "$o"); done
+    ip netns exec "${RIG_NS[1]}" timeout -k 5 "$limit" "$run" -n "$RIG_N" --launcher ssh \
+        --hosts "$hosts" "${sshopts[@]}" --host "${RIG_ADDR[1]}" "${ropts[@]}" -- "$@" \
+        </dev/null >"$out" 2>&1 &
     RIG_JOB=$!
-}
-
-# rig__by_hand TRACKER OUT LIMIT [rally-run options] -- PROG ARGS: what
-# rig_job does while rally-run has no --launcher.  rally-tracker serves the
-# job in host 1; one supervisor per rank runs it on its host through ssh,
-# under $RIG_DIR/agent (rally-agent's stand-in: it kills the worker when
-# the ssh channel's stdin ends; the supervisor holds that stdin, a FIFO),
-# and, as rally-run would, starts it again on the same host when it died (a
-# signal: 128+, or the ssh connection lost: 255), up to --max-restarts
-# times; an exit of its own fails the job.  Understands --max-restarts,
-# --heartbeat-timeout-ms and --startup-timeout-ms.
-rig__by_hand() {
-    local tracker_bin=$1 out=$2 limit=$3 hb=10000 st=300000 maxr=0 tp i r rc jd n
-    shift 3
-    while [ "$1" != -- ]; do
-        case $1 in
-        --heartbeat-timeout-ms) hb=$2 ;;
-        --startup-timeout-ms) st=$2 ;;
-        --max-restarts) maxr=$2 ;;
-        esac
-        shift 2
-    done
-    shift
-    trap 'kill $(jobs -p) 2>/dev/null; exit 143' TERM INT
-    trap - EXIT
-    jd=$(mktemp -d "$RIG_DIR/job.XXXXXX")
-    : >"$out"
-    ip netns exec "${RIG_NS[1]}" timeout -k 5 "$limit" "$tracker_bin" -n "$RIG_N" \
-        --host "${RIG_ADDR[1]}" --heartbeat-timeout-ms "$hb" --startup-timeout-ms "$st" >>"$out" 2>&1 &
-    tp=$!
-    i=0
-    until grep -q '^RALLY_SECRET_FILE=' "$out"; do
-        i=$((i + 1))
-        [ $i -gt 100 ] && { echo "by_hand: the tracker did not start" >>"$out"; kill $tp; exit 1; }
-        sleep 0.1
-    done
-    local tracker secret words="" w
-    tracker=$(sed -n 's/^RALLY_TRACKER=//p' "$out")
-    secret=$(sed -n 's/^RALLY_SECRET_FILE=//p' "$out")
-    for w in "$@"; do words="$words $(printf %q "$w")"; done
-    for r in $(seq 0 $((RIG_N - 1))); do
-        (
-            mkfifo "$jd/in.$r" && exec 4<>"$jd/in.$r"
-            n=0
-            while kill -0 $tp 2>/dev/null; do
-                ip netns exec "${RIG_NS[1]}" "$RIG_SSH" "${RIG_ADDR[$((r + 1))]}" -- "$RIG_DIR/agent" \
-                    env "RALLY_TRACKER=$tracker" "RALLY_SECRET_FILE=$secret" "RALLY_TASK_ID=$r" \
-                    "$words" <"$jd/in.$r" 4>&- 2>&1 | sed -u "s/^/[$r] /" 4>&- >>"$out"
-                rc=${PIPESTATUS[0]}
-                [ "$rc" -eq 0 ] && exit 0
-                echo "by_hand: rank $r on host ${RIG_ADDR[$((r + 1))]} ended with status $rc" >>"$out"
-                n=$((n + 1))
-                if [ "$rc" -le 128 ] || [ $n -gt "$maxr" ]; then
-                    echo "by_hand: the job fails: rank $r ended with status $rc" >>"$out"
-                    kill -TERM $tp 2>/dev/null
-                    exit 1
-                fi
-                sleep 0.2
-            done
-        ) &
-    done
-    wait $tp
-    rc=$?
-    sleep 0.5
-    kill $(jobs -p) 2>/dev/null
-    wait
-    rm -rf "$jd"
-    [ $rc -eq 143 ] && rc=1 # stopped by a supervisor: the job failed
-    exit $rc
 }
 
 rig_watchdog() { # S: SIGTERM to this shell after S seconds (if it is still this shell)
@@ -371,18 +296,6 @@ rig_up() { # H [V6]
     RIG_SSH=$RIG_DIR/ssh
     printf '#!/bin/sh\nexec ssh -F %s "$@"\n' "$RIG_DIR/ssh_config" >"$RIG_SSH"
     chmod +x "$RIG_SSH"
-    # rally-agent's stand-in for rig__by_hand: runs the worker, kills it
-    # when its stdin (the ssh channel) reaches EOF, forwards its status
-    cat >"$RIG_DIR/agent" <<'AGENT'
-#!/bin/sh
-exec 3<&0
-"$@" 3<&- </dev/null &
-w=$!
-(cat <&3 >/dev/null; kill -9 $w 2>/dev/null) &
-exec 3<&-
-wait $w
-AGENT
-    chmod +x "$RIG_DIR/agent"
     # sshd's privilege separation directory (compiled in; the package makes it at boot)
     [ -d /run/sshd ] || mkdir -m 0755 /run/sshd
 

@@ -23,10 +23,9 @@
 #             --agent's), `--` and the program's words last, no secret;
 #             outside an allocation it is an error
 # When Slurm cannot start here (a container without what slurmd needs), rig
-# and launcher print why (the daemon and its log's last lines) and launcher
-# checks the dry-run lines instead; RALLY_SLURM_REQUIRED=1 makes that a
-# failure.  launcher and dryrun exit 77 (skipped) while rally-run has no
-# --launcher.  The test bounds itself (it runs under timeout) and stops every
+# and launcher print why (the daemon and its log's last lines); rig fails,
+# and launcher checks the dry-run lines instead (RALLY_SLURM_REQUIRED=1
+# makes that a failure too).  The test bounds itself (it runs under timeout) and stops every
 # process it started, the daemons too, and removes their files.
 set -u
 case_=$1 build=$2
@@ -58,8 +57,8 @@ tag=
 
 has_launcher() {
     "$run" --help 2>&1 | grep -q -- '--launcher' && return 0
-    echo "slurm_test $case_: skipped: this rally-run has no --launcher (the launch interface adds it)"
-    exit 77
+    echo "slurm_test $case_: this rally-run has no --launcher"
+    exit 1
 }
 
 # start_rig: 0 when Slurm runs; else says why (and fails when it must run)
@@ -225,7 +224,7 @@ dryrun_checks() {
 
 case $case_ in
 rig)
-    start_rig || { echo "slurm_test rig: passed (Slurm could not start; nothing else to test)"; exit 0; }
+    start_rig || fail "Slurm could not start here (above: why)"
     make_data
     job "$tmp/plain" 4 "$km" $KM
     # one allocation of 4 tasks, in it one step per worker with the srun

@@ -87,24 +87,39 @@ static int add(struct rally__launch_hosts *hs, const char *name, size_t n, int s
     return 0;
 }
 
-/* "host" or "host:K" in s[0..n). */
+/* "host", "host:K", "[v6]" or "[v6]:K" in s[0..n); a v6 host is kept
+ * without its brackets (ssh, srun and mpirun take it so). */
 static int add_spec(struct rally__launch_hosts *hs, const char *s, size_t n, char *err, size_t cap)
 {
-    const char *colon = memchr(s, ':', n);
-    if (colon == NULL)
-        return add(hs, s, n, 1, err, cap);
-    if (memchr(colon + 1, ':', n - (size_t)(colon + 1 - s)) != NULL) {
-        snprintf(err, cap, "'%.*s': one ':' before the slots (IPv6 hosts go in a hostfile)", (int)n,
-                 s);
-        return -1;
+    const char *name = s, *close = n && s[0] == '[' ? memchr(s, ']', n) : NULL;
+    size_t len;
+    const char *colon;
+    if (close != NULL) {
+        name = s + 1;
+        len = (size_t)(close - name);
+        colon = close + 1 < s + n ? close + 1 : NULL;
+        if (len == 0 || (colon != NULL && *colon != ':')) {
+            snprintf(err, cap, "'%.*s' is not [ADDRESS] or [ADDRESS]:SLOTS", (int)n, s);
+            return -1;
+        }
+    } else {
+        colon = memchr(s, ':', n);
+        len = colon ? (size_t)(colon - s) : n;
+        if (colon != NULL && memchr(colon + 1, ':', n - (size_t)(colon + 1 - s)) != NULL) {
+            snprintf(err, cap, "'%.*s': write an IPv6 host in brackets, e.g. [fd00::1]:4", (int)n,
+                     s);
+            return -1;
+        }
     }
+    if (colon == NULL)
+        return add(hs, name, len, 1, err, cap);
     int k = count(colon + 1, n - (size_t)(colon + 1 - s));
     if (k <= 0) {
         snprintf(err, cap, "'%.*s': the slots after ':' must be a number from 1 to 999999", (int)n,
                  s);
         return -1;
     }
-    return add(hs, s, (size_t)(colon - s), k, err, cap);
+    return add(hs, name, len, k, err, cap);
 }
 
 int rally__launch_hosts_parse(struct rally__launch_hosts *hs, const char *list, char *err,
