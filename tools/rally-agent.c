@@ -48,11 +48,11 @@
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
-#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "launch/proc.h"
 
 #define EXIT_AGENT 125 /* we could not start the worker */
 #define SECRET_MAX 512 /* the secret's line, bytes */
@@ -165,31 +165,6 @@ static void remove_secret(struct agent *a)
     if (a->dir[0])
         rmdir(a->dir);
     a->file[0] = a->dir[0] = '\0';
-}
-
-/* A raw pseudo-terminal for the worker's stdout; 0 or -1 (then our stdout). */
-static int open_pty(int *master, int *slave)
-{
-    int m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC), s = -1;
-    char name[128];
-    struct termios t;
-    if (m < 0 || grantpt(m) != 0 || unlockpt(m) != 0 || ptsname_r(m, name, sizeof name) != 0)
-        goto fail;
-    s = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
-    if (s < 0 || tcgetattr(s, &t) != 0)
-        goto fail;
-    cfmakeraw(&t);
-    if (tcsetattr(s, TCSANOW, &t) != 0)
-        goto fail;
-    *master = m;
-    *slave = s;
-    return 0;
-fail:
-    if (m >= 0)
-        close(m);
-    if (s >= 0)
-        close(s);
-    return -1;
 }
 
 /* In the child: never returns. */
@@ -363,7 +338,7 @@ int main(int argc, char **argv)
     fprintf(stderr, "@rally-agent started\n");
 
     int master = -1, slave = -1, rep[2] = {-1, -1};
-    if (open_pty(&master, &slave) != 0)
+    if (rally__launch_open_pty(&master, &slave) != 0) /* then our stdout */
         master = slave = -1;
     if (pipe2(rep, O_CLOEXEC) != 0) {
         remove_secret(&a);

@@ -200,9 +200,7 @@ static int drain(struct rally__launch_proc *p, int which)
     }
 }
 
-/* A raw pseudo-terminal: *master (non-blocking, ours) and *slave (the
- * worker's stdout), both close-on-exec.  0, or -1 when there is none. */
-static int open_pty(int *master, int *slave)
+int rally__launch_open_pty(int *master, int *slave)
 {
     int m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC), s = -1;
     char name[128];
@@ -265,7 +263,7 @@ static int spawn(struct rally__launch_proc *p, char *const argv[], const char *c
                  const char *feed)
 {
     int out[2] = {-1, -1}, err[2] = {-1, -1}, rep[2] = {-1, -1}, in[2] = {-1, -1}, rc = 0;
-    if ((open_pty(&out[0], &out[1]) != 0 && pipe2(out, O_CLOEXEC)) || pipe2(err, O_CLOEXEC) ||
+    if ((rally__launch_open_pty(&out[0], &out[1]) != 0 && pipe2(out, O_CLOEXEC)) || pipe2(err, O_CLOEXEC) ||
         pipe2(rep, O_CLOEXEC) || (feed != NULL && pipe2(in, O_CLOEXEC))) {
         rc = errno;
         goto cleanup;

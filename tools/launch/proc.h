@@ -79,6 +79,11 @@ void rally__launch_proc_init(struct rally__launch_proc *p, int rank,
  * (then workers behind a wrapper may outlive a killed launcher). */
 int rally__launch_guard_start(void);
 
+/* A raw pseudo-terminal (no echo, no \r\n, no signals from bytes): *master
+ * (ours) and *slave (a worker's stdout), both close-on-exec.  0, or -1 when
+ * there is none. */
+int rally__launch_open_pty(int *master, int *slave);
+
 /* Writes each complete line of s[0..n) to f as "[rank] line"; a trailing
  * partial line too when final, else it is left out. */
 void rally__launch_put_lines(FILE *f, int rank, const char *s, size_t n, int final);
