@@ -185,6 +185,20 @@ static void died(struct rally__launch_policy *pol, int rank, const char *cause,
     died_as(pol, rank, cause, head, why, v, now, a);
 }
 
+/* A rank that is not restarted: its loss is counted as a death when it
+ * failed the job (the tracker saw it first), not when it left after the job
+ * had failed. */
+static void gone(struct rally__launch_policy *pol, int rank, const struct rally__launch_view *v)
+{
+    struct rank_state *k = &pol->rank[rank];
+    if (v->state == RALLY__TRACKER_FAILED && v->failed_rank == rank && !pol->stop_sig &&
+        !k->failed) {
+        pol->ndeaths++;
+        k->deaths++;
+    }
+    k->failed = 1;
+}
+
 void rally__launch_policy_exit(struct rally__launch_policy *pol, int rank, int st,
                                const struct rally__launch_view *v, int64_t now,
                                struct rally__launch_act *a)
@@ -236,14 +250,7 @@ void rally__launch_policy_exit(struct rally__launch_policy *pol, int rank, int s
         died(pol, rank, cause, v, now, a);
         return;
     }
-    /* Counted when its loss failed the job (the tracker saw it first), not
-     * when it left after the job had failed. */
-    if (v->state == RALLY__TRACKER_FAILED && v->failed_rank == rank && !pol->stop_sig &&
-        !k->failed) {
-        pol->ndeaths++;
-        k->deaths++;
-    }
-    k->failed = 1;
+    gone(pol, rank, v);
     why_of(pol, rank, cause);
 }
 
@@ -271,12 +278,7 @@ void rally__launch_policy_lost(struct rally__launch_policy *pol, int rank,
         died_as(pol, rank, cause, head, head, v, now, a);
         return;
     }
-    if (v->state == RALLY__TRACKER_FAILED && v->failed_rank == rank && !pol->stop_sig &&
-        !k->failed) {
-        pol->ndeaths++;
-        k->deaths++;
-    }
-    k->failed = 1;
+    gone(pol, rank, v);
     snprintf(k->why, sizeof k->why, "%.500s", head);
 }
 
