@@ -282,25 +282,27 @@ launcher)
     no_leftovers "$tag"
     # kill -9 of rank 2's worker mid-run
     tag="slurm-kill-$$"
+    # a file of its own: the failure-free job's "$tmp/out" would match the
+    # waits below before this job's shell truncated it
     RALLY_TEST_TAG=$tag timeout -k 5 200 salloc -n 4 -t 5 "$run" --launcher slurm -n 4 \
-        --max-restarts 3 --heartbeat-timeout-ms 60000 "$km" $KM --pause-ms 100 >"$tmp/out" 2>&1 &
+        --max-restarts 3 --heartbeat-timeout-ms 60000 "$km" $KM --pause-ms 100 >"$tmp/kill" 2>&1 &
     jobpid=$!
-    wait_line "$tmp/out" '^\[0\] iteration 2 ' "iteration 2" 900 0.1
+    wait_line "$tmp/kill" '^\[0\] iteration 2 ' "iteration 2" 900 0.1
     # frozen while we look and kill: the job cannot end before the kill
     workers_signal STOP "$tag"
-    w=$(sed -n 's/^\[2\] shard 2 fingerprint .* pid \([0-9]*\)$/\1/p' "$tmp/out" | tail -1)
+    w=$(sed -n 's/^\[2\] shard 2 fingerprint .* pid \([0-9]*\)$/\1/p' "$tmp/kill" | tail -1)
     [ -n "$w" ] || fail "rank 2 printed no pid"
     no_key_in "$tag" "$(key_of_worker "$w")"
-    kill_worker "$tmp/out" 2
+    kill_worker "$tmp/kill" 2
     workers_signal CONT "$tag"
     echo "killed rank 2's worker (pid $w)"
     wait "$jobpid" || fail "the job failed after kill -9"
-    cat "$tmp/out"
-    same_digest "$tmp/out" "$tmp/plain"
-    grep -q '^\[2\] rank 2 restarted: resuming after iteration' "$tmp/out" ||
+    cat "$tmp/kill"
+    same_digest "$tmp/kill" "$tmp/plain"
+    grep -q '^\[2\] rank 2 restarted: resuming after iteration' "$tmp/kill" ||
         fail "rank 2 did not say it resumed"
-    grep 'rally-run: summary:' "$tmp/out" | grep -q 'deaths=1 recovered=1 ' ||
-        fail "want deaths=1 recovered=1: $(grep 'rally-run: summary:' "$tmp/out")"
+    grep 'rally-run: summary:' "$tmp/kill" | grep -q 'deaths=1 recovered=1 ' ||
+        fail "want deaths=1 recovered=1: $(grep 'rally-run: summary:' "$tmp/kill")"
     no_leftovers "$tag"
     ;;
 dryrun)
