@@ -23,10 +23,15 @@
 /* "a:2,b:1" of hs, or the error. */
 static void hosts_str(const struct rally__launch_hosts *hs, char *out, size_t cap)
 {
+    size_t n = 0;
     out[0] = '\0';
-    for (size_t i = 0; i < hs->n; i++)
-        snprintf(out + strlen(out), cap - strlen(out), "%s%s:%d", i ? "," : "", hs->h[i].name,
-                 hs->h[i].slots);
+    for (size_t i = 0; i < hs->n && n < cap; i++) {
+        int k = snprintf(out + n, cap - n, "%s%s:%d", i ? "," : "", hs->h[i].name,
+                         hs->h[i].slots);
+        if (k < 0)
+            break;
+        n += (size_t)k;
+    }
 }
 
 /* A table of named --hosts cases: the list, and what it parses to ("" and
