@@ -300,7 +300,7 @@ ssh_signal)
     ;;
 dry_run)
     a=$build/rally-agent
-    env -u SLURM_JOB_NODELIST RALLY_TEST_TAG=$TAG "$run" -n 3 --launcher slurm --hosts n1:2,n2 --port 7000 --dry-run \
+    env -u SLURM_JOB_NODELIST RALLY_TEST_TAG=$TAG "$run" -n 3 --launcher slurm --hosts n1:2,n2 --host 127.0.0.1 --port 7000 --dry-run \
         -- "$prog" "two words" "it's" >"$T/out" 2>"$T/err" || fail "slurm --dry-run failed"
     cat >"$T/want" <<EOF
 rank 0: srun --nodes=1 --ntasks=1 --nodelist=n1 --kill-on-bad-exit=1 --overlap --input=all --quiet $a --env RALLY_TRACKER=127.0.0.1:7000 --env RALLY_TASK_ID=0 --env RALLY_TEST_TAG=$TAG -- $prog 'two words' 'it'\\''s'
@@ -318,9 +318,15 @@ rank 1: mpirun -np 1 --host node-b --quiet /opt/rally/rally-agent --env RALLY_TR
 EOF
     diff "$T/want" "$T/out" >"$T/err" || fail "mpirun lines differ"
     # ssh quotes the remote words once more: the remote shell reads them
-    $RUN -n 1 --launcher ssh --hosts h --dry-run "$prog" "a b" >"$T/out" 2>"$T/err"
+    $RUN -n 1 --launcher ssh --hosts h --host 127.0.0.1 --dry-run "$prog" "a b" >"$T/out" 2>"$T/err"
     echo "rank 0: ssh -o BatchMode=yes h -- $a --env RALLY_TRACKER=127.0.0.1:0 --env RALLY_TASK_ID=0 --env RALLY_TEST_TAG=$TAG -- $prog ''\\''a b'\\'''" >"$T/want"
     diff "$T/want" "$T/out" >"$T/err" || fail "ssh line differs"
+    # no --bind: remote workers are told an address of this host that is not loopback
+    $RUN -n 1 --launcher ssh --hosts h --dry-run "$prog" >"$T/out" 2>"$T/err"
+    addr=$(sed -n 's/.* --env RALLY_TRACKER=\([^ ]*\) .*/\1/p' "$T/out")
+    case $addr in
+    "" | 127.* | localhost:* | "[::1]":*) fail "without --bind the workers are told '$addr'" ;;
+    esac
     # outside an allocation, slurm without --hosts is an error that says so
     env -u SLURM_JOB_NODELIST RALLY_TEST_TAG=$TAG "$run" -n 2 --launcher slurm --dry-run "$prog" >"$T/out" 2>"$T/err"
     [ $? -eq 2 ] || fail "slurm outside an allocation: want exit status 2"

@@ -135,7 +135,8 @@ static void usage(FILE *f)
         "\n"
         "  -n, -np, --workers N       number of workers (1..%d)\n"
         "      --bind ADDR|IFACE      tracker bind address, or an interface's first\n"
-        "                             address (default 127.0.0.1; [v6] or bare v6)\n"
+        "                             address ([v6] or bare v6; default 127.0.0.1 with the\n"
+        "                             local launcher, every address with the others)\n"
         "      --host H               the same as --bind\n"
         "      --port P               tracker port (default 0: any free port)\n"
         "      --startup-timeout-ms T every worker must join (and a restarted one\n"
@@ -186,9 +187,10 @@ static void usage(FILE *f)
         "                             rally-run; prog and rally-agent must exist on every host)\n"
         "      --dry-run              print each rank's local command line (\"rank R: ...\") and\n"
         "                             exit; nothing is started\n"
-        "      --host H is then the address the workers reach the tracker at (not 127.0.0.1\n"
-        "      across machines).  The secret reaches the agent on its stdin, never in argv or\n"
-        "      the environment (docs/security.md).\n"
+        "      With these the tracker binds every address and the workers are told this host's\n"
+        "      primary address (the first IPv4 one of an interface that is up and not loopback),\n"
+        "      unless --bind names the one they reach.  The secret reaches the agent on its\n"
+        "      stdin, never in argv or the environment (docs/security.md).\n"
         "  -h, --help                 this text\n"
         "      --version              rally-run's version (as the first argument)\n"
         "\n"
@@ -596,7 +598,7 @@ static int parse(int argc, char **argv, struct run *r)
                                           {"dry-run", no_argument, NULL, 'd'},
                                           {"help", no_argument, NULL, 'h'},
                                           {NULL, 0, NULL, 0}};
-    r->host = "127.0.0.1";
+    r->host = NULL; /* resolve_bind: by the launcher */
     r->startup_ms = 60000;
     r->grace_ms = 3000;
     r->max_restarts = 3;
@@ -940,11 +942,14 @@ static void check_reach(const struct run *r)
         }
 }
 
-/* --bind (--host): an interface name becomes its address (r->bind).  0 or
+/* --bind (--host): an interface name becomes its address (r->bind); none
+ * given: loopback for local workers, every address for remote ones.  0 or
  * the exit status. */
 static int resolve_bind(struct run *r)
 {
     struct rally__err e = {0, ""};
+    if (r->host == NULL) /* remote workers must reach it: every address */
+        r->host = r->launcher == RALLY__LAUNCHER_LOCAL ? "127.0.0.1" : "*";
     if (rally__sock_bind_addr(r->host, r->bind, sizeof r->bind, &e) == RALLY_OK)
         return 0;
     fprintf(stderr, "rally-run: --bind %s: %s\n", r->host, e.msg);
