@@ -4,7 +4,8 @@
  * Settings: defaults, environment, arguments, unknown keys, sizes.
  * Addresses: host:port forms, IPv6 with brackets, bad forms and their errors;
  * rally_interface's choice of a worker's address; an unreachable peer named
- * with the address tried.
+ * with the address tried; a peer with no route to it (in a network
+ * namespace of the test's own) is a lost peer (RALLY_EPEER), not fatal.
  * Frames: a good frame, an oversized one, unknown flags, a truncated one.
  * Mesh: a worker wiring its links while strangers hit its port (garbage
  * bytes, a HELLO under the wrong secret, a silent connection, a stale
@@ -13,6 +14,7 @@
  * Topology: for N = 1..70 the pre-order tree and ring invariants.
  */
 #include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -21,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -210,6 +213,57 @@ static void mesh_names_unreachable_peer(void **state)
     close(lfd1);
     unlink(sf);
     rmdir(path);
+}
+
+/* In a child in a network namespace of its own where 198.18.77.0/24 is
+ * unreachable: wiring to a peer there fails as a lost peer, which recovery
+ * repairs (a cable that came back), naming the address and the cause.  The
+ * exit status: 0 passed, 2 the namespace could not be made, 1 failed. */
+static int unroutable_child(void)
+{
+    if (unshare(CLONE_NEWNET) != 0 ||
+        system("ip link set lo up && ip route add unreachable 198.18.77.0/24") != 0)
+        return 2;
+    struct rally__err e = {0, ""};
+    struct rally__secret s;
+    char path[] = "/tmp/rally-net-test-XXXXXX";
+    if (mkdtemp(path) == NULL)
+        return 2;
+    char sf[64];
+    snprintf(sf, sizeof sf, "%s/secret", path);
+    int lfd, port, rc = 1;
+    if (rally__secret_create(sf, &s, &e) != RALLY_OK ||
+        rally__tcp_listen("127.0.0.1", 0, 4, &lfd, &port, &e) != RALLY_OK)
+        goto out;
+    struct rally__mesh_peer p[1] = {{0, "198.18.77.1", 9, 1}};
+    struct rally__link l[1];
+    struct rally__mesh_opts o = {lfd, &s, 1, 2, 1, "127.0.0.1", 1, -1, rally__deadline(5000), 300,
+                                 RALLY__TRANSPORT_TCP, 0, -1, NULL, NULL};
+    int got = rally__mesh_connect(&o, p, 1, l, &e);
+    if (got == RALLY_EPEER && strstr(e.msg, "198.18.77.1:9") && strstr(e.msg, "No route to host"))
+        rc = 0;
+    else
+        fprintf(stderr, "got %d \"%s\", want RALLY_EPEER naming 198.18.77.1:9 and no route\n",
+                got, e.msg);
+    close(lfd);
+out:
+    unlink(sf);
+    rmdir(path);
+    return rc;
+}
+
+static void mesh_unroutable_peer_is_lost(void **state)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0)
+        _exit(unroutable_child());
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 2)
+        fail_msg("needs root and the ip tool: cannot make a network namespace");
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }
 
 static void frames(void **state)
@@ -632,6 +686,7 @@ int main(void)
         cmocka_unit_test(config_layers),  cmocka_unit_test(config_errors),
         cmocka_unit_test(hostport_forms), cmocka_unit_test(frames),
         cmocka_unit_test(peer_address_choice), cmocka_unit_test(mesh_names_unreachable_peer),
+        cmocka_unit_test(mesh_unroutable_peer_is_lost),
         cmocka_unit_test(mesh_refuses_strangers), cmocka_unit_test(ipv6_loopback),
         cmocka_unit_test(mesh_idle_strangers_delay_nobody),
         cmocka_unit_test(mesh_watch_ends_wiring),

@@ -247,6 +247,25 @@ int rally__tcp_connect(const char *host, int port, int64_t deadline, int *fd, st
     return RALLY_OK;
 }
 
+/* A peer that cannot be reached now (refused, reset, no route, the
+ * network down, no answer) is a lost peer, which recovery repairs by
+ * re-wiring: RALLY_EPEER; anything else is RALLY_ESYS. */
+static int connect_code(int err)
+{
+    switch (err) {
+    case ECONNREFUSED:
+    case ECONNRESET:
+    case ECONNABORTED:
+    case EHOSTUNREACH:
+    case ENETUNREACH:
+    case ENETDOWN:
+    case ETIMEDOUT:
+        return RALLY_EPEER;
+    default:
+        return RALLY_ESYS;
+    }
+}
+
 int rally__tcp_connect_start(const char *host, int port, const char *what, int *fd, int *done,
                              struct rally__err *e)
 {
@@ -268,8 +287,8 @@ int rally__tcp_connect_start(const char *host, int port, const char *what, int *
     char hp[RALLY__HOST_MAX + 8];
     rally__hostport_fmt(host, port, hp, sizeof hp);
     if (s < 0)
-        return rally__fail_errno(e, err == ECONNREFUSED ? RALLY_EPEER : RALLY_ESYS, err,
-                                 "cannot connect to %s", what ? what : hp);
+        return rally__fail_errno(e, connect_code(err), err, "cannot connect to %s",
+                                 what ? what : hp);
     rally__sock_tune(s);
     *done = now;
     *fd = s;
@@ -284,8 +303,7 @@ int rally__tcp_connect_done(int fd, const char *what, struct rally__err *e)
         so = errno;
     if (so == 0)
         return RALLY_OK;
-    return rally__fail_errno(e, so == ECONNREFUSED || so == ECONNRESET ? RALLY_EPEER : RALLY_ESYS,
-                             so, "cannot connect to %s", what);
+    return rally__fail_errno(e, connect_code(so), so, "cannot connect to %s", what);
 }
 
 void rally__sock_link_timeout(int fd, int64_t timeout_ms)

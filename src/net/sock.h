@@ -71,13 +71,14 @@ int rally__tcp_connect(const char *host, int port, int64_t deadline, int *fd, st
 
 /* Starts a non-blocking connect to host:port's first address: *done is 1
  * when it connected at once, else wait for POLLOUT and call
- * rally__tcp_connect_done.  A refused connection is RALLY_EPEER.  what
+ * rally__tcp_connect_done.  A peer that cannot be reached now (refused, no
+ * route, the network down) is RALLY_EPEER, which recovery repairs.  what
  * names the peer in messages ("rank 3 at [fd00::3]:41234"; NULL: the
  * address). */
 int rally__tcp_connect_start(const char *host, int port, const char *what, int *fd, int *done,
                              struct rally__err *e);
 /* After POLLOUT on a connect in progress: RALLY_OK, or why it failed
- * (RALLY_EPEER when refused or reset). */
+ * (RALLY_EPEER when the peer cannot be reached now, as above). */
 int rally__tcp_connect_done(int fd, const char *what, struct rally__err *e);
 
 /* Bounds how long a connection may go without its data or keepalive probes
