@@ -9,8 +9,8 @@
  * launcher (rally-run.c, proc.c) and tests/launch_remote_test.c call them.
  *
  * Hosts: "--hosts a:2,b:2" or a hostfile (one host a line, "host",
- * "host slots=K" or "host:K", '#' starts a comment); a host without slots
- * has 1.  Ranks are placed in host order: a's slots first.  Under Slurm
+ * "host slots=K" or "host:K", '#' starts a comment); an IPv6 host in
+ * brackets, "[fd00::1]:2", kept without them; a host without slots has 1.  Ranks are placed in host order: a's slots first.  Under Slurm
  * the nodes come from SLURM_JOB_NODELIST (expanded by the caller with
  * `scontrol show hostnames`) and the slots from SLURM_TASKS_PER_NODE
  * ("2(x3),1" is 2,2,2,1).
