@@ -82,11 +82,13 @@ static void hostfile(void **state)
                                                   "  b   # one slot\n"
                                                   "c:2\n"
                                                   "fe80::1 slots=2\n"
+                                                  "[fd00::5]:3\n"
+                                                  "fd00::6\n"
                                                   "d\tslots=3",
                                                   err, sizeof err),
                      0);
     hosts_str(&hs, got, sizeof got);
-    assert_string_equal(got, "a:4,b:1,c:2,fe80::1:2,d:3");
+    assert_string_equal(got, "a:4,b:1,c:2,fe80::1:2,fd00::5:3,fd00::6:1,d:3");
     rally__launch_hosts_free(&hs);
     assert_int_equal(rally__launch_hostfile_parse(&hs, "a\nb slots=x\n", err, sizeof err), -1);
     assert_string_equal(err, "line 2: 'slots=x' is not 'slots=K' (K from 1 to 999999)");

@@ -166,7 +166,9 @@ int rally__launch_hostfile_parse(struct rally__launch_hosts *hs, const char *tex
             while (m > 0 && isspace((unsigned char)*rest))
                 rest++, m--;
             int rc;
-            if (m == 0 && memchr(s, ':', w) != NULL && memchr(s, ':', w) == memrchr(s, ':', w))
+            /* "host:K" and "[v6]" / "[v6]:K"; a bare v6 address is a host */
+            if (m == 0 && (s[0] == '[' || (memchr(s, ':', w) != NULL &&
+                                          memchr(s, ':', w) == memrchr(s, ':', w))))
                 rc = add_spec(hs, s, w, why, sizeof why);
             else if (m == 0)
                 rc = add(hs, s, w, 1, why, sizeof why);
