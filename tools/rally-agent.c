@@ -39,13 +39,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <linux/close_range.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -165,36 +163,6 @@ static void remove_secret(struct agent *a)
     if (a->dir[0])
         rmdir(a->dir);
     a->file[0] = a->dir[0] = '\0';
-}
-
-/* In the child: never returns. */
-static void child(char **argv, int out, int report, pid_t parent)
-{
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-    signal(SIGPIPE, SIG_DFL);
-    signal(SIGHUP, SIG_DFL);
-    /* as under rally-run on one host: SIGUSR1 ("snapshot now", for rank 0)
-     * is ignored until librally installs its handler */
-    signal(SIGUSR1, SIG_IGN);
-    setpgid(0, 0);
-    prctl(PR_SET_PDEATHSIG, SIGKILL); /* the agent killed: the worker goes too */
-    if (getppid() != parent)
-        _exit(127);
-    int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (null < 0 || dup2(null, 0) < 0 || (out >= 0 && dup2(out, 1) < 0))
-        goto fail;
-    if (close_range(3, ~0u, CLOSE_RANGE_CLOEXEC) != 0)
-        for (int fd = 3; fd < 1024; fd++)
-            if (fd != report)
-                fcntl(fd, F_SETFD, FD_CLOEXEC);
-    execvp(argv[0], argv);
-fail:;
-    int e = errno;
-    ssize_t w = write(report, &e, sizeof e);
-    (void)w;
-    _exit(127);
 }
 
 /* Takes the complete lines of a->in as control lines ("signal S"). */
@@ -353,8 +321,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "@rally-agent exec %d %s\n", err, strerror(err));
         return 127;
     }
-    if (a.pid == 0)
-        child(prog, slave, rep[1], parent);
+    if (a.pid == 0) {
+        signal(SIGHUP, SIG_DFL); /* the agent's own handling stays here */
+        rally__launch_exec(prog, NULL, -1, slave, -1, rep[1], parent);
+    }
     setpgid(a.pid, a.pid);
     close(rep[1]);
     if (slave >= 0)

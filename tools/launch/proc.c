@@ -224,9 +224,8 @@ fail:
     return -1;
 }
 
-/* In the child: never returns. */
-static void child(char *const argv[], const char *const env[][2], const int out[2],
-                  const int err[2], int report, pid_t parent, int in)
+void rally__launch_exec(char *const argv[], const char *const env[][2], int in, int out, int err,
+                        int report, pid_t parent)
 {
     sigset_t none;
     sigemptyset(&none);
@@ -240,14 +239,15 @@ static void child(char *const argv[], const char *const env[][2], const int out[
     if (getppid() != parent) /* the launcher died before prctl took effect */
         _exit(127);
     int null = in >= 0 ? in : open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (null < 0 || dup2(null, 0) < 0 || dup2(out[1], 1) < 0 || dup2(err[1], 2) < 0)
+    if (null < 0 || dup2(null, 0) < 0 || (out >= 0 && dup2(out, 1) < 0) ||
+        (err >= 0 && dup2(err, 2) < 0))
         goto fail;
     /* Nothing else crosses exec, not even what our own parent leaked to us. */
     if (close_range(3, ~0u, CLOSE_RANGE_CLOEXEC) != 0)
         for (int fd = 3; fd < 1024; fd++)
             if (fd != report)
                 fcntl(fd, F_SETFD, FD_CLOEXEC);
-    for (size_t i = 0; env[i][0] != NULL; i++)
+    for (size_t i = 0; env != NULL && env[i][0] != NULL; i++)
         if (setenv(env[i][0], env[i][1], 1) != 0)
             goto fail;
     execvp(argv[0], argv);
@@ -277,7 +277,7 @@ static int spawn(struct rally__launch_proc *p, char *const argv[], const char *c
         goto cleanup;
     }
     if (pid == 0)
-        child(argv, env, out, err, rep[1], parent, in[0]);
+        rally__launch_exec(argv, env, in[0], out[1], err[1], rep[1], parent);
     setpgid(pid, pid); /* both sides, so a signal never misses the group */
     guard_tell((int32_t)pid);
     p->pid = pid;

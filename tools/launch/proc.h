@@ -84,6 +84,16 @@ int rally__launch_guard_start(void);
  * there is none. */
 int rally__launch_open_pty(int *master, int *slave);
 
+/* In a forked child: becomes the worker and never returns.  The default
+ * signal mask, SIGPIPE default and SIGUSR1 ignored (until librally installs
+ * its handler), its own process group, killed when parent (the forker)
+ * dies; stdin from in (-1: /dev/null), stdout to out and stderr to err
+ * (-1: kept); env ({name, value} up to {NULL, NULL}; NULL: none) added;
+ * nothing else crosses exec.  When exec fails its errno is written to
+ * report and the child exits 127. */
+_Noreturn void rally__launch_exec(char *const argv[], const char *const env[][2], int in, int out,
+                                  int err, int report, pid_t parent);
+
 /* Writes each complete line of s[0..n) to f as "[rank] line"; a trailing
  * partial line too when final, else it is left out. */
 void rally__launch_put_lines(FILE *f, int rank, const char *s, size_t n, int final);
