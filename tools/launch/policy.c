@@ -185,6 +185,14 @@ static void died(struct rally__launch_policy *pol, int rank, const char *cause,
     died_as(pol, rank, cause, head, why, v, now, a);
 }
 
+/* Forgets a fence of the rank's process, once that process is gone. */
+static void unfence(struct rank_state *k)
+{
+    k->fence_killed = 0;
+    k->fenced[0] = '\0';
+    k->fenced_own = 0;
+}
+
 /* A rank that is not restarted: its loss is counted as a death when it
  * failed the job (the tracker saw it first), not when it left after the job
  * had failed. */
@@ -230,9 +238,7 @@ void rally__launch_policy_exit(struct rally__launch_policy *pol, int rank, int s
      * the fence. */
     int own_exit = WIFEXITED(st) && (!k->fenced[0] || k->fenced_own);
     k->status = own_exit && WEXITSTATUS(st) != 0 ? WEXITSTATUS(st) : 1;
-    k->fence_killed = 0;
-    k->fenced[0] = '\0';
-    k->fenced_own = 0;
+    unfence(k);
     if (k->finalized) {
         /* it finished its part: a bad exit fails the job, but is no death */
         k->failed = 1;
@@ -262,9 +268,7 @@ void rally__launch_policy_lost(struct rally__launch_policy *pol, int rank,
     struct rank_state *k = &pol->rank[rank];
     k->running = 0;
     k->fence_kill_at = RALLY__NEVER;
-    k->fence_killed = 0;
-    k->fenced[0] = '\0';
-    k->fenced_own = 0;
+    unfence(k);
     k->status = 1;
     const char *cause = "the connection to the host was lost";
     char head[600];
@@ -289,9 +293,7 @@ void rally__launch_policy_unstarted(struct rally__launch_policy *pol, int rank, 
     struct rank_state *k = &pol->rank[rank];
     k->running = 0;
     k->fence_kill_at = RALLY__NEVER;
-    k->fence_killed = 0;
-    k->fenced[0] = '\0';
-    k->fenced_own = 0;
+    unfence(k);
     snprintf(k->why, sizeof k->why, "%.500s", why);
     k->status = status;
     fail(pol, rank, now, a);
