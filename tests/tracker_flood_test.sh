@@ -10,13 +10,7 @@ tmp=$(mktemp -d)
 fpid=""
 trap '[ -n "$fpid" ] && kill -9 $fpid 2>/dev/null; rm -rf "$tmp"' EXIT
 fail() { echo "tracker_flood_test: $*"; tail -40 "$tmp/out" 2>/dev/null; exit 1; }
-wait_for() { # file pattern seconds
-    i=0
-    while ! grep -q "$2" "$1" 2>/dev/null; do
-        i=$((i + 1)); [ "$i" -gt $(($3 * 10)) ] && return 1
-        sleep 0.1
-    done
-}
+. "$here/trainer_lib.sh" # wait_line
 
 "$here/run_job.sh" 0 120 "$run" -n 4 "$plain" 2000 30 100 >"$tmp/plain" 2>&1 ||
     fail "the failure-free run failed"
@@ -24,13 +18,13 @@ want=$(grep -o 'model_digest=[0-9a-f]*' "$tmp/plain")
 
 RALLY_TEST_TAG="flood-$$" timeout -k 5 120 "$run" -n 4 "$plain" 2000 30 100 >"$tmp/out" 2>&1 &
 job=$!
-wait_for "$tmp/out" "^\[3\] pid 3 " 30 || fail "rank 3 never started"
+wait_line "$tmp/out" "^\[3\] pid 3 " "rank 3's start" 300 0.1
 pid1=$(grep "^\[1\] pid 1 " "$tmp/out" | awk '{print $4}')
 addr=$(tr '\0' '\n' <"/proc/$pid1/environ" | sed -n 's/^RALLY_TRACKER=//p')
 [ -n "$addr" ] || fail "no RALLY_TRACKER in rank 1's environment"
 "$flood" "${addr%:*}" "${addr##*:}" 300 >"$tmp/flood" 2>&1 &
 fpid=$!
-wait_for "$tmp/flood" "flood: 300 open" 30 || fail "the flood did not open its connections"
+wait_line "$tmp/flood" "flood: 300 open" "the flood's 300 connections" 300 0.1
 kill -9 "$pid1"
 wait "$job" || fail "the job failed"
 got=$(grep -o 'model_digest=[0-9a-f]*' "$tmp/out")

@@ -11,13 +11,7 @@ tmp=$(mktemp -d)
 job=""
 trap '[ -n "$job" ] && kill -CONT $job 2>/dev/null; rm -rf "$tmp"' EXIT
 fail() { echo "tracker_stall_test: $*"; tail -40 "$tmp/out" 2>/dev/null; exit 1; }
-wait_for() { # file pattern seconds
-    i=0
-    while ! grep -q "$2" "$1" 2>/dev/null; do
-        i=$((i + 1)); [ "$i" -gt $(($3 * 10)) ] && return 1
-        sleep 0.1
-    done
-}
+. "$here/trainer_lib.sh" # wait_line
 
 "$here/run_job.sh" 0 120 "$run" -n 4 "$plain" 2000 40 100 >"$tmp/plain" 2>&1 ||
     fail "the failure-free run failed"
@@ -26,7 +20,7 @@ want=$(grep -o 'model_digest=[0-9a-f]*' "$tmp/plain")
 RALLY_HEARTBEAT_MS=100 RALLY_TEST_TAG="stall-$$" timeout -k 5 120 "$run" -n 4 \
     --heartbeat-timeout-ms 800 "$plain" 2000 40 100 >"$tmp/out" 2>&1 &
 job=$!
-wait_for "$tmp/out" "^\[3\] pid 3 " 30 || fail "rank 3 never started"
+wait_line "$tmp/out" "^\[3\] pid 3 " "rank 3's start" 300 0.1
 # the stop: every worker beats about 25 times meanwhile, into the tracker's sockets
 kill -STOP "$job"
 sleep 2.5
