@@ -1,6 +1,7 @@
 # trainer_lib.sh — what the trainer tests (kmeans, linear, gbdt) and other
-# job tests share: failure-free jobs, the kill -9 of one worker or of a whole job, the check
-# that nothing is left behind, and the input fingerprints a snapshot keeps.
+# job tests share: failure-free jobs, the kill -9 of one worker or of a whole
+# job, the check that nothing is left behind, and the input fingerprints a
+# snapshot keeps.
 # Sourced; the test defines fail and sets here, run, build and tmp.
 
 job() { # out-file N prog args... : a failure-free job that must succeed
