@@ -916,23 +916,17 @@ static void tracker_address(struct run *r, int port)
     rally__hostport_fmt(h, port, r->tracker_addr, sizeof r->tracker_addr);
 }
 
-/* 1 when host names this machine's loopback (127.x, ::1, localhost). */
-static int loopback(const char *host)
-{
-    return strncmp(host, "127.", 4) == 0 || strcmp(host, "::1") == 0 ||
-           strcmp(host, "localhost") == 0;
-}
-
 /* A tracker on loopback cannot be reached from another machine: say so
  * once, before anything starts (the job would fail at the start timeout). */
 static void check_reach(const struct run *r)
 {
-    if (r->launcher == RALLY__LAUNCHER_LOCAL || !loopback(r->bind))
+    if (r->launcher == RALLY__LAUNCHER_LOCAL || !rally__host_is_loopback(r->bind))
         return;
     char self[RALLY__LAUNCH_HOST_MAX] = "";
     gethostname(self, sizeof self - 1);
     for (size_t i = 0; i < r->hosts.n; i++)
-        if (!loopback(r->hosts.h[i].name) && strcmp(r->hosts.h[i].name, self) != 0) {
+        if (!rally__host_is_loopback(r->hosts.h[i].name) &&
+            strcmp(r->hosts.h[i].name, self) != 0) {
             fprintf(stderr,
                     "rally-run: note: the tracker listens on %s, which workers on host %s "
                     "cannot reach from another machine; give --host ADDR (an address of this "
