@@ -183,6 +183,17 @@ done:
     return rc;
 }
 
+/* A replication's barrier result (version v's local models, v = the
+ * replicating version + 1) is served to a worker that is behind.  A worker
+ * that did its shifts holds the set already; a restarted one never did them
+ * (its predecessor did), so the set it would have built comes from the
+ * workers that hold it, as in load_checkpoint.  Every worker takes part:
+ * the kind is in the transfer's header, which all of them read. */
+static int served_replication(struct rally__robust *rb, uint64_t v, int served)
+{
+    return recover_locals(rb, v, served && rally__robust_set_of(rb, v) == NULL);
+}
+
 int rally__robust_recover(struct rally__robust *rb, uint64_t key, const struct rally__sig *mine,
                    unsigned char **res, uint64_t *res_nbytes)
 {
@@ -272,6 +283,12 @@ int rally__robust_recover(struct rally__robust *rb, uint64_t key, const struct r
                       want, res, res_nbytes, NULL);
         if (rc != RALLY_OK)
             return rc;
+        if (sig.kind == RALLY__K_REPLICATE &&
+            (rc = served_replication(rb, sig.count + 1, want)) != RALLY_OK) {
+            if (want)
+                rally__robust_unbuf(rb, *res);
+            return rc;
+        }
         if (!want)
             continue;
         if (!same_sig(&sig, mine)) {
