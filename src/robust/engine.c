@@ -414,7 +414,8 @@ static int init(const struct rally__config *cfg, const char *host, struct rally_
     int rc = rally__robust_init(&en->rb, cfg, host, e);
     if (rc == RALLY_OK && rally__mock_check_world(&en->rb.mock, en->rb.world, e) != RALLY_OK)
         rally__robust_fatal(&en->rb, e->code, e->msg); /* the same on every rank: fail the job */
-    if (e->code != RALLY_OK || rally__robust_snap_start(&en->rb, host) != RALLY_OK) {
+    if (e->code != RALLY_OK || rally__robust_snap_start(&en->rb, host) != RALLY_OK ||
+        rally__robust_rejoined(&en->rb) != RALLY_OK) {
         rally__robust_free(&en->rb);
         free(en);
         return e->code;

@@ -342,6 +342,22 @@ int rally__robust_load(struct rally__robust *rb, void **global, uint64_t *global
     }
 }
 
+/* A restarted worker, before its program runs: its local-model copies
+ * come back now, not at its load_checkpoint, which may be a long read of
+ * its input away (recovery.c, rally__robust_rejoin_locals). */
+int rally__robust_rejoined(struct rally__robust *rb)
+{
+    if (!rb->distributed || !rb->recovering)
+        return RALLY_OK;
+    for (;;) {
+        int rc = rally__robust_rejoin_locals(rb);
+        if (rc == RALLY_OK || !rally__robust_repairable(rb, rc))
+            return rc;
+        if ((rc = rally__robust_reset(rb, rc, RALLY__KEY_BOOT(0))) != RALLY_OK)
+            return rc;
+    }
+}
+
 int rally__robust_finalize(struct rally__robust *rb)
 {
     rally__robust_mock(rb, rb->version, rally__robust_user_seq(rb), RALLY__MOCK_OP);

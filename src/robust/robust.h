@@ -213,6 +213,9 @@ int rally__robust_checkpoint(struct rally__robust *rb, const void *global, uint6
                              uint64_t local_nbytes);
 /* The finalize agreement and SHUTDOWN. */
 int rally__robust_finalize(struct rally__robust *rb);
+/* The end of rally_init for a worker that replaces one that died: takes
+ * back its local-model copies at once (a no-op for any other worker). */
+int rally__robust_rejoined(struct rally__robust *rb);
 /* A barrier: 8 bytes summed, the result a rally__robust_buf. */
 int rally__robust_run_barrier(struct rally__robust *rb, struct rally__op *op, unsigned char **res,
                               uint64_t *n);
@@ -349,5 +352,9 @@ void rally__robust_dmlc_free(struct rally__robust *rb);
  * it then, and *res is the store's (rb->ckpt), not the caller's. */
 int rally__robust_recover(struct rally__robust *rb, uint64_t key, const struct rally__sig *mine,
                           unsigned char **res, uint64_t *res_nbytes);
+/* One round for a restarted worker at the end of rally_init: it takes the
+ * local models it holds for the newest checkpoint (its own and its k
+ * predecessors') from the survivors, who are in rally__robust_recover. */
+int rally__robust_rejoin_locals(struct rally__robust *rb);
 
 #endif

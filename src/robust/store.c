@@ -164,6 +164,8 @@ struct rally__localset *rally__robust_set_of(struct rally__robust *rb, uint64_t 
 struct rally__localset *rally__robust_set_spare(struct rally__robust *rb)
 {
     struct rally__localset *keep = rally__robust_set_of(rb, rb->version);
+    if (keep == NULL && rb->loc[0].valid && !rb->loc[1].valid)
+        keep = &rb->loc[0]; /* a restarted worker's copies, taken in rally_init */
     struct rally__localset *ls = keep == &rb->loc[0] ? &rb->loc[1] : &rb->loc[0];
     set_reset(ls);
     return ls;
