@@ -237,7 +237,7 @@ static int check_sig(struct run *x, struct chan *ch)
                      ch->l->what, " (protocol error)");
     if (memcmp(ch->in + 4, x->sigbytes + 4, 20) == 0) { /* all but magic and sidecar */
         if (x->c->on_sidecar != NULL)
-            x->c->on_sidecar(x->c->hook_arg, ch->l->peer, s.sidecar);
+            x->c->on_sidecar(x->c->hook_arg, ch->l->peer, x->sig->sidecar, s.sidecar);
         return RALLY_OK;
     }
     char mine[160], theirs[160];

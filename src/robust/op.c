@@ -47,6 +47,7 @@ int rally__robust_op(struct rally__robust *rb, struct rally__op *op)
                     rally__robust_unbuf(rb, res);
                     return rc;
                 }
+                rally__robust_verify_result(rb, op, key, res, n);
                 if ((rc = rally__robust_cache_put(rb, key, &op->sig, res, n)) == RALLY_OK)
                     advance(rb);
                 return rc;
@@ -63,8 +64,12 @@ int rally__robust_op(struct rally__robust *rb, struct rally__op *op)
             op->prepare(op->prepare_arg);
             prepared = 1;
         }
+        rally__robust_verify_begin(rb, &op->sig);
         rc = op->run(rb, op, &res, &n);
+        if (rc == RALLY_OK && (rc = rally__robust_verify_check(rb)) != RALLY_OK)
+            rally__robust_unbuf(rb, res);
         if (rc == RALLY_OK) {
+            rally__robust_verify_result(rb, op, key, res, n);
             if ((rc = rally__robust_cache_put(rb, key, &op->sig, res, n)) == RALLY_OK)
                 advance(rb);
             return rc;
@@ -107,9 +112,10 @@ static int deliver_nothing(struct rally__robust *rb, struct rally__op *op, const
 struct ack {
     uint64_t flags;
     uint64_t pair[2]; /* (d, ~d), or (0, 0) */
+    uint64_t ncalls;  /* verify.c's count: the same on every rank that knows it, else 0 */
 };
 
-#define ACK_NBYTES 24 /* flags, d, ~d: three words OR-ed over the job */
+#define ACK_NBYTES 32 /* flags, d, ~d, ncalls: four words OR-ed over the job */
 
 /* Only when the digests disagree: every rank's pair, gathered in rank
  * order, to name who passed which model; then the job stops. */
@@ -156,10 +162,13 @@ static int run_ack(struct rally__robust *rb, struct rally__op *op, unsigned char
     rally__put_u64(b, rb->request);
     rally__put_u64(b + 8, c->pair[0]);
     rally__put_u64(b + 16, c->pair[1]);
+    rally__put_u64(b + 24, c->ncalls);
     struct rally__reducer rd;
     rally__reducer_builtin(&rd, RALLY_UINT64, RALLY_BITOR);
-    int rc = rally__allreduce(&rb->comm, b, b, 3, &rd, &op->sig);
+    int rc = rally__allreduce(&rb->comm, b, b, 4, &rd, &op->sig);
     uint64_t ored[2] = {rally__get_u64(b + 8), rally__get_u64(b + 16)};
+    if (rc == RALLY_OK) /* a verified result that differs is the cause, named first */
+        rc = rally__robust_verify_check(rb);
     if (rc == RALLY_OK && rally__digest_disagree(ored))
         rc = name_mismatch(rb, op, c);
     if (rc != RALLY_OK) {
@@ -167,6 +176,7 @@ static int run_ack(struct rally__robust *rb, struct rally__op *op, unsigned char
         return rc;
     }
     c->flags = rally__get_u64(b);
+    c->ncalls = rally__get_u64(b + 24);
     *res = b;
     *n = ACK_NBYTES;
     return RALLY_OK;
@@ -194,6 +204,7 @@ static int deliver_ack(struct rally__robust *rb, struct rally__op *op, const uns
         return RALLY_EMISMATCH;
     }
     c->flags = rally__get_u64(res);
+    c->ncalls = rally__get_u64(res + 24);
     return RALLY_OK;
 }
 
@@ -202,10 +213,11 @@ static int deliver_ack(struct rally__robust *rb, struct rally__op *op, const uns
  * older result again: V is committed, with the request bits of every
  * worker OR-ed.  This worker's own requests are spent, whether they went
  * into the word or it was served a word the job agreed without them. */
-static int acknowledge(struct rally__robust *rb)
+static int acknowledge(struct rally__robust *rb, int counted)
 {
     rb->q = 0;
     struct ack c = {0};
+    c.ncalls = counted ? rb->vfy.ncalls : 0; /* a worker served the checkpoint lost count */
     rally__digest_pair(c.pair, rb->lazy == NULL && rb->ckpt != NULL, rb->ckpt_digest);
     struct rally__op ack = {{RALLY__K_ACK, 0, 0, -1, rb->version, 0}, NULL, NULL, run_ack,
                             deliver_ack, &c};
@@ -214,6 +226,7 @@ static int acknowledge(struct rally__robust *rb)
         return rc;
     rally__robust_cache_drop_below(rb, rb->version);
     rb->request = 0;
+    rally__robust_verify_commit(rb, c.ncalls);
     rally__robust_commit(rb, rb->version, c.flags);
     return RALLY_OK;
 }
@@ -254,7 +267,7 @@ int rally__robust_checkpoint(struct rally__robust *rb, const void *global, uint6
         rally__robust_commit(rb, rb->version, flags);
         return RALLY_OK;
     }
-    return acknowledge(rb);
+    return acknowledge(rb, 1);
 }
 
 int rally__robust_load(struct rally__robust *rb, void **global, uint64_t *global_nbytes,
@@ -282,7 +295,7 @@ int rally__robust_load(struct rally__robust *rb, void **global, uint64_t *global
             rb->q = 1;
             if (!rb->distributed)
                 rally__robust_commit(rb, v, 0);
-            else if ((rc = acknowledge(rb)) != RALLY_OK) {
+            else if ((rc = acknowledge(rb, 1)) != RALLY_OK) {
                 free(g);
                 free(l);
                 return rc;
@@ -320,7 +333,7 @@ int rally__robust_load(struct rally__robust *rb, void **global, uint64_t *global
                 return rally__fail(rb->err, RALLY_ENOMEM, "out of memory loading a checkpoint");
             }
             rb->loaded = 1; /* rb->version was set by recover() */
-            if ((rc = acknowledge(rb)) != RALLY_OK) {
+            if ((rc = acknowledge(rb, 0)) != RALLY_OK) {
                 free(g);
                 free(l);
                 return rc;

@@ -46,6 +46,7 @@ static const struct key keys[] = {
     K("link_timeout_ms", INT, link_timeout_ms, "30000", 0, 3600000),
     K("cache_max_bytes", SIZE, cache_max_bytes, "4G", 0, INT64_MAX / 4),
     K("local_replica", INT, local_replica, "2", 0, 7),
+    K("verify_every", INT, verify_every, "0", 0, 1000000000),
     K("spin_us", INT, spin_us, "50", 0, 1000000),
     K("sock_buf_bytes", SIZE, sock_buf_bytes, "auto", -1, 1 << 30),
     C("transport", transport, "auto", transports),

@@ -42,6 +42,7 @@ struct rally__config {
     int64_t link_timeout_ms;          /* a TCP link with nothing acknowledged this long fails */
     int64_t cache_max_bytes;          /* collective results kept for recovery */
     int64_t local_replica;            /* ring successors holding each local model */
+    int64_t verify_every;             /* compare every K-th result across ranks; 0 off */
     int64_t spin_us;                  /* poll without sleeping before blocking */
     int64_t sock_buf_bytes;           /* peer links' socket buffers; 0 kernel, -1 auto */
     int64_t transport;                /* RALLY__TRANSPORT_*: links to same-host peers */
