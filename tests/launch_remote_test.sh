@@ -28,7 +28,10 @@
 #                   agents (exit status 143, the workers saw SIGTERM)
 #   dry_run         the generated srun and mpirun command lines, word by word
 #   mpirun          a real --launcher mpirun job on localhost: the local digest,
-#                   also after a worker's kill -9 (restarted through mpirun)
+#                   also after a worker's kill -9 (restarted through mpirun);
+#                   as root without OpenMPI's override, OpenMPI's own headline
+#                   and the two variables that allow it (the same line without
+#                   root: launch_hosts_test's mpirun_as_root)
 set -u
 case_=$1 build=$2
 run=$build/rally-run km=$build/rally-kmeans prog=$build/tests/rally_test_prog
@@ -351,6 +354,17 @@ EOF
     ;;
 mpirun)
     command -v mpirun >/dev/null || fail "no mpirun (scripts/deps.sh installs openmpi-bin)"
+    if [ "$(id -u)" -eq 0 ]; then
+        # as root, without OpenMPI's override: its own headline and the way out
+        env -u OMPI_ALLOW_RUN_AS_ROOT -u OMPI_ALLOW_RUN_AS_ROOT_CONFIRM OMPI_MCA_plm_rsh_agent=false \
+            timeout -k 5 60 $RUN -n 2 --launcher mpirun --hosts localhost:2 "$prog" sleep "$TAG" \
+            >"$T/out" 2>"$T/err"
+        rc=$?
+        [ $rc -eq 1 ] || fail "mpirun as root: exit status $rc, want 1"
+        grep -q "^rally-run: host localhost (rank [01]): cannot start $build/rally-agent: mpirun has detected an attempt to run as root\. (mpirun exited with status 1); OpenMPI runs as root only with OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 in rally-run's environment\$" "$T/err" ||
+            fail "mpirun as root: no line with OpenMPI's reason and its override"
+        no_leftovers
+    fi
     kmeans_data
     # as root OpenMPI wants both; one host, no ssh
     OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_plm_rsh_agent=false \
