@@ -45,3 +45,11 @@ foreach(case ssh_digest ssh_kill9 ssh_lost ssh_unreachable ssh_notfound ssh_exit
            COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/launch_remote_test.sh ${case} ${CMAKE_BINARY_DIR})
   set_tests_properties(launch_remote_${case} PROPERTIES TIMEOUT 300 LABELS "remote")
 endforeach()
+
+# What rally-run makes of its environment on this host (tests/launch_env_test.sh
+# says what each case pins): the snapshot settings as its flags, -x.
+foreach(case snapshot_env export_local)
+  add_test(NAME launch_env_${case}
+           COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/launch_env_test.sh ${case} ${CMAKE_BINARY_DIR})
+  set_tests_properties(launch_env_${case} PROPERTIES TIMEOUT 180)
+endforeach()

@@ -933,8 +933,8 @@ static int parse(int argc, char **argv, struct run *r)
                                r->env_snap[0] ? " (" : "", r->env_snap,
                                r->env_snap[0] ? " is one)" : "");
     if (r->resume != NULL && strcmp(r->resume, "latest") == 0 && r->snap_dir == NULL)
-        return cli_usage_error("rally-run", "%s latest needs --snapshot-dir DIR",
-                               r->given['R'] ? "--resume" : "RALLY_RESUME=");
+        return cli_usage_error("rally-run", "%s needs --snapshot-dir DIR",
+                               r->given['R'] ? "--resume latest" : "RALLY_RESUME=latest");
     if (r->overwrite && r->resume != NULL)
         return cli_usage_error("rally-run", "--overwrite is for a fresh start, not --resume");
     int local = r->launcher == RALLY__LAUNCHER_LOCAL;
