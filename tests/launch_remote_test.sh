@@ -420,7 +420,8 @@ EOF
         has "$T/err" "${c#*|}"
     done
     "$run" --help >"$T/out" || fail "--help failed"
-    for f in --launcher --hosts --hostfile --ssh-option --agent --dry-run; do has "$T/out" "$f"; done
+    for f in --launcher --hosts --hostfile --ssh-option --agent --dry-run "-x VAR | VAR=VALUE" \
+        RALLY_SNAPSHOT_DIR; do has "$T/out" "$f"; done
     ;;
 mpirun)
     command -v mpirun >/dev/null || fail "no mpirun (scripts/deps.sh installs openmpi-bin)"

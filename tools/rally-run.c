@@ -51,7 +51,10 @@
  * worker starts we give the run a UUID, take the job directory's lock for
  * the run's life, refuse a fresh start into a directory that holds
  * snapshots (unless --overwrite), and resolve and verify --resume; the
- * workers get the settings in RALLY_SNAPSHOT_* / RALLY_RUN_* / RALLY_RESUME.
+ * workers get the settings in RALLY_SNAPSHOT_* / RALLY_RUN_* / RALLY_RESUME,
+ * rally-run's always: the same variables in its own environment are taken as
+ * its flags (snap_env), so that a snapshot always has its lock and clean-up.
+ * -x VAR[=VALUE] adds a variable for every worker (ssh carries none).
  * After a successful run this run's snapshots are removed unless
  * --keep-snapshots or --snapshot-final.
  */
@@ -179,6 +182,9 @@ static void usage(FILE *f)
         "                             complete snapshot\n"
         "      --max-job-restarts K   at most K such restarts (default 3)\n"
         "SIGUSR1 to rally-run asks for a snapshot now (with --snapshot-dir).\n"
+        "RALLY_SNAPSHOT_DIR, _JOB, _EVERY, _EVERY_MS, _KEEP, _REQUIRED, _FINAL, _BUSY and\n"
+        "RALLY_RESUME, RALLY_RESUME_FORCE in rally-run's environment are these flags where\n"
+        "they are not given (docs/config.md); a malformed value is a usage error.\n"
         "Workers on other hosts (docs/launch.md):\n"
         "      --launcher L           local (default: every worker here), ssh, slurm or mpirun:\n"
         "                             each rank is one local ssh / srun / mpirun -np 1 that runs\n"
@@ -191,6 +197,11 @@ static void usage(FILE *f)
         "      --ssh-option OPT       passed to ssh as -o OPT (repeatable), e.g. Port=2222\n"
         "      --agent PATH           rally-agent's path on the hosts (default: the one beside\n"
         "                             rally-run; prog and rally-agent must exist on every host)\n"
+        "  -x VAR | VAR=VALUE         every worker gets VAR with rally-run's value, or VALUE\n"
+        "                             (repeatable; mpirun's spelling).  Remote workers get\n"
+        "                             rally-run's RALLY_* variables and nothing else without\n"
+        "                             it: a Python job wants -x PYTHONPATH.  Local workers\n"
+        "                             inherit rally-run's environment; VALUE overrides it\n"
         "      --dry-run              print each rank's local command line (\"rank R: ...\") and\n"
         "                             exit; nothing is started\n"
         "      With these the tracker binds every address and the workers are told this host's\n"
