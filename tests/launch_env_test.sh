@@ -13,6 +13,12 @@
 #                 rally-run's value (here it is the workers' already); an
 #                 unset VAR, a bad name and a variable rally-run sets itself
 #                 are usage errors
+#   tmpdir_sweep  the secret's directory of a rally-run killed by SIGKILL is
+#                 left in $TMPDIR; the next rally-run (and rally-agent) removes
+#                 it, and the planted directories of a reused pid, but not
+#                 those of a live owner, another pid namespace, another user,
+#                 an old-style name, a symbolic link, or one holding a
+#                 directory
 # Every job runs under tests/run_job.sh or timeout(1) and must leave nothing.
 set -u
 case_=$1 build=$2
@@ -87,6 +93,57 @@ export_local)
         has "$T/err" "${c#*|}"
         [ -e "$T/ran" ] && fail "'${c%%|*}': a worker started"
     done
+    ;;
+tmpdir_sweep)
+    export TMPDIR=$T/tmp
+    mkdir "$TMPDIR"
+    ns=$(stat -L -c %i /proc/self/ns/pid)
+    start_of() { sed 's/.*) //' "/proc/$1/stat" | cut -d' ' -f20; }
+    TAG="rally-env-$$-sweep"
+    timeout -k 5 60 "$run" -n 1 "$prog" sleep "$TAG" >"$T/out" 2>&1 &
+    job=$!
+    i=0
+    until pgrep -f "^$prog sleep $TAG" >/dev/null; do
+        i=$((i + 1)); [ $i -gt 300 ] && fail "the worker did not start"
+        sleep 0.1
+    done
+    launcher=$(pgrep -of "^$run -n 1 $prog sleep $TAG") # -o: not its guard
+    killed=$(echo "$TMPDIR/rally-run-$ns-$launcher-"*)
+    [ -f "$killed/secret" ] || fail "no secret's directory named after rally-run's pid: $(ls "$TMPDIR")"
+    kill -9 "$launcher"
+    wait $job
+    i=0
+    while pgrep -f "$TAG" >/dev/null; do
+        i=$((i + 1)); [ $i -gt 50 ] && fail "left behind: $(pgrep -af "$TAG")"
+        sleep 0.1
+    done
+    [ -d "$killed" ] || fail "the killed rally-run's directory is gone already"
+    # planted: a live pid (this shell) with another start time: reused, removed
+    mkdir -m 700 "$TMPDIR/rally-run-$ns-$$-1-aaaaaa" && touch "$TMPDIR/rally-run-$ns-$$-1-aaaaaa/secret"
+    # kept: the live owner; another namespace; an old name; a link; one holding a directory
+    keep="rally-run-$ns-$$-$(start_of $$)-bbbbbb rally-run-1$ns-$launcher-1-cccccc rally-run-dddddd"
+    for k in $keep; do mkdir -m 700 "$TMPDIR/$k"; done
+    mkdir -p "$TMPDIR/target" "$TMPDIR/rally-run-$ns-$launcher-2-eeeeee/sub"
+    ln -s "$TMPDIR/target" "$TMPDIR/rally-run-$ns-$launcher-3-ffffff"
+    keep="$keep rally-run-$ns-$launcher-2-eeeeee rally-run-$ns-$launcher-3-ffffff target"
+    if [ "$(id -u)" -eq 0 ]; then # another user's
+        mkdir -m 700 "$TMPDIR/rally-run-$ns-$launcher-4-gggggg"
+        chown nobody "$TMPDIR/rally-run-$ns-$launcher-4-gggggg"
+        keep="$keep rally-run-$ns-$launcher-4-gggggg"
+    fi
+    "$jobsh" 0 60 "$run" -n 1 "$rec" 20 2 >"$T/out" 2>&1 || fail "the next rally-run failed"
+    [ -e "$killed" ] && fail "the next rally-run left the killed one's $killed"
+    [ -e "$TMPDIR/rally-run-$ns-$$-1-aaaaaa" ] && fail "a reused pid's directory was kept"
+    for k in $keep; do [ -e "$TMPDIR/$k" ] || fail "$k was removed"; done
+    [ -d "$TMPDIR/target" ] || fail "the link's target was removed"
+    # rally-agent sweeps its own the same way (a pid that is gone: a reaped child)
+    sh -c 'exit 0' &
+    dead=$!
+    wait $dead
+    mkdir -m 700 "$TMPDIR/rally-agent-$ns-$dead-7-hhhhhh"
+    echo "rally-secret-line" | "$build/rally-agent" -- true >"$T/out" 2>&1
+    [ -e "$TMPDIR/rally-agent-$ns-$dead-7-hhhhhh" ] && fail "rally-agent kept a dead agent's directory"
+    ls "$TMPDIR" | grep -q '^rally-agent-' && fail "rally-agent left its own: $(ls "$TMPDIR")"
     ;;
 *)
     fail "unknown case"
