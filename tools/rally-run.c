@@ -96,6 +96,7 @@ struct run {
     size_t npipes; /* how many of our slots this turn are pipes (then the outputs) */
     int nlive;     /* workers spawned and not yet reaped */
     struct rally__launch_policy *pol;
+    struct rally__launch_policy *prev_pol; /* --auto-resume: the attempt before, until the next */
     struct rally__tracker *t;
     int sfd;
     char dir[PATH_MAX], secret[PATH_MAX + 16], tracker_addr[RALLY__HOST_MAX + 16];
@@ -232,7 +233,8 @@ static void usage(FILE *f)
         "  rally-run: summary: deaths=D recovered=R epochs=E restarts=S "
         "per-rank-deaths=0:0,1:2,...\n"
         "  (recovered: deaths after which the job got back in step; epochs: recoveries,\n"
-        "  one per re-wiring, which can serve several deaths at once)\n",
+        "  one per re-wiring, which can serve several deaths at once); after --auto-resume\n"
+        "  restarted the job K times, one line counts every attempt and ends job-restarts=K\n",
         RALLY__WORLD_MAX);
 }
 
@@ -1323,6 +1325,11 @@ static int setup(struct run *r)
         fprintf(stderr, "rally-run: out of memory\n");
         return 1;
     }
+    if (r->prev_pol != NULL) {
+        rally__launch_policy_carry(r->pol, r->prev_pol);
+        rally__launch_policy_free(r->prev_pol);
+        r->prev_pol = NULL;
+    }
     struct rally__launch_out *outs[2] = {&r->out[0], &r->out[1]};
     for (int i = 0; i < r->world; i++) {
         rally__launch_proc_init(&r->procs[i], i, outs);
@@ -1385,6 +1392,7 @@ static void job_teardown(struct run *r)
 static void teardown(struct run *r)
 {
     job_teardown(r);
+    rally__launch_policy_free(r->prev_pol);
     rally__launch_hosts_free(&r->hosts);
     free(r->host_of);
     free(r->ssh_opts);
@@ -1504,8 +1512,9 @@ int main(int argc, char **argv)
         /* a failure (not a signal, not an unrunnable program) may restart the job */
         if (status == 1 && r.auto_resume && r.job_restarts < r.max_job_restarts &&
             auto_resume(&r)) {
-            rally__launch_policy_summary(r.pol, stderr);
             r.job_restarts++;
+            r.prev_pol = r.pol; /* the next attempt's summary carries its counts */
+            r.pol = NULL;
             job_teardown(&r);
             continue;
         }
