@@ -734,17 +734,22 @@ static int export_option(struct run *r, const char *arg)
     if (val == NULL)
         return cli_usage_error("rally-run", "-x %s: %s is not set in rally-run's environment "
                                             "(-x %s=VALUE gives it a value)", arg, arg, arg);
-    char **x = realloc(r->xenv, (r->nxenv + 2) * sizeof *x);
-    if (x != NULL)
+    size_t i = r->nxenv;
+    char **x = realloc(r->xenv, (i + 2) * sizeof *x), **k = NULL;
+    if (x != NULL) {
         r->xenv = x;
-    char **k = x ? realloc(r->xkey, (r->nxenv + 2) * sizeof *k) : NULL;
-    if (k != NULL)
-        r->xkey = k;
-    if (k == NULL || (k[r->nxenv] = strndup(arg, n)) == NULL ||
-        asprintf(&x[r->nxenv], "%.*s=%s", (int)n, arg, val) < 0)
+        x[i] = NULL; /* both lists stay NULL-terminated for rally__launch_argv_free */
+        if ((k = realloc(r->xkey, (i + 2) * sizeof *k)) != NULL) {
+            r->xkey = k;
+            k[i] = NULL;
+        }
+    }
+    if (k == NULL || (k[i] = strndup(arg, n)) == NULL ||
+        (x[i] = malloc(n + 1 + strlen(val) + 1)) == NULL)
         return cli_usage_error("rally-run", "out of memory");
-    r->nxenv++;
-    x[r->nxenv] = k[r->nxenv] = NULL;
+    sprintf(x[i], "%s=%s", k[i], val);
+    x[i + 1] = k[i + 1] = NULL;
+    r->nxenv = i + 1;
     return -1;
 }
 
