@@ -718,22 +718,25 @@ static int export_option(struct run *r, const char *arg)
     size_t n = eq ? (size_t)(eq - arg) : strlen(arg);
     int ok = n > 0 && !(arg[0] >= '0' && arg[0] <= '9');
     for (size_t i = 0; i < n && ok; i++)
-        ok = arg[i] == '_' || (arg[i] >= 'A' && arg[i] <= 'Z') || (arg[i] >= 'a' && arg[i] <= 'z') ||
-             (arg[i] >= '0' && arg[i] <= '9');
+        ok = arg[i] == '_' || (arg[i] >= 'A' && arg[i] <= 'Z') ||
+             (arg[i] >= 'a' && arg[i] <= 'z') || (arg[i] >= '0' && arg[i] <= '9');
     if (!ok)
-        return cli_usage_error("rally-run", "-x wants VAR or VAR=VALUE (VAR of letters, digits "
-                                            "and '_'), not '%s'", arg);
+        return cli_usage_error("rally-run",
+                               "-x wants VAR or VAR=VALUE (VAR of letters, digits "
+                               "and '_'), not '%s'",
+                               arg);
     long own = owned(arg, n);
     if (own >= 0)
-        return cli_usage_error("rally-run", "-x %.*s: rally-run sets %.*s for every worker itself%s%s",
-                               (int)n, arg, (int)n, arg,
-                               own < (long)NSNAP_ENV && snap_env[own].flag ? "; give " : "",
-                               own < (long)NSNAP_ENV && snap_env[own].flag ? snap_env[own].flag
-                                                                           : "");
+        return cli_usage_error(
+            "rally-run", "-x %.*s: rally-run sets %.*s for every worker itself%s%s", (int)n, arg,
+            (int)n, arg, own < (long)NSNAP_ENV && snap_env[own].flag ? "; give " : "",
+            own < (long)NSNAP_ENV && snap_env[own].flag ? snap_env[own].flag : "");
     const char *val = eq ? eq + 1 : getenv(arg);
     if (val == NULL)
-        return cli_usage_error("rally-run", "-x %s: %s is not set in rally-run's environment "
-                                            "(-x %s=VALUE gives it a value)", arg, arg, arg);
+        return cli_usage_error("rally-run",
+                               "-x %s: %s is not set in rally-run's environment "
+                               "(-x %s=VALUE gives it a value)",
+                               arg, arg, arg);
     size_t i = r->nxenv;
     char **x = realloc(r->xenv, (i + 2) * sizeof *x), **k = NULL;
     if (x != NULL) {

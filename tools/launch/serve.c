@@ -57,8 +57,10 @@ static long long started(pid_t pid)
     buf[n] = '\0';
     const char *p = strrchr(buf, ')'); /* the command name may hold anything */
     unsigned long long t = 0;
-    if (p == NULL || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
-                                   "%*d %*d %*d %*d %llu", &t) != 1)
+    if (p == NULL || sscanf(p + 1,
+                            " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
+                            "%*d %*d %*d %*d %llu",
+                            &t) != 1)
         return 0;
     return (long long)t;
 }
@@ -71,9 +73,8 @@ static void remove_dir(int at, const char *name)
     struct stat st;
     if (fd < 0)
         return;
-    DIR *d = fstat(fd, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid()
-                 ? fdopendir(fd)
-                 : NULL;
+    DIR *d =
+        fstat(fd, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid() ? fdopendir(fd) : NULL;
     if (d == NULL) {
         close(fd);
         return;
