@@ -1044,8 +1044,8 @@ static void op_str(uint64_t key, const char *what, char *s, size_t cap)
     unsigned phase = (unsigned)(key >> 62);
     uint64_t low = key & ((UINT64_C(1) << 62) - 1);
     uint32_t q = (uint32_t)key;
-    if (what[0] == '\0')
-        what = "its next collective";
+    if (what[0] == '\0') /* in its own code: the call it has yet to make */
+        what = "call";
     if (phase == 0)
         snprintf(s, cap, "%s #%llu before rally_load_checkpoint", what, (unsigned long long)low);
     else if (phase == 2 && q > 0)
@@ -1125,9 +1125,9 @@ static void check_progress(struct rally__job *j)
             one = j->by_rank[r];
             if (j->now - (at - j->progress_ms) > longest)
                 longest = j->now - (at - j->progress_ms);
-        } else if (watched_rank(j, r) != NULL &&
-                   (running ? j->by_rank[r]->pos_waiting && j->by_rank[r]->pos == key
-                            : in_step(j, r))) {
+        } else if (running ? watched_rank(j, r) != NULL && j->by_rank[r]->pos_waiting &&
+                                 j->by_rank[r]->pos == key
+                           : in_step(j, r)) {
             waits[r] = 1;
         }
     }
