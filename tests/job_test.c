@@ -834,6 +834,7 @@ static int64_t rank_2_keeps_the_others_waiting(int fail)
     new_job(4, 10000);
     rally__job_set_progress_timeout(j, 60000, fail);
     running(4);
+    now_ms += 5000; /* the waiters' clock starts when they began to wait, after GO */
     int64_t t0 = now_ms;
     uint64_t k = RALLY__KEY_OP(5, 13);
     beat(0, k, 1, "allreduce", 1000);
@@ -973,12 +974,49 @@ static void recovery_round_names_the_rank_that_never_comes(void **state)
     }
     assert_int_equal(rally__job_phase(j), RALLY__JOB_ASSEMBLING);
     tick_at(t0 + 60000);
-    const char *want = "epoch 2: ranks 0, 1 wait to recover; rank 2 has not rejoined for 60 s "
+    const char *want = "ranks 0, 1 wait to recover; rank 2 has not rejoined for 60 s "
                        "(it is in its own code before call #4 of version 3)";
     assert_non_null(find(RALLY__JOB_CLOSE, 2, 0));
     assert_non_null(event(RALLY__TEV_RANK_FAILED));
     assert_string_equal(event(RALLY__TEV_RANK_FAILED)->text, want);
+    assert_true(logged("epoch 3: ranks 0, 1 wait to recover; rank 2 has not rejoined"));
     assert_int_equal(rally__job_epoch(j), 3);
+    /* rank 2 comes back; after GO, nobody is blamed for the time the
+     * recovery took (rank 1 has said nothing since it registered) */
+    rejoin(0, 3, RALLY__KEY_OP(3, 5), 3);
+    open_m(4);
+    reg(4, "2", 0);
+    assert_int_equal(rally__job_phase(j), RALLY__JOB_STARTING);
+    frame(0, RALLY__T_READY, NULL, 0);
+    frame(3, RALLY__T_READY, NULL, 0);
+    frame(4, RALLY__T_READY, NULL, 0);
+    assert_int_equal(rally__job_phase(j), RALLY__JOB_RUNNING);
+    int64_t go = now_ms;
+    tick_at(go + 1);
+    tick_at(go + 4000);
+    assert_int_equal(rally__job_epoch(j), 3);
+}
+
+/* The fail policy in a recovery round: the sentence names the epoch. */
+static void recovery_round_fails_the_job(void **state)
+{
+    (void)state;
+    new_job(2, 10000);
+    rally__job_set_heartbeat_timeout(j, 5000);
+    rally__job_set_progress_timeout(j, 3000, 1);
+    running(2);
+    beat(1, RALLY__KEY_BOOT(2), 0, "", 0);
+    run((struct rally__job_ev){.kind = RALLY__JOB_EV_DIED, .rank = 0, .text = "killed"});
+    int64_t t0 = now_ms;
+    open_m(2);
+    reg(2, "0", 0);
+    now_ms = t0 + 2000;
+    beat(1, RALLY__KEY_BOOT(2), 0, "", 2000);
+    tick_at(t0 + 3000);
+    assert_int_equal(rally__job_phase(j), RALLY__JOB_FAILED);
+    assert_string_equal(rally__job_sentence(j, NULL),
+                        "epoch 2: rank 0 waits to recover; rank 1 has not rejoined for 3 s (it "
+                        "is in its own code before call #2 before rally_load_checkpoint)");
 }
 
 /* tracker_test: recover_link_failed_resets_without_fencing */
@@ -1232,6 +1270,7 @@ int main(void)
         cmocka_unit_test_teardown(no_alarm_while_every_rank_computes, done_job),
         cmocka_unit_test_teardown(no_alarm_when_the_slow_rank_moves, done_job),
         cmocka_unit_test_teardown(recovery_round_names_the_rank_that_never_comes, done_job),
+        cmocka_unit_test_teardown(recovery_round_fails_the_job, done_job),
         cmocka_unit_test_teardown(recover_link_failed_resets_without_fencing, done_job),
         cmocka_unit_test_teardown(recover_launcher_reports_death, done_job),
         cmocka_unit_test_teardown(death_after_finalize_only_fences, done_job),

@@ -47,6 +47,7 @@ struct rally__job {
     int64_t progress_ms;    /* the progress watch: 0 off */
     int progress_fail;      /* a stuck rank fails the job (else it is fenced) */
     int64_t round_began;    /* ms: the current recovery round (RESET, then the book) began */
+    int64_t go_at;          /* ms: the last GO (nobody waited for anybody before it) */
     int went;               /* the first GO went out */
     uint32_t epoch;         /* 1 from the start */
     uint32_t *incarnation;  /* world entries: the newest registration of each rank */
@@ -490,6 +491,7 @@ static void died(struct rally__job *j, int rank, const char *cause)
 static void go(struct rally__job *j)
 {
     j->phase = RALLY__JOB_RUNNING;
+    j->go_at = j->now;
     for (int k = 0; k < j->world; k++)
         if (j->by_rank[k])
             send_msg(j, j->by_rank[k], RALLY__T_GO, NULL, 0);
@@ -980,7 +982,7 @@ static int missing_are_busy(const struct rally__job *j)
  * the lowest operation any rank waits in, K, and a rank that has not
  * entered K (it stands before K in its own code, or waits in an earlier
  * operation) has stood still for progress_ms since the first of them began
- * to wait.  While a recovery round assembles: a rank missing from it has
+ * to wait (or since the last GO: before it, nobody could go on).  While a recovery round assembles: a rank missing from it has
  * stood still for progress_ms since the round began.  A rank that is merely
  * slow moves, and a job whose ranks all compute waits for nobody. */
 
@@ -1027,7 +1029,7 @@ static int64_t stuck_at(const struct rally__job *j, int r, int waiting, uint64_t
     if (j->phase == RALLY__JOB_RUNNING) {
         if (!waiting || !behind(m, key))
             return RALLY__NEVER;
-        from = since;
+        from = since > j->go_at ? since : j->go_at;
     } else if (j->recovering && !in_step(j, r)) {
         from = j->round_began;
     } else {
@@ -1056,13 +1058,14 @@ static void op_str(uint64_t key, const char *what, char *s, size_t cap)
         snprintf(s, cap, "%s", phase == 1 ? "rally_load_checkpoint" : "rally_finalize");
 }
 
-/* "60 s", "2.5 s". */
+/* "60 s" (whole seconds: the poll that finds it may come a little late),
+ * "400 ms". */
 static void secs_str(int64_t ms, char *s, size_t cap)
 {
-    if (ms % 1000 == 0 || ms >= 10000)
+    if (ms >= 1000)
         snprintf(s, cap, "%lld s", (long long)(ms / 1000));
     else
-        snprintf(s, cap, "%lld.%lld s", (long long)(ms / 1000), (long long)(ms % 1000 / 100));
+        snprintf(s, cap, "%lld ms", (long long)ms);
 }
 
 /* Appends "rank 2" or "ranks 0, 1, 3" for the ranks with mark[r] set, and
@@ -1135,7 +1138,8 @@ static void check_progress(struct rally__job *j)
     size_t len = 0;
     sentence[0] = '\0';
     secs_str(longest, secs, sizeof secs);
-    if (!running)
+    int fail = j->progress_fail || !rally__job_recoverable(j);
+    if (!running && fail) /* (a new epoch's line names the epoch itself) */
         appendf(sentence, sizeof sentence, &len, "epoch %u: ", j->epoch);
     int nw = ranks_str(j, waits, sentence, sizeof sentence, &len);
     if (running) {
@@ -1162,7 +1166,7 @@ static void check_progress(struct rally__job *j)
         appendf(sentence, sizeof sentence, &len, " (it %s %s)",
                 one->pos_waiting ? "waits in" : "is in its own code before", where);
     }
-    if (j->progress_fail || !rally__job_recoverable(j)) {
+    if (fail) {
         fail_job(j, RALLY_ETIMEDOUT, -1, "%s", sentence);
     } else {
         for (int r = 0; r < j->world; r++) {
