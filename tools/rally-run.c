@@ -89,6 +89,8 @@ struct run {
     char bind[RALLY__HOST_MAX]; /* host, an interface name made its address */
     int port;
     int64_t startup_ms, grace_ms, heartbeat_ms;
+    int64_t progress_ms; /* --progress-timeout-ms */
+    int stuck_fail;      /* --on-stuck fail */
     int max_restarts;
     char **argv;
     struct rally__launch_proc *procs;
@@ -157,6 +159,14 @@ static void usage(FILE *f)
         "                             first worker death fails the job)\n"
         "      --heartbeat-timeout-ms T  a worker that sent heartbeats and then falls silent\n"
         "                             for T ms is killed and restarted (default 10000; 0: off)\n"
+        "      --progress-timeout-ms T  a rank the others have waited for T ms in a collective\n"
+        "                             it has not called (its heartbeats say it stands still in\n"
+        "                             its own code), or that has not come back to a recovery\n"
+        "                             round for T ms, is named and handled by --on-stuck\n"
+        "                             (default 600000, 10 minutes; 0: off)\n"
+        "      --on-stuck restart|fail  such a rank is killed (SIGKILL to its process group) and\n"
+        "                             restarted like a dead one (restart, the default), or the\n"
+        "                             job fails with the sentence naming it (fail)\n"
         "      --output-buffer-bytes B  output waiting for a slow reader of stdout or stderr is\n"
         "                             held up to B bytes per stream (default 4 MiB); beyond,\n"
         "                             worker lines are dropped and counted, never waited for\n"
@@ -767,6 +777,8 @@ static int parse(int argc, char **argv, struct run *r)
                                           {"grace-ms", required_argument, NULL, 'g'},
                                           {"max-restarts", required_argument, NULL, 'm'},
                                           {"heartbeat-timeout-ms", required_argument, NULL, 'b'},
+                                          {"progress-timeout-ms", required_argument, NULL, 'P'},
+                                          {"on-stuck", required_argument, NULL, 'S'},
                                           {"snapshot-dir", required_argument, NULL, 'D'},
                                           {"job", required_argument, NULL, 'J'},
                                           {"snapshot-every", required_argument, NULL, 'E'},
@@ -795,6 +807,7 @@ static int parse(int argc, char **argv, struct run *r)
     r->grace_ms = 3000;
     r->max_restarts = 3;
     r->heartbeat_ms = 10000;
+    r->progress_ms = 600000;
     r->snap_keep = 2;
     r->max_job_restarts = 3;
     r->snap_busy = "wait";
@@ -832,6 +845,19 @@ static int parse(int argc, char **argv, struct run *r)
                                                   : "heartbeat-timeout-ms",
                                        optarg);
             *(c == 's' ? &r->startup_ms : c == 'g' ? &r->grace_ms : &r->heartbeat_ms) = v;
+            break;
+        case 'P':
+            if (rally__parse_int(optarg, 0, INT64_MAX / 4, &v))
+                return cli_usage_error("rally-run",
+                                       "--progress-timeout-ms wants milliseconds, not '%s'",
+                                       optarg);
+            r->progress_ms = v;
+            break;
+        case 'S':
+            if (strcmp(optarg, "restart") != 0 && strcmp(optarg, "fail") != 0)
+                return cli_usage_error("rally-run", "--on-stuck wants restart or fail, not '%s'",
+                                       optarg);
+            r->stuck_fail = strcmp(optarg, "fail") == 0;
             break;
         case 'm':
             if (rally__parse_int(optarg, 0, INT_MAX, &v))
@@ -1350,6 +1376,7 @@ static int setup(struct run *r)
         fprintf(stderr, "rally-run: cannot start the tracker: %s\n", e.msg);
         return 1;
     }
+    rally__tracker_set_progress_timeout(r->t, r->progress_ms, r->stuck_fail);
     tracker_address(r, rally__tracker_port(r->t));
     for (int i = 0; i < r->world; i++) {
         err = spawn(r, i);

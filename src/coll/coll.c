@@ -78,6 +78,12 @@ static const char *kind_name(int k)
     }
 }
 
+const char *rally__kind_name(int kind)
+{
+    const char *s = kind_name(kind);
+    return s != NULL ? s : "a collective";
+}
+
 void rally__sig_str(const struct rally__sig *s, char *out, size_t cap)
 {
     switch (s->kind) {

@@ -139,5 +139,7 @@ int rally__sig_decode(const unsigned char *p, struct rally__sig *s, uint32_t *se
 
 /* "allreduce(count=10, float, sum)" for messages. */
 void rally__sig_str(const struct rally__sig *s, char *out, size_t cap);
+/* A kind's name alone ("allreduce", "rally_finalize"), a static string. */
+const char *rally__kind_name(int kind);
 
 #endif

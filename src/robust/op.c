@@ -31,9 +31,27 @@ static void advance(struct rally__robust *rb)
         rb->boot++;
 }
 
+/* Where this worker stands, for the tracker's progress watch (client.h):
+ * inside the operation at key (what: its kind), or, what == NULL, in the
+ * user's code before the next one. */
+static void stand(struct rally__robust *rb, uint64_t key, const char *what)
+{
+    rally__tclient_position(&rb->tc, what ? key : here(rb), what != NULL, what ? what : "");
+}
+
+static int run_op(struct rally__robust *rb, struct rally__op *op, uint64_t key);
+
 int rally__robust_op(struct rally__robust *rb, struct rally__op *op)
 {
     uint64_t key = here(rb);
+    stand(rb, key, rally__kind_name(op->sig.kind));
+    int rc = run_op(rb, op, key);
+    stand(rb, 0, NULL);
+    return rc;
+}
+
+static int run_op(struct rally__robust *rb, struct rally__op *op, uint64_t key)
+{
     rally__robust_mock(rb, rb->version, rally__robust_user_seq(rb), RALLY__MOCK_OP);
     int prepared = 0;
     for (;;) {
@@ -270,8 +288,20 @@ int rally__robust_checkpoint(struct rally__robust *rb, const void *global, uint6
     return acknowledge(rb, 1);
 }
 
+static int load(struct rally__robust *rb, void **global, uint64_t *global_nbytes, void **local,
+                uint64_t *local_nbytes, uint64_t *version);
+
 int rally__robust_load(struct rally__robust *rb, void **global, uint64_t *global_nbytes,
                        void **local, uint64_t *local_nbytes, uint64_t *version)
+{
+    stand(rb, RALLY__KEY_LOAD, "rally_load_checkpoint");
+    int rc = load(rb, global, global_nbytes, local, local_nbytes, version);
+    stand(rb, 0, NULL);
+    return rc;
+}
+
+static int load(struct rally__robust *rb, void **global, uint64_t *global_nbytes, void **local,
+                uint64_t *local_nbytes, uint64_t *version)
 {
     if (rb->loaded)
         return rally__fail(rb->err, RALLY_ESTATE,
@@ -383,6 +413,7 @@ int rally__robust_finalize(struct rally__robust *rb)
     /* nobody leaves while a peer may still need its cached results */
     uint64_t key = RALLY__KEY_FINAL;
     struct rally__sig sig = {RALLY__K_FINAL, 0, 0, -1, 1, 0};
+    stand(rb, key, rally__kind_name(RALLY__K_FINAL));
     for (;;) {
         unsigned char *res = NULL;
         uint64_t n = 0;

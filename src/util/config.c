@@ -39,6 +39,7 @@ static const struct key keys[] = {
     K("dmlc_num_attempt", INT, dmlc_num_attempt, "0", 0, 1000000),
     K("connect_timeout_ms", INT, connect_timeout_ms, "60000", 1, INT64_MAX / 4),
     K("timeout_ms", INT, timeout_ms, "1800000", 1, INT64_MAX / 4),
+    K("progress_timeout_ms", INT, progress_timeout_ms, "600000", 0, INT64_MAX / 4),
     K("ring_threshold_bytes", SIZE, ring_threshold_bytes, "256K", 0, INT64_MAX / 4),
     K("hd_threshold_bytes", SIZE, hd_threshold_bytes, "8M", 0, INT64_MAX / 4),
     K("chunk_bytes", SIZE, chunk_bytes, "256K", 64, 1 << 30),

@@ -35,6 +35,7 @@ struct rally__config {
     int64_t dmlc_num_attempt;              /* DMLC_NUM_ATTEMPT: restarts before this one */
     int64_t connect_timeout_ms;       /* start-up: tracker, rendezvous, handshakes */
     int64_t timeout_ms;               /* a collective making no progress this long fails */
+    int64_t progress_timeout_ms;      /* dmlc tracker: how long a collective waits for a peer */
     int64_t ring_threshold_bytes;     /* allreduce above this many bytes uses the ring */
     int64_t hd_threshold_bytes;       /* ... up to here halving-doubling, when above ring's */
     int64_t chunk_bytes;              /* pipelining granularity */
