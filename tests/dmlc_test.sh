@@ -20,6 +20,8 @@
 #   xgboost   the rabit tracker Debian's python3-xgboost ships (python3 -m
 #             xgboost.tracker) in place of the test's: a mock death and a
 #             kill -9, the failure-free digest
+#   stuck     rank 2 never calls its next collective: the others' own bound
+#             ends the job within seconds, naming rank 2
 #   not_dmlc  the tracker answers the greeting with another magic number: every
 #             worker fails with a sentence naming it, no hang
 set -u
@@ -107,6 +109,15 @@ xgboost)
         "$plain" 1000 4 lag=1,2,0,3000 || fail "the job with a kill -9 failed"
     grep -q "kill -9 task 2" "$tmp/out" || fail "the kill did not happen"
     check 1 ;;
+stuck)
+    # rank 2 sits in its own code for good before a collective: no tracker
+    # watches progress here, so the workers' own bound
+    # (rally_progress_timeout_ms caps rally_timeout_ms) ends the job, naming it
+    dmlc -n 4 -- "$plain" 1000 4 lag=2,2,0,600000 rally_progress_timeout_ms=2000 \
+        rally_connect_timeout_ms=3000 && fail "the job succeeded"
+    grep -q "dmlc links never connected (from rank 2)" "$tmp/out" || fail "no worker named rank 2"
+    grep -q "time limit" "$tmp/out" && fail "the job hung"
+    echo "dmlc_test $case_: ok" ;;
 not_dmlc)
     dmlc -n 2 --tracker-magic 0x1234 -- "$plain" 100 1 && fail "the job succeeded"
     [ "$(grep -c 'is it a dmlc tracker' "$tmp/out")" -ge 1 ] || fail "no worker named the tracker"

@@ -391,12 +391,17 @@ static int wait_any(struct run *x)
     int k = rally__link_wait(w, x->nch, &x->c->alarm, x->c->spin_us, x->deadline, &alarmed, x->e);
     if (k < 0)
         return x->e->code;
-    if (k == 0) {
-        char s[160];
+    if (k == 0) { /* named: the peers whose bytes, or room, this rank waited for */
+        char s[160], who[96] = "", t[160];
         rally__sig_str(x->sig, s, sizeof s);
-        char t[40];
-        snprintf(t, sizeof t, "%lld ms", (long long)x->c->timeout_ms);
-        return found(x, RALLY_ETIMEDOUT, "%s made no progress for %s (rally_timeout_ms)", s, t);
+        size_t len = 0;
+        for (int i = 0; i < x->nch && len < sizeof who - 16; i++)
+            if (w[i].want)
+                len += (size_t)snprintf(who + len, sizeof who - len, "%s%d", len ? ", " : "",
+                                        x->ch[i].l->peer);
+        snprintf(t, sizeof t, "%lld ms (rally_timeout_ms): waiting for rank%s %s",
+                 (long long)x->c->timeout_ms, strchr(who, ',') ? "s" : "", who[0] ? who : "(none)");
+        return found(x, RALLY_ETIMEDOUT, "%s made no progress for %s", s, t);
     }
     if (alarmed && x->c->on_alarm != NULL) {
         int rc = x->c->on_alarm(x->c->hook_arg, x->e);

@@ -290,10 +290,18 @@ static int accept_links(struct rally__dmlc *d, int lfd, int *fds, int naccept, i
         int fd, got;
         char host[RALLY__HOST_MAX];
         struct rally__err ae = {0, ""};
-        if (rally__tcp_accept(lfd, deadline, &fd, host, sizeof host, &ae) != RALLY_OK)
+        if (rally__tcp_accept(lfd, deadline, &fd, host, sizeof host, &ae) != RALLY_OK) {
+            char who[96] = "";
+            size_t len = 0;
+            for (int i = 0; i < d->nlinks && len < sizeof who - 16; i++)
+                if (fds[i] < 0)
+                    len += (size_t)snprintf(who + len, sizeof who - len, "%s%d", len ? ", " : "",
+                                            d->links[i]);
             return rally__fail(e, ae.code == RALLY_ETIMEDOUT ? RALLY_EPEER : ae.code,
-                               "rank %d: %d of its dmlc links never connected: %s", d->rank,
-                               naccept, ae.msg);
+                               "rank %d: %d of its dmlc links never connected (from rank%s %s): "
+                               "%s",
+                               d->rank, naccept, strchr(who, ',') ? "s" : "", who, ae.msg);
+        }
         struct rally__err he = {0, ""};
         int j = -1;
         if (greet(fd, d->rank, -1, min64(deadline, rally__deadline(HANDSHAKE_MS)), &got, &he) ==
