@@ -417,6 +417,7 @@ static void view(const struct run *r, struct rally__launch_view *v)
     v->failed_rank = -1;
     v->sentence = "";
     v->state = rally__tracker_state(r->t, &v->sentence, &v->failed_rank);
+    v->code = rally__tracker_code(r->t);
     v->recoverable = rally__tracker_recoverable(r->t);
 }
 
@@ -535,7 +536,8 @@ static void after(void *arg)
      * stderr lines that repeat it (each rank heard the same ABORT and
      * reports it) are left out.  Their stdout is their data: never touched. */
     if (v.state == RALLY__TRACKER_FAILED && v.sentence[0] && !r->out[1].hide[0])
-        snprintf(r->out[1].hide, sizeof r->out[1].hide, "%s", v.sentence);
+        snprintf(r->out[1].hide, sizeof r->out[1].hide, "%s",
+                 rally__launch_policy_repeats(v.sentence));
     rally__launch_out_write(&r->out[0]);
     rally__launch_out_write(&r->out[1]);
 }

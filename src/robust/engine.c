@@ -523,6 +523,7 @@ const struct rally__engine_ops rally__engine = {
     .name = "robust",
     .init = init,
     .free = engine_free,
+    .start_failed = rally__robust_start_failed,
     .finalize = finalize,
     .rank = rank,
     .world = world,

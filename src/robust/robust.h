@@ -314,6 +314,12 @@ void rally__robust_comm_setup(struct rally__robust *rb,
 int rally__robust_init(struct rally__robust *rb, const struct rally__config *cfg,
                        const char *host, struct rally__err *e);
 void rally__robust_free(struct rally__robust *rb);
+/* A setting refused before this worker joined (init's own checks, or
+ * rally_init's): tells rally-run's tracker (RALLY_ECONFIG, e's sentence), so
+ * the job fails once, before this worker exits (tracker/client.h,
+ * rally__tclient_fail_start). */
+void rally__robust_start_failed(const struct rally__config *cfg, const char *host,
+                                const struct rally__err *e);
 /* A failure recovery cannot repair: tells the tracker and waits briefly
  * for its ABORT. */
 void rally__robust_fatal(struct rally__robust *rb, int code, const char *msg);

@@ -83,6 +83,13 @@ struct rally__tclient_opts {
 int rally__tclient_join(struct rally__tclient *t, const struct rally__tclient_opts *o,
                         struct rally__err *e);
 
+/* A worker whose start failed for good (a setting refused: an unknown
+ * RALLY_* variable, rally_mock without librally_mock) tells the tracker so
+ * the job fails once with msg: connects and REGISTERs as join does (no peer
+ * port), sends ERROR(code, msg) and waits for the tracker's ABORT, at most
+ * min(connect_timeout_ms, 5 s) in all.  Best effort, never an error. */
+void rally__tclient_fail_start(const struct rally__tclient_opts *o, int code, const char *msg);
+
 /* Sends READY and waits for GO (or ABORT) until deadline.  A RESET while
  * waiting returns RALLY__ERESET (t->reset_epoch/reason record it): the
  * epoch is over before it started; call rally__tclient_rejoin. */

@@ -461,7 +461,8 @@ static void reject(struct rally__job *j, struct rally__job_member *m, int code, 
         drop(j, m, "%s: %s", m->what, why);
         return;
     }
-    say(j, RALLY__TEV_LOG, "refusing %s: %s", m->what, why);
+    if (j->phase != RALLY__JOB_FAILED || strcmp(why, j->sentence) != 0) /* said once */
+        say(j, RALLY__TEV_LOG, "refusing %s: %s", m->what, why);
     send_abort(j, m, code, why);
     unlink_member(j, m);
     act(j, RALLY__JOB_REFUSE, m);

@@ -310,6 +310,25 @@ int rally__config_load(struct rally__config *c, int *argc, char ***argv, struct 
     return RALLY_OK;
 }
 
+void rally__config_contact(struct rally__config *c)
+{
+    static const char *const names[] = {"tracker", "secret_file", "task_id", "connect_timeout_ms"};
+    struct rally__err ignore = {0, ""};
+    memset(c, 0, sizeof *c);
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        set(c, &keys[i], keys[i].def, "default", &ignore);
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char env[64] = "RALLY_";
+        for (size_t j = 0; names[i][j] && j + 7 < sizeof env; j++)
+            env[6 + j] = (char)toupper((unsigned char)names[i][j]);
+        const char *v = getenv(env);
+        const struct key *k = find(names[i], strlen(names[i]));
+        rally__err_clear(&ignore);
+        if (v != NULL && set(c, k, v, env, &ignore) != RALLY_OK)
+            set(c, k, k->def, "default", &ignore); /* a bad value: the default */
+    }
+}
+
 int rally__config_get(const struct rally__config *c, size_t i, char *key, size_t key_cap,
                       char *val, size_t val_cap)
 {

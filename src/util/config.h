@@ -71,6 +71,13 @@ int rally__config_get(const struct rally__config *c, size_t i, char *key, size_t
  * from argv (argc/argv may be NULL).  Unknown rally_* keys are RALLY_ECONFIG. */
 int rally__config_load(struct rally__config *c, int *argc, char ***argv, struct rally__err *e);
 
+/* Fills c with the defaults and, from the environment alone, the settings
+ * that reach the launcher (rally_tracker, rally_secret_file, rally_task_id,
+ * rally_connect_timeout_ms), ignoring everything else: after
+ * rally__config_load refused the settings, a worker can still tell its
+ * launcher why. */
+void rally__config_contact(struct rally__config *c);
+
 /* Parses a decimal integer in [lo, hi] with nothing after it. 0 on success. */
 int rally__parse_int(const char *s, int64_t lo, int64_t hi, int64_t *out);
 
