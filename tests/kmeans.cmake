@@ -3,7 +3,7 @@
 # every job in it is bounded in time and must leave no process behind.  The
 # scikit-learn reference needs Debian's python3-sklearn (scripts/deps.sh).
 set(RALLY_KMEANS_CASES help sklearn nagree mock_allreduce mock_checkpoint mock_init kill9
-    malformed files)
+    input_changed malformed files)
 foreach(c ${RALLY_KMEANS_CASES})
   add_test(NAME kmeans_${c}
            COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/kmeans_test.sh ${c} ${CMAKE_BINARY_DIR})

@@ -484,7 +484,10 @@ static int set_app(struct rally__engine *en, const char *name, const char *confi
 
 static int set_input(struct rally__engine *en, const char *scheme, const char *fingerprint)
 {
-    return rally__robust_snap_set_input(&en->rb, scheme, fingerprint);
+    int rc = rally__robust_snap_set_input(&en->rb, scheme, fingerprint);
+    if (rc == RALLY_OK)
+        rc = rally__robust_input(&en->rb, scheme, fingerprint);
+    return rc;
 }
 
 static int tracker_print(struct rally__engine *en, const char *msg)

@@ -187,6 +187,15 @@ int rally__robust_reset(struct rally__robust *rb, int cause, uint64_t key)
     }
 }
 
+int rally__robust_input(struct rally__robust *rb, const char *scheme, const char *fingerprint)
+{
+    if (!rb->distributed || rb->dmlc != NULL || !rb->cfg->input_check)
+        return RALLY_OK;
+    if (rb->tc.fd < 0)
+        return rally__fail(rb->err, RALLY_ESTATE, "not connected to the tracker");
+    return rally__tclient_input(&rb->tc, scheme, strtoull(fingerprint, NULL, 16), rb->err);
+}
+
 /* The user's line to the tracker's log (stdout alone). */
 int rally__robust_print(struct rally__robust *rb, const char *msg)
 {

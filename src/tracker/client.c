@@ -403,6 +403,17 @@ int rally__tclient_print(struct rally__tclient *t, const char *msg, struct rally
     return send_frame(t, RALLY__T_PRINT, b, w.len, rally__deadline(SEND_TIMEOUT_MS), 0, e);
 }
 
+int rally__tclient_input(struct rally__tclient *t, const char *scheme, uint64_t fingerprint,
+                         struct rally__err *e)
+{
+    if (t->fd < 0)
+        return rally__fail(e, RALLY_ESTATE, "not connected to the tracker");
+    unsigned char b[4 + RALLY__SCHEME_MAX + 8];
+    struct rally__wbuf w = {b, 0, sizeof b, 0};
+    rally__msg_input_put(&w, scheme, fingerprint);
+    return send_frame(t, RALLY__T_INPUT, b, w.len, rally__deadline(SEND_TIMEOUT_MS), 0, e);
+}
+
 /* u32 head, then str sentence (cut to fit) as a best-effort frame. */
 static void send_sentence(struct rally__tclient *t, uint16_t type, uint32_t head, const char *msg)
 {

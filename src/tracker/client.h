@@ -120,6 +120,12 @@ void rally__tclient_heartbeat_stop(struct rally__tclient *t);
 
 int rally__tclient_print(struct rally__tclient *t, const char *msg, struct rally__err *e);
 
+/* Tells the tracker the input this incarnation read (INPUT: scheme, 1 to 64
+ * bytes, and fingerprint), so a replacement that read another fails the job.
+ * Blocks until sent (10 s at most). */
+int rally__tclient_input(struct rally__tclient *t, const char *scheme, uint64_t fingerprint,
+                         struct rally__err *e);
+
 /* Tells the tracker this worker failed with (code, sentence); best effort. */
 void rally__tclient_report(struct rally__tclient *t, int code, const char *msg);
 

@@ -93,6 +93,13 @@ void rally__msg_link_failed_put(struct rally__wbuf *w, uint32_t epoch, const cha
 int rally__msg_link_failed_get(const unsigned char *b, size_t n, uint32_t *epoch, char *sentence,
                                size_t cap);
 
+/* INPUT (W->T): str scheme (1 to 64 bytes), u64 fingerprint. */
+#define RALLY__SCHEME_MAX 65 /* the scheme, with the NUL */
+void rally__msg_input_put(struct rally__wbuf *w, const char *scheme, uint64_t fingerprint);
+/* -1 also for an empty scheme or one over 64 bytes. */
+int rally__msg_input_get(const unsigned char *b, size_t n, char *scheme, size_t cap,
+                         uint64_t *fingerprint);
+
 /* READY, GO, SHUTDOWN, BYE, HEARTBEAT: an empty body. */
 void rally__msg_empty_put(struct rally__wbuf *w);
 int rally__msg_empty_get(const unsigned char *b, size_t n);

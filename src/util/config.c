@@ -63,6 +63,7 @@ static const struct key keys[] = {
     K("run_started", STR, run_started, "", 0, 0),
     K("resume", STR, resume, "", 0, 0),
     K("resume_force", INT, resume_force, "0", 0, 1),
+    K("input_check", INT, input_check, "1", 0, 1),
 };
 #undef K
 #undef C

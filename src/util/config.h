@@ -60,6 +60,7 @@ struct rally__config {
     char run_started[RALLY__STR_MAX];   /* when it started, RFC 3339 UTC */
     char resume[RALLY__STR_MAX];        /* a snapshot directory to start from */
     int64_t resume_force;               /* 1: skip the overridable resume checks */
+    int64_t input_check;                /* 1: a restarted rank must read its predecessor's input */
 };
 
 /* The i-th setting's key (with the rally_ prefix) and value as text, for a
