@@ -123,7 +123,7 @@ static int await_reset(struct rally__robust *rb)
 {
     int64_t deadline = rally__deadline(rb->cfg->timeout_ms);
     for (;;) {
-        int n = rally__fd_wait(rb->tc.fd, 0, deadline);
+        int n = rb->tc.reset_held ? 1 : rally__fd_wait(rb->tc.fd, 0, deadline);
         if (n == 0)
             return rally__fail_over(rb->err, RALLY_ETIMEDOUT,
                                     "a link failed and the tracker ordered no recovery within "

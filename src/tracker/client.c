@@ -411,7 +411,24 @@ int rally__tclient_input(struct rally__tclient *t, const char *scheme, uint64_t 
     unsigned char b[4 + RALLY__SCHEME_MAX + 8];
     struct rally__wbuf w = {b, 0, sizeof b, 0};
     rally__msg_input_put(&w, scheme, fingerprint);
-    return send_frame(t, RALLY__T_INPUT, b, w.len, rally__deadline(SEND_TIMEOUT_MS), 0, e);
+    int64_t deadline = rally__deadline(SEND_TIMEOUT_MS);
+    if (send_frame(t, RALLY__T_INPUT, b, w.len, deadline, 0, e) != RALLY_OK)
+        return e->code;
+    for (;;) {
+        if (next_frame(t, deadline, e) != RALLY_OK)
+            return e->code;
+        if (t->in.type == RALLY__T_INPUT_OK && t->in.nbytes == 0)
+            return RALLY_OK;
+        if (t->in.type == RALLY__T_ABORT)
+            return aborted(t, e);
+        if (t->in.type != RALLY__T_RESET)
+            return rally__fail(e, RALLY_EPROTO, "%s sent frame type %u where INPUT_OK was due",
+                               t->what, t->in.type);
+        struct rally__err v = {0, ""};
+        if (got_reset(t, &v) != RALLY__ERESET)
+            return rally__fail(e, v.code, "%s", v.msg);
+        t->reset_held = 1;
+    }
 }
 
 /* u32 head, then str sentence (cut to fit) as a best-effort frame. */
@@ -443,6 +460,11 @@ int rally__tclient_check(struct rally__tclient *t, struct rally__err *e)
 {
     if (t->fd < 0)
         return rally__fail(e, RALLY_ESTATE, "not connected to the tracker");
+    if (t->reset_held) {
+        t->reset_held = 0;
+        return rally__fail(e, RALLY__ERESET, "the tracker ordered recovery (epoch %u): %s",
+                           t->reset_epoch, t->reset_reason);
+    }
     int k = rally__frame_in_feed(&t->in, t->fd, t->what, e);
     if (k < 0)
         return e->code;

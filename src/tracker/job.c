@@ -837,10 +837,12 @@ static void on_input(struct rally__job *j, struct rally__job_member *m, const un
         memcpy(in->scheme, scheme, sizeof scheme);
         in->fingerprint = fp;
         in->incarnation = inc;
+    }
+    if (strcmp(in->scheme, scheme) == 0 && in->fingerprint == fp) {
+        if (live(j))
+            send_msg(j, m, RALLY__T_INPUT_OK, NULL, 0);
         return;
     }
-    if (strcmp(in->scheme, scheme) == 0 && in->fingerprint == fp)
-        return;
     fail_job(j, RALLY_ECONFIG, -1,
              "rank %d read another input after its restart: incarnation %u has fingerprint "
              "%016llx (scheme %s), incarnation %u had %016llx (scheme %s), so the model would "

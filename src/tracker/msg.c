@@ -27,6 +27,7 @@ const char *rally__msg_name(uint16_t type)
     case RALLY__T_HEARTBEAT: return "HEARTBEAT";
     case RALLY__T_LINK_FAILED: return "LINK_FAILED";
     case RALLY__T_INPUT: return "INPUT";
+    case RALLY__T_INPUT_OK: return "INPUT_OK";
     default: return "an unknown type";
     }
 }

@@ -23,6 +23,9 @@
  *                  incarnation read (rally_set_input); a later incarnation of
  *                  the rank whose INPUT differs fails the job (ABORT), unless
  *                  rally_input_check=0 (then the worker sends none)
+ *   T->W INPUT_OK  (empty) the INPUT is the rank's: the worker waits for this
+ *                  (or the ABORT) before it goes on, so no survivor computes
+ *                  past a replacement that read other data
  *   W->T SHUTDOWN  (empty) rally_finalize
  *   T->W BYE       (empty) shutdown recorded; the worker may exit
  *
@@ -72,7 +75,8 @@ enum {
     RALLY__T_REJOIN = 26,
     RALLY__T_HEARTBEAT = 27,
     RALLY__T_LINK_FAILED = 28,
-    RALLY__T_INPUT = 29
+    RALLY__T_INPUT = 29,
+    RALLY__T_INPUT_OK = 30
 };
 
 /* Positions (REJOIN, docs/recovery.md): where a worker stands.  The top two
