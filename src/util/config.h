@@ -3,7 +3,10 @@
  *
  * Each setting has a key rally_<name>; its value comes from, in rising
  * priority: the default below, the environment variable RALLY_<NAME>, an
- * argument rally_<name>=value.  docs/config.md lists them all.
+ * argument rally_<name>=value (the dmlc launchers' DMLC_TRACKER_URI,
+ * DMLC_TRACKER_PORT, DMLC_TASK_ID and DMLC_NUM_ATTEMPT: variables below
+ * RALLY_*, and arguments NAME=value, which rally_init consumes).
+ * docs/config.md lists them all.
  */
 #ifndef RALLY_UTIL_CONFIG_H
 #define RALLY_UTIL_CONFIG_H
