@@ -4,12 +4,14 @@
 #   1. robust vs plain allreduce (float32 sum), interleaved rep by rep in one
 #      job: the public call (result cached for recovery) against the plain
 #      collective under it; median of the reps, max over ranks per rep.
-#   2. time from a kill to the job back in step: rank 1 dies (mock) on
+#   2. verified results: the robust call with rally_verify_every=1 against
+#      off, jobs interleaved A B B A.
+#   3. time from a kill to the job back in step: rank 1 dies (mock) on
 #      entering an iteration; the iteration's time minus the median
 #      iteration, max over ranks, for 1 MiB and 100 MiB global models;
 #      beside it one warm transfer of the model (a ring shift between warm
 #      buffers, same run) and what recovery took beyond it.
-#   3. what a checkpoint costs: a copied global model vs a lazy one, and
+#   4. what a checkpoint costs: a copied global model vs a lazy one, and
 #      local models replicated to k = 1, 2, 3 ring successors; beside each
 #      its reference in the same run (a warm memcpy of the model, or k warm
 #      ring shifts of it) and the ratio checkpoint / reference.
@@ -29,6 +31,23 @@ for n in $NS; do
         awk -v n="$n" '$2 == "ROBUST" { printf "%-3s %10s %12.1f %14.1f %12.1f %8.1f%% %12.1f%%\n",
             n, $3, $5, $7, $6, ($6 / $5 - 1) * 100, ($7 / $5 - 1) * 100 }'
 done
+
+echo
+echo "verified results (rally_verify_every=1 against 0: robust allreduce, median us per job;"
+echo " jobs interleaved A B B A, 4 each; range = the lowest and highest job median)"
+printf '%-3s %10s %20s %20s %9s\n' N bytes off_us_range verify1_us_range ratio
+vn=${BENCH_VERIFY_N:-4}
+for k in 0 1 1 0 0 1 1 0; do
+    "$run" -n "$vn" "$build/bench/bench_robust" 8:300 65536:100 1048576:30 16777216:9 \
+        rally_verify_every=$k 2>&1 | awk -v k="$k" '$2 == "ROBUST" { print k, $3, $5 }'
+done | awk -v n="$vn" '
+    { v[$1, $2, ++c[$1, $2]] = $3; sizes[$2] = 1 }
+    function med(k, b,   i, j, t, a, m) { m = c[k, b]; for (i = 1; i <= m; i++) a[i] = v[k, b, i]
+        for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+        lo = a[1]; hi = a[m]; return m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2 }
+    END { for (b in sizes) { m0 = med(0, b); l0 = lo; h0 = hi; m1 = med(1, b)
+        printf "%-3s %10s %9.1f-%-10.1f %9.1f-%-10.1f %8.3f\n", n, b, l0, h0, lo, hi, m1 / m0 } }' |
+    sort -k2 -n
 
 echo
 echo "recovery: time from a kill to the job back in step (rank 1 dies, restarts, catches up)"

@@ -4,6 +4,8 @@
 # must not keep), then, with no LD_LIBRARY_PATH and no rpath of our own:
 #   - `cc prog.c $(pkg-config --cflags --libs rally)`, run with the
 #     installed rally-run (or mpirun for rally_mpi): the sum of 3 workers;
+#   - (rally_mpi) the same through CMake's find_package(rally) and
+#     rally::rally_mpi, under mpirun;
 #   - (rally) the same program through rally_mock.pc and through CMake's
 #     find_package(rally) with rally::rally_mock and rally::rally, run with
 #     a mock death of rank 1: the restarted rank reports attempt 1 and the
@@ -73,6 +75,22 @@ if [ "$lib" = rally_mpi ]; then
     out=$("$src/tests/mpi_job.sh" 0 60 3 "$tmp/hello")
     echo "$out"
     [ "$(echo "$out" | grep -c 'sum 6 of 3$')" -eq 3 ] || fail "want 3 lines 'sum 6 of 3'"
+    # the same through CMake's find_package(rally) and rally::rally_mpi
+    mkdir -p "$tmp/cm"
+    cat >"$tmp/cm/CMakeLists.txt" <<'CM'
+cmake_minimum_required(VERSION 3.16)
+project(hello C)
+find_package(rally 0.1 REQUIRED)
+add_executable(hello_cm_mpi hello.c)
+target_link_libraries(hello_cm_mpi rally::rally_mpi)
+CM
+    cp "$tmp/hello.c" "$tmp/cm/"
+    cmake -S "$tmp/cm" -B "$tmp/cm/build" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null ||
+        fail "find_package(rally) failed"
+    cmake --build "$tmp/cm/build" >/dev/null || fail "building against rally::rally_mpi failed"
+    out=$("$src/tests/mpi_job.sh" 0 60 3 "$tmp/cm/build/hello_cm_mpi")
+    echo "$out"
+    [ "$(echo "$out" | grep -c 'sum 6 of 3$')" -eq 3 ] || fail "cmake: want 3 lines 'sum 6 of 3'"
     echo "install_test: $lib passed"
     exit 0
 fi

@@ -238,6 +238,38 @@ static const struct {
      EXITED(125), RALLY__LAUNCH_AS_FAILED, 1,
      "host h2 (rank 2): cannot start /opt/rally-agent: rally-agent: no secret on stdin (its first "
      "line) (mpirun exited with status 125)"},
+    /* OpenMPI 4.1's help box, word for word: its headline, not its frame,
+     * and as root the override it names */
+    {"mpirun_as_root", RALLY__LAUNCHER_MPIRUN,
+     "--------------------------------------------------------------------------\n"
+     "mpirun has detected an attempt to run as root.\n"
+     "\n"
+     "Running as root is *strongly* discouraged as any mistake (e.g., in\n"
+     "defining TMPDIR) or bug can result in catastrophic damage to the OS\n"
+     "file system, leaving your system in an unusable state.\n"
+     "\n"
+     "We strongly suggest that you run mpirun as a non-root user.\n"
+     "\n"
+     "You can override this protection by adding the --allow-run-as-root option\n"
+     "to the cmd line or by setting two environment variables in the following way:\n"
+     "the variable OMPI_ALLOW_RUN_AS_ROOT=1 to indicate the desire to override this\n"
+     "protection, and OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 to confirm the choice and\n"
+     "add one more layer of certainty that you want to do so.\n"
+     "We reiterate our advice against doing so - please proceed at your own risk.\n"
+     "--------------------------------------------------------------------------\n",
+     EXITED(1), RALLY__LAUNCH_AS_FAILED, 1,
+     "host h2 (rank 2): cannot start /opt/rally-agent: mpirun has detected an attempt to run as "
+     "root. (mpirun exited with status 1); OpenMPI runs as root only with "
+     "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 in rally-run's environment"},
+    {"mpirun_box_after_a_line", RALLY__LAUNCHER_MPIRUN,
+     "a line before\n"
+     "--------------------------------------------------------------------------\n"
+     "There are not enough slots available in the system to satisfy the 1\n"
+     "slots that were requested by the application:\n"
+     "--------------------------------------------------------------------------\n",
+     EXITED(1), RALLY__LAUNCH_AS_FAILED, 1,
+     "host h2 (rank 2): cannot start /opt/rally-agent: There are not enough slots available in "
+     "the system to satisfy the 1 (mpirun exited with status 1)"},
 };
 
 static void outcomes(void **state)

@@ -282,6 +282,51 @@ static void signals(void **state)
 
 /* The tracker fails the job first: with no rank to blame its sentence is
  * the verdict; when it names a rank that died, that rank's death is. */
+#define STUCK "ranks 0, 1, 3 wait in allreduce #12 of version 5; rank 2 has not called it for 60 s"
+
+/* --on-stuck restart: the tracker fences the stuck rank (a RANK_FAILED
+ * that is no disconnect); its process, alive in its own code, gets SIGKILL
+ * after the fence grace and is restarted, its death naming the sentence. */
+static void stuck_rank_restarted(void **state)
+{
+    struct rally__launch_policy *pol = make(4, 3, 3000);
+    struct rally__launch_act a;
+    event(pol, RALLY__TEV_RANK_FAILED, 2, STUCK, 60000);
+    assert_int_equal(rally__launch_policy_due(pol, 60000 + RALLY__LAUNCH_FENCE_GRACE_MS), 2);
+    rally__launch_policy_exit(pol, 2, KILLED(SIGKILL), &running, 60600, &a);
+    assert_int_equal(a.restart, 2);
+    assert_string_equal(a.say, "rank 2 died (killed by signal 9 after the tracker fenced it: " STUCK
+                               "); restarting it (restart 1 of 3)");
+    rally__launch_policy_spawned(pol, 2);
+    event(pol, RALLY__TEV_RECOVERED, -1, "", 61000);
+    finish(pol, 4);
+    char line[512];
+    assert_int_equal(verdict(pol, &running, line, sizeof line), 0);
+    assert_summary(pol, "deaths=1 recovered=1 epochs=1 restarts=1 per-rank-deaths=0:0,1:0,2:1,3:0");
+    rally__launch_policy_free(pol);
+}
+
+/* --on-stuck fail: the tracker fails the job with the sentence (no rank to
+ * blame); every worker, the stuck one too, is killed after the grace, and
+ * the verdict is the sentence, with no death counted. */
+static void stuck_rank_fails_the_job(void **state)
+{
+    struct rally__launch_policy *pol = make(4, 3, 300);
+    struct rally__launch_act a;
+    struct rally__launch_view failed = {RALLY__TRACKER_FAILED, -1, STUCK, 0, RALLY_ETIMEDOUT};
+    rally__launch_policy_tracker(pol, &failed, 60000);
+    assert_int_equal(rally__launch_policy_due(pol, 60300), RALLY__LAUNCH_KILL_ALL);
+    for (int i = 0; i < 4; i++) {
+        rally__launch_policy_exit(pol, i, KILLED(SIGKILL), &failed, 60310, &a);
+        assert_int_equal(a.restart, -1);
+    }
+    char line[512];
+    assert_int_equal(verdict(pol, &failed, line, sizeof line), 1);
+    assert_string_equal(line, "rally-run: job aborted: " STUCK "\n");
+    assert_summary(pol, "deaths=0 recovered=0 epochs=0 restarts=0 per-rank-deaths=0:0,1:0,2:0,3:0");
+    rally__launch_policy_free(pol);
+}
+
 static void tracker_fails_first(void **state)
 {
     char line[1024];
@@ -525,6 +570,7 @@ int main(void)
         cmocka_unit_test(two_deaths_one_epoch), cmocka_unit_test(restarts_exhausted),
         cmocka_unit_test(death_fails_the_job),  cmocka_unit_test(fenced_rank_is_killed),
         cmocka_unit_test(fenced_rank_exiting_names_the_fence),
+        cmocka_unit_test(stuck_rank_restarted), cmocka_unit_test(stuck_rank_fails_the_job),
         cmocka_unit_test(fence_of_a_gone_rank), cmocka_unit_test(signals),
         cmocka_unit_test(tracker_fails_first),  cmocka_unit_test(exits_around_finalize),
         cmocka_unit_test(restart_cannot_spawn), cmocka_unit_test(own_exit_fails_the_job),

@@ -26,11 +26,26 @@
 #                   is gone after the job
 #   ssh_signal      SIGTERM to rally-run reaches the remote workers through the
 #                   agents (exit status 143, the workers saw SIGTERM)
-#   dry_run         the generated srun and mpirun command lines, word by word
+#   ssh_python      a Python job on 2 hosts: without -x PYTHONPATH the remote
+#                   ranks cannot import rally (ssh carries no environment), the
+#                   job fails saying so; with -x PYTHONPATH, and with -x
+#                   PYTHONPATH=DIR, it gives the local run's digest
+#   ssh_snapshot_env RALLY_SNAPSHOT_DIR and RALLY_SNAPSHOT_EVERY in rally-run's
+#                   environment are its flags for remote ranks too: the
+#                   snapshots are written on the hosts and cleaned up after;
+#                   RALLY_SNAPSHOT_EVERY=abc is refused before any ssh starts
+#   dry_run         the generated srun and mpirun command lines, word by word;
+#                   every launcher's lines carry the snapshot variables as
+#                   rally-run's flags and the -x variables, and refuse a
+#                   malformed one alike
 #   mpirun          a real --launcher mpirun job on localhost: the local digest,
-#                   also after a worker's kill -9 (restarted through mpirun)
+#                   also after a worker's kill -9 (restarted through mpirun);
+#                   as root without OpenMPI's override, OpenMPI's own headline
+#                   and the two variables that allow it (the same line without
+#                   root: launch_hosts_test's mpirun_as_root)
 set -u
 case_=$1 build=$2
+src=$(cd "$(dirname "$0")/.." && pwd)
 run=$build/rally-run km=$build/rally-kmeans prog=$build/tests/rally_test_prog
 rec=$build/tests/recover
 T=$(mktemp -d "${TMPDIR:-/tmp}/rally-rt-XXXXXX")
@@ -298,8 +313,66 @@ ssh_signal)
     for r in 0 1; do [ -e "$T/$TAG.term.$r" ] || fail "rank $r's worker got no SIGTERM"; done
     no_leftovers
     ;;
+ssh_python)
+    start_sshd
+    # the interpreter the build found (with numpy), at its full path on every "host"
+    python=$(sed -n 's/^RALLY_PYTHON:FILEPATH=//p' "$build/CMakeCache.txt")
+    [ -x "$python" ] || fail "no RALLY_PYTHON in $build/CMakeCache.txt"
+    py="$python $src/bindings/python/tests/progs/ckpt.py 4"
+    export PYTHONPATH=$build/python PYTHONDONTWRITEBYTECODE=1
+    timeout -k 5 120 $RUN -n 4 $py >"$T/plain" 2>&1 ||
+        { cp "$T/plain" "$T/out"; fail "the local Python job failed"; }
+    grep -o 'digest [0-9a-f]*' "$T/plain" >"$T/want" || fail "the local Python job printed no digest"
+    timeout -k 5 120 $RUN -n 4 --launcher ssh --hosts 127.0.0.2:2,127.0.0.3:2 --grace-ms 300 \
+        $SSHO $py >"$T/out" 2>&1 && fail "the ssh job without -x PYTHONPATH passed"
+    has "$T/out" "No module named 'rally'"
+    no_leftovers
+    timeout -k 5 180 $RUN -n 4 --launcher ssh --hosts 127.0.0.2:2,127.0.0.3:2 -x PYTHONPATH $SSHO \
+        $py >"$T/out" 2>&1 || fail "the ssh job with -x PYTHONPATH failed"
+    [ "$(grep -o 'digest [0-9a-f]*' "$T/out")" = "$(cat "$T/want")" ] || fail "another digest"
+    no_leftovers
+    env -u PYTHONPATH timeout -k 5 180 $RUN -n 4 --launcher ssh --hosts 127.0.0.2:2,127.0.0.3:2 \
+        -x PYTHONPATH="$build/python" $SSHO $py >"$T/out" 2>&1 ||
+        fail "the ssh job with -x PYTHONPATH=DIR failed"
+    [ "$(grep -o 'digest [0-9a-f]*' "$T/out")" = "$(cat "$T/want")" ] || fail "another digest"
+    no_leftovers
+    ;;
+ssh_snapshot_env)
+    start_sshd
+    mkdir "$T/d"
+    RALLY_SNAPSHOT_DIR=$T/d RALLY_SNAPSHOT_EVERY=2 timeout -k 5 180 $RUN -n 4 --launcher ssh \
+        --hosts 127.0.0.2:2,127.0.0.3:2 $SSHO "$rec" 2000 8 >"$T/out" 2>&1 ||
+        fail "the ssh job with RALLY_SNAPSHOT_DIR and RALLY_SNAPSHOT_EVERY failed"
+    has "$T/out" "rally-run: the run succeeded: removed its 2 snapshots (--keep-snapshots keeps them)"
+    no_leftovers
+    RALLY_SNAPSHOT_DIR=$T/d RALLY_SNAPSHOT_EVERY=abc timeout -k 5 60 $RUN -n 4 --launcher ssh \
+        --hosts 127.0.0.2:2,127.0.0.3:2 $SSHO "$prog" sleep "$TAG" >"$T/out" 2>"$T/err"
+    rc=$?
+    [ $rc -eq 2 ] || fail "RALLY_SNAPSHOT_EVERY=abc: exit status $rc, want 2"
+    has "$T/err" "rally-run: RALLY_SNAPSHOT_EVERY wants a number of versions, not 'abc'"
+    grep -q "^\[" "$T/out" "$T/err" && fail "RALLY_SNAPSHOT_EVERY=abc: a worker ran"
+    no_leftovers
+    ;;
 dry_run)
     a=$build/rally-agent
+    # every launcher: the snapshot variables are rally-run's flags, -x goes to
+    # the workers, a malformed variable is refused before anything starts
+    mkdir "$T/d"
+    for l in "ssh --hosts h" "slurm --hosts n1" "mpirun"; do
+        env -u SLURM_JOB_NODELIST RALLY_SNAPSHOT_DIR="$T/d" RALLY_SNAPSHOT_EVERY=2 \
+            RALLY_TEST_TAG=$TAG "$run" -n 1 --launcher $l --host 127.0.0.1 --dry-run \
+            -x PYTHONPATH=/p -- "$prog" >"$T/out" 2>"$T/err" || fail "$l: --dry-run failed"
+        for w in "--env RALLY_RUN_ID=" "--env RALLY_SNAPSHOT_DIR=$T/d --env RALLY_SNAPSHOT_JOB=rally_test_prog --env RALLY_SNAPSHOT_EVERY=2 " \
+            "--env PYTHONPATH=/p"; do
+            has "$T/out" "$w"
+        done
+        [ "$(grep -o 'RALLY_SNAPSHOT_EVERY=' "$T/out" | wc -l)" -eq 1 ] ||
+            fail "$l: RALLY_SNAPSHOT_EVERY given twice"
+        env -u SLURM_JOB_NODELIST RALLY_SNAPSHOT_DIR="$T/d" RALLY_SNAPSHOT_EVERY=abc \
+            "$run" -n 1 --launcher $l --dry-run -- "$prog" >"$T/out" 2>"$T/err"
+        [ $? -eq 2 ] || fail "$l: RALLY_SNAPSHOT_EVERY=abc: want exit status 2"
+        has "$T/err" "rally-run: RALLY_SNAPSHOT_EVERY wants a number of versions, not 'abc'"
+    done
     env -u SLURM_JOB_NODELIST RALLY_TEST_TAG=$TAG "$run" -n 3 --launcher slurm --hosts n1:2,n2 --host 127.0.0.1 --port 7000 --dry-run \
         -- "$prog" "two words" "it's" >"$T/out" 2>"$T/err" || fail "slurm --dry-run failed"
     cat >"$T/want" <<EOF
@@ -347,10 +420,22 @@ EOF
         has "$T/err" "${c#*|}"
     done
     "$run" --help >"$T/out" || fail "--help failed"
-    for f in --launcher --hosts --hostfile --ssh-option --agent --dry-run; do has "$T/out" "$f"; done
+    for f in --launcher --hosts --hostfile --ssh-option --agent --dry-run "-x VAR | VAR=VALUE" \
+        RALLY_SNAPSHOT_DIR; do has "$T/out" "$f"; done
     ;;
 mpirun)
     command -v mpirun >/dev/null || fail "no mpirun (scripts/deps.sh installs openmpi-bin)"
+    if [ "$(id -u)" -eq 0 ]; then
+        # as root, without OpenMPI's override: its own headline and the way out
+        env -u OMPI_ALLOW_RUN_AS_ROOT -u OMPI_ALLOW_RUN_AS_ROOT_CONFIRM OMPI_MCA_plm_rsh_agent=false \
+            timeout -k 5 60 $RUN -n 2 --launcher mpirun --hosts localhost:2 "$prog" sleep "$TAG" \
+            >"$T/out" 2>"$T/err"
+        rc=$?
+        [ $rc -eq 1 ] || fail "mpirun as root: exit status $rc, want 1"
+        grep -q "^rally-run: host localhost (rank [01]): cannot start $build/rally-agent: mpirun has detected an attempt to run as root\. (mpirun exited with status 1); OpenMPI runs as root only with OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 in rally-run's environment\$" "$T/err" ||
+            fail "mpirun as root: no line with OpenMPI's reason and its override"
+        no_leftovers
+    fi
     kmeans_data
     # as root OpenMPI wants both; one host, no ssh
     OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_plm_rsh_agent=false \

@@ -40,8 +40,17 @@ set_tests_properties(launch_out_test PROPERTIES LABELS "quick" TIMEOUT 30)
 # 127.0.0.3 (it must start: the case fails, never skips), rally-agent on the
 # "hosts", k-means digests against the local run's, the failure lines.
 foreach(case ssh_digest ssh_kill9 ssh_lost ssh_unreachable ssh_notfound ssh_exit ssh_kill_run
-             ssh_secret ssh_signal dry_run mpirun)
+             ssh_secret ssh_signal ssh_python ssh_snapshot_env dry_run mpirun)
   add_test(NAME launch_remote_${case}
            COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/launch_remote_test.sh ${case} ${CMAKE_BINARY_DIR})
   set_tests_properties(launch_remote_${case} PROPERTIES TIMEOUT 300 LABELS "remote")
+endforeach()
+
+# What rally-run makes of its environment on this host (tests/launch_env_test.sh
+# says what each case pins): the snapshot settings as its flags, -x, the
+# secret's directories of launchers killed by SIGKILL.
+foreach(case snapshot_env export_local tmpdir_sweep)
+  add_test(NAME launch_env_${case}
+           COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/launch_env_test.sh ${case} ${CMAKE_BINARY_DIR})
+  set_tests_properties(launch_env_${case} PROPERTIES TIMEOUT 180)
 endforeach()

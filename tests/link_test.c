@@ -118,16 +118,18 @@ struct rank {
     struct rally__err e;
     int calls[N];        /* on_sidecar calls per peer */
     uint64_t sidecar[N]; /* the last sidecar each peer sent */
-    int bad_calls;       /* calls naming no neighbour */
+    int bad_calls;       /* calls naming no neighbour, or not our own sidecar */
+    uint64_t sent;       /* the sidecar of the collective in flight */
     int rc[3];
     int32_t *small, *large;
     unsigned char bc[100];
 };
 
-static void on_sidecar(void *arg, int peer, uint64_t sidecar)
+static void on_sidecar(void *arg, int peer, uint64_t mine, uint64_t sidecar)
 {
     struct rank *k = arg;
-    if (peer < 0 || peer >= N || rally__comm_link(&k->c, peer) == NULL) {
+    if (peer < 0 || peer >= N || rally__comm_link(&k->c, peer) == NULL ||
+        mine != k->sent) {
         k->bad_calls++;
         return;
     }
@@ -160,11 +162,14 @@ static void *rank_main(void *arg)
     struct rally__reducer rd;
     rally__reducer_builtin(&rd, RALLY_INT32, RALLY_SUM);
     struct rally__sig s = {RALLY__C_ALLREDUCE, RALLY_INT32, RALLY_SUM, -1, 4, sidecar_of(k->r, 0)};
+    k->sent = s.sidecar;
     k->rc[0] = rally__allreduce(&k->c, k->small, k->small, 4, &rd, &s);
     s = (struct rally__sig){RALLY__C_ALLREDUCE, RALLY_INT32, RALLY_SUM, -1, COUNT,
                             sidecar_of(k->r, 1)};
+    k->sent = s.sidecar;
     k->rc[1] = rally__allreduce(&k->c, k->large, k->large, COUNT, &rd, &s);
     s = (struct rally__sig){RALLY__C_BROADCAST, 0, 0, 2, sizeof k->bc, sidecar_of(k->r, 2)};
+    k->sent = s.sidecar;
     k->rc[2] = rally__broadcast(&k->c, k->bc, sizeof k->bc, 2, &s);
     return NULL;
 }

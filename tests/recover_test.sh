@@ -1,7 +1,9 @@
 #!/bin/sh
 # recover_test.sh RALLY_RUN PLAIN MOCK N DEATHS [rally_mock=... | other args]...
 # (rally_mock= arguments go to the run with failures only, the others to
-# both; EXPECT=pattern, when set, must appear in the output with failures)
+# both; EXPECT=pattern, when set, must appear in the output with failures;
+# RUN_OPTS, rally-run's options, and MOCK_ARGS, the program's, apply to the
+# run with failures only)
 #
 # Runs the recover job once without failures (PLAIN, linked with librally)
 # and once with the given kill points (MOCK, linked with librally_mock), and
@@ -31,7 +33,8 @@ trap 'rm -rf "$tmp"' EXIT
 "$here/run_job.sh" 0 120 "$run" -n "$n" "$plain" "$size" "$iters" $common >"$tmp/plain" 2>&1 || {
     cat "$tmp/plain"; echo "recover_test: the failure-free run failed"; exit 1; }
 # shellcheck disable=SC2086
-"$here/run_job.sh" 0 240 "$run" -n "$n" --max-restarts 4 "$mock" "$size" "$iters" $common $points \
+"$here/run_job.sh" 0 240 "$run" -n "$n" --max-restarts 4 ${RUN_OPTS:-} "$mock" "$size" "$iters" \
+    $common $points ${MOCK_ARGS:-} \
     >"$tmp/mock" 2>&1 || { cat "$tmp/mock"; echo "recover_test: the run with failures failed"; exit 1; }
 cat "$tmp/mock"
 

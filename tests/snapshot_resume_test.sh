@@ -38,7 +38,8 @@
 #             holding DIR's lock) for a snapshot and prints its path once
 #             committed: that snapshot, which verifies; with no job running
 #             it is refused, saying so
-#   auto      --auto-resume: a job that cannot recover in memory (--max-restarts
+#   auto      --auto-resume (one summary line counting every attempt): a job
+#             that cannot recover in memory (--max-restarts
 #             0, a worker killed) is restarted whole from its newest snapshot
 #             and ends with the plain run's digest; a failure that comes back
 #             every time stops after --max-job-restarts
@@ -394,6 +395,10 @@ auto)
         "$tmp/out" || fail "no auto-resume"
     [ "$(digest "$tmp/out")" = "$(digest "$tmp/plain")" ] || fail "digest differs after auto-resume"
     [ "$(nsnaps "$D/rally-kmeans")" -eq 0 ] || fail "the successful run kept its snapshots"
+    # one summary, the last line, counting both attempts
+    [ "$(grep -c '^rally-run: summary:' "$tmp/out")" -eq 1 ] || fail "not one summary line"
+    [ "$(tail -n 1 "$tmp/out")" = "rally-run: summary: deaths=1 recovered=0 epochs=0 restarts=0 per-rank-deaths=0:0,1:0,2:1,3:0 job-restarts=1" ] ||
+        fail "the last line is '$(tail -n 1 "$tmp/out")'"
     # a death that comes back every time: bounded by --max-job-restarts
     timeout -k 5 120 "$run" -n 4 --max-restarts 0 --snapshot-dir "$D" --snapshot-every 2 \
         --auto-resume --max-job-restarts 2 "$mock" $KM rally_mock=2,5,0,0 >"$tmp/out" 2>&1 &&
@@ -402,6 +407,9 @@ auto)
     [ "$(grep -c 'auto-resume: restarting the whole job' "$tmp/out")" -eq 2 ] ||
         fail "want exactly 2 job restarts"
     grep -q "auto-resume: 2 job restarts spent" "$tmp/out" || fail "the bound was not reported"
+    [ "$(grep -c '^rally-run: summary:' "$tmp/out")" -eq 1 ] || fail "not one summary line"
+    [ "$(tail -n 1 "$tmp/out")" = "rally-run: summary: deaths=3 recovered=0 epochs=0 restarts=0 per-rank-deaths=0:0,1:0,2:3,3:0 job-restarts=2" ] ||
+        fail "the last line is '$(tail -n 1 "$tmp/out")'"
     no_orphans
     ;;
 seeded)

@@ -51,6 +51,7 @@
 
 #include "cli.h"
 #include "launch/proc.h"
+#include "launch/serve.h"
 
 #define EXIT_AGENT 125 /* we could not start the worker */
 #define SECRET_MAX 512 /* the secret's line, bytes */
@@ -138,13 +139,9 @@ static int write_secret(struct agent *a, const char *line)
     const char *bases[2] = {tmp && *tmp ? tmp : "/tmp", "/tmp"};
     int err = 0;
     a->dir[0] = '\0';
-    for (int i = 0; i < 2 && !a->dir[0]; i++) {
-        snprintf(a->dir, sizeof a->dir, "%s/rally-agent-XXXXXX", bases[i]);
-        if (mkdtemp(a->dir) == NULL) {
-            err = errno;
+    for (int i = 0; i < 2 && !a->dir[0]; i++) /* killed agents' directories go first */
+        if ((err = rally__launch_tmpdir_in(bases[i], "rally-agent", a->dir, sizeof a->dir)) != 0)
             a->dir[0] = '\0';
-        }
-    }
     if (!a->dir[0])
         return err;
     snprintf(a->file, sizeof a->file, "%s/secret", a->dir);

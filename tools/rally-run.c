@@ -51,7 +51,10 @@
  * worker starts we give the run a UUID, take the job directory's lock for
  * the run's life, refuse a fresh start into a directory that holds
  * snapshots (unless --overwrite), and resolve and verify --resume; the
- * workers get the settings in RALLY_SNAPSHOT_* / RALLY_RUN_* / RALLY_RESUME.
+ * workers get the settings in RALLY_SNAPSHOT_* / RALLY_RUN_* / RALLY_RESUME,
+ * rally-run's always: the same variables in its own environment are taken as
+ * its flags (snap_env), so that a snapshot always has its lock and clean-up.
+ * -x VAR[=VALUE] adds a variable for every worker (ssh carries none).
  * After a successful run this run's snapshots are removed unless
  * --keep-snapshots or --snapshot-final.
  */
@@ -86,6 +89,8 @@ struct run {
     char bind[RALLY__HOST_MAX]; /* host, an interface name made its address */
     int port;
     int64_t startup_ms, grace_ms, heartbeat_ms;
+    int64_t progress_ms; /* --progress-timeout-ms */
+    int stuck_fail;      /* --on-stuck fail */
     int max_restarts;
     char **argv;
     struct rally__launch_proc *procs;
@@ -93,6 +98,7 @@ struct run {
     size_t npipes; /* how many of our slots this turn are pipes (then the outputs) */
     int nlive;     /* workers spawned and not yet reaped */
     struct rally__launch_policy *pol;
+    struct rally__launch_policy *prev_pol; /* --auto-resume: the attempt before, until the next */
     struct rally__tracker *t;
     int sfd;
     char dir[PATH_MAX], secret[PATH_MAX + 16], tracker_addr[RALLY__HOST_MAX + 16];
@@ -111,6 +117,12 @@ struct run {
     struct rally__snap_lock *lock;
     int snap_now; /* SIGUSR1 arrived this turn */
     int auto_resume, max_job_restarts, job_restarts;
+    char given[128];    /* the options given on the command line, by their letter */
+    char env_snap[160]; /* "RALLY_SNAPSHOT_EVERY=2": the first snapshot setting taken from the
+                           environment (env_options), for the error when it needs a directory */
+    /* -x VAR[=VALUE], for every worker (export_option): "VAR=VALUE" and VAR each */
+    char **xenv, **xkey;
+    size_t nxenv;
     /* while the loop runs, every line goes through these (launch/out.h) */
     struct rally__launch_out out[2]; /* stdout, stderr */
     int64_t out_bytes;               /* --output-buffer-bytes */
@@ -147,6 +159,14 @@ static void usage(FILE *f)
         "                             first worker death fails the job)\n"
         "      --heartbeat-timeout-ms T  a worker that sent heartbeats and then falls silent\n"
         "                             for T ms is killed and restarted (default 10000; 0: off)\n"
+        "      --progress-timeout-ms T  a rank the others have waited for T ms in a collective\n"
+        "                             it has not called (its heartbeats say it stands still in\n"
+        "                             its own code), or that has not come back to a recovery\n"
+        "                             round for T ms, is named and handled by --on-stuck\n"
+        "                             (default 600000, 10 minutes; 0: off)\n"
+        "      --on-stuck restart|fail  such a rank is killed (SIGKILL to its process group) and\n"
+        "                             restarted like a dead one (restart, the default), or the\n"
+        "                             job fails with the sentence naming it (fail)\n"
         "      --output-buffer-bytes B  output waiting for a slow reader of stdout or stderr is\n"
         "                             held up to B bytes per stream (default 4 MiB); beyond,\n"
         "                             worker lines are dropped and counted, never waited for\n"
@@ -173,6 +193,9 @@ static void usage(FILE *f)
         "                             complete snapshot\n"
         "      --max-job-restarts K   at most K such restarts (default 3)\n"
         "SIGUSR1 to rally-run asks for a snapshot now (with --snapshot-dir).\n"
+        "RALLY_SNAPSHOT_DIR, _JOB, _EVERY, _EVERY_MS, _KEEP, _REQUIRED, _FINAL, _BUSY and\n"
+        "RALLY_RESUME, RALLY_RESUME_FORCE in rally-run's environment are these flags where\n"
+        "they are not given (docs/config.md); a malformed value is a usage error.\n"
         "Workers on other hosts (docs/launch.md):\n"
         "      --launcher L           local (default: every worker here), ssh, slurm or mpirun:\n"
         "                             each rank is one local ssh / srun / mpirun -np 1 that runs\n"
@@ -185,6 +208,11 @@ static void usage(FILE *f)
         "      --ssh-option OPT       passed to ssh as -o OPT (repeatable), e.g. Port=2222\n"
         "      --agent PATH           rally-agent's path on the hosts (default: the one beside\n"
         "                             rally-run; prog and rally-agent must exist on every host)\n"
+        "  -x VAR | VAR=VALUE         every worker gets VAR with rally-run's value, or VALUE\n"
+        "                             (repeatable; mpirun's spelling).  Remote workers get\n"
+        "                             rally-run's RALLY_* variables and nothing else without\n"
+        "                             it: a Python job wants -x PYTHONPATH.  Local workers\n"
+        "                             inherit rally-run's environment; VALUE overrides it\n"
         "      --dry-run              print each rank's local command line (\"rank R: ...\") and\n"
         "                             exit; nothing is started\n"
         "      With these the tracker binds every address and the workers are told this host's\n"
@@ -218,7 +246,8 @@ static void usage(FILE *f)
         "  rally-run: summary: deaths=D recovered=R epochs=E restarts=S "
         "per-rank-deaths=0:0,1:2,...\n"
         "  (recovered: deaths after which the job got back in step; epochs: recoveries,\n"
-        "  one per re-wiring, which can serve several deaths at once)\n",
+        "  one per re-wiring, which can serve several deaths at once); after --auto-resume\n"
+        "  restarted the job K times, one line counts every attempt and ends job-restarts=K\n",
         RALLY__WORLD_MAX);
 }
 
@@ -259,6 +288,49 @@ static void on_event(void *arg, const struct rally__tracker_event *ev)
     rally__launch_policy_event(r->pol, &note, rally__now_ms());
 }
 
+/* --- the variables rally-run sets for every worker --------------------------- */
+
+/* The snapshot settings rally-run owns (docs/config.md): the workers' library
+ * reads them as RALLY_* variables, but rally-run keeps the run's id, the job
+ * directory's lock and the clean-up, so in its own environment it takes each
+ * as the flag beside it, where that flag is not given (env_options), and every
+ * worker, under every launcher, gets rally-run's value and never the one of
+ * the environment.  RALLY_RUN_ID and RALLY_RUN_STARTED have no flag: every
+ * run makes its own, so either in the environment is refused. */
+static const struct {
+    const char *var;
+    int opt; /* the flag's letter in parse(), 0: none */
+    const char *flag;
+} snap_env[] = {
+    {"RALLY_SNAPSHOT_DIR", 'D', "--snapshot-dir"},
+    {"RALLY_SNAPSHOT_JOB", 'J', "--job"},
+    {"RALLY_SNAPSHOT_EVERY", 'E', "--snapshot-every"},
+    {"RALLY_SNAPSHOT_EVERY_MS", 'T', "--snapshot-every-ms"},
+    {"RALLY_SNAPSHOT_KEEP", 'K', "--snapshot-keep"},
+    {"RALLY_SNAPSHOT_REQUIRED", 'Q', "--snapshot-required"},
+    {"RALLY_SNAPSHOT_FINAL", 'F', "--snapshot-final"},
+    {"RALLY_SNAPSHOT_BUSY", 'B', "--snapshot-busy"},
+    {"RALLY_RESUME", 'R', "--resume"},
+    {"RALLY_RESUME_FORCE", 'f', "--force"},
+    {"RALLY_RUN_ID", 0, NULL},
+    {"RALLY_RUN_STARTED", 0, NULL},
+};
+#define NSNAP_ENV (sizeof snap_env / sizeof snap_env[0])
+
+/* The name of "K=V" (or "K") is one rally-run sets for every worker itself:
+ * its entry in snap_env, or the three every worker gets (-1: not ours). */
+static long owned(const char *kv, size_t n)
+{
+    static const char *const wiring[] = {"RALLY_TRACKER", "RALLY_SECRET_FILE", "RALLY_TASK_ID"};
+    for (size_t i = 0; i < NSNAP_ENV; i++)
+        if (strlen(snap_env[i].var) == n && strncmp(kv, snap_env[i].var, n) == 0)
+            return (long)i;
+    for (size_t i = 0; i < 3; i++)
+        if (strlen(wiring[i]) == n && strncmp(kv, wiring[i], n) == 0)
+            return (long)NSNAP_ENV;
+    return -1;
+}
+
 /* --- carrying out the policy's decisions ------------------------------------ */
 
 static void signal_all(struct run *r, int sig)
@@ -279,8 +351,9 @@ static int kv(char **env, size_t *k, const char *key, const char *value)
 
 /* The agent's --env settings for rank i (launch/remote.h), "K=V" each:
  * what a local worker gets but the secret's file, the snapshot settings
- * only with --snapshot-dir, the resume ones only when resuming, and
- * rally-run's own RALLY_* variables (ssh carries no environment).  NULL
+ * only with --snapshot-dir, the resume ones only when resuming, the -x
+ * variables, and rally-run's own RALLY_* variables but those it sets itself
+ * (snap_env: never the environment's; ssh carries no environment).  NULL
  * terminated, malloc'd (rally__launch_argv_free); NULL when out of memory. */
 static char **agent_env(const struct run *r, const char *id)
 {
@@ -288,7 +361,7 @@ static char **agent_env(const struct run *r, const char *id)
     size_t n = 0, k = 0;
     for (char **e = environ; *e; e++)
         n++;
-    char **env = calloc(n + 20, sizeof *env);
+    char **env = calloc(n + r->nxenv + 20, sizeof *env);
     if (env == NULL)
         return NULL;
     int oom = 0;
@@ -312,11 +385,15 @@ static char **agent_env(const struct run *r, const char *id)
         SET("RALLY_RESUME_FORCE", r->force ? "1" : "0");
     }
 #undef SET
+    for (size_t i = 0; i < r->nxenv && !oom; i++) /* -x */
+        if ((env[k] = strdup(r->xenv[i])) != NULL)
+            k++;
+        else
+            oom = 1;
     size_t ours = k;
     for (char **e = environ; *e && !oom; e++) {
         const char *eq = strchr(*e, '=');
-        if (strncmp(*e, "RALLY_", 6) != 0 || eq == NULL ||
-            strncmp(*e, "RALLY_SECRET_FILE=", 18) == 0)
+        if (strncmp(*e, "RALLY_", 6) != 0 || eq == NULL || owned(*e, (size_t)(eq - *e)) >= 0)
             continue;
         size_t len = (size_t)(eq - *e) + 1;
         int dup = 0;
@@ -369,7 +446,7 @@ static int spawn(struct run *r, int i)
     }
     char id[16];
     snprintf(id, sizeof id, "%d", i);
-    const char *const env[][2] = {
+    const char *const ours[][2] = {
         {"RALLY_TRACKER", r->tracker_addr},
         {"RALLY_SECRET_FILE", r->secret},
         {"RALLY_TASK_ID", id},
@@ -386,7 +463,18 @@ static int spawn(struct run *r, int i)
         {"RALLY_RESUME", r->resume_path},
         {"RALLY_RESUME_FORCE", r->force ? "1" : "0"},
         {NULL, NULL}};
-    err = rally__launch_spawn(&r->procs[i], r->argv, env);
+    /* the workers inherit our environment: -x VAR=VALUE sets VALUE, -x VAR is theirs already */
+    size_t nours = sizeof ours / sizeof ours[0];
+    const char *(*env)[2] = calloc(r->nxenv + nours, sizeof *env);
+    if (env == NULL)
+        return ENOMEM;
+    for (size_t j = 0; j < r->nxenv; j++) {
+        env[j][0] = r->xkey[j];
+        env[j][1] = r->xenv[j] + strlen(r->xkey[j]) + 1;
+    }
+    memcpy(env + r->nxenv, ours, sizeof ours);
+    err = rally__launch_spawn(&r->procs[i], r->argv, (const char *const(*)[2])env);
+    free(env);
     if (r->procs[i].pid > 0) {
         r->nlive++;
         rally__launch_policy_spawned(r->pol, i);
@@ -569,6 +657,120 @@ static int verdict(const struct run *r, const struct rally__launch_view *v, uint
 
 /* --- main: parse options, set up, serve, verdict ----------------------------- */
 
+/* One snapshot option c with its value val (NULL: a switch on the command
+ * line; from the environment a switch is 0 or 1), given as name (the flag,
+ * or the variable).  -1 to go on, or the exit status. */
+static int snap_option(struct run *r, int c, const char *val, const char *name)
+{
+    int64_t v;
+    switch (c) {
+    case 'D':
+        r->snap_dir = val;
+        break;
+    case 'J':
+        r->job_opt = val;
+        break;
+    case 'R':
+        r->resume = val;
+        break;
+    case 'E':
+    case 'T':
+    case 'K':
+        if (rally__parse_int(val, c == 'K' ? 1 : 0, INT64_MAX / 4, &v))
+            return cli_usage_error("rally-run", "%s wants %s, not '%s'", name,
+                                   c == 'E'   ? "a number of versions"
+                                   : c == 'T' ? "milliseconds"
+                                              : "a count (1 or more)",
+                                   val);
+        *(c == 'E' ? &r->snap_every : c == 'T' ? &r->snap_every_ms : &r->snap_keep) = v;
+        break;
+    case 'B':
+        if (strcmp(val, "wait") != 0 && strcmp(val, "skip") != 0)
+            return cli_usage_error("rally-run", "%s wants wait or skip, not '%s'", name, val);
+        r->snap_busy = val;
+        break;
+    default: /* 'Q', 'F', 'f': switches */
+        if (val != NULL && strcmp(val, "0") != 0 && strcmp(val, "1") != 0)
+            return cli_usage_error("rally-run", "%s wants 0 or 1, not '%s'", name, val);
+        if (val == NULL || val[0] == '1')
+            *(c == 'Q' ? &r->snap_required : c == 'F' ? &r->snap_final : &r->force) = 1;
+        break;
+    }
+    return -1;
+}
+
+/* The snapshot settings of rally-run's environment (snap_env), after the
+ * command line: each is taken as its flag when that was not given (an
+ * empty value is no value).  -1 to go on, or the exit status. */
+static int env_options(struct run *r)
+{
+    for (size_t i = 0; i < NSNAP_ENV; i++) {
+        const char *val = getenv(snap_env[i].var);
+        if (val == NULL || !*val)
+            continue;
+        if (snap_env[i].opt == 0)
+            return cli_usage_error("rally-run",
+                                   "%s=%s is in the environment, but rally-run makes a fresh "
+                                   "one for every run (its snapshots, lock and clean-up go by "
+                                   "it): unset it",
+                                   snap_env[i].var, val);
+        if (r->given[snap_env[i].opt])
+            continue; /* the flag wins, as an argument wins over the environment */
+        int st = snap_option(r, snap_env[i].opt, val, snap_env[i].var);
+        if (st >= 0)
+            return st;
+        if (!r->env_snap[0] && snap_env[i].opt != 'D')
+            snprintf(r->env_snap, sizeof r->env_snap, "%s=%.100s", snap_env[i].var, val);
+    }
+    return -1;
+}
+
+/* -x VAR or -x VAR=VALUE (mpirun's spelling): every worker gets VAR, with
+ * rally-run's value or VALUE, under every launcher.  -1 or the exit status. */
+static int export_option(struct run *r, const char *arg)
+{
+    const char *eq = strchr(arg, '=');
+    size_t n = eq ? (size_t)(eq - arg) : strlen(arg);
+    int ok = n > 0 && !(arg[0] >= '0' && arg[0] <= '9');
+    for (size_t i = 0; i < n && ok; i++)
+        ok = arg[i] == '_' || (arg[i] >= 'A' && arg[i] <= 'Z') ||
+             (arg[i] >= 'a' && arg[i] <= 'z') || (arg[i] >= '0' && arg[i] <= '9');
+    if (!ok)
+        return cli_usage_error("rally-run",
+                               "-x wants VAR or VAR=VALUE (VAR of letters, digits "
+                               "and '_'), not '%s'",
+                               arg);
+    long own = owned(arg, n);
+    if (own >= 0)
+        return cli_usage_error(
+            "rally-run", "-x %.*s: rally-run sets %.*s for every worker itself%s%s", (int)n, arg,
+            (int)n, arg, own < (long)NSNAP_ENV && snap_env[own].flag ? "; give " : "",
+            own < (long)NSNAP_ENV && snap_env[own].flag ? snap_env[own].flag : "");
+    const char *val = eq ? eq + 1 : getenv(arg);
+    if (val == NULL)
+        return cli_usage_error("rally-run",
+                               "-x %s: %s is not set in rally-run's environment "
+                               "(-x %s=VALUE gives it a value)",
+                               arg, arg, arg);
+    size_t i = r->nxenv;
+    char **x = realloc(r->xenv, (i + 2) * sizeof *x), **k = NULL;
+    if (x != NULL) {
+        r->xenv = x;
+        x[i] = NULL; /* both lists stay NULL-terminated for rally__launch_argv_free */
+        if ((k = realloc(r->xkey, (i + 2) * sizeof *k)) != NULL) {
+            r->xkey = k;
+            k[i] = NULL;
+        }
+    }
+    if (k == NULL || (k[i] = strndup(arg, n)) == NULL ||
+        (x[i] = malloc(n + 1 + strlen(val) + 1)) == NULL)
+        return cli_usage_error("rally-run", "out of memory");
+    sprintf(x[i], "%s=%s", k[i], val);
+    x[i + 1] = k[i + 1] = NULL;
+    r->nxenv = i + 1;
+    return -1;
+}
+
 /* Returns -1 to go on, or the exit status. */
 static int parse(int argc, char **argv, struct run *r)
 {
@@ -580,6 +782,8 @@ static int parse(int argc, char **argv, struct run *r)
                                           {"grace-ms", required_argument, NULL, 'g'},
                                           {"max-restarts", required_argument, NULL, 'm'},
                                           {"heartbeat-timeout-ms", required_argument, NULL, 'b'},
+                                          {"progress-timeout-ms", required_argument, NULL, 'P'},
+                                          {"on-stuck", required_argument, NULL, 'S'},
                                           {"snapshot-dir", required_argument, NULL, 'D'},
                                           {"job", required_argument, NULL, 'J'},
                                           {"snapshot-every", required_argument, NULL, 'E'},
@@ -608,13 +812,15 @@ static int parse(int argc, char **argv, struct run *r)
     r->grace_ms = 3000;
     r->max_restarts = 3;
     r->heartbeat_ms = 10000;
+    r->progress_ms = 600000;
     r->snap_keep = 2;
     r->max_job_restarts = 3;
     r->snap_busy = "wait";
     int64_t v;
-    int c;
+    int c, li = 0;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "+n:h", longs, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+n:hx:", longs, &li)) != -1) {
+        r->given[c & 127] = 1;
         switch (c) {
         case 'n':
             /* -np N, mpirun's spelling: getopt read "-np" as -n with the value "p" */
@@ -645,6 +851,19 @@ static int parse(int argc, char **argv, struct run *r)
                                        optarg);
             *(c == 's' ? &r->startup_ms : c == 'g' ? &r->grace_ms : &r->heartbeat_ms) = v;
             break;
+        case 'P':
+            if (rally__parse_int(optarg, 0, INT64_MAX / 4, &v))
+                return cli_usage_error("rally-run",
+                                       "--progress-timeout-ms wants milliseconds, not '%s'",
+                                       optarg);
+            r->progress_ms = v;
+            break;
+        case 'S':
+            if (strcmp(optarg, "restart") != 0 && strcmp(optarg, "fail") != 0)
+                return cli_usage_error("rally-run", "--on-stuck wants restart or fail, not '%s'",
+                                       optarg);
+            r->stuck_fail = strcmp(optarg, "fail") == 0;
+            break;
         case 'm':
             if (rally__parse_int(optarg, 0, INT_MAX, &v))
                 return cli_usage_error(
@@ -652,51 +871,30 @@ static int parse(int argc, char **argv, struct run *r)
             r->max_restarts = (int)v;
             break;
         case 'D':
-            r->snap_dir = optarg;
-            break;
         case 'J':
-            r->job_opt = optarg;
-            break;
         case 'R':
-            r->resume = optarg;
-            break;
         case 'E':
         case 'T':
         case 'K':
-            if (rally__parse_int(optarg, c == 'K' ? 1 : 0, INT64_MAX / 4, &v))
-                return cli_usage_error("rally-run", "--%s wants %s, not '%s'",
-                                       c == 'E'   ? "snapshot-every"
-                                       : c == 'T' ? "snapshot-every-ms"
-                                                  : "snapshot-keep",
-                                       c == 'E'   ? "a number of versions"
-                                       : c == 'T' ? "milliseconds"
-                                                  : "a count (1 or more)",
-                                       optarg);
-            *(c == 'E' ? &r->snap_every : c == 'T' ? &r->snap_every_ms : &r->snap_keep) = v;
-            break;
         case 'Q':
-            r->snap_required = 1;
-            break;
         case 'F':
-            r->snap_final = 1;
+        case 'f':
+        case 'B': {
+            char name[40];
+            snprintf(name, sizeof name, "--%s", longs[li].name);
+            int st = snap_option(r, c, optarg, name);
+            if (st >= 0)
+                return st;
             break;
+        }
         case 'k':
             r->keep_snaps = 1;
             break;
         case 'O':
             r->overwrite = 1;
             break;
-        case 'f':
-            r->force = 1;
-            break;
         case 'A':
             r->auto_resume = 1;
-            break;
-        case 'B':
-            if (strcmp(optarg, "wait") != 0 && strcmp(optarg, "skip") != 0)
-                return cli_usage_error("rally-run", "--snapshot-busy wants wait or skip, not '%s'",
-                                       optarg);
-            r->snap_busy = optarg;
             break;
         case 'U':
             if (rally__parse_int(optarg, 4096, INT64_MAX / 4, &v))
@@ -734,6 +932,12 @@ static int parse(int argc, char **argv, struct run *r)
         case 'G':
             r->agent_opt = optarg;
             break;
+        case 'x': {
+            int st = export_option(r, optarg);
+            if (st >= 0)
+                return st;
+            break;
+        }
         case 'd':
             r->dry_run = 1;
             break;
@@ -745,6 +949,9 @@ static int parse(int argc, char **argv, struct run *r)
                                    argv[optind - 1]);
         }
     }
+    int st = env_options(r);
+    if (st >= 0)
+        return st;
     if (r->world == 0)
         return cli_usage_error("rally-run", "-n N (the number of workers) is required");
     if (optind >= argc)
@@ -754,6 +961,9 @@ static int parse(int argc, char **argv, struct run *r)
      * environment, as in rally_init) must be under the tracker's timeout */
     if (r->heartbeat_ms > 0) {
         const char *hb = getenv("RALLY_HEARTBEAT_MS"), *key = "RALLY_HEARTBEAT_MS";
+        for (size_t i = 0; i < r->nxenv; i++)
+            if (strcmp(r->xkey[i], key) == 0)
+                hb = r->xenv[i] + strlen(key) + 1;
         for (char **a = r->argv + 1; *a; a++)
             if (strncmp(*a, "rally_heartbeat_ms=", 19) == 0)
                 hb = *a + 19, key = "rally_heartbeat_ms";
@@ -771,9 +981,12 @@ static int parse(int argc, char **argv, struct run *r)
     if (r->snap_dir == NULL &&
         (r->snap_every || r->snap_every_ms || r->snap_required || r->snap_final || r->keep_snaps ||
          r->overwrite || r->job_opt || r->auto_resume))
-        return cli_usage_error("rally-run", "the snapshot options need --snapshot-dir DIR");
+        return cli_usage_error("rally-run", "the snapshot options need --snapshot-dir DIR%s%s%s",
+                               r->env_snap[0] ? " (" : "", r->env_snap,
+                               r->env_snap[0] ? " is one)" : "");
     if (r->resume != NULL && strcmp(r->resume, "latest") == 0 && r->snap_dir == NULL)
-        return cli_usage_error("rally-run", "--resume latest needs --snapshot-dir DIR");
+        return cli_usage_error("rally-run", "%s needs --snapshot-dir DIR",
+                               r->given['R'] ? "--resume latest" : "RALLY_RESUME=latest");
     if (r->overwrite && r->resume != NULL)
         return cli_usage_error("rally-run", "--overwrite is for a fresh start, not --resume");
     int local = r->launcher == RALLY__LAUNCHER_LOCAL;
@@ -1151,6 +1364,11 @@ static int setup(struct run *r)
         fprintf(stderr, "rally-run: out of memory\n");
         return 1;
     }
+    if (r->prev_pol != NULL) {
+        rally__launch_policy_carry(r->pol, r->prev_pol);
+        rally__launch_policy_free(r->prev_pol);
+        r->prev_pol = NULL;
+    }
     struct rally__launch_out *outs[2] = {&r->out[0], &r->out[1]};
     for (int i = 0; i < r->world; i++) {
         rally__launch_proc_init(&r->procs[i], i, outs);
@@ -1163,6 +1381,7 @@ static int setup(struct run *r)
         fprintf(stderr, "rally-run: cannot start the tracker: %s\n", e.msg);
         return 1;
     }
+    rally__tracker_set_progress_timeout(r->t, r->progress_ms, r->stuck_fail);
     tracker_address(r, rally__tracker_port(r->t));
     for (int i = 0; i < r->world; i++) {
         err = spawn(r, i);
@@ -1213,9 +1432,12 @@ static void job_teardown(struct run *r)
 static void teardown(struct run *r)
 {
     job_teardown(r);
+    rally__launch_policy_free(r->prev_pol);
     rally__launch_hosts_free(&r->hosts);
     free(r->host_of);
     free(r->ssh_opts);
+    rally__launch_argv_free(r->xenv);
+    rally__launch_argv_free(r->xkey);
     rally__snap_lock_release(r->lock);
     if (r->sfd >= 0)
         close(r->sfd);
@@ -1285,6 +1507,8 @@ int main(int argc, char **argv)
         rally__launch_hosts_free(&r.hosts);
         free(r.host_of);
         free(r.ssh_opts);
+        rally__launch_argv_free(r.xenv);
+        rally__launch_argv_free(r.xkey);
         return status;
     }
     int gerr = rally__launch_guard_start(); /* first: it must hold nothing of ours */
@@ -1328,8 +1552,9 @@ int main(int argc, char **argv)
         /* a failure (not a signal, not an unrunnable program) may restart the job */
         if (status == 1 && r.auto_resume && r.job_restarts < r.max_job_restarts &&
             auto_resume(&r)) {
-            rally__launch_policy_summary(r.pol, stderr);
             r.job_restarts++;
+            r.prev_pol = r.pol; /* the next attempt's summary carries its counts */
+            r.pol = NULL;
             job_teardown(&r);
             continue;
         }

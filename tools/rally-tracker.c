@@ -3,7 +3,8 @@
  * (a batch scheduler, ssh, a script) starts.
  *
  *     rally-tracker -n N [--bind ADDR|IFACE] [--port P] [--secret-file F]
- *                   [--startup-timeout-ms T] [--heartbeat-timeout-ms T] [--no-recovery]
+ *                   [--startup-timeout-ms T] [--heartbeat-timeout-ms T]
+ *                   [--progress-timeout-ms T] [--no-recovery]
  *
  * It loads the secret file F when it exists and creates it (0600) when it
  * does not; without --secret-file it creates one in a fresh 0700 directory
@@ -57,7 +58,7 @@ struct job {
     int world, port, recovery;
     const char *host, *secret_file;
     char bind[RALLY__HOST_MAX]; /* host with an interface name made its address */
-    int64_t startup_ms, heartbeat_ms;
+    int64_t startup_ms, heartbeat_ms, progress_ms;
     struct rally__tracker *t;
     int sfd;
     char dir[PATH_MAX], path[PATH_MAX + 16];
@@ -127,11 +128,13 @@ static int parse(int argc, char **argv, struct job *j)
                                           {"secret-file", required_argument, NULL, 'f'},
                                           {"startup-timeout-ms", required_argument, NULL, 's'},
                                           {"heartbeat-timeout-ms", required_argument, NULL, 'b'},
+                                          {"progress-timeout-ms", required_argument, NULL, 'P'},
                                           {"no-recovery", no_argument, NULL, 'R'},
                                           {"help", no_argument, NULL, 'h'},
                                           {NULL, 0, NULL, 0}};
     j->startup_ms = 300000;
     j->heartbeat_ms = 10000;
+    j->progress_ms = 600000;
     j->recovery = 1;
     j->host = "";
     int c;
@@ -169,6 +172,12 @@ static int parse(int argc, char **argv, struct job *j)
                     "rally-tracker", "--heartbeat-timeout-ms wants milliseconds, not '%s'", optarg);
             j->heartbeat_ms = v;
             break;
+        case 'P':
+            if (rally__parse_int(optarg, 0, INT64_MAX / 4, &v))
+                return cli_usage_error(
+                    "rally-tracker", "--progress-timeout-ms wants milliseconds, not '%s'", optarg);
+            j->progress_ms = v;
+            break;
         case 'R':
             j->recovery = 0;
             break;
@@ -191,6 +200,11 @@ static int parse(int argc, char **argv, struct job *j)
                 "                             bound applies to each recovery\n"
                 "      --heartbeat-timeout-ms T  a worker that sent heartbeats and then falls\n"
                 "                             silent for T ms has failed (default 10000; 0: off)\n"
+                "      --progress-timeout-ms T  a rank the others have waited for T ms in a\n"
+                "                             collective it has not called, or that has not\n"
+                "                             come back to a recovery round for T ms, fails\n"
+                "                             the job with a sentence naming it (this tracker\n"
+                "                             cannot kill it; default 600000; 0: off)\n"
                 "      --no-recovery          any worker failure fails the job\n"
                 "  -h, --help                 this text\n"
                 "\n"
@@ -277,6 +291,7 @@ static int setup(struct job *j)
     memset(&s, 0, sizeof s);
     if (rc != RALLY_OK)
         goto fail;
+    rally__tracker_set_progress_timeout(j->t, j->progress_ms, 1); /* it cannot kill a worker */
     char me[RALLY__HOST_MAX] = "", hp[RALLY__HOST_MAX + 8];
     if (!rally__launch_host_is_any(j->bind))
         snprintf(me, sizeof me, "%s", j->bind);

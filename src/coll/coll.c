@@ -78,6 +78,12 @@ static const char *kind_name(int k)
     }
 }
 
+const char *rally__kind_name(int kind)
+{
+    const char *s = kind_name(kind);
+    return s != NULL ? s : "a collective";
+}
+
 void rally__sig_str(const struct rally__sig *s, char *out, size_t cap)
 {
     switch (s->kind) {
@@ -237,7 +243,7 @@ static int check_sig(struct run *x, struct chan *ch)
                      ch->l->what, " (protocol error)");
     if (memcmp(ch->in + 4, x->sigbytes + 4, 20) == 0) { /* all but magic and sidecar */
         if (x->c->on_sidecar != NULL)
-            x->c->on_sidecar(x->c->hook_arg, ch->l->peer, s.sidecar);
+            x->c->on_sidecar(x->c->hook_arg, ch->l->peer, x->sig->sidecar, s.sidecar);
         return RALLY_OK;
     }
     char mine[160], theirs[160];

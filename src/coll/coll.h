@@ -12,7 +12,8 @@
  *     root) and an opaque 64-bit sidecar that this layer carries but never
  *     interprets; a peer whose signature differs is an error naming both;
  *     once a peer's signature has arrived and matches, on_sidecar() gets
- *     that peer's sidecar (once per link per collective);
+ *     that peer's sidecar beside this rank's own (once per link per
+ *     collective);
  *   - while it waits, a collective also waits on the owner's alarm handle
  *     and calls on_alarm() when it is ready; a non-OK return ends the
  *     collective with that error;
@@ -59,7 +60,8 @@ struct rally__comm {
     struct rally__handle alarm; /* the owner's alarm line, or rally__handle_none() */
     int (*on_alarm)(void *arg, struct rally__err *e);
     void (*report)(void *arg, int code, const char *msg);
-    void (*on_sidecar)(void *arg, int peer, uint64_t sidecar); /* may be NULL */
+    /* mine: the sidecar this rank sent in the same collective */
+    void (*on_sidecar)(void *arg, int peer, uint64_t mine, uint64_t theirs); /* may be NULL */
     void *hook_arg;
     unsigned char *scratch;     /* reused between collectives */
     size_t scratch_nbytes;
@@ -137,5 +139,7 @@ int rally__sig_decode(const unsigned char *p, struct rally__sig *s, uint32_t *se
 
 /* "allreduce(count=10, float, sum)" for messages. */
 void rally__sig_str(const struct rally__sig *s, char *out, size_t cap);
+/* A kind's name alone ("allreduce", "rally_finalize"), a static string. */
+const char *rally__kind_name(int kind);
 
 #endif

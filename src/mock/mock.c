@@ -17,7 +17,7 @@
 
 #include "util/clock.h"
 
-static const char *const phases[] = {"op", "checkpoint", "recovery", "load", "wire"};
+static const char *const phases[] = {"op", "checkpoint", "recovery", "load", "wire", "flip"};
 
 static void say(const char *fmt, ...)
 {
@@ -238,7 +238,7 @@ int rally__mock_parse(struct rally__mock *m, const struct rally__config *cfg, st
         if (k < 4 || (size_t)used != len || q->rank < 0 || q->phase < 0)
             return rally__fail(e, RALLY_ECONFIG,
                                "rally_mock=%s is not rank,version,seq,ndeath[,op|checkpoint|"
-                               "recovery|load|wire[,group]]",
+                               "recovery|load|wire|flip[,group]]",
                                item);
         q->version = v;
         q->seq = s;
@@ -319,4 +319,19 @@ void rally__mock_check(const struct rally__mock *m, int rank, uint64_t version, 
             q->group[0] ? ", group " : "", q->group);
         die();
     }
+}
+
+int rally__mock_flip(const struct rally__mock *m, int rank, uint64_t version, uint64_t seq,
+                     uint32_t ndeath)
+{
+    for (int i = 0; i < m->n; i++) {
+        const struct rally__mock_point *q = &m->pts[i];
+        if (q->phase == RALLY__MOCK_FLIP && q->rank == rank && q->version == version &&
+            q->seq == seq && q->ndeath == ndeath) {
+            say("rally mock: flipping one bit of rank %d's result at version %llu seq %llu\n",
+                rank, (unsigned long long)version, (unsigned long long)seq);
+            return 1;
+        }
+    }
+    return 0;
 }

@@ -21,6 +21,10 @@
  *              wire        as a survivor starts wiring a new epoch's links,
  *                          with the (version, seq) of the call it is in:
  *                          a death while the others wire (tests/rewire_test.sh)
+ *              flip        no death: one bit of this rank's result of the
+ *                          collective at (version, seq) is flipped as it
+ *                          arrives, before the caller or the cache sees it
+ *                          (silent corruption, for rally_verify_every)
  *
  * A sixth field names a group: rally_mock=3,1,5,0,op,lost and
  * rally_mock=4,1,5,0,op,lost die together (one point per rank and group,
@@ -54,7 +58,8 @@ enum {
     RALLY__MOCK_CHECKPOINT,
     RALLY__MOCK_RECOVERY,
     RALLY__MOCK_LOAD,
-    RALLY__MOCK_WIRE
+    RALLY__MOCK_WIRE,
+    RALLY__MOCK_FLIP
 };
 
 struct rally__mock_point {
@@ -94,5 +99,8 @@ void rally__mock_unfired(const struct rally__mock *m, int rank, uint32_t ndeath,
  * a call, announces this worker to the group of a recovery point there. */
 void rally__mock_check(const struct rally__mock *m, int rank, uint64_t version, uint64_t seq,
                        uint32_t ndeath, int phase);
+/* 1 when a flip point matches: the caller flips one bit of the result. */
+int rally__mock_flip(const struct rally__mock *m, int rank, uint64_t version, uint64_t seq,
+                     uint32_t ndeath);
 
 #endif

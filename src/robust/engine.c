@@ -119,6 +119,7 @@ static int run_allreduce(struct rally__robust *rb, struct rally__op *op, unsigne
         rally__robust_unbuf(rb, slot);
         return rc;
     }
+    rally__robust_arrived(rb, slot, c->nbytes);
     if (c->nbytes)
         copy_back(c->buf, slot, c->nbytes);
     *res = slot;
@@ -159,7 +160,10 @@ static int run_broadcast(struct rally__robust *rb, struct rally__op *op, unsigne
 {
     struct inplace *c = op->ctx;
     int rc = rally__broadcast(&rb->comm, c->buf, c->nbytes, c->root, &op->sig);
-    return rc != RALLY_OK ? rc : keep(rb, c->buf, c->nbytes, res, res_nbytes);
+    if (rc != RALLY_OK)
+        return rc;
+    rally__robust_arrived(rb, c->buf, c->nbytes);
+    return keep(rb, c->buf, c->nbytes, res, res_nbytes);
 }
 
 static int broadcast(struct rally__engine *en, void *buf, size_t nbytes, int root)
@@ -186,7 +190,7 @@ static int run_broadcast_alloc(struct rally__robust *rb, struct rally__op *op, u
     struct sized *c = op->ctx;
     unsigned char sz[8];
     rally__put_u64(sz, rb->rank == c->root ? (uint64_t)c->in_nbytes : 0);
-    struct rally__sig s1 = {RALLY__C_BROADCAST_SIZE, 0, 0, c->root, 0, 0};
+    struct rally__sig s1 = {RALLY__C_BROADCAST_SIZE, 0, 0, c->root, 0, op->sig.sidecar};
     int rc = rally__broadcast(&rb->comm, sz, sizeof sz, c->root, &s1);
     if (rc != RALLY_OK)
         return rc;
@@ -197,7 +201,7 @@ static int run_broadcast_alloc(struct rally__robust *rb, struct rally__op *op, u
                            (unsigned long long)n);
     if (rb->rank == c->root && n)
         memcpy(b, c->in, (size_t)n);
-    struct rally__sig s2 = {RALLY__C_BROADCAST_DATA, 0, 0, c->root, n, 0};
+    struct rally__sig s2 = {RALLY__C_BROADCAST_DATA, 0, 0, c->root, n, op->sig.sidecar};
     if ((rc = rally__broadcast(&rb->comm, b, (size_t)n, c->root, &s2)) != RALLY_OK) {
         rally__robust_unbuf(rb, b);
         return rc;
@@ -303,7 +307,7 @@ static int run_allgatherv(struct rally__robust *rb, struct rally__op *op, unsign
     rally__put_u64(sizes + (size_t)rb->rank * 8, c->in_nbytes);
     for (int i = 0; i < N; i++)
         len[i] = 8;
-    struct rally__sig s1 = {RALLY__C_ALLGATHERV_SIZES, 0, 0, -1, 8, 0};
+    struct rally__sig s1 = {RALLY__C_ALLGATHERV_SIZES, 0, 0, -1, 8, op->sig.sidecar};
     if ((rc = gather(rb, sizes, len, &s1)) != RALLY_OK)
         goto done;
     uint64_t total = 0, mine = 0;
@@ -326,7 +330,7 @@ static int run_allgatherv(struct rally__robust *rb, struct rally__op *op, unsign
     memcpy(b, sizes, (size_t)head);
     if (c->in_nbytes)
         memcpy(b + head + mine, c->in, c->in_nbytes);
-    struct rally__sig s2 = {RALLY__C_ALLGATHERV_DATA, 0, 0, -1, total, 0};
+    struct rally__sig s2 = {RALLY__C_ALLGATHERV_DATA, 0, 0, -1, total, op->sig.sidecar};
     if ((rc = gather(rb, b + head, len, &s2)) != RALLY_OK)
         goto done;
     if ((rc = op->deliver(rb, op, b, head + total)) != RALLY_OK)
@@ -414,7 +418,8 @@ static int init(const struct rally__config *cfg, const char *host, struct rally_
     int rc = rally__robust_init(&en->rb, cfg, host, e);
     if (rc == RALLY_OK && rally__mock_check_world(&en->rb.mock, en->rb.world, e) != RALLY_OK)
         rally__robust_fatal(&en->rb, e->code, e->msg); /* the same on every rank: fail the job */
-    if (e->code != RALLY_OK || rally__robust_snap_start(&en->rb, host) != RALLY_OK) {
+    if (e->code != RALLY_OK || rally__robust_snap_start(&en->rb, host) != RALLY_OK ||
+        rally__robust_rejoined(&en->rb) != RALLY_OK) {
         rally__robust_free(&en->rb);
         free(en);
         return e->code;

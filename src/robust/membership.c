@@ -231,6 +231,7 @@ void rally__robust_comm_setup(struct rally__robust *rb,
     cm->chunk = (size_t)cfg->chunk_bytes;
     cm->spin_us = cfg->spin_us;
     cm->report = report;
+    cm->on_sidecar = rally__robust_on_sidecar;
     cm->hook_arg = rb;
 }
 

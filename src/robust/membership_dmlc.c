@@ -37,9 +37,17 @@ static void on_report(void *arg, int code, const char *msg)
         rb->fatal = code;
 }
 
+/* How long a worker waits for its peers: rally_timeout_ms, bounded by
+ * rally_progress_timeout_ms (no tracker watches progress here). */
+static int64_t wait_ms(const struct rally__config *cfg)
+{
+    int64_t p = cfg->progress_timeout_ms;
+    return p > 0 && p < cfg->timeout_ms ? p : cfg->timeout_ms;
+}
+
 static int64_t join_timeout_ms(const struct rally__config *cfg)
 {
-    return cfg->connect_timeout_ms + cfg->timeout_ms;
+    return cfg->connect_timeout_ms + wait_ms(cfg);
 }
 
 /* Asks the tracker and the ring for the address book; fills rb->tc. */
@@ -89,6 +97,7 @@ int rally__robust_dmlc_init(struct rally__robust *rb, const char *host, struct r
     /* the exchanged book names every rank: halving-doubling partners too */
     rally__robust_comm_setup(rb, on_report, e);
     rb->comm.alarm = rally__handle_none(); /* no tracker line: links alone tell of a death */
+    rb->comm.timeout_ms = wait_ms(cfg);
     if (rally__robust_wire(rb) != RALLY_OK)
         return e->code;
     /* someone restarted before the job got going: everyone agrees first */

@@ -31,9 +31,27 @@ static void advance(struct rally__robust *rb)
         rb->boot++;
 }
 
+/* Where this worker stands, for the tracker's progress watch (client.h):
+ * inside the operation at key (what: its kind), or, what == NULL, in the
+ * user's code before the next one. */
+static void stand(struct rally__robust *rb, uint64_t key, const char *what)
+{
+    rally__tclient_position(&rb->tc, what ? key : here(rb), what != NULL, what ? what : "");
+}
+
+static int run_op(struct rally__robust *rb, struct rally__op *op, uint64_t key);
+
 int rally__robust_op(struct rally__robust *rb, struct rally__op *op)
 {
     uint64_t key = here(rb);
+    stand(rb, key, rally__kind_name(op->sig.kind));
+    int rc = run_op(rb, op, key);
+    stand(rb, 0, NULL);
+    return rc;
+}
+
+static int run_op(struct rally__robust *rb, struct rally__op *op, uint64_t key)
+{
     rally__robust_mock(rb, rb->version, rally__robust_user_seq(rb), RALLY__MOCK_OP);
     int prepared = 0;
     for (;;) {
@@ -47,6 +65,7 @@ int rally__robust_op(struct rally__robust *rb, struct rally__op *op)
                     rally__robust_unbuf(rb, res);
                     return rc;
                 }
+                rally__robust_verify_result(rb, op, key, res, n);
                 if ((rc = rally__robust_cache_put(rb, key, &op->sig, res, n)) == RALLY_OK)
                     advance(rb);
                 return rc;
@@ -63,8 +82,12 @@ int rally__robust_op(struct rally__robust *rb, struct rally__op *op)
             op->prepare(op->prepare_arg);
             prepared = 1;
         }
+        rally__robust_verify_begin(rb, &op->sig);
         rc = op->run(rb, op, &res, &n);
+        if (rc == RALLY_OK && (rc = rally__robust_verify_check(rb)) != RALLY_OK)
+            rally__robust_unbuf(rb, res);
         if (rc == RALLY_OK) {
+            rally__robust_verify_result(rb, op, key, res, n);
             if ((rc = rally__robust_cache_put(rb, key, &op->sig, res, n)) == RALLY_OK)
                 advance(rb);
             return rc;
@@ -107,9 +130,10 @@ static int deliver_nothing(struct rally__robust *rb, struct rally__op *op, const
 struct ack {
     uint64_t flags;
     uint64_t pair[2]; /* (d, ~d), or (0, 0) */
+    uint64_t ncalls;  /* verify.c's count: the same on every rank that knows it, else 0 */
 };
 
-#define ACK_NBYTES 24 /* flags, d, ~d: three words OR-ed over the job */
+#define ACK_NBYTES 32 /* flags, d, ~d, ncalls: four words OR-ed over the job */
 
 /* Only when the digests disagree: every rank's pair, gathered in rank
  * order, to name who passed which model; then the job stops. */
@@ -156,10 +180,13 @@ static int run_ack(struct rally__robust *rb, struct rally__op *op, unsigned char
     rally__put_u64(b, rb->request);
     rally__put_u64(b + 8, c->pair[0]);
     rally__put_u64(b + 16, c->pair[1]);
+    rally__put_u64(b + 24, c->ncalls);
     struct rally__reducer rd;
     rally__reducer_builtin(&rd, RALLY_UINT64, RALLY_BITOR);
-    int rc = rally__allreduce(&rb->comm, b, b, 3, &rd, &op->sig);
+    int rc = rally__allreduce(&rb->comm, b, b, 4, &rd, &op->sig);
     uint64_t ored[2] = {rally__get_u64(b + 8), rally__get_u64(b + 16)};
+    if (rc == RALLY_OK) /* a verified result that differs is the cause, named first */
+        rc = rally__robust_verify_check(rb);
     if (rc == RALLY_OK && rally__digest_disagree(ored))
         rc = name_mismatch(rb, op, c);
     if (rc != RALLY_OK) {
@@ -167,6 +194,7 @@ static int run_ack(struct rally__robust *rb, struct rally__op *op, unsigned char
         return rc;
     }
     c->flags = rally__get_u64(b);
+    c->ncalls = rally__get_u64(b + 24);
     *res = b;
     *n = ACK_NBYTES;
     return RALLY_OK;
@@ -194,6 +222,7 @@ static int deliver_ack(struct rally__robust *rb, struct rally__op *op, const uns
         return RALLY_EMISMATCH;
     }
     c->flags = rally__get_u64(res);
+    c->ncalls = rally__get_u64(res + 24);
     return RALLY_OK;
 }
 
@@ -202,10 +231,11 @@ static int deliver_ack(struct rally__robust *rb, struct rally__op *op, const uns
  * older result again: V is committed, with the request bits of every
  * worker OR-ed.  This worker's own requests are spent, whether they went
  * into the word or it was served a word the job agreed without them. */
-static int acknowledge(struct rally__robust *rb)
+static int acknowledge(struct rally__robust *rb, int counted)
 {
     rb->q = 0;
     struct ack c = {0};
+    c.ncalls = counted ? rb->vfy.ncalls : 0; /* a worker served the checkpoint lost count */
     rally__digest_pair(c.pair, rb->lazy == NULL && rb->ckpt != NULL, rb->ckpt_digest);
     struct rally__op ack = {{RALLY__K_ACK, 0, 0, -1, rb->version, 0}, NULL, NULL, run_ack,
                             deliver_ack, &c};
@@ -214,6 +244,7 @@ static int acknowledge(struct rally__robust *rb)
         return rc;
     rally__robust_cache_drop_below(rb, rb->version);
     rb->request = 0;
+    rally__robust_verify_commit(rb, c.ncalls);
     rally__robust_commit(rb, rb->version, c.flags);
     return RALLY_OK;
 }
@@ -254,11 +285,23 @@ int rally__robust_checkpoint(struct rally__robust *rb, const void *global, uint6
         rally__robust_commit(rb, rb->version, flags);
         return RALLY_OK;
     }
-    return acknowledge(rb);
+    return acknowledge(rb, 1);
 }
+
+static int load(struct rally__robust *rb, void **global, uint64_t *global_nbytes, void **local,
+                uint64_t *local_nbytes, uint64_t *version);
 
 int rally__robust_load(struct rally__robust *rb, void **global, uint64_t *global_nbytes,
                        void **local, uint64_t *local_nbytes, uint64_t *version)
+{
+    stand(rb, RALLY__KEY_LOAD, "rally_load_checkpoint");
+    int rc = load(rb, global, global_nbytes, local, local_nbytes, version);
+    stand(rb, 0, NULL);
+    return rc;
+}
+
+static int load(struct rally__robust *rb, void **global, uint64_t *global_nbytes, void **local,
+                uint64_t *local_nbytes, uint64_t *version)
 {
     if (rb->loaded)
         return rally__fail(rb->err, RALLY_ESTATE,
@@ -282,7 +325,7 @@ int rally__robust_load(struct rally__robust *rb, void **global, uint64_t *global
             rb->q = 1;
             if (!rb->distributed)
                 rally__robust_commit(rb, v, 0);
-            else if ((rc = acknowledge(rb)) != RALLY_OK) {
+            else if ((rc = acknowledge(rb, 1)) != RALLY_OK) {
                 free(g);
                 free(l);
                 return rc;
@@ -320,7 +363,7 @@ int rally__robust_load(struct rally__robust *rb, void **global, uint64_t *global
                 return rally__fail(rb->err, RALLY_ENOMEM, "out of memory loading a checkpoint");
             }
             rb->loaded = 1; /* rb->version was set by recover() */
-            if ((rc = acknowledge(rb)) != RALLY_OK) {
+            if ((rc = acknowledge(rb, 0)) != RALLY_OK) {
                 free(g);
                 free(l);
                 return rc;
@@ -349,6 +392,22 @@ static void unfired(const struct rally__robust *rb)
                         rally__robust_user_seq(rb));
 }
 
+/* A restarted worker, before its program runs: its local-model copies
+ * come back now, not at its load_checkpoint, which may be a long read of
+ * its input away (recovery.c, rally__robust_rejoin_locals). */
+int rally__robust_rejoined(struct rally__robust *rb)
+{
+    if (!rb->distributed || !rb->recovering)
+        return RALLY_OK;
+    for (;;) {
+        int rc = rally__robust_rejoin_locals(rb);
+        if (rc == RALLY_OK || !rally__robust_repairable(rb, rc))
+            return rc;
+        if ((rc = rally__robust_reset(rb, rc, RALLY__KEY_BOOT(0))) != RALLY_OK)
+            return rc;
+    }
+}
+
 int rally__robust_finalize(struct rally__robust *rb)
 {
     rally__robust_mock(rb, rb->version, rally__robust_user_seq(rb), RALLY__MOCK_OP);
@@ -363,6 +422,7 @@ int rally__robust_finalize(struct rally__robust *rb)
     /* nobody leaves while a peer may still need its cached results */
     uint64_t key = RALLY__KEY_FINAL;
     struct rally__sig sig = {RALLY__K_FINAL, 0, 0, -1, 1, 0};
+    stand(rb, key, rally__kind_name(RALLY__K_FINAL));
     for (;;) {
         unsigned char *res = NULL;
         uint64_t n = 0;

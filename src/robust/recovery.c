@@ -18,8 +18,10 @@
 #define NONE RALLY__NONE
 enum { SERVED = RALLY__SERVED, EXECUTE = RALLY__EXECUTE };
 
-/* A worker's summary: reduced element-wise with min, max, max, min, max. */
-enum { S_MIN, S_MAX, S_NEED, S_BEST, S_LOCAL, S_N };
+/* A worker's summary: reduced element-wise with min, max, max, min, max,
+ * max.  S_JOINED: a restarted worker in rally_init asks for its local-model
+ * copies (rally__robust_rejoin_locals) before it takes any position. */
+enum { S_MIN, S_MAX, S_NEED, S_BEST, S_LOCAL, S_JOINED, S_N };
 
 static void reduce_summary(void *inout, const void *in, size_t count, void *arg)
 {
@@ -36,6 +38,7 @@ static void reduce_summary(void *inout, const void *in, size_t count, void *arg)
         x[S_NEED] = y[S_NEED] > x[S_NEED] ? y[S_NEED] : x[S_NEED];
         x[S_BEST] = y[S_BEST] < x[S_BEST] ? y[S_BEST] : x[S_BEST];
         x[S_LOCAL] = y[S_LOCAL] > x[S_LOCAL] ? y[S_LOCAL] : x[S_LOCAL];
+        x[S_JOINED] = y[S_JOINED] > x[S_JOINED] ? y[S_JOINED] : x[S_JOINED];
         for (int k = 0; k < S_N; k++)
             rally__put_u64(a + 8 * k, x[k]);
     }
@@ -183,6 +186,36 @@ done:
     return rc;
 }
 
+/* The local models of the newest checkpoint's version, which every worker
+ * holds (S_BEST), go to the workers that asked in rally_init (want), as in
+ * load_checkpoint: a restarted worker holds its predecessors' copies again
+ * before its program reads a byte of its input, so it takes k + 1 deaths
+ * within one recovery, not within one checkpoint interval, to lose one. */
+static int joined_locals(struct rally__robust *rb, const uint64_t s[S_N], int want)
+{
+    if (!s[S_LOCAL] || s[S_BEST] == NONE)
+        return RALLY_OK;
+    return recover_locals(rb, UINT32_MAX - (s[S_BEST] >> 32), want);
+}
+
+int rally__robust_rejoin_locals(struct rally__robust *rb)
+{
+    uint64_t s[S_N] = {NONE, 0, 0, NONE, 0, 1};
+    int rc = agree(rb, s, RALLY__K_AGREE);
+    return rc != RALLY_OK ? rc : joined_locals(rb, s, 1);
+}
+
+/* A replication's barrier result (version v's local models, v = the
+ * replicating version + 1) is served to a worker that is behind.  A worker
+ * that did its shifts holds the set already; a restarted one never did them
+ * (its predecessor did), so the set it would have built comes from the
+ * workers that hold it, as in load_checkpoint.  Every worker takes part:
+ * the kind is in the transfer's header, which all of them read. */
+static int served_replication(struct rally__robust *rb, uint64_t v, int served)
+{
+    return recover_locals(rb, v, served && rally__robust_set_of(rb, v) == NULL);
+}
+
 int rally__robust_recover(struct rally__robust *rb, uint64_t key, const struct rally__sig *mine,
                    unsigned char **res, uint64_t *res_nbytes)
 {
@@ -195,6 +228,11 @@ int rally__robust_recover(struct rally__robust *rb, uint64_t key, const struct r
         int rc = agree(rb, s, RALLY__K_AGREE);
         if (rc != RALLY_OK)
             return rc;
+        if (s[S_JOINED]) { /* a round of its own for a worker in rally_init */
+            if ((rc = joined_locals(rb, s, 0)) != RALLY_OK)
+                return rc;
+            continue;
+        }
         if (s[S_MIN] == s[S_MAX] && !s[S_NEED]) {
             rb->recovering = 0;
             return EXECUTE;
@@ -233,8 +271,8 @@ int rally__robust_recover(struct rally__robust *rb, uint64_t key, const struct r
             uint64_t got_n = 0, cap = 0;
             rc = transfer(rb, root, &sig, g, gn, want, &got, &got_n, &cap);
             rally__robust_sgive(rb, owned, gn);
-            if (rc == RALLY_OK && s[S_LOCAL])
-                rc = recover_locals(rb, version, want);
+            if (rc == RALLY_OK && s[S_LOCAL]) /* unless taken in rally_init */
+                rc = recover_locals(rb, version, want && rally__robust_set_of(rb, version) == NULL);
             if (rc != RALLY_OK) {
                 if (want)
                     rally__robust_sgive(rb, got, cap);
@@ -272,6 +310,12 @@ int rally__robust_recover(struct rally__robust *rb, uint64_t key, const struct r
                       want, res, res_nbytes, NULL);
         if (rc != RALLY_OK)
             return rc;
+        if (sig.kind == RALLY__K_REPLICATE &&
+            (rc = served_replication(rb, sig.count + 1, want)) != RALLY_OK) {
+            if (want)
+                rally__robust_unbuf(rb, *res);
+            return rc;
+        }
         if (!want)
             continue;
         if (!same_sig(&sig, mine)) {

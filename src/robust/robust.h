@@ -177,6 +177,16 @@ struct rally__robust {
     unsigned char **pool; /* spare result buffers, reused */
     int npool;
     struct rally__mock mock;
+    /* verified results (verify.c) */
+    struct {
+        uint64_t ncalls;      /* user collectives with a result, job-wide */
+        uint64_t digest;      /* of the newest verified result, | 1; 0: none */
+        uint64_t key;         /* its position */
+        struct rally__sig sig; /* its call */
+        int links, bad;       /* this collective's links seen, and disagreeing */
+        int peer;             /* the first that disagreed */
+        uint64_t theirs;      /* its sidecar */
+    } vfy;
     /* the classic dmlc tracker (membership_dmlc.c), NULL: rally's own */
     struct rally__dmlc *dmlc;
     int dmlc_port; /* listen_fd's port, for the address book */
@@ -213,6 +223,9 @@ int rally__robust_checkpoint(struct rally__robust *rb, const void *global, uint6
                              uint64_t local_nbytes);
 /* The finalize agreement and SHUTDOWN. */
 int rally__robust_finalize(struct rally__robust *rb);
+/* The end of rally_init for a worker that replaces one that died: takes
+ * back its local-model copies at once (a no-op for any other worker). */
+int rally__robust_rejoined(struct rally__robust *rb);
 /* A barrier: 8 bytes summed, the result a rally__robust_buf. */
 int rally__robust_run_barrier(struct rally__robust *rb, struct rally__op *op, unsigned char **res,
                               uint64_t *n);
@@ -351,6 +364,22 @@ int rally__robust_dmlc_print(struct rally__robust *rb, const char *msg);
 int rally__robust_dmlc_shutdown(struct rally__robust *rb);
 void rally__robust_dmlc_free(struct rally__robust *rb);
 
+/* --- verify.c: verified results (rally_verify_every) --- */
+
+/* The collective layer's on_sidecar hook. */
+void rally__robust_on_sidecar(void *arg, int peer, uint64_t mine, uint64_t theirs);
+/* Before an operation runs: its signature carries the newest verified digest. */
+void rally__robust_verify_begin(struct rally__robust *rb, struct rally__sig *sig);
+/* After it ran: RALLY_EMISMATCH (fatal) when a neighbour's digest differed. */
+int rally__robust_verify_check(struct rally__robust *rb);
+/* A result (run or served) at position key: counted, every K-th digested. */
+void rally__robust_verify_result(struct rally__robust *rb, const struct rally__op *op,
+                                 uint64_t key, const unsigned char *res, uint64_t n);
+/* At a commit: the job's count (0 when this worker's stands), digest cleared. */
+void rally__robust_verify_commit(struct rally__robust *rb, uint64_t ncalls);
+/* A collective's result as it arrives (the mock's flip point). */
+void rally__robust_arrived(struct rally__robust *rb, unsigned char *buf, size_t nbytes);
+
 /* --- recovery.c: agreement rounds and transfers --- */
 
 /* Agreement rounds at position key until every worker is there
@@ -360,5 +389,9 @@ void rally__robust_dmlc_free(struct rally__robust *rb);
  * it then, and *res is the store's (rb->ckpt), not the caller's. */
 int rally__robust_recover(struct rally__robust *rb, uint64_t key, const struct rally__sig *mine,
                           unsigned char **res, uint64_t *res_nbytes);
+/* One round for a restarted worker at the end of rally_init: it takes the
+ * local models it holds for the newest checkpoint (its own and its k
+ * predecessors') from the survivors, who are in rally__robust_recover. */
+int rally__robust_rejoin_locals(struct rally__robust *rb);
 
 #endif

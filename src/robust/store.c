@@ -164,6 +164,8 @@ struct rally__localset *rally__robust_set_of(struct rally__robust *rb, uint64_t 
 struct rally__localset *rally__robust_set_spare(struct rally__robust *rb)
 {
     struct rally__localset *keep = rally__robust_set_of(rb, rb->version);
+    if (keep == NULL && rb->loc[0].valid && !rb->loc[1].valid)
+        keep = &rb->loc[0]; /* a restarted worker's copies, taken in rally_init */
     struct rally__localset *ls = keep == &rb->loc[0] ? &rb->loc[1] : &rb->loc[0];
     set_reset(ls);
     return ls;
@@ -245,15 +247,33 @@ static int run_replicate(struct rally__robust *rb, struct rally__op *op, unsigne
     return rally__robust_run_barrier(rb, op, res, n);
 }
 
-/* Served: another worker finished the barrier, so every worker, this one
- * included, had finished its shifts. */
+/* Served: another worker finished the barrier, so every worker had
+ * finished its shifts.  A restarted worker never did them: recovery
+ * brought it the set its predecessor built (recovery.c,
+ * served_replication), whose own model must be the one passed now. */
 static int deliver_replicate(struct rally__robust *rb, struct rally__op *op,
                              const unsigned char *res, uint64_t n)
 {
     struct replicate *c = op->ctx;
-    if (c->ls == NULL || !c->ls->valid)
+    struct rally__localset *ls = rally__robust_set_of(rb, rb->version + 1);
+    if (ls == NULL)
         return rally__fail(rb->err, RALLY_EPROTO,
-                           "local models: recovery served a replication this worker never did");
+                           "local models: recovery served version %llu's replication but not "
+                           "its local models",
+                           (unsigned long long)rb->version + 1);
+    if (c->ls == NULL && (ls->nbytes[0] != c->nbytes ||
+                          (c->nbytes > 0 && memcmp(ls->data[0], c->local, (size_t)c->nbytes)))) {
+        rally__fail(rb->err, RALLY_EMISMATCH,
+                    "checkpoint version %llu: rank %d (restarted) passed a %llu-byte local model "
+                    "with digest %016llx to rally_checkpoint, but its predecessor passed %llu "
+                    "bytes with digest %016llx (rally_digest64 of its bytes)",
+                    (unsigned long long)rb->version, rb->rank, (unsigned long long)c->nbytes,
+                    (unsigned long long)rally_digest64(c->local, (size_t)c->nbytes),
+                    (unsigned long long)ls->nbytes[0],
+                    (unsigned long long)rally_digest64(ls->data[0], (size_t)ls->nbytes[0]));
+        rally__robust_fatal(rb, RALLY_EMISMATCH, rb->err->msg);
+        return RALLY_EMISMATCH;
+    }
     return RALLY_OK;
 }
 

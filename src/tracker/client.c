@@ -489,6 +489,42 @@ int rally__tclient_shutdown(struct rally__tclient *t, int64_t deadline, struct r
 
 /* --- heartbeats ------------------------------------------------------------ */
 
+void rally__tclient_position(struct rally__tclient *t, uint64_t position, int waiting,
+                             const char *what)
+{
+    int64_t now = rally__now_ms();
+    unsigned s = atomic_load_explicit(&t->pos.seq, memory_order_relaxed);
+    atomic_store_explicit(&t->pos.seq, s + 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    atomic_store_explicit(&t->pos.position, position, memory_order_relaxed);
+    atomic_store_explicit(&t->pos.waiting, waiting, memory_order_relaxed);
+    atomic_store_explicit(&t->pos.since_ms, now, memory_order_relaxed);
+    atomic_store_explicit(&t->pos.what, what, memory_order_relaxed);
+    atomic_store_explicit(&t->pos.seq, s + 2, memory_order_release);
+}
+
+/* The heartbeat's body: the position as it stands now (a consistent copy). */
+static void hb_body(struct rally__tclient *t, struct rally__wbuf *w)
+{
+    struct rally__msg_heartbeat m = {.has_position = 1};
+    const char *what;
+    int64_t since;
+    unsigned s1, s2;
+    do {
+        s1 = atomic_load_explicit(&t->pos.seq, memory_order_acquire);
+        m.position = atomic_load_explicit(&t->pos.position, memory_order_relaxed);
+        m.waiting = atomic_load_explicit(&t->pos.waiting, memory_order_relaxed);
+        since = atomic_load_explicit(&t->pos.since_ms, memory_order_relaxed);
+        what = atomic_load_explicit(&t->pos.what, memory_order_relaxed);
+        atomic_thread_fence(memory_order_acquire);
+        s2 = atomic_load_explicit(&t->pos.seq, memory_order_relaxed);
+    } while ((s1 & 1) || s1 != s2);
+    int64_t now = rally__now_ms();
+    m.for_ms = now > since ? (uint64_t)(now - since) : 0;
+    snprintf(m.what, sizeof m.what, "%s", what ? what : "");
+    rally__msg_heartbeat_put(w, &m);
+}
+
 static void *hb_main(void *arg)
 {
     struct rally__tclient *t = arg;
@@ -503,7 +539,10 @@ static void *hb_main(void *arg)
         if (rally__now_ms() < next)
             continue;
         struct rally__err ignore = {0, ""};
-        send_frame(t, RALLY__T_HEARTBEAT, NULL, 0, 0, 1, &ignore);
+        unsigned char b[8 + 1 + 8 + 4 + RALLY__WHAT_MAX];
+        struct rally__wbuf w = {b, 0, sizeof b, 0};
+        hb_body(t, &w);
+        send_frame(t, RALLY__T_HEARTBEAT, b, w.len, 0, 1, &ignore);
         next += t->hb_interval_ms;
         if (next < rally__now_ms()) /* we fell behind (a stopped process): no burst */
             next = rally__now_ms() + t->hb_interval_ms;
@@ -525,6 +564,8 @@ int rally__tclient_heartbeat_start(struct rally__tclient *t, int64_t interval_ms
         return rally__fail_errno(e, RALLY_ESYS, errno, "cannot create the heartbeat's pipe");
     }
     t->hb_interval_ms = interval_ms;
+    if (atomic_load(&t->pos.since_ms) == 0) /* in its own code since it joined */
+        rally__tclient_position(t, atomic_load(&t->pos.position), 0, "");
     int rc = pthread_create(&t->hb_thread, NULL, hb_main, t);
     if (rc != 0) {
         close(t->hb_stop[0]);

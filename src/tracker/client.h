@@ -17,6 +17,7 @@
 #define RALLY_TRACKER_CLIENT_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "net/auth.h"
@@ -47,6 +48,15 @@ struct rally__tclient {
     int hb_running;          /* hb_thread exists and must be joined */
     int hb_stop[2];          /* a pipe: a byte on it stops the thread */
     int64_t hb_interval_ms;
+    /* where the worker stands, for the heartbeat (rally__tclient_position):
+     * a sequence lock, odd while the caller writes */
+    struct {
+        atomic_uint seq;
+        _Atomic uint64_t position;
+        atomic_int waiting;
+        _Atomic int64_t since_ms;
+        _Atomic(const char *) what;
+    } pos;
 };
 
 struct rally__tclient_opts {
@@ -116,6 +126,13 @@ void rally__tclient_link_failed(struct rally__tclient *t, const char *sentence);
  * while the caller is sending.  Calling it twice is harmless. */
 int rally__tclient_heartbeat_start(struct rally__tclient *t, int64_t interval_ms,
                                    struct rally__err *e);
+/* Where this worker stands from now on, for the heartbeats to carry
+ * (proto.h): waiting 1 inside the operation at position (what: its kind, a
+ * string that lives for the whole process), 0 in its own code before it.
+ * Cheap (a clock read and a few stores); any thread, one at a time. */
+void rally__tclient_position(struct rally__tclient *t, uint64_t position, int waiting,
+                             const char *what);
+
 /* Stops the heartbeat thread and joins it (no-op when none runs). */
 void rally__tclient_heartbeat_stop(struct rally__tclient *t);
 

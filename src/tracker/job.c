@@ -56,6 +56,10 @@ struct rally__job {
     /* recovery */
     int no_recovery;
     int64_t heartbeat_ms;   /* 0: off */
+    int64_t progress_ms;    /* the progress watch: 0 off */
+    int progress_fail;      /* a stuck rank fails the job (else it is fenced) */
+    int64_t round_began;    /* ms: the current recovery round (RESET, then the book) began */
+    int64_t go_at;          /* ms: the last GO (nobody waited for anybody before it) */
     int went;               /* the first GO went out */
     uint32_t epoch;         /* 1 from the start */
     uint32_t *incarnation;  /* world entries: the newest registration of each rank */
@@ -306,8 +310,10 @@ static void send_assign(struct rally__job *j)
     j->nready = 0;
     /* the wiring of a recovery gets the whole start-up timeout from its book
      * on, however long the survivors took to rejoin */
-    if (j->went)
+    if (j->went) {
         j->epoch_deadline = j->startup_ms > 0 ? j->now + j->startup_ms : RALLY__NEVER;
+        j->round_began = j->now;
+    }
     /* On the wire the job's first ASSIGN says epoch 0 (proto.h): a worker
      * that gets a non-zero epoch knows it joined a running job. */
     unsigned char tail[RALLY__ASSIGN_TAIL];
@@ -355,6 +361,7 @@ static void new_epoch(struct rally__job *j, const char *cause)
     }
     j->phase = RALLY__JOB_ASSEMBLING;
     j->nready = 0;
+    j->round_began = j->now;
     j->epoch_deadline = j->startup_ms > 0 ? j->now + j->startup_ms : RALLY__NEVER;
     unsigned char b[4 + 4 + RALLY__REASON_MAX];
     struct rally__wbuf w = {b, 0, sizeof b, 0};
@@ -498,6 +505,7 @@ static void died(struct rally__job *j, int rank, const char *cause)
 static void go(struct rally__job *j)
 {
     j->phase = RALLY__JOB_RUNNING;
+    j->go_at = j->now;
     for (int k = 0; k < j->world; k++)
         if (j->by_rank[k])
             send_msg(j, j->by_rank[k], RALLY__T_GO, NULL, 0);
@@ -652,6 +660,7 @@ static void on_reregister(struct rally__job *j, struct rally__job_member *m, con
     m->state = M_REG;
     m->arrival = ++j->arrivals;
     m->last_rx = j->now;
+    m->pos_since = j->now;
     j->nregistered++;
     j->by_rank[r] = m;
     act(j, RALLY__JOB_ADMIT, m);
@@ -704,6 +713,7 @@ static void on_register(struct rally__job *j, struct rally__job_member *m,
     m->arrival = ++j->arrivals;
     m->state = M_REG;
     m->last_rx = j->now;
+    m->pos_since = j->now;
     act(j, RALLY__JOB_ADMIT, m);
     if (++j->nregistered == j->world)
         assign(j);
@@ -875,6 +885,25 @@ static void on_shutdown(struct rally__job *j, struct rally__job_member *m,
     }
 }
 
+/* A heartbeat: the worker lives, and says where it stands. */
+static void on_heartbeat(struct rally__job *j, struct rally__job_member *m,
+                         const unsigned char *body, size_t n)
+{
+    struct rally__msg_heartbeat h;
+    if (rally__msg_heartbeat_get(body, n, &h) != 0) {
+        drop(j, m, "%s: a HEARTBEAT with a malformed %zu-byte body", m->what, n);
+        return;
+    }
+    m->heartbeats = 1;
+    if (!h.has_position || (h.position == m->pos && h.waiting == m->pos_waiting))
+        return; /* it stands where it stood: since stays */
+    m->pos = h.position;
+    m->pos_waiting = h.waiting;
+    snprintf(m->pos_what, sizeof m->pos_what, "%s", h.what);
+    int64_t ago = h.for_ms > (uint64_t)INT32_MAX ? INT32_MAX : (int64_t)h.for_ms;
+    m->pos_since = j->now - ago;
+}
+
 static void on_frame(struct rally__job *j, struct rally__job_member *m, uint16_t type,
                      const unsigned char *body, size_t n)
 {
@@ -890,12 +919,7 @@ static void on_frame(struct rally__job *j, struct rally__job_member *m, uint16_t
     }
     switch (type) {
     case RALLY__T_READY: on_ready(j, m, body, n); return;
-    case RALLY__T_HEARTBEAT:
-        if (rally__msg_empty_get(body, n) != 0)
-            drop(j, m, "%s: a HEARTBEAT with a %zu-byte body", m->what, n);
-        else
-            m->heartbeats = 1;
-        return;
+    case RALLY__T_HEARTBEAT: on_heartbeat(j, m, body, n); return;
     case RALLY__T_REJOIN: on_rejoin(j, m, body, n); return;
     case RALLY__T_LINK_FAILED: on_link_failed(j, m, body, n); return;
     case RALLY__T_PRINT: on_print(j, m, body, n); return;
@@ -996,6 +1020,216 @@ static int missing_are_busy(const struct rally__job *j)
     return 1;
 }
 
+/* --- the progress watch ----------------------------------------------------- */
+
+/* A rank is stuck when the others wait for it and it stands still
+ * (docs/recovery.md, "Stuck ranks").  While the job runs: some ranks wait in
+ * the lowest operation any rank waits in, K, and a rank that has not
+ * entered K (it stands before K in its own code, or waits in an earlier
+ * operation) has stood still for progress_ms since the first of them began
+ * to wait (or since the last GO: before it, nobody could go on).  While a recovery round assembles: a rank missing from it has
+ * stood still for progress_ms since the round began.  A rank that is merely
+ * slow moves, and a job whose ranks all compute waits for nobody. */
+
+/* A rank whose position the watch looks at. */
+static const struct rally__job_member *watched_rank(const struct rally__job *j, int r)
+{
+    const struct rally__job_member *m = j->by_rank[r];
+    return m != NULL && m->state == M_REG && m->assigned != 0 && !m->finalized ? m : NULL;
+}
+
+/* 1 when m has not entered the operation at key. */
+static int behind(const struct rally__job_member *m, uint64_t key)
+{
+    return m->pos < key || (m->pos == key && !m->pos_waiting);
+}
+
+/* The lowest operation a rank waits in while the job runs, and since when
+ * the first waits there; 0 when nobody waits. */
+static int waited_in(const struct rally__job *j, uint64_t *key, int64_t *since)
+{
+    int any = 0;
+    for (int r = 0; r < j->world; r++) {
+        const struct rally__job_member *m = watched_rank(j, r);
+        if (m == NULL || !m->pos_waiting)
+            continue;
+        if (!any || m->pos < *key || (m->pos == *key && m->pos_since < *since)) {
+            *key = m->pos;
+            *since = m->pos_since;
+        }
+        any = 1;
+    }
+    return any;
+}
+
+/* When rank r will have kept the others waiting for progress_ms
+ * (RALLY__NEVER: it does not keep them waiting). */
+static int64_t stuck_at(const struct rally__job *j, int r, int waiting, uint64_t key,
+                        int64_t since)
+{
+    const struct rally__job_member *m = watched_rank(j, r);
+    if (m == NULL)
+        return RALLY__NEVER;
+    int64_t from;
+    if (j->phase == RALLY__JOB_RUNNING) {
+        if (!waiting || !behind(m, key))
+            return RALLY__NEVER;
+        from = since > j->go_at ? since : j->go_at;
+    } else if (j->recovering && !in_step(j, r)) {
+        from = j->round_began;
+    } else {
+        return RALLY__NEVER;
+    }
+    if (m->pos_since > from)
+        from = m->pos_since;
+    return from + j->progress_ms;
+}
+
+/* "allreduce #12 of version 5": the operation at key, in words. */
+static void op_str(uint64_t key, const char *what, char *s, size_t cap)
+{
+    unsigned phase = (unsigned)(key >> 62);
+    uint64_t low = key & ((UINT64_C(1) << 62) - 1);
+    uint32_t q = (uint32_t)key;
+    if (what[0] == '\0') /* in its own code: the call it has yet to make */
+        what = "call";
+    if (phase == 0)
+        snprintf(s, cap, "%s #%llu before rally_load_checkpoint", what, (unsigned long long)low);
+    else if (phase == 2 && q > 0)
+        snprintf(s, cap, "%s #%u of version %u", what, q - 1, (unsigned)(low >> 32));
+    else if (phase == 2)
+        snprintf(s, cap, "%s of version %u", what, (unsigned)(low >> 32));
+    else
+        snprintf(s, cap, "%s", phase == 1 ? "rally_load_checkpoint" : "rally_finalize");
+}
+
+/* "60 s" (whole seconds: the poll that finds it may come a little late),
+ * "400 ms". */
+static void secs_str(int64_t ms, char *s, size_t cap)
+{
+    if (ms >= 1000)
+        snprintf(s, cap, "%lld s", (long long)(ms / 1000));
+    else
+        snprintf(s, cap, "%lld ms", (long long)ms);
+}
+
+/* Appends "rank 2" or "ranks 0, 1, 3" for the ranks with mark[r] set, and
+ * says how many there were. */
+static int ranks_str(const struct rally__job *j, const char *mark, char *s, size_t cap,
+                     size_t *len)
+{
+    int n = 0;
+    for (int r = 0; r < j->world; r++)
+        n += mark[r] != 0;
+    appendf(s, cap, len, "rank%s ", n == 1 ? "" : "s");
+    int shown = 0;
+    for (int r = 0; r < j->world; r++) {
+        if (!mark[r])
+            continue;
+        if (shown++ == 16) {
+            appendf(s, cap, len, ", ...");
+            break;
+        }
+        appendf(s, cap, len, "%s%d", shown > 1 ? ", " : "", r);
+    }
+    return n;
+}
+
+/* The earliest time a rank will be stuck (RALLY__NEVER: none). */
+static int64_t progress_deadline(const struct rally__job *j)
+{
+    if (j->progress_ms <= 0 || !live(j) || !j->went)
+        return RALLY__NEVER;
+    uint64_t key = 0;
+    int64_t since = 0, d = RALLY__NEVER;
+    int waiting = j->phase == RALLY__JOB_RUNNING && waited_in(j, &key, &since);
+    for (int r = 0; r < j->world; r++) {
+        int64_t at = stuck_at(j, r, waiting, key, since);
+        if (at < d)
+            d = at;
+    }
+    return d;
+}
+
+/* Names the stuck ranks, then fences them or fails the job. */
+static void check_progress(struct rally__job *j)
+{
+    if (progress_deadline(j) > j->now)
+        return;
+    uint64_t key = 0;
+    int64_t since = 0, longest = 0;
+    int running = j->phase == RALLY__JOB_RUNNING;
+    int waiting = running && waited_in(j, &key, &since);
+    char *stuck = calloc((size_t)j->world, 2), *waits = stuck + j->world;
+    if (stuck == NULL) {
+        j->oom = 1;
+        return;
+    }
+    const struct rally__job_member *one = NULL;
+    for (int r = 0; r < j->world; r++) {
+        int64_t at = stuck_at(j, r, waiting, key, since);
+        if (at <= j->now) {
+            stuck[r] = 1;
+            one = j->by_rank[r];
+            if (j->now - (at - j->progress_ms) > longest)
+                longest = j->now - (at - j->progress_ms);
+        } else if (running ? watched_rank(j, r) != NULL && j->by_rank[r]->pos_waiting &&
+                                 j->by_rank[r]->pos == key
+                           : in_step(j, r)) {
+            waits[r] = 1;
+        }
+    }
+    char sentence[RALLY__ERR_MSG_MAX], where[160], secs[32];
+    size_t len = 0;
+    sentence[0] = '\0';
+    secs_str(longest, secs, sizeof secs);
+    int fail = j->progress_fail || !rally__job_recoverable(j);
+    if (!running && fail) /* (a new epoch's line names the epoch itself) */
+        appendf(sentence, sizeof sentence, &len, "epoch %u: ", j->epoch);
+    int nw = ranks_str(j, waits, sentence, sizeof sentence, &len);
+    if (running) {
+        op_str(key, "", where, sizeof where);
+        for (int r = 0; r < j->world; r++)
+            if (waits[r]) {
+                op_str(key, j->by_rank[r]->pos_what, where, sizeof where);
+                break;
+            }
+        appendf(sentence, sizeof sentence, &len, " wait%s in %s; ", nw == 1 ? "s" : "", where);
+    } else {
+        appendf(sentence, sizeof sentence, &len, " wait%s to recover; ", nw == 1 ? "s" : "");
+    }
+    int ns = ranks_str(j, stuck, sentence, sizeof sentence, &len);
+    if (running)
+        appendf(sentence, sizeof sentence, &len, " %s not called it for %s", ns == 1 ? "has" : "have",
+                secs);
+    else
+        appendf(sentence, sizeof sentence, &len, " %s not %s for %s", ns == 1 ? "has" : "have",
+                j->phase == RALLY__JOB_ASSEMBLING ? "rejoined" : "become ready", secs);
+    /* where it stands, when that is not simply its own code before the call */
+    if (ns == 1 && (!running || one->pos_waiting)) {
+        op_str(one->pos, one->pos_what, where, sizeof where);
+        appendf(sentence, sizeof sentence, &len, " (it %s %s)",
+                one->pos_waiting ? "waits in" : "is in its own code before", where);
+    }
+    if (fail) {
+        fail_job(j, RALLY_ETIMEDOUT, -1, "%s", sentence);
+    } else {
+        for (int r = 0; r < j->world; r++) {
+            if (!stuck[r])
+                continue;
+            fence(j, r);
+            struct rally__tracker_event ev = {.kind = RALLY__TEV_RANK_FAILED,
+                                              .rank = r,
+                                              .task_id = j->rank_task[r],
+                                              .text = sentence,
+                                              .epoch = j->epoch + 1};
+            emit_ev(j, &ev);
+        }
+        new_epoch(j, sentence);
+    }
+    free(stuck);
+}
+
 static void tick(struct rally__job *j)
 {
     int64_t now = j->now;
@@ -1015,6 +1249,8 @@ static void tick(struct rally__job *j)
             next = j->head; /* the list changed: look again (a failed rank is gone from it) */
         }
     }
+    if (live(j))
+        check_progress(j);
     if (!live(j) || j->phase == RALLY__JOB_RUNNING)
         return;
     char miss[256];
@@ -1127,7 +1363,8 @@ int64_t rally__job_deadline(const struct rally__job *j)
     for (const struct rally__job_member *m = j->head; m; m = m->next)
         if (watched(j, m) && m->last_rx + j->heartbeat_ms < d)
             d = m->last_rx + j->heartbeat_ms;
-    return d;
+    int64_t p = progress_deadline(j);
+    return p < d ? p : d;
 }
 
 enum rally__job_phase rally__job_phase(const struct rally__job *j)
@@ -1160,6 +1397,12 @@ void rally__job_set_recovery(struct rally__job *j, int on)
 void rally__job_set_heartbeat_timeout(struct rally__job *j, int64_t timeout_ms)
 {
     j->heartbeat_ms = timeout_ms > 0 ? timeout_ms : 0;
+}
+
+void rally__job_set_progress_timeout(struct rally__job *j, int64_t timeout_ms, int fail)
+{
+    j->progress_ms = timeout_ms > 0 ? timeout_ms : 0;
+    j->progress_fail = fail != 0;
 }
 
 int rally__job_new(struct rally__job **out, const struct rally__job_opts *o, int64_t now_us,

@@ -57,6 +57,11 @@ struct rally__job_member {
     uint32_t version;
     int heartbeats;  /* it sent a HEARTBEAT: silence now counts */
     int64_t last_rx; /* ms: when its last frame arrived */
+    /* where it stands, from its heartbeats (the progress watch) */
+    uint64_t pos;        /* a position (proto.h); 0 (bootstrap op 0) until it says */
+    int pos_waiting;     /* 1: inside the operation at pos; 0: in its own code before it */
+    char pos_what[RALLY__WHAT_MAX]; /* the operation's kind */
+    int64_t pos_since;   /* ms: since when it stands there */
 };
 
 enum {
@@ -132,5 +137,12 @@ uint32_t rally__job_epoch(const struct rally__job *j);
 int rally__job_recoverable(const struct rally__job *j);
 void rally__job_set_recovery(struct rally__job *j, int on);
 void rally__job_set_heartbeat_timeout(struct rally__job *j, int64_t timeout_ms);
+/* The progress watch (docs/recovery.md, "Stuck ranks"): a rank the others
+ * have waited for in an operation for timeout_ms (it stands still in its own
+ * code, or elsewhere), or that has not come back to a recovery round for
+ * timeout_ms while it stands still, is named; then fail = 0 fences it (a
+ * rank failure: TEV_RANK_FAILED, a new epoch), fail = 1 fails the job with
+ * that sentence.  0 (the default): off. */
+void rally__job_set_progress_timeout(struct rally__job *j, int64_t timeout_ms, int fail);
 
 #endif

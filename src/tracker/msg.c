@@ -217,6 +217,29 @@ int rally__msg_input_get(const unsigned char *b, size_t n, char *scheme, size_t 
     return 0;
 }
 
+void rally__msg_heartbeat_put(struct rally__wbuf *w, const struct rally__msg_heartbeat *m)
+{
+    rally__w_u64(w, m->position);
+    rally__w_u8(w, m->waiting ? 1 : 0);
+    rally__w_u64(w, m->for_ms);
+    put_cut(w, m->what, RALLY__WHAT_MAX - 1);
+}
+
+int rally__msg_heartbeat_get(const unsigned char *b, size_t n, struct rally__msg_heartbeat *m)
+{
+    memset(m, 0, sizeof *m);
+    if (n == 0)
+        return 0;
+    struct rally__rbuf r = {b, n, 0, 0};
+    m->has_position = 1;
+    m->position = rally__r_u64(&r);
+    uint8_t waiting = rally__r_u8(&r);
+    m->waiting = waiting;
+    m->for_ms = rally__r_u64(&r);
+    rally__r_str(&r, m->what, sizeof m->what);
+    return waiting > 1 ? -1 : done(&r);
+}
+
 void rally__msg_empty_put(struct rally__wbuf *w)
 {
     (void)w;

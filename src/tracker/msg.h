@@ -100,7 +100,23 @@ void rally__msg_input_put(struct rally__wbuf *w, const char *scheme, uint64_t fi
 int rally__msg_input_get(const unsigned char *b, size_t n, char *scheme, size_t cap,
                          uint64_t *fingerprint);
 
-/* READY, GO, SHUTDOWN, BYE, HEARTBEAT: an empty body. */
+/* HEARTBEAT (W->T): empty (a worker that reports no position), or where
+ * the worker stands: u64 position (docs/recovery.md), u8 waiting (1: inside
+ * the operation at position; 0: in its own code, before it), u64 for_ms
+ * (how long it has stood there, by its own clock), str what (the
+ * operation's kind, "" in its own code; cut to RALLY__WHAT_MAX - 1). */
+#define RALLY__WHAT_MAX 64
+struct rally__msg_heartbeat {
+    int has_position; /* 0: the body was empty */
+    uint64_t position;
+    int waiting;
+    uint64_t for_ms;
+    char what[RALLY__WHAT_MAX];
+};
+void rally__msg_heartbeat_put(struct rally__wbuf *w, const struct rally__msg_heartbeat *m);
+int rally__msg_heartbeat_get(const unsigned char *b, size_t n, struct rally__msg_heartbeat *m);
+
+/* READY, GO, SHUTDOWN, BYE, INPUT_OK: an empty body. */
 void rally__msg_empty_put(struct rally__wbuf *w);
 int rally__msg_empty_get(const unsigned char *b, size_t n);
 

@@ -219,6 +219,11 @@ void rally__tracker_set_heartbeat_timeout(struct rally__tracker *t, int64_t time
     rally__job_set_heartbeat_timeout(t->job, timeout_ms);
 }
 
+void rally__tracker_set_progress_timeout(struct rally__tracker *t, int64_t timeout_ms, int fail)
+{
+    rally__job_set_progress_timeout(t->job, timeout_ms, fail);
+}
+
 uint32_t rally__tracker_epoch(const struct rally__tracker *t)
 {
     return rally__job_epoch(t->job);

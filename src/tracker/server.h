@@ -131,6 +131,14 @@ void rally__tracker_set_recovery(struct rally__tracker *t, int on);
 /* A worker whose connection has carried a HEARTBEAT and then stays silent
  * (no frame at all) for timeout_ms has failed.  0 (the default): off. */
 void rally__tracker_set_heartbeat_timeout(struct rally__tracker *t, int64_t timeout_ms);
+/* The progress watch: a rank the others have waited for timeout_ms in an
+ * operation it has not called (or that has not come back to a recovery
+ * round for that long) while its heartbeats say it stands still is named
+ * in a sentence ("ranks 0, 1, 3 wait in allreduce #12 of version 5; rank 2
+ * has not called it for 60 s"), then fenced like a silent rank (fail = 0:
+ * TEV_RANK_FAILED, the owner kills and restarts it) or the job fails with
+ * the sentence (fail = 1).  0 (the default): off. */
+void rally__tracker_set_progress_timeout(struct rally__tracker *t, int64_t timeout_ms, int fail);
 
 /* The owner reports that rank's process died (cause: "killed by signal 9").
  * If its connection is still open it is fenced and the failure handled as

@@ -38,6 +38,7 @@ struct rally__config {
     int64_t dmlc_num_attempt;              /* DMLC_NUM_ATTEMPT: restarts before this one */
     int64_t connect_timeout_ms;       /* start-up: tracker, rendezvous, handshakes */
     int64_t timeout_ms;               /* a collective making no progress this long fails */
+    int64_t progress_timeout_ms;      /* dmlc tracker: how long a collective waits for a peer */
     int64_t ring_threshold_bytes;     /* allreduce above this many bytes uses the ring */
     int64_t hd_threshold_bytes;       /* ... up to here halving-doubling, when above ring's */
     int64_t chunk_bytes;              /* pipelining granularity */
@@ -45,6 +46,7 @@ struct rally__config {
     int64_t link_timeout_ms;          /* a TCP link with nothing acknowledged this long fails */
     int64_t cache_max_bytes;          /* collective results kept for recovery */
     int64_t local_replica;            /* ring successors holding each local model */
+    int64_t verify_every;             /* compare every K-th result across ranks; 0 off */
     int64_t spin_us;                  /* poll without sleeping before blocking */
     int64_t sock_buf_bytes;           /* peer links' socket buffers; 0 kernel, -1 auto */
     int64_t transport;                /* RALLY__TRANSPORT_*: links to same-host peers */

@@ -132,6 +132,18 @@ static void one(uint16_t type, const unsigned char *b, size_t n)
             die("INPUT does not survive a round trip");
         return;
     }
+    case RALLY__T_HEARTBEAT: {
+        struct rally__msg_heartbeat h, h2;
+        if (rally__msg_heartbeat_get(b, n, &h) != 0)
+            return;
+        if (h.has_position)
+            rally__msg_heartbeat_put(&w, &h);
+        if (w.bad || rally__msg_heartbeat_get(out, w.len, &h2) != 0 ||
+            h.has_position != h2.has_position || h.position != h2.position ||
+            h.waiting != h2.waiting || h.for_ms != h2.for_ms || strcmp(h.what, h2.what))
+            die("HEARTBEAT does not survive a round trip");
+        return;
+    }
     default:
         if (rally__msg_empty_get(b, n) == 0) {
             rally__msg_empty_put(&w);

@@ -2,7 +2,7 @@
  * recover.c — an iterative job for the recovery tests (the intent of rabit's
  * model_recover, in our own code).
  *
- *   rally-run -n N recover [n] [iters] [diverge|local|lazy|SLEEP_MS]... [rally_mock=...]
+ *   rally-run -n N recover [n] [iters] [diverge|local|diverge_local|lazy|SLEEP_MS]... [rally_mock=...]
  *
  * Before load_checkpoint: a MAX allreduce of the ranks (must be N-1) and a
  * SUM allreduce of order-sensitive doubles (data statistics).  Then, per
@@ -21,7 +21,9 @@
  *
  * "diverge": a restarted worker (load_checkpoint returned a version) makes
  * its first MAX allreduce one element longer than the original run did —
- * the recovery must stop the job with an error, not hang.  A number: sleep
+ * the recovery must stop the job with an error, not hang.  "diverge_local":
+ * "local", and a restarted worker passes its first checkpoint a local
+ * model other than its predecessor's.  A number: sleep
  * that many milliseconds per iteration (long enough to stop a worker).
  * "lag=R,V,S,MS": rank R, if it started from scratch, sleeps MS ms before
  * its call number S of checkpoint version V (numbered as above, as the
@@ -114,13 +116,15 @@ int main(int argc, char **argv)
     N = rally_world_size(R);
     size_t n = argc > 1 ? strtoul(argv[1], NULL, 10) : 1000;
     uint64_t iters = argc > 2 ? strtoull(argv[2], NULL, 10) : 3;
-    int diverge = 0, use_local = 0, lazy = 0;
+    int diverge = 0, diverge_local = 0, use_local = 0, lazy = 0;
     long sleep_ms = 0;
     for (int i = 3; i < argc; i++) {
         if (strcmp(argv[i], "diverge") == 0)
             diverge = 1;
         else if (strcmp(argv[i], "local") == 0)
             use_local = 1;
+        else if (strcmp(argv[i], "diverge_local") == 0)
+            use_local = diverge_local = 1;
         else if (strcmp(argv[i], "lazy") == 0)
             lazy = 1;
         else if (strncmp(argv[i], "lag=", 4) != 0)
@@ -239,6 +243,8 @@ int main(int argc, char **argv)
             model[i] += ((double *)all)[i] * 0x1p-40;
         for (size_t i = 0; i < n && use_local; i++)
             local[i] = local[i] * 0.5 + sum[i] * (1 + rank);
+        if (diverge_local && version > 0 && it == version)
+            local[0] += 1.0;
         rally_free(all);
         free(sizes);
         lag(version, seq++);

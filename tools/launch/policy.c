@@ -32,6 +32,7 @@ struct rally__launch_policy {
     int64_t grace_ms;
     int ndeaths, nrecoveries, nrestarts;
     int nrecovered, unrecovered; /* deaths followed by a recovery; deaths since the last */
+    int job_restarts;            /* earlier attempts of the job (rally__launch_policy_carry) */
     int first;                   /* the first failed rank, -1 */
     int tracker_first;           /* the tracker failed before any rank did */
     int stop_sig;                /* the SIGINT/SIGTERM we got, 0 */
@@ -416,11 +417,25 @@ const char *rally__launch_policy_repeats(const char *sentence)
     return sentence;
 }
 
+void rally__launch_policy_carry(struct rally__launch_policy *pol,
+                                const struct rally__launch_policy *prev)
+{
+    pol->ndeaths += prev->ndeaths;
+    pol->nrecovered += prev->nrecovered;
+    pol->nrecoveries += prev->nrecoveries;
+    pol->nrestarts += prev->nrestarts;
+    pol->job_restarts = prev->job_restarts + 1;
+    for (int i = 0; i < pol->world && i < prev->world; i++)
+        pol->rank[i].deaths += prev->rank[i].deaths;
+}
+
 void rally__launch_policy_summary(const struct rally__launch_policy *pol, FILE *f)
 {
     fprintf(f, "rally-run: summary: deaths=%d recovered=%d epochs=%d restarts=%d per-rank-deaths=",
             pol->ndeaths, pol->nrecovered, pol->nrecoveries, pol->nrestarts);
     for (int i = 0; i < pol->world; i++)
         fprintf(f, "%s%d:%d", i ? "," : "", i, pol->rank[i].deaths);
+    if (pol->job_restarts > 0)
+        fprintf(f, " job-restarts=%d", pol->job_restarts);
     fprintf(f, "\n");
 }

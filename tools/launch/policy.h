@@ -136,7 +136,13 @@ int rally__launch_policy_verdict(const struct rally__launch_policy *pol,
  * task id 'T' failed: <message>") report, else the whole sentence. */
 const char *rally__launch_policy_repeats(const char *sentence);
 
-/* Writes the summary line to f. */
+/* pol is the next attempt of the job whose last attempt was prev (rally-run
+ * --auto-resume): its summary counts prev's deaths, recoveries and restarts
+ * too, and one job restart more than prev's. */
+void rally__launch_policy_carry(struct rally__launch_policy *pol,
+                                const struct rally__launch_policy *prev);
+/* Writes the summary line to f: the counts of every attempt of the job, and
+ * " job-restarts=K" when there were K > 0 before this one. */
 void rally__launch_policy_summary(const struct rally__launch_policy *pol, FILE *f);
 
 #endif

@@ -457,24 +457,49 @@ int rally__launch_seen_line(struct rally__launch_seen *s, const char *line, size
     return 1;
 }
 
-/* The last held line (without its newline) into out. */
+/* A line of dashes only: the frame of OpenMPI's help messages. */
+static int rule(const char *l, size_t n)
+{
+    if (n < 8)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (l[i] != '-')
+            return 0;
+    return 1;
+}
+
+/* What the held lines say (without a newline) into out: the last line, or,
+ * when that closes a box of dashes (OpenMPI's help messages), the box's
+ * first line, its headline ("mpirun has detected an attempt to run as
+ * root."). */
 static void last_held(const struct rally__launch_seen *s, char *out, size_t cap)
 {
-    size_t n = s->nheld;
-    while (n > 0 && s->held[n - 1] == '\n')
-        n--;
-    const char *start = s->held;
-    for (size_t i = n; i > 0; i--)
-        if (s->held[i - 1] == '\n') {
-            start = s->held + i;
-            break;
+    const char *line[64];
+    size_t len[64], n = 0;
+    for (const char *p = s->held, *nl; *p && (nl = strchr(p, '\n')) != NULL; p = nl + 1) {
+        if (nl == p)
+            continue;
+        if (n == 64) { /* keep the newest lines */
+            memmove(line, line + 1, sizeof line - sizeof *line);
+            memmove(len, len + 1, sizeof len - sizeof *len);
+            n--;
         }
-    size_t k = (size_t)(s->held + n - start);
-    if (k == 0) {
+        line[n] = p;
+        len[n++] = (size_t)(nl - p);
+    }
+    if (n == 0) {
         snprintf(out, cap, "no message");
         return;
     }
-    snprintf(out, cap, "%.*s", (int)k, start);
+    size_t k = n - 1;
+    if (rule(line[k], len[k])) {
+        size_t open = k;
+        while (open > 0 && !rule(line[open - 1], len[open - 1]))
+            open--;
+        if (open < k) /* the line after the opening rule, or the first kept */
+            k = open;
+    }
+    snprintf(out, cap, "%.*s", (int)len[k], line[k]);
 }
 
 int rally__launch_outcome(const struct rally__launch_seen *s, int st, int launcher,
@@ -517,12 +542,17 @@ int rally__launch_outcome(const struct rally__launch_seen *s, int st, int launch
         snprintf(why, cap, "host %s (rank %d): %s: not found", host, rank, agent);
         *out_st = 127;
     } else {
-        snprintf(why, cap, "host %s (rank %d): cannot start %s: %s (%s exited with status %d)",
+        /* OpenMPI as root: its own remedy, which only the user may choose */
+        int root = launcher == RALLY__LAUNCHER_MPIRUN && strstr(s->held, "run as root") != NULL;
+        snprintf(why, cap, "host %s (rank %d): cannot start %s: %s (%s exited with status %d)%s",
                  host, rank, agent, line,
                  launcher == RALLY__LAUNCHER_SLURM    ? "srun"
                  : launcher == RALLY__LAUNCHER_MPIRUN ? "mpirun"
                                                       : "ssh",
-                 code);
+                 code,
+                 root ? "; OpenMPI runs as root only with OMPI_ALLOW_RUN_AS_ROOT=1 "
+                        "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 in rally-run's environment"
+                      : "");
         *out_st = 1;
     }
     return RALLY__LAUNCH_AS_FAILED;

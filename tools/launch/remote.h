@@ -38,11 +38,15 @@
  *                                   signal; else the connection to the host
  *                                   was lost: a death, restarted like a crash
  *   not started, ssh status 255     "host H (rank R): cannot be reached: LINE", 1
- *                                   (LINE: the last line held, ssh's reason)
+ *                                   (LINE: the last line held, ssh's reason;
+ *                                   when that closes a box of dashes, as
+ *                                   OpenMPI's messages do, the box's headline)
  *   not started, wrapper status 127 "host H (rank R): AGENT: not found", 127
  *   (or a held line names AGENT and "No such file" / "not found")
  *   not started, other status       "host H (rank R): cannot start AGENT: LINE
- *                                   (WRAPPER exited with status N)", 1
+ *                                   (WRAPPER exited with status N)", 1; for
+ *                                   mpirun's "run as root" box, then the two
+ *                                   variables of OpenMPI's override
  *   not started, wrapper signaled   that signal (we stopped it, or someone did)
  *
  * Stdin: the wrapper's stdin is a pipe from rally-run whose first line is the

@@ -24,10 +24,22 @@
  * descriptor, or -1 (errno says why). */
 int rally__launch_signals(int children);
 
-/* Creates a fresh 0700 directory $TMPDIR/<name>-XXXXXX (TMPDIR unset or
- * empty: /tmp) and writes its path to dir.  Returns 0 or errno; on failure
- * dir holds the template. */
+/* Creates a fresh 0700 directory $TMPDIR/<name>-NS-PID-START-XXXXXX (TMPDIR
+ * unset or empty: /tmp; NS our pid namespace's inode number, PID and START
+ * our pid and its start time in /proc/PID/stat) and writes its path to dir.
+ * Returns 0 or errno; on failure dir holds the template.  First it sweeps
+ * (rally__launch_tmpdir_sweep): a launcher killed by SIGKILL leaves its
+ * directory behind, and the next one removes it. */
 int rally__launch_tmpdir(const char *name, char *dir, size_t cap);
+/* The same under the directory base. */
+int rally__launch_tmpdir_in(const char *base, const char *name, char *dir, size_t cap);
+/* Removes base's directories <name>-NS-PID-START-XXXXXX whose owner is
+ * provably gone: NS is our pid namespace (a pid means the same process to
+ * both), and /proc has no PID or its start time is not START (the pid was
+ * reused); only directories of our own user that hold only files.  Anything
+ * else — another user's, another namespace's, an older name without the
+ * pid, a live owner, one we cannot read — stays. */
+void rally__launch_tmpdir_sweep(const char *base, const char *name);
 
 /* 1 when a bind address means every address ("", "*", "0.0.0.0", "::"):
  * the workers then need another name for the tracker. */
