@@ -3,7 +3,7 @@
 docs/protocol-dmlc.md, to run rally workers the way dmlc-submit does.
 
   dmlc_job.py [-n N] [--timeout S] [--max-attempts K] [--kill9 TASK:REGEX]
-              [--tracker-magic M] [--rabit-args] [--tracker-cmd CMD]
+              [--tracker-magic M] [--rabit-args] [--attempt-arg] [--tracker-cmd CMD]
               -- PROGRAM ARGS...
 
 The tracker listens on 127.0.0.1 (a port the kernel picks).  The launcher
@@ -17,6 +17,9 @@ line matching REGEX.  --tracker-magic answers the workers' greeting with
 another number (a tracker that is not a dmlc tracker).  --rabit-args passes
 the four settings as rabit's arguments (rabit_tracker_uri=...,
 rabit_tracker_port=, rabit_task_id=, rabit_num_trial=) instead.
+--attempt-arg passes a restart's attempt as dmlc-submit --cluster local does:
+an argument DMLC_NUM_ATTEMPT=K appended to the command line at each restart
+(they pile up; the last counts), the environment keeping 0.
 --tracker-cmd "PROGRAM ARGS" runs that tracker instead of the one here
 (e.g. "python3 -m xgboost.tracker", the rabit tracker Debian ships).
 
@@ -267,6 +270,9 @@ class Job:
             DMLC_NUM_ATTEMPT=str(self.attempt[task]),
         )
         argv = list(self.args.program)
+        if self.args.attempt_arg:  # dmlc-core's local.py: cmd += " DMLC_NUM_ATTEMPT=%d"
+            argv += ["DMLC_NUM_ATTEMPT=%d" % k for k in range(1, self.attempt[task] + 1)]
+            settings["DMLC_NUM_ATTEMPT"] = "0"
         if self.args.rabit_args:  # rabit's argument spellings instead
             names = ["rabit_tracker_uri", "rabit_tracker_port", "rabit_task_id", "rabit_num_trial"]
             argv += ["%s=%s" % (k, v) for k, v in zip(names, settings.values())]
@@ -329,6 +335,7 @@ def main():
     ap.add_argument("--max-attempts", type=int, default=3)
     ap.add_argument("--kill9")
     ap.add_argument("--rabit-args", action="store_true")
+    ap.add_argument("--attempt-arg", action="store_true")
     ap.add_argument("--tracker-cmd")
     ap.add_argument("--tracker-magic", type=lambda s: int(s, 0), default=MAGIC)
     ap.add_argument("program", nargs="+")

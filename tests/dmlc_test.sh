@@ -5,6 +5,9 @@
 #   n4        4 workers, no failure: the digest of the same job under rally-run
 #   mock      rank 0 dies in the bootstrap, rank 2 in version 1 (mock points):
 #             both restarted, the failure-free digest, restarts=2
+#   attempt_arg  the mock case with the attempt passed as dmlc-submit
+#             --cluster local does, an argument DMLC_NUM_ATTEMPT=K on each
+#             restart: each restarted worker gets past its point, restarts=2
 #   kill9     rank 1 lags inside version 2 while the launcher kill -9s rank 2:
 #             the failure-free digest, restarts=1
 #   hd        8 workers with halving-doubling and the ring (links the dmlc
@@ -53,9 +56,11 @@ n4)
     want=$(baseline "$plain" 1000 4)
     dmlc -n 4 -- "$plain" 1000 4 || fail "the job failed"
     check 0 ;;
-mock)
+mock | attempt_arg)
     want=$(baseline "$plain" 1000 4)
-    dmlc -n 4 -- "$mock" 1000 4 rally_mock=0,0,0,0 rally_mock=2,1,5,0 || fail "the job failed"
+    opt=""
+    [ "$case_" = attempt_arg ] && opt=--attempt-arg
+    dmlc -n 4 $opt -- "$mock" 1000 4 rally_mock=0,0,0,0 rally_mock=2,1,5,0 || fail "the job failed"
     check 2 ;;
 kill9)
     want=$(baseline "$plain" 1000 4)

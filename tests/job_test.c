@@ -445,6 +445,36 @@ static void error_reaches_the_others(void **state)
     assert_null(event(RALLY__TEV_FAILED));
 }
 
+/* A worker that refused its settings before every worker joined
+ * (rally__tclient_fail_start: REGISTER, then ERROR) fails the job with its
+ * status; a worker registering after that hears the same sentence, and the
+ * log does not repeat it. */
+static void start_error_fails_the_job_once(void **state)
+{
+    (void)state;
+    new_job(3, 10000);
+    open_m(0);
+    reg(0, "0", 0);
+    unsigned char b[256];
+    struct rally__wbuf w = {b, 0, sizeof b, 0};
+    rally__msg_fail_put(&w, RALLY_ECONFIG, "RALLY_SNAPSHOT_EVRY is not a rally setting");
+    frame(0, RALLY__T_ERROR, b, w.len);
+    char s[RALLY__ERR_MSG_MAX];
+    assert_int_equal(abort_to(0, s, sizeof s), RALLY_ECONFIG);
+    assert_string_equal(s, "the worker with task id '0' failed: RALLY_SNAPSHOT_EVRY is not a "
+                           "rally setting");
+    assert_int_equal(rally__job_phase(j), RALLY__JOB_FAILED);
+    assert_int_equal(rally__job_code(j), RALLY_ECONFIG);
+    log_[0] = '\0';
+    open_m(1);
+    reg(1, "1", 0);
+    assert_non_null(find(RALLY__JOB_REFUSE, 1, 0));
+    assert_int_equal(abort_to(1, s, sizeof s), RALLY_ECONFIG);
+    assert_string_equal(s, "the worker with task id '0' failed: RALLY_SNAPSHOT_EVRY is not a "
+                           "rally setting");
+    assert_false(logged("RALLY_SNAPSHOT_EVRY")); /* said once, by the failure itself */
+}
+
 /* tracker_test: startup_timeout_names_missing_workers */
 static void startup_timeout_names_missing_workers(void **state)
 {
@@ -639,6 +669,115 @@ static void recover_stale_incarnation_is_replaced(void **state)
     g = assign_to(0);
     assert_int_equal(g.peers[1].incarnation, 2);
     free(g.peers);
+}
+
+static void input(int i, const char *scheme, uint64_t fp)
+{
+    unsigned char b[128];
+    struct rally__wbuf w = {b, 0, sizeof b, 0};
+    rally__msg_input_put(&w, scheme, fp);
+    frame(i, RALLY__T_INPUT, b, w.len);
+}
+
+/* Rank 1 dies and the job recovers (as recover_rank_drops_after_go); its
+ * replacement is member 3. */
+static void replace_rank_1(void)
+{
+    lost(1);
+    rejoin(0, 2, RALLY__KEY_OP(2, 0), 2);
+    rejoin(2, 2, RALLY__KEY_OP(2, 0), 2);
+    open_m(3);
+    reg(3, "1", 0);
+    for (int i = 0; i < 4; i++)
+        if (i != 1)
+            frame(i, RALLY__T_READY, NULL, 0);
+    assert_int_equal(rally__job_phase(j), RALLY__JOB_RUNNING);
+}
+
+/* A replacement whose INPUT differs from its predecessor's fails the job
+ * (RALLY_ECONFIG) with a sentence naming the rank and both inputs, to every
+ * worker; one that read the same input goes on. */
+static void restarted_rank_with_another_input_fails_the_job(void **state)
+{
+    (void)state;
+    new_job(3, 10000);
+    running(3);
+    input(0, "range", 0x10);
+    assert_true(sent(0, RALLY__T_INPUT_OK));
+    input(1, "range", 0x11);
+    input(1, "range", 0x12); /* the same incarnation again: its newest word counts */
+    assert_true(sent(1, RALLY__T_INPUT_OK));
+    input(2, "range", 0x13);
+    assert_int_equal(rally__job_phase(j), RALLY__JOB_RUNNING);
+    replace_rank_1();
+    input(3, "range", 0x12); /* the same rows: it may go on */
+    assert_int_equal(rally__job_phase(j), RALLY__JOB_RUNNING);
+    assert_int_equal(count_kind(RALLY__JOB_SEND), 1);
+    assert_true(sent(3, RALLY__T_INPUT_OK));
+    lost(3); /* and again, now with other rows */
+    rejoin(0, 3, RALLY__KEY_OP(2, 0), 2);
+    rejoin(2, 3, RALLY__KEY_OP(2, 0), 2);
+    open_m(4);
+    reg(4, "1", 0);
+    for (int i = 0; i < 5; i++)
+        if (i != 1 && i != 3)
+            frame(i, RALLY__T_READY, NULL, 0);
+    input(4, "range", 0xabcdef0123456789);
+    assert_int_equal(rally__job_phase(j), RALLY__JOB_FAILED);
+    assert_false(sent(4, RALLY__T_INPUT_OK));
+    assert_int_equal(rally__job_code(j), RALLY_ECONFIG);
+    const char *want = "rank 1 read another input after its restart: incarnation 3 has "
+                       "fingerprint abcdef0123456789 (scheme range), incarnation 1 had "
+                       "0000000000000012 (scheme range), so the model would mix both; restore "
+                       "the rank's input, or set rally_input_check=0 to go on with it";
+    char s[RALLY__ERR_MSG_MAX];
+    for (int i = 0; i < 5; i++) {
+        if (i == 1 || i == 3)
+            continue;
+        assert_int_equal(abort_to(i, s, sizeof s), RALLY_ECONFIG);
+        assert_string_equal(s, want);
+    }
+    const struct rally__tracker_event *ev = event(RALLY__TEV_FAILED);
+    assert_non_null(ev);
+    assert_string_equal(ev->text, want);
+}
+
+/* Another partitioning scheme is another input too; a rank whose first
+ * incarnation never said sets it with its replacement; a malformed or
+ * empty INPUT is a protocol slip. */
+static void input_scheme_and_first_word(void **state)
+{
+    (void)state;
+    new_job(3, 10000);
+    running(3);
+    input(0, "range", 0x10);
+    input(2, "range", 0x13);
+    replace_rank_1(); /* rank 1's first incarnation died before its INPUT */
+    input(3, "range", 0x99);
+    assert_int_equal(rally__job_phase(j), RALLY__JOB_RUNNING);
+    open_m(4); /* rank 2 replaced by a new incarnation that partitions otherwise */
+    reg(4, "2", 0);
+    rejoin(0, 3, 0, 0);
+    rejoin(3, 3, 0, 0);
+    for (int i = 0; i < 5; i++)
+        if (i != 1 && i != 2)
+            frame(i, RALLY__T_READY, NULL, 0);
+    input(4, "hash", 0x13);
+    assert_int_equal(rally__job_phase(j), RALLY__JOB_FAILED);
+    char s[RALLY__ERR_MSG_MAX];
+    abort_to(0, s, sizeof s);
+    assert_non_null(strstr(s, "rank 2 read another input after its restart: incarnation 2 has "
+                              "fingerprint 0000000000000013 (scheme hash), incarnation 1 had "
+                              "0000000000000013 (scheme range)"));
+    rally__job_free(j);
+
+    new_job(2, 10000);
+    running(2);
+    input(0, "", 0x10);
+    assert_int_equal(rally__job_phase(j), RALLY__JOB_FAILED);
+    assert_int_equal(rally__job_code(j), RALLY_EPROTO);
+    abort_to(1, s, sizeof s);
+    assert_string_equal(s, "rank 0 (on 10.0.0.0): malformed INPUT (12 bytes)");
 }
 
 /* Re-registration that cannot be taken in. */
@@ -1245,6 +1384,9 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(whole_protocol_of_one_worker, done_job),
+        cmocka_unit_test_teardown(start_error_fails_the_job_once, done_job),
+        cmocka_unit_test_teardown(restarted_rank_with_another_input_fails_the_job, done_job),
+        cmocka_unit_test_teardown(input_scheme_and_first_word, done_job),
         cmocka_unit_test_teardown(bad_registers_are_dropped_and_job_goes_on, done_job),
         cmocka_unit_test_teardown(member_without_register_is_dropped, done_job),
         cmocka_unit_test_teardown(duplicate_task_id_is_refused, done_job),

@@ -3,9 +3,17 @@
 # every job in it is bounded in time and must leave no process behind.  The
 # scikit-learn reference needs Debian's python3-sklearn (scripts/deps.sh).
 set(RALLY_KMEANS_CASES help sklearn nagree mock_allreduce mock_checkpoint mock_init kill9
-    malformed files)
+    input_changed malformed files)
 foreach(c ${RALLY_KMEANS_CASES})
   add_test(NAME kmeans_${c}
            COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/kmeans_test.sh ${c} ${CMAKE_BINARY_DIR})
   set_tests_properties(kmeans_${c} PROPERTIES TIMEOUT 300 LABELS "quick;kmeans")
+endforeach()
+
+# Errors found at a job's start are the job's error (tests/start_error_test.sh):
+# the cause once, no epoch, no restart, deaths=0, exit status 4.
+foreach(c typo mock_lib resume_args)
+  add_test(NAME start_error_${c}
+           COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/start_error_test.sh ${c} ${CMAKE_BINARY_DIR})
+  set_tests_properties(start_error_${c} PROPERTIES TIMEOUT 180 LABELS "quick;kmeans")
 endforeach()

@@ -17,6 +17,11 @@
 #                (mock_* and kill9: the digest equals the failure-free run's,
 #                rally-run counts exactly the deaths and as many recovered, and
 #                a restarted rank logs the same shard fingerprint every time)
+#   input_changed    rank 1 dies (rally_mock) and its replacement reads a shard
+#                with one row edited (a wrapper picks the file by a marker the
+#                first incarnation left): the job fails, exit status 4, naming
+#                rank 1 and both fingerprints once; rally_input_check=0 lets
+#                the same job finish
 #   malformed    a bad number in rank 3's shard: every worker stops, exit
 #                status non-zero, the error names file:line:column, no hang
 #   files        the centroid file is read by rally's CSV reader (plain CSV
@@ -138,6 +143,34 @@ kill9)
         fail "rank 2 did not say it resumed"
     check_recovery "$tmp/out" 1
     no_leftovers "kmeans-$$"
+    ;;
+input_changed)
+    # line 7000 lies in rank 1's quarter: its second field changes
+    sed '7000s/^\([^,]*\),[^,]*/\1,0.5/' "$data" >"$tmp/edited.csv"
+    cat >"$tmp/pick.sh" <<EOS
+#!/bin/sh
+# the first incarnation of each rank reads d.csv, a restarted one edited.csv
+if [ -e "$tmp/started.\$RALLY_TASK_ID" ]; then d=$tmp/edited.csv; else d=$data; fi
+touch "$tmp/started.\$RALLY_TASK_ID"
+exec "$mock" --data "\$d" "\$@"
+EOS
+    chmod +x "$tmp/pick.sh"
+    "$here/run_job.sh" 4 120 "$run" -n 4 "$tmp/pick.sh" --data-opt csv_label=0 -k 6 \
+        rally_mock=1,2,0,0 >"$tmp/out" 2>&1 || fail "want exit status 4"
+    cat "$tmp/out"
+    fps=$(sed -n 's/^\[1\] shard 1 fingerprint \([0-9a-f]*\) .*/\1/p' "$tmp/out")
+    first=$(echo "$fps" | sed -n 1p) second=$(echo "$fps" | sed -n 2p)
+    [ -n "$second" ] && [ "$first" != "$second" ] || fail "rank 1's replacement read the same rows"
+    want="rank 1 read another input after its restart: incarnation 2 has fingerprint $second"
+    want="$want (scheme range), incarnation 1 had $first (scheme range)"
+    [ "$(grep -c -- "$want" "$tmp/out")" -eq 1 ] || fail "want once: $want"
+    grep -q "^rally-run: $want" "$tmp/out" || fail "rally-run does not name the cause"
+    ! grep -q 'model_digest=' "$tmp/out" || fail "a model came out of the changed input"
+    rm -f "$tmp"/started.*
+    "$here/run_job.sh" 0 120 "$run" -n 4 "$tmp/pick.sh" --data-opt csv_label=0 -k 6 \
+        rally_mock=1,2,0,0 rally_input_check=0 >"$tmp/out" 2>&1 ||
+        fail "rally_input_check=0 did not let the job finish"
+    grep -q 'model_digest=' "$tmp/out" || fail "no model with rally_input_check=0"
     ;;
 malformed)
     # line 19000 lies in rank 3's quarter; its third field becomes "1.5x"

@@ -25,8 +25,8 @@
 #define KILLED(sig) (sig)          /* a wait status: killed by a signal */
 #define EXITED(code) ((code) << 8) /* a wait status: exited with code */
 
-static const struct rally__launch_view running = {RALLY__TRACKER_RUNNING, -1, "", 1};
-static const struct rally__launch_view starting = {RALLY__TRACKER_RUNNING, -1, "", 0};
+static const struct rally__launch_view running = {RALLY__TRACKER_RUNNING, -1, "", 1, 0};
+static const struct rally__launch_view starting = {RALLY__TRACKER_RUNNING, -1, "", 0, 0};
 
 static struct rally__launch_policy *make(int world, int max_restarts, int64_t grace_ms)
 {
@@ -313,7 +313,7 @@ static void stuck_rank_fails_the_job(void **state)
 {
     struct rally__launch_policy *pol = make(4, 3, 300);
     struct rally__launch_act a;
-    struct rally__launch_view failed = {RALLY__TRACKER_FAILED, -1, STUCK, 0};
+    struct rally__launch_view failed = {RALLY__TRACKER_FAILED, -1, STUCK, 0, RALLY_ETIMEDOUT};
     rally__launch_policy_tracker(pol, &failed, 60000);
     assert_int_equal(rally__launch_policy_due(pol, 60300), RALLY__LAUNCH_KILL_ALL);
     for (int i = 0; i < 4; i++) {
@@ -333,7 +333,7 @@ static void tracker_fails_first(void **state)
     struct rally__launch_act a;
     struct rally__launch_policy *pol = make(2, 3, 300);
     struct rally__launch_view failed = {RALLY__TRACKER_FAILED, -1,
-                                        "only 0 of 2 workers joined within 300 ms", 0};
+                                        "only 0 of 2 workers joined within 300 ms", 0, RALLY_ETIMEDOUT};
     rally__launch_policy_tracker(pol, &running, 0);
     assert_int_equal(rally__launch_policy_deadline(pol), RALLY__NEVER);
     rally__launch_policy_tracker(pol, &failed, 1000);
@@ -347,7 +347,7 @@ static void tracker_fails_first(void **state)
 
     pol = make(3, 0, 300);
     struct rally__launch_view lost = {RALLY__TRACKER_FAILED, 1,
-                                      "rank 1 disconnected without finalizing", 0};
+                                      "rank 1 disconnected without finalizing", 0, RALLY_EPEER};
     rally__launch_policy_tracker(pol, &lost, 0);
     rally__launch_policy_exit(pol, 1, KILLED(SIGKILL), &lost, 5, &a);
     assert_int_equal(a.restart, -1);
@@ -429,7 +429,7 @@ static void rank_report_fails_the_job(void **state)
     struct rally__launch_act a;
     struct rally__launch_policy *pol = make(3, 3, 300);
     struct rally__launch_view failed = {RALLY__TRACKER_FAILED, -1,
-                                        "rank 2 failed: bad input line 7", 0};
+                                        "rank 2 failed: bad input line 7", 0, RALLY_EPEER};
     rally__launch_policy_tracker(pol, &failed, 0);
     for (int i = 0; i < 3; i++) {
         rally__launch_policy_exit(pol, i, i == 2 ? EXITED(1) : KILLED(SIGKILL), &failed, 5, &a);
@@ -440,6 +440,47 @@ static void rank_report_fails_the_job(void **state)
     assert_int_equal(verdict(pol, &failed, line, sizeof line), RALLY__LAUNCH_EXIT_ABORT);
     assert_string_equal(line, "rally-run: rank 2 failed: bad input line 7\n");
     assert_summary(pol, "deaths=0 recovered=0 epochs=0 restarts=0 per-rank-deaths=0:0,1:0,2:0");
+    rally__launch_policy_free(pol);
+}
+
+/* A setting or an input the job refused (the tracker's RALLY_ECONFIG, from a
+ * worker's report at start or at resume, or its own input check): every
+ * worker's exit that follows is no death and restarts nobody, the line is
+ * the tracker's sentence and the status RALLY__LAUNCH_EXIT_CONFIG.  The
+ * workers' own lines repeat the message inside the report. */
+static void config_error_fails_the_job(void **state)
+{
+    char line[1024];
+    struct rally__launch_act a;
+    const char *why = "the environment variable RALLY_SNAPSHOT_EVRY is not a rally setting";
+    char sentence[256];
+    snprintf(sentence, sizeof sentence, "the worker with task id '1' failed: %s", why);
+    struct rally__launch_policy *pol = make(3, 3, 300);
+    struct rally__launch_view failed = {RALLY__TRACKER_FAILED, -1, sentence, 0, RALLY_ECONFIG};
+    rally__launch_policy_tracker(pol, &failed, 0);
+    for (int i = 0; i < 3; i++) {
+        rally__launch_policy_exit(pol, i, EXITED(1), &failed, 5, &a);
+        assert_int_equal(a.restart, -1);
+        assert_string_equal(a.abort, "");
+        assert_string_equal(a.say, "");
+    }
+    assert_int_equal(verdict(pol, &failed, line, sizeof line), RALLY__LAUNCH_EXIT_CONFIG);
+    assert_string_equal(line, "rally-run: the worker with task id '1' failed: the environment "
+                              "variable RALLY_SNAPSHOT_EVRY is not a rally setting\n");
+    assert_summary(pol, "deaths=0 recovered=0 epochs=0 restarts=0 per-rank-deaths=0:0,1:0,2:0");
+    assert_string_equal(rally__launch_policy_repeats(sentence), why);
+    assert_string_equal(rally__launch_policy_repeats("rank 2 failed: bad input line 7"),
+                        "bad input line 7");
+    assert_string_equal(rally__launch_policy_repeats("rank 2 sent no heartbeat for 5 ms"),
+                        "rank 2 sent no heartbeat for 5 ms");
+    rally__launch_policy_free(pol);
+
+    /* the same sentence with another status is a rank's report */
+    pol = make(2, 3, 300);
+    struct rally__launch_view aborted = {RALLY__TRACKER_FAILED, -1, "rank 1 failed: k is 0", 0,
+                                         RALLY_EINVAL};
+    rally__launch_policy_tracker(pol, &aborted, 0);
+    assert_int_equal(verdict(pol, &aborted, line, sizeof line), RALLY__LAUNCH_EXIT_ABORT);
     rally__launch_policy_free(pol);
 }
 
@@ -533,7 +574,8 @@ int main(void)
         cmocka_unit_test(fence_of_a_gone_rank), cmocka_unit_test(signals),
         cmocka_unit_test(tracker_fails_first),  cmocka_unit_test(exits_around_finalize),
         cmocka_unit_test(restart_cannot_spawn), cmocka_unit_test(own_exit_fails_the_job),
-        cmocka_unit_test(rank_report_fails_the_job), cmocka_unit_test(remote_host_lines),
+        cmocka_unit_test(rank_report_fails_the_job), cmocka_unit_test(config_error_fails_the_job),
+        cmocka_unit_test(remote_host_lines),
         cmocka_unit_test(remote_lost_is_restarted),
         cmocka_unit_test(remote_unstarted_fails_the_job),
     };

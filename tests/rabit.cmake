@@ -26,6 +26,15 @@ add_test(NAME rabit_args
          COMMAND ${CMAKE_COMMAND} -E env "GREP=rabit_reduce_buffer=256MB has no rally equivalent"
                  ${RUN_JOB} 0 60 $<TARGET_FILE:rally-run> -n 2 $<TARGET_FILE:rabit_basic>
                  rabit_reduce_buffer=256MB rally_spin_us=0)
+# ... once per job, not per rank and restart: rank 0's first start says it
+# (rank 1 dies and is restarted).
+add_test(NAME rabit_args_warned_once
+         COMMAND sh -c "out=$(\"$0\" 0 60 \"$@\" 2>&1) || { echo \"$out\"; exit 1; }; \
+                 echo \"$out\"; \
+                 [ $(echo \"$out\" | grep -c 'rabit_reduce_buffer=256MB has no rally equivalent') -eq 1 ]"
+                 ${RUN_JOB} $<TARGET_FILE:rally-run> -n 3 $<TARGET_FILE:rabit_model_recover_mock>
+                 100 3 rabit_reduce_buffer=256MB mock=1,1,0,0)
+set_tests_properties(rabit_args_warned_once PROPERTIES TIMEOUT 80 LABELS "quick;rabit")
 # A bad data type ends the worker with rabit's kind of message, and the job.
 add_test(NAME rabit_bad_dtype
          COMMAND ${CMAKE_COMMAND} -E env "GREP=rabit: RabitAllreduce: data type 10"

@@ -234,6 +234,9 @@ static void usage(FILE *f)
         "         (1 when it exited 0 without rally_finalize)\n"
         "  3      a rank stopped the job with its own message (rally_abort, or an error\n"
         "         it reported, e.g. a divergence); the line is \"rank R failed: ...\"\n"
+        "  4      the job's settings or input were refused: a worker's setting at start\n"
+        "         (a RALLY_* typo, rally_mock without librally_mock), a refused resume,\n"
+        "         or a restarted rank that read another input; no death is counted\n"
         "  1      any other failure (deaths before the start, restarts exhausted, the\n"
         "         tracker's own verdict, \"host H (rank R): cannot be reached: ...\")\n"
         "  2      a usage error;  127: prog cannot be run (on a host: \"host H (rank R): prog:\n"
@@ -505,6 +508,7 @@ static void view(const struct run *r, struct rally__launch_view *v)
     v->failed_rank = -1;
     v->sentence = "";
     v->state = rally__tracker_state(r->t, &v->sentence, &v->failed_rank);
+    v->code = rally__tracker_code(r->t);
     v->recoverable = rally__tracker_recoverable(r->t);
 }
 
@@ -623,7 +627,8 @@ static void after(void *arg)
      * stderr lines that repeat it (each rank heard the same ABORT and
      * reports it) are left out.  Their stdout is their data: never touched. */
     if (v.state == RALLY__TRACKER_FAILED && v.sentence[0] && !r->out[1].hide[0])
-        snprintf(r->out[1].hide, sizeof r->out[1].hide, "%s", v.sentence);
+        snprintf(r->out[1].hide, sizeof r->out[1].hide, "%s",
+                 rally__launch_policy_repeats(v.sentence));
     rally__launch_out_write(&r->out[0]);
     rally__launch_out_write(&r->out[1]);
 }

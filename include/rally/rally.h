@@ -234,8 +234,12 @@ RALLY_API int rally_set_app(rally_t *r, const char *name, const char *config);
  * scheme and every rank's fingerprint, and a job resumed from a snapshot is
  * refused, naming both values, when the scheme differs or (on as many
  * workers) this rank's fingerprint does (--force overrides).  Call it on
- * every rank before rally_load_checkpoint; a no-op when the job takes no
- * snapshots.  RALLY_EINVAL for a malformed scheme or fingerprint. */
+ * every rank before rally_load_checkpoint.  Under rally-run it also tells
+ * the tracker, and blocks for its answer: a restarted rank whose scheme or
+ * fingerprint differs from its first incarnation's fails the job, naming
+ * both (rally_input_check=0 turns that off).  RALLY_EINVAL for a malformed
+ * scheme or fingerprint; the job's failure is the tracker's code
+ * (RALLY_ECONFIG). */
 RALLY_API int rally_set_input(rally_t *r, const char *scheme, const char *fingerprint);
 
 /* Reads the newest checkpoint.  Fresh start: *version = 0 and the outputs

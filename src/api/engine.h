@@ -36,6 +36,13 @@ struct rally__engine_ops {
     int (*init)(const struct rally__config *cfg, const char *host, struct rally__err *e,
                 struct rally__engine **out);
     void (*free)(struct rally__engine *en); /* NULL is fine */
+    /* rally_init failed before init could run (a setting refused, e's
+     * sentence): tell the launcher, where cfg (the settings that name it:
+     * tracker, secret, task id, connect timeout) reaches one, so the job
+     * fails once with that sentence.  Blocks briefly; NULL in a backend
+     * without a launcher to tell. */
+    void (*start_failed)(const struct rally__config *cfg, const char *host,
+                         const struct rally__err *e);
     /* Leaves the job: the agreement that nobody needs this worker any more. */
     int (*finalize)(struct rally__engine *en);
     int (*rank)(const struct rally__engine *en);

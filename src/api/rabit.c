@@ -81,8 +81,9 @@ bool RabitInit(int argc, char *argv[])
     int n = argc > 0 && argv != NULL ? argc : 0, rc = RALLY_ENOMEM;
     char **args = calloc((size_t)n + 1, sizeof *args); /* what rally_init sees */
     char **owned = calloc((size_t)n + 1, sizeof *owned); /* the translations to free */
-    int nargs = 0;
-    if (args == NULL || owned == NULL) {
+    char **skipped = calloc((size_t)n + 1, sizeof *skipped); /* rabit_* rally cannot honour */
+    int nargs = 0, nskipped = 0;
+    if (args == NULL || owned == NULL || skipped == NULL) {
         fprintf(stderr, "rabit: RabitInit: out of memory\n");
         goto out;
     }
@@ -94,7 +95,7 @@ bool RabitInit(int argc, char *argv[])
         int ignored;
         char *t = translate(argv[i], &ignored);
         if (ignored) {
-            fprintf(stderr, "rabit: RabitInit: %s has no rally equivalent; ignored\n", argv[i]);
+            skipped[nskipped++] = argv[i];
             continue;
         }
         if (t != NULL)
@@ -107,6 +108,11 @@ bool RabitInit(int argc, char *argv[])
     }
     char **av = args;
     rc = rally_init(&g.r, &nargs, &av);
+    /* once per job: by rank 0's first start (every worker when init failed) */
+    for (int i = 0; i < nskipped; i++)
+        if (rc != RALLY_OK || (rally_rank(g.r) == 0 && rally_attempt(g.r) == 0))
+            fprintf(stderr, "rabit: RabitInit: %s has no rally equivalent; ignored\n",
+                    skipped[i]);
     if (rc != RALLY_OK) {
         fprintf(stderr, "rabit: RabitInit: %s (%s)\n", rally_errmsg(g.r), rally_strstatus(rc));
         rally_finalize(g.r);
@@ -118,6 +124,7 @@ out:
     for (int i = 0; owned != NULL && i < n; i++)
         free(owned[i]);
     free(owned);
+    free(skipped);
     free(args);
     return rc == RALLY_OK;
 }

@@ -53,8 +53,13 @@ int rally_init(rally_t **out, int *argc, char ***argv)
     if (gethostname(r->host, sizeof r->host) != 0)
         strcpy(r->host, "localhost");
     r->host[sizeof r->host - 1] = '\0';
-    if (rally__config_load(&r->cfg, argc, argv, &r->err) != RALLY_OK ||
-        rally__engine.init(&r->cfg, r->host, &r->err, &r->en) != RALLY_OK) {
+    int rc = rally__config_load(&r->cfg, argc, argv, &r->err);
+    if (rc != RALLY_OK && rally__engine.start_failed != NULL) {
+        struct rally__config reach;
+        rally__config_contact(&reach);
+        rally__engine.start_failed(&reach, r->host, &r->err);
+    }
+    if (rc != RALLY_OK || rally__engine.init(&r->cfg, r->host, &r->err, &r->en) != RALLY_OK) {
         r->spent = public_status(&r->err, r->err.code);
         snprintf(r->spent_msg, sizeof r->spent_msg, "%s", r->err.msg);
         return r->err.code;

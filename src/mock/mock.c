@@ -276,6 +276,26 @@ void rally__mock_free(struct rally__mock *m)
     m->n = 0;
 }
 
+void rally__mock_unfired(const struct rally__mock *m, int rank, uint32_t ndeath, uint64_t version,
+                         uint64_t seq)
+{
+    for (int i = 0; i < m->n; i++) {
+        const struct rally__mock_point *q = &m->pts[i];
+        if (q->rank != rank || q->ndeath < ndeath)
+            continue; /* another rank's, or one an earlier incarnation had */
+        say("rally mock: rank %d: the kill point rally_mock=%d,%llu,%llu,%u,%s%s%s never fired "
+            "(%s; this worker finalized at version %llu seq %llu, incarnation %u)\n",
+            rank, q->rank, (unsigned long long)q->version, (unsigned long long)q->seq, q->ndeath,
+            phases[q->phase], q->group[0] ? "," : "", q->group,
+            q->ndeath > ndeath ? "it needs more deaths of this rank first"
+            : q->phase == RALLY__MOCK_CHECKPOINT
+                ? "a checkpoint point's seq is the number of collectives before rally_checkpoint "
+                  "in its version"
+                : "the worker never stood there",
+            (unsigned long long)version, (unsigned long long)seq, ndeath + 1);
+    }
+}
+
 void rally__mock_check(const struct rally__mock *m, int rank, uint64_t version, uint64_t seq,
                        uint32_t ndeath, int phase)
 {

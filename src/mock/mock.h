@@ -87,6 +87,14 @@ int rally__mock_check_world(const struct rally__mock *m, int world, struct rally
 /* Closes the rendezvous files (a member that never died leaves its group). */
 void rally__mock_free(struct rally__mock *m);
 
+/* At a clean finalize (version, seq: where the worker stands): prints one
+ * line on stderr for each of rank's points that never fired, those for this
+ * incarnation (ndeath) or a later one, naming the point and where the
+ * worker went instead, so a point set wrong (a checkpoint phase's seq) is
+ * not mistaken for a recovery that was tested. */
+void rally__mock_unfired(const struct rally__mock *m, int rank, uint32_t ndeath, uint64_t version,
+                         uint64_t seq);
+
 /* Dies here if a point matches (with its group, if it has one); on entry to
  * a call, announces this worker to the group of a recovery point there. */
 void rally__mock_check(const struct rally__mock *m, int rank, uint64_t version, uint64_t seq,

@@ -489,7 +489,10 @@ static int set_app(struct rally__engine *en, const char *name, const char *confi
 
 static int set_input(struct rally__engine *en, const char *scheme, const char *fingerprint)
 {
-    return rally__robust_snap_set_input(&en->rb, scheme, fingerprint);
+    int rc = rally__robust_snap_set_input(&en->rb, scheme, fingerprint);
+    if (rc == RALLY_OK)
+        rc = rally__robust_input(&en->rb, scheme, fingerprint);
+    return rc;
 }
 
 static int tracker_print(struct rally__engine *en, const char *msg)
@@ -528,6 +531,7 @@ const struct rally__engine_ops rally__engine = {
     .name = "robust",
     .init = init,
     .free = engine_free,
+    .start_failed = rally__robust_start_failed,
     .finalize = finalize,
     .rank = rank,
     .world = world,

@@ -123,7 +123,7 @@ static int await_reset(struct rally__robust *rb)
 {
     int64_t deadline = rally__deadline(rb->cfg->timeout_ms);
     for (;;) {
-        int n = rally__fd_wait(rb->tc.fd, 0, deadline);
+        int n = rb->tc.reset_held ? 1 : rally__fd_wait(rb->tc.fd, 0, deadline);
         if (n == 0)
             return rally__fail_over(rb->err, RALLY_ETIMEDOUT,
                                     "a link failed and the tracker ordered no recovery within "
@@ -187,6 +187,15 @@ int rally__robust_reset(struct rally__robust *rb, int cause, uint64_t key)
     }
 }
 
+int rally__robust_input(struct rally__robust *rb, const char *scheme, const char *fingerprint)
+{
+    if (!rb->distributed || rb->dmlc != NULL || !rb->cfg->input_check)
+        return RALLY_OK;
+    if (rb->tc.fd < 0)
+        return rally__fail(rb->err, RALLY_ESTATE, "not connected to the tracker");
+    return rally__tclient_input(&rb->tc, scheme, strtoull(fingerprint, NULL, 16), rb->err);
+}
+
 /* The user's line to the tracker's log (stdout alone). */
 int rally__robust_print(struct rally__robust *rb, const char *msg)
 {
@@ -226,6 +235,19 @@ void rally__robust_comm_setup(struct rally__robust *rb,
     cm->hook_arg = rb;
 }
 
+void rally__robust_start_failed(const struct rally__config *cfg, const char *host,
+                                const struct rally__err *e)
+{
+    if (cfg->tracker[0] == '\0' || cfg->secret_file[0] == '\0')
+        return; /* alone, or under the dmlc tracker: nobody to tell */
+    struct rally__tclient_opts o = {.tracker = cfg->tracker,
+                                    .secret_file = cfg->secret_file,
+                                    .task_id = cfg->task_id,
+                                    .processor_name = host,
+                                    .connect_timeout_ms = cfg->connect_timeout_ms};
+    rally__tclient_fail_start(&o, RALLY_ECONFIG, e->msg);
+}
+
 int rally__robust_init(struct rally__robust *rb, const struct rally__config *cfg,
                        const char *host, struct rally__err *e)
 {
@@ -237,19 +259,24 @@ int rally__robust_init(struct rally__robust *rb, const struct rally__config *cfg
     rb->tc.fd = -1;
     rally__comm_init(&rb->comm, 0, 1, e);
     rb->comm.timeout_ms = cfg->timeout_ms;
-    if (rally__mock_parse(&rb->mock, cfg, e) != RALLY_OK)
+    if (rally__mock_parse(&rb->mock, cfg, e) != RALLY_OK) {
+        rally__robust_start_failed(cfg, host, e);
         return e->code;
+    }
     if (cfg->tracker[0] == '\0' && cfg->dmlc_tracker_uri[0] != '\0') /* dmlc tracker */
         return rally__robust_dmlc_init(rb, host, e);
     if (cfg->tracker[0] == '\0')
         return RALLY_OK; /* no launcher: rank 0 of 1 */
     rb->distributed = 1;
-    if (cfg->sock_buf_bytes > 0 && cfg->sock_buf_bytes < 32 << 10)
-        return rally__fail(e, RALLY_ECONFIG,
-                           "rally_sock_buf_bytes=%lld is below 32K: the kernel's buffer (twice "
-                           "that) would hold less than one 64K loopback segment, which stalls "
-                           "links; say 0 for the kernel's choice",
-                           (long long)cfg->sock_buf_bytes);
+    if (cfg->sock_buf_bytes > 0 && cfg->sock_buf_bytes < 32 << 10) {
+        rally__fail(e, RALLY_ECONFIG,
+                    "rally_sock_buf_bytes=%lld is below 32K: the kernel's buffer (twice that) "
+                    "would hold less than one 64K loopback segment, which stalls links; say 0 "
+                    "for the kernel's choice",
+                    (long long)cfg->sock_buf_bytes);
+        rally__robust_start_failed(cfg, host, e);
+        return e->code;
+    }
     if (cfg->secret_file[0] == '\0')
         return rally__fail(e, RALLY_ECONFIG,
                            "rally_tracker is set but rally_secret_file is not; start workers "

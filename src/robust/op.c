@@ -385,6 +385,13 @@ static int load(struct rally__robust *rb, void **global, uint64_t *global_nbytes
     }
 }
 
+/* The mock's kill points of this rank that never fired, named once. */
+static void unfired(const struct rally__robust *rb)
+{
+    rally__mock_unfired(&rb->mock, rb->rank, rally__robust_ndeath(rb), rb->version,
+                        rally__robust_user_seq(rb));
+}
+
 /* A restarted worker, before its program runs: its local-model copies
  * come back now, not at its load_checkpoint, which may be a long read of
  * its input away (recovery.c, rally__robust_rejoin_locals). */
@@ -408,8 +415,10 @@ int rally__robust_finalize(struct rally__robust *rb)
     int src = rally__robust_turn(rb, RALLY__TURN_FINALIZE);
     if (src != RALLY_OK)
         return src;
-    if (!rb->distributed)
+    if (!rb->distributed) {
+        unfired(rb);
         return RALLY_OK;
+    }
     /* nobody leaves while a peer may still need its cached results */
     uint64_t key = RALLY__KEY_FINAL;
     struct rally__sig sig = {RALLY__K_FINAL, 0, 0, -1, 1, 0};
@@ -434,6 +443,7 @@ int rally__robust_finalize(struct rally__robust *rb)
         if ((rc = rally__robust_reset(rb, rc, key)) != RALLY_OK)
             return rc;
     }
+    unfired(rb); /* past the last point that could fire: serving a recovery */
     if (rb->dmlc != NULL) /* dmlc tracker */
         return rally__robust_dmlc_shutdown(rb);
     rally__tclient_heartbeat_stop(&rb->tc);

@@ -327,6 +327,12 @@ void rally__robust_comm_setup(struct rally__robust *rb,
 int rally__robust_init(struct rally__robust *rb, const struct rally__config *cfg,
                        const char *host, struct rally__err *e);
 void rally__robust_free(struct rally__robust *rb);
+/* A setting refused before this worker joined (init's own checks, or
+ * rally_init's): tells rally-run's tracker (RALLY_ECONFIG, e's sentence), so
+ * the job fails once, before this worker exits (tracker/client.h,
+ * rally__tclient_fail_start). */
+void rally__robust_start_failed(const struct rally__config *cfg, const char *host,
+                                const struct rally__err *e);
 /* A failure recovery cannot repair: tells the tracker and waits briefly
  * for its ABORT. */
 void rally__robust_fatal(struct rally__robust *rb, int code, const char *msg);
@@ -334,6 +340,11 @@ void rally__robust_fatal(struct rally__robust *rb, int code, const char *msg);
 int rally__robust_repairable(const struct rally__robust *rb, int rc);
 /* The job lost a worker (or a link): joins the tracker's next epoch. */
 int rally__robust_reset(struct rally__robust *rb, int cause, uint64_t key);
+/* rally_set_input, checked: tells rally-run's tracker the input this
+ * incarnation read (scheme and fingerprint, already checked), so that a
+ * replacement that read another one fails the job (job.c); nothing alone,
+ * under the dmlc tracker (no such message) or with rally_input_check=0. */
+int rally__robust_input(struct rally__robust *rb, const char *scheme, const char *fingerprint);
 /* rally_tracker_print: to the tracker, or stdout without one. */
 int rally__robust_print(struct rally__robust *rb, const char *msg);
 

@@ -764,8 +764,12 @@ int rally__robust_snap_resume(struct rally__robust *rb, unsigned char **global, 
         x.fingerprints = fps;
     }
     if ((rc = rally__snap_compatible(m, &x, (int)rb->cfg->resume_force, rb->err, note,
-                                     sizeof note)) != RALLY_OK)
+                                     sizeof note)) != RALLY_OK) {
+        /* the job's arguments or input, not a worker, are wrong: the job's
+         * error, which no restart repairs (RALLY_ECONFIG to the tracker) */
+        rally__robust_fatal(rb, RALLY_ECONFIG, rb->err->msg);
         goto out;
+    }
     if (note[0] && rb->rank == 0)
         say(rb, "%s", note);
     if ((rc = rally__snap_read(sn, -1, rb->err, &g, &gnb)) != RALLY_OK)

@@ -35,6 +35,7 @@
 #define REPORT_TIMEOUT_MS 1000
 #define JOIN_RETRY_MS 100     /* a join whose connection was dropped tries again after */
 #define HB_FINISH_MS 1000     /* a heartbeat that went out in part gets this long to finish */
+#define FAIL_START_MS 5000    /* rally__tclient_fail_start waits at most this long in all */
 
 static const char *type_name(uint16_t type)
 {
@@ -238,26 +239,26 @@ static int listen_peers(struct rally__tclient *t, const struct rally__tclient_op
     return RALLY_OK;
 }
 
-int rally__tclient_join(struct rally__tclient *t, const struct rally__tclient_opts *o,
-                        struct rally__err *e)
+/* Connects, authenticates and sends REGISTER (join's first half, and
+ * rally__tclient_fail_start's).  On failure t is closed and *lfd is -1. */
+static int open_register(struct rally__tclient *t, const struct rally__tclient_opts *o, int *lfd,
+                         int64_t deadline, struct rally__err *e)
 {
     char host[RALLY__HOST_MAX];
-    int port, lfd = -1;
+    int port;
     memset(t, 0, sizeof *t);
     t->fd = -1;
     t->rank = -1;
     t->hb_stop[0] = t->hb_stop[1] = -1;
+    *lfd = -1;
     if (pthread_mutex_init(&t->send_mu, NULL) != 0)
         return rally__fail(e, RALLY_ESYS, "cannot create a mutex");
     t->send_mu_ok = 1;
-    if (o->listen_fd != NULL)
-        *o->listen_fd = -1;
     if (rally__hostport_split(o->tracker, host, sizeof host, &port, e) != RALLY_OK)
         goto cleanup;
     char hp[RALLY__HOST_MAX + 8];
     rally__hostport_fmt(host, port, hp, sizeof hp);
     snprintf(t->what, sizeof t->what, "tracker %s", hp);
-    int64_t deadline = rally__deadline(o->connect_timeout_ms);
     if (rally__secret_load(o->secret_file, &t->secret, e) != RALLY_OK)
         goto cleanup;
     struct rally__ident me = {RALLY__ROLE_WORKER, -1, 0}, peer;
@@ -286,13 +287,32 @@ int rally__tclient_join(struct rally__tclient *t, const struct rally__tclient_op
     }
     /* want_rank any, world unknown; listen_host "": the address the tracker sees */
     struct rally__msg_register m = {.want_rank = -1, .listen_port = (uint16_t)o->listen_port};
-    if (o->listen_fd != NULL && listen_peers(t, o, &m, &lfd, e) != RALLY_OK)
+    if (o->listen_fd != NULL && listen_peers(t, o, &m, lfd, e) != RALLY_OK)
         goto cleanup;
     snprintf(m.task_id, sizeof m.task_id, "%s", task);
     snprintf(m.processor, sizeof m.processor, "%s", proc);
     rally__msg_register_put(&w, &m);
-    if (send_frame(t, RALLY__T_REGISTER, b, w.len, deadline, 0, e) != RALLY_OK ||
-        expect(t, RALLY__T_ASSIGN, RESET_SKIP,
+    if (send_frame(t, RALLY__T_REGISTER, b, w.len, deadline, 0, e) != RALLY_OK)
+        goto cleanup;
+    return RALLY_OK;
+cleanup:
+    if (*lfd >= 0)
+        close(*lfd);
+    *lfd = -1;
+    rally__tclient_close(t);
+    return e->code;
+}
+
+int rally__tclient_join(struct rally__tclient *t, const struct rally__tclient_opts *o,
+                        struct rally__err *e)
+{
+    int lfd = -1;
+    if (o->listen_fd != NULL)
+        *o->listen_fd = -1;
+    int64_t deadline = rally__deadline(o->connect_timeout_ms);
+    if (open_register(t, o, &lfd, deadline, e) != RALLY_OK)
+        return e->code;
+    if (expect(t, RALLY__T_ASSIGN, RESET_SKIP,
                o->assign_timeout_ms > 0 ? rally__deadline(o->assign_timeout_ms) : deadline,
                e) != RALLY_OK ||
         parse_assign(t, &t->rank, &t->world, &t->incarnation, &t->peers, &t->epoch, e) !=
@@ -308,6 +328,26 @@ cleanup:
         close(lfd);
     rally__tclient_close(t);
     return e->code;
+}
+
+void rally__tclient_fail_start(const struct rally__tclient_opts *o, int code, const char *msg)
+{
+    struct rally__tclient t;
+    struct rally__tclient_opts q = *o;
+    struct rally__err e = {0, ""};
+    int lfd;
+    q.listen_fd = NULL;
+    q.listen_port = 0;
+    int64_t wait = q.connect_timeout_ms < FAIL_START_MS ? q.connect_timeout_ms : FAIL_START_MS;
+    int64_t deadline = rally__deadline(wait);
+    if (open_register(&t, &q, &lfd, deadline, &e) != RALLY_OK)
+        return;
+    rally__tclient_report(&t, code, msg);
+    /* the ABORT (to this worker too) says the job failed: only then exit,
+     * so the launcher sees the job's failure before this worker's exit */
+    while (next_frame(&t, deadline, &e) == RALLY_OK && t.in.type != RALLY__T_ABORT)
+        ;
+    rally__tclient_close(&t);
 }
 
 int rally__tclient_ready(struct rally__tclient *t, int64_t deadline, struct rally__err *e)
@@ -363,6 +403,34 @@ int rally__tclient_print(struct rally__tclient *t, const char *msg, struct rally
     return send_frame(t, RALLY__T_PRINT, b, w.len, rally__deadline(SEND_TIMEOUT_MS), 0, e);
 }
 
+int rally__tclient_input(struct rally__tclient *t, const char *scheme, uint64_t fingerprint,
+                         struct rally__err *e)
+{
+    if (t->fd < 0)
+        return rally__fail(e, RALLY_ESTATE, "not connected to the tracker");
+    unsigned char b[4 + RALLY__SCHEME_MAX + 8];
+    struct rally__wbuf w = {b, 0, sizeof b, 0};
+    rally__msg_input_put(&w, scheme, fingerprint);
+    int64_t deadline = rally__deadline(SEND_TIMEOUT_MS);
+    if (send_frame(t, RALLY__T_INPUT, b, w.len, deadline, 0, e) != RALLY_OK)
+        return e->code;
+    for (;;) {
+        if (next_frame(t, deadline, e) != RALLY_OK)
+            return e->code;
+        if (t->in.type == RALLY__T_INPUT_OK && t->in.nbytes == 0)
+            return RALLY_OK;
+        if (t->in.type == RALLY__T_ABORT)
+            return aborted(t, e);
+        if (t->in.type != RALLY__T_RESET)
+            return rally__fail(e, RALLY_EPROTO, "%s sent frame type %u where INPUT_OK was due",
+                               t->what, t->in.type);
+        struct rally__err v = {0, ""};
+        if (got_reset(t, &v) != RALLY__ERESET)
+            return rally__fail(e, v.code, "%s", v.msg);
+        t->reset_held = 1;
+    }
+}
+
 /* u32 head, then str sentence (cut to fit) as a best-effort frame. */
 static void send_sentence(struct rally__tclient *t, uint16_t type, uint32_t head, const char *msg)
 {
@@ -392,6 +460,11 @@ int rally__tclient_check(struct rally__tclient *t, struct rally__err *e)
 {
     if (t->fd < 0)
         return rally__fail(e, RALLY_ESTATE, "not connected to the tracker");
+    if (t->reset_held) {
+        t->reset_held = 0;
+        return rally__fail(e, RALLY__ERESET, "the tracker ordered recovery (epoch %u): %s",
+                           t->reset_epoch, t->reset_reason);
+    }
     int k = rally__frame_in_feed(&t->in, t->fd, t->what, e);
     if (k < 0)
         return e->code;

@@ -38,6 +38,7 @@ struct rally__tclient {
     uint32_t epoch;         /* of the last ASSIGN: 0 for the job's first, else the epoch */
     uint32_t reset_epoch;   /* the newest RESET seen, 0: none */
     char reset_reason[256]; /* its reason */
+    int reset_held;         /* a RESET read while waiting for INPUT_OK: check() returns it */
     uint64_t rejoin_position; /* what REJOIN says while rally__tclient_rejoin waits */
     uint32_t rejoin_version;
     /* sending: the heartbeat thread and the caller share the socket */
@@ -93,6 +94,13 @@ struct rally__tclient_opts {
 int rally__tclient_join(struct rally__tclient *t, const struct rally__tclient_opts *o,
                         struct rally__err *e);
 
+/* A worker whose start failed for good (a setting refused: an unknown
+ * RALLY_* variable, rally_mock without librally_mock) tells the tracker so
+ * the job fails once with msg: connects and REGISTERs as join does (no peer
+ * port), sends ERROR(code, msg) and waits for the tracker's ABORT, at most
+ * min(connect_timeout_ms, 5 s) in all.  Best effort, never an error. */
+void rally__tclient_fail_start(const struct rally__tclient_opts *o, int code, const char *msg);
+
 /* Sends READY and waits for GO (or ABORT) until deadline.  A RESET while
  * waiting returns RALLY__ERESET (t->reset_epoch/reason record it): the
  * epoch is over before it started; call rally__tclient_rejoin. */
@@ -130,10 +138,19 @@ void rally__tclient_heartbeat_stop(struct rally__tclient *t);
 
 int rally__tclient_print(struct rally__tclient *t, const char *msg, struct rally__err *e);
 
+/* Tells the tracker the input this incarnation read (INPUT: scheme, 1 to 64
+ * bytes, and fingerprint), so a replacement that read another fails the job,
+ * and waits for its answer: INPUT_OK, or the ABORT (its code).  A RESET
+ * meanwhile is recorded and held: the next rally__tclient_check returns it.
+ * Blocks (10 s at most). */
+int rally__tclient_input(struct rally__tclient *t, const char *scheme, uint64_t fingerprint,
+                         struct rally__err *e);
+
 /* Tells the tracker this worker failed with (code, sentence); best effort. */
 void rally__tclient_report(struct rally__tclient *t, int code, const char *msg);
 
-/* Call when t->fd is readable: reads what arrived, never blocks.  An ABORT
+/* Call when t->fd is readable (or t->reset_held): reads what arrived, never
+ * blocks.  An ABORT
  * fills e with the tracker's sentence and returns its code; a RESET records
  * t->reset_epoch/reason, fills e with "the tracker ordered recovery (epoch
  * N): reason" and returns RALLY__ERESET; EOF from the tracker is RALLY_EPEER;

@@ -15,6 +15,11 @@
  * every rank is present (present(): rejoined this epoch, or registered again
  * and waiting for its first ASSIGN); then ASSIGN (STARTING) and GO (RUNNING)
  * once every rank is READY.  A protocol violation stays fatal.
+ *
+ * Inputs: the first incarnation of a rank to send INPUT sets what the
+ * rank's input is; a later incarnation whose INPUT differs read other data
+ * than the results the survivors hold were computed from, so the job fails
+ * (RALLY_ECONFIG) naming the rank and both inputs.
  */
 #include "tracker/job.h"
 
@@ -27,6 +32,13 @@
 #include "util/clock.h"
 
 enum { M_NONE, M_AUTHED, M_REG };
+
+/* What a rank's INPUT said, and which incarnation said it (0: none yet). */
+struct rank_input {
+    char scheme[RALLY__SCHEME_MAX];
+    uint64_t fingerprint;
+    uint32_t incarnation;
+};
 
 struct rally__job {
     int world;
@@ -53,6 +65,7 @@ struct rally__job {
     uint32_t *incarnation;  /* world entries: the newest registration of each rank */
     char **rank_task;       /* world entries: each rank's task id, kept for re-registration */
     char *rank_final;       /* world entries: the rank sent SHUTDOWN */
+    struct rank_input *input; /* world entries: the input each rank's first INPUT named */
     int recovering;         /* from a failure until the GO that ends it */
     int64_t failed_at_us;   /* the first failure of this recovery */
     int64_t epoch_deadline; /* ms: the current epoch must reach GO by then */
@@ -468,7 +481,8 @@ static void reject(struct rally__job *j, struct rally__job_member *m, int code, 
         drop(j, m, "%s: %s", m->what, why);
         return;
     }
-    say(j, RALLY__TEV_LOG, "refusing %s: %s", m->what, why);
+    if (j->phase != RALLY__JOB_FAILED || strcmp(why, j->sentence) != 0) /* said once */
+        say(j, RALLY__TEV_LOG, "refusing %s: %s", m->what, why);
     send_abort(j, m, code, why);
     unlink_member(j, m);
     act(j, RALLY__JOB_REFUSE, m);
@@ -817,6 +831,36 @@ static void on_error(struct rally__job *j, struct rally__job_member *m, const un
         fail_job(j, (int)code, -1, "the worker with task id '%s' failed: %s", m->task_id, msg);
 }
 
+static void on_input(struct rally__job *j, struct rally__job_member *m, const unsigned char *body,
+                     size_t n)
+{
+    char scheme[RALLY__SCHEME_MAX];
+    uint64_t fp;
+    if (rally__msg_input_get(body, n, scheme, sizeof scheme, &fp) != 0 || m->rank < 0) {
+        drop(j, m, "%s: %s INPUT (%zu bytes)", m->what, m->rank < 0 ? "unranked" : "malformed",
+             n);
+        return;
+    }
+    struct rank_input *in = &j->input[m->rank];
+    uint32_t inc = j->incarnation[m->rank];
+    if (in->incarnation == 0 || in->incarnation == inc) { /* the first word on it counts */
+        memcpy(in->scheme, scheme, sizeof scheme);
+        in->fingerprint = fp;
+        in->incarnation = inc;
+    }
+    if (strcmp(in->scheme, scheme) == 0 && in->fingerprint == fp) {
+        if (live(j))
+            send_msg(j, m, RALLY__T_INPUT_OK, NULL, 0);
+        return;
+    }
+    fail_job(j, RALLY_ECONFIG, -1,
+             "rank %d read another input after its restart: incarnation %u has fingerprint "
+             "%016llx (scheme %s), incarnation %u had %016llx (scheme %s), so the model would "
+             "mix both; restore the rank's input, or set rally_input_check=0 to go on with it",
+             m->rank, inc, (unsigned long long)fp, scheme, in->incarnation,
+             (unsigned long long)in->fingerprint, in->scheme);
+}
+
 static void on_shutdown(struct rally__job *j, struct rally__job_member *m,
                         const unsigned char *body, size_t n)
 {
@@ -880,6 +924,7 @@ static void on_frame(struct rally__job *j, struct rally__job_member *m, uint16_t
     case RALLY__T_LINK_FAILED: on_link_failed(j, m, body, n); return;
     case RALLY__T_PRINT: on_print(j, m, body, n); return;
     case RALLY__T_ERROR: on_error(j, m, body, n); return;
+    case RALLY__T_INPUT: on_input(j, m, body, n); return;
     case RALLY__T_SHUTDOWN: on_shutdown(j, m, body, n); return;
     case RALLY__T_REGISTER: drop(j, m, "%s: REGISTER twice", m->what); return;
     default: drop(j, m, "%s: unexpected frame type %u", m->what, type); return;
@@ -1374,7 +1419,8 @@ int rally__job_new(struct rally__job **out, const struct rally__job_opts *o, int
     if (j == NULL || (j->by_rank = calloc(w, sizeof *j->by_rank)) == NULL ||
         (j->incarnation = calloc(w, sizeof *j->incarnation)) == NULL ||
         (j->rank_task = calloc(w, sizeof *j->rank_task)) == NULL ||
-        (j->rank_final = calloc(w, 1)) == NULL) {
+        (j->rank_final = calloc(w, 1)) == NULL ||
+        (j->input = calloc(w, sizeof *j->input)) == NULL) {
         rally__fail(e, RALLY_ENOMEM, "out of memory creating the tracker");
         goto cleanup;
     }
@@ -1403,6 +1449,7 @@ void rally__job_free(struct rally__job *j)
         free(j->rank_task[r]);
     free(j->rank_task);
     free(j->rank_final);
+    free(j->input);
     free(j->book);
     free(j->acts);
     free(j->arena);

@@ -26,6 +26,8 @@ const char *rally__msg_name(uint16_t type)
     case RALLY__T_REJOIN: return "REJOIN";
     case RALLY__T_HEARTBEAT: return "HEARTBEAT";
     case RALLY__T_LINK_FAILED: return "LINK_FAILED";
+    case RALLY__T_INPUT: return "INPUT";
+    case RALLY__T_INPUT_OK: return "INPUT_OK";
     default: return "an unknown type";
     }
 }
@@ -193,6 +195,26 @@ int rally__msg_link_failed_get(const unsigned char *b, size_t n, uint32_t *epoch
                                size_t cap)
 {
     return rally__msg_fail_get(b, n, epoch, sentence, cap);
+}
+
+void rally__msg_input_put(struct rally__wbuf *w, const char *scheme, uint64_t fingerprint)
+{
+    put_cut(w, scheme, RALLY__SCHEME_MAX - 1);
+    rally__w_u64(w, fingerprint);
+}
+
+int rally__msg_input_get(const unsigned char *b, size_t n, char *scheme, size_t cap,
+                         uint64_t *fingerprint)
+{
+    struct rally__rbuf r = {b, n, 0, 0};
+    char s[RALLY__SCHEME_MAX];
+    rally__r_str(&r, s, sizeof s);
+    size_t len = r.bad ? 0 : r.pos - 4; /* the declared length: no NUL inside */
+    *fingerprint = rally__r_u64(&r);
+    if (done(&r) != 0 || s[0] == '\0' || strlen(s) != len || len >= cap)
+        return -1;
+    memcpy(scheme, s, strlen(s) + 1);
+    return 0;
 }
 
 void rally__msg_heartbeat_put(struct rally__wbuf *w, const struct rally__msg_heartbeat *m)

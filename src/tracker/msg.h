@@ -93,6 +93,13 @@ void rally__msg_link_failed_put(struct rally__wbuf *w, uint32_t epoch, const cha
 int rally__msg_link_failed_get(const unsigned char *b, size_t n, uint32_t *epoch, char *sentence,
                                size_t cap);
 
+/* INPUT (W->T): str scheme (1 to 64 bytes), u64 fingerprint. */
+#define RALLY__SCHEME_MAX 65 /* the scheme, with the NUL */
+void rally__msg_input_put(struct rally__wbuf *w, const char *scheme, uint64_t fingerprint);
+/* -1 also for an empty scheme or one over 64 bytes. */
+int rally__msg_input_get(const unsigned char *b, size_t n, char *scheme, size_t cap,
+                         uint64_t *fingerprint);
+
 /* HEARTBEAT (W->T): empty (a worker that reports no position), or where
  * the worker stands: u64 position (docs/recovery.md), u8 waiting (1: inside
  * the operation at position; 0: in its own code, before it), u64 for_ms
@@ -109,7 +116,7 @@ struct rally__msg_heartbeat {
 void rally__msg_heartbeat_put(struct rally__wbuf *w, const struct rally__msg_heartbeat *m);
 int rally__msg_heartbeat_get(const unsigned char *b, size_t n, struct rally__msg_heartbeat *m);
 
-/* READY, GO, SHUTDOWN, BYE: an empty body. */
+/* READY, GO, SHUTDOWN, BYE, INPUT_OK: an empty body. */
 void rally__msg_empty_put(struct rally__wbuf *w);
 int rally__msg_empty_get(const unsigned char *b, size_t n);
 

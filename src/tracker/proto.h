@@ -19,6 +19,13 @@
  *                  in a way the others must hear about (e.g. a mismatch)
  *   T->W ABORT     u32 code, str sentence: the job failed; every collective
  *                  in progress or to come fails with this sentence
+ *   W->T INPUT     str scheme (1..64 bytes), u64 fingerprint: the input this
+ *                  incarnation read (rally_set_input); a later incarnation of
+ *                  the rank whose INPUT differs fails the job (ABORT), unless
+ *                  rally_input_check=0 (then the worker sends none)
+ *   T->W INPUT_OK  (empty) the INPUT is the rank's: the worker waits for this
+ *                  (or the ABORT) before it goes on, so no survivor computes
+ *                  past a replacement that read other data
  *   W->T SHUTDOWN  (empty) rally_finalize
  *   T->W BYE       (empty) shutdown recorded; the worker may exit
  *
@@ -67,7 +74,9 @@ enum {
     RALLY__T_RESET = 25,
     RALLY__T_REJOIN = 26,
     RALLY__T_HEARTBEAT = 27,
-    RALLY__T_LINK_FAILED = 28
+    RALLY__T_LINK_FAILED = 28,
+    RALLY__T_INPUT = 29,
+    RALLY__T_INPUT_OK = 30
 };
 
 /* Positions (REJOIN, docs/recovery.md): where a worker stands.  The top two

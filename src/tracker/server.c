@@ -189,6 +189,11 @@ int rally__tracker_state(const struct rally__tracker *t, const char **sentence, 
     }
 }
 
+int rally__tracker_code(const struct rally__tracker *t)
+{
+    return rally__job_code(t->job);
+}
+
 int rally__tracker_flushed(const struct rally__tracker *t)
 {
     return rally__conns_flushed(t->conns);

@@ -113,6 +113,10 @@ int64_t rally__tracker_deadline(const struct rally__tracker *t);
  * without finalizing when that was the cause, else -1. */
 int rally__tracker_state(const struct rally__tracker *t, const char **sentence, int *rank);
 
+/* The status the job failed with (RALLY_ECONFIG: a setting or the input
+ * refused, src/tracker/job.c), RALLY_OK while it has not. */
+int rally__tracker_code(const struct rally__tracker *t);
+
 /* Fails the job (if it still runs): queues ABORT(code, sentence) to every
  * connected worker.  The frames leave on the next polls. */
 void rally__tracker_abort(struct rally__tracker *t, int code, const char *fmt, ...)

@@ -2,7 +2,9 @@
  * config.c — reads the engine's settings from defaults, RALLY_* variables
  * and rally_key=value arguments, checking each against its key's table
  * entry (config.h); a RALLY_* variable or rally_* argument that names no
- * key is an error naming the nearest one.
+ * key is an error naming the nearest one.  The dmlc launchers' variables
+ * count as arguments too (DMLC_NUM_ATTEMPT=2: dmlc-submit --cluster local
+ * restarts a worker so), taken as rabit's SetParam takes them.
  */
 #include "util/config.h"
 
@@ -65,6 +67,7 @@ static const struct key keys[] = {
     K("run_started", STR, run_started, "", 0, 0),
     K("resume", STR, resume, "", 0, 0),
     K("resume_force", INT, resume_force, "0", 0, 1),
+    K("input_check", INT, input_check, "1", 0, 1),
 };
 #undef K
 #undef C
@@ -74,6 +77,18 @@ static const char *const dmlc_env[][2] = {{"DMLC_TRACKER_URI", "dmlc_tracker_uri
                                           {"DMLC_TRACKER_PORT", "dmlc_tracker_port"},
                                           {"DMLC_TASK_ID", "task_id"},
                                           {"DMLC_NUM_ATTEMPT", "dmlc_num_attempt"}};
+
+/* The dmlc_env row an argument NAME=value names (dmlc-submit --cluster local
+ * passes DMLC_NUM_ATTEMPT=N to a restarted worker, as rabit reads it), or -1. */
+static int dmlc_arg(const char *a)
+{
+    for (size_t i = 0; i < sizeof dmlc_env / sizeof dmlc_env[0]; i++) {
+        size_t n = strlen(dmlc_env[i][0]);
+        if (strncmp(a, dmlc_env[i][0], n) == 0 && a[n] == '=')
+            return (int)i;
+    }
+    return -1;
+}
 
 int rally__parse_int(const char *s, int64_t lo, int64_t hi, int64_t *out)
 {
@@ -288,6 +303,13 @@ int rally__config_load(struct rally__config *c, int *argc, char ***argv, struct 
     int out = 0;
     for (int i = 0; i < *argc; i++) {
         const char *a = (*argv)[i];
+        int d = i > 0 ? dmlc_arg(a) : -1;
+        if (d >= 0) { /* DMLC_NUM_ATTEMPT=1 from dmlc-submit: as rabit's SetParam */
+            const char *key = dmlc_env[d][1];
+            if (set(c, find(key, strlen(key)), strchr(a, '=') + 1, "argument", e) != RALLY_OK)
+                return e->code;
+            continue;
+        }
         if (i == 0 || strncmp(a, "rally_", 6) != 0) {
             (*argv)[out++] = (*argv)[i];
             continue;
@@ -310,6 +332,25 @@ int rally__config_load(struct rally__config *c, int *argc, char ***argv, struct 
         (*argv)[out] = NULL;
     *argc = out;
     return RALLY_OK;
+}
+
+void rally__config_contact(struct rally__config *c)
+{
+    static const char *const names[] = {"tracker", "secret_file", "task_id", "connect_timeout_ms"};
+    struct rally__err ignore = {0, ""};
+    memset(c, 0, sizeof *c);
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        set(c, &keys[i], keys[i].def, "default", &ignore);
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char env[64] = "RALLY_";
+        for (size_t j = 0; names[i][j] && j + 7 < sizeof env; j++)
+            env[6 + j] = (char)toupper((unsigned char)names[i][j]);
+        const char *v = getenv(env);
+        const struct key *k = find(names[i], strlen(names[i]));
+        rally__err_clear(&ignore);
+        if (v != NULL && set(c, k, v, env, &ignore) != RALLY_OK)
+            set(c, k, k->def, "default", &ignore); /* a bad value: the default */
+    }
 }
 
 int rally__config_get(const struct rally__config *c, size_t i, char *key, size_t key_cap,

@@ -3,7 +3,10 @@
  *
  * Each setting has a key rally_<name>; its value comes from, in rising
  * priority: the default below, the environment variable RALLY_<NAME>, an
- * argument rally_<name>=value.  docs/config.md lists them all.
+ * argument rally_<name>=value (the dmlc launchers' DMLC_TRACKER_URI,
+ * DMLC_TRACKER_PORT, DMLC_TASK_ID and DMLC_NUM_ATTEMPT: variables below
+ * RALLY_*, and arguments NAME=value, which rally_init consumes).
+ * docs/config.md lists them all.
  */
 #ifndef RALLY_UTIL_CONFIG_H
 #define RALLY_UTIL_CONFIG_H
@@ -62,6 +65,7 @@ struct rally__config {
     char run_started[RALLY__STR_MAX];   /* when it started, RFC 3339 UTC */
     char resume[RALLY__STR_MAX];        /* a snapshot directory to start from */
     int64_t resume_force;               /* 1: skip the overridable resume checks */
+    int64_t input_check;                /* 1: a restarted rank must read its predecessor's input */
 };
 
 /* The i-th setting's key (with the rally_ prefix) and value as text, for a
@@ -72,6 +76,13 @@ int rally__config_get(const struct rally__config *c, size_t i, char *key, size_t
 /* Fills c with defaults, then the environment, then consumes rally_* arguments
  * from argv (argc/argv may be NULL).  Unknown rally_* keys are RALLY_ECONFIG. */
 int rally__config_load(struct rally__config *c, int *argc, char ***argv, struct rally__err *e);
+
+/* Fills c with the defaults and, from the environment alone, the settings
+ * that reach the launcher (rally_tracker, rally_secret_file, rally_task_id,
+ * rally_connect_timeout_ms), ignoring everything else: after
+ * rally__config_load refused the settings, a worker can still tell its
+ * launcher why. */
+void rally__config_contact(struct rally__config *c);
 
 /* Parses a decimal integer in [lo, hi] with nothing after it. 0 on success. */
 int rally__parse_int(const char *s, int64_t lo, int64_t hi, int64_t *out);

@@ -4,7 +4,7 @@
  * (src/tracker/job.c); tests/fuzz/fuzz.cmake builds it.
  *
  * The first byte chooses the mode.  Below 0x80 the rest is one frame body,
- * decoded as message type 16 + byte % 13: a decoder must never crash or
+ * decoded as message type 16 + byte % 15: a decoder must never crash or
  * leak, and a body it accepts must encode again into a body that decodes to
  * the same values (strings compare up to their first NUL, which is where
  * the encoder stops).  From 0x80 up the rest is a script for a job of 1 to
@@ -120,6 +120,18 @@ static void one(uint16_t type, const unsigned char *b, size_t n)
             die("REJOIN does not survive a round trip");
         return;
     }
+    case RALLY__T_INPUT: {
+        char s[RALLY__SCHEME_MAX], s2[RALLY__SCHEME_MAX];
+        uint64_t f, f2;
+        if (rally__msg_input_get(b, n, s, sizeof s, &f) != 0)
+            return;
+        rally__msg_input_put(&w, s, f);
+        if (w.bad || w.len != n || memcmp(out, b, n) != 0 ||
+            rally__msg_input_get(out, w.len, s2, sizeof s2, &f2) != 0 || f != f2 ||
+            strcmp(s, s2))
+            die("INPUT does not survive a round trip");
+        return;
+    }
     case RALLY__T_HEARTBEAT: {
         struct rally__msg_heartbeat h, h2;
         if (rally__msg_heartbeat_get(b, n, &h) != 0)
@@ -194,7 +206,7 @@ static void script(unsigned ctl, const unsigned char *b, size_t n)
         default:
         frame:
             ev.kind = RALLY__JOB_EV_FRAME;
-            ev.type = (uint16_t)(RALLY__T_REGISTER + type % 13);
+            ev.type = (uint16_t)(RALLY__T_REGISTER + type % 15);
             ev.body = b + pos;
             ev.nbytes = len;
             pos += len;
@@ -223,7 +235,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     unsigned ctl = data[0];
     if (ctl < 0x80)
-        one((uint16_t)(RALLY__T_REGISTER + ctl % 13), data + 1, size - 1);
+        one((uint16_t)(RALLY__T_REGISTER + ctl % 15), data + 1, size - 1);
     else
         script(ctl, data + 1, size - 1);
     return 0;

@@ -382,6 +382,10 @@ int rally__launch_policy_verdict(const struct rally__launch_policy *pol,
         fprintf(f, "rally-run: %s\n", pol->rank[r].why);
         return pol->rank[r].status;
     }
+    if (pol->tracker_first && v->code == RALLY_ECONFIG) {
+        fprintf(f, "rally-run: %s\n", v->sentence);
+        return RALLY__LAUNCH_EXIT_CONFIG;
+    }
     if (pol->tracker_first && rank_report(v->sentence)) {
         fprintf(f, "rally-run: %s\n", v->sentence);
         return RALLY__LAUNCH_EXIT_ABORT;
@@ -400,6 +404,17 @@ int rally__launch_policy_verdict(const struct rally__launch_policy *pol,
             return pol->rank[i].status;
         }
     return 0;
+}
+
+const char *rally__launch_policy_repeats(const char *sentence)
+{
+    int r, at = -1;
+    if (sscanf(sentence, "rank %d failed: %n", &r, &at) == 1 && at > 0)
+        return sentence + at;
+    const char *q = strstr(sentence, "' failed: ");
+    if (strncmp(sentence, "the worker with task id '", 25) == 0 && q != NULL)
+        return q + 10;
+    return sentence;
 }
 
 void rally__launch_policy_carry(struct rally__launch_policy *pol,

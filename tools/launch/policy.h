@@ -37,7 +37,13 @@
  * the first failure was a worker that exited non-zero (1 for exit 0 without
  * rally_finalize); RALLY__LAUNCH_EXIT_ABORT when a rank stopped the job with
  * its own message (rally_abort, or an error it reported: the tracker's
- * "rank R failed: ..."); 1 for every other failure.
+ * "rank R failed: ..."); RALLY__LAUNCH_EXIT_CONFIG when the tracker failed
+ * the job with RALLY_ECONFIG before any rank failed: a worker refused its
+ * settings (an unknown RALLY_* variable, rally_mock without librally_mock:
+ * reported before it joined), a resume was refused (the arguments or the
+ * input differ), or a restarted rank read another input than the one
+ * before it; no death is counted then, nothing restarts, and the line is
+ * the tracker's sentence; 1 for every other failure.
  */
 #ifndef RALLY_TOOLS_LAUNCH_POLICY_H
 #define RALLY_TOOLS_LAUNCH_POLICY_H
@@ -49,6 +55,7 @@
 #define RALLY__LAUNCH_FENCE_GRACE_REMOTE_MS 3000 /* ... on another host (its wrapper) */
 #define RALLY__LAUNCH_KILL_ALL (-2)      /* rally__launch_policy_due: every worker */
 #define RALLY__LAUNCH_EXIT_ABORT 3       /* the verdict when a rank stopped the job (rally_abort) */
+#define RALLY__LAUNCH_EXIT_CONFIG 4      /* ... when the job's settings or input were refused */
 
 struct rally__launch_policy;
 
@@ -66,6 +73,7 @@ struct rally__launch_view {
     int failed_rank;      /* FAILED: the rank whose loss failed the job, else -1 */
     const char *sentence; /* FAILED: why */
     int recoverable;      /* a rank failing now would be recovered */
+    int code;             /* FAILED: the tracker's status (rally__tracker_code) */
 };
 
 /* What to do now; a field at its empty value ("", 0, -1) asks nothing. */
@@ -123,6 +131,11 @@ int rally__launch_policy_due(struct rally__launch_policy *pol, int64_t now);
  * returns the exit status (the rules above). */
 int rally__launch_policy_verdict(const struct rally__launch_policy *pol,
                                  const struct rally__launch_view *v, FILE *f);
+/* The part of the tracker's failure sentence that the workers repeat on
+ * stderr: the message of a "rank R failed: <message>" (or "the worker with
+ * task id 'T' failed: <message>") report, else the whole sentence. */
+const char *rally__launch_policy_repeats(const char *sentence);
+
 /* pol is the next attempt of the job whose last attempt was prev (rally-run
  * --auto-resume): its summary counts prev's deaths, recoveries and restarts
  * too, and one job restart more than prev's. */

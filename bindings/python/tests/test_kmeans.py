@@ -75,3 +75,41 @@ def test_snapshots_keep_app_and_inputs(data, tmp_path):
         fp = re.search(r"^\[%d\] shard %d fingerprint ([0-9a-f]{16}) " % (r, r), out, re.M)
         assert fp, out
         assert re.search(r"^rank %d .* input %s$" % (r, fp.group(1)), show, re.M), show
+
+
+def test_restarted_rank_with_other_input_fails(data, tmp_path):
+    """Rank 1 dies in iteration 2 and its replacement reads other rows (a
+    wrapper picks the file by a marker the first incarnation left): the job
+    fails with rally-run's exit status 4 and one line naming rank 1 and both
+    fingerprints; rally_input_check=0 lets the same job finish."""
+    import sys
+    edited = tmp_path / "edited.csv"
+    with open(data) as f:
+        rows = f.read().splitlines()
+    rows[2500] = ",".join(["0.5"] + rows[2500].split(",")[1:])  # in rank 1's third
+    edited.write_text("\n".join(rows) + "\n")
+    pick = tmp_path / "pick.sh"
+    pick.write_text('#!/bin/sh\n'
+                    'm=%s/started.$RALLY_TASK_ID\n'
+                    'if [ -e "$m" ]; then d=%s; else d=%s; fi\n'
+                    'touch "$m"\n'
+                    'exec %s %s --data "$d" "$@"\n' % (tmp_path, edited, data, sys.executable,
+                                                       KMEANS_PY))
+    pick.chmod(0o755)
+    common = ["--data-opt", "csv_label=0", "-k", "6", "--fixed-iters", "--iters", "4",
+              "rally_mock=1,2,0,0"]
+    rc, out = run_job(3, str(pick), *common, env={"RALLY_PYTHON_MOCK": "1"})
+    assert rc == 4, out
+    fps = re.findall(r"^\[1\] shard 1 fingerprint ([0-9a-f]{16}) ", out, re.M)
+    assert len(fps) == 2 and fps[0] != fps[1], out
+    want = ("rank 1 read another input after its restart: incarnation 2 has fingerprint %s "
+            "(scheme range), incarnation 1 had %s (scheme range)" % (fps[1], fps[0]))
+    assert out.count(want) == 1, out
+    assert re.search(r"^rally-run: " + re.escape(want), out, re.M), out
+    assert "model_digest=" not in out, out
+    for m in tmp_path.glob("started.*"):
+        m.unlink()
+    rc, out = run_job(3, str(pick), *common, "rally_input_check=0",
+                      env={"RALLY_PYTHON_MOCK": "1"})
+    assert rc == 0, out
+    assert "model_digest=" in out, out
