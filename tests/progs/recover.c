@@ -29,6 +29,8 @@
  * its call number S of checkpoint version V (numbered as above, as the
  * rally_mock points are) — a worker made slow on purpose, so a test can
  * hold the ranks behind it inside a collective while others go on.
+ * "startup=MS": a replacement (rally_attempt > 0) sleeps MS ms before its
+ * first collective, as a trainer reading its shard does.
  * "local": each rank also keeps a local model (its own vector, feeding the
  * sum), checkpointed and replicated on the ring; the digest covers every
  * rank's local model.  "lazy": the global model is checkpointed lazily; it
@@ -117,7 +119,7 @@ int main(int argc, char **argv)
     size_t n = argc > 1 ? strtoul(argv[1], NULL, 10) : 1000;
     uint64_t iters = argc > 2 ? strtoull(argv[2], NULL, 10) : 3;
     int diverge = 0, diverge_local = 0, use_local = 0, lazy = 0;
-    long sleep_ms = 0;
+    long sleep_ms = 0, startup_ms = 0;
     for (int i = 3; i < argc; i++) {
         if (strcmp(argv[i], "diverge") == 0)
             diverge = 1;
@@ -127,6 +129,8 @@ int main(int argc, char **argv)
             use_local = diverge_local = 1;
         else if (strcmp(argv[i], "lazy") == 0)
             lazy = 1;
+        else if (strncmp(argv[i], "startup=", 8) == 0)
+            startup_ms = strtol(argv[i] + 8, NULL, 10);
         else if (strncmp(argv[i], "lag=", 4) != 0)
             sleep_ms = strtol(argv[i], NULL, 10);
         else if (sscanf(argv[i] + 4, "%d,%llu,%llu,%ld", &lag_rank, &lag_version, &lag_seq,
@@ -138,6 +142,8 @@ int main(int argc, char **argv)
     model_n = n;
     printf("pid %d %ld\n", rank, (long)getpid());
     fflush(stdout);
+    if (startup_ms > 0 && rally_attempt(R) > 0) /* a replacement reading its input */
+        usleep((useconds_t)startup_ms * 1000);
 
     /* data statistics, before load_checkpoint: recoverable, kept all job */
     int mx = rank;
