@@ -65,8 +65,8 @@ static void absent(const struct fixture *f, uint64_t key)
 {
     const struct rally__entry *c = rally__robust_cache_find(&f->rb, key);
     if (c != NULL)
-        fail_msg("key %#llx is not cached, yet the lookup gave key %#llx",
-                 (unsigned long long)key, (unsigned long long)c->key);
+        fail_msg("key %#llx is not cached, yet the lookup gave key %#llx", (unsigned long long)key,
+                 (unsigned long long)c->key);
 }
 
 static void cache_finds_only_its_key(void **state)

@@ -79,8 +79,7 @@ static int own_file(int fd, const char *where, struct rally__err *e)
         return rally__fail(e, RALLY_EPROTO,
                            "%s/%s belongs to user %lu, not to user %lu who runs this job: "
                            "remove it",
-                           where, LOCK_NAME, (unsigned long)st.st_uid,
-                           (unsigned long)geteuid());
+                           where, LOCK_NAME, (unsigned long)st.st_uid, (unsigned long)geteuid());
     return RALLY_OK;
 }
 
@@ -103,12 +102,12 @@ int rally__snap_lock_take(const char *dir, const char *job, const char *run_id,
     /* O_NONBLOCK: a FIFO planted there must not hang the open */
     fd = openat(jfd, LOCK_NAME, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
     if (fd < 0) {
-        rc = errno == ELOOP ? rally__fail(e, RALLY_EPROTO,
-                                          "%s/%s is a symbolic link, not this job's lock file: "
-                                          "remove it",
-                                          where, LOCK_NAME)
-                            : rally__fail_errno(e, RALLY_ESYS, errno, "cannot open %s/%s", where,
-                                                LOCK_NAME);
+        rc = errno == ELOOP
+                 ? rally__fail(e, RALLY_EPROTO,
+                               "%s/%s is a symbolic link, not this job's lock file: "
+                               "remove it",
+                               where, LOCK_NAME)
+                 : rally__fail_errno(e, RALLY_ESYS, errno, "cannot open %s/%s", where, LOCK_NAME);
         goto out;
     }
     if ((rc = own_file(fd, where, e)) != RALLY_OK)

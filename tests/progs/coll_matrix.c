@@ -314,7 +314,8 @@ static void keep_case(int id, size_t count, uint64_t seed)
     memcpy(got, in[rank], count * 12);
     CHECK_RC(rally_allreduce_custom(R, got, count, id, NULL, NULL), "allreduce_custom");
     char what[96];
-    snprintf(what, sizeof what, "custom reducer %d keeping the left on ties (count %zu)", id, count);
+    snprintf(what, sizeof what, "custom reducer %d keeping the left on ties (count %zu)", id,
+             count);
     compare(got, want, count * 12, 12, what);
     for (int r = 0; r < N; r++)
         free(in[r]);
