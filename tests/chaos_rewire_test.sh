@@ -22,12 +22,12 @@ cleanup() {
 trap cleanup EXIT
 fail() { echo "chaos_rewire_test: $*"; tail -60 "$tmp/out"; exit 1; }
 
-"$here/run_job.sh" 0 120 "$run" -n "$n" "$prog" 3000 40 60 "$@" >"$tmp/plain" 2>&1 || {
+"$here/run_job.sh" 0 60 "$run" -n "$n" "$prog" 3000 40 60 "$@" >"$tmp/plain" 2>&1 || {
     cat "$tmp/plain"; fail "the failure-free run failed"; }
 want=$(grep -o 'model_digest=[0-9a-f]*' "$tmp/plain")
 
 : >"$tmp/out"
-RALLY_TEST_TAG=$tag timeout -k 5 150 "$run" -n "$n" --max-restarts "$kills" "$prog" 3000 40 60 \
+RALLY_TEST_TAG=$tag timeout -k 5 90 "$run" -n "$n" --max-restarts "$kills" "$prog" 3000 40 60 \
     "$@" >"$tmp/out" 2>&1 &
 job=$!
 plan=$(awk -v s="$seed" -v k="$kills" -v n="$n" 'BEGIN { srand(s); for (i = 0; i < k; i++)

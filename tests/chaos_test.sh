@@ -14,11 +14,11 @@ trap 'rm -rf "$tmp"' EXIT
 tag="chaos-$$"
 fail() { echo "chaos_test: $*"; tail -40 "$tmp/out"; exit 1; }
 
-"$here/run_job.sh" 0 120 "$run" -n 4 "$prog" 3000 60 50 "$@" >"$tmp/plain" 2>&1 || {
+"$here/run_job.sh" 0 60 "$run" -n 4 "$prog" 3000 60 50 "$@" >"$tmp/plain" 2>&1 || {
     cat "$tmp/plain"; fail "the failure-free run failed"; }
 want=$(grep -o 'model_digest=[0-9a-f]*' "$tmp/plain")
 
-RALLY_TEST_TAG=$tag timeout -k 5 240 "$run" -n 4 --max-restarts 10 "$prog" 3000 60 50 "$@" \
+RALLY_TEST_TAG=$tag timeout -k 5 90 "$run" -n 4 --max-restarts 10 "$prog" 3000 60 50 "$@" \
     >"$tmp/out" 2>&1 &
 job=$!
 # the random plan: kills x (rank, delay in ms), from the seed

@@ -22,7 +22,7 @@ trap 'rm -rf "$tmp"' EXIT
 fail() { echo "fault_test $case_: $*"; cat "$tmp/out" 2>/dev/null | tail -40; exit 1; }
 
 baseline() { # size iters extra...
-    "$here/run_job.sh" 0 120 "$run" -n 4 "$plain" "$@" >"$tmp/plain" 2>&1 || fail "baseline failed"
+    "$here/run_job.sh" 0 60 "$run" -n 4 "$plain" "$@" >"$tmp/plain" 2>&1 || fail "baseline failed"
     grep -o 'model_digest=[0-9a-f]*' "$tmp/plain"
 }
 
@@ -46,9 +46,9 @@ start_job() {
     largs=""
     while [ "$1" != "--" ]; do largs="$largs $1"; shift; done
     shift
-    want=$(baseline "$@")
+    want=$(baseline "$@") || fail "the failure-free run failed: $want"
     # shellcheck disable=SC2086 # the launcher arguments split on purpose
-    RALLY_TEST_TAG="fault-$$" timeout -k 5 120 "$run" -n 4 $largs "$plain" "$@" >"$tmp/out" 2>&1 &
+    RALLY_TEST_TAG="fault-$$" timeout -k 5 60 "$run" -n 4 $largs "$plain" "$@" >"$tmp/out" 2>&1 &
     job=$!
     wait_for "^\[3\] pid 3 " 30 || fail "rank 3 never started"
 }
@@ -82,12 +82,12 @@ sigstop)
     kill -0 "$stopped" 2>/dev/null && fail "the stopped worker $stopped is still there"
     ;;
 diverge)
-    GREP="diverged after its restart" "$here/run_job.sh" nonzero 120 "$run" -n 4 "$mock" 500 3 \
+    GREP="diverged after its restart" "$here/run_job.sh" nonzero 60 "$run" -n 4 "$mock" 500 3 \
         diverge rally_mock=2,1,2,0 >"$tmp/out" 2>&1 || fail "want a clean failure naming the divergence"
     grep -q "^rally-run: .*diverged" "$tmp/out" || fail "rally-run did not say why"
     ;;
 exhausted)
-    GREP="restart" "$here/run_job.sh" nonzero 120 "$run" -n 4 --max-restarts 1 "$mock" 500 3 \
+    GREP="restart" "$here/run_job.sh" nonzero 60 "$run" -n 4 --max-restarts 1 "$mock" 500 3 \
         rally_mock=1,1,2,0 rally_mock=1,1,2,1 >"$tmp/out" 2>&1 || fail "want a clean failure"
     grep -q "summary: deaths=2 " "$tmp/out" || fail "want deaths=2"
     ;;

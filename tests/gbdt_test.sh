@@ -87,7 +87,7 @@ mock_case() { # deaths [gbdt flags --] rally_mock points...
     if [ "$1" = "--checkpoint-every" ]; then flags="$1 $2"; shift 2; fi
     gen m 0.2 binary:logistic
     job "$tmp/plain" 4 "$gb" $GB
-    "$here/run_job.sh" 0 180 "$run" -n 4 --max-restarts 4 "$mock" $GB $flags "$@" >"$tmp/out" 2>&1 ||
+    "$here/run_job.sh" 0 90 "$run" -n 4 --max-restarts 4 "$mock" $GB $flags "$@" >"$tmp/out" 2>&1 ||
         fail "the run with failures failed"
     cat "$tmp/out"
     same_digests "$tmp/out" "$tmp/plain"
@@ -173,7 +173,7 @@ mock_interval)
 kill9)
     gen m 0.2 binary:logistic
     job "$tmp/plain" 4 "$gb" $GB
-    RALLY_TEST_TAG="gbdt-$$" timeout -k 5 120 "$run" -n 4 "$gb" $GB --pause-ms 150 \
+    RALLY_TEST_TAG="gbdt-$$" timeout -k 5 60 "$run" -n 4 "$gb" $GB --pause-ms 150 \
         >"$tmp/out" 2>&1 &
     jobpid=$!
     wait_line "$tmp/out" '^\[0\] tree 3 ' "tree 3" 300 0.1
@@ -190,7 +190,7 @@ snap_resume)
     gen m 0.2 binary:logistic
     job "$tmp/plain" 4 "$gb" $GB
     D=$tmp/snaps tag="gbdt-snap-$$"
-    RALLY_TEST_TAG="$tag" timeout -k 5 120 "$run" -n 4 --snapshot-dir "$D" --snapshot-every 2 \
+    RALLY_TEST_TAG="$tag" timeout -k 5 60 "$run" -n 4 --snapshot-dir "$D" --snapshot-every 2 \
         "$gb" $GB --pause-ms 300 >"$tmp/out" 2>&1 &
     jobpid=$!
     wait_line "$tmp/out" '^\[0\] rally: rank 0: snapshot: committed .*/snap-00000004 ' \

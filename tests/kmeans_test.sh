@@ -71,7 +71,7 @@ mock_case() { # deaths points...
     deaths=$1
     shift
     job "$tmp/plain" 4 "$km" $KM
-    "$here/run_job.sh" 0 180 "$run" -n 4 --max-restarts 4 "$mock" $KM "$@" >"$tmp/out" 2>&1 ||
+    "$here/run_job.sh" 0 90 "$run" -n 4 --max-restarts 4 "$mock" $KM "$@" >"$tmp/out" 2>&1 ||
         fail "the run with failures failed"
     cat "$tmp/out"
     [ "$(digest "$tmp/out")" = "$(digest "$tmp/plain")" ] ||
@@ -130,7 +130,7 @@ mock_checkpoint) mock_case 1 rally_mock=2,4,1,0,checkpoint ;;
 mock_init) mock_case 2 rally_mock=3,0,5,0 rally_mock=0,2,0,0 ;;
 kill9)
     job "$tmp/plain" 4 "$km" $KM
-    RALLY_TEST_TAG="kmeans-$$" timeout -k 5 120 "$run" -n 4 "$km" $KM --pause-ms 100 \
+    RALLY_TEST_TAG="kmeans-$$" timeout -k 5 60 "$run" -n 4 "$km" $KM --pause-ms 100 \
         >"$tmp/out" 2>&1 &
     jobpid=$!
     wait_line "$tmp/out" '^\[0\] iteration 3 ' "iteration 3" 300 0.1

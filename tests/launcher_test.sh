@@ -73,9 +73,10 @@ usage)
     no_leftovers
     ;;
 version)
-    # every tool says the version CMake defines (RALLY_EXPECT_VERSION, from the build)
+    # every tool and trainer says the version CMake defines (RALLY_EXPECT_VERSION, from the build)
     dir=$(dirname "$RUN")
-    for tool in "$RUN" "$TRACKER" "$dir/rally-datagen" "$dir/rally-snapshot"; do
+    for tool in "$RUN" "$TRACKER" "$dir/rally-datagen" "$dir/rally-snapshot" \
+        "$dir/rally-kmeans" "$dir/rally-linear" "$dir/rally-gbdt"; do
         timeout 10 "$tool" --version >"$T/out" 2>"$T/err"; expect_rc $? 0
         [ "$(cat "$T/out")" = "$(basename "$tool") (rally) $RALLY_EXPECT_VERSION" ] ||
             fail "$tool --version says '$(cat "$T/out")', expected version $RALLY_EXPECT_VERSION"

@@ -104,7 +104,7 @@ mock_case() { # deaths args points...
     deaths=$1 args=$2
     shift 2
     job "$tmp/plain" 4 "$lr" $args
-    "$here/run_job.sh" 0 180 "$run" -n 4 --max-restarts 4 "$mock" $args "$@" >"$tmp/out" 2>&1 ||
+    "$here/run_job.sh" 0 90 "$run" -n 4 --max-restarts 4 "$mock" $args "$@" >"$tmp/out" 2>&1 ||
         fail "the run with failures failed"
     grep -E 'restarted|rally-run|result' "$tmp/out"
     [ "$(digest "$tmp/out")" = "$(digest "$tmp/plain")" ] ||
@@ -115,7 +115,7 @@ mock_case() { # deaths args points...
 lost_case() { # k: k + 1 adjacent ranks (1 .. k+1) die together in iteration 4
     pts=""
     for r in $(seq 1 $(($1 + 1))); do pts="$pts rally_mock=$r,4,0,0,op,lost"; done
-    GREP="the local models of ranks 1 are lost" "$here/run_job.sh" nonzero 120 "$run" -n 4 \
+    GREP="the local models of ranks 1 are lost" "$here/run_job.sh" nonzero 60 "$run" -n 4 \
         --max-restarts 4 "$mock" $ADMM rally_local_replica=$1 $pts >"$tmp/out" 2>&1 ||
         fail "want a non-zero exit naming rank 1's lost local model"
     grep -m1 'are lost' "$tmp/out"
@@ -123,7 +123,7 @@ lost_case() { # k: k + 1 adjacent ranks (1 .. k+1) die together in iteration 4
 
 kill_case() { # args pause-ms (about 2 s of the run left after iteration 3)
     job "$tmp/plain" 4 "$lr" $1
-    RALLY_TEST_TAG="linear-$$" timeout -k 5 120 "$run" -n 4 "$lr" $1 --pause-ms $2 \
+    RALLY_TEST_TAG="linear-$$" timeout -k 5 60 "$run" -n 4 "$lr" $1 --pause-ms $2 \
         >"$tmp/out" 2>&1 &
     jobpid=$!
     wait_line "$tmp/out" '^\[0\] iteration 3 ' "iteration 3" 300 0.1
@@ -141,7 +141,7 @@ kill_case() { # args pause-ms (about 2 s of the run left after iteration 3)
 snap_case() { # args committed-version pause-ms [local]: whole-job kill -9, --resume latest
     job "$tmp/plain" 4 "$lr" $1
     D=$tmp/snaps tag="linear-snap-$$"
-    RALLY_TEST_TAG="$tag" timeout -k 5 120 "$run" -n 4 --snapshot-dir "$D" --snapshot-every 2 \
+    RALLY_TEST_TAG="$tag" timeout -k 5 60 "$run" -n 4 --snapshot-dir "$D" --snapshot-every 2 \
         "$lr" $1 --pause-ms $3 >"$tmp/out" 2>&1 &
     jobpid=$!
     want=$(printf 'snap-%08d' "$2")

@@ -10,7 +10,8 @@
  * Mesh: a worker wiring its links while strangers hit its port (garbage
  * bytes, a HELLO under the wrong secret, a silent connection, a stale
  * incarnation) still wires exactly its real neighbours, with TCP links
- * that carry bytes both ways.
+ * that carry bytes both ways; a connector whose peer authenticates but
+ * answers in a stale incarnation fails (RALLY_EAUTH naming both).
  * Topology: for N = 1..70 the pre-order tree and ring invariants.
  */
 #include <pthread.h>
@@ -518,6 +519,64 @@ static void mesh_idle_strangers_delay_nobody(void **state)
     free(m);
 }
 
+/* The other direction: rank 1 connects to a rank 0 that knows the secret
+ * but answers in a stale incarnation (a process of rank 0's previous life
+ * still on the port).  Its proof is good, so only the connector's
+ * incarnation check stands between rank 1 and a link to the wrong process:
+ * the wiring fails with RALLY_EAUTH naming both incarnations. */
+struct stale_acceptor {
+    struct meshjob *m;
+    int rc;
+};
+
+static void *acceptor_stale(void *arg)
+{
+    struct stale_acceptor *a = arg;
+    struct rally__err e = {0, ""};
+    struct rally__ident me = {RALLY__ROLE_PEER, 0, 6}, peer; /* rank 0 is in incarnation 7 */
+    int fd = -1;
+    a->rc = rally__tcp_accept(a->m->listen0, rally__deadline(5000), &fd, NULL, 0, &e);
+    if (a->rc == RALLY_OK)
+        a->rc = rally__auth_accept(fd, &a->m->s, &me, NULL, NULL, &peer, rally__deadline(5000),
+                                   "rank 1", &e);
+    if (fd >= 0)
+        close(fd);
+    return NULL;
+}
+
+static void mesh_refuses_stale_acceptor(void **state)
+{
+    (void)state;
+    struct meshjob *m = calloc(1, sizeof *m);
+    struct rally__err e = {0, ""};
+    char path[] = "/tmp/rally-net-test-XXXXXX";
+    assert_non_null(mkdtemp(path));
+    char sf[64];
+    snprintf(sf, sizeof sf, "%s/secret", path);
+    assert_int_equal(rally__secret_create(sf, &m->s, &e), RALLY_OK);
+    assert_int_equal(rally__tcp_listen("127.0.0.1", 0, 4, &m->listen0, &m->port0, &e), RALLY_OK);
+    struct stale_acceptor a = {m, -1};
+    pthread_t t;
+    pthread_create(&t, NULL, acceptor_stale, &a);
+    m->p1[0] = (struct rally__mesh_peer){0, "127.0.0.1", m->port0, 7};
+    int lfd1, port1;
+    assert_int_equal(rally__tcp_listen("127.0.0.1", 0, 4, &lfd1, &port1, &e), RALLY_OK);
+    struct rally__mesh_opts o1 = mesh_opts(m, lfd1, 1);
+    int rc1 = rally__mesh_connect(&o1, m->p1, 1, m->l1, &m->e1);
+    pthread_join(t, NULL);
+    assert_int_equal(a.rc, RALLY_OK); /* the stale rank 0 authenticated rank 1 */
+    assert_int_equal(rc1, RALLY_EAUTH);
+    const char *want = "rank 0 answered in incarnation 6, expected 7";
+    if (strstr(m->e1.msg, want) == NULL)
+        fail_msg("got \"%s\", want \"%s\"", m->e1.msg, want);
+    assert_null(m->l1[0].ops);
+    close(lfd1);
+    close(m->listen0);
+    unlink(sf);
+    rmdir(path);
+    free(m);
+}
+
 /* The watched descriptor (the tracker line) becomes readable while a peer
  * is missing: the wiring ends at once with the watch's status instead of
  * waiting out its deadline. */
@@ -687,7 +746,8 @@ int main(void)
         cmocka_unit_test(hostport_forms), cmocka_unit_test(frames),
         cmocka_unit_test(peer_address_choice), cmocka_unit_test(mesh_names_unreachable_peer),
         cmocka_unit_test(mesh_unroutable_peer_is_lost),
-        cmocka_unit_test(mesh_refuses_strangers), cmocka_unit_test(ipv6_loopback),
+        cmocka_unit_test(mesh_refuses_strangers), cmocka_unit_test(mesh_refuses_stale_acceptor),
+        cmocka_unit_test(ipv6_loopback),
         cmocka_unit_test(mesh_idle_strangers_delay_nobody),
         cmocka_unit_test(mesh_watch_ends_wiring),
         cmocka_unit_test(socket_buffers), cmocka_unit_test(topology),

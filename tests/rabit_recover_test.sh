@@ -4,8 +4,8 @@
 # lazy) once without failures (PLAIN, linked with librally) and once with
 # rabit's mock= kill points (MOCK, linked with librally_mock): both succeed,
 # the digests are equal, and rally-run counts exactly DEATHS deaths, each
-# recovered.  Each run is bounded in time; run_job.sh checks that no process
-# is left behind.
+# recovered.  Each run is bounded in time (as in recover_test.sh: about ten
+# times a healthy run); run_job.sh checks that no process is left behind.
 set -u
 run=$1 plain=$2 mock=$3 n=$4 deaths=$5 mode=$6
 shift 6
@@ -13,11 +13,12 @@ here=$(dirname "$0")
 [ "$mode" = plain ] && mode=""
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+plain_s=$((10 + 3 * n)) mock_s=$((20 + 6 * n))
 # shellcheck disable=SC2086 # an empty mode is no argument
-"$here/run_job.sh" 0 120 "$run" -n "$n" "$plain" 200 4 $mode >"$tmp/plain" 2>&1 || {
+"$here/run_job.sh" 0 "$plain_s" "$run" -n "$n" "$plain" 200 4 $mode >"$tmp/plain" 2>&1 || {
     cat "$tmp/plain"; echo "rabit_recover_test: the failure-free run failed"; exit 1; }
 # shellcheck disable=SC2086
-"$here/run_job.sh" 0 240 "$run" -n "$n" --max-restarts 4 "$mock" 200 4 $mode "$@" \
+"$here/run_job.sh" 0 "$mock_s" "$run" -n "$n" --max-restarts 4 "$mock" 200 4 $mode "$@" \
     >"$tmp/mock" 2>&1 || { cat "$tmp/mock"; echo "rabit_recover_test: the run with failures failed"; exit 1; }
 cat "$tmp/mock"
 d0=$(grep -o 'model_digest=[0-9a-f]*' "$tmp/plain")

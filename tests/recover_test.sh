@@ -12,7 +12,9 @@
 #   - rally-run's summary counts exactly DEATHS deaths, and a recovery for each;
 #   - every rank printed one "pid" line per incarnation: survivors kept their
 #     process (one line), a rank that died d times printed d + 1.
-# Each run is bounded in time; run_job.sh checks no process is left behind.
+# Each run is bounded in time (about ten times what a healthy run of N
+# workers takes on a loaded 2-core machine, so a build that hangs fails in
+# seconds); run_job.sh checks no process is left behind.
 set -u
 run=$1 plain=$2 mock=$3 n=$4 deaths=$5
 shift 5
@@ -28,12 +30,13 @@ size=${RECOVER_SIZE:-2000}
 iters=${RECOVER_ITERS:-3}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+plain_s=$((10 + 3 * n)) mock_s=$((20 + 6 * n))
 
 # shellcheck disable=SC2086 # the argument lists split on purpose
-"$here/run_job.sh" 0 120 "$run" -n "$n" "$plain" "$size" "$iters" $common >"$tmp/plain" 2>&1 || {
+"$here/run_job.sh" 0 "$plain_s" "$run" -n "$n" "$plain" "$size" "$iters" $common >"$tmp/plain" 2>&1 || {
     cat "$tmp/plain"; echo "recover_test: the failure-free run failed"; exit 1; }
 # shellcheck disable=SC2086
-"$here/run_job.sh" 0 240 "$run" -n "$n" --max-restarts 4 ${RUN_OPTS:-} "$mock" "$size" "$iters" \
+"$here/run_job.sh" 0 "$mock_s" "$run" -n "$n" --max-restarts 4 ${RUN_OPTS:-} "$mock" "$size" "$iters" \
     $common $points ${MOCK_ARGS:-} \
     >"$tmp/mock" 2>&1 || { cat "$tmp/mock"; echo "recover_test: the run with failures failed"; exit 1; }
 cat "$tmp/mock"

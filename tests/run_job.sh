@@ -11,6 +11,9 @@
 # afterwards.
 # Every process of the job carries RALLY_TEST_TAG in its environment; that is
 # how leftovers are found.
+# Choose TIMEOUT about ten times what a healthy run of the job takes on a
+# loaded 2-core machine (most jobs here: a few seconds), not minutes, so a
+# build that hangs (a lost wake-up, a deadlock) fails in seconds and says so.
 expect=$1 limit=$2
 shift 2
 RALLY_TEST_TAG="job-$$-$(date +%s%N)"

@@ -13,7 +13,10 @@
  * with nothing coming ends at its deadline; the mesh picks shm for a
  * loopback peer under rally_transport=shm and auto, TCP under tcp; and a
  * set-up the other end refuses (or a stranger with the wrong token) leaves
- * the link on TCP under auto, the stream intact, and fails it under shm.
+ * the link on TCP under auto, the stream intact, and fails it under shm; a
+ * same-user stranger connected to the acceptor's socket that never speaks
+ * neither delays the real connector nor outlives the set-up, and with
+ * handshake_ms set it is dropped while the acceptor still waits.
  */
 #include <poll.h>
 #include <pthread.h>
@@ -501,6 +504,149 @@ static void refused_setup(void **state)
     rally__link_close(&l);
 }
 
+/* --- a same-user stranger idling on the acceptor's socket ---------------------------- */
+
+struct end {
+    int fd, connector;
+    int64_t handshake_ms;
+    struct rally__link l;
+    struct rally__err e;
+    int rc;
+};
+
+static void *end_main(void *arg)
+{
+    struct end *x = arg;
+    struct rally__mesh_opts o;
+    memset(&o, 0, sizeof o);
+    o.rank = x->connector;
+    o.world = 2;
+    o.host = "127.0.0.1";
+    o.one_host = 1;
+    o.deadline = rally__deadline(10000);
+    o.handshake_ms = x->handshake_ms;
+    o.transport = RALLY__TRANSPORT_SHM; /* a set-up that fails says so */
+    struct rally__mesh_peer q = {1 - x->connector, "127.0.0.1", 0, 1};
+    memset(&x->l, 0, sizeof x->l);
+    x->e = (struct rally__err){0, ""};
+    x->rc = rally__shm_transport.setup(&o, &q, x->fd, x->connector, &x->l, &x->e);
+    if (x->rc == RALLY_OK && x->l.ops == NULL)
+        x->l.ops = rally__shm_transport.ops;
+    return NULL;
+}
+
+/* Moves n bytes from fd a to fd b (the test relays the set-up); 0 or -1. */
+static int relay(int a, int b, size_t n, unsigned char *m)
+{
+    struct rally__err e = {0, ""};
+    return rally__recv_all(a, m, n, rally__deadline(20000), "t", &e) == RALLY_OK &&
+                   rally__send_all(b, m, n, rally__deadline(20000), "t", &e) == RALLY_OK
+               ? 0
+               : -1;
+}
+
+/* The test's part between the acceptor (its end of the set-up: fd a) and
+ * the connector (fd b), with the stranger u connected to the acceptor's
+ * socket; NULL, or what went wrong. */
+static const char *drive(int a, int b, int64_t handshake_ms, int *u)
+{
+    struct rally__err e = {0, ""};
+    unsigned char offer[64], m[8] = {0};
+    if (rally__recv_all(a, offer, 64, rally__deadline(20000), "t", &e) != RALLY_OK || offer[4] != 1)
+        return "the acceptor sent no offer";
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    size_t n = offer[5];
+    memcpy(sa.sun_path, offer + 24, n);
+    *u = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (*u < 0 ||
+        connect(*u, (struct sockaddr *)&sa, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n)))
+        return "the stranger could not connect to the acceptor's socket";
+    if (handshake_ms == 0) {
+        if (rally__send_all(b, offer, 64, rally__deadline(20000), "t", &e) != RALLY_OK ||
+            relay(b, a, 8, m) != 0)
+            return "relaying the offer and the reply failed";
+    } else {
+        /* the acceptor hears "sent" first, so it accepts the stranger while
+         * the connector has not yet heard the name */
+        put32(m, 0x5253484d);
+        m[4] = 1;
+        struct pollfd pu = {.fd = *u, .events = POLLIN};
+        if (rally__send_all(a, m, 8, rally__deadline(20000), "t", &e) != RALLY_OK)
+            return "the acceptor took no reply";
+        if (poll(&pu, 1, 20000) != 1)
+            return "the acceptor never dropped the idle stranger";
+        if (rally__send_all(b, offer, 64, rally__deadline(20000), "t", &e) != RALLY_OK ||
+            rally__recv_all(b, m, 8, rally__deadline(20000), "t", &e) != RALLY_OK || m[4] != 1)
+            return "the connector did not hand its segment over";
+    }
+    if (relay(a, b, 8, m) != 0)
+        return "the acceptor sent no confirmation";
+    return NULL;
+}
+
+/* The real ends set up a link through the test, which reads the acceptor's
+ * OFFER first and, before the connector hears of the name, connects a
+ * stranger to the acceptor's socket that never says a word (any process of
+ * the same user can find the name), so the acceptor accepts the stranger
+ * first.  With handshake_ms 0 the stranger stays connected throughout: the
+ * acceptor must take the real connection beside it.  With handshake_ms 100
+ * the test tells the acceptor the segment is coming, waits until the
+ * acceptor has closed the stranger, and only then lets the connector in.
+ * Either way the link is shared memory, and the stranger sees its
+ * connection closed. */
+static void idle_stranger(int64_t handshake_ms)
+{
+    int a[2], b[2], u = -1;
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, a), 0);
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, b), 0);
+    struct end acc = {.fd = a[0], .connector = 0, .handshake_ms = handshake_ms};
+    struct end con = {.fd = b[0], .connector = 1, .handshake_ms = handshake_ms};
+    pthread_t ta, tc;
+    assert_int_equal(pthread_create(&ta, NULL, end_main, &acc), 0);
+    assert_int_equal(pthread_create(&tc, NULL, end_main, &con), 0);
+    const char *why = drive(a[1], b[1], handshake_ms, &u);
+    if (why != NULL) { /* end both set-ups before failing */
+        shutdown(a[1], SHUT_RDWR);
+        shutdown(b[1], SHUT_RDWR);
+    }
+    pthread_join(ta, NULL);
+    pthread_join(tc, NULL);
+    if (why != NULL || acc.rc != RALLY_OK || con.rc != RALLY_OK)
+        fail_msg("set-up beside an idle stranger: %s; acceptor \"%s\", connector \"%s\"",
+                 why ? why : "failed", acc.e.msg, con.e.msg);
+    assert_string_equal(acc.l.ops->name, "shm");
+    assert_string_equal(con.l.ops->name, "shm");
+    char c;
+    struct pollfd pu = {.fd = u, .events = POLLIN};
+    assert_int_equal(poll(&pu, 1, 20000), 1); /* the acceptor holds no stranger afterwards */
+    assert_int_equal(read(u, &c, 1), 0);
+    close(u);
+    /* the link carries bytes */
+    struct rally__err e = {0, ""};
+    assert_int_equal(rally__link_send(&con.l, "z", 1, NULL, 0, &e), 1);
+    struct rally__interest w = {&acc.l, RALLY__WANT_IN};
+    int alarmed;
+    assert_int_equal(rally__link_wait(&w, 1, NULL, 50, rally__deadline(5000), &alarmed, &e), 1);
+    assert_int_equal(rally__link_recv(&acc.l, &c, 1, NULL, 0, &e), 1);
+    assert_int_equal(c, 'z');
+    rally__link_close(&acc.l);
+    rally__link_close(&con.l);
+    close(a[1]);
+    close(b[1]);
+}
+
+static void idle_stranger_delays_nobody(void **state)
+{
+    (void)state;
+    idle_stranger(0);
+}
+
+static void idle_stranger_is_dropped(void **state)
+{
+    (void)state;
+    idle_stranger(100);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -510,6 +656,8 @@ int main(void)
         cmocka_unit_test(peer_death),
         cmocka_unit_test(mesh_picks_the_transport),
         cmocka_unit_test(refused_setup),
+        cmocka_unit_test(idle_stranger_delays_nobody),
+        cmocka_unit_test(idle_stranger_is_dropped),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

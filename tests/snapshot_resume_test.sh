@@ -92,7 +92,7 @@ D=$tmp/snaps
 job() { # out-file args... : a job that must succeed
     o=$1
     shift
-    timeout -k 5 120 "$run" "$@" >"$o" 2>&1 || { cp "$o" "$tmp/out"; fail "job failed: $*"; }
+    timeout -k 5 60 "$run" "$@" >"$o" 2>&1 || { cp "$o" "$tmp/out"; fail "job failed: $*"; }
 }
 digest() { grep -o 'model_digest=[0-9a-f]*' "$1"; }
 wait_line() { # pattern what: until it shows in $tmp/out (30 s at most)
@@ -116,7 +116,7 @@ no_orphans() {
 case $case_ in
 kill9)
     job "$tmp/plain" -n 4 "$km" $KM --pause-ms 60
-    timeout -k 5 120 "$run" -n 4 --snapshot-dir "$D" --snapshot-every 2 "$km" $KM --pause-ms 60 \
+    timeout -k 5 60 "$run" -n 4 --snapshot-dir "$D" --snapshot-every 2 "$km" $KM --pause-ms 60 \
         >"$tmp/out" 2>&1 &
     launcher=$!
     wait_line 'snapshot: committed .*snap-00000004' "no snapshot of version 4 was committed"
@@ -180,7 +180,7 @@ rfc)
     done
     ;;
 lock)
-    timeout -k 5 120 "$run" -n 2 --snapshot-dir "$D" --snapshot-every 1 "$km" $KM --pause-ms 100 \
+    timeout -k 5 60 "$run" -n 2 --snapshot-dir "$D" --snapshot-every 1 "$km" $KM --pause-ms 100 \
         >"$tmp/a" 2>&1 &
     first=$!
     i=0
@@ -308,7 +308,7 @@ local)
     # gave back (replicas included)
     rec=$build/tests/recover recmock=$build/tests/recover_mock
     job "$tmp/plain" -n 4 "$rec" 2000 14 local
-    timeout -k 5 120 "$run" -n 4 --snapshot-dir "$D" --job loc --snapshot-every 3 "$rec" 2000 14 \
+    timeout -k 5 60 "$run" -n 4 --snapshot-dir "$D" --job loc --snapshot-every 3 "$rec" 2000 14 \
         local 150 >"$tmp/out" 2>&1 &
     launcher=$!
     wait_line 'snapshot: committed .*snap-00000006' "no snapshot of version 6 was committed"
@@ -337,7 +337,7 @@ local)
 usr1)
     # no rhythm: the one snapshot is the one asked for; it is kept (--keep-snapshots)
     job "$tmp/plain" -n 2 "$km" $KM
-    timeout -k 5 120 "$run" -n 2 --snapshot-dir "$D" --keep-snapshots "$km" $KM --pause-ms 150 \
+    timeout -k 5 60 "$run" -n 2 --snapshot-dir "$D" --keep-snapshots "$km" $KM --pause-ms 150 \
         >"$tmp/out" 2>&1 &
     launcher=$!
     wait_line '^\[0\] iteration 2 ' "iteration 2 never came"
@@ -358,7 +358,7 @@ request)
     "$snap" request "$D/rally-kmeans" >"$tmp/req" 2>&1 && fail "a request with no job running succeeded"
     cat "$tmp/req"
     grep -q "no job runs there" "$tmp/req" || fail "the refusal does not say no job runs there"
-    timeout -k 5 120 "$run" -n 2 --snapshot-dir "$D" --keep-snapshots "$km" $KM --pause-ms 150 \
+    timeout -k 5 60 "$run" -n 2 --snapshot-dir "$D" --keep-snapshots "$km" $KM --pause-ms 150 \
         >"$tmp/out" 2>&1 &
     launcher=$!
     wait_line '^\[0\] iteration 2 ' "iteration 2 never came"
@@ -383,7 +383,7 @@ auto)
     # --max-restarts 0: the first worker death fails the job in memory; the
     # launcher restarts the whole job from this run's newest snapshot
     job "$tmp/plain" -n 4 "$km" $KM
-    timeout -k 5 120 "$run" -n 4 --max-restarts 0 --snapshot-dir "$D" --snapshot-every 2 \
+    timeout -k 5 60 "$run" -n 4 --max-restarts 0 --snapshot-dir "$D" --snapshot-every 2 \
         --auto-resume "$km" $KM --pause-ms 100 >"$tmp/out" 2>&1 &
     launcher=$!
     wait_line 'snapshot: committed .*snap-00000004' "no snapshot of version 4 was committed"
@@ -400,7 +400,7 @@ auto)
     [ "$(tail -n 1 "$tmp/out")" = "rally-run: summary: deaths=1 recovered=0 epochs=0 restarts=0 per-rank-deaths=0:0,1:0,2:1,3:0 job-restarts=1" ] ||
         fail "the last line is '$(tail -n 1 "$tmp/out")'"
     # a death that comes back every time: bounded by --max-job-restarts
-    timeout -k 5 120 "$run" -n 4 --max-restarts 0 --snapshot-dir "$D" --snapshot-every 2 \
+    timeout -k 5 60 "$run" -n 4 --max-restarts 0 --snapshot-dir "$D" --snapshot-every 2 \
         --auto-resume --max-job-restarts 2 "$mock" $KM rally_mock=2,5,0,0 >"$tmp/out" 2>&1 &&
         fail "a job that always fails succeeded"
     grep -v iteration "$tmp/out"
@@ -427,7 +427,7 @@ seeded)
             how="--overwrite"
         fi
         ms=$(awk -v s="$seed" -v r="$round" 'BEGIN { srand(s + r); print 300 + int(rand() * 1500) }')
-        timeout -k 5 120 "$run" -n 4 --snapshot-dir "$D" --snapshot-every 1 $how "$km" $KM \
+        timeout -k 5 60 "$run" -n 4 --snapshot-dir "$D" --snapshot-every 1 $how "$km" $KM \
             --pause-ms 250 >"$tmp/r$round" 2>&1 &
         launcher=$!
         sleep "$(awk -v m="$ms" 'BEGIN { print m / 1000 }')"

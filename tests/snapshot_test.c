@@ -941,6 +941,52 @@ static void lock_fences_orphans(void **state)
     close(ready[1]);
 }
 
+/* A .lock planted as a hard link to another file of the user, or as a
+ * symbolic link to it: the lock is refused with a sentence saying what to
+ * remove, and the other file keeps its bytes (it was once truncated and
+ * overwritten with the run id). */
+static void lock_refuses_planted_links(void **state)
+{
+    (void)state;
+    char root[512], job[600], lock[640], victim[600];
+    struct rally__err e = {0};
+    struct rally__snap_lock *l = NULL;
+    snprintf(root, sizeof root, "%s/planted", tmp_root);
+    snprintf(job, sizeof job, "%s/job", root);
+    snprintf(lock, sizeof lock, "%s/.lock", job);
+    snprintf(victim, sizeof victim, "%s/precious.txt", root);
+    mkdir_p(root);
+    mkdir_p(job);
+    const char bytes[] = "precious bytes that are not a lock\n";
+    FILE *f = fopen(victim, "w");
+    assert_non_null(f);
+    assert_int_equal(fputs(bytes, f) >= 0, 1);
+    assert_int_equal(fclose(f), 0);
+    for (int kind = 0; kind < 2; kind++) {
+        assert_int_equal(kind == 0 ? link(victim, lock) : symlink(victim, lock), 0);
+        rally__err_clear(&e);
+        assert_int_equal(rally__snap_lock_take(root, "job", RUN_A, &e, &l), RALLY_EPROTO);
+        assert_null(l);
+        const char *want = kind == 0 ? "has 2 hard links" : "is a symbolic link";
+        if (strstr(e.msg, want) == NULL || strstr(e.msg, lock) == NULL ||
+            strstr(e.msg, "remove it") == NULL)
+            fail_msg("got \"%s\", want it to name %s, say \"%s\" and what to do", e.msg, lock,
+                     want);
+        char got[128] = "";
+        f = fopen(victim, "r");
+        assert_non_null(f);
+        size_t n = fread(got, 1, sizeof got - 1, f);
+        fclose(f);
+        got[n] = '\0';
+        assert_string_equal(got, bytes);
+        assert_int_equal(unlink(lock), 0);
+    }
+    /* removed as the sentence says, the lock is taken */
+    rally__err_clear(&e);
+    assert_int_equal(rally__snap_lock_take(root, "job", RUN_A, &e, &l), RALLY_OK);
+    rally__snap_lock_release(l);
+}
+
 /* --- the background writer ---------------------------------------------------------------- */
 
 static pthread_mutex_t gate_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -1265,6 +1311,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(retention_keeps_k_of_one_run, setup, teardown),
         cmocka_unit_test_setup_teardown(fresh_start_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(lock_fences_orphans, setup, teardown),
+        cmocka_unit_test_setup_teardown(lock_refuses_planted_links, setup, teardown),
         cmocka_unit_test_setup_teardown(background_writer, setup, teardown),
         cmocka_unit_test(resume_compatibility),
         cmocka_unit_test(uuid_and_time),

@@ -12,11 +12,11 @@ trap '[ -n "$fpid" ] && kill -9 $fpid 2>/dev/null; rm -rf "$tmp"' EXIT
 fail() { echo "tracker_flood_test: $*"; tail -40 "$tmp/out" 2>/dev/null; exit 1; }
 . "$here/trainer_lib.sh" # wait_line
 
-"$here/run_job.sh" 0 120 "$run" -n 4 "$plain" 2000 30 100 >"$tmp/plain" 2>&1 ||
+"$here/run_job.sh" 0 60 "$run" -n 4 "$plain" 2000 30 100 >"$tmp/plain" 2>&1 ||
     fail "the failure-free run failed"
 want=$(grep -o 'model_digest=[0-9a-f]*' "$tmp/plain")
 
-RALLY_TEST_TAG="flood-$$" timeout -k 5 120 "$run" -n 4 "$plain" 2000 30 100 >"$tmp/out" 2>&1 &
+RALLY_TEST_TAG="flood-$$" timeout -k 5 60 "$run" -n 4 "$plain" 2000 30 100 >"$tmp/out" 2>&1 &
 job=$!
 wait_line "$tmp/out" "^\[3\] pid 3 " "rank 3's start" 300 0.1
 pid1=$(grep "^\[1\] pid 1 " "$tmp/out" | awk '{print $4}')

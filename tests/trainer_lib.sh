@@ -7,7 +7,7 @@
 job() { # out-file N prog args... : a failure-free job that must succeed
     o=$1 n=$2
     shift 2
-    "$here/run_job.sh" 0 120 "$run" -n "$n" "$@" >"$o" 2>&1 || { cp "$o" "$tmp/out"; fail "job failed: $*"; }
+    "$here/run_job.sh" 0 60 "$run" -n "$n" "$@" >"$o" 2>&1 || { cp "$o" "$tmp/out"; fail "job failed: $*"; }
 }
 
 tagged() { # the rally processes whose environment carries RALLY_TEST_TAG=$1

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rally/rally.h"
+
 int ex_whole(const char *prog, const char *opt, const char *s, uint64_t lo, uint64_t hi,
              uint64_t *out)
 {
@@ -79,4 +81,12 @@ int ex_args_end(const char *prog, int argc, char **argv, int first, const char *
         return -1;
     }
     return 0;
+}
+
+int ex_version(const char *prog, const char *arg)
+{
+    if (strcmp(arg, "--version") != 0)
+        return 0;
+    printf("%s (rally) %s\n", prog, RALLY_VERSION_STRING);
+    return 1;
 }

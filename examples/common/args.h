@@ -1,6 +1,6 @@
 /*
  * args.h — the examples' command-line numbers: strict parsing with one
- * message naming the program, the flag and the bounds.
+ * message naming the program, the flag and the bounds; and --version.
  */
 #ifndef RALLY_EXAMPLES_ARGS_H
 #define RALLY_EXAMPLES_ARGS_H
@@ -19,6 +19,11 @@ int ex_real(const char *prog, const char *opt, const char *s, double lo, double 
 /* The end of a trainer's option parsing: no operand left after getopt
  * (first = optind) and --data given.  0, or -1 after "PROG: ..." on stderr. */
 int ex_args_end(const char *prog, int argc, char **argv, int first, const char *data);
+
+/* When arg is --version: prints "PROG (rally) VERSION" on stdout (the rally
+ * this program was built with, as rally-run --version says it) and returns
+ * 1 (the program exits 0); else 0. */
+int ex_version(const char *prog, const char *arg);
 
 /* argv[1..argc) joined by single spaces, malloc'd (the caller frees): the
  * configuration string an example registers with rally_set_app.  NULL when

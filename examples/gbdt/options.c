@@ -46,6 +46,7 @@ static void usage(FILE *f)
             "  --pause-ms MS           sleep MS ms per tree (demos: time to kill a worker)\n"
             "  --quiet                 no per-tree lines\n"
             "  -h, --help              this text\n"
+            "      --version           rally's version\n"
             "\n"
             "rally_key=value arguments and RALLY_* variables configure rally (docs/config.md).\n"
             "Rank 0 prints one line per tree (tree, train loss, seconds), then\n"
@@ -62,6 +63,8 @@ int gb_early_flags(int argc, char **argv)
     for (int i = 1; i < argc; i++)
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             usage(stdout);
+            return GB_EXIT_OK;
+        } else if (ex_version("rally-gbdt", argv[i])) {
             return GB_EXIT_OK;
         } else if (strcmp(argv[i], "--show") == 0 && i + 1 < argc) {
             struct gb_model m = {0};

@@ -37,6 +37,7 @@ static void usage(FILE *f)
                "  --pause-ms MS        sleep MS ms per iteration (demos: time to kill a worker)\n"
                "  --quiet              no per-iteration lines\n"
                "  -h, --help           this text\n"
+               "      --version        rally's version\n"
                "\n"
                "rally_key=value arguments and RALLY_* variables configure rally (docs/config.md).\n"
                "The last line is 'result: model_digest=<hex> objective=<%%.17g>', where the\n"
@@ -49,6 +50,8 @@ int km_early_flags(int argc, char **argv)
     for (int i = 1; i < argc; i++)
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             usage(stdout);
+            return KM_EXIT_OK;
+        } else if (ex_version("rally-kmeans", argv[i])) {
             return KM_EXIT_OK;
         } else if (strcmp(argv[i], "--show") == 0 && i + 1 < argc) {
             return km_model_show(argv[i + 1]);

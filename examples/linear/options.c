@@ -44,6 +44,7 @@ static void usage(FILE *f)
             "  --pause-ms MS        sleep MS ms per iteration (demos: time to kill a worker)\n"
             "  --quiet              no per-iteration lines\n"
             "  -h, --help           this text\n"
+            "      --version        rally's version\n"
             "\n"
             "rally_key=value arguments and RALLY_* variables configure rally (docs/config.md);\n"
             "for admm, rally_local_replica=k keeps each local model on k more ranks.\n"
@@ -58,6 +59,8 @@ int lr_early_flags(int argc, char **argv)
     for (int i = 1; i < argc; i++)
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             usage(stdout);
+            return LR_EXIT_OK;
+        } else if (ex_version("rally-linear", argv[i])) {
             return LR_EXIT_OK;
         } else if (strcmp(argv[i], "--show") == 0 && i + 1 < argc) {
             return lr_model_show(argv[i + 1]);

@@ -36,7 +36,10 @@
  *                 the three descriptors (SCM_RIGHTS); then REPLY: ok or not;
  *   the acceptor  takes only a connection from its own user that presents
  *                 the token, maps the segment, checks its header and
- *                 answers ACK: ok or not.
+ *                 answers ACK: ok or not.  It waits on every connection
+ *                 beside the others, so one that stays silent (any process
+ *                 of the user can find the name) delays nobody; it is
+ *                 closed after the mesh's handshake_ms.
  * A refusal anywhere leaves the connection at a message boundary, so with
  * rally_transport=auto the link simply stays TCP; with shm it fails.  No
  * name outlives the set-up (an abstract socket vanishes with its listener)
@@ -564,66 +567,124 @@ done:
     return rc;
 }
 
-/* The acceptor: take the descriptors from a connection of this user that
- * knows the token; anything else is closed and the wait goes on. */
-static int take_over(struct shm *s, int lfd, const struct offer *o, int64_t deadline,
-                     struct rally__err *e)
+/* One connection to the acceptor's socket: 1 when it came from this user
+ * with the token and three descriptors, and the segment maps (s then holds
+ * it); 0 when it is not the peer's (a stranger, or nothing yet: close it
+ * either way); -1 with e set when the peer's segment does not map. */
+static int take_one(struct shm *s, int u, const struct offer *o, struct rally__err *e)
 {
-    for (;;) {
-        int w = rally__fd_wait(lfd, 0, deadline);
-        if (w == 0)
-            return rally__fail(e, RALLY_ETIMEDOUT, "timed out waiting for the peer's segment");
-        if (w < 0)
-            return rally__fail_errno(e, RALLY_ESYS, errno, "poll failed");
-        int u = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+    struct ucred cr;
+    socklen_t crn = sizeof cr;
+    int fds[3] = {-1, -1, -1};
+    unsigned char token[16];
+    union {
+        char buf[CMSG_SPACE(sizeof fds)];
+        struct cmsghdr align;
+    } c;
+    struct iovec iov = {token, sizeof token};
+    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = c.buf,
+                       .msg_controllen = sizeof c.buf};
+    ssize_t k = -1;
+    /* the peer sends the token and descriptors in one message as it connects */
+    if (getsockopt(u, SOL_SOCKET, SO_PEERCRED, &cr, &crn) == 0 && cr.uid == geteuid())
+        k = recvmsg(u, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    struct cmsghdr *cm = k > 0 ? CMSG_FIRSTHDR(&m) : NULL;
+    if (cm != NULL && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
+        size_t nfd = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        memcpy(fds, CMSG_DATA(cm), (nfd < 3 ? nfd : 3) * sizeof(int));
+        for (size_t i = 3; i < nfd; i++) { /* more than asked for: not ours */
+            int x;
+            memcpy(&x, CMSG_DATA(cm) + i * sizeof(int), sizeof x);
+            close(x);
+        }
+    }
+    int good = k == (ssize_t)sizeof token && !(m.msg_flags & MSG_CTRUNC) &&
+               memcmp(token, o->token, sizeof token) == 0 && fds[0] >= 0 && fds[1] >= 0 &&
+               fds[2] >= 0;
+    int rc = good ? shm_map(s, fds[0], 0, 0, 1, e) : RALLY_OK;
+    if (fds[0] >= 0)
+        close(fds[0]);
+    if (good && rc == RALLY_OK) {
+        s->bell = fds[1];
+        s->peer_bell = fds[2];
+        return 1;
+    }
+    for (int i = 1; i < 3; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    return good ? -1 : 0;
+}
+
+#define TAKE_PENDING 8 /* connections waited on at once; the oldest makes room */
+
+struct pending {
+    int fd;
+    int64_t until;
+};
+
+/* Closes p[j], keeping the others in the order they came. */
+static void drop(struct pending *p, int *np, int j)
+{
+    close(p[j].fd);
+    memmove(&p[j], &p[j + 1], (size_t)(*np - j - 1) * sizeof *p);
+    (*np)--;
+}
+
+/* The acceptor: take the descriptors from a connection of this user that
+ * knows the token.  Every accepted connection is waited on beside the
+ * listener, so one that stays silent (a same-user process that found the
+ * name) delays nobody: it is closed after each_ms (0: no bound of its own),
+ * when TAKE_PENDING newer ones crowd it out, or when the peer's arrives. */
+static int take_over(struct shm *s, int lfd, const struct offer *o, int64_t deadline,
+                     int64_t each_ms, struct rally__err *e)
+{
+    struct pending p[TAKE_PENDING];
+    struct pollfd pfd[1 + TAKE_PENDING];
+    int np = 0, rc = 1; /* 1: still waiting */
+    while (rc == 1) {
+        int64_t now = rally__now_ms(), until = deadline;
+        for (int j = np - 1; j >= 0; j--)
+            if (p[j].until <= now)
+                drop(p, &np, j);
+        if (now >= deadline) {
+            rc = rally__fail(e, RALLY_ETIMEDOUT, "timed out waiting for the peer's segment");
+            break;
+        }
+        pfd[0] = (struct pollfd){.fd = lfd, .events = POLLIN};
+        for (int j = 0; j < np; j++) {
+            pfd[1 + j] = (struct pollfd){.fd = p[j].fd, .events = POLLIN};
+            if (p[j].until < until)
+                until = p[j].until;
+        }
+        int n = poll(pfd, (nfds_t)(1 + np), rally__ms_left(until));
+        if (n < 0 && errno != EINTR) {
+            rc = rally__fail_errno(e, RALLY_ESYS, errno, "poll failed");
+            break;
+        }
+        for (int j = np - 1; n > 0 && rc == 1 && j >= 0; j--) {
+            if (!pfd[1 + j].revents)
+                continue;
+            int got = take_one(s, p[j].fd, o, e); /* anything but the peer's: closed */
+            drop(p, &np, j);
+            if (got != 0)
+                rc = got > 0 ? RALLY_OK : e->code;
+        }
+        if (rc != 1 || n <= 0 || !pfd[0].revents)
+            continue;
+        int u = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (u < 0) {
             if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED)
                 continue;
-            return rally__fail_errno(e, RALLY_ESYS, errno, "accepting on a Unix socket failed");
+            rc = rally__fail_errno(e, RALLY_ESYS, errno, "accepting on a Unix socket failed");
+            break;
         }
-        struct ucred cr;
-        socklen_t crn = sizeof cr;
-        int fds[3] = {-1, -1, -1};
-        unsigned char token[16];
-        union {
-            char buf[CMSG_SPACE(sizeof fds)];
-            struct cmsghdr align;
-        } c;
-        struct iovec iov = {token, sizeof token};
-        struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = c.buf,
-                           .msg_controllen = sizeof c.buf};
-        ssize_t k = -1;
-        if (getsockopt(u, SOL_SOCKET, SO_PEERCRED, &cr, &crn) == 0 && cr.uid == geteuid() &&
-            rally__fd_wait(u, 0, deadline) > 0)
-            k = recvmsg(u, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-        close(u);
-        struct cmsghdr *cm = k > 0 ? CMSG_FIRSTHDR(&m) : NULL;
-        if (cm != NULL && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
-            size_t nfd = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-            memcpy(fds, CMSG_DATA(cm), (nfd < 3 ? nfd : 3) * sizeof(int));
-            for (size_t i = 3; i < nfd; i++) { /* more than asked for: not ours */
-                int x;
-                memcpy(&x, CMSG_DATA(cm) + i * sizeof(int), sizeof x);
-                close(x);
-            }
-        }
-        int good = k == (ssize_t)sizeof token && !(m.msg_flags & MSG_CTRUNC) &&
-                   memcmp(token, o->token, sizeof token) == 0 && fds[0] >= 0 && fds[1] >= 0 &&
-                   fds[2] >= 0;
-        int rc = good ? shm_map(s, fds[0], 0, 0, 1, e) : RALLY_OK;
-        if (fds[0] >= 0)
-            close(fds[0]);
-        if (good && rc == RALLY_OK) {
-            s->bell = fds[1];
-            s->peer_bell = fds[2];
-            return RALLY_OK;
-        }
-        for (int i = 1; i < 3; i++)
-            if (fds[i] >= 0)
-                close(fds[i]);
-        if (good)
-            return rc;
+        if (np == TAKE_PENDING)
+            drop(p, &np, 0);
+        p[np++] = (struct pending){u, each_ms > 0 ? rally__now_ms() + each_ms : deadline};
     }
+    while (np > 0)
+        drop(p, &np, np - 1);
+    return rc;
 }
 
 /* The acceptor's part: offer, hear the reply, take the segment, confirm.
@@ -643,7 +704,7 @@ static int offer(const struct rally__mesh_opts *o, int fd, const char *what, str
     if (rc == RALLY_OK && of.ok)
         rc = hear(fd, &theirs, o->deadline, what, e);
     if (rc == RALLY_OK && theirs) {
-        got = take_over(s, lfd, &of, o->deadline, &mine) == RALLY_OK;
+        got = take_over(s, lfd, &of, o->deadline, o->handshake_ms, &mine) == RALLY_OK;
         rc = say(fd, got, o->deadline, what, e);
     }
     if (lfd >= 0)

@@ -1,13 +1,16 @@
 /*
  * lock.c — the job directory's lock: one run owns <dir>/<job> for its life,
  * and the lock file names it, so the writer can refuse an orphan of
- * another run.
+ * another run.  The file is written over, so it is taken only when it is
+ * the job's own: not a symbolic link, a regular file of this user with a
+ * single name.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "snapshot/internal.h"
@@ -56,6 +59,30 @@ int rally__snap_fenced(const char *jobdir, const char *run_id, struct rally__err
     return rc;
 }
 
+/* The lock file is written over, so it must be the job's own: a regular
+ * file of this user with no other name (a hard link planted there would
+ * have another file truncated). */
+static int own_file(int fd, const char *where, struct rally__err *e)
+{
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+        return rally__fail_errno(e, RALLY_ESYS, errno, "cannot stat %s/%s", where, LOCK_NAME);
+    if (!S_ISREG(st.st_mode))
+        return rally__fail(e, RALLY_EPROTO, "%s/%s is not a regular file: remove it", where,
+                           LOCK_NAME);
+    if (st.st_nlink != 1)
+        return rally__fail(e, RALLY_EPROTO,
+                           "%s/%s has %lu hard links, so writing it would change another file: "
+                           "remove it",
+                           where, LOCK_NAME, (unsigned long)st.st_nlink);
+    if (st.st_uid != geteuid())
+        return rally__fail(e, RALLY_EPROTO,
+                           "%s/%s belongs to user %lu, not to user %lu who runs this job: "
+                           "remove it",
+                           where, LOCK_NAME, (unsigned long)st.st_uid, (unsigned long)geteuid());
+    return RALLY_OK;
+}
+
 int rally__snap_lock_take(const char *dir, const char *job, const char *run_id,
                           struct rally__err *e, struct rally__snap_lock **out)
 {
@@ -72,13 +99,19 @@ int rally__snap_lock_take(const char *dir, const char *job, const char *run_id,
     if ((rc = rally__snap_mkdir(AT_FDCWD, "", dir, 0, e, &root)) != RALLY_OK ||
         (rc = rally__snap_mkdir(root, dir, job, 1, e, &jfd)) != RALLY_OK)
         goto out;
-    fd = openat(jfd, LOCK_NAME, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+    /* O_NONBLOCK: a FIFO planted there must not hang the open */
+    fd = openat(jfd, LOCK_NAME, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
     if (fd < 0) {
         rc = errno == ELOOP
-                 ? rally__fail(e, RALLY_EPROTO, "%s/%s is a symbolic link", where, LOCK_NAME)
+                 ? rally__fail(e, RALLY_EPROTO,
+                               "%s/%s is a symbolic link, not this job's lock file: "
+                               "remove it",
+                               where, LOCK_NAME)
                  : rally__fail_errno(e, RALLY_ESYS, errno, "cannot open %s/%s", where, LOCK_NAME);
         goto out;
     }
+    if ((rc = own_file(fd, where, e)) != RALLY_OK)
+        goto out;
     struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
     if (fcntl(fd, F_OFD_SETLK, &fl) != 0) {
         int err = errno;

@@ -295,8 +295,10 @@ struct rally__snap_lock;
  * rally__snap_write_part, rally__snap_commit and rally__snap_retain refuse
  * any other run (RALLY_EPEER) while it does: an orphan of a killed launcher
  * cannot write, commit or clean up in the job that resumed it.
- * RALLY_EPEER naming the holder's run when another holds it.  Does not
- * block. */
+ * RALLY_EPEER naming the holder's run when another holds it; RALLY_EPROTO
+ * when .lock is not the job's own file (a symbolic link, not a regular
+ * file, a second hard link, another user's), which is then left as it is.
+ * Does not block. */
 int rally__snap_lock_take(const char *dir, const char *job, const char *run_id,
                           struct rally__err *e, struct rally__snap_lock **out);
 /* Who holds jobdir's lock now (the file names the run and the holder's

@@ -8,7 +8,10 @@
  * divisible by N up to 64 KiB (the tree, above T halving-doubling up to H,
  * and the ring above both), custom
  * reducers on 12-byte elements (commutative over the ring, non-commutative
- * over the tree), the prepare callback, broadcast from every root (fixed and
+ * over the tree), operand order in every algorithm (float MAX/MIN over +0,
+ * -0 and NaNs of different payloads, and a commutative reducer that keeps
+ * its left operand on equal keys: a swapped step gives other bits even
+ * where the grouping is right), the prepare callback, broadcast from every root (fixed and
  * size-from-root), and fixed and variable allgather.  With "big", also a
  * 16 MiB float sum and a 16 MiB int64 sum, and a 5 MiB float sum into a
  * buffer 4 bytes off 16-byte alignment.  With "late", only ring-sized float
@@ -192,6 +195,24 @@ static void reduce_affine12(void *inout, const void *in, size_t n, void *arg)
         affine12((char *)inout + 12 * i, (const char *)in + 12 * i, NULL);
 }
 
+/* Commutative but not symmetric: the larger key wins, and on equal keys the
+ * left operand is kept, tag and all.  Registered as commutative, so it runs
+ * over halving-doubling and the ring, where only the documented operand
+ * order gives the model's tags. */
+static void keep12(void *a, const void *b, void *arg)
+{
+    struct e12 x, y;
+    memcpy(&x, a, 12);
+    memcpy(&y, b, 12);
+    if (y.a > x.a)
+        memcpy(a, &y, 12);
+}
+static void reduce_keep12(void *inout, const void *in, size_t n, void *arg)
+{
+    for (size_t i = 0; i < n; i++)
+        keep12((char *)inout + 12 * i, (const char *)in + 12 * i, NULL);
+}
+
 struct prep {
     unsigned char *buf, *src;
     size_t n;
@@ -229,6 +250,92 @@ static void custom_case(int id, int commutative, size_t count, uint64_t seed)
     free(in);
     free(want);
     free(got);
+}
+
+/* --- operand order: ties that pick an operand --------------------------------- */
+
+/* Float inputs where MAX and MIN must pick one of two operands that compare
+ * equal or unordered: +0 and -0 (the left one is kept), and NaNs with
+ * different payloads and signs (a NaN on the right is taken), so a swapped
+ * operand order gives other bits even where every sum would be the same. */
+static void fill_ties(void *buf, size_t count, int dt, int r, uint64_t seed)
+{
+    static const uint32_t f[] = {0x00000000u, 0x80000000u, 0x7fc00001u,
+                                 0x7fc00002u, 0xffc00003u, 0x3f800000u};
+    static const uint64_t d[] = {0, 0x8000000000000000u, 0x7ff8000000000001u,
+                                 0x7ff8000000000002u, 0xfff8000000000003u, 0x3ff0000000000000u};
+    unsigned char *p = buf;
+    for (size_t i = 0; i < count; i++) {
+        uint64_t h = model_mix(seed ^ ((uint64_t)r << 48) ^ i) % 6;
+        if (dt == RALLY_FLOAT)
+            memcpy(p + i * 4, &f[h], 4);
+        else
+            memcpy(p + i * 8, &d[h], 8);
+    }
+}
+
+static void tie_case(int dt, int op, size_t count, uint64_t seed)
+{
+    size_t es = model_dtype_size(dt);
+    unsigned char **in = xmalloc((size_t)N * sizeof *in);
+    for (int r = 0; r < N; r++) {
+        in[r] = xmalloc(count * es);
+        fill_ties(in[r], count, dt, r, seed);
+    }
+    unsigned char *want = xmalloc(count * es), *got = xmalloc(count * es);
+    struct bop o = {dt, op};
+    model(want, in, count, es, 1, builtin_fn, &o);
+    memcpy(got, in[rank], count * es);
+    CHECK_RC(rally_allreduce(R, got, count, dt, op, NULL, NULL), "allreduce");
+    char what[112];
+    snprintf(what, sizeof what, "allreduce of ties (dtype %d, op %d, count %zu)", dt, op, count);
+    compare(got, want, count * es, es, what);
+    for (int r = 0; r < N; r++)
+        free(in[r]);
+    free(in);
+    free(want);
+    free(got);
+}
+
+/* Keys 0..2, so equal keys are common; the tag says whose element won. */
+static void keep_case(int id, size_t count, uint64_t seed)
+{
+    unsigned char **in = xmalloc((size_t)N * sizeof *in);
+    for (int r = 0; r < N; r++) {
+        in[r] = xmalloc(count * 12);
+        for (size_t i = 0; i < count; i++) {
+            uint64_t h = model_mix(seed ^ ((uint64_t)r << 48) ^ i);
+            struct e12 x = {(uint32_t)(h % 3), (uint32_t)(h >> 32), (uint32_t)r};
+            memcpy(in[r] + 12 * i, &x, 12);
+        }
+    }
+    unsigned char *want = xmalloc(count * 12), *got = xmalloc(count * 12);
+    model(want, in, count, 12, 1, keep12, NULL);
+    memcpy(got, in[rank], count * 12);
+    CHECK_RC(rally_allreduce_custom(R, got, count, id, NULL, NULL), "allreduce_custom");
+    char what[96];
+    snprintf(what, sizeof what, "custom reducer %d keeping the left on ties (count %zu)", id,
+             count);
+    compare(got, want, count * 12, 12, what);
+    for (int r = 0; r < N; r++)
+        free(in[r]);
+    free(in);
+    free(want);
+    free(got);
+}
+
+/* Every algorithm's operand order, not only its grouping (the sizes reach
+ * the tree, halving-doubling and the ring at the matrix's thresholds). */
+static void tie_cases(uint64_t seed)
+{
+    size_t byte_sizes[] = {4, 24, 1000, 4104, 65536};
+    for (int dt = RALLY_FLOAT; dt <= RALLY_DOUBLE; dt++)
+        for (int op = RALLY_MAX; op <= RALLY_MIN; op++)
+            for (size_t s = 0; s < sizeof byte_sizes / sizeof byte_sizes[0]; s++)
+                tie_case(dt, op, byte_sizes[s] / model_dtype_size(dt) + (size_t)N, seed++);
+    size_t counts[] = {1, (size_t)N + 2, 1000, 5461};
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
+        keep_case(9, counts[i], seed++);
 }
 
 static void broadcast_cases(uint64_t seed)
@@ -365,6 +472,11 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof ccounts / sizeof ccounts[0]; i++) {
         custom_case(7, 1, ccounts[i], seed++);
         custom_case(8, 0, ccounts[i], seed++);
+    }
+    if (!exact) { /* MPI picks either operand of a tie (docs/determinism.md) */
+        CHECK_RC(rally_register_reducer(R, 9, 12, 1, reduce_keep12, NULL), "register");
+        tie_cases(seed);
+        seed += 100;
     }
     broadcast_cases(seed++);
     allgather_cases(seed++);

@@ -1,0 +1,123 @@
+/*
+ * cache_test.c — the robust engine's result cache (src/robust/cache.c):
+ * what a recovering worker is served is exactly the result it asks for, or
+ * nothing.
+ *
+ *   cache_finds_only_its_key   results cached under keys 1, 2 and 4 of a
+ *                              version: each is found with its own bytes,
+ *                              and keys 3, 0 and 5 (between, below and
+ *                              above them) find nothing
+ *   cache_drop_below           after dropping versions below 3, results of
+ *                              versions 1 and 2 are gone (the lookup of a
+ *                              dropped key finds nothing, not the next
+ *                              result), version 4's and the bootstrap
+ *                              results stay, and a key of version 3 still
+ *                              finds nothing
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "rally/rally.h"
+#include "robust/robust.h"
+#include "util/config.h"
+
+struct fixture {
+    struct rally__err e;
+    struct rally__config cfg;
+    struct rally__robust rb;
+};
+
+static void setup(struct fixture *f)
+{
+    memset(f, 0, sizeof *f);
+    f->cfg.cache_max_bytes = 1 << 20;
+    f->rb.cfg = &f->cfg;
+    f->rb.err = &f->e;
+    f->rb.distributed = 1; /* a worker alone caches nothing */
+}
+
+/* Caches one byte, the key's own tag, under key. */
+static void put(struct fixture *f, uint64_t key, unsigned char tag)
+{
+    struct rally__sig sig = {.kind = 1, .count = tag};
+    unsigned char *p = rally__robust_buf(&f->rb, 1);
+    assert_non_null(p);
+    p[0] = tag;
+    assert_int_equal(rally__robust_cache_put(&f->rb, key, &sig, p, 1), RALLY_OK);
+}
+
+static void found(const struct fixture *f, uint64_t key, unsigned char tag)
+{
+    const struct rally__entry *c = rally__robust_cache_find(&f->rb, key);
+    assert_non_null(c);
+    assert_true(c->key == key);
+    assert_int_equal(c->nbytes, 1);
+    assert_int_equal(c->data[0], tag);
+    assert_int_equal(c->sig.count, tag);
+}
+
+static void absent(const struct fixture *f, uint64_t key)
+{
+    const struct rally__entry *c = rally__robust_cache_find(&f->rb, key);
+    if (c != NULL)
+        fail_msg("key %#llx is not cached, yet the lookup gave key %#llx", (unsigned long long)key,
+                 (unsigned long long)c->key);
+}
+
+static void cache_finds_only_its_key(void **state)
+{
+    (void)state;
+    struct fixture f;
+    setup(&f);
+    put(&f, RALLY__KEY_OP(7, 1), 1);
+    put(&f, RALLY__KEY_OP(7, 2), 2);
+    put(&f, RALLY__KEY_OP(7, 4), 4);
+    found(&f, RALLY__KEY_OP(7, 1), 1);
+    found(&f, RALLY__KEY_OP(7, 2), 2);
+    found(&f, RALLY__KEY_OP(7, 4), 4);
+    absent(&f, RALLY__KEY_OP(7, 3));
+    absent(&f, RALLY__KEY_OP(7, 0));
+    absent(&f, RALLY__KEY_OP(7, 5));
+    absent(&f, RALLY__KEY_OP(6, 9));
+    absent(&f, RALLY__KEY_OP(8, 0));
+    rally__robust_cache_free(&f.rb);
+}
+
+static void cache_drop_below(void **state)
+{
+    (void)state;
+    struct fixture f;
+    setup(&f);
+    put(&f, RALLY__KEY_BOOT(0), 10);
+    put(&f, RALLY__KEY_BOOT(1), 11);
+    put(&f, RALLY__KEY_OP(1, 0), 1);
+    put(&f, RALLY__KEY_OP(2, 0), 2);
+    put(&f, RALLY__KEY_OP(4, 0), 4);
+    absent(&f, RALLY__KEY_OP(3, 0));
+    assert_int_equal(f.rb.cache_nbytes, 5);
+    rally__robust_cache_drop_below(&f.rb, 3);
+    assert_int_equal(f.rb.ncache, 3);
+    assert_int_equal(f.rb.cache_nbytes, 3);
+    absent(&f, RALLY__KEY_OP(1, 0));
+    absent(&f, RALLY__KEY_OP(2, 0));
+    absent(&f, RALLY__KEY_OP(3, 0));
+    found(&f, RALLY__KEY_OP(4, 0), 4);
+    found(&f, RALLY__KEY_BOOT(0), 10);
+    found(&f, RALLY__KEY_BOOT(1), 11);
+    absent(&f, RALLY__KEY_BOOT(2));
+    rally__robust_cache_free(&f.rb);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(cache_finds_only_its_key),
+        cmocka_unit_test(cache_drop_below),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
