@@ -17,14 +17,14 @@ endforeach()
 foreach(n 1 3 4)
   add_test(NAME rabit_basic_n${n}
            COMMAND ${CMAKE_COMMAND} -E env "GREP=rabit_basic_ok rank 0 of ${n} checked 38"
-                   ${RUN_JOB} 0 60 $<TARGET_FILE:rally-run> -n ${n} $<TARGET_FILE:rabit_basic>)
+                   ${RUN_JOB} 0 30 $<TARGET_FILE:rally-run> -n ${n} $<TARGET_FILE:rabit_basic>)
   set_tests_properties(rabit_basic_n${n} PROPERTIES TIMEOUT 80 LABELS "quick;rabit")
 endforeach()
 # rabit's argument spellings: a rabit_* setting rally cannot honour is named
 # and ignored, rally's own settings still work.
 add_test(NAME rabit_args
          COMMAND ${CMAKE_COMMAND} -E env "GREP=rabit_reduce_buffer=256MB has no rally equivalent"
-                 ${RUN_JOB} 0 60 $<TARGET_FILE:rally-run> -n 2 $<TARGET_FILE:rabit_basic>
+                 ${RUN_JOB} 0 30 $<TARGET_FILE:rally-run> -n 2 $<TARGET_FILE:rabit_basic>
                  rabit_reduce_buffer=256MB rally_spin_us=0)
 # ... once per job, not per rank and restart: rank 0's first start says it
 # (rank 1 dies and is restarted).
@@ -38,12 +38,12 @@ set_tests_properties(rabit_args_warned_once PROPERTIES TIMEOUT 80 LABELS "quick;
 # A bad data type ends the worker with rabit's kind of message, and the job.
 add_test(NAME rabit_bad_dtype
          COMMAND ${CMAKE_COMMAND} -E env "GREP=rabit: RabitAllreduce: data type 10"
-                 ${RUN_JOB} nonzero 60 $<TARGET_FILE:rally-run> -n 2 --max-restarts 0
+                 ${RUN_JOB} nonzero 30 $<TARGET_FILE:rally-run> -n 2 --max-restarts 0
                  $<TARGET_FILE:rabit_basic> baddtype)
 # mock= without the mock library: RabitInit says so and fails.
 add_test(NAME rabit_mock_needs_library
          COMMAND ${CMAKE_COMMAND} -E env "GREP=needs the failure-injection library"
-                 ${RUN_JOB} nonzero 60 $<TARGET_FILE:rally-run> -n 2 --max-restarts 0
+                 ${RUN_JOB} nonzero 30 $<TARGET_FILE:rally-run> -n 2 --max-restarts 0
                  $<TARGET_FILE:rabit_model_recover> 100 2 mock=1,1,0,0)
 set_tests_properties(rabit_args rabit_bad_dtype rabit_mock_needs_library PROPERTIES
                      TIMEOUT 80 LABELS "quick;rabit")
