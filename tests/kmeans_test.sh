@@ -155,7 +155,7 @@ touch "$tmp/started.\$RALLY_TASK_ID"
 exec "$mock" --data "\$d" "\$@"
 EOS
     chmod +x "$tmp/pick.sh"
-    "$here/run_job.sh" 4 120 "$run" -n 4 "$tmp/pick.sh" --data-opt csv_label=0 -k 6 \
+    "$here/run_job.sh" 4 60 "$run" -n 4 "$tmp/pick.sh" --data-opt csv_label=0 -k 6 \
         rally_mock=1,2,0,0 >"$tmp/out" 2>&1 || fail "want exit status 4"
     cat "$tmp/out"
     fps=$(sed -n 's/^\[1\] shard 1 fingerprint \([0-9a-f]*\) .*/\1/p' "$tmp/out")
@@ -167,7 +167,7 @@ EOS
     grep -q "^rally-run: $want" "$tmp/out" || fail "rally-run does not name the cause"
     ! grep -q 'model_digest=' "$tmp/out" || fail "a model came out of the changed input"
     rm -f "$tmp"/started.*
-    "$here/run_job.sh" 0 120 "$run" -n 4 "$tmp/pick.sh" --data-opt csv_label=0 -k 6 \
+    "$here/run_job.sh" 0 60 "$run" -n 4 "$tmp/pick.sh" --data-opt csv_label=0 -k 6 \
         rally_mock=1,2,0,0 rally_input_check=0 >"$tmp/out" 2>&1 ||
         fail "rally_input_check=0 did not let the job finish"
     grep -q 'model_digest=' "$tmp/out" || fail "no model with rally_input_check=0"

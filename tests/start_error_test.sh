@@ -47,7 +47,7 @@ mock_lib)
 resume_args)
     job "$tmp/first" 3 --snapshot-dir "$tmp/s" --snapshot-every 2 --keep-snapshots --job j \
         "$km" $KM -k 3
-    "$here/run_job.sh" 4 120 "$run" -n 3 --snapshot-dir "$tmp/s" --job j --resume latest \
+    "$here/run_job.sh" 4 60 "$run" -n 3 --snapshot-dir "$tmp/s" --job j --resume latest \
         "$km" $KM -k 4 >"$tmp/out" 2>&1 || fail "want exit status 4"
     verdict "$tmp/out" "the snapshot's configuration is \"$KM -k 3\""
     ;;
