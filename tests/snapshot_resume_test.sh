@@ -475,7 +475,10 @@ busy)
         "$snap" verify "$s" >/dev/null || fail "$s does not verify"
         n=$((n + 1))
     done
-    [ $n -ge 2 ] || fail "want at least 2 committed snapshots, have $n"
+    # how many commit depends on how long the writes take (the deaths void
+    # the ones in flight); the one in flight at the end is always reported
+    # in finalize, so at least that one commits
+    [ $n -ge 1 ] || fail "want at least 1 committed snapshot, have $n"
     no_orphans
     ;;
 *)
