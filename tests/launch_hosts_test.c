@@ -164,8 +164,8 @@ static void commands(void **state)
     char *prog[] = {"./prog", "two words", NULL};
     const char *env[] = {"RALLY_TRACKER=10.0.0.1:9000", "RALLY_TASK_ID=3", NULL};
     const char *opts[] = {"Port=2222"};
-    struct rally__launch_cmd_in in = {RALLY__LAUNCHER_SSH, "h2", opts, 1,
-                                      "/opt/rally-agent",  env,  prog};
+    struct rally__launch_cmd_in in = {RALLY__LAUNCHER_SSH, "h2", opts, 1, "/opt/rally-agent",
+                                      env, prog, NULL};
     /* ssh: the remote shell reads the words after --, so they are quoted once more */
     line_of(&in, "ssh -o BatchMode=yes -o Port=2222 h2 -- /opt/rally-agent --env "
                  "RALLY_TRACKER=10.0.0.1:9000 --env RALLY_TASK_ID=3 -- ./prog "
@@ -178,6 +178,13 @@ static void commands(void **state)
     in.launcher = RALLY__LAUNCHER_MPIRUN;
     line_of(&in, "mpirun -np 1 --host h2 --quiet /opt/rally-agent --env "
                  "RALLY_TRACKER=10.0.0.1:9000 --env RALLY_TASK_ID=3 -- ./prog 'two words'");
+    /* a session directory base of the rank's own: mpiruns side by side do
+     * not share (and race on) OpenMPI's */
+    in.session_base = "/tmp/rally-run-x/ompi-3";
+    line_of(&in, "mpirun -np 1 --host h2 --quiet --mca orte_local_tmpdir_base "
+                 "/tmp/rally-run-x/ompi-3 /opt/rally-agent --env RALLY_TRACKER=10.0.0.1:9000 "
+                 "--env RALLY_TASK_ID=3 -- ./prog 'two words'");
+    in.session_base = NULL;
     in.launcher = RALLY__LAUNCHER_LOCAL;
     assert_null(rally__launch_command(&in));
     assert_int_equal(rally__launch_launcher("slurm"), RALLY__LAUNCHER_SLURM);

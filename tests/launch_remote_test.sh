@@ -386,8 +386,8 @@ EOF
         --agent /opt/rally/rally-agent --dry-run "$prog" x >"$T/out" 2>"$T/err" ||
         fail "mpirun --dry-run failed"
     cat >"$T/want" <<EOF
-rank 0: mpirun -np 1 --host node-a --quiet /opt/rally/rally-agent --env RALLY_TRACKER=198.18.0.1:7001 --env RALLY_TASK_ID=0 --env RALLY_TEST_TAG=$TAG -- $prog x
-rank 1: mpirun -np 1 --host node-b --quiet /opt/rally/rally-agent --env RALLY_TRACKER=198.18.0.1:7001 --env RALLY_TASK_ID=1 --env RALLY_TEST_TAG=$TAG -- $prog x
+rank 0: mpirun -np 1 --host node-a --quiet --mca orte_local_tmpdir_base RALLY_RUN_TMPDIR/ompi-0 /opt/rally/rally-agent --env RALLY_TRACKER=198.18.0.1:7001 --env RALLY_TASK_ID=0 --env RALLY_TEST_TAG=$TAG -- $prog x
+rank 1: mpirun -np 1 --host node-b --quiet --mca orte_local_tmpdir_base RALLY_RUN_TMPDIR/ompi-1 /opt/rally/rally-agent --env RALLY_TRACKER=198.18.0.1:7001 --env RALLY_TASK_ID=1 --env RALLY_TEST_TAG=$TAG -- $prog x
 EOF
     diff "$T/want" "$T/out" >"$T/err" || fail "mpirun lines differ"
     # ssh quotes the remote words once more: the remote shell reads them

@@ -66,6 +66,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -419,10 +420,17 @@ static char **command(const struct run *r, int i)
     char **env = agent_env(r, id);
     if (env == NULL)
         return NULL;
+    /* mpirun: a session directory base of this rank's own, in our temp
+     * directory (removed at the end); a dry run only names it */
+    char sess[sizeof r->dir + 32];
+    snprintf(sess, sizeof sess, "%s/ompi-%d", r->dir[0] ? r->dir : "RALLY_RUN_TMPDIR", i);
+    if (r->launcher == RALLY__LAUNCHER_MPIRUN && r->dir[0])
+        (void)mkdir(sess, 0700); /* EEXIST for a restart */
     struct rally__launch_cmd_in in = {r->launcher,  r->hosts.h[r->host_of[i]].name,
                                       r->ssh_opts,  r->nssh_opts,
                                       r->agent,     (const char *const *)env,
-                                      r->argv};
+                                      r->argv,
+                                      r->launcher == RALLY__LAUNCHER_MPIRUN ? sess : NULL};
     char **argv = rally__launch_command(&in);
     rally__launch_argv_free(env);
     return argv;
@@ -1413,6 +1421,11 @@ static void job_teardown(struct run *r)
     free(r->slot);
     if (r->secret[0])
         unlink(r->secret);
+    for (int i = 0; r->dir[0] && r->launcher == RALLY__LAUNCHER_MPIRUN && i < r->world; i++) {
+        char sess[sizeof r->dir + 32]; /* OpenMPI emptied it, unless its mpirun was killed */
+        snprintf(sess, sizeof sess, "%s/ompi-%d", r->dir, i);
+        rmdir(sess);
+    }
     if (r->dir[0])
         rmdir(r->dir);
     if (r->feed != NULL) {

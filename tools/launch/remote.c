@@ -359,6 +359,11 @@ char **rally__launch_command(const struct rally__launch_cmd_in *in)
         push(&x, "--host", 0);
         push(&x, in->host, 0);
         push(&x, "--quiet", 0);
+        if (in->session_base != NULL) {
+            push(&x, "--mca", 0);
+            push(&x, "orte_local_tmpdir_base", 0);
+            push(&x, in->session_base, 0);
+        }
         break;
     default:
         return NULL;

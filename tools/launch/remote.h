@@ -112,6 +112,11 @@ struct rally__launch_cmd_in {
     const char *agent;      /* rally-agent's path on the host */
     const char *const *env; /* "K=V" each, NULL-terminated: the agent's --env K=V */
     char *const *prog;      /* the worker's argv, NULL-terminated */
+    /* mpirun: this rank's mpirun keeps its OpenMPI session directory below
+     * here (orte_local_tmpdir_base), or NULL.  Side by side, mpiruns under
+     * one base race: one's clean-up removes the shared top directory while
+     * another creates its own in it ("ORTE_ERROR_LOG: ... session_dir.c"). */
+    const char *session_base;
 };
 /* The wrapper's argv (NULL-terminated, every string malloc'd; free with
  * rally__launch_argv_free), or NULL when out of memory.  ssh gets the remote
