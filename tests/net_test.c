@@ -318,6 +318,7 @@ static void frames(void **state)
 /* --- mesh with strangers ----------------------------------------------------- */
 
 struct meshjob {
+    char dir[32], secret_file[64]; /* the secret's temporary directory */
     struct rally__secret s;
     int port0;
     int listen0;
@@ -332,6 +333,30 @@ static struct rally__mesh_opts mesh_opts(struct meshjob *m, int listen_fd, int r
     return (struct rally__mesh_opts){listen_fd, &m->s, rank, 2, 1, "127.0.0.1", 1, -1,
                                      rally__deadline(10000), 300, RALLY__TRANSPORT_TCP, 0, -1,
                                      NULL, NULL};
+}
+
+/* A job of two ranks: the secret in a temporary directory, rank 0's port
+ * listening with the given backlog. */
+static struct meshjob *meshjob_new(int backlog)
+{
+    struct meshjob *m = calloc(1, sizeof *m);
+    struct rally__err e = {0, ""};
+    assert_non_null(m);
+    strcpy(m->dir, "/tmp/rally-net-test-XXXXXX");
+    assert_non_null(mkdtemp(m->dir));
+    snprintf(m->secret_file, sizeof m->secret_file, "%s/secret", m->dir);
+    assert_int_equal(rally__secret_create(m->secret_file, &m->s, &e), RALLY_OK);
+    assert_int_equal(rally__tcp_listen("127.0.0.1", 0, backlog, &m->listen0, &m->port0, &e),
+                     RALLY_OK);
+    return m;
+}
+
+static void meshjob_free(struct meshjob *m)
+{
+    close(m->listen0);
+    unlink(m->secret_file);
+    rmdir(m->dir);
+    free(m);
 }
 
 static void *stranger_garbage(void *arg)
@@ -406,14 +431,8 @@ static void *acceptor(void *arg)
 
 static void mesh_refuses_strangers(void **state)
 {
-    struct meshjob *m = calloc(1, sizeof *m);
+    struct meshjob *m = meshjob_new(16);
     struct rally__err e = {0, ""};
-    char path[] = "/tmp/rally-net-test-XXXXXX";
-    assert_non_null(mkdtemp(path));
-    char sf[64];
-    snprintf(sf, sizeof sf, "%s/secret", path);
-    assert_int_equal(rally__secret_create(sf, &m->s, &e), RALLY_OK);
-    assert_int_equal(rally__tcp_listen("127.0.0.1", 0, 16, &m->listen0, &m->port0, &e), RALLY_OK);
 
     /* strangers first, one after another, while rank 0 is accepting */
     pthread_t acc, st;
@@ -461,10 +480,7 @@ static void mesh_refuses_strangers(void **state)
     rally__link_close(&m->l1[0]);
     rally__link_close(&m->l1[0]); /* a closed link is left alone */
     close(lfd1);
-    close(m->listen0);
-    unlink(sf);
-    rmdir(path);
-    free(m);
+    meshjob_free(m);
 }
 
 /* Idle strangers on the port, then the real peer: handshakes run side by
@@ -483,14 +499,8 @@ static void *acceptor_patient(void *arg)
 static void mesh_idle_strangers_delay_nobody(void **state)
 {
     (void)state;
-    struct meshjob *m = calloc(1, sizeof *m);
+    struct meshjob *m = meshjob_new(64);
     struct rally__err e = {0, ""};
-    char path[] = "/tmp/rally-net-test-XXXXXX";
-    assert_non_null(mkdtemp(path));
-    char sf[64];
-    snprintf(sf, sizeof sf, "%s/secret", path);
-    assert_int_equal(rally__secret_create(sf, &m->s, &e), RALLY_OK);
-    assert_int_equal(rally__tcp_listen("127.0.0.1", 0, 64, &m->listen0, &m->port0, &e), RALLY_OK);
     int idle[8];
     for (int i = 0; i < 8; i++) /* in the backlog before the wiring starts */
         assert_int_equal(
@@ -513,10 +523,7 @@ static void mesh_idle_strangers_delay_nobody(void **state)
     rally__link_close(&m->l0[0]);
     rally__link_close(&m->l1[0]);
     close(lfd1);
-    close(m->listen0);
-    unlink(sf);
-    rmdir(path);
-    free(m);
+    meshjob_free(m);
 }
 
 /* The other direction: rank 1 connects to a rank 0 that knows the secret
@@ -547,14 +554,8 @@ static void *acceptor_stale(void *arg)
 static void mesh_refuses_stale_acceptor(void **state)
 {
     (void)state;
-    struct meshjob *m = calloc(1, sizeof *m);
+    struct meshjob *m = meshjob_new(4);
     struct rally__err e = {0, ""};
-    char path[] = "/tmp/rally-net-test-XXXXXX";
-    assert_non_null(mkdtemp(path));
-    char sf[64];
-    snprintf(sf, sizeof sf, "%s/secret", path);
-    assert_int_equal(rally__secret_create(sf, &m->s, &e), RALLY_OK);
-    assert_int_equal(rally__tcp_listen("127.0.0.1", 0, 4, &m->listen0, &m->port0, &e), RALLY_OK);
     struct stale_acceptor a = {m, -1};
     pthread_t t;
     pthread_create(&t, NULL, acceptor_stale, &a);
@@ -571,10 +572,7 @@ static void mesh_refuses_stale_acceptor(void **state)
         fail_msg("got \"%s\", want \"%s\"", m->e1.msg, want);
     assert_null(m->l1[0].ops);
     close(lfd1);
-    close(m->listen0);
-    unlink(sf);
-    rmdir(path);
-    free(m);
+    meshjob_free(m);
 }
 
 /* The watched descriptor (the tracker line) becomes readable while a peer
