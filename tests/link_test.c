@@ -27,7 +27,7 @@
 #include <cmocka.h>
 
 #include "coll/coll.h"
-#include "coll/reduce.h"
+#include "util/reduce.h"
 #include "net/link.h"
 #include "net/transport.h"
 #include "util/clock.h"

@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "coll/reduce.h" /* struct rally__reducer: the registry's entries */
+#include "util/reduce.h" /* struct rally__reducer: the registry's entries */
 #include "rally/rally.h"
 #include "util/config.h"
 #include "util/err.h"

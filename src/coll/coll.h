@@ -42,7 +42,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "coll/reduce.h"
+#include "util/reduce.h"
 #include "coll/topo.h"
 #include "net/link.h"
 #include "util/err.h"

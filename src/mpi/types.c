@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "coll/reduce.h"
+#include "util/reduce.h"
 #include "mpi/mpi_engine.h"
 
 int rally__mpi_fail(struct rally__engine *en, int rc, const char *call)

@@ -7,8 +7,8 @@
  * element pointers, compiled at -O3 so they vectorise.  Integer SUM wraps
  * (two's complement, no undefined overflow).  Float MAX/MIN propagate NaN.
  */
-#ifndef RALLY_COLL_REDUCE_H
-#define RALLY_COLL_REDUCE_H
+#ifndef RALLY_UTIL_REDUCE_H
+#define RALLY_UTIL_REDUCE_H
 
 #include <stddef.h>
 #include <string.h>

@@ -2,7 +2,7 @@
  * reduce.c — the reducer table's kernels: every built-in dtype x op as a
  * straight loop, in place and out of place.
  */
-#include "coll/reduce.h"
+#include "util/reduce.h"
 
 #include <stdint.h>
 
