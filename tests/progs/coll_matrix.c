@@ -129,14 +129,45 @@ static void model(unsigned char *want, unsigned char *const *in, size_t count, s
     }
 }
 
+/* --- operand order: ties that pick an operand --------------------------------- */
+
+/* Float inputs where MAX and MIN must pick one of two operands that compare
+ * equal or unordered: +0 and -0 (the left one is kept), and NaNs with
+ * different payloads and signs (a NaN on the right is taken), so a swapped
+ * operand order gives other bits even where every sum would be the same. */
+static void fill_ties(void *buf, size_t count, int dt, int r, uint64_t seed)
+{
+    static const uint32_t f[] = {0x00000000u, 0x80000000u, 0x7fc00001u,
+                                 0x7fc00002u, 0xffc00003u, 0x3f800000u};
+    static const uint64_t d[] = {0,
+                                 0x8000000000000000u,
+                                 0x7ff8000000000001u,
+                                 0x7ff8000000000002u,
+                                 0xfff8000000000003u,
+                                 0x3ff0000000000000u};
+    unsigned char *p = buf;
+    for (size_t i = 0; i < count; i++) {
+        uint64_t h = model_mix(seed ^ ((uint64_t)r << 48) ^ i) % 6;
+        if (dt == RALLY_FLOAT)
+            memcpy(p + i * 4, &f[h], 4);
+        else
+            memcpy(p + i * 8, &d[h], 8);
+    }
+}
+
 /* The caller's buffer starts at byte shift of an allocation (a multiple of
- * the element size): the robust call's copy back must handle any alignment. */
-static void allreduce_case_at(int dt, int op, size_t count, uint64_t seed, size_t shift)
+ * the element size): the robust call's copy back must handle any alignment.
+ * ties: the inputs are fill_ties' (float types only). */
+static void allreduce_case_at(int dt, int op, size_t count, uint64_t seed, size_t shift, int ties)
 {
     size_t es = model_dtype_size(dt);
     unsigned char **in = xmalloc((size_t)N * sizeof *in);
     for (int r = 0; r < N; r++) {
         in[r] = xmalloc(count * es);
+        if (ties) {
+            fill_ties(in[r], count, dt, r, seed);
+            continue;
+        }
         model_fill(in[r], count, dt, r, seed);
         make_exact(in[r], count, dt);
     }
@@ -146,8 +177,9 @@ static void allreduce_case_at(int dt, int op, size_t count, uint64_t seed, size_
     model(want, in, count, es, 1, builtin_fn, &o);
     memcpy(got, in[rank], count * es);
     CHECK_RC(rally_allreduce(R, got, count, dt, op, NULL, NULL), "allreduce");
-    char what[96];
-    snprintf(what, sizeof what, "allreduce(dtype %d, op %d, count %zu)", dt, op, count);
+    char what[112];
+    snprintf(what, sizeof what, "allreduce%s(dtype %d, op %d, count %zu)", ties ? " of ties " : "",
+             dt, op, count);
     compare(got, want, count * es, es, what);
     for (int r = 0; r < N; r++)
         free(in[r]);
@@ -158,7 +190,7 @@ static void allreduce_case_at(int dt, int op, size_t count, uint64_t seed, size_
 
 static void allreduce_case(int dt, int op, size_t count, uint64_t seed)
 {
-    allreduce_case_at(dt, op, count, seed, 0);
+    allreduce_case_at(dt, op, count, seed, 0, 0);
 }
 
 /* 12-byte elements: a commutative (sum, max, xor) and a non-commutative
@@ -252,51 +284,6 @@ static void custom_case(int id, int commutative, size_t count, uint64_t seed)
     free(got);
 }
 
-/* --- operand order: ties that pick an operand --------------------------------- */
-
-/* Float inputs where MAX and MIN must pick one of two operands that compare
- * equal or unordered: +0 and -0 (the left one is kept), and NaNs with
- * different payloads and signs (a NaN on the right is taken), so a swapped
- * operand order gives other bits even where every sum would be the same. */
-static void fill_ties(void *buf, size_t count, int dt, int r, uint64_t seed)
-{
-    static const uint32_t f[] = {0x00000000u, 0x80000000u, 0x7fc00001u,
-                                 0x7fc00002u, 0xffc00003u, 0x3f800000u};
-    static const uint64_t d[] = {0, 0x8000000000000000u, 0x7ff8000000000001u,
-                                 0x7ff8000000000002u, 0xfff8000000000003u, 0x3ff0000000000000u};
-    unsigned char *p = buf;
-    for (size_t i = 0; i < count; i++) {
-        uint64_t h = model_mix(seed ^ ((uint64_t)r << 48) ^ i) % 6;
-        if (dt == RALLY_FLOAT)
-            memcpy(p + i * 4, &f[h], 4);
-        else
-            memcpy(p + i * 8, &d[h], 8);
-    }
-}
-
-static void tie_case(int dt, int op, size_t count, uint64_t seed)
-{
-    size_t es = model_dtype_size(dt);
-    unsigned char **in = xmalloc((size_t)N * sizeof *in);
-    for (int r = 0; r < N; r++) {
-        in[r] = xmalloc(count * es);
-        fill_ties(in[r], count, dt, r, seed);
-    }
-    unsigned char *want = xmalloc(count * es), *got = xmalloc(count * es);
-    struct bop o = {dt, op};
-    model(want, in, count, es, 1, builtin_fn, &o);
-    memcpy(got, in[rank], count * es);
-    CHECK_RC(rally_allreduce(R, got, count, dt, op, NULL, NULL), "allreduce");
-    char what[112];
-    snprintf(what, sizeof what, "allreduce of ties (dtype %d, op %d, count %zu)", dt, op, count);
-    compare(got, want, count * es, es, what);
-    for (int r = 0; r < N; r++)
-        free(in[r]);
-    free(in);
-    free(want);
-    free(got);
-}
-
 /* Keys 0..2, so equal keys are common; the tag says whose element won. */
 static void keep_case(int id, size_t count, uint64_t seed)
 {
@@ -332,7 +319,8 @@ static void tie_cases(uint64_t seed)
     for (int dt = RALLY_FLOAT; dt <= RALLY_DOUBLE; dt++)
         for (int op = RALLY_MAX; op <= RALLY_MIN; op++)
             for (size_t s = 0; s < sizeof byte_sizes / sizeof byte_sizes[0]; s++)
-                tie_case(dt, op, byte_sizes[s] / model_dtype_size(dt) + (size_t)N, seed++);
+                allreduce_case_at(dt, op, byte_sizes[s] / model_dtype_size(dt) + (size_t)N, seed++,
+                                  0, 1);
     size_t counts[] = {1, (size_t)N + 2, 1000, 5461};
     for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
         keep_case(9, counts[i], seed++);
@@ -387,7 +375,9 @@ static void allgather_cases(uint64_t seed)
     for (int round = 0; round < 3; round++) {
         size_t total = 0, *len = xmalloc((size_t)N * sizeof *len);
         for (int r = 0; r < N; r++) {
-            len[r] = (size_t)((r * 7919 + round * 104729) % 5 == 0 ? 0 : (r + 1) * 997 * (round + 1) % 40000);
+            len[r] = (size_t)((r * 7919 + round * 104729) % 5 == 0
+                                  ? 0
+                                  : (r + 1) * 997 * (round + 1) % 40000);
             total += len[r];
         }
         unsigned char *want = xmalloc(total), *p = want;
@@ -484,7 +474,7 @@ int main(int argc, char **argv)
         allreduce_case(RALLY_FLOAT, RALLY_SUM, (16u << 20) / 4 + 3, seed++);
         allreduce_case(RALLY_INT64, RALLY_SUM, (16u << 20) / 8 + 1, seed++);
         /* large enough for the streamed copy back, at an odd alignment */
-        allreduce_case_at(RALLY_FLOAT, RALLY_SUM, (5u << 20) / 4 + 7, seed++, 4);
+        allreduce_case_at(RALLY_FLOAT, RALLY_SUM, (5u << 20) / 4 + 7, seed++, 4, 0);
     }
     printf("rank %d of %d: %ld checks passed\n", rank, N, checks);
     return rally_finalize(R) == RALLY_OK ? 0 : 1;
