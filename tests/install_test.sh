@@ -68,7 +68,25 @@ int main(int argc, char **argv)
                (unsigned long long)rally_digest64(&model, sizeof model));
     return rally_finalize(r) == RALLY_OK ? 0 : 1;
 }
+
 C
+
+# cmake_hello EXE:TARGET...: builds hello.c into $tmp/cm/build/EXE against
+# rally::TARGET through CMake's find_package(rally), for each pair
+cmake_hello() {
+    mkdir -p "$tmp/cm"
+    printf 'cmake_minimum_required(VERSION 3.16)\nproject(hello C)\nfind_package(rally 0.1 REQUIRED)\n' \
+        >"$tmp/cm/CMakeLists.txt"
+    for p in "$@"; do
+        printf 'add_executable(%s hello.c)\ntarget_link_libraries(%s rally::%s)\n' \
+            "${p%%:*}" "${p%%:*}" "${p#*:}" >>"$tmp/cm/CMakeLists.txt"
+    done
+    cp "$tmp/hello.c" "$tmp/cm/"
+    cmake -S "$tmp/cm" -B "$tmp/cm/build" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null ||
+        fail "find_package(rally) failed"
+    cmake --build "$tmp/cm/build" >/dev/null || fail "building against rally::${1#*:} failed"
+}
+
 # shellcheck disable=SC2046
 cc "$tmp/hello.c" $(pkg-config --cflags --libs "$lib") -o "$tmp/hello"
 if [ "$lib" = rally_mpi ]; then
@@ -76,18 +94,7 @@ if [ "$lib" = rally_mpi ]; then
     echo "$out"
     [ "$(echo "$out" | grep -c 'sum 6 of 3$')" -eq 3 ] || fail "want 3 lines 'sum 6 of 3'"
     # the same through CMake's find_package(rally) and rally::rally_mpi
-    mkdir -p "$tmp/cm"
-    cat >"$tmp/cm/CMakeLists.txt" <<'CM'
-cmake_minimum_required(VERSION 3.16)
-project(hello C)
-find_package(rally 0.1 REQUIRED)
-add_executable(hello_cm_mpi hello.c)
-target_link_libraries(hello_cm_mpi rally::rally_mpi)
-CM
-    cp "$tmp/hello.c" "$tmp/cm/"
-    cmake -S "$tmp/cm" -B "$tmp/cm/build" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null ||
-        fail "find_package(rally) failed"
-    cmake --build "$tmp/cm/build" >/dev/null || fail "building against rally::rally_mpi failed"
+    cmake_hello "hello_cm_mpi:rally_mpi"
     out=$("$src/tests/mpi_job.sh" 0 60 3 "$tmp/cm/build/hello_cm_mpi")
     echo "$out"
     [ "$(echo "$out" | grep -c 'sum 6 of 3$')" -eq 3 ] || fail "cmake: want 3 lines 'sum 6 of 3'"
@@ -113,20 +120,7 @@ deathjob() {
 cc "$tmp/hello.c" $(pkg-config --cflags --libs rally_mock) -o "$tmp/hello_mock"
 deathjob "pkg-config rally_mock" "$tmp/hello_mock"
 
-mkdir -p "$tmp/cm"
-cat >"$tmp/cm/CMakeLists.txt" <<'CM'
-cmake_minimum_required(VERSION 3.16)
-project(hello C)
-find_package(rally 0.1 REQUIRED)
-add_executable(hello_cm hello.c)
-target_link_libraries(hello_cm rally::rally)
-add_executable(hello_cm_mock hello.c)
-target_link_libraries(hello_cm_mock rally::rally_mock)
-CM
-cp "$tmp/hello.c" "$tmp/cm/"
-cmake -S "$tmp/cm" -B "$tmp/cm/build" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null ||
-    fail "find_package(rally) failed"
-cmake --build "$tmp/cm/build" >/dev/null || fail "building against rally::rally failed"
+cmake_hello "hello_cm:rally" "hello_cm_mock:rally_mock"
 out=$("$src/tests/run_job.sh" 0 60 "$run" -n 3 "$tmp/cm/build/hello_cm")
 echo "$out"
 [ "$(echo "$out" | grep -o 'model_digest=[0-9a-f]*')" = "$want" ] || fail "cmake: another model"
