@@ -244,6 +244,7 @@ int rally__mock_parse(struct rally__mock *m, const struct rally__config *cfg, st
         q->seq = s;
         q->ndeath = nd;
         q->fd = -1;
+        q->flipped = 0;
         m->n++;
         p += len + (end != NULL);
     }
@@ -281,8 +282,8 @@ void rally__mock_unfired(const struct rally__mock *m, int rank, uint32_t ndeath,
 {
     for (int i = 0; i < m->n; i++) {
         const struct rally__mock_point *q = &m->pts[i];
-        if (q->rank != rank || q->ndeath < ndeath)
-            continue; /* another rank's, or one an earlier incarnation had */
+        if (q->rank != rank || q->ndeath < ndeath || q->flipped)
+            continue; /* another rank's, one an earlier incarnation had, or a flip done */
         say("rally mock: rank %d: the kill point rally_mock=%d,%llu,%llu,%u,%s%s%s never fired "
             "(%s; this worker finalized at version %llu seq %llu, incarnation %u)\n",
             rank, q->rank, (unsigned long long)q->version, (unsigned long long)q->seq, q->ndeath,
@@ -296,12 +297,19 @@ void rally__mock_unfired(const struct rally__mock *m, int rank, uint32_t ndeath,
     }
 }
 
+/* 1 when point q is this worker's at (version, seq) in this incarnation. */
+static int here(const struct rally__mock_point *q, int rank, uint64_t version, uint64_t seq,
+                uint32_t ndeath)
+{
+    return q->rank == rank && q->version == version && q->seq == seq && q->ndeath == ndeath;
+}
+
 void rally__mock_check(const struct rally__mock *m, int rank, uint64_t version, uint64_t seq,
                        uint32_t ndeath, int phase)
 {
     for (int i = 0; i < m->n; i++) {
         const struct rally__mock_point *q = &m->pts[i];
-        if (q->rank != rank || q->version != version || q->seq != seq || q->ndeath != ndeath)
+        if (!here(q, rank, version, seq, ndeath))
             continue;
 #ifdef RALLY_MOCK
         /* a recovery member is there once it enters the call at its position */
@@ -325,9 +333,9 @@ int rally__mock_flip(const struct rally__mock *m, int rank, uint64_t version, ui
                      uint32_t ndeath)
 {
     for (int i = 0; i < m->n; i++) {
-        const struct rally__mock_point *q = &m->pts[i];
-        if (q->phase == RALLY__MOCK_FLIP && q->rank == rank && q->version == version &&
-            q->seq == seq && q->ndeath == ndeath) {
+        struct rally__mock_point *q = &m->pts[i];
+        if (q->phase == RALLY__MOCK_FLIP && !q->flipped && here(q, rank, version, seq, ndeath)) {
+            q->flipped = 1;
             say("rally mock: flipping one bit of rank %d's result at version %llu seq %llu\n",
                 rank, (unsigned long long)version, (unsigned long long)seq);
             return 1;

@@ -69,6 +69,7 @@ struct rally__mock_point {
     int phase;
     char group[32]; /* "" none */
     int fd;         /* this worker's rendezvous file for the point's group, or -1 */
+    int flipped;    /* a flip point that fired (it kills nobody, so ndeath cannot tell) */
 };
 
 struct rally__mock {

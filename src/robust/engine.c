@@ -190,6 +190,7 @@ static int run_broadcast_alloc(struct rally__robust *rb, struct rally__op *op, u
     struct sized *c = op->ctx;
     unsigned char sz[8];
     rally__put_u64(sz, rb->rank == c->root ? (uint64_t)c->in_nbytes : 0);
+    /* the verified digest rides on the first step only: once per link */
     struct rally__sig s1 = {RALLY__C_BROADCAST_SIZE, 0, 0, c->root, 0, op->sig.sidecar};
     int rc = rally__broadcast(&rb->comm, sz, sizeof sz, c->root, &s1);
     if (rc != RALLY_OK)
@@ -201,7 +202,7 @@ static int run_broadcast_alloc(struct rally__robust *rb, struct rally__op *op, u
                            (unsigned long long)n);
     if (rb->rank == c->root && n)
         memcpy(b, c->in, (size_t)n);
-    struct rally__sig s2 = {RALLY__C_BROADCAST_DATA, 0, 0, c->root, n, op->sig.sidecar};
+    struct rally__sig s2 = {RALLY__C_BROADCAST_DATA, 0, 0, c->root, n, 0};
     if ((rc = rally__broadcast(&rb->comm, b, (size_t)n, c->root, &s2)) != RALLY_OK) {
         rally__robust_unbuf(rb, b);
         return rc;
@@ -278,7 +279,10 @@ static int run_allgather(struct rally__robust *rb, struct rally__op *op, unsigne
         len[i] = each;
     int rc = gather(rb, dst, len, &op->sig);
     free(len);
-    return rc != RALLY_OK ? rc : keep(rb, c->buf, c->nbytes, res, res_nbytes);
+    if (rc != RALLY_OK)
+        return rc;
+    rally__robust_arrived(rb, c->buf, c->nbytes);
+    return keep(rb, c->buf, c->nbytes, res, res_nbytes);
 }
 
 static int allgather(struct rally__engine *en, const void *sendbuf, size_t nbytes, void *recvbuf)
@@ -307,6 +311,7 @@ static int run_allgatherv(struct rally__robust *rb, struct rally__op *op, unsign
     rally__put_u64(sizes + (size_t)rb->rank * 8, c->in_nbytes);
     for (int i = 0; i < N; i++)
         len[i] = 8;
+    /* the verified digest rides on the first step only: once per link */
     struct rally__sig s1 = {RALLY__C_ALLGATHERV_SIZES, 0, 0, -1, 8, op->sig.sidecar};
     if ((rc = gather(rb, sizes, len, &s1)) != RALLY_OK)
         goto done;
@@ -330,9 +335,10 @@ static int run_allgatherv(struct rally__robust *rb, struct rally__op *op, unsign
     memcpy(b, sizes, (size_t)head);
     if (c->in_nbytes)
         memcpy(b + head + mine, c->in, c->in_nbytes);
-    struct rally__sig s2 = {RALLY__C_ALLGATHERV_DATA, 0, 0, -1, total, op->sig.sidecar};
+    struct rally__sig s2 = {RALLY__C_ALLGATHERV_DATA, 0, 0, -1, total, 0};
     if ((rc = gather(rb, b + head, len, &s2)) != RALLY_OK)
         goto done;
+    rally__robust_arrived(rb, b + head, (size_t)total);
     if ((rc = op->deliver(rb, op, b, head + total)) != RALLY_OK)
         goto done;
     *res = b;

@@ -126,21 +126,28 @@ static int deliver_nothing(struct rally__robust *rb, struct rally__op *op, const
 }
 
 /* The acknowledgement: this worker's digest of the global model it stored
- * (util/digest.h; none for a lazy one) and, once agreed, the request bits. */
+ * (util/digest.h; none for a lazy one), the newest verified result's
+ * (verify.c; none when there is none or this worker was served the
+ * checkpoint and cannot know it) and, once agreed, the request bits. */
 struct ack {
     uint64_t flags;
-    uint64_t pair[2]; /* (d, ~d), or (0, 0) */
-    uint64_t ncalls;  /* verify.c's count: the same on every rank that knows it, else 0 */
+    uint64_t pair[2];  /* (d, ~d), or (0, 0) */
+    uint64_t ncalls;   /* verify.c's count: the same on every rank that knows it, else 0 */
+    uint64_t vpair[2]; /* the verified result's (d, ~d), or (0, 0) */
 };
 
-#define ACK_NBYTES 32 /* flags, d, ~d, ncalls: four words OR-ed over the job */
+/* flags, d, ~d, ncalls, vd, ~vd: six words OR-ed over the job */
+#define ACK_WORDS 6
+#define ACK_NBYTES (8 * ACK_WORDS)
 
-/* Only when the digests disagree: every rank's pair, gathered in rank
- * order, to name who passed which model; then the job stops. */
-static int name_mismatch(struct rally__robust *rb, struct rally__op *op, const struct ack *c)
+/* Only when the digests disagree: every rank's two pairs, gathered in rank
+ * order, to name who passed which model, or whose verified result differs
+ * (named first: it is the cause); then the job stops. */
+static int name_mismatch(struct rally__robust *rb, struct rally__op *op, const struct ack *c,
+                         int verified)
 {
     int N = rb->world;
-    unsigned char *all = malloc((size_t)N * 16);
+    unsigned char *all = malloc((size_t)N * 32);
     size_t *off = malloc(2 * (size_t)N * sizeof *off);
     uint64_t *pairs = malloc(2 * (size_t)N * sizeof *pairs);
     int rc;
@@ -150,18 +157,23 @@ static int name_mismatch(struct rally__robust *rb, struct rally__op *op, const s
     }
     size_t *len = off + N;
     for (int i = 0; i < N; i++) {
-        off[i] = (size_t)i * 16;
-        len[i] = 16;
+        off[i] = (size_t)i * 32;
+        len[i] = 32;
     }
-    rally__put_u64(all + (size_t)rb->rank * 16, c->pair[0]);
-    rally__put_u64(all + (size_t)rb->rank * 16 + 8, c->pair[1]);
+    unsigned char *mine = all + (size_t)rb->rank * 32;
+    rally__put_u64(mine, c->pair[0]);
+    rally__put_u64(mine + 8, c->pair[1]);
+    rally__put_u64(mine + 16, c->vpair[0]);
+    rally__put_u64(mine + 24, c->vpair[1]);
     struct rally__sig s = op->sig;
     s.dtype = 1; /* the acknowledgement's second step */
     if ((rc = rally__allgather(&rb->comm, all, off, len, &s)) != RALLY_OK)
         goto done;
-    for (int i = 0; i < 2 * N; i++)
-        pairs[i] = rally__get_u64(all + (size_t)i * 8);
-    rc = rally__digest_fail(rb->err, rb->version, pairs, N);
+    for (int i = 0; i < N; i++)
+        for (int k = 0; k < 2; k++)
+            pairs[2 * i + k] = rally__get_u64(all + (size_t)i * 32 + (verified ? 16 : 0) + 8 * k);
+    rc = verified ? rally__robust_verify_fail(rb, pairs)
+                  : rally__digest_fail(rb->err, rb->version, pairs, N);
     rally__robust_fatal(rb, rc, rb->err->msg);
 done:
     free(pairs);
@@ -170,25 +182,24 @@ done:
     return rc;
 }
 
-/* 24 bytes OR-ed over the job: the request bits and the digest pair. */
+/* 48 bytes OR-ed over the job: the request bits, the digest pairs and the count. */
 static int run_ack(struct rally__robust *rb, struct rally__op *op, unsigned char **res, uint64_t *n)
 {
     struct ack *c = op->ctx;
     unsigned char *b = rally__robust_buf(rb, ACK_NBYTES);
     if (b == NULL)
         return rally__fail(rb->err, RALLY_ENOMEM, "out of memory");
-    rally__put_u64(b, rb->request);
-    rally__put_u64(b + 8, c->pair[0]);
-    rally__put_u64(b + 16, c->pair[1]);
-    rally__put_u64(b + 24, c->ncalls);
+    uint64_t w[ACK_WORDS] = {rb->request, c->pair[0], c->pair[1],
+                             c->ncalls,   c->vpair[0], c->vpair[1]};
+    for (int i = 0; i < ACK_WORDS; i++)
+        rally__put_u64(b + 8 * i, w[i]);
     struct rally__reducer rd;
     rally__reducer_builtin(&rd, RALLY_UINT64, RALLY_BITOR);
-    int rc = rally__allreduce(&rb->comm, b, b, 4, &rd, &op->sig);
+    int rc = rally__allreduce(&rb->comm, b, b, ACK_WORDS, &rd, &op->sig);
     uint64_t ored[2] = {rally__get_u64(b + 8), rally__get_u64(b + 16)};
-    if (rc == RALLY_OK) /* a verified result that differs is the cause, named first */
-        rc = rally__robust_verify_check(rb);
-    if (rc == RALLY_OK && rally__digest_disagree(ored))
-        rc = name_mismatch(rb, op, c);
+    uint64_t vored[2] = {rally__get_u64(b + 32), rally__get_u64(b + 40)};
+    if (rc == RALLY_OK && (rally__digest_disagree(vored) || rally__digest_disagree(ored)))
+        rc = name_mismatch(rb, op, c, rally__digest_disagree(vored));
     if (rc != RALLY_OK) {
         rally__robust_unbuf(rb, b);
         return rc;
@@ -235,7 +246,9 @@ static int acknowledge(struct rally__robust *rb, int counted)
 {
     rb->q = 0;
     struct ack c = {0};
-    c.ncalls = counted ? rb->vfy.ncalls : 0; /* a worker served the checkpoint lost count */
+    /* a worker served the checkpoint lost count, and the verified digest */
+    c.ncalls = counted ? rb->vfy.ncalls : 0;
+    rally__digest_pair(c.vpair, counted && rb->vfy.digest != 0, rb->vfy.digest);
     rally__digest_pair(c.pair, rb->lazy == NULL && rb->ckpt != NULL, rb->ckpt_digest);
     struct rally__op ack = {{RALLY__K_ACK, 0, 0, -1, rb->version, 0}, NULL, NULL, run_ack,
                             deliver_ack, &c};
@@ -432,10 +445,12 @@ int rally__robust_finalize(struct rally__robust *rb)
         if (rc == RALLY_OK || rc == EXECUTE) {
             struct rally__op fin = {sig, NULL, NULL, rally__robust_run_barrier, deliver_nothing,
                                     NULL};
+            rally__robust_verify_begin(rb, &fin.sig); /* the last verified result too */
             rc = rally__robust_run_barrier(rb, &fin, &res, &n);
             if (rc == RALLY_OK) {
                 rally__robust_unbuf(rb, res);
-                break;
+                if ((rc = rally__robust_verify_check(rb)) == RALLY_OK)
+                    break;
             }
         }
         if (!rally__robust_repairable(rb, rc))

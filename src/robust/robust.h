@@ -375,6 +375,9 @@ int rally__robust_verify_check(struct rally__robust *rb);
 /* A result (run or served) at position key: counted, every K-th digested. */
 void rally__robust_verify_result(struct rally__robust *rb, const struct rally__op *op,
                                  uint64_t key, const unsigned char *res, uint64_t n);
+/* RALLY_EMISMATCH naming the ranks of each verified digest (the
+ * acknowledgement's pairs of every rank). */
+int rally__robust_verify_fail(struct rally__robust *rb, const uint64_t *pairs);
 /* At a commit: the job's count (0 when this worker's stands), digest cleared. */
 void rally__robust_verify_commit(struct rally__robust *rb, uint64_t ncalls);
 /* A collective's result as it arrives (the mock's flip point). */

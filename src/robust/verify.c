@@ -22,12 +22,15 @@
 
 #include "robust/robust.h"
 #include "tracker/proto.h"
+#include "util/digest.h"
 
 /* The coll layer's hook: once per link per collective, after the peer's
  * signature matched. */
 void rally__robust_on_sidecar(void *arg, int peer, uint64_t mine, uint64_t theirs)
 {
     struct rally__robust *rb = arg;
+    if (mine == 0 && theirs == 0)
+        return; /* a collective that carries no digest (recovery's, a second step's) */
     rb->vfy.links++;
     if (mine == theirs)
         return;
@@ -37,9 +40,10 @@ void rally__robust_on_sidecar(void *arg, int peer, uint64_t mine, uint64_t their
     }
 }
 
-/* The acknowledgement carries none: a restarted worker served the
- * checkpoint runs it with the survivors, and cannot know the digest of a
- * result from before it (the checkpoint's own digest covers the model). */
+/* The acknowledgement's sidecar carries none: a worker that was served the
+ * checkpoint runs it with the others and cannot know the digest; the
+ * acknowledgement's payload carries it instead, as a pair that such a
+ * worker leaves empty (op.c, rally__robust_verify_fail). */
 void rally__robust_verify_begin(struct rally__robust *rb, struct rally__sig *sig)
 {
     sig->sidecar = sig->kind == RALLY__K_ACK ? 0 : rb->vfy.digest;
@@ -48,26 +52,54 @@ void rally__robust_verify_begin(struct rally__robust *rb, struct rally__sig *sig
 
 /* After a collective this worker ran: names the rank whose result differs.
  * A rank that disagrees with every neighbour (two or more) is the odd one;
- * otherwise the neighbour it disagrees with is. */
+ * otherwise the neighbour it disagrees with is, unless that neighbour is
+ * its only one: then either may be. */
 int rally__robust_verify_check(struct rally__robust *rb)
 {
     if (rb->vfy.bad == 0)
         return RALLY_OK;
     int self = rb->vfy.bad == rb->vfy.links && rb->vfy.links >= 2;
-    int odd = self ? rb->rank : rb->vfy.peer;
-    char where[96], call[160];
+    char where[96], call[160], what[RALLY__ERR_MSG_MAX];
     rally__position_str(rb->vfy.key, where, sizeof where);
     rally__sig_str(&rb->vfy.sig, call, sizeof call);
+    if (self)
+        snprintf(what, sizeof what, "rank %d's result of %s (%s) differs from every neighbour's",
+                 rb->rank, call, where);
+    else if (rb->vfy.links >= 2)
+        snprintf(what, sizeof what,
+                 "rank %d's result of %s (%s) differs from rank %d's, which its other neighbours "
+                 "share",
+                 rb->vfy.peer, call, where, rb->rank);
+    else
+        snprintf(what, sizeof what,
+                 "rank %d's and rank %d's results of %s (%s) differ (each is the other's only "
+                 "neighbour, so either may be wrong)",
+                 rb->rank, rb->vfy.peer, call, where);
     rally__fail(rb->err, RALLY_EMISMATCH,
-                "rally_verify_every=%lld: rank %d's result of %s (%s) differs from %s: digest "
-                "%016llx on rank %d, %016llx on rank %d; a rank computed or received other bits "
-                "than the rest, so the job stops",
-                (long long)rb->cfg->verify_every, odd, call, where,
-                self ? "every neighbour's" : "its neighbour's",
-                (unsigned long long)rb->vfy.digest, rb->rank, (unsigned long long)rb->vfy.theirs,
-                rb->vfy.peer);
+                "rally_verify_every=%lld: %s: digest %016llx on rank %d, %016llx on rank %d; a "
+                "rank computed or received other bits than the rest, so the job stops",
+                (long long)rb->cfg->verify_every, what, (unsigned long long)rb->vfy.digest,
+                rb->rank, (unsigned long long)rb->vfy.theirs, rb->vfy.peer);
     rally__robust_fatal(rb, RALLY_EMISMATCH, rb->err->msg);
     return RALLY_EMISMATCH;
+}
+
+/* The acknowledgement's verified pairs disagree: pairs[2r], pairs[2r + 1]
+ * are rank r's ((0, 0): it does not know the digest). */
+int rally__robust_verify_fail(struct rally__robust *rb, const uint64_t *pairs)
+{
+    char groups[RALLY__ERR_MSG_MAX], where[96] = "", call[160] = "the newest verified result";
+    rally__digest_groups(groups, sizeof groups, pairs, rb->world);
+    if (rb->vfy.digest != 0) {
+        char sig[120];
+        rally__position_str(rb->vfy.key, where, sizeof where);
+        rally__sig_str(&rb->vfy.sig, sig, sizeof sig);
+        snprintf(call, sizeof call, "%s (%s)", sig, where);
+    }
+    return rally__fail(rb->err, RALLY_EMISMATCH,
+                       "rally_verify_every=%lld: the ranks' results of %s differ: %s; a rank "
+                       "computed or received other bits than the rest, so the job stops",
+                       (long long)rb->cfg->verify_every, call, groups);
 }
 
 /* A user's collective has its result (run or served): count it, and digest

@@ -53,7 +53,7 @@ static size_t ranks_of(char *buf, size_t cap, uint64_t d, const uint64_t *pairs,
     return (size_t)count;
 }
 
-int rally__digest_fail(struct rally__err *e, uint64_t v, const uint64_t *pairs, int world)
+void rally__digest_groups(char *out, size_t cap, const uint64_t *pairs, int world)
 {
     /* up to four distinct digests, in the order of their lowest rank */
     uint64_t seen[4];
@@ -67,15 +67,20 @@ int rally__digest_fail(struct rally__err *e, uint64_t v, const uint64_t *pairs, 
         if (k == nseen)
             seen[nseen++] = pairs[2 * r];
     }
-    char groups[RALLY__ERR_MSG_MAX] = "";
     size_t len = 0;
-    for (int k = 0; k < nseen && len < sizeof groups; k++) {
+    out[0] = '\0';
+    for (int k = 0; k < nseen && len < cap; k++) {
         char ranks[160];
         size_t c = ranks_of(ranks, sizeof ranks, seen[k], pairs, world);
-        len += (size_t)snprintf(groups + len, sizeof groups - len, "%s%s %s digest %016llx",
-                                k ? "; " : "", c > 1 ? "ranks" : "rank", ranks,
-                                (unsigned long long)seen[k]);
+        len += (size_t)snprintf(out + len, cap - len, "%s%s %s digest %016llx", k ? "; " : "",
+                                c > 1 ? "ranks" : "rank", ranks, (unsigned long long)seen[k]);
     }
+}
+
+int rally__digest_fail(struct rally__err *e, uint64_t v, const uint64_t *pairs, int world)
+{
+    char groups[RALLY__ERR_MSG_MAX];
+    rally__digest_groups(groups, sizeof groups, pairs, world);
     return rally__fail(e, RALLY_EMISMATCH,
                        "checkpoint version %llu: the ranks passed different global models to "
                        "rally_checkpoint (rally_digest64 of its bytes): %s",

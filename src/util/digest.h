@@ -42,5 +42,7 @@ int rally__digest_copy_fast(void *dst, const void *src, size_t n, size_t piece, 
 /* RALLY_EMISMATCH naming the ranks of each digest, from the pairs of every
  * rank (pairs[2 * r], pairs[2 * r + 1]) of checkpoint version v. */
 int rally__digest_fail(struct rally__err *e, uint64_t v, const uint64_t *pairs, int world);
+/* "ranks 0, 1, 3 digest X; rank 2 digest Y" of world pairs (none: left out). */
+void rally__digest_groups(char *out, size_t cap, const uint64_t *pairs, int world);
 
 #endif
