@@ -412,6 +412,13 @@ static char **agent_env(const struct run *r, const char *id)
     return env;
 }
 
+/* mpirun: rank i's OpenMPI session directory base, its own in our temp
+ * directory (removed at the end); a dry run, which has none, only names it. */
+static void session_dir(const struct run *r, int i, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%s/ompi-%d", r->dir[0] ? r->dir : "RALLY_RUN_TMPDIR", i);
+}
+
 /* Rank i's wrapper command line (launch/remote.h), or NULL (out of memory). */
 static char **command(const struct run *r, int i)
 {
@@ -420,10 +427,8 @@ static char **command(const struct run *r, int i)
     char **env = agent_env(r, id);
     if (env == NULL)
         return NULL;
-    /* mpirun: a session directory base of this rank's own, in our temp
-     * directory (removed at the end); a dry run only names it */
     char sess[sizeof r->dir + 32];
-    snprintf(sess, sizeof sess, "%s/ompi-%d", r->dir[0] ? r->dir : "RALLY_RUN_TMPDIR", i);
+    session_dir(r, i, sess, sizeof sess);
     if (r->launcher == RALLY__LAUNCHER_MPIRUN && r->dir[0])
         (void)mkdir(sess, 0700); /* EEXIST for a restart */
     struct rally__launch_cmd_in in = {r->launcher,  r->hosts.h[r->host_of[i]].name,
@@ -1423,7 +1428,7 @@ static void job_teardown(struct run *r)
         unlink(r->secret);
     for (int i = 0; r->dir[0] && r->launcher == RALLY__LAUNCHER_MPIRUN && i < r->world; i++) {
         char sess[sizeof r->dir + 32]; /* OpenMPI emptied it, unless its mpirun was killed */
-        snprintf(sess, sizeof sess, "%s/ompi-%d", r->dir, i);
+        session_dir(r, i, sess, sizeof sess);
         rmdir(sess);
     }
     if (r->dir[0])

@@ -395,12 +395,13 @@ static int wait_any(struct run *x)
         char s[160], who[96] = "", t[160];
         rally__sig_str(x->sig, s, sizeof s);
         size_t len = 0;
+        int nwho = 0;
         for (int i = 0; i < x->nch && len < sizeof who - 16; i++)
             if (w[i].want)
-                len += (size_t)snprintf(who + len, sizeof who - len, "%s%d", len ? ", " : "",
+                len += (size_t)snprintf(who + len, sizeof who - len, "%s%d", nwho++ ? ", " : "",
                                         x->ch[i].l->peer);
         snprintf(t, sizeof t, "%lld ms (rally_timeout_ms): waiting for rank%s %s",
-                 (long long)x->c->timeout_ms, strchr(who, ',') ? "s" : "", who[0] ? who : "(none)");
+                 (long long)x->c->timeout_ms, nwho == 1 ? "" : "s", nwho ? who : "(none)");
         return found(x, RALLY_ETIMEDOUT, "%s made no progress for %s", s, t);
     }
     if (alarmed && x->c->on_alarm != NULL) {

@@ -112,12 +112,28 @@ static int same_sig(const struct rally__sig *a, const struct rally__sig *b)
            a->count == b->count;
 }
 
-/* After the global model of version v reached the workers in
- * load_checkpoint (want), every rank's local model of version v goes where
- * it belongs: to its own rank and its k ring successors, from the
- * lowest-ranked worker that still holds it.  Every worker takes part. */
+/* S_BEST's encoding: the newest checkpoint version first (min), then the
+ * lowest rank holding it. */
+static uint64_t best_of(const struct rally__robust *rb)
+{
+    return rb->version > 0 && (rb->ckpt != NULL || rb->lazy != NULL)
+               ? ((uint64_t)(UINT32_MAX - (uint32_t)rb->version) << 32) | (uint32_t)rb->rank
+               : NONE;
+}
+
+static uint64_t best_version(uint64_t best)
+{
+    return UINT32_MAX - (best >> 32);
+}
+
+/* Every rank's local model of version v goes where it belongs: to its own
+ * rank and its k ring successors, from the lowest-ranked worker that still
+ * holds it, for the workers that want it and do not hold that version's
+ * set yet (a restarted worker in rally_init or load_checkpoint, or one
+ * served a replication its predecessor did).  Every worker takes part. */
 static int recover_locals(struct rally__robust *rb, uint64_t v, int want)
 {
+    want = want && rally__robust_set_of(rb, v) == NULL;
     int N = rb->world, k = rb->k, rc = RALLY_OK;
     unsigned char *need = calloc((size_t)N, 1);
     size_t *off = calloc(2 * (size_t)N, sizeof *off);
@@ -195,7 +211,7 @@ static int joined_locals(struct rally__robust *rb, const uint64_t s[S_N], int wa
 {
     if (!s[S_LOCAL] || s[S_BEST] == NONE)
         return RALLY_OK;
-    return recover_locals(rb, UINT32_MAX - (s[S_BEST] >> 32), want);
+    return recover_locals(rb, best_version(s[S_BEST]), want);
 }
 
 int rally__robust_rejoin_locals(struct rally__robust *rb)
@@ -205,26 +221,11 @@ int rally__robust_rejoin_locals(struct rally__robust *rb)
     return rc != RALLY_OK ? rc : joined_locals(rb, s, 1);
 }
 
-/* A replication's barrier result (version v's local models, v = the
- * replicating version + 1) is served to a worker that is behind.  A worker
- * that did its shifts holds the set already; a restarted one never did them
- * (its predecessor did), so the set it would have built comes from the
- * workers that hold it, as in load_checkpoint.  Every worker takes part:
- * the kind is in the transfer's header, which all of them read. */
-static int served_replication(struct rally__robust *rb, uint64_t v, int served)
-{
-    return recover_locals(rb, v, served && rally__robust_set_of(rb, v) == NULL);
-}
-
 int rally__robust_recover(struct rally__robust *rb, uint64_t key, const struct rally__sig *mine,
                    unsigned char **res, uint64_t *res_nbytes)
 {
     for (;;) {
-        uint64_t best =
-            rb->version > 0 && (rb->ckpt != NULL || rb->lazy != NULL)
-                ? ((uint64_t)(UINT32_MAX - (uint32_t)rb->version) << 32) | (uint32_t)rb->rank
-                : NONE;
-        uint64_t s[S_N] = {key, key, key == RALLY__KEY_LOAD, best, rb->use_local};
+        uint64_t s[S_N] = {key, key, key == RALLY__KEY_LOAD, best_of(rb), rb->use_local};
         int rc = agree(rb, s, RALLY__K_AGREE);
         if (rc != RALLY_OK)
             return rc;
@@ -252,7 +253,7 @@ int rally__robust_recover(struct rally__robust *rb, uint64_t key, const struct r
                 continue;
             }
             int root = (int)(s[S_BEST] & 0xffffffffu);
-            uint64_t version = UINT32_MAX - (s[S_BEST] >> 32);
+            uint64_t version = best_version(s[S_BEST]);
             struct rally__sig sig = {RALLY__K_ACK, 0, 0, -1, version, 0};
             if (want)
                 rally__robust_mock(rb, 0, 0, RALLY__MOCK_LOAD);
@@ -272,7 +273,7 @@ int rally__robust_recover(struct rally__robust *rb, uint64_t key, const struct r
             rc = transfer(rb, root, &sig, g, gn, want, &got, &got_n, &cap);
             rally__robust_sgive(rb, owned, gn);
             if (rc == RALLY_OK && s[S_LOCAL]) /* unless taken in rally_init */
-                rc = recover_locals(rb, version, want && rally__robust_set_of(rb, version) == NULL);
+                rc = recover_locals(rb, version, want);
             if (rc != RALLY_OK) {
                 if (want)
                     rally__robust_sgive(rb, got, cap);
@@ -310,8 +311,11 @@ int rally__robust_recover(struct rally__robust *rb, uint64_t key, const struct r
                       want, res, res_nbytes, NULL);
         if (rc != RALLY_OK)
             return rc;
+        /* a replication served to a restarted worker, which never did its
+         * shifts (its predecessor did): the set they built comes along; the
+         * kind is in the transfer's header, which every worker read */
         if (sig.kind == RALLY__K_REPLICATE &&
-            (rc = served_replication(rb, sig.count + 1, want)) != RALLY_OK) {
+            (rc = recover_locals(rb, sig.count + 1, want)) != RALLY_OK) {
             if (want)
                 rally__robust_unbuf(rb, *res);
             return rc;

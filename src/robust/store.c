@@ -163,9 +163,12 @@ struct rally__localset *rally__robust_set_of(struct rally__robust *rb, uint64_t 
 
 struct rally__localset *rally__robust_set_spare(struct rally__robust *rb)
 {
+    /* the current version's set, else the newest valid one (a restarted
+     * worker's copies, taken in rally_init before it loaded) */
     struct rally__localset *keep = rally__robust_set_of(rb, rb->version);
-    if (keep == NULL && rb->loc[0].valid && !rb->loc[1].valid)
-        keep = &rb->loc[0]; /* a restarted worker's copies, taken in rally_init */
+    for (int i = 0; keep == NULL && i < 2; i++)
+        if (rb->loc[i].valid && (!rb->loc[1 - i].valid || rb->loc[i].version > rb->loc[1 - i].version))
+            keep = &rb->loc[i];
     struct rally__localset *ls = keep == &rb->loc[0] ? &rb->loc[1] : &rb->loc[0];
     set_reset(ls);
     return ls;
@@ -250,7 +253,7 @@ static int run_replicate(struct rally__robust *rb, struct rally__op *op, unsigne
 /* Served: another worker finished the barrier, so every worker had
  * finished its shifts.  A restarted worker never did them: recovery
  * brought it the set its predecessor built (recovery.c,
- * served_replication), whose own model must be the one passed now. */
+ * rally__robust_recover), whose own model must be the one passed now. */
 static int deliver_replicate(struct rally__robust *rb, struct rally__op *op,
                              const unsigned char *res, uint64_t n)
 {

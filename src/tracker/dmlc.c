@@ -300,7 +300,7 @@ static int accept_links(struct rally__dmlc *d, int lfd, int *fds, int naccept, i
             return rally__fail(e, ae.code == RALLY_ETIMEDOUT ? RALLY_EPEER : ae.code,
                                "rank %d: %d of its dmlc links never connected (from rank%s %s): "
                                "%s",
-                               d->rank, naccept, strchr(who, ',') ? "s" : "", who, ae.msg);
+                               d->rank, naccept, naccept == 1 ? "" : "s", who, ae.msg);
         }
         struct rally__err he = {0, ""};
         int j = -1;

@@ -933,13 +933,29 @@ static void on_frame(struct rally__job *j, struct rally__job_member *m, uint16_t
 
 /* --- time ------------------------------------------------------------------ */
 
+/* Appends "0, 1, 3" for the ranks r with (mark[r] != 0) == want, the
+ * first 16 of them. */
+static void list_ranks(const char *mark, int want, int world, char *s, size_t cap, size_t *len)
+{
+    int shown = 0;
+    for (int r = 0; r < world; r++) {
+        if ((mark[r] != 0) != want)
+            continue;
+        if (shown++ == 16) {
+            appendf(s, cap, len, ", ...");
+            break;
+        }
+        appendf(s, cap, len, "%s%d", shown > 1 ? ", " : "", r);
+    }
+}
+
 /* Lists the ranks not READY, or the task ids 0..world-1 that did not
  * register (meaningful when rally-run numbers them so: listed only when every
  * joined id is such a number). */
 static void missing_list(struct rally__job *j, char *s, size_t cap, int ready)
 {
     size_t len = 0;
-    int shown = 0, v;
+    int v;
     char *seen = calloc((size_t)j->world, 1);
     s[0] = '\0';
     if (seen == NULL)
@@ -956,15 +972,7 @@ static void missing_list(struct rally__job *j, char *s, size_t cap, int ready)
     }
     if (!ready)
         appendf(s, cap, &len, "; missing task ids: ");
-    for (int r = 0; r < j->world; r++) {
-        if (seen[r])
-            continue;
-        if (shown++ == 16) {
-            appendf(s, cap, &len, ", ...");
-            break;
-        }
-        appendf(s, cap, &len, "%s%d", shown > 1 ? ", " : "", r);
-    }
+    list_ranks(seen, 0, j->world, s, cap, &len);
 cleanup:
     free(seen);
 }
@@ -980,17 +988,14 @@ static int in_step(const struct rally__job *j, int r)
 static void epoch_missing(struct rally__job *j, char *s, size_t cap)
 {
     size_t len = 0;
-    int shown = 0;
+    char *in = calloc((size_t)j->world, 1);
     s[0] = '\0';
-    for (int r = 0; r < j->world; r++) {
-        if (in_step(j, r))
-            continue;
-        if (shown++ == 16) {
-            appendf(s, cap, &len, ", ...");
-            break;
-        }
-        appendf(s, cap, &len, "%s%d", shown > 1 ? ", " : "", r);
-    }
+    if (in == NULL)
+        return;
+    for (int r = 0; r < j->world; r++)
+        in[r] = (char)in_step(j, r);
+    list_ranks(in, 0, j->world, s, cap, &len);
+    free(in);
 }
 
 /* 1 when m's silence is a failure once it lasts heartbeat_ms: from its
@@ -1122,16 +1127,7 @@ static int ranks_str(const struct rally__job *j, const char *mark, char *s, size
     for (int r = 0; r < j->world; r++)
         n += mark[r] != 0;
     appendf(s, cap, len, "rank%s ", n == 1 ? "" : "s");
-    int shown = 0;
-    for (int r = 0; r < j->world; r++) {
-        if (!mark[r])
-            continue;
-        if (shown++ == 16) {
-            appendf(s, cap, len, ", ...");
-            break;
-        }
-        appendf(s, cap, len, "%s%d", shown > 1 ? ", " : "", r);
-    }
+    list_ranks(mark, 1, j->world, s, cap, len);
     return n;
 }
 
