@@ -166,9 +166,11 @@ struct rally__localset *rally__robust_set_spare(struct rally__robust *rb)
     /* the current version's set, else the newest valid one (a restarted
      * worker's copies, taken in rally_init before it loaded) */
     struct rally__localset *keep = rally__robust_set_of(rb, rb->version);
-    for (int i = 0; keep == NULL && i < 2; i++)
-        if (rb->loc[i].valid && (!rb->loc[1 - i].valid || rb->loc[i].version > rb->loc[1 - i].version))
+    for (int i = 0; keep == NULL && i < 2; i++) {
+        const struct rally__localset *o = &rb->loc[1 - i];
+        if (rb->loc[i].valid && (!o->valid || rb->loc[i].version > o->version))
             keep = &rb->loc[i];
+    }
     struct rally__localset *ls = keep == &rb->loc[0] ? &rb->loc[1] : &rb->loc[0];
     set_reset(ls);
     return ls;

@@ -1032,9 +1032,10 @@ static int missing_are_busy(const struct rally__job *j)
  * the lowest operation any rank waits in, K, and a rank that has not
  * entered K (it stands before K in its own code, or waits in an earlier
  * operation) has stood still for progress_ms since the first of them began
- * to wait (or since the last GO: before it, nobody could go on).  While a recovery round assembles: a rank missing from it has
- * stood still for progress_ms since the round began.  A rank that is merely
- * slow moves, and a job whose ranks all compute waits for nobody. */
+ * to wait (or since the last GO: before it, nobody could go on).  While a
+ * recovery round assembles: a rank missing from it has stood still for
+ * progress_ms since the round began.  A rank that is merely slow moves, and
+ * a job whose ranks all compute waits for nobody. */
 
 /* A rank whose position the watch looks at. */
 static const struct rally__job_member *watched_rank(const struct rally__job *j, int r)
@@ -1196,8 +1197,8 @@ static void check_progress(struct rally__job *j)
     }
     int ns = ranks_str(j, stuck, sentence, sizeof sentence, &len);
     if (running)
-        appendf(sentence, sizeof sentence, &len, " %s not called it for %s", ns == 1 ? "has" : "have",
-                secs);
+        appendf(sentence, sizeof sentence, &len, " %s not called it for %s",
+                ns == 1 ? "has" : "have", secs);
     else
         appendf(sentence, sizeof sentence, &len, " %s not %s for %s", ns == 1 ? "has" : "have",
                 j->phase == RALLY__JOB_ASSEMBLING ? "rejoined" : "become ready", secs);
