@@ -100,9 +100,17 @@ static void store_lent_never_written(void **state)
     const unsigned char *v1 = rb.ckpt;
     struct rally__localset *ls = rally__robust_set_spare(&rb);
     assert_int_equal(rally__robust_set_fill(&rb, ls, 0, m, MODEL), RALLY_OK);
-    const unsigned char *l1 = ls->data[0];
-    assert_int_equal(rally__robust_lend(&rb, v1), RALLY_OK);
-    assert_int_equal(rally__robust_lend(&rb, l1), RALLY_OK);
+    const unsigned char *l1 = ls->data[0], *p;
+    uint64_t n;
+    rb.version = ls->version = 1;
+    ls->valid = 1;
+    rb.world = 1;
+    assert_int_equal(rally__robust_lend(&rb, 1, -1, &p, &n), RALLY_OK);
+    assert_ptr_equal(p, v1);
+    assert_int_equal(rally__robust_lend(&rb, 1, 0, &p, &n), RALLY_OK);
+    assert_ptr_equal(p, l1);
+    assert_int_equal(n, MODEL);
+    assert_int_not_equal(rally__robust_lend(&rb, 2, -1, &p, &n), RALLY_OK); /* not held */
     for (unsigned v = 2; v <= 4; v++) {
         fill(m, MODEL, v);
         assert_int_equal(rally__robust_store_global(&rb, m, MODEL, NULL, NULL), RALLY_OK);
@@ -114,12 +122,50 @@ static void store_lent_never_written(void **state)
     assert_true(same(v1, MODEL, 1)); /* the writer's bytes never changed */
     assert_true(same(l1, MODEL, 1));
     assert_int_equal(rb.nspare, 0); /* nor were they pooled */
-    rally__robust_unlend(&rb, v1);
-    rally__robust_unlend(&rb, l1);
+    rally__robust_release(&rb, v1);
+    rally__robust_release(&rb, l1);
     assert_int_equal(rb.nspare, 2); /* given back: spares */
     assert_int_equal(rb.nheld, 0);
     rally__robust_store_free(&rb);
     free(m);
+}
+
+static uint64_t serialize_seed(void *arg, void *buf, uint64_t cap)
+{
+    if (buf != NULL)
+        fill(buf, cap, *(unsigned *)arg);
+    return MODEL;
+}
+
+/* A lazy model lent is serialized into a store buffer, which comes back to
+ * the pool at release, and is not the next one lent. */
+static void store_lazy_lent_comes_back(void **state)
+{
+    (void)state;
+    struct rally__err e = {0, ""};
+    struct rally__robust rb;
+    memset(&rb, 0, sizeof rb);
+    rb.err = &e;
+    rb.world = 1;
+    unsigned seed = 7;
+    assert_int_equal(rally__robust_store_global(&rb, NULL, 0, serialize_seed, &seed), RALLY_OK);
+    rb.version = 1;
+    const unsigned char *a, *b;
+    uint64_t n;
+    assert_int_equal(rally__robust_lend(&rb, 1, -1, &a, &n), RALLY_OK);
+    assert_int_equal(n, MODEL);
+    assert_true(same(a, MODEL, 7));
+    assert_int_equal(rb.nheld, 1);
+    seed = 8;
+    assert_int_equal(rally__robust_lend(&rb, 1, -1, &b, &n), RALLY_OK);
+    assert_ptr_not_equal(a, b);
+    assert_true(same(a, MODEL, 7)); /* the first borrower's bytes stand */
+    rally__robust_release(&rb, a);
+    rally__robust_release(&rb, b);
+    assert_int_equal(rb.nheld, 0);
+    assert_int_equal(rb.nlent, 0);
+    assert_int_equal(rb.nspare, 2);
+    rally__robust_store_free(&rb);
 }
 
 /* The writer's first write() waits until the test opens the gate. */
@@ -156,8 +202,9 @@ static void outlive(int lazy)
     assert_non_null(mkdtemp(dir));
     snprintf(a1, sizeof a1, "rally_snapshot_dir=%s", dir);
     char a0[] = "ckpt_reuse_test", a2[] = "rally_snapshot_every=1",
-         a3[] = "rally_snapshot_busy=skip", *av[] = {a0, a1, a2, a3, NULL}, **argv = av;
-    int argc = 4;
+         a3[] = "rally_snapshot_busy=skip", a4[] = "rally_keep_snapshots=1",
+         *av[] = {a0, a1, a2, a3, a4, NULL}, **argv = av;
+    int argc = 5;
     entered = open_gate = calls = 0;
     rally__snap_sys.write = gated_write;
     rally_t *r = NULL;
@@ -190,7 +237,7 @@ static void outlive(int lazy)
     pthread_mutex_unlock(&mu);
     assert_int_equal(rally_finalize(r), RALLY_OK);
     rally__snap_sys.write = rally__snap_sys_real.write;
-    snprintf(path, sizeof path, "%s/job/snap-00000001", dir);
+    snprintf(path, sizeof path, "%s/ckpt_reuse_test/snap-00000001", dir); /* the program's name */
     struct rally__err e = {0, ""};
     struct rally__snap *sn = NULL;
     assert_int_equal(rally__snap_open(path, &e, &sn), RALLY_OK);
@@ -246,9 +293,9 @@ static void digest_copy_is_digest64(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(store_reuses_in_place),   cmocka_unit_test(store_lent_never_written),
-        cmocka_unit_test(snapshot_outlives_two),   cmocka_unit_test(snapshot_outlives_two_lazy),
-        cmocka_unit_test(digest_copy_is_digest64),
+        cmocka_unit_test(store_reuses_in_place),      cmocka_unit_test(store_lent_never_written),
+        cmocka_unit_test(store_lazy_lent_comes_back), cmocka_unit_test(snapshot_outlives_two),
+        cmocka_unit_test(snapshot_outlives_two_lazy), cmocka_unit_test(digest_copy_is_digest64),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -856,21 +856,24 @@ static void fresh_start_refused(void **state)
     struct rally__err e = {0};
     snprintf(root, sizeof root, "%s/fresh", tmp_root);
     snprintf(job, sizeof job, "%s/job", root);
-    assert_int_equal(rally__snap_check_fresh(job, &e), RALLY_OK); /* not there yet */
+    assert_int_equal(rally__snap_check_fresh(job, "--resume latest", "--overwrite", &e),
+                     RALLY_OK); /* not there yet */
     struct spec s = simple(RUN_A, "2026-11-30T09:00:00.000000Z", 8);
     assert_int_equal(write_snapshot(root, &s, &e), RALLY_OK);
     struct rally__snap_manifest m;
     struct rally__snap_file files[8];
     struct spec s9 = simple(RUN_A, "2026-11-30T09:00:00.000000Z", 9);
     assert_int_equal(write_parts(root, &s9, &m, files, &e), RALLY_OK);
-    assert_int_equal(rally__snap_check_fresh(job, &e), RALLY_EINVAL);
+    assert_int_equal(rally__snap_check_fresh(job, "--resume latest", "--overwrite", &e),
+                     RALLY_EINVAL);
     assert_non_null(strstr(e.msg, "already holds 2 snapshots: snap-00000008 (complete), "
                                   "snap-00000009 (incomplete); continue it with --resume"));
     char other[600];
     snprintf(other, sizeof other, "%s/other", root);
     mkdir_p(other);
     rally__err_clear(&e);
-    assert_int_equal(rally__snap_check_fresh(other, &e), RALLY_OK);
+    assert_int_equal(rally__snap_check_fresh(other, "--resume latest", "--overwrite", &e),
+                     RALLY_OK);
 }
 
 /* One run owns the job directory; an orphan of another run can neither

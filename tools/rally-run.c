@@ -1204,18 +1204,7 @@ static int job_name(struct run *r)
 {
     const char *p = r->job_opt;
     if (p == NULL) {
-        const char *b = strrchr(r->argv[0], '/');
-        b = b ? b + 1 : r->argv[0];
-        size_t n = 0;
-        for (; b[n] && n < RALLY__SNAP_JOB_MAX; n++) {
-            char ch = b[n];
-            int ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-                     (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' || ch == '-';
-            r->job[n] = ok ? ch : '_';
-        }
-        r->job[n] = '\0';
-        if (r->job[0] == '.' || n == 0)
-            r->job[0] = 'j';
+        rally__snap_job_from(r->argv[0], r->job);
         return 0;
     }
     if (!rally__snap_job_ok(p)) {
@@ -1267,7 +1256,7 @@ static int snap_setup(struct run *r)
         }
         snprintf(r->jobdir, sizeof r->jobdir, "%s/%s", r->snap_abs, r->job);
         if (r->resume == NULL && !r->overwrite &&
-            rally__snap_check_fresh(r->jobdir, &e) != RALLY_OK) {
+            rally__snap_check_fresh(r->jobdir, "--resume latest", "--overwrite", &e) != RALLY_OK) {
             fprintf(stderr, "rally-run: %s\n", e.msg);
             return 1;
         }

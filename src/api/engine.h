@@ -16,18 +16,56 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "util/reduce.h" /* struct rally__reducer: the registry's entries */
 #include "rally/rally.h"
 #include "util/config.h"
 #include "util/err.h"
+#include "util/reduce.h" /* struct rally__reducer: the registry's entries */
 
 struct rally__engine; /* a backend's state, opaque to src/api */
 
-/* Called on every rank when checkpoint version v is committed (every rank
- * has stored it), with the request bits all ranks agreed for it.  It runs
- * inside the checkpoint (or load_checkpoint) call: it may read the
- * checkpoint's bytes, and must not call collectives. */
-typedef void (*rally__commit_fn)(void *arg, uint64_t version, uint64_t flags);
+/* --- subscribers: the snapshot layer (src/api/snapjob.c), or any other ---
+ *
+ * An engine calls its subscribers' hooks at the same place on every rank,
+ * also on a worker that replaces one that died (served what it missed). */
+
+/* The turns (a subscriber's turn hook): at the start of every checkpoint,
+ * before it stores its new version (what a commit began is settled in the
+ * version it was begun in), and in finalize before the last barrier. */
+enum { RALLY__TURN_CHECKPOINT = 1, RALLY__TURN_FINALIZE = 2 };
+
+/* Local models a fresh start can adopt: this rank's own and its ring
+ * predecessors' (RALLY__ADOPT_MAX covers every engine's replicas). */
+#define RALLY__ADOPT_MAX 17
+
+/* What a fresh start adopts as its committed version (a resumed
+ * snapshot): the fresh hook fills it, the engine owns the buffers after. */
+struct rally__adopt {
+    int nlocal;       /* in: slots this rank holds, j = 0 .. nlocal-1 */
+    uint64_t version; /* out: 0 starts afresh (nothing adopted) */
+    void *global;     /* out, malloc'd, never NULL (also for 0 bytes) */
+    uint64_t global_nbytes;
+    int has_local;                 /* out: the job passes local models */
+    void *local[RALLY__ADOPT_MAX]; /* out: slot j is rank (rank - j) mod world's, likewise */
+    uint64_t local_nbytes[RALLY__ADOPT_MAX];
+};
+
+struct rally__subscriber {
+    /* Checkpoint version v is committed (every rank has stored it), with
+     * the request bits all ranks agreed for it.  Runs inside the
+     * checkpoint (or load_checkpoint) call: it may lend v's bytes and must
+     * not call collectives.  NULL: none. */
+    void (*commit)(void *arg, uint64_t version, uint64_t flags);
+    /* Its turn (RALLY__TURN_*): it may call agree (and no other
+     * collective); a non-OK status fails the call that gave the turn.
+     * NULL: none. */
+    int (*turn)(void *arg, int when);
+    /* load_checkpoint found the whole job starting afresh (no worker holds
+     * a checkpoint): a version to adopt in *a, or a->version 0.
+     * RALLY_ECONFIG (the job's settings are wrong, which no restart
+     * repairs) fails the job.  NULL: none; one subscriber at most. */
+    int (*fresh)(void *arg, struct rally__adopt *a);
+    void *arg;
+};
 
 struct rally__engine_ops {
     const char *name;
@@ -58,8 +96,8 @@ struct rally__engine_ops {
     int (*broadcast)(struct rally__engine *en, void *buf, size_t nbytes, int root);
     int (*broadcast_alloc)(struct rally__engine *en, void **buf, size_t *nbytes, int root);
     int (*allgather)(struct rally__engine *en, const void *sendbuf, size_t nbytes, void *recvbuf);
-    int (*allgatherv)(struct rally__engine *en, const void *sendbuf, size_t nbytes,
-                      void **recvbuf, uint64_t *nbytes_per_rank);
+    int (*allgatherv)(struct rally__engine *en, const void *sendbuf, size_t nbytes, void **recvbuf,
+                      uint64_t *nbytes_per_rank);
 
     /* Checkpoints: global may be NULL with nbytes 0, local NULL for none. */
     int (*load)(struct rally__engine *en, void **global, uint64_t *global_nbytes, void **local,
@@ -67,25 +105,30 @@ struct rally__engine_ops {
     int (*checkpoint)(struct rally__engine *en, const void *global, uint64_t global_nbytes,
                       const void *local, uint64_t local_nbytes);
     int (*lazy_checkpoint)(struct rally__engine *en, rally_serialize_fn serialize, void *arg);
-    /* Request bits for the next checkpoint's commit (OR-ed over ranks), and
-     * a hook that receives them at every commit from now on; either may be
-     * NULL in a backend without. */
+    /* Request bits for the next checkpoint's commit (OR-ed over ranks); a
+     * subscriber receives them at every commit from now on. */
     void (*request)(struct rally__engine *en, uint64_t bits);
-    int (*subscribe)(struct rally__engine *en, rally__commit_fn fn, void *arg);
+    int (*subscribe)(struct rally__engine *en, const struct rally__subscriber *s);
+    /* In a turn only: n words OR-ed over every rank, in place; an
+     * operation like any other (the robust engine caches it and serves it
+     * to a worker that replaces one that died). */
+    int (*agree)(struct rally__engine *en, uint64_t *words, size_t n);
+    /* The read interface: the committed bytes of checkpoint version v,
+     * rank -1 the global model (a lazy one serialized now), rank r r's
+     * local model where this worker holds a copy.  They stay valid and
+     * unchanged, however many checkpoints follow, until release. */
+    int (*lend)(struct rally__engine *en, uint64_t version, int rank, const void **bytes,
+                uint64_t *nbytes);
+    void (*release)(struct rally__engine *en, const void *bytes);
+    /* 1 when the job passes local models (known from its first checkpoint,
+     * or an adopted version). */
+    int (*has_local)(const struct rally__engine *en);
+    /* The host rank r runs on, as the job's membership names it. */
+    const char *(*host)(const struct rally__engine *en, int rank);
 
-    /* Read interface: the committed bytes of checkpoint version v, rank -1
-     * the global model, rank r r's local model (where this worker holds a
-     * copy).  *owned, when not NULL, is the caller's to free (a lazy model
-     * serialized now); else the bytes stay valid until the next checkpoint.
-     * NULL in a backend without. */
-    int (*checkpoint_bytes)(struct rally__engine *en, uint64_t version, int rank,
-                            const void **bytes, uint64_t *nbytes, void **owned);
-
-    /* The application's name and configuration string (rally_set_app), kept
-     * in snapshots and checked when resuming; NULL in a backend without. */
-    int (*set_app)(struct rally__engine *en, const char *name, const char *config);
-    /* The input's partitioning scheme and this rank's fingerprint
-     * (rally_set_input), likewise; NULL in a backend without. */
+    /* rally_set_input (already checked): the launcher is told the input
+     * this incarnation read, so that a replacement that read another one
+     * fails the job; NULL in a backend without a launcher to tell. */
     int (*set_input)(struct rally__engine *en, const char *scheme, const char *fingerprint);
 
     int (*tracker_print)(struct rally__engine *en, const char *msg);

@@ -13,6 +13,7 @@
 
 #include "api/api.h"
 #include "api/engine.h"
+#include "api/snapjob.h"
 #include "util/config.h"
 
 #define NREDUCERS 256
@@ -32,8 +33,9 @@ static int public_status(struct rally__err *e, int rc)
 struct rally {
     struct rally__err err;
     struct rally__config cfg;
-    struct rally__engine *en; /* NULL when init failed */
-    int spent; /* a call failed for good: the error that did it */
+    struct rally__engine *en;  /* NULL when init failed */
+    struct rally__snapjob *sj; /* durable snapshots (snapjob.c), NULL: none */
+    int spent;                 /* a call failed for good: the error that did it */
     char spent_msg[RALLY__ERR_MSG_MAX];
     struct rally__reducer reducers[NREDUCERS];
     char host[HOST_MAX];
@@ -59,7 +61,13 @@ int rally_init(rally_t **out, int *argc, char ***argv)
         rally__config_contact(&reach);
         rally__engine.start_failed(&reach, r->host, &r->err);
     }
-    if (rc != RALLY_OK || rally__engine.init(&r->cfg, r->host, &r->err, &r->en) != RALLY_OK) {
+    const char *prog = argv && *argv && argc && *argc > 0 ? (*argv)[0] : "";
+    if (rc != RALLY_OK || rally__engine.init(&r->cfg, r->host, &r->err, &r->en) != RALLY_OK ||
+        rally__snapjob_start(r->en, &r->cfg, prog, &r->err, &r->sj) != RALLY_OK) {
+        rally__snapjob_free(r->sj); /* before the engine whose bytes it borrows */
+        r->sj = NULL;
+        rally__engine.free(r->en);
+        r->en = NULL;
         r->spent = public_status(&r->err, r->err.code);
         snprintf(r->spent_msg, sizeof r->spent_msg, "%s", r->err.msg);
         return r->err.code;
@@ -75,7 +83,10 @@ int rally_finalize(rally_t *r)
     if (!r->spent) {
         rally__err_clear(&r->err);
         rc = public_status(&r->err, rally__engine.finalize(r->en));
+        if (rc == RALLY_OK)
+            rally__snapjob_done(r->sj);
     }
+    rally__snapjob_free(r->sj); /* before the engine whose bytes it borrows */
     rally__engine.free(r->en);
     free(r);
     return rc;
@@ -90,10 +101,10 @@ const char *rally_errmsg(const rally_t *r)
 
 const char *rally_strstatus(int status)
 {
-    static const char *const names[] = {
-        "RALLY_OK",       "RALLY_EINVAL",    "RALLY_ENOMEM",    "RALLY_ESYS",
-        "RALLY_ECONFIG",  "RALLY_EAUTH",     "RALLY_EPROTO",    "RALLY_ETIMEDOUT",
-        "RALLY_EPEER",    "RALLY_EMISMATCH", "RALLY_ESTATE"};
+    static const char *const names[] = {"RALLY_OK",        "RALLY_EINVAL",    "RALLY_ENOMEM",
+                                        "RALLY_ESYS",      "RALLY_ECONFIG",   "RALLY_EAUTH",
+                                        "RALLY_EPROTO",    "RALLY_ETIMEDOUT", "RALLY_EPEER",
+                                        "RALLY_EMISMATCH", "RALLY_ESTATE"};
     if (status < 0 || status > RALLY_ESTATE)
         return "RALLY_UNKNOWN";
     return names[status];
@@ -114,8 +125,8 @@ int rally_processor_name(rally_t *r, char *name, size_t cap)
     rally__err_clear(&r->err);
     size_t n = strlen(r->host);
     if (name == NULL || n >= cap)
-        return rally__fail(&r->err, RALLY_EINVAL, "processor name needs %zu bytes, got %zu",
-                           n + 1, cap);
+        return rally__fail(&r->err, RALLY_EINVAL, "processor name needs %zu bytes, got %zu", n + 1,
+                           cap);
     memcpy(name, r->host, n + 1);
     return RALLY_OK;
 }
@@ -233,16 +244,16 @@ int rally_allreduce_custom(rally_t *r, void *buf, size_t count, int reducer_id,
     const struct rally__reducer *rd = &r->reducers[reducer_id];
     if (check_count(r, buf, count, rd->elem_nbytes) != RALLY_OK)
         return r->err.code;
-    return leave(r, rally__engine.allreduce_custom(r->en, buf, count, reducer_id, rd, prepare,
-                                                   prepare_arg));
+    return leave(
+        r, rally__engine.allreduce_custom(r->en, buf, count, reducer_id, rd, prepare, prepare_arg));
 }
 
 static int check_root(struct rally *r, int root, const char *what)
 {
     int world = rally__engine.world(r->en);
     if (root < 0 || root >= world)
-        return rally__fail(&r->err, RALLY_EINVAL, "%s: root %d is not a rank (world size %d)",
-                           what, root, world);
+        return rally__fail(&r->err, RALLY_EINVAL, "%s: root %d is not a rank (world size %d)", what,
+                           root, world);
     return RALLY_OK;
 }
 
@@ -297,9 +308,25 @@ int rally_set_app(rally_t *r, const char *name, const char *config)
     if (name[0] == '\0' || strlen(name) > 4096)
         return rally__fail(&r->err, RALLY_EINVAL,
                            "set_app: the application's name must be 1 to 4096 bytes");
-    if (rally__engine.set_app == NULL)
-        return leave(r, RALLY_OK);
-    return leave(r, rally__engine.set_app(r->en, name, config));
+    return leave(r, r->sj ? rally__snapjob_set_app(r->sj, name, config) : RALLY_OK);
+}
+
+/* 16 lowercase hex digits: 0 and *v; -1 otherwise. */
+static int hex16(const char *s, uint64_t *v)
+{
+    uint64_t x = 0;
+    for (int i = 0; i < 16; i++) {
+        int d = s[i] >= '0' && s[i] <= '9'   ? s[i] - '0'
+                : s[i] >= 'a' && s[i] <= 'f' ? s[i] - 'a' + 10
+                                             : -1;
+        if (d < 0)
+            return -1;
+        x = x << 4 | (uint64_t)d;
+    }
+    if (s[16] != '\0')
+        return -1;
+    *v = x;
+    return 0;
 }
 
 int rally_set_input(rally_t *r, const char *scheme, const char *fingerprint)
@@ -308,6 +335,21 @@ int rally_set_input(rally_t *r, const char *scheme, const char *fingerprint)
         return r->err.code;
     if (scheme == NULL || fingerprint == NULL)
         return rally__fail(&r->err, RALLY_EINVAL, "set_input: NULL argument");
+    size_t n = strlen(scheme);
+    uint64_t fp;
+    if (n == 0 || n > 64 ||
+        strspn(scheme, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                       "0123456789._:/-") != n)
+        return rally__fail(&r->err, RALLY_EINVAL,
+                           "set_input: the scheme \"%.80s\" is not 1 to 64 bytes of A-Z a-z 0-9 "
+                           ". _ : / -",
+                           scheme);
+    if (hex16(fingerprint, &fp) != 0)
+        return rally__fail(&r->err, RALLY_EINVAL,
+                           "set_input: the fingerprint \"%.80s\" is not 16 lowercase hex digits",
+                           fingerprint);
+    if (r->sj != NULL) /* kept in snapshots and checked when resuming */
+        rally__snapjob_set_input(r->sj, scheme, fp);
     if (rally__engine.set_input == NULL)
         return leave(r, RALLY_OK);
     return leave(r, rally__engine.set_input(r->en, scheme, fingerprint));

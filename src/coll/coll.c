@@ -73,7 +73,7 @@ static const char *kind_name(int k)
     case RALLY__K_FINAL: return "rally_finalize";
     case RALLY__K_REPLICATE: return "rally_checkpoint (its local models)";
     case RALLY__K_LOCAL_NEED: return "a recovery of local models";
-    case RALLY__K_SNAP_REPORT: return "a snapshot's report";
+    case RALLY__K_TURN: return "a checkpoint turn's agreement";
     default: return NULL;
     }
 }

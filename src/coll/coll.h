@@ -93,7 +93,7 @@ enum {
     RALLY__K_FINAL = 25,
     RALLY__K_REPLICATE = 26,
     RALLY__K_LOCAL_NEED = 27,
-    RALLY__K_SNAP_REPORT = 28
+    RALLY__K_TURN = 28
 };
 
 /* What every rank must agree on. */

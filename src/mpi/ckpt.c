@@ -3,17 +3,18 @@
  * the global model (a copy or a lazy serializer), local models passed along
  * the ring, request bits and the commit hook.
  *
- * Versions count as in the robust engine: load finds nothing (a job on MPI
- * never restarts a worker, so every start is fresh) and returns 0, each
- * checkpoint makes version + 1.  A checkpoint ends with one MPI_Allreduce
- * of three 64-bit words under BOR, the request bits of every rank and the
- * pair that compares their models' digests (util/digest.h): when it
- * returns, every rank has stored the version, which is then committed and
- * handed to the hooks with the agreed bits.  So a layer that subscribes to
- * commits (a snapshot writer, say) sees the same calls on this backend.
- * Local models travel rally_local_replica hops along the ring, so this rank
- * holds its own and its predecessors' as the robust engine does, for the
- * same read interface.
+ * Versions count as in the robust engine: a job on MPI never restarts a
+ * worker, so every start is fresh: load returns 0, or the version a
+ * subscriber's fresh hook adopted (a resumed snapshot); each checkpoint
+ * makes version + 1.  A checkpoint begins with the subscribers' turns and
+ * ends with one MPI_Allreduce of three 64-bit words under BOR, the request
+ * bits of every rank and the pair that compares their models' digests
+ * (util/digest.h): when it returns, every rank has stored the version,
+ * which is then committed and handed to the hooks with the agreed bits.
+ * So the snapshot layer (src/api/snapjob.c) sees the same calls on this
+ * backend as on the robust one.  Local models travel rally_local_replica
+ * hops along the ring, so this rank holds its own and its predecessors' as
+ * the robust engine does, for the same read interface.
  */
 #include <limits.h>
 #include <stdlib.h>
@@ -22,9 +23,25 @@
 #include "mpi/mpi_engine.h"
 #include "util/digest.h"
 
-/* Makes room for n bytes in *buf (kept between checkpoints). */
+/* The store lets go of *buf when it is lent: the borrower frees it. */
+static void let_go(struct rally__mpi_store *st, unsigned char **buf, size_t *cap)
+{
+    int lent = 0;
+    for (int i = 0; *buf != NULL && i < st->nlent; i++)
+        if (st->lent[i].p == *buf) {
+            st->lent[i].detached = 1; /* every loan of it: the last release frees it */
+            lent = 1;
+        }
+    if (lent) {
+        *buf = NULL;
+        *cap = 0;
+    }
+}
+
+/* Makes room for n bytes in *buf (kept between checkpoints, unless lent). */
 static int reserve(struct rally__engine *en, unsigned char **buf, size_t *cap, uint64_t n)
 {
+    let_go(&en->st, buf, cap);
     if (n > SIZE_MAX - 1)
         return rally__fail(en->err, RALLY_ENOMEM, "checkpoint: %llu bytes do not fit in memory",
                            (unsigned long long)n);
@@ -39,16 +56,105 @@ static int reserve(struct rally__engine *en, unsigned char **buf, size_t *cap, u
     return RALLY_OK;
 }
 
+/* Ring successors that hold each local model. */
+static int replicas(const struct rally__engine *en)
+{
+    int k = (int)en->cfg->local_replica;
+    if (k > en->world - 1)
+        k = en->world - 1;
+    return k > RALLY__MPI_MAX_REPLICAS ? RALLY__MPI_MAX_REPLICAS : k;
+}
+
+static unsigned char *dup_bytes(const unsigned char *p, uint64_t n)
+{
+    unsigned char *d = n > SIZE_MAX - 1 ? NULL : malloc(n ? (size_t)n : 1);
+    if (d != NULL && n)
+        memcpy(d, p, (size_t)n);
+    return d;
+}
+
+static int acknowledge(struct rally__engine *en, int digested);
+
+/* The version a fresh hook gave (a's buffers, owned now) becomes the store's. */
+static void adopt(struct rally__engine *en, struct rally__adopt *a)
+{
+    struct rally__mpi_store *st = &en->st;
+    let_go(st, &st->global, &st->global_cap);
+    free(st->global);
+    st->global = a->global;
+    st->global_nbytes = a->global_nbytes;
+    st->global_cap = a->global_nbytes ? (size_t)a->global_nbytes : 1;
+    st->has_global = 1;
+    st->lazy = NULL;
+    a->global = NULL;
+    if (a->has_local) {
+        st->use_local = 1;
+        st->nlocal = a->nlocal;
+        for (int j = 0; j < a->nlocal; j++) {
+            let_go(st, &st->local[j], &st->local_cap[j]);
+            free(st->local[j]);
+            st->local[j] = a->local[j];
+            st->local_nbytes[j] = a->local_nbytes[j];
+            st->local_cap[j] = a->local_nbytes[j] ? (size_t)a->local_nbytes[j] : 1;
+            a->local[j] = NULL;
+        }
+    }
+    st->version = a->version;
+}
+
+/* Every start is fresh: the subscriber with a fresh hook may give a
+ * version to adopt. */
+static int fresh(struct rally__engine *en)
+{
+    struct rally__mpi_store *st = &en->st;
+    for (int i = 0; i < st->nhooks; i++) {
+        if (st->hooks[i].fresh == NULL)
+            continue;
+        struct rally__adopt a;
+        memset(&a, 0, sizeof a);
+        a.nlocal = replicas(en) + 1;
+        int rc = st->hooks[i].fresh(st->hooks[i].arg, &a);
+        if (rc == RALLY_OK && a.version > 0)
+            adopt(en, &a);
+        free(a.global);
+        for (int j = 0; j < RALLY__ADOPT_MAX; j++)
+            free(a.local[j]);
+        return rc;
+    }
+    return RALLY_OK;
+}
+
 int rally__mpi_load(struct rally__engine *en, void **global, uint64_t *global_nbytes, void **local,
                     uint64_t *local_nbytes, uint64_t *version)
 {
-    if (en->st.loaded)
+    struct rally__mpi_store *st = &en->st;
+    if (st->loaded)
         return rally__fail(en->err, RALLY_ESTATE,
                            "rally_load_checkpoint must be called once, before the first "
                            "rally_checkpoint");
-    en->st.loaded = 1;
-    en->st.version = 0;
+    st->loaded = 1;
+    st->version = 0;
     *version = 0;
+    int rc = fresh(en);
+    if (rc != RALLY_OK || st->version == 0)
+        return rc;
+    /* adopted: every rank has stored it once the acknowledgement returns */
+    if ((rc = acknowledge(en, 1)) != RALLY_OK)
+        return rc;
+    unsigned char *g = dup_bytes(st->global, st->global_nbytes), *l = NULL;
+    if (st->use_local && local != NULL)
+        l = dup_bytes(st->local[0], st->local_nbytes[0]);
+    if (g == NULL || (st->use_local && local != NULL && l == NULL)) {
+        free(g);
+        return rally__fail(en->err, RALLY_ENOMEM, "out of memory loading a checkpoint");
+    }
+    *global = g;
+    *global_nbytes = st->global_nbytes;
+    if (local != NULL) {
+        *local = l;
+        *local_nbytes = st->use_local ? st->local_nbytes[0] : 0;
+    }
+    *version = st->version;
     return RALLY_OK;
 }
 
@@ -85,11 +191,7 @@ static int shift(struct rally__engine *en, const unsigned char *send, uint64_t s
 static int replicate(struct rally__engine *en, const void *local, uint64_t nbytes)
 {
     struct rally__mpi_store *st = &en->st;
-    int k = (int)en->cfg->local_replica;
-    if (k > en->world - 1)
-        k = en->world - 1;
-    if (k > RALLY__MPI_MAX_REPLICAS)
-        k = RALLY__MPI_MAX_REPLICAS;
+    int k = replicas(en);
     if (reserve(en, &st->local[0], &st->local_cap[0], nbytes) != RALLY_OK)
         return en->err->code;
     if (nbytes)
@@ -142,22 +244,33 @@ int rally__mpi_checkpoint(struct rally__engine *en, const void *global, uint64_t
         if (replicate(en, local, local_nbytes) != RALLY_OK)
             return en->err->code;
     }
+    int rc = rally__mpi_turn(en, RALLY__TURN_CHECKPOINT); /* a snapshot's report, say */
+    if (rc != RALLY_OK)
+        return rc;
     if (lazy == NULL) {
         if (reserve(en, &st->global, &st->global_cap, global_nbytes) != RALLY_OK)
             return en->err->code;
         if (global_nbytes)
             memcpy(st->global, global, (size_t)global_nbytes);
+    } else {
+        let_go(st, &st->global, &st->global_cap);
     }
     st->global_nbytes = lazy ? 0 : global_nbytes;
     st->has_global = 1;
     st->lazy = lazy;
     st->lazy_arg = lazy_arg;
     st->version++;
-    /* the acknowledgement: every rank has stored it, with everyone's bits
-     * and the same model (util/digest.h) */
+    return acknowledge(en, lazy == NULL);
+}
+
+/* The acknowledgement: every rank has stored the version, with everyone's
+ * bits and the same model (util/digest.h; none for a lazy one). */
+static int acknowledge(struct rally__engine *en, int digested)
+{
+    struct rally__mpi_store *st = &en->st;
     uint64_t w[3] = {st->request, 0, 0};
-    rally__digest_pair(w + 1, lazy == NULL,
-                       lazy == NULL ? rally_digest64(st->global, (size_t)global_nbytes) : 0);
+    rally__digest_pair(w + 1, digested,
+                       digested ? rally_digest64(st->global, (size_t)st->global_nbytes) : 0);
     uint64_t mine[2] = {w[1], w[2]};
     int rc = MPI_Allreduce(MPI_IN_PLACE, w, 3, MPI_UINT64_T, MPI_BOR, en->comm);
     if (rc != MPI_SUCCESS)
@@ -167,7 +280,19 @@ int rally__mpi_checkpoint(struct rally__engine *en, const void *global, uint64_t
     uint64_t flags = w[0];
     st->request = 0;
     for (int i = 0; i < st->nhooks; i++)
-        st->hooks[i].fn(st->hooks[i].arg, st->version, flags);
+        if (st->hooks[i].commit != NULL)
+            st->hooks[i].commit(st->hooks[i].arg, st->version, flags);
+    return RALLY_OK;
+}
+
+int rally__mpi_turn(struct rally__engine *en, int when)
+{
+    struct rally__mpi_store *st = &en->st;
+    for (int i = 0; i < st->nhooks; i++) {
+        int rc = st->hooks[i].turn ? st->hooks[i].turn(st->hooks[i].arg, when) : RALLY_OK;
+        if (rc != RALLY_OK)
+            return rc;
+    }
     return RALLY_OK;
 }
 
@@ -176,23 +301,36 @@ void rally__mpi_request(struct rally__engine *en, uint64_t bits)
     en->st.request |= bits;
 }
 
-int rally__mpi_subscribe(struct rally__engine *en, rally__commit_fn fn, void *arg)
+int rally__mpi_subscribe(struct rally__engine *en, const struct rally__subscriber *s)
 {
     struct rally__mpi_store *st = &en->st;
-    if (st->nhooks == RALLY__MPI_MAX_HOOKS)
+    int fresh = 0;
+    for (int i = 0; i < st->nhooks; i++)
+        fresh |= st->hooks[i].fresh != NULL;
+    if (st->nhooks == RALLY__MPI_MAX_HOOKS || (fresh && s->fresh != NULL))
         return rally__fail(en->err, RALLY_EINVAL,
-                           "a handle takes at most %d checkpoint hooks; this is one more",
+                           "a handle takes at most %d checkpoint subscribers, one of them with a "
+                           "fresh-start hook; this is one more",
                            RALLY__MPI_MAX_HOOKS);
-    st->hooks[st->nhooks].fn = fn;
-    st->hooks[st->nhooks].arg = arg;
-    st->nhooks++;
+    st->hooks[st->nhooks++] = *s;
     return RALLY_OK;
 }
 
-int rally__mpi_checkpoint_bytes(struct rally__engine *en, uint64_t v, int rank, const void **bytes,
-                                uint64_t *nbytes, void **owned)
+int rally__mpi_agree(struct rally__engine *en, uint64_t *words, size_t n)
+{
+    if (n > INT_MAX)
+        return rally__fail(en->err, RALLY_EINVAL, "agree: %zu words are too many", n);
+    int rc = MPI_Allreduce(MPI_IN_PLACE, words, (int)n, MPI_UINT64_T, MPI_BOR, en->comm);
+    return rc == MPI_SUCCESS ? RALLY_OK
+                             : rally__mpi_fail(en, rc, "MPI_Allreduce (a turn's agreement)");
+}
+
+/* The bytes of version v: *detached when they were serialized now. */
+static int bytes_of(struct rally__engine *en, uint64_t v, int rank, const unsigned char **bytes,
+                    uint64_t *nbytes, int *detached)
 {
     struct rally__mpi_store *st = &en->st;
+    *detached = 0;
     if (v != st->version || !st->has_global)
         return rally__fail(en->err, RALLY_ESTATE,
                            "checkpoint version %llu is not held here (the newest is %llu)",
@@ -205,13 +343,11 @@ int rally__mpi_checkpoint_bytes(struct rally__engine *en, uint64_t v, int rank, 
                                (unsigned long long)v);
         *bytes = st->local[j];
         *nbytes = st->local_nbytes[j];
-        *owned = NULL;
         return RALLY_OK;
     }
     if (st->lazy == NULL) {
         *bytes = st->global;
         *nbytes = st->global_nbytes;
-        *owned = NULL;
         return RALLY_OK;
     }
     uint64_t m = st->lazy(st->lazy_arg, NULL, 0);
@@ -222,13 +358,63 @@ int rally__mpi_checkpoint_bytes(struct rally__engine *en, uint64_t v, int rank, 
                            "the lazy checkpoint's serialize callback failed for version %llu",
                            (unsigned long long)v);
     }
-    *bytes = *owned = b;
+    *bytes = b;
     *nbytes = m;
+    *detached = 1;
     return RALLY_OK;
+}
+
+int rally__mpi_lend(struct rally__engine *en, uint64_t v, int rank, const void **bytes,
+                    uint64_t *nbytes)
+{
+    struct rally__mpi_store *st = &en->st;
+    const unsigned char *p = NULL;
+    int detached = 0;
+    if (st->nlent == RALLY__MPI_LENT)
+        return rally__fail(en->err, RALLY_EINVAL,
+                           "the checkpoint store lends at most %d buffers at once; this is one "
+                           "more",
+                           RALLY__MPI_LENT);
+    int rc = bytes_of(en, v, rank, &p, nbytes, &detached);
+    if (rc != RALLY_OK)
+        return rc;
+    st->lent[st->nlent].p = p;
+    st->lent[st->nlent].detached = detached;
+    st->nlent++;
+    *bytes = p;
+    return RALLY_OK;
+}
+
+void rally__mpi_release(struct rally__engine *en, const void *bytes)
+{
+    struct rally__mpi_store *st = &en->st;
+    for (int i = 0; i < st->nlent; i++)
+        if (st->lent[i].p == bytes) {
+            int detached = st->lent[i].detached, still = 0;
+            st->lent[i] = st->lent[--st->nlent];
+            for (int j = 0; j < st->nlent; j++)
+                still |= st->lent[j].p == bytes;
+            if (detached && !still)
+                free((void *)bytes);
+            return;
+        }
 }
 
 void rally__mpi_store_free(struct rally__mpi_store *st)
 {
+    while (st->nlent > 0) { /* a borrower that never gave back */
+        const unsigned char *p = st->lent[0].p;
+        int detached = 0;
+        for (int i = 0; i < st->nlent;)
+            if (st->lent[i].p == p) {
+                detached |= st->lent[i].detached;
+                st->lent[i] = st->lent[--st->nlent];
+            } else {
+                i++;
+            }
+        if (detached)
+            free((void *)p);
+    }
     free(st->global);
     st->global = NULL;
     for (int j = 0; j <= RALLY__MPI_MAX_REPLICAS; j++) {

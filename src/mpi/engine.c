@@ -39,6 +39,7 @@ static void engine_free(struct rally__engine *en)
     free(en->counts);
     free(en->displs);
     free(en->sizes);
+    free(en->hosts);
     free(en);
 }
 
@@ -89,10 +90,23 @@ static int init(const struct rally__config *cfg, const char *host, struct rally_
     en->counts = malloc((size_t)en->world * sizeof *en->counts);
     en->displs = malloc((size_t)en->world * sizeof *en->displs);
     en->sizes = malloc((size_t)en->world * sizeof *en->sizes);
-    if (en->counts == NULL || en->displs == NULL || en->sizes == NULL) {
+    en->hosts = malloc((size_t)en->world * MPI_MAX_PROCESSOR_NAME);
+    if (en->counts == NULL || en->displs == NULL || en->sizes == NULL || en->hosts == NULL) {
         rally__fail(e, RALLY_ENOMEM, "out of memory for the rally engine");
         goto fail;
     }
+    /* where every rank runs, for a snapshot's membership */
+    char name[MPI_MAX_PROCESSOR_NAME];
+    int len = 0;
+    memset(name, 0, sizeof name);
+    if ((rc = MPI_Get_processor_name(name, &len)) != MPI_SUCCESS ||
+        (rc = MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, en->hosts,
+                            MPI_MAX_PROCESSOR_NAME, MPI_CHAR, en->comm)) != MPI_SUCCESS) {
+        rally__mpi_fail(en, rc, "MPI_Get_processor_name/MPI_Allgather (the ranks' hosts)");
+        goto fail;
+    }
+    for (int r = 0; r < en->world; r++)
+        en->hosts[(size_t)(r + 1) * MPI_MAX_PROCESSOR_NAME - 1] = '\0';
     live++;
     *out = en;
     return RALLY_OK;
@@ -104,7 +118,9 @@ fail:
 
 static int finalize(struct rally__engine *en)
 {
-    int rc = MPI_SUCCESS;
+    int rc = rally__mpi_turn(en, RALLY__TURN_FINALIZE); /* a snapshot's last report */
+    if (rc != RALLY_OK)
+        return rc;
     rally__mpi_ops_free(en);
     if (en->comm != MPI_COMM_NULL)
         rc = MPI_Comm_free(&en->comm); /* every rank is here: nobody needs us any more */
@@ -331,6 +347,16 @@ static int attempt(const struct rally__engine *en)
     return 0;
 }
 
+static int has_local(const struct rally__engine *en)
+{
+    return en->st.use_local;
+}
+
+static const char *host(const struct rally__engine *en, int rank)
+{
+    return en->hosts + (size_t)rank * MPI_MAX_PROCESSOR_NAME;
+}
+
 static int plain_allreduce(struct rally__engine *en, const void *in, void *out, size_t count,
                            int dtype, int op)
 {
@@ -363,7 +389,11 @@ const struct rally__engine_ops rally__engine = {
     .lazy_checkpoint = lazy_checkpoint,
     .request = rally__mpi_request,
     .subscribe = rally__mpi_subscribe,
-    .checkpoint_bytes = rally__mpi_checkpoint_bytes,
+    .agree = rally__mpi_agree,
+    .lend = rally__mpi_lend,
+    .release = rally__mpi_release,
+    .has_local = has_local,
+    .host = host,
     .tracker_print = tracker_print,
     .abort_job = abort_job,
     .attempt = attempt,

@@ -21,6 +21,7 @@
 #define RALLY__MPI_NREDUCERS 256
 #define RALLY__MPI_MAX_HOOKS 8
 #define RALLY__MPI_MAX_REPLICAS 16 /* ring successors that hold a local model */
+#define RALLY__MPI_LENT 4          /* buffers lent at once (engine.h, lend) */
 
 /* A custom reducer's element type: a contiguous block of elem_nbytes. */
 struct rally__mpi_elem {
@@ -29,7 +30,9 @@ struct rally__mpi_elem {
 };
 
 /* The models of the newest checkpoint: the global one (a copy, or a lazy
- * serializer) and the local models this rank holds, its own first. */
+ * serializer) and the local models this rank holds, its own first.  A
+ * buffer lent (engine.h, lend) is never written: the store lets go of it
+ * (detached) and the borrower's release frees it. */
 struct rally__mpi_store {
     uint64_t version;
     int loaded;    /* load or a checkpoint ran: load may not run any more */
@@ -46,10 +49,12 @@ struct rally__mpi_store {
     size_t local_cap[RALLY__MPI_MAX_REPLICAS + 1];
     uint64_t request; /* bits for the next commit */
     int nhooks;
+    struct rally__subscriber hooks[RALLY__MPI_MAX_HOOKS];
     struct {
-        rally__commit_fn fn;
-        void *arg;
-    } hooks[RALLY__MPI_MAX_HOOKS];
+        const unsigned char *p;
+        int detached; /* the store let go of it (or never held it: a lazy model serialized) */
+    } lent[RALLY__MPI_LENT];
+    int nlent;
 };
 
 struct rally__engine {
@@ -66,6 +71,7 @@ struct rally__engine {
     /* allgather(v) counts and displacements, world entries each */
     int *counts, *displs;
     uint64_t *sizes;
+    char *hosts; /* world names of MPI_MAX_PROCESSOR_NAME bytes: where each rank runs */
     struct rally__mpi_store st;
 };
 
@@ -96,10 +102,14 @@ int rally__mpi_load(struct rally__engine *en, void **global, uint64_t *global_nb
 int rally__mpi_checkpoint(struct rally__engine *en, const void *global, uint64_t global_nbytes,
                           rally_serialize_fn lazy, void *lazy_arg, const void *local,
                           uint64_t local_nbytes);
+/* Gives every subscriber with a turn its turn (RALLY__TURN_*). */
+int rally__mpi_turn(struct rally__engine *en, int when);
 void rally__mpi_request(struct rally__engine *en, uint64_t bits);
-int rally__mpi_subscribe(struct rally__engine *en, rally__commit_fn fn, void *arg);
-int rally__mpi_checkpoint_bytes(struct rally__engine *en, uint64_t version, int rank,
-                                const void **bytes, uint64_t *nbytes, void **owned);
+int rally__mpi_subscribe(struct rally__engine *en, const struct rally__subscriber *s);
+int rally__mpi_agree(struct rally__engine *en, uint64_t *words, size_t n);
+int rally__mpi_lend(struct rally__engine *en, uint64_t version, int rank, const void **bytes,
+                    uint64_t *nbytes);
+void rally__mpi_release(struct rally__engine *en, const void *bytes);
 void rally__mpi_store_free(struct rally__mpi_store *st);
 
 #endif

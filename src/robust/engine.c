@@ -149,8 +149,8 @@ static int allreduce_custom(struct rally__engine *en, void *buf, size_t count, i
                             const struct rally__reducer *rd, rally_prepare_fn prepare,
                             void *prepare_arg)
 {
-    struct rally__sig sig = {RALLY__C_ALLREDUCE_CUSTOM, (uint8_t)rd->elem_nbytes,
-                             (uint8_t)reducer_id, -1, count, 0};
+    struct rally__sig sig = {
+        RALLY__C_ALLREDUCE_CUSTOM, (uint8_t)rd->elem_nbytes, (uint8_t)reducer_id, -1, count, 0};
     return allreduce_op(&en->rb, buf, count, rd, sig, prepare, prepare_arg);
 }
 
@@ -169,8 +169,12 @@ static int run_broadcast(struct rally__robust *rb, struct rally__op *op, unsigne
 static int broadcast(struct rally__engine *en, void *buf, size_t nbytes, int root)
 {
     struct inplace c = {buf, nbytes, nbytes, NULL, root, NULL};
-    struct rally__op op = {{RALLY__C_BROADCAST, 0, 0, root, nbytes, 0}, NULL, NULL, run_broadcast,
-                           deliver_inplace, &c};
+    struct rally__op op = {{RALLY__C_BROADCAST, 0, 0, root, nbytes, 0},
+                           NULL,
+                           NULL,
+                           run_broadcast,
+                           deliver_inplace,
+                           &c};
     return rally__robust_op(&en->rb, &op);
 }
 
@@ -230,10 +234,14 @@ static int deliver_alloc(struct rally__robust *rb, struct rally__op *op, const u
 static int broadcast_alloc(struct rally__engine *en, void **buf, size_t *nbytes, int root)
 {
     struct rally__robust *rb = &en->rb;
-    struct sized c = {rb->rank == root ? *buf : NULL, rb->rank == root ? *nbytes : 0, root, NULL,
-                      0, NULL};
-    struct rally__op op = {{RALLY__C_BROADCAST_SIZE, 0, 0, root, 0, 0}, NULL, NULL,
-                           run_broadcast_alloc, deliver_alloc, &c};
+    struct sized c = {
+        rb->rank == root ? *buf : NULL, rb->rank == root ? *nbytes : 0, root, NULL, 0, NULL};
+    struct rally__op op = {{RALLY__C_BROADCAST_SIZE, 0, 0, root, 0, 0},
+                           NULL,
+                           NULL,
+                           run_broadcast_alloc,
+                           deliver_alloc,
+                           &c};
     int rc = rally__robust_op(rb, &op);
     if (rc == RALLY_OK && rb->rank != root) {
         *buf = c.out_nbytes ? c.out : NULL;
@@ -289,8 +297,8 @@ static int allgather(struct rally__engine *en, const void *sendbuf, size_t nbyte
 {
     struct rally__robust *rb = &en->rb;
     struct inplace c = {recvbuf, nbytes * (size_t)rb->world, nbytes, NULL, -1, sendbuf};
-    struct rally__op op = {{RALLY__C_ALLGATHER, 0, 0, -1, nbytes, 0}, NULL, NULL, run_allgather,
-                           deliver_inplace, &c};
+    struct rally__op op = {
+        {RALLY__C_ALLGATHER, 0, 0, -1, nbytes, 0}, NULL, NULL, run_allgather, deliver_inplace, &c};
     return rally__robust_op(rb, &op);
 }
 
@@ -381,8 +389,12 @@ static int allgatherv(struct rally__engine *en, const void *sendbuf, size_t nbyt
     if (sizes == NULL)
         return rally__fail(rb->err, RALLY_ENOMEM, "allgatherv: out of memory");
     struct sized c = {sendbuf, nbytes, -1, NULL, 0, sizes};
-    struct rally__op op = {{RALLY__C_ALLGATHERV_SIZES, 0, 0, -1, 8, 0}, NULL, NULL,
-                           run_allgatherv, deliver_allgatherv, &c};
+    struct rally__op op = {{RALLY__C_ALLGATHERV_SIZES, 0, 0, -1, 8, 0},
+                           NULL,
+                           NULL,
+                           run_allgatherv,
+                           deliver_allgatherv,
+                           &c};
     int rc = rally__robust_op(rb, &op);
     if (rc == RALLY_OK) {
         memcpy(nbytes_per_rank, sizes, (size_t)rb->world * sizeof *sizes);
@@ -424,8 +436,7 @@ static int init(const struct rally__config *cfg, const char *host, struct rally_
     int rc = rally__robust_init(&en->rb, cfg, host, e);
     if (rc == RALLY_OK && rally__mock_check_world(&en->rb.mock, en->rb.world, e) != RALLY_OK)
         rally__robust_fatal(&en->rb, e->code, e->msg); /* the same on every rank: fail the job */
-    if (e->code != RALLY_OK || rally__robust_snap_start(&en->rb, host) != RALLY_OK ||
-        rally__robust_rejoined(&en->rb) != RALLY_OK) {
+    if (e->code != RALLY_OK || rally__robust_rejoined(&en->rb) != RALLY_OK) {
         rally__robust_free(&en->rb);
         free(en);
         return e->code;
@@ -467,38 +478,47 @@ static void request(struct rally__engine *en, uint64_t bits)
     rally__robust_request(&en->rb, bits);
 }
 
-static int subscribe(struct rally__engine *en, rally__commit_fn fn, void *arg)
+static int subscribe(struct rally__engine *en, const struct rally__subscriber *s)
 {
-    return rally__robust_subscribe(&en->rb, fn, arg);
+    return rally__robust_subscribe(&en->rb, s);
 }
 
-static int checkpoint_bytes(struct rally__engine *en, uint64_t version, int rank,
-                            const void **bytes, uint64_t *nbytes, void **owned)
+static int agree(struct rally__engine *en, uint64_t *words, size_t n)
+{
+    return rally__robust_agree(&en->rb, words, n);
+}
+
+static int lend(struct rally__engine *en, uint64_t version, int rank, const void **bytes,
+                uint64_t *nbytes)
 {
     const unsigned char *p;
-    uint64_t n;
-    unsigned char *o = NULL;
-    int rc = rank < 0 ? rally__robust_global_bytes(&en->rb, version, &p, &n, &o)
-                      : rally__robust_local_bytes(&en->rb, version, rank, &p, &n);
-    if (rc != RALLY_OK)
-        return rc;
-    *bytes = p;
-    *nbytes = n;
-    *owned = o;
-    return RALLY_OK;
+    int rc = rally__robust_lend(&en->rb, version, rank, &p, nbytes);
+    if (rc == RALLY_OK)
+        *bytes = p;
+    return rc;
 }
 
-static int set_app(struct rally__engine *en, const char *name, const char *config)
+static void release(struct rally__engine *en, const void *bytes)
 {
-    return rally__robust_snap_set_app(&en->rb, name, config);
+    rally__robust_release(&en->rb, bytes);
+}
+
+static int has_local(const struct rally__engine *en)
+{
+    return en->rb.use_local;
+}
+
+static const char *host(const struct rally__engine *en, int rank)
+{
+    const struct rally__robust *rb = &en->rb;
+    if (rb->tc.peers != NULL && rank >= 0 && rank < rb->world)
+        return rb->tc.peers[rank].host;
+    return rb->host && rb->host[0] ? rb->host : "localhost";
 }
 
 static int set_input(struct rally__engine *en, const char *scheme, const char *fingerprint)
 {
-    int rc = rally__robust_snap_set_input(&en->rb, scheme, fingerprint);
-    if (rc == RALLY_OK)
-        rc = rally__robust_input(&en->rb, scheme, fingerprint);
-    return rc;
+    return rally__robust_input(&en->rb, scheme, fingerprint);
 }
 
 static int tracker_print(struct rally__engine *en, const char *msg)
@@ -553,8 +573,11 @@ const struct rally__engine_ops rally__engine = {
     .lazy_checkpoint = lazy_checkpoint,
     .request = request,
     .subscribe = subscribe,
-    .checkpoint_bytes = checkpoint_bytes,
-    .set_app = set_app,
+    .agree = agree,
+    .lend = lend,
+    .release = release,
+    .has_local = has_local,
+    .host = host,
     .set_input = set_input,
     .tracker_print = tracker_print,
     .abort_job = abort_job,

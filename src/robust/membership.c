@@ -252,6 +252,7 @@ int rally__robust_init(struct rally__robust *rb, const struct rally__config *cfg
     memset(rb, 0, sizeof *rb);
     rb->err = e;
     rb->cfg = cfg;
+    rb->host = host;
     rb->world = 1;
     rb->listen_fd = -1;
     rb->tc.fd = -1;
@@ -316,7 +317,6 @@ int rally__robust_init(struct rally__robust *rb, const struct rally__config *cfg
 
 void rally__robust_free(struct rally__robust *rb)
 {
-    rally__robust_snap_free(rb);
     rally__robust_dmlc_free(rb); /* dmlc tracker */
     close_links(rb);
     rally__comm_free(&rb->comm);

@@ -189,7 +189,7 @@ static int run_ack(struct rally__robust *rb, struct rally__op *op, unsigned char
     unsigned char *b = rally__robust_buf(rb, ACK_NBYTES);
     if (b == NULL)
         return rally__fail(rb->err, RALLY_ENOMEM, "out of memory");
-    uint64_t w[ACK_WORDS] = {rb->request, c->pair[0], c->pair[1],
+    uint64_t w[ACK_WORDS] = {rb->request, c->pair[0],  c->pair[1],
                              c->ncalls,   c->vpair[0], c->vpair[1]};
     for (int i = 0; i < ACK_WORDS; i++)
         rally__put_u64(b + 8 * i, w[i]);
@@ -250,8 +250,8 @@ static int acknowledge(struct rally__robust *rb, int counted)
     c.ncalls = counted ? rb->vfy.ncalls : 0;
     rally__digest_pair(c.vpair, counted && rb->vfy.digest != 0, rb->vfy.digest);
     rally__digest_pair(c.pair, rb->lazy == NULL && rb->ckpt != NULL, rb->ckpt_digest);
-    struct rally__op ack = {{RALLY__K_ACK, 0, 0, -1, rb->version, 0}, NULL, NULL, run_ack,
-                            deliver_ack, &c};
+    struct rally__op ack = {
+        {RALLY__K_ACK, 0, 0, -1, rb->version, 0}, NULL, NULL, run_ack, deliver_ack, &c};
     int rc = rally__robust_op(rb, &ack);
     if (rc != RALLY_OK)
         return rc;
@@ -281,7 +281,7 @@ int rally__robust_checkpoint(struct rally__robust *rb, const void *global, uint6
         if (rc != RALLY_OK)
             return rc;
     }
-    /* subscribers finish what a previous commit began (a snapshot's report) */
+    /* subscribers settle what a previous commit began (a snapshot's report) */
     rc = rally__robust_turn(rb, RALLY__TURN_CHECKPOINT);
     if (rc != RALLY_OK)
         return rc;
@@ -303,6 +303,42 @@ int rally__robust_checkpoint(struct rally__robust *rb, const void *global, uint6
 
 static int load(struct rally__robust *rb, void **global, uint64_t *global_nbytes, void **local,
                 uint64_t *local_nbytes, uint64_t *version);
+
+/* A fresh start: the subscriber with a fresh hook may adopt a version into
+ * the store (rb->version, 0 when it gave none). */
+static int fresh(struct rally__robust *rb)
+{
+    for (int i = 0; i < rb->nhooks; i++) {
+        if (rb->hooks[i].fresh == NULL)
+            continue;
+        struct rally__adopt a;
+        memset(&a, 0, sizeof a);
+        a.nlocal = rb->k + 1;
+        int rc = rb->hooks[i].fresh(rb->hooks[i].arg, &a);
+        if (rc == RALLY_ECONFIG) /* the job's settings: no restart repairs them */
+            rally__robust_fatal(rb, rc, rb->err->msg);
+        if (rc == RALLY_OK && a.version > 0)
+            rally__robust_adopt(rb, &a);
+        free(a.global);
+        for (int j = 0; j < RALLY__ADOPT_MAX; j++)
+            free(a.local[j]);
+        return rc;
+    }
+    return RALLY_OK;
+}
+
+/* The version load_checkpoint found (served, or adopted) is committed:
+ * acknowledged by the job, or alone its commit. */
+static int commit_loaded(struct rally__robust *rb, int adopted)
+{
+    if (rb->distributed)
+        return acknowledge(rb, adopted); /* a worker served lost the count, one adopting has it */
+    rb->q = 1;
+    uint64_t flags = rb->request;
+    rb->request = 0;
+    rally__robust_commit(rb, rb->version, flags);
+    return RALLY_OK;
+}
 
 int rally__robust_load(struct rally__robust *rb, void **global, uint64_t *global_nbytes,
                        void **local, uint64_t *local_nbytes, uint64_t *version)
@@ -327,41 +363,21 @@ static int load(struct rally__robust *rb, void **global, uint64_t *global_nbytes
         struct rally__sig none = {0};
         if (rb->recovering)
             rc = rally__robust_recover(rb, RALLY__KEY_LOAD, &none, &res, &n);
-        if ((rc == EXECUTE || (rc == SERVED && res == NULL)) && rb->cfg->resume[0] != '\0') {
-            /* a fresh start (or nobody has a checkpoint yet) from a snapshot */
-            unsigned char *g = NULL, *l = NULL;
-            uint64_t gn = 0, ln = 0, v = 0;
-            if ((rc = rally__robust_snap_resume(rb, &g, &gn, &l, &ln, &v)) != RALLY_OK)
-                return rc;
-            rb->version = v;
-            rb->loaded = 1;
-            rb->q = 1;
-            if (!rb->distributed)
-                rally__robust_commit(rb, v, 0);
-            else if ((rc = acknowledge(rb, 1)) != RALLY_OK) {
-                free(g);
-                free(l);
-                return rc;
-            }
-            *global = g;
-            *global_nbytes = gn;
-            if (local != NULL) {
-                *local = l;
-                if (local_nbytes != NULL)
-                    *local_nbytes = ln;
-            } else {
-                free(l);
-            }
-            *version = v;
-            return RALLY_OK;
-        }
+        int adopted = 0;
         if (rc == EXECUTE || (rc == SERVED && res == NULL)) {
-            /* a fresh start, or everyone is loading and nobody has a checkpoint */
+            /* a fresh start, or everyone is loading and nobody has a
+             * checkpoint: a subscriber may give it one (a snapshot) */
+            if ((rc = fresh(rb)) != RALLY_OK)
+                return rc;
             rb->loaded = 1;
-            rb->version = 0;
             rb->q = 1;
-            *version = 0;
-            return RALLY_OK;
+            *version = rb->version;
+            if (rb->version == 0)
+                return RALLY_OK;
+            res = rb->ckpt; /* adopted: committed below like a checkpoint served */
+            n = rb->ckpt_nbytes;
+            rc = SERVED;
+            adopted = 1;
         }
         if (rc == SERVED) {
             /* res is the store's model now (recover() adopted it): the caller's copy */
@@ -375,8 +391,8 @@ static int load(struct rally__robust *rb, void **global, uint64_t *global_nbytes
                 free(l);
                 return rally__fail(rb->err, RALLY_ENOMEM, "out of memory loading a checkpoint");
             }
-            rb->loaded = 1; /* rb->version was set by recover() */
-            if ((rc = acknowledge(rb, 0)) != RALLY_OK) {
+            rb->loaded = 1; /* rb->version was set by recover(), or adopted */
+            if ((rc = commit_loaded(rb, adopted)) != RALLY_OK) {
                 free(g);
                 free(l);
                 return rc;
@@ -458,10 +474,9 @@ int rally__robust_finalize(struct rally__robust *rb)
         if ((rc = rally__robust_reset(rb, rc, key)) != RALLY_OK)
             return rc;
     }
-    unfired(rb); /* past the last point that could fire: serving a recovery */
+    unfired(rb);          /* past the last point that could fire: serving a recovery */
     if (rb->dmlc != NULL) /* dmlc tracker */
         return rally__robust_dmlc_shutdown(rb);
     rally__tclient_heartbeat_stop(&rb->tc);
     return rally__tclient_shutdown(&rb->tc, rally__deadline(rb->cfg->connect_timeout_ms), rb->err);
 }
-

@@ -222,7 +222,7 @@ int rally__robust_rejoin_locals(struct rally__robust *rb)
 }
 
 int rally__robust_recover(struct rally__robust *rb, uint64_t key, const struct rally__sig *mine,
-                   unsigned char **res, uint64_t *res_nbytes)
+                          unsigned char **res, uint64_t *res_nbytes)
 {
     for (;;) {
         uint64_t s[S_N] = {key, key, key == RALLY__KEY_LOAD, best_of(rb), rb->use_local};
@@ -239,8 +239,7 @@ int rally__robust_recover(struct rally__robust *rb, uint64_t key, const struct r
             return EXECUTE;
         }
         if (key > s[S_MIN])
-            rally__robust_mock(rb, rb->version, rally__robust_user_seq(rb),
-                               RALLY__MOCK_RECOVERY);
+            rally__robust_mock(rb, rb->version, rally__robust_user_seq(rb), RALLY__MOCK_RECOVERY);
         if (s[S_MIN] == RALLY__KEY_LOAD && s[S_NEED]) {
             /* workers in load_checkpoint get the newest checkpoint, if any */
             int want = key == RALLY__KEY_LOAD;
@@ -259,9 +258,7 @@ int rally__robust_recover(struct rally__robust *rb, uint64_t key, const struct r
                 rally__robust_mock(rb, 0, 0, RALLY__MOCK_LOAD);
             const unsigned char *g = NULL;
             uint64_t gn = 0;
-            unsigned char *owned = NULL;
-            if (rb->rank == root &&
-                rally__robust_global_bytes(rb, version, &g, &gn, &owned) != RALLY_OK) {
+            if (rb->rank == root && rally__robust_lend(rb, version, -1, &g, &gn) != RALLY_OK) {
                 rally__fail_over(rb->err, RALLY_EINVAL,
                                  "the lazy checkpoint's serialize callback failed while a "
                                  "recovering worker needed the model");
@@ -271,7 +268,8 @@ int rally__robust_recover(struct rally__robust *rb, uint64_t key, const struct r
             unsigned char *got = NULL;
             uint64_t got_n = 0, cap = 0;
             rc = transfer(rb, root, &sig, g, gn, want, &got, &got_n, &cap);
-            rally__robust_sgive(rb, owned, gn);
+            if (rb->rank == root)
+                rally__robust_release(rb, g);
             if (rc == RALLY_OK && s[S_LOCAL]) /* unless taken in rally_init */
                 rc = recover_locals(rb, version, want);
             if (rc != RALLY_OK) {
@@ -338,4 +336,3 @@ int rally__robust_recover(struct rally__robust *rb, uint64_t key, const struct r
         return SERVED;
     }
 }
-

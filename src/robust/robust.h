@@ -44,7 +44,7 @@
 
 #include <stdint.h>
 
-#include "api/engine.h" /* rally__commit_fn: the commit hook */
+#include "api/engine.h" /* struct rally__subscriber, struct rally__adopt */
 #include "coll/coll.h"
 #include "mock/mock.h"
 #include "tracker/client.h"
@@ -54,16 +54,10 @@
 
 struct rally__robust;
 struct rally__op;
-struct rally__rsnap; /* snapshot.c's state */
-struct rally__dmlc;  /* tracker/dmlc.h: the dmlc tracker's client */
+struct rally__dmlc; /* tracker/dmlc.h: the dmlc tracker's client */
 
 /* The collective kinds of this layer's own traffic (RALLY__K_*) are in
  * coll/coll.h, beside the others, so that every message can name them. */
-
-/* Request bits of the acknowledgement's flags word (docs/recovery.md,
- * "Commits and request bits"). */
-#define RALLY__REQ_SNAPSHOT (UINT64_C(1) << 0) /* snapshot the version this commits */
-#define RALLY__REQ_SNAP_PENDING (UINT64_C(1) << 1) /* a snapshot's parts are still being written */
 
 /* rally__robust_recover() outcomes, beside the RALLY_* codes. */
 enum { RALLY__SERVED = 1000, RALLY__EXECUTE = 1001 };
@@ -110,8 +104,8 @@ struct rally__localset {
 /* The store's buffers are reused across versions (store.c, "the buffer
  * rule" in docs/recovery.md): a buffer is written in place when it is big
  * enough and not lent; spares wait in a small pool keyed by capacity; a
- * buffer lent to the snapshot writer (rally__robust_lend) is never written
- * nor pooled until it is given back (rally__robust_unlend). */
+ * buffer lent to a borrower (rally__robust_lend) is never written nor
+ * pooled until it is given back (rally__robust_release). */
 #define RALLY__STORE_SPARES 4
 #define RALLY__STORE_LENT 4
 struct rally__sbuf {
@@ -119,23 +113,13 @@ struct rally__sbuf {
     uint64_t cap;
 };
 
-/* Commit hooks (rally__commit_fn, api/engine.h) run on every rank when
- * checkpoint version v is committed (its acknowledgement completed: every
- * rank has stored v), with the OR of all ranks' request bits. */
+/* Subscribers (api/engine.h): commits, turns, a fresh start. */
 #define RALLY__MAX_HOOKS 4
-
-/* A subscriber inside the engine (snapshot.c) may also take a turn where
- * the op driver lets it run operations of its own, at the same place on
- * every rank: before a checkpoint stores its new version (the agreement
- * about a commit hooked earlier belongs to the version it was made in),
- * and in finalize before the last barrier.  A non-OK status fails the
- * call that gave the turn. */
-enum { RALLY__TURN_CHECKPOINT = 1, RALLY__TURN_FINALIZE = 2 };
-typedef int (*rally__turn_fn)(void *arg, int when);
 
 struct rally__robust {
     struct rally__err *err;
     const struct rally__config *cfg;
+    const char *host; /* this worker's, for a membership of one */
     int rank, world, distributed;
     struct rally__tclient tc;
     struct rally__comm comm;
@@ -149,27 +133,22 @@ struct rally__robust {
     /* the checkpoint store (store.c) */
     unsigned char *ckpt; /* the newest checkpoint's global model */
     uint64_t ckpt_nbytes;
-    uint64_t ckpt_cap;    /* ckpt's capacity */
-    uint64_t ckpt_digest; /* rally_digest64 of ckpt's bytes */
+    uint64_t ckpt_cap;                             /* ckpt's capacity */
+    uint64_t ckpt_digest;                          /* rally_digest64 of ckpt's bytes */
     struct rally__sbuf spare[RALLY__STORE_SPARES]; /* reusable buffers, any capacity */
     int nspare;
-    const unsigned char *lent[RALLY__STORE_LENT]; /* read by the snapshot writer */
+    const unsigned char *lent[RALLY__STORE_LENT]; /* read by a borrower */
     int nlent;
     struct rally__sbuf held[RALLY__STORE_LENT]; /* lent ones the store let go of */
     int nheld;
     rally_serialize_fn lazy; /* or: serialize it only when asked */
     void *lazy_arg;
-    int use_local;                  /* the job checkpoints local models */
-    int k;                          /* replicas of each local model */
-    struct rally__localset loc[2];  /* double buffer: the newest valid and the next */
-    uint64_t request;               /* bits for the next acknowledgement */
-    struct {
-        rally__commit_fn fn;
-        rally__turn_fn turn; /* NULL: commits only */
-        void *arg;
-    } hooks[RALLY__MAX_HOOKS];
+    int use_local;                 /* the job checkpoints local models */
+    int k;                         /* replicas of each local model */
+    struct rally__localset loc[2]; /* double buffer: the newest valid and the next */
+    uint64_t request;              /* bits for the next acknowledgement */
+    struct rally__subscriber hooks[RALLY__MAX_HOOKS];
     int nhooks;
-    struct rally__rsnap *snap; /* durable snapshots (snapshot.c), NULL: none */
     /* the result cache (cache.c) */
     struct rally__entry *cache;
     int ncache, capcache;
@@ -179,13 +158,13 @@ struct rally__robust {
     struct rally__mock mock;
     /* verified results (verify.c) */
     struct {
-        uint64_t ncalls;      /* user collectives with a result, job-wide */
-        uint64_t digest;      /* of the newest verified result, | 1; 0: none */
-        uint64_t key;         /* its position */
+        uint64_t ncalls;       /* user collectives with a result, job-wide */
+        uint64_t digest;       /* of the newest verified result, | 1; 0: none */
+        uint64_t key;          /* its position */
         struct rally__sig sig; /* its call */
-        int links, bad;       /* this collective's links seen, and disagreeing */
-        int peer;             /* the first that disagreed */
-        uint64_t theirs;      /* its sidecar */
+        int links, bad;        /* this collective's links seen, and disagreeing */
+        int peer;              /* the first that disagreed */
+        uint64_t theirs;       /* its sidecar */
     } vfy;
     /* the classic dmlc tracker (membership_dmlc.c), NULL: rally's own */
     struct rally__dmlc *dmlc;
@@ -230,24 +209,6 @@ int rally__robust_rejoined(struct rally__robust *rb);
 int rally__robust_run_barrier(struct rally__robust *rb, struct rally__op *op, unsigned char **res,
                               uint64_t *n);
 
-/* --- snapshot.c: durable snapshots of committed versions --- */
-
-/* Subscribes the snapshot writer when rally_snapshot_dir (or rally_resume)
- * is set; a no-op otherwise.  Call after joining. */
-int rally__robust_snap_start(struct rally__robust *rb, const char *host);
-void rally__robust_snap_free(struct rally__robust *rb);
-/* The application's name and configuration string, for the manifest and
- * the resume check. */
-int rally__robust_snap_set_app(struct rally__robust *rb, const char *name, const char *config);
-/* The input's partitioning scheme and this rank's fingerprint, likewise. */
-int rally__robust_snap_set_input(struct rally__robust *rb, const char *scheme,
-                                 const char *fingerprint);
-/* rally_resume: opens and verifies the snapshot, checks it is this job's,
- * stores its global model and local-model set; returns copies for the
- * caller (malloc'd) and the version.  The caller acknowledges. */
-int rally__robust_snap_resume(struct rally__robust *rb, unsigned char **global, uint64_t *gn,
-                              unsigned char **local, uint64_t *ln, uint64_t *version);
-
 /* --- cache.c: the result cache and buffer pool --- */
 
 /* A buffer of at least nbytes for a result (from the pool when possible);
@@ -271,10 +232,6 @@ unsigned char *rally__robust_stake(struct rally__robust *rb, uint64_t nbytes, ui
 /* Gives a store buffer back: pooled, kept aside while lent, or freed
  * (NULL is fine). */
 void rally__robust_sgive(struct rally__robust *rb, unsigned char *p, uint64_t cap);
-/* The snapshot writer reads p (a buffer of the store) until unlend: the
- * store neither writes nor reuses it meanwhile. */
-int rally__robust_lend(struct rally__robust *rb, const unsigned char *p);
-void rally__robust_unlend(struct rally__robust *rb, const unsigned char *p);
 /* The valid local set of version v, or NULL. */
 struct rally__localset *rally__robust_set_of(struct rally__robust *rb, uint64_t v);
 /* A cleared set to fill: never the valid one of the current version. */
@@ -293,25 +250,23 @@ int rally__robust_set_fill(struct rally__robust *rb, struct rally__localset *ls,
 /* Replicates this worker's local model for the next version along the ring
  * (an operation at the current position). */
 int rally__robust_replicate(struct rally__robust *rb, const void *local, uint64_t nbytes);
-/* Read interface: the global model of version v (only the newest is held),
- * stored or serialized now (lazy); *owned says whether the caller frees
- * the bytes (free(), or rally__robust_sgive with *n as the capacity). */
-int rally__robust_global_bytes(struct rally__robust *rb, uint64_t v, const unsigned char **p,
-                               uint64_t *n, unsigned char **owned);
-/* Read interface: rank's local model of version v, when this worker holds
- * it (its own, or a replica of one of its k ring predecessors). */
-int rally__robust_local_bytes(struct rally__robust *rb, uint64_t v, int rank,
-                              const unsigned char **p, uint64_t *n);
+/* The read interface (api/engine.h, lend): version v's global model (rank
+ * -1; a lazy one serialized now) or rank's local model where this worker
+ * holds it, lent until rally__robust_release. */
+int rally__robust_lend(struct rally__robust *rb, uint64_t v, int rank, const unsigned char **p,
+                       uint64_t *n);
+void rally__robust_release(struct rally__robust *rb, const unsigned char *p);
 /* Request bits for the next acknowledgement (kept until one completes). */
 void rally__robust_request(struct rally__robust *rb, uint64_t bits);
-/* Subscribes fn to every commit from now on (and turn, when not NULL, to
- * the turns: rally__turn_fn). */
-int rally__robust_subscribe(struct rally__robust *rb, rally__commit_fn fn, void *arg);
-int rally__robust_subscribe_turns(struct rally__robust *rb, rally__commit_fn fn,
-                                  rally__turn_fn turn, void *arg);
+/* Subscribes s to every commit from now on, its turns and a fresh start. */
+int rally__robust_subscribe(struct rally__robust *rb, const struct rally__subscriber *s);
 /* Gives every subscriber with a turn its turn (RALLY__TURN_*), in order;
  * the first non-OK status ends it. */
 int rally__robust_turn(struct rally__robust *rb, int when);
+/* In a turn: n words OR-ed over the job (an operation at this position). */
+int rally__robust_agree(struct rally__robust *rb, uint64_t *words, size_t n);
+/* A fresh start adopts a's version: the store owns its buffers now. */
+void rally__robust_adopt(struct rally__robust *rb, struct rally__adopt *a);
 /* Version v is committed with the agreed flags: tells the subscribers. */
 void rally__robust_commit(struct rally__robust *rb, uint64_t v, uint64_t flags);
 void rally__robust_store_free(struct rally__robust *rb);
@@ -324,8 +279,8 @@ void rally__robust_comm_setup(struct rally__robust *rb,
                               void (*report)(void *arg, int code, const char *msg),
                               struct rally__err *e);
 /* Joins the job (or stays rank 0 of 1 without a tracker). */
-int rally__robust_init(struct rally__robust *rb, const struct rally__config *cfg,
-                       const char *host, struct rally__err *e);
+int rally__robust_init(struct rally__robust *rb, const struct rally__config *cfg, const char *host,
+                       struct rally__err *e);
 void rally__robust_free(struct rally__robust *rb);
 /* A setting refused before this worker joined (init's own checks, or
  * rally_init's): tells rally-run's tracker (RALLY_ECONFIG, e's sentence), so
@@ -373,8 +328,8 @@ void rally__robust_verify_begin(struct rally__robust *rb, struct rally__sig *sig
 /* After it ran: RALLY_EMISMATCH (fatal) when a neighbour's digest differed. */
 int rally__robust_verify_check(struct rally__robust *rb);
 /* A result (run or served) at position key: counted, every K-th digested. */
-void rally__robust_verify_result(struct rally__robust *rb, const struct rally__op *op,
-                                 uint64_t key, const unsigned char *res, uint64_t n);
+void rally__robust_verify_result(struct rally__robust *rb, const struct rally__op *op, uint64_t key,
+                                 const unsigned char *res, uint64_t n);
 /* RALLY_EMISMATCH naming the ranks of each verified digest (the
  * acknowledgement's pairs of every rank). */
 int rally__robust_verify_fail(struct rally__robust *rb, const uint64_t *pairs);

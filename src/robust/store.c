@@ -1,9 +1,10 @@
 /*
  * store.c — the checkpoint store: the newest global model (a copy, or a
  * serialize callback for lazy checkpoints), the local-model sets and their
- * replication along the ring, a read interface for a version's bytes, and
- * the hooks told when a version is committed (and given a turn where they
- * may run operations: rally__robust_turn).
+ * replication along the ring, a read interface that lends a version's
+ * bytes, and the subscribers (api/engine.h): told when a version is
+ * committed, given turns with an agreement of their own, and asked what a
+ * fresh start adopts.
  *
  * A version is committed when its acknowledgement (op.c) completes: every
  * worker has stored it then.  The acknowledgement carries a 64-bit word
@@ -17,9 +18,10 @@
  * local-model slot into the buffer that held it two versions ago (loc[] is
  * a double buffer); a buffer too small goes to a small pool of spares keyed
  * by capacity, from which (or, failing that, fresh: growth) the bigger one
- * comes.  A buffer lent to the snapshot writer (rally__robust_lend) is
- * neither written nor pooled: the store lets go of it (held[]) and takes
- * another, and it becomes a spare when the writer gives it back.
+ * comes.  A buffer lent to a borrower (rally__robust_lend: the snapshot
+ * layer's writer) is neither written nor pooled: the store lets go of it
+ * (held[]) and takes another, and it becomes a spare when the borrower
+ * gives it back.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -79,18 +81,20 @@ void rally__robust_sgive(struct rally__robust *rb, unsigned char *p, uint64_t ca
     rb->spare[rb->nspare++] = (struct rally__sbuf){p, cap};
 }
 
-int rally__robust_lend(struct rally__robust *rb, const unsigned char *p)
+/* p is read by a borrower until unlend: the store neither writes nor
+ * reuses it meanwhile. */
+static int lend_buf(struct rally__robust *rb, const unsigned char *p)
 {
     if (rb->nlent == RALLY__STORE_LENT)
         return rally__fail(rb->err, RALLY_EINVAL,
-                           "the checkpoint store lends at most %d buffers to the snapshot "
-                           "writer; this is one more",
+                           "the checkpoint store lends at most %d buffers at once; this is one "
+                           "more",
                            RALLY__STORE_LENT);
     rb->lent[rb->nlent++] = p;
     return RALLY_OK;
 }
 
-void rally__robust_unlend(struct rally__robust *rb, const unsigned char *p)
+static void unlend(struct rally__robust *rb, const unsigned char *p)
 {
     for (int i = 0; i < rb->nlent; i++)
         if (rb->lent[i] == p) {
@@ -186,9 +190,12 @@ unsigned char *rally__robust_dup(const void *p, uint64_t n)
     return d;
 }
 
-int rally__robust_global_bytes(struct rally__robust *rb, uint64_t v, const unsigned char **p,
-                               uint64_t *n, unsigned char **owned)
+/* The global model of version v (only the newest is held): stored, or
+ * serialized now into a store buffer (*cap its capacity, else 0). */
+static int global_bytes(struct rally__robust *rb, uint64_t v, const unsigned char **p, uint64_t *n,
+                        uint64_t *cap)
 {
+    *cap = 0;
     if (v != rb->version || (rb->ckpt == NULL && rb->lazy == NULL))
         return rally__fail(rb->err, RALLY_ESTATE,
                            "checkpoint version %llu is not held here (the newest is %llu)",
@@ -196,20 +203,58 @@ int rally__robust_global_bytes(struct rally__robust *rb, uint64_t v, const unsig
     if (rb->lazy == NULL) {
         *p = rb->ckpt;
         *n = rb->ckpt_nbytes;
-        *owned = NULL;
         return RALLY_OK;
     }
-    uint64_t m = rb->lazy(rb->lazy_arg, NULL, 0), cap = 0;
-    unsigned char *b = m == UINT64_MAX || m > SIZE_MAX ? NULL : rally__robust_stake(rb, m, &cap);
+    uint64_t m = rb->lazy(rb->lazy_arg, NULL, 0), c = 0;
+    unsigned char *b = m == UINT64_MAX || m > SIZE_MAX ? NULL : rally__robust_stake(rb, m, &c);
     if (b == NULL || rb->lazy(rb->lazy_arg, b, m) != m) {
-        rally__robust_sgive(rb, b, cap);
+        rally__robust_sgive(rb, b, c);
         return rally__fail(rb->err, RALLY_EINVAL,
                            "the lazy checkpoint's serialize callback failed for version %llu",
                            (unsigned long long)v);
     }
-    *p = *owned = b;
+    *p = b;
     *n = m;
+    *cap = c;
     return RALLY_OK;
+}
+
+/* rank's local model of version v, when this worker holds it (its own, or
+ * a replica of one of its k ring predecessors). */
+static int local_bytes(struct rally__robust *rb, uint64_t v, int rank, const unsigned char **p,
+                       uint64_t *n)
+{
+    struct rally__localset *ls = rally__robust_set_of(rb, v);
+    int j = (rb->rank - rank + rb->world) % rb->world;
+    if (rank >= rb->world || ls == NULL || j > rb->k || ls->data[j] == NULL)
+        return rally__fail(rb->err, RALLY_ESTATE,
+                           "rank %d's local model of checkpoint version %llu is not held here",
+                           rank, (unsigned long long)v);
+    *p = ls->data[j];
+    *n = ls->nbytes[j];
+    return RALLY_OK;
+}
+
+int rally__robust_lend(struct rally__robust *rb, uint64_t v, int rank, const unsigned char **p,
+                       uint64_t *n)
+{
+    uint64_t cap = 0;
+    int rc = rank < 0 ? global_bytes(rb, v, p, n, &cap) : local_bytes(rb, v, rank, p, n);
+    if (rc != RALLY_OK)
+        return rc;
+    if (lend_buf(rb, *p) != RALLY_OK) {
+        if (cap > 0)
+            rally__robust_sgive(rb, (unsigned char *)*p, cap);
+        return rb->err->code;
+    }
+    if (cap > 0) /* serialized for the borrower: the store holds it aside until it is back */
+        rb->held[rb->nheld++] = (struct rally__sbuf){(unsigned char *)*p, cap};
+    return RALLY_OK;
+}
+
+void rally__robust_release(struct rally__robust *rb, const unsigned char *p)
+{
+    unlend(rb, p);
 }
 
 /* A checkpoint's local models travel k hops along the ring, one hop per
@@ -285,8 +330,12 @@ static int deliver_replicate(struct rally__robust *rb, struct rally__op *op,
 int rally__robust_replicate(struct rally__robust *rb, const void *local, uint64_t nbytes)
 {
     struct replicate c = {local, nbytes, NULL};
-    struct rally__op op = {{RALLY__K_REPLICATE, 0, 0, -1, rb->version, 0}, NULL, NULL,
-                           run_replicate, deliver_replicate, &c};
+    struct rally__op op = {{RALLY__K_REPLICATE, 0, 0, -1, rb->version, 0},
+                           NULL,
+                           NULL,
+                           run_replicate,
+                           deliver_replicate,
+                           &c};
     return rally__robust_op(rb, &op);
 }
 
@@ -322,48 +371,30 @@ void rally__robust_store_adopt(struct rally__robust *rb, unsigned char *global, 
     rb->lazy = NULL;
 }
 
-int rally__robust_local_bytes(struct rally__robust *rb, uint64_t v, int rank,
-                              const unsigned char **p, uint64_t *n)
-{
-    struct rally__localset *ls = rally__robust_set_of(rb, v);
-    int j = (rb->rank - rank + rb->world) % rb->world;
-    if (rank < 0 || rank >= rb->world || ls == NULL || j > rb->k || ls->data[j] == NULL)
-        return rally__fail(rb->err, RALLY_ESTATE,
-                           "rank %d's local model of checkpoint version %llu is not held here",
-                           rank, (unsigned long long)v);
-    *p = ls->data[j];
-    *n = ls->nbytes[j];
-    return RALLY_OK;
-}
-
 void rally__robust_request(struct rally__robust *rb, uint64_t bits)
 {
     rb->request |= bits;
 }
 
-int rally__robust_subscribe(struct rally__robust *rb, rally__commit_fn fn, void *arg)
+int rally__robust_subscribe(struct rally__robust *rb, const struct rally__subscriber *s)
 {
-    return rally__robust_subscribe_turns(rb, fn, NULL, arg);
-}
-
-int rally__robust_subscribe_turns(struct rally__robust *rb, rally__commit_fn fn,
-                                  rally__turn_fn turn, void *arg)
-{
-    if (rb->nhooks == RALLY__MAX_HOOKS)
+    int fresh = 0;
+    for (int i = 0; i < rb->nhooks; i++)
+        fresh |= rb->hooks[i].fresh != NULL;
+    if (rb->nhooks == RALLY__MAX_HOOKS || (fresh && s->fresh != NULL))
         return rally__fail(rb->err, RALLY_EINVAL,
-                           "a handle takes at most %d checkpoint hooks; this is one more",
+                           "a handle takes at most %d checkpoint subscribers, one of them with a "
+                           "fresh-start hook; this is one more",
                            RALLY__MAX_HOOKS);
-    rb->hooks[rb->nhooks].fn = fn;
-    rb->hooks[rb->nhooks].turn = turn;
-    rb->hooks[rb->nhooks].arg = arg;
-    rb->nhooks++;
+    rb->hooks[rb->nhooks++] = *s;
     return RALLY_OK;
 }
 
 void rally__robust_commit(struct rally__robust *rb, uint64_t v, uint64_t flags)
 {
     for (int i = 0; i < rb->nhooks; i++)
-        rb->hooks[i].fn(rb->hooks[i].arg, v, flags);
+        if (rb->hooks[i].commit != NULL)
+            rb->hooks[i].commit(rb->hooks[i].arg, v, flags);
 }
 
 int rally__robust_turn(struct rally__robust *rb, int when)
@@ -376,7 +407,79 @@ int rally__robust_turn(struct rally__robust *rb, int when)
     return RALLY_OK;
 }
 
-/* After the snapshot writer stopped: nothing is lent any more. */
+/* A subscriber's agreement in its turn: words OR-ed over the job, cached
+ * and served like any other operation. */
+struct agree {
+    uint64_t *words;
+    size_t n;
+};
+
+static int run_agree(struct rally__robust *rb, struct rally__op *op, unsigned char **res,
+                     uint64_t *n)
+{
+    struct agree *c = op->ctx;
+    uint64_t nbytes = (uint64_t)c->n * 8;
+    unsigned char *b = rally__robust_buf(rb, nbytes);
+    if (b == NULL)
+        return rally__fail(rb->err, RALLY_ENOMEM, "out of memory");
+    memcpy(b, c->words, (size_t)nbytes);
+    struct rally__reducer rd;
+    rally__reducer_builtin(&rd, RALLY_UINT64, RALLY_BITOR);
+    int rc = rally__allreduce(&rb->comm, b, b, c->n, &rd, &op->sig);
+    if (rc != RALLY_OK) {
+        rally__robust_unbuf(rb, b);
+        return rc;
+    }
+    memcpy(c->words, b, (size_t)nbytes);
+    *res = b;
+    *n = nbytes;
+    return RALLY_OK;
+}
+
+static int deliver_agree(struct rally__robust *rb, struct rally__op *op, const unsigned char *res,
+                         uint64_t n)
+{
+    struct agree *c = op->ctx;
+    if (n != (uint64_t)c->n * 8)
+        return rally__fail(rb->err, RALLY_EPROTO,
+                           "recovery served %llu bytes for a checkpoint turn's agreement of %llu",
+                           (unsigned long long)n, (unsigned long long)c->n * 8);
+    memcpy(c->words, res, (size_t)n);
+    return RALLY_OK;
+}
+
+int rally__robust_agree(struct rally__robust *rb, uint64_t *words, size_t n)
+{
+    struct agree c = {words, n};
+    struct rally__op op = {
+        {RALLY__K_TURN, 0, 0, -1, (uint64_t)n, 0}, NULL, NULL, run_agree, deliver_agree, &c};
+    if (!rb->distributed)
+        return RALLY_OK; /* alone: the words are the job's */
+    return rally__robust_op(rb, &op);
+}
+
+/* A fresh start adopts version a->version (fresh hook, api/engine.h): the
+ * store owns a's buffers now. */
+void rally__robust_adopt(struct rally__robust *rb, struct rally__adopt *a)
+{
+    rally__robust_store_adopt(rb, a->global, a->global_nbytes, a->global_nbytes);
+    a->global = NULL;
+    if (a->has_local) {
+        struct rally__localset *ls = rally__robust_set_spare(rb);
+        ls->version = a->version;
+        for (int j = 0; j <= rb->k; j++) {
+            rally__robust_sgive(rb, ls->data[j], ls->cap[j]);
+            ls->data[j] = a->local[j];
+            ls->nbytes[j] = ls->cap[j] = a->local_nbytes[j];
+            a->local[j] = NULL;
+        }
+        ls->valid = 1;
+        rb->use_local = 1;
+    }
+    rb->version = a->version;
+}
+
+/* After every borrower released what it borrowed. */
 void rally__robust_store_free(struct rally__robust *rb)
 {
     rb->nlent = 0;

@@ -331,7 +331,8 @@ int rally__snap_retain_upto(const char *jobdir, const char *run_id, int keep, ui
     return rc;
 }
 
-int rally__snap_check_fresh(const char *jobdir, struct rally__err *e)
+int rally__snap_check_fresh(const char *jobdir, const char *resume, const char *overwrite,
+                            struct rally__err *e)
 {
     struct rally__snap_entry *v = NULL;
     size_t n = 0;
@@ -354,9 +355,10 @@ int rally__snap_check_fresh(const char *jobdir, struct rally__err *e)
                                  : v[i].state == RALLY__SNAP_INCOMPLETE ? "incomplete"
                                                                         : "damaged");
     rc = rally__fail(e, RALLY_EINVAL,
-                     "%s already holds %zu snapshot%s: %s%s; continue it with "
-                     "--resume latest, or start over with --overwrite",
-                     jobdir, n, n == 1 ? "" : "s", names, used + 40 >= sizeof names ? ", ..." : "");
+                     "%s already holds %zu snapshot%s: %s%s; continue it with %s, or start "
+                     "over with %s",
+                     jobdir, n, n == 1 ? "" : "s", names, used + 40 >= sizeof names ? ", ..." : "",
+                     resume, overwrite);
     free(v);
     return rc;
 }

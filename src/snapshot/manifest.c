@@ -130,6 +130,22 @@ int rally__snap_job_ok(const char *s)
     return 1;
 }
 
+void rally__snap_job_from(const char *prog, char out[RALLY__SNAP_JOB_MAX + 1])
+{
+    const char *b = prog ? strrchr(prog, '/') : NULL;
+    b = b ? b + 1 : prog ? prog : "";
+    size_t n = 0;
+    for (; b[n] && n < RALLY__SNAP_JOB_MAX; n++) {
+        char ch = b[n];
+        out[n] = isalnum((unsigned char)ch) || ch == '.' || ch == '_' || ch == '-' ? ch : '_';
+    }
+    out[n] = '\0';
+    if (n == 0)
+        snprintf(out, RALLY__SNAP_JOB_MAX + 1, "job");
+    else if (out[0] == '.')
+        out[0] = 'j';
+}
+
 void rally__snap_file_name(int rank, char out[RALLY__SNAP_NAME_MAX])
 {
     if (rank < 0)

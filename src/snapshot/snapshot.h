@@ -88,6 +88,10 @@ int rally__snap_uuid(char out[RALLY__SNAP_UUID_LEN + 1], struct rally__err *e);
 void rally__snap_now(char out[RALLY__SNAP_TIME_LEN + 1]);
 /* Whether s is a valid job name / snapshot file name (the whitelist). */
 int rally__snap_job_ok(const char *s);
+/* A job name from a program's path: its base name, bytes outside
+ * A-Z a-z 0-9 . _ - replaced by '_', a leading '.' by 'j', at most
+ * RALLY__SNAP_JOB_MAX bytes ("job" for an empty one). */
+void rally__snap_job_from(const char *prog, char out[RALLY__SNAP_JOB_MAX + 1]);
 /* The file name of rank's model (-1: the global one) into out. */
 void rally__snap_file_name(int rank, char out[RALLY__SNAP_NAME_MAX]);
 /* "snap-%08llu" into out. */
@@ -280,9 +284,11 @@ int rally__snap_retain(const char *jobdir, const char *run_id, int keep, struct 
 int rally__snap_retain_upto(const char *jobdir, const char *run_id, int keep, uint64_t upto,
                             struct rally__err *e, int *removed);
 /* A fresh start (no resume) into jobdir: RALLY_EINVAL naming the snapshot
- * directories it already holds (the RFC's stale-checkpoint trap), RALLY_OK
+ * directories it already holds (the RFC's stale-checkpoint trap) and the
+ * two ways on (resume, overwrite: how the caller spells them), RALLY_OK
  * when it holds none or does not exist. */
-int rally__snap_check_fresh(const char *jobdir, struct rally__err *e);
+int rally__snap_check_fresh(const char *jobdir, const char *resume, const char *overwrite,
+                            struct rally__err *e);
 
 /* --- the job directory's lock ------------------------------------------------------------ */
 

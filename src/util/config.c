@@ -56,7 +56,7 @@ static const struct key keys[] = {
     K("mock", LIST, mock, "", 0, 0),
     K("mock_sync", STR, mock_sync, "", 0, 0),
     K("snapshot_dir", STR, snapshot_dir, "", 0, 0),
-    K("snapshot_job", STR, snapshot_job, "job", 0, 0),
+    K("snapshot_job", STR, snapshot_job, "", 0, 0),
     K("snapshot_every", INT, snapshot_every, "0", 0, INT64_MAX / 4),
     K("snapshot_every_ms", INT, snapshot_every_ms, "0", 0, INT64_MAX / 4),
     K("snapshot_keep", INT, snapshot_keep, "2", 1, 1000000),
@@ -67,6 +67,8 @@ static const struct key keys[] = {
     K("run_started", STR, run_started, "", 0, 0),
     K("resume", STR, resume, "", 0, 0),
     K("resume_force", INT, resume_force, "0", 0, 1),
+    K("overwrite", INT, overwrite, "0", 0, 1),
+    K("keep_snapshots", INT, keep_snapshots, "0", 0, 1),
     K("input_check", INT, input_check, "1", 0, 1),
 };
 #undef K

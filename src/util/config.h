@@ -52,9 +52,9 @@ struct rally__config {
     int64_t transport;                /* RALLY__TRANSPORT_*: links to same-host peers */
     char mock[RALLY__STR_MAX * 4];    /* kill points, ';'-separated (librally_mock) */
     char mock_sync[RALLY__STR_MAX];   /* where a group of kill points meets (librally_mock) */
-    /* durable snapshots (docs/snapshot-format.md; src/robust/snapshot.c) */
+    /* durable snapshots (docs/snapshot-format.md; src/api/snapjob.c) */
     char snapshot_dir[RALLY__STR_MAX];  /* the snapshot root; "" = no snapshots */
-    char snapshot_job[RALLY__STR_MAX];  /* the job's directory name under it */
+    char snapshot_job[RALLY__STR_MAX];  /* the job's directory name under it; "" the program's */
     int64_t snapshot_every;             /* every this many versions; 0 = never */
     int64_t snapshot_every_ms;          /* every this many ms on rank 0's clock; 0 = never */
     int64_t snapshot_keep;              /* complete snapshots of this run kept */
@@ -65,6 +65,9 @@ struct rally__config {
     char run_started[RALLY__STR_MAX];   /* when it started, RFC 3339 UTC */
     char resume[RALLY__STR_MAX];        /* a snapshot directory to start from */
     int64_t resume_force;               /* 1: skip the overridable resume checks */
+    /* without a launcher that owns the run (resume.c): */
+    int64_t overwrite;                  /* 1: start afresh beside older snapshots */
+    int64_t keep_snapshots;             /* 1: keep this run's snapshots after success */
     int64_t input_check;                /* 1: a restarted rank must read its predecessor's input */
 };
 

@@ -11,7 +11,7 @@
  * call is checked as it comes: versions follow each other by one, the
  * agreed flags are BIT at version K and 0 at every other, the store's read
  * interface gives the committed global model (compared with the caller's
- * once the call returns) and the local model of this rank and of its ring
+ * once the call returns; lent, then released) and the local model of this rank and of its ring
  * predecessor (held as a replica), and refuses the version before.  At the
  * end each rank checks it saw the commits up to ITERS and prints
  *   "flags_ok rank=R first=V flags=F commits=C"
@@ -44,28 +44,38 @@ static void bad(struct seen *s, const char *what, uint64_t version)
     s->bad = 1;
 }
 
-/* Reads the committed models of version v through the engine. */
+/* Reads the committed models of version v through the engine's read
+ * interface (lend, release). */
 static void read_back(struct seen *s, uint64_t v)
 {
     struct rally__engine *en = rally__api_engine(R);
     const void *p;
     uint64_t n;
-    void *owned;
-    if (rally__engine.checkpoint_bytes(en, v, -1, &p, &n, &owned) != RALLY_OK ||
-        n != sizeof(double) || owned != NULL)
+    if (rally__engine.lend(en, v, -1, &p, &n) != RALLY_OK || n != sizeof(double))
         bad(s, "no global model of the committed version", v);
-    else
+    else {
         memcpy(&s->global, p, sizeof s->global);
-    if (v > 1 && rally__engine.checkpoint_bytes(en, v - 1, -1, &p, &n, &owned) == RALLY_OK)
+        rally__engine.release(en, p);
+    }
+    if (v > 1 && rally__engine.lend(en, v - 1, -1, &p, &n) == RALLY_OK) {
         bad(s, "the global model of the version before is still readable", v);
+        rally__engine.release(en, p);
+    }
     for (int j = 0; j < (N > 1 ? 2 : 1); j++) {
         int q = (rank - j + N) % N;
         int64_t want = (int64_t)q * 1000 + (int64_t)v, got;
-        if (rally__engine.checkpoint_bytes(en, v, q, &p, &n, &owned) != RALLY_OK ||
-            n != sizeof got || (memcpy(&got, p, sizeof got), got != want))
+        if (rally__engine.lend(en, v, q, &p, &n) != RALLY_OK) {
             bad(s, j ? "the predecessor's local model is not held" : "the own local model is wrong",
                 v);
+            continue;
+        }
+        if (n != sizeof got || (memcpy(&got, p, sizeof got), got != want))
+            bad(s, j ? "the predecessor's local model is wrong" : "the own local model is wrong",
+                v);
+        rally__engine.release(en, p);
     }
+    if (!rally__engine.has_local(en))
+        bad(s, "the engine says the job passes no local models", v);
 }
 
 static void hook(void *arg, uint64_t version, uint64_t flags)
@@ -108,7 +118,8 @@ int main(int argc, char **argv)
     N = rally_world_size(R);
     struct seen s = {0};
     struct rally__engine *en = rally__api_engine(R);
-    check(rally__engine.subscribe(en, hook, &s), "subscribe");
+    struct rally__subscriber sub = {hook, NULL, NULL, &s};
+    check(rally__engine.subscribe(en, &sub), "subscribe");
     double model = 0;
     void *g = NULL, *l = NULL;
     uint64_t gn = 0, ln = 0, version = 0;
@@ -135,8 +146,7 @@ int main(int argc, char **argv)
             bad(&s, "the hook read another global model than the checkpoint stored", it + 1);
     }
     if (s.n == 0 || s.last != iters)
-        printf("FLAGS_BAD rank=%d saw %d commits, the last %" PRIu64 " (want up to %" PRIu64
-               ")\n",
+        printf("FLAGS_BAD rank=%d saw %d commits, the last %" PRIu64 " (want up to %" PRIu64 ")\n",
                rank, s.n, s.last, iters);
     else if (!s.bad)
         printf("flags_ok rank=%d first=%" PRIu64 " flags=%" PRIu64 " commits=%d\n", rank, s.first,

@@ -1,0 +1,230 @@
+/*
+ * resume.c — the run a job's snapshots belong to, and resuming from one.
+ *
+ * A launcher (rally-run) names the run (rally_run_id, rally_run_started),
+ * holds the job directory's lock, resolves --resume and verifies the
+ * snapshot before any worker starts, and cleans up after success.  A job
+ * started by anything else — mpirun with librally_mpi, a tracker without
+ * rally-run — owns its run: rank 0 names it, takes the lock, makes the
+ * fresh-start check, resolves rally_resume (latest, or a path) and verifies
+ * that snapshot, and broadcasts the outcome, so every rank starts from the
+ * same name and snapshot or fails with rank 0's sentence; after a
+ * successful finalize rank 0 removes the run's snapshots unless kept.
+ *
+ * Resuming is the engine's fresh hook: only when the whole job starts
+ * afresh (no worker holds a checkpoint) does a rank read the snapshot,
+ * verifying each file as it reads it, check it is this job's, and hand the
+ * engine the version to adopt.  A worker that replaces one that died is
+ * served the newest checkpoint by the others instead.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/snapjob.h"
+#include "util/wire.h"
+
+#define E (&rally__engine)
+
+/* What rank 0 tells the others about the run it named. */
+struct run_word {
+    uint32_t code; /* RALLY_OK, or rank 0's failure, msg its sentence */
+    char msg[RALLY__ERR_MSG_MAX];
+    char run_id[RALLY__SNAP_UUID_LEN + 1];
+    char run_started[RALLY__SNAP_TIME_LEN + 1];
+    char resume[PATH_MAX];
+};
+
+/* e's sentence after "rally_resume=...: " (or a note), as RALLY_ECONFIG:
+ * the job's settings are what is wrong. */
+static int refuse(struct rally__err *e, const char *setting, const char *value, const char *tail)
+{
+    char was[RALLY__ERR_MSG_MAX];
+    snprintf(was, sizeof was, "%s", e->msg);
+    return rally__fail_over(e, RALLY_ECONFIG, "%s=%s: %s%s", setting, value, was, tail);
+}
+
+/* Rank 0 of a job that owns its run: the name, the lock, the fresh-start
+ * check and the snapshot to resume from, resolved and verified. */
+static int name_run(struct rally__snapjob *sj, struct run_word *w)
+{
+    const struct rally__config *c = sj->cfg;
+    struct rally__err *e = sj->err;
+    if (rally__snap_uuid(w->run_id, e) != RALLY_OK)
+        return e->code;
+    rally__snap_now(w->run_started);
+    if (c->snapshot_dir[0] != '\0') {
+        char abs[PATH_MAX];
+        if (rally__snap_lock_take(c->snapshot_dir, sj->job, w->run_id, e, &sj->lock) != RALLY_OK)
+            return e->code;
+        if (realpath(c->snapshot_dir, abs) == NULL)
+            return rally__fail(e, RALLY_ESYS, "rally_snapshot_dir=%s: %s", c->snapshot_dir,
+                               strerror(errno));
+        if (snprintf(sj->jobdir, sizeof sj->jobdir, "%s/%s", abs, sj->job) >=
+            (int)sizeof sj->jobdir)
+            return rally__fail(e, RALLY_ECONFIG, "rally_snapshot_dir=%s: the path is too long",
+                               c->snapshot_dir);
+        if (c->resume[0] == '\0' && !c->overwrite &&
+            rally__snap_check_fresh(sj->jobdir, "rally_resume=latest", "rally_overwrite=1", e) !=
+                RALLY_OK)
+            return e->code = RALLY_ECONFIG;
+    }
+    if (c->resume[0] == '\0')
+        return RALLY_OK;
+    if (strcmp(c->resume, "latest") == 0 && sj->jobdir[0] == '\0')
+        return rally__fail(e, RALLY_ECONFIG, "rally_resume=latest needs rally_snapshot_dir");
+    char path[PATH_MAX];
+    struct rally__snap *sn = NULL;
+    if (rally__snap_resolve(sj->jobdir, c->resume, e, path, sizeof path) != RALLY_OK ||
+        rally__snap_open(path, e, &sn) != RALLY_OK)
+        return refuse(e, "rally_resume", c->resume, "");
+    const struct rally__snap_manifest *m = rally__snap_manifest(sn);
+    struct rally__snap_expect x = {sj->world, NULL, NULL, NULL, NULL};
+    char note[512];
+    int rc = rally__snap_compatible(m, &x, (int)c->resume_force, e, note, sizeof note);
+    if (rc == RALLY_OK && realpath(path, w->resume) == NULL)
+        rc = rally__fail(e, RALLY_ESYS, "%s: %s", path, strerror(errno));
+    rally__snap_close(sn);
+    return rc == RALLY_OK ? RALLY_OK : refuse(e, "rally_resume", c->resume, "");
+}
+
+int rally__snapjob_run(struct rally__snapjob *sj)
+{
+    const struct rally__config *c = sj->cfg;
+    struct rally__err *e = sj->err;
+    if (c->run_started[0] != '\0' && strlen(c->run_started) != RALLY__SNAP_TIME_LEN)
+        return rally__fail(e, RALLY_ECONFIG,
+                           "rally_run_started=%.80s is not a time like "
+                           "2026-11-30T12:00:00.000000Z",
+                           c->run_started);
+    if (c->run_id[0] != '\0') { /* the launcher's run: it resolved and verified the snapshot */
+        if (strlen(c->run_id) != RALLY__SNAP_UUID_LEN)
+            return rally__fail(e, RALLY_ECONFIG,
+                               "rally_run_id=%.80s is not a UUID (8-4-4-4-12 hex digits)",
+                               c->run_id);
+        memcpy(sj->run_id, c->run_id, RALLY__SNAP_UUID_LEN + 1);
+        if (c->run_started[0] != '\0')
+            memcpy(sj->run_started, c->run_started, RALLY__SNAP_TIME_LEN + 1);
+        else
+            rally__snap_now(sj->run_started);
+        snprintf(sj->resume, sizeof sj->resume, "%s", c->resume);
+        return RALLY_OK;
+    }
+    sj->owner = 1;
+    struct run_word *w = calloc(1, sizeof *w);
+    if (w == NULL)
+        return rally__fail(e, RALLY_ENOMEM, "out of memory");
+    if (sj->rank == 0 && name_run(sj, w) != RALLY_OK) {
+        w->code = (uint32_t)e->code;
+        snprintf(w->msg, sizeof w->msg, "%s", e->msg);
+    }
+    int rc = sj->world > 1 ? E->broadcast(sj->en, w, sizeof *w, 0) : RALLY_OK;
+    if (rc == RALLY_OK && w->code != RALLY_OK)
+        rc = sj->rank == 0 ? (int)w->code : rally__fail(e, (int)w->code, "rank 0: %s", w->msg);
+    if (rc == RALLY_OK) {
+        memcpy(sj->run_id, w->run_id, sizeof sj->run_id);
+        memcpy(sj->run_started, w->run_started, sizeof sj->run_started);
+        memcpy(sj->resume, w->resume, sizeof sj->resume);
+        if (sj->rank == 0 && sj->resume[0] != '\0')
+            rally__snapjob_say(sj, "resuming from %s (rally_resume=%s, verified)", sj->resume,
+                               c->resume);
+    }
+    free(w);
+    return rc;
+}
+
+void rally__snapjob_done(struct rally__snapjob *sj)
+{
+    const struct rally__config *c = sj ? sj->cfg : NULL;
+    if (sj == NULL || !sj->owner || sj->rank != 0 || sj->jobdir[0] == '\0' || c->keep_snapshots ||
+        c->snapshot_final)
+        return;
+    struct rally__err e = {0, ""};
+    int removed = 0;
+    if (rally__snap_retain(sj->jobdir, sj->run_id, 0, &e, &removed) != RALLY_OK)
+        rally__snapjob_say(sj, "removing this run's snapshots: %s", e.msg);
+    else if (removed > 0)
+        rally__snapjob_say(sj,
+                           "the run succeeded: removed its %d snapshot%s "
+                           "(rally_keep_snapshots=1 keeps them)",
+                           removed, removed == 1 ? "" : "s");
+}
+
+/* The snapshot's global model and the local models this rank holds (slot
+ * j: rank (rank - j) mod world's), each file verified as it is read. */
+static int read_models(struct rally__snapjob *sj, struct rally__snap *sn, struct rally__adopt *a)
+{
+    void *g = NULL;
+    if (rally__snap_read(sn, -1, sj->err, &g, &a->global_nbytes) != RALLY_OK)
+        return sj->err->code;
+    a->global = g ? g : malloc(1);
+    if (a->global == NULL)
+        return rally__fail(sj->err, RALLY_ENOMEM, "out of memory");
+    if (!rally__snap_has_local(sn))
+        return RALLY_OK;
+    a->has_local = 1;
+    for (int j = 0; j < a->nlocal; j++) {
+        int r = (sj->rank - j + sj->world) % sj->world;
+        void *b = NULL;
+        if (rally__snap_read(sn, r, sj->err, &b, &a->local_nbytes[j]) != RALLY_OK)
+            return sj->err->code;
+        if ((a->local[j] = b ? b : malloc(1)) == NULL)
+            return rally__fail(sj->err, RALLY_ENOMEM, "out of memory");
+    }
+    return RALLY_OK;
+}
+
+int rally__snapjob_fresh(void *arg, struct rally__adopt *a)
+{
+    struct rally__snapjob *sj = arg;
+    if (sj->resume[0] == '\0')
+        return RALLY_OK; /* nothing to resume: a fresh start */
+    struct rally__snap *sn = NULL;
+    char note[512], mine[17], **fps = NULL;
+    /* the launcher (or rank 0) verified every file; this rank verifies each
+     * file it reads as it reads it, all of them before the application
+     * gets a byte */
+    int rc = rally__snap_open_sizes(sj->resume, sj->err, &sn);
+    if (rc != RALLY_OK)
+        goto out;
+    const struct rally__snap_manifest *m = rally__snap_manifest(sn);
+    struct rally__snap_expect x = {sj->world, sj->app_name, sj->app_config,
+                                   sj->scheme[0] ? sj->scheme : NULL, NULL};
+    if (sj->has_fp && m->fingerprints != NULL && m->world == sj->world) {
+        /* this rank knows its own input only: the others' entries are the
+         * snapshot's own, so the check is this rank's */
+        if ((fps = malloc((size_t)m->world * sizeof *fps)) == NULL) {
+            rc = rally__fail(sj->err, RALLY_ENOMEM, "out of memory");
+            goto out;
+        }
+        memcpy(fps, m->fingerprints, (size_t)m->world * sizeof *fps);
+        snprintf(mine, sizeof mine, "%016" PRIx64, sj->fp);
+        fps[sj->rank] = mine;
+        x.fingerprints = fps;
+    }
+    if (rally__snap_compatible(m, &x, (int)sj->cfg->resume_force, sj->err, note, sizeof note) !=
+        RALLY_OK) {
+        /* the job's arguments or input, not a worker, are wrong: the job's
+         * error, which no restart repairs */
+        rc = sj->err->code = RALLY_ECONFIG;
+        goto out;
+    }
+    if (note[0] && sj->rank == 0)
+        rally__snapjob_say(sj, "%s", note);
+    if ((rc = read_models(sj, sn, a)) != RALLY_OK)
+        goto out;
+    if (sj->rank == 0)
+        rally__snapjob_say(sj,
+                           "resuming from %s: checkpoint version %" PRIu64 " of run %s, %d "
+                           "workers",
+                           sj->resume, m->version, m->run_id, m->world);
+    sj->last = m->version; /* it is on disk already */
+    sj->resumed = 1;
+    a->version = m->version;
+out:
+    free(fps);
+    rally__snap_close(sn);
+    return rc;
+}

@@ -1,0 +1,105 @@
+/*
+ * snapjob.h — durable snapshots of a job over any engine: the snapshot
+ * layer's subscriber to checkpoints (snapjob.c) and resuming (resume.c),
+ * private to src/api.
+ *
+ * It sees the engine only through its ops (api/engine.h): commits with
+ * agreed request bits, a turn in every checkpoint and in finalize with an
+ * agreement of its own, lend/release of a committed version's bytes, and
+ * a fresh start that adopts a resumed version.  Bytes go to disk through
+ * src/snapshot, which knows no engine.  So librally and librally_mpi take
+ * the same snapshots and resume them alike.
+ */
+#ifndef RALLY_API_SNAPJOB_H
+#define RALLY_API_SNAPJOB_H
+
+#include <limits.h>
+#include <stdint.h>
+
+#include "api/engine.h"
+#include "snapshot/snapshot.h"
+#include "util/config.h"
+#include "util/err.h"
+
+/* Request bits of the checkpoint acknowledgement (docs/recovery.md,
+ * "Commits and request bits"): the engine ORs them and does not know them. */
+#define RALLY__REQ_SNAPSHOT (UINT64_C(1) << 0)     /* snapshot the version this commits */
+#define RALLY__REQ_SNAP_PENDING (UINT64_C(1) << 1) /* a snapshot's parts are still being written   \
+                                                    */
+
+#define RALLY__SNAP_NONE UINT64_MAX
+#define RALLY__SNAP_UNKNOWN (UINT64_MAX - 1) /* pending, version unknown: a restarted rank */
+
+struct rally__snapjob {
+    struct rally__engine *en;
+    const struct rally__config *cfg;
+    struct rally__err *err;
+    int rank, world;
+    struct rally__snap_bg *bg;
+    char job[RALLY__SNAP_JOB_MAX + 1];
+    char run_id[RALLY__SNAP_UUID_LEN + 1];
+    char run_started[RALLY__SNAP_TIME_LEN + 1];
+    uint64_t pending;           /* the version whose parts are being written, or NONE */
+    uint64_t last;              /* the newest version a snapshot was taken of, or NONE */
+    int64_t last_ms;            /* rank 0: when the last one was taken (or the start) */
+    int nparts;                 /* parts submitted and not yet collected from the writer */
+    int failed;                 /* this rank's part of pending failed (or is lost) */
+    int logged;                 /* ... and it said so */
+    int skip;                   /* rally_snapshot_busy=skip */
+    int checkpoints;            /* checkpoint turns this process took (0: none yet) */
+    struct rally__snap_bg *cbg; /* rank 0: the committer (manifest, retention) */
+    uint64_t committing;        /* ... the version it is committing, or NONE */
+    /* the training thread's stall: in the snapshot pending (take, and the
+     * checkpoints' reports), and over the snapshots reported at checkpoints */
+    int64_t stall_us, stall_sum_us, stall_max_us;
+    int64_t report_us; /* the last report's agreement (waiting for the slowest rank) */
+    int stalls;
+    int resumed;       /* this process started from a snapshot */
+    uint64_t files[4]; /* what it wrote: local size and sum, global size and sum */
+    char why[RALLY__ERR_MSG_MAX];
+    char *app_name, *app_config;
+    char scheme[65]; /* rally_set_input: the partitioning scheme, "" none */
+    int has_fp;      /* ... and this rank's input fingerprint */
+    uint64_t fp;
+    uint64_t *report;                        /* the report's words: world slots (snapjob.c), kept */
+    const void *lent[RALLY__SNAP_PARTS_MAX]; /* the engine's bytes the writer reads */
+    int nlent;
+    /* the run (resume.c): named by the launcher, or owned by this job */
+    int owner; /* no launcher named it: rank 0 holds the lock and cleans up */
+    struct rally__snap_lock *lock;
+    char jobdir[PATH_MAX];
+    char resume[PATH_MAX]; /* the snapshot to resume from, resolved; "" none */
+};
+
+/* --- snapjob.c -------------------------------------------------------------- */
+
+/* Subscribes the snapshot layer to en when rally_snapshot_dir or
+ * rally_resume is set (*out NULL otherwise).  prog names the job when
+ * rally_snapshot_job does not.  Collective when no launcher named the run
+ * (resume.c).  Errors go to e. */
+int rally__snapjob_start(struct rally__engine *en, const struct rally__config *cfg,
+                         const char *prog, struct rally__err *e, struct rally__snapjob **out);
+/* Stops the writers and gives back what they borrowed: before the engine
+ * is freed (NULL is fine). */
+void rally__snapjob_free(struct rally__snapjob *sj);
+/* The application's name and configuration string, for the manifest and
+ * the resume check. */
+int rally__snapjob_set_app(struct rally__snapjob *sj, const char *name, const char *config);
+/* The input's partitioning scheme and this rank's fingerprint (checked),
+ * likewise. */
+void rally__snapjob_set_input(struct rally__snapjob *sj, const char *scheme, uint64_t fp);
+void rally__snapjob_say(const struct rally__snapjob *sj, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* --- resume.c --------------------------------------------------------------- */
+
+/* The run's name, lock and the snapshot to resume from: given by the
+ * launcher, or (no rally_run_id) chosen by rank 0 and broadcast. */
+int rally__snapjob_run(struct rally__snapjob *sj);
+/* The engine's fresh hook: the resumed version, read and verified. */
+int rally__snapjob_fresh(void *arg, struct rally__adopt *a);
+/* The job finalized successfully: a run this job owns removes its
+ * snapshots unless kept (rally_keep_snapshots, rally_snapshot_final). */
+void rally__snapjob_done(struct rally__snapjob *sj);
+
+#endif
