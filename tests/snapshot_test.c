@@ -1163,7 +1163,7 @@ static void resume_compatibility(void **state)
     for (size_t i = 0; i < sizeof COMPAT_CASES / sizeof COMPAT_CASES[0]; i++) {
         const struct compat_case *c = &COMPAT_CASES[i];
         struct rally__snap_expect x = {c->world, c->app_name, c->app_config, c->partitioning,
-                                       c->fp_changed ? fps_changed : fps};
+                                       c->fp_changed ? fps_changed : fps, NULL};
         size_t nfiles = m->nfiles;
         if (c->global_only)
             m->nfiles = 1;
@@ -1179,10 +1179,11 @@ static void resume_compatibility(void **state)
             fail_msg("%s: note '%s', want '%s'", c->name, note, c->want);
     }
     /* another rally: 0.x releases differ by minor, later ones by major */
-    struct rally__snap_expect same = {2, NULL, NULL, NULL, NULL};
+    struct rally__snap_expect same = {2, NULL, NULL, NULL, NULL, "rally_resume_force=1"};
     snprintf(m->rally_version, sizeof m->rally_version, "0.2.5");
     rally__err_clear(&e);
     assert_int_equal(rally__snap_compatible(m, &same, 0, &e, NULL, 0), RALLY_EMISMATCH);
+    assert_non_null(strstr(e.msg, "(rally_resume_force=1 resumes anyway)")); /* its spelling */
     assert_non_null(strstr(e.msg, "written by rally 0.2.5, this is rally " RALLY_VERSION_STRING));
     assert_int_equal(rally__snap_compatible(m, &same, 1, &e, NULL, 0), RALLY_OK);
     snprintf(m->rally_version, sizeof m->rally_version, "0.1.9");

@@ -1274,7 +1274,7 @@ static int snap_setup(struct run *r)
         return 1;
     }
     const struct rally__snap_manifest *m = rally__snap_manifest(sn);
-    struct rally__snap_expect x = {r->world, NULL, NULL, NULL, NULL};
+    struct rally__snap_expect x = {r->world, NULL, NULL, NULL, NULL, NULL};
     char note[512];
     int rc = rally__snap_compatible(m, &x, r->force, &e, note, sizeof note);
     if (rc == RALLY_OK && realpath(path, r->resume_path) == NULL)

@@ -81,7 +81,7 @@ static int name_run(struct rally__snapjob *sj, struct run_word *w)
         rally__snap_open(path, e, &sn) != RALLY_OK)
         return refuse(e, "rally_resume", c->resume, "");
     const struct rally__snap_manifest *m = rally__snap_manifest(sn);
-    struct rally__snap_expect x = {sj->world, NULL, NULL, NULL, NULL};
+    struct rally__snap_expect x = {sj->world, NULL, NULL, NULL, NULL, "rally_resume_force=1"};
     char note[512];
     int rc = rally__snap_compatible(m, &x, (int)c->resume_force, e, note, sizeof note);
     if (rc == RALLY_OK && realpath(path, w->resume) == NULL)
@@ -190,8 +190,12 @@ int rally__snapjob_fresh(void *arg, struct rally__adopt *a)
     if (rc != RALLY_OK)
         goto out;
     const struct rally__snap_manifest *m = rally__snap_manifest(sn);
-    struct rally__snap_expect x = {sj->world, sj->app_name, sj->app_config,
-                                   sj->scheme[0] ? sj->scheme : NULL, NULL};
+    struct rally__snap_expect x = {sj->world,
+                                   sj->app_name,
+                                   sj->app_config,
+                                   sj->scheme[0] ? sj->scheme : NULL,
+                                   NULL,
+                                   sj->owner ? "rally_resume_force=1" : "--force"};
     if (sj->has_fp && m->fingerprints != NULL && m->world == sj->world) {
         /* this rank knows its own input only: the others' entries are the
          * snapshot's own, so the check is this rank's */

@@ -22,7 +22,8 @@ static int version_differs(const char *theirs, unsigned *maj, unsigned *min)
 int rally__snap_compatible(const struct rally__snap_manifest *m, const struct rally__snap_expect *x,
                            int force, struct rally__err *e, char *note, size_t cap)
 {
-    const char *hint = " (--force resumes anyway)";
+    char hint[96];
+    snprintf(hint, sizeof hint, " (%s resumes anyway)", x->force ? x->force : "--force");
     int local = m->nfiles > 1;
     unsigned maj = 0, min = 0;
     if (note != NULL && cap > 0)

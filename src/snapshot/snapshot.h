@@ -139,6 +139,7 @@ struct rally__snap_expect {
     const char *app_config;
     const char *partitioning;  /* the data partitioning scheme */
     char *const *fingerprints; /* world entries: each rank's input fingerprint */
+    const char *force;         /* how this job says force, for the refusal; NULL "--force" */
 };
 
 /* Whether a job described by x may resume from manifest m.  Refused with
