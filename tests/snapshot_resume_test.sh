@@ -47,6 +47,8 @@
 #             SNAP_RESUME_SEED), resumed from latest each time (or started
 #             over when no snapshot was complete yet): the final digest is the
 #             uninterrupted run's
+#   every_ms  --snapshot-every-ms T: consecutive snapshots are T apart, not
+#             two checkpoints in a row
 #   final     --snapshot-final: only the last version is snapshotted, it is
 #             kept after success, and resuming it gives the finished model
 #   busy      --snapshot-busy skip: writes outlast iterations, requests are
@@ -441,6 +443,24 @@ seeded)
     done
     [ "$(digest "$tmp/r$round")" = "$(digest "$tmp/plain")" ] ||
         { cp "$tmp/r$round" "$tmp/out"; fail "digest $(digest "$tmp/r$round"), want $(digest "$tmp/plain")"; }
+    ;;
+every_ms)
+    # --snapshot-every-ms T: snapshots at least T apart (by their manifests'
+    # creation times, with 0.3 T for the jitter of the iteration after
+    # each), never two checkpoints in a row: 40 iterations of 100 ms, T = 1 s
+    rec=$build/tests/recover
+    job "$tmp/out" -n 2 --snapshot-dir "$D" --snapshot-every-ms 1000 --snapshot-keep 100 \
+        --keep-snapshots "$rec" 2000 40 100
+    grep "snapshot:" "$tmp/out"
+    times=$(for s in "$D"/recover/snap-*; do
+        sed -n 's/.*"created": *"[0-9-]*T\([0-9]*\):\([0-9]*\):\([0-9.]*\)Z".*/\1 \2 \3/p' \
+            "$s/MANIFEST.json"
+    done)
+    echo "$times" | awk 'NF == 3 { t = $1 * 3600 + $2 * 60 + $3; if (n++) {
+            d = t - p; printf "%.3f s after the one before\n", d; if (d < 0.7) bad = 1 }
+            p = t } END { if (n < 2) { print "want 2 snapshots or more, have " n; bad = 1 }
+            exit bad }' || fail "snapshots closer than --snapshot-every-ms allows"
+    no_orphans
     ;;
 final)
     # --snapshot-final, no rhythm: one snapshot, of the last version, kept;

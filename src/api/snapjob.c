@@ -164,11 +164,10 @@ static void take(struct rally__snapjob *sj, uint64_t v)
 
 static int on_turn(void *arg, int when);
 
-/* The commit hook. */
-static void on_commit(void *arg, uint64_t v, uint64_t flags)
+/* What commit v with the agreed flags means for the snapshot pending or
+ * asked for. */
+static void committed(struct rally__snapjob *sj, uint64_t v, uint64_t flags)
 {
-    struct rally__snapjob *sj = arg;
-    trigger(sj, v);
     if ((flags & RALLY__REQ_SNAP_PENDING) && sj->pending == NONE) {
         /* a restarted worker served a commit made while an older snapshot
          * was still being written: it died first, which voids it */
@@ -211,6 +210,15 @@ static void on_commit(void *arg, uint64_t v, uint64_t flags)
     int64_t t0 = rally__now_us();
     take(sj, v);
     sj->stall_us = rally__now_us() - t0;
+}
+
+/* The commit hook: the commit first, then the triggers for the next one,
+ * so that every T ms counts from a snapshot taken now, not the one before. */
+static void on_commit(void *arg, uint64_t v, uint64_t flags)
+{
+    struct rally__snapjob *sj = arg;
+    committed(sj, v, flags);
+    trigger(sj, v);
 }
 
 /* The job's name: rally_snapshot_job, or the program's (prog), its

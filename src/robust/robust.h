@@ -239,7 +239,7 @@ struct rally__localset *rally__robust_set_spare(struct rally__robust *rb);
 /* Stores the global model of the next version: a copy, or lazy. */
 int rally__robust_store_global(struct rally__robust *rb, const void *global, uint64_t nbytes,
                                rally_serialize_fn lazy, void *lazy_arg);
-/* Stores a global model served in load_checkpoint or read from a snapshot:
+/* Stores a global model served in load_checkpoint or adopted at a fresh start:
  * global is a rally__robust_stake buffer of capacity cap, owned now. */
 void rally__robust_store_adopt(struct rally__robust *rb, unsigned char *global, uint64_t nbytes,
                                uint64_t cap);
