@@ -60,7 +60,8 @@
 #             place: --resume latest refused naming the rank and both
 #             fingerprints, before a result; with --force it resumes
 #   resume_checks  --resume of a damaged snapshot is refused before any worker
-#             starts, naming the file; a global-only snapshot of -n 4 resumes
+#             starts, naming the file (for latest, also the newest older one
+#             that verifies and the command that takes it); a global-only snapshot of -n 4 resumes
 #             on -n 2 into a new directory, with a note that the result is
 #             not bit-identical
 set -u
@@ -262,6 +263,22 @@ resume_checks)
     # the original job directory was not touched by the new job
     [ ! -e "$tmp/new/rally-kmeans" ] || [ "$(nsnaps "$tmp/new/rally-kmeans")" -eq 0 ] ||
         fail "the new job kept snapshots after success"
+    # the newest damaged: --resume latest refuses it and names the older one
+    # that verifies, with the command that takes it, which then works
+    older=$(ls -d "$D"/rally-kmeans/snap-* | tail -2 | head -1)
+    printf 'X' | dd of="$s/global.bin" bs=1 seek=80 conv=notrunc 2>/dev/null
+    timeout -k 5 60 "$run" -n 4 --snapshot-dir "$D" --resume latest "$km" $KM >"$tmp/out" 2>&1 &&
+        fail "a damaged newest snapshot was resumed"
+    cat "$tmp/out"
+    grep -q "before it that verifies is $older (checkpoint version [0-9]*): --resume $older takes it" \
+        "$tmp/out" || fail "the refusal does not name the older snapshot and how to take it"
+    # ... and so does a job that owns its run (a worker alone)
+    timeout -k 5 60 "$km" $KM rally_snapshot_dir="$D" rally_resume=latest >"$tmp/out" 2>&1 &&
+        fail "a worker resumed a damaged newest snapshot"
+    grep -q "before it that verifies is $older (checkpoint version [0-9]*): rally_resume=$older takes it" \
+        "$tmp/out" || { cat "$tmp/out"; fail "the worker does not name the older snapshot"; }
+    job "$tmp/older" -n 4 --snapshot-dir "$D" --resume "$older" "$km" $KM
+    [ "$(digest "$tmp/older")" = "$(digest "$tmp/plain")" ] || fail "resuming the older one differs"
     ;;
 void)
     job "$tmp/plain" -n 4 "$km" $KM

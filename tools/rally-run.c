@@ -1270,7 +1270,15 @@ static int snap_setup(struct run *r)
     }
     struct rally__snap *sn = NULL;
     if (rally__snap_open(path, &e, &sn) != RALLY_OK) {
+        char older[PATH_MAX];
+        uint64_t v = 0;
         fprintf(stderr, "rally-run: --resume %s: %s\n", path, e.msg);
+        if (strcmp(r->resume, "latest") == 0 &&
+            rally__snap_older(r->jobdir, path, older, sizeof older, &v))
+            fprintf(stderr,
+                    "rally-run: the newest snapshot before it that verifies is %s (checkpoint "
+                    "version %llu): --resume %s takes it\n",
+                    older, (unsigned long long)v, older);
         return 1;
     }
     const struct rally__snap_manifest *m = rally__snap_manifest(sn);

@@ -77,9 +77,19 @@ static int name_run(struct rally__snapjob *sj, struct run_word *w)
         return rally__fail(e, RALLY_ECONFIG, "rally_resume=latest needs rally_snapshot_dir");
     char path[PATH_MAX];
     struct rally__snap *sn = NULL;
-    if (rally__snap_resolve(sj->jobdir, c->resume, e, path, sizeof path) != RALLY_OK ||
-        rally__snap_open(path, e, &sn) != RALLY_OK)
+    if (rally__snap_resolve(sj->jobdir, c->resume, e, path, sizeof path) != RALLY_OK)
         return refuse(e, "rally_resume", c->resume, "");
+    if (rally__snap_open(path, e, &sn) != RALLY_OK) {
+        char older[PATH_MAX], hint[2 * PATH_MAX + 128] = "";
+        uint64_t v = 0;
+        if (strcmp(c->resume, "latest") == 0 &&
+            rally__snap_older(sj->jobdir, path, older, sizeof older, &v))
+            snprintf(hint, sizeof hint,
+                     "; the newest snapshot before it that verifies is %s (checkpoint version "
+                     "%" PRIu64 "): rally_resume=%s takes it",
+                     older, v, older);
+        return refuse(e, "rally_resume", c->resume, hint);
+    }
     const struct rally__snap_manifest *m = rally__snap_manifest(sn);
     struct rally__snap_expect x = {sj->world, NULL, NULL, NULL, NULL, "rally_resume_force=1"};
     char note[512];

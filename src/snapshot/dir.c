@@ -230,6 +230,36 @@ long rally__snap_latest(const struct rally__snap_entry *v, size_t count)
     return best;
 }
 
+int rally__snap_older(const char *jobdir, const char *path, char *older, size_t cap,
+                      uint64_t *version)
+{
+    struct rally__err e = {0, ""};
+    struct rally__snap_entry *v = NULL;
+    size_t n = 0;
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    if (rally__snap_list(jobdir, &e, &v, &n) != RALLY_OK)
+        return 0;
+    int found = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(v[i].name, base) == 0)
+            v[i].state = RALLY__SNAP_DAMAGED; /* the one refused */
+    for (long i; !found && (i = rally__snap_latest(v, n)) >= 0;) {
+        struct rally__snap *sn = NULL;
+        v[i].state = RALLY__SNAP_DAMAGED; /* tried */
+        if ((size_t)snprintf(older, cap, "%s/%s", jobdir, v[i].name) >= cap)
+            continue;
+        rally__err_clear(&e);
+        if (rally__snap_open(older, &e, &sn) == RALLY_OK) {
+            found = 1;
+            *version = v[i].version;
+        }
+        rally__snap_close(sn);
+    }
+    free(v);
+    return found;
+}
+
 int rally__snap_remove(const char *jobdir, const char *name, struct rally__err *e)
 {
     const struct rally__snap_sys *s = &rally__snap_sys;

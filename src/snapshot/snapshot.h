@@ -267,6 +267,11 @@ long rally__snap_latest(const struct rally__snap_entry *v, size_t count);
  * as a path to a snapshot directory, unchecked (rally__snap_open checks). */
 int rally__snap_resolve(const char *jobdir, const char *what, struct rally__err *e, char *path,
                         size_t cap);
+/* When "latest" (path, in jobdir) does not verify: the newest snapshot
+ * before it, in latest's order, that verifies, as a path in older[cap] and
+ * its version; 1 when there is one, else 0. */
+int rally__snap_older(const char *jobdir, const char *path, char *older, size_t cap,
+                      uint64_t *version);
 /* Removes snapshot directory name in jobdir: the manifest first (then the
  * directory is fsync'd), then model files and temporaries, then the
  * directory.  Refused (RALLY_EINVAL) when it holds an unknown name or is
