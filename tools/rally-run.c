@@ -1200,11 +1200,32 @@ static int dry_run(struct run *r)
 }
 
 /* The job's name: --job, or the program's file name made safe. */
+/* The program a command runs: for a Python interpreter its script
+ * ("python3 -u train.py": train.py) or module ("python3 -m pkg.train"), so
+ * that two scripts do not share one job directory; else argv[0]. */
+static const char *program_of(char **argv)
+{
+    const char *b = strrchr(argv[0], '/');
+    if (strncmp(b ? b + 1 : argv[0], "python", 6) != 0)
+        return argv[0];
+    for (int i = 1; argv[i] != NULL; i++) {
+        if (strcmp(argv[i], "-m") == 0)
+            return argv[i + 1] ? argv[i + 1] : argv[0];
+        if (strcmp(argv[i], "-c") == 0 || strcmp(argv[i], "-") == 0)
+            return argv[0];
+        if (argv[i][0] != '-')
+            return argv[i];
+        if ((strcmp(argv[i], "-W") == 0 || strcmp(argv[i], "-X") == 0) && argv[i + 1])
+            i++; /* an option with its value */
+    }
+    return argv[0];
+}
+
 static int job_name(struct run *r)
 {
     const char *p = r->job_opt;
     if (p == NULL) {
-        rally__snap_job_from(r->argv[0], r->job);
+        rally__snap_job_from(program_of(r->argv), r->job);
         return 0;
     }
     if (!rally__snap_job_ok(p)) {

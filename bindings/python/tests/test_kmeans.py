@@ -77,6 +77,19 @@ def test_snapshots_keep_app_and_inputs(data, tmp_path):
         assert re.search(r"^rank %d .* input %s$" % (r, fp.group(1)), show, re.M), show
 
 
+def test_snapshot_job_is_the_scripts_name(data, tmp_path):
+    """Without --job, a Python job's directory is its script's name, not the
+    interpreter's, so two scripts do not share one."""
+    common = ["--data", data, "--data-opt", "csv_label=0", "-k", "6", "--fixed-iters",
+              "--iters", "2"]
+    rc, out = run_job(2, KMEANS_PY, *common, launcher=["--snapshot-dir", str(tmp_path),
+                                                       "--snapshot-every", "1",
+                                                       "--keep-snapshots"])
+    assert rc == 0, out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kmeans.py"], out
+    assert sorted((tmp_path / "kmeans.py").glob("snap-*")), out
+
+
 def test_restarted_rank_with_other_input_fails(data, tmp_path):
     """Rank 1 dies in iteration 2 and its replacement reads other rows (a
     wrapper picks the file by a marker the first incarnation left): the job
