@@ -280,6 +280,29 @@ static void signals(void **state)
     rally__launch_policy_free(pol);
 }
 
+/* Preemption: SIGTERM once the snapshot asked for is committed stops the
+ * job like any signal, but the verdict names the snapshot and is
+ * RALLY__LAUNCH_EXIT_PREEMPTED; a second signal changes neither. */
+static void preempted(void **state)
+{
+    struct rally__launch_policy *pol = make(2, 3, 300);
+    struct rally__launch_act a;
+    char line[1024];
+    rally__launch_policy_preempted(pol, SIGTERM, "/s/job/snap-00000006", 50, &a);
+    assert_int_equal(a.forward, SIGTERM);
+    assert_string_equal(a.abort, "rally-run was stopped by signal 15");
+    assert_int_equal(rally__launch_policy_deadline(pol), 350);
+    rally__launch_policy_signal(pol, SIGINT, 60, &a);
+    assert_int_equal(a.forward, SIGINT);
+    rally__launch_policy_exit(pol, 0, KILLED(SIGTERM), &running, 70, &a);
+    assert_int_equal(a.restart, -1);
+    assert_int_equal(verdict(pol, &running, line, sizeof line), RALLY__LAUNCH_EXIT_PREEMPTED);
+    assert_string_equal(line, "rally-run: preempted by signal 15 (Terminated) after "
+                              "/s/job/snap-00000006 was committed: --resume latest continues "
+                              "from it\n");
+    rally__launch_policy_free(pol);
+}
+
 /* The tracker fails the job first: with no rank to blame its sentence is
  * the verdict; when it names a rank that died, that rank's death is. */
 #define STUCK "ranks 0, 1, 3 wait in allreduce #12 of version 5; rank 2 has not called it for 60 s"
@@ -572,6 +595,7 @@ int main(void)
         cmocka_unit_test(fenced_rank_exiting_names_the_fence),
         cmocka_unit_test(stuck_rank_restarted), cmocka_unit_test(stuck_rank_fails_the_job),
         cmocka_unit_test(fence_of_a_gone_rank), cmocka_unit_test(signals),
+        cmocka_unit_test(preempted),
         cmocka_unit_test(tracker_fails_first),  cmocka_unit_test(exits_around_finalize),
         cmocka_unit_test(restart_cannot_spawn), cmocka_unit_test(own_exit_fails_the_job),
         cmocka_unit_test(rank_report_fails_the_job), cmocka_unit_test(config_error_fails_the_job),

@@ -47,6 +47,9 @@
 #             SNAP_RESUME_SEED), resumed from latest each time (or started
 #             over when no snapshot was complete yet): the final digest is the
 #             uninterrupted run's
+#   preempt   SIGTERM to rally-run (a preemption) at iteration 5: a snapshot of
+#             the next checkpoint, exit 5 naming it, --resume latest gives
+#             the uninterrupted digest; no commit within --grace-ms: 143
 #   every_ms  --snapshot-every-ms T: consecutive snapshots are T apart, not
 #             two checkpoints in a row
 #   final     --snapshot-final: only the last version is snapshotted, it is
@@ -460,6 +463,45 @@ seeded)
     done
     [ "$(digest "$tmp/r$round")" = "$(digest "$tmp/plain")" ] ||
         { cp "$tmp/r$round" "$tmp/out"; fail "digest $(digest "$tmp/r$round"), want $(digest "$tmp/plain")"; }
+    ;;
+preempt)
+    # SIGTERM to rally-run at iteration 5 with --snapshot-every 100 (so no
+    # snapshot but the one asked for): rank 0 snapshots its next checkpoint,
+    # rally-run stops the job once it is committed and exits 5, naming it;
+    # --resume latest continues to the uninterrupted run's digest.  When the
+    # commit cannot come within --grace-ms, the job stops without one (128+15).
+    P="$KM --fixed-iters --iters 16 --pause-ms 100"
+    job "$tmp/plain" -n 4 "$km" $P
+    timeout -k 5 60 "$run" -n 4 --snapshot-dir "$D" --snapshot-every 100 --grace-ms 20000 \
+        "$km" $P >"$tmp/out" 2>&1 &
+    launcher=$!
+    wait_line '^\[0\] iteration 5 ' "the job never reached iteration 5"
+    kill -TERM "$(launcher_of "$launcher")"
+    wait "$launcher"
+    st=$?
+    grep -v iteration "$tmp/out"
+    [ "$st" -eq 5 ] || fail "exit status $st after the preemption, want 5"
+    grep -q "SIGTERM: asked rank 0 for a snapshot at its next checkpoint" "$tmp/out" ||
+        fail "rally-run did not say it asked for a snapshot"
+    grep -q "preempted by signal 15 (Terminated) after $D/rally-kmeans/snap-0000000[6-9] was committed" \
+        "$tmp/out" || fail "the verdict does not name the snapshot"
+    grep -q "^\[0\] result:" "$tmp/out" && fail "the job finished instead of stopping"
+    no_orphans
+    job "$tmp/resumed" -n 4 --snapshot-dir "$D" --resume latest "$km" $P
+    grep -q "^\[0\] iteration [0-5] " "$tmp/resumed" && fail "the resumed job repeated iterations"
+    [ "$(digest "$tmp/resumed")" = "$(digest "$tmp/plain")" ] ||
+        fail "digest $(digest "$tmp/resumed") after resume, want $(digest "$tmp/plain")"
+    # iterations of 3 s, a grace of 0.5 s: no commit in time, a plain stop
+    timeout -k 5 60 "$run" -n 2 --snapshot-dir "$tmp/d2" --grace-ms 500 "$km" $KM --pause-ms 3000 \
+        >"$tmp/out" 2>&1 &
+    launcher=$!
+    wait_line '^\[0\] iteration 1 ' "the second job never started"
+    kill -TERM "$(launcher_of "$launcher")"
+    wait "$launcher"
+    st=$?
+    [ "$st" -eq 143 ] || { cat "$tmp/out"; fail "exit status $st without a snapshot in time, want 143"; }
+    grep -q "no snapshot was committed within --grace-ms" "$tmp/out" || fail "no word of the grace"
+    no_orphans
     ;;
 every_ms)
     # --snapshot-every-ms T: snapshots at least T apart (by their manifests'

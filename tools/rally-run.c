@@ -117,6 +117,12 @@ struct run {
     char every[24], every_ms[24], keep[24];
     struct rally__snap_lock *lock;
     int snap_now; /* SIGUSR1 arrived this turn */
+    /* preemption: SIGTERM with --snapshot-dir asks for a snapshot first */
+    int preempt_now;              /* that SIGTERM arrived this turn */
+    int preempting;               /* rank 0 was asked: waiting for the commit */
+    int64_t preempt_until;        /* ... at most until then (--grace-ms) */
+    int64_t preempt_look;         /* the next look at the job directory */
+    uint64_t preempt_top;         /* its newest snapshot directory's version when asked */
     int auto_resume, max_job_restarts, job_restarts;
     char given[128];    /* the options given on the command line, by their letter */
     char env_snap[160]; /* "RALLY_SNAPSHOT_EVERY=2": the first snapshot setting taken from the
@@ -193,7 +199,9 @@ static void usage(FILE *f)
         "                             lost), restart the whole job from this run's newest\n"
         "                             complete snapshot\n"
         "      --max-job-restarts K   at most K such restarts (default 3)\n"
-        "SIGUSR1 to rally-run asks for a snapshot now (with --snapshot-dir).\n"
+        "SIGUSR1 to rally-run asks for a snapshot now (with --snapshot-dir).  SIGTERM (a\n"
+        "preemption; Slurm's --signal) with --snapshot-dir asks for one at the next\n"
+        "checkpoint, waits up to --grace-ms for its commit, then stops the job (exit 5).\n"
         "RALLY_SNAPSHOT_DIR, _JOB, _EVERY, _EVERY_MS, _KEEP, _REQUIRED, _FINAL, _BUSY and\n"
         "RALLY_RESUME, RALLY_RESUME_FORCE in rally-run's environment are these flags where\n"
         "they are not given (docs/config.md); a malformed value is a usage error.\n"
@@ -238,6 +246,10 @@ static void usage(FILE *f)
         "  4      the job's settings or input were refused: a worker's setting at start\n"
         "         (a RALLY_* typo, rally_mock without librally_mock), a refused resume,\n"
         "         or a restarted rank that read another input; no death is counted\n"
+        "  5      preempted: with --snapshot-dir, SIGTERM asked rank 0 for a snapshot at its\n"
+        "         next checkpoint, it was committed within --grace-ms, then the workers\n"
+        "         were stopped; --resume latest continues from it (not committed in time:\n"
+        "         128+15)\n"
         "  1      any other failure (deaths before the start, restarts exhausted, the\n"
         "         tracker's own verdict, \"host H (rank R): cannot be reached: ...\")\n"
         "  2      a usage error;  127: prog cannot be run (on a host: \"host H (rank R): prog:\n"
@@ -551,6 +563,8 @@ static int64_t deadline(void *arg)
     int64_t d = rally__launch_policy_deadline(r->pol);
     if (r->nlive == 0 && r->drain_until < d)
         d = r->drain_until;
+    if (r->preempting && r->preempt_look < d)
+        d = r->preempt_look;
     return d;
 }
 
@@ -559,6 +573,11 @@ static void on_signal(void *arg, int sig)
     struct run *r = arg;
     if (sig == SIGUSR1) {
         r->snap_now = 1;
+        return;
+    }
+    if (sig == SIGTERM && r->snap_dir != NULL && !r->preempt_now && !r->preempting &&
+        r->preempt_until == 0) { /* the first: a snapshot, then the stop */
+        r->preempt_now = 1;
         return;
     }
     r->reap = 1;
@@ -593,6 +612,52 @@ static void remote_exit(struct run *r, int i, int st, const struct rally__launch
         rally__launch_policy_unstarted(r->pol, i, why, out, rally__now_ms(), a);
 }
 
+/* Preemption, begun: rank 0 raises the request bit at its next commit, and
+ * the snapshot asked for is the first of this run newer than every
+ * snapshot directory now (one being written now is not it). */
+static void preempt_begin(struct run *r)
+{
+    struct rally__err e = {0, ""};
+    char name[RALLY__SNAP_NAME_MAX];
+    if (rally__snap_newer(r->jobdir, r->run_id, UINT64_MAX, &r->preempt_top, name, &e) < 0)
+        r->preempt_top = 0; /* no job directory yet */
+    rally__launch_signal(&r->procs[0], SIGUSR1);
+    r->preempting = 1;
+    r->preempt_look = rally__now_ms();
+    r->preempt_until = r->preempt_look + r->grace_ms;
+    char line[200];
+    snprintf(line, sizeof line,
+             "SIGTERM: asked rank 0 for a snapshot at its next checkpoint; the workers stop once "
+             "it is committed (--grace-ms %lld at most)",
+             (long long)r->grace_ms);
+    rally__launch_out_say(&r->out[1], line);
+}
+
+/* Preemption, waiting: the snapshot committed (the verdict names it), or
+ * the grace is over (a plain stop); either way the workers get SIGTERM. */
+static void preempt_check(struct run *r, struct rally__launch_act *a)
+{
+    int64_t now = rally__now_ms();
+    if (now < r->preempt_look)
+        return;
+    r->preempt_look = now + 20;
+    struct rally__err e = {0, ""};
+    char name[RALLY__SNAP_NAME_MAX], path[sizeof r->jobdir + RALLY__SNAP_NAME_MAX + 1];
+    uint64_t top = 0;
+    if (rally__snap_newer(r->jobdir, r->run_id, r->preempt_top, &top, name, &e) > 0) {
+        snprintf(path, sizeof path, "%s/%s", r->jobdir, name);
+        rally__launch_policy_preempted(r->pol, SIGTERM, path, now, a);
+    } else if (now >= r->preempt_until) {
+        rally__launch_out_say(&r->out[1], "SIGTERM: no snapshot was committed within --grace-ms: "
+                                          "stopping the workers without one");
+        rally__launch_policy_signal(r->pol, SIGTERM, now, a);
+    } else {
+        return;
+    }
+    r->preempting = 0;
+    carry_out(r, a);
+}
+
 /* The decision point: after the tracker handled its I/O, the policy looks at
  * this turn's signals, exits and the tracker's state, and we act. */
 static void after(void *arg)
@@ -610,7 +675,14 @@ static void after(void *arg)
                                               "the path once committed)");
         }
     }
+    if (r->preempt_now) {
+        r->preempt_now = 0;
+        preempt_begin(r);
+    }
+    if (r->preempting)
+        preempt_check(r, &a);
     for (int i = 0; i < r->nsigs; i++) {
+        r->preempting = 0; /* a second signal stops the job now */
         rally__launch_policy_signal(r->pol, r->sigs[i], rally__now_ms(), &a);
         carry_out(r, &a);
     }

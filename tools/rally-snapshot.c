@@ -106,31 +106,6 @@ static int list_job(const char *jobdir)
     return 0;
 }
 
-/* Lists jobdir: *top the newest version of any snapshot directory (0:
- * none); 1 with the name of run's oldest complete snapshot newer than after,
- * 0 when there is none, -1 on an error. */
-static int newest(const char *jobdir, const char *run, uint64_t after, uint64_t *top, char *name,
-                  struct rally__err *e)
-{
-    struct rally__snap_entry *v = NULL;
-    size_t n = 0;
-    if (rally__snap_list(jobdir, e, &v, &n) != RALLY_OK)
-        return -1;
-    int found = 0;
-    *top = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (v[i].version > *top)
-            *top = v[i].version;
-        if (!found && v[i].state == RALLY__SNAP_COMPLETE && v[i].version > after &&
-            strcmp(v[i].run_id, run) == 0) {
-            snprintf(name, RALLY__SNAP_NAME_MAX, "%s", v[i].name);
-            found = 1;
-        }
-    }
-    free(v);
-    return found;
-}
-
 /* rally-snapshot request DIR: SIGUSR1 to the launcher that holds the job
  * directory's lock (it asks rank 0, which raises the request bit at its
  * next commit), then the first complete snapshot of that run newer than
@@ -144,7 +119,7 @@ static int cmd_request(const char *jobdir, int64_t timeout_ms)
     uint64_t before, top;
     if (rally__snap_lock_holder(jobdir, &e, run, &pid) != RALLY_OK)
         return fail(&e);
-    if (newest(jobdir, run, UINT64_MAX, &before, name, &e) < 0)
+    if (rally__snap_newer(jobdir, run, UINT64_MAX, &before, name, &e) < 0)
         return fail(&e);
     if (kill((pid_t)pid, SIGUSR1) != 0) {
         fprintf(stderr, PROG ": cannot signal rally-run (pid %ld) of run %s: %s\n", pid, run,
@@ -154,7 +129,7 @@ static int cmd_request(const char *jobdir, int64_t timeout_ms)
     fprintf(stderr, PROG ": asked run %s (rally-run, pid %ld) for a snapshot\n", run, pid);
     int64_t deadline = rally__now_ms() + timeout_ms;
     for (;;) {
-        int found = newest(jobdir, run, before, &top, name, &e);
+        int found = rally__snap_newer(jobdir, run, before, &top, name, &e);
         if (found < 0)
             return fail(&e);
         if (found) {
@@ -167,7 +142,7 @@ static int cmd_request(const char *jobdir, int64_t timeout_ms)
         if (rally__snap_lock_holder(jobdir, &quiet, now, &p2) != RALLY_OK ||
             strcmp(now, run) != 0) {
             /* the run ended: one last look, then say so */
-            if (newest(jobdir, run, before, &top, name, &e) > 0) {
+            if (rally__snap_newer(jobdir, run, before, &top, name, &e) > 0) {
                 printf("%s/%s\n", jobdir, name);
                 return 0;
             }

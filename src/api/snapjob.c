@@ -81,6 +81,16 @@ void rally__snapjob_say(const struct rally__snapjob *sj, const char *fmt, ...)
     fprintf(stderr, "rally: rank %d: snapshot: %s\n", sj->rank, line);
 }
 
+/* SIGUSR1 arrived: the request bit for the commit of version v. */
+static void heed_usr1(struct rally__snapjob *sj, uint64_t v)
+{
+    if (!asked)
+        return;
+    asked = 0;
+    E->request(sj->en, RALLY__REQ_SNAPSHOT);
+    rally__snapjob_say(sj, "asked for one (SIGUSR1): version %" PRIu64 " will be taken", v);
+}
+
 /* Raises the request bit for the commit after v when a trigger says so. */
 static void trigger(struct rally__snapjob *sj, uint64_t v)
 {
@@ -90,11 +100,7 @@ static void trigger(struct rally__snapjob *sj, uint64_t v)
     if (c->snapshot_every_ms > 0 && sj->rank == 0 &&
         rally__now_ms() - sj->last_ms >= c->snapshot_every_ms)
         E->request(sj->en, RALLY__REQ_SNAPSHOT);
-    if (asked) {
-        asked = 0;
-        E->request(sj->en, RALLY__REQ_SNAPSHOT);
-        rally__snapjob_say(sj, "asked for one (SIGUSR1): version %" PRIu64 " will be taken", v + 1);
-    }
+    heed_usr1(sj, v + 1);
 }
 
 /* The writer is done with this rank's parts (its poll said so): the
@@ -559,6 +565,9 @@ static int on_turn(void *arg, int when)
 {
     struct rally__snapjob *sj = arg;
     if (when == RALLY__TURN_CHECKPOINT) {
+        /* before this checkpoint's acknowledgement: a SIGUSR1 since the
+         * last commit is heard in this one, not the next */
+        heed_usr1(sj, E->version(sj->en) + 1);
         sj->checkpoints = 1;
         int crc = collect(sj, 0);
         if (crc != RALLY_OK || sj->pending == NONE)

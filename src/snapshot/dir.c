@@ -230,6 +230,28 @@ long rally__snap_latest(const struct rally__snap_entry *v, size_t count)
     return best;
 }
 
+int rally__snap_newer(const char *jobdir, const char *run, uint64_t after, uint64_t *top,
+                      char name[RALLY__SNAP_NAME_MAX], struct rally__err *e)
+{
+    struct rally__snap_entry *v = NULL;
+    size_t n = 0;
+    if (rally__snap_list(jobdir, e, &v, &n) != RALLY_OK)
+        return -1;
+    int found = 0;
+    *top = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (v[i].version > *top)
+            *top = v[i].version;
+        if (!found && v[i].state == RALLY__SNAP_COMPLETE && v[i].version > after &&
+            strcmp(v[i].run_id, run) == 0) {
+            snprintf(name, RALLY__SNAP_NAME_MAX, "%s", v[i].name);
+            found = 1;
+        }
+    }
+    free(v);
+    return found;
+}
+
 int rally__snap_older(const char *jobdir, const char *path, char *older, size_t cap,
                       uint64_t *version)
 {

@@ -267,6 +267,13 @@ long rally__snap_latest(const struct rally__snap_entry *v, size_t count);
  * as a path to a snapshot directory, unchecked (rally__snap_open checks). */
 int rally__snap_resolve(const char *jobdir, const char *what, struct rally__err *e, char *path,
                         size_t cap);
+/* Lists jobdir: *top the newest version of any snapshot directory there
+ * (0: none, complete or not); 1 with the name of run's oldest complete
+ * snapshot newer than after, 0 when there is none, -1 on an error (e's).
+ * "A snapshot asked for now" is one newer than *top at the asking: one
+ * being written then is not it. */
+int rally__snap_newer(const char *jobdir, const char *run, uint64_t after, uint64_t *top,
+                      char name[RALLY__SNAP_NAME_MAX], struct rally__err *e);
 /* When "latest" (path, in jobdir) does not verify: the newest snapshot
  * before it, in latest's order, that verifies, as a path in older[cap] and
  * its version; 1 when there is one, else 0. */

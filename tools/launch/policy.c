@@ -36,6 +36,7 @@ struct rally__launch_policy {
     int first;                   /* the first failed rank, -1 */
     int tracker_first;           /* the tracker failed before any rank did */
     int stop_sig;                /* the SIGINT/SIGTERM we got, 0 */
+    char preempted[600];         /* stopped after the snapshot it names was committed, "" */
     int64_t kill_at;             /* SIGKILL to all then (RALLY__NEVER: no) */
     struct rank_state *rank;
 };
@@ -141,6 +142,14 @@ void rally__launch_policy_signal(struct rally__launch_policy *pol, int sig, int6
         start_grace(pol, now);
     }
     a->forward = sig;
+}
+
+void rally__launch_policy_preempted(struct rally__launch_policy *pol, int sig, const char *snapshot,
+                                    int64_t now, struct rally__launch_act *a)
+{
+    rally__launch_policy_signal(pol, sig, now, a);
+    if (pol->stop_sig == sig && pol->preempted[0] == '\0')
+        snprintf(pol->preempted, sizeof pol->preempted, "%.500s", snapshot);
 }
 
 /* rank died of cause while the job runs: restart it, or fail the job.
@@ -372,6 +381,13 @@ static int rank_report(const char *sentence)
 int rally__launch_policy_verdict(const struct rally__launch_policy *pol,
                                  const struct rally__launch_view *v, FILE *f)
 {
+    if (pol->stop_sig && pol->preempted[0]) {
+        fprintf(f,
+                "rally-run: preempted by signal %d (%s) after %s was committed: --resume latest "
+                "continues from it\n",
+                pol->stop_sig, strsignal(pol->stop_sig), pol->preempted);
+        return RALLY__LAUNCH_EXIT_PREEMPTED;
+    }
     if (pol->stop_sig) {
         fprintf(f, "rally-run: stopped by signal %d (%s)\n", pol->stop_sig,
                 strsignal(pol->stop_sig));

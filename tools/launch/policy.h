@@ -33,7 +33,9 @@
  * us through its wrapper, which may take its time to exit, as mpirun does).
  *
  * The verdict's exit status: 0 when every rank finalized and exited 0;
- * 128 + S after rally-run's own signal S; the worker's own exit status when
+ * RALLY__LAUNCH_EXIT_PREEMPTED when rally-run stopped on its signal after
+ * the snapshot it asked for was committed (preemption: --resume latest
+ * continues); 128 + S after rally-run's own signal S otherwise; the worker's own exit status when
  * the first failure was a worker that exited non-zero (1 for exit 0 without
  * rally_finalize); RALLY__LAUNCH_EXIT_ABORT when a rank stopped the job with
  * its own message (rally_abort, or an error it reported: the tracker's
@@ -56,6 +58,7 @@
 #define RALLY__LAUNCH_KILL_ALL (-2)      /* rally__launch_policy_due: every worker */
 #define RALLY__LAUNCH_EXIT_ABORT 3       /* the verdict when a rank stopped the job (rally_abort) */
 #define RALLY__LAUNCH_EXIT_CONFIG 4      /* ... when the job's settings or input were refused */
+#define RALLY__LAUNCH_EXIT_PREEMPTED 5   /* ... when it stopped on a signal after a snapshot */
 
 struct rally__launch_policy;
 
@@ -94,6 +97,11 @@ void rally__launch_policy_event(struct rally__launch_policy *pol,
 /* The first SIGINT/SIGTERM fails the job; every one is forwarded. */
 void rally__launch_policy_signal(struct rally__launch_policy *pol, int sig, int64_t now,
                                  struct rally__launch_act *a);
+/* The same for a preemption signal sig once the snapshot asked for (the
+ * path in snapshot) is committed: the verdict is then
+ * RALLY__LAUNCH_EXIT_PREEMPTED, naming it. */
+void rally__launch_policy_preempted(struct rally__launch_policy *pol, int sig, const char *snapshot,
+                                    int64_t now, struct rally__launch_act *a);
 /* rank's process ended with wait status st. */
 void rally__launch_policy_exit(struct rally__launch_policy *pol, int rank, int st,
                                const struct rally__launch_view *v, int64_t now,
