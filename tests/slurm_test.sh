@@ -22,6 +22,10 @@
 #             --nodelist in allocation order, the agent (beside rally-run, or
 #             --agent's), `--` and the program's words last, no secret;
 #             outside an allocation it is an error
+#   preempt   a batch job (sbatch, its script handing the batch signal to
+#             rally-run) signalled as --signal=B:TERM does (scancel
+#             --signal=TERM --batch) at iteration 5: a snapshot, exit 5, and
+#             --resume latest gives the uninterrupted digest
 # When Slurm cannot start here (a container without what slurmd needs), rig
 # and launcher print why (the daemon and its log's last lines); rig fails,
 # and launcher checks the dry-run lines instead (RALLY_SLURM_REQUIRED=1
@@ -304,6 +308,44 @@ launcher)
     grep 'rally-run: summary:' "$tmp/kill" | grep -q 'deaths=1 recovered=1 ' ||
         fail "want deaths=1 recovered=1: $(grep 'rally-run: summary:' "$tmp/kill")"
     no_leftovers "$tag"
+    ;;
+preempt)
+    # Slurm preempts a batch job: the signal reaches the batch script, which
+    # hands it to rally-run (docs/launch.md's recipe), here sent the way
+    # sbatch --signal=B:TERM@T sends it at its time, by scancel --signal=TERM
+    # --batch once iteration 5 ran; rally-run asks for a snapshot at the next
+    # checkpoint, stops once it is committed and exits 5; --resume latest
+    # then gives the uninterrupted digest
+    make_data
+    start_rig || fail "the preempt case needs Slurm"
+    P="$KM --pause-ms 100"
+    job "$tmp/plain" 4 "$km" $P
+    D=$tmp/snaps
+    tag="slurm-preempt-$$"
+    cat >"$tmp/job.sh" <<JOB
+#!/bin/sh
+#SBATCH --signal=B:TERM@120
+"$run" -n 4 --snapshot-dir "$D" --snapshot-every 100 --grace-ms 60000 "$km" $P &
+pid=\$!
+trap 'kill -TERM \$pid' TERM
+wait \$pid
+wait \$pid
+echo "rally-run exit \$?"
+JOB
+    id=$(RALLY_TEST_TAG=$tag sbatch --parsable -n 4 -t 5 -o "$tmp/out" "$tmp/job.sh") ||
+        fail "sbatch failed"
+    wait_line "$tmp/out" '^\[0\] iteration 5 ' "iteration 5" 900 0.1
+    scancel --signal=TERM --batch "$id" || fail "scancel --signal=TERM --batch failed"
+    wait_line "$tmp/out" '^rally-run exit ' "the end of the batch script" 900 0.1
+    grep -v iteration "$tmp/out"
+    grep -q '^rally-run exit 5$' "$tmp/out" || fail "rally-run did not exit 5 (preempted)"
+    grep -q "preempted by signal 15 (Terminated) after $D/rally-kmeans/snap-" "$tmp/out" ||
+        fail "no preemption verdict naming a snapshot"
+    grep -q '^\[0\] result:' "$tmp/out" && fail "the job finished instead of stopping"
+    no_leftovers "$tag"
+    job "$tmp/resumed" 4 --snapshot-dir "$D" --resume latest "$km" $P
+    grep -q '^\[0\] iteration [0-5] ' "$tmp/resumed" && fail "the resumed job repeated iterations"
+    same_digest "$tmp/resumed" "$tmp/plain"
     ;;
 dryrun)
     has_launcher
