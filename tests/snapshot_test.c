@@ -38,6 +38,7 @@
 
 #include <cmocka.h>
 
+#include "rally/snapshot.h"
 #include "snapshot/snapshot.h"
 #include "snapshot/sys.h"
 #include "util/config.h"
@@ -1293,6 +1294,89 @@ static int write_golden(const char *dir)
     return 0;
 }
 
+/* The public reader (rally/snapshot.h): a listing with latest marked, a
+ * snapshot opened by JOBDIR/latest, its manifest's fields, hosts,
+ * fingerprints and settings, its models read byte for byte; a flipped
+ * byte is found by verify and by the read of that file, named. */
+static void public_reader(void **state)
+{
+    (void)state;
+    struct rally__err e = {0};
+    char err[512], job[600], latest[620];
+    for (uint64_t v = 3; v <= 4; v++) {
+        struct spec s = simple(RUN_A, "2026-11-30T09:00:00.000000Z", v);
+        assert_int_equal(write_snapshot(tmp_root, &s, &e), RALLY_OK);
+    }
+    snprintf(job, sizeof job, "%s/job", tmp_root);
+    rally_snapshot_entry_t *v = NULL;
+    size_t n = 0;
+    assert_int_equal(rally_snapshot_list(job, &v, &n, err, sizeof err), RALLY_OK);
+    assert_int_equal(n, 2);
+    assert_string_equal(v[1].name, "snap-00000004");
+    assert_int_equal(v[1].state, RALLY_SNAPSHOT_COMPLETE);
+    assert_true(v[1].latest && !v[0].latest);
+    assert_string_equal(v[1].run_id, RUN_A);
+    rally_free(v);
+    rally_snapshot_t *sn = NULL;
+    snprintf(latest, sizeof latest, "%s/latest", job);
+    assert_int_equal(rally_snapshot_open(latest, &sn, err, sizeof err), RALLY_OK);
+    assert_non_null(strstr(rally_snapshot_path(sn), "snap-00000004"));
+    assert_int_equal(rally_snapshot_version(sn), 4);
+    assert_int_equal(rally_snapshot_world(sn), 2);
+    assert_true(rally_snapshot_has_local(sn));
+    assert_string_equal(rally_snapshot_field(sn, "app_name"), "golden");
+    assert_string_equal(rally_snapshot_field(sn, "app_config"), "--k 3 --iters 20");
+    assert_string_equal(rally_snapshot_field(sn, "run_id"), RUN_A);
+    assert_string_equal(rally_snapshot_field(sn, "format_version"), "1");
+    assert_null(rally_snapshot_field(sn, "no_such_field"));
+    assert_string_equal(rally_snapshot_host(sn, 1), "node-b");
+    assert_null(rally_snapshot_host(sn, 2));
+    assert_string_equal(rally_snapshot_fingerprint(sn, 0), "0123456789abcdef");
+    assert_string_equal(rally_snapshot_setting(sn, "rally_local_replica"), "2");
+    assert_null(rally_snapshot_setting(sn, "rally_nothing"));
+    const char *key, *value;
+    assert_int_equal(rally_snapshot_setting_at(sn, 0, &key, &value), RALLY_OK);
+    assert_string_equal(key, "rally_timeout_ms");
+    assert_int_equal(rally_snapshot_setting_at(sn, 2, &key, &value), RALLY_EINVAL);
+    assert_int_equal(rally_snapshot_nfiles(sn), 3);
+    assert_int_equal(rally_snapshot_verify(sn, err, sizeof err), RALLY_OK);
+    for (int r = -1; r < 2; r++) {
+        void *b = NULL;
+        uint64_t nb = 0;
+        uint64_t want = r < 0 ? 300 : 40;
+        assert_int_equal(rally_snapshot_read(sn, r, &b, &nb, err, sizeof err), RALLY_OK);
+        unsigned char *m = model(r, 4, want);
+        assert_int_equal(nb, want);
+        assert_memory_equal(b, m, want);
+        free(m);
+        rally_free(b);
+    }
+    void *b = NULL;
+    uint64_t nb = 0;
+    assert_int_equal(rally_snapshot_read(sn, 2, &b, &nb, err, sizeof err), RALLY_EINVAL);
+    assert_non_null(strstr(err, "rank 2 is not in this snapshot's world of 2"));
+    rally_snapshot_close(sn);
+    /* a flipped byte in rank 1's file */
+    char f[700];
+    snprintf(f, sizeof f, "%s/snap-00000004/local-0001.bin", job);
+    FILE *fp = fopen(f, "r+b");
+    assert_non_null(fp);
+    fseek(fp, RALLY__SNAP_HEADER_NBYTES + 3, SEEK_SET);
+    fputc(0xee, fp);
+    fclose(fp);
+    assert_int_equal(rally_snapshot_open(latest, &sn, err, sizeof err), RALLY_OK); /* sizes hold */
+    assert_int_not_equal(rally_snapshot_verify(sn, err, sizeof err), RALLY_OK);
+    assert_non_null(strstr(err, "local-0001.bin"));
+    assert_int_equal(rally_snapshot_read(sn, 0, &b, &nb, err, sizeof err), RALLY_OK);
+    rally_free(b);
+    assert_int_not_equal(rally_snapshot_read(sn, 1, &b, &nb, err, sizeof err), RALLY_OK);
+    assert_non_null(strstr(err, "local-0001.bin"));
+    rally_snapshot_close(sn);
+    snprintf(f, sizeof f, "%s/none", tmp_root);
+    assert_int_not_equal(rally_snapshot_open(f, &sn, err, sizeof err), RALLY_OK);
+    assert_non_null(strstr(err, f));
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 3 && strcmp(argv[1], "--write-golden") == 0)
@@ -1321,6 +1405,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(uuid_and_time),
         cmocka_unit_test(busy_setting),
         cmocka_unit_test_setup_teardown(background_commit, setup, teardown),
+        cmocka_unit_test_setup_teardown(public_reader, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "rally/snapshot.h"
 #include "snapshot/snapshot.h"
 #include "util/clock.h"
 
@@ -67,22 +68,29 @@ static int fail(const struct rally__err *e)
     return e->code == RALLY_ESYS || e->code == RALLY_ENOMEM ? EXIT_SYS : EXIT_BAD;
 }
 
+/* A public call's failure (rally/snapshot.h): its sentence, the exit code. */
+static int failed(int rc, const char *err)
+{
+    fprintf(stderr, PROG ": %s\n", err);
+    return rc == RALLY_ESYS || rc == RALLY_ENOMEM ? EXIT_SYS : EXIT_BAD;
+}
+
 static const char *state_name(int s)
 {
-    return s == RALLY__SNAP_COMPLETE     ? "complete"
-           : s == RALLY__SNAP_INCOMPLETE ? "incomplete"
-                                         : "damaged";
+    return s == RALLY_SNAPSHOT_COMPLETE     ? "complete"
+           : s == RALLY_SNAPSHOT_INCOMPLETE ? "incomplete"
+                                            : "damaged";
 }
 
 /* Prints one job directory's listing; returns 0 or an exit code. */
 static int list_job(const char *jobdir)
 {
-    struct rally__err e = {0};
-    struct rally__snap_entry *v = NULL;
+    char err[512];
+    rally_snapshot_entry_t *v = NULL;
     size_t n = 0;
-    if (rally__snap_list(jobdir, &e, &v, &n) != RALLY_OK)
-        return fail(&e);
-    long latest = rally__snap_latest(v, n);
+    int rc = rally_snapshot_list(jobdir, &v, &n, err, sizeof err);
+    if (rc != RALLY_OK)
+        return failed(rc, err);
     printf("%s:\n", jobdir);
     if (n == 0)
         printf("  (no snapshots)\n");
@@ -90,19 +98,19 @@ static int list_job(const char *jobdir)
         printf("    %-14s %-10s %8s %5s %12s  %-8s  %s\n", "NAME", "STATE", "VERSION", "WORLD",
                "BYTES", "RUN", "CREATED");
     for (size_t i = 0; i < n; i++) {
-        const struct rally__snap_entry *x = &v[i];
+        const rally_snapshot_entry_t *x = &v[i];
         char world[16] = "-", bytes[24] = "-";
         if (x->world > 0)
             snprintf(world, sizeof world, "%d", x->world);
-        if (x->state == RALLY__SNAP_COMPLETE)
+        if (x->state == RALLY_SNAPSHOT_COMPLETE)
             snprintf(bytes, sizeof bytes, "%" PRIu64, x->nbytes);
-        printf("  %c %-14s %-10s %8" PRIu64 " %5s %12s  %-8.8s  %s\n",
-               (long)i == latest ? '*' : ' ', x->name, state_name(x->state), x->version, world,
-               bytes, x->run_id[0] ? x->run_id : "-", x->created[0] ? x->created : "-");
-        if (x->state != RALLY__SNAP_COMPLETE)
+        printf("  %c %-14s %-10s %8" PRIu64 " %5s %12s  %-8.8s  %s\n", x->latest ? '*' : ' ',
+               x->name, state_name(x->state), x->version, world, bytes,
+               x->run_id[0] ? x->run_id : "-", x->created[0] ? x->created : "-");
+        if (x->state != RALLY_SNAPSHOT_COMPLETE)
             printf("      %s\n", x->why);
     }
-    free(v);
+    rally_free(v);
     return 0;
 }
 
@@ -204,13 +212,14 @@ static int find_jobs(const char *dir, char ***names, size_t *count)
 
 static int cmd_ls(const char *dir)
 {
-    struct rally__err e = {0};
-    struct rally__snap_entry *v = NULL;
+    char err[512];
+    rally_snapshot_entry_t *v = NULL;
     size_t n = 0;
     /* A job directory holds snap-* entries; a snapshot directory, jobs. */
-    if (rally__snap_list(dir, &e, &v, &n) != RALLY_OK)
-        return fail(&e);
-    free(v);
+    int rc = rally_snapshot_list(dir, &v, &n, err, sizeof err);
+    if (rc != RALLY_OK)
+        return failed(rc, err);
+    rally_free(v);
     if (n > 0)
         return list_job(dir);
     char **jobs = NULL;
@@ -223,9 +232,9 @@ static int cmd_ls(const char *dir)
     for (size_t i = 0; i < njobs; i++) {
         char path[4096];
         snprintf(path, sizeof path, "%s/%s", dir, jobs[i]);
-        int rc = list_job(path);
-        if (rc != 0 && status == 0)
-            status = rc;
+        int st = list_job(path);
+        if (st != 0 && status == 0)
+            status = st;
         free(jobs[i]);
     }
     free(jobs);
@@ -234,61 +243,75 @@ static int cmd_ls(const char *dir)
     return status;
 }
 
-static void print_manifest(const char *path, const struct rally__snap_manifest *m, int full)
+static void print_manifest(const rally_snapshot_t *s, int full)
 {
-    printf("snapshot          %s\n", path);
-    printf("format version    %u\n", m->format_version);
-    printf("rally version     %s\n", m->rally_version);
-    printf("job               %s\n", m->job);
-    printf("snapshot id       %s\n", m->snapshot_id);
-    printf("run id            %s\n", m->run_id);
-    printf("run started       %s\n", m->run_started);
-    printf("checkpoint        version %" PRIu64 "\n", m->version);
-    printf("created           %s\n", m->created);
-    printf("world size        %d\n", m->world);
-    printf("app               %s\n", m->app_name[0] ? m->app_name : "(none registered)");
-    printf("app config        %s\n", m->app_config);
-    printf("app config hash   xxh3-64 %016" PRIx64 "\n", m->app_config_xxh3);
-    printf("partitioning      %s\n", m->partitioning);
+#define F(name) rally_snapshot_field(s, name)
+    const char *app = F("app_name");
+    printf("snapshot          %s\n", rally_snapshot_path(s));
+    printf("format version    %s\n", F("format_version"));
+    printf("rally version     %s\n", F("rally_version"));
+    printf("job               %s\n", F("job"));
+    printf("snapshot id       %s\n", F("snapshot_id"));
+    printf("run id            %s\n", F("run_id"));
+    printf("run started       %s\n", F("run_started"));
+    printf("checkpoint        version %" PRIu64 "\n", rally_snapshot_version(s));
+    printf("created           %s\n", F("created"));
+    printf("world size        %d\n", rally_snapshot_world(s));
+    printf("app               %s\n", app[0] ? app : "(none registered)");
+    printf("app config        %s\n", F("app_config"));
+    printf("app config hash   xxh3-64 %s\n", F("app_config_xxh3"));
+    printf("partitioning      %s\n", F("partitioning"));
+#undef F
     if (full) {
-        for (int r = 0; r < m->world; r++)
-            printf("rank %-5d        host %s%s%s\n", r, m->hosts[r],
-                   m->fingerprints && m->fingerprints[r][0] ? "  input " : "",
-                   m->fingerprints ? m->fingerprints[r] : "");
-        for (size_t i = 0; i < m->nsettings; i++)
-            printf("setting           %s=%s\n", m->settings[i].key, m->settings[i].value);
+        for (int r = 0; r < rally_snapshot_world(s); r++) {
+            const char *fp = rally_snapshot_fingerprint(s, r);
+            printf("rank %-5d        host %s%s%s\n", r, rally_snapshot_host(s, r),
+                   fp[0] ? "  input " : "", fp);
+        }
+        const char *key, *value;
+        for (size_t i = 0; rally_snapshot_setting_at(s, i, &key, &value) == RALLY_OK; i++)
+            printf("setting           %s=%s\n", key, value);
     }
-    for (size_t i = 0; i < m->nfiles; i++)
-        printf("file              %-16s %12" PRIu64 " bytes  xxh3-64 %016" PRIx64 "\n",
-               m->files[i].name, m->files[i].nbytes, m->files[i].xxh3);
+    for (size_t i = 0; i < rally_snapshot_nfiles(s); i++) {
+        const char *name;
+        uint64_t nbytes, xxh3;
+        rally_snapshot_file(s, i, &name, &nbytes, &xxh3);
+        printf("file              %-16s %12" PRIu64 " bytes  xxh3-64 %016" PRIx64 "\n", name,
+               nbytes, xxh3);
+    }
 }
 
 static int cmd_show(const char *path)
 {
-    struct rally__err e = {0};
-    struct rally__snap_manifest *m = NULL;
-    if (rally__snap_read_manifest(path, &e, &m) != RALLY_OK)
-        return fail(&e);
-    print_manifest(path, m, 1);
-    printf("(the files were not read: rally-snapshot verify checks every byte)\n");
-    rally__snap_manifest_free(m);
+    char err[512];
+    rally_snapshot_t *s = NULL;
+    int rc = rally_snapshot_open(path, &s, err, sizeof err);
+    if (rc != RALLY_OK)
+        return failed(rc, err);
+    print_manifest(s, 1);
+    printf("(the models were not read: rally-snapshot verify checks every byte)\n");
+    rally_snapshot_close(s);
     return 0;
 }
 
 static int cmd_verify(const char *path)
 {
-    struct rally__err e = {0};
-    struct rally__snap *s = NULL;
-    if (rally__snap_open(path, &e, &s) != RALLY_OK)
-        return fail(&e);
-    const struct rally__snap_manifest *m = rally__snap_manifest(s);
-    uint64_t total = 0;
-    for (size_t i = 0; i < m->nfiles; i++)
-        total += m->files[i].nbytes;
+    char err[512];
+    rally_snapshot_t *s = NULL;
+    int rc = rally_snapshot_open(path, &s, err, sizeof err);
+    if (rc == RALLY_OK)
+        rc = rally_snapshot_verify(s, err, sizeof err);
+    if (rc != RALLY_OK) {
+        rally_snapshot_close(s);
+        return failed(rc, err);
+    }
+    uint64_t total = 0, n = 0;
+    for (size_t i = 0; rally_snapshot_file(s, i, NULL, &n, NULL) == RALLY_OK; i++)
+        total += n;
     printf("%s: ok: checkpoint version %" PRIu64 ", %zu files, %" PRIu64
            " bytes, every size, checksum and header verified\n",
-           path, m->version, m->nfiles, total);
-    rally__snap_close(s);
+           path, rally_snapshot_version(s), rally_snapshot_nfiles(s), total);
+    rally_snapshot_close(s);
     return 0;
 }
 
@@ -360,17 +383,20 @@ static int run_app(const char *app, const void *bytes, uint64_t nbytes)
 
 static int cmd_dump(const char *path, int rank, const char *app)
 {
-    struct rally__err e = {0};
-    struct rally__snap *s = NULL;
+    char err[512];
+    rally_snapshot_t *s = NULL;
     void *bytes = NULL;
     uint64_t nbytes = 0;
-    int rc = 0;
-    if (rally__snap_open(path, &e, &s) != RALLY_OK ||
-        rally__snap_read(s, rank, &e, &bytes, &nbytes) != RALLY_OK) {
-        rc = fail(&e);
-        goto out;
+    int rc = rally_snapshot_open(path, &s, err, sizeof err);
+    if (rc == RALLY_OK)
+        rc = rally_snapshot_verify(s, err, sizeof err);
+    if (rc == RALLY_OK)
+        rc = rally_snapshot_read(s, rank, &bytes, &nbytes, err, sizeof err);
+    if (rc != RALLY_OK) {
+        rally_snapshot_close(s);
+        return failed(rc, err);
     }
-    print_manifest(path, rally__snap_manifest(s), 0);
+    print_manifest(s, 0);
     printf("verified          every size, checksum and header\n");
     if (rank < 0)
         printf("global model      %" PRIu64 " bytes\n", nbytes);
@@ -380,9 +406,8 @@ static int cmd_dump(const char *path, int rank, const char *app)
         rc = run_app(app, bytes, nbytes);
     else
         hexdump(bytes, nbytes);
-out:
-    free(bytes);
-    rally__snap_close(s);
+    rally_free(bytes);
+    rally_snapshot_close(s);
     return rc;
 }
 

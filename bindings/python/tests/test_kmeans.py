@@ -126,3 +126,51 @@ def test_restarted_rank_with_other_input_fails(data, tmp_path):
                       env={"RALLY_PYTHON_MOCK": "1"})
     assert rc == 0, out
     assert "model_digest=" in out, out
+
+
+def test_snapshot_reader(data, tmp_path):
+    """rally.snapshot reads what the job left, with no job running: the
+    listing, the manifest's fields, the global model's bytes (those of
+    global.bin after its 72-byte header, docs/snapshot-format.md), and a
+    flipped byte found and named."""
+    import rally
+    import rally.snapshot
+
+    common = ["--data", data, "--data-opt", "csv_label=0", "-k", "6", "--fixed-iters",
+              "--iters", "4"]
+    rc, out = run_job(2, KMEANS_PY, *common, launcher=["--snapshot-dir", str(tmp_path), "--job",
+                                                       "km", "--snapshot-every", "2",
+                                                       "--keep-snapshots"])
+    assert rc == 0, out
+    entries = rally.snapshot.list(tmp_path / "km")
+    assert [e.state for e in entries] == ["complete"] * len(entries) and entries, entries
+    assert [e.latest for e in entries].count(True) == 1, entries
+    newest = [e for e in entries if e.latest][0]
+    with rally.snapshot.open(tmp_path / "km" / "latest") as s:
+        assert s.path.endswith(newest.name)
+        assert s.version == newest.version and s.world == 2 and not s.has_local
+        assert s.meta["app_name"] == "kmeans.py"
+        assert s.meta["app_config"].endswith("--iters 4")
+        assert s.meta["job"] == "km"
+        for r in (0, 1):
+            fp = re.search(r"^\[%d\] shard %d fingerprint ([0-9a-f]{16}) " % (r, r), out, re.M)
+            assert s.fingerprints[r] == fp.group(1)
+        assert [f[0] for f in s.files] == ["global.bin"]
+        s.verify()
+        model = s.read()
+        with open(os.path.join(s.path, "global.bin"), "rb") as f:
+            assert model == f.read()[72:]
+        with pytest.raises(rally.ArgumentError):
+            s.read(rank=0)  # a global-only snapshot
+        path = s.path
+    with open(os.path.join(path, "global.bin"), "r+b") as f:
+        f.seek(80)
+        b = f.read(1)
+        f.seek(80)
+        f.write(bytes([b[0] ^ 1]))
+    with rally.snapshot.open(path) as s:
+        with pytest.raises(rally.Error) as e:
+            s.verify()
+        assert "global.bin" in str(e.value)
+        with pytest.raises(rally.Error):
+            s.read()
