@@ -108,6 +108,40 @@ echo "$out"
 want=$(echo "$out" | grep -o 'model_digest=[0-9a-f]*')
 [ -n "$want" ] || fail "no model_digest"
 
+# the installed reader (rally/snapshot.h): a C program reads the final
+# snapshot's global model with no job running, and it is the job's model
+"$src/tests/run_job.sh" 0 60 "$run" -n 3 --snapshot-dir "$tmp/snaps" --snapshot-final \
+    "$tmp/hello" >/dev/null || fail "the job with --snapshot-final failed"
+cat >"$tmp/reader.c" <<'C'
+#include <rally/snapshot.h>
+#include <stdio.h>
+int main(int argc, char **argv)
+{
+    rally_snapshot_t *s;
+    char err[512];
+    void *g;
+    uint64_t n;
+    if (argc != 2 || rally_snapshot_open(argv[1], &s, err, sizeof err) != RALLY_OK ||
+        rally_snapshot_read(s, -1, &g, &n, err, sizeof err) != RALLY_OK) {
+        fprintf(stderr, "reader: %s\n", argc == 2 ? err : "usage: reader SNAP");
+        return 1;
+    }
+    printf("version %llu app %s model_digest=%016llx\n",
+           (unsigned long long)rally_snapshot_version(s), rally_snapshot_field(s, "job"),
+           (unsigned long long)rally_digest64(g, (size_t)n));
+    rally_free(g);
+    rally_snapshot_close(s);
+    return 0;
+}
+C
+# shellcheck disable=SC2046
+cc "$tmp/reader.c" $(pkg-config --cflags --libs rally) -o "$tmp/reader" ||
+    fail "reader.c does not build against the installed rally/snapshot.h"
+got=$("$tmp/reader" "$tmp/snaps/hello/latest") || fail "the reader failed: $got"
+echo "reader: $got"
+[ "$(echo "$got" | grep -o 'model_digest=[0-9a-f]*')" = "$want" ] ||
+    fail "the snapshot's model ($got) is not the job's ($want)"
+
 # deathjob LABEL PROG: rank 1 dies entering version 1's allreduce, and recovers
 deathjob() {
     out=$("$src/tests/run_job.sh" 0 60 "$run" -n 3 "$2" rally_mock=1,1,0,0)
