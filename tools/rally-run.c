@@ -47,16 +47,18 @@
  * process (launch/proc.h) kills the workers' process groups when we die,
  * also of SIGKILL, so workers behind a wrapper script do not outlive us.
  *
- * Durable snapshots (--snapshot-dir, docs/snapshot-format.md): before any
- * worker starts we give the run a UUID, take the job directory's lock for
- * the run's life, refuse a fresh start into a directory that holds
+ * Durable snapshots (--snapshot-dir, docs/snapshot-format.md; launch/snaps.c):
+ * before any worker starts we give the run a UUID, take the job directory's
+ * lock for the run's life, refuse a fresh start into a directory that holds
  * snapshots (unless --overwrite), and resolve and verify --resume; the
  * workers get the settings in RALLY_SNAPSHOT_* / RALLY_RUN_* / RALLY_RESUME,
  * rally-run's always: the same variables in its own environment are taken as
  * its flags (snap_env), so that a snapshot always has its lock and clean-up.
  * -x VAR[=VALUE] adds a variable for every worker (ssh carries none).
  * After a successful run this run's snapshots are removed unless
- * --keep-snapshots or --snapshot-final.
+ * --keep-snapshots or --snapshot-final.  The first SIGTERM preempts: rank 0
+ * is asked for a snapshot, and the job stops once it is committed (exit 5)
+ * or --grace-ms passed.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -75,6 +77,7 @@
 #include "launch/proc.h"
 #include "launch/remote.h"
 #include "launch/serve.h"
+#include "launch/snaps.h"
 #include "net/auth.h"
 #include "net/sock.h"
 #include "snapshot/snapshot.h"
@@ -106,23 +109,10 @@ struct run {
     int sigs[4], nsigs; /* SIGINT/SIGTERM/SIGHUP that arrived this turn */
     int reap;           /* a signal arrived this turn: reap */
     int64_t drain_until;
-    /* durable snapshots */
-    const char *snap_dir, *job_opt, *resume;
-    int64_t snap_every, snap_every_ms, snap_keep;
-    int keep_snaps, snap_required, snap_final, overwrite, force;
-    const char *snap_busy;
-    char job[RALLY__SNAP_JOB_MAX + 1];
-    char snap_abs[PATH_MAX], jobdir[PATH_MAX + RALLY__SNAP_JOB_MAX + 2], resume_path[PATH_MAX];
-    char run_id[RALLY__SNAP_UUID_LEN + 1], run_started[RALLY__SNAP_TIME_LEN + 1];
-    char every[24], every_ms[24], keep[24];
-    struct rally__snap_lock *lock;
-    int snap_now; /* SIGUSR1 arrived this turn */
-    /* preemption: SIGTERM with --snapshot-dir asks for a snapshot first */
-    int preempt_now;              /* that SIGTERM arrived this turn */
-    int preempting;               /* rank 0 was asked: waiting for the commit */
-    int64_t preempt_until;        /* ... at most until then (--grace-ms) */
-    int64_t preempt_look;         /* the next look at the job directory */
-    uint64_t preempt_top;         /* its newest snapshot directory's version when asked */
+    /* durable snapshots: the options, the run, preemption (launch/snaps.h) */
+    struct rally__launch_snaps snap;
+    int snap_now;    /* SIGUSR1 arrived this turn */
+    int preempt_now; /* a SIGTERM that preempts arrived this turn */
     int auto_resume, max_job_restarts, job_restarts;
     char given[128];    /* the options given on the command line, by their letter */
     char env_snap[160]; /* "RALLY_SNAPSHOT_EVERY=2": the first snapshot setting taken from the
@@ -381,21 +371,21 @@ static char **agent_env(const struct run *r, const char *id)
 #define SET(K, V) (oom |= kv(env, &k, (K), (V)))
     SET("RALLY_TRACKER", r->tracker_addr);
     SET("RALLY_TASK_ID", id);
-    if (r->snap_dir != NULL) {
-        SET("RALLY_RUN_ID", r->run_id);
-        SET("RALLY_RUN_STARTED", r->run_started);
-        SET("RALLY_SNAPSHOT_DIR", r->snap_abs);
-        SET("RALLY_SNAPSHOT_JOB", r->job);
-        SET("RALLY_SNAPSHOT_EVERY", r->every);
-        SET("RALLY_SNAPSHOT_EVERY_MS", r->every_ms);
-        SET("RALLY_SNAPSHOT_KEEP", r->keep);
-        SET("RALLY_SNAPSHOT_REQUIRED", r->snap_required ? "1" : "0");
-        SET("RALLY_SNAPSHOT_FINAL", r->snap_final ? "1" : "0");
-        SET("RALLY_SNAPSHOT_BUSY", r->snap_busy);
+    if (r->snap.dir != NULL) {
+        SET("RALLY_RUN_ID", r->snap.run_id);
+        SET("RALLY_RUN_STARTED", r->snap.run_started);
+        SET("RALLY_SNAPSHOT_DIR", r->snap.abs);
+        SET("RALLY_SNAPSHOT_JOB", r->snap.job);
+        SET("RALLY_SNAPSHOT_EVERY", r->snap.every_s);
+        SET("RALLY_SNAPSHOT_EVERY_MS", r->snap.every_ms_s);
+        SET("RALLY_SNAPSHOT_KEEP", r->snap.keep_s);
+        SET("RALLY_SNAPSHOT_REQUIRED", r->snap.required ? "1" : "0");
+        SET("RALLY_SNAPSHOT_FINAL", r->snap.final ? "1" : "0");
+        SET("RALLY_SNAPSHOT_BUSY", r->snap.busy);
     }
-    if (r->resume_path[0]) {
-        SET("RALLY_RESUME", r->resume_path);
-        SET("RALLY_RESUME_FORCE", r->force ? "1" : "0");
+    if (r->snap.resume_path[0]) {
+        SET("RALLY_RESUME", r->snap.resume_path);
+        SET("RALLY_RESUME_FORCE", r->snap.force ? "1" : "0");
     }
 #undef SET
     for (size_t i = 0; i < r->nxenv && !oom; i++) /* -x */
@@ -475,18 +465,18 @@ static int spawn(struct run *r, int i)
         {"RALLY_TRACKER", r->tracker_addr},
         {"RALLY_SECRET_FILE", r->secret},
         {"RALLY_TASK_ID", id},
-        {"RALLY_RUN_ID", r->run_id},
-        {"RALLY_RUN_STARTED", r->run_started},
-        {"RALLY_SNAPSHOT_DIR", r->snap_abs}, /* "" without --snapshot-dir */
-        {"RALLY_SNAPSHOT_JOB", r->job},
-        {"RALLY_SNAPSHOT_EVERY", r->every},
-        {"RALLY_SNAPSHOT_EVERY_MS", r->every_ms},
-        {"RALLY_SNAPSHOT_KEEP", r->keep},
-        {"RALLY_SNAPSHOT_REQUIRED", r->snap_required ? "1" : "0"},
-        {"RALLY_SNAPSHOT_FINAL", r->snap_final ? "1" : "0"},
-        {"RALLY_SNAPSHOT_BUSY", r->snap_busy},
-        {"RALLY_RESUME", r->resume_path},
-        {"RALLY_RESUME_FORCE", r->force ? "1" : "0"},
+        {"RALLY_RUN_ID", r->snap.run_id},
+        {"RALLY_RUN_STARTED", r->snap.run_started},
+        {"RALLY_SNAPSHOT_DIR", r->snap.abs}, /* "" without --snapshot-dir */
+        {"RALLY_SNAPSHOT_JOB", r->snap.job},
+        {"RALLY_SNAPSHOT_EVERY", r->snap.every_s},
+        {"RALLY_SNAPSHOT_EVERY_MS", r->snap.every_ms_s},
+        {"RALLY_SNAPSHOT_KEEP", r->snap.keep_s},
+        {"RALLY_SNAPSHOT_REQUIRED", r->snap.required ? "1" : "0"},
+        {"RALLY_SNAPSHOT_FINAL", r->snap.final ? "1" : "0"},
+        {"RALLY_SNAPSHOT_BUSY", r->snap.busy},
+        {"RALLY_RESUME", r->snap.resume_path},
+        {"RALLY_RESUME_FORCE", r->snap.force ? "1" : "0"},
         {NULL, NULL}};
     /* the workers inherit our environment: -x VAR=VALUE sets VALUE, -x VAR is theirs already */
     size_t nours = sizeof ours / sizeof ours[0];
@@ -563,8 +553,8 @@ static int64_t deadline(void *arg)
     int64_t d = rally__launch_policy_deadline(r->pol);
     if (r->nlive == 0 && r->drain_until < d)
         d = r->drain_until;
-    if (r->preempting && r->preempt_look < d)
-        d = r->preempt_look;
+    if (r->snap.preempting && r->snap.preempt_look < d)
+        d = r->snap.preempt_look;
     return d;
 }
 
@@ -575,8 +565,8 @@ static void on_signal(void *arg, int sig)
         r->snap_now = 1;
         return;
     }
-    if (sig == SIGTERM && r->snap_dir != NULL && !r->preempt_now && !r->preempting &&
-        r->preempt_until == 0) { /* the first: a snapshot, then the stop */
+    if (sig == SIGTERM && r->snap.dir != NULL && !r->preempt_now && !r->snap.preempting &&
+        r->snap.preempt_until == 0) { /* the first: a snapshot, then the stop */
         r->preempt_now = 1;
         return;
     }
@@ -612,52 +602,6 @@ static void remote_exit(struct run *r, int i, int st, const struct rally__launch
         rally__launch_policy_unstarted(r->pol, i, why, out, rally__now_ms(), a);
 }
 
-/* Preemption, begun: rank 0 raises the request bit at its next commit, and
- * the snapshot asked for is the first of this run newer than every
- * snapshot directory now (one being written now is not it). */
-static void preempt_begin(struct run *r)
-{
-    struct rally__err e = {0, ""};
-    char name[RALLY__SNAP_NAME_MAX];
-    if (rally__snap_newer(r->jobdir, r->run_id, UINT64_MAX, &r->preempt_top, name, &e) < 0)
-        r->preempt_top = 0; /* no job directory yet */
-    rally__launch_signal(&r->procs[0], SIGUSR1);
-    r->preempting = 1;
-    r->preempt_look = rally__now_ms();
-    r->preempt_until = r->preempt_look + r->grace_ms;
-    char line[200];
-    snprintf(line, sizeof line,
-             "SIGTERM: asked rank 0 for a snapshot at its next checkpoint; the workers stop once "
-             "it is committed (--grace-ms %lld at most)",
-             (long long)r->grace_ms);
-    rally__launch_out_say(&r->out[1], line);
-}
-
-/* Preemption, waiting: the snapshot committed (the verdict names it), or
- * the grace is over (a plain stop); either way the workers get SIGTERM. */
-static void preempt_check(struct run *r, struct rally__launch_act *a)
-{
-    int64_t now = rally__now_ms();
-    if (now < r->preempt_look)
-        return;
-    r->preempt_look = now + 20;
-    struct rally__err e = {0, ""};
-    char name[RALLY__SNAP_NAME_MAX], path[sizeof r->jobdir + RALLY__SNAP_NAME_MAX + 1];
-    uint64_t top = 0;
-    if (rally__snap_newer(r->jobdir, r->run_id, r->preempt_top, &top, name, &e) > 0) {
-        snprintf(path, sizeof path, "%s/%s", r->jobdir, name);
-        rally__launch_policy_preempted(r->pol, SIGTERM, path, now, a);
-    } else if (now >= r->preempt_until) {
-        rally__launch_out_say(&r->out[1], "SIGTERM: no snapshot was committed within --grace-ms: "
-                                          "stopping the workers without one");
-        rally__launch_policy_signal(r->pol, SIGTERM, now, a);
-    } else {
-        return;
-    }
-    r->preempting = 0;
-    carry_out(r, a);
-}
-
 /* The decision point: after the tracker handled its I/O, the policy looks at
  * this turn's signals, exits and the tracker's state, and we act. */
 static void after(void *arg)
@@ -667,7 +611,7 @@ static void after(void *arg)
     struct rally__launch_view v;
     if (r->snap_now) { /* rank 0 raises the request bit at its next commit */
         r->snap_now = 0;
-        if (r->snap_dir == NULL) {
+        if (r->snap.dir == NULL) {
             rally__launch_out_say(&r->out[1], "SIGUSR1: no --snapshot-dir, so no snapshot");
         } else {
             rally__launch_signal(&r->procs[0], SIGUSR1);
@@ -675,14 +619,32 @@ static void after(void *arg)
                                               "the path once committed)");
         }
     }
-    if (r->preempt_now) {
+    if (r->preempt_now) { /* rank 0 raises the request bit at its next checkpoint */
         r->preempt_now = 0;
-        preempt_begin(r);
+        rally__launch_snaps_preempt(&r->snap, rally__now_ms(), r->grace_ms);
+        rally__launch_signal(&r->procs[0], SIGUSR1);
+        char line[200];
+        snprintf(line, sizeof line,
+                 "SIGTERM: asked rank 0 for a snapshot at its next checkpoint; the workers stop "
+                 "once it is committed (--grace-ms %lld at most)",
+                 (long long)r->grace_ms);
+        rally__launch_out_say(&r->out[1], line);
     }
-    if (r->preempting)
-        preempt_check(r, &a);
+    char snap[sizeof r->snap.jobdir + RALLY__SNAP_NAME_MAX + 1];
+    int got = r->snap.preempting ? rally__launch_snaps_preempted(&r->snap, rally__now_ms(), snap,
+                                                                 sizeof snap)
+                                 : 0;
+    if (got > 0) {
+        rally__launch_policy_preempted(r->pol, SIGTERM, snap, rally__now_ms(), &a);
+        carry_out(r, &a);
+    } else if (got < 0) {
+        rally__launch_out_say(&r->out[1], "SIGTERM: no snapshot was committed within --grace-ms: "
+                                          "stopping the workers without one");
+        rally__launch_policy_signal(r->pol, SIGTERM, rally__now_ms(), &a);
+        carry_out(r, &a);
+    }
     for (int i = 0; i < r->nsigs; i++) {
-        r->preempting = 0; /* a second signal stops the job now */
+        r->snap.preempting = 0; /* a second signal stops the job now */
         rally__launch_policy_signal(r->pol, r->sigs[i], rally__now_ms(), &a);
         carry_out(r, &a);
     }
@@ -750,13 +712,13 @@ static int snap_option(struct run *r, int c, const char *val, const char *name)
     int64_t v;
     switch (c) {
     case 'D':
-        r->snap_dir = val;
+        r->snap.dir = val;
         break;
     case 'J':
-        r->job_opt = val;
+        r->snap.job_opt = val;
         break;
     case 'R':
-        r->resume = val;
+        r->snap.resume = val;
         break;
     case 'E':
     case 'T':
@@ -767,18 +729,18 @@ static int snap_option(struct run *r, int c, const char *val, const char *name)
                                    : c == 'T' ? "milliseconds"
                                               : "a count (1 or more)",
                                    val);
-        *(c == 'E' ? &r->snap_every : c == 'T' ? &r->snap_every_ms : &r->snap_keep) = v;
+        *(c == 'E' ? &r->snap.every : c == 'T' ? &r->snap.every_ms : &r->snap.keep) = v;
         break;
     case 'B':
         if (strcmp(val, "wait") != 0 && strcmp(val, "skip") != 0)
             return cli_usage_error("rally-run", "%s wants wait or skip, not '%s'", name, val);
-        r->snap_busy = val;
+        r->snap.busy = val;
         break;
     default: /* 'Q', 'F', 'f': switches */
         if (val != NULL && strcmp(val, "0") != 0 && strcmp(val, "1") != 0)
             return cli_usage_error("rally-run", "%s wants 0 or 1, not '%s'", name, val);
         if (val == NULL || val[0] == '1')
-            *(c == 'Q' ? &r->snap_required : c == 'F' ? &r->snap_final : &r->force) = 1;
+            *(c == 'Q' ? &r->snap.required : c == 'F' ? &r->snap.final : &r->snap.force) = 1;
         break;
     }
     return -1;
@@ -898,9 +860,9 @@ static int parse(int argc, char **argv, struct run *r)
     r->max_restarts = 3;
     r->heartbeat_ms = 10000;
     r->progress_ms = 600000;
-    r->snap_keep = 2;
+    r->snap.keep = 2;
     r->max_job_restarts = 3;
-    r->snap_busy = "wait";
+    r->snap.busy = "wait";
     int64_t v;
     int c, li = 0;
     opterr = 0;
@@ -973,10 +935,10 @@ static int parse(int argc, char **argv, struct run *r)
             break;
         }
         case 'k':
-            r->keep_snaps = 1;
+            r->snap.keep_all = 1;
             break;
         case 'O':
-            r->overwrite = 1;
+            r->snap.overwrite = 1;
             break;
         case 'A':
             r->auto_resume = 1;
@@ -1063,16 +1025,16 @@ static int parse(int argc, char **argv, struct run *r)
                                    "healthy worker; lower the interval or raise the timeout",
                                    from, (long long)r->heartbeat_ms);
     }
-    if (r->snap_dir == NULL &&
-        (r->snap_every || r->snap_every_ms || r->snap_required || r->snap_final || r->keep_snaps ||
-         r->overwrite || r->job_opt || r->auto_resume))
+    if (r->snap.dir == NULL &&
+        (r->snap.every || r->snap.every_ms || r->snap.required || r->snap.final || r->snap.keep_all ||
+         r->snap.overwrite || r->snap.job_opt || r->auto_resume))
         return cli_usage_error("rally-run", "the snapshot options need --snapshot-dir DIR%s%s%s",
                                r->env_snap[0] ? " (" : "", r->env_snap,
                                r->env_snap[0] ? " is one)" : "");
-    if (r->resume != NULL && strcmp(r->resume, "latest") == 0 && r->snap_dir == NULL)
+    if (r->snap.resume != NULL && strcmp(r->snap.resume, "latest") == 0 && r->snap.dir == NULL)
         return cli_usage_error("rally-run", "%s needs --snapshot-dir DIR",
                                r->given['R'] ? "--resume latest" : "RALLY_RESUME=latest");
-    if (r->overwrite && r->resume != NULL)
+    if (r->snap.overwrite && r->snap.resume != NULL)
         return cli_usage_error("rally-run", "--overwrite is for a fresh start, not --resume");
     int local = r->launcher == RALLY__LAUNCHER_LOCAL;
     if (local && (r->hosts_opt || r->hostfile || r->agent_opt))
@@ -1271,157 +1233,6 @@ static int dry_run(struct run *r)
     return 0;
 }
 
-/* The job's name: --job, or the program's file name made safe. */
-/* The program a command runs: for a Python interpreter its script
- * ("python3 -u train.py": train.py) or module ("python3 -m pkg.train"), so
- * that two scripts do not share one job directory; else argv[0]. */
-static const char *program_of(char **argv)
-{
-    const char *b = strrchr(argv[0], '/');
-    if (strncmp(b ? b + 1 : argv[0], "python", 6) != 0)
-        return argv[0];
-    for (int i = 1; argv[i] != NULL; i++) {
-        if (strcmp(argv[i], "-m") == 0)
-            return argv[i + 1] ? argv[i + 1] : argv[0];
-        if (strcmp(argv[i], "-c") == 0 || strcmp(argv[i], "-") == 0)
-            return argv[0];
-        if (argv[i][0] != '-')
-            return argv[i];
-        if ((strcmp(argv[i], "-W") == 0 || strcmp(argv[i], "-X") == 0) && argv[i + 1])
-            i++; /* an option with its value */
-    }
-    return argv[0];
-}
-
-static int job_name(struct run *r)
-{
-    const char *p = r->job_opt;
-    if (p == NULL) {
-        rally__snap_job_from(program_of(r->argv), r->job);
-        return 0;
-    }
-    if (!rally__snap_job_ok(p)) {
-        fprintf(stderr,
-                "rally-run: --job %s is not a job name (1 to %d bytes of A-Z a-z 0-9 . _ -, "
-                "not starting with '.')\n",
-                p, RALLY__SNAP_JOB_MAX);
-        return 2;
-    }
-    memcpy(r->job, p, strlen(p) + 1);
-    return 0;
-}
-
-/* Before any worker starts: the run's UUID, the lock, the fresh-start check,
- * the snapshot to resume from, resolved and verified.  0 or the exit status. */
-/* The run's UUID, start time, job name and the settings' strings; 0 or the
- * exit status. */
-static int snap_names(struct run *r)
-{
-    struct rally__err e = {0, ""};
-    if (rally__snap_uuid(r->run_id, &e) != RALLY_OK) {
-        fprintf(stderr, "rally-run: %s\n", e.msg);
-        return 1;
-    }
-    rally__snap_now(r->run_started);
-    snprintf(r->every, sizeof r->every, "%lld", (long long)r->snap_every);
-    snprintf(r->every_ms, sizeof r->every_ms, "%lld", (long long)r->snap_every_ms);
-    snprintf(r->keep, sizeof r->keep, "%lld", (long long)r->snap_keep);
-    if (r->dry_run && r->snap_dir != NULL && realpath(r->snap_dir, r->snap_abs) == NULL)
-        snprintf(r->snap_abs, sizeof r->snap_abs, "%s", r->snap_dir);
-    return job_name(r);
-}
-
-static int snap_setup(struct run *r)
-{
-    struct rally__err e = {0, ""};
-    int st = snap_names(r);
-    if (st != 0)
-        return st;
-    if (r->snap_dir != NULL) {
-        if (rally__snap_lock_take(r->snap_dir, r->job, r->run_id, &e, &r->lock) != RALLY_OK) {
-            fprintf(stderr, "rally-run: %s\n", e.msg);
-            return 1;
-        }
-        /* the workers may run elsewhere in the file system's view: an absolute path */
-        if (realpath(r->snap_dir, r->snap_abs) == NULL) {
-            fprintf(stderr, "rally-run: %s: %s\n", r->snap_dir, strerror(errno));
-            return 1;
-        }
-        snprintf(r->jobdir, sizeof r->jobdir, "%s/%s", r->snap_abs, r->job);
-        if (r->resume == NULL && !r->overwrite &&
-            rally__snap_check_fresh(r->jobdir, "--resume latest", "--overwrite", &e) != RALLY_OK) {
-            fprintf(stderr, "rally-run: %s\n", e.msg);
-            return 1;
-        }
-    }
-    if (r->resume == NULL)
-        return 0;
-    char path[PATH_MAX];
-    if (rally__snap_resolve(r->jobdir, r->resume, &e, path, sizeof path) != RALLY_OK) {
-        fprintf(stderr, "rally-run: --resume %s: %s\n", r->resume, e.msg);
-        return 1;
-    }
-    struct rally__snap *sn = NULL;
-    if (rally__snap_open(path, &e, &sn) != RALLY_OK) {
-        char older[PATH_MAX];
-        uint64_t v = 0;
-        fprintf(stderr, "rally-run: --resume %s: %s\n", path, e.msg);
-        if (strcmp(r->resume, "latest") == 0 &&
-            rally__snap_older(r->jobdir, path, older, sizeof older, &v))
-            fprintf(stderr,
-                    "rally-run: the newest snapshot before it that verifies is %s (checkpoint "
-                    "version %llu): --resume %s takes it\n",
-                    older, (unsigned long long)v, older);
-        return 1;
-    }
-    const struct rally__snap_manifest *m = rally__snap_manifest(sn);
-    struct rally__snap_expect x = {r->world, NULL, NULL, NULL, NULL, NULL};
-    char note[512];
-    int rc = rally__snap_compatible(m, &x, r->force, &e, note, sizeof note);
-    if (rc == RALLY_OK && realpath(path, r->resume_path) == NULL)
-        rc = rally__fail(&e, RALLY_ESYS, "%s: %s", path, strerror(errno));
-    if (rc == RALLY_OK) {
-        fprintf(stderr,
-                "rally-run: resuming from %s: checkpoint version %llu of run %s (%d workers, "
-                "verified)\n",
-                r->resume_path, (unsigned long long)m->version, m->run_id, m->world);
-        if (note[0])
-            fprintf(stderr, "rally-run: note: %s\n", note);
-    } else {
-        fprintf(stderr, "rally-run: --resume %s: %s\n", path, e.msg);
-    }
-    rally__snap_close(sn);
-    return rc == RALLY_OK ? 0 : 1;
-}
-
-/* After the run: a successful one removes its snapshots unless kept. */
-static void snap_cleanup(struct run *r, int status)
-{
-    if (r->lock == NULL || r->jobdir[0] == '\0')
-        return;
-    struct rally__err e = {0, ""};
-    struct rally__snap_entry *v = NULL;
-    size_t n = 0;
-    if (status == 0 && !r->keep_snaps && !r->snap_final) {
-        int removed = 0;
-        if (rally__snap_retain(r->jobdir, r->run_id, 0, &e, &removed) != RALLY_OK)
-            fprintf(stderr, "rally-run: removing this run's snapshots: %s\n", e.msg);
-        else if (removed > 0)
-            fprintf(stderr,
-                    "rally-run: the run succeeded: removed its %d snapshot%s "
-                    "(--keep-snapshots keeps them)\n",
-                    removed, removed == 1 ? "" : "s");
-        return;
-    }
-    if (rally__snap_list(r->jobdir, &e, &v, &n) != RALLY_OK)
-        return;
-    long i = rally__snap_latest(v, n);
-    if (i >= 0 && strcmp(v[i].run_id, r->run_id) == 0)
-        fprintf(stderr, "rally-run: newest snapshot: %s/%s (checkpoint version %llu)\n", r->jobdir,
-                v[i].name, (unsigned long long)v[i].version);
-    free(v);
-}
-
 /* Signals, the secret, the tracker, the workers.  Returns 0 or the exit status. */
 static int setup(struct run *r)
 {
@@ -1546,53 +1357,9 @@ static void teardown(struct run *r)
     free(r->ssh_opts);
     rally__launch_argv_free(r->xenv);
     rally__launch_argv_free(r->xkey);
-    rally__snap_lock_release(r->lock);
+    rally__launch_snaps_free(&r->snap);
     if (r->sfd >= 0)
         close(r->sfd);
-}
-
-/* --auto-resume: the snapshot to restart a failed job from — this run's
- * newest complete one, else the one it resumed from — verified.  1 when
- * there is one (r->resume_path names it). */
-static int auto_resume(struct run *r)
-{
-    struct rally__err e = {0, ""};
-    struct rally__snap_entry *v = NULL;
-    size_t n = 0;
-    char path[PATH_MAX] = "";
-    if (rally__snap_list(r->jobdir, &e, &v, &n) != RALLY_OK) {
-        fprintf(stderr, "rally-run: auto-resume: %s\n", e.msg);
-        return 0;
-    }
-    for (size_t i = n; i-- > 0 && !path[0];)
-        if (v[i].state == RALLY__SNAP_COMPLETE && strcmp(v[i].run_id, r->run_id) == 0 &&
-            strlen(r->jobdir) + 1 + strlen(v[i].name) < sizeof path) {
-            size_t k = strlen(r->jobdir);
-            memcpy(path, r->jobdir, k);
-            path[k] = '/';
-            memcpy(path + k + 1, v[i].name, strlen(v[i].name) + 1);
-        }
-    free(v);
-    if (!path[0] && r->resume_path[0])
-        snprintf(path, sizeof path, "%s", r->resume_path);
-    if (!path[0]) {
-        fprintf(stderr, "rally-run: auto-resume: this run committed no snapshot yet; the job "
-                        "cannot be restarted\n");
-        return 0;
-    }
-    struct rally__snap *sn = NULL;
-    if (rally__snap_open(path, &e, &sn) != RALLY_OK) {
-        fprintf(stderr, "rally-run: auto-resume: %s\n", e.msg);
-        return 0;
-    }
-    fprintf(stderr,
-            "rally-run: auto-resume: restarting the whole job from %s (checkpoint version %llu, "
-            "verified; job restart %d of %d)\n",
-            path, (unsigned long long)rally__snap_manifest(sn)->version, r->job_restarts + 1,
-            r->max_job_restarts);
-    rally__snap_close(sn);
-    memcpy(r->resume_path, path, sizeof path);
-    return 1;
 }
 
 int main(int argc, char **argv)
@@ -1607,7 +1374,7 @@ int main(int argc, char **argv)
     if (status < 0 && (status = resolve_bind(&r)) == 0 && (status = place(&r)) == 0)
         status = -1;
     if (status < 0 && r.dry_run) {
-        status = snap_names(&r);
+        status = rally__launch_snaps_setup(&r.snap, r.argv, r.world, 1);
         if (status == 0)
             status = dry_run(&r);
     }
@@ -1626,7 +1393,7 @@ int main(int argc, char **argv)
                 "wrapper may outlive rally-run if it is killed\n",
                 strerror(gerr));
     check_reach(&r);
-    if ((status = snap_setup(&r)) != 0)
+    if ((status = rally__launch_snaps_setup(&r.snap, r.argv, r.world, 0)) != 0)
         goto cleanup;
     for (;;) {
         status = setup(&r);
@@ -1659,7 +1426,7 @@ int main(int argc, char **argv)
         status = verdict(&r, &v, hidden);
         /* a failure (not a signal, not an unrunnable program) may restart the job */
         if (status == 1 && r.auto_resume && r.job_restarts < r.max_job_restarts &&
-            auto_resume(&r)) {
+            rally__launch_snaps_auto(&r.snap, r.job_restarts + 1, r.max_job_restarts)) {
             r.job_restarts++;
             r.prev_pol = r.pol; /* the next attempt's summary carries its counts */
             r.pol = NULL;
@@ -1669,7 +1436,7 @@ int main(int argc, char **argv)
         if (status == 1 && r.auto_resume && r.job_restarts == r.max_job_restarts)
             fprintf(stderr, "rally-run: auto-resume: %d job restart%s spent (--max-job-restarts)\n",
                     r.job_restarts, r.job_restarts == 1 ? "" : "s");
-        snap_cleanup(&r, status);
+        rally__launch_snaps_cleanup(&r.snap, status);
         rally__launch_policy_summary(r.pol, stderr);
         break;
     }
