@@ -5,10 +5,13 @@
  * src/api checks a call's arguments, keeps the reducer registry and the
  * spent-handle rule, and hands the call to the engine; the engine runs it
  * (with whatever recipe of collectives it needs) and reports failures
- * through the rally__err it was given at init.  Each library links exactly
- * one engine, which defines the table rally__engine: librally and
- * librally_mock link the robust engine (src/robust).  A backend includes
- * this header and nothing else from src/api.
+ * through the rally__err it was given at init.  The snapshot layer
+ * (src/api/snapjob.c) is the engine's subscriber: it sees checkpoints only
+ * through the ops below (commits, turns, agree, lend/release, a fresh
+ * start's adoption).  Each library links exactly one engine, which defines
+ * the table rally__engine: librally and librally_mock link the robust
+ * engine (src/robust), librally_mpi the MPI engine (src/mpi).  A backend
+ * includes this header and nothing else from src/api.
  */
 #ifndef RALLY_API_ENGINE_H
 #define RALLY_API_ENGINE_H
