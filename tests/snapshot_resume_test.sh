@@ -50,6 +50,9 @@
 #   preempt   SIGTERM to rally-run (a preemption) at iteration 5: a snapshot of
 #             the next checkpoint, exit 5 naming it, --resume latest gives
 #             the uninterrupted digest; no commit within --grace-ms: 143
+#   owner     a job that owns its run (no rally-run snapshot flags): rank 0
+#             restarted keeps the run's name and lock; a fresh start over
+#             its snapshots is refused
 #   every_ms  --snapshot-every-ms T: consecutive snapshots are T apart, not
 #             two checkpoints in a row
 #   final     --snapshot-final: only the last version is snapshotted, it is
@@ -501,6 +504,31 @@ preempt)
     st=$?
     [ "$st" -eq 143 ] || { cat "$tmp/out"; fail "exit status $st without a snapshot in time, want 143"; }
     grep -q "no snapshot was committed within --grace-ms" "$tmp/out" || fail "no word of the grace"
+    no_orphans
+    ;;
+owner)
+    # a job that owns its run (the snapshot settings as the program's own
+    # arguments: rally-run names no run) when rank 0 dies and is restarted:
+    # the new rank 0 is served the run's name its predecessor broadcast and
+    # takes the lock again, so every snapshot is of that one run, and the
+    # model is the plain run's
+    rec=$build/tests/recover recmock=$build/tests/recover_mock
+    job "$tmp/plain" -n 3 "$rec" 2000 8
+    job "$tmp/out" -n 3 "$recmock" 2000 8 rally_snapshot_dir="$D" rally_snapshot_every=2 \
+        rally_snapshot_job=own rally_keep_snapshots=1 rally_mock=0,3,0,0
+    grep "snapshot\|summary" "$tmp/out"
+    grep -q "deaths=1 recovered=1 " "$tmp/out" || fail "want rank 0's death, recovered"
+    grep -q "could not take the job directory's lock again" "$tmp/out" && fail "the lock was lost"
+    [ "$(digest "$tmp/out")" = "$(digest "$tmp/plain")" ] || fail "the model differs"
+    runs=$("$snap" ls "$D/own" | awk '$2 ~ /^snap-/ || $1 ~ /^snap-/' | grep -c complete)
+    [ "$runs" -ge 2 ] || fail "want 2 snapshots or more kept, have $runs"
+    [ "$("$snap" ls "$D/own" | grep complete | awk '{print $(NF-1)}' | sort -u | wc -l)" -eq 1 ] ||
+        fail "the snapshots are of more than one run"
+    # after the job: the directory holds them, so a fresh start is refused
+    timeout -k 5 60 "$run" -n 3 "$rec" 2000 8 rally_snapshot_dir="$D" rally_snapshot_job=own \
+        >"$tmp/out" 2>&1 && fail "a fresh start over the kept snapshots was not refused"
+    grep -q "rally_resume=latest, or start over with rally_overwrite=1" "$tmp/out" ||
+        fail "the refusal does not say the ways on"
     no_orphans
     ;;
 every_ms)

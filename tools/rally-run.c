@@ -465,8 +465,10 @@ static int spawn(struct run *r, int i)
         {"RALLY_TRACKER", r->tracker_addr},
         {"RALLY_SECRET_FILE", r->secret},
         {"RALLY_TASK_ID", id},
-        {"RALLY_RUN_ID", r->snap.run_id},
-        {"RALLY_RUN_STARTED", r->snap.run_started},
+        /* "" without --snapshot-dir: a job given snapshot settings of its
+         * own then owns its run (src/api/resume.c) */
+        {"RALLY_RUN_ID", r->snap.dir ? r->snap.run_id : ""},
+        {"RALLY_RUN_STARTED", r->snap.dir ? r->snap.run_started : ""},
         {"RALLY_SNAPSHOT_DIR", r->snap.abs}, /* "" without --snapshot-dir */
         {"RALLY_SNAPSHOT_JOB", r->snap.job},
         {"RALLY_SNAPSHOT_EVERY", r->snap.every_s},

@@ -46,6 +46,18 @@ static int refuse(struct rally__err *e, const char *setting, const char *value, 
     return rally__fail_over(e, RALLY_ECONFIG, "%s=%s: %s%s", setting, value, was, tail);
 }
 
+/* sj->jobdir: rally_snapshot_dir/job, absolute. */
+static int job_dir(struct rally__snapjob *sj)
+{
+    const char *d = sj->cfg->snapshot_dir;
+    char abs[PATH_MAX];
+    if (realpath(d, abs) == NULL)
+        return rally__fail(sj->err, RALLY_ESYS, "rally_snapshot_dir=%s: %s", d, strerror(errno));
+    if (snprintf(sj->jobdir, sizeof sj->jobdir, "%s/%s", abs, sj->job) >= (int)sizeof sj->jobdir)
+        return rally__fail(sj->err, RALLY_ECONFIG, "rally_snapshot_dir=%s: the path is too long", d);
+    return RALLY_OK;
+}
+
 /* Rank 0 of a job that owns its run: the name, the lock, the fresh-start
  * check and the snapshot to resume from, resolved and verified. */
 static int name_run(struct rally__snapjob *sj, struct run_word *w)
@@ -56,16 +68,9 @@ static int name_run(struct rally__snapjob *sj, struct run_word *w)
         return e->code;
     rally__snap_now(w->run_started);
     if (c->snapshot_dir[0] != '\0') {
-        char abs[PATH_MAX];
-        if (rally__snap_lock_take(c->snapshot_dir, sj->job, w->run_id, e, &sj->lock) != RALLY_OK)
+        if (rally__snap_lock_take(c->snapshot_dir, sj->job, w->run_id, e, &sj->lock) != RALLY_OK ||
+            job_dir(sj) != RALLY_OK)
             return e->code;
-        if (realpath(c->snapshot_dir, abs) == NULL)
-            return rally__fail(e, RALLY_ESYS, "rally_snapshot_dir=%s: %s", c->snapshot_dir,
-                               strerror(errno));
-        if (snprintf(sj->jobdir, sizeof sj->jobdir, "%s/%s", abs, sj->job) >=
-            (int)sizeof sj->jobdir)
-            return rally__fail(e, RALLY_ECONFIG, "rally_snapshot_dir=%s: the path is too long",
-                               c->snapshot_dir);
         if (c->resume[0] == '\0' && !c->overwrite &&
             rally__snap_check_fresh(sj->jobdir, "rally_resume=latest", "rally_overwrite=1", e) !=
                 RALLY_OK)
@@ -126,11 +131,22 @@ int rally__snapjob_run(struct rally__snapjob *sj)
     struct run_word *w = calloc(1, sizeof *w);
     if (w == NULL)
         return rally__fail(e, RALLY_ENOMEM, "out of memory");
-    if (sj->rank == 0 && name_run(sj, w) != RALLY_OK) {
+    /* a rank 0 that replaces one that died is served the name its
+     * predecessor broadcast (the robust engine keeps bootstrap results) */
+    int again = E->attempt(sj->en) > 0;
+    if (sj->rank == 0 && !again && name_run(sj, w) != RALLY_OK) {
         w->code = (uint32_t)e->code;
         snprintf(w->msg, sizeof w->msg, "%s", e->msg);
     }
     int rc = sj->world > 1 ? E->broadcast(sj->en, w, sizeof *w, 0) : RALLY_OK;
+    if (rc == RALLY_OK && w->code == RALLY_OK && sj->rank == 0 && again &&
+        c->snapshot_dir[0] != '\0' &&
+        (rally__snap_lock_take(c->snapshot_dir, sj->job, w->run_id, e, &sj->lock) != RALLY_OK ||
+         job_dir(sj) != RALLY_OK)) {
+        rally__snapjob_say(sj, "restarted, could not take the job directory's lock again: %s",
+                           e->msg);
+        rally__err_clear(e);
+    }
     if (rc == RALLY_OK && w->code != RALLY_OK)
         rc = sj->rank == 0 ? (int)w->code : rally__fail(e, (int)w->code, "rank 0: %s", w->msg);
     if (rc == RALLY_OK) {

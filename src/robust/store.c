@@ -453,9 +453,7 @@ int rally__robust_agree(struct rally__robust *rb, uint64_t *words, size_t n)
     struct agree c = {words, n};
     struct rally__op op = {
         {RALLY__K_TURN, 0, 0, -1, (uint64_t)n, 0}, NULL, NULL, run_agree, deliver_agree, &c};
-    if (!rb->distributed)
-        return RALLY_OK; /* alone: the words are the job's */
-    return rally__robust_op(rb, &op);
+    return rally__robust_op(rb, &op); /* alone too: positions count alike */
 }
 
 /* A fresh start adopts version a->version (fresh hook, api/engine.h): the
