@@ -64,19 +64,19 @@ static void store_reuses_in_place(void **state)
     unsigned char *m = malloc(2 * MODEL);
     fill(m, 2 * MODEL, 1);
     assert_int_equal(rally__robust_store_global(&rb, m, MODEL, NULL, NULL), RALLY_OK);
-    const unsigned char *first = rb.ckpt;
+    const unsigned char *first = rb.st.ckpt;
     fill(m, 2 * MODEL, 2);
     assert_int_equal(rally__robust_store_global(&rb, m, MODEL, NULL, NULL), RALLY_OK);
-    assert_ptr_equal(rb.ckpt, first);
-    assert_true(same(rb.ckpt, MODEL, 2));
-    assert_int_equal(rb.ckpt_digest, rally_digest64(m, MODEL));
+    assert_ptr_equal(rb.st.ckpt, first);
+    assert_true(same(rb.st.ckpt, MODEL, 2));
+    assert_int_equal(rb.st.ckpt_digest, rally_digest64(m, MODEL));
     /* smaller fits; bigger grows, and the old one becomes a spare */
     assert_int_equal(rally__robust_store_global(&rb, m, MODEL / 2, NULL, NULL), RALLY_OK);
-    assert_ptr_equal(rb.ckpt, first);
+    assert_ptr_equal(rb.st.ckpt, first);
     assert_int_equal(rally__robust_store_global(&rb, m, 2 * MODEL, NULL, NULL), RALLY_OK);
-    assert_ptr_not_equal(rb.ckpt, first);
-    assert_int_equal(rb.nspare, 1);
-    assert_ptr_equal(rb.spare[0].p, first);
+    assert_ptr_not_equal(rb.st.ckpt, first);
+    assert_int_equal(rb.st.nspare, 1);
+    assert_ptr_equal(rb.st.spare[0].p, first);
     /* a local slot too */
     struct rally__localset *ls = rally__robust_set_spare(&rb);
     assert_int_equal(rally__robust_set_fill(&rb, ls, 0, m, MODEL), RALLY_OK);
@@ -97,7 +97,7 @@ static void store_lent_never_written(void **state)
     unsigned char *m = malloc(MODEL);
     fill(m, MODEL, 1);
     assert_int_equal(rally__robust_store_global(&rb, m, MODEL, NULL, NULL), RALLY_OK);
-    const unsigned char *v1 = rb.ckpt;
+    const unsigned char *v1 = rb.st.ckpt;
     struct rally__localset *ls = rally__robust_set_spare(&rb);
     assert_int_equal(rally__robust_set_fill(&rb, ls, 0, m, MODEL), RALLY_OK);
     const unsigned char *l1 = ls->data[0], *p;
@@ -115,17 +115,17 @@ static void store_lent_never_written(void **state)
         fill(m, MODEL, v);
         assert_int_equal(rally__robust_store_global(&rb, m, MODEL, NULL, NULL), RALLY_OK);
         assert_int_equal(rally__robust_set_fill(&rb, ls, 0, m, MODEL), RALLY_OK);
-        assert_ptr_not_equal(rb.ckpt, v1);
+        assert_ptr_not_equal(rb.st.ckpt, v1);
         assert_ptr_not_equal(ls->data[0], l1);
-        assert_true(same(rb.ckpt, MODEL, v));
+        assert_true(same(rb.st.ckpt, MODEL, v));
     }
     assert_true(same(v1, MODEL, 1)); /* the writer's bytes never changed */
     assert_true(same(l1, MODEL, 1));
-    assert_int_equal(rb.nspare, 0); /* nor were they pooled */
+    assert_int_equal(rb.st.nspare, 0); /* nor were they pooled */
     rally__robust_release(&rb, v1);
     rally__robust_release(&rb, l1);
-    assert_int_equal(rb.nspare, 2); /* given back: spares */
-    assert_int_equal(rb.nheld, 0);
+    assert_int_equal(rb.st.nspare, 2); /* given back: spares */
+    assert_int_equal(rb.st.nheld, 0);
     rally__robust_store_free(&rb);
     free(m);
 }
@@ -155,16 +155,16 @@ static void store_lazy_lent_comes_back(void **state)
     assert_int_equal(rally__robust_lend(&rb, 1, -1, &a, &n), RALLY_OK);
     assert_int_equal(n, MODEL);
     assert_true(same(a, MODEL, 7));
-    assert_int_equal(rb.nheld, 1);
+    assert_int_equal(rb.st.nheld, 1);
     seed = 8;
     assert_int_equal(rally__robust_lend(&rb, 1, -1, &b, &n), RALLY_OK);
     assert_ptr_not_equal(a, b);
     assert_true(same(a, MODEL, 7)); /* the first borrower's bytes stand */
     rally__robust_release(&rb, a);
     rally__robust_release(&rb, b);
-    assert_int_equal(rb.nheld, 0);
-    assert_int_equal(rb.nlent, 0);
-    assert_int_equal(rb.nspare, 2);
+    assert_int_equal(rb.st.nheld, 0);
+    assert_int_equal(rb.st.nlent, 0);
+    assert_int_equal(rb.st.nspare, 2);
     rally__robust_store_free(&rb);
 }
 

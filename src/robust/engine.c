@@ -505,7 +505,7 @@ static void release(struct rally__engine *en, const void *bytes)
 
 static int has_local(const struct rally__engine *en)
 {
-    return en->rb.use_local;
+    return rally__robust_has_local(&en->rb);
 }
 
 static const char *host(const struct rally__engine *en, int rank)

@@ -189,7 +189,7 @@ static int run_ack(struct rally__robust *rb, struct rally__op *op, unsigned char
     unsigned char *b = rally__robust_buf(rb, ACK_NBYTES);
     if (b == NULL)
         return rally__fail(rb->err, RALLY_ENOMEM, "out of memory");
-    uint64_t w[ACK_WORDS] = {rb->request, c->pair[0],  c->pair[1],
+    uint64_t w[ACK_WORDS] = {rally__robust_requests(rb), c->pair[0],  c->pair[1],
                              c->ncalls,   c->vpair[0], c->vpair[1]};
     for (int i = 0; i < ACK_WORDS; i++)
         rally__put_u64(b + 8 * i, w[i]);
@@ -249,14 +249,16 @@ static int acknowledge(struct rally__robust *rb, int counted)
     /* a worker served the checkpoint lost count, and the verified digest */
     c.ncalls = counted ? rb->vfy.ncalls : 0;
     rally__digest_pair(c.vpair, counted && rb->vfy.digest != 0, rb->vfy.digest);
-    rally__digest_pair(c.pair, rb->lazy == NULL && rb->ckpt != NULL, rb->ckpt_digest);
+    uint64_t d = 0;
+    int copied = rally__robust_global_digest(rb, &d);
+    rally__digest_pair(c.pair, copied, d);
     struct rally__op ack = {
         {RALLY__K_ACK, 0, 0, -1, rb->version, 0}, NULL, NULL, run_ack, deliver_ack, &c};
     int rc = rally__robust_op(rb, &ack);
     if (rc != RALLY_OK)
         return rc;
     rally__robust_cache_drop_below(rb, rb->version);
-    rb->request = 0;
+    rally__robust_requests_spent(rb);
     rally__robust_verify_commit(rb, c.ncalls);
     rally__robust_commit(rb, rb->version, c.flags);
     return RALLY_OK;
@@ -268,15 +270,16 @@ int rally__robust_checkpoint(struct rally__robust *rb, const void *global, uint6
 {
     rally__robust_mock(rb, rb->version, rally__robust_user_seq(rb), RALLY__MOCK_OP);
     uint64_t seq = rally__robust_user_seq(rb);
-    if (rb->version > 0 && (local != NULL) != rb->use_local)
+    if (rb->version > 0 && (local != NULL) != rally__robust_has_local(rb))
         return rally__fail(rb->err, RALLY_EINVAL,
                            "checkpoint: a job passes a local model always or never (this call %s "
                            "one, earlier ones %s)",
-                           local ? "passes" : "does not pass", rb->use_local ? "did" : "did not");
+                           local ? "passes" : "does not pass",
+                           rally__robust_has_local(rb) ? "did" : "did not");
     rb->loaded = 1;
     int rc;
     if (local != NULL) {
-        rb->use_local = 1;
+        rally__robust_set_has_local(rb, 1);
         rc = rally__robust_replicate(rb, local, local_nbytes);
         if (rc != RALLY_OK)
             return rc;
@@ -293,8 +296,8 @@ int rally__robust_checkpoint(struct rally__robust *rb, const void *global, uint6
     if (!rb->distributed) {
         rally__robust_cache_drop_below(rb, rb->version);
         rb->q = 1;
-        uint64_t flags = rb->request;
-        rb->request = 0;
+        uint64_t flags = rally__robust_requests(rb);
+        rally__robust_requests_spent(rb);
         rally__robust_commit(rb, rb->version, flags);
         return RALLY_OK;
     }
@@ -304,29 +307,6 @@ int rally__robust_checkpoint(struct rally__robust *rb, const void *global, uint6
 static int load(struct rally__robust *rb, void **global, uint64_t *global_nbytes, void **local,
                 uint64_t *local_nbytes, uint64_t *version);
 
-/* A fresh start: the subscriber with a fresh hook may adopt a version into
- * the store (rb->version, 0 when it gave none). */
-static int fresh(struct rally__robust *rb)
-{
-    for (int i = 0; i < rb->nhooks; i++) {
-        if (rb->hooks[i].fresh == NULL)
-            continue;
-        struct rally__adopt a;
-        memset(&a, 0, sizeof a);
-        a.nlocal = rb->k + 1;
-        int rc = rb->hooks[i].fresh(rb->hooks[i].arg, &a);
-        if (rc == RALLY_ECONFIG) /* the job's settings: no restart repairs them */
-            rally__robust_fatal(rb, rc, rb->err->msg);
-        if (rc == RALLY_OK && a.version > 0)
-            rally__robust_adopt(rb, &a);
-        free(a.global);
-        for (int j = 0; j < RALLY__ADOPT_MAX; j++)
-            free(a.local[j]);
-        return rc;
-    }
-    return RALLY_OK;
-}
-
 /* The version load_checkpoint found (served, or adopted) is committed:
  * acknowledged by the job, or alone its commit. */
 static int commit_loaded(struct rally__robust *rb, int adopted)
@@ -334,8 +314,8 @@ static int commit_loaded(struct rally__robust *rb, int adopted)
     if (rb->distributed)
         return acknowledge(rb, adopted); /* a worker served lost the count, one adopting has it */
     rb->q = 1;
-    uint64_t flags = rb->request;
-    rb->request = 0;
+    uint64_t flags = rally__robust_requests(rb);
+    rally__robust_requests_spent(rb);
     rally__robust_commit(rb, rb->version, flags);
     return RALLY_OK;
 }
@@ -367,22 +347,21 @@ static int load(struct rally__robust *rb, void **global, uint64_t *global_nbytes
         if (rc == EXECUTE || (rc == SERVED && res == NULL)) {
             /* a fresh start, or everyone is loading and nobody has a
              * checkpoint: a subscriber may give it one (a snapshot) */
-            if ((rc = fresh(rb)) != RALLY_OK)
+            if ((rc = rally__robust_fresh(rb)) != RALLY_OK)
                 return rc;
             rb->loaded = 1;
             rb->q = 1;
             *version = rb->version;
             if (rb->version == 0)
                 return RALLY_OK;
-            res = rb->ckpt; /* adopted: committed below like a checkpoint served */
-            n = rb->ckpt_nbytes;
+            res = (unsigned char *)rally__robust_global(rb, &n); /* adopted: committed below */
             rc = SERVED;
             adopted = 1;
         }
         if (rc == SERVED) {
             /* res is the store's model now (recover() adopted it): the caller's copy */
             struct rally__localset *ls =
-                rb->use_local ? rally__robust_set_of(rb, rb->version) : NULL;
+                rally__robust_has_local(rb) ? rally__robust_set_of(rb, rb->version) : NULL;
             unsigned char *g = rally__robust_dup(res, n), *l = NULL;
             if (ls != NULL && local != NULL)
                 l = rally__robust_dup(ls->data[0], ls->nbytes[0]);

@@ -116,7 +116,7 @@ static int same_sig(const struct rally__sig *a, const struct rally__sig *b)
  * lowest rank holding it. */
 static uint64_t best_of(const struct rally__robust *rb)
 {
-    return rb->version > 0 && (rb->ckpt != NULL || rb->lazy != NULL)
+    return rb->version > 0 && rally__robust_holds(rb)
                ? ((uint64_t)(UINT32_MAX - (uint32_t)rb->version) << 32) | (uint32_t)rb->rank
                : NONE;
 }
@@ -225,7 +225,8 @@ int rally__robust_recover(struct rally__robust *rb, uint64_t key, const struct r
                           unsigned char **res, uint64_t *res_nbytes)
 {
     for (;;) {
-        uint64_t s[S_N] = {key, key, key == RALLY__KEY_LOAD, best_of(rb), rb->use_local};
+        uint64_t s[S_N] = {key, key, key == RALLY__KEY_LOAD, best_of(rb),
+                          (uint64_t)rally__robust_has_local(rb)};
         int rc = agree(rb, s, RALLY__K_AGREE);
         if (rc != RALLY_OK)
             return rc;
@@ -280,8 +281,9 @@ int rally__robust_recover(struct rally__robust *rb, uint64_t key, const struct r
             if (want) { /* the store keeps the received buffer; the caller copies it */
                 rally__robust_store_adopt(rb, got, got_n, cap);
                 rb->version = sig.count;
-                rb->use_local = (int)s[S_LOCAL];
-                *res = rb->ckpt;
+                rally__robust_set_has_local(rb, (int)s[S_LOCAL]);
+                uint64_t held = 0;
+                *res = (unsigned char *)rally__robust_global(rb, &held);
                 *res_nbytes = got_n;
                 return SERVED;
             }

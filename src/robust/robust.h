@@ -27,8 +27,11 @@
  *   op.c          the op driver: run or recover each operation; checkpoint,
  *                 load, finalize and the checkpoint's acknowledgement
  *   cache.c       the result cache and its buffer pool
- *   store.c       the checkpoint store: the global model, local-model sets
- *                 and their replication, the read interface, commit hooks
+ *   store.c       the checkpoint store (its state rb->st, touched by no
+ *                 other file): the global model, local-model sets and their
+ *                 replication, the read interface (lend/release), the
+ *                 subscribers: commits, turns and their agreement, a fresh
+ *                 start's adoption
  *   membership.c  the tracker client, the mesh and links: join, wire,
  *                 reset, rejoin
  *   recovery.c    agreement rounds and transfers
@@ -116,6 +119,28 @@ struct rally__sbuf {
 /* Subscribers (api/engine.h): commits, turns, a fresh start. */
 #define RALLY__MAX_HOOKS 4
 
+/* The checkpoint store's state (store.c): no other file touches it; they
+ * ask store.c's functions. */
+struct rally__store {
+    unsigned char *ckpt; /* the newest checkpoint's global model */
+    uint64_t ckpt_nbytes;
+    uint64_t ckpt_cap;                             /* ckpt's capacity */
+    uint64_t ckpt_digest;                          /* rally_digest64 of ckpt's bytes */
+    struct rally__sbuf spare[RALLY__STORE_SPARES]; /* reusable buffers, any capacity */
+    int nspare;
+    const unsigned char *lent[RALLY__STORE_LENT]; /* read by a borrower */
+    int nlent;
+    struct rally__sbuf held[RALLY__STORE_LENT]; /* lent ones the store let go of */
+    int nheld;
+    rally_serialize_fn lazy; /* or: serialize it only when asked */
+    void *lazy_arg;
+    int use_local;                 /* the job checkpoints local models */
+    struct rally__localset loc[2]; /* double buffer: the newest valid and the next */
+    uint64_t request;              /* bits for the next acknowledgement */
+    struct rally__subscriber hooks[RALLY__MAX_HOOKS];
+    int nhooks;
+};
+
 struct rally__robust {
     struct rally__err *err;
     const struct rally__config *cfg;
@@ -130,25 +155,8 @@ struct rally__robust {
     uint64_t version;
     uint32_t q;    /* next op within the version (user seq + 1) */
     uint32_t boot; /* next bootstrap op */
-    /* the checkpoint store (store.c) */
-    unsigned char *ckpt; /* the newest checkpoint's global model */
-    uint64_t ckpt_nbytes;
-    uint64_t ckpt_cap;                             /* ckpt's capacity */
-    uint64_t ckpt_digest;                          /* rally_digest64 of ckpt's bytes */
-    struct rally__sbuf spare[RALLY__STORE_SPARES]; /* reusable buffers, any capacity */
-    int nspare;
-    const unsigned char *lent[RALLY__STORE_LENT]; /* read by a borrower */
-    int nlent;
-    struct rally__sbuf held[RALLY__STORE_LENT]; /* lent ones the store let go of */
-    int nheld;
-    rally_serialize_fn lazy; /* or: serialize it only when asked */
-    void *lazy_arg;
-    int use_local;                 /* the job checkpoints local models */
-    int k;                         /* replicas of each local model */
-    struct rally__localset loc[2]; /* double buffer: the newest valid and the next */
-    uint64_t request;              /* bits for the next acknowledgement */
-    struct rally__subscriber hooks[RALLY__MAX_HOOKS];
-    int nhooks;
+    int k; /* ring successors that hold a replica of each local model */
+    struct rally__store st; /* the checkpoint store: store.c's alone */
     /* the result cache (cache.c) */
     struct rally__entry *cache;
     int ncache, capcache;
@@ -265,8 +273,23 @@ int rally__robust_subscribe(struct rally__robust *rb, const struct rally__subscr
 int rally__robust_turn(struct rally__robust *rb, int when);
 /* In a turn: n words OR-ed over the job (an operation at this position). */
 int rally__robust_agree(struct rally__robust *rb, uint64_t *words, size_t n);
-/* A fresh start adopts a's version: the store owns its buffers now. */
-void rally__robust_adopt(struct rally__robust *rb, struct rally__adopt *a);
+/* A fresh start: the subscriber with a fresh hook may adopt a version into
+ * the store (rb->version then; 0 when it gave none).  RALLY_ECONFIG from the
+ * hook fails the job. */
+int rally__robust_fresh(struct rally__robust *rb);
+/* Whether the store holds a global model (copied or lazy), and the copied
+ * one's bytes (NULL for a lazy one or none). */
+int rally__robust_holds(const struct rally__robust *rb);
+const unsigned char *rally__robust_global(const struct rally__robust *rb, uint64_t *nbytes);
+/* 1 with its digest when the global model is a copy (a lazy one has none). */
+int rally__robust_global_digest(const struct rally__robust *rb, uint64_t *digest);
+/* Whether the job passes local models; set by the first checkpoint with
+ * one, or by recovery (what the job agreed). */
+int rally__robust_has_local(const struct rally__robust *rb);
+void rally__robust_set_has_local(struct rally__robust *rb, int yes);
+/* The request bits for the next acknowledgement, and spending them. */
+uint64_t rally__robust_requests(const struct rally__robust *rb);
+void rally__robust_requests_spent(struct rally__robust *rb);
 /* Version v is committed with the agreed flags: tells the subscribers. */
 void rally__robust_commit(struct rally__robust *rb, uint64_t v, uint64_t flags);
 void rally__robust_store_free(struct rally__robust *rb);

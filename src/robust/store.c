@@ -32,8 +32,8 @@
 
 static int is_lent(const struct rally__robust *rb, const unsigned char *p)
 {
-    for (int i = 0; p != NULL && i < rb->nlent; i++)
-        if (rb->lent[i] == p)
+    for (int i = 0; p != NULL && i < rb->st.nlent; i++)
+        if (rb->st.lent[i] == p)
             return 1;
     return 0;
 }
@@ -41,13 +41,13 @@ static int is_lent(const struct rally__robust *rb, const unsigned char *p)
 unsigned char *rally__robust_stake(struct rally__robust *rb, uint64_t nbytes, uint64_t *cap)
 {
     int best = -1;
-    for (int i = 0; i < rb->nspare; i++)
-        if (rb->spare[i].cap >= nbytes && (best < 0 || rb->spare[i].cap < rb->spare[best].cap))
+    for (int i = 0; i < rb->st.nspare; i++)
+        if (rb->st.spare[i].cap >= nbytes && (best < 0 || rb->st.spare[i].cap < rb->st.spare[best].cap))
             best = i;
     if (best >= 0) {
-        unsigned char *p = rb->spare[best].p;
-        *cap = rb->spare[best].cap;
-        rb->spare[best] = rb->spare[--rb->nspare];
+        unsigned char *p = rb->st.spare[best].p;
+        *cap = rb->st.spare[best].cap;
+        rb->st.spare[best] = rb->st.spare[--rb->st.nspare];
         return p;
     }
     if (nbytes > SIZE_MAX)
@@ -62,51 +62,51 @@ void rally__robust_sgive(struct rally__robust *rb, unsigned char *p, uint64_t ca
 {
     if (p == NULL)
         return;
-    if (is_lent(rb, p) && rb->nheld < RALLY__STORE_LENT) { /* nheld <= nlent: it fits */
-        rb->held[rb->nheld++] = (struct rally__sbuf){p, cap};
+    if (is_lent(rb, p) && rb->st.nheld < RALLY__STORE_LENT) { /* nheld <= nlent: it fits */
+        rb->st.held[rb->st.nheld++] = (struct rally__sbuf){p, cap};
         return;
     }
-    if (rb->nspare == RALLY__STORE_SPARES) { /* the pool keeps the biggest */
+    if (rb->st.nspare == RALLY__STORE_SPARES) { /* the pool keeps the biggest */
         int small = 0;
-        for (int i = 1; i < rb->nspare; i++)
-            if (rb->spare[i].cap < rb->spare[small].cap)
+        for (int i = 1; i < rb->st.nspare; i++)
+            if (rb->st.spare[i].cap < rb->st.spare[small].cap)
                 small = i;
-        if (rb->spare[small].cap >= cap) {
+        if (rb->st.spare[small].cap >= cap) {
             free(p);
             return;
         }
-        free(rb->spare[small].p);
-        rb->spare[small] = rb->spare[--rb->nspare];
+        free(rb->st.spare[small].p);
+        rb->st.spare[small] = rb->st.spare[--rb->st.nspare];
     }
-    rb->spare[rb->nspare++] = (struct rally__sbuf){p, cap};
+    rb->st.spare[rb->st.nspare++] = (struct rally__sbuf){p, cap};
 }
 
 /* p is read by a borrower until unlend: the store neither writes nor
  * reuses it meanwhile. */
 static int lend_buf(struct rally__robust *rb, const unsigned char *p)
 {
-    if (rb->nlent == RALLY__STORE_LENT)
+    if (rb->st.nlent == RALLY__STORE_LENT)
         return rally__fail(rb->err, RALLY_EINVAL,
                            "the checkpoint store lends at most %d buffers at once; this is one "
                            "more",
                            RALLY__STORE_LENT);
-    rb->lent[rb->nlent++] = p;
+    rb->st.lent[rb->st.nlent++] = p;
     return RALLY_OK;
 }
 
 static void unlend(struct rally__robust *rb, const unsigned char *p)
 {
-    for (int i = 0; i < rb->nlent; i++)
-        if (rb->lent[i] == p) {
-            rb->lent[i] = rb->lent[--rb->nlent];
+    for (int i = 0; i < rb->st.nlent; i++)
+        if (rb->st.lent[i] == p) {
+            rb->st.lent[i] = rb->st.lent[--rb->st.nlent];
             break;
         }
     if (is_lent(rb, p)) /* lent twice (a global and a local slot cannot be one buffer) */
         return;
-    for (int i = 0; i < rb->nheld; i++)
-        if (rb->held[i].p == p) {
-            struct rally__sbuf b = rb->held[i];
-            rb->held[i] = rb->held[--rb->nheld];
+    for (int i = 0; i < rb->st.nheld; i++)
+        if (rb->st.held[i].p == p) {
+            struct rally__sbuf b = rb->st.held[i];
+            rb->st.held[i] = rb->st.held[--rb->st.nheld];
             rally__robust_sgive(rb, b.p, b.cap);
             return;
         }
@@ -160,8 +160,8 @@ int rally__robust_set_fill(struct rally__robust *rb, struct rally__localset *ls,
 struct rally__localset *rally__robust_set_of(struct rally__robust *rb, uint64_t v)
 {
     for (int i = 0; i < 2; i++)
-        if (rb->loc[i].valid && rb->loc[i].version == v)
-            return &rb->loc[i];
+        if (rb->st.loc[i].valid && rb->st.loc[i].version == v)
+            return &rb->st.loc[i];
     return NULL;
 }
 
@@ -171,11 +171,11 @@ struct rally__localset *rally__robust_set_spare(struct rally__robust *rb)
      * worker's copies, taken in rally_init before it loaded) */
     struct rally__localset *keep = rally__robust_set_of(rb, rb->version);
     for (int i = 0; keep == NULL && i < 2; i++) {
-        const struct rally__localset *o = &rb->loc[1 - i];
-        if (rb->loc[i].valid && (!o->valid || rb->loc[i].version > o->version))
-            keep = &rb->loc[i];
+        const struct rally__localset *o = &rb->st.loc[1 - i];
+        if (rb->st.loc[i].valid && (!o->valid || rb->st.loc[i].version > o->version))
+            keep = &rb->st.loc[i];
     }
-    struct rally__localset *ls = keep == &rb->loc[0] ? &rb->loc[1] : &rb->loc[0];
+    struct rally__localset *ls = keep == &rb->st.loc[0] ? &rb->st.loc[1] : &rb->st.loc[0];
     set_reset(ls);
     return ls;
 }
@@ -196,18 +196,18 @@ static int global_bytes(struct rally__robust *rb, uint64_t v, const unsigned cha
                         uint64_t *cap)
 {
     *cap = 0;
-    if (v != rb->version || (rb->ckpt == NULL && rb->lazy == NULL))
+    if (v != rb->version || (rb->st.ckpt == NULL && rb->st.lazy == NULL))
         return rally__fail(rb->err, RALLY_ESTATE,
                            "checkpoint version %llu is not held here (the newest is %llu)",
                            (unsigned long long)v, (unsigned long long)rb->version);
-    if (rb->lazy == NULL) {
-        *p = rb->ckpt;
-        *n = rb->ckpt_nbytes;
+    if (rb->st.lazy == NULL) {
+        *p = rb->st.ckpt;
+        *n = rb->st.ckpt_nbytes;
         return RALLY_OK;
     }
-    uint64_t m = rb->lazy(rb->lazy_arg, NULL, 0), c = 0;
+    uint64_t m = rb->st.lazy(rb->st.lazy_arg, NULL, 0), c = 0;
     unsigned char *b = m == UINT64_MAX || m > SIZE_MAX ? NULL : rally__robust_stake(rb, m, &c);
-    if (b == NULL || rb->lazy(rb->lazy_arg, b, m) != m) {
+    if (b == NULL || rb->st.lazy(rb->st.lazy_arg, b, m) != m) {
         rally__robust_sgive(rb, b, c);
         return rally__fail(rb->err, RALLY_EINVAL,
                            "the lazy checkpoint's serialize callback failed for version %llu",
@@ -248,7 +248,7 @@ int rally__robust_lend(struct rally__robust *rb, uint64_t v, int rank, const uns
         return rb->err->code;
     }
     if (cap > 0) /* serialized for the borrower: the store holds it aside until it is back */
-        rb->held[rb->nheld++] = (struct rally__sbuf){(unsigned char *)*p, cap};
+        rb->st.held[rb->st.nheld++] = (struct rally__sbuf){(unsigned char *)*p, cap};
     return RALLY_OK;
 }
 
@@ -345,62 +345,62 @@ int rally__robust_store_global(struct rally__robust *rb, const void *global, uin
                                rally_serialize_fn lazy, void *lazy_arg)
 {
     if (lazy != NULL) {
-        rally__robust_sgive(rb, rb->ckpt, rb->ckpt_cap); /* a spare for the next copy */
-        rb->ckpt = NULL;
-        rb->ckpt_cap = rb->ckpt_nbytes = rb->ckpt_digest = 0;
+        rally__robust_sgive(rb, rb->st.ckpt, rb->st.ckpt_cap); /* a spare for the next copy */
+        rb->st.ckpt = NULL;
+        rb->st.ckpt_cap = rb->st.ckpt_nbytes = rb->st.ckpt_digest = 0;
     } else {
-        if (nbytes > SIZE_MAX || fit(rb, &rb->ckpt, &rb->ckpt_cap, nbytes) != RALLY_OK)
+        if (nbytes > SIZE_MAX || fit(rb, &rb->st.ckpt, &rb->st.ckpt_cap, nbytes) != RALLY_OK)
             return rally__fail(rb->err, RALLY_ENOMEM, "checkpoint: cannot copy a %llu-byte model",
                                (unsigned long long)nbytes);
-        rb->ckpt_digest = rally__digest_copy(rb->ckpt, global, (size_t)nbytes);
-        rb->ckpt_nbytes = nbytes;
+        rb->st.ckpt_digest = rally__digest_copy(rb->st.ckpt, global, (size_t)nbytes);
+        rb->st.ckpt_nbytes = nbytes;
     }
-    rb->lazy = lazy;
-    rb->lazy_arg = lazy_arg;
+    rb->st.lazy = lazy;
+    rb->st.lazy_arg = lazy_arg;
     return RALLY_OK;
 }
 
 void rally__robust_store_adopt(struct rally__robust *rb, unsigned char *global, uint64_t nbytes,
                                uint64_t cap)
 {
-    rally__robust_sgive(rb, rb->ckpt, rb->ckpt_cap);
-    rb->ckpt = global;
-    rb->ckpt_nbytes = nbytes;
-    rb->ckpt_cap = cap;
-    rb->ckpt_digest = rally_digest64(global, (size_t)nbytes);
-    rb->lazy = NULL;
+    rally__robust_sgive(rb, rb->st.ckpt, rb->st.ckpt_cap);
+    rb->st.ckpt = global;
+    rb->st.ckpt_nbytes = nbytes;
+    rb->st.ckpt_cap = cap;
+    rb->st.ckpt_digest = rally_digest64(global, (size_t)nbytes);
+    rb->st.lazy = NULL;
 }
 
 void rally__robust_request(struct rally__robust *rb, uint64_t bits)
 {
-    rb->request |= bits;
+    rb->st.request |= bits;
 }
 
 int rally__robust_subscribe(struct rally__robust *rb, const struct rally__subscriber *s)
 {
     int fresh = 0;
-    for (int i = 0; i < rb->nhooks; i++)
-        fresh |= rb->hooks[i].fresh != NULL;
-    if (rb->nhooks == RALLY__MAX_HOOKS || (fresh && s->fresh != NULL))
+    for (int i = 0; i < rb->st.nhooks; i++)
+        fresh |= rb->st.hooks[i].fresh != NULL;
+    if (rb->st.nhooks == RALLY__MAX_HOOKS || (fresh && s->fresh != NULL))
         return rally__fail(rb->err, RALLY_EINVAL,
                            "a handle takes at most %d checkpoint subscribers, one of them with a "
                            "fresh-start hook; this is one more",
                            RALLY__MAX_HOOKS);
-    rb->hooks[rb->nhooks++] = *s;
+    rb->st.hooks[rb->st.nhooks++] = *s;
     return RALLY_OK;
 }
 
 void rally__robust_commit(struct rally__robust *rb, uint64_t v, uint64_t flags)
 {
-    for (int i = 0; i < rb->nhooks; i++)
-        if (rb->hooks[i].commit != NULL)
-            rb->hooks[i].commit(rb->hooks[i].arg, v, flags);
+    for (int i = 0; i < rb->st.nhooks; i++)
+        if (rb->st.hooks[i].commit != NULL)
+            rb->st.hooks[i].commit(rb->st.hooks[i].arg, v, flags);
 }
 
 int rally__robust_turn(struct rally__robust *rb, int when)
 {
-    for (int i = 0; i < rb->nhooks; i++) {
-        int rc = rb->hooks[i].turn ? rb->hooks[i].turn(rb->hooks[i].arg, when) : RALLY_OK;
+    for (int i = 0; i < rb->st.nhooks; i++) {
+        int rc = rb->st.hooks[i].turn ? rb->st.hooks[i].turn(rb->st.hooks[i].arg, when) : RALLY_OK;
         if (rc != RALLY_OK)
             return rc;
     }
@@ -458,7 +458,7 @@ int rally__robust_agree(struct rally__robust *rb, uint64_t *words, size_t n)
 
 /* A fresh start adopts version a->version (fresh hook, api/engine.h): the
  * store owns a's buffers now. */
-void rally__robust_adopt(struct rally__robust *rb, struct rally__adopt *a)
+static void adopt(struct rally__robust *rb, struct rally__adopt *a)
 {
     rally__robust_store_adopt(rb, a->global, a->global_nbytes, a->global_nbytes);
     a->global = NULL;
@@ -472,7 +472,7 @@ void rally__robust_adopt(struct rally__robust *rb, struct rally__adopt *a)
             a->local[j] = NULL;
         }
         ls->valid = 1;
-        rb->use_local = 1;
+        rb->st.use_local = 1;
     }
     rb->version = a->version;
 }
@@ -480,15 +480,73 @@ void rally__robust_adopt(struct rally__robust *rb, struct rally__adopt *a)
 /* After every borrower released what it borrowed. */
 void rally__robust_store_free(struct rally__robust *rb)
 {
-    rb->nlent = 0;
-    rally__robust_sgive(rb, rb->ckpt, rb->ckpt_cap);
-    rb->ckpt = NULL;
-    rb->ckpt_cap = 0;
-    set_free(rb, &rb->loc[0]);
-    set_free(rb, &rb->loc[1]);
-    for (int i = 0; i < rb->nheld; i++)
-        free(rb->held[i].p);
-    for (int i = 0; i < rb->nspare; i++)
-        free(rb->spare[i].p);
-    rb->nheld = rb->nspare = 0;
+    rb->st.nlent = 0;
+    rally__robust_sgive(rb, rb->st.ckpt, rb->st.ckpt_cap);
+    rb->st.ckpt = NULL;
+    rb->st.ckpt_cap = 0;
+    set_free(rb, &rb->st.loc[0]);
+    set_free(rb, &rb->st.loc[1]);
+    for (int i = 0; i < rb->st.nheld; i++)
+        free(rb->st.held[i].p);
+    for (int i = 0; i < rb->st.nspare; i++)
+        free(rb->st.spare[i].p);
+    rb->st.nheld = rb->st.nspare = 0;
+}
+
+int rally__robust_fresh(struct rally__robust *rb)
+{
+    for (int i = 0; i < rb->st.nhooks; i++) {
+        if (rb->st.hooks[i].fresh == NULL)
+            continue;
+        struct rally__adopt a;
+        memset(&a, 0, sizeof a);
+        a.nlocal = rb->k + 1;
+        int rc = rb->st.hooks[i].fresh(rb->st.hooks[i].arg, &a);
+        if (rc == RALLY_ECONFIG) /* the job's settings: no restart repairs them */
+            rally__robust_fatal(rb, rc, rb->err->msg);
+        if (rc == RALLY_OK && a.version > 0)
+            adopt(rb, &a);
+        free(a.global);
+        for (int j = 0; j < RALLY__ADOPT_MAX; j++)
+            free(a.local[j]);
+        return rc;
+    }
+    return RALLY_OK;
+}
+
+int rally__robust_holds(const struct rally__robust *rb)
+{
+    return rb->st.ckpt != NULL || rb->st.lazy != NULL;
+}
+
+const unsigned char *rally__robust_global(const struct rally__robust *rb, uint64_t *nbytes)
+{
+    *nbytes = rb->st.lazy == NULL ? rb->st.ckpt_nbytes : 0;
+    return rb->st.lazy == NULL ? rb->st.ckpt : NULL;
+}
+
+int rally__robust_global_digest(const struct rally__robust *rb, uint64_t *digest)
+{
+    *digest = rb->st.ckpt_digest;
+    return rb->st.lazy == NULL && rb->st.ckpt != NULL;
+}
+
+int rally__robust_has_local(const struct rally__robust *rb)
+{
+    return rb->st.use_local;
+}
+
+void rally__robust_set_has_local(struct rally__robust *rb, int yes)
+{
+    rb->st.use_local = yes != 0;
+}
+
+uint64_t rally__robust_requests(const struct rally__robust *rb)
+{
+    return rb->st.request;
+}
+
+void rally__robust_requests_spent(struct rally__robust *rb)
+{
+    rb->st.request = 0;
 }
