@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "launch/snaps.h"
+#include "snaps.h"
 
 /* The program a command runs: for a Python interpreter its script
  * ("python3 -u train.py": train.py) or module ("python3 -m pkg.train"), so
