@@ -18,6 +18,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "rally/rally.h"
 #include "util/config.h"
@@ -69,6 +71,71 @@ struct rally__subscriber {
     int (*fresh)(void *arg, struct rally__adopt *a);
     void *arg;
 };
+
+/* The subscribers an engine holds, with what every engine does with them
+ * alike (inline: part of the interface, not a call up into src/api). */
+#define RALLY__MAX_SUBSCRIBERS 4
+struct rally__subscribers {
+    struct rally__subscriber s[RALLY__MAX_SUBSCRIBERS];
+    int n;
+};
+
+/* Adds sub: RALLY_EINVAL (e's sentence) when full, or a second fresh hook. */
+static inline int rally__subscribers_add(struct rally__subscribers *l,
+                                         const struct rally__subscriber *sub, struct rally__err *e)
+{
+    int fresh = 0;
+    for (int i = 0; i < l->n; i++)
+        fresh |= l->s[i].fresh != NULL;
+    if (l->n == RALLY__MAX_SUBSCRIBERS || (fresh && sub->fresh != NULL))
+        return rally__fail(e, RALLY_EINVAL,
+                           "a handle takes at most %d checkpoint subscribers, one of them with a "
+                           "fresh-start hook; this is one more",
+                           RALLY__MAX_SUBSCRIBERS);
+    l->s[l->n++] = *sub;
+    return RALLY_OK;
+}
+
+static inline void rally__subscribers_commit(const struct rally__subscribers *l, uint64_t v,
+                                             uint64_t flags)
+{
+    for (int i = 0; i < l->n; i++)
+        if (l->s[i].commit != NULL)
+            l->s[i].commit(l->s[i].arg, v, flags);
+}
+
+/* Every turn, in order; the first non-OK status ends them. */
+static inline int rally__subscribers_turn(const struct rally__subscribers *l, int when)
+{
+    for (int i = 0; i < l->n; i++) {
+        int rc = l->s[i].turn ? l->s[i].turn(l->s[i].arg, when) : RALLY_OK;
+        if (rc != RALLY_OK)
+            return rc;
+    }
+    return RALLY_OK;
+}
+
+/* A fresh start: *a from the fresh hook (a->version 0 without one), nlocal
+ * the slots this rank holds.  The caller adopts what it takes and then
+ * frees the rest with rally__adopt_free. */
+static inline int rally__subscribers_fresh(const struct rally__subscribers *l, int nlocal,
+                                           struct rally__adopt *a)
+{
+    memset(a, 0, sizeof *a);
+    a->nlocal = nlocal;
+    for (int i = 0; i < l->n; i++)
+        if (l->s[i].fresh != NULL)
+            return l->s[i].fresh(l->s[i].arg, a);
+    return RALLY_OK;
+}
+
+/* What an adoption left behind (NULL where the engine took the buffer). */
+static inline void rally__adopt_free(struct rally__adopt *a)
+{
+    free(a->global);
+    for (int j = 0; j < RALLY__ADOPT_MAX; j++)
+        free(a->local[j]);
+}
 
 struct rally__engine_ops {
     const char *name;

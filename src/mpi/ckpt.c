@@ -106,22 +106,12 @@ static void adopt(struct rally__engine *en, struct rally__adopt *a)
  * version to adopt. */
 static int fresh(struct rally__engine *en)
 {
-    struct rally__mpi_store *st = &en->st;
-    for (int i = 0; i < st->nhooks; i++) {
-        if (st->hooks[i].fresh == NULL)
-            continue;
-        struct rally__adopt a;
-        memset(&a, 0, sizeof a);
-        a.nlocal = replicas(en) + 1;
-        int rc = st->hooks[i].fresh(st->hooks[i].arg, &a);
-        if (rc == RALLY_OK && a.version > 0)
-            adopt(en, &a);
-        free(a.global);
-        for (int j = 0; j < RALLY__ADOPT_MAX; j++)
-            free(a.local[j]);
-        return rc;
-    }
-    return RALLY_OK;
+    struct rally__adopt a;
+    int rc = rally__subscribers_fresh(&en->st.subs, replicas(en) + 1, &a);
+    if (rc == RALLY_OK && a.version > 0)
+        adopt(en, &a);
+    rally__adopt_free(&a);
+    return rc;
 }
 
 int rally__mpi_load(struct rally__engine *en, void **global, uint64_t *global_nbytes, void **local,
@@ -279,21 +269,13 @@ static int acknowledge(struct rally__engine *en, int digested)
         return disagree(en, mine);
     uint64_t flags = w[0];
     st->request = 0;
-    for (int i = 0; i < st->nhooks; i++)
-        if (st->hooks[i].commit != NULL)
-            st->hooks[i].commit(st->hooks[i].arg, st->version, flags);
+    rally__subscribers_commit(&st->subs, st->version, flags);
     return RALLY_OK;
 }
 
 int rally__mpi_turn(struct rally__engine *en, int when)
 {
-    struct rally__mpi_store *st = &en->st;
-    for (int i = 0; i < st->nhooks; i++) {
-        int rc = st->hooks[i].turn ? st->hooks[i].turn(st->hooks[i].arg, when) : RALLY_OK;
-        if (rc != RALLY_OK)
-            return rc;
-    }
-    return RALLY_OK;
+    return rally__subscribers_turn(&en->st.subs, when);
 }
 
 void rally__mpi_request(struct rally__engine *en, uint64_t bits)
@@ -303,17 +285,7 @@ void rally__mpi_request(struct rally__engine *en, uint64_t bits)
 
 int rally__mpi_subscribe(struct rally__engine *en, const struct rally__subscriber *s)
 {
-    struct rally__mpi_store *st = &en->st;
-    int fresh = 0;
-    for (int i = 0; i < st->nhooks; i++)
-        fresh |= st->hooks[i].fresh != NULL;
-    if (st->nhooks == RALLY__MPI_MAX_HOOKS || (fresh && s->fresh != NULL))
-        return rally__fail(en->err, RALLY_EINVAL,
-                           "a handle takes at most %d checkpoint subscribers, one of them with a "
-                           "fresh-start hook; this is one more",
-                           RALLY__MPI_MAX_HOOKS);
-    st->hooks[st->nhooks++] = *s;
-    return RALLY_OK;
+    return rally__subscribers_add(&en->st.subs, s, en->err);
 }
 
 int rally__mpi_agree(struct rally__engine *en, uint64_t *words, size_t n)

@@ -19,7 +19,6 @@
 #include "api/engine.h"
 
 #define RALLY__MPI_NREDUCERS 256
-#define RALLY__MPI_MAX_HOOKS 8
 #define RALLY__MPI_MAX_REPLICAS 16 /* ring successors that hold a local model */
 #define RALLY__MPI_LENT 4          /* buffers lent at once (engine.h, lend) */
 
@@ -48,8 +47,7 @@ struct rally__mpi_store {
     uint64_t local_nbytes[RALLY__MPI_MAX_REPLICAS + 1];
     size_t local_cap[RALLY__MPI_MAX_REPLICAS + 1];
     uint64_t request; /* bits for the next commit */
-    int nhooks;
-    struct rally__subscriber hooks[RALLY__MPI_MAX_HOOKS];
+    struct rally__subscribers subs; /* commits, turns, a fresh start (api/engine.h) */
     struct {
         const unsigned char *p;
         int detached; /* the store let go of it (or never held it: a lazy model serialized) */

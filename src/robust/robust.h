@@ -116,8 +116,6 @@ struct rally__sbuf {
     uint64_t cap;
 };
 
-/* Subscribers (api/engine.h): commits, turns, a fresh start. */
-#define RALLY__MAX_HOOKS 4
 
 /* The checkpoint store's state (store.c): no other file touches it; they
  * ask store.c's functions. */
@@ -137,8 +135,7 @@ struct rally__store {
     int use_local;                 /* the job checkpoints local models */
     struct rally__localset loc[2]; /* double buffer: the newest valid and the next */
     uint64_t request;              /* bits for the next acknowledgement */
-    struct rally__subscriber hooks[RALLY__MAX_HOOKS];
-    int nhooks;
+    struct rally__subscribers subs; /* commits, turns, a fresh start (api/engine.h) */
 };
 
 struct rally__robust {

@@ -378,33 +378,17 @@ void rally__robust_request(struct rally__robust *rb, uint64_t bits)
 
 int rally__robust_subscribe(struct rally__robust *rb, const struct rally__subscriber *s)
 {
-    int fresh = 0;
-    for (int i = 0; i < rb->st.nhooks; i++)
-        fresh |= rb->st.hooks[i].fresh != NULL;
-    if (rb->st.nhooks == RALLY__MAX_HOOKS || (fresh && s->fresh != NULL))
-        return rally__fail(rb->err, RALLY_EINVAL,
-                           "a handle takes at most %d checkpoint subscribers, one of them with a "
-                           "fresh-start hook; this is one more",
-                           RALLY__MAX_HOOKS);
-    rb->st.hooks[rb->st.nhooks++] = *s;
-    return RALLY_OK;
+    return rally__subscribers_add(&rb->st.subs, s, rb->err);
 }
 
 void rally__robust_commit(struct rally__robust *rb, uint64_t v, uint64_t flags)
 {
-    for (int i = 0; i < rb->st.nhooks; i++)
-        if (rb->st.hooks[i].commit != NULL)
-            rb->st.hooks[i].commit(rb->st.hooks[i].arg, v, flags);
+    rally__subscribers_commit(&rb->st.subs, v, flags);
 }
 
 int rally__robust_turn(struct rally__robust *rb, int when)
 {
-    for (int i = 0; i < rb->st.nhooks; i++) {
-        int rc = rb->st.hooks[i].turn ? rb->st.hooks[i].turn(rb->st.hooks[i].arg, when) : RALLY_OK;
-        if (rc != RALLY_OK)
-            return rc;
-    }
-    return RALLY_OK;
+    return rally__subscribers_turn(&rb->st.subs, when);
 }
 
 /* A subscriber's agreement in its turn: words OR-ed over the job, cached
@@ -495,23 +479,14 @@ void rally__robust_store_free(struct rally__robust *rb)
 
 int rally__robust_fresh(struct rally__robust *rb)
 {
-    for (int i = 0; i < rb->st.nhooks; i++) {
-        if (rb->st.hooks[i].fresh == NULL)
-            continue;
-        struct rally__adopt a;
-        memset(&a, 0, sizeof a);
-        a.nlocal = rb->k + 1;
-        int rc = rb->st.hooks[i].fresh(rb->st.hooks[i].arg, &a);
-        if (rc == RALLY_ECONFIG) /* the job's settings: no restart repairs them */
-            rally__robust_fatal(rb, rc, rb->err->msg);
-        if (rc == RALLY_OK && a.version > 0)
-            adopt(rb, &a);
-        free(a.global);
-        for (int j = 0; j < RALLY__ADOPT_MAX; j++)
-            free(a.local[j]);
-        return rc;
-    }
-    return RALLY_OK;
+    struct rally__adopt a;
+    int rc = rally__subscribers_fresh(&rb->st.subs, rb->k + 1, &a);
+    if (rc == RALLY_ECONFIG) /* the job's settings: no restart repairs them */
+        rally__robust_fatal(rb, rc, rb->err->msg);
+    if (rc == RALLY_OK && a.version > 0)
+        adopt(rb, &a);
+    rally__adopt_free(&a);
+    return rc;
 }
 
 int rally__robust_holds(const struct rally__robust *rb)
