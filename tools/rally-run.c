@@ -625,12 +625,10 @@ static void after(void *arg)
         r->preempt_now = 0;
         rally__launch_snaps_preempt(&r->snap, rally__now_ms(), r->grace_ms);
         rally__launch_signal(&r->procs[0], SIGUSR1);
-        char line[200];
-        snprintf(line, sizeof line,
-                 "SIGTERM: asked rank 0 for a snapshot at its next checkpoint; the workers stop "
-                 "once it is committed (--grace-ms %lld at most)",
-                 (long long)r->grace_ms);
-        rally__launch_out_say(&r->out[1], line);
+        rally__launch_out_say(&r->out[1],
+                              "SIGTERM: asked rank 0 for a snapshot at its next checkpoint; the "
+                              "workers stop once it is committed (--grace-ms %lld at most)",
+                              (long long)r->grace_ms);
     }
     char snap[sizeof r->snap.jobdir + RALLY__SNAP_NAME_MAX + 1];
     int got = r->snap.preempting ? rally__launch_snaps_preempted(&r->snap, rally__now_ms(), snap,
