@@ -120,7 +120,9 @@ local)
         's/^pid [0-9]* \([0-9]*\)$/\1/p' 4 \
         "$rec" 2000 12 local 40 rally_snapshot_dir="$D" rally_snapshot_every=3 rally_snapshot_job=rec
     grep -q "result:" "$tmp/out" && fail "the job finished before it was killed"
-    n=$(ls "$(ls -d "$D"/rec/snap-* | tail -1)" | grep -c '^local-000[0-3].bin$')
+    # the newest committed one (a newer one may have been cut short by the kill)
+    newest=$(for d in "$D"/rec/snap-*; do [ -f "$d/MANIFEST.json" ] && echo "$d"; done | tail -1)
+    n=$(ls "$newest" | grep -c '^local-000[0-3].bin$')
     [ "$n" -eq 4 ] || fail "the snapshot holds $n local models, want 4"
     # another world size: refused before any iteration, naming both
     timeout -k 5 60 $MPIRUN -n 2 "$rec" 2000 12 local 40 rally_snapshot_dir="$D" \
