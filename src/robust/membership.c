@@ -148,8 +148,12 @@ int rally__robust_repairable(const struct rally__robust *rb, int rc)
 
 int rally__robust_reset(struct rally__robust *rb, int cause, uint64_t key)
 {
-    if (rb->dmlc != NULL) /* dmlc tracker */
-        return rally__robust_dmlc_reset(rb, cause, key);
+    return rb->kind->reset(rb, cause, key); /* only a distributed job resets */
+}
+
+/* rally's tracker: report the failure, await its RESET, rejoin, re-wire. */
+static int reset(struct rally__robust *rb, int cause, uint64_t key)
+{
     int rc = cause;
     for (;;) {
         if (rc != RALLY__ERESET) {
@@ -189,25 +193,53 @@ int rally__robust_reset(struct rally__robust *rb, int cause, uint64_t key)
 
 int rally__robust_input(struct rally__robust *rb, const char *scheme, const char *fingerprint)
 {
-    if (!rb->distributed || rb->dmlc != NULL || !rb->cfg->input_check)
-        return RALLY_OK; /* (tclient_input refuses a closed connection itself) */
+    if (rb->kind == NULL || rb->kind->input == NULL || !rb->cfg->input_check)
+        return RALLY_OK;
+    return rb->kind->input(rb, scheme, fingerprint);
+}
+
+static int input(struct rally__robust *rb, const char *scheme, const char *fingerprint)
+{
+    /* (tclient_input refuses a closed connection itself) */
     return rally__tclient_input(&rb->tc, scheme, strtoull(fingerprint, NULL, 16), rb->err);
 }
 
 /* The user's line to the tracker's log (stdout alone). */
 int rally__robust_print(struct rally__robust *rb, const char *msg)
 {
-    if (rb->dmlc != NULL) /* dmlc tracker */
-        return rally__robust_dmlc_print(rb, msg);
-    if (!rb->distributed) {
-        printf("%s\n", msg);
-        fflush(stdout);
-        return RALLY_OK;
-    }
+    if (rb->kind != NULL)
+        return rb->kind->print(rb, msg);
+    printf("%s\n", msg);
+    fflush(stdout);
+    return RALLY_OK;
+}
+
+static int print(struct rally__robust *rb, const char *msg)
+{
     if (rb->tc.fd < 0)
         return rally__fail(rb->err, RALLY_ESTATE, "not connected to the tracker");
     return rally__tclient_print(&rb->tc, msg, rb->err);
 }
+
+int rally__robust_leave(struct rally__robust *rb)
+{
+    return rb->kind->leave(rb);
+}
+
+static int leave(struct rally__robust *rb)
+{
+    rally__tclient_heartbeat_stop(&rb->tc);
+    return rally__tclient_shutdown(&rb->tc, rally__deadline(rb->cfg->connect_timeout_ms), rb->err);
+}
+
+const struct rally__tracker_kind rally__tracker_rally = {
+    .name = "rally",
+    .reset = reset,
+    .input = input,
+    .print = print,
+    .leave = leave,
+    .free = NULL, /* its client closes with the engine (rally__robust_free) */
+};
 
 /* --- life cycle --------------------------------------------------------------- */
 
@@ -267,6 +299,7 @@ int rally__robust_init(struct rally__robust *rb, const struct rally__config *cfg
     if (cfg->tracker[0] == '\0')
         return RALLY_OK; /* no launcher: rank 0 of 1 */
     rb->distributed = 1;
+    rb->kind = &rally__tracker_rally;
     if (cfg->sock_buf_bytes > 0 && cfg->sock_buf_bytes < 32 << 10) {
         rally__fail(e, RALLY_ECONFIG,
                     "rally_sock_buf_bytes=%lld is below 32K: the kernel's buffer (twice that) "
@@ -317,7 +350,8 @@ int rally__robust_init(struct rally__robust *rb, const struct rally__config *cfg
 
 void rally__robust_free(struct rally__robust *rb)
 {
-    rally__robust_dmlc_free(rb); /* dmlc tracker */
+    if (rb->kind != NULL && rb->kind->free != NULL)
+        rb->kind->free(rb);
     close_links(rb);
     rally__comm_free(&rb->comm);
     rally__tclient_close(&rb->tc);

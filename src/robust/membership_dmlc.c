@@ -71,6 +71,7 @@ int rally__robust_dmlc_init(struct rally__robust *rb, const char *host, struct r
     const struct rally__config *cfg = rb->cfg;
     (void)host; /* the address book carries what the tracker connection shows */
     rb->distributed = 1;
+    rb->kind = &rally__tracker_dmlc;
     rb->dmlc = calloc(1, sizeof *rb->dmlc);
     if (rb->dmlc == NULL)
         return rally__fail(e, RALLY_ENOMEM, "out of memory");
@@ -105,7 +106,7 @@ int rally__robust_dmlc_init(struct rally__robust *rb, const char *host, struct r
     return RALLY_OK;
 }
 
-int rally__robust_dmlc_reset(struct rally__robust *rb, int cause, uint64_t key)
+static int dmlc_reset(struct rally__robust *rb, int cause, uint64_t key)
 {
     (void)cause;
     (void)key;
@@ -128,18 +129,27 @@ int rally__robust_dmlc_reset(struct rally__robust *rb, int cause, uint64_t key)
     }
 }
 
-int rally__robust_dmlc_print(struct rally__robust *rb, const char *msg)
+static int dmlc_print(struct rally__robust *rb, const char *msg)
 {
     return rally__dmlc_print(rb->dmlc, msg, rb->err);
 }
 
-int rally__robust_dmlc_shutdown(struct rally__robust *rb)
+static int dmlc_leave(struct rally__robust *rb)
 {
     return rally__dmlc_shutdown(rb->dmlc, rb->err);
 }
 
-void rally__robust_dmlc_free(struct rally__robust *rb)
+static void dmlc_free(struct rally__robust *rb)
 {
     free(rb->dmlc);
     rb->dmlc = NULL;
 }
+
+const struct rally__tracker_kind rally__tracker_dmlc = {
+    .name = "dmlc",
+    .reset = dmlc_reset,
+    .input = NULL, /* its protocol has no such message: only a resume checks the input */
+    .print = dmlc_print,
+    .leave = dmlc_leave,
+    .free = dmlc_free,
+};

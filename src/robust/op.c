@@ -453,9 +453,6 @@ int rally__robust_finalize(struct rally__robust *rb)
         if ((rc = rally__robust_reset(rb, rc, key)) != RALLY_OK)
             return rc;
     }
-    unfired(rb);          /* past the last point that could fire: serving a recovery */
-    if (rb->dmlc != NULL) /* dmlc tracker */
-        return rally__robust_dmlc_shutdown(rb);
-    rally__tclient_heartbeat_stop(&rb->tc);
-    return rally__tclient_shutdown(&rb->tc, rally__deadline(rb->cfg->connect_timeout_ms), rb->err);
+    unfired(rb); /* past the last point that could fire: serving a recovery */
+    return rally__robust_leave(rb);
 }

@@ -33,8 +33,11 @@
  *                 subscribers: commits, turns and their agreement, a fresh
  *                 start's adoption
  *   membership.c  the tracker client, the mesh and links: join, wire,
- *                 reset, rejoin
+ *                 reset, rejoin; engine init and free; rally's tracker
+ *                 kind (rally__tracker_rally: reset, input, print, leave)
+ *   membership_dmlc.c  the classic dmlc tracker's kind (rally__tracker_dmlc)
  *   recovery.c    agreement rounds and transfers
+ *   verify.c      verified results: digests in the signatures' sidecars
  *   engine.c      the ops table of api/engine.h: the public calls as
  *                 operations
  *
@@ -58,6 +61,22 @@
 struct rally__robust;
 struct rally__op;
 struct rally__dmlc; /* tracker/dmlc.h: the dmlc tracker's client */
+
+/* The tracker a worker joined through: what membership does differently
+ * for rally's own (membership.c) and the classic dmlc tracker
+ * (membership_dmlc.c).  A worker alone has none. */
+struct rally__tracker_kind {
+    const char *name;
+    /* the job lost a worker or a link: join the next epoch */
+    int (*reset)(struct rally__robust *rb, int cause, uint64_t key);
+    /* rally_set_input's check at the tracker; NULL: the tracker has none */
+    int (*input)(struct rally__robust *rb, const char *scheme, const char *fingerprint);
+    int (*print)(struct rally__robust *rb, const char *msg);
+    /* finalize's goodbye, once nobody needs this worker */
+    int (*leave)(struct rally__robust *rb);
+    void (*free)(struct rally__robust *rb); /* NULL: nothing of its own */
+};
+extern const struct rally__tracker_kind rally__tracker_rally, rally__tracker_dmlc;
 
 /* The collective kinds of this layer's own traffic (RALLY__K_*) are in
  * coll/coll.h, beside the others, so that every message can name them. */
@@ -171,7 +190,8 @@ struct rally__robust {
         int peer;              /* the first that disagreed */
         uint64_t theirs;       /* its sidecar */
     } vfy;
-    /* the classic dmlc tracker (membership_dmlc.c), NULL: rally's own */
+    const struct rally__tracker_kind *kind; /* NULL: alone */
+    /* the classic dmlc tracker's client (membership_dmlc.c) */
     struct rally__dmlc *dmlc;
     int dmlc_port; /* listen_fd's port, for the address book */
 };
@@ -322,6 +342,8 @@ int rally__robust_reset(struct rally__robust *rb, int cause, uint64_t key);
 int rally__robust_input(struct rally__robust *rb, const char *scheme, const char *fingerprint);
 /* rally_tracker_print: to the tracker, or stdout without one. */
 int rally__robust_print(struct rally__robust *rb, const char *msg);
+/* finalize's goodbye to the tracker (its kind's leave). */
+int rally__robust_leave(struct rally__robust *rb);
 
 /* The mesh from rb->tc's address book, and closing it (for membership_dmlc.c). */
 int rally__robust_wire(struct rally__robust *rb);
@@ -330,14 +352,10 @@ void rally__robust_unwire(struct rally__robust *rb);
 /* --- membership_dmlc.c: the same under the classic dmlc tracker --- */
 
 /* Joins through the dmlc tracker (cfg->dmlc_tracker_uri is set, rally_tracker
- * is not); rb is initialised as rally__robust_init leaves it before joining. */
+ * is not); rb is initialised as rally__robust_init leaves it before joining.
+ * Its kind is rally__tracker_dmlc: a reset closes every link and says
+ * "recover", finalize sends "shutdown" instead of SHUTDOWN/BYE. */
 int rally__robust_dmlc_init(struct rally__robust *rb, const char *host, struct rally__err *e);
-/* rally__robust_reset under the dmlc tracker: close every link, "recover". */
-int rally__robust_dmlc_reset(struct rally__robust *rb, int cause, uint64_t key);
-int rally__robust_dmlc_print(struct rally__robust *rb, const char *msg);
-/* In finalize, instead of SHUTDOWN/BYE. */
-int rally__robust_dmlc_shutdown(struct rally__robust *rb);
-void rally__robust_dmlc_free(struct rally__robust *rb);
 
 /* --- verify.c: verified results (rally_verify_every) --- */
 
