@@ -99,10 +99,10 @@ static void cache_drop_below(void **state)
     put(&f, RALLY__KEY_OP(2, 0), 2);
     put(&f, RALLY__KEY_OP(4, 0), 4);
     absent(&f, RALLY__KEY_OP(3, 0));
-    assert_int_equal(f.rb.cache_nbytes, 5);
+    assert_int_equal(f.rb.cache.nbytes, 5);
     rally__robust_cache_drop_below(&f.rb, 3);
-    assert_int_equal(f.rb.ncache, 3);
-    assert_int_equal(f.rb.cache_nbytes, 3);
+    assert_int_equal(f.rb.cache.n, 3);
+    assert_int_equal(f.rb.cache.nbytes, 3);
     absent(&f, RALLY__KEY_OP(1, 0));
     absent(&f, RALLY__KEY_OP(2, 0));
     absent(&f, RALLY__KEY_OP(3, 0));

@@ -23,15 +23,15 @@ unsigned char *rally__robust_buf(struct rally__robust *rb, uint64_t nbytes)
     /* the smallest spare that fits, if it is not far larger: a small result
      * must not take the big buffer the next big allreduce will want */
     int best = -1;
-    for (int i = 0; i < rb->npool; i++) {
-        uint64_t cap = buf_cap(rb->pool[i]);
+    for (int i = 0; i < rb->cache.npool; i++) {
+        uint64_t cap = buf_cap(rb->cache.pool[i]);
         if (cap >= nbytes && cap / 2 <= nbytes + 4096 &&
-            (best < 0 || cap < buf_cap(rb->pool[best])))
+            (best < 0 || cap < buf_cap(rb->cache.pool[best])))
             best = i;
     }
     if (best >= 0) {
-        unsigned char *p = rb->pool[best];
-        rb->pool[best] = rb->pool[--rb->npool];
+        unsigned char *p = rb->cache.pool[best];
+        rb->cache.pool[best] = rb->cache.pool[--rb->cache.npool];
         return p;
     }
     if (nbytes > SIZE_MAX - BUF_HEAD)
@@ -47,10 +47,10 @@ void rally__robust_unbuf(struct rally__robust *rb, unsigned char *p)
 {
     if (p == NULL)
         return;
-    if (rb->pool == NULL)
-        rb->pool = calloc(POOL_MAX, sizeof *rb->pool);
-    if (rb->pool != NULL && rb->npool < POOL_MAX) {
-        rb->pool[rb->npool++] = p;
+    if (rb->cache.pool == NULL)
+        rb->cache.pool = calloc(POOL_MAX, sizeof *rb->cache.pool);
+    if (rb->cache.pool != NULL && rb->cache.npool < POOL_MAX) {
+        rb->cache.pool[rb->cache.npool++] = p;
         return;
     }
     free(p - BUF_HEAD);
@@ -58,75 +58,75 @@ void rally__robust_unbuf(struct rally__robust *rb, unsigned char *p)
 
 const struct rally__entry *rally__robust_cache_find(const struct rally__robust *rb, uint64_t key)
 {
-    int lo = 0, hi = rb->ncache;
+    int lo = 0, hi = rb->cache.n;
     while (lo < hi) {
         int mid = lo + (hi - lo) / 2;
-        if (rb->cache[mid].key < key)
+        if (rb->cache.v[mid].key < key)
             lo = mid + 1;
         else
             hi = mid;
     }
-    return lo < rb->ncache && rb->cache[lo].key == key ? &rb->cache[lo] : NULL;
+    return lo < rb->cache.n && rb->cache.v[lo].key == key ? &rb->cache.v[lo] : NULL;
 }
 
 /* Keys only grow, so appending keeps the cache sorted. */
 int rally__robust_cache_put(struct rally__robust *rb, uint64_t key, const struct rally__sig *sig,
                             unsigned char *data, uint64_t nbytes)
 {
-    if (!rb->distributed || (rb->ncache > 0 && rb->cache[rb->ncache - 1].key >= key)) {
+    if (!rb->distributed || (rb->cache.n > 0 && rb->cache.v[rb->cache.n - 1].key >= key)) {
         rally__robust_unbuf(rb, data); /* nobody to serve, or already there */
         return RALLY_OK;
     }
-    if (rb->cache_nbytes + nbytes > (uint64_t)rb->cfg->cache_max_bytes) {
+    if (rb->cache.nbytes + nbytes > (uint64_t)rb->cfg->cache_max_bytes) {
         char where[96];
         rally__position_str(key, where, sizeof where);
         rally__robust_unbuf(rb, data);
         return rally__fail(rb->err, RALLY_ENOMEM,
                            "the recovery cache would hold %llu bytes after %s; "
                            "rally_cache_max_bytes is %lld: checkpoint more often or raise it",
-                           (unsigned long long)(rb->cache_nbytes + nbytes), where,
+                           (unsigned long long)(rb->cache.nbytes + nbytes), where,
                            (long long)rb->cfg->cache_max_bytes);
     }
-    if (rb->ncache == rb->capcache) {
-        int cap = rb->capcache ? 2 * rb->capcache : 64;
-        struct rally__entry *c = realloc(rb->cache, (size_t)cap * sizeof *c);
+    if (rb->cache.n == rb->cache.cap) {
+        int cap = rb->cache.cap ? 2 * rb->cache.cap : 64;
+        struct rally__entry *c = realloc(rb->cache.v, (size_t)cap * sizeof *c);
         if (c == NULL) {
             rally__robust_unbuf(rb, data);
             return rally__fail(rb->err, RALLY_ENOMEM, "out of memory growing the result cache");
         }
-        rb->cache = c;
-        rb->capcache = cap;
+        rb->cache.v = c;
+        rb->cache.cap = cap;
     }
-    rb->cache[rb->ncache++] = (struct rally__entry){key, *sig, data, nbytes};
-    rb->cache_nbytes += nbytes;
+    rb->cache.v[rb->cache.n++] = (struct rally__entry){key, *sig, data, nbytes};
+    rb->cache.nbytes += nbytes;
     return RALLY_OK;
 }
 
 void rally__robust_cache_drop_below(struct rally__robust *rb, uint64_t v)
 {
     int out = 0;
-    for (int i = 0; i < rb->ncache; i++) {
-        struct rally__entry *c = &rb->cache[i];
+    for (int i = 0; i < rb->cache.n; i++) {
+        struct rally__entry *c = &rb->cache.v[i];
         if (c->key >= RALLY__KEY_OP(0, 0) && c->key < RALLY__KEY_OP(v, 0)) {
-            rb->cache_nbytes -= c->nbytes;
+            rb->cache.nbytes -= c->nbytes;
             rally__robust_unbuf(rb, c->data);
         } else {
-            rb->cache[out++] = *c;
+            rb->cache.v[out++] = *c;
         }
     }
-    rb->ncache = out;
+    rb->cache.n = out;
 }
 
 void rally__robust_cache_free(struct rally__robust *rb)
 {
-    for (int i = 0; i < rb->ncache; i++)
-        free(rb->cache[i].data - BUF_HEAD);
-    free(rb->cache);
-    for (int i = 0; i < rb->npool; i++)
-        free(rb->pool[i] - BUF_HEAD);
-    free(rb->pool);
-    rb->cache = NULL;
-    rb->pool = NULL;
-    rb->ncache = rb->capcache = rb->npool = 0;
-    rb->cache_nbytes = 0;
+    for (int i = 0; i < rb->cache.n; i++)
+        free(rb->cache.v[i].data - BUF_HEAD);
+    free(rb->cache.v);
+    for (int i = 0; i < rb->cache.npool; i++)
+        free(rb->cache.pool[i] - BUF_HEAD);
+    free(rb->cache.pool);
+    rb->cache.v = NULL;
+    rb->cache.pool = NULL;
+    rb->cache.n = rb->cache.cap = rb->cache.npool = 0;
+    rb->cache.nbytes = 0;
 }

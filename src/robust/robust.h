@@ -26,7 +26,7 @@
  * The files, one concern each:
  *   op.c          the op driver: run or recover each operation; checkpoint,
  *                 load, finalize and the checkpoint's acknowledgement
- *   cache.c       the result cache and its buffer pool
+ *   cache.c       the result cache and its buffer pool (rb->cache)
  *   store.c       the checkpoint store (its state rb->st, touched by no
  *                 other file): the global model, local-model sets and their
  *                 replication, the read interface (lend/release), the
@@ -173,12 +173,14 @@ struct rally__robust {
     uint32_t boot; /* next bootstrap op */
     int k; /* ring successors that hold a replica of each local model */
     struct rally__store st; /* the checkpoint store: store.c's alone */
-    /* the result cache (cache.c) */
-    struct rally__entry *cache;
-    int ncache, capcache;
-    uint64_t cache_nbytes;
-    unsigned char **pool; /* spare result buffers, reused */
-    int npool;
+    /* the result cache (cache.c's alone) */
+    struct {
+        struct rally__entry *v;
+        int n, cap;
+        uint64_t nbytes;
+        unsigned char **pool; /* spare result buffers, reused */
+        int npool;
+    } cache;
     struct rally__mock mock;
     /* verified results (verify.c) */
     struct {
