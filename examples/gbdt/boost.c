@@ -45,14 +45,14 @@ int gb_boost(struct gb_job *j, const struct gb_opts *o, struct gb_model *m)
     int status = GB_EXIT_OK, rc;
     const char *metric = m->p.objective == GB_LOGISTIC ? "logloss" : "rmse";
     while (m->ntrees < o->trees) {
-        if (o->pause_ms > 0)
-            usleep((useconds_t)o->pause_ms * 1000);
+        if (o->ex.pause_ms > 0)
+            usleep((useconds_t)o->ex.pause_ms * 1000);
         if ((status = gb_grow(j, m)) != GB_EXIT_OK)
             goto out;
         if ((status = gb_train_loss(j, m, &obj)) != GB_EXIT_OK)
             goto out;
         double t = ex_now_s();
-        if (j->rank == 0 && !o->quiet)
+        if (j->rank == 0 && !o->ex.quiet)
             ex_say("tree %" PRIu32 " train-%s %.9g time %.4f s (histograms %.4f, allreduce %.4f, "
                    "splits %.4f, rows %.4f)\n",
                    m->ntrees, metric, obj, t - t_prev, j->t_hist, j->t_reduce - j->t_hist,

@@ -53,12 +53,12 @@ static int bad_labels(const rally_dataset_t *ds, const struct gb_opts *o, char *
 {
     const float *y = rally_data_labels(ds);
     if (y == NULL && rally_data_num_rows(ds) > 0) {
-        snprintf(err, cap, "%s has no labels (CSV: --data-opt csv_label=COLUMN)", o->data);
+        snprintf(err, cap, "%s has no labels (CSV: --data-opt csv_label=COLUMN)", o->ex.data);
         return 1;
     }
     for (uint64_t i = 0; i < rally_data_num_rows(ds); i++)
         if (!isfinite(y[i]) || (o->p.objective == GB_LOGISTIC && y[i] != 0 && y[i] != 1)) {
-            snprintf(err, cap, "%s: the row at byte %" PRIu64 " has label %g; %s", o->data,
+            snprintf(err, cap, "%s: the row at byte %" PRIu64 " has label %g; %s", o->ex.data,
                      rally_data_row_offset(ds, i), (double)y[i],
                      o->p.objective == GB_LOGISTIC ? "binary:logistic wants 0 or 1"
                                                    : "labels must be finite");
@@ -76,9 +76,9 @@ static int bootstrap(struct gb_job *j, const struct gb_opts *o)
     char err[8192] = "";
     int status = GB_EXIT_INPUT, rc;
     int bad =
-        rally_data_read(o->data, o->dopts, j->rank, j->world, &ds, err, sizeof err) != RALLY_OK;
+        rally_data_read(o->ex.data, o->ex.dopts, j->rank, j->world, &ds, err, sizeof err) != RALLY_OK;
     if (!bad && rally_data_num_features(ds) > GB_MAX_FEATURES) {
-        snprintf(err, sizeof err, "%s: %" PRIu64 " features, at most %u are supported", o->data,
+        snprintf(err, sizeof err, "%s: %" PRIu64 " features, at most %u are supported", o->ex.data,
                  rally_data_num_features(ds), GB_MAX_FEATURES);
         bad = 1;
     }
@@ -86,7 +86,7 @@ static int bootstrap(struct gb_job *j, const struct gb_opts *o)
         snprintf(err, sizeof err,
                  "%s: %" PRIu64 " rows in this shard, at most %" PRIu32
                  " are supported; run more workers",
-                 o->data, rally_data_num_rows(ds), UINT32_MAX);
+                 o->ex.data, rally_data_num_rows(ds), UINT32_MAX);
         bad = 1;
     }
     if (!bad)
@@ -112,7 +112,7 @@ static int bootstrap(struct gb_job *j, const struct gb_opts *o)
     }
     if (agree[0] == 0) {
         if (j->rank == 0)
-            fprintf(stderr, "rally-gbdt: %s has no features\n", o->data);
+            fprintf(stderr, "rally-gbdt: %s has no features\n", o->ex.data);
         goto out;
     }
     j->d = (uint32_t)agree[0];
@@ -140,7 +140,7 @@ static int bootstrap(struct gb_job *j, const struct gb_opts *o)
     }
     if (j->total_rows == 0) {
         if (j->rank == 0)
-            fprintf(stderr, "rally-gbdt: %s has no rows\n", o->data);
+            fprintf(stderr, "rally-gbdt: %s has no rows\n", o->ex.data);
         goto out;
     }
     status = gb_sketch(j, o->p.max_bin);
@@ -252,15 +252,15 @@ static int report(struct gb_job *j, const struct gb_opts *o, const struct gb_mod
             goto out;
         }
     }
-    if ((o->model_out != NULL || o->json) && gb_model_json(m, &json, &jn) != 0) {
+    if ((o->ex.model_out != NULL || o->ex.json) && gb_model_json(m, &json, &jn) != 0) {
         status = gb_oom();
         goto out;
     }
-    if (o->model_out != NULL && ex_write_file(o->model_out, json, jn, err, sizeof err) != 0) {
+    if (o->ex.model_out != NULL && ex_write_file(o->ex.model_out, json, jn, err, sizeof err) != 0) {
         fprintf(stderr, "rally-gbdt: %s\n", err);
         goto out;
     }
-    if (o->json)
+    if (o->ex.json)
         fwrite(json, 1, jn, stdout);
     ex_say("predictions: digest=%016" PRIx64 " rows=%" PRIu64 "\n", digest, j->total_rows);
     ex_say("result: model_digest=%016" PRIx64 " objective=%.17g\n", gb_model_digest(m), objective);

@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <time.h>
 
+#include "opts.h"
 #include "rally/data.h"
 #include "rally/rally.h"
 
@@ -100,12 +101,10 @@ struct gb_job {
 };
 
 struct gb_opts {
-    const char *data, *model_out, *pred_out;
-    rally_data_opts_t *dopts;
+    struct ex_opts ex; /* --data, --data-opt, --model-out, --json, --pause-ms, --quiet */
+    const char *pred_out;
     struct gb_params p;
     uint32_t trees, ckpt_every;
-    long pause_ms;
-    int json, quiet;
 };
 
 /* --- options.c ---------------------------------------------------------------- */

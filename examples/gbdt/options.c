@@ -10,6 +10,7 @@
 
 #include "gbdt.h"
 #include "args.h"
+#include "opts.h"
 
 #define PROG "rally-gbdt"
 
@@ -86,8 +87,7 @@ int gb_early_flags(int argc, char **argv)
 
 int gb_opts_parse(int argc, char **argv, struct gb_opts *o)
 {
-    static const struct option longopts[] = {{"data", required_argument, 0, 'd'},
-                                             {"data-opt", required_argument, 0, 'D'},
+    static const struct option longopts[] = {EX_OPTS_LONG,
                                              {"objective", required_argument, 0, 'o'},
                                              {"trees", required_argument, 0, 't'},
                                              {"max-depth", required_argument, 0, 'x'},
@@ -98,11 +98,7 @@ int gb_opts_parse(int argc, char **argv, struct gb_opts *o)
                                              {"max-bin", required_argument, 0, 'b'},
                                              {"base-score", required_argument, 0, 'B'},
                                              {"checkpoint-every", required_argument, 0, 'c'},
-                                             {"model-out", required_argument, 0, 'm'},
                                              {"pred-out", required_argument, 0, 'P'},
-                                             {"json", no_argument, 0, 'j'},
-                                             {"pause-ms", required_argument, 0, 'p'},
-                                             {"quiet", no_argument, 0, 'q'},
                                              {"help", no_argument, 0, 'h'},
                                              {0, 0, 0, 0}};
     *o = (struct gb_opts){.trees = 10,
@@ -115,25 +111,18 @@ int gb_opts_parse(int argc, char **argv, struct gb_opts *o)
                                 .gamma = 0,
                                 .min_child_weight = 1,
                                 .base_score = 0.5}};
-    if (rally_data_opts_new(&o->dopts) != RALLY_OK) {
-        gb_oom();
+    if (ex_opts_init(PROG, &o->ex) != 0)
         return -1;
-    }
     uint64_t v;
-    char err[512];
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        int taken = ex_opts_take(PROG, &o->ex, c, optarg);
+        if (taken < 0)
+            return -1;
+        if (taken > 0)
+            continue;
         switch (c) {
-        case 'd':
-            o->data = optarg;
-            break;
-        case 'D':
-            if (rally_data_opts_parse(o->dopts, optarg, err, sizeof err) != RALLY_OK) {
-                fprintf(stderr, "rally-gbdt: --data-opt %s: %s\n", optarg, err);
-                return -1;
-            }
-            break;
         case 'o':
             if (strcmp(optarg, "binary:logistic") == 0)
                 o->p.objective = GB_LOGISTIC;
@@ -187,22 +176,8 @@ int gb_opts_parse(int argc, char **argv, struct gb_opts *o)
                 return -1;
             o->ckpt_every = (uint32_t)v;
             break;
-        case 'm':
-            o->model_out = optarg;
-            break;
         case 'P':
             o->pred_out = optarg;
-            break;
-        case 'j':
-            o->json = 1;
-            break;
-        case 'p':
-            if (ex_whole(PROG, "--pause-ms", optarg, 0, 3600000, &v) != 0)
-                return -1;
-            o->pause_ms = (long)v;
-            break;
-        case 'q':
-            o->quiet = 1;
             break;
         case 'h':
             usage(stdout);
@@ -212,7 +187,7 @@ int gb_opts_parse(int argc, char **argv, struct gb_opts *o)
             return -1;
         }
     }
-    if (ex_args_end(PROG, argc, argv, optind, o->data) != 0)
+    if (ex_args_end(PROG, argc, argv, optind, o->ex.data) != 0)
         return -1;
     if (o->p.objective == GB_LOGISTIC && !(o->p.base_score > 0 && o->p.base_score < 1)) {
         fprintf(stderr, "rally-gbdt: --base-score must lie in (0, 1) for binary:logistic\n");
@@ -223,6 +198,5 @@ int gb_opts_parse(int argc, char **argv, struct gb_opts *o)
 
 void gb_opts_free(struct gb_opts *o)
 {
-    rally_data_opts_free(o->dopts);
-    o->dopts = NULL;
+    ex_opts_free(&o->ex);
 }

@@ -174,7 +174,7 @@ int km_init(struct km_job *j, const struct km_opts *o, const double *init, struc
         if (status != KM_EXIT_OK)
             return status;
     }
-    if (j->rank == 0 && !o->quiet)
+    if (j->rank == 0 && !o->ex.quiet)
         ex_say("initialised %u centroids (%s) from %" PRIu64
                " rows x %u features on %d workers in %.3f s\n",
                m->k, init ? o->init_in : "k-means++", j->total_rows, m->d, j->world,

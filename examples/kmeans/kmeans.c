@@ -55,9 +55,9 @@ static int bootstrap(struct km_job *j, const struct km_opts *o, double **init)
     char err[8192] = "";
     int status = KM_EXIT_INPUT, rc;
     int bad =
-        rally_data_read(o->data, o->dopts, j->rank, j->world, &ds, err, sizeof err) != RALLY_OK;
+        rally_data_read(o->ex.data, o->ex.dopts, j->rank, j->world, &ds, err, sizeof err) != RALLY_OK;
     if (!bad && rally_data_num_features(ds) > KM_MAX_FEATURES) {
-        snprintf(err, sizeof err, "%s: %" PRIu64 " features, at most %u are supported", o->data,
+        snprintf(err, sizeof err, "%s: %" PRIu64 " features, at most %u are supported", o->ex.data,
                  rally_data_num_features(ds), KM_MAX_FEATURES);
         bad = 1;
     }
@@ -85,7 +85,7 @@ static int bootstrap(struct km_job *j, const struct km_opts *o, double **init)
     }
     if (agree[0] == 0) {
         if (j->rank == 0)
-            fprintf(stderr, "rally-kmeans: %s has no features\n", o->data);
+            fprintf(stderr, "rally-kmeans: %s has no features\n", o->ex.data);
         goto out;
     }
     j->d = (uint32_t)agree[0];
@@ -182,11 +182,11 @@ static int report(const struct km_job *j, const struct km_opts *o, const struct 
     km_model_encode(m, bytes);
     uint64_t digest = rally_digest64(bytes, nbytes);
     if (j->rank == 0) {
-        if (o->model_out != NULL && ex_write_file(o->model_out, bytes, nbytes, err, sizeof err)) {
+        if (o->ex.model_out != NULL && ex_write_file(o->ex.model_out, bytes, nbytes, err, sizeof err)) {
             fprintf(stderr, "rally-kmeans: %s\n", err);
             status = KM_EXIT_RALLY;
         }
-        if (o->json)
+        if (o->ex.json)
             km_model_json(stdout, m, digest);
         ex_say("result: model_digest=%016" PRIx64 " objective=%.17g\n", digest, objective);
     }

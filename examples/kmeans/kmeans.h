@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <time.h>
 
+#include "opts.h"
 #include "rally/data.h"
 #include "rally/rally.h"
 
@@ -60,12 +61,11 @@ struct km_job {
 };
 
 struct km_opts {
-    const char *data, *init_in, *init_out, *model_out;
-    rally_data_opts_t *dopts; /* --data-opt; owned, km_opts_free frees it */
+    struct ex_opts ex; /* --data, --data-opt, --model-out, --json, --pause-ms, --quiet */
+    const char *init_in, *init_out;
     uint32_t k;
     uint64_t iters, seed;
-    long pause_ms;
-    int fixed, json, quiet;
+    int fixed;
 };
 
 /* --- options.c ---------------------------------------------------------------- */

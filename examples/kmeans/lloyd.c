@@ -104,8 +104,8 @@ int km_lloyd(struct km_job *j, const struct km_opts *o, struct km_model *m, doub
     for (;;) {
         if ((m->flags & KM_CONVERGED) && !o->fixed)
             break;
-        if (o->pause_ms > 0)
-            usleep((useconds_t)o->pause_ms * 1000);
+        if (o->ex.pause_ms > 0)
+            usleep((useconds_t)o->ex.pause_ms * 1000);
         assign(j, m, ct, dist, buf);
         if ((rc = rally_allreduce(j->r, buf, nbuf, RALLY_DOUBLE, RALLY_SUM, NULL, NULL)) !=
             RALLY_OK) {
@@ -121,7 +121,7 @@ int km_lloyd(struct km_job *j, const struct km_opts *o, struct km_model *m, doub
         m->objective = obj;
         m->flags = KM_HAS_OBJECTIVE | (changed ? 0u : KM_CONVERGED);
         double t = ex_now_s();
-        if (j->rank == 0 && !o->quiet) {
+        if (j->rank == 0 && !o->ex.quiet) {
             char note[64] = "";
             if (empty)
                 snprintf(note, sizeof note, " (%d empty cluster%s kept)", empty,

@@ -10,6 +10,7 @@
 
 #include "kmeans.h"
 #include "args.h"
+#include "opts.h"
 
 #define PROG "rally-kmeans"
 
@@ -61,41 +62,29 @@ int km_early_flags(int argc, char **argv)
 
 int km_opts_parse(int argc, char **argv, struct km_opts *o)
 {
-    static const struct option longopts[] = {{"data", required_argument, 0, 'd'},
-                                             {"data-opt", required_argument, 0, 'D'},
+    static const struct option longopts[] = {EX_OPTS_LONG,
                                              {"clusters", required_argument, 0, 'k'},
                                              {"iters", required_argument, 0, 'i'},
                                              {"fixed-iters", no_argument, 0, 'F'},
                                              {"seed", required_argument, 0, 's'},
                                              {"init-in", required_argument, 0, 'I'},
                                              {"init-out", required_argument, 0, 'O'},
-                                             {"model-out", required_argument, 0, 'm'},
-                                             {"json", no_argument, 0, 'j'},
                                              {"show", required_argument, 0, 'S'},
-                                             {"pause-ms", required_argument, 0, 'p'},
-                                             {"quiet", no_argument, 0, 'q'},
                                              {"help", no_argument, 0, 'h'},
                                              {0, 0, 0, 0}};
     *o = (struct km_opts){.k = 8, .iters = 100, .seed = 1};
-    if (rally_data_opts_new(&o->dopts) != RALLY_OK) {
-        km_oom();
+    if (ex_opts_init(PROG, &o->ex) != 0)
         return -1;
-    }
     uint64_t v;
-    char err[512];
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "k:h", longopts, NULL)) != -1) {
+        int taken = ex_opts_take(PROG, &o->ex, c, optarg);
+        if (taken < 0)
+            return -1;
+        if (taken > 0)
+            continue;
         switch (c) {
-        case 'd':
-            o->data = optarg;
-            break;
-        case 'D':
-            if (rally_data_opts_parse(o->dopts, optarg, err, sizeof err) != RALLY_OK) {
-                fprintf(stderr, "rally-kmeans: --data-opt %s: %s\n", optarg, err);
-                return -1;
-            }
-            break;
         case 'k':
             if (ex_whole(PROG, "-k", optarg, 1, KM_MAX_K, &v) != 0)
                 return -1;
@@ -118,22 +107,8 @@ int km_opts_parse(int argc, char **argv, struct km_opts *o)
         case 'O':
             o->init_out = optarg;
             break;
-        case 'm':
-            o->model_out = optarg;
-            break;
-        case 'j':
-            o->json = 1;
-            break;
         case 'S': /* --show=MODEL; "--show MODEL" is km_early_flags' */
             return km_model_show(optarg) == 0 ? 1 : -1;
-        case 'p':
-            if (ex_whole(PROG, "--pause-ms", optarg, 0, 3600000, &v) != 0)
-                return -1;
-            o->pause_ms = (long)v;
-            break;
-        case 'q':
-            o->quiet = 1;
-            break;
         case 'h':
             usage(stdout);
             return 1;
@@ -142,13 +117,12 @@ int km_opts_parse(int argc, char **argv, struct km_opts *o)
             return -1;
         }
     }
-    if (ex_args_end(PROG, argc, argv, optind, o->data) != 0)
+    if (ex_args_end(PROG, argc, argv, optind, o->ex.data) != 0)
         return -1;
     return 0;
 }
 
 void km_opts_free(struct km_opts *o)
 {
-    rally_data_opts_free(o->dopts);
-    o->dopts = NULL;
+    ex_opts_free(&o->ex);
 }

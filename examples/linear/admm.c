@@ -200,8 +200,8 @@ int lr_admm(struct lr_job *j, const struct lr_opts *o, struct lr_model *m)
     int intercept = (m->flags & LR_INTERCEPT) != 0;
     double *z = m->w, *zold = m->g, t_prev = ex_now_s();
     while (!(m->flags & LR_CONVERGED) && m->iteration < o->iters) {
-        if (o->pause_ms > 0)
-            usleep((useconds_t)o->pause_ms * 1000);
+        if (o->ex.pause_ms > 0)
+            usleep((useconds_t)o->ex.pause_ms * 1000);
         double r_prev = 0;
         for (size_t e = 0; e < n; e++) {
             r_prev += sq(x[e] - z[e]);
@@ -239,7 +239,7 @@ int lr_admm(struct lr_job *j, const struct lr_opts *o, struct lr_model *m)
         else if (m->iteration >= 2)
             balance(m, u, n, primal);
         double t = ex_now_s();
-        if (j->rank == 0 && !o->quiet)
+        if (j->rank == 0 && !o->ex.quiet)
             ex_say("iteration %" PRIu64
                    " objective %.12g primal %.3g dual %.3g local passes %" PRIu64
                    " time %.4f s%s\n",

@@ -221,13 +221,13 @@ int lr_lbfgs_run(struct lr_job *j, const struct lr_opts *o, struct lr_model *m)
     struct dist_eval de = {j, m, NULL, buf};
     double t_prev = ex_now_s();
     while (!(m->flags & LR_CONVERGED) && m->iteration < o->iters) {
-        if (o->pause_ms > 0)
-            usleep((useconds_t)o->pause_ms * 1000);
+        if (o->ex.pause_ms > 0)
+            usleep((useconds_t)o->ex.pause_ms * 1000);
         uint64_t evals = m->evals;
         if ((status = lr_lbfgs_step(m, &wk, dist_eval, &de, o->tol)) != LR_EXIT_OK)
             goto out;
         double t = ex_now_s();
-        if (j->rank == 0 && !o->quiet)
+        if (j->rank == 0 && !o->ex.quiet)
             ex_say("iteration %" PRIu64 " loss %.12g |g| %.3g step %.3g evals %" PRIu64
                    " time %.4f s%s\n",
                    m->iteration, m->f, inf_norm(m->g, n), m->resid, m->evals - evals, t - t_prev,

@@ -61,9 +61,9 @@ static int bootstrap(struct lr_job *j, const struct lr_opts *o)
     char err[8192] = "";
     int status = LR_EXIT_INPUT, rc;
     int bad =
-        rally_data_read(o->data, o->dopts, j->rank, j->world, &j->ds, err, sizeof err) != RALLY_OK;
+        rally_data_read(o->ex.data, o->ex.dopts, j->rank, j->world, &j->ds, err, sizeof err) != RALLY_OK;
     if (!bad && rally_data_num_features(j->ds) > LR_MAX_FEATURES) {
-        snprintf(err, sizeof err, "%s: %" PRIu64 " features, at most %u are supported", o->data,
+        snprintf(err, sizeof err, "%s: %" PRIu64 " features, at most %u are supported", o->ex.data,
                  rally_data_num_features(j->ds), LR_MAX_FEATURES);
         bad = 1;
     }
@@ -73,7 +73,7 @@ static int bootstrap(struct lr_job *j, const struct lr_opts *o)
             status = lr_fail(j, "rally_set_input", rc);
             goto out;
         }
-        bad = labels(j, j->ds, o->data, err, sizeof err) != 0;
+        bad = labels(j, j->ds, o->ex.data, err, sizeof err) != 0;
     }
     if (bad)
         fprintf(stderr, "rally-linear: rank %d: %s\n", j->rank, err);
@@ -89,7 +89,7 @@ static int bootstrap(struct lr_job *j, const struct lr_opts *o)
     }
     if (agree[0] == 0) {
         if (j->rank == 0)
-            fprintf(stderr, "rally-linear: %s has no features\n", o->data);
+            fprintf(stderr, "rally-linear: %s has no features\n", o->ex.data);
         goto out;
     }
     j->d = (uint32_t)agree[0];
@@ -104,7 +104,7 @@ static int bootstrap(struct lr_job *j, const struct lr_opts *o)
     }
     if (total == 0) {
         if (j->rank == 0)
-            fprintf(stderr, "rally-linear: %s has no rows\n", o->data);
+            fprintf(stderr, "rally-linear: %s has no rows\n", o->ex.data);
         goto out;
     }
     j->total_rows = total;
@@ -161,7 +161,7 @@ static int lbfgs_load_or_start(struct lr_job *j, const struct lr_opts *o, struct
         status = lr_fail(j, "rally_checkpoint (iteration 0)", rc);
         goto out;
     }
-    if (j->rank == 0 && !o->quiet)
+    if (j->rank == 0 && !o->ex.quiet)
         ex_say("iteration 0 loss %.12g (w = 0; %" PRIu64 " rows x %u features on %d workers, "
                "lambda %.6g)\n",
                m->f, j->total_rows, j->d, j->world, m->lambda);
@@ -185,11 +185,11 @@ static int report(const struct lr_job *j, const struct lr_opts *o, const struct 
     lr_model_encode(m, bytes);
     uint64_t digest = rally_digest64(bytes, nbytes);
     if (j->rank == 0) {
-        if (o->model_out != NULL && ex_write_file(o->model_out, bytes, nbytes, err, sizeof err)) {
+        if (o->ex.model_out != NULL && ex_write_file(o->ex.model_out, bytes, nbytes, err, sizeof err)) {
             fprintf(stderr, "rally-linear: %s\n", err);
             status = LR_EXIT_RALLY;
         }
-        if (o->json)
+        if (o->ex.json)
             lr_model_json(stdout, m, digest);
         ex_say("result: model_digest=%016" PRIx64 " objective=%.17g\n", digest, m->f);
     }

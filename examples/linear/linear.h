@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <time.h>
 
+#include "opts.h"
 #include "rally/data.h"
 #include "rally/rally.h"
 
@@ -79,14 +80,12 @@ struct lr_job {
 };
 
 struct lr_opts {
-    const char *data, *model_out;
-    rally_data_opts_t *dopts; /* --data-opt; owned, lr_opts_free frees it */
+    struct ex_opts ex; /* --data, --data-opt, --model-out, --json, --pause-ms, --quiet */
     int solver;
     double lambda, C, tol, rho; /* C > 0: lambda = 1 / (C n) */
     uint64_t iters;
     uint32_t mem;
-    long pause_ms;
-    int intercept, json, quiet;
+    int intercept;
 };
 
 /* --- options.c ---------------------------------------------------------------- */

@@ -10,6 +10,7 @@
 
 #include "linear.h"
 #include "args.h"
+#include "opts.h"
 
 #define PROG "rally-linear"
 
@@ -70,8 +71,7 @@ int lr_early_flags(int argc, char **argv)
 
 int lr_opts_parse(int argc, char **argv, struct lr_opts *o)
 {
-    static const struct option longopts[] = {{"data", required_argument, 0, 'd'},
-                                             {"data-opt", required_argument, 0, 'D'},
+    static const struct option longopts[] = {EX_OPTS_LONG,
                                              {"solver", required_argument, 0, 'S'},
                                              {"lambda", required_argument, 0, 'l'},
                                              {"C", required_argument, 0, 'C'},
@@ -80,33 +80,22 @@ int lr_opts_parse(int argc, char **argv, struct lr_opts *o)
                                              {"tol", required_argument, 0, 't'},
                                              {"memory", required_argument, 0, 'M'},
                                              {"rho", required_argument, 0, 'r'},
-                                             {"model-out", required_argument, 0, 'm'},
-                                             {"json", no_argument, 0, 'j'},
                                              {"show", required_argument, 0, 'W'},
-                                             {"pause-ms", required_argument, 0, 'p'},
-                                             {"quiet", no_argument, 0, 'q'},
                                              {"help", no_argument, 0, 'h'},
                                              {0, 0, 0, 0}};
     *o = (struct lr_opts){.lambda = 1e-4, .iters = 1000, .mem = 10, .rho = 1, .intercept = 1};
-    if (rally_data_opts_new(&o->dopts) != RALLY_OK) {
-        lr_oom();
+    if (ex_opts_init(PROG, &o->ex) != 0)
         return -1;
-    }
     uint64_t v;
-    char err[512];
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        int taken = ex_opts_take(PROG, &o->ex, c, optarg);
+        if (taken < 0)
+            return -1;
+        if (taken > 0)
+            continue;
         switch (c) {
-        case 'd':
-            o->data = optarg;
-            break;
-        case 'D':
-            if (rally_data_opts_parse(o->dopts, optarg, err, sizeof err) != RALLY_OK) {
-                fprintf(stderr, "rally-linear: --data-opt %s: %s\n", optarg, err);
-                return -1;
-            }
-            break;
         case 'S':
             if (strcmp(optarg, "lbfgs") == 0) {
                 o->solver = LR_LBFGS;
@@ -146,22 +135,8 @@ int lr_opts_parse(int argc, char **argv, struct lr_opts *o)
             if (ex_positive(PROG, "--rho", optarg, &o->rho) != 0)
                 return -1;
             break;
-        case 'm':
-            o->model_out = optarg;
-            break;
-        case 'j':
-            o->json = 1;
-            break;
         case 'W': /* --show=MODEL; "--show MODEL" is lr_early_flags' */
             return lr_model_show(optarg) == 0 ? 1 : -1;
-        case 'p':
-            if (ex_whole(PROG, "--pause-ms", optarg, 0, 3600000, &v) != 0)
-                return -1;
-            o->pause_ms = (long)v;
-            break;
-        case 'q':
-            o->quiet = 1;
-            break;
         case 'h':
             usage(stdout);
             return 1;
@@ -170,7 +145,7 @@ int lr_opts_parse(int argc, char **argv, struct lr_opts *o)
             return -1;
         }
     }
-    if (ex_args_end(PROG, argc, argv, optind, o->data) != 0)
+    if (ex_args_end(PROG, argc, argv, optind, o->ex.data) != 0)
         return -1;
     if (o->tol == 0)
         o->tol = o->solver == LR_ADMM ? 1e-6 : 1e-8;
@@ -179,6 +154,5 @@ int lr_opts_parse(int argc, char **argv, struct lr_opts *o)
 
 void lr_opts_free(struct lr_opts *o)
 {
-    rally_data_opts_free(o->dopts);
-    o->dopts = NULL;
+    ex_opts_free(&o->ex);
 }
