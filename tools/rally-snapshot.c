@@ -243,6 +243,19 @@ static int cmd_ls(const char *dir)
     return status;
 }
 
+/* Opens SNAP (JOBDIR/latest: the one --resume latest would take, named on
+ * stderr); 0, or the exit code after the reason. */
+static int open_snap(const char *arg, rally_snapshot_t **s)
+{
+    char err[512];
+    int rc = rally_snapshot_open(arg, s, err, sizeof err);
+    if (rc != RALLY_OK)
+        return failed(rc, err);
+    if (strcmp(rally_snapshot_path(*s), arg) != 0)
+        fprintf(stderr, PROG ": latest is %s\n", rally_snapshot_path(*s));
+    return 0;
+}
+
 static void print_manifest(const rally_snapshot_t *s, int full)
 {
 #define F(name) rally_snapshot_field(s, name)
@@ -283,11 +296,10 @@ static void print_manifest(const rally_snapshot_t *s, int full)
 
 static int cmd_show(const char *path)
 {
-    char err[512];
     rally_snapshot_t *s = NULL;
-    int rc = rally_snapshot_open(path, &s, err, sizeof err);
-    if (rc != RALLY_OK)
-        return failed(rc, err);
+    int st = open_snap(path, &s);
+    if (st != 0)
+        return st;
     print_manifest(s, 1);
     printf("(the models were not read: rally-snapshot verify checks every byte)\n");
     rally_snapshot_close(s);
@@ -298,9 +310,10 @@ static int cmd_verify(const char *path)
 {
     char err[512];
     rally_snapshot_t *s = NULL;
-    int rc = rally_snapshot_open(path, &s, err, sizeof err);
-    if (rc == RALLY_OK)
-        rc = rally_snapshot_verify(s, err, sizeof err);
+    int st = open_snap(path, &s);
+    if (st != 0)
+        return st;
+    int rc = rally_snapshot_verify(s, err, sizeof err);
     if (rc != RALLY_OK) {
         rally_snapshot_close(s);
         return failed(rc, err);
@@ -310,7 +323,7 @@ static int cmd_verify(const char *path)
         total += n;
     printf("%s: ok: checkpoint version %" PRIu64 ", %zu files, %" PRIu64
            " bytes, every size, checksum and header verified\n",
-           path, rally_snapshot_version(s), rally_snapshot_nfiles(s), total);
+           rally_snapshot_path(s), rally_snapshot_version(s), rally_snapshot_nfiles(s), total);
     rally_snapshot_close(s);
     return 0;
 }
@@ -387,9 +400,10 @@ static int cmd_dump(const char *path, int rank, const char *app)
     rally_snapshot_t *s = NULL;
     void *bytes = NULL;
     uint64_t nbytes = 0;
-    int rc = rally_snapshot_open(path, &s, err, sizeof err);
-    if (rc == RALLY_OK)
-        rc = rally_snapshot_verify(s, err, sizeof err);
+    int st = open_snap(path, &s);
+    if (st != 0)
+        return st;
+    int rc = rally_snapshot_verify(s, err, sizeof err);
     if (rc == RALLY_OK)
         rc = rally_snapshot_read(s, rank, &bytes, &nbytes, err, sizeof err);
     if (rc != RALLY_OK) {
@@ -431,29 +445,6 @@ static int cmd_rm(const char *path)
     if (rally__snap_remove(jobdir, name, &e) != RALLY_OK)
         return fail(&e);
     printf("removed %s\n", path);
-    return 0;
-}
-
-/* SNAP as given, or for ".../JOBDIR/latest" the snapshot --resume latest
- * would take (rally__snap_resolve). */
-static int resolve(const char *arg, char *path, size_t cap)
-{
-    char jobdir[4096];
-    struct rally__err e = {0};
-    size_t n = strlen(arg);
-    while (n > 1 && arg[n - 1] == '/')
-        n--;
-    if (n < 6 || strncmp(arg + n - 6, "latest", 6) != 0 || (n > 6 && arg[n - 7] != '/')) {
-        snprintf(path, cap, "%s", arg);
-        return 0;
-    }
-    if (n == 6)
-        snprintf(jobdir, sizeof jobdir, ".");
-    else
-        snprintf(jobdir, sizeof jobdir, "%.*s", (int)(n - 7 > 0 ? n - 7 : 1), arg);
-    if (rally__snap_resolve(jobdir, "latest", &e, path, cap) != RALLY_OK)
-        return fail(&e);
-    fprintf(stderr, PROG ": latest is %s\n", path);
     return 0;
 }
 
@@ -521,11 +512,6 @@ int main(int argc, char **argv)
         return cmd_ls(arg);
     if (strcmp(cmd, "rm") == 0)
         return cmd_rm(arg); /* by its name only, never "latest" */
-    char snap[4096];
-    int rc = resolve(arg, snap, sizeof snap);
-    if (rc != 0)
-        return rc;
-    arg = snap;
     if (strcmp(cmd, "show") == 0)
         return cmd_show(arg);
     if (strcmp(cmd, "verify") == 0)

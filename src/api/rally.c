@@ -14,6 +14,7 @@
 #include "api/api.h"
 #include "api/engine.h"
 #include "api/snapjob.h"
+#include "snapshot/snapshot.h"
 #include "util/config.h"
 
 #define NREDUCERS 256
@@ -311,24 +312,6 @@ int rally_set_app(rally_t *r, const char *name, const char *config)
     return leave(r, r->sj ? rally__snapjob_set_app(r->sj, name, config) : RALLY_OK);
 }
 
-/* 16 lowercase hex digits: 0 and *v; -1 otherwise. */
-static int hex16(const char *s, uint64_t *v)
-{
-    uint64_t x = 0;
-    for (int i = 0; i < 16; i++) {
-        int d = s[i] >= '0' && s[i] <= '9'   ? s[i] - '0'
-                : s[i] >= 'a' && s[i] <= 'f' ? s[i] - 'a' + 10
-                                             : -1;
-        if (d < 0)
-            return -1;
-        x = x << 4 | (uint64_t)d;
-    }
-    if (s[16] != '\0')
-        return -1;
-    *v = x;
-    return 0;
-}
-
 int rally_set_input(rally_t *r, const char *scheme, const char *fingerprint)
 {
     if (enter(r) != RALLY_OK)
@@ -344,7 +327,7 @@ int rally_set_input(rally_t *r, const char *scheme, const char *fingerprint)
                            "set_input: the scheme \"%.80s\" is not 1 to 64 bytes of A-Z a-z 0-9 "
                            ". _ : / -",
                            scheme);
-    if (hex16(fingerprint, &fp) != 0)
+    if (rally__snap_hex16(fingerprint, &fp) != 0) /* a manifest keeps it so */
         return rally__fail(&r->err, RALLY_EINVAL,
                            "set_input: the fingerprint \"%.80s\" is not 16 lowercase hex digits",
                            fingerprint);

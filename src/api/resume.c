@@ -167,15 +167,10 @@ void rally__snapjob_done(struct rally__snapjob *sj)
     if (sj == NULL || !sj->owner || sj->rank != 0 || sj->jobdir[0] == '\0' || c->keep_snapshots ||
         c->snapshot_final)
         return;
-    struct rally__err e = {0, ""};
-    int removed = 0;
-    if (rally__snap_retain(sj->jobdir, sj->run_id, 0, &e, &removed) != RALLY_OK)
-        rally__snapjob_say(sj, "removing this run's snapshots: %s", e.msg);
-    else if (removed > 0)
-        rally__snapjob_say(sj,
-                           "the run succeeded: removed its %d snapshot%s "
-                           "(rally_keep_snapshots=1 keeps them)",
-                           removed, removed == 1 ? "" : "s");
+    char say[RALLY__ERR_MSG_MAX + 64];
+    rally__snap_clean_run(sj->jobdir, sj->run_id, "rally_keep_snapshots=1", say, sizeof say);
+    if (say[0])
+        rally__snapjob_say(sj, "%s", say);
 }
 
 /* The snapshot's global model and the local models this rank holds (slot

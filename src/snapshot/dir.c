@@ -383,6 +383,19 @@ int rally__snap_retain_upto(const char *jobdir, const char *run_id, int keep, ui
     return rc;
 }
 
+void rally__snap_clean_run(const char *jobdir, const char *run_id, const char *keep, char *say,
+                           size_t cap)
+{
+    struct rally__err e = {0, ""};
+    int removed = 0;
+    say[0] = '\0';
+    if (rally__snap_retain(jobdir, run_id, 0, &e, &removed) != RALLY_OK)
+        snprintf(say, cap, "removing this run's snapshots: %s", e.msg);
+    else if (removed > 0)
+        snprintf(say, cap, "the run succeeded: removed its %d snapshot%s (%s keeps them)", removed,
+                 removed == 1 ? "" : "s", keep);
+}
+
 int rally__snap_check_fresh(const char *jobdir, const char *resume, const char *overwrite,
                             struct rally__err *e)
 {

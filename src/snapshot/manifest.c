@@ -104,7 +104,7 @@ static int time_ok(const char *s)
     return mon >= 1 && mon <= 12 && day >= 1 && day <= 31 && h <= 23 && m <= 59 && sec <= 60;
 }
 
-static int hex16(const char *s, uint64_t *v)
+int rally__snap_hex16(const char *s, uint64_t *v)
 {
     if (strlen(s) != 16)
         return -1;
@@ -334,7 +334,7 @@ static int hex_of(json_t *o, const char *key, const char *where, uint64_t *out,
     const char *s = str_of(o, key, where, e);
     if (s == NULL)
         return RALLY_EPROTO;
-    if (hex16(s, out) != 0)
+    if (rally__snap_hex16(s, out) != 0)
         return bad(e, "%s\"%s\" is \"%.40s\", want 16 lowercase hex digits", where, key, s);
     return RALLY_OK;
 }
@@ -444,7 +444,7 @@ static int parse_app_data(json_t *root, struct rally__snap_manifest *m, struct r
         json_t *x = json_array_get(fp, r);
         uint64_t ignored;
         const char *s = json_is_string(x) ? json_string_value(x) : NULL;
-        if (s == NULL || (s[0] != '\0' && hex16(s, &ignored) != 0))
+        if (s == NULL || (s[0] != '\0' && rally__snap_hex16(s, &ignored) != 0))
             return bad(e, "data.fingerprints[%zu] is not \"\" or 16 lowercase hex digits", r);
         if ((m->fingerprints[r] = strdup(s)) == NULL)
             return rally__fail(e, RALLY_ENOMEM, "out of memory reading the manifest");

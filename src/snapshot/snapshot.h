@@ -88,6 +88,9 @@ int rally__snap_uuid(char out[RALLY__SNAP_UUID_LEN + 1], struct rally__err *e);
 void rally__snap_now(char out[RALLY__SNAP_TIME_LEN + 1]);
 /* Whether s is a valid job name / snapshot file name (the whitelist). */
 int rally__snap_job_ok(const char *s);
+/* 16 lowercase hex digits, as a manifest's checksums and fingerprints are
+ * written: 0 with *v, else -1. */
+int rally__snap_hex16(const char *s, uint64_t *v);
 /* A job name from a program's path: its base name, bytes outside
  * A-Z a-z 0-9 . _ - replaced by '_', a leading '.' by 'j', at most
  * RALLY__SNAP_JOB_MAX bytes ("job" for an empty one). */
@@ -296,6 +299,11 @@ int rally__snap_retain(const char *jobdir, const char *run_id, int keep, struct 
  * upto or older: newer ones may be being written while it runs. */
 int rally__snap_retain_upto(const char *jobdir, const char *run_id, int keep, uint64_t upto,
                             struct rally__err *e, int *removed);
+/* A successful run's clean-up: run_id's snapshots removed from jobdir;
+ * say[cap] receives what to tell ("the run succeeded: removed its N
+ * snapshots (KEEP keeps them)", or why they stay), "" when it held none. */
+void rally__snap_clean_run(const char *jobdir, const char *run_id, const char *keep, char *say,
+                           size_t cap);
 /* A fresh start (no resume) into jobdir: RALLY_EINVAL naming the snapshot
  * directories it already holds (the RFC's stale-checkpoint trap) and the
  * two ways on (resume, overwrite: how the caller spells them), RALLY_OK

@@ -137,14 +137,10 @@ void rally__launch_snaps_cleanup(struct rally__launch_snaps *s, int status)
     struct rally__snap_entry *v = NULL;
     size_t n = 0;
     if (status == 0 && !s->keep_all && !s->final) {
-        int removed = 0;
-        if (rally__snap_retain(s->jobdir, s->run_id, 0, &e, &removed) != RALLY_OK)
-            fprintf(stderr, "rally-run: removing this run's snapshots: %s\n", e.msg);
-        else if (removed > 0)
-            fprintf(stderr,
-                    "rally-run: the run succeeded: removed its %d snapshot%s "
-                    "(--keep-snapshots keeps them)\n",
-                    removed, removed == 1 ? "" : "s");
+        char say[RALLY__ERR_MSG_MAX + 64];
+        rally__snap_clean_run(s->jobdir, s->run_id, "--keep-snapshots", say, sizeof say);
+        if (say[0])
+            fprintf(stderr, "rally-run: %s\n", say);
         return;
     }
     if (rally__snap_list(s->jobdir, &e, &v, &n) != RALLY_OK)
