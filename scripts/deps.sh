@@ -3,6 +3,9 @@
 # Runs apt-get as root (or through sudo); prints nothing when all is there.
 set -e
 need="cmake make gcc clang pkg-config libsodium-dev libjansson-dev libxxhash-dev libcmocka-dev python3 python3-numpy python3-pytest python3-sklearn python3-xgboost"
+# libcurl (HTTP and AWS SigV4) and expat (S3 listings) for snapshots on an
+# object store (src/snapshot/store_s3.c)
+need="$need curl libcurl4-openssl-dev libexpat1-dev"
 # OpenMPI for librally_mpi (src/mpi) and its tests under mpirun
 need="$need openmpi-bin libopenmpi-dev"
 # ssh and sshd: rally-run --launcher ssh's tests start an sshd of their own,
@@ -10,6 +13,8 @@ need="$need openmpi-bin libopenmpi-dev"
 need="$need openssh-client openssh-server"
 # a one-node Slurm with munge for tests/slurm_test.sh (its rig starts them itself)
 need="$need slurm-wlm munge"
+# OpenStack Swift with s3api and tempauth for tests/swift_rig.sh (it runs the servers itself)
+need="$need python3-swift"
 # clang's runtimes (ASan, UBSan, TSan, libFuzzer) for `make sanitize` and the
 # fuzz tests: only "recommended" by clang, so named here, for clang's version
 if command -v clang >/dev/null 2>&1; then

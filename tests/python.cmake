@@ -42,5 +42,5 @@ if(RALLY_PYTHON AND NOT RALLY_SANITIZE)
   add_test(NAME python_install
            COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/python_install_test.sh ${CMAKE_BINARY_DIR}
                    ${CMAKE_SOURCE_DIR} ${RALLY_PYTHON} ${RALLY_PYTHON_MODULE_DIR})
-  set_tests_properties(python_install PROPERTIES TIMEOUT 120 LABELS "python")
+  set_tests_properties(python_install PROPERTIES TIMEOUT 120 LABELS "python" RESOURCE_LOCK build_install)
 endif()

@@ -56,3 +56,18 @@ add_executable(snapshot_bench ${RALLY_SNAP_TESTS_DIR}/../bench/snapshot_bench.c)
 target_link_libraries(snapshot_bench rally_static)
 add_executable(snapshot_bench_mock ${RALLY_SNAP_TESTS_DIR}/../bench/snapshot_bench.c)
 target_link_libraries(snapshot_bench_mock rally_mock_static)
+
+# Snapshots on an object store: a real S3 API (OpenStack Swift with s3api,
+# started on 127.0.0.1 by tests/swift_rig.sh), the torture cases of
+# snapshot_s3_test.c and rally-snapshot on s3:// URLs.
+add_executable(snapshot_s3_test ${RALLY_SNAP_TESTS_DIR}/snapshot_s3_test.c)
+target_link_libraries(snapshot_s3_test rally_static cmocka)
+if(CMAKE_C_COMPILER_ID STREQUAL "GNU")
+  target_compile_options(snapshot_s3_test PRIVATE -Wno-format-truncation)
+endif()
+add_test(NAME snapshot_s3
+         COMMAND sh ${RALLY_SNAP_TESTS_DIR}/snapshot_s3_test.sh $<TARGET_FILE:snapshot_s3_test>
+                 $<TARGET_FILE:rally-snapshot> $<TARGET_FILE:snapshot_mk>)
+set_tests_properties(snapshot_s3 PROPERTIES LABELS "snapshot;s3" TIMEOUT 360)
+add_test(NAME swift_rig COMMAND sh ${RALLY_SNAP_TESTS_DIR}/swift_rig_test.sh)
+set_tests_properties(swift_rig PROPERTIES LABELS "s3" TIMEOUT 240)

@@ -4,7 +4,7 @@
  * (docs/snapshot-format.md; the reader in src/snapshot/snapshot.h).
  *
  *   rally-snapshot ls DIR | show SNAP | verify SNAP
- *                  | dump SNAP [--rank R] [--app PROG] | rm SNAP
+ *                  | dump SNAP [--rank R] [--app PROG] | cp SNAP DIR | rm SNAP
  *                  | request DIR [--timeout-ms MS]
  *
  * Exit codes: 0 done; 1 the snapshot is incomplete, damaged or refused;
@@ -38,9 +38,12 @@ static void usage(FILE *f)
                "       rally-snapshot show SNAP\n"
                "       rally-snapshot verify SNAP\n"
                "       rally-snapshot dump SNAP [--rank R] [--app PROG]\n"
+               "       rally-snapshot cp SNAP DIR\n"
                "       rally-snapshot rm SNAP\n"
                "       rally-snapshot request DIR [--timeout-ms MS]\n"
                "Looks at the durable snapshots of rally jobs (DIR/JOB/snap-NNNNNNNN/).\n"
+               "DIR may be a directory or an object store, s3://BUCKET/PREFIX (the AWS\n"
+               "variables and files say where and as whom; docs/snapshots.md).\n"
                "For show, verify and dump, SNAP may be DIR/JOB/latest: the snapshot\n"
                "--resume latest would take.\n"
                "  ls DIR       the snapshots of a job directory (DIR/JOB), or of every job\n"
@@ -53,6 +56,8 @@ static void usage(FILE *f)
                "               'PROG --show FILE' with FILE holding the model's bytes exactly\n"
                "               as the application checkpointed them, so the application's\n"
                "               own printer shows it (rally-kmeans --show prints centroids)\n"
+               "  cp SNAP DIR  copies a snapshot to DIR/JOB/snap-NNNNNNNN (another directory\n"
+               "               or an object store), the manifest last, and verifies the copy\n"
                "  rm SNAP      removes a snapshot (the manifest first); refuses a directory\n"
                "               that holds a file that is not a snapshot's\n"
                "  request DIR  asks the job running in the job directory DIR (the rally-run\n"
@@ -169,47 +174,6 @@ static int cmd_request(const char *jobdir, int64_t timeout_ms)
     }
 }
 
-static int by_name(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* The job directories under a snapshot directory: subdirectories (never a
- * link) with a valid job name, sorted.  0, or -1 with errno. */
-static int find_jobs(const char *dir, char ***names, size_t *count)
-{
-    DIR *d = opendir(dir);
-    char **v = NULL;
-    size_t n = 0;
-    if (d == NULL)
-        return -1;
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        struct stat st;
-        if (!rally__snap_job_ok(de->d_name) ||
-            fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode))
-            continue;
-        char **nv = realloc(v, (n + 1) * sizeof *v);
-        if (nv == NULL || (nv[n] = strdup(de->d_name)) == NULL) {
-            v = nv ? nv : v;
-            for (size_t i = 0; i < n; i++)
-                free(v[i]);
-            free(v);
-            closedir(d);
-            errno = ENOMEM;
-            return -1;
-        }
-        v = nv;
-        n++;
-    }
-    closedir(d);
-    if (n > 1)
-        qsort(v, n, sizeof *v, by_name);
-    *names = v;
-    *count = n;
-    return 0;
-}
-
 static int cmd_ls(const char *dir)
 {
     char err[512];
@@ -225,19 +189,17 @@ static int cmd_ls(const char *dir)
     char **jobs = NULL;
     size_t njobs = 0;
     int status = 0;
-    if (find_jobs(dir, &jobs, &njobs) != 0) {
-        fprintf(stderr, PROG ": cannot list %s: %s\n", dir, strerror(errno));
-        return EXIT_SYS;
-    }
+    struct rally__err e = {0};
+    if (rally__snap_jobs(dir, &e, &jobs, &njobs) != RALLY_OK)
+        return fail(&e);
     for (size_t i = 0; i < njobs; i++) {
         char path[4096];
         snprintf(path, sizeof path, "%s/%s", dir, jobs[i]);
         int st = list_job(path);
         if (st != 0 && status == 0)
             status = st;
-        free(jobs[i]);
     }
-    free(jobs);
+    rally__snap_names_free(jobs, njobs);
     if (njobs == 0)
         printf("%s: no snapshots\n", dir);
     return status;
@@ -425,6 +387,23 @@ static int cmd_dump(const char *path, int rank, const char *app)
     return rc;
 }
 
+/* rally-snapshot cp SNAP ROOT: a verified copy at ROOT/JOB/snap-N. */
+static int cmd_cp(const char *snap, const char *root)
+{
+    char path[1200];
+    struct rally__err e = {0};
+    rally_snapshot_t *s = NULL;
+    int st = open_snap(snap, &s); /* resolves JOBDIR/latest */
+    if (st != 0)
+        return st;
+    int rc = rally__snap_copy(rally_snapshot_path(s), root, &e, path, sizeof path);
+    rally_snapshot_close(s);
+    if (rc != RALLY_OK)
+        return fail(&e);
+    printf("copied to %s (verified)\n", path);
+    return 0;
+}
+
 /* Splits ".../JOBDIR/snap-N" into the job directory and the name. */
 static int cmd_rm(const char *path)
 {
@@ -461,7 +440,7 @@ int main(int argc, char **argv)
     int rank = -1, c;
     int64_t timeout_ms = -1;
     if (argc < 2)
-        return cli_usage_error(PROG, "a command is needed: ls, show, verify, dump, rm or request");
+        return cli_usage_error(PROG, "a command is needed: ls, show, verify, dump, cp, rm or request");
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         usage(stdout);
         return 0;
@@ -496,6 +475,14 @@ int main(int argc, char **argv)
             return cli_usage_error(PROG, "unknown option '%s'", av[optind - 1]);
         }
     }
+    if (strcmp(cmd, "cp") == 0) {
+        if (ac - optind != 2)
+            return cli_usage_error(PROG, "cp takes a SNAP and a DIR, got %d arguments",
+                                   ac - optind);
+        if (app != NULL || rank >= 0 || timeout_ms > 0)
+            return cli_usage_error(PROG, "cp takes no options");
+        return cmd_cp(av[optind], av[optind + 1]);
+    }
     if (ac - optind != 1)
         return cli_usage_error(
             PROG, "%s takes exactly one %s, got %d", cmd,
@@ -518,5 +505,5 @@ int main(int argc, char **argv)
         return cmd_verify(arg);
     if (is_dump)
         return cmd_dump(arg, rank, app);
-    return cli_usage_error(PROG, "unknown command '%s' (ls, show, verify, dump, rm, request)", cmd);
+    return cli_usage_error(PROG, "unknown command '%s' (ls, show, verify, dump, cp, rm, request)", cmd);
 }

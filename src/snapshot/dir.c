@@ -14,7 +14,7 @@
 
 #include "snapshot/internal.h"
 #include "snapshot/snapshot.h"
-#include "snapshot/sys.h"
+#include "snapshot/store.h"
 
 static void uuid_str(const unsigned char b[16], char out[RALLY__SNAP_UUID_LEN + 1])
 {
@@ -27,72 +27,37 @@ static void uuid_str(const unsigned char b[16], char out[RALLY__SNAP_UUID_LEN + 
     *q = '\0';
 }
 
-/* The names in directory fd (a dup is read, fd stays open); *names is an
- * array of count strings, freed with free_names. */
-static int read_names(int fd, const char *where, struct rally__err *e, char ***names, size_t *count)
+/* A model file's header, for attribute. */
+struct head {
+    unsigned char b[RALLY__SNAP_HEADER_NBYTES];
+    size_t n;
+};
+
+static int head_sink(void *arg, const void *p, size_t n)
 {
-    int d = dup(fd);
-    DIR *dir = d >= 0 ? fdopendir(d) : NULL;
-    char **v = NULL;
-    size_t n = 0, cap = 0;
-    if (dir == NULL) {
-        if (d >= 0)
-            close(d);
-        return rally__fail_errno(e, RALLY_ESYS, errno, "cannot list %s", where);
-    }
-    rewinddir(dir);
-    struct dirent *de;
-    while ((de = readdir(dir)) != NULL) {
-        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-            continue;
-        if (n == cap) {
-            cap = cap ? 2 * cap : 16;
-            char **nv = realloc(v, cap * sizeof *v);
-            if (nv == NULL)
-                goto nomem;
-            v = nv;
-        }
-        if ((v[n] = strdup(de->d_name)) == NULL)
-            goto nomem;
-        n++;
-    }
-    closedir(dir);
-    *names = v;
-    *count = n;
-    return RALLY_OK;
-nomem:
-    closedir(dir);
-    for (size_t i = 0; i < n; i++)
-        free(v[i]);
-    free(v);
-    return rally__fail(e, RALLY_ENOMEM, "out of memory listing %s", where);
+    struct head *h = arg;
+    if (n > sizeof h->b - h->n)
+        n = sizeof h->b - h->n;
+    memcpy(h->b + h->n, p, n);
+    h->n += n;
+    return h->n == sizeof h->b;
 }
 
-static void free_names(char **v, size_t n)
-{
-    for (size_t i = 0; v && i < n; i++)
-        free(v[i]);
-    free(v);
-}
-
-/* For an incomplete directory: the run its model files' headers name; ""
- * when none has a valid header, "?" when they disagree. */
-static void attribute(int sfd, char **names, size_t n, char run[RALLY__SNAP_UUID_LEN + 1])
+/* For an incomplete snapshot dir: the run its model files' headers name;
+ * "" when none has a valid header, "?" when they disagree. */
+static void attribute(struct rally__store *st, const char *dir, char **names, size_t n,
+                      char run[RALLY__SNAP_UUID_LEN + 1])
 {
     run[0] = '\0';
     for (size_t i = 0; i < n; i++) {
         if (!rally__snap_known_name(names[i]) || strstr(names[i], "MANIFEST") != NULL)
             continue;
-        int fd = openat(sfd, names[i], O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-        if (fd < 0)
-            continue;
-        unsigned char hdr[RALLY__SNAP_HEADER_NBYTES];
+        struct head hd = {.n = 0};
         struct snap_header h;
         struct rally__err quiet = {0};
-        ssize_t r = pread(fd, hdr, sizeof hdr, 0);
-        close(fd);
-        if (r != (ssize_t)sizeof hdr ||
-            rally__snap_header_decode(hdr, names[i], &quiet, &h) != RALLY_OK)
+        if (st->ops->get(st, dir, names[i], sizeof hd.b, head_sink, &hd, &quiet, NULL) !=
+                RALLY_OK ||
+            hd.n != sizeof hd.b || rally__snap_header_decode(hd.b, names[i], &quiet, &h) != RALLY_OK)
             continue;
         char s[RALLY__SNAP_UUID_LEN + 1];
         uuid_str(h.run, s);
@@ -112,27 +77,23 @@ static void note(struct rally__snap_entry *x, const char *msg)
     x->why[n] = '\0';
 }
 
-static void describe(int jfd, const char *jobdir, const char *name, struct rally__snap_entry *x)
+static void describe(struct rally__store *st, const char *name, struct rally__snap_entry *x)
 {
-    char where[1024];
-    int sfd = -1;
+    char where[1100];
     struct rally__err e = {0};
     struct rally__snap_manifest *m = NULL;
-    snprintf(where, sizeof where, "%s/%s", jobdir, name);
+    char **names = NULL;
+    size_t n = 0;
+    rally__store_where(st, name, where, sizeof where);
     x->state = RALLY__SNAP_DAMAGED;
-    if (rally__snap_opendir(jfd, name, 1, &e, NULL, &sfd) != RALLY_OK) {
+    if (st->ops->list(st, name, &e, NULL, &names, &n) != RALLY_OK) {
         note(x, e.msg);
         return;
     }
-    if (rally__snap_load_manifest(sfd, where, &e, &m) != RALLY_OK) {
+    if (rally__snap_load_manifest(st, name, &e, &m) != RALLY_OK) {
         x->state = RALLY__SNAP_INCOMPLETE;
         note(x, e.msg);
-        char **names = NULL;
-        size_t n = 0;
-        struct rally__err quiet = {0};
-        if (read_names(sfd, where, &quiet, &names, &n) == RALLY_OK)
-            attribute(sfd, names, n, x->run_id);
-        free_names(names, n);
+        attribute(st, name, names, n, x->run_id);
         goto out;
     }
     memcpy(x->run_id, m->run_id, sizeof x->run_id);
@@ -150,7 +111,7 @@ static void describe(int jfd, const char *jobdir, const char *name, struct rally
         goto out;
     }
     for (size_t i = 0; i < m->nfiles; i++) {
-        if (rally__snap_check_file(sfd, where, m, &m->files[i], 0, &e, NULL) != RALLY_OK) {
+        if (rally__snap_check_file(st, name, m, &m->files[i], 0, &e, NULL) != RALLY_OK) {
             note(x, e.msg);
             goto out;
         }
@@ -158,8 +119,8 @@ static void describe(int jfd, const char *jobdir, const char *name, struct rally
     }
     x->state = RALLY__SNAP_COMPLETE;
 out:
+    rally__store_free_names(names, n);
     rally__snap_manifest_free(m);
-    close(sfd);
 }
 
 static int by_version(const void *a, const void *b)
@@ -168,16 +129,17 @@ static int by_version(const void *a, const void *b)
     return x->version < y->version ? -1 : x->version > y->version;
 }
 
-int rally__snap_list(const char *jobdir, struct rally__err *e, struct rally__snap_entry **v,
-                     size_t *count)
+/* rally__snap_list, with *missing set when jobdir does not exist. */
+static int list_job(const char *jobdir, struct rally__err *e, int *missing,
+                    struct rally__snap_entry **v, size_t *count)
 {
-    int jfd = -1, rc;
+    struct rally__store *st = NULL;
     char **names = NULL;
     size_t n = 0, k = 0;
     struct rally__snap_entry *out = NULL;
-    if ((rc = rally__snap_opendir(AT_FDCWD, jobdir, 0, e, NULL, &jfd)) != RALLY_OK)
-        return rc;
-    if ((rc = read_names(jfd, jobdir, e, &names, &n)) != RALLY_OK)
+    int rc;
+    if ((rc = rally__store_open(jobdir, e, &st)) != RALLY_OK ||
+        (rc = st->ops->list(st, "", e, missing, &names, &n)) != RALLY_OK)
         goto out;
     if (n > 0 && (out = calloc(n, sizeof *out)) == NULL) {
         rc = rally__fail(e, RALLY_ENOMEM, "out of memory listing %s", jobdir);
@@ -190,7 +152,7 @@ int rally__snap_list(const char *jobdir, struct rally__err *e, struct rally__sna
         struct rally__snap_entry *x = &out[k++];
         snprintf(x->name, sizeof x->name, "%s", names[i]);
         x->version = ver;
-        describe(jfd, jobdir, names[i], x);
+        describe(st, names[i], x);
     }
     if (k > 0)
         qsort(out, k, sizeof *out, by_version);
@@ -199,9 +161,15 @@ int rally__snap_list(const char *jobdir, struct rally__err *e, struct rally__sna
     out = NULL;
 out:
     free(out);
-    free_names(names, n);
-    close(jfd);
+    rally__store_free_names(names, n);
+    rally__store_close(st);
     return rc;
+}
+
+int rally__snap_list(const char *jobdir, struct rally__err *e, struct rally__snap_entry **v,
+                     size_t *count)
+{
+    return list_job(jobdir, e, NULL, v, count);
 }
 
 long rally__snap_latest(const struct rally__snap_entry *v, size_t count)
@@ -284,22 +252,25 @@ int rally__snap_older(const char *jobdir, const char *path, char *older, size_t 
 
 int rally__snap_remove(const char *jobdir, const char *name, struct rally__err *e)
 {
-    const struct rally__snap_sys *s = &rally__snap_sys;
-    int jfd = -1, sfd = -1, rc;
+    struct rally__store *st = NULL;
     char **names = NULL;
     size_t n = 0;
-    char where[1024];
+    char where[1100];
     uint64_t ver;
+    int rc;
     if (rally__snap_dir_version(name, &ver) != 0)
         return rally__fail(e, RALLY_EINVAL,
                            "\"%s\" is not a snapshot directory's name "
                            "(snap-NNNNNNNN)",
                            name);
-    snprintf(where, sizeof where, "%s/%s", jobdir, name);
-    if ((rc = rally__snap_opendir(AT_FDCWD, jobdir, 0, e, NULL, &jfd)) != RALLY_OK ||
-        (rc = rally__snap_opendir(jfd, name, 1, e, NULL, &sfd)) != RALLY_OK ||
-        (rc = read_names(sfd, where, e, &names, &n)) != RALLY_OK)
+    if ((rc = rally__store_open(jobdir, e, &st)) != RALLY_OK ||
+        (rc = st->ops->list(st, name, e, NULL, &names, &n)) != RALLY_OK)
         goto out;
+    rally__store_where(st, name, where, sizeof where);
+    if (n == 0 && rally__store_is_remote(jobdir)) { /* no objects: nothing by that name */
+        rc = rally__fail(e, RALLY_EINVAL, "%s does not exist", where);
+        goto out;
+    }
     for (size_t i = 0; i < n; i++)
         if (!rally__snap_known_name(names[i])) {
             rc = rally__fail(e, RALLY_EINVAL,
@@ -308,34 +279,18 @@ int rally__snap_remove(const char *jobdir, const char *name, struct rally__err *
                              where, names[i]);
             goto out;
         }
-    if (s->unlinkat(sfd, RALLY__SNAP_MANIFEST, 0) == 0) {
-        if (s->fsync(sfd) != 0) {
-            rc = rally__fail_errno(e, RALLY_ESYS, errno, "cannot fsync %s", where);
-            goto out;
-        }
-    } else if (errno != ENOENT) {
-        rc = rally__fail_errno(e, RALLY_ESYS, errno, "cannot remove %s/%s", where,
-                               RALLY__SNAP_MANIFEST);
+    /* the manifest first, durably: from then on it is incomplete, never
+     * a complete snapshot with a part missing */
+    if ((rc = st->ops->remove(st, name, RALLY__SNAP_MANIFEST, 1, e)) != RALLY_OK)
         goto out;
-    }
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(names[i], RALLY__SNAP_MANIFEST) != 0 && s->unlinkat(sfd, names[i], 0) != 0 &&
-            errno != ENOENT) {
-            rc = rally__fail_errno(e, RALLY_ESYS, errno, "cannot remove %s/%s", where, names[i]);
-            goto out;
-        }
-    if (s->unlinkat(jfd, name, AT_REMOVEDIR) != 0) {
-        rc = rally__fail_errno(e, RALLY_ESYS, errno, "cannot remove the directory %s", where);
-        goto out;
-    }
-    if (s->fsync(jfd) != 0)
-        rc = rally__fail_errno(e, RALLY_ESYS, errno, "cannot fsync %s", jobdir);
+    for (size_t i = 0; i < n && rc == RALLY_OK; i++)
+        if (strcmp(names[i], RALLY__SNAP_MANIFEST) != 0)
+            rc = st->ops->remove(st, name, names[i], 0, e);
+    if (rc == RALLY_OK)
+        rc = st->ops->remove(st, name, NULL, 1, e);
 out:
-    free_names(names, n);
-    if (sfd >= 0)
-        close(sfd);
-    if (jfd >= 0)
-        close(jfd);
+    rally__store_free_names(names, n);
+    rally__store_close(st);
     return rc;
 }
 
@@ -353,8 +308,12 @@ int rally__snap_retain_upto(const char *jobdir, const char *run_id, int keep, ui
     int rc, gone = 0, kept = 0;
     if (keep < 0)
         return rally__fail(e, RALLY_EINVAL, "retention cannot keep %d snapshots", keep);
-    if ((rc = rally__snap_fenced(jobdir, run_id, e)) != RALLY_OK ||
-        (rc = rally__snap_list(jobdir, e, &v, &n)) != RALLY_OK)
+    struct rally__store *st = NULL;
+    if ((rc = rally__store_open(jobdir, e, &st)) != RALLY_OK)
+        return rc;
+    rc = rally__snap_fenced(st, "", run_id, e);
+    rally__store_close(st);
+    if (rc != RALLY_OK || (rc = rally__snap_list(jobdir, e, &v, &n)) != RALLY_OK)
         return rc;
     for (size_t j = n; j-- > 0 && rc == RALLY_OK;) { /* newest version first */
         const struct rally__snap_entry *x = &v[j];
@@ -401,15 +360,14 @@ int rally__snap_check_fresh(const char *jobdir, const char *resume, const char *
 {
     struct rally__snap_entry *v = NULL;
     size_t n = 0;
-    int missing = 0, fd = -1;
+    int missing = 0;
     struct rally__err quiet = {0};
-    if (rally__snap_opendir(AT_FDCWD, jobdir, 0, &quiet, &missing, &fd) != RALLY_OK)
+    int rc = list_job(jobdir, &quiet, &missing, &v, &n);
+    if (rc != RALLY_OK)
         return missing ? RALLY_OK : rally__fail(e, quiet.code, "%s", quiet.msg);
-    close(fd);
-    int rc = rally__snap_list(jobdir, e, &v, &n);
-    if (rc != RALLY_OK || n == 0) {
+    if (n == 0) {
         free(v);
-        return rc;
+        return RALLY_OK;
     }
     char names[200] = "";
     size_t used = 0;
@@ -456,4 +414,45 @@ int rally__snap_resolve(const char *jobdir, const char *what, struct rally__err 
     }
     free(v);
     return rc;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int rally__snap_jobs(const char *root, struct rally__err *e, char ***names, size_t *count)
+{
+    struct rally__store *st = NULL;
+    char **v = NULL;
+    size_t n = 0, k = 0;
+    int rc;
+    if ((rc = rally__store_open(root, e, &st)) != RALLY_OK ||
+        (rc = st->ops->list(st, "", e, NULL, &v, &n)) != RALLY_OK) {
+        rally__store_close(st);
+        return rc;
+    }
+    for (size_t i = 0; i < n; i++) {
+        /* a job is a directory (never a link) with something in it */
+        char **in = NULL;
+        size_t nin = 0;
+        struct rally__err quiet = {0};
+        if (rally__snap_job_ok(v[i]) && st->ops->list(st, v[i], &quiet, NULL, &in, &nin) == 0 &&
+            nin > 0)
+            v[k++] = v[i];
+        else
+            free(v[i]);
+        rally__store_free_names(in, nin);
+    }
+    rally__store_close(st);
+    if (k > 1)
+        qsort(v, k, sizeof *v, by_name);
+    *names = v;
+    *count = k;
+    return RALLY_OK;
+}
+
+void rally__snap_names_free(char **names, size_t count)
+{
+    rally__store_free_names(names, count);
 }

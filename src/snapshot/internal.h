@@ -44,21 +44,27 @@ int rally__snap_dir_version(const char *name, uint64_t *v);
  * model file, or the temporary of either. */
 int rally__snap_known_name(const char *name);
 
-/* Reads and parses MANIFEST.json in the snapshot directory dfd (where
- * names it in messages): an absent manifest is RALLY_EPROTO "incomplete". */
-int rally__snap_load_manifest(int dfd, const char *where, struct rally__err *e,
-                              struct rally__snap_manifest **out);
-/* Checks file f of manifest m in dfd: a regular file (not a link) of f's
- * size; when full, also its whole-file checksum and its header against m
- * and the name.  When payload is not NULL (full only), the payload is kept
- * in a fresh buffer (*payload NULL for an empty one). */
-int rally__snap_check_file(int dfd, const char *where, const struct rally__snap_manifest *m,
-                           const struct rally__snap_file *f, int full, struct rally__err *e,
-                           void **payload);
+struct rally__store;
 
-/* RALLY_EPEER when jobdir/.lock names a run other than run_id (a process
- * of an older run must not write into the job); RALLY_OK when it names
- * run_id, or there is no lock file, or no job directory yet. */
-int rally__snap_fenced(const char *jobdir, const char *run_id, struct rally__err *e);
+/* Reads and parses MANIFEST.json in the snapshot dir of store st (""
+ * when st is the snapshot itself): an absent manifest is RALLY_EPROTO
+ * "incomplete". */
+int rally__snap_load_manifest(struct rally__store *st, const char *dir, struct rally__err *e,
+                              struct rally__snap_manifest **out);
+/* Checks file f of manifest m in dir of st: one of f's size (a regular
+ * file, not a link, in a directory); when full, also its whole-file
+ * checksum and its header against m and the name.  When payload is not
+ * NULL (full only), the payload is kept in a fresh buffer (*payload NULL
+ * for an empty one). */
+int rally__snap_check_file(struct rally__store *st, const char *dir,
+                           const struct rally__snap_manifest *m, const struct rally__snap_file *f,
+                           int full, struct rally__err *e, void **payload);
+
+/* RALLY_EPEER when the lock file of job dir jobdir (in st) names a run
+ * other than run_id (a process of an older run must not write into the
+ * job); RALLY_OK when it names run_id, or there is no lock file, or no job
+ * directory yet. */
+int rally__snap_fenced(struct rally__store *st, const char *jobdir, const char *run_id,
+                       struct rally__err *e);
 
 #endif

@@ -15,6 +15,7 @@
 
 #include "snapshot/internal.h"
 #include "snapshot/snapshot.h"
+#include "snapshot/store.h"
 #include "snapshot/sys.h"
 
 #define LOCK_NAME ".lock"
@@ -23,40 +24,44 @@ struct rally__snap_lock {
     int fd;
 };
 
-/* The run the lock file in jfd names: 1 and run, 0 when there is no lock
- * file (or it names nothing), -1 with errno when it cannot be read. */
-static int holder(int jfd, char run[RALLY__SNAP_UUID_LEN + 1])
-{
+/* The first bytes of the lock file, for fenced. */
+struct lock_text {
     char buf[64];
-    int fd = openat(jfd, LOCK_NAME, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
-        return errno == ENOENT ? 0 : -1;
-    ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
-    close(fd);
-    if (n < RALLY__SNAP_UUID_LEN)
-        return n < 0 ? -1 : 0;
-    memcpy(run, buf, RALLY__SNAP_UUID_LEN);
-    run[RALLY__SNAP_UUID_LEN] = '\0';
-    return 1;
+    size_t n;
+};
+
+static int lock_sink(void *arg, const void *p, size_t n)
+{
+    struct lock_text *t = arg;
+    if (n > sizeof t->buf - 1 - t->n)
+        n = sizeof t->buf - 1 - t->n;
+    memcpy(t->buf + t->n, p, n);
+    t->n += n;
+    return 0;
 }
 
-int rally__snap_fenced(const char *jobdir, const char *run_id, struct rally__err *e)
+int rally__snap_fenced(struct rally__store *st, const char *jobdir, const char *run_id,
+                       struct rally__err *e)
 {
-    int jfd = -1, rc = RALLY_OK, missing = 0;
-    char run[RALLY__SNAP_UUID_LEN + 1];
+    struct lock_text t = {.n = 0};
+    int missing = 0;
     struct rally__err quiet = {0};
-    if (rally__snap_opendir(AT_FDCWD, jobdir, 0, &quiet, &missing, &jfd) != RALLY_OK)
-        return missing ? RALLY_OK : rally__fail(e, quiet.code, "%s", quiet.msg);
-    int h = holder(jfd, run);
-    if (h < 0)
-        rc = rally__fail_errno(e, RALLY_ESYS, errno, "cannot read %s/%s", jobdir, LOCK_NAME);
-    else if (h > 0 && strcmp(run, run_id) != 0)
-        rc = rally__fail(e, RALLY_EPEER,
-                         "%s belongs to run %s now, this is run %s: a process "
-                         "of an older run must not write into it",
-                         jobdir, run, run_id);
-    close(jfd);
-    return rc;
+    char where[1100];
+    rally__store_where(st, jobdir, where, sizeof where);
+    if (st->ops->get(st, jobdir, LOCK_NAME, sizeof t.buf - 1, lock_sink, &t, &quiet, &missing) !=
+        RALLY_OK)
+        return missing ? RALLY_OK
+                       : rally__fail(e, quiet.code, "cannot read %s/%s: %s", where, LOCK_NAME,
+                                     quiet.msg);
+    if (t.n < RALLY__SNAP_UUID_LEN)
+        return RALLY_OK; /* names nothing */
+    t.buf[RALLY__SNAP_UUID_LEN] = '\0';
+    if (strcmp(t.buf, run_id) != 0)
+        return rally__fail(e, RALLY_EPEER,
+                           "%s belongs to run %s now, this is run %s: a process "
+                           "of an older run must not write into it",
+                           where, t.buf, run_id);
+    return RALLY_OK;
 }
 
 /* The lock file is written over, so it must be the job's own: a regular
@@ -90,6 +95,11 @@ int rally__snap_lock_take(const char *dir, const char *job, const char *run_id,
     char where[1024], line[RALLY__SNAP_UUID_LEN + 32];
     unsigned char uu[16];
     struct rally__snap_lock *l = NULL;
+    if (rally__store_is_remote(dir))
+        return rally__fail(e, RALLY_EINVAL,
+                           "%s is an object store, which holds no lock: snapshots are written "
+                           "to a directory (--snapshot-dir) and copied there (--snapshot-copy)",
+                           dir);
     if (!rally__snap_job_ok(job) || rally__snap_uuid_bytes(run_id, uu) != 0)
         return rally__fail(e, RALLY_EINVAL,
                            "cannot lock job \"%s\" for run \"%s\": a bad job "
@@ -117,7 +127,12 @@ int rally__snap_lock_take(const char *dir, const char *job, const char *run_id,
         int err = errno;
         char run[RALLY__SNAP_UUID_LEN + 1] = "an unknown run";
         if (err == EAGAIN || err == EACCES) {
-            holder(jfd, run);
+            char buf[64];
+            ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+            if (n >= RALLY__SNAP_UUID_LEN) {
+                memcpy(run, buf, RALLY__SNAP_UUID_LEN);
+                run[RALLY__SNAP_UUID_LEN] = '\0';
+            }
             rc = rally__fail(e, RALLY_EPEER,
                              "%s is in use by run %s (is a launcher of that run "
                              "still running?)",
@@ -155,6 +170,9 @@ int rally__snap_lock_holder(const char *jobdir, struct rally__err *e,
     int jfd = -1, fd = -1, missing = 0, rc;
     char buf[RALLY__SNAP_UUID_LEN + 32];
     struct rally__err quiet = {0};
+    if (rally__store_is_remote(jobdir))
+        return rally__fail(e, RALLY_EINVAL, "%s is an object store: no job holds a lock there",
+                           jobdir);
     if (rally__snap_opendir(AT_FDCWD, jobdir, 0, &quiet, &missing, &jfd) != RALLY_OK) {
         rc = missing ? rally__fail(e, RALLY_EINVAL, "%s does not exist: no job runs there", jobdir)
                      : rally__fail(e, quiet.code, "%s", quiet.msg);

@@ -1,87 +1,59 @@
 /*
- * read.c — the reader: open a snapshot directory, verify every file's size,
- * checksum and header before handing out a byte, then read the models.
+ * read.c — the reader: open a snapshot, verify every file's size, checksum
+ * and header before handing out a byte, then read the models.  Bytes come
+ * through the store (store.h), so a snapshot reads alike from a directory
+ * and from an object store.
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <xxhash.h>
 
 #include "snapshot/internal.h"
 #include "snapshot/snapshot.h"
-#include "snapshot/sys.h"
-
-#define SCRATCH_NBYTES ((size_t)1 << 20)
+#include "snapshot/store.h"
 
 struct rally__snap {
-    int dfd;
-    char where[512];
+    struct rally__store *st;
+    char where[1024];
     struct rally__snap_manifest *m;
 };
 
-/* Opens a regular file name in dfd without following a link. */
-static int open_file(int dfd, const char *where, const char *name, struct rally__err *e,
-                     int *missing, int *fd_out, struct stat *st)
+/* A get into one buffer of cap bytes. */
+struct fill {
+    unsigned char *p;
+    size_t n, cap;
+    int over; /* more bytes came than cap */
+};
+
+static int fill_sink(void *arg, const void *p, size_t n)
 {
-    int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) {
-        int err = errno;
-        if (missing)
-            *missing = err == ENOENT;
-        if (err == ELOOP)
-            return rally__fail(e, RALLY_EPROTO,
-                               "%s/%s is a symbolic link; a snapshot never "
-                               "holds links",
-                               where, name);
-        if (err == ENOENT)
-            return rally__fail(e, RALLY_EPROTO, "%s/%s is missing", where, name);
-        return rally__fail_errno(e, RALLY_ESYS, err, "cannot open %s/%s", where, name);
+    struct fill *f = arg;
+    if (n > f->cap - f->n) {
+        f->over = 1;
+        return 1;
     }
-    if (fstat(fd, st) != 0) {
-        int err = errno;
-        close(fd);
-        return rally__fail_errno(e, RALLY_ESYS, err, "cannot stat %s/%s", where, name);
-    }
-    if (!S_ISREG(st->st_mode)) {
-        close(fd);
-        return rally__fail(e, RALLY_EPROTO, "%s/%s is not a regular file", where, name);
-    }
-    *fd_out = fd;
-    return RALLY_OK;
+    memcpy(f->p + f->n, p, n);
+    f->n += n;
+    return 0;
 }
 
-/* Reads exactly n bytes; a short file is RALLY_EPROTO. */
-static int read_exact(int fd, void *p, size_t n, const char *where, const char *name,
-                      struct rally__err *e)
-{
-    unsigned char *q = p;
-    while (n > 0) {
-        ssize_t r = read(fd, q, n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0)
-            return rally__fail_errno(e, RALLY_ESYS, errno, "cannot read %s/%s", where, name);
-        if (r == 0)
-            return rally__fail(e, RALLY_EPROTO, "%s/%s ended early (it changed while read)", where,
-                               name);
-        q += r;
-        n -= (size_t)r;
-    }
-    return RALLY_OK;
-}
-
-int rally__snap_load_manifest(int dfd, const char *where, struct rally__err *e,
+int rally__snap_load_manifest(struct rally__store *st, const char *dir, struct rally__err *e,
                               struct rally__snap_manifest **out)
 {
-    int fd = -1, missing = 0, rc;
-    struct stat st;
-    char *buf = NULL;
+    char where[1100];
+    int missing = 0, rc;
+    uint64_t size = 0;
     struct rally__err quiet = {0};
-    if ((rc = open_file(dfd, where, RALLY__SNAP_MANIFEST, &quiet, &missing, &fd, &st)) != 0) {
+    rally__store_where(st, dir, where, sizeof where);
+    if ((rc = st->ops->size(st, dir, RALLY__SNAP_MANIFEST, &quiet, &missing, &size)) != 0) {
+        char **names = NULL;
+        size_t n = 0;
+        int gone = 0;
+        if (missing && (st->ops->list(st, dir, &quiet, &gone, &names, &n) != RALLY_OK || n == 0))
+            return rally__fail(e, RALLY_ESYS, "cannot open the directory %s: %s", where,
+                               gone || n == 0 ? "it does not exist" : quiet.msg);
+        rally__store_free_names(names, n);
         if (missing)
             return rally__fail(e, RALLY_EPROTO,
                                "%s is incomplete: it has no %s (the snapshot "
@@ -89,72 +61,98 @@ int rally__snap_load_manifest(int dfd, const char *where, struct rally__err *e,
                                where, RALLY__SNAP_MANIFEST);
         return rally__fail(e, rc, "%s", quiet.msg);
     }
-    if ((uint64_t)st.st_size > RALLY__SNAP_MANIFEST_MAX) {
-        rc = rally__fail(e, RALLY_EPROTO, "%s/%s is %lld bytes, at most %u", where,
-                         RALLY__SNAP_MANIFEST, (long long)st.st_size, RALLY__SNAP_MANIFEST_MAX);
+    if (size > RALLY__SNAP_MANIFEST_MAX)
+        return rally__fail(e, RALLY_EPROTO, "%s/%s is %llu bytes, at most %u", where,
+                           RALLY__SNAP_MANIFEST, (unsigned long long)size, RALLY__SNAP_MANIFEST_MAX);
+    struct fill f = {malloc((size_t)size + 1), 0, (size_t)size, 0};
+    if (f.p == NULL)
+        return rally__fail(e, RALLY_ENOMEM, "out of memory reading %s/%s", where,
+                           RALLY__SNAP_MANIFEST);
+    if ((rc = st->ops->get(st, dir, RALLY__SNAP_MANIFEST, size + 1, fill_sink, &f, e, NULL)) !=
+        RALLY_OK)
+        goto out;
+    if (f.over || f.n != size) {
+        rc = rally__fail(e, RALLY_EPROTO, "%s/%s changed while read", where, RALLY__SNAP_MANIFEST);
         goto out;
     }
-    size_t n = (size_t)st.st_size;
-    if ((buf = malloc(n + 1)) == NULL) {
-        rc = rally__fail(e, RALLY_ENOMEM, "out of memory reading %s/%s", where,
-                         RALLY__SNAP_MANIFEST);
-        goto out;
-    }
-    if ((rc = read_exact(fd, buf, n, where, RALLY__SNAP_MANIFEST, e)) != RALLY_OK)
-        goto out;
     struct rally__err pe = {0};
-    if ((rc = rally__snap_manifest_parse(buf, n, &pe, out)) != RALLY_OK)
+    if ((rc = rally__snap_manifest_parse((const char *)f.p, f.n, &pe, out)) != RALLY_OK)
         rc = rally__fail(e, rc, "%s/%s", where, pe.msg);
 out:
-    free(buf);
-    close(fd);
+    free(f.p);
     return rc;
 }
 
-int rally__snap_check_file(int dfd, const char *where, const struct rally__snap_manifest *m,
-                           const struct rally__snap_file *f, int full, struct rally__err *e,
-                           void **payload)
-{
-    int fd = -1, rc;
-    struct stat st;
+/* A model file streamed through: its header kept, both checksums as it
+ * goes, the payload kept when asked. */
+struct verify {
     unsigned char hdr[RALLY__SNAP_HEADER_NBYTES];
-    unsigned char *scratch = NULL, *keep = NULL;
-    XXH3_state_t *whole = NULL, *pay = NULL;
-    if ((rc = open_file(dfd, where, f->name, e, NULL, &fd, &st)) != RALLY_OK)
-        return rc;
-    if ((uint64_t)st.st_size != f->nbytes) {
-        rc = rally__fail(e, RALLY_EPROTO, "%s/%s is %lld bytes, the manifest says %llu", where,
-                         f->name, (long long)st.st_size, (unsigned long long)f->nbytes);
-        goto out;
+    uint64_t n, want; /* bytes seen, the manifest's size */
+    int grew;         /* more bytes came than want */
+    unsigned char *keep;
+    XXH3_state_t *whole, *pay;
+};
+
+static int verify_sink(void *arg, const void *p, size_t n)
+{
+    struct verify *v = arg;
+    const unsigned char *q = p;
+    if (n > v->want - v->n)
+        return v->grew = 1; /* longer than the manifest says: changed while read */
+    XXH3_64bits_update(v->whole, q, n);
+    if (v->n < RALLY__SNAP_HEADER_NBYTES) {
+        size_t k = RALLY__SNAP_HEADER_NBYTES - (size_t)v->n;
+        if (k > n)
+            k = n;
+        memcpy(v->hdr + v->n, q, k);
+        v->n += k;
+        q += k;
+        n -= k;
     }
+    if (n > 0) {
+        XXH3_64bits_update(v->pay, q, n);
+        if (v->keep != NULL)
+            memcpy(v->keep + (v->n - RALLY__SNAP_HEADER_NBYTES), q, n);
+        v->n += n;
+    }
+    return 0;
+}
+
+int rally__snap_check_file(struct rally__store *st, const char *dir,
+                           const struct rally__snap_manifest *m, const struct rally__snap_file *f,
+                           int full, struct rally__err *e, void **payload)
+{
+    char where[1100];
+    uint64_t size = 0;
+    int rc;
+    struct verify v = {.want = f->nbytes};
+    rally__store_where(st, dir, where, sizeof where);
+    if ((rc = st->ops->size(st, dir, f->name, e, NULL, &size)) != RALLY_OK)
+        return rc;
+    if (size != f->nbytes)
+        return rally__fail(e, RALLY_EPROTO, "%s/%s is %llu bytes, the manifest says %llu", where,
+                           f->name, (unsigned long long)size, (unsigned long long)f->nbytes);
     if (!full)
-        goto out;
+        return RALLY_OK;
     uint64_t pn = f->nbytes - RALLY__SNAP_HEADER_NBYTES;
-    whole = XXH3_createState();
-    pay = XXH3_createState();
-    if (whole == NULL || pay == NULL || (payload != NULL && pn > SIZE_MAX) ||
-        (payload != NULL && pn > 0 && (keep = malloc((size_t)pn)) == NULL) ||
-        (payload == NULL && (scratch = malloc(SCRATCH_NBYTES)) == NULL)) {
+    v.whole = XXH3_createState();
+    v.pay = XXH3_createState();
+    if (v.whole == NULL || v.pay == NULL || (payload != NULL && pn > SIZE_MAX) ||
+        (payload != NULL && pn > 0 && (v.keep = malloc((size_t)pn)) == NULL)) {
         rc = rally__fail(e, RALLY_ENOMEM, "out of memory reading %s/%s", where, f->name);
         goto out;
     }
-    XXH3_64bits_reset(whole);
-    XXH3_64bits_reset(pay);
-    if ((rc = read_exact(fd, hdr, sizeof hdr, where, f->name, e)) != RALLY_OK)
+    XXH3_64bits_reset(v.whole);
+    XXH3_64bits_reset(v.pay);
+    if ((rc = st->ops->get(st, dir, f->name, f->nbytes + 1, verify_sink, &v, e, NULL)) !=
+        RALLY_OK)
         goto out;
-    XXH3_64bits_update(whole, hdr, sizeof hdr);
-    for (uint64_t done = 0; done < pn;) { /* a piece at a time: hashed while in the cache */
-        size_t k = SCRATCH_NBYTES;
-        if (k > pn - done)
-            k = (size_t)(pn - done);
-        unsigned char *p = keep ? keep + done : scratch;
-        if ((rc = read_exact(fd, p, k, where, f->name, e)) != RALLY_OK)
-            goto out;
-        XXH3_64bits_update(whole, p, k);
-        XXH3_64bits_update(pay, p, k);
-        done += k;
+    if (v.n != f->nbytes || v.grew) {
+        rc = rally__fail(e, RALLY_EPROTO, "%s/%s %s (it changed while read)", where, f->name,
+                         v.grew ? "grew" : "ended early");
+        goto out;
     }
-    uint64_t got = XXH3_64bits_digest(whole);
+    uint64_t got = XXH3_64bits_digest(v.whole);
     if (got != f->xxh3) {
         rc = rally__fail(e, RALLY_EPROTO,
                          "%s/%s's checksum is %016llx, the manifest says "
@@ -163,9 +161,9 @@ int rally__snap_check_file(int dfd, const char *where, const struct rally__snap_
         goto out;
     }
     struct snap_header h;
-    char name[600];
+    char name[1200];
     snprintf(name, sizeof name, "%s/%s", where, f->name);
-    if ((rc = rally__snap_header_decode(hdr, name, e, &h)) != RALLY_OK)
+    if ((rc = rally__snap_header_decode(v.hdr, name, e, &h)) != RALLY_OK)
         goto out;
     int rank = rally__snap_file_rank(f->name);
     uint32_t want_kind = rank < 0 ? SNAP_KIND_GLOBAL : SNAP_KIND_LOCAL;
@@ -193,21 +191,19 @@ int rally__snap_check_file(int dfd, const char *where, const struct rally__snap_
                          "%s's header says %llu payload bytes, the file holds "
                          "%llu",
                          name, (unsigned long long)h.payload_nbytes, (unsigned long long)pn);
-    else if ((got = XXH3_64bits_digest(pay)) != h.payload_xxh3)
+    else if ((got = XXH3_64bits_digest(v.pay)) != h.payload_xxh3)
         rc = rally__fail(e, RALLY_EPROTO,
                          "%s's payload checksum is %016llx, its header says "
                          "%016llx",
                          name, (unsigned long long)got, (unsigned long long)h.payload_xxh3);
     if (rc == RALLY_OK && payload != NULL) {
-        *payload = keep;
-        keep = NULL;
+        *payload = v.keep;
+        v.keep = NULL;
     }
 out:
-    free(keep);
-    free(scratch);
-    XXH3_freeState(whole);
-    XXH3_freeState(pay);
-    close(fd);
+    free(v.keep);
+    XXH3_freeState(v.whole);
+    XXH3_freeState(v.pay);
     return rc;
 }
 
@@ -217,16 +213,13 @@ static int open_snap(const char *path, int full, struct rally__err *e, struct ra
     int rc;
     if (s == NULL)
         return rally__fail(e, RALLY_ENOMEM, "out of memory opening the snapshot %s", path);
-    s->dfd = -1;
-    snprintf(s->where, sizeof s->where, "%s", path);
-    size_t n = strlen(s->where);
-    while (n > 1 && s->where[n - 1] == '/')
-        s->where[--n] = '\0';
-    if ((rc = rally__snap_opendir(AT_FDCWD, path, 0, e, NULL, &s->dfd)) != RALLY_OK ||
-        (rc = rally__snap_load_manifest(s->dfd, s->where, e, &s->m)) != RALLY_OK)
+    if ((rc = rally__store_open(path, e, &s->st)) != RALLY_OK)
+        goto fail;
+    snprintf(s->where, sizeof s->where, "%s", s->st->where);
+    if ((rc = rally__snap_load_manifest(s->st, "", e, &s->m)) != RALLY_OK)
         goto fail;
     for (size_t i = 0; i < s->m->nfiles; i++)
-        if ((rc = rally__snap_check_file(s->dfd, s->where, s->m, &s->m->files[i], full, e, NULL)) !=
+        if ((rc = rally__snap_check_file(s->st, "", s->m, &s->m->files[i], full, e, NULL)) !=
             RALLY_OK)
             goto fail;
     *out = s;
@@ -249,12 +242,11 @@ int rally__snap_open_sizes(const char *path, struct rally__err *e, struct rally_
 int rally__snap_read_manifest(const char *path, struct rally__err *e,
                               struct rally__snap_manifest **out)
 {
-    int dfd = -1;
-    int rc = rally__snap_opendir(AT_FDCWD, path, 0, e, NULL, &dfd);
-    if (rc != RALLY_OK)
-        return rc;
-    rc = rally__snap_load_manifest(dfd, path, e, out);
-    close(dfd);
+    struct rally__store *st = NULL;
+    int rc = rally__store_open(path, e, &st);
+    if (rc == RALLY_OK)
+        rc = rally__snap_load_manifest(st, "", e, out);
+    rally__store_close(st);
     return rc;
 }
 
@@ -262,8 +254,7 @@ void rally__snap_close(struct rally__snap *s)
 {
     if (s == NULL)
         return;
-    if (s->dfd >= 0)
-        close(s->dfd);
+    rally__store_close(s->st);
     rally__snap_manifest_free(s->m);
     free(s);
 }
@@ -291,7 +282,7 @@ int rally__snap_read(struct rally__snap *s, int rank, struct rally__err *e, void
         if (strcmp(f->name, name) != 0)
             continue;
         void *p = NULL;
-        int rc = rally__snap_check_file(s->dfd, s->where, s->m, f, 1, e, &p);
+        int rc = rally__snap_check_file(s->st, "", s->m, f, 1, e, &p);
         if (rc != RALLY_OK)
             return rc;
         *bytes = p;

@@ -1,14 +1,17 @@
 /*
- * snapshot.h — durable snapshots on disk: the manifest, the reader, the
- * writer of one rank's part and the commit, listing and retention
+ * snapshot.h — durable snapshots: the manifest, the reader, the writer of
+ * one rank's part and the commit, listing and retention
  * (docs/snapshot-format.md describes every byte).
  *
  * The layer sits on util alone.  Every function returns a status and
  * reports through a struct rally__err; out-parameters are written last, on
- * success only; every destructor accepts NULL.  Nothing here follows a
- * symbolic link below the directory a caller names, and every file is
- * written through rally__snap_durable_write (sys.h).  All functions block
- * on the file system; none keeps global state (but the syscall table).
+ * success only; every destructor accepts NULL.  Wherever a function takes
+ * a directory it takes an object store too ("s3://BUCKET/PREFIX"): bytes
+ * go through the store seam (store.h), and the commit rule is the same on
+ * every kind.  In a directory, nothing here follows a symbolic link below
+ * the path a caller names, and every file is written through
+ * rally__snap_durable_write (sys.h).  All functions block on the storage;
+ * none keeps global state (but the syscall table).
  */
 #ifndef RALLY_SNAPSHOT_SNAPSHOT_H
 #define RALLY_SNAPSHOT_SNAPSHOT_H
@@ -181,6 +184,19 @@ int rally__snap_write_part(const struct rally__snap_target *t, int rank, const v
  * snapshot directory's path into path[cap]. */
 int rally__snap_commit(const char *dir, const struct rally__snap_manifest *m, struct rally__err *e,
                        char *path, size_t cap);
+
+/* Copies the committed snapshot at src into the snapshot root (a
+ * directory or an object store: store.h) as <root>/<job>/snap-<version>:
+ * every part read and verified at src, written at root, the manifest
+ * last; then the copy is verified completely there, and only then
+ * RALLY_OK (its path in path[cap] when not NULL).  A copy of this very
+ * snapshot (its snapshot id) already at root that verifies is done. */
+int rally__snap_copy(const char *src, const char *root, struct rally__err *e, char *path,
+                     size_t cap);
+/* The job names in the snapshot root (entries that are job names: the
+ * whitelist), sorted; *names is the caller's (rally__snap_names_free). */
+int rally__snap_jobs(const char *root, struct rally__err *e, char ***names, size_t *count);
+void rally__snap_names_free(char **names, size_t count);
 
 /* --- the background writer ---------------------------------------------------------- */
 

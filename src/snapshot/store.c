@@ -1,0 +1,67 @@
+/*
+ * store.c — the table of storage kinds and what every kind shares.
+ */
+#include "snapshot/store.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A root's scheme picks its kind; a plain path is a directory. */
+static const struct rally__store_ops *const KINDS[] = {
+    &rally__store_s3,
+};
+
+static const struct rally__store_ops *kind_of(const char *root)
+{
+    const char *colon = strstr(root, "://");
+    if (colon == NULL)
+        return &rally__store_posix;
+    for (size_t i = 0; i < sizeof KINDS / sizeof KINDS[0]; i++) {
+        size_t n = strlen(KINDS[i]->scheme);
+        if ((size_t)(colon - root) == n && strncmp(root, KINDS[i]->scheme, n) == 0)
+            return KINDS[i];
+    }
+    return NULL;
+}
+
+int rally__store_is_remote(const char *root)
+{
+    return kind_of(root) != &rally__store_posix;
+}
+
+int rally__store_open(const char *root, struct rally__err *e, struct rally__store **out)
+{
+    const struct rally__store_ops *k = kind_of(root);
+    if (k == NULL)
+        return rally__fail(e, RALLY_EINVAL,
+                           "%.200s: unknown storage scheme (a directory's path, or s3://BUCKET/PREFIX)",
+                           root);
+    int rc = k->open(root, e, out);
+    if (rc == RALLY_OK) {
+        (*out)->ops = k;
+        snprintf((*out)->where, sizeof (*out)->where, "%s", root);
+        size_t n = strlen((*out)->where);
+        while (n > 1 && (*out)->where[n - 1] == '/')
+            (*out)->where[--n] = '\0';
+    }
+    return rc;
+}
+
+void rally__store_close(struct rally__store *s)
+{
+    if (s != NULL)
+        s->ops->close(s);
+}
+
+void rally__store_where(const struct rally__store *s, const char *dir, char *out, size_t cap)
+{
+    snprintf(out, cap, "%s%s%s", s->where, *dir ? "/" : "", dir);
+}
+
+void rally__store_free_names(char **v, size_t n)
+{
+    for (size_t i = 0; v != NULL && i < n; i++)
+        free(v[i]);
+    free(v);
+}

@@ -1,0 +1,88 @@
+/*
+ * store.h — the seam between the snapshot format (write.c, read.c, dir.c)
+ * and the place its bytes live: a directory (store_posix.c) or an object
+ * store's bucket (store_s3.c).
+ *
+ * A store is opened on a root as a user spells it: a path, or a URL whose
+ * scheme names a kind ("s3://bucket/prefix").  Below the root, bytes are
+ * named by a dir of zero to two '/'-separated names ("", "job",
+ * "job/snap-00000012") and a name in it.  Every snapshot name is from the
+ * whitelist (docs/snapshot-format.md), so no kind has to escape anything.
+ *
+ * The commit rule rests on one promise of put: a name holds nothing or the
+ * whole of what one put gave it, never a part, after a crash at any moment
+ * (a directory: a temporary, fsync, rename, fsync of the directory; an
+ * object store: one PUT, atomic by the API).  On that, every kind commits
+ * alike: the parts first, then the manifest, last; a snapshot is complete
+ * exactly when its manifest is there and every part it lists verifies.
+ *
+ * Adding a kind is one file with one table and one row in store.c.
+ */
+#ifndef RALLY_SNAPSHOT_STORE_H
+#define RALLY_SNAPSHOT_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "snapshot/sys.h"
+#include "util/err.h"
+
+struct rally__store_ops;
+
+/* An open store.  A kind embeds this as its first member. */
+struct rally__store {
+    const struct rally__store_ops *ops;
+    char where[1024]; /* the root as given, no trailing '/': for messages */
+};
+
+/* Takes the next n bytes of a get; nonzero stops it (a reader that has
+ * what it wanted, or found the bytes wrong). */
+typedef int (*rally__store_sink)(void *arg, const void *p, size_t n);
+
+/* Every operation returns a status and reports through e, naming the
+ * place (where/dir/name).  missing, when not NULL, is set to whether the
+ * failure was that the name (or a dir above it) does not exist. */
+struct rally__store_ops {
+    const char *scheme; /* "s3" for "s3://..."; NULL: the kind for a plain path */
+    /* Opens a store on root; nothing is created or looked at yet. */
+    int (*open)(const char *root, struct rally__err *e, struct rally__store **out);
+    void (*close)(struct rally__store *s);
+    /* Writes dir/name from the chunks, whole or not at all (above),
+     * creating dir (and the root, one level) as needed.  xxh3, when not
+     * NULL, receives the XXH3-64 of the bytes, hashed as they go. */
+    int (*put)(struct rally__store *s, const char *dir, const char *name,
+               const struct rally__snap_chunk *c, int nchunks, struct rally__err *e,
+               uint64_t *xxh3);
+    /* The size of dir/name.  RALLY_EPROTO for what a snapshot never holds
+     * there (a link, a directory, a special file). */
+    int (*size)(struct rally__store *s, const char *dir, const char *name, struct rally__err *e,
+                int *missing, uint64_t *nbytes);
+    /* Hands the first max bytes of dir/name (UINT64_MAX: all) to sink, in
+     * order, in pieces of the kind's choosing.  A sink's stop is RALLY_OK
+     * (the caller knows why it stopped). */
+    int (*get)(struct rally__store *s, const char *dir, const char *name, uint64_t max,
+               rally__store_sink sink, void *arg, struct rally__err *e, int *missing);
+    /* The names directly in dir (files and dirs alike, no "." or ".."),
+     * in no order; *names and each name are malloc'd. */
+    int (*list)(struct rally__store *s, const char *dir, struct rally__err *e, int *missing,
+                char ***names, size_t *count);
+    /* Removes dir/name (name NULL: dir itself, which must be empty; a
+     * kind without directories has nothing to do).  durable: the removal
+     * is on disk when this returns.  An absent name is RALLY_OK. */
+    int (*remove)(struct rally__store *s, const char *dir, const char *name, int durable,
+                  struct rally__err *e);
+};
+
+/* Opens the store of root's kind (its scheme; a plain path: a directory). */
+int rally__store_open(const char *root, struct rally__err *e, struct rally__store **out);
+void rally__store_close(struct rally__store *s);
+/* Whether root names an object store (no directory, no lock, no rename). */
+int rally__store_is_remote(const char *root);
+/* "where/dir" (where alone for dir "") into out[cap], for messages. */
+void rally__store_where(const struct rally__store *s, const char *dir, char *out, size_t cap);
+void rally__store_free_names(char **v, size_t n);
+
+extern const struct rally__store_ops rally__store_posix;
+extern const struct rally__store_ops rally__store_s3;
+
+#endif
