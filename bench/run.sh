@@ -16,6 +16,8 @@
 #   BENCH_TIMEOUT=900                 seconds allowed for one program run
 #   BENCH_KMEANS=0, BENCH_TRAINERS=0  skip bench/kmeans.sh, bench/linear.sh + bench/gbdt.sh
 #   BENCH_SNAPSHOT=0                  skip bench/snapshot.sh (durable snapshots' cost)
+#                                     and bench/snapshot_s3.sh (the object-store tier)
+#   BENCH_SNAPSHOT_S3=0               skip bench/snapshot_s3.sh alone
 set -euo pipefail
 
 die() { echo "bench: $*" >&2; exit 1; }
@@ -255,6 +257,9 @@ if [ "${BENCH_SNAPSHOT:-1}" != 0 ]; then
         export BENCH_MIB=${BENCH_MIB:-16} BENCH_COMPUTE_MS=${BENCH_COMPUTE_MS:-200}
     fi
     "$(dirname "$0")/snapshot.sh" "$BUILD"
+    # the object-store tier (a Swift rig on loopback) beside curl, and the
+    # directory tier beside dd (bench/snapshot_s3.sh; BENCH_QUICK: 16 MiB)
+    [ "${BENCH_SNAPSHOT_S3:-1}" = 0 ] || "$(dirname "$0")/snapshot_s3.sh" "$BUILD"
 fi
 # the trainers: rally-linear beside scikit-learn, rally-gbdt beside xgboost
 # (bench/linear.sh, bench/gbdt.sh: 1M rows x 32 features at N = 1, 2, 4, 8;

@@ -25,6 +25,7 @@ if [ -z "$dir" ]; then
     trap 'rm -rf "$dir"' EXIT
 fi
 field() { sed -n "s/.*$1=\([0-9.]*\).*/\1/p" "$2"; }
+. "$(dirname "$0")/lib.sh" # writer_ms, dd_fsync_s
 
 "$build/rally-run" -n "$n" "$prog" "$mib" "$iters" "$compute" >"$dir/plain" 2>&1
 "$build/rally-run" -n "$n" --snapshot-dir "$dir/s" --snapshot-every 1 --keep-snapshots \
@@ -35,12 +36,9 @@ latest=$(ls -d "$dir"/s/snapshot_bench/snap-* | tail -1)
 # machine slows both alike), each the best of five fresh files
 w_ms= dd_s=
 for k in 1 2 3 4 5; do
-    "$prog" --write "$dir/w" "$mib" 1 "$k" >"$dir/write" 2>&1
-    t=$(field ms "$dir/write")
+    t=$(writer_ms "$prog" "$dir/w" "$mib" "$k")
     w_ms=$(awk -v a="$w_ms" -v b="$t" 'BEGIN { print (a == "" || b < a) ? b : a }')
-    rm -f "$dir/dd.bin"
-    t=$( { dd if=/dev/zero of="$dir/dd.bin" bs=1M count="$mib" conv=fsync 2>&1; } |
-        sed -n 's/.* copied, \([0-9.]*\) s.*/\1/p')
+    t=$(dd_fsync_s "$dir/dd.bin" "$mib")
     dd_s=$(awk -v a="$dd_s" -v b="$t" 'BEGIN { print (a == "" || b < a) ? b : a }')
 done
 rm -rf "$dir/dd.bin" "$dir/w"

@@ -65,6 +65,15 @@
 #             input fingerprint (rally_set_input); the same file changed in
 #             place: --resume latest refused naming the rank and both
 #             fingerprints, before a result; with --force it resumes
+#   tier_dir, tier_s3  two tiers (--snapshot-copy, a directory / an S3 bucket
+#             on the Swift rig, tests/swift_rig.sh): each committed snapshot
+#             is copied in the background and verified there, retention
+#             keeps 2 there too; the whole job killed after three copies,
+#             the host's snapshot directory deleted: --resume latest takes
+#             the second tier's newest, says so, and the digest is the
+#             plain run's; both tiers cleaned after success.  A copy that
+#             cannot be made is logged and tried again, the job ends with
+#             the plain digest; with --snapshot-required it fails, naming it
 #   resume_checks  --resume of a damaged snapshot is refused before any worker
 #             starts, naming the file (for latest, also the newest older one
 #             that verifies and the command that takes it); a global-only snapshot of -n 4 resumes
@@ -586,6 +595,79 @@ busy)
     # the ones in flight); the one in flight at the end is always reported
     # in finalize, so at least that one commits
     [ $n -ge 1 ] || fail "want at least 1 committed snapshot, have $n"
+    no_orphans
+    ;;
+tier_dir | tier_s3)
+    if [ "$case_" = tier_s3 ]; then
+        rig=$tmp/rig
+        trap 'sh "$here/swift_rig.sh" stop "$rig"; cleanup' EXIT
+        sh "$here/swift_rig.sh" start "$rig" || fail "the Swift rig did not start"
+        . "$rig/env"
+        code=$(curl -sS -m 30 -o /dev/null -w '%{http_code}' --netrc-file "$SWIFT_RIG_NETRC" \
+            --aws-sigv4 "aws:amz:$AWS_DEFAULT_REGION:s3" \
+            -H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' -X PUT "$AWS_ENDPOINT_URL/tier")
+        [ "$code" = 200 ] || fail "cannot make the bucket: HTTP $code"
+        T=s3://tier/jobs BAD=s3://no-such-bucket/jobs
+    else
+        # the job's directory there is a file: every copy fails when made
+        T=$tmp/copies BAD=$tmp/bad
+        mkdir -p "$BAD" && : >"$BAD/rally-kmeans"
+    fi
+    job "$tmp/plain" -n 4 "$km" $KM --pause-ms 60
+    # 60 versions, 0.1 s each: time for three copies (the copier takes the
+    # newest committed snapshot whenever it is free) long before the end
+    KT="$KM --iters 60 --fixed-iters --pause-ms 100"
+    job "$tmp/plain" -n 4 "$km" $KT
+    timeout -k 5 60 "$run" -n 4 --snapshot-dir "$D" --snapshot-copy "$T" --snapshot-every 1 \
+        "$km" $KT >"$tmp/out" 2>&1 &
+    launcher=$!
+    i=0
+    until [ "$(grep -c "snapshot: copied to $T/rally-kmeans/snap-.* (verified there" "$tmp/out")" -ge 3 ]; do
+        i=$((i + 1))
+        [ $i -gt 600 ] && fail "three snapshots were not copied to $T in 30 s"
+        sleep 0.05
+    done
+    workers=$(sed -n 's/^\[[0-9]\] shard [0-9] fingerprint .* pid \([0-9]*\)$/\1/p' "$tmp/out")
+    kill -9 $(launcher_of "$launcher") $workers 2>/dev/null
+    wait "$launcher" 2>/dev/null
+    grep -q "^\[0\] result:" "$tmp/out" && fail "the job finished before it was killed"
+    no_orphans
+    # retention per tier: three copied, the newest two kept there
+    "$snap" ls "$T/rally-kmeans" >"$tmp/ls" || { cat "$tmp/ls"; fail "rally-snapshot ls $T failed"; }
+    cat "$tmp/ls"
+    [ "$(grep -c ' complete ' "$tmp/ls")" -eq 2 ] || fail "want 2 complete snapshots kept in $T"
+    # the host is lost with its directory
+    rm -rf "$D"
+    job "$tmp/resumed" -n 4 --snapshot-dir "$D" --snapshot-copy "$T" --snapshot-every 1 \
+        --resume latest "$km" $KT
+    grep -v iteration "$tmp/resumed"
+    grep -q "^rally-run: resuming from $T/rally-kmeans/snap-[0-9]* (the second tier, --snapshot-copy): .* verified" \
+        "$tmp/resumed" || fail "rally-run did not say it resumed from the second tier"
+    grep -q "^\[0\] iteration 0 " "$tmp/resumed" && fail "the resumed job started from scratch"
+    [ "$(digest "$tmp/resumed")" = "$(digest "$tmp/plain")" ] ||
+        fail "digest $(digest "$tmp/resumed") after resume, want $(digest "$tmp/plain")"
+    # the run succeeded: its snapshots left both tiers (the killed run's stay)
+    grep -q "^rally-run: the run succeeded: removed its" "$tmp/resumed" ||
+        fail "the first tier was not cleaned"
+    grep -q "^rally-run: $T: the run succeeded: removed its" "$tmp/resumed" ||
+        fail "the second tier was not cleaned"
+    "$snap" ls "$T/rally-kmeans" >"$tmp/ls"
+    [ "$(grep -c ' complete ' "$tmp/ls")" -eq 2 ] || fail "the killed run's 2 copies did not stay"
+    no_orphans
+    # a second tier that cannot be written: logged, tried again, the job goes on
+    rm -rf "$D"
+    job "$tmp/badcopy" -n 4 --snapshot-dir "$D" --snapshot-copy "$BAD" --snapshot-every 20 "$km" $KT
+    grep -q "snapshot: copying .* to $BAD failed (try 1 of 3" "$tmp/badcopy" ||
+        { cat "$tmp/badcopy"; fail "a failed copy was not logged"; }
+    grep -q "snapshot: could not copy .* to $BAD (3 tries)" "$tmp/badcopy" ||
+        { cat "$tmp/badcopy"; fail "a copy given up was not said"; }
+    [ "$(digest "$tmp/badcopy")" = "$(digest "$tmp/plain")" ] || fail "a failed copy changed the model"
+    rm -rf "$D"
+    timeout -k 5 60 "$run" -n 4 --snapshot-dir "$D" --snapshot-copy "$BAD" --snapshot-every 3 \
+        --snapshot-required "$km" $KM >"$tmp/out" 2>&1 &&
+        fail "--snapshot-required did not fail the job on a copy given up"
+    grep -q "rally_snapshot_required: the job fails: could not copy" "$tmp/out" || { cat "$tmp/out";
+        fail "the failure does not name the copy"; }
     no_orphans
     ;;
 *)

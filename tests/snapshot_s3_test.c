@@ -307,7 +307,7 @@ static void older_is_one(void)
     uint64_t v = 0;
     job_dir(jobdir, sizeof jobdir);
     snap_path(p, sizeof p, root, "job", 2);
-    assert_int_equal(rally__snap_older(jobdir, p, older, sizeof older, &v), 1);
+    assert_int_equal(rally__snap_older(jobdir, NULL, p, older, sizeof older, &v), 1);
     assert_int_equal(v, 1);
 }
 

@@ -683,15 +683,15 @@ static void latest_is_newest_run(void **state)
     free(v);
     /* what --resume latest takes; any other word is a path */
     char path[700], want[700];
-    assert_int_equal(rally__snap_resolve(job, "latest", &e, path, sizeof path), RALLY_OK);
+    assert_int_equal(rally__snap_resolve(job, NULL, "latest", &e, path, sizeof path), RALLY_OK);
     snprintf(want, sizeof want, "%s/snap-00000002", job);
     assert_string_equal(path, want);
-    assert_int_equal(rally__snap_resolve(job, "/some/where", &e, path, sizeof path), RALLY_OK);
+    assert_int_equal(rally__snap_resolve(job, NULL, "/some/where", &e, path, sizeof path), RALLY_OK);
     assert_string_equal(path, "/some/where");
     char empty[600];
     snprintf(empty, sizeof empty, "%s/empty", root);
     mkdir_p(empty);
-    assert_int_equal(rally__snap_resolve(empty, "latest", &e, path, sizeof path), RALLY_EINVAL);
+    assert_int_equal(rally__snap_resolve(empty, NULL, "latest", &e, path, sizeof path), RALLY_EINVAL);
     assert_non_null(strstr(e.msg, "holds no complete snapshot to resume from (0 incomplete"));
 }
 

@@ -169,6 +169,9 @@ static void usage(FILE *f)
         "                             worker lines are dropped and counted, never waited for\n"
         "Durable snapshots (docs/snapshot-format.md):\n"
         "      --snapshot-dir DIR     write snapshots of committed checkpoints to DIR/JOB/\n"
+        "      --snapshot-copy DIR|s3://BUCKET/PREFIX  copy each committed snapshot there too,\n"
+        "                             in the background (verified there; retention there too);\n"
+        "                             --resume latest takes the newest of both tiers\n"
         "      --job NAME             JOB (default: the program's file name)\n"
         "      --snapshot-every K     a snapshot every K checkpoint versions\n"
         "      --snapshot-every-ms T  a snapshot when T ms passed since the last (rank 0's clock)\n"
@@ -192,7 +195,7 @@ static void usage(FILE *f)
         "SIGUSR1 to rally-run asks for a snapshot now (with --snapshot-dir).  SIGTERM (a\n"
         "preemption; Slurm's --signal) with --snapshot-dir asks for one at the next\n"
         "checkpoint, waits up to --grace-ms for its commit, then stops the job (exit 5).\n"
-        "RALLY_SNAPSHOT_DIR, _JOB, _EVERY, _EVERY_MS, _KEEP, _REQUIRED, _FINAL, _BUSY and\n"
+        "RALLY_SNAPSHOT_DIR, _COPY, _JOB, _EVERY, _EVERY_MS, _KEEP, _REQUIRED, _FINAL, _BUSY and\n"
         "RALLY_RESUME, RALLY_RESUME_FORCE in rally-run's environment are these flags where\n"
         "they are not given (docs/config.md); a malformed value is a usage error.\n"
         "Workers on other hosts (docs/launch.md):\n"
@@ -306,6 +309,7 @@ static const struct {
     const char *flag;
 } snap_env[] = {
     {"RALLY_SNAPSHOT_DIR", 'D', "--snapshot-dir"},
+    {"RALLY_SNAPSHOT_COPY", 'C', "--snapshot-copy"},
     {"RALLY_SNAPSHOT_JOB", 'J', "--job"},
     {"RALLY_SNAPSHOT_EVERY", 'E', "--snapshot-every"},
     {"RALLY_SNAPSHOT_EVERY_MS", 'T', "--snapshot-every-ms"},
@@ -375,6 +379,7 @@ static char **agent_env(const struct run *r, const char *id)
         SET("RALLY_RUN_ID", r->snap.run_id);
         SET("RALLY_RUN_STARTED", r->snap.run_started);
         SET("RALLY_SNAPSHOT_DIR", r->snap.abs);
+        SET("RALLY_SNAPSHOT_COPY", r->snap.copy_abs);
         SET("RALLY_SNAPSHOT_JOB", r->snap.job);
         SET("RALLY_SNAPSHOT_EVERY", r->snap.every_s);
         SET("RALLY_SNAPSHOT_EVERY_MS", r->snap.every_ms_s);
@@ -470,6 +475,7 @@ static int spawn(struct run *r, int i)
         {"RALLY_RUN_ID", r->snap.dir ? r->snap.run_id : ""},
         {"RALLY_RUN_STARTED", r->snap.dir ? r->snap.run_started : ""},
         {"RALLY_SNAPSHOT_DIR", r->snap.abs}, /* "" without --snapshot-dir */
+        {"RALLY_SNAPSHOT_COPY", r->snap.copy_abs},
         {"RALLY_SNAPSHOT_JOB", r->snap.job},
         {"RALLY_SNAPSHOT_EVERY", r->snap.every_s},
         {"RALLY_SNAPSHOT_EVERY_MS", r->snap.every_ms_s},
@@ -714,6 +720,9 @@ static int snap_option(struct run *r, int c, const char *val, const char *name)
     case 'D':
         r->snap.dir = val;
         break;
+    case 'C':
+        r->snap.copy = val;
+        break;
     case 'J':
         r->snap.job_opt = val;
         break;
@@ -832,6 +841,7 @@ static int parse(int argc, char **argv, struct run *r)
                                           {"progress-timeout-ms", required_argument, NULL, 'P'},
                                           {"on-stuck", required_argument, NULL, 'S'},
                                           {"snapshot-dir", required_argument, NULL, 'D'},
+                                          {"snapshot-copy", required_argument, NULL, 'C'},
                                           {"job", required_argument, NULL, 'J'},
                                           {"snapshot-every", required_argument, NULL, 'E'},
                                           {"snapshot-every-ms", required_argument, NULL, 'T'},
@@ -918,6 +928,7 @@ static int parse(int argc, char **argv, struct run *r)
             r->max_restarts = (int)v;
             break;
         case 'D':
+        case 'C':
         case 'J':
         case 'R':
         case 'E':
@@ -1027,7 +1038,7 @@ static int parse(int argc, char **argv, struct run *r)
     }
     if (r->snap.dir == NULL &&
         (r->snap.every || r->snap.every_ms || r->snap.required || r->snap.final || r->snap.keep_all ||
-         r->snap.overwrite || r->snap.job_opt || r->auto_resume))
+         r->snap.overwrite || r->snap.job_opt || r->auto_resume || r->snap.copy))
         return cli_usage_error("rally-run", "the snapshot options need --snapshot-dir DIR%s%s%s",
                                r->env_snap[0] ? " (" : "", r->env_snap,
                                r->env_snap[0] ? " is one)" : "");

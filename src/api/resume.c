@@ -55,6 +55,14 @@ static int job_dir(struct rally__snapjob *sj)
         return rally__fail(sj->err, RALLY_ESYS, "rally_snapshot_dir=%s: %s", d, strerror(errno));
     if (snprintf(sj->jobdir, sizeof sj->jobdir, "%s/%s", abs, sj->job) >= (int)sizeof sj->jobdir)
         return rally__fail(sj->err, RALLY_ECONFIG, "rally_snapshot_dir=%s: the path is too long", d);
+    const char *cp = sj->cfg->snapshot_copy;
+    struct rally__err ce = {0, ""};
+    if (cp[0] != '\0' && rally__snap_absolute(cp, 0, abs, sizeof abs, &ce) != RALLY_OK)
+        return rally__fail(sj->err, RALLY_ECONFIG, "rally_snapshot_copy=%s: %s", cp, ce.msg);
+    if (cp[0] != '\0' && snprintf(sj->copy_jobdir, sizeof sj->copy_jobdir, "%s/%s", abs,
+                                  sj->job) >= (int)sizeof sj->copy_jobdir)
+        return rally__fail(sj->err, RALLY_ECONFIG, "rally_snapshot_copy=%s: the path is too long",
+                           cp);
     return RALLY_OK;
 }
 
@@ -82,13 +90,14 @@ static int name_run(struct rally__snapjob *sj, struct run_word *w)
         return rally__fail(e, RALLY_ECONFIG, "rally_resume=latest needs rally_snapshot_dir");
     char path[PATH_MAX];
     struct rally__snap *sn = NULL;
-    if (rally__snap_resolve(sj->jobdir, c->resume, e, path, sizeof path) != RALLY_OK)
+    const char *copydir = sj->copy_jobdir[0] ? sj->copy_jobdir : NULL;
+    if (rally__snap_resolve(sj->jobdir, copydir, c->resume, e, path, sizeof path) != RALLY_OK)
         return refuse(e, "rally_resume", c->resume, "");
     if (rally__snap_open(path, e, &sn) != RALLY_OK) {
         char older[PATH_MAX], hint[2 * PATH_MAX + 128] = "";
         uint64_t v = 0;
         if (strcmp(c->resume, "latest") == 0 &&
-            rally__snap_older(sj->jobdir, path, older, sizeof older, &v))
+            rally__snap_older(sj->jobdir, copydir, path, older, sizeof older, &v))
             snprintf(hint, sizeof hint,
                      "; the newest snapshot before it that verifies is %s (checkpoint version "
                      "%" PRIu64 "): rally_resume=%s takes it",
@@ -99,8 +108,8 @@ static int name_run(struct rally__snapjob *sj, struct run_word *w)
     struct rally__snap_expect x = {sj->world, NULL, NULL, NULL, NULL, "rally_resume_force=1"};
     char note[512];
     int rc = rally__snap_compatible(m, &x, (int)c->resume_force, e, note, sizeof note);
-    if (rc == RALLY_OK && realpath(path, w->resume) == NULL)
-        rc = rally__fail(e, RALLY_ESYS, "%s: %s", path, strerror(errno));
+    if (rc == RALLY_OK)
+        rc = rally__snap_absolute(path, 1, w->resume, sizeof w->resume, e);
     rally__snap_close(sn);
     return rc == RALLY_OK ? RALLY_OK : refuse(e, "rally_resume", c->resume, "");
 }
@@ -171,6 +180,11 @@ void rally__snapjob_done(struct rally__snapjob *sj)
     rally__snap_clean_run(sj->jobdir, sj->run_id, "rally_keep_snapshots=1", say, sizeof say);
     if (say[0])
         rally__snapjob_say(sj, "%s", say);
+    if (sj->copy_jobdir[0] == '\0')
+        return;
+    rally__snap_clean_run(sj->copy_jobdir, sj->run_id, "rally_keep_snapshots=1", say, sizeof say);
+    if (say[0])
+        rally__snapjob_say(sj, "%s: %s", sj->cfg->snapshot_copy, say);
 }
 
 /* The snapshot's global model and the local models this rank holds (slot

@@ -272,10 +272,15 @@ int rally__snapjob_start(struct rally__engine *en, const struct rally__config *c
         if ((sj->report = calloc((size_t)sj->world * SLOT, 8)) == NULL)
             return rally__fail(e, RALLY_ENOMEM, "out of memory for the snapshot report");
         if (rally__snap_bg_start(e, &sj->bg) != RALLY_OK ||
-            (sj->rank == 0 && rally__snap_bg_start(e, &sj->cbg) != RALLY_OK))
+            (sj->rank == 0 && rally__snap_bg_start(e, &sj->cbg) != RALLY_OK) ||
+            (sj->rank == 0 && c->snapshot_copy[0] != '\0' &&
+             rally__snap_copier_start(c->snapshot_copy, (int)c->snapshot_keep, e, &sj->copier) !=
+                 RALLY_OK))
             return e->code;
-        if (c->snapshot_every == 1)
-            E->request(en, RALLY__REQ_SNAPSHOT); /* version 1 has no commit before it */
+        /* version 1 has no commit before it; a resumed job's first commit
+         * is of the version it resumed, on disk already */
+        if (c->snapshot_every == 1 && sj->resume[0] == '\0')
+            E->request(en, RALLY__REQ_SNAPSHOT);
         listen_usr1();
     }
     return E->subscribe(en, &sub);
@@ -287,6 +292,7 @@ void rally__snapjob_free(struct rally__snapjob *sj)
         return;
     rally__snap_bg_stop(sj->bg); /* finishes the write in flight */
     rally__snap_bg_stop(sj->cbg);
+    rally__snap_copier_stop(sj->copier);
     give_back(sj);
     rally__snap_lock_release(sj->lock);
     free(sj->report);
@@ -372,7 +378,7 @@ static int kept_setting(const char *key)
     static const char *const skip[] = {
         "rally_tracker", "rally_secret_file",  "rally_task_id",       "rally_interface",
         "rally_mock",    "rally_snapshot_dir", "rally_run_id",        "rally_run_started",
-        "rally_resume",  "rally_overwrite",    "rally_keep_snapshots"};
+        "rally_resume",  "rally_overwrite",    "rally_keep_snapshots", "rally_snapshot_copy"};
     for (size_t i = 0; i < sizeof skip / sizeof skip[0]; i++)
         if (strcmp(key, skip[i]) == 0)
             return 0;
@@ -493,7 +499,25 @@ static int collect(struct rally__snapjob *sj, int wait)
     rally__snapjob_say(sj, "committed %s (checkpoint version %" PRIu64 ")", path, v);
     if (note[0])
         rally__snapjob_say(sj, "retention failed (the snapshots stay): %s", note);
+    if (sj->copier != NULL)
+        rally__snap_copier_submit(sj->copier, path, sj->run_id, sj->job, v);
     return RALLY_OK;
+}
+
+/* Rank 0: what the copier did since the last look, said; with
+ * rally_snapshot_required a copy given up fails the job. */
+static int copies(struct rally__snapjob *sj)
+{
+    char line[RALLY__ERR_MSG_MAX + 300];
+    if (sj->copier == NULL)
+        return RALLY_OK;
+    while (rally__snap_copier_said(sj->copier, line, sizeof line))
+        rally__snapjob_say(sj, "%s", line);
+    if (!rally__snap_copier_gave_up(sj->copier, line, sizeof line) || !sj->cfg->snapshot_required)
+        return RALLY_OK;
+    /* said here too: in rally_finalize the application may not say it */
+    rally__snapjob_say(sj, "rally_snapshot_required: the job fails: %s", line);
+    return rally__fail(sj->err, RALLY_ESYS, "rally_snapshot_required: %s", line);
 }
 
 static int settle(struct rally__snapjob *sj, int wait)
@@ -570,6 +594,8 @@ static int on_turn(void *arg, int when)
         heed_usr1(sj, E->version(sj->en) + 1);
         sj->checkpoints = 1;
         int crc = collect(sj, 0);
+        if (crc == RALLY_OK)
+            crc = copies(sj);
         if (crc != RALLY_OK || sj->pending == NONE)
             return crc;
         int64_t t0 = rally__now_us();
@@ -603,5 +629,10 @@ static int on_turn(void *arg, int when)
         rc = settle(sj, 1);
     }
     int crc = collect(sj, 1); /* nothing is left behind being committed */
+    if (sj->copier != NULL) { /* nor being copied: the second tier holds the last one too */
+        rally__snap_copier_drain(sj->copier);
+        int prc = copies(sj);
+        crc = crc != RALLY_OK ? crc : prc;
+    }
     return rc != RALLY_OK ? rc : crc;
 }

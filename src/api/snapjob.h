@@ -49,6 +49,7 @@ struct rally__snapjob {
     int checkpoints;            /* checkpoint turns this process took (0: none yet) */
     struct rally__snap_bg *cbg; /* rank 0: the committer (manifest, retention) */
     uint64_t committing;        /* ... the version it is committing, or NONE */
+    struct rally__snap_copier *copier; /* rank 0 with rally_snapshot_copy: the second tier */
     /* the training thread's stall: in the snapshot pending (take, and the
      * checkpoints' reports), and over the snapshots reported at checkpoints */
     int64_t stall_us, stall_sum_us, stall_max_us;
@@ -68,6 +69,7 @@ struct rally__snapjob {
     int owner; /* no launcher named it: rank 0 holds the lock and cleans up */
     struct rally__snap_lock *lock;
     char jobdir[PATH_MAX];
+    char copy_jobdir[PATH_MAX]; /* rally_snapshot_copy/job; "" none */
     char resume[PATH_MAX]; /* the snapshot to resume from, resolved; "" none */
 };
 

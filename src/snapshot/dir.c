@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -172,6 +173,46 @@ int rally__snap_list(const char *jobdir, struct rally__err *e, struct rally__sna
     return list_job(jobdir, e, NULL, v, count);
 }
 
+/* The listings of jobdir and, when copydir is not NULL, copydir, one after
+ * the other (jobdir's first: "latest" prefers it when both hold the same
+ * snapshot); *n0 of them are jobdir's.  A tier that does not exist lists
+ * nothing; one that cannot be listed is an error only when it is jobdir
+ * alone, and otherwise said in note[cap] ("" when all went well). */
+static int list_tiers(const char *jobdir, const char *copydir, struct rally__err *e,
+                      struct rally__snap_entry **v, size_t *n, size_t *n0, char *note, size_t cap)
+{
+    struct rally__snap_entry *a = NULL, *b = NULL;
+    size_t na = 0, nb = 0;
+    int missing = 0;
+    struct rally__err qa = {0}, qb = {0};
+    note[0] = '\0';
+    if (list_job(jobdir, &qa, &missing, &a, &na) != RALLY_OK) {
+        if (copydir == NULL)
+            return rally__fail(e, qa.code, "%s", qa.msg);
+        if (!missing)
+            snprintf(note, cap, "%s", qa.msg);
+        na = 0;
+    }
+    if (copydir != NULL && list_job(copydir, &qb, &missing, &b, &nb) != RALLY_OK) {
+        if (!missing)
+            snprintf(note, cap, "%s", qb.msg);
+        nb = 0;
+    }
+    struct rally__snap_entry *all = realloc(a, (na + nb ? na + nb : 1) * sizeof *all);
+    if (all == NULL) {
+        free(a);
+        free(b);
+        return rally__fail(e, RALLY_ENOMEM, "out of memory listing %s", jobdir);
+    }
+    if (nb > 0)
+        memcpy(all + na, b, nb * sizeof *b);
+    free(b);
+    *v = all;
+    *n = na + nb;
+    *n0 = na;
+    return RALLY_OK;
+}
+
 long rally__snap_latest(const struct rally__snap_entry *v, size_t count)
 {
     long newest = -1, best = -1;
@@ -220,24 +261,27 @@ int rally__snap_newer(const char *jobdir, const char *run, uint64_t after, uint6
     return found;
 }
 
-int rally__snap_older(const char *jobdir, const char *path, char *older, size_t cap,
-                      uint64_t *version)
+int rally__snap_older(const char *jobdir, const char *copydir, const char *path, char *older,
+                      size_t cap, uint64_t *version)
 {
     struct rally__err e = {0, ""};
     struct rally__snap_entry *v = NULL;
-    size_t n = 0;
-    const char *base = strrchr(path, '/');
-    base = base ? base + 1 : path;
-    if (rally__snap_list(jobdir, &e, &v, &n) != RALLY_OK)
+    size_t n = 0, n0 = 0;
+    char note[RALLY__ERR_MSG_MAX];
+    if (list_tiers(jobdir, copydir, &e, &v, &n, &n0, note, sizeof note) != RALLY_OK)
         return 0;
     int found = 0;
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(v[i].name, base) == 0)
+    for (size_t i = 0; i < n; i++) {
+        char p[PATH_MAX];
+        snprintf(p, sizeof p, "%s/%s", i < n0 ? jobdir : copydir, v[i].name);
+        if (strcmp(p, path) == 0)
             v[i].state = RALLY__SNAP_DAMAGED; /* the one refused */
+    }
     for (long i; !found && (i = rally__snap_latest(v, n)) >= 0;) {
         struct rally__snap *sn = NULL;
         v[i].state = RALLY__SNAP_DAMAGED; /* tried */
-        if ((size_t)snprintf(older, cap, "%s/%s", jobdir, v[i].name) >= cap)
+        if ((size_t)snprintf(older, cap, "%s/%s", (size_t)i < n0 ? jobdir : copydir, v[i].name) >=
+            cap)
             continue;
         rally__err_clear(&e);
         if (rally__snap_open(older, &e, &sn) == RALLY_OK) {
@@ -386,8 +430,8 @@ int rally__snap_check_fresh(const char *jobdir, const char *resume, const char *
     return rc;
 }
 
-int rally__snap_resolve(const char *jobdir, const char *what, struct rally__err *e, char *path,
-                        size_t cap)
+int rally__snap_resolve(const char *jobdir, const char *copydir, const char *what,
+                        struct rally__err *e, char *path, size_t cap)
 {
     if (strcmp(what, "latest") != 0) {
         if ((size_t)snprintf(path, cap, "%s", what) >= cap)
@@ -395,22 +439,24 @@ int rally__snap_resolve(const char *jobdir, const char *what, struct rally__err 
         return RALLY_OK;
     }
     struct rally__snap_entry *v = NULL;
-    size_t n = 0;
-    int rc = rally__snap_list(jobdir, e, &v, &n);
+    size_t n = 0, n0 = 0;
+    char note[RALLY__ERR_MSG_MAX];
+    int rc = list_tiers(jobdir, copydir, e, &v, &n, &n0, note, sizeof note);
     if (rc != RALLY_OK)
         return rc;
     long at = rally__snap_latest(v, n);
+    const char *in = (size_t)at < n0 ? jobdir : copydir;
     if (at < 0) {
         size_t bad = 0;
         for (size_t i = 0; i < n; i++)
             bad += v[i].state != RALLY__SNAP_COMPLETE;
         rc = rally__fail(e, RALLY_EINVAL,
-                         "%s holds no complete snapshot to resume from (%zu "
-                         "incomplete or damaged; rally-snapshot ls %s shows why)",
-                         jobdir, bad, jobdir);
-    } else if ((size_t)snprintf(path, cap, "%s/%s", jobdir, v[at].name) >= cap) {
-        rc =
-            rally__fail(e, RALLY_EINVAL, "the snapshot path %s/%s is too long", jobdir, v[at].name);
+                         "%s%s%s holds no complete snapshot to resume from (%zu "
+                         "incomplete or damaged; rally-snapshot ls %s shows why)%s%s",
+                         jobdir, copydir ? " nor " : "", copydir ? copydir : "", bad, jobdir,
+                         note[0] ? "; " : "", note);
+    } else if ((size_t)snprintf(path, cap, "%s/%s", in, v[at].name) >= cap) {
+        rc = rally__fail(e, RALLY_EINVAL, "the snapshot path %s/%s is too long", in, v[at].name);
     }
     free(v);
     return rc;

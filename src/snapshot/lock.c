@@ -51,8 +51,7 @@ int rally__snap_fenced(struct rally__store *st, const char *jobdir, const char *
     if (st->ops->get(st, jobdir, LOCK_NAME, sizeof t.buf - 1, lock_sink, &t, &quiet, &missing) !=
         RALLY_OK)
         return missing ? RALLY_OK
-                       : rally__fail(e, quiet.code, "cannot read %s/%s: %s", where, LOCK_NAME,
-                                     quiet.msg);
+                       : rally__fail(e, quiet.code, "%s", quiet.msg);
     if (t.n < RALLY__SNAP_UUID_LEN)
         return RALLY_OK; /* names nothing */
     t.buf[RALLY__SNAP_UUID_LEN] = '\0';

@@ -78,7 +78,7 @@ static int resolve(const char *arg, char *path, size_t cap, struct rally__err *e
         snprintf(jobdir, sizeof jobdir, ".");
     else
         snprintf(jobdir, sizeof jobdir, "%.*s", (int)(n - 7 > 0 ? n - 7 : 1), arg);
-    return rally__snap_resolve(jobdir, "latest", e, path, cap);
+    return rally__snap_resolve(jobdir, NULL, "latest", e, path, cap);
 }
 
 int rally_snapshot_open(const char *path, rally_snapshot_t **out_, char *err, size_t errcap)

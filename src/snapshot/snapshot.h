@@ -98,6 +98,11 @@ int rally__snap_hex16(const char *s, uint64_t *v);
  * A-Z a-z 0-9 . _ - replaced by '_', a leading '.' by 'j', at most
  * RALLY__SNAP_JOB_MAX bytes ("job" for an empty one). */
 void rally__snap_job_from(const char *prog, char out[RALLY__SNAP_JOB_MAX + 1]);
+/* path as every process sees it, in out[cap]: a directory's absolute
+ * path (resolved when it exists; when it does not and !exists, made
+ * absolute as written), an object store's URL as it is. */
+int rally__snap_absolute(const char *path, int exists, char *out, size_t cap,
+                         struct rally__err *e);
 /* The file name of rank's model (-1: the global one) into out. */
 void rally__snap_file_name(int rank, char out[RALLY__SNAP_NAME_MAX]);
 /* "snap-%08llu" into out. */
@@ -254,6 +259,31 @@ int rally__snap_bg_poll(struct rally__snap_bg *w, int timeout_ms, int *done,
                         struct rally__err *result,
                         struct rally__snap_file files[RALLY__SNAP_PARTS_MAX]);
 
+/* --- the second tier ---------------------------------------------------------------- */
+
+/* A thread that copies committed snapshots to another store (root: a
+ * directory or s3://...) with rally__snap_copy, then applies retention
+ * there (rally__snap_retain_upto of the snapshot's run, keeping keep).
+ * Nothing here blocks its owner but drain and stop. */
+struct rally__snap_copier;
+
+int rally__snap_copier_start(const char *root, int keep, struct rally__err *e,
+                             struct rally__snap_copier **out);
+/* Names the newest committed snapshot (path, of run_id's job, version):
+ * copied when the thread is free; it replaces one still waiting.  A copy
+ * that fails is tried again, 3 times in all, unless a newer one waits. */
+void rally__snap_copier_submit(struct rally__snap_copier *c, const char *path, const char *run_id,
+                               const char *job, uint64_t version);
+/* The oldest sentence not yet taken of what the thread did ("copied to
+ * ...", a failed try, a copy given up): 1 with it in out[cap], else 0. */
+int rally__snap_copier_said(struct rally__snap_copier *c, char *out, size_t cap);
+/* 1 with the sentence when a copy was given up since the last call. */
+int rally__snap_copier_gave_up(struct rally__snap_copier *c, char *out, size_t cap);
+/* Waits until nothing is waiting or being copied. */
+void rally__snap_copier_drain(struct rally__snap_copier *c);
+/* Copies what waits, then ends the thread; NULL is fine. */
+void rally__snap_copier_stop(struct rally__snap_copier *c);
+
 /* --- listing, removal, retention ---------------------------------------------------- */
 
 enum { RALLY__SNAP_COMPLETE = 0, RALLY__SNAP_INCOMPLETE = 1, RALLY__SNAP_DAMAGED = 2 };
@@ -280,12 +310,16 @@ int rally__snap_list(const char *jobdir, struct rally__err *e, struct rally__sna
 /* The index in v of "latest": the newest complete snapshot of the newest
  * run (docs/snapshot-format.md); -1 when there is none. */
 long rally__snap_latest(const struct rally__snap_entry *v, size_t count);
-/* What --resume names, as a snapshot directory's path in path[cap]:
- * "latest" is rally__snap_latest of jobdir (RALLY_EINVAL when it holds no
- * complete snapshot, saying what it holds instead); anything else is taken
- * as a path to a snapshot directory, unchecked (rally__snap_open checks). */
-int rally__snap_resolve(const char *jobdir, const char *what, struct rally__err *e, char *path,
-                        size_t cap);
+/* What --resume names, as a snapshot's path in path[cap]: "latest" is
+ * rally__snap_latest of jobdir and, when copydir is not NULL, of the second
+ * tier's job directory copydir together (the same snapshot in both: jobdir's
+ * copy); RALLY_EINVAL when neither holds a complete snapshot, saying what
+ * they hold instead.  A tier that does not exist holds nothing; when both
+ * are given, one that cannot be listed is passed over (and said in the
+ * refusal).  Anything else is taken as a snapshot's path, unchecked
+ * (rally__snap_open checks). */
+int rally__snap_resolve(const char *jobdir, const char *copydir, const char *what,
+                        struct rally__err *e, char *path, size_t cap);
 /* Lists jobdir: *top the newest version of any snapshot directory there
  * (0: none, complete or not); 1 with the name of run's oldest complete
  * snapshot newer than after, 0 when there is none, -1 on an error (e's).
@@ -293,11 +327,12 @@ int rally__snap_resolve(const char *jobdir, const char *what, struct rally__err 
  * being written then is not it. */
 int rally__snap_newer(const char *jobdir, const char *run, uint64_t after, uint64_t *top,
                       char name[RALLY__SNAP_NAME_MAX], struct rally__err *e);
-/* When "latest" (path, in jobdir) does not verify: the newest snapshot
- * before it, in latest's order, that verifies, as a path in older[cap] and
- * its version; 1 when there is one, else 0. */
-int rally__snap_older(const char *jobdir, const char *path, char *older, size_t cap,
-                      uint64_t *version);
+/* When "latest" (path, in jobdir or copydir: rally__snap_resolve) does not
+ * verify: the newest snapshot before it, in latest's order over both
+ * tiers, that verifies, as a path in older[cap] and its version; 1 when
+ * there is one, else 0. */
+int rally__snap_older(const char *jobdir, const char *copydir, const char *path, char *older,
+                      size_t cap, uint64_t *version);
 /* Removes snapshot directory name in jobdir: the manifest first (then the
  * directory is fsync'd), then model files and temporaries, then the
  * directory.  Refused (RALLY_EINVAL) when it holds an unknown name or is

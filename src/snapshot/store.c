@@ -3,9 +3,14 @@
  */
 #include "snapshot/store.h"
 
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include "snapshot/snapshot.h"
 
 /* A root's scheme picks its kind; a plain path is a directory. */
 static const struct rally__store_ops *const KINDS[] = {
@@ -64,4 +69,22 @@ void rally__store_free_names(char **v, size_t n)
     for (size_t i = 0; v != NULL && i < n; i++)
         free(v[i]);
     free(v);
+}
+
+int rally__snap_absolute(const char *path, int exists, char *out, size_t cap, struct rally__err *e)
+{
+    char buf[PATH_MAX];
+    const char *p = path;
+    if (!rally__store_is_remote(path)) {
+        if (realpath(path, buf) != NULL)
+            p = buf;
+        else if (exists || errno != ENOENT)
+            return rally__fail_errno(e, RALLY_ESYS, errno, "%s", path);
+        else if (path[0] != '/' && getcwd(buf, sizeof buf) != NULL &&
+                 strlen(buf) + 1 + strlen(path) < sizeof buf)
+            p = strcat(strcat(buf, "/"), path);
+    }
+    if ((size_t)snprintf(out, cap, "%s", p) >= cap)
+        return rally__fail(e, RALLY_EINVAL, "the path %.80s... is too long", path);
+    return RALLY_OK;
 }

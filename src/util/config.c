@@ -57,6 +57,7 @@ static const struct key keys[] = {
     K("mock_sync", STR, mock_sync, "", 0, 0),
     K("snapshot_dir", STR, snapshot_dir, "", 0, 0),
     K("snapshot_job", STR, snapshot_job, "", 0, 0),
+    K("snapshot_copy", STR, snapshot_copy, "", 0, 0),
     K("snapshot_every", INT, snapshot_every, "0", 0, INT64_MAX / 4),
     K("snapshot_every_ms", INT, snapshot_every_ms, "0", 0, INT64_MAX / 4),
     K("snapshot_keep", INT, snapshot_keep, "2", 1, 1000000),

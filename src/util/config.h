@@ -55,6 +55,7 @@ struct rally__config {
     /* durable snapshots (docs/snapshot-format.md; src/api/snapjob.c) */
     char snapshot_dir[RALLY__STR_MAX];  /* the snapshot root; "" = no snapshots */
     char snapshot_job[RALLY__STR_MAX];  /* the job's directory name under it; "" the program's */
+    char snapshot_copy[RALLY__STR_MAX]; /* the second tier (a directory, s3://...); "" none */
     int64_t snapshot_every;             /* every this many versions; 0 = never */
     int64_t snapshot_every_ms;          /* every this many ms on rank 0's clock; 0 = never */
     int64_t snapshot_keep;              /* complete snapshots of this run kept */

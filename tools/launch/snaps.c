@@ -83,6 +83,13 @@ int rally__launch_snaps_setup(struct rally__launch_snaps *s, char **argv, int wo
             return 1;
         }
         snprintf(s->jobdir, sizeof s->jobdir, "%s/%s", s->abs, s->job);
+        if (s->copy != NULL) {
+            if (rally__snap_absolute(s->copy, 0, s->copy_abs, sizeof s->copy_abs, &e) != RALLY_OK) {
+                fprintf(stderr, "rally-run: --snapshot-copy %s\n", e.msg);
+                return 1;
+            }
+            snprintf(s->copy_jobdir, sizeof s->copy_jobdir, "%s/%s", s->copy_abs, s->job);
+        }
         if (s->resume == NULL && !s->overwrite &&
             rally__snap_check_fresh(s->jobdir, "--resume latest", "--overwrite", &e) != RALLY_OK) {
             fprintf(stderr, "rally-run: %s\n", e.msg);
@@ -92,7 +99,8 @@ int rally__launch_snaps_setup(struct rally__launch_snaps *s, char **argv, int wo
     if (s->resume == NULL)
         return 0;
     char path[PATH_MAX];
-    if (rally__snap_resolve(s->jobdir, s->resume, &e, path, sizeof path) != RALLY_OK) {
+    const char *copydir = s->copy_jobdir[0] ? s->copy_jobdir : NULL;
+    if (rally__snap_resolve(s->jobdir, copydir, s->resume, &e, path, sizeof path) != RALLY_OK) {
         fprintf(stderr, "rally-run: --resume %s: %s\n", s->resume, e.msg);
         return 1;
     }
@@ -102,7 +110,7 @@ int rally__launch_snaps_setup(struct rally__launch_snaps *s, char **argv, int wo
         uint64_t v = 0;
         fprintf(stderr, "rally-run: --resume %s: %s\n", path, e.msg);
         if (strcmp(s->resume, "latest") == 0 &&
-            rally__snap_older(s->jobdir, path, older, sizeof older, &v))
+            rally__snap_older(s->jobdir, copydir, path, older, sizeof older, &v))
             fprintf(stderr,
                     "rally-run: the newest snapshot before it that verifies is %s (checkpoint "
                     "version %llu): --resume %s takes it\n",
@@ -113,13 +121,15 @@ int rally__launch_snaps_setup(struct rally__launch_snaps *s, char **argv, int wo
     struct rally__snap_expect x = {world, NULL, NULL, NULL, NULL, NULL};
     char note[512];
     int rc = rally__snap_compatible(m, &x, s->force, &e, note, sizeof note);
-    if (rc == RALLY_OK && realpath(path, s->resume_path) == NULL)
-        rc = rally__fail(&e, RALLY_ESYS, "%s: %s", path, strerror(errno));
+    if (rc == RALLY_OK)
+        rc = rally__snap_absolute(path, 1, s->resume_path, sizeof s->resume_path, &e);
     if (rc == RALLY_OK) {
+        int second = copydir != NULL && strncmp(path, copydir, strlen(copydir)) == 0;
         fprintf(stderr,
-                "rally-run: resuming from %s: checkpoint version %llu of run %s (%d workers, "
+                "rally-run: resuming from %s%s: checkpoint version %llu of run %s (%d workers, "
                 "verified)\n",
-                s->resume_path, (unsigned long long)m->version, m->run_id, m->world);
+                s->resume_path, second ? " (the second tier, --snapshot-copy)" : "",
+                (unsigned long long)m->version, m->run_id, m->world);
         if (note[0])
             fprintf(stderr, "rally-run: note: %s\n", note);
     } else {
@@ -141,6 +151,11 @@ void rally__launch_snaps_cleanup(struct rally__launch_snaps *s, int status)
         rally__snap_clean_run(s->jobdir, s->run_id, "--keep-snapshots", say, sizeof say);
         if (say[0])
             fprintf(stderr, "rally-run: %s\n", say);
+        if (s->copy_jobdir[0]) { /* retention is per tier, and so is the clean-up */
+            rally__snap_clean_run(s->copy_jobdir, s->run_id, "--keep-snapshots", say, sizeof say);
+            if (say[0])
+                fprintf(stderr, "rally-run: %s: %s\n", s->copy_abs, say);
+        }
         return;
     }
     if (rally__snap_list(s->jobdir, &e, &v, &n) != RALLY_OK)
@@ -155,22 +170,23 @@ void rally__launch_snaps_cleanup(struct rally__launch_snaps *s, int status)
 int rally__launch_snaps_auto(struct rally__launch_snaps *s, int attempt, int max)
 {
     struct rally__err e = {0, ""};
-    struct rally__snap_entry *v = NULL;
-    size_t n = 0;
     char path[PATH_MAX] = "";
-    if (rally__snap_list(s->jobdir, &e, &v, &n) != RALLY_OK) {
-        fprintf(stderr, "rally-run: auto-resume: %s\n", e.msg);
-        return 0;
-    }
-    for (size_t i = n; i-- > 0 && !path[0];)
-        if (v[i].state == RALLY__SNAP_COMPLETE && strcmp(v[i].run_id, s->run_id) == 0 &&
-            strlen(s->jobdir) + 1 + strlen(v[i].name) < sizeof path) {
-            size_t k = strlen(s->jobdir);
-            memcpy(path, s->jobdir, k);
-            path[k] = '/';
-            memcpy(path + k + 1, v[i].name, strlen(v[i].name) + 1);
+    const char *tiers[2] = {s->jobdir, s->copy_jobdir[0] ? s->copy_jobdir : NULL};
+    /* this run's newest complete snapshot: here, else on the second tier */
+    for (int t = 0; t < 2 && tiers[t] != NULL && !path[0]; t++) {
+        struct rally__snap_entry *v = NULL;
+        size_t n = 0;
+        rally__err_clear(&e);
+        if (rally__snap_list(tiers[t], &e, &v, &n) != RALLY_OK) {
+            fprintf(stderr, "rally-run: auto-resume: %s\n", e.msg);
+            continue;
         }
-    free(v);
+        for (size_t i = n; i-- > 0 && !path[0];)
+            if (v[i].state == RALLY__SNAP_COMPLETE && strcmp(v[i].run_id, s->run_id) == 0 &&
+                (size_t)snprintf(path, sizeof path, "%s/%s", tiers[t], v[i].name) >= sizeof path)
+                path[0] = '\0';
+        free(v);
+    }
     if (!path[0] && s->resume_path[0])
         snprintf(path, sizeof path, "%s", s->resume_path);
     if (!path[0]) {

@@ -18,6 +18,7 @@
 struct rally__launch_snaps {
     /* the options (rally-run's snapshot flags and their variables) */
     const char *dir;     /* --snapshot-dir; NULL: no snapshots */
+    const char *copy;    /* --snapshot-copy: the second tier; NULL: none */
     const char *job_opt; /* --job; NULL: the program's name */
     const char *resume;  /* --resume latest|PATH; NULL: a fresh start */
     const char *busy;    /* --snapshot-busy */
@@ -26,6 +27,7 @@ struct rally__launch_snaps {
     /* the run, once named (rally__launch_snaps_setup) */
     char job[RALLY__SNAP_JOB_MAX + 1];
     char abs[PATH_MAX], jobdir[PATH_MAX + RALLY__SNAP_JOB_MAX + 2], resume_path[PATH_MAX];
+    char copy_abs[PATH_MAX], copy_jobdir[PATH_MAX + RALLY__SNAP_JOB_MAX + 2]; /* "": none */
     char run_id[RALLY__SNAP_UUID_LEN + 1], run_started[RALLY__SNAP_TIME_LEN + 1];
     char every_s[24], every_ms_s[24], keep_s[24]; /* the numbers, for the workers */
     struct rally__snap_lock *lock;

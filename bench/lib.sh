@@ -1,0 +1,68 @@
+# bench/lib.sh — what the snapshot benchmarks share (sourced by
+# bench/snapshot.sh and bench/snapshot_s3.sh; POSIX sh).
+
+# writer_ms PROG ROOT MIB VERSION: the snapshot writer alone (PROG is
+# snapshot_bench; --write runs rally__snap_write_part, checksums included)
+# writing a MIB-MiB model into ROOT (a directory or s3://BUCKET/PREFIX) as
+# version VERSION of the job "w", once: the ms it took, in the process
+writer_ms() {
+    _w=$("$1" --write "$2" "$3" 1 "$4" 2>&1) || { echo "$_w" >&2; return 1; }
+    echo "$_w" | sed -n 's/.*ms=\([0-9.]*\).*/\1/p'
+}
+
+# dd_fsync_s FILE MIB: the seconds dd bs=1M conv=fsync takes to write MIB
+# MiB of zeros to FILE, a fresh file
+dd_fsync_s() {
+    rm -f "$1"
+    { dd if=/dev/zero of="$1" bs=1M count="$2" conv=fsync 2>&1; } |
+        sed -n 's/.* copied, \([0-9.]*\) s.*/\1/p'
+}
+
+# secs CMD...: runs CMD (its output kept in $BENCH_LOG, else dropped) and
+# prints its wall time in seconds; on failure, says so with the output
+secs() {
+    _t0=$(date +%s%N)
+    "$@" >"${BENCH_LOG:-/dev/null}" 2>&1 || {
+        echo "bench: failed: $*" >&2
+        [ -n "${BENCH_LOG:-}" ] && tail -n 20 "$BENCH_LOG" >&2
+        return 1
+    }
+    _t1=$(date +%s%N)
+    awk -v a="$_t0" -v b="$_t1" 'BEGIN { printf "%.6f\n", (b - a) / 1e9 }'
+}
+
+# abba ROUNDS A B: the functions A and B, ROUNDS times each, interleaved
+# A B B A A B B A ... (a load that drifts slows both alike), each called with
+# the round's number; their lines "KEY VALUE" come out as "ROUND KEY VALUE"
+abba() {
+    _i=1
+    while [ "$_i" -le "$1" ]; do
+        if [ $((_i % 2)) = 1 ]; then
+            _a=$("$2" "$_i")
+            _b=$("$3" "$_i")
+        else
+            _b=$("$3" "$_i")
+            _a=$("$2" "$_i")
+        fi
+        printf '%s\n%s\n' "$_a" "$_b" | sed -n "/./s/^/$_i /p"
+        _i=$((_i + 1))
+    done
+}
+
+# spread FILE KEY [KEY2]: "min median max" over the rounds of KEY's values
+# in FILE (lines "ROUND KEY VALUE"); with KEY2, of the ratios KEY / KEY2,
+# round by round
+spread() {
+    awk -v k="$2" -v k2="${3:-}" '$2 == k { a[$1] = $3 } $2 == k2 { b[$1] = $3 }
+    END { for (r in a) if (k2 == "") v[++n] = a[r]; else if (b[r] > 0) v[++n] = a[r] / b[r]
+        for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
+        if (n) print v[1], (n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2), v[n] }' "$1"
+}
+
+# row LABEL UNIT FILE KEY [KEY2]: a table line, spread's min, median, max
+# (UNIT x: a ratio, 2 decimals; n, ms: none; else 1)
+row() {
+    spread "$3" "$4" "${5:-}" | awk -v l="$1" -v u="$2" '{
+        f = u == "x" ? "%9.2f" : (u == "n" || u == "ms") ? "%9.0f" : "%9.1f"
+        printf "  %-54s " f " " f " " f "  %s\n", l, $1, $2, $3, u }'
+}
