@@ -6,12 +6,14 @@
 # stops the rig.  Bounded by timeout ($SNAP_S3_LIMIT, 300 s); the trap stops
 # the rig and removes its files whatever happens.
 #
-#   snapshot_s3_test.sh SNAPSHOT_S3_TEST RALLY_SNAPSHOT SNAPSHOT_MK
+#   snapshot_s3_test.sh SNAPSHOT_S3_TEST RALLY_SNAPSHOT SNAPSHOT_MK [PYTHON PYDIR]
+# With PYTHON and PYDIR (the build's python/), rally.snapshot reads the
+# copy on the store too.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 limit=${SNAP_S3_LIMIT:-300}
 [ -z "${SNAP_S3_INNER:-}" ] && SNAP_S3_INNER=1 exec timeout -k 20 "$limit" sh "$0" "$@"
-unit=$1 tool=$2 mk=$3
+unit=$1 tool=$2 mk=$3 py=${4:-} pydir=${5:-}
 tmp=$(mktemp -d)
 cleanup() {
     trap '' TERM INT HUP
@@ -76,6 +78,14 @@ for f in MANIFEST.json global.bin local-0000.bin local-0001.bin; do
     cmp -s "$tmp/local/km/snap-00000003/$f" "$tmp/back/km/snap-00000003/$f" ||
         fail "cp_back: $f differs"
 done
+if [ -n "$py" ]; then
+    expect python_reader 0 "^3 2 64 verified$" -- env PYTHONPATH="$pydir" "$py" -c '
+import rally.snapshot
+with rally.snapshot.open("s3://rally/tool/km/latest") as s:
+    s.verify()
+    print(s.version, s.world, len(s.read()), "verified")
+assert [e.name for e in rally.snapshot.list("s3://rally/tool/km")] == ["snap-00000003"]'
+fi
 expect rm 0 "removed" -- "$tool" rm s3://rally/tool/km/snap-00000003
 expect rm_again 1 "does not exist" -- "$tool" rm s3://rally/tool/km/snap-00000003
 expect ls_gone 0 "no snapshots" -- "$tool" ls s3://rally/tool

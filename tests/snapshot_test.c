@@ -1286,6 +1286,57 @@ static void public_reader(void **state)
     assert_non_null(strstr(err, f));
 }
 
+/* The second tier's copier: each submitted snapshot copied and verified
+ * there, retention keeping 2 there, what it did said in order; a root it
+ * cannot write is tried three times and given up, saying why; stop copies
+ * what still waits. */
+static void copier_copies(void **state)
+{
+    struct rally__err e = {0};
+    char src[512], dst[600], path[700], line[RALLY__ERR_MSG_MAX + 300];
+    struct rally__snap_copier *c = NULL;
+    snprintf(dst, sizeof dst, "%s/tier2", tmp_root);
+    assert_int_equal(rally__snap_copier_start(dst, 2, &e, &c), RALLY_OK);
+    for (uint64_t v = 1; v <= 3; v++) {
+        struct spec s = simple(RUN_A, "2026-11-30T12:00:00.000000Z", v);
+        assert_int_equal(write_snapshot(tmp_root, &s, &e), RALLY_OK);
+        snap_path(path, sizeof path, tmp_root, "job", v);
+        rally__snap_copier_submit(c, path, RUN_A, "job", v);
+        rally__snap_copier_drain(c); /* one at a time: each is copied */
+        assert_int_equal(rally__snap_copier_said(c, line, sizeof line), 1);
+        snap_path(path, sizeof path, dst, "job", v);
+        if (strstr(line, "copied to ") == NULL || strstr(line, path) == NULL)
+            fail_msg("version %llu: the copier said \"%s\"", (unsigned long long)v, line);
+        assert_int_equal(loads(dst, "job", v, &e), RALLY_OK);
+    }
+    assert_int_equal(rally__snap_copier_gave_up(c, line, sizeof line), 0);
+    /* retention there: 2 and 3 kept, 1 gone */
+    snap_path(path, sizeof path, dst, "job", 1);
+    assert_int_equal(access(path, F_OK), -1);
+    assert_int_equal(loads(dst, "job", 2, &e), RALLY_OK);
+    rally__snap_copier_stop(c);
+
+    /* a root whose job directory is a file: every try fails */
+    snprintf(dst, sizeof dst, "%s/bad", tmp_root);
+    mkdir(dst, 0755);
+    snprintf(path, sizeof path, "%s/job", dst);
+    fclose(fopen(path, "w"));
+    assert_int_equal(rally__snap_copier_start(dst, 2, &e, &c), RALLY_OK);
+    snap_path(src, sizeof src, tmp_root, "job", 3);
+    rally__snap_copier_submit(c, src, RUN_A, "job", 3);
+    rally__snap_copier_drain(c);
+    int tries = 0;
+    while (rally__snap_copier_said(c, line, sizeof line))
+        tries += strstr(line, "failed (try ") != NULL;
+    assert_int_equal(tries, 2);
+    assert_int_equal(rally__snap_copier_gave_up(c, line, sizeof line), 1);
+    assert_non_null(strstr(line, "(3 tries)"));
+    assert_int_equal(rally__snap_copier_gave_up(c, line, sizeof line), 0); /* said once */
+    /* stop with one waiting: it is tried before the thread ends */
+    rally__snap_copier_submit(c, src, RUN_A, "job", 3);
+    rally__snap_copier_stop(c);
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 3 && strcmp(argv[1], "--write-golden") == 0)
@@ -1315,6 +1366,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(busy_setting),
         cmocka_unit_test_setup_teardown(background_commit, setup, teardown),
         cmocka_unit_test_setup_teardown(public_reader, setup, teardown),
+        cmocka_unit_test_setup_teardown(copier_copies, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

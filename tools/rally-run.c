@@ -379,7 +379,8 @@ static char **agent_env(const struct run *r, const char *id)
         SET("RALLY_RUN_ID", r->snap.run_id);
         SET("RALLY_RUN_STARTED", r->snap.run_started);
         SET("RALLY_SNAPSHOT_DIR", r->snap.abs);
-        SET("RALLY_SNAPSHOT_COPY", r->snap.copy_abs);
+        if (r->snap.copy_abs[0])
+            SET("RALLY_SNAPSHOT_COPY", r->snap.copy_abs);
         SET("RALLY_SNAPSHOT_JOB", r->snap.job);
         SET("RALLY_SNAPSHOT_EVERY", r->snap.every_s);
         SET("RALLY_SNAPSHOT_EVERY_MS", r->snap.every_ms_s);

@@ -87,15 +87,9 @@ static const char *state_name(int s)
                                             : "damaged";
 }
 
-/* Prints one job directory's listing; returns 0 or an exit code. */
-static int list_job(const char *jobdir)
+/* Prints one job directory's listing v (n entries); returns 0. */
+static int print_job(const char *jobdir, const rally_snapshot_entry_t *v, size_t n)
 {
-    char err[512];
-    rally_snapshot_entry_t *v = NULL;
-    size_t n = 0;
-    int rc = rally_snapshot_list(jobdir, &v, &n, err, sizeof err);
-    if (rc != RALLY_OK)
-        return failed(rc, err);
     printf("%s:\n", jobdir);
     if (n == 0)
         printf("  (no snapshots)\n");
@@ -115,6 +109,19 @@ static int list_job(const char *jobdir)
         if (x->state != RALLY_SNAPSHOT_COMPLETE)
             printf("      %s\n", x->why);
     }
+    return 0;
+}
+
+/* Lists and prints one job directory; returns 0 or an exit code. */
+static int list_job(const char *jobdir)
+{
+    char err[512];
+    rally_snapshot_entry_t *v = NULL;
+    size_t n = 0;
+    int rc = rally_snapshot_list(jobdir, &v, &n, err, sizeof err);
+    if (rc != RALLY_OK)
+        return failed(rc, err);
+    print_job(jobdir, v, n);
     rally_free(v);
     return 0;
 }
@@ -183,9 +190,12 @@ static int cmd_ls(const char *dir)
     int rc = rally_snapshot_list(dir, &v, &n, err, sizeof err);
     if (rc != RALLY_OK)
         return failed(rc, err);
+    if (n > 0) { /* listed once, printed as it is */
+        print_job(dir, v, n);
+        rally_free(v);
+        return 0;
+    }
     rally_free(v);
-    if (n > 0)
-        return list_job(dir);
     char **jobs = NULL;
     size_t njobs = 0;
     int status = 0;

@@ -87,13 +87,16 @@ static void describe(struct rally__store *st, const char *name, struct rally__sn
     size_t n = 0;
     rally__store_where(st, name, where, sizeof where);
     x->state = RALLY__SNAP_DAMAGED;
-    if (st->ops->list(st, name, &e, NULL, &names, &n) != RALLY_OK) {
-        note(x, e.msg);
-        return;
-    }
     if (rally__snap_load_manifest(st, name, &e, &m) != RALLY_OK) {
-        x->state = RALLY__SNAP_INCOMPLETE;
+        /* incomplete when it is a snapshot directory at all (a link or a
+         * file in its place is damaged); its parts' headers name the run */
+        struct rally__err le = {0};
         note(x, e.msg);
+        if (st->ops->list(st, name, &le, NULL, &names, &n) != RALLY_OK) {
+            note(x, le.msg);
+            return;
+        }
+        x->state = RALLY__SNAP_INCOMPLETE;
         attribute(st, name, names, n, x->run_id);
         goto out;
     }

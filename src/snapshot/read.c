@@ -19,19 +19,31 @@ struct rally__snap {
     struct rally__snap_manifest *m;
 };
 
-/* A get into one buffer of cap bytes. */
+/* A get into one growing buffer of at most max bytes. */
 struct fill {
     unsigned char *p;
-    size_t n, cap;
-    int over; /* more bytes came than cap */
+    size_t n, cap, max;
+    int over; /* more bytes came than max, or no memory for them */
 };
 
 static int fill_sink(void *arg, const void *p, size_t n)
 {
     struct fill *f = arg;
-    if (n > f->cap - f->n) {
+    if (n > f->max - f->n) {
         f->over = 1;
         return 1;
+    }
+    if (f->n + n > f->cap) {
+        size_t cap = f->cap ? f->cap : 4096;
+        while (cap < f->n + n)
+            cap *= 2;
+        unsigned char *q = realloc(f->p, cap);
+        if (q == NULL) {
+            f->over = 2;
+            return 1;
+        }
+        f->p = q;
+        f->cap = cap;
     }
     memcpy(f->p + f->n, p, n);
     f->n += n;
@@ -43,13 +55,16 @@ int rally__snap_load_manifest(struct rally__store *st, const char *dir, struct r
 {
     char where[1100];
     int missing = 0, rc;
-    uint64_t size = 0;
     struct rally__err quiet = {0};
+    /* one get, no size first: an object store answers each request slowly */
+    struct fill f = {NULL, 0, 0, RALLY__SNAP_MANIFEST_MAX, 0};
     rally__store_where(st, dir, where, sizeof where);
-    if ((rc = st->ops->size(st, dir, RALLY__SNAP_MANIFEST, &quiet, &missing, &size)) != 0) {
+    if ((rc = st->ops->get(st, dir, RALLY__SNAP_MANIFEST, (uint64_t)RALLY__SNAP_MANIFEST_MAX + 1,
+                           fill_sink, &f, &quiet, &missing)) != RALLY_OK) {
         char **names = NULL;
         size_t n = 0;
         int gone = 0;
+        free(f.p);
         if (missing && (st->ops->list(st, dir, &quiet, &gone, &names, &n) != RALLY_OK || n == 0))
             return rally__fail(e, RALLY_ESYS, "cannot open the directory %s: %s", where,
                                gone || n == 0 ? "it does not exist" : quiet.msg);
@@ -61,24 +76,16 @@ int rally__snap_load_manifest(struct rally__store *st, const char *dir, struct r
                                where, RALLY__SNAP_MANIFEST);
         return rally__fail(e, rc, "%s", quiet.msg);
     }
-    if (size > RALLY__SNAP_MANIFEST_MAX)
-        return rally__fail(e, RALLY_EPROTO, "%s/%s is %llu bytes, at most %u", where,
-                           RALLY__SNAP_MANIFEST, (unsigned long long)size, RALLY__SNAP_MANIFEST_MAX);
-    struct fill f = {malloc((size_t)size + 1), 0, (size_t)size, 0};
-    if (f.p == NULL)
-        return rally__fail(e, RALLY_ENOMEM, "out of memory reading %s/%s", where,
-                           RALLY__SNAP_MANIFEST);
-    if ((rc = st->ops->get(st, dir, RALLY__SNAP_MANIFEST, size + 1, fill_sink, &f, e, NULL)) !=
-        RALLY_OK)
-        goto out;
-    if (f.over || f.n != size) {
-        rc = rally__fail(e, RALLY_EPROTO, "%s/%s changed while read", where, RALLY__SNAP_MANIFEST);
-        goto out;
-    }
+    if (f.over == 1)
+        rc = rally__fail(e, RALLY_EPROTO, "%s/%s is over %u bytes", where, RALLY__SNAP_MANIFEST,
+                         RALLY__SNAP_MANIFEST_MAX);
+    else if (f.over)
+        rc = rally__fail(e, RALLY_ENOMEM, "out of memory reading %s/%s", where,
+                         RALLY__SNAP_MANIFEST);
     struct rally__err pe = {0};
-    if ((rc = rally__snap_manifest_parse((const char *)f.p, f.n, &pe, out)) != RALLY_OK)
+    if (rc == RALLY_OK && (rc = rally__snap_manifest_parse((const char *)f.p, f.n, &pe, out)) !=
+                              RALLY_OK)
         rc = rally__fail(e, rc, "%s/%s", where, pe.msg);
-out:
     free(f.p);
     return rc;
 }

@@ -47,6 +47,11 @@ struct s3_store {
 
 /* --- configuration ---------------------------------------------------------------- */
 
+/* libcurl once per process.  Each store has its own handle: its requests
+ * reuse one connection, closed with the store.  A connection cache shared
+ * across stores would outlive them, and a child forked meanwhile would
+ * share its sockets: a request of the parent could end a PUT the child
+ * left half sent (tests/snapshot_s3_test.c kill9_mid_upload sees it). */
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static CURLcode curl_init_rc;
 
