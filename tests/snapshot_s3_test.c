@@ -56,15 +56,23 @@ static void job_dir(char *out, size_t cap)
     snprintf(out, cap, "%s/job", root);
 }
 
-/* The listing of root/job: the state of version v (-1 when not listed). */
-static int state_of(uint64_t v, char *why, size_t cap)
+/* The listing of root/job (*n entries, the caller's to free). */
+static struct rally__snap_entry *listing(size_t *n)
 {
     char jobdir[600];
     struct rally__err e = {0};
     struct rally__snap_entry *x = NULL;
-    size_t n = 0;
     job_dir(jobdir, sizeof jobdir);
-    assert_int_equal(rally__snap_list(jobdir, &e, &x, &n), RALLY_OK);
+    if (rally__snap_list(jobdir, &e, &x, n) != RALLY_OK)
+        fail_msg("listing %s: %s", jobdir, e.msg);
+    return x;
+}
+
+/* The state of version v in root/job (-1 when not listed), why in why[cap]. */
+static int state_of(uint64_t v, char *why, size_t cap)
+{
+    size_t n = 0;
+    struct rally__snap_entry *x = listing(&n);
     int st = -1;
     for (size_t i = 0; i < n; i++)
         if (x[i].version == v) {
@@ -79,12 +87,8 @@ static int state_of(uint64_t v, char *why, size_t cap)
 /* Version of "latest" in root/job (0: none). */
 static uint64_t latest_version(void)
 {
-    char jobdir[600];
-    struct rally__err e = {0};
-    struct rally__snap_entry *x = NULL;
     size_t n = 0;
-    job_dir(jobdir, sizeof jobdir);
-    assert_int_equal(rally__snap_list(jobdir, &e, &x, &n), RALLY_OK);
+    struct rally__snap_entry *x = listing(&n);
     long at = rally__snap_latest(x, n);
     uint64_t v = at < 0 ? 0 : x[at].version;
     free(x);

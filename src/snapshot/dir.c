@@ -1,17 +1,12 @@
 /*
  * dir.c — a job directory's snapshots: listing (complete, incomplete,
- * damaged; by run), "latest", removal, retention, and the fresh-start
- * check.
+ * damaged; by run), "latest" (over one or two tiers), removal, retention,
+ * and the fresh-start check, on any store (store.h).
  */
-#include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "snapshot/internal.h"
 #include "snapshot/snapshot.h"

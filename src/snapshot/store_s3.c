@@ -205,6 +205,7 @@ static void s3_close(struct rally__store *st)
 struct req {
     const char *method;  /* "GET", "HEAD", "PUT", "DELETE" */
     char url[4096];
+    char what[1200];     /* "read s3://b/p/dir/name", for messages */
     char range[64];      /* "" or a Range header's value */
     /* the body of a PUT */
     const char *name; /* for the fault hook (sys.h) */
@@ -397,6 +398,25 @@ static void object_url(struct s3_store *s, const char *dir, const char *name, ch
              name ? name : "");
 }
 
+/* A request of method on dir/name; what it does (verb) for messages.
+ * NULL (e's ENOMEM) when out of memory. */
+static struct req *new_req(struct rally__store *st, const char *method, const char *verb,
+                           const char *dir, const char *name, struct rally__err *e)
+{
+    char where[1100];
+    struct req *r = calloc(1, sizeof *r);
+    rally__store_where(st, dir, where, sizeof where);
+    if (r == NULL) {
+        rally__fail(e, RALLY_ENOMEM, "out of memory: cannot %s %s/%s", verb, where, name);
+        return NULL;
+    }
+    r->method = method;
+    r->name = name;
+    snprintf(r->what, sizeof r->what, "%s %s/%s", verb, where, name);
+    object_url((struct s3_store *)st, dir, name, r->url, sizeof r->url);
+    return r;
+}
+
 /* After perform said no: the message for what (missing for a 404). */
 static int refused(struct s3_store *s, const struct req *r, long status, const char *what,
                    struct rally__err *e, int *missing)
@@ -424,24 +444,20 @@ static int s3_put(struct rally__store *st, const char *dir, const char *name,
                   uint64_t *xxh3)
 {
     struct s3_store *s = (struct s3_store *)st;
-    struct req *r = calloc(1, sizeof *r);
-    char what[1200], where[1100];
+    struct req *r = new_req(st, "PUT", "write", dir, name, e);
     long status = 0;
-    int rc;
-    if (r == NULL || (xxh3 != NULL && (r->h = XXH3_createState()) == NULL)) {
+    if (r == NULL)
+        return e->code;
+    if (xxh3 != NULL && (r->h = XXH3_createState()) == NULL) {
+        int rc = rally__fail(e, RALLY_ENOMEM, "out of memory: cannot %s", r->what);
         free(r);
-        return rally__fail(e, RALLY_ENOMEM, "out of memory writing %s/%s", st->where, name);
+        return rc;
     }
-    rally__store_where(st, dir, where, sizeof where);
-    snprintf(what, sizeof what, "write %s/%s", where, name);
-    r->method = "PUT";
-    r->name = name;
-    object_url(s, dir, name, r->url, sizeof r->url);
     r->c = c;
     r->nchunks = nchunks;
-    rc = perform(s, r, what, e, &status);
+    int rc = perform(s, r, r->what, e, &status);
     if (rc == RALLY_EPROTO)
-        rc = refused(s, r, status, what, e, NULL);
+        rc = refused(s, r, status, r->what, e, NULL);
     if (rc == RALLY_OK && xxh3 != NULL)
         *xxh3 = XXH3_64bits_digest(r->h);
     XXH3_freeState(r->h);
@@ -453,20 +469,15 @@ static int s3_size(struct rally__store *st, const char *dir, const char *name,
                    struct rally__err *e, int *missing, uint64_t *nbytes)
 {
     struct s3_store *s = (struct s3_store *)st;
-    struct req *r = calloc(1, sizeof *r);
-    char what[1200], where[1100];
+    struct req *r = new_req(st, "HEAD", "look at", dir, name, e);
     long status = 0;
     if (r == NULL)
-        return rally__fail(e, RALLY_ENOMEM, "out of memory looking at %s/%s", st->where, name);
-    rally__store_where(st, dir, where, sizeof where);
-    snprintf(what, sizeof what, "look at %s/%s", where, name);
-    r->method = "HEAD";
-    object_url(s, dir, name, r->url, sizeof r->url);
-    int rc = perform(s, r, what, e, &status);
+        return e->code;
+    int rc = perform(s, r, r->what, e, &status);
     if (rc == RALLY_EPROTO)
-        rc = refused(s, r, status, what, e, missing);
+        rc = refused(s, r, status, r->what, e, missing);
     else if (rc == RALLY_OK && r->length < 0)
-        rc = rally__fail(e, RALLY_EPROTO, "%s/%s: the store gave no size", where, name);
+        rc = rally__fail(e, RALLY_EPROTO, "cannot %s: the store gave no size", r->what);
     else if (rc == RALLY_OK)
         *nbytes = (uint64_t)r->length;
     free(r);
@@ -477,28 +488,21 @@ static int s3_get(struct rally__store *st, const char *dir, const char *name, ui
                   rally__store_sink sink, void *arg, struct rally__err *e, int *missing)
 {
     struct s3_store *s = (struct s3_store *)st;
-    struct req *r = calloc(1, sizeof *r);
-    char what[1200], where[1100];
+    if (max == 0)
+        return RALLY_OK;
+    struct req *r = new_req(st, "GET", "read", dir, name, e);
     long status = 0;
     if (r == NULL)
-        return rally__fail(e, RALLY_ENOMEM, "out of memory reading %s/%s", st->where, name);
-    rally__store_where(st, dir, where, sizeof where);
-    snprintf(what, sizeof what, "read %s/%s", where, name);
-    r->method = "GET";
-    object_url(s, dir, name, r->url, sizeof r->url);
-    if (max == 0) {
-        free(r);
-        return RALLY_OK;
-    }
+        return e->code;
     if (max <= PEEK_MAX)
         snprintf(r->range, sizeof r->range, "bytes=0-%llu", (unsigned long long)max - 1);
     r->sink = sink;
     r->arg = arg;
-    int rc = perform(s, r, what, e, &status);
+    int rc = perform(s, r, r->what, e, &status);
     if (rc == RALLY_EPROTO && status == 416)
         rc = RALLY_OK; /* a range of an empty object: no bytes */
     else if (rc == RALLY_EPROTO)
-        rc = refused(s, r, status, what, e, missing);
+        rc = refused(s, r, status, r->what, e, missing);
     free(r);
     return rc;
 }
@@ -661,20 +665,15 @@ static int s3_remove(struct rally__store *st, const char *dir, const char *name,
     (void)durable; /* a DELETE that answered is done */
     if (name == NULL)
         return RALLY_OK; /* no directories */
-    struct req *r = calloc(1, sizeof *r);
-    char what[1200], where[1100];
+    struct req *r = new_req(st, "DELETE", "remove", dir, name, e);
     long status = 0;
     if (r == NULL)
-        return rally__fail(e, RALLY_ENOMEM, "out of memory removing %s/%s", st->where, name);
-    rally__store_where(st, dir, where, sizeof where);
-    snprintf(what, sizeof what, "remove %s/%s", where, name);
-    r->method = "DELETE";
-    object_url(s, dir, name, r->url, sizeof r->url);
-    int rc = perform(s, r, what, e, &status);
+        return e->code;
+    int rc = perform(s, r, r->what, e, &status);
     if (rc == RALLY_EPROTO && status == 404 && strstr(r->body, "NoSuchBucket") == NULL)
         rc = RALLY_OK;
     else if (rc == RALLY_EPROTO)
-        rc = refused(s, r, status, what, e, NULL);
+        rc = refused(s, r, status, r->what, e, NULL);
     free(r);
     return rc;
 }
