@@ -1,5 +1,6 @@
 # bench/lib.sh — what the snapshot benchmarks share (sourced by
-# bench/snapshot.sh and bench/snapshot_s3.sh; POSIX sh).
+# bench/snapshot.sh, bench/snapshot_s3.sh and bench/snapshot_flush.sh; POSIX
+# sh).  The Swift rig's start and stop for the benchmarks are here too.
 
 # writer_ms PROG ROOT MIB VERSION: the snapshot writer alone (PROG is
 # snapshot_bench; --write runs rally__snap_write_part, checksums included)
@@ -49,6 +50,45 @@ abba() {
     done
 }
 
+# interleave ROUNDS F1 F2 ... Fk: abba for k functions: F1 .. Fk on odd
+# rounds, Fk .. F1 on even ones, each called with the round's number; their
+# lines "KEY VALUE" come out as "ROUND KEY VALUE"
+interleave() {
+    _n=$1
+    shift
+    _r=
+    for _f in "$@"; do _r="$_f $_r"; done
+    _i=1
+    while [ "$_i" -le "$_n" ]; do
+        if [ $((_i % 2)) = 1 ]; then _fs="$*"; else _fs=$_r; fi
+        for _f in $_fs; do
+            _o=$("$_f" "$_i")
+            printf '%s\n' "$_o" | sed -n "/./s/^/$_i /p"
+        done
+        _i=$((_i + 1))
+    done
+}
+
+# rig_start DIR: the Swift rig (tests/swift_rig.sh, S3 API on 127.0.0.1)
+# started in DIR, outside any timing; its variables set (. DIR/env) and the
+# bucket "bench" made.  On failure: its output, and 1.  rig_stop DIR ends it
+# (safe twice, or before start: for a trap).  s3curl ARGS...: curl signed
+# for the rig (SigV4, UNSIGNED-PAYLOAD, its netrc)
+_rig_sh=$(cd "$(dirname "$0")/../tests" && pwd)/swift_rig.sh
+rig_start() {
+    sh "$_rig_sh" start "$1" 2>"$1.out" ||
+        { cat "$1.out" >&2; echo "bench: the Swift rig did not start" >&2; return 1; }
+    . "$1/env"
+    s3curl -o /dev/null -X PUT "$AWS_ENDPOINT_URL/bench"
+}
+rig_stop() {
+    sh "$_rig_sh" stop "$1" 2>/dev/null
+}
+s3curl() {
+    curl -sSf -m 120 --netrc-file "$SWIFT_RIG_NETRC" --aws-sigv4 "aws:amz:$AWS_DEFAULT_REGION:s3" \
+        -H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' "$@"
+}
+
 # spread FILE KEY [KEY2]: "min median max" over the rounds of KEY's values
 # in FILE (lines "ROUND KEY VALUE"); with KEY2, of the ratios KEY / KEY2,
 # round by round
@@ -60,9 +100,9 @@ spread() {
 }
 
 # row LABEL UNIT FILE KEY [KEY2]: a table line, spread's min, median, max
-# (UNIT x: a ratio, 2 decimals; n, ms: none; else 1)
+# (UNIT x, s: 2 decimals; n, ms: none; else 1)
 row() {
     spread "$3" "$4" "${5:-}" | awk -v l="$1" -v u="$2" '{
-        f = u == "x" ? "%9.2f" : (u == "n" || u == "ms") ? "%9.0f" : "%9.1f"
+        f = (u == "x" || u == "s") ? "%9.2f" : (u == "n" || u == "ms") ? "%9.0f" : "%9.1f"
         printf "  %-54s " f " " f " " f "  %s\n", l, $1, $2, $3, u }'
 }

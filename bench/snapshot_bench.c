@@ -8,9 +8,12 @@
  * Every rank checkpoints the same MIB-MiB global model once per iteration,
  * after COMPUTE_MS of sleep standing in for work (so the background writer
  * has the core).  Rank 0 prints one line:
- *   bench: load_ms=X ckpt_ms_median=Y ckpt_ms_max=Z iter_ms_median=W version=V
- * then "result: model_digest=HEX" (the model's XXH3: the same with and
- * without snapshots, failures and resumes).
+ *   bench: load_ms=X ckpt_ms_median=Y ckpt_ms_max=Z iter_ms_median=W version=V loop_ms=L
+ * (L: the whole loop) then "result: model_digest=HEX" (the model's XXH3: the
+ * same with and without snapshots, failures and resumes); after
+ * rally_finalize every rank prints its own peak RSS and CPU time (all its
+ * threads, getrusage):
+ *   bench: rank=R maxrss_kib=K cpu_ms=C
  * tests/snapshot_bench.sh runs it with and without snapshots.
  *
  *   snapshot_bench --write DIR MIB [REPS FIRST]
@@ -24,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "rally/rally.h"
@@ -105,6 +109,7 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < n; i++)
             model[i] = (unsigned char)(i * 131 + 7);
     int k = 0;
+    double l0 = now_ms();
     for (int v = (int)version; v < iters; v++, k++) {
         double a = now_ms();
         struct timespec s = {compute / 1000, (long)(compute % 1000) * 1000000L};
@@ -118,6 +123,7 @@ int main(int argc, char **argv)
         ck[k] = c - b;
         it[k] = c - a;
     }
+    double loop_ms = now_ms() - l0;
     if (rally_rank(r) == 0)
         printf("result: model_digest=%016llx\n", (unsigned long long)rally__snap_xxh3(model, n));
     if (rally_rank(r) == 0 && k == 0)
@@ -129,8 +135,8 @@ int main(int argc, char **argv)
         qsort(ck, (size_t)k, sizeof *ck, cmp);
         qsort(it, (size_t)k, sizeof *it, cmp);
         printf("bench: load_ms=%.1f ckpt_ms_median=%.1f ckpt_ms_max=%.1f iter_ms_median=%.1f "
-               "version=%" PRIu64 "\n",
-               load_ms, ck[k / 2], maxck, it[k / 2], rally_checkpoint_version(r));
+               "version=%" PRIu64 " loop_ms=%.1f\n",
+               load_ms, ck[k / 2], maxck, it[k / 2], rally_checkpoint_version(r), loop_ms);
     }
     rc = RALLY_OK;
 out:
@@ -140,7 +146,13 @@ out:
     free(model);
     free(ck);
     free(it);
+    int rank = rally_rank(r);
     if (rally_finalize(r) != RALLY_OK && rc == RALLY_OK)
         rc = RALLY_EPEER;
+    struct rusage u;
+    if (rc == RALLY_OK && getrusage(RUSAGE_SELF, &u) == 0) /* finalize's waits included */
+        printf("bench: rank=%d maxrss_kib=%ld cpu_ms=%.0f\n", rank, u.ru_maxrss,
+               (u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1e3 +
+                   (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e3);
     return rc == RALLY_OK ? 0 : 1;
 }

@@ -36,7 +36,7 @@ tmp=$(mktemp -d "$build/snaps3bench.XXXXXX")
 rig=$tmp/rig
 cleanup() {
     trap '' TERM INT HUP
-    sh "$here/../tests/swift_rig.sh" stop "$rig" 2>/dev/null
+    rig_stop "$rig"
     rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -45,15 +45,8 @@ export BENCH_LOG="$tmp/out"
 res=$tmp/results
 run=0f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0 started=2026-11-30T12:00:00.000000Z
 
-sh "$here/../tests/swift_rig.sh" start "$rig" 2>"$tmp/rig.out" ||
-    { cat "$tmp/rig.out" >&2; echo "bench/snapshot_s3.sh: the Swift rig did not start" >&2; exit 1; }
-. "$rig/env"
+rig_start "$rig" || exit 1 # bench/lib.sh: the rig, its variables, the bucket
 url=$AWS_ENDPOINT_URL/bench
-s3curl() {
-    curl -sSf -m 120 --netrc-file "$SWIFT_RIG_NETRC" --aws-sigv4 "aws:amz:$AWS_DEFAULT_REGION:s3" \
-        -H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' "$@"
-}
-s3curl -o /dev/null -X PUT "$url"
 # what is copied: the big one, the tiny one, a job of 4 (world 2, locals)
 head -c $((mib * 1048576)) /dev/urandom >"$tmp/model.bin"
 snap=$("$mk" "$tmp/src" big $run $started 1 1 --global "$tmp/model.bin")

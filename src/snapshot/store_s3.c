@@ -34,6 +34,7 @@
 #define TRIES 3
 #define ERR_BODY_MAX 4096
 #define PEEK_MAX 4096 /* a get of at most this many bytes asks for a range */
+#define PUT_MAX ((uint64_t)5 << 30) /* S3: the most bytes of one PUT */
 
 struct s3_store {
     struct rally__store base;
@@ -455,6 +456,17 @@ static int s3_put(struct rally__store *st, const char *dir, const char *name,
     }
     r->c = c;
     r->nchunks = nchunks;
+    uint64_t total = 0;
+    for (int i = 0; i < nchunks; i++)
+        total += c[i].n;
+    if (total > PUT_MAX) { /* S3's limit for one PUT; no multipart upload here yet */
+        int rc = rally__fail(e, RALLY_EINVAL,
+                             "cannot %s: %llu bytes is over the 5 GiB one PUT may carry", r->what,
+                             (unsigned long long)total);
+        XXH3_freeState(r->h);
+        free(r);
+        return rc;
+    }
     int rc = perform(s, r, r->what, e, &status);
     if (rc == RALLY_EPROTO)
         rc = refused(s, r, status, r->what, e, NULL);
