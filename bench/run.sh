@@ -15,9 +15,11 @@
 #   BENCH_ROBUST=0                    skip bench/robust.sh (recovery and checkpoint costs)
 #   BENCH_TIMEOUT=900                 seconds allowed for one program run
 #   BENCH_KMEANS=0, BENCH_TRAINERS=0  skip bench/kmeans.sh, bench/linear.sh + bench/gbdt.sh
-#   BENCH_SNAPSHOT=0                  skip bench/snapshot.sh (durable snapshots' cost)
-#                                     and bench/snapshot_s3.sh (the object-store tier)
-#   BENCH_SNAPSHOT_S3=0               skip bench/snapshot_s3.sh alone
+#   BENCH_SNAPSHOT=0                  skip bench/snapshot.sh (durable snapshots' cost),
+#                                     bench/snapshot_s3.sh (the object-store tier) and
+#                                     bench/snapshot_flush.sh (the second tier's flush lag)
+#   BENCH_SNAPSHOT_S3=0               skip bench/snapshot_s3.sh and bench/snapshot_flush.sh
+#   BENCH_SNAPSHOT_FLUSH=0            skip bench/snapshot_flush.sh alone
 set -euo pipefail
 
 die() { echo "bench: $*" >&2; exit 1; }
@@ -260,6 +262,13 @@ if [ "${BENCH_SNAPSHOT:-1}" != 0 ]; then
     # the object-store tier (a Swift rig on loopback) beside curl, and the
     # directory tier beside dd (bench/snapshot_s3.sh; BENCH_QUICK: 16 MiB)
     [ "${BENCH_SNAPSHOT_S3:-1}" = 0 ] || "$(dirname "$0")/snapshot_s3.sh" "$BUILD"
+    # the second tier's flush lag: a real job copying every committed
+    # version to a directory and to s3, beside no copy (bench/snapshot_flush.sh;
+    # BENCH_QUICK: 16 MiB, 0.2 s iterations, 2 rounds)
+    if [ "${BENCH_SNAPSHOT_S3:-1}" != 0 ] && [ "${BENCH_SNAPSHOT_FLUSH:-1}" != 0 ]; then
+        [ -n "${BENCH_QUICK:-}" ] && export BENCH_FLUSH_ROUNDS=${BENCH_FLUSH_ROUNDS:-2}
+        "$(dirname "$0")/snapshot_flush.sh" "$BUILD"
+    fi
 fi
 # the trainers: rally-linear beside scikit-learn, rally-gbdt beside xgboost
 # (bench/linear.sh, bench/gbdt.sh: 1M rows x 32 features at N = 1, 2, 4, 8;

@@ -84,7 +84,8 @@ kill9)
     data=$tmp/d.csv
     "$build/rally-datagen" --rows 20000 --features 8 --centers 6 --spread 2 --seed 7 --format csv \
         -o "$data" >/dev/null 2>&1 || fail "rally-datagen failed"
-    KM="--data $data --data-opt csv_label=0 -k 6 --pause-ms 60"
+    # 30 versions: the kill after version 4's commit lands well before the end
+    KM="--data $data --data-opt csv_label=0 -k 6 --iters 30 --fixed-iters --pause-ms 60"
     job "$tmp/plain" 4 "$km" $KM
     kill9_after 'snapshot: committed .*snap-00000004' "no snapshot of version 4 was committed" \
         's/^shard [0-9] fingerprint .* pid \([0-9]*\)$/\1/p' 4 \
@@ -115,10 +116,10 @@ kill9)
     ;;
 local)
     rec=$build/tests/recover_mpi
-    job "$tmp/plain" 4 "$rec" 2000 12 local 40
+    job "$tmp/plain" 4 "$rec" 2000 12 local 150
     kill9_after 'snapshot: committed .*snap-00000006' "no snapshot of version 6 was committed" \
         's/^pid [0-9]* \([0-9]*\)$/\1/p' 4 \
-        "$rec" 2000 12 local 40 rally_snapshot_dir="$D" rally_snapshot_every=3 rally_snapshot_job=rec
+        "$rec" 2000 12 local 150 rally_snapshot_dir="$D" rally_snapshot_every=3 rally_snapshot_job=rec
     grep -q "result:" "$tmp/out" && fail "the job finished before it was killed"
     # the newest committed one (a newer one may have been cut short by the kill)
     newest=$(for d in "$D"/rec/snap-*; do [ -f "$d/MANIFEST.json" ] && echo "$d"; done | tail -1)

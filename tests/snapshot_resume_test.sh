@@ -133,6 +133,8 @@ no_orphans() {
 
 case $case_ in
 kill9)
+    # 30 versions: the kill after version 4's commit lands well before the end
+    KM="$KM --iters 30 --fixed-iters"
     job "$tmp/plain" -n 4 "$km" $KM --pause-ms 60
     timeout -k 5 60 "$run" -n 4 --snapshot-dir "$D" --snapshot-every 2 "$km" $KM --pause-ms 60 \
         >"$tmp/out" 2>&1 &
