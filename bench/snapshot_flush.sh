@@ -29,7 +29,8 @@
 # and for all three: rank 0's stall per snapshot (rally's line "each stalled
 # the training thread X ms on average"), the job's wall time (rally-run's,
 # process start included; it ends once the last version is copied), the
-# training loop's (rank 0's, snapshot_bench's loop_ms) and the rest (start-up,
+# training loop's (rank 0's, snapshot_bench's loop_ms; and its median
+# rally_checkpoint, ckpt_ms_median) and the rest (start-up,
 # and the end: the last snapshot, and with a copy finalize waiting for
 # the last one to be copied), rank 0's peak RSS
 # and CPU time (getrusage after rally_finalize, every thread), rank 1's peak
@@ -101,6 +102,7 @@ job() {
     echo "wall_$tier $t"
     sed -n 's/^\[0\] bench: .* loop_ms=\([0-9.]*\).*/\1/p' "$out" |
         awk -v t="$tier" -v w="$t" '{ print "loop_" t, $1 / 1000; print "rest_" t, w - $1 / 1000 }'
+    sed -n 's/^\[0\] bench: .* ckpt_ms_median=\([0-9.]*\).*/\1/p' "$out" | awk -v k="ckpt_$tier" '{ print k, $1 }'
     sed -n 's/.*stalled the training thread \([0-9.]*\) ms on average.*/\1/p' "$out" |
         awk -v k="stall_$tier" '{ print k, $1 }'
     sed -n 's/^\[\([0-9]*\)\] bench: rank=[0-9]* maxrss_kib=\([0-9]*\) cpu_ms=\([0-9]*\).*/\1 \2 \3/p' "$out" |
@@ -187,6 +189,9 @@ row "training loop, copy to a directory" s "$res" loop_dir
 row "training loop, copy to s3" s "$res" loop_s3
 row "  copy to a directory / no copy" x "$res" loop_dir loop_none
 row "  copy to s3 / no copy" x "$res" loop_s3 loop_none
+row "  rally_checkpoint (rank 0's median), no copy" ms "$res" ckpt_none
+row "  rally_checkpoint, copy to a directory" ms "$res" ckpt_dir
+row "  rally_checkpoint, copy to s3" ms "$res" ckpt_s3
 row "wall - loop (start-up, the end), no copy" s "$res" rest_none
 row "wall - loop, copy to a directory" s "$res" rest_dir
 row "wall - loop, copy to s3" s "$res" rest_s3

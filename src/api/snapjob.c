@@ -277,6 +277,8 @@ int rally__snapjob_start(struct rally__engine *en, const struct rally__config *c
              rally__snap_copier_start(c->snapshot_copy, (int)c->snapshot_keep, e, &sj->copier) !=
                  RALLY_OK))
             return e->code;
+        if (sj->copier != NULL)
+            rally__snap_bg_hand_to(sj->cbg, sj->copier); /* each commit, the moment it is done */
         /* version 1 has no commit before it; a resumed job's first commit
          * is of the version it resumed, on disk already */
         if (c->snapshot_every == 1 && sj->resume[0] == '\0')
@@ -499,8 +501,6 @@ static int collect(struct rally__snapjob *sj, int wait)
     rally__snapjob_say(sj, "committed %s (checkpoint version %" PRIu64 ")", path, v);
     if (note[0])
         rally__snapjob_say(sj, "retention failed (the snapshots stay): %s", note);
-    if (sj->copier != NULL)
-        rally__snap_copier_submit(sj->copier, path, sj->run_id, sj->job, v);
     return RALLY_OK;
 }
 

@@ -30,13 +30,14 @@ struct rally__snap_copier {
     /* the newest committed snapshot not yet taken by the thread */
     char want[PATH_MAX], want_run[RALLY__SNAP_UUID_LEN + 1], want_job[RALLY__SNAP_JOB_MAX + 1];
     uint64_t want_version;
+    int64_t want_us; /* when it was submitted: its commit */
     int has_want, busy, stop;
     /* what happened, oldest first, for the owner to say */
     char said[SAID_MAX][RALLY__ERR_MSG_MAX + 256];
     int nsaid, dropped;
     char gave_up[2 * PATH_MAX + RALLY__ERR_MSG_MAX + 64]; /* a copy given up on, "" none */
     uint64_t copied;                        /* the newest version copied */
-    int64_t lag_us;                         /* the last copy's time from submit to verified */
+    int64_t lag_us;                         /* the last copy's time from commit to verified */
 };
 
 static void say(struct rally__snap_copier *c, const char *fmt, ...)
@@ -118,7 +119,7 @@ static void *run(void *arg)
         memcpy(run_id, c->want_run, sizeof run_id);
         memcpy(job, c->want_job, sizeof job);
         uint64_t v = c->want_version;
-        int64_t since = rally__now_us();
+        int64_t since = c->want_us;
         c->has_want = 0;
         c->busy = 1;
         pthread_mutex_unlock(&c->mu);
@@ -163,6 +164,7 @@ void rally__snap_copier_submit(struct rally__snap_copier *c, const char *path, c
     snprintf(c->want_run, sizeof c->want_run, "%s", run_id);
     snprintf(c->want_job, sizeof c->want_job, "%s", job);
     c->want_version = version;
+    c->want_us = rally__now_us();
     c->has_want = 1;
     pthread_cond_broadcast(&c->cv);
     pthread_mutex_unlock(&c->mu);

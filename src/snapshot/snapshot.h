@@ -245,6 +245,10 @@ int rally__snap_bg_submit(struct rally__snap_bg *w, const struct rally__snap_tar
  * encoder's error for a bad m. */
 int rally__snap_bg_commit(struct rally__snap_bg *w, const char *dir,
                           const struct rally__snap_manifest *m, int keep, struct rally__err *e);
+struct rally__snap_copier;
+/* Every commit that succeeds from now on is handed to copier c (the second
+ * tier) by the writer's thread itself, the moment it is on disk. */
+void rally__snap_bg_hand_to(struct rally__snap_bg *w, struct rally__snap_copier *c);
 /* After rally__snap_bg_poll reported a commit done: the snapshot's path
  * (when it succeeded), and what retention said when it failed ("" when it
  * did not; the commit stands either way). */
@@ -269,8 +273,9 @@ struct rally__snap_copier;
 
 int rally__snap_copier_start(const char *root, int keep, struct rally__err *e,
                              struct rally__snap_copier **out);
-/* Names the newest committed snapshot (path, of run_id's job, version):
- * copied when the thread is free; it replaces one still waiting.  A copy
+/* Names the newest committed snapshot (path, of run_id's job, version),
+ * just committed: copied when the thread is free (the lag it reports counts
+ * from here); it replaces one still waiting.  A copy
  * that fails is tried again, 3 times in all, unless a newer one waits. */
 void rally__snap_copier_submit(struct rally__snap_copier *c, const char *path, const char *run_id,
                                const char *job, uint64_t version);
