@@ -38,6 +38,8 @@ struct rally__snap_copier {
     char gave_up[2 * PATH_MAX + RALLY__ERR_MSG_MAX + 64]; /* a copy given up on, "" none */
     uint64_t copied;                        /* the newest version copied */
     int64_t lag_us;                         /* the last copy's time from commit to verified */
+    void *buf;                              /* the thread's: each part read into it, kept */
+    size_t room;
 };
 
 static void say(struct rally__snap_copier *c, const char *fmt, ...)
@@ -66,7 +68,8 @@ static void copy_one(struct rally__snap_copier *c, const char *path, const char 
     int rc = RALLY_ESYS, t;
     for (t = 1; t <= TRIES; t++) {
         rally__err_clear(&e);
-        if ((rc = rally__snap_copy(path, c->root, &e, where, sizeof where)) == RALLY_OK)
+        if ((rc = rally__snap_copy_into(path, c->root, &c->buf, &c->room, &e, where,
+                                        sizeof where)) == RALLY_OK)
             break;
         pthread_mutex_lock(&c->mu);
         int newer = c->has_want;
@@ -217,6 +220,7 @@ void rally__snap_copier_stop(struct rally__snap_copier *c)
     pthread_cond_broadcast(&c->cv);
     pthread_mutex_unlock(&c->mu);
     pthread_join(c->thread, NULL); /* the snapshot waiting is copied first */
+    free(c->buf);
     pthread_cond_destroy(&c->cv);
     pthread_mutex_destroy(&c->mu);
     free(c);

@@ -13,6 +13,16 @@
 int rally__snap_copy(const char *src, const char *root, struct rally__err *e, char *path,
                      size_t cap)
 {
+    void *buf = NULL;
+    size_t room = 0;
+    int rc = rally__snap_copy_into(src, root, &buf, &room, e, path, cap);
+    free(buf);
+    return rc;
+}
+
+int rally__snap_copy_into(const char *src, const char *root, void **buf, size_t *room,
+                          struct rally__err *e, char *path, size_t cap)
+{
     struct rally__snap *in = NULL, *back = NULL;
     struct rally__snap_manifest *there = NULL;
     int rc;
@@ -33,11 +43,10 @@ int rally__snap_copy(const char *src, const char *root, struct rally__err *e, ch
     for (size_t i = 0; i < sm->nfiles && rc == RALLY_OK; i++) {
         const struct rally__snap_file *f = &sm->files[i];
         int rank = rally__snap_file_rank(f->name);
-        void *bytes = NULL;
         uint64_t n = 0;
         struct rally__snap_file got;
-        if ((rc = rally__snap_read(in, rank, e, &bytes, &n)) == RALLY_OK &&
-            (rc = rally__snap_write_part(&t, rank, bytes, n, e, &got)) == RALLY_OK &&
+        if ((rc = rally__snap_read_into(in, rank, e, buf, room, &n)) == RALLY_OK &&
+            (rc = rally__snap_write_part(&t, rank, *buf, n, e, &got)) == RALLY_OK &&
             (got.nbytes != f->nbytes || got.xxh3 != f->xxh3))
             rc = rally__fail(e, RALLY_EPROTO,
                              "copying %s/%s wrote %llu bytes with checksum %016llx, the "
@@ -45,7 +54,6 @@ int rally__snap_copy(const char *src, const char *root, struct rally__err *e, ch
                              src, f->name, (unsigned long long)got.nbytes,
                              (unsigned long long)got.xxh3, (unsigned long long)f->nbytes,
                              (unsigned long long)f->xxh3);
-        free(bytes);
     }
     if (rc == RALLY_OK)
         rc = rally__snap_commit(root, sm, e, where, sizeof where);

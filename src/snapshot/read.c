@@ -125,9 +125,22 @@ static int verify_sink(void *arg, const void *p, size_t n)
     return 0;
 }
 
+/* rally__snap_check_file; with room (not NULL), the payload goes into
+ * *payload, grown when it holds fewer than *room bytes and kept on error. */
+static int check(struct rally__store *st, const char *dir, const struct rally__snap_manifest *m,
+                 const struct rally__snap_file *f, int full, struct rally__err *e, void **payload,
+                 size_t *room);
+
 int rally__snap_check_file(struct rally__store *st, const char *dir,
                            const struct rally__snap_manifest *m, const struct rally__snap_file *f,
                            int full, struct rally__err *e, void **payload)
+{
+    return check(st, dir, m, f, full, e, payload, NULL);
+}
+
+static int check(struct rally__store *st, const char *dir, const struct rally__snap_manifest *m,
+                 const struct rally__snap_file *f, int full, struct rally__err *e, void **payload,
+                 size_t *room)
 {
     char where[1100];
     uint64_t size = 0;
@@ -144,8 +157,18 @@ int rally__snap_check_file(struct rally__store *st, const char *dir,
     uint64_t pn = f->nbytes - RALLY__SNAP_HEADER_NBYTES;
     v.whole = XXH3_createState();
     v.pay = XXH3_createState();
+    if (room != NULL && pn <= SIZE_MAX && pn > *room) { /* the caller's, grown */
+        void *q = realloc(*payload, (size_t)pn);
+        if (q != NULL) {
+            *payload = q;
+            *room = (size_t)pn;
+        }
+    }
+    if (room != NULL && pn <= *room)
+        v.keep = *payload;
     if (v.whole == NULL || v.pay == NULL || (payload != NULL && pn > SIZE_MAX) ||
-        (payload != NULL && pn > 0 && (v.keep = malloc((size_t)pn)) == NULL)) {
+        (room != NULL && pn > *room) ||
+        (room == NULL && payload != NULL && pn > 0 && (v.keep = malloc((size_t)pn)) == NULL)) {
         rc = rally__fail(e, RALLY_ENOMEM, "out of memory reading %s/%s", where, f->name);
         goto out;
     }
@@ -203,12 +226,13 @@ int rally__snap_check_file(struct rally__store *st, const char *dir,
                          "%s's payload checksum is %016llx, its header says "
                          "%016llx",
                          name, (unsigned long long)got, (unsigned long long)h.payload_xxh3);
-    if (rc == RALLY_OK && payload != NULL) {
+    if (rc == RALLY_OK && payload != NULL && room == NULL) {
         *payload = v.keep;
         v.keep = NULL;
     }
 out:
-    free(v.keep);
+    if (room == NULL)
+        free(v.keep);
     XXH3_freeState(v.whole);
     XXH3_freeState(v.pay);
     return rc;
@@ -276,26 +300,48 @@ int rally__snap_has_local(const struct rally__snap *s)
     return s->m->nfiles > 1;
 }
 
+/* The file of rank in s, or NULL with e's RALLY_EINVAL. */
+static const struct rally__snap_file *file_of(struct rally__snap *s, int rank,
+                                              struct rally__err *e)
+{
+    char name[RALLY__SNAP_NAME_MAX];
+    if (rank < -1 || rank >= s->m->world) {
+        rally__fail(e, RALLY_EINVAL, "rank %d is not in this snapshot's world of %d", rank,
+                    s->m->world);
+        return NULL;
+    }
+    rally__snap_file_name(rank, name);
+    for (size_t i = 0; i < s->m->nfiles; i++)
+        if (strcmp(s->m->files[i].name, name) == 0)
+            return &s->m->files[i];
+    rally__fail(e, RALLY_EINVAL, "%s holds no local model for rank %d (it has %s)", s->where, rank,
+                s->m->nfiles > 1 ? "local models" : "only a global model");
+    return NULL;
+}
+
+int rally__snap_read_into(struct rally__snap *s, int rank, struct rally__err *e, void **buf,
+                          size_t *room, uint64_t *nbytes)
+{
+    const struct rally__snap_file *f = file_of(s, rank, e);
+    if (f == NULL)
+        return e->code;
+    int rc = check(s->st, "", s->m, f, 1, e, buf, room);
+    if (rc == RALLY_OK)
+        *nbytes = f->nbytes - RALLY__SNAP_HEADER_NBYTES;
+    return rc;
+}
+
 int rally__snap_read(struct rally__snap *s, int rank, struct rally__err *e, void **bytes,
                      uint64_t *nbytes)
 {
-    char name[RALLY__SNAP_NAME_MAX];
-    if (rank < -1 || rank >= s->m->world)
-        return rally__fail(e, RALLY_EINVAL, "rank %d is not in this snapshot's world of %d", rank,
-                           s->m->world);
-    rally__snap_file_name(rank, name);
-    for (size_t i = 0; i < s->m->nfiles; i++) {
-        const struct rally__snap_file *f = &s->m->files[i];
-        if (strcmp(f->name, name) != 0)
-            continue;
-        void *p = NULL;
-        int rc = rally__snap_check_file(s->st, "", s->m, f, 1, e, &p);
-        if (rc != RALLY_OK)
-            return rc;
-        *bytes = p;
-        *nbytes = f->nbytes - RALLY__SNAP_HEADER_NBYTES;
-        return RALLY_OK;
-    }
-    return rally__fail(e, RALLY_EINVAL, "%s holds no local model for rank %d (it has %s)", s->where,
-                       rank, s->m->nfiles > 1 ? "local models" : "only a global model");
+    const struct rally__snap_file *f = file_of(s, rank, e);
+    void *p = NULL;
+    if (f == NULL)
+        return e->code;
+    int rc = check(s->st, "", s->m, f, 1, e, &p, NULL);
+    if (rc != RALLY_OK)
+        return rc;
+    *bytes = p;
+    *nbytes = f->nbytes - RALLY__SNAP_HEADER_NBYTES;
+    return RALLY_OK;
 }

@@ -140,6 +140,12 @@ int rally__snap_has_local(const struct rally__snap *s);
 int rally__snap_read(struct rally__snap *s, int rank, struct rally__err *e, void **bytes,
                      uint64_t *nbytes);
 
+/* As rally__snap_read, into *buf: the caller's buffer of *room bytes,
+ * grown (realloc) when the model is larger, kept across calls — a reader
+ * on a steady path (the second tier's copier) touches no fresh page. */
+int rally__snap_read_into(struct rally__snap *s, int rank, struct rally__err *e, void **buf,
+                          size_t *room, uint64_t *nbytes);
+
 /* --- resuming: is a snapshot this job's? -------------------------------------------- */
 
 /* What a job about to resume is, to hold against a snapshot's manifest.
@@ -198,6 +204,9 @@ int rally__snap_commit(const char *dir, const struct rally__snap_manifest *m, st
  * snapshot (its snapshot id) already at root that verifies is done. */
 int rally__snap_copy(const char *src, const char *root, struct rally__err *e, char *path,
                      size_t cap);
+/* As rally__snap_copy, each part read into *buf (rally__snap_read_into). */
+int rally__snap_copy_into(const char *src, const char *root, void **buf, size_t *room,
+                          struct rally__err *e, char *path, size_t cap);
 /* The job names in the snapshot root (entries that are job names: the
  * whitelist), sorted; *names is the caller's (rally__snap_names_free). */
 int rally__snap_jobs(const char *root, struct rally__err *e, char ***names, size_t *count);
