@@ -1288,8 +1288,8 @@ static void public_reader(void **state)
 
 /* The second tier's copier: each submitted snapshot copied and verified
  * there, retention keeping 2 there, what it did said in order; a root it
- * cannot write is tried three times and given up, saying why; stop copies
- * what still waits. */
+ * cannot write is tried three times and given up, saying why; stop does
+ * not wait for retries. */
 static void copier_copies(void **state)
 {
     struct rally__err e = {0};
@@ -1332,7 +1332,8 @@ static void copier_copies(void **state)
     assert_int_equal(rally__snap_copier_gave_up(c, line, sizeof line), 1);
     assert_non_null(strstr(line, "(3 tries)"));
     assert_int_equal(rally__snap_copier_gave_up(c, line, sizeof line), 0); /* said once */
-    /* stop with one waiting: it is tried before the thread ends */
+    /* stop with one just submitted (in flight or waiting): the thread ends
+     * cleanly, without its retries (ASan and TSan watch this path) */
     rally__snap_copier_submit(c, src, RUN_A, "job", 3);
     rally__snap_copier_stop(c);
 }

@@ -5,7 +5,9 @@
  * only names the newest committed snapshot; one submitted while a copy
  * runs replaces any that waits (the newest is what a resume wants).  A
  * failed copy is tried again, three times in all; what happened is kept
- * for the owner to say on its own thread (rally__snap_copier_said).
+ * for the owner to say on its own thread (rally__snap_copier_said).  Stop
+ * does not wait for retries or for what waits: an owner that wants the
+ * last snapshot copied drains first (a job's finalize does).
  */
 #include <limits.h>
 #include <pthread.h>
@@ -72,7 +74,11 @@ static void copy_one(struct rally__snap_copier *c, const char *path, const char 
                                         sizeof where)) == RALLY_OK)
             break;
         pthread_mutex_lock(&c->mu);
-        int newer = c->has_want;
+        int newer = c->has_want, stopping = c->stop;
+        if (stopping) { /* the owner is going: no more tries */
+            pthread_mutex_unlock(&c->mu);
+            break;
+        }
         if (!newer && t < TRIES)
             say(c, "copying %s to %s failed (try %d of %d, again in %.1f s): %s", path, c->root, t,
                 TRIES, t == 1 ? 0.1 : 0.4, e.msg);
@@ -217,9 +223,10 @@ void rally__snap_copier_stop(struct rally__snap_copier *c)
         return;
     pthread_mutex_lock(&c->mu);
     c->stop = 1;
+    c->has_want = 0; /* what waits is dropped (rally__snap_copier_drain copies it) */
     pthread_cond_broadcast(&c->cv);
     pthread_mutex_unlock(&c->mu);
-    pthread_join(c->thread, NULL); /* the snapshot waiting is copied first */
+    pthread_join(c->thread, NULL); /* the copy in flight ends with its current try */
     free(c->buf);
     pthread_cond_destroy(&c->cv);
     pthread_mutex_destroy(&c->mu);

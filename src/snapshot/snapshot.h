@@ -295,7 +295,8 @@ int rally__snap_copier_said(struct rally__snap_copier *c, char *out, size_t cap)
 int rally__snap_copier_gave_up(struct rally__snap_copier *c, char *out, size_t cap);
 /* Waits until nothing is waiting or being copied. */
 void rally__snap_copier_drain(struct rally__snap_copier *c);
-/* Copies what waits, then ends the thread; NULL is fine. */
+/* Ends the thread: the copy in flight ends with its current try, one
+ * still waiting is dropped (drain first to have it copied); NULL is fine. */
 void rally__snap_copier_stop(struct rally__snap_copier *c);
 
 /* --- listing, removal, retention ---------------------------------------------------- */
