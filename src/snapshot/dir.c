@@ -109,14 +109,36 @@ static void describe(struct rally__store *st, const char *name, struct rally__sn
         note(x, e.msg);
         goto out;
     }
-    for (size_t i = 0; i < m->nfiles; i++) {
-        if (rally__snap_check_file(st, name, m, &m->files[i], 0, &e, NULL) != RALLY_OK) {
-            note(x, e.msg);
-            goto out;
-        }
-        x->nbytes += m->files[i].nbytes;
+    uint64_t *sizes = NULL; /* an object store's listing says every size in one answer */
+    if (st->ops->list_sized != NULL &&
+        st->ops->list_sized(st, name, &e, NULL, &names, &sizes, &n) != RALLY_OK) {
+        note(x, e.msg);
+        goto out;
     }
-    x->state = RALLY__SNAP_COMPLETE;
+    for (size_t i = 0; i < m->nfiles; i++) {
+        const struct rally__snap_file *f = &m->files[i];
+        if (sizes != NULL) {
+            size_t j = 0;
+            while (j < n && strcmp(names[j], f->name) != 0)
+                j++;
+            if (j == n || sizes[j] == UINT64_MAX)
+                rally__fail(&e, RALLY_EPROTO, "%s/%s is missing", where, f->name);
+            else if (sizes[j] != f->nbytes)
+                rally__fail(&e, RALLY_EPROTO, "%s/%s is %llu bytes, the manifest says %llu", where,
+                            f->name, (unsigned long long)sizes[j],
+                            (unsigned long long)f->nbytes);
+        } else {
+            rally__snap_check_file(st, name, m, f, 0, &e, NULL);
+        }
+        if (e.code != RALLY_OK) {
+            note(x, e.msg);
+            break;
+        }
+        x->nbytes += f->nbytes;
+    }
+    free(sizes);
+    if (e.code == RALLY_OK)
+        x->state = RALLY__SNAP_COMPLETE;
 out:
     rally__store_free_names(names, n);
     rally__snap_manifest_free(m);

@@ -66,6 +66,12 @@ struct rally__store_ops {
      * in no order; *names and each name are malloc'd. */
     int (*list)(struct rally__store *s, const char *dir, struct rally__err *e, int *missing,
                 char ***names, size_t *count);
+    /* Optional (NULL: size each name instead): list, with each name's size
+     * (UINT64_MAX for a dir) from the same answer.  For a kind whose
+     * listing says sizes at no cost; used where a stale answer is safe
+     * (a listing's states, never a commit). */
+    int (*list_sized)(struct rally__store *s, const char *dir, struct rally__err *e, int *missing,
+                      char ***names, uint64_t **sizes, size_t *count);
     /* Removes dir/name (name NULL: dir itself, which must be empty; a
      * kind without directories has nothing to do).  durable: the removal
      * is on disk when this returns.  An absent name is RALLY_OK. */

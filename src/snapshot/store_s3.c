@@ -528,8 +528,9 @@ struct listing {
     char token[1100];
     size_t plen; /* the listed prefix's length */
     char **v;
+    uint64_t *sz; /* v[i]'s size; UINT64_MAX for a prefix (a "directory") */
     size_t n, cap;
-    int nomem;
+    int nomem, last; /* last: the entry a Size in Contents belongs to, -1 none */
 };
 
 static void add_name(struct listing *l, const char *full, int is_prefix)
@@ -543,17 +544,23 @@ static void add_name(struct listing *l, const char *full, int is_prefix)
     if (l->n == l->cap) {
         size_t cap = l->cap ? 2 * l->cap : 32;
         char **nv = realloc(l->v, cap * sizeof *nv);
-        if (nv == NULL) {
+        uint64_t *ns = nv ? realloc(l->sz, cap * sizeof *ns) : NULL;
+        if (nv != NULL)
+            l->v = nv;
+        if (ns == NULL) {
             l->nomem = 1;
             return;
         }
-        l->v = nv;
+        l->sz = ns;
         l->cap = cap;
     }
-    if ((l->v[l->n] = strndup(name, k)) == NULL)
+    if ((l->v[l->n] = strndup(name, k)) == NULL) {
         l->nomem = 1;
-    else
-        l->n++;
+        return;
+    }
+    l->sz[l->n] = UINT64_MAX;
+    l->last = is_prefix ? -1 : (int)l->n;
+    l->n++;
 }
 
 static void XMLCALL x_start(void *arg, const XML_Char *el, const XML_Char **attr)
@@ -561,10 +568,12 @@ static void XMLCALL x_start(void *arg, const XML_Char *el, const XML_Char **attr
     struct listing *l = arg;
     (void)attr;
     l->text_n = 0;
-    if (strcmp(el, "Contents") == 0)
+    if (strcmp(el, "Contents") == 0) {
         l->in_contents = 1;
-    else if (strcmp(el, "CommonPrefixes") == 0)
+        l->last = -1;
+    } else if (strcmp(el, "CommonPrefixes") == 0) {
         l->in_prefixes = 1;
+    }
 }
 
 static void XMLCALL x_end(void *arg, const XML_Char *el)
@@ -579,6 +588,8 @@ static void XMLCALL x_end(void *arg, const XML_Char *el)
         add_name(l, l->text, 0);
     else if (strcmp(el, "Prefix") == 0 && l->in_prefixes)
         add_name(l, l->text, 1);
+    else if (strcmp(el, "Size") == 0 && l->in_contents && l->last >= 0)
+        l->sz[l->last] = strtoull(l->text, NULL, 10);
     else if (strcmp(el, "IsTruncated") == 0)
         l->truncated = strcmp(l->text, "true") == 0;
     else if (strcmp(el, "NextContinuationToken") == 0)
@@ -616,11 +627,12 @@ static void encode(const char *s, char *out, size_t cap)
     out[k] = '\0';
 }
 
-static int s3_list(struct rally__store *st, const char *dir, struct rally__err *e, int *missing,
-                   char ***names, size_t *count)
+static int s3_list_sized(struct rally__store *st, const char *dir, struct rally__err *e,
+                         int *missing, char ***names, uint64_t **sizes, size_t *count)
 {
     struct s3_store *s = (struct s3_store *)st;
     struct listing l = {0};
+    l.last = -1;
     struct req *r = calloc(1, sizeof *r);
     char prefix[600], pq[700], tq[1100] = "", what[1200], where[1100];
     int rc = RALLY_OK;
@@ -663,11 +675,22 @@ static int s3_list(struct rally__store *st, const char *dir, struct rally__err *
     free(r);
     if (rc != RALLY_OK) {
         rally__store_free_names(l.v, l.n);
+        free(l.sz);
         return rc;
     }
     *names = l.v;
     *count = l.n;
+    if (sizes != NULL)
+        *sizes = l.sz;
+    else
+        free(l.sz);
     return RALLY_OK;
+}
+
+static int s3_list(struct rally__store *st, const char *dir, struct rally__err *e, int *missing,
+                   char ***names, size_t *count)
+{
+    return s3_list_sized(st, dir, e, missing, names, NULL, count);
 }
 
 static int s3_remove(struct rally__store *st, const char *dir, const char *name, int durable,
@@ -698,5 +721,6 @@ const struct rally__store_ops rally__store_s3 = {
     .size = s3_size,
     .get = s3_get,
     .list = s3_list,
+    .list_sized = s3_list_sized,
     .remove = s3_remove,
 };
