@@ -84,6 +84,14 @@ rig_start() {
 rig_stop() {
     sh "$_rig_sh" stop "$1" 2>/dev/null
 }
+# rig_scratch BUILD NAME: $tmp, a new directory under BUILD, and $rig in it
+# for rig_start; on exit (or a signal) the rig is stopped and $tmp removed
+rig_scratch() {
+    tmp=$(mktemp -d "$1/$2.XXXXXX") || exit 1
+    rig=$tmp/rig
+    trap 'trap "" TERM INT HUP; rig_stop "$rig"; rm -rf "$tmp"' EXIT
+    trap 'exit 143' TERM INT HUP
+}
 s3curl() {
     curl -sSf -m 120 --netrc-file "$SWIFT_RIG_NETRC" --aws-sigv4 "aws:amz:$AWS_DEFAULT_REGION:s3" \
         -H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' "$@"

@@ -55,15 +55,7 @@ tool=$build/rally-snapshot prog=$build/snapshot_bench
 for p in "$build/rally-run" "$tool" "$prog"; do
     [ -x "$p" ] || { echo "bench/snapshot_flush.sh: build first ($p)" >&2; exit 1; }
 done
-tmp=$(mktemp -d "$build/snapflush.XXXXXX")
-rig=$tmp/rig
-cleanup() {
-    trap '' TERM INT HUP
-    rig_stop "$rig"
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 143' TERM INT HUP
+rig_scratch "$build" snapflush # bench/lib.sh: $tmp and $rig, cleaned up on exit
 res=$tmp/results copies=$tmp/copies
 : >"$res"
 : >"$copies"

@@ -32,15 +32,7 @@ tool=$build/rally-snapshot mk=$build/snapshot_mk prog=$build/snapshot_bench
 for p in "$tool" "$mk" "$prog"; do
     [ -x "$p" ] || { echo "bench/snapshot_s3.sh: build first ($p)" >&2; exit 1; }
 done
-tmp=$(mktemp -d "$build/snaps3bench.XXXXXX")
-rig=$tmp/rig
-cleanup() {
-    trap '' TERM INT HUP
-    rig_stop "$rig"
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 143' TERM INT HUP
+rig_scratch "$build" snaps3bench # bench/lib.sh: $tmp and $rig, cleaned up on exit
 export BENCH_LOG="$tmp/out"
 res=$tmp/results
 run=0f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0 started=2026-11-30T12:00:00.000000Z
