@@ -15,6 +15,11 @@
 #           (tests/progs/recover.c "local"), kill -9 after a commit, resumed
 #           from latest: the digest (which covers every local model) is the
 #           uninterrupted run's; on another world size it is refused
+#   copy    the second tier under mpirun (rally_snapshot_copy=T): each
+#           committed snapshot is copied to T and verified there; the whole
+#           job killed, the first tier deleted, RALLY_RESUME=latest resumes
+#           from T, saying so, to the uninterrupted digest; the successful
+#           run removes its own snapshots from both tiers
 set -u
 case_=$1 build=$2
 here=$(cd "$(dirname "$0")" && pwd)
@@ -135,6 +140,30 @@ local)
     grep -q "resuming from .*snap-0000000[6-9]" "$tmp/resumed" || fail "nothing was resumed"
     [ "$(digest "$tmp/resumed")" = "$(digest "$tmp/plain")" ] ||
         fail "digest $(digest "$tmp/resumed") after resume, want $(digest "$tmp/plain")"
+    no_orphans
+    ;;
+copy)
+    data=$tmp/d.csv
+    "$build/rally-datagen" --rows 20000 --features 8 --centers 6 --spread 2 --seed 7 --format csv \
+        -o "$data" >/dev/null 2>&1 || fail "rally-datagen failed"
+    KM="--data $data --data-opt csv_label=0 -k 6 --iters 30 --fixed-iters --pause-ms 60"
+    T=$tmp/copies
+    job "$tmp/plain" 4 "$km" $KM
+    kill9_after "snapshot: copied to $T/rally-kmeans-mpi/snap-" "no snapshot was copied to $T" \
+        's/^shard [0-9] fingerprint .* pid \([0-9]*\)$/\1/p' 4 \
+        "$km" $KM rally_snapshot_dir="$D" rally_snapshot_every=2 rally_snapshot_copy="$T"
+    grep -q "^result:" "$tmp/out" && fail "the job finished before it was killed"
+    "$snap" verify "$T/rally-kmeans-mpi/latest" || fail "the copy does not verify"
+    rm -rf "$D"
+    job "$tmp/resumed" 4 "$km" $KM rally_snapshot_dir="$D" rally_snapshot_every=2 \
+        rally_snapshot_copy="$T" rally_resume=latest
+    grep -v iteration "$tmp/resumed"
+    grep -q "resuming from $T/rally-kmeans-mpi/snap-[0-9]* (rally_resume=latest, verified)" \
+        "$tmp/resumed" || fail "rank 0 did not resume from the second tier"
+    [ "$(digest "$tmp/resumed")" = "$(digest "$tmp/plain")" ] ||
+        fail "digest $(digest "$tmp/resumed") after resume, want $(digest "$tmp/plain")"
+    grep -q "snapshot: $T: the run succeeded: removed its" "$tmp/resumed" ||
+        fail "the second tier was not cleaned"
     no_orphans
     ;;
 *)
