@@ -1284,6 +1284,11 @@ static void public_reader(void **state)
     snprintf(f, sizeof f, "%s/none", tmp_root);
     assert_int_not_equal(rally_snapshot_open(f, &sn, err, sizeof err), RALLY_OK);
     assert_non_null(strstr(err, f));
+    assert_non_null(strstr(err, "does not exist"));
+    /* an empty directory is there: an incomplete snapshot, not a missing one */
+    assert_int_equal(mkdir(f, 0755), 0);
+    assert_int_not_equal(rally_snapshot_open(f, &sn, err, sizeof err), RALLY_OK);
+    assert_non_null(strstr(err, "is incomplete"));
 }
 
 /* The second tier's copier: each submitted snapshot copied and verified

@@ -128,7 +128,7 @@ static void describe(struct rally__store *st, const char *name, struct rally__sn
                             f->name, (unsigned long long)sizes[j],
                             (unsigned long long)f->nbytes);
         } else {
-            rally__snap_check_file(st, name, m, f, 0, &e, NULL);
+            rally__snap_check_file(st, name, m, f, 0, &e);
         }
         if (e.code != RALLY_OK) {
             note(x, e.msg);
@@ -327,11 +327,12 @@ int rally__snap_remove(const char *jobdir, const char *name, struct rally__err *
                            "\"%s\" is not a snapshot directory's name "
                            "(snap-NNNNNNNN)",
                            name);
+    int gone = 0;
     if ((rc = rally__store_open(jobdir, e, &st)) != RALLY_OK ||
-        (rc = st->ops->list(st, name, e, NULL, &names, &n)) != RALLY_OK)
+        (rc = st->ops->list(st, name, e, &gone, &names, &n)) != RALLY_OK)
         goto out;
     rally__store_where(st, name, where, sizeof where);
-    if (n == 0 && rally__store_is_remote(jobdir)) { /* no objects: nothing by that name */
+    if (gone) {
         rc = rally__fail(e, RALLY_EINVAL, "%s does not exist", where);
         goto out;
     }

@@ -53,12 +53,10 @@ int rally__snap_load_manifest(struct rally__store *st, const char *dir, struct r
                               struct rally__snap_manifest **out);
 /* Checks file f of manifest m in dir of st: one of f's size (a regular
  * file, not a link, in a directory); when full, also its whole-file
- * checksum and its header against m and the name.  When payload is not
- * NULL (full only), the payload is kept in a fresh buffer (*payload NULL
- * for an empty one). */
+ * checksum and its header against m and the name. */
 int rally__snap_check_file(struct rally__store *st, const char *dir,
                            const struct rally__snap_manifest *m, const struct rally__snap_file *f,
-                           int full, struct rally__err *e, void **payload);
+                           int full, struct rally__err *e);
 
 /* RALLY_EPEER when the lock file of job dir jobdir (in st) names a run
  * other than run_id (a process of an older run must not write into the

@@ -14,8 +14,7 @@
 #include "snapshot/store.h"
 
 struct rally__snap {
-    struct rally__store *st;
-    char where[1024];
+    struct rally__store *st; /* its where is the snapshot's path */
     struct rally__snap_manifest *m;
 };
 
@@ -61,14 +60,7 @@ int rally__snap_load_manifest(struct rally__store *st, const char *dir, struct r
     rally__store_where(st, dir, where, sizeof where);
     if ((rc = st->ops->get(st, dir, RALLY__SNAP_MANIFEST, (uint64_t)RALLY__SNAP_MANIFEST_MAX + 1,
                            fill_sink, &f, &quiet, &missing)) != RALLY_OK) {
-        char **names = NULL;
-        size_t n = 0;
-        int gone = 0;
         free(f.p);
-        if (missing && (st->ops->list(st, dir, &quiet, &gone, &names, &n) != RALLY_OK || n == 0))
-            return rally__fail(e, RALLY_ESYS, "cannot open the directory %s: %s", where,
-                               gone || n == 0 ? "it does not exist" : quiet.msg);
-        rally__store_free_names(names, n);
         if (missing)
             return rally__fail(e, RALLY_EPROTO,
                                "%s is incomplete: it has no %s (the snapshot "
@@ -125,21 +117,22 @@ static int verify_sink(void *arg, const void *p, size_t n)
     return 0;
 }
 
-/* rally__snap_check_file; with room (not NULL), the payload goes into
- * *payload, grown when it holds fewer than *room bytes and kept on error. */
+/* rally__snap_check_file; with buf (full only), the payload goes into
+ * *buf, the caller's buffer of *room bytes, grown (realloc) when the
+ * payload is larger, and the caller's also on an error. */
 static int check(struct rally__store *st, const char *dir, const struct rally__snap_manifest *m,
-                 const struct rally__snap_file *f, int full, struct rally__err *e, void **payload,
+                 const struct rally__snap_file *f, int full, struct rally__err *e, void **buf,
                  size_t *room);
 
 int rally__snap_check_file(struct rally__store *st, const char *dir,
                            const struct rally__snap_manifest *m, const struct rally__snap_file *f,
-                           int full, struct rally__err *e, void **payload)
+                           int full, struct rally__err *e)
 {
-    return check(st, dir, m, f, full, e, payload, NULL);
+    return check(st, dir, m, f, full, e, NULL, NULL);
 }
 
 static int check(struct rally__store *st, const char *dir, const struct rally__snap_manifest *m,
-                 const struct rally__snap_file *f, int full, struct rally__err *e, void **payload,
+                 const struct rally__snap_file *f, int full, struct rally__err *e, void **buf,
                  size_t *room)
 {
     char where[1100];
@@ -157,21 +150,18 @@ static int check(struct rally__store *st, const char *dir, const struct rally__s
     uint64_t pn = f->nbytes - RALLY__SNAP_HEADER_NBYTES;
     v.whole = XXH3_createState();
     v.pay = XXH3_createState();
-    if (room != NULL && pn <= SIZE_MAX && pn > *room) { /* the caller's, grown */
-        void *q = realloc(*payload, (size_t)pn);
+    if (buf != NULL && pn <= SIZE_MAX && pn > *room) {
+        void *q = realloc(*buf, (size_t)pn);
         if (q != NULL) {
-            *payload = q;
+            *buf = q;
             *room = (size_t)pn;
         }
     }
-    if (room != NULL && pn <= *room)
-        v.keep = *payload;
-    if (v.whole == NULL || v.pay == NULL || (payload != NULL && pn > SIZE_MAX) ||
-        (room != NULL && pn > *room) ||
-        (room == NULL && payload != NULL && pn > 0 && (v.keep = malloc((size_t)pn)) == NULL)) {
+    if (v.whole == NULL || v.pay == NULL || (buf != NULL && pn > *room)) {
         rc = rally__fail(e, RALLY_ENOMEM, "out of memory reading %s/%s", where, f->name);
         goto out;
     }
+    v.keep = buf != NULL ? *buf : NULL;
     XXH3_64bits_reset(v.whole);
     XXH3_64bits_reset(v.pay);
     if ((rc = st->ops->get(st, dir, f->name, f->nbytes + 1, verify_sink, &v, e, NULL)) !=
@@ -226,16 +216,30 @@ static int check(struct rally__store *st, const char *dir, const struct rally__s
                          "%s's payload checksum is %016llx, its header says "
                          "%016llx",
                          name, (unsigned long long)got, (unsigned long long)h.payload_xxh3);
-    if (rc == RALLY_OK && payload != NULL && room == NULL) {
-        *payload = v.keep;
-        v.keep = NULL;
-    }
 out:
-    if (room == NULL)
-        free(v.keep);
     XXH3_freeState(v.whole);
     XXH3_freeState(v.pay);
     return rc;
+}
+
+/* The manifest of the snapshot at st's root, which a user named: one
+ * that does not exist at all is said so, not "incomplete". */
+static int root_manifest(struct rally__store *st, struct rally__err *e,
+                         struct rally__snap_manifest **out)
+{
+    int rc = rally__snap_load_manifest(st, "", e, out);
+    if (rc != RALLY_EPROTO)
+        return rc;
+    char **names = NULL;
+    size_t n = 0;
+    int gone = 0;
+    struct rally__err quiet = {0};
+    if (st->ops->list(st, "", &quiet, &gone, &names, &n) != RALLY_OK && !gone)
+        return rc;
+    rally__store_free_names(names, n);
+    return gone ? rally__fail_over(e, RALLY_ESYS, "cannot open the directory %s: it does not exist",
+                                   st->where)
+                : rc;
 }
 
 static int open_snap(const char *path, int full, struct rally__err *e, struct rally__snap **out)
@@ -246,12 +250,10 @@ static int open_snap(const char *path, int full, struct rally__err *e, struct ra
         return rally__fail(e, RALLY_ENOMEM, "out of memory opening the snapshot %s", path);
     if ((rc = rally__store_open(path, e, &s->st)) != RALLY_OK)
         goto fail;
-    snprintf(s->where, sizeof s->where, "%s", s->st->where);
-    if ((rc = rally__snap_load_manifest(s->st, "", e, &s->m)) != RALLY_OK)
+    if ((rc = root_manifest(s->st, e, &s->m)) != RALLY_OK)
         goto fail;
     for (size_t i = 0; i < s->m->nfiles; i++)
-        if ((rc = rally__snap_check_file(s->st, "", s->m, &s->m->files[i], full, e, NULL)) !=
-            RALLY_OK)
+        if ((rc = rally__snap_check_file(s->st, "", s->m, &s->m->files[i], full, e)) != RALLY_OK)
             goto fail;
     *out = s;
     return RALLY_OK;
@@ -276,7 +278,7 @@ int rally__snap_read_manifest(const char *path, struct rally__err *e,
     struct rally__store *st = NULL;
     int rc = rally__store_open(path, e, &st);
     if (rc == RALLY_OK)
-        rc = rally__snap_load_manifest(st, "", e, out);
+        rc = root_manifest(st, e, out);
     rally__store_close(st);
     return rc;
 }
@@ -314,7 +316,7 @@ static const struct rally__snap_file *file_of(struct rally__snap *s, int rank,
     for (size_t i = 0; i < s->m->nfiles; i++)
         if (strcmp(s->m->files[i].name, name) == 0)
             return &s->m->files[i];
-    rally__fail(e, RALLY_EINVAL, "%s holds no local model for rank %d (it has %s)", s->where, rank,
+    rally__fail(e, RALLY_EINVAL, "%s holds no local model for rank %d (it has %s)", s->st->where, rank,
                 s->m->nfiles > 1 ? "local models" : "only a global model");
     return NULL;
 }
@@ -334,14 +336,13 @@ int rally__snap_read_into(struct rally__snap *s, int rank, struct rally__err *e,
 int rally__snap_read(struct rally__snap *s, int rank, struct rally__err *e, void **bytes,
                      uint64_t *nbytes)
 {
-    const struct rally__snap_file *f = file_of(s, rank, e);
     void *p = NULL;
-    if (f == NULL)
-        return e->code;
-    int rc = check(s->st, "", s->m, f, 1, e, &p, NULL);
-    if (rc != RALLY_OK)
+    size_t room = 0;
+    int rc = rally__snap_read_into(s, rank, e, &p, &room, nbytes);
+    if (rc != RALLY_OK) {
+        free(p);
         return rc;
-    *bytes = p;
-    *nbytes = f->nbytes - RALLY__SNAP_HEADER_NBYTES;
+    }
+    *bytes = p; /* NULL for an empty model */
     return RALLY_OK;
 }

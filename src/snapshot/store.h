@@ -63,7 +63,9 @@ struct rally__store_ops {
     int (*get)(struct rally__store *s, const char *dir, const char *name, uint64_t max,
                rally__store_sink sink, void *arg, struct rally__err *e, int *missing);
     /* The names directly in dir (files and dirs alike, no "." or ".."),
-     * in no order; *names and each name are malloc'd. */
+     * in no order; *names and each name are malloc'd.  A kind without
+     * directories lists a dir that holds nothing with *missing set (and
+     * RALLY_OK), as it is not there. */
     int (*list)(struct rally__store *s, const char *dir, struct rally__err *e, int *missing,
                 char ***names, size_t *count);
     /* Optional (NULL: size each name instead): list, with each name's size

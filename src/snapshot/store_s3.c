@@ -6,8 +6,8 @@
  * A dir is a key prefix: dir/name is the object PREFIX/dir/name.  An
  * object store has no rename, so put is one PUT (atomic: an object is
  * there whole or not at all) and the commit rule of store.h holds as it
- * is.  There are no directories: removing one is nothing, and listing a
- * prefix nobody wrote is an empty listing.
+ * is.  There are no directories: removing one is nothing, and a prefix
+ * nobody wrote lists empty and is missing.
  *
  * Where and as whom (docs/snapshots.md, "On an object store"):
  *   credentials  AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN,
@@ -680,6 +680,8 @@ static int s3_list_sized(struct rally__store *st, const char *dir, struct rally_
     }
     *names = l.v;
     *count = l.n;
+    if (missing != NULL)
+        *missing = l.n == 0; /* no directories: one that holds nothing is not there */
     if (sizes != NULL)
         *sizes = l.sz;
     else

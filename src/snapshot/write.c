@@ -106,7 +106,7 @@ int rally__snap_commit(const char *root, const struct rally__snap_manifest *m,
         goto out;
     for (size_t i = 0; i < m->nfiles; i++) {
         struct rally__err why = {0};
-        if ((rc = rally__snap_check_file(st, dir, m, &m->files[i], 0, &why, NULL)) != RALLY_OK) {
+        if ((rc = rally__snap_check_file(st, dir, m, &m->files[i], 0, &why)) != RALLY_OK) {
             rc = rally__fail(e, rc, "cannot commit snapshot version %llu of %s: %s",
                              (unsigned long long)m->version, m->job, why.msg);
             goto out;
