@@ -117,20 +117,11 @@ static void describe(struct rally__store *st, const char *name, struct rally__sn
     }
     for (size_t i = 0; i < m->nfiles; i++) {
         const struct rally__snap_file *f = &m->files[i];
-        if (sizes != NULL) {
-            size_t j = 0;
-            while (j < n && strcmp(names[j], f->name) != 0)
-                j++;
-            if (j == n || sizes[j] == UINT64_MAX)
-                rally__fail(&e, RALLY_EPROTO, "%s/%s is missing", where, f->name);
-            else if (sizes[j] != f->nbytes)
-                rally__fail(&e, RALLY_EPROTO, "%s/%s is %llu bytes, the manifest says %llu", where,
-                            f->name, (unsigned long long)sizes[j],
-                            (unsigned long long)f->nbytes);
-        } else {
-            rally__snap_check_file(st, name, m, f, 0, &e);
-        }
-        if (e.code != RALLY_OK) {
+        size_t j = 0;
+        while (sizes != NULL && j < n && strcmp(names[j], f->name) != 0)
+            j++;
+        if (sizes != NULL ? rally__snap_size_agrees(where, f, j < n ? sizes[j] : UINT64_MAX, &e)
+                          : rally__snap_check_file(st, name, m, f, 0, &e)) {
             note(x, e.msg);
             break;
         }
@@ -150,20 +141,19 @@ static int by_version(const void *a, const void *b)
     return x->version < y->version ? -1 : x->version > y->version;
 }
 
-/* rally__snap_list, with *missing set when jobdir does not exist. */
-static int list_job(const char *jobdir, struct rally__err *e, int *missing,
-                    struct rally__snap_entry **v, size_t *count)
+/* rally__snap_list of the job directory st is open on, with *missing set
+ * when it does not exist. */
+static int list_in(struct rally__store *st, struct rally__err *e, int *missing,
+                   struct rally__snap_entry **v, size_t *count)
 {
-    struct rally__store *st = NULL;
     char **names = NULL;
     size_t n = 0, k = 0;
     struct rally__snap_entry *out = NULL;
     int rc;
-    if ((rc = rally__store_open(jobdir, e, &st)) != RALLY_OK ||
-        (rc = st->ops->list(st, "", e, missing, &names, &n)) != RALLY_OK)
+    if ((rc = st->ops->list(st, "", e, missing, &names, &n)) != RALLY_OK)
         goto out;
     if (n > 0 && (out = calloc(n, sizeof *out)) == NULL) {
-        rc = rally__fail(e, RALLY_ENOMEM, "out of memory listing %s", jobdir);
+        rc = rally__fail(e, RALLY_ENOMEM, "out of memory listing %s", st->where);
         goto out;
     }
     for (size_t i = 0; i < n; i++) {
@@ -183,6 +173,16 @@ static int list_job(const char *jobdir, struct rally__err *e, int *missing,
 out:
     free(out);
     rally__store_free_names(names, n);
+    return rc;
+}
+
+static int list_job(const char *jobdir, struct rally__err *e, int *missing,
+                    struct rally__snap_entry **v, size_t *count)
+{
+    struct rally__store *st = NULL;
+    int rc = rally__store_open(jobdir, e, &st);
+    if (rc == RALLY_OK)
+        rc = list_in(st, e, missing, v, count);
     rally__store_close(st);
     return rc;
 }
@@ -374,11 +374,11 @@ int rally__snap_retain_upto(const char *jobdir, const char *run_id, int keep, ui
     if (keep < 0)
         return rally__fail(e, RALLY_EINVAL, "retention cannot keep %d snapshots", keep);
     struct rally__store *st = NULL;
-    if ((rc = rally__store_open(jobdir, e, &st)) != RALLY_OK)
-        return rc;
-    rc = rally__snap_fenced(st, "", run_id, e);
+    if ((rc = rally__store_open(jobdir, e, &st)) == RALLY_OK &&
+        (rc = rally__snap_fenced(st, "", run_id, e)) == RALLY_OK)
+        rc = list_in(st, e, NULL, &v, &n);
     rally__store_close(st);
-    if (rc != RALLY_OK || (rc = rally__snap_list(jobdir, e, &v, &n)) != RALLY_OK)
+    if (rc != RALLY_OK)
         return rc;
     for (size_t j = n; j-- > 0 && rc == RALLY_OK;) { /* newest version first */
         const struct rally__snap_entry *x = &v[j];

@@ -58,6 +58,11 @@ int rally__snap_check_file(struct rally__store *st, const char *dir,
                            const struct rally__snap_manifest *m, const struct rally__snap_file *f,
                            int full, struct rally__err *e);
 
+/* RALLY_EPROTO naming both sizes when file f (in where) is size bytes and
+ * the manifest says otherwise, or "missing" for size UINT64_MAX. */
+int rally__snap_size_agrees(const char *where, const struct rally__snap_file *f, uint64_t size,
+                            struct rally__err *e);
+
 /* RALLY_EPEER when the lock file of job dir jobdir (in st) names a run
  * other than run_id (a process of an older run must not write into the
  * job); RALLY_OK when it names run_id, or there is no lock file, or no job

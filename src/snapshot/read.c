@@ -117,6 +117,17 @@ static int verify_sink(void *arg, const void *p, size_t n)
     return 0;
 }
 
+int rally__snap_size_agrees(const char *where, const struct rally__snap_file *f, uint64_t size,
+                            struct rally__err *e)
+{
+    if (size == UINT64_MAX)
+        return rally__fail(e, RALLY_EPROTO, "%s/%s is missing", where, f->name);
+    if (size != f->nbytes)
+        return rally__fail(e, RALLY_EPROTO, "%s/%s is %llu bytes, the manifest says %llu", where,
+                           f->name, (unsigned long long)size, (unsigned long long)f->nbytes);
+    return RALLY_OK;
+}
+
 /* rally__snap_check_file; with buf (full only), the payload goes into
  * *buf, the caller's buffer of *room bytes, grown (realloc) when the
  * payload is larger, and the caller's also on an error. */
@@ -140,11 +151,9 @@ static int check(struct rally__store *st, const char *dir, const struct rally__s
     int rc;
     struct verify v = {.want = f->nbytes};
     rally__store_where(st, dir, where, sizeof where);
-    if ((rc = st->ops->size(st, dir, f->name, e, NULL, &size)) != RALLY_OK)
+    if ((rc = st->ops->size(st, dir, f->name, e, NULL, &size)) != RALLY_OK ||
+        (rc = rally__snap_size_agrees(where, f, size, e)) != RALLY_OK)
         return rc;
-    if (size != f->nbytes)
-        return rally__fail(e, RALLY_EPROTO, "%s/%s is %llu bytes, the manifest says %llu", where,
-                           f->name, (unsigned long long)size, (unsigned long long)f->nbytes);
     if (!full)
         return RALLY_OK;
     uint64_t pn = f->nbytes - RALLY__SNAP_HEADER_NBYTES;

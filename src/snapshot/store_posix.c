@@ -20,9 +20,8 @@
 #define PIECE_NBYTES ((size_t)1 << 20)
 
 struct posix_store {
-    struct rally__store base;
-    char root[1024];
-    unsigned char *scratch; /* a get's piece, kept for the store's life */
+    struct rally__store base; /* base.where: the root */
+    unsigned char *scratch;   /* a get's piece, kept for the store's life */
 };
 
 static int posix_open(const char *root, struct rally__err *e, struct rally__store **out)
@@ -30,7 +29,7 @@ static int posix_open(const char *root, struct rally__err *e, struct rally__stor
     struct posix_store *p = calloc(1, sizeof *p);
     if (p == NULL)
         return rally__fail(e, RALLY_ENOMEM, "out of memory opening %s", root);
-    if ((size_t)snprintf(p->root, sizeof p->root, "%s", root) >= sizeof p->root) {
+    if (strlen(root) >= sizeof p->base.where) {
         free(p);
         return rally__fail(e, RALLY_EINVAL, "the path %.80s... is too long", root);
     }
@@ -50,17 +49,18 @@ static void posix_close(struct rally__store *s)
 static int chain(struct posix_store *p, const char *dir, int create, struct rally__err *e,
                  int *missing, int *out)
 {
+    const char *root = p->base.where;
     char where[1100], name[256];
     int fd = -1, rc;
-    snprintf(where, sizeof where, "%s", p->root);
+    snprintf(where, sizeof where, "%s", root);
     if (create)
-        rc = rally__snap_mkdir(AT_FDCWD, "", p->root, 0, e, &fd);
+        rc = rally__snap_mkdir(AT_FDCWD, "", root, 0, e, &fd);
     else
-        rc = rally__snap_opendir(AT_FDCWD, p->root, 0, e, missing, &fd);
+        rc = rally__snap_opendir(AT_FDCWD, root, 0, e, missing, &fd);
     for (const char *d = dir; rc == RALLY_OK && *d;) {
         size_t n = strcspn(d, "/");
         if (n == 0 || n >= sizeof name) {
-            rc = rally__fail(e, RALLY_EINVAL, "\"%s\" is not a name below %s", dir, p->root);
+            rc = rally__fail(e, RALLY_EINVAL, "\"%s\" is not a name below %s", dir, root);
             break;
         }
         memcpy(name, d, n);
