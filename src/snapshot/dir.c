@@ -141,19 +141,20 @@ static int by_version(const void *a, const void *b)
     return x->version < y->version ? -1 : x->version > y->version;
 }
 
-/* rally__snap_list of the job directory st is open on, with *missing set
- * when it does not exist. */
-static int list_in(struct rally__store *st, struct rally__err *e, int *missing,
-                   struct rally__snap_entry **v, size_t *count)
+/* rally__snap_list, with *missing set when jobdir does not exist. */
+static int list_job(const char *jobdir, struct rally__err *e, int *missing,
+                    struct rally__snap_entry **v, size_t *count)
 {
+    struct rally__store *st = NULL;
     char **names = NULL;
     size_t n = 0, k = 0;
     struct rally__snap_entry *out = NULL;
     int rc;
-    if ((rc = st->ops->list(st, "", e, missing, &names, &n)) != RALLY_OK)
+    if ((rc = rally__store_open(jobdir, e, &st)) != RALLY_OK ||
+        (rc = st->ops->list(st, "", e, missing, &names, &n)) != RALLY_OK)
         goto out;
     if (n > 0 && (out = calloc(n, sizeof *out)) == NULL) {
-        rc = rally__fail(e, RALLY_ENOMEM, "out of memory listing %s", st->where);
+        rc = rally__fail(e, RALLY_ENOMEM, "out of memory listing %s", jobdir);
         goto out;
     }
     for (size_t i = 0; i < n; i++) {
@@ -173,16 +174,6 @@ static int list_in(struct rally__store *st, struct rally__err *e, int *missing,
 out:
     free(out);
     rally__store_free_names(names, n);
-    return rc;
-}
-
-static int list_job(const char *jobdir, struct rally__err *e, int *missing,
-                    struct rally__snap_entry **v, size_t *count)
-{
-    struct rally__store *st = NULL;
-    int rc = rally__store_open(jobdir, e, &st);
-    if (rc == RALLY_OK)
-        rc = list_in(st, e, missing, v, count);
     rally__store_close(st);
     return rc;
 }
@@ -373,12 +364,8 @@ int rally__snap_retain_upto(const char *jobdir, const char *run_id, int keep, ui
     int rc, gone = 0, kept = 0;
     if (keep < 0)
         return rally__fail(e, RALLY_EINVAL, "retention cannot keep %d snapshots", keep);
-    struct rally__store *st = NULL;
-    if ((rc = rally__store_open(jobdir, e, &st)) == RALLY_OK &&
-        (rc = rally__snap_fenced(st, "", run_id, e)) == RALLY_OK)
-        rc = list_in(st, e, NULL, &v, &n);
-    rally__store_close(st);
-    if (rc != RALLY_OK)
+    if ((rc = rally__snap_fenced(jobdir, run_id, e)) != RALLY_OK ||
+        (rc = rally__snap_list(jobdir, e, &v, &n)) != RALLY_OK)
         return rc;
     for (size_t j = n; j-- > 0 && rc == RALLY_OK;) { /* newest version first */
         const struct rally__snap_entry *x = &v[j];

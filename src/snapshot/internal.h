@@ -63,11 +63,10 @@ int rally__snap_check_file(struct rally__store *st, const char *dir,
 int rally__snap_size_agrees(const char *where, const struct rally__snap_file *f, uint64_t size,
                             struct rally__err *e);
 
-/* RALLY_EPEER when the lock file of job dir jobdir (in st) names a run
- * other than run_id (a process of an older run must not write into the
- * job); RALLY_OK when it names run_id, or there is no lock file, or no job
- * directory yet. */
-int rally__snap_fenced(struct rally__store *st, const char *jobdir, const char *run_id,
-                       struct rally__err *e);
+/* RALLY_EPEER when jobdir/.lock names a run other than run_id (a process
+ * of an older run must not write into the job); RALLY_OK when it names
+ * run_id, or there is no lock file, or no job directory yet, or jobdir is
+ * on an object store (which holds no lock). */
+int rally__snap_fenced(const char *jobdir, const char *run_id, struct rally__err *e);
 
 #endif

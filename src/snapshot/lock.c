@@ -24,45 +24,42 @@ struct rally__snap_lock {
     int fd;
 };
 
-/* The first bytes of the lock file, for fenced. */
-struct lock_text {
-    char buf[64];
-    size_t n;
-};
-
-static int lock_sink(void *arg, const void *p, size_t n)
+/* The run the lock file in jfd names: 1 and run, 0 when there is no lock
+ * file (or it names nothing), -1 with errno when it cannot be read. */
+static int holder(int jfd, char run[RALLY__SNAP_UUID_LEN + 1])
 {
-    struct lock_text *t = arg;
-    if (n > sizeof t->buf - 1 - t->n)
-        n = sizeof t->buf - 1 - t->n;
-    memcpy(t->buf + t->n, p, n);
-    t->n += n;
-    return 0;
+    char buf[64];
+    int fd = openat(jfd, LOCK_NAME, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT ? 0 : -1;
+    ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+    close(fd);
+    if (n < RALLY__SNAP_UUID_LEN)
+        return n < 0 ? -1 : 0;
+    memcpy(run, buf, RALLY__SNAP_UUID_LEN);
+    run[RALLY__SNAP_UUID_LEN] = '\0';
+    return 1;
 }
 
-int rally__snap_fenced(struct rally__store *st, const char *jobdir, const char *run_id,
-                       struct rally__err *e)
+int rally__snap_fenced(const char *jobdir, const char *run_id, struct rally__err *e)
 {
-    struct lock_text t = {.n = 0};
-    int missing = 0;
+    int jfd = -1, rc = RALLY_OK, missing = 0;
+    char run[RALLY__SNAP_UUID_LEN + 1];
     struct rally__err quiet = {0};
-    char where[1100];
-    if (rally__store_is_remote(st->where))
+    if (rally__store_is_remote(jobdir))
         return RALLY_OK; /* an object store holds no lock (rally__snap_lock_take) */
-    rally__store_where(st, jobdir, where, sizeof where);
-    if (st->ops->get(st, jobdir, LOCK_NAME, sizeof t.buf - 1, lock_sink, &t, &quiet, &missing) !=
-        RALLY_OK)
-        return missing ? RALLY_OK
-                       : rally__fail(e, quiet.code, "%s", quiet.msg);
-    if (t.n < RALLY__SNAP_UUID_LEN)
-        return RALLY_OK; /* names nothing */
-    t.buf[RALLY__SNAP_UUID_LEN] = '\0';
-    if (strcmp(t.buf, run_id) != 0)
-        return rally__fail(e, RALLY_EPEER,
-                           "%s belongs to run %s now, this is run %s: a process "
-                           "of an older run must not write into it",
-                           where, t.buf, run_id);
-    return RALLY_OK;
+    if (rally__snap_opendir(AT_FDCWD, jobdir, 0, &quiet, &missing, &jfd) != RALLY_OK)
+        return missing ? RALLY_OK : rally__fail(e, quiet.code, "%s", quiet.msg);
+    int h = holder(jfd, run);
+    if (h < 0)
+        rc = rally__fail_errno(e, RALLY_ESYS, errno, "cannot read %s/%s", jobdir, LOCK_NAME);
+    else if (h > 0 && strcmp(run, run_id) != 0)
+        rc = rally__fail(e, RALLY_EPEER,
+                         "%s belongs to run %s now, this is run %s: a process "
+                         "of an older run must not write into it",
+                         jobdir, run, run_id);
+    close(jfd);
+    return rc;
 }
 
 /* The lock file is written over, so it must be the job's own: a regular
@@ -128,12 +125,7 @@ int rally__snap_lock_take(const char *dir, const char *job, const char *run_id,
         int err = errno;
         char run[RALLY__SNAP_UUID_LEN + 1] = "an unknown run";
         if (err == EAGAIN || err == EACCES) {
-            char buf[64];
-            ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
-            if (n >= RALLY__SNAP_UUID_LEN) {
-                memcpy(run, buf, RALLY__SNAP_UUID_LEN);
-                run[RALLY__SNAP_UUID_LEN] = '\0';
-            }
+            holder(jfd, run);
             rc = rally__fail(e, RALLY_EPEER,
                              "%s is in use by run %s (is a launcher of that run "
                              "still running?)",

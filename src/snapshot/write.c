@@ -11,6 +11,15 @@
 #include "snapshot/snapshot.h"
 #include "snapshot/store.h"
 
+/* rally__snap_fenced of job in st's root. */
+static int fenced(struct rally__store *st, const char *job, const char *run_id,
+                  struct rally__err *e)
+{
+    char jobdir[1100];
+    rally__store_where(st, job, jobdir, sizeof jobdir);
+    return rally__snap_fenced(jobdir, run_id, e);
+}
+
 /* RALLY_EINVAL when dir (in st) holds a manifest: committed already. */
 static int committed(struct rally__store *st, const char *dir, struct rally__err *e)
 {
@@ -69,7 +78,7 @@ int rally__snap_write_part(const struct rally__snap_target *t, int rank, const v
     rally__snap_dir_name(t->version, dir + strlen(dir));
     if ((rc = rally__store_open(t->dir, e, &st)) != RALLY_OK)
         return rc;
-    if ((rc = rally__snap_fenced(st, t->job, t->run_id, e)) != RALLY_OK ||
+    if ((rc = fenced(st, t->job, t->run_id, e)) != RALLY_OK ||
         (rc = committed(st, dir, e)) != RALLY_OK)
         goto out;
     struct rally__snap_chunk c[2] = {{hdr, sizeof hdr}, {bytes, (size_t)nbytes}};
@@ -101,7 +110,7 @@ int rally__snap_commit(const char *root, const struct rally__snap_manifest *m,
     if ((rc = rally__store_open(root, e, &st)) != RALLY_OK)
         goto out;
     rally__store_where(st, dir, where, sizeof where);
-    if ((rc = rally__snap_fenced(st, m->job, m->run_id, e)) != RALLY_OK ||
+    if ((rc = fenced(st, m->job, m->run_id, e)) != RALLY_OK ||
         (rc = committed(st, dir, e)) != RALLY_OK)
         goto out;
     for (size_t i = 0; i < m->nfiles; i++) {
