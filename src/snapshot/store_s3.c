@@ -302,9 +302,9 @@ static void s3_reason(const struct req *r, long status, char *out, size_t cap)
 
 /* Runs r, trying again on a failure on the way or a 5xx.  *status is the
  * HTTP status (2xx when RALLY_OK). */
-static int perform(struct s3_store *s, struct req *r, const char *what, struct rally__err *e,
-                   long *status)
+static int perform(struct s3_store *s, struct req *r, struct rally__err *e, long *status)
 {
+    const char *what = r->what;
     CURL *c = s->curl;
     for (int t = 0; t < TRIES; t++) {
         struct curl_slist *hs = NULL;
@@ -419,9 +419,10 @@ static struct req *new_req(struct rally__store *st, const char *method, const ch
 }
 
 /* After perform said no: the message for what (missing for a 404). */
-static int refused(struct s3_store *s, const struct req *r, long status, const char *what,
-                   struct rally__err *e, int *missing)
+static int refused(struct s3_store *s, const struct req *r, long status, struct rally__err *e,
+                   int *missing)
 {
+    const char *what = r->what;
     char why[300];
     s3_reason(r, status, why, sizeof why);
     if (missing != NULL)
@@ -438,6 +439,19 @@ static int refused(struct s3_store *s, const struct req *r, long status, const c
     return rally__fail(e, RALLY_ESYS, "cannot %s: %s", what, why);
 }
 
+/* Runs r: RALLY_OK when S3 did it, or answered the status done (0: none)
+ * but for a missing bucket; else the refusal's sentence. */
+static int ask(struct s3_store *s, struct req *r, long done, struct rally__err *e, int *missing)
+{
+    long status = 0;
+    int rc = perform(s, r, e, &status);
+    if (rc != RALLY_EPROTO)
+        return rc;
+    if (done != 0 && status == done && strstr(r->body, "NoSuchBucket") == NULL)
+        return RALLY_OK;
+    return refused(s, r, status, e, missing);
+}
+
 /* --- the operations ---------------------------------------------------------------- */
 
 static int s3_put(struct rally__store *st, const char *dir, const char *name,
@@ -446,7 +460,6 @@ static int s3_put(struct rally__store *st, const char *dir, const char *name,
 {
     struct s3_store *s = (struct s3_store *)st;
     struct req *r = new_req(st, "PUT", "write", dir, name, e);
-    long status = 0;
     if (r == NULL)
         return e->code;
     if (xxh3 != NULL && (r->h = XXH3_createState()) == NULL) {
@@ -467,9 +480,7 @@ static int s3_put(struct rally__store *st, const char *dir, const char *name,
         free(r);
         return rc;
     }
-    int rc = perform(s, r, r->what, e, &status);
-    if (rc == RALLY_EPROTO)
-        rc = refused(s, r, status, r->what, e, NULL);
+    int rc = ask(s, r, 0, e, NULL);
     if (rc == RALLY_OK && xxh3 != NULL)
         *xxh3 = XXH3_64bits_digest(r->h);
     XXH3_freeState(r->h);
@@ -482,13 +493,10 @@ static int s3_size(struct rally__store *st, const char *dir, const char *name,
 {
     struct s3_store *s = (struct s3_store *)st;
     struct req *r = new_req(st, "HEAD", "look at", dir, name, e);
-    long status = 0;
     if (r == NULL)
         return e->code;
-    int rc = perform(s, r, r->what, e, &status);
-    if (rc == RALLY_EPROTO)
-        rc = refused(s, r, status, r->what, e, missing);
-    else if (rc == RALLY_OK && r->length < 0)
+    int rc = ask(s, r, 0, e, missing);
+    if (rc == RALLY_OK && r->length < 0)
         rc = rally__fail(e, RALLY_EPROTO, "cannot %s: the store gave no size", r->what);
     else if (rc == RALLY_OK)
         *nbytes = (uint64_t)r->length;
@@ -503,18 +511,13 @@ static int s3_get(struct rally__store *st, const char *dir, const char *name, ui
     if (max == 0)
         return RALLY_OK;
     struct req *r = new_req(st, "GET", "read", dir, name, e);
-    long status = 0;
     if (r == NULL)
         return e->code;
     if (max <= PEEK_MAX)
         snprintf(r->range, sizeof r->range, "bytes=0-%llu", (unsigned long long)max - 1);
     r->sink = sink;
     r->arg = arg;
-    int rc = perform(s, r, r->what, e, &status);
-    if (rc == RALLY_EPROTO && status == 416)
-        rc = RALLY_OK; /* a range of an empty object: no bytes */
-    else if (rc == RALLY_EPROTO)
-        rc = refused(s, r, status, r->what, e, missing);
+    int rc = ask(s, r, 416, e, missing); /* 416: a range of an empty object, no bytes */
     free(r);
     return rc;
 }
@@ -634,19 +637,18 @@ static int s3_list_sized(struct rally__store *st, const char *dir, struct rally_
     struct listing l = {0};
     l.last = -1;
     struct req *r = calloc(1, sizeof *r);
-    char prefix[600], pq[700], tq[1100] = "", what[1200], where[1100];
+    char prefix[600], pq[700], tq[1100] = "", where[1100];
     int rc = RALLY_OK;
     if (missing != NULL)
         *missing = 0;
     if (r == NULL)
         return rally__fail(e, RALLY_ENOMEM, "out of memory listing %s", st->where);
     rally__store_where(st, dir, where, sizeof where);
-    snprintf(what, sizeof what, "list %s", where);
+    snprintf(r->what, sizeof r->what, "list %s", where);
     snprintf(prefix, sizeof prefix, "%s%s%s", s->prefix, dir, *dir ? "/" : "");
     l.plen = strlen(prefix);
     encode(prefix, pq, sizeof pq);
     do {
-        long status = 0;
         if ((l.xp = XML_ParserCreate(NULL)) == NULL) {
             rc = rally__fail(e, RALLY_ENOMEM, "out of memory listing %s", where);
             break;
@@ -661,12 +663,10 @@ static int s3_list_sized(struct rally__store *st, const char *dir, struct rally_
         r->method = "GET";
         r->sink = list_sink;
         r->arg = &l;
-        rc = perform(s, r, what, e, &status);
-        if (rc == RALLY_EPROTO)
-            rc = refused(s, r, status, what, e, missing);
-        else if (rc == RALLY_OK && (r->stopped || XML_Parse(l.xp, "", 0, 1) == XML_STATUS_ERROR))
+        rc = ask(s, r, 0, e, missing);
+        if (rc == RALLY_OK && (r->stopped || XML_Parse(l.xp, "", 0, 1) == XML_STATUS_ERROR))
             rc = rally__fail(e, RALLY_EPROTO, "cannot %s: the store's answer is not a listing",
-                             what);
+                             r->what);
         else if (rc == RALLY_OK && l.nomem)
             rc = rally__fail(e, RALLY_ENOMEM, "out of memory listing %s", where);
         XML_ParserFree(l.xp);
@@ -703,14 +703,9 @@ static int s3_remove(struct rally__store *st, const char *dir, const char *name,
     if (name == NULL)
         return RALLY_OK; /* no directories */
     struct req *r = new_req(st, "DELETE", "remove", dir, name, e);
-    long status = 0;
     if (r == NULL)
         return e->code;
-    int rc = perform(s, r, r->what, e, &status);
-    if (rc == RALLY_EPROTO && status == 404 && strstr(r->body, "NoSuchBucket") == NULL)
-        rc = RALLY_OK;
-    else if (rc == RALLY_EPROTO)
-        rc = refused(s, r, status, r->what, e, NULL);
+    int rc = ask(s, r, 404, e, NULL); /* 404: gone already */
     free(r);
     return rc;
 }
