@@ -87,8 +87,8 @@ static const char *state_name(int s)
                                             : "damaged";
 }
 
-/* Prints one job directory's listing v (n entries); returns 0. */
-static int print_job(const char *jobdir, const rally_snapshot_entry_t *v, size_t n)
+/* Prints one job directory's listing v (n entries). */
+static void print_job(const char *jobdir, const rally_snapshot_entry_t *v, size_t n)
 {
     printf("%s:\n", jobdir);
     if (n == 0)
@@ -109,7 +109,6 @@ static int print_job(const char *jobdir, const rally_snapshot_entry_t *v, size_t
         if (x->state != RALLY_SNAPSHOT_COMPLETE)
             printf("      %s\n", x->why);
     }
-    return 0;
 }
 
 /* Lists and prints one job directory; returns 0 or an exit code. */

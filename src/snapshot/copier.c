@@ -38,8 +38,6 @@ struct rally__snap_copier {
     char said[SAID_MAX][RALLY__ERR_MSG_MAX + 256];
     int nsaid, dropped;
     char gave_up[2 * PATH_MAX + RALLY__ERR_MSG_MAX + 64]; /* a copy given up on, "" none */
-    uint64_t copied;                        /* the newest version copied */
-    int64_t lag_us;                         /* the last copy's time from commit to verified */
     void *buf;                              /* the thread's: each part read into it, kept */
     size_t room;
 };
@@ -74,16 +72,13 @@ static void copy_one(struct rally__snap_copier *c, const char *path, const char 
                                         sizeof where)) == RALLY_OK)
             break;
         pthread_mutex_lock(&c->mu);
-        int newer = c->has_want, stopping = c->stop;
-        if (stopping) { /* the owner is going: no more tries */
-            pthread_mutex_unlock(&c->mu);
-            break;
-        }
-        if (!newer && t < TRIES)
+        /* the owner is going, or a newer snapshot waits: no more tries */
+        int abandon = c->stop || c->has_want;
+        if (!abandon && t < TRIES)
             say(c, "copying %s to %s failed (try %d of %d, again in %.1f s): %s", path, c->root, t,
                 TRIES, t == 1 ? 0.1 : 0.4, e.msg);
         pthread_mutex_unlock(&c->mu);
-        if (newer) { /* a newer snapshot waits: take that one instead */
+        if (abandon) {
             rc = -1;
             break;
         }
@@ -93,20 +88,17 @@ static void copy_one(struct rally__snap_copier *c, const char *path, const char 
         }
     }
     struct rally__err re = {0, ""};
-    int removed = 0;
     if (rc == RALLY_OK) {
         snprintf(jobdir, sizeof jobdir, "%s/%s", c->root, job);
-        rally__snap_retain_upto(jobdir, run, c->keep, version, &re, &removed);
+        rally__snap_retain_upto(jobdir, run, c->keep, version, &re, NULL);
     }
     pthread_mutex_lock(&c->mu);
     if (rc == RALLY_OK) {
-        c->copied = version;
-        c->lag_us = rally__now_us() - since;
         say(c, "copied to %s (verified there, %.2f s after its commit)", where,
-            (double)c->lag_us / 1e6);
+            (double)(rally__now_us() - since) / 1e6);
         if (re.code != RALLY_OK)
             say(c, "retention at %s failed (the copies stay): %s", c->root, re.msg);
-    } else if (rc != -1) { /* -1: it gave way to a newer one, as it should */
+    } else if (rc != -1) { /* -1: abandoned (a newer one, or stop), as it should be */
         snprintf(c->gave_up, sizeof c->gave_up, "could not copy %s to %s (%d tries): %s", path,
                  c->root, TRIES, e.msg);
         say(c, "%s", c->gave_up);
