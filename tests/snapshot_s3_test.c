@@ -31,24 +31,17 @@
 
 static const char *base; /* s3://BUCKET/PREFIX */
 static char root[512];   /* base/<test>: each test its own prefix */
-static char tmp_root[256];
 
 static int setup(void **state)
 {
     static int n;
     snprintf(root, sizeof root, "%s/t%d-%ld", base, ++n, (long)getpid());
-    snprintf(tmp_root, sizeof tmp_root, "/tmp/rally-s3-test-XXXXXX");
-    assert_non_null(mkdtemp(tmp_root));
-    rally__snap_sys = rally__snap_sys_real;
-    return 0;
+    return tmp_setup();
 }
 
 static int teardown(void **state)
 {
-    char cmd[512];
-    rally__snap_sys = rally__snap_sys_real;
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_root);
-    return system(cmd) == 0 ? 0 : -1;
+    return tmp_teardown();
 }
 
 static void job_dir(char *out, size_t cap)

@@ -12,6 +12,26 @@
 #include <string.h>
 
 #include "snapshot/snapshot.h"
+#include "snapshot/sys.h"
+
+/* Each test's scratch directory, made by tmp_setup, removed by
+ * tmp_teardown (both put the real syscall table back). */
+static char tmp_root[256];
+
+static inline int tmp_setup(void)
+{
+    snprintf(tmp_root, sizeof tmp_root, "/tmp/rally-snapshot-test-XXXXXX");
+    rally__snap_sys = rally__snap_sys_real;
+    return mkdtemp(tmp_root) != NULL ? 0 : -1;
+}
+
+static inline int tmp_teardown(void)
+{
+    char cmd[512];
+    rally__snap_sys = rally__snap_sys_real;
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_root);
+    return system(cmd) == 0 ? 0 : -1;
+}
 
 #define RUN_A "0f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0"
 #define RUN_B "9a8b7c6d-5e4f-4a3b-9c2d-1e0f9a8b7c6d"

@@ -46,7 +46,6 @@
 #include "snapshot_spec.h"
 
 static const char *golden_dir;
-static char tmp_root[256];
 
 /* --- making snapshots ------------------------------------------------------------ */
 
@@ -55,18 +54,12 @@ static const struct spec golden_spec = {
 
 static int setup(void **state)
 {
-    snprintf(tmp_root, sizeof tmp_root, "/tmp/rally-snapshot-test-XXXXXX");
-    assert_non_null(mkdtemp(tmp_root));
-    rally__snap_sys = rally__snap_sys_real;
-    return 0;
+    return tmp_setup();
 }
 
 static int teardown(void **state)
 {
-    char cmd[512];
-    rally__snap_sys = rally__snap_sys_real;
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_root);
-    return system(cmd) == 0 ? 0 : -1;
+    return tmp_teardown();
 }
 
 static unsigned char *slurp(const char *path, size_t *n)
