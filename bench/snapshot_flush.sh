@@ -22,8 +22,9 @@
 #   - of which the wait before the copier took it (the commit is handed to
 #     the copier at the next checkpoint; a copy in flight delays it more)
 #   - the copier's own figure, parsed from its lines "copied to ...
-#     (verified there, X s after its commit)": X runs from the copier taking
-#     the snapshot, not from the commit
+#     (verified there, X s after the job reported it)": X runs from the
+#     report (the checkpoint after the commit) that hands every rank's files
+#     to its copier, not from the commit
 #   - versions committed, copied and skipped (committed, never copied: a
 #     newer one was taken instead) per run
 # and for all three: rank 0's stall per snapshot (rally's line "each stalled
@@ -111,7 +112,7 @@ job() {
     echo "copied_$tier $ncp"
     echo "skipped_$tier $((nc - ncp))"
     echo "failed_$tier $(grep -c 'snapshot: copying .* failed\|snapshot: could not copy' "$out" || :)"
-    sed -n 's/.*snapshot: copied to \(.*\)\/\(snap-[0-9]*\) (verified there, \([0-9.]*\) s after its commit).*/\1 \2 \3/p' "$out" |
+    sed -n 's/.*snapshot: copied to \(.*\)\/\(snap-[0-9]*\) (verified there, \([0-9.]*\) s after the job reported it).*/\1 \2 \3/p' "$out" |
         while read -r where snap own; do
             src=$(echo "$d"/snaps/*/"$snap")
             commit=$(stat -c %.9Y "$src/MANIFEST.json")

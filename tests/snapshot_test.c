@@ -1284,56 +1284,163 @@ static void public_reader(void **state)
     assert_non_null(strstr(err, "is incomplete"));
 }
 
-/* The second tier's copier: each submitted snapshot copied and verified
- * there, retention keeping 2 there, what it did said in order; a root it
- * cannot write is tried three times and given up, saying why; stop does
- * not wait for retries. */
+/* Rank r's files of version v of a 2-rank job with local models, written
+ * into its own root (rank 0: global.bin and local-0000.bin), as the
+ * background writer does; the manifest's bytes for rank 0 in *text. */
+static int rank_files(const char *root, int r, uint64_t v, struct rally__snap_file *f, int *n,
+                      char **text, size_t *tn, struct rally__err *e)
+{
+    struct spec s = simple(RUN_A, "2026-11-30T12:00:00.000000Z", v);
+    struct rally__snap_target t = {root, s.job, s.run, v, s.world};
+    struct rally__snap_file all[3];
+    *n = 0;
+    for (int k = -1; k < s.world; k++) {
+        uint64_t nb = k < 0 ? s.global_nbytes : s.local_nbytes;
+        unsigned char *p = model(k, v, nb);
+        struct rally__snap_file got;
+        /* every rank's file is made (for the manifest), only r's is kept */
+        char other[600];
+        snprintf(other, sizeof other, "%s-elsewhere", root);
+        struct rally__snap_target o = t;
+        int mine = k == r || (r == 0 && k < 0);
+        if (!mine)
+            o.dir = other;
+        int rc = rally__snap_write_part(&o, k, p, nb, e, &got);
+        free(p);
+        if (rc != RALLY_OK)
+            return rc;
+        all[k + 1] = got;
+        if (mine)
+            f[(*n)++] = got;
+    }
+    struct rally__snap_manifest m;
+    struct rally__snap_file dummy[3];
+    char tmp[600];
+    snprintf(tmp, sizeof tmp, "%s-spec", root);
+    int rc = write_parts(tmp, &s, &m, dummy, e); /* the manifest's other fields */
+    if (rc != RALLY_OK)
+        return rc;
+    m.files = all;
+    m.nfiles = 3;
+    return rally__snap_manifest_encode(&m, e, text, tn);
+}
+
+/* The second tier's copiers, one per rank, each rank's files in a root of
+ * its own (a directory private to each host): each rank's files copied and
+ * verified there, rank 0's commit of the copy then loads, retention keeps
+ * 2 there, pruning keeps a rank's newest files; a commit before every
+ * file is there, a damaged file and a root that cannot be written are
+ * tried three times and given up, saying why; stop does not wait for
+ * retries. */
 static void copier_copies(void **state)
 {
+    (void)state;
     struct rally__err e = {0};
-    char src[512], dst[600], path[700], line[RALLY__ERR_MSG_MAX + 300];
-    struct rally__snap_copier *c = NULL;
+    char src[2][512], dst[600], path[700], line[RALLY__ERR_MSG_MAX + 300];
+    struct rally__snap_copier *c[2] = {NULL, NULL};
+    struct rally__snap_file f[2][2];
+    int n[2];
+    char *text = NULL, *unused = NULL;
+    size_t tn = 0, un = 0;
     snprintf(dst, sizeof dst, "%s/tier2", tmp_root);
-    assert_int_equal(rally__snap_copier_start(dst, 2, &e, &c), RALLY_OK);
+    for (int r = 0; r < 2; r++) {
+        snprintf(src[r], sizeof src[r], "%s/host%d", tmp_root, r);
+        assert_int_equal(rally__snap_copier_start(dst, 2, &e, &c[r]), RALLY_OK);
+    }
     for (uint64_t v = 1; v <= 3; v++) {
-        struct spec s = simple(RUN_A, "2026-11-30T12:00:00.000000Z", v);
-        assert_int_equal(write_snapshot(tmp_root, &s, &e), RALLY_OK);
-        snap_path(path, sizeof path, tmp_root, "job", v);
-        rally__snap_copier_submit(c, path, RUN_A, "job", v);
-        rally__snap_copier_drain(c); /* one at a time: each is copied */
-        assert_int_equal(rally__snap_copier_said(c, line, sizeof line), 1);
+        free(text);
+        free(unused);
+        if (rank_files(src[0], 0, v, f[0], &n[0], &text, &tn, &e) != RALLY_OK ||
+            rank_files(src[1], 1, v, f[1], &n[1], &unused, &un, &e) != RALLY_OK)
+            fail_msg("%s", e.msg);
+        struct rally__snap_target t = {NULL, "job", RUN_A, v, 2};
+        for (int r = 0; r < 2; r++) {
+            assert_int_equal(rally__snap_copier_submit(c[r], src[r], &t, f[r], n[r], &e), RALLY_OK);
+            rally__snap_copier_drain(c[r]);
+            assert_int_equal(rally__snap_copier_state(c[r], v), RALLY__SNAP_COPY_OK);
+            assert_int_equal(rally__snap_copier_said(c[r], line, sizeof line), 0);
+        }
+        assert_int_equal(rally__snap_copier_commit(c[0], text, tn, v, &e), RALLY_OK);
+        rally__snap_copier_drain(c[0]);
+        assert_int_equal(rally__snap_copier_said(c[0], line, sizeof line), 1);
         snap_path(path, sizeof path, dst, "job", v);
         if (strstr(line, "copied to ") == NULL || strstr(line, path) == NULL)
             fail_msg("version %llu: the copier said \"%s\"", (unsigned long long)v, line);
         assert_int_equal(loads(dst, "job", v, &e), RALLY_OK);
     }
-    assert_int_equal(rally__snap_copier_gave_up(c, line, sizeof line), 0);
+    assert_int_equal(rally__snap_copier_gave_up(c[0], line, sizeof line), 0);
     /* retention there: 2 and 3 kept, 1 gone */
     snap_path(path, sizeof path, dst, "job", 1);
     assert_int_equal(access(path, F_OK), -1);
     assert_int_equal(loads(dst, "job", 2, &e), RALLY_OK);
-    rally__snap_copier_stop(c);
+    /* pruning rank 1's own directory: its files of 1 and 2 go, 3's stay */
+    snprintf(path, sizeof path, "%s/job", src[1]);
+    rally__snap_copier_prune(c[1], path, RUN_A, 3);
+    rally__snap_copier_drain(c[1]);
+    assert_int_equal(rally__snap_copier_said(c[1], line, sizeof line), 0);
+    for (uint64_t v = 1; v <= 3; v++) {
+        snap_path(path, sizeof path, src[1], "job", v);
+        assert_int_equal(access(path, F_OK), v < 3 ? -1 : 0);
+    }
+
+    /* version 4: rank 1's file damaged in its directory, so it is never
+     * copied; rank 0's commit finds it missing there and gives up */
+    free(text);
+    free(unused);
+    assert_int_equal(rank_files(src[0], 0, 4, f[0], &n[0], &text, &tn, &e), RALLY_OK);
+    assert_int_equal(rank_files(src[1], 1, 4, f[1], &n[1], &unused, &un, &e), RALLY_OK);
+    snap_path(path, sizeof path, src[1], "job", 4);
+    strcat(path, "/local-0001.bin");
+    FILE *fp = fopen(path, "r+b");
+    assert_non_null(fp);
+    fseek(fp, 100, SEEK_SET);
+    fputc(0x5a, fp);
+    fclose(fp);
+    struct rally__snap_target t4 = {NULL, "job", RUN_A, 4, 2};
+    for (int r = 0; r < 2; r++) {
+        assert_int_equal(rally__snap_copier_submit(c[r], src[r], &t4, f[r], n[r], &e), RALLY_OK);
+        rally__snap_copier_drain(c[r]);
+    }
+    assert_int_equal(rally__snap_copier_state(c[0], 4), RALLY__SNAP_COPY_OK);
+    assert_int_equal(rally__snap_copier_state(c[1], 4), RALLY__SNAP_COPY_FAILED);
+    assert_int_equal(rally__snap_copier_state(c[1], 5), RALLY__SNAP_COPY_NONE);
+    int tries = 0, said = 0;
+    while (rally__snap_copier_said(c[1], line, sizeof line)) {
+        tries += strstr(line, "failed (try ") != NULL;
+        said += strstr(line, "(3 tries)") != NULL && strstr(line, "damaged") != NULL;
+    }
+    assert_int_equal(tries, 2);
+    assert_int_equal(said, 1);
+    assert_int_equal(rally__snap_copier_commit(c[0], text, tn, 4, &e), RALLY_OK);
+    rally__snap_copier_drain(c[0]);
+    assert_int_equal(rally__snap_copier_gave_up(c[0], line, sizeof line), 1);
+    if (strstr(line, "(3 tries)") == NULL || strstr(line, "local-0001.bin is missing") == NULL)
+        fail_msg("the commit gave up saying \"%s\"", line);
+    assert_int_equal(rally__snap_copier_gave_up(c[0], line, sizeof line), 0); /* said once */
+    assert_int_not_equal(loads(dst, "job", 4, &e), RALLY_OK);
+    for (int r = 0; r < 2; r++)
+        rally__snap_copier_stop(c[r]);
 
     /* a root whose job directory is a file: every try fails */
     snprintf(dst, sizeof dst, "%s/bad", tmp_root);
     mkdir(dst, 0755);
     snprintf(path, sizeof path, "%s/job", dst);
     fclose(fopen(path, "w"));
-    assert_int_equal(rally__snap_copier_start(dst, 2, &e, &c), RALLY_OK);
-    snap_path(src, sizeof src, tmp_root, "job", 3);
-    rally__snap_copier_submit(c, src, RUN_A, "job", 3);
-    rally__snap_copier_drain(c);
-    int tries = 0;
-    while (rally__snap_copier_said(c, line, sizeof line))
+    assert_int_equal(rally__snap_copier_start(dst, 2, &e, &c[0]), RALLY_OK);
+    assert_int_equal(rally__snap_copier_submit(c[0], src[0], &t4, f[0], n[0], &e), RALLY_OK);
+    rally__snap_copier_drain(c[0]);
+    tries = 0;
+    while (rally__snap_copier_said(c[0], line, sizeof line))
         tries += strstr(line, "failed (try ") != NULL;
     assert_int_equal(tries, 2);
-    assert_int_equal(rally__snap_copier_gave_up(c, line, sizeof line), 1);
-    assert_non_null(strstr(line, "(3 tries)"));
-    assert_int_equal(rally__snap_copier_gave_up(c, line, sizeof line), 0); /* said once */
+    assert_int_equal(rally__snap_copier_state(c[0], 4), RALLY__SNAP_COPY_FAILED);
     /* stop with one just submitted (in flight or waiting): the thread ends
      * cleanly, without its retries (ASan and TSan watch this path) */
-    rally__snap_copier_submit(c, src, RUN_A, "job", 3);
-    rally__snap_copier_stop(c);
+    assert_int_equal(rally__snap_copier_submit(c[0], src[0], &t4, f[0], n[0], &e), RALLY_OK);
+    assert_int_equal(rally__snap_copier_commit(c[0], text, tn, 4, &e), RALLY_OK);
+    rally__snap_copier_stop(c[0]);
+    free(text);
+    free(unused);
 }
 
 int main(int argc, char **argv)

@@ -172,6 +172,10 @@ static void usage(FILE *f)
         "      --snapshot-copy DIR|s3://BUCKET/PREFIX  copy each committed snapshot there too,\n"
         "                             in the background (verified there; retention there too);\n"
         "                             --resume latest takes the newest of both tiers\n"
+        "      --snapshot-local       DIR is each host's own disk (not shared): each rank copies\n"
+        "                             its own files to --snapshot-copy, the snapshot is\n"
+        "                             committed there only, and each host keeps only its\n"
+        "                             files of the newest one copied\n"
         "      --job NAME             JOB (default: the program's file name)\n"
         "      --snapshot-every K     a snapshot every K checkpoint versions\n"
         "      --snapshot-every-ms T  a snapshot when T ms passed since the last (rank 0's clock)\n"
@@ -310,6 +314,7 @@ static const struct {
 } snap_env[] = {
     {"RALLY_SNAPSHOT_DIR", 'D', "--snapshot-dir"},
     {"RALLY_SNAPSHOT_COPY", 'C', "--snapshot-copy"},
+    {"RALLY_SNAPSHOT_LOCAL", 'V', "--snapshot-local"},
     {"RALLY_SNAPSHOT_JOB", 'J', "--job"},
     {"RALLY_SNAPSHOT_EVERY", 'E', "--snapshot-every"},
     {"RALLY_SNAPSHOT_EVERY_MS", 'T', "--snapshot-every-ms"},
@@ -386,6 +391,7 @@ static char **agent_env(const struct run *r, const char *id)
         SET("RALLY_SNAPSHOT_EVERY_MS", r->snap.every_ms_s);
         SET("RALLY_SNAPSHOT_KEEP", r->snap.keep_s);
         SET("RALLY_SNAPSHOT_REQUIRED", r->snap.required ? "1" : "0");
+        SET("RALLY_SNAPSHOT_LOCAL", r->snap.local ? "1" : "0");
         SET("RALLY_SNAPSHOT_FINAL", r->snap.final ? "1" : "0");
         SET("RALLY_SNAPSHOT_BUSY", r->snap.busy);
     }
@@ -482,6 +488,7 @@ static int spawn(struct run *r, int i)
         {"RALLY_SNAPSHOT_EVERY_MS", r->snap.every_ms_s},
         {"RALLY_SNAPSHOT_KEEP", r->snap.keep_s},
         {"RALLY_SNAPSHOT_REQUIRED", r->snap.required ? "1" : "0"},
+        {"RALLY_SNAPSHOT_LOCAL", r->snap.local ? "1" : "0"},
         {"RALLY_SNAPSHOT_FINAL", r->snap.final ? "1" : "0"},
         {"RALLY_SNAPSHOT_BUSY", r->snap.busy},
         {"RALLY_RESUME", r->snap.resume_path},
@@ -746,11 +753,14 @@ static int snap_option(struct run *r, int c, const char *val, const char *name)
             return cli_usage_error("rally-run", "%s wants wait or skip, not '%s'", name, val);
         r->snap.busy = val;
         break;
-    default: /* 'Q', 'F', 'f': switches */
+    default: /* 'Q', 'F', 'f', 'V': switches */
         if (val != NULL && strcmp(val, "0") != 0 && strcmp(val, "1") != 0)
             return cli_usage_error("rally-run", "%s wants 0 or 1, not '%s'", name, val);
         if (val == NULL || val[0] == '1')
-            *(c == 'Q' ? &r->snap.required : c == 'F' ? &r->snap.final : &r->snap.force) = 1;
+            *(c == 'Q'   ? &r->snap.required
+              : c == 'F' ? &r->snap.final
+              : c == 'V' ? &r->snap.local
+                         : &r->snap.force) = 1;
         break;
     }
     return -1;
@@ -848,6 +858,7 @@ static int parse(int argc, char **argv, struct run *r)
                                           {"snapshot-every-ms", required_argument, NULL, 'T'},
                                           {"snapshot-keep", required_argument, NULL, 'K'},
                                           {"snapshot-required", no_argument, NULL, 'Q'},
+                                          {"snapshot-local", no_argument, NULL, 'V'},
                                           {"snapshot-final", no_argument, NULL, 'F'},
                                           {"keep-snapshots", no_argument, NULL, 'k'},
                                           {"resume", required_argument, NULL, 'R'},
@@ -936,6 +947,7 @@ static int parse(int argc, char **argv, struct run *r)
         case 'T':
         case 'K':
         case 'Q':
+        case 'V':
         case 'F':
         case 'f':
         case 'B': {
@@ -1039,13 +1051,17 @@ static int parse(int argc, char **argv, struct run *r)
     }
     if (r->snap.dir == NULL &&
         (r->snap.every || r->snap.every_ms || r->snap.required || r->snap.final || r->snap.keep_all ||
-         r->snap.overwrite || r->snap.job_opt || r->auto_resume || r->snap.copy))
+         r->snap.overwrite || r->snap.job_opt || r->auto_resume || r->snap.copy || r->snap.local))
         return cli_usage_error("rally-run", "the snapshot options need --snapshot-dir DIR%s%s%s",
                                r->env_snap[0] ? " (" : "", r->env_snap,
                                r->env_snap[0] ? " is one)" : "");
     if (r->snap.resume != NULL && strcmp(r->snap.resume, "latest") == 0 && r->snap.dir == NULL)
         return cli_usage_error("rally-run", "%s needs --snapshot-dir DIR",
                                r->given['R'] ? "--resume latest" : "RALLY_RESUME=latest");
+    if (r->snap.local && r->snap.copy == NULL)
+        return cli_usage_error("rally-run", "--snapshot-local needs --snapshot-copy: with a "
+                                            "directory private to each host, no host holds a "
+                                            "whole snapshot, only the copy does");
     if (r->snap.overwrite && r->snap.resume != NULL)
         return cli_usage_error("rally-run", "--overwrite is for a fresh start, not --resume");
     int local = r->launcher == RALLY__LAUNCHER_LOCAL;

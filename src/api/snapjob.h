@@ -24,8 +24,13 @@
 /* Request bits of the checkpoint acknowledgement (docs/recovery.md,
  * "Commits and request bits"): the engine ORs them and does not know them. */
 #define RALLY__REQ_SNAPSHOT (UINT64_C(1) << 0)     /* snapshot the version this commits */
-#define RALLY__REQ_SNAP_PENDING (UINT64_C(1) << 1) /* a snapshot's parts are still being written   \
-                                                    */
+#define RALLY__REQ_SNAP_PENDING (UINT64_C(1) << 1) /* a snapshot's parts are still being written */
+/* the second tier: a copy is outstanding; some rank is still copying its
+ * files; some rank could not (the three say, with none of the last two,
+ * that every rank's files are there) */
+#define RALLY__REQ_COPY_OUT (UINT64_C(1) << 2)
+#define RALLY__REQ_COPY_BUSY (UINT64_C(1) << 3)
+#define RALLY__REQ_COPY_FAILED (UINT64_C(1) << 4)
 
 #define RALLY__SNAP_NONE UINT64_MAX
 #define RALLY__SNAP_UNKNOWN (UINT64_MAX - 1) /* pending, version unknown: a restarted rank */
@@ -49,7 +54,23 @@ struct rally__snapjob {
     int checkpoints;            /* checkpoint turns this process took (0: none yet) */
     struct rally__snap_bg *cbg; /* rank 0: the committer (manifest, retention) */
     uint64_t committing;        /* ... the version it is committing, or NONE */
-    struct rally__snap_copier *copier; /* rank 0 with rally_snapshot_copy: the second tier */
+    /* with rally_snapshot_copy, the second tier: every rank copies its own
+     * files of the newest reported snapshot, rank 0 commits the copy once
+     * the commit flags say all are there (snapjob.c, "The second tier") */
+    struct rally__snap_copier *copier;
+    char src[PATH_MAX];  /* rally_snapshot_dir, absolute: where the files are read */
+    uint64_t copy_v;     /* the version being copied (agreed), NONE, or UNKNOWN */
+    int copy_n;          /* ... this rank's files of it handed to the copier */
+    /* rank 0: the copy's manifests (malloc'd), of version man_v[i]: of the
+     * copy outstanding, of the one waiting, and made at the last report */
+    char *man[3];
+    size_t man_n[3];
+    uint64_t man_v[3];
+    int copy_said;       /* ... this rank said why it failed */
+    uint64_t copy_void;  /* a copy the flags said failed, for rally_snapshot_required */
+    uint64_t next_v;     /* a newer reported snapshot waiting to be copied, or NONE */
+    struct rally__snap_file next_f[RALLY__SNAP_PARTS_MAX]; /* ... this rank's files of it */
+    int next_n;
     /* the training thread's stall: in the snapshot pending (take, and the
      * checkpoints' reports), and over the snapshots reported at checkpoints */
     int64_t stall_us, stall_sum_us, stall_max_us;

@@ -42,7 +42,6 @@ struct rally__snap_bg {
     size_t text_n;
     int keep;
     char path[4096], note[RALLY__ERR_MSG_MAX];
-    struct rally__snap_copier *copier; /* handed each commit at once; NULL none */
 };
 
 /* The thread's commit: parse, commit, retention. */
@@ -55,8 +54,6 @@ static void commit_now(struct rally__snap_bg *w, struct rally__err *e)
     if (rally__snap_manifest_parse(w->text, w->text_n, e, &m) != RALLY_OK ||
         rally__snap_commit(w->dir, m, e, w->path, sizeof w->path) != RALLY_OK)
         goto out;
-    if (w->copier != NULL) /* the second tier's copy starts now, not at the next checkpoint */
-        rally__snap_copier_submit(w->copier, w->path, m->run_id, m->job, m->version);
     snprintf(jobdir, sizeof jobdir, "%s/%s", w->dir, m->job);
     if (rally__snap_retain_upto(jobdir, m->run_id, w->keep, m->version, &re, NULL) != RALLY_OK)
         snprintf(w->note, sizeof w->note, "%s", re.msg);
@@ -235,13 +232,6 @@ int rally__snap_bg_commit(struct rally__snap_bg *w, const char *dir,
     pthread_cond_broadcast(&w->cv);
     pthread_mutex_unlock(&w->mu);
     return RALLY_OK;
-}
-
-void rally__snap_bg_hand_to(struct rally__snap_bg *w, struct rally__snap_copier *c)
-{
-    pthread_mutex_lock(&w->mu);
-    w->copier = c;
-    pthread_mutex_unlock(&w->mu);
 }
 
 void rally__snap_bg_commit_info(const struct rally__snap_bg *w, char *path, size_t cap, char *note,

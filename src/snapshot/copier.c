@@ -1,10 +1,15 @@
 /*
- * copier.c — the second tier: a thread that copies each committed snapshot
- * to another store (rally__snap_copy: verified there before it counts),
- * then applies retention there.  Training never waits for it: a submit
- * only names the newest committed snapshot; one submitted while a copy
- * runs replaces any that waits (the newest is what a resume wants).  A
- * failed copy is tried again, three times in all; what happened is kept
+ * copier.c — the second tier: a thread on every rank that copies the files
+ * its rank wrote of each snapshot to another store (rally__snap_copy_files:
+ * each verified there), and on rank 0 commits the copy there — checks every
+ * part's size, writes the manifest last, reads it back — once the job
+ * agreed that every rank's files are there; then applies retention there.
+ * So each host uploads its own part from its own disk, and a snapshot
+ * directory private to each host is copied whole; there each rank also
+ * prunes its files of older versions once a newer copy is committed.  Training never waits
+ * for it: a submit only names the newest snapshot; one submitted while a
+ * copy runs replaces any that waits (the newest is what a resume wants).
+ * A failed copy is tried again, three times in all; what happened is kept
  * for the owner to say on its own thread (rally__snap_copier_said).  Stop
  * does not wait for retries or for what waits: an owner that wants the
  * last snapshot copied drains first (a job's finalize does).
@@ -23,22 +28,38 @@
 #define TRIES 3
 #define SAID_MAX 8
 
+/* One rank's files of one snapshot. */
+struct files {
+    int64_t us; /* when they were submitted */
+    char src[PATH_MAX];
+    char job[RALLY__SNAP_JOB_MAX + 1], run[RALLY__SNAP_UUID_LEN + 1];
+    uint64_t version;
+    int world, n;
+    struct rally__snap_file f[RALLY__SNAP_PARTS_MAX];
+};
+
 struct rally__snap_copier {
     pthread_t thread;
     pthread_mutex_t mu;
     pthread_cond_t cv;
     char root[PATH_MAX];
     int keep;
-    /* the newest committed snapshot not yet taken by the thread */
-    char want[PATH_MAX], want_run[RALLY__SNAP_UUID_LEN + 1], want_job[RALLY__SNAP_JOB_MAX + 1];
-    uint64_t want_version;
-    int64_t want_us; /* when it was submitted: its commit */
-    int has_want, busy, stop;
+    struct files want; /* the newest files not yet taken by the thread */
+    int has_want;
+    uint64_t cur, done; /* the version whose files are being copied / were last */
+    int done_state;     /* ... and how that ended */
+    int64_t done_us;    /* ... and when they were submitted */
+    char *fin; /* a commit asked for: the manifest's bytes (malloc'd) */
+    size_t fin_n;
+    uint64_t fin_v;
+    char prune[PATH_MAX], prune_run[RALLY__SNAP_UUID_LEN + 1]; /* files pruned there ... */
+    uint64_t prune_below;                                       /* ... of older versions */
+    int has_fin, has_prune, busy, stop;
     /* what happened, oldest first, for the owner to say */
     char said[SAID_MAX][RALLY__ERR_MSG_MAX + 256];
     int nsaid, dropped;
-    char gave_up[2 * PATH_MAX + RALLY__ERR_MSG_MAX + 64]; /* a copy given up on, "" none */
-    void *buf;                              /* the thread's: each part read into it, kept */
+    char gave_up[2 * PATH_MAX + RALLY__ERR_MSG_MAX + 64]; /* a commit given up on, "" none */
+    void *buf;                              /* the thread's: each file read into it, kept */
     size_t room;
 };
 
@@ -58,74 +79,148 @@ static void say(struct rally__snap_copier *c, const char *fmt, ...)
     va_end(ap);
 }
 
-/* One snapshot: copied (tried again after 0.1 and 0.4 s), then retention
- * at the root.  Runs outside the lock. */
-static void copy_one(struct rally__snap_copier *c, const char *path, const char *run,
-                     const char *job, uint64_t version, int64_t since)
+/* Whether another try is worth it after try t failed with e (saying so),
+ * napping 0.1 or 0.4 s first; 0 when the owner is going or a newer one
+ * waits (*newer: abandon), or the tries are spent. */
+static int again(struct rally__snap_copier *c, int t, const char *what, const struct rally__err *e,
+                 const int *newer)
+{
+    pthread_mutex_lock(&c->mu);
+    int abandon = c->stop || *newer;
+    if (!abandon && t < TRIES)
+        say(c, "copying %s to %s failed (try %d of %d, again in %.1f s): %s", what, c->root, t,
+            TRIES, t == 1 ? 0.1 : 0.4, e->msg);
+    pthread_mutex_unlock(&c->mu);
+    if (abandon || t == TRIES)
+        return 0;
+    struct timespec nap = {0, t == 1 ? 100000000L : 400000000L};
+    nanosleep(&nap, NULL);
+    return 1;
+}
+
+/* This rank's files of one snapshot, outside the lock. */
+static int copy_files(struct rally__snap_copier *c, const struct files *w)
 {
     struct rally__err e = {0, ""};
-    char where[PATH_MAX + 64], jobdir[PATH_MAX + RALLY__SNAP_JOB_MAX + 2];
-    int rc = RALLY_ESYS, t;
-    for (t = 1; t <= TRIES; t++) {
+    struct rally__snap_target t = {c->root, w->job, w->run, w->version, w->world};
+    char what[PATH_MAX + RALLY__SNAP_JOB_MAX + 2 * RALLY__SNAP_NAME_MAX + 40];
+    snprintf(what, sizeof what, "%s/%s/snap-%08llu/%s%s", w->src, w->job,
+             (unsigned long long)w->version, w->f[0].name, w->n > 1 ? " and its other file" : "");
+    for (int t_ = 1;; t_++) {
         rally__err_clear(&e);
-        if ((rc = rally__snap_copy_into(path, c->root, &c->buf, &c->room, &e, where,
-                                        sizeof where)) == RALLY_OK)
+        if (rally__snap_copy_files(w->src, &t, w->f, w->n, &c->buf, &c->room, &e) == RALLY_OK)
+            return RALLY__SNAP_COPY_OK;
+        if (!again(c, t_, what, &e, &c->has_want))
             break;
-        pthread_mutex_lock(&c->mu);
-        /* the owner is going, or a newer snapshot waits: no more tries */
-        int abandon = c->stop || c->has_want;
-        if (!abandon && t < TRIES)
-            say(c, "copying %s to %s failed (try %d of %d, again in %.1f s): %s", path, c->root, t,
-                TRIES, t == 1 ? 0.1 : 0.4, e.msg);
-        pthread_mutex_unlock(&c->mu);
-        if (abandon) {
-            rc = -1;
-            break;
-        }
-        if (t < TRIES) {
-            struct timespec nap = {0, t == 1 ? 100000000L : 400000000L};
-            nanosleep(&nap, NULL);
-        }
     }
-    struct rally__err re = {0, ""};
+    pthread_mutex_lock(&c->mu);
+    if (!c->stop && !c->has_want)
+        say(c, "could not copy %s to %s (%d tries): %s", what, c->root, TRIES, e.msg);
+    pthread_mutex_unlock(&c->mu);
+    return RALLY__SNAP_COPY_FAILED;
+}
+
+/* The copy of the snapshot whose manifest is text[n] (version v): every
+ * part it lists checked there, its manifest written there last and read
+ * back; then retention there.  Outside the lock. */
+static void commit_copy(struct rally__snap_copier *c, const char *text, size_t n, uint64_t v,
+                        int64_t since)
+{
+    struct rally__err e = {0, ""}, re = {0, ""};
+    struct rally__snap_manifest *m = NULL, *there = NULL;
+    struct rally__snap *back = NULL;
+    char where[PATH_MAX + RALLY__SNAP_JOB_MAX + RALLY__SNAP_NAME_MAX + 2];
+    char jobdir[PATH_MAX + RALLY__SNAP_JOB_MAX + 2];
+    int rc = RALLY_ESYS;
+    for (int t = 1;; t++) {
+        rally__err_clear(&e);
+        if ((rc = rally__snap_manifest_parse(text, n, &e, &m)) == RALLY_OK) {
+            snprintf(where, sizeof where, "%s/%s/", c->root, m->job);
+            rally__snap_dir_name(m->version, where + strlen(where));
+            struct rally__err quiet = {0, ""};
+            /* a try whose manifest went there before it failed */
+            int done = rally__snap_read_manifest(where, &quiet, &there) == RALLY_OK &&
+                       strcmp(there->snapshot_id, m->snapshot_id) == 0;
+            if ((done || (rc = rally__snap_commit(c->root, m, &e, NULL, 0)) == RALLY_OK) &&
+                (rc = rally__snap_open_sizes(where, &e, &back)) == RALLY_OK)
+                break;
+            rally__snap_manifest_free(there);
+            rally__snap_manifest_free(m);
+            there = m = NULL;
+        }
+        snprintf(where, sizeof where, "the snapshot of version %llu", (unsigned long long)v);
+        if (!again(c, t, where, &e, &c->has_fin))
+            break;
+    }
     if (rc == RALLY_OK) {
-        snprintf(jobdir, sizeof jobdir, "%s/%s", c->root, job);
-        rally__snap_retain_upto(jobdir, run, c->keep, version, &re, NULL);
+        snprintf(jobdir, sizeof jobdir, "%s/%s", c->root, m->job);
+        rally__snap_retain_upto(jobdir, m->run_id, c->keep, v, &re, NULL);
     }
     pthread_mutex_lock(&c->mu);
     if (rc == RALLY_OK) {
-        say(c, "copied to %s (verified there, %.2f s after its commit)", where,
+        say(c, "copied to %s (verified there, %.2f s after the job reported it)", where,
             (double)(rally__now_us() - since) / 1e6);
         if (re.code != RALLY_OK)
             say(c, "retention at %s failed (the copies stay): %s", c->root, re.msg);
-    } else if (rc != -1) { /* -1: abandoned (a newer one, or stop), as it should be */
-        snprintf(c->gave_up, sizeof c->gave_up, "could not copy %s to %s (%d tries): %s", path,
-                 c->root, TRIES, e.msg);
+    } else if (!c->stop && !c->has_fin) { /* else abandoned, as it should be */
+        snprintf(c->gave_up, sizeof c->gave_up,
+                 "could not commit the copy of version %llu in %s (%d tries): %s",
+                 (unsigned long long)v, c->root, TRIES, e.msg);
         say(c, "%s", c->gave_up);
     }
     pthread_mutex_unlock(&c->mu);
+    rally__snap_close(back);
+    rally__snap_manifest_free(there);
+    rally__snap_manifest_free(m);
 }
 
 static void *run(void *arg)
 {
     struct rally__snap_copier *c = arg;
-    char path[PATH_MAX], run_id[RALLY__SNAP_UUID_LEN + 1], job[RALLY__SNAP_JOB_MAX + 1];
+    struct files w;
+    char dir[PATH_MAX], run_id[RALLY__SNAP_UUID_LEN + 1];
     pthread_mutex_lock(&c->mu);
     for (;;) {
-        while (!c->has_want && !c->stop)
+        while (!c->has_want && !c->has_fin && !c->has_prune && !c->stop)
             pthread_cond_wait(&c->cv, &c->mu);
-        if (!c->has_want)
+        if (!c->has_want && !c->has_fin && !c->has_prune)
             break; /* stopped, nothing left */
-        memcpy(path, c->want, sizeof path);
-        memcpy(run_id, c->want_run, sizeof run_id);
-        memcpy(job, c->want_job, sizeof job);
-        uint64_t v = c->want_version;
-        int64_t since = c->want_us;
-        c->has_want = 0;
         c->busy = 1;
-        pthread_mutex_unlock(&c->mu);
-        copy_one(c, path, run_id, job, v, since);
-        pthread_mutex_lock(&c->mu);
+        if (c->has_fin) { /* a commit first: the files it waited for are there */
+            char *text = c->fin;
+            size_t n = c->fin_n;
+            uint64_t v = c->fin_v;
+            int64_t since = c->done == v ? c->done_us : rally__now_us();
+            c->fin = NULL;
+            c->has_fin = 0;
+            pthread_mutex_unlock(&c->mu);
+            commit_copy(c, text, n, v, since);
+            free(text);
+            pthread_mutex_lock(&c->mu);
+        } else if (c->has_prune) {
+            memcpy(dir, c->prune, sizeof dir);
+            memcpy(run_id, c->prune_run, sizeof run_id);
+            uint64_t below = c->prune_below;
+            c->has_prune = 0;
+            pthread_mutex_unlock(&c->mu);
+            struct rally__err e = {0, ""};
+            int rc = rally__snap_retain_upto(dir, run_id, 0, below - 1, &e, NULL);
+            pthread_mutex_lock(&c->mu);
+            if (rc != RALLY_OK)
+                say(c, "removing its files of versions before %llu from %s failed (they stay): %s",
+                    (unsigned long long)below, dir, e.msg);
+        } else {
+            w = c->want;
+            c->has_want = 0;
+            c->cur = w.version;
+            pthread_mutex_unlock(&c->mu);
+            int st = copy_files(c, &w);
+            pthread_mutex_lock(&c->mu);
+            c->cur = UINT64_MAX;
+            c->done = w.version;
+            c->done_state = st;
+            c->done_us = w.us;
+        }
         c->busy = 0;
         pthread_cond_broadcast(&c->cv);
     }
@@ -144,6 +239,7 @@ int rally__snap_copier_start(const char *root, int keep, struct rally__err *e,
         return rally__fail(e, RALLY_EINVAL, "the copy's root %.80s... is too long", root);
     }
     c->keep = keep;
+    c->cur = c->done = UINT64_MAX;
     pthread_mutex_init(&c->mu, NULL);
     pthread_cond_init(&c->cv, NULL);
     int err = pthread_create(&c->thread, NULL, run, c);
@@ -157,16 +253,71 @@ int rally__snap_copier_start(const char *root, int keep, struct rally__err *e,
     return RALLY_OK;
 }
 
-void rally__snap_copier_submit(struct rally__snap_copier *c, const char *path, const char *run_id,
-                               const char *job, uint64_t version)
+int rally__snap_copier_submit(struct rally__snap_copier *c, const char *src,
+                              const struct rally__snap_target *t,
+                              const struct rally__snap_file *files, int nfiles,
+                              struct rally__err *e)
+{
+    if (nfiles < 0 || nfiles > RALLY__SNAP_PARTS_MAX || strlen(src) >= PATH_MAX ||
+        !rally__snap_job_ok(t->job) || strlen(t->run_id) != RALLY__SNAP_UUID_LEN)
+        return rally__fail(e, RALLY_EINVAL, "the copier cannot take %d files of job %.80s in %.80s",
+                           nfiles, t->job, src);
+    pthread_mutex_lock(&c->mu);
+    struct files *w = &c->want;
+    snprintf(w->src, sizeof w->src, "%s", src);
+    snprintf(w->job, sizeof w->job, "%s", t->job);
+    snprintf(w->run, sizeof w->run, "%s", t->run_id);
+    w->version = t->version;
+    w->world = t->world;
+    w->n = nfiles;
+    memcpy(w->f, files, (size_t)nfiles * sizeof *files);
+    w->us = rally__now_us();
+    c->has_want = 1;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+    return RALLY_OK;
+}
+
+int rally__snap_copier_state(struct rally__snap_copier *c, uint64_t version)
 {
     pthread_mutex_lock(&c->mu);
-    snprintf(c->want, sizeof c->want, "%s", path);
-    snprintf(c->want_run, sizeof c->want_run, "%s", run_id);
-    snprintf(c->want_job, sizeof c->want_job, "%s", job);
-    c->want_version = version;
-    c->want_us = rally__now_us();
-    c->has_want = 1;
+    int st = RALLY__SNAP_COPY_NONE;
+    if ((c->has_want && c->want.version == version) || c->cur == version)
+        st = RALLY__SNAP_COPY_BUSY;
+    else if (c->done == version)
+        st = c->done_state;
+    pthread_mutex_unlock(&c->mu);
+    return st;
+}
+
+int rally__snap_copier_commit(struct rally__snap_copier *c, const char *manifest, size_t n,
+                              uint64_t version, struct rally__err *e)
+{
+    char *text = malloc(n ? n : 1);
+    if (text == NULL)
+        return rally__fail(e, RALLY_ENOMEM, "out of memory for the copy's manifest");
+    memcpy(text, manifest, n);
+    pthread_mutex_lock(&c->mu);
+    free(c->fin);
+    c->fin = text;
+    c->fin_n = n;
+    c->fin_v = version;
+    c->has_fin = 1;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+    return RALLY_OK;
+}
+
+void rally__snap_copier_prune(struct rally__snap_copier *c, const char *jobdir, const char *run_id,
+                              uint64_t below)
+{
+    if (below == 0)
+        return;
+    pthread_mutex_lock(&c->mu);
+    snprintf(c->prune, sizeof c->prune, "%s", jobdir);
+    snprintf(c->prune_run, sizeof c->prune_run, "%s", run_id);
+    c->prune_below = below;
+    c->has_prune = 1;
     pthread_cond_broadcast(&c->cv);
     pthread_mutex_unlock(&c->mu);
 }
@@ -204,7 +355,7 @@ int rally__snap_copier_gave_up(struct rally__snap_copier *c, char *out, size_t c
 void rally__snap_copier_drain(struct rally__snap_copier *c)
 {
     pthread_mutex_lock(&c->mu);
-    while (c->has_want || c->busy)
+    while (c->has_want || c->has_fin || c->has_prune || c->busy)
         pthread_cond_wait(&c->cv, &c->mu);
     pthread_mutex_unlock(&c->mu);
 }
@@ -215,11 +366,12 @@ void rally__snap_copier_stop(struct rally__snap_copier *c)
         return;
     pthread_mutex_lock(&c->mu);
     c->stop = 1;
-    c->has_want = 0; /* what waits is dropped (rally__snap_copier_drain copies it) */
+    c->has_want = c->has_fin = c->has_prune = 0; /* what waits is dropped (drain does it) */
     pthread_cond_broadcast(&c->cv);
     pthread_mutex_unlock(&c->mu);
     pthread_join(c->thread, NULL); /* the copy in flight ends with its current try */
     free(c->buf);
+    free(c->fin);
     pthread_cond_destroy(&c->cv);
     pthread_mutex_destroy(&c->mu);
     free(c);

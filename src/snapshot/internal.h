@@ -58,6 +58,13 @@ int rally__snap_check_file(struct rally__store *st, const char *dir,
                            const struct rally__snap_manifest *m, const struct rally__snap_file *f,
                            int full, struct rally__err *e);
 
+/* As rally__snap_check_file (full), the whole file, header included,
+ * into *buf: the caller's buffer of *room bytes, grown (realloc) when the
+ * file is larger, and the caller's also on an error. */
+int rally__snap_read_file(struct rally__store *st, const char *dir,
+                          const struct rally__snap_manifest *m, const struct rally__snap_file *f,
+                          void **buf, size_t *room, struct rally__err *e);
+
 /* RALLY_EPROTO naming both sizes when file f (in where) is size bytes and
  * the manifest says otherwise, or "missing" for size UINT64_MAX. */
 int rally__snap_size_agrees(const char *where, const struct rally__snap_file *f, uint64_t size,

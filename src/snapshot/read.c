@@ -89,6 +89,7 @@ struct verify {
     uint64_t n, want; /* bytes seen, the manifest's size */
     int grew;         /* more bytes came than want */
     unsigned char *keep;
+    int all; /* keep holds the whole file, header too (else the payload) */
     XXH3_state_t *whole, *pay;
 };
 
@@ -99,6 +100,8 @@ static int verify_sink(void *arg, const void *p, size_t n)
     if (n > v->want - v->n)
         return v->grew = 1; /* longer than the manifest says: changed while read */
     XXH3_64bits_update(v->whole, q, n);
+    if (v->all)
+        memcpy(v->keep + v->n, q, n);
     if (v->n < RALLY__SNAP_HEADER_NBYTES) {
         size_t k = RALLY__SNAP_HEADER_NBYTES - (size_t)v->n;
         if (k > n)
@@ -110,7 +113,7 @@ static int verify_sink(void *arg, const void *p, size_t n)
     }
     if (n > 0) {
         XXH3_64bits_update(v->pay, q, n);
-        if (v->keep != NULL)
+        if (v->keep != NULL && !v->all)
             memcpy(v->keep + (v->n - RALLY__SNAP_HEADER_NBYTES), q, n);
         v->n += n;
     }
@@ -128,23 +131,30 @@ int rally__snap_size_agrees(const char *where, const struct rally__snap_file *f,
     return RALLY_OK;
 }
 
-/* rally__snap_check_file; with buf (full only), the payload goes into
- * *buf, the caller's buffer of *room bytes, grown (realloc) when the
- * payload is larger, and the caller's also on an error. */
+/* rally__snap_check_file; with buf (full only), the payload (all: the
+ * whole file) goes into *buf, the caller's buffer of *room bytes, grown
+ * (realloc) when it is larger, and the caller's also on an error. */
 static int check(struct rally__store *st, const char *dir, const struct rally__snap_manifest *m,
                  const struct rally__snap_file *f, int full, struct rally__err *e, void **buf,
-                 size_t *room);
+                 size_t *room, int all);
 
 int rally__snap_check_file(struct rally__store *st, const char *dir,
                            const struct rally__snap_manifest *m, const struct rally__snap_file *f,
                            int full, struct rally__err *e)
 {
-    return check(st, dir, m, f, full, e, NULL, NULL);
+    return check(st, dir, m, f, full, e, NULL, NULL, 0);
+}
+
+int rally__snap_read_file(struct rally__store *st, const char *dir,
+                          const struct rally__snap_manifest *m, const struct rally__snap_file *f,
+                          void **buf, size_t *room, struct rally__err *e)
+{
+    return check(st, dir, m, f, 1, e, buf, room, 1);
 }
 
 static int check(struct rally__store *st, const char *dir, const struct rally__snap_manifest *m,
                  const struct rally__snap_file *f, int full, struct rally__err *e, void **buf,
-                 size_t *room)
+                 size_t *room, int all)
 {
     char where[1100];
     uint64_t size = 0;
@@ -156,21 +166,22 @@ static int check(struct rally__store *st, const char *dir, const struct rally__s
         return rc;
     if (!full)
         return RALLY_OK;
-    uint64_t pn = f->nbytes - RALLY__SNAP_HEADER_NBYTES;
+    uint64_t pn = f->nbytes - RALLY__SNAP_HEADER_NBYTES, kn = all ? f->nbytes : pn;
     v.whole = XXH3_createState();
     v.pay = XXH3_createState();
-    if (buf != NULL && pn <= SIZE_MAX && pn > *room) {
-        void *q = realloc(*buf, (size_t)pn);
+    if (buf != NULL && kn <= SIZE_MAX && kn > *room) {
+        void *q = realloc(*buf, (size_t)kn);
         if (q != NULL) {
             *buf = q;
-            *room = (size_t)pn;
+            *room = (size_t)kn;
         }
     }
-    if (v.whole == NULL || v.pay == NULL || (buf != NULL && pn > *room)) {
+    if (v.whole == NULL || v.pay == NULL || (buf != NULL && kn > *room)) {
         rc = rally__fail(e, RALLY_ENOMEM, "out of memory reading %s/%s", where, f->name);
         goto out;
     }
     v.keep = buf != NULL ? *buf : NULL;
+    v.all = all;
     XXH3_64bits_reset(v.whole);
     XXH3_64bits_reset(v.pay);
     if ((rc = st->ops->get(st, dir, f->name, f->nbytes + 1, verify_sink, &v, e, NULL)) !=
@@ -336,7 +347,7 @@ int rally__snap_read_into(struct rally__snap *s, int rank, struct rally__err *e,
     const struct rally__snap_file *f = file_of(s, rank, e);
     if (f == NULL)
         return e->code;
-    int rc = check(s->st, "", s->m, f, 1, e, buf, room);
+    int rc = check(s->st, "", s->m, f, 1, e, buf, room, 0);
     if (rc == RALLY_OK)
         *nbytes = f->nbytes - RALLY__SNAP_HEADER_NBYTES;
     return rc;

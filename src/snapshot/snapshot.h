@@ -207,6 +207,19 @@ int rally__snap_copy(const char *src, const char *root, struct rally__err *e, ch
 /* As rally__snap_copy, each part read into *buf (rally__snap_read_into). */
 int rally__snap_copy_into(const char *src, const char *root, void **buf, size_t *room,
                           struct rally__err *e, char *path, size_t cap);
+/* Copies files[0..n) of snapshot t's directory, as one rank wrote them
+ * into the root src, into the root t->dir, byte for byte: each verified
+ * completely at src (size, checksum, and its header against t's run,
+ * version and world), written there (refused as rally__snap_write_part
+ * refuses), and verified completely there.  *buf as in
+ * rally__snap_read_into.  No manifest is read or written. */
+int rally__snap_copy_files(const char *src, const struct rally__snap_target *t,
+                           const struct rally__snap_file *files, int n, void **buf, size_t *room,
+                           struct rally__err *e);
+/* Writes name (a whitelisted file name) of snapshot t from bytes, whole or
+ * not at all, refused as rally__snap_write_part refuses; *xxh3 its checksum. */
+int rally__snap_put_file(const struct rally__snap_target *t, const char *name, const void *bytes,
+                         uint64_t nbytes, struct rally__err *e, uint64_t *xxh3);
 /* The job names in the snapshot root (entries that are job names: the
  * whitelist), sorted; *names is the caller's (rally__snap_names_free). */
 int rally__snap_jobs(const char *root, struct rally__err *e, char ***names, size_t *count);
@@ -254,10 +267,6 @@ int rally__snap_bg_submit(struct rally__snap_bg *w, const struct rally__snap_tar
  * encoder's error for a bad m. */
 int rally__snap_bg_commit(struct rally__snap_bg *w, const char *dir,
                           const struct rally__snap_manifest *m, int keep, struct rally__err *e);
-struct rally__snap_copier;
-/* Every commit that succeeds from now on is handed to copier c (the second
- * tier) by the writer's thread itself, the moment it is on disk. */
-void rally__snap_bg_hand_to(struct rally__snap_bg *w, struct rally__snap_copier *c);
 /* After rally__snap_bg_poll reported a commit done: the snapshot's path
  * (when it succeeded), and what retention said when it failed ("" when it
  * did not; the commit stands either way). */
@@ -274,29 +283,53 @@ int rally__snap_bg_poll(struct rally__snap_bg *w, int timeout_ms, int *done,
 
 /* --- the second tier ---------------------------------------------------------------- */
 
-/* A thread that copies committed snapshots to another store (root: a
- * directory or s3://...) with rally__snap_copy, then applies retention
- * there (rally__snap_retain_upto of the snapshot's run, keeping keep).
- * Nothing here blocks its owner but drain and stop. */
+/* A thread on each rank that copies the files its rank wrote of each
+ * snapshot to another store (root: a directory or s3://...) with
+ * rally__snap_copy_files; on rank 0 it also commits each copy there once
+ * told that every rank's files are there, then applies retention there
+ * (rally__snap_retain_upto of the snapshot's run, keeping keep).  Nothing
+ * here blocks its owner but drain and stop. */
 struct rally__snap_copier;
+
+enum { RALLY__SNAP_COPY_NONE, RALLY__SNAP_COPY_BUSY, RALLY__SNAP_COPY_OK, RALLY__SNAP_COPY_FAILED };
 
 int rally__snap_copier_start(const char *root, int keep, struct rally__err *e,
                              struct rally__snap_copier **out);
-/* Names the newest committed snapshot (path, of run_id's job, version),
- * just committed: copied when the thread is free (the lag it reports counts
- * from here); it replaces one still waiting.  A copy
- * that fails is tried again, 3 times in all, unless a newer one waits. */
-void rally__snap_copier_submit(struct rally__snap_copier *c, const char *path, const char *run_id,
-                               const char *job, uint64_t version);
+/* Names the files[0..n) this rank wrote of snapshot t (its job, run,
+ * version and world; t->dir unused) in the root src: copied when the
+ * thread is free; they replace files still waiting.  A copy that fails is
+ * tried again, 3 times in all, unless newer files wait.  The lag rank 0's
+ * commit reports counts from here.  RALLY_EINVAL for what it cannot take. */
+int rally__snap_copier_submit(struct rally__snap_copier *c, const char *src,
+                              const struct rally__snap_target *t,
+                              const struct rally__snap_file *files, int nfiles,
+                              struct rally__err *e);
+/* Where this rank's files of version stand: RALLY__SNAP_COPY_BUSY
+ * (waiting or being copied), _OK (copied and verified there), _FAILED
+ * (given up, or abandoned for newer ones), _NONE (not submitted, or
+ * replaced before the thread took them). */
+int rally__snap_copier_state(struct rally__snap_copier *c, uint64_t version);
+/* Rank 0, once every rank's files of version are there: commits the copy
+ * of the snapshot whose MANIFEST.json is manifest[n] (copied here; written
+ * there last, after every part it lists is checked there, and read back),
+ * then retention there; "copied to ..." or a given-up commit is said.
+ * Taken before files that wait; a newer one replaces it.  RALLY_ENOMEM. */
+int rally__snap_copier_commit(struct rally__snap_copier *c, const char *manifest, size_t n,
+                              uint64_t version, struct rally__err *e);
+/* Removes this rank's files of run_id's snapshots older than below from
+ * its first tier's job directory (where no manifest is: a directory
+ * private to each host), after what waits to be committed. */
+void rally__snap_copier_prune(struct rally__snap_copier *c, const char *jobdir, const char *run_id,
+                              uint64_t below);
 /* The oldest sentence not yet taken of what the thread did ("copied to
  * ...", a failed try, a copy given up): 1 with it in out[cap], else 0. */
 int rally__snap_copier_said(struct rally__snap_copier *c, char *out, size_t cap);
-/* 1 with the sentence when a copy was given up since the last call. */
+/* 1 with the sentence when a commit was given up since the last call. */
 int rally__snap_copier_gave_up(struct rally__snap_copier *c, char *out, size_t cap);
 /* Waits until nothing is waiting or being copied. */
 void rally__snap_copier_drain(struct rally__snap_copier *c);
-/* Ends the thread: the copy in flight ends with its current try, one
- * still waiting is dropped (drain first to have it copied); NULL is fine. */
+/* Ends the thread: the copy in flight ends with its current try, what
+ * still waits is dropped (drain first to have it copied); NULL is fine. */
 void rally__snap_copier_stop(struct rally__snap_copier *c);
 
 /* --- listing, removal, retention ---------------------------------------------------- */

@@ -39,12 +39,30 @@ static int committed(struct rally__store *st, const char *dir, struct rally__err
     return RALLY_OK;
 }
 
+/* name in t's snapshot directory, from the chunks: refused in a job an
+ * older run is fenced out of, or a snapshot committed already. */
+static int put(const struct rally__snap_target *t, const char *name,
+               const struct rally__snap_chunk *c, int nchunks, struct rally__err *e,
+               uint64_t *xxh3)
+{
+    char dir[RALLY__SNAP_JOB_MAX + RALLY__SNAP_NAME_MAX + 2];
+    struct rally__store *st = NULL;
+    int rc;
+    snprintf(dir, sizeof dir, "%s/", t->job);
+    rally__snap_dir_name(t->version, dir + strlen(dir));
+    if ((rc = rally__store_open(t->dir, e, &st)) != RALLY_OK)
+        return rc;
+    if ((rc = fenced(st, t->job, t->run_id, e)) == RALLY_OK &&
+        (rc = committed(st, dir, e)) == RALLY_OK)
+        rc = st->ops->put(st, dir, name, c, nchunks, e, xxh3);
+    rally__store_close(st);
+    return rc;
+}
+
 int rally__snap_write_part(const struct rally__snap_target *t, int rank, const void *bytes,
                            uint64_t nbytes, struct rally__err *e, struct rally__snap_file *out)
 {
     unsigned char run[16], hdr[RALLY__SNAP_HEADER_NBYTES];
-    char dir[RALLY__SNAP_JOB_MAX + RALLY__SNAP_NAME_MAX + 2];
-    struct rally__store *st = NULL;
     int rc;
     if (!rally__snap_job_ok(t->job))
         return rally__fail(e, RALLY_EINVAL,
@@ -74,25 +92,26 @@ int rally__snap_write_part(const struct rally__snap_target *t, int rank, const v
     };
     memcpy(h.run, run, 16);
     rally__snap_header_encode(&h, hdr);
-    snprintf(dir, sizeof dir, "%s/", t->job);
-    rally__snap_dir_name(t->version, dir + strlen(dir));
-    if ((rc = rally__store_open(t->dir, e, &st)) != RALLY_OK)
-        return rc;
-    if ((rc = fenced(st, t->job, t->run_id, e)) != RALLY_OK ||
-        (rc = committed(st, dir, e)) != RALLY_OK)
-        goto out;
     struct rally__snap_chunk c[2] = {{hdr, sizeof hdr}, {bytes, (size_t)nbytes}};
     struct rally__snap_file f;
     rally__snap_file_name(rank, f.name);
     /* the whole-file checksum in the write's own pass (the payload's, for
      * the header that comes first, needed one of its own above) */
-    if ((rc = st->ops->put(st, dir, f.name, c, 2, e, &f.xxh3)) != RALLY_OK)
-        goto out;
+    if ((rc = put(t, f.name, c, 2, e, &f.xxh3)) != RALLY_OK)
+        return rc;
     f.nbytes = nbytes + sizeof hdr;
     *out = f;
-out:
-    rally__store_close(st);
-    return rc;
+    return RALLY_OK;
+}
+
+int rally__snap_put_file(const struct rally__snap_target *t, const char *name, const void *bytes,
+                         uint64_t nbytes, struct rally__err *e, uint64_t *xxh3)
+{
+    if (nbytes > SIZE_MAX)
+        return rally__fail(e, RALLY_EINVAL, "a file of %llu bytes cannot be written",
+                           (unsigned long long)nbytes);
+    struct rally__snap_chunk c = {bytes, (size_t)nbytes};
+    return put(t, name, &c, 1, e, xxh3);
 }
 
 int rally__snap_commit(const char *root, const struct rally__snap_manifest *m,

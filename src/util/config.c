@@ -62,6 +62,7 @@ static const struct key keys[] = {
     K("snapshot_every_ms", INT, snapshot_every_ms, "0", 0, INT64_MAX / 4),
     K("snapshot_keep", INT, snapshot_keep, "2", 1, 1000000),
     K("snapshot_required", INT, snapshot_required, "0", 0, 1),
+    K("snapshot_local", INT, snapshot_local, "0", 0, 1),
     K("snapshot_final", INT, snapshot_final, "0", 0, 1),
     C("snapshot_busy", snapshot_busy, "wait", busy),
     K("run_id", STR, run_id, "", 0, 0),

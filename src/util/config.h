@@ -60,6 +60,7 @@ struct rally__config {
     int64_t snapshot_every_ms;          /* every this many ms on rank 0's clock; 0 = never */
     int64_t snapshot_keep;              /* complete snapshots of this run kept */
     int64_t snapshot_required;          /* 1: a failed snapshot fails the job */
+    int64_t snapshot_local;             /* 1: snapshot_dir is each host's own (not shared) */
     int64_t snapshot_final;             /* 1: snapshot the last version at finalize */
     int64_t snapshot_busy;              /* RALLY__SNAP_BUSY_*: a snapshot still being written */
     char run_id[RALLY__STR_MAX];        /* this run's UUID (rally-run sets it) */

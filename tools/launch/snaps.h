@@ -23,7 +23,7 @@ struct rally__launch_snaps {
     const char *resume;  /* --resume latest|PATH; NULL: a fresh start */
     const char *busy;    /* --snapshot-busy */
     int64_t every, every_ms, keep;
-    int keep_all, required, final, overwrite, force;
+    int keep_all, required, final, overwrite, force, local;
     /* the run, once named (rally__launch_snaps_setup) */
     char job[RALLY__SNAP_JOB_MAX + 1];
     char abs[PATH_MAX], jobdir[PATH_MAX + RALLY__SNAP_JOB_MAX + 2], resume_path[PATH_MAX];
