@@ -20,6 +20,14 @@
 #            the tracker, ssh and every peer link on IPv6, the same digest
 #   control  negative control: every cable down before the job starts: the
 #            job must fail (so the jobs above really cross the cables)
+#   private  a --snapshot-dir private to each host (--snapshot-local: a
+#            tmpfs of each host's own, RIG_PRIVATE), the second tier a
+#            directory all hosts share: a job with local models snapshots,
+#            each host copies its own files there (host 3's copy equals its
+#            file, which host 1 cannot see), no host holds a manifest, each
+#            prunes its older files; the whole job killed, host 3's
+#            directory deleted, --resume latest takes the second tier and
+#            ends with the failure-free digest
 # Needs root (network namespaces): without it the test reports itself skipped
 # (exit 77) with the reason.  Bounded: each job by timeout, the whole test by
 # a watchdog, and the trap removes every namespace, process and file.
@@ -54,6 +62,11 @@ cleanup() {
 
 v6=0
 [ "$case_" = ipv6 ] && v6=1
+if [ "$case_" = private ]; then
+    P=$tmp/local # each host's own disk: a mount point here, a tmpfs on each host
+    mkdir -p "$P" "$tmp/pfs"
+    RIG_PRIVATE=$P
+fi
 rig_watchdog 240
 rig_up $N $v6
 rc=$?
@@ -226,6 +239,54 @@ ipv6)
     wait_job || fail "the job failed over IPv6"
     cat "$tmp/out"
     same_digest "$tmp/out"
+    no_leftovers
+    ;;
+private)
+    rec=$build/tests/recover
+    RA=(2000 24 local)
+    "$here/run_job.sh" 0 120 "$run" -n $N "$rec" "${RA[@]}" >"$tmp/one" 2>&1 ||
+        { cat "$tmp/one"; fail "the one-host job with local models failed"; }
+    want=$(digest "$tmp/one")
+    [ -n "$want" ] || fail "the one-host job printed no digest"
+    echo "multihost_test private: one host, local models: $want"
+    T=$tmp/pfs
+    SNAP=(--snapshot-dir "$P" --snapshot-local --snapshot-copy "$T" --job priv --snapshot-every 3)
+    start_job "$tmp/out" 150 "${SNAP[@]}" --max-restarts 0 -- "$rec" "${RA[@]}" 250
+    wait_line "$tmp/out" "snapshot: copied to $T/priv/snap-00000006 (verified there" \
+        "the copy of version 6"
+    # the whole job killed: rally-run (the child of its timeout) and every worker
+    workers=$(sed -n 's/^\[[0-9]\] pid [0-9] \([0-9]*\)$/\1/p' "$tmp/out")
+    [ "$(echo $workers | wc -w)" = $N ] || fail "want $N worker pids, got '$workers'"
+    kill -9 $(pgrep -P "$JOB") $workers 2>/dev/null
+    wait_job
+    grep -q "result:" "$tmp/out" && fail "the job finished before it was killed"
+    grep -v "iteration\|prepare" "$tmp/out" | grep "snapshot\|rally-run"
+    no_leftovers
+    snap=$("$build/rally-snapshot" ls "$T/priv" | sed -n 's/^  \* \(snap-[0-9]*\) .*/\1/p')
+    [ -n "$snap" ] || { "$build/rally-snapshot" ls "$T/priv"; fail "no complete copy in $T/priv"; }
+    "$build/rally-snapshot" verify "$T/priv/$snap" >/dev/null || fail "$T/priv/$snap does not verify"
+    echo "multihost_test private: the newest copy is $snap"
+    f=$snap/local-0002.bin
+    # host 3's own file was copied from host 3: the copy is its bytes, and
+    # neither host 1 (rank 0) nor this namespace can see that file
+    rig_ssh 3 cat "$P/priv/$f" | cmp -s - "$T/priv/$f" ||
+        fail "the copy of $f is not host 3's file"
+    rig_ssh 1 test -e "$P/priv/$f" && fail "host 1 sees host 3's $f: the directories are not private"
+    [ -e "$P/priv/$f" ] && fail "$P/priv/$f is seen outside the hosts"
+    for i in $(seq 1 $N); do
+        m=$(rig_ssh "$i" sh -c "'ls $P/priv/*/MANIFEST.json 2>/dev/null | wc -l'")
+        [ "$m" = 0 ] || fail "host $i holds $m manifests in its private directory"
+        old=$(rig_ssh "$i" ls "$P/priv" | awk -v s="$snap" '/^snap-/ && $0 < s' | wc -l)
+        [ "$old" = 0 ] || fail "host $i kept $old snapshot directories older than $snap"
+    done
+    # host 3 lost with its disk: the job resumes from the second tier
+    rig_ssh 3 rm -rf "$P/priv"
+    start_job "$tmp/res" 150 "${SNAP[@]}" --max-restarts 0 --resume latest -- "$rec" "${RA[@]}"
+    wait_job || { cat "$tmp/res"; fail "the resumed job failed"; }
+    grep -v "iteration\|prepare\|pid" "$tmp/res"
+    grep -q "^rally-run: resuming from $T/priv/$snap (the second tier, --snapshot-copy)" "$tmp/res" ||
+        fail "rally-run did not resume from $T/priv/$snap, the second tier"
+    same_digest "$tmp/res"
     no_leftovers
     ;;
 control)

@@ -30,7 +30,11 @@
 # IdentityFile) and the wrapper $RIG_SSH (ssh -F that config), and
 # ${RIG_SSH_OPTS[@]} holds the same settings as `-o` values for programs that
 # take ssh options one by one.  The namespaces share the file system, so
-# every binary and file is at the same path on every host.
+# every binary and file is at the same path on every host; but with
+# RIG_PRIVATE=DIR (an existing directory) set before rig_up, each host's
+# sshd runs in a mount namespace of its own with a tmpfs of its own at DIR:
+# what runs through ssh on host I sees host I's DIR only (a disk of each
+# host's own), and the caller sees none of them.
 #
 # Names.  Everything carries $RIG_TAG = rallymh-<pid>-<start time of that
 # process in clock ticks>: the namespaces (<tag>-h<I>, <tag>-sw) and the temp
@@ -319,8 +323,15 @@ rig_up() { # H [V6]
             echo "ClientAliveCountMax 3"
             echo "LogLevel ERROR"
         } >"$RIG_DIR/sshd_config.$i"
-        ip netns exec "${RIG_NS[$i]}" "$RIG_SSHD" -D -e -f "$RIG_DIR/sshd_config.$i" \
-            </dev/null >>"$RIG_DIR/sshd.$i.log" 2>&1 &
+        if [ -n "${RIG_PRIVATE:-}" ]; then # sshd execs in place: $! stays its pid
+            ip netns exec "${RIG_NS[$i]}" unshare -m --propagation private sh -c \
+                'mount -t tmpfs -o size=256m,mode=0755 "rally-h$4" "$1" && exec "$2" -D -e -f "$3"' \
+                sh "$RIG_PRIVATE" "$RIG_SSHD" "$RIG_DIR/sshd_config.$i" "$i" \
+                </dev/null >>"$RIG_DIR/sshd.$i.log" 2>&1 &
+        else
+            ip netns exec "${RIG_NS[$i]}" "$RIG_SSHD" -D -e -f "$RIG_DIR/sshd_config.$i" \
+                </dev/null >>"$RIG_DIR/sshd.$i.log" 2>&1 &
+        fi
         RIG_SSHD_PIDS+=($!)
         disown $!
     done
