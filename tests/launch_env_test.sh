@@ -73,6 +73,10 @@ snapshot_env)
     refused "RALLY_SNAPSHOT_EVERY=2" \
         "rally-run: the snapshot options need --snapshot-dir DIR (RALLY_SNAPSHOT_EVERY=2 is one)"
     refused "RALLY_RESUME=latest" "rally-run: RALLY_RESUME=latest needs --snapshot-dir DIR"
+    refused "RALLY_SNAPSHOT_DIR=$T/d RALLY_SNAPSHOT_LOCAL=1" \
+        "rally-run: --snapshot-local needs --snapshot-copy: with a directory private to each host, no host holds a whole snapshot, only the copy does"
+    refused "RALLY_SNAPSHOT_DIR=$T/d RALLY_SNAPSHOT_LOCAL=yes" \
+        "rally-run: RALLY_SNAPSHOT_LOCAL wants 0 or 1, not 'yes'"
     refused "RALLY_RUN_ID=0c4f1cde-7a59-4b5e-9a43-2f1d8c6e0b17" \
         "rally-run: RALLY_RUN_ID=0c4f1cde-7a59-4b5e-9a43-2f1d8c6e0b17 is in the environment, but rally-run makes a fresh one for every run"
     ;;
