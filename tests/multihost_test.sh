@@ -27,7 +27,8 @@
 #            file, which host 1 cannot see), no host holds a manifest, each
 #            prunes its older files; the whole job killed, host 3's
 #            directory deleted, --resume latest takes the second tier and
-#            ends with the failure-free digest
+#            ends with the failure-free digest; then SIGTERM to rally-run
+#            stops a job once its snapshot is committed in the second tier
 # Needs root (network namespaces): without it the test reports itself skipped
 # (exit 77) with the reason.  Bounded: each job by timeout, the whole test by
 # a watchdog, and the trap removes every namespace, process and file.
@@ -287,6 +288,19 @@ private)
     grep -q "^rally-run: resuming from $T/priv/$snap (the second tier, --snapshot-copy)" "$tmp/res" ||
         fail "rally-run did not resume from $T/priv/$snap, the second tier"
     same_digest "$tmp/res"
+    no_leftovers
+    # preempted (SIGTERM to rally-run): the snapshot asked for is committed
+    # in the second tier, where rally-run looks for it with --snapshot-local
+    start_job "$tmp/pre" 150 --snapshot-dir "$P" --snapshot-local --snapshot-copy "$T" --job pre \
+        --snapshot-every 100 --grace-ms 20000 --max-restarts 0 -- "$rec" "${RA[@]}" 250
+    wait_line "$tmp/pre" "^\[3\] pid 3 " "rank 3's start"
+    kill -TERM "$(pgrep -P "$JOB")"
+    wait_job
+    st=$?
+    grep -v "prepare\|pid" "$tmp/pre"
+    [ "$st" -eq 5 ] || fail "exit status $st after the preemption, want 5"
+    grep -q "preempted by signal 15 (Terminated) after $T/pre/snap-[0-9]* was committed" "$tmp/pre" ||
+        fail "the verdict does not name the snapshot in the second tier"
     no_leftovers
     ;;
 control)

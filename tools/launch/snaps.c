@@ -139,6 +139,13 @@ int rally__launch_snaps_setup(struct rally__launch_snaps *s, char **argv, int wo
     return rc == RALLY_OK ? 0 : 1;
 }
 
+/* Where a snapshot is committed: the first tier, or with --snapshot-local
+ * (no host holds a whole one) the second. */
+static const char *committed_in(const struct rally__launch_snaps *s)
+{
+    return s->local ? s->copy_jobdir : s->jobdir;
+}
+
 void rally__launch_snaps_cleanup(struct rally__launch_snaps *s, int status)
 {
     if (s->lock == NULL || s->jobdir[0] == '\0')
@@ -158,12 +165,12 @@ void rally__launch_snaps_cleanup(struct rally__launch_snaps *s, int status)
         }
         return;
     }
-    if (rally__snap_list(s->jobdir, &e, &v, &n) != RALLY_OK)
+    if (rally__snap_list(committed_in(s), &e, &v, &n) != RALLY_OK)
         return;
     long i = rally__snap_latest(v, n);
     if (i >= 0 && strcmp(v[i].run_id, s->run_id) == 0)
-        fprintf(stderr, "rally-run: newest snapshot: %s/%s (checkpoint version %llu)\n", s->jobdir,
-                v[i].name, (unsigned long long)v[i].version);
+        fprintf(stderr, "rally-run: newest snapshot: %s/%s (checkpoint version %llu)\n",
+                committed_in(s), v[i].name, (unsigned long long)v[i].version);
     free(v);
 }
 
@@ -212,7 +219,7 @@ void rally__launch_snaps_preempt(struct rally__launch_snaps *s, int64_t now, int
 {
     struct rally__err e = {0, ""};
     char name[RALLY__SNAP_NAME_MAX];
-    if (rally__snap_newer(s->jobdir, s->run_id, UINT64_MAX, &s->preempt_top, name, &e) < 0)
+    if (rally__snap_newer(committed_in(s), s->run_id, UINT64_MAX, &s->preempt_top, name, &e) < 0)
         s->preempt_top = 0; /* no job directory yet */
     s->preempting = 1;
     s->preempt_look = now;
@@ -228,8 +235,8 @@ int rally__launch_snaps_preempted(struct rally__launch_snaps *s, int64_t now, ch
     struct rally__err e = {0, ""};
     char name[RALLY__SNAP_NAME_MAX];
     uint64_t top = 0;
-    if (rally__snap_newer(s->jobdir, s->run_id, s->preempt_top, &top, name, &e) > 0) {
-        snprintf(path, cap, "%s/%s", s->jobdir, name);
+    if (rally__snap_newer(committed_in(s), s->run_id, s->preempt_top, &top, name, &e) > 0) {
+        snprintf(path, cap, "%s/%s", committed_in(s), name);
         s->preempting = 0;
         return 1;
     }
