@@ -159,7 +159,7 @@ for t in dir s3; do
     [ $t = s3 ] && echo "  --snapshot-copy s3://... ($(total copied_s3) copies of $(total committed_s3) committed versions)"
     row "commit -> copy verified there" s "$copies" "lag_$t"
     row "  of which waiting for the copier to take it" s "$copies" "wait_$t"
-    row "  the copier's own figure (its line: from taking it)" s "$copies" "own_$t"
+    row "  the copier's own figure (its line: from the report)" s "$copies" "own_$t"
     row "versions committed, a run" n "$res" "committed_$t"
     row "versions copied, a run" n "$res" "copied_$t"
     row "versions skipped (a newer one taken instead), a run" n "$res" "skipped_$t"
