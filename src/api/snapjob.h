@@ -62,10 +62,10 @@ struct rally__snapjob {
     uint64_t copy_v;     /* the version being copied (agreed), NONE, or UNKNOWN */
     int copy_n;          /* ... this rank's files of it handed to the copier */
     /* rank 0: the copy's manifests (malloc'd), of version man_v[i]: of the
-     * copy outstanding, of the one waiting, and made at the last report */
-    char *man[3];
-    size_t man_n[3];
-    uint64_t man_v[3];
+     * copy outstanding, and of the one waiting (made at its report) */
+    char *man[2];
+    size_t man_n[2];
+    uint64_t man_v[2];
     int copy_said;       /* ... this rank said why it failed */
     uint64_t copy_void;  /* a copy the flags said failed, for rally_snapshot_required */
     uint64_t next_v;     /* a newer reported snapshot waiting to be copied, or NONE */
@@ -113,6 +113,19 @@ int rally__snapjob_set_app(struct rally__snapjob *sj, const char *name, const ch
 void rally__snapjob_set_input(struct rally__snapjob *sj, const char *scheme, uint64_t fp);
 void rally__snapjob_say(const struct rally__snapjob *sj, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+
+/* --- tier2.c: the second tier (called from snapjob.c) ---------------------- */
+
+/* The agreed copy bits of a commit (its flags), or of finalize's word. */
+void rally__snapjob_copy_agreed(struct rally__snapjob *sj, uint64_t flags);
+/* The snapshot of version v was reported: this rank's files go to its copier. */
+void rally__snapjob_copy_start(struct rally__snapjob *sj, uint64_t v);
+/* This rank's copy bits for the next commit's request. */
+uint64_t rally__snapjob_copy_bits(struct rally__snapjob *sj);
+/* What the copier said, said; a failed copy with rally_snapshot_required. */
+int rally__snapjob_copies(struct rally__snapjob *sj);
+/* Finalize: every copier drained, the last copy settled by agreement. */
+int rally__snapjob_copy_last(struct rally__snapjob *sj);
 
 /* --- resume.c --------------------------------------------------------------- */
 

@@ -16,16 +16,8 @@
 int rally__snap_copy(const char *src, const char *root, struct rally__err *e, char *path,
                      size_t cap)
 {
-    void *buf = NULL;
-    size_t room = 0;
-    int rc = rally__snap_copy_into(src, root, &buf, &room, e, path, cap);
-    free(buf);
-    return rc;
-}
-
-int rally__snap_copy_into(const char *src, const char *root, void **buf, size_t *room,
-                          struct rally__err *e, char *path, size_t cap)
-{
+    void *mem = NULL, **buf = &mem;
+    size_t space = 0, *room = &space;
     struct rally__snap *in = NULL, *back = NULL;
     struct rally__snap_manifest *there = NULL;
     int rc;
@@ -69,6 +61,7 @@ out:
     rally__snap_close(back);
     rally__snap_manifest_free(there);
     rally__snap_close(in);
+    free(mem);
     return rc;
 }
 

@@ -204,9 +204,6 @@ int rally__snap_commit(const char *dir, const struct rally__snap_manifest *m, st
  * snapshot (its snapshot id) already at root that verifies is done. */
 int rally__snap_copy(const char *src, const char *root, struct rally__err *e, char *path,
                      size_t cap);
-/* As rally__snap_copy, each part read into *buf (rally__snap_read_into). */
-int rally__snap_copy_into(const char *src, const char *root, void **buf, size_t *room,
-                          struct rally__err *e, char *path, size_t cap);
 /* Copies files[0..n) of snapshot t's directory, as one rank wrote them
  * into the root src, into the root t->dir, byte for byte: each verified
  * completely at src (size, checksum, and its header against t's run,

@@ -1,0 +1,204 @@
+/*
+ * tier2.c — the second tier (rally_snapshot_copy), the snapshot layer's
+ * part that copies each reported snapshot there.  Once a snapshot is reported,
+ * every rank hands the files it wrote to its own copier, which copies them
+ * from its own first tier (a directory private to its host will do) and
+ * verifies them there.  At each checkpoint every rank raises, in the
+ * request bits, COPY_OUT and whether its files are still being copied or
+ * could not be.  The commit whose agreed flags carry COPY_OUT alone tells every
+ * rank that all files are there: rank 0's copier commits the copy (the
+ * manifest, last).  One copy is outstanding at a time; the newest snapshot
+ * reported meanwhile waits and is copied next (so copies keep pace with
+ * the copier, not with the snapshots).  In finalize every rank drains its
+ * copier and an agreement settles the copy outstanding (a second one the
+ * copy that waited).  A restarted worker served COPY_OUT with the copy
+ * still busy lost its copy: it raises COPY_FAILED, which voids it.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/snapjob.h"
+
+/* finalize's copy word only: a newer copy waits for the one outstanding */
+#define COPY_NEXT (UINT64_C(1) << 63)
+
+#define NONE RALLY__SNAP_NONE
+#define UNKNOWN RALLY__SNAP_UNKNOWN
+#define E (&rally__engine)
+
+static void copy_submit(struct rally__snapjob *sj, uint64_t v, const struct rally__snap_file *f,
+                        int n);
+static void man_take(struct rally__snapjob *sj);
+
+/* What the agreed copy bits mean for the copy outstanding: every rank's
+ * files there (rank 0 commits it), one that could not, or still busy. */
+void rally__snapjob_copy_agreed(struct rally__snapjob *sj, uint64_t flags)
+{
+    if (!(flags & RALLY__REQ_COPY_OUT))
+        return;
+    if (flags & RALLY__REQ_COPY_BUSY) {
+        if (sj->copy_v == NONE) /* a restarted worker: its predecessor's copy is lost */
+            sj->copy_v = UNKNOWN;
+        return;
+    }
+    uint64_t v = sj->copy_v;
+    sj->copy_v = NONE;
+    struct rally__err e = {0, ""};
+    if (v == NONE || v == UNKNOWN) {
+        /* a restarted worker, served a settled copy */
+    } else if (flags & RALLY__REQ_COPY_FAILED) {
+        if (sj->rank == 0)
+            rally__snapjob_say(sj,
+                               "version %" PRIu64 " not copied to %s: a rank could not copy its "
+                               "files (its log says why)",
+                               v, sj->cfg->snapshot_copy);
+        sj->copy_void = v;
+    } else {
+        if (sj->rank == 0 && sj->man_v[0] == v &&
+            rally__snap_copier_commit(sj->copier, sj->man[0], sj->man_n[0], v, &e) != RALLY_OK)
+            rally__snapjob_say(sj, "version %" PRIu64 " not copied: %s", v, e.msg);
+        if (sj->cfg->snapshot_local) { /* its files of older ones are of no use now */
+            char jobdir[PATH_MAX + RALLY__SNAP_JOB_MAX + 2];
+            snprintf(jobdir, sizeof jobdir, "%s/%s", sj->src, sj->job);
+            rally__snap_copier_prune(sj->copier, jobdir, sj->run_id, v);
+        }
+    }
+    if (sj->next_v != NONE) { /* the newest reported one waited for this one */
+        man_take(sj);
+        copy_submit(sj, sj->next_v, sj->next_f, sj->next_n);
+        sj->next_v = NONE;
+    }
+}
+
+/* What the copier did since the last look, said; with
+ * rally_snapshot_required a copy that failed fails the job: on every rank
+ * one the flags said failed, on rank 0 a commit given up. */
+int rally__snapjob_copies(struct rally__snapjob *sj)
+{
+    char line[RALLY__ERR_MSG_MAX + 300];
+    if (sj->copier == NULL)
+        return RALLY_OK;
+    while (rally__snap_copier_said(sj->copier, line, sizeof line))
+        rally__snapjob_say(sj, "%s", line);
+    uint64_t v = sj->copy_void;
+    sj->copy_void = NONE;
+    if (v != NONE && sj->cfg->snapshot_required) {
+        snprintf(line, sizeof line,
+                 "could not copy version %" PRIu64 " to %s: a rank could not copy its files (its "
+                 "log says why)",
+                 v, sj->cfg->snapshot_copy);
+        if (sj->rank == 0)
+            rally__snapjob_say(sj, "rally_snapshot_required: the job fails: %s", line);
+        return rally__fail(sj->err, RALLY_ESYS, "rally_snapshot_required: %s", line);
+    }
+    if (!rally__snap_copier_gave_up(sj->copier, line, sizeof line) || !sj->cfg->snapshot_required)
+        return RALLY_OK;
+    /* said here too: in rally_finalize the application may not say it */
+    rally__snapjob_say(sj, "rally_snapshot_required: the job fails: %s", line);
+    return rally__fail(sj->err, RALLY_ESYS, "rally_snapshot_required: %s", line);
+}
+
+/* Rank 0: the manifest waiting (slot 1, made at its report) becomes the
+ * copy outstanding's (slot 0). */
+static void man_take(struct rally__snapjob *sj)
+{
+    free(sj->man[0]);
+    sj->man[0] = sj->man[1];
+    sj->man_n[0] = sj->man_n[1];
+    sj->man_v[0] = sj->man_v[1];
+    sj->man[1] = NULL;
+    sj->man_v[1] = NONE;
+}
+
+/* This rank's files of version v to its copier: the copy outstanding. */
+static void copy_submit(struct rally__snapjob *sj, uint64_t v, const struct rally__snap_file *f,
+                        int n)
+{
+    struct rally__err e = {0, ""};
+    struct rally__snap_target t = {NULL, sj->job, sj->run_id, v, sj->world};
+    sj->copy_v = v;
+    sj->copy_n = n;
+    sj->copy_said = 0;
+    if (n > 0 && rally__snap_copier_submit(sj->copier, sj->src, &t, f, n, &e) != RALLY_OK) {
+        rally__snapjob_say(sj, "could not copy its files of version %" PRIu64 ": %s", v, e.msg);
+        sj->copy_said = 1;
+        sj->copy_n = -1;
+    }
+}
+
+/* The snapshot of version v is reported: this rank's files of it are
+ * copied now, or once the copy outstanding is settled (the newest
+ * reported one waits; every rank knows alike which). */
+void rally__snapjob_copy_start(struct rally__snapjob *sj, uint64_t v)
+{
+    struct rally__snap_file *f = sj->next_f;
+    int n = 0;
+    if (sj->rank == 0) {
+        rally__snap_file_name(-1, f[n].name);
+        f[n].nbytes = sj->files[2];
+        f[n++].xxh3 = sj->files[3];
+    }
+    if (E->has_local(sj->en)) {
+        rally__snap_file_name(sj->rank, f[n].name);
+        f[n].nbytes = sj->files[0];
+        f[n++].xxh3 = sj->files[1];
+    }
+    sj->next_n = n;
+    sj->next_v = v;
+    if (sj->copy_v == NONE) {
+        sj->next_v = NONE;
+        man_take(sj);
+        copy_submit(sj, v, f, n);
+    }
+}
+
+/* This rank's word on the copy outstanding, in the next commit's request
+ * bits (a word of the same bits for the agreement in finalize). */
+uint64_t rally__snapjob_copy_bits(struct rally__snapjob *sj)
+{
+    if (sj->copier == NULL || sj->copy_v == NONE)
+        return 0;
+    int st = RALLY__SNAP_COPY_FAILED;
+    const char *why = "this worker was restarted while its files were being copied";
+    if (sj->copy_v != UNKNOWN && sj->copy_n >= 0) {
+        st = sj->copy_n > 0 ? rally__snap_copier_state(sj->copier, sj->copy_v)
+                            : RALLY__SNAP_COPY_OK;
+        why = "its copier could not copy them (said above)";
+        if (sj->rank == 0 && sj->man_v[0] != sj->copy_v) {
+            st = RALLY__SNAP_COPY_FAILED;
+            why = "its manifest could not be made (said above)";
+        }
+    }
+    if (st == RALLY__SNAP_COPY_BUSY)
+        return RALLY__REQ_COPY_OUT | RALLY__REQ_COPY_BUSY;
+    if (st == RALLY__SNAP_COPY_OK)
+        return RALLY__REQ_COPY_OUT;
+    if (!sj->copy_said) {
+        sj->copy_said = 1;
+        rally__snapjob_say(sj, "its files of the copy to %s are not there: %s",
+                           sj->cfg->snapshot_copy, why);
+    }
+    return RALLY__REQ_COPY_OUT | RALLY__REQ_COPY_FAILED;
+}
+
+/* Finalize: this rank's files copied (drained), an agreement settles the
+ * copy outstanding; a second one the copy that waited for it (when the
+ * agreed word says one did); rank 0's commit done; what happened said. */
+int rally__snapjob_copy_last(struct rally__snapjob *sj)
+{
+    for (int round = 0; round < 2; round++) {
+        rally__snap_copier_drain(sj->copier);
+        uint64_t w = rally__snapjob_copy_bits(sj) | (sj->next_v != NONE ? COPY_NEXT : 0);
+        int rc = E->agree(sj->en, &w, 1);
+        if (rc != RALLY_OK)
+            return rc;
+        rally__snapjob_copy_agreed(sj, w);
+        if (!(w & COPY_NEXT))
+            break;
+    }
+    rally__snap_copier_drain(sj->copier);
+    return rally__snapjob_copies(sj);
+}
+
