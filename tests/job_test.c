@@ -1338,13 +1338,14 @@ static void messages_round_trip(void **state)
     rally__msg_assign_head(&w, 1, 2, 5);
     rally__msg_book_entry(&w, "a", 1, 1);
     rally__msg_book_entry(&w, "bb", 2, 5);
-    rally__msg_assign_tail(&w, 4);
+    rally__msg_assign_tail(&w, 4, 3);
     assert_int_equal(w.len, 12 + rally__msg_book_entry_nbytes("a") +
-                                rally__msg_book_entry_nbytes("bb") + 4);
+                                rally__msg_book_entry_nbytes("bb") + 8);
     struct rally__msg_assign a;
     assert_int_equal(rally__msg_assign_get(b, w.len, &a), 0);
     assert_int_equal(a.rank, 1);
     assert_int_equal(a.epoch, 4);
+    assert_int_equal(a.members, 3);
     assert_string_equal(a.peers[1].host, "bb");
     assert_int_equal(a.peers[1].incarnation, 5);
     free(a.peers);

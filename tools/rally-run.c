@@ -96,6 +96,7 @@ struct run {
     int64_t progress_ms; /* --progress-timeout-ms */
     int stuck_fail;      /* --on-stuck fail */
     int max_restarts;
+    int min_workers; /* --min-workers: an elastic job goes on with at least this many */
     char **argv;
     struct rally__launch_proc *procs;
     int *slot;     /* which pipe each of our pollfd slots holds */
@@ -154,6 +155,10 @@ static void usage(FILE *f)
         "                             before SIGKILL (default 3000)\n"
         "      --max-restarts K       restart each rank at most K times (default 3; 0: the\n"
         "                             first worker death fails the job)\n"
+        "      --min-workers M        elastic: a rank that cannot come back (its restarts\n"
+        "                             spent) is given up and the others go on without it from\n"
+        "                             the newest checkpoint, renumbered, while at least M are\n"
+        "                             left (default N: the job fails; docs/recovery.md)\n"
         "      --heartbeat-timeout-ms T  a worker that sent heartbeats and then falls silent\n"
         "                             for T ms is killed and restarted (default 10000; 0: off)\n"
         "      --progress-timeout-ms T  a rank the others have waited for T ms in a collective\n"
@@ -272,6 +277,12 @@ static void on_print(void *arg, int rank, const char *msg)
     }
 }
 
+/* Workers are ours by the rank they were launched as, their task id. */
+static int launched_as(const char *task_id)
+{
+    return task_id && task_id[0] ? atoi(task_id) : -1;
+}
+
 static void on_event(void *arg, const struct rally__tracker_event *ev)
 {
     struct run *r = arg;
@@ -283,8 +294,14 @@ static void on_event(void *arg, const struct rally__tracker_event *ev)
     if (ev->kind == RALLY__TEV_FINALIZED) {
         note.rank = atoi(ev->task_id);
     } else if (ev->kind == RALLY__TEV_RANK_FAILED) {
+        note.rank = launched_as(ev->task_id);
         snprintf(note.text, sizeof note.text, "%s", ev->text);
         note.disconnected = ev->disconnected;
+    } else if (ev->kind == RALLY__TEV_RESIZED) {
+        note.world = ev->world;
+        rally__launch_out_say(&r->out[1],
+                              "rank %d lost for good: going on with %d workers from version %u",
+                              launched_as(ev->task_id), ev->world, ev->version);
     } else if (ev->kind == RALLY__TEV_RECOVERED) {
         char where[96] = "no worker survived";
         if (ev->has_position)
@@ -333,11 +350,12 @@ static const struct {
  * its entry in snap_env, or the three every worker gets (-1: not ours). */
 static long owned(const char *kv, size_t n)
 {
-    static const char *const wiring[] = {"RALLY_TRACKER", "RALLY_SECRET_FILE", "RALLY_TASK_ID"};
+    static const char *const wiring[] = {"RALLY_TRACKER", "RALLY_SECRET_FILE", "RALLY_TASK_ID",
+                                         "RALLY_ELASTIC"};
     for (size_t i = 0; i < NSNAP_ENV; i++)
         if (strlen(snap_env[i].var) == n && strncmp(kv, snap_env[i].var, n) == 0)
             return (long)i;
-    for (size_t i = 0; i < 3; i++)
+    for (size_t i = 0; i < sizeof wiring / sizeof wiring[0]; i++)
         if (strlen(wiring[i]) == n && strncmp(kv, wiring[i], n) == 0)
             return (long)NSNAP_ENV;
     return -1;
@@ -380,6 +398,7 @@ static char **agent_env(const struct run *r, const char *id)
 #define SET(K, V) (oom |= kv(env, &k, (K), (V)))
     SET("RALLY_TRACKER", r->tracker_addr);
     SET("RALLY_TASK_ID", id);
+    SET("RALLY_ELASTIC", r->min_workers < r->world ? "1" : "0");
     if (r->snap.dir != NULL) {
         SET("RALLY_RUN_ID", r->snap.run_id);
         SET("RALLY_RUN_STARTED", r->snap.run_started);
@@ -477,6 +496,7 @@ static int spawn(struct run *r, int i)
         {"RALLY_TRACKER", r->tracker_addr},
         {"RALLY_SECRET_FILE", r->secret},
         {"RALLY_TASK_ID", id},
+        {"RALLY_ELASTIC", r->min_workers < r->world ? "1" : "0"},
         /* "" without --snapshot-dir: a job given snapshot settings of its
          * own then owns its run (src/api/resume.c) */
         {"RALLY_RUN_ID", r->snap.dir ? r->snap.run_id : ""},
@@ -513,6 +533,15 @@ static int spawn(struct run *r, int i)
     return err;
 }
 
+/* An elastic job renumbers the workers (src/tracker/job.c): the rank the
+ * one launched as rank `launched` has now. */
+static int rank_now(const struct run *r, int launched)
+{
+    char id[16];
+    snprintf(id, sizeof id, "%d", launched);
+    return rally__tracker_rank_of(r->t, id);
+}
+
 static void carry_out(struct run *r, const struct rally__launch_act *a)
 {
     if (a->say[0])
@@ -521,9 +550,12 @@ static void carry_out(struct run *r, const struct rally__launch_act *a)
         rally__tracker_abort(r->t, RALLY_EPEER, "%s", a->abort);
     if (a->forward)
         signal_all(r, a->forward);
+    if (a->gone >= 0)
+        rally__tracker_rank_gone(r->t, rank_now(r, a->gone), a->cause);
     if (a->restart >= 0) {
         int i = a->restart;
-        rally__tracker_rank_died(r->t, i, a->cause); /* its events land before the new process */
+        /* its events land before the new process */
+        rally__tracker_rank_died(r->t, rank_now(r, i), a->cause);
         rally__launch_flush(&r->procs[i]);
         int err = spawn(r, i);
         if (err != 0) {
@@ -539,6 +571,8 @@ static void view(const struct run *r, struct rally__launch_view *v)
     v->failed_rank = -1;
     v->sentence = "";
     v->state = rally__tracker_state(r->t, &v->sentence, &v->failed_rank);
+    if (v->failed_rank >= 0)
+        v->failed_rank = launched_as(rally__tracker_task_of(r->t, v->failed_rank));
     v->code = rally__tracker_code(r->t);
     v->recoverable = rally__tracker_recoverable(r->t);
 }
@@ -848,6 +882,7 @@ static int parse(int argc, char **argv, struct run *r)
                                           {"startup-timeout-ms", required_argument, NULL, 's'},
                                           {"grace-ms", required_argument, NULL, 'g'},
                                           {"max-restarts", required_argument, NULL, 'm'},
+                                          {"min-workers", required_argument, NULL, 'N'},
                                           {"heartbeat-timeout-ms", required_argument, NULL, 'b'},
                                           {"progress-timeout-ms", required_argument, NULL, 'P'},
                                           {"on-stuck", required_argument, NULL, 'S'},
@@ -939,6 +974,12 @@ static int parse(int argc, char **argv, struct run *r)
                     "rally-run", "--max-restarts wants a count (0 or more), not '%s'", optarg);
             r->max_restarts = (int)v;
             break;
+        case 'N':
+            if (rally__parse_int(optarg, 1, RALLY__WORLD_MAX, &v))
+                return cli_usage_error("rally-run",
+                                       "--min-workers wants a number of workers, not '%s'", optarg);
+            r->min_workers = (int)v;
+            break;
         case 'D':
         case 'C':
         case 'J':
@@ -1028,6 +1069,15 @@ static int parse(int argc, char **argv, struct run *r)
     if (optind >= argc)
         return cli_usage_error("rally-run", "no program to run");
     r->argv = argv + optind;
+    if (r->min_workers > r->world)
+        return cli_usage_error("rally-run", "--min-workers %d is more than the %d workers (-n)",
+                               r->min_workers, r->world);
+    if (r->min_workers == 0)
+        r->min_workers = r->world;
+    if (r->min_workers < r->world && r->snap.copy != NULL)
+        return cli_usage_error("rally-run", "--min-workers below -n does not go with "
+                                            "--snapshot-copy yet: the second tier's copy does "
+                                            "not follow a change of the workers");
     /* the interval the workers will beat at (an argument wins over the
      * environment, as in rally_init) must be under the tracker's timeout */
     if (r->heartbeat_ms > 0) {
@@ -1317,13 +1367,18 @@ static int setup(struct run *r)
         if (r->launcher != RALLY__LAUNCHER_LOCAL)
             rally__launch_policy_host(r->pol, i, r->hosts.h[r->host_of[i]].name);
     }
-    int rc = rally__launch_tracker_new(&r->t, &o, r->max_restarts > 0, r->heartbeat_ms, &e);
+    int elastic = r->min_workers < r->world;
+    rally__launch_policy_elastic(r->pol, elastic);
+    int rc = rally__launch_tracker_new(&r->t, &o, r->max_restarts > 0 || elastic, r->heartbeat_ms,
+                                       &e);
     memset(&s, 0, sizeof s);
     if (rc != RALLY_OK) {
         fprintf(stderr, "rally-run: cannot start the tracker: %s\n", e.msg);
         return 1;
     }
     rally__tracker_set_progress_timeout(r->t, r->progress_ms, r->stuck_fail);
+    if (elastic)
+        rally__tracker_set_min_world(r->t, r->min_workers);
     tracker_address(r, rally__tracker_port(r->t));
     for (int i = 0; i < r->world; i++) {
         err = spawn(r, i);

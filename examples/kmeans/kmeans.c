@@ -206,6 +206,23 @@ static int register_app(struct km_job *j, int argc, char **argv)
     return rc == RALLY_OK ? KM_EXIT_OK : km_fail(j, "rally_set_app", rc);
 }
 
+/* Forgets the shard and the model for a new rank and world. */
+static void km_job_reset(struct km_job *j, double **init, struct km_model *m)
+{
+    free(*init);
+    free(m->c);
+    free(j->x);
+    free(j->shard_rows);
+    *init = NULL;
+    *m = (struct km_model){0};
+    j->x = NULL;
+    j->shard_rows = NULL;
+    j->rows = j->total_rows = 0;
+    j->rank = rally_rank(j->r);
+    j->world = rally_world_size(j->r);
+    ex_say("rank %d of %d now: reading its shard again\n", j->rank, j->world);
+}
+
 int main(int argc, char **argv)
 {
     int status = km_early_flags(argc, argv); /* --help, --show MODEL: no job */
@@ -233,13 +250,18 @@ int main(int argc, char **argv)
     }
     if ((status = register_app(&j, argc, argv)) != KM_EXIT_OK) /* for snapshots */
         goto out;
-    if ((status = bootstrap(&j, &o, &init)) != KM_EXIT_OK) /* the shard, and its shape */
-        goto out;
-    if ((status = load_or_init(&j, &o, init, &m)) != KM_EXIT_OK) /* checkpoint or k-means++ */
-        goto out;
-    if ((status = km_lloyd(&j, &o, &m, &objective)) != KM_EXIT_OK) /* iterate */
-        goto out;
-    status = report(&j, &o, &m, objective); /* --model-out, --json, the result line */
+    for (;;) {
+        if ((status = bootstrap(&j, &o, &init)) == KM_EXIT_OK &&   /* the shard, and its shape */
+            (status = load_or_init(&j, &o, init, &m)) == KM_EXIT_OK) /* checkpoint or k-means++ */
+            status = km_lloyd(&j, &o, &m, &objective);               /* iterate */
+        if (status != KM_RESIZED)
+            break;
+        /* the job went on with other workers from its newest checkpoint:
+         * this worker's shard is another one now */
+        km_job_reset(&j, &init, &m);
+    }
+    if (status == KM_EXIT_OK)
+        status = report(&j, &o, &m, objective); /* --model-out, --json, the result line */
 out:
     free(init);
     free(m.c);

@@ -32,8 +32,10 @@
 #define KM_MAX_K 65536u
 #define KM_MAX_FEATURES 1000000u
 
-/* Exit statuses (usage() prints them). */
-enum { KM_EXIT_OK = 0, KM_EXIT_RALLY = 1, KM_EXIT_INPUT = 2 };
+/* Exit statuses (usage() prints them).  KM_RESIZED is no exit status: an
+ * elastic job went on with other workers, and main starts again from the
+ * shard (docs/recovery.md, "Elastic jobs"). */
+enum { KM_EXIT_OK = 0, KM_EXIT_RALLY = 1, KM_EXIT_INPUT = 2, KM_RESIZED = -2 };
 
 /* km_model.flags */
 enum { KM_CONVERGED = 1u, KM_HAS_OBJECTIVE = 2u };
@@ -122,6 +124,8 @@ int km_lloyd(struct km_job *j, const struct km_opts *o, struct km_model *m, doub
 /* Reports a failed rally call; returns the exit status for it. */
 static inline int km_fail(const struct km_job *j, const char *what, int rc)
 {
+    if (rc == RALLY_ERESIZED)
+        return KM_RESIZED;
     fprintf(stderr, "rally-kmeans: rank %d: %s failed: %s (%s)\n", j->rank, what,
             rally_errmsg(j->r), rally_strstatus(rc));
     return KM_EXIT_RALLY;

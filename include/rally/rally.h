@@ -62,7 +62,11 @@ enum {
     RALLY_ETIMEDOUT = 7, /* a deadline passed */
     RALLY_EPEER = 8,     /* another worker failed or the job was aborted */
     RALLY_EMISMATCH = 9, /* ranks disagree on a collective's arguments */
-    RALLY_ESTATE = 10    /* the handle cannot be used for this any more */
+    RALLY_ESTATE = 10,   /* the handle cannot be used for this any more */
+    RALLY_ERESIZED = 11  /* an elastic job went on with other workers: every rank went back
+                            to the newest checkpoint; read the input again for the new
+                            rally_rank and rally_world_size, then rally_load_checkpoint
+                            (docs/recovery.md, "Elastic jobs").  The handle stays usable */
 };
 
 /* Element types. */

@@ -70,6 +70,10 @@ struct rally__subscriber {
      * repairs) fails the job.  NULL: none; one subscriber at most. */
     int (*fresh)(void *arg, struct rally__adopt *a);
     void *arg;
+    /* The job went on with other workers (an elastic job): every rank went
+     * back to committed version v, and this one is rank of world now;
+     * whatever a commit began is void.  No collectives.  NULL: none. */
+    void (*resized)(void *arg, uint64_t version, int rank, int world);
 };
 
 /* The subscribers an engine holds, with what every engine does with them
@@ -102,6 +106,14 @@ static inline void rally__subscribers_commit(const struct rally__subscribers *l,
     for (int i = 0; i < l->n; i++)
         if (l->s[i].commit != NULL)
             l->s[i].commit(l->s[i].arg, v, flags);
+}
+
+static inline void rally__subscribers_resized(const struct rally__subscribers *l, uint64_t v,
+                                              int rank, int world)
+{
+    for (int i = 0; i < l->n; i++)
+        if (l->s[i].resized != NULL)
+            l->s[i].resized(l->s[i].arg, v, rank, world);
 }
 
 /* Every turn, in order; the first non-OK status ends them. */

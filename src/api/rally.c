@@ -25,7 +25,7 @@
  * so no user ever sees RALLY_UNKNOWN (tests/api_status_test.c). */
 static int public_status(struct rally__err *e, int rc)
 {
-    if (rc >= RALLY_OK && rc <= RALLY_ESTATE)
+    if (rc >= RALLY_OK && rc <= RALLY_ERESIZED)
         return rc;
     e->code = RALLY_EPEER;
     return RALLY_EPEER;
@@ -105,8 +105,8 @@ const char *rally_strstatus(int status)
     static const char *const names[] = {"RALLY_OK",        "RALLY_EINVAL",    "RALLY_ENOMEM",
                                         "RALLY_ESYS",      "RALLY_ECONFIG",   "RALLY_EAUTH",
                                         "RALLY_EPROTO",    "RALLY_ETIMEDOUT", "RALLY_EPEER",
-                                        "RALLY_EMISMATCH", "RALLY_ESTATE"};
-    if (status < 0 || status > RALLY_ESTATE)
+                                        "RALLY_EMISMATCH", "RALLY_ESTATE",   "RALLY_ERESIZED"};
+    if (status < 0 || status > RALLY_ERESIZED)
         return "RALLY_UNKNOWN";
     return names[status];
 }
@@ -188,11 +188,12 @@ static int enter(struct rally *r)
     return RALLY_OK;
 }
 
-/* Common exit: a call that failed for good spends the handle. */
+/* Common exit: a call that failed for good spends the handle (a bad
+ * argument and a membership change do not). */
 static int leave(struct rally *r, int rc)
 {
     rc = public_status(&r->err, rc);
-    if (rc != RALLY_OK && rc != RALLY_EINVAL && !r->spent) {
+    if (rc != RALLY_OK && rc != RALLY_EINVAL && rc != RALLY_ERESIZED && !r->spent) {
         r->spent = rc;
         snprintf(r->spent_msg, sizeof r->spent_msg, "%s", r->err.msg);
     }

@@ -221,6 +221,33 @@ static void committed(struct rally__snapjob *sj, uint64_t v, uint64_t flags)
     sj->stall_us = rally__now_us() - t0;
 }
 
+/* The job went on with other workers from committed version v (an
+ * elastic job): a snapshot still pending was of the old world, and every
+ * rank voids it alike; the next ones are the new world's. */
+static void on_resized(void *arg, uint64_t v, int rank, int world)
+{
+    struct rally__snapjob *sj = arg;
+    if (sj->pending != NONE) {
+        if (sj->nparts > 0 || sj->nlent > 0) { /* let this rank's write end */
+            struct rally__snap_file f[RALLY__SNAP_PARTS_MAX];
+            struct rally__err res = {0, ""};
+            int done = 0;
+            rally__snap_bg_poll(sj->bg, -1, &done, &res, f);
+            give_back(sj);
+        }
+        if (sj->rank == 0)
+            rally__snapjob_say(sj,
+                               "version %" PRIu64 " void: the job went on with %d workers from "
+                               "version %" PRIu64 " before it was reported",
+                               sj->pending, world, v);
+        sj->pending = NONE;
+        sj->nparts = 0;
+        sj->failed = sj->logged = 0;
+    }
+    sj->rank = rank;
+    sj->world = world;
+}
+
 /* The commit hook: the commit first, then the triggers for the next one,
  * so that every T ms counts from a snapshot taken now, not the one before. */
 static void on_commit(void *arg, uint64_t v, uint64_t flags)
@@ -274,10 +301,11 @@ int rally__snapjob_start(struct rally__engine *en, const struct rally__config *c
                            "does");
     if (job_name(sj, prog) != RALLY_OK || rally__snapjob_run(sj) != RALLY_OK)
         return e->code;
-    struct rally__subscriber sub = {NULL, NULL, rally__snapjob_fresh, sj}; /* resume only */
+    struct rally__subscriber sub = {NULL, NULL, rally__snapjob_fresh, sj, NULL}; /* resume only */
     if (c->snapshot_dir[0] != '\0') {
         sub.commit = on_commit;
         sub.turn = on_turn;
+        sub.resized = on_resized;
         if ((sj->report = calloc((size_t)sj->world * SLOT, 8)) == NULL)
             return rally__fail(e, RALLY_ENOMEM, "out of memory for the snapshot report");
         if (rally__snap_bg_start(e, &sj->bg) != RALLY_OK ||

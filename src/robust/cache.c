@@ -117,6 +117,14 @@ void rally__robust_cache_drop_below(struct rally__robust *rb, uint64_t v)
     rb->cache.n = out;
 }
 
+void rally__robust_cache_clear(struct rally__robust *rb)
+{
+    for (int i = 0; i < rb->cache.n; i++)
+        rally__robust_unbuf(rb, rb->cache.v[i].data);
+    rb->cache.n = 0;
+    rb->cache.nbytes = 0;
+}
+
 void rally__robust_cache_free(struct rally__robust *rb)
 {
     for (int i = 0; i < rb->cache.n; i++)

@@ -146,9 +146,60 @@ int rally__robust_repairable(const struct rally__robust *rb, int rc)
            (rc == RALLY__ERESET || rc == RALLY_EPEER || rc == RALLY_ETIMEDOUT);
 }
 
+/* The job goes on with other workers (docs/recovery.md, "Elastic jobs"):
+ * this worker went back to its newest committed checkpoint; every result it
+ * cached belongs to the old world, and the program starts again from where
+ * it read its input, with its new rank, its collectives before
+ * load_checkpoint included. */
+static int went_on(struct rally__robust *rb)
+{
+    rb->tc.resized = 0;
+    const char *why = NULL;
+    if (rally__robust_has_local(rb))
+        why = "the job checkpoints local models as opaque bytes (rally_checkpoint's local "
+              "argument), which rally cannot divide among other workers";
+    else if (rally__robust_store_back(rb) != RALLY_OK)
+        why = rb->err->msg;
+    if (why != NULL) {
+        char msg[RALLY__ERR_MSG_MAX + 64];
+        snprintf(msg, sizeof msg, "cannot go on with %d workers: %s", rb->world, why);
+        rally__err_clear(rb->err);
+        rally__fail(rb->err, RALLY_ECONFIG, "%s", msg);
+        rally__robust_fatal(rb, RALLY_ECONFIG, msg);
+        return RALLY_ECONFIG;
+    }
+    rally__robust_cache_clear(rb);
+    rb->boot = 0;
+    rb->q = 0;
+    rb->loaded = 0;
+    rb->resized = 1;
+    rb->vfy.ncalls = 0;
+    rb->vfy.digest = 0;
+    rally__robust_requests_spent(rb); /* they were for a commit of the old world */
+    rally__robust_store_resized(rb);
+    return rally__fail(rb->err, RALLY_ERESIZED,
+                       "the job goes on with %d workers from checkpoint version %llu; this "
+                       "worker is rank %d now: read its input again and call "
+                       "rally_load_checkpoint",
+                       rb->world, (unsigned long long)rb->version, rb->rank);
+}
+
 int rally__robust_reset(struct rally__robust *rb, int cause, uint64_t key)
 {
-    return rb->kind->reset(rb, cause, key); /* only a distributed job resets */
+    int rc = rb->kind->reset(rb, cause, key); /* only a distributed job resets */
+    return rc == RALLY_OK && rb->tc.resized ? went_on(rb) : rc;
+}
+
+/* A renumbered worker's collective layer: its new rank, world and
+ * topology, the same alarm line and scratch buffer. */
+static void renumber(struct rally__robust *rb)
+{
+    struct rally__comm was = rb->comm;
+    rally__robust_comm_setup(rb, was.report, rb->err);
+    rb->comm.alarm = was.alarm;
+    rb->comm.on_alarm = was.on_alarm;
+    rb->comm.scratch = was.scratch;
+    rb->comm.scratch_nbytes = was.scratch_nbytes;
 }
 
 /* rally's tracker: report the failure, await its RESET, rejoin, re-wire. */
@@ -166,11 +217,13 @@ static int reset(struct rally__robust *rb, int cause, uint64_t key)
         /* The tracker bounds an epoch's assembly and aborts the job past it;
          * this worker only needs a backstop beyond that. */
         int64_t deadline = rally__deadline(rb->cfg->connect_timeout_ms + rb->cfg->timeout_ms);
-        if ((rc = rally__tclient_rejoin(&rb->tc, key, (uint32_t)rb->version, deadline, rb->err)) !=
-            RALLY_OK) {
+        if ((rc = rally__tclient_rejoin(&rb->tc, key, (uint32_t)rally__robust_committed(rb),
+                                        deadline, rb->err)) != RALLY_OK) {
             rb->fatal = rc;
             return rc;
         }
+        if (rb->tc.resized)
+            renumber(rb);
         rally__robust_mock(rb, rb->version, rally__robust_user_seq(rb), RALLY__MOCK_WIRE);
         if ((rc = wire(rb)) != RALLY_OK) {
             close_links(rb);
@@ -278,6 +331,17 @@ void rally__robust_start_failed(const struct rally__config *cfg, const char *hos
     rally__tclient_fail_start(&o, RALLY_ECONFIG, e->msg);
 }
 
+/* The rank a worker was launched as: its task id where that is a rank
+ * (rally-run's), else the rank it joined with. */
+static int launch_rank(const char *task_id, int rank)
+{
+    char *end;
+    long v = strtol(task_id, &end, 10);
+    return task_id[0] >= '0' && task_id[0] <= '9' && *end == '\0' && v < RALLY__WORLD_MAX
+               ? (int)v
+               : rank;
+}
+
 int rally__robust_init(struct rally__robust *rb, const struct rally__config *cfg,
                        const char *host, struct rally__err *e)
 {
@@ -288,6 +352,7 @@ int rally__robust_init(struct rally__robust *rb, const struct rally__config *cfg
     rb->world = 1;
     rb->listen_fd = -1;
     rb->tc.fd = -1;
+    rb->st.keep = cfg->elastic != 0;
     rally__comm_init(&rb->comm, 0, 1, e);
     rb->comm.timeout_ms = cfg->timeout_ms;
     if (rally__mock_parse(&rb->mock, cfg, e) != RALLY_OK) {
@@ -328,6 +393,7 @@ int rally__robust_init(struct rally__robust *rb, const struct rally__config *cfg
     if (rally__tclient_heartbeat_start(&rb->tc, cfg->heartbeat_ms, e) != RALLY_OK)
         return e->code;
     rally__robust_comm_setup(rb, on_report, e);
+    rb->launch_rank = launch_rank(cfg->task_id, rb->rank);
     rb->comm.alarm = rally__handle_fd(rb->tc.fd);
     rb->comm.on_alarm = on_alarm;
     /* joined in a later epoch: this worker replaces one that died */
@@ -341,8 +407,12 @@ int rally__robust_init(struct rally__robust *rb, const struct rally__config *cfg
     if (rc != RALLY_OK) {
         /* a death or a newer epoch while joining: follow it like any worker */
         close_links(rb);
-        if (!wiring_repairable(rb, rc) ||
-            rally__robust_reset(rb, rc, RALLY__KEY_BOOT(0)) != RALLY_OK)
+        if (!wiring_repairable(rb, rc))
+            return e->code;
+        rc = rally__robust_reset(rb, rc, RALLY__KEY_BOOT(0));
+        if (rc == RALLY_ERESIZED) /* renumbered before its program began: nothing to redo */
+            rally__err_clear(e);
+        else if (rc != RALLY_OK)
             return e->code;
     }
     return RALLY_OK;

@@ -341,7 +341,7 @@ static int load(struct rally__robust *rb, void **global, uint64_t *global_nbytes
         uint64_t n = 0;
         int rc = EXECUTE;
         struct rally__sig none = {0};
-        if (rb->recovering)
+        if (rb->recovering || rb->resized)
             rc = rally__robust_recover(rb, RALLY__KEY_LOAD, &none, &res, &n);
         int adopted = 0;
         if (rc == EXECUTE || (rc == SERVED && res == NULL)) {
@@ -350,6 +350,7 @@ static int load(struct rally__robust *rb, void **global, uint64_t *global_nbytes
             if ((rc = rally__robust_fresh(rb)) != RALLY_OK)
                 return rc;
             rb->loaded = 1;
+            rb->resized = 0;
             rb->q = 1;
             *version = rb->version;
             if (rb->version == 0)
@@ -371,6 +372,7 @@ static int load(struct rally__robust *rb, void **global, uint64_t *global_nbytes
                 return rally__fail(rb->err, RALLY_ENOMEM, "out of memory loading a checkpoint");
             }
             rb->loaded = 1; /* rb->version was set by recover(), or adopted */
+            rb->resized = 0;
             if ((rc = commit_loaded(rb, adopted)) != RALLY_OK) {
                 free(g);
                 free(l);
@@ -396,7 +398,7 @@ static int load(struct rally__robust *rb, void **global, uint64_t *global_nbytes
 /* The mock's kill points of this rank that never fired, named once. */
 static void unfired(const struct rally__robust *rb)
 {
-    rally__mock_unfired(&rb->mock, rb->rank, rally__robust_ndeath(rb), rb->version,
+    rally__mock_unfired(&rb->mock, rb->launch_rank, rally__robust_ndeath(rb), rb->version,
                         rally__robust_user_seq(rb));
 }
 
@@ -411,7 +413,12 @@ int rally__robust_rejoined(struct rally__robust *rb)
         int rc = rally__robust_rejoin_locals(rb);
         if (rc == RALLY_OK || !rally__robust_repairable(rb, rc))
             return rc;
-        if ((rc = rally__robust_reset(rb, rc, RALLY__KEY_BOOT(0))) != RALLY_OK)
+        rc = rally__robust_reset(rb, rc, RALLY__KEY_BOOT(0));
+        if (rc == RALLY_ERESIZED) { /* renumbered before its program began */
+            rally__err_clear(rb->err);
+            return RALLY_OK;
+        }
+        if (rc != RALLY_OK)
             return rc;
     }
 }

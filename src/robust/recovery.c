@@ -19,9 +19,12 @@
 enum { SERVED = RALLY__SERVED, EXECUTE = RALLY__EXECUTE };
 
 /* A worker's summary: reduced element-wise with min, max, max, min, max,
- * max.  S_JOINED: a restarted worker in rally_init asks for its local-model
- * copies (rally__robust_rejoin_locals) before it takes any position. */
-enum { S_MIN, S_MAX, S_NEED, S_BEST, S_LOCAL, S_JOINED, S_N };
+ * max, min.  S_JOINED: a restarted worker in rally_init asks for its
+ * local-model copies (rally__robust_rejoin_locals) before it takes any
+ * position.  S_HELD: the oldest version a worker in load_checkpoint holds
+ * (0: none; NONE from the others): after a membership change every worker
+ * loads again, and those holding the newest version need no transfer. */
+enum { S_MIN, S_MAX, S_NEED, S_BEST, S_LOCAL, S_JOINED, S_HELD, S_N };
 
 static void reduce_summary(void *inout, const void *in, size_t count, void *arg)
 {
@@ -39,6 +42,7 @@ static void reduce_summary(void *inout, const void *in, size_t count, void *arg)
         x[S_BEST] = y[S_BEST] < x[S_BEST] ? y[S_BEST] : x[S_BEST];
         x[S_LOCAL] = y[S_LOCAL] > x[S_LOCAL] ? y[S_LOCAL] : x[S_LOCAL];
         x[S_JOINED] = y[S_JOINED] > x[S_JOINED] ? y[S_JOINED] : x[S_JOINED];
+        x[S_HELD] = y[S_HELD] < x[S_HELD] ? y[S_HELD] : x[S_HELD];
         for (int k = 0; k < S_N; k++)
             rally__put_u64(a + 8 * k, x[k]);
     }
@@ -162,7 +166,7 @@ static int recover_locals(struct rally__robust *rb, uint64_t v, int want)
             continue;
         int j_me = (rb->rank - q + N) % N;
         int hold = !want && mine != NULL && j_me <= k && mine->data[j_me] != NULL;
-        uint64_t h[S_N] = {hold ? (uint64_t)rb->rank : NONE, 0, 0, NONE, 0};
+        uint64_t h[S_N] = {hold ? (uint64_t)rb->rank : NONE, 0, 0, NONE, 0, 0, NONE};
         if ((rc = agree(rb, h, RALLY__K_HOLDER)) != RALLY_OK)
             goto done;
         if (h[S_MIN] == NONE) {
@@ -216,7 +220,7 @@ static int joined_locals(struct rally__robust *rb, const uint64_t s[S_N], int wa
 
 int rally__robust_rejoin_locals(struct rally__robust *rb)
 {
-    uint64_t s[S_N] = {NONE, 0, 0, NONE, 0, 1};
+    uint64_t s[S_N] = {NONE, 0, 0, NONE, 0, 1, NONE};
     int rc = agree(rb, s, RALLY__K_AGREE);
     return rc != RALLY_OK ? rc : joined_locals(rb, s, 1);
 }
@@ -225,8 +229,15 @@ int rally__robust_recover(struct rally__robust *rb, uint64_t key, const struct r
                           unsigned char **res, uint64_t *res_nbytes)
 {
     for (;;) {
-        uint64_t s[S_N] = {key, key, key == RALLY__KEY_LOAD, best_of(rb),
-                          (uint64_t)rally__robust_has_local(rb)};
+        int loading = key == RALLY__KEY_LOAD;
+        uint64_t mine_v = rb->version > 0 && rally__robust_holds(rb) ? rb->version : 0;
+        uint64_t s[S_N] = {key,
+                           key,
+                           (uint64_t)loading,
+                           best_of(rb),
+                           (uint64_t)rally__robust_has_local(rb),
+                           0,
+                           loading ? mine_v : NONE};
         int rc = agree(rb, s, RALLY__K_AGREE);
         if (rc != RALLY_OK)
             return rc;
@@ -254,6 +265,13 @@ int rally__robust_recover(struct rally__robust *rb, uint64_t key, const struct r
             }
             int root = (int)(s[S_BEST] & 0xffffffffu);
             uint64_t version = best_version(s[S_BEST]);
+            if (s[S_HELD] == version && !s[S_LOCAL]) {
+                /* every worker loading holds it already (a membership change) */
+                if (!want)
+                    continue;
+                *res = (unsigned char *)rally__robust_global(rb, res_nbytes);
+                return SERVED;
+            }
             struct rally__sig sig = {RALLY__K_ACK, 0, 0, -1, version, 0};
             if (want)
                 rally__robust_mock(rb, 0, 0, RALLY__MOCK_LOAD);
@@ -292,7 +310,7 @@ int rally__robust_recover(struct rally__robust *rb, uint64_t key, const struct r
         /* the workers furthest behind get that result from the lowest-ranked holder */
         uint64_t at = s[S_MIN];
         const struct rally__entry *have = rally__robust_cache_find(rb, at);
-        uint64_t h[S_N] = {have ? (uint64_t)rb->rank : NONE, 0, 0, NONE};
+        uint64_t h[S_N] = {have ? (uint64_t)rb->rank : NONE, 0, 0, NONE, 0, 0, NONE};
         if ((rc = agree(rb, h, RALLY__K_HOLDER)) != RALLY_OK)
             return rc;
         if (h[S_MIN] == NONE) {

@@ -143,6 +143,14 @@ struct rally__store {
     uint64_t ckpt_nbytes;
     uint64_t ckpt_cap;                             /* ckpt's capacity */
     uint64_t ckpt_digest;                          /* rally_digest64 of ckpt's bytes */
+    uint64_t committed;                            /* the newest version acknowledged */
+    /* an elastic job (rally_elastic) keeps the committed version's model
+     * while the next one is stored and not yet acknowledged, so that every
+     * survivor of a membership change can go back to the same version: the
+     * two buffers take turns, nothing is allocated in the steady state */
+    int keep;
+    unsigned char *prev;
+    uint64_t prev_nbytes, prev_cap, prev_digest, prev_version; /* 0: none */
     struct rally__sbuf spare[RALLY__STORE_SPARES]; /* reusable buffers, any capacity */
     int nspare;
     const unsigned char *lent[RALLY__STORE_LENT]; /* read by a borrower */
@@ -162,12 +170,15 @@ struct rally__robust {
     const struct rally__config *cfg;
     const char *host; /* this worker's, for a membership of one */
     int rank, world, distributed;
+    int launch_rank; /* the rank it was launched as (its task id), for the mock */
     struct rally__tclient tc;
     struct rally__comm comm;
     int listen_fd;
     int recovering; /* since an epoch began, until every worker is in step */
     int fatal;      /* the tracker aborted the job */
     int loaded;     /* load_checkpoint or checkpoint was called */
+    int resized;    /* the membership changed: every worker went back to its committed
+                       checkpoint, and load_checkpoint goes through an agreement */
     uint64_t version;
     uint32_t q;    /* next op within the version (user seq + 1) */
     uint32_t boot; /* next bootstrap op */
@@ -210,11 +221,13 @@ static inline uint32_t rally__robust_ndeath(const struct rally__robust *rb)
     return rb->tc.incarnation > 0 ? rb->tc.incarnation - 1 : 0;
 }
 
-/* Dies here if a kill point of the mock matches (librally_mock). */
+/* Dies here if a kill point of the mock matches (librally_mock).  A point
+ * names a worker by the rank it was launched as, which a membership change
+ * does not renumber. */
 static inline void rally__robust_mock(const struct rally__robust *rb, uint64_t version,
                                       uint64_t seq, int phase)
 {
-    rally__mock_check(&rb->mock, rb->rank, version, seq, rally__robust_ndeath(rb), phase);
+    rally__mock_check(&rb->mock, rb->launch_rank, version, seq, rally__robust_ndeath(rb), phase);
 }
 
 /* --- op.c: the op driver --- */
@@ -248,6 +261,9 @@ int rally__robust_cache_put(struct rally__robust *rb, uint64_t key, const struct
                             unsigned char *data, uint64_t nbytes);
 /* Drops cached op results of versions below v (bootstrap results stay). */
 void rally__robust_cache_drop_below(struct rally__robust *rb, uint64_t v);
+/* Drops every cached result, bootstrap results too (a membership change:
+ * they belong to the old world). */
+void rally__robust_cache_clear(struct rally__robust *rb);
 void rally__robust_cache_free(struct rally__robust *rb);
 
 /* --- store.c: the checkpoint store --- */
@@ -302,6 +318,8 @@ int rally__robust_holds(const struct rally__robust *rb);
 const unsigned char *rally__robust_global(const struct rally__robust *rb, uint64_t *nbytes);
 /* 1 with its digest when the global model is a copy (a lazy one has none). */
 int rally__robust_global_digest(const struct rally__robust *rb, uint64_t *digest);
+/* The newest version acknowledged (what REJOIN tells the tracker). */
+uint64_t rally__robust_committed(const struct rally__robust *rb);
 /* Whether the job passes local models; set by the first checkpoint with
  * one, or by recovery (what the job agreed). */
 int rally__robust_has_local(const struct rally__robust *rb);
@@ -311,6 +329,12 @@ uint64_t rally__robust_requests(const struct rally__robust *rb);
 void rally__robust_requests_spent(struct rally__robust *rb);
 /* Version v is committed with the agreed flags: tells the subscribers. */
 void rally__robust_commit(struct rally__robust *rb, uint64_t v, uint64_t flags);
+/* A membership change: back to the newest committed version (the one
+ * stored and not acknowledged is dropped); RALLY_ESTATE when that version
+ * is not held here (a lazy checkpoint, not elastic). */
+int rally__robust_store_back(struct rally__robust *rb);
+/* The subscribers hear that the job goes on with other workers. */
+void rally__robust_store_resized(struct rally__robust *rb);
 void rally__robust_store_free(struct rally__robust *rb);
 
 /* --- membership.c: tracker client, mesh, links --- */
@@ -335,7 +359,10 @@ void rally__robust_start_failed(const struct rally__config *cfg, const char *hos
 void rally__robust_fatal(struct rally__robust *rb, int code, const char *msg);
 /* 1 for failures that a new epoch can repair. */
 int rally__robust_repairable(const struct rally__robust *rb, int rc);
-/* The job lost a worker (or a link): joins the tracker's next epoch. */
+/* The job lost a worker (or a link): joins the tracker's next epoch.
+ * RALLY_ERESIZED when that epoch has other members (an elastic job): this
+ * worker has its new rank and world, and went back to its newest committed
+ * checkpoint; the caller returns the status to the program. */
 int rally__robust_reset(struct rally__robust *rb, int cause, uint64_t key);
 /* rally_set_input, checked: tells rally-run's tracker the input this
  * incarnation read (scheme and fingerprint, already checked), so that a

@@ -344,6 +344,20 @@ int rally__robust_replicate(struct rally__robust *rb, const void *local, uint64_
 int rally__robust_store_global(struct rally__robust *rb, const void *global, uint64_t nbytes,
                                rally_serialize_fn lazy, void *lazy_arg)
 {
+    struct rally__store *st = &rb->st;
+    if (st->keep && st->lazy == NULL && st->ckpt != NULL && rb->version == st->committed) {
+        /* elastic: the committed model stays until this one is acknowledged */
+        unsigned char *b = st->prev;
+        uint64_t c = st->prev_cap;
+        st->prev = st->ckpt;
+        st->prev_cap = st->ckpt_cap;
+        st->prev_nbytes = st->ckpt_nbytes;
+        st->prev_digest = st->ckpt_digest;
+        st->prev_version = rb->version;
+        st->ckpt = b;
+        st->ckpt_cap = c;
+        st->ckpt_nbytes = 0;
+    }
     if (lazy != NULL) {
         rally__robust_sgive(rb, rb->st.ckpt, rb->st.ckpt_cap); /* a spare for the next copy */
         rb->st.ckpt = NULL;
@@ -364,6 +378,7 @@ void rally__robust_store_adopt(struct rally__robust *rb, unsigned char *global, 
                                uint64_t cap)
 {
     rally__robust_sgive(rb, rb->st.ckpt, rb->st.ckpt_cap);
+    rb->st.prev_version = 0;
     rb->st.ckpt = global;
     rb->st.ckpt_nbytes = nbytes;
     rb->st.ckpt_cap = cap;
@@ -383,7 +398,37 @@ int rally__robust_subscribe(struct rally__robust *rb, const struct rally__subscr
 
 void rally__robust_commit(struct rally__robust *rb, uint64_t v, uint64_t flags)
 {
+    rb->st.committed = v;
     rally__subscribers_commit(&rb->st.subs, v, flags);
+}
+
+int rally__robust_store_back(struct rally__robust *rb)
+{
+    struct rally__store *st = &rb->st;
+    if (rb->version == st->committed)
+        return RALLY_OK;
+    if (st->lazy != NULL || st->prev == NULL || st->prev_version != st->committed)
+        return rally__fail(rb->err, RALLY_ESTATE,
+                           "cannot go back to checkpoint version %llu: %s",
+                           (unsigned long long)st->committed,
+                           st->lazy != NULL ? "a lazy checkpoint keeps no copy of it"
+                                            : "this worker no longer holds it");
+    unsigned char *b = st->ckpt;
+    uint64_t c = st->ckpt_cap;
+    st->ckpt = st->prev;
+    st->ckpt_cap = st->prev_cap;
+    st->ckpt_nbytes = st->prev_nbytes;
+    st->ckpt_digest = st->prev_digest;
+    st->prev = b;
+    st->prev_cap = c;
+    st->prev_version = 0;
+    rb->version = st->committed;
+    return RALLY_OK;
+}
+
+void rally__robust_store_resized(struct rally__robust *rb)
+{
+    rally__subscribers_resized(&rb->st.subs, rb->version, rb->rank, rb->world);
 }
 
 int rally__robust_turn(struct rally__robust *rb, int when)
@@ -468,6 +513,9 @@ void rally__robust_store_free(struct rally__robust *rb)
     rally__robust_sgive(rb, rb->st.ckpt, rb->st.ckpt_cap);
     rb->st.ckpt = NULL;
     rb->st.ckpt_cap = 0;
+    rally__robust_sgive(rb, rb->st.prev, rb->st.prev_cap);
+    rb->st.prev = NULL;
+    rb->st.prev_cap = 0;
     set_free(rb, &rb->st.loc[0]);
     set_free(rb, &rb->st.loc[1]);
     for (int i = 0; i < rb->st.nheld; i++)
@@ -504,6 +552,11 @@ int rally__robust_global_digest(const struct rally__robust *rb, uint64_t *digest
 {
     *digest = rb->st.ckpt_digest;
     return rb->st.lazy == NULL && rb->st.ckpt != NULL;
+}
+
+uint64_t rally__robust_committed(const struct rally__robust *rb)
+{
+    return rb->st.committed;
 }
 
 int rally__robust_has_local(const struct rally__robust *rb)

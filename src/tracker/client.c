@@ -198,7 +198,7 @@ static int expect(struct rally__tclient *t, uint16_t type, int on_reset, int64_t
  * (*peers, world entries, the caller frees) and the epoch. */
 static int parse_assign(struct rally__tclient *t, int *rank_out, int *world_out, uint32_t *inc_out,
                         struct rally__peer_addr **peers, uint32_t *epoch_out,
-                        struct rally__err *e)
+                        uint32_t *members_out, struct rally__err *e)
 {
     struct rally__msg_assign m;
     int k = rally__msg_assign_get(t->in.body, t->in.nbytes, &m);
@@ -215,6 +215,7 @@ static int parse_assign(struct rally__tclient *t, int *rank_out, int *world_out,
     *inc_out = m.incarnation;
     *peers = m.peers;
     *epoch_out = m.epoch;
+    *members_out = m.members;
     return RALLY_OK;
 }
 
@@ -315,8 +316,8 @@ int rally__tclient_join(struct rally__tclient *t, const struct rally__tclient_op
     if (expect(t, RALLY__T_ASSIGN, RESET_SKIP,
                o->assign_timeout_ms > 0 ? rally__deadline(o->assign_timeout_ms) : deadline,
                e) != RALLY_OK ||
-        parse_assign(t, &t->rank, &t->world, &t->incarnation, &t->peers, &t->epoch, e) !=
-            RALLY_OK)
+        parse_assign(t, &t->rank, &t->world, &t->incarnation, &t->peers, &t->epoch,
+                     &t->members, e) != RALLY_OK)
         goto cleanup;
     t->reset_epoch = 0; /* a RESET before ASSIGN was for an epoch this ASSIGN ends */
     t->reset_reason[0] = '\0';
@@ -372,11 +373,12 @@ int rally__tclient_rejoin(struct rally__tclient *t, uint64_t position, uint32_t 
         expect(t, RALLY__T_ASSIGN, RESET_REJOIN, deadline, e) != RALLY_OK)
         return e->code;
     int rank, world;
-    uint32_t inc, epoch;
+    uint32_t inc, epoch, members;
     struct rally__peer_addr *peers;
-    if (parse_assign(t, &rank, &world, &inc, &peers, &epoch, e) != RALLY_OK)
+    if (parse_assign(t, &rank, &world, &inc, &peers, &epoch, &members, e) != RALLY_OK)
         return e->code;
-    if (rank != t->rank || world != t->world || epoch != t->reset_epoch) {
+    int renumbered = members != t->members;
+    if ((!renumbered && (rank != t->rank || world != t->world)) || epoch != t->reset_epoch) {
         free(peers);
         return rally__fail(e, RALLY_EPROTO,
                            "%s assigned rank %d of %d in epoch %u to rank %d of %d rejoining "
@@ -387,6 +389,12 @@ int rally__tclient_rejoin(struct rally__tclient *t, uint64_t position, uint32_t 
     t->peers = peers;
     t->incarnation = inc;
     t->epoch = epoch;
+    if (renumbered) {
+        t->rank = rank;
+        t->world = world;
+        t->members = members;
+        t->resized = 1;
+    }
     return RALLY_OK;
 }
 

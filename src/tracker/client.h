@@ -37,6 +37,8 @@ struct rally__tclient {
     /* recovery */
     uint32_t epoch;         /* of the last ASSIGN: 0 for the job's first, else the epoch */
     uint32_t reset_epoch;   /* the newest RESET seen, 0: none */
+    uint32_t members;       /* the job's membership changes so far (ASSIGN) */
+    int resized;            /* a rejoin renumbered this worker: the owner clears it */
     char reset_reason[256]; /* its reason */
     int reset_held;         /* a RESET read while waiting for INPUT_OK: check() returns it */
     uint64_t rejoin_position; /* what REJOIN says while rally__tclient_rejoin waits */
@@ -109,8 +111,10 @@ int rally__tclient_ready(struct rally__tclient *t, int64_t deadline, struct rall
 /* After a RESET: sends REJOIN{t->reset_epoch, position, version} and waits
  * for ASSIGN of that epoch, sending REJOIN again whenever a newer RESET
  * arrives meanwhile.  On success the address book, the incarnations and
- * t->epoch are the new epoch's (t->rank stays; an ASSIGN naming another rank
- * is RALLY_EPROTO).  ABORT returns its code; the deadline RALLY_ETIMEDOUT;
+ * t->epoch are the new epoch's.  t->rank and t->world stay, unless the
+ * ASSIGN counts another membership (an elastic job went on with other
+ * workers): then they are the new ones and t->resized is set.  Another rank
+ * or world with the same count is RALLY_EPROTO.  ABORT returns its code; the deadline RALLY_ETIMEDOUT;
  * no RESET seen yet RALLY_ESTATE.  Blocks until then. */
 int rally__tclient_rejoin(struct rally__tclient *t, uint64_t position, uint32_t version,
                           int64_t deadline, struct rally__err *e);

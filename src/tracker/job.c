@@ -67,6 +67,13 @@ struct rally__job {
     char *rank_final;       /* world entries: the rank sent SHUTDOWN */
     struct rank_input *input; /* world entries: the input each rank's first INPUT named */
     int recovering;         /* from a failure until the GO that ends it */
+    /* elastic membership (docs/recovery.md, "Elastic jobs") */
+    int min_world;          /* 0: the world is fixed; else a rank lost for good is dropped
+                               while at least this many are left */
+    uint32_t members;       /* membership changes so far (every ASSIGN says it) */
+    uint32_t members_said;  /* the change the last TEV_RESIZED told */
+    int lost_rank;          /* the rank the last change dropped */
+    char lost_task[RALLY__TASK_MAX]; /* ... and its task id */
     int64_t failed_at_us;   /* the first failure of this recovery */
     int64_t epoch_deadline; /* ms: the current epoch must reach GO by then */
     /* the step running */
@@ -295,6 +302,29 @@ static int make_book(struct rally__job *j, size_t *nbytes)
     return 0;
 }
 
+/* The membership changed and every rank is present: the owner hears how
+ * many go on and from which version, the newest committed one a survivor
+ * named in its REJOIN (the workers go back to the same one). */
+static void resized(struct rally__job *j)
+{
+    j->members_said = j->members;
+    struct rally__tracker_event ev = {
+        .kind = RALLY__TEV_RESIZED, .rank = j->lost_rank, .task_id = j->lost_task};
+    for (int r = 0; r < j->world; r++) {
+        const struct rally__job_member *m = j->by_rank[r];
+        if (m->rejoined == j->epoch && (!ev.has_position || m->version > ev.version)) {
+            ev.has_position = 1;
+            ev.version = m->version;
+        }
+    }
+    ev.world = j->world;
+    char text[160];
+    snprintf(text, sizeof text, "rank %d lost for good: going on with %d workers from version %u",
+             j->lost_rank, j->world, ev.version);
+    ev.text = text;
+    emit_ev(j, &ev);
+}
+
 /* Sends ASSIGN for the current epoch to every rank (all present). */
 static void send_assign(struct rally__job *j)
 {
@@ -318,7 +348,9 @@ static void send_assign(struct rally__job *j)
      * that gets a non-zero epoch knows it joined a running job. */
     unsigned char tail[RALLY__ASSIGN_TAIL];
     struct rally__wbuf tw = {tail, 0, sizeof tail, 0};
-    rally__msg_assign_tail(&tw, j->went ? j->epoch : 0);
+    rally__msg_assign_tail(&tw, j->went ? j->epoch : 0, j->members);
+    if (j->members != j->members_said)
+        resized(j);
     for (int r = 0; r < j->world; r++) {
         struct rally__job_member *m = j->by_rank[r];
         int fresh = m->assigned == 0;
@@ -486,6 +518,63 @@ static void reject(struct rally__job *j, struct rally__job_member *m, int code, 
     send_abort(j, m, code, why);
     unlink_member(j, m);
     act(j, RALLY__JOB_REFUSE, m);
+}
+
+/* Drops rank r from the job: the ranks above it move down one, so the
+ * survivors keep their order (docs/recovery.md).  Every rank reads its
+ * shard anew for the new world, so the input each names next counts. */
+static void drop_rank(struct rally__job *j, int r)
+{
+    snprintf(j->lost_task, sizeof j->lost_task, "%s", j->rank_task[r] ? j->rank_task[r] : "");
+    free(j->rank_task[r]);
+    int above = j->world - r - 1;
+    memmove(j->by_rank + r, j->by_rank + r + 1, (size_t)above * sizeof *j->by_rank);
+    memmove(j->incarnation + r, j->incarnation + r + 1, (size_t)above * sizeof *j->incarnation);
+    memmove(j->rank_task + r, j->rank_task + r + 1, (size_t)above * sizeof *j->rank_task);
+    memmove(j->rank_final + r, j->rank_final + r + 1, (size_t)above);
+    j->world--;
+    j->by_rank[j->world] = NULL;
+    j->rank_task[j->world] = NULL;
+    memset(j->input, 0, (size_t)j->world * sizeof *j->input);
+    for (int k = r; k < j->world; k++) {
+        struct rally__job_member *m = j->by_rank[k];
+        if (m == NULL)
+            continue;
+        m->rank = k;
+        snprintf(m->what, sizeof m->what, "rank %d (on %s)", k, m->peer);
+    }
+    j->members++;
+    j->lost_rank = r;
+}
+
+static int small_int(const char *s, int world, int *v);
+
+/* The owner gave up on rank r (its restarts are spent, its host is gone):
+ * an elastic job goes on without it from the newest checkpoint, while at
+ * least min_world ranks are left; any other job fails. */
+static void gone(struct rally__job *j, int r, const char *cause)
+{
+    if (r < 0 || r >= j->world || !live(j))
+        return;
+    if (j->min_world == 0 || !rally__job_recoverable(j)) {
+        fail_job(j, RALLY_EPEER, r, "rank %d lost for good: %s", r, cause);
+        return;
+    }
+    if (j->world - 1 < j->min_world) {
+        fail_job(j, RALLY_EPEER, r,
+                 "rank %d lost for good (%s): going on would leave %d workers, fewer than the "
+                 "minimum of %d",
+                 r, cause, j->world - 1, j->min_world);
+        return;
+    }
+    fence(j, r);
+    char why[RALLY__ERR_MSG_MAX], as[RALLY__TASK_MAX + 16] = "";
+    int v;
+    if (j->rank_task[r] && (!small_int(j->rank_task[r], RALLY__WORLD_MAX, &v) || v != r))
+        snprintf(as, sizeof as, " (task id %s)", j->rank_task[r]);
+    snprintf(why, sizeof why, "rank %d%s lost for good (%s)", r, as, cause);
+    drop_rank(j, r);
+    new_epoch(j, why);
 }
 
 static void died(struct rally__job *j, int rank, const char *cause)
@@ -1307,6 +1396,7 @@ void rally__job_step(struct rally__job *j, const struct rally__job_ev *ev)
     case RALLY__JOB_EV_LOST: lose(j, ev->m, "%s", ev->text ? ev->text : ""); break;
     case RALLY__JOB_EV_DROP: drop(j, ev->m, "%s", ev->text ? ev->text : ""); break;
     case RALLY__JOB_EV_DIED: died(j, ev->rank, ev->text ? ev->text : ""); break;
+    case RALLY__JOB_EV_GONE: gone(j, ev->rank, ev->text ? ev->text : ""); break;
     case RALLY__JOB_EV_ABORT:
         fail_job(j, ev->code, -1, "%s", ev->text ? ev->text : "");
         break;
@@ -1389,6 +1479,30 @@ uint32_t rally__job_epoch(const struct rally__job *j)
 void rally__job_set_recovery(struct rally__job *j, int on)
 {
     j->no_recovery = !on;
+}
+
+void rally__job_set_min_world(struct rally__job *j, int min_world)
+{
+    j->min_world = min_world > 0 && min_world <= j->world ? min_world : 0;
+}
+
+int rally__job_world(const struct rally__job *j)
+{
+    return j->world;
+}
+
+const char *rally__job_task_of(const struct rally__job *j, int rank)
+{
+    return rank >= 0 && rank < j->world && j->rank_task && j->rank_task[rank] ? j->rank_task[rank]
+                                                                              : "";
+}
+
+int rally__job_rank_of(const struct rally__job *j, const char *task_id)
+{
+    for (int r = 0; task_id[0] && r < j->world; r++)
+        if (j->rank_task[r] && strcmp(j->rank_task[r], task_id) == 0)
+            return r;
+    return -1;
 }
 
 void rally__job_set_heartbeat_timeout(struct rally__job *j, int64_t timeout_ms)

@@ -72,6 +72,8 @@ enum {
                                time, no memory): text says how; it is closed */
     RALLY__JOB_EV_DIED,     /* the owner saw rank's process die: text is the cause */
     RALLY__JOB_EV_ABORT,    /* the owner fails the job: code, text */
+    RALLY__JOB_EV_GONE,     /* the owner gave rank up for good (text: why); an elastic job
+                               goes on without it (rally__job_set_min_world) */
     RALLY__JOB_EV_TICK      /* time passed (deadlines, heartbeats) */
 };
 
@@ -137,6 +139,17 @@ uint32_t rally__job_epoch(const struct rally__job *j);
 int rally__job_recoverable(const struct rally__job *j);
 void rally__job_set_recovery(struct rally__job *j, int on);
 void rally__job_set_heartbeat_timeout(struct rally__job *j, int64_t timeout_ms);
+/* Elastic membership: a rank given up for good (RALLY__JOB_EV_GONE) is
+ * dropped while at least min_world ranks are left; the ranks above it move
+ * down one, every survivor is reset and its next ASSIGN counts one more
+ * membership change (TEV_RESIZED tells the owner).  Fewer, or min_world 0
+ * (the default), fails the job.  Call before the first GO. */
+void rally__job_set_min_world(struct rally__job *j, int min_world);
+/* The number of ranks now, and the rank the worker with task_id has now
+ * (-1: none). */
+int rally__job_world(const struct rally__job *j);
+int rally__job_rank_of(const struct rally__job *j, const char *task_id);
+const char *rally__job_task_of(const struct rally__job *j, int rank); /* "": none */
 /* The progress watch (docs/recovery.md, "Stuck ranks"): a rank the others
  * have waited for in an operation for timeout_ms (it stands still in its own
  * code, or elsewhere), or that has not come back to a recovery round for

@@ -91,9 +91,10 @@ size_t rally__msg_book_entry_nbytes(const char *host)
     return 4 + strlen(host) + 2 + 4;
 }
 
-void rally__msg_assign_tail(struct rally__wbuf *w, uint32_t epoch)
+void rally__msg_assign_tail(struct rally__wbuf *w, uint32_t epoch, uint32_t members)
 {
     rally__w_u32(w, epoch);
+    rally__w_u32(w, members);
 }
 
 int rally__msg_assign_get(const unsigned char *b, size_t n, struct rally__msg_assign *m)
@@ -118,6 +119,7 @@ int rally__msg_assign_get(const unsigned char *b, size_t n, struct rally__msg_as
         p[i].incarnation = rally__r_u32(&r);
     }
     m->epoch = rally__r_u32(&r);
+    m->members = rally__r_u32(&r);
     if (done(&r) != 0) {
         free(p);
         return -3;

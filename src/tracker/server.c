@@ -161,6 +161,32 @@ void rally__tracker_rank_died(struct rally__tracker *t, int rank, const char *ca
     step(t, &ev);
 }
 
+void rally__tracker_rank_gone(struct rally__tracker *t, int rank, const char *cause)
+{
+    struct rally__job_ev ev = {.kind = RALLY__JOB_EV_GONE, .rank = rank, .text = cause};
+    step(t, &ev);
+}
+
+void rally__tracker_set_min_world(struct rally__tracker *t, int min_world)
+{
+    rally__job_set_min_world(t->job, min_world);
+}
+
+int rally__tracker_world(const struct rally__tracker *t)
+{
+    return rally__job_world(t->job);
+}
+
+int rally__tracker_rank_of(const struct rally__tracker *t, const char *task_id)
+{
+    return rally__job_rank_of(t->job, task_id);
+}
+
+const char *rally__tracker_task_of(const struct rally__tracker *t, int rank)
+{
+    return rally__job_task_of(t->job, rank);
+}
+
 size_t rally__tracker_npoll(const struct rally__tracker *t)
 {
     return rally__conns_npoll(t->conns);

@@ -56,8 +56,10 @@ enum {
                                is gone (SIGKILL) and start it again */
     RALLY__TEV_RECOVERED, /* rank -1; epoch, seconds (failure to GO), position/version of
                              the furthest survivor (has_position), text: the whole story */
-    RALLY__TEV_PROGRESS   /* text: a step of a recovery (epoch begun, rank registered
+    RALLY__TEV_PROGRESS,  /* text: a step of a recovery (epoch begun, rank registered
                              again, epoch assembled), for a verbose log */
+    RALLY__TEV_RESIZED    /* rank, task_id: the rank dropped; world: the ranks now; version (when
+                             has_position): the version the job goes on from; text */
 };
 
 struct rally__tracker_event {
@@ -70,6 +72,7 @@ struct rally__tracker_event {
     int has_position;    /* RECOVERED: 0 when no worker survived (nothing rejoined) */
     uint64_t position;   /* RECOVERED: the largest REJOIN position (docs/protocol.md) */
     uint32_t version;    /* RECOVERED: that worker's checkpoint version */
+    int world;           /* RESIZED: the number of ranks now */
     int disconnected;    /* RANK_FAILED: 1 when the cause is the rank's own connection
                             closing (its process crashed or exited), 0 when the tracker
                             fenced a worker that may still run (silence, a report) */
@@ -145,6 +148,16 @@ void rally__tracker_set_progress_timeout(struct rally__tracker *t, int64_t timeo
  * above (a new epoch, or the job's failure when recovery does not apply);
  * when the tracker already knew, nothing happens. */
 void rally__tracker_rank_died(struct rally__tracker *t, int rank, const char *cause);
+
+/* The owner gives rank up for good (cause: "its restarts are spent"): with
+ * a minimum set the job goes on without it (TEV_RESIZED), else it fails. */
+void rally__tracker_rank_gone(struct rally__tracker *t, int rank, const char *cause);
+/* Elastic membership: see rally__job_set_min_world.  Call before the first GO. */
+void rally__tracker_set_min_world(struct rally__tracker *t, int min_world);
+/* The number of ranks now, and the rank of the worker with task_id (-1: none). */
+int rally__tracker_world(const struct rally__tracker *t);
+int rally__tracker_rank_of(const struct rally__tracker *t, const char *task_id);
+const char *rally__tracker_task_of(const struct rally__tracker *t, int rank); /* "": none */
 
 /* 1 when a rank failing now would be recovered: the job runs, the first GO
  * went out, recovery is on and no rank has sent SHUTDOWN. */

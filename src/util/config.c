@@ -72,6 +72,7 @@ static const struct key keys[] = {
     K("overwrite", INT, overwrite, "0", 0, 1),
     K("keep_snapshots", INT, keep_snapshots, "0", 0, 1),
     K("input_check", INT, input_check, "1", 0, 1),
+    K("elastic", INT, elastic, "0", 0, 1),
 };
 #undef K
 #undef C

@@ -71,6 +71,9 @@ struct rally__config {
     int64_t overwrite;                  /* 1: start afresh beside older snapshots */
     int64_t keep_snapshots;             /* 1: keep this run's snapshots after success */
     int64_t input_check;                /* 1: a restarted rank must read its predecessor's input */
+    int64_t elastic;                    /* 1: the job may go on with other workers (rally-run
+                                           --min-workers): the committed model is kept while the
+                                           next is acknowledged */
 };
 
 /* The i-th setting's key (with the rally_ prefix) and value as text, for a

@@ -118,7 +118,7 @@ int main(int argc, char **argv)
     N = rally_world_size(R);
     struct seen s = {0};
     struct rally__engine *en = rally__api_engine(R);
-    struct rally__subscriber sub = {hook, NULL, NULL, &s};
+    struct rally__subscriber sub = {hook, NULL, NULL, &s, NULL};
     check(rally__engine.subscribe(en, &sub), "subscribe");
     double model = 0;
     void *g = NULL, *l = NULL;

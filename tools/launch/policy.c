@@ -23,6 +23,7 @@ struct rank_state {
     char fenced[256];      /* why the tracker fenced it, "" when it did not */
     int fenced_own;        /* ... for its own connection closing (its exit, as the tracker saw it) */
     int fence_killed;      /* that SIGKILL went out */
+    int dropped;           /* given up for good: the job went on without it */
     int status;            /* rally-run's exit status when its failure is the verdict */
     char host[256];        /* where it runs: "" on this host (the lines name no host) */
 };
@@ -38,6 +39,8 @@ struct rally__launch_policy {
     int stop_sig;                /* the SIGINT/SIGTERM we got, 0 */
     char preempted[600];         /* stopped after the snapshot it names was committed, "" */
     int64_t kill_at;             /* SIGKILL to all then (RALLY__NEVER: no) */
+    int elastic;                 /* a rank with no restart left is given up, not fatal */
+    int world_now, ndropped;     /* the ranks now, and how many were given up */
     struct rank_state *rank;
 };
 
@@ -49,7 +52,7 @@ int rally__launch_policy_new(struct rally__launch_policy **out, int world, int m
         free(pol);
         return -1;
     }
-    pol->world = world;
+    pol->world = pol->world_now = world;
     pol->max_restarts = max_restarts;
     pol->grace_ms = grace_ms;
     pol->first = -1;
@@ -70,11 +73,16 @@ void rally__launch_policy_free(struct rally__launch_policy *pol)
     free(pol);
 }
 
+void rally__launch_policy_elastic(struct rally__launch_policy *pol, int on)
+{
+    pol->elastic = on != 0;
+}
+
 static void clear(struct rally__launch_act *a)
 {
     a->say[0] = a->cause[0] = a->abort[0] = '\0';
     a->forward = 0;
-    a->restart = -1;
+    a->restart = a->gone = -1;
 }
 
 static void start_grace(struct rally__launch_policy *pol, int64_t now)
@@ -125,6 +133,8 @@ void rally__launch_policy_event(struct rally__launch_policy *pol,
         k->fenced_own = ev->disconnected;
         k->fence_kill_at = now + (k->host[0] ? RALLY__LAUNCH_FENCE_GRACE_REMOTE_MS
                                               : RALLY__LAUNCH_FENCE_GRACE_MS);
+    } else if (ev->kind == RALLY__TEV_RESIZED) {
+        pol->world_now = ev->world;
     } else if (ev->kind == RALLY__TEV_RECOVERED) {
         pol->nrecoveries++;
         pol->nrecovered += pol->unrecovered;
@@ -163,6 +173,18 @@ static void died_as(struct rally__launch_policy *pol, int rank, const char *caus
     pol->ndeaths++;
     pol->unrecovered++;
     k->deaths++;
+    if (pol->elastic && v->recoverable && k->restarts >= pol->max_restarts) {
+        /* the tracker goes on without it, or fails the job below the minimum */
+        k->dropped = 1;
+        pol->ndropped++;
+        pol->unrecovered--; /* not a death the job recovers from */
+        snprintf(a->say, sizeof a->say, "%.400s; %s: giving it up", head,
+                 pol->max_restarts > 0 ? "its restarts are exhausted" : "--max-restarts 0");
+        snprintf(a->cause, sizeof a->cause, "%.200s; %s", cause,
+                 pol->max_restarts > 0 ? "its restarts are exhausted" : "--max-restarts 0");
+        a->gone = rank;
+        return;
+    }
     if (pol->max_restarts > 0 && v->recoverable) {
         if (k->restarts >= pol->max_restarts) {
             snprintf(k->why, sizeof k->why, "%.400s and its restarts are exhausted (%d of %d used)",
@@ -453,5 +475,12 @@ void rally__launch_policy_summary(const struct rally__launch_policy *pol, FILE *
         fprintf(f, "%s%d:%d", i ? "," : "", i, pol->rank[i].deaths);
     if (pol->job_restarts > 0)
         fprintf(f, " job-restarts=%d", pol->job_restarts);
+    if (pol->ndropped > 0) {
+        fprintf(f, " lost-for-good=");
+        for (int i = 0, n = 0; i < pol->world; i++)
+            if (pol->rank[i].dropped)
+                fprintf(f, "%s%d", n++ ? "," : "", i);
+        fprintf(f, " workers=%d", pol->world_now);
+    }
     fprintf(f, "\n");
 }

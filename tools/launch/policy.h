@@ -14,6 +14,8 @@
  *   say       print "rally-run: <say>" on stderr
  *   abort     rally__tracker_abort(RALLY_EPEER, abort): the job failed
  *   forward   send that signal to every worker's group
+ *   gone      rally__tracker_rank_gone(gone, cause): an elastic job goes on
+ *             without that rank (no process holds it any more)
  *   restart   rally__tracker_rank_died(restart, cause) (what the tracker
  *             raises reaches the policy while the rank has no process, so a
  *             fence cannot hit its successor), flush the old pipes, start
@@ -64,7 +66,8 @@ struct rally__launch_policy;
 
 /* A tracker event as recorded by its hook (only the kinds below matter). */
 struct rally__launch_event {
-    int kind;       /* RALLY__TEV_FINALIZED, _RANK_FAILED, _RECOVERED */
+    int kind;       /* RALLY__TEV_FINALIZED, _RANK_FAILED, _RECOVERED, _RESIZED */
+    int world;      /* RESIZED: the ranks now */
     int rank;       /* FINALIZED: the task id's rank; RANK_FAILED: the rank */
     char text[256]; /* RANK_FAILED: why the tracker fenced it */
     int disconnected; /* RANK_FAILED: the cause was its own connection closing */
@@ -84,6 +87,7 @@ struct rally__launch_act {
     char say[640];
     int forward;
     int restart;
+    int gone;        /* rally__tracker_rank_gone(that rank's rank now, cause): given up */
     char cause[320];
     char abort[512];
 };
@@ -91,6 +95,10 @@ struct rally__launch_act {
 int rally__launch_policy_new(struct rally__launch_policy **out, int world, int max_restarts,
                              int64_t grace_ms);
 void rally__launch_policy_free(struct rally__launch_policy *pol);
+/* An elastic job (rally-run --min-workers): a crash with no restart left
+ * gives the rank up (act gone) instead of failing the job; the tracker
+ * goes on without it or, below the minimum, fails the job. */
+void rally__launch_policy_elastic(struct rally__launch_policy *pol, int on);
 
 void rally__launch_policy_event(struct rally__launch_policy *pol,
                                 const struct rally__launch_event *ev, int64_t now);
@@ -149,8 +157,10 @@ const char *rally__launch_policy_repeats(const char *sentence);
  * too, and one job restart more than prev's. */
 void rally__launch_policy_carry(struct rally__launch_policy *pol,
                                 const struct rally__launch_policy *prev);
-/* Writes the summary line to f: the counts of every attempt of the job, and
- * " job-restarts=K" when there were K > 0 before this one. */
+/* Writes the summary line to f: the counts of every attempt of the job,
+ * " job-restarts=K" when there were K > 0 before this one, and
+ * " lost-for-good=R,... workers=N" when an elastic job went on without
+ * ranks R (numbered as launched). */
 void rally__launch_policy_summary(const struct rally__launch_policy *pol, FILE *f);
 
 #endif

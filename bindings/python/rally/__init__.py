@@ -36,8 +36,8 @@ import numpy as np
 
 from . import _lib
 from .errors import (ArgumentError, AuthError, ConfigError, Error, MismatchError,  # noqa: F401
-                     OutOfMemoryError, PeerError, ProtocolError, StateError, SystemCallError,
-                     TimeoutError, from_status)
+                     OutOfMemoryError, PeerError, ProtocolError, Resized, StateError,
+                     SystemCallError, TimeoutError, from_status)
 
 __all__ = [
     "init", "finalize", "Rally", "rank", "world_size", "is_distributed", "processor_name",
@@ -45,7 +45,7 @@ __all__ = [
     "register_reducer", "checkpoint", "load_checkpoint", "lazy_checkpoint", "version",
     "abort", "attempt", "digest64",
     "MAX", "MIN", "SUM", "BITOR", "Error", "ArgumentError", "ConfigError", "PeerError",
-    "MismatchError", "StateError",
+    "MismatchError", "StateError", "Resized",
 ]
 __version__ = "0.1.0"
 

@@ -12,6 +12,7 @@ ETIMEDOUT = 7
 EPEER = 8
 EMISMATCH = 9
 ESTATE = 10
+ERESIZED = 11
 
 
 class Error(Exception):
@@ -81,16 +82,24 @@ class StateError(Error):
     status = ESTATE
 
 
+class Resized(Error):
+    """An elastic job went on with other workers (RALLY_ERESIZED): every
+    rank went back to the newest checkpoint.  Read the input again for the
+    new ``rank`` and ``world_size``, then call ``load_checkpoint`` again;
+    the handle stays usable (docs/recovery.md, "Elastic jobs")."""
+    status = ERESIZED
+
+
 _NAMES = {
     OK: "RALLY_OK", EINVAL: "RALLY_EINVAL", ENOMEM: "RALLY_ENOMEM", ESYS: "RALLY_ESYS",
     ECONFIG: "RALLY_ECONFIG", EAUTH: "RALLY_EAUTH", EPROTO: "RALLY_EPROTO",
     ETIMEDOUT: "RALLY_ETIMEDOUT", EPEER: "RALLY_EPEER", EMISMATCH: "RALLY_EMISMATCH",
-    ESTATE: "RALLY_ESTATE",
+    ESTATE: "RALLY_ESTATE", ERESIZED: "RALLY_ERESIZED",
 }
 
 _CLASSES = {c.status: c for c in (ArgumentError, OutOfMemoryError, SystemCallError, ConfigError,
                                   AuthError, ProtocolError, TimeoutError, PeerError,
-                                  MismatchError, StateError)}
+                                  MismatchError, StateError, Resized)}
 
 
 def from_status(status, message):
