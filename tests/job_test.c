@@ -1218,6 +1218,135 @@ static void recover_launcher_reports_death(void **state)
     assert_int_equal(nacts(&a), 0);
 }
 
+/* --- elastic membership ---------------------------------------------------- */
+
+static void gone_ev(int rank, const char *why)
+{
+    run((struct rally__job_ev){.kind = RALLY__JOB_EV_GONE, .rank = rank, .text = why});
+}
+
+/* A rank given up for good in an elastic job: its connection is closed, the
+ * ranks above it move down one, every survivor is reset and, once all
+ * rejoined, gets an ASSIGN of the smaller world counting one membership
+ * change; the owner hears who went and from which version the job goes on. */
+static void elastic_rank_given_up_shrinks_the_job(void **state)
+{
+    (void)state;
+    new_job(4, 10000);
+    rally__job_set_min_world(j, 3);
+    running(4);
+    run((struct rally__job_ev){.kind = RALLY__JOB_EV_DIED, .rank = 1, .text = "killed by signal 9"});
+    assert_int_equal(rally__job_epoch(j), 2);
+    for (int i = 0; i < 4; i++)
+        if (i != 1)
+            rejoin(i, 2, RALLY__KEY_OP(5, 3), 5);
+    assert_int_equal(rally__job_phase(j), RALLY__JOB_ASSEMBLING); /* rank 1 is missing */
+    gone_ev(1, "its restarts are spent");
+    assert_int_equal(rally__job_epoch(j), 3);
+    assert_int_equal(rally__job_world(j), 3);
+    char why[256];
+    assert_int_equal(reset_to(3, why, sizeof why), 3);
+    assert_string_equal(why, "rank 1 lost for good (its restarts are spent)");
+    assert_int_equal(rally__job_rank_of(j, "3"), 2);
+    assert_int_equal(rally__job_rank_of(j, "1"), -1);
+    assert_string_equal(rally__job_task_of(j, 1), "2");
+    assert_string_equal(m[3].what, "rank 2 (on 10.0.0.3)");
+    rejoin(0, 3, RALLY__KEY_OP(5, 3), 5);
+    rejoin(2, 3, RALLY__KEY_OP(5, 0), 4); /* it had not acknowledged version 5 */
+    rejoin(3, 3, RALLY__KEY_OP(5, 3), 5);
+    assert_int_equal(rally__job_phase(j), RALLY__JOB_STARTING);
+    struct rally__msg_assign g = assign_to(3);
+    assert_int_equal(g.rank, 2);
+    assert_int_equal(g.world, 3);
+    assert_int_equal(g.epoch, 3);
+    assert_int_equal(g.members, 1);
+    assert_string_equal(g.peers[1].host, "10.0.0.2"); /* the book in the new order */
+    free(g.peers);
+    const struct rally__tracker_event *ev = event(RALLY__TEV_RESIZED);
+    assert_non_null(ev);
+    assert_int_equal(ev->rank, 1);
+    assert_string_equal(ev->task_id, "1");
+    assert_int_equal(ev->world, 3);
+    assert_int_equal(ev->version, 5);
+    assert_string_equal(ev->text, "rank 1 lost for good: going on with 3 workers from version 5");
+    ready_all(4);
+    assert_int_equal(rally__job_phase(j), RALLY__JOB_RUNNING);
+    /* the renumbered rank dies and comes back by its task id, as rank 2 */
+    lost(3);
+    assert_int_equal(rally__job_epoch(j), 4);
+    rejoin(0, 4, RALLY__KEY_OP(6, 1), 6);
+    rejoin(2, 4, RALLY__KEY_OP(6, 1), 6);
+    open_m(4);
+    reg(4, "3", 0);
+    assert_non_null(find(RALLY__JOB_ADMIT, 4, 0));
+    g = assign_to(4);
+    assert_int_equal(g.rank, 2);
+    assert_int_equal(g.incarnation, 2);
+    assert_int_equal(g.members, 1);
+    free(g.peers);
+    assert_null(event(RALLY__TEV_RESIZED)); /* told once */
+    /* each rank's input counts afresh after the change: a new shard */
+    unsigned char b[128];
+    struct rally__wbuf w = {b, 0, sizeof b, 0};
+    rally__msg_input_put(&w, "rows:contiguous", 7);
+    frame(0, RALLY__T_INPUT, b, w.len);
+    assert_true(sent(0, RALLY__T_INPUT_OK));
+}
+
+/* Below the minimum, or in a job that is not elastic, giving a rank up
+ * fails the job with a sentence that says so. */
+static void elastic_below_the_minimum_fails_the_job(void **state)
+{
+    (void)state;
+    new_job(3, 10000);
+    rally__job_set_min_world(j, 3);
+    running(3);
+    lost(2);
+    gone_ev(2, "its restarts are spent");
+    assert_int_equal(rally__job_phase(j), RALLY__JOB_FAILED);
+    int r;
+    assert_string_equal(rally__job_sentence(j, &r),
+                        "rank 2 lost for good (its restarts are spent): going on would leave 2 "
+                        "workers, fewer than the minimum of 3");
+    assert_int_equal(r, 2);
+    done_job(NULL);
+    new_job(3, 10000);
+    running(3);
+    lost(0);
+    gone_ev(0, "its restarts are spent");
+    assert_int_equal(rally__job_phase(j), RALLY__JOB_FAILED);
+    assert_string_equal(rally__job_sentence(j, NULL),
+                        "rank 0 lost for good: its restarts are spent");
+}
+
+/* Two changes in a row: ranks keep their order, the count grows, and the
+ * tracker's line names a renumbered rank's task id. */
+static void elastic_two_changes(void **state)
+{
+    (void)state;
+    new_job(4, 10000);
+    rally__job_set_min_world(j, 2);
+    running(4);
+    lost(0);
+    gone_ev(0, "gone");
+    for (int i = 1; i < 4; i++)
+        rejoin(i, 3, RALLY__KEY_OP(2, 1), 2);
+    ready_all(4);
+    lost(3); /* rank 2 now */
+    char why[256];
+    gone_ev(2, "gone");
+    assert_int_equal(reset_to(1, why, sizeof why), 5);
+    assert_string_equal(why, "rank 2 (task id 3) lost for good (gone)");
+    rejoin(1, 5, RALLY__KEY_OP(3, 1), 3);
+    rejoin(2, 5, RALLY__KEY_OP(3, 1), 3);
+    struct rally__msg_assign g = assign_to(2);
+    assert_int_equal(g.rank, 1);
+    assert_int_equal(g.world, 2);
+    assert_int_equal(g.members, 2);
+    free(g.peers);
+    assert_string_equal(event(RALLY__TEV_RESIZED)->task_id, "3");
+}
+
 /* A finalized rank's death only closes its connection. */
 static void death_after_finalize_only_fences(void **state)
 {
@@ -1417,6 +1546,9 @@ int main(void)
         cmocka_unit_test_teardown(recover_link_failed_resets_without_fencing, done_job),
         cmocka_unit_test_teardown(recover_launcher_reports_death, done_job),
         cmocka_unit_test_teardown(death_after_finalize_only_fences, done_job),
+        cmocka_unit_test_teardown(elastic_rank_given_up_shrinks_the_job, done_job),
+        cmocka_unit_test_teardown(elastic_below_the_minimum_fails_the_job, done_job),
+        cmocka_unit_test_teardown(elastic_two_changes, done_job),
         cmocka_unit_test_teardown(recover_not_after_a_rank_finalized, done_job),
         cmocka_unit_test_teardown(finalize_while_recovering_is_fatal, done_job),
         cmocka_unit_test_teardown(recover_off_keeps_failures_fatal, done_job),

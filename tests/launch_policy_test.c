@@ -382,6 +382,59 @@ static void tracker_fails_first(void **state)
     rally__launch_policy_free(pol);
 }
 
+/* Elastic (--min-workers): a crash with its restarts spent gives the rank
+ * up instead of failing the job; the others finish, and the summary names
+ * it.  Below the minimum the tracker fails the job, and its sentence is the
+ * verdict. */
+static void elastic_gives_up_a_rank(void **state)
+{
+    struct rally__launch_policy *pol = make(3, 1, 300);
+    rally__launch_policy_elastic(pol, 1);
+    struct rally__launch_act a;
+    char line[1024];
+    rally__launch_policy_exit(pol, 2, KILLED(SIGKILL), &running, 0, &a);
+    assert_int_equal(a.restart, 2); /* a restart left: in place first */
+    assert_int_equal(a.gone, -1);
+    rally__launch_policy_spawned(pol, 2);
+    event(pol, RALLY__TEV_RECOVERED, -1, "", 0);
+    rally__launch_policy_exit(pol, 2, KILLED(SIGKILL), &running, 10, &a);
+    assert_int_equal(a.restart, -1);
+    assert_int_equal(a.gone, 2);
+    assert_string_equal(a.abort, "");
+    assert_string_equal(a.say, "rank 2 died (killed by signal 9); its restarts are exhausted: "
+                               "giving it up");
+    assert_string_equal(a.cause, "killed by signal 9; its restarts are exhausted");
+    struct rally__launch_event ev = {.kind = RALLY__TEV_RESIZED, .rank = 2, .world = 2};
+    rally__launch_policy_event(pol, &ev, 20);
+    assert_int_equal(rally__launch_policy_deadline(pol), RALLY__NEVER); /* nobody is killed */
+    finish(pol, 2);
+    struct rally__launch_view done = {RALLY__TRACKER_DONE, -1, "", 0, 0};
+    assert_int_equal(verdict(pol, &done, line, sizeof line), 0);
+    assert_string_equal(line, "");
+    assert_summary(pol, "deaths=2 recovered=1 epochs=1 restarts=1 per-rank-deaths=0:0,1:0,2:2 "
+                        "lost-for-good=2 workers=2");
+    rally__launch_policy_free(pol);
+
+    pol = make(2, 0, 300);
+    rally__launch_policy_elastic(pol, 1);
+    rally__launch_policy_exit(pol, 0, KILLED(SIGKILL), &running, 0, &a);
+    assert_int_equal(a.gone, 0);
+    assert_string_equal(a.say, "rank 0 died (killed by signal 9); --max-restarts 0: giving it up");
+    struct rally__launch_view below = {
+        RALLY__TRACKER_FAILED, 0,
+        "rank 0 lost for good (killed by signal 9; --max-restarts 0): going on would leave 1 "
+        "worker, fewer than the minimum of 2",
+        0, RALLY_EPEER};
+    rally__launch_policy_tracker(pol, &below, 5);
+    assert_int_equal(rally__launch_policy_deadline(pol), 305);
+    rally__launch_policy_exit(pol, 1, EXITED(1), &below, 6, &a);
+    assert_int_equal(verdict(pol, &below, line, sizeof line), 1);
+    assert_string_equal(line, "rally-run: job aborted: rank 0 lost for good (killed by signal 9; "
+                              "--max-restarts 0): going on would leave 1 worker, fewer than the "
+                              "minimum of 2\n");
+    rally__launch_policy_free(pol);
+}
+
 static void exits_around_finalize(void **state)
 {
     char line[1024];
@@ -602,6 +655,7 @@ int main(void)
         cmocka_unit_test(remote_host_lines),
         cmocka_unit_test(remote_lost_is_restarted),
         cmocka_unit_test(remote_unstarted_fails_the_job),
+        cmocka_unit_test(elastic_gives_up_a_rank),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

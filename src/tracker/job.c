@@ -556,22 +556,23 @@ static void gone(struct rally__job *j, int r, const char *cause)
 {
     if (r < 0 || r >= j->world || !live(j))
         return;
+    char as[RALLY__TASK_MAX + 16] = "";
+    int v;
+    if (j->rank_task[r] && (!small_int(j->rank_task[r], RALLY__WORLD_MAX, &v) || v != r))
+        snprintf(as, sizeof as, " (task id %s)", j->rank_task[r]);
     if (j->min_world == 0 || !rally__job_recoverable(j)) {
-        fail_job(j, RALLY_EPEER, r, "rank %d lost for good: %s", r, cause);
+        fail_job(j, RALLY_EPEER, r, "rank %d%s lost for good: %s", r, as, cause);
         return;
     }
     if (j->world - 1 < j->min_world) {
         fail_job(j, RALLY_EPEER, r,
-                 "rank %d lost for good (%s): going on would leave %d workers, fewer than the "
-                 "minimum of %d",
-                 r, cause, j->world - 1, j->min_world);
+                 "rank %d%s lost for good (%s): going on would leave %d worker%s, fewer than "
+                 "the minimum of %d",
+                 r, as, cause, j->world - 1, j->world == 2 ? "" : "s", j->min_world);
         return;
     }
     fence(j, r);
-    char why[RALLY__ERR_MSG_MAX], as[RALLY__TASK_MAX + 16] = "";
-    int v;
-    if (j->rank_task[r] && (!small_int(j->rank_task[r], RALLY__WORLD_MAX, &v) || v != r))
-        snprintf(as, sizeof as, " (task id %s)", j->rank_task[r]);
+    char why[RALLY__ERR_MSG_MAX];
     snprintf(why, sizeof why, "rank %d%s lost for good (%s)", r, as, cause);
     drop_rank(j, r);
     new_epoch(j, why);

@@ -1,0 +1,145 @@
+#!/bin/sh
+# elastic_test.sh CASE BUILD_DIR — elastic jobs (rally-run --min-workers,
+# docs/recovery.md "Elastic jobs") end to end, with rally-kmeans.
+# Every job is bounded in time (run_job.sh, or timeout) and must leave no
+# process behind.
+#   shrink       8 workers, --min-workers 6, --max-restarts 0: launched ranks
+#                2 and 5 die (rally_mock at versions 5 and 8); the job goes on
+#                with 7, then 6 workers, renumbered, exits 0 and says so (the
+#                tracker's lines, rally-run's, the summary); every survivor
+#                read a new shard; a second run of the same schedule gives
+#                the same bits, and one without deaths other bits
+#   kill9        kill -9 of a live worker (--max-restarts 0): the job goes on
+#                with 3 of 4 from the version it names, and its digest equals
+#                a run that kills the same rank at that version (rally_mock)
+#   restart_first  --max-restarts 1: launched rank 1 is restarted in place
+#                once, its second death gives it up; after the change a
+#                renumbered rank (launched as 3, now 2) dies and is restarted
+#                in place under its new rank; the digest equals a rerun
+#   below_min    -n 4 --min-workers 3: the second loss would leave 2; the job
+#                fails with the tracker's sentence, exit status 1, no hang
+#   local_refused  ADMM (opaque local models) with --min-workers: a loss for
+#                good fails the job with a sentence naming the reason
+#   snapshot     snapshots every 2 versions across a shrink: the one pending
+#                at the change is void, the next ones record 7 workers, and
+#                --resume latest at -n 8 ends with the digest of a run that
+#                resumes the same snapshot without failures
+set -u
+case_=$1 build=$2
+here=$(cd "$(dirname "$0")" && pwd)
+run=$build/rally-run km=$build/rally-kmeans mock=$build/rally-kmeans-mock
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "elastic_test $case_: $*"; [ -f "$tmp/out" ] && tail -60 "$tmp/out"; exit 1; }
+
+data=$tmp/d.csv
+"$build/rally-datagen" --rows 20000 --features 8 --centers 6 --spread 5 --seed 7 --format csv \
+    -o "$data" >/dev/null 2>&1 || fail "rally-datagen failed"
+KM="--data $data --data-opt csv_label=0 -k 6 --iters 12 --fixed"
+
+. "$here/trainer_lib.sh"
+digest() { grep -o 'model_digest=[0-9a-f]*' "$1"; }
+has() { grep -q -- "$2" "$1" || fail "no line '$2'"; }
+
+# elastic out expect n min args...: one job through run_job.sh
+elastic() {
+    o=$1 want=$2 n=$3 min=$4
+    shift 4
+    "$here/run_job.sh" "$want" 90 "$run" -n "$n" --min-workers "$min" "$@" >"$o" 2>&1 ||
+        { cp "$o" "$tmp/out"; fail "job: $*"; }
+}
+
+case $case_ in
+shrink)
+    elastic "$tmp/a" 0 8 6 --max-restarts 0 "$mock" $KM rally_mock=2,5,0,0 rally_mock=5,8,1,0
+    cp "$tmp/a" "$tmp/out"
+    has "$tmp/a" "^rally-run: rank 2 died (killed by signal 9); --max-restarts 0: giving it up"
+    has "$tmp/a" "^rally-run: rank 2 lost for good: going on with 7 workers from version 5$"
+    has "$tmp/a" "^rally-run: rank 5 lost for good: going on with 6 workers from version 8$"
+    has "$tmp/a" "^rally-run: tracker: epoch [0-9]*: rank 4 (task id 5) lost for good"
+    has "$tmp/a" "^rally-run: summary: deaths=2 .* lost-for-good=2,5 workers=6$"
+    # the survivors renumbered densely, in order, and read new shards
+    for r in 0 1 3 4 5 6 7; do
+        new=$r
+        [ $r -gt 2 ] && new=$((r - 1))
+        has "$tmp/a" "^\[$r\] rank $new of 7 now: reading its shard again$"
+    done
+    has "$tmp/a" "^\[7\] rank 5 of 6 now: reading its shard again$"
+    [ "$(grep -c '^\[7\] shard 5 fingerprint' "$tmp/a")" -eq 1 ] || fail "no shard 5 of 6 on [7]"
+    ! grep -q 'never fired' "$tmp/a" || fail "a kill point did not fire"
+    elastic "$tmp/b" 0 8 6 --max-restarts 0 "$mock" $KM rally_mock=2,5,0,0 rally_mock=5,8,1,0
+    [ -n "$(digest "$tmp/a")" ] && [ "$(digest "$tmp/a")" = "$(digest "$tmp/b")" ] ||
+        fail "the same schedule gave $(digest "$tmp/a") and $(digest "$tmp/b")"
+    job "$tmp/c" 8 "$km" $KM
+    [ "$(digest "$tmp/c")" != "$(digest "$tmp/a")" ] || fail "no death gave the same bits"
+    ;;
+kill9)
+    RALLY_TEST_TAG="elastic-$$" timeout -k 5 90 "$run" -n 4 --min-workers 3 --max-restarts 0 \
+        "$km" $KM --pause-ms 100 >"$tmp/out" 2>&1 &
+    jobpid=$!
+    wait_line "$tmp/out" '^\[0\] iteration 4 ' "iteration 4" 300 0.1
+    kill_worker "$tmp/out" 1
+    wait "$jobpid" || fail "the job failed after kill -9"
+    no_leftovers "elastic-$$"
+    v=$(sed -n 's/^rally-run: rank 1 lost for good: going on with 3 workers from version \([0-9]*\)$/\1/p' "$tmp/out")
+    [ -n "$v" ] || fail "no line naming the version"
+    cp "$tmp/out" "$tmp/k"
+    elastic "$tmp/m" 0 4 3 --max-restarts 0 "$mock" $KM --pause-ms 100 "rally_mock=1,$v,0,0"
+    [ "$(digest "$tmp/k")" = "$(digest "$tmp/m")" ] ||
+        fail "kill -9 at version $v gave $(digest "$tmp/k"), the same loss by rally_mock $(digest "$tmp/m")"
+    ;;
+restart_first)
+    pts="rally_mock=1,3,0,0 rally_mock=1,4,0,1 rally_mock=3,7,0,0"
+    elastic "$tmp/a" 0 4 2 --max-restarts 1 "$mock" $KM $pts
+    cp "$tmp/a" "$tmp/out"
+    has "$tmp/a" "^rally-run: rank 1 died (killed by signal 9); restarting it (restart 1 of 1)"
+    has "$tmp/a" "^rally-run: rank 1 died (killed by signal 9); its restarts are exhausted: giving it up"
+    has "$tmp/a" "^rally-run: rank 1 lost for good: going on with 3 workers from version 4$"
+    has "$tmp/a" "^rally-run: rank 3 died (killed by signal 9); restarting it (restart 1 of 1)"
+    has "$tmp/a" "^rally-run: tracker: rank 2 registered again (incarnation 2)"
+    has "$tmp/a" "^rally-run: summary: deaths=3 recovered=2 .* lost-for-good=1 workers=3$"
+    ! grep -q 'never fired' "$tmp/a" || fail "a kill point did not fire"
+    elastic "$tmp/b" 0 4 2 --max-restarts 1 "$mock" $KM $pts
+    [ "$(digest "$tmp/a")" = "$(digest "$tmp/b")" ] || fail "a rerun gave other bits"
+    ;;
+below_min)
+    elastic "$tmp/out" 1 4 3 --max-restarts 0 "$mock" $KM rally_mock=1,3,0,0 rally_mock=2,6,0,0
+    has "$tmp/out" "^rally-run: rank 1 lost for good: going on with 3 workers from version 3$"
+    has "$tmp/out" "^rally-run: job aborted: rank 1 (task id 2) lost for good (killed by signal 9; --max-restarts 0): going on would leave 2 workers, fewer than the minimum of 3"
+    ! grep -q 'model_digest=' "$tmp/out" || fail "a model came out"
+    ;;
+local_refused)
+    "$build/rally-datagen" --rows 4000 --features 6 --centers 2 --seed 3 --format csv \
+        -o "$tmp/lr.csv" >/dev/null 2>&1 || fail "rally-datagen failed"
+    elastic "$tmp/out" nonzero 4 3 --max-restarts 0 "$build/rally-linear-mock" \
+        --data "$tmp/lr.csv" --data-opt csv_label=0 --solver admm --iters 20 rally_mock=2,3,0,0
+    has "$tmp/out" "cannot go on with 3 workers: the job checkpoints local models as opaque bytes (rally_checkpoint's local argument), which rally cannot divide among other workers"
+    [ "$(grep -c '^rally-run: .*cannot go on with 3 workers' "$tmp/out")" -eq 1 ] ||
+        fail "rally-run should say it once"
+    ;;
+snapshot)
+    snaps=$tmp/snaps
+    elastic "$tmp/a" 0 8 6 --max-restarts 0 --snapshot-dir "$snaps" --snapshot-every 2 \
+        --keep-snapshots --snapshot-keep 100 "$mock" $KM rally_mock=2,4,0,0
+    cp "$tmp/a" "$tmp/out"
+    has "$tmp/a" "^rally-run: rank 2 lost for good: going on with 7 workers from version 4$"
+    has "$tmp/a" "snapshot: version 4 void: the job went on with 7 workers from version 4 before it was reported"
+    [ ! -e "$snaps/rally-kmeans-mock/snap-00000004" ] || fail "the void snapshot was committed"
+    "$build/rally-snapshot" show "$snaps/rally-kmeans-mock/snap-00000002" >"$tmp/show" ||
+        fail "rally-snapshot show snap-2"
+    grep -q "^world size *8$" "$tmp/show" || { cat "$tmp/show"; fail "snap-2 is not of 8"; }
+    last=$(ls -d "$snaps"/*/snap-* | sort | tail -1)
+    "$build/rally-snapshot" show "$last" >"$tmp/show" || fail "rally-snapshot show $last"
+    grep -q "^world size *7$" "$tmp/show" || { cat "$tmp/show"; fail "the newest snapshot is not of 7"; }
+    [ "$(grep -c '^rank [0-9]* *host' "$tmp/show")" -eq 7 ] || fail "not 7 inputs kept"
+    # the newest is of version 12, the last: resume from snap-8 instead
+    last=$snaps/rally-kmeans-mock/snap-00000008
+    "$here/run_job.sh" 0 90 "$run" -n 8 --snapshot-dir "$snaps" --resume "$last" "$mock" $KM \
+        >"$tmp/r1" 2>&1 || { cp "$tmp/r1" "$tmp/out"; fail "resume at 8"; }
+    "$here/run_job.sh" 0 90 "$run" -n 8 --snapshot-dir "$snaps" --resume "$last" "$mock" $KM \
+        rally_mock=3,11,0,0 >"$tmp/r2" 2>&1 || { cp "$tmp/r2" "$tmp/out"; fail "resume at 8, a death"; }
+    [ "$(digest "$tmp/r1")" = "$(digest "$tmp/r2")" ] || fail "the resumed runs differ"
+    ;;
+*) fail "unknown case" ;;
+esac
+echo "elastic_test $case_: ok"
