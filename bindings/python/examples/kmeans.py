@@ -11,7 +11,9 @@ initialises the centroids by k-means++ (2k - 1 collectives, from a seeded
 xoshiro256** that every rank steps alike) and checkpoints them as iteration
 0; then each Lloyd iteration is one SUM allreduce of [sums | counts |
 objective] and one checkpoint.  A restarted worker resumes from the
-checkpoint; its collectives are served by the survivors.
+checkpoint; its collectives are served by the survivors.  In an elastic
+job (rally-run --min-workers) a call may raise rally.Resized: the job went
+on with other workers, and the worker starts again from its shard.
 
 Bit for bit the C program's: every floating-point sum below adds the same
 float64 operands in the same order as examples/kmeans does (distances
@@ -306,13 +308,21 @@ def main():
         j = Job(r)
         r.set_app("kmeans.py", " ".join(sys.argv[1:]))  # a resume with other options is refused
         try:
-            status = bootstrap(j, o)
-            if status != EXIT_OK:
-                return status
-            m = load_or_init(j, o)
-            if m is None:
-                return EXIT_RALLY
-            obj = lloyd(j, o, m)
+            while True:
+                try:
+                    status = bootstrap(j, o)
+                    if status != EXIT_OK:
+                        return status
+                    m = load_or_init(j, o)
+                    if m is None:
+                        return EXIT_RALLY
+                    obj = lloyd(j, o, m)
+                    break
+                except rally.Resized:
+                    # an elastic job went on with other workers from its
+                    # newest checkpoint: this worker's shard is another one
+                    j = Job(r)
+                    say("rank %d of %d now: reading its shard again" % (j.rank, j.world))
         except rally.Error as e:
             print("kmeans.py: rank %d: %s" % (j.rank, e), file=sys.stderr)
             return EXIT_RALLY

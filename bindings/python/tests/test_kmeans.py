@@ -57,6 +57,21 @@ def test_recovers_to_the_same_digest(data):
     assert re.search(r"result: .*", out).group(0) == want
 
 
+def test_elastic_as_c(data):
+    """A rank lost for good (rally-run --min-workers, --max-restarts 0): the
+    Python job goes on with 3 workers as the C one does, to the same bits."""
+    common = ["--data", data, "--data-opt", "csv_label=0", "-k", "6", "--fixed-iters",
+              "--iters", "6", "rally_mock=1,3,0,0"]
+    elastic = ["--min-workers", "3", "--max-restarts", "0"]
+    rc, c_out = run_job(4, TOOL["rally-kmeans-mock"], *common, launcher=elastic)
+    assert rc == 0, c_out
+    rc, out = run_job(4, KMEANS_PY, *common, launcher=elastic, env={"RALLY_PYTHON_MOCK": "1"})
+    assert rc == 0, out
+    assert "rank 1 lost for good: going on with 3 workers from version 3" in out, out
+    assert "[2] rank 1 of 3 now: reading its shard again" in out, out
+    assert re.search(r"result: .*", out).group(0) == re.search(r"result: .*", c_out).group(0)
+
+
 def test_snapshots_keep_app_and_inputs(data, tmp_path):
     common = ["--data", data, "--data-opt", "csv_label=0", "-k", "6", "--fixed-iters",
               "--iters", "4"]
