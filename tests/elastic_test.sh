@@ -20,6 +20,9 @@
 #                fails with the tracker's sentence, exit status 1, no hang
 #   local_refused  ADMM (opaque local models) with --min-workers: a loss for
 #                good fails the job with a sentence naming the reason
+#   in_finalize  a rank dies entering rally_finalize (the others stand in it):
+#                everything was computed, so the others finish as they are,
+#                with the failure-free run's digest
 #   snapshot     snapshots every 2 versions across a shrink: the one pending
 #                at the change is void, the next ones record 7 workers, and
 #                --resume latest at -n 8 ends with the digest of a run that
@@ -116,6 +119,15 @@ local_refused)
     has "$tmp/out" "cannot go on with 3 workers: the job checkpoints local models as opaque bytes (rally_checkpoint's local argument), which rally cannot divide among other workers"
     [ "$(grep -c '^rally-run: .*cannot go on with 3 workers' "$tmp/out")" -eq 1 ] ||
         fail "rally-run should say it once"
+    ;;
+in_finalize)
+    # --iters 12: version 13 has one allreduce, then rally_finalize (seq 1)
+    elastic "$tmp/a" 0 4 3 --max-restarts 0 "$mock" $KM rally_mock=2,13,1,0
+    cp "$tmp/a" "$tmp/out"
+    has "$tmp/a" "^rally-run: rank 2 lost for good: the other 3 workers finish (one was in finalize)$"
+    ! grep -q 'reading its shard again' "$tmp/a" || fail "a survivor went back"
+    job "$tmp/plain" 4 "$km" $KM
+    [ "$(digest "$tmp/a")" = "$(digest "$tmp/plain")" ] || fail "other bits than the plain run"
     ;;
 snapshot)
     snaps=$tmp/snaps

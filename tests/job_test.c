@@ -1260,6 +1260,7 @@ static void elastic_rank_given_up_shrinks_the_job(void **state)
     assert_int_equal(g.world, 3);
     assert_int_equal(g.epoch, 3);
     assert_int_equal(g.members, 1);
+    assert_int_equal(g.flags, 0);
     assert_string_equal(g.peers[1].host, "10.0.0.2"); /* the book in the new order */
     free(g.peers);
     const struct rally__tracker_event *ev = event(RALLY__TEV_RESIZED);
@@ -1317,6 +1318,26 @@ static void elastic_below_the_minimum_fails_the_job(void **state)
     assert_int_equal(rally__job_phase(j), RALLY__JOB_FAILED);
     assert_string_equal(rally__job_sentence(j, NULL),
                         "rank 0 lost for good: its restarts are spent");
+}
+
+/* A rank lost while a survivor stands in finalize: the job had computed
+ * everything, so the ASSIGN says the others finish as they are. */
+static void elastic_loss_in_finalize_finishes(void **state)
+{
+    (void)state;
+    new_job(3, 10000);
+    rally__job_set_min_world(j, 2);
+    running(3);
+    lost(2);
+    gone_ev(2, "gone");
+    rejoin(0, 3, RALLY__KEY_FINAL, 9);
+    rejoin(1, 3, RALLY__KEY_OP(9, 1), 9); /* still returning from its last call */
+    struct rally__msg_assign g = assign_to(1);
+    assert_int_equal(g.flags, RALLY__ASSIGN_FINISHING);
+    assert_int_equal(g.world, 2);
+    free(g.peers);
+    assert_string_equal(event(RALLY__TEV_RESIZED)->text,
+                        "rank 2 lost for good: the other 2 workers finish (one was in finalize)");
 }
 
 /* Two changes in a row: ranks keep their order, the count grows, and the
@@ -1467,14 +1488,15 @@ static void messages_round_trip(void **state)
     rally__msg_assign_head(&w, 1, 2, 5);
     rally__msg_book_entry(&w, "a", 1, 1);
     rally__msg_book_entry(&w, "bb", 2, 5);
-    rally__msg_assign_tail(&w, 4, 3);
+    rally__msg_assign_tail(&w, 4, 3, 1);
     assert_int_equal(w.len, 12 + rally__msg_book_entry_nbytes("a") +
-                                rally__msg_book_entry_nbytes("bb") + 8);
+                                rally__msg_book_entry_nbytes("bb") + 12);
     struct rally__msg_assign a;
     assert_int_equal(rally__msg_assign_get(b, w.len, &a), 0);
     assert_int_equal(a.rank, 1);
     assert_int_equal(a.epoch, 4);
     assert_int_equal(a.members, 3);
+    assert_int_equal(a.flags, 1);
     assert_string_equal(a.peers[1].host, "bb");
     assert_int_equal(a.peers[1].incarnation, 5);
     free(a.peers);
@@ -1549,6 +1571,7 @@ int main(void)
         cmocka_unit_test_teardown(elastic_rank_given_up_shrinks_the_job, done_job),
         cmocka_unit_test_teardown(elastic_below_the_minimum_fails_the_job, done_job),
         cmocka_unit_test_teardown(elastic_two_changes, done_job),
+        cmocka_unit_test_teardown(elastic_loss_in_finalize_finishes, done_job),
         cmocka_unit_test_teardown(recover_not_after_a_rank_finalized, done_job),
         cmocka_unit_test_teardown(finalize_while_recovering_is_fatal, done_job),
         cmocka_unit_test_teardown(recover_off_keeps_failures_fatal, done_job),

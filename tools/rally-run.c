@@ -299,9 +299,9 @@ static void on_event(void *arg, const struct rally__tracker_event *ev)
         note.disconnected = ev->disconnected;
     } else if (ev->kind == RALLY__TEV_RESIZED) {
         note.world = ev->world;
-        rally__launch_out_say(&r->out[1],
-                              "rank %d lost for good: going on with %d workers from version %u",
-                              launched_as(ev->task_id), ev->world, ev->version);
+        const char *how = strstr(ev->text, " lost for good: "); /* the tracker's numbering */
+        rally__launch_out_say(&r->out[1], "rank %d lost for good: %s", launched_as(ev->task_id),
+                              how ? how + 16 : ev->text);
     } else if (ev->kind == RALLY__TEV_RECOVERED) {
         char where[96] = "no worker survived";
         if (ev->has_position)
@@ -398,7 +398,8 @@ static char **agent_env(const struct run *r, const char *id)
 #define SET(K, V) (oom |= kv(env, &k, (K), (V)))
     SET("RALLY_TRACKER", r->tracker_addr);
     SET("RALLY_TASK_ID", id);
-    SET("RALLY_ELASTIC", r->min_workers < r->world ? "1" : "0");
+    if (r->min_workers < r->world)
+        SET("RALLY_ELASTIC", "1");
     if (r->snap.dir != NULL) {
         SET("RALLY_RUN_ID", r->snap.run_id);
         SET("RALLY_RUN_STARTED", r->snap.run_started);

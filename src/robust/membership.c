@@ -187,7 +187,16 @@ static int went_on(struct rally__robust *rb)
 int rally__robust_reset(struct rally__robust *rb, int cause, uint64_t key)
 {
     int rc = rb->kind->reset(rb, cause, key); /* only a distributed job resets */
-    return rc == RALLY_OK && rb->tc.resized ? went_on(rb) : rc;
+    if (rc != RALLY_OK || !rb->tc.resized)
+        return rc;
+    if (rb->tc.assign_flags & RALLY__ASSIGN_FINISHING) {
+        /* a survivor stood in finalize: every result is computed, and the
+         * ones behind are served from the caches as in any recovery */
+        rb->tc.resized = 0;
+        rally__robust_store_resized(rb);
+        return RALLY_OK;
+    }
+    return went_on(rb);
 }
 
 /* A renumbered worker's collective layer: its new rank, world and

@@ -198,7 +198,7 @@ static int expect(struct rally__tclient *t, uint16_t type, int on_reset, int64_t
  * (*peers, world entries, the caller frees) and the epoch. */
 static int parse_assign(struct rally__tclient *t, int *rank_out, int *world_out, uint32_t *inc_out,
                         struct rally__peer_addr **peers, uint32_t *epoch_out,
-                        uint32_t *members_out, struct rally__err *e)
+                        uint32_t *members_out, uint32_t *flags_out, struct rally__err *e)
 {
     struct rally__msg_assign m;
     int k = rally__msg_assign_get(t->in.body, t->in.nbytes, &m);
@@ -216,6 +216,7 @@ static int parse_assign(struct rally__tclient *t, int *rank_out, int *world_out,
     *peers = m.peers;
     *epoch_out = m.epoch;
     *members_out = m.members;
+    *flags_out = m.flags;
     return RALLY_OK;
 }
 
@@ -317,7 +318,7 @@ int rally__tclient_join(struct rally__tclient *t, const struct rally__tclient_op
                o->assign_timeout_ms > 0 ? rally__deadline(o->assign_timeout_ms) : deadline,
                e) != RALLY_OK ||
         parse_assign(t, &t->rank, &t->world, &t->incarnation, &t->peers, &t->epoch,
-                     &t->members, e) != RALLY_OK)
+                     &t->members, &t->assign_flags, e) != RALLY_OK)
         goto cleanup;
     t->reset_epoch = 0; /* a RESET before ASSIGN was for an epoch this ASSIGN ends */
     t->reset_reason[0] = '\0';
@@ -373,9 +374,9 @@ int rally__tclient_rejoin(struct rally__tclient *t, uint64_t position, uint32_t 
         expect(t, RALLY__T_ASSIGN, RESET_REJOIN, deadline, e) != RALLY_OK)
         return e->code;
     int rank, world;
-    uint32_t inc, epoch, members;
+    uint32_t inc, epoch, members, flags;
     struct rally__peer_addr *peers;
-    if (parse_assign(t, &rank, &world, &inc, &peers, &epoch, &members, e) != RALLY_OK)
+    if (parse_assign(t, &rank, &world, &inc, &peers, &epoch, &members, &flags, e) != RALLY_OK)
         return e->code;
     int renumbered = members != t->members;
     if ((!renumbered && (rank != t->rank || world != t->world)) || epoch != t->reset_epoch) {
@@ -393,6 +394,7 @@ int rally__tclient_rejoin(struct rally__tclient *t, uint64_t position, uint32_t 
         t->rank = rank;
         t->world = world;
         t->members = members;
+        t->assign_flags = flags;
         t->resized = 1;
     }
     return RALLY_OK;

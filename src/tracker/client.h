@@ -38,6 +38,7 @@ struct rally__tclient {
     uint32_t epoch;         /* of the last ASSIGN: 0 for the job's first, else the epoch */
     uint32_t reset_epoch;   /* the newest RESET seen, 0: none */
     uint32_t members;       /* the job's membership changes so far (ASSIGN) */
+    uint32_t assign_flags;  /* ... and the flags that came with it (RALLY__ASSIGN_*) */
     int resized;            /* a rejoin renumbered this worker: the owner clears it */
     char reset_reason[256]; /* its reason */
     int reset_held;         /* a RESET read while waiting for INPUT_OK: check() returns it */

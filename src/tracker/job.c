@@ -72,6 +72,7 @@ struct rally__job {
                                while at least this many are left */
     uint32_t members;       /* membership changes so far (every ASSIGN says it) */
     uint32_t members_said;  /* the change the last TEV_RESIZED told */
+    uint32_t assign_flags;  /* RALLY__ASSIGN_*, decided with it */
     int lost_rank;          /* the rank the last change dropped */
     char lost_task[RALLY__TASK_MAX]; /* ... and its task id */
     int64_t failed_at_us;   /* the first failure of this recovery */
@@ -304,23 +305,34 @@ static int make_book(struct rally__job *j, size_t *nbytes)
 
 /* The membership changed and every rank is present: the owner hears how
  * many go on and from which version, the newest committed one a survivor
- * named in its REJOIN (the workers go back to the same one). */
+ * named in its REJOIN (the workers go back to the same one).  A survivor
+ * that stood in finalize had every result: then the others finish as they
+ * are (RALLY__ASSIGN_FINISHING), nothing is computed again. */
 static void resized(struct rally__job *j)
 {
     j->members_said = j->members;
     struct rally__tracker_event ev = {
         .kind = RALLY__TEV_RESIZED, .rank = j->lost_rank, .task_id = j->lost_task};
+    j->assign_flags = 0;
     for (int r = 0; r < j->world; r++) {
         const struct rally__job_member *m = j->by_rank[r];
         if (m->rejoined == j->epoch && (!ev.has_position || m->version > ev.version)) {
             ev.has_position = 1;
             ev.version = m->version;
         }
+        if (m->rejoined == j->epoch && m->position == RALLY__KEY_FINAL)
+            j->assign_flags |= RALLY__ASSIGN_FINISHING;
     }
     ev.world = j->world;
     char text[160];
-    snprintf(text, sizeof text, "rank %d lost for good: going on with %d workers from version %u",
-             j->lost_rank, j->world, ev.version);
+    if (j->assign_flags & RALLY__ASSIGN_FINISHING)
+        snprintf(text, sizeof text,
+                 "rank %d lost for good: the other %d workers finish (one was in finalize)",
+                 j->lost_rank, j->world);
+    else
+        snprintf(text, sizeof text,
+                 "rank %d lost for good: going on with %d workers from version %u", j->lost_rank,
+                 j->world, ev.version);
     ev.text = text;
     emit_ev(j, &ev);
 }
@@ -348,9 +360,9 @@ static void send_assign(struct rally__job *j)
      * that gets a non-zero epoch knows it joined a running job. */
     unsigned char tail[RALLY__ASSIGN_TAIL];
     struct rally__wbuf tw = {tail, 0, sizeof tail, 0};
-    rally__msg_assign_tail(&tw, j->went ? j->epoch : 0, j->members);
     if (j->members != j->members_said)
         resized(j);
+    rally__msg_assign_tail(&tw, j->went ? j->epoch : 0, j->members, j->assign_flags);
     for (int r = 0; r < j->world; r++) {
         struct rally__job_member *m = j->by_rank[r];
         int fresh = m->assigned == 0;

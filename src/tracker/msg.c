@@ -91,10 +91,12 @@ size_t rally__msg_book_entry_nbytes(const char *host)
     return 4 + strlen(host) + 2 + 4;
 }
 
-void rally__msg_assign_tail(struct rally__wbuf *w, uint32_t epoch, uint32_t members)
+void rally__msg_assign_tail(struct rally__wbuf *w, uint32_t epoch, uint32_t members,
+                            uint32_t flags)
 {
     rally__w_u32(w, epoch);
     rally__w_u32(w, members);
+    rally__w_u32(w, flags);
 }
 
 int rally__msg_assign_get(const unsigned char *b, size_t n, struct rally__msg_assign *m)
@@ -120,6 +122,7 @@ int rally__msg_assign_get(const unsigned char *b, size_t n, struct rally__msg_as
     }
     m->epoch = rally__r_u32(&r);
     m->members = rally__r_u32(&r);
+    m->flags = rally__r_u32(&r);
     if (done(&r) != 0) {
         free(p);
         return -3;

@@ -40,7 +40,8 @@ int rally__msg_register_get(const unsigned char *b, size_t n, struct rally__msg_
 
 /* ASSIGN (T->W): head (rank, world, incarnation), world book entries, tail
  * (epoch, members: how many times the job's membership changed, 0 at the
- * start; a worker that rejoins and finds another count was renumbered).  The server builds the book once per epoch and shares it. */
+ * start; a worker that rejoins and finds another count was renumbered;
+ * flags, RALLY__ASSIGN_*).  The server builds the book once per epoch and shares it. */
 /* One address book entry, as a worker keeps it. */
 struct rally__peer_addr {
     char host[RALLY__HOST_MAX];
@@ -48,20 +49,26 @@ struct rally__peer_addr {
     uint32_t incarnation;
 };
 #define RALLY__ASSIGN_HEAD 12
-#define RALLY__ASSIGN_TAIL 8
+#define RALLY__ASSIGN_TAIL 12
+/* ASSIGN's flags: the membership changed while a worker stood in finalize,
+ * so the job had computed everything: the survivors renumber and finish,
+ * without going back to a checkpoint. */
+#define RALLY__ASSIGN_FINISHING 1u
 void rally__msg_assign_head(struct rally__wbuf *w, int32_t rank, uint32_t world,
                             uint32_t incarnation);
 void rally__msg_book_entry(struct rally__wbuf *w, const char *host, uint16_t port,
                            uint32_t incarnation);
 /* The bytes one book entry takes. */
 size_t rally__msg_book_entry_nbytes(const char *host);
-void rally__msg_assign_tail(struct rally__wbuf *w, uint32_t epoch, uint32_t members);
+void rally__msg_assign_tail(struct rally__wbuf *w, uint32_t epoch, uint32_t members,
+                            uint32_t flags);
 struct rally__msg_assign {
     int32_t rank;
     uint32_t world;
     uint32_t incarnation;
     uint32_t epoch;
     uint32_t members;
+    uint32_t flags;
     struct rally__peer_addr *peers; /* world entries, calloc'ed: the caller frees */
 };
 /* -1 when the head is short or its rank or world are out of range, -3 when

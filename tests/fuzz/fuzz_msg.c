@@ -59,7 +59,7 @@ static void one(uint16_t type, const unsigned char *b, size_t n)
         for (uint32_t i = 0; i < m.world; i++)
             rally__msg_book_entry(&w, m.peers[i].host, (uint16_t)m.peers[i].port,
                                   m.peers[i].incarnation);
-        rally__msg_assign_tail(&w, m.epoch, m.members);
+        rally__msg_assign_tail(&w, m.epoch, m.members, m.flags);
         if (w.bad || w.len > n || rally__msg_assign_get(out, w.len, &m2) != 0)
             die("ASSIGN does not survive a round trip");
         if (m.rank != m2.rank || m.world != m2.world || m.epoch != m2.epoch ||
