@@ -20,6 +20,10 @@
 #                fails with the tracker's sentence, exit status 1, no hang
 #   local_refused  ADMM (opaque local models) with --min-workers: a loss for
 #                good fails the job with a sentence naming the reason
+#   trainers     rally-linear (L-BFGS) and rally-gbdt shrink 4 -> 3 (rally_mock,
+#                --max-restarts 0) alike: every survivor reads its new shard,
+#                rally-gbdt rebuilds its prediction cache for it, and a rerun
+#                of the schedule gives the same bits
 #   in_finalize  a rank dies entering rally_finalize (the others stand in it):
 #                everything was computed, so the others finish as they are,
 #                with the failure-free run's digest
@@ -119,6 +123,28 @@ local_refused)
     has "$tmp/out" "cannot go on with 3 workers: the job checkpoints local models as opaque bytes (rally_checkpoint's local argument), which rally cannot divide among other workers"
     [ "$(grep -c '^rally-run: .*cannot go on with 3 workers' "$tmp/out")" -eq 1 ] ||
         fail "rally-run should say it once"
+    ;;
+trainers)
+    "$build/rally-datagen" --rows 8000 --features 6 --centers 2 --seed 3 --format csv \
+        -o "$tmp/b.csv" >/dev/null 2>&1 || fail "rally-datagen failed"
+    for t in "rally-linear-mock --iters 30" "rally-gbdt-mock --trees 10 --max-depth 3"; do
+        for i in 1 2; do
+            elastic "$tmp/$i" 0 4 3 --max-restarts 0 "$build/"$t --data "$tmp/b.csv" \
+                --data-opt csv_label=0 rally_mock=2,4,0,0
+        done
+        cp "$tmp/1" "$tmp/out"
+        has "$tmp/1" "^rally-run: rank 2 lost for good: going on with 3 workers from version 4$"
+        for r in 0 1 3; do
+            new=$r
+            [ $r -eq 3 ] && new=2
+            has "$tmp/1" "^\[$r\] rank $new of 3 now: reading its shard again$"
+            case $t in
+            rally-gbdt*) has "$tmp/1" "^\[$r\] rank $new restarted: resuming after tree 4 (checkpoint version 4); prediction cache of [0-9]* rows rebuilt from 4 trees" ;;
+            esac
+        done
+        [ -n "$(digest "$tmp/1")" ] && [ "$(digest "$tmp/1")" = "$(digest "$tmp/2")" ] ||
+            fail "$t: the same schedule gave $(digest "$tmp/1") and $(digest "$tmp/2")"
+    done
     ;;
 in_finalize)
     # --iters 12: version 13 has one allreduce, then rally_finalize (seq 1)

@@ -286,6 +286,25 @@ static int register_app(const struct gb_job *j, int argc, char **argv)
     return rc == RALLY_OK ? GB_EXIT_OK : gb_fail(j, "rally_set_app", rc);
 }
 
+/* Forgets the shard, what is derived from it and the model, for the rank
+ * and world the job has now. */
+static void job_reset(struct gb_job *j, struct gb_model *m)
+{
+    gb_model_free(m);
+    *m = (struct gb_model){0};
+    free(j->x);
+    free(j->y);
+    free(j->bins);
+    free(j->cols);
+    free(j->nbin);
+    free(j->cuts);
+    free(j->pred);
+    free(j->gh);
+    free(j->order);
+    struct gb_job fresh = {.r = j->r, .rank = rally_rank(j->r), .world = rally_world_size(j->r)};
+    *j = fresh;
+}
+
 int main(int argc, char **argv)
 {
     int status = gb_early_flags(argc, argv); /* --help, --show, predict: no job */
@@ -312,25 +331,22 @@ int main(int argc, char **argv)
     }
     if ((status = register_app(&j, argc, argv)) != GB_EXIT_OK) /* for snapshots */
         goto out;
-    if ((status = bootstrap(&j, &o)) != GB_EXIT_OK) /* the shard, its shape, the sketch */
-        goto out;
-    if ((status = load_or_start(&j, &o, &m)) != GB_EXIT_OK) /* trees, and the cache */
-        goto out;
-    if ((status = gb_boost(&j, &o, &m)) != GB_EXIT_OK) /* grow the trees */
-        goto out;
-    status = report(&j, &o, &m); /* digests, --model-out, --json, the result line */
+    for (;;) {
+        if ((status = bootstrap(&j, &o)) == GB_EXIT_OK &&   /* the shard, its shape, the sketch */
+            (status = load_or_start(&j, &o, &m)) == GB_EXIT_OK) /* trees, and the cache */
+            status = gb_boost(&j, &o, &m);                      /* grow the trees */
+        if (status != GB_RESIZED)
+            break;
+        /* the job went on with other workers from its newest checkpoint: a
+         * new shard, its sketch, and its prediction cache rebuilt at the load */
+        job_reset(&j, &m);
+        ex_say("rank %d of %d now: reading its shard again\n", j.rank, j.world);
+    }
+    if (status == GB_EXIT_OK)
+        status = report(&j, &o, &m); /* digests, --model-out, --json, the result line */
 out:
-    gb_model_free(&m);
     gb_grow_free();
-    free(j.x);
-    free(j.y);
-    free(j.bins);
-    free(j.cols);
-    free(j.nbin);
-    free(j.cuts);
-    free(j.pred);
-    free(j.gh);
-    free(j.order);
+    job_reset(&j, &m);
     gb_opts_free(&o);
     if (rally_finalize(j.r) != RALLY_OK && status == GB_EXIT_OK)
         status = GB_EXIT_RALLY;

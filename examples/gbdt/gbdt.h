@@ -42,7 +42,9 @@
 #define GB_SKETCH_PER_BIN 16u
 
 /* Exit statuses (usage() prints them). */
-enum { GB_EXIT_OK = 0, GB_EXIT_RALLY = 1, GB_EXIT_INPUT = 2 };
+/* GB_RESIZED is no exit status: an elastic job went on with other workers,
+ * and main starts again from the shard (docs/recovery.md, "Elastic jobs"). */
+enum { GB_EXIT_OK = 0, GB_EXIT_RALLY = 1, GB_EXIT_INPUT = 2, GB_RESIZED = -2 };
 
 enum { GB_LOGISTIC = 0, GB_SQUARED = 1 };
 
@@ -199,6 +201,8 @@ int gb_model_read_json(const char *path, struct gb_model *m, char *err, size_t c
 
 static inline int gb_fail(const struct gb_job *j, const char *what, int rc)
 {
+    if (rc == RALLY_ERESIZED)
+        return GB_RESIZED;
     fprintf(stderr, "rally-gbdt: rank %d: %s failed: %s (%s)\n", j->rank, what, rally_errmsg(j->r),
             rally_strstatus(rc));
     return GB_EXIT_RALLY;

@@ -209,6 +209,18 @@ static int register_app(const struct lr_job *j, int argc, char **argv)
     return rc == RALLY_OK ? LR_EXIT_OK : lr_fail(j, "rally_set_app", rc);
 }
 
+/* Forgets the shard and the model for a new rank and world. */
+static void lr_job_reset(struct lr_job *j, struct lr_model *m)
+{
+    lr_model_free(m);
+    *m = (struct lr_model){0};
+    free(j->y);
+    rally_data_free(j->ds);
+    struct lr_job fresh = {.r = j->r, .rank = rally_rank(j->r), .world = rally_world_size(j->r)};
+    *j = fresh;
+    ex_say("rank %d of %d now: reading its shard again\n", j->rank, j->world);
+}
+
 int main(int argc, char **argv)
 {
     int status = lr_early_flags(argc, argv); /* --help, --show MODEL: no job */
@@ -235,20 +247,24 @@ int main(int argc, char **argv)
     }
     if ((status = register_app(&j, argc, argv)) != LR_EXIT_OK) /* for snapshots */
         goto out;
-    if ((status = bootstrap(&j, &o)) != LR_EXIT_OK) /* the shard, and its shape */
-        goto out;
-    if (o.C > 0) /* scikit-learn's C */
-        o.lambda = 1.0 / (o.C * (double)j.total_rows);
-    if (o.solver == LR_ADMM) {
-        if ((status = lr_admm(&j, &o, &m)) != LR_EXIT_OK) /* load or start, iterate */
-            goto out;
-    } else {
-        if ((status = lbfgs_load_or_start(&j, &o, &m)) != LR_EXIT_OK)
-            goto out;
-        if ((status = lr_lbfgs_run(&j, &o, &m)) != LR_EXIT_OK) /* iterate */
-            goto out;
+    for (;;) {
+        if ((status = bootstrap(&j, &o)) == LR_EXIT_OK) { /* the shard, and its shape */
+            if (o.C > 0) /* scikit-learn's C */
+                o.lambda = 1.0 / (o.C * (double)j.total_rows);
+            if (o.solver == LR_ADMM) {
+                status = lr_admm(&j, &o, &m); /* load or start, iterate */
+            } else if ((status = lbfgs_load_or_start(&j, &o, &m)) == LR_EXIT_OK) {
+                status = lr_lbfgs_run(&j, &o, &m); /* iterate */
+            }
+        }
+        if (status != LR_RESIZED)
+            break;
+        /* the job went on with other workers from its newest checkpoint:
+         * this worker's shard is another one now */
+        lr_job_reset(&j, &m);
     }
-    status = report(&j, &o, &m); /* --model-out, --json, the result line */
+    if (status == LR_EXIT_OK)
+        status = report(&j, &o, &m); /* --model-out, --json, the result line */
 out:
     lr_model_free(&m);
     free(j.y);

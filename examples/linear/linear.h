@@ -42,7 +42,9 @@
 #define LR_MAX_MEMORY 100u
 
 /* Exit statuses (usage() prints them). */
-enum { LR_EXIT_OK = 0, LR_EXIT_RALLY = 1, LR_EXIT_INPUT = 2 };
+/* LR_RESIZED is no exit status: an elastic job went on with other workers,
+ * and main starts again from the shard (docs/recovery.md, "Elastic jobs"). */
+enum { LR_EXIT_OK = 0, LR_EXIT_RALLY = 1, LR_EXIT_INPUT = 2, LR_RESIZED = -2 };
 
 enum { LR_LBFGS = 0, LR_ADMM = 1 };
 
@@ -158,6 +160,8 @@ int lr_admm(struct lr_job *j, const struct lr_opts *o, struct lr_model *m);
 
 static inline int lr_fail(const struct lr_job *j, const char *what, int rc)
 {
+    if (rc == RALLY_ERESIZED)
+        return LR_RESIZED;
     fprintf(stderr, "rally-linear: rank %d: %s failed: %s (%s)\n", j->rank, what,
             rally_errmsg(j->r), rally_strstatus(rc));
     return LR_EXIT_RALLY;
