@@ -1,5 +1,5 @@
 /*
- * job_test.c — the tracker's job state machine (src/tracker/job.c), driven
+ * job_test.c — the tracker's job state machine (src/tracker/job*.c), driven
  * synchronously: events in, actions checked; no sockets, threads or sleeps.
  *
  * Each case replays a transition that tests/tracker_test.c drives through

@@ -51,13 +51,15 @@ foreach(fmt libsvm csv)
 endforeach()
 
 set(fuzz_msg_srcs ${fuzz_dir}/fuzz_msg.c ${CMAKE_SOURCE_DIR}/src/tracker/msg.c
-    ${CMAKE_SOURCE_DIR}/src/tracker/job.c ${CMAKE_SOURCE_DIR}/src/tracker/proto.c
+    ${CMAKE_SOURCE_DIR}/src/tracker/job.c ${CMAKE_SOURCE_DIR}/src/tracker/job_frames.c
+    ${CMAKE_SOURCE_DIR}/src/tracker/job_watch.c ${CMAKE_SOURCE_DIR}/src/tracker/proto.c
     ${CMAKE_SOURCE_DIR}/src/util/err.c)
 set(bin ${CMAKE_CURRENT_BINARY_DIR}/fuzz_msg)
 add_custom_command(OUTPUT ${bin}
                    COMMAND ${RALLY_FUZZ_CLANG} ${fuzz_flags} ${fuzz_msg_srcs} -o ${bin}
                    DEPENDS ${fuzz_msg_srcs} ${CMAKE_SOURCE_DIR}/src/tracker/msg.h
                            ${CMAKE_SOURCE_DIR}/src/tracker/job.h
+                           ${CMAKE_SOURCE_DIR}/src/tracker/job_int.h
                            ${CMAKE_SOURCE_DIR}/src/tracker/proto.h
                    COMMENT "Building libFuzzer target fuzz_msg" VERBATIM)
 list(APPEND fuzz_bins ${bin})

@@ -1,7 +1,7 @@
 /*
  * fuzz_msg.c — libFuzzer target for the tracker's message decoders
  * (src/tracker/msg.c) and the job state machine behind them
- * (src/tracker/job.c); tests/fuzz/fuzz.cmake builds it.
+ * (src/tracker/job*.c); tests/fuzz/fuzz.cmake builds it.
  *
  * The first byte chooses the mode.  Below 0x80 the rest is one frame body,
  * decoded as message type 16 + byte % 15: a decoder must never crash or
