@@ -27,6 +27,10 @@
 #   in_finalize  a rank dies entering rally_finalize (the others stand in it):
 #                everything was computed, so the others finish as they are,
 #                with the failure-free run's digest
+#   grow         -n 6 --max-workers 8: SIGUSR2 to rally-run twice starts ranks 6
+#                and 7, each taken in at a checkpoint (the job goes on with 7,
+#                then 8 workers, each reading a new shard); a third SIGUSR2
+#                is refused; the objective is the failure-free run's to 1e-6
 #   snapshot     snapshots every 2 versions across a shrink: the one pending
 #                at the change is void, the next ones record 7 workers, and
 #                --resume latest at -n 8 ends with the digest of a run that
@@ -154,6 +158,37 @@ in_finalize)
     ! grep -q 'reading its shard again' "$tmp/a" || fail "a survivor went back"
     job "$tmp/plain" 4 "$km" $KM
     [ "$(digest "$tmp/a")" = "$(digest "$tmp/plain")" ] || fail "other bits than the plain run"
+    ;;
+grow)
+    RALLY_TEST_TAG="elastic-$$" timeout -k 5 90 "$run" -n 6 --max-workers 8 "$km" \
+        --data "$data" --data-opt csv_label=0 -k 6 --iters 60 --fixed --pause-ms 50 \
+        >"$tmp/out" 2>&1 &
+    jobpid=$!
+    wait_line "$tmp/out" '^\[0\] iteration 3 ' "iteration 3" 300 0.1
+    launcher=$(pgrep -o -P "$jobpid" -x rally-run)
+    [ -n "$launcher" ] || fail "no rally-run under $jobpid"
+    kill -USR2 "$launcher"
+    wait_line "$tmp/out" '^rally-run: taking in 1 worker: going on with 7 workers from version' \
+        "the first taking in" 300 0.1
+    kill -USR2 "$launcher"
+    wait_line "$tmp/out" '^rally-run: taking in 1 worker: going on with 8 workers from version' \
+        "the second taking in" 300 0.1
+    kill -USR2 "$launcher"
+    wait_line "$tmp/out" '^rally-run: SIGUSR2: the job has --max-workers 8' "the refusal" 300 0.1
+    wait "$jobpid" || fail "the job failed"
+    no_leftovers "elastic-$$"
+    has "$tmp/out" "^rally-run: SIGUSR2: started rank 6; the job takes it in at its next checkpoint$"
+    has "$tmp/out" "^rally-run: SIGUSR2: started rank 7; the job takes it in at its next checkpoint$"
+    has "$tmp/out" "^\[6\] shard 6 fingerprint"
+    has "$tmp/out" "^\[7\] shard 7 fingerprint"
+    has "$tmp/out" "^\[0\] rank 0 of 8 now: reading its shard again$"
+    has "$tmp/out" "^rally-run: summary: deaths=0 .* workers=8$"
+    cp "$tmp/out" "$tmp/g"
+    job "$tmp/plain" 6 "$km" --data "$data" --data-opt csv_label=0 -k 6 --iters 60 --fixed
+    a=$(sed -n 's/.*result: .*objective=\([^ ]*\)$/\1/p' "$tmp/g")
+    b=$(sed -n 's/.*result: .*objective=\([^ ]*\)$/\1/p' "$tmp/plain")
+    awk -v a="$a" -v b="$b" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 1e-6 * b) }' ||
+        fail "objective $a after growing, $b without"
     ;;
 snapshot)
     snaps=$tmp/snaps

@@ -1260,7 +1260,7 @@ static void elastic_rank_given_up_shrinks_the_job(void **state)
     assert_int_equal(g.world, 3);
     assert_int_equal(g.epoch, 3);
     assert_int_equal(g.members, 1);
-    assert_int_equal(g.flags, 0);
+    assert_int_equal(g.flags, RALLY__ASSIGN_CHANGED);
     assert_string_equal(g.peers[1].host, "10.0.0.2"); /* the book in the new order */
     free(g.peers);
     const struct rally__tracker_event *ev = event(RALLY__TEV_RESIZED);
@@ -1284,6 +1284,7 @@ static void elastic_rank_given_up_shrinks_the_job(void **state)
     assert_int_equal(g.rank, 2);
     assert_int_equal(g.incarnation, 2);
     assert_int_equal(g.members, 1);
+    assert_int_equal(g.flags, 0); /* the change was over at its GO */
     free(g.peers);
     assert_null(event(RALLY__TEV_RESIZED)); /* told once */
     /* each rank's input counts afresh after the change: a new shard */
@@ -1333,11 +1334,93 @@ static void elastic_loss_in_finalize_finishes(void **state)
     rejoin(0, 3, RALLY__KEY_FINAL, 9);
     rejoin(1, 3, RALLY__KEY_OP(9, 1), 9); /* still returning from its last call */
     struct rally__msg_assign g = assign_to(1);
-    assert_int_equal(g.flags, RALLY__ASSIGN_FINISHING);
+    assert_int_equal(g.flags, RALLY__ASSIGN_FINISHING | RALLY__ASSIGN_CHANGED);
     assert_int_equal(g.world, 2);
     free(g.peers);
     assert_string_equal(event(RALLY__TEV_RESIZED)->text,
                         "rank 2 lost for good: the other 2 workers finish (one was in finalize)");
+}
+
+static void grow_ready(int i, uint32_t epoch)
+{
+    unsigned char b[4];
+    struct rally__wbuf w = {b, 0, sizeof b, 0};
+    rally__msg_u32_put(&w, epoch);
+    frame(i, RALLY__T_GROW_READY, b, w.len);
+}
+
+/* Growth: a worker with a new task id waits; every rank hears GROW (again
+ * at each GO while it waits); the first GROW_READY of the epoch takes it
+ * in at the end of the ranks, later ones are late; it leaves or the job
+ * ends without failing anything. */
+static void elastic_worker_taken_in(void **state)
+{
+    (void)state;
+    new_job(2, 10000);
+    assert_int_equal(rally__job_set_max_world(j, 3), RALLY_OK);
+    running(2);
+    open_m(2);
+    reg(2, "7", 0);
+    assert_non_null(find(RALLY__JOB_ADMIT, 2, 0));
+    assert_true(sent(0, RALLY__T_GROW));
+    assert_true(sent(1, RALLY__T_GROW));
+    assert_int_equal(rally__job_world(j), 2);
+    assert_true(logged("the worker with task id '7' waits to join"));
+    open_m(3); /* no room for a second one */
+    reg(3, "8", 0);
+    char s[256];
+    assert_int_equal(abort_to(3, s, sizeof s), RALLY_ESTATE);
+    assert_string_equal(s, "the job already has all 2 workers and none has task id '8'");
+    grow_ready(1, 0); /* its first ASSIGN said epoch 0 */
+    assert_int_equal(rally__job_epoch(j), 2);
+    assert_int_equal(reset_to(0, s, sizeof s), 2);
+    assert_string_equal(s, "taking in 1 worker");
+    grow_ready(0, 1); /* late */
+    assert_int_equal(rally__job_epoch(j), 2);
+    rejoin(0, 2, RALLY__KEY_OP(4, 1), 4);
+    rejoin(1, 2, RALLY__KEY_OP(4, 1), 4);
+    struct rally__msg_assign g = assign_to(2);
+    assert_int_equal(g.rank, 2);
+    assert_int_equal(g.world, 3);
+    assert_int_equal(g.incarnation, 1);
+    assert_int_equal(g.members, 1);
+    assert_int_equal(g.flags, RALLY__ASSIGN_CHANGED);
+    free(g.peers);
+    assert_string_equal(event(RALLY__TEV_RESIZED)->text,
+                        "taking in 1 worker: going on with 3 workers from version 4");
+    assert_string_equal(m[2].what, "rank 2 (on 10.0.0.2)");
+    ready_all(3);
+    assert_int_equal(rally__job_phase(j), RALLY__JOB_RUNNING);
+    assert_false(sent(0, RALLY__T_GROW)); /* nobody waits */
+    done_job(NULL);
+
+    /* one that leaves while it waits costs nothing; at the end one is refused */
+    new_job(2, 10000);
+    assert_int_equal(rally__job_set_max_world(j, 4), RALLY_OK);
+    running(2);
+    open_m(2);
+    reg(2, "5", 0);
+    lost(2);
+    assert_int_equal(rally__job_phase(j), RALLY__JOB_RUNNING);
+    grow_ready(0, 1); /* nobody waits any more: a RESET all the same */
+    assert_int_equal(reset_to(1, s, sizeof s), 2);
+    assert_string_equal(s, "no worker waits to be taken in any more");
+    rejoin(0, 2, RALLY__KEY_OP(2, 1), 2);
+    rejoin(1, 2, RALLY__KEY_OP(2, 1), 2);
+    assert_int_equal(assign_to(0).members, 0);
+    free(assign_to(0).peers);
+    ready_all(2);
+    open_m(3);
+    reg(3, "6", 0);
+    assert_true(sent(0, RALLY__T_GROW));
+    frame(0, RALLY__T_SHUTDOWN, NULL, 0);
+    frame(1, RALLY__T_SHUTDOWN, NULL, 0);
+    assert_int_equal(rally__job_phase(j), RALLY__JOB_DONE);
+    assert_int_equal(abort_to(3, s, sizeof s), RALLY_ESTATE);
+    assert_string_equal(s, "the job finished before it could take this worker in");
+    open_m(4);
+    reg(4, "9", 0);
+    assert_int_equal(abort_to(4, s, sizeof s), RALLY_ESTATE);
 }
 
 /* Two changes in a row: ranks keep their order, the count grows, and the
@@ -1572,6 +1655,7 @@ int main(void)
         cmocka_unit_test_teardown(elastic_below_the_minimum_fails_the_job, done_job),
         cmocka_unit_test_teardown(elastic_two_changes, done_job),
         cmocka_unit_test_teardown(elastic_loss_in_finalize_finishes, done_job),
+        cmocka_unit_test_teardown(elastic_worker_taken_in, done_job),
         cmocka_unit_test_teardown(recover_not_after_a_rank_finalized, done_job),
         cmocka_unit_test_teardown(finalize_while_recovering_is_fatal, done_job),
         cmocka_unit_test_teardown(recover_off_keeps_failures_fatal, done_job),

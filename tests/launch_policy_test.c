@@ -31,7 +31,7 @@ static const struct rally__launch_view starting = {RALLY__TRACKER_RUNNING, -1, "
 static struct rally__launch_policy *make(int world, int max_restarts, int64_t grace_ms)
 {
     struct rally__launch_policy *pol;
-    assert_int_equal(rally__launch_policy_new(&pol, world, max_restarts, grace_ms), 0);
+    assert_int_equal(rally__launch_policy_new(&pol, world, world, max_restarts, grace_ms), 0);
     for (int i = 0; i < world; i++)
         rally__launch_policy_spawned(pol, i);
     return pol;
@@ -435,6 +435,49 @@ static void elastic_gives_up_a_rank(void **state)
     rally__launch_policy_free(pol);
 }
 
+/* Growth (--max-workers): a rank added waits to join; its exit before the
+ * tracker assigned it is no death and fails nothing; once assigned it is a
+ * rank like the others.  No more than max_workers run or wait. */
+static void elastic_takes_ranks_in(void **state)
+{
+    struct rally__launch_policy *pol;
+    assert_int_equal(rally__launch_policy_new(&pol, 2, 6, 1, 300), 0);
+    for (int i = 0; i < 2; i++)
+        rally__launch_policy_spawned(pol, i);
+    struct rally__launch_act a;
+    char line[1024];
+    assert_int_equal(rally__launch_policy_add(pol, 3), 2);
+    assert_int_equal(rally__launch_policy_add(pol, 3), -1); /* 2 run, 1 waits */
+    rally__launch_policy_spawned(pol, 2);
+    assert_true(rally__launch_policy_joining(pol, 2));
+    rally__launch_policy_exit(pol, 2, EXITED(1), &running, 0, &a);
+    assert_string_equal(a.say, "rank 2 exited with status 1 before the job took it in");
+    assert_string_equal(a.abort, "");
+    assert_int_equal(a.restart, -1);
+    assert_int_equal(rally__launch_policy_add(pol, 3), 3);
+    rally__launch_policy_spawned(pol, 3);
+    event(pol, RALLY__TEV_ASSIGNED, 3, "", 0);
+    assert_false(rally__launch_policy_joining(pol, 3));
+    struct rally__launch_event ev = {.kind = RALLY__TEV_RESIZED, .rank = -1, .world = 3};
+    rally__launch_policy_event(pol, &ev, 0);
+    assert_int_equal(rally__launch_policy_slots(pol), 4);
+    rally__launch_policy_exit(pol, 3, KILLED(SIGKILL), &running, 10, &a); /* a rank now */
+    assert_int_equal(a.restart, 3);
+    rally__launch_policy_spawned(pol, 3);
+    event(pol, RALLY__TEV_RECOVERED, -1, "", 10);
+    for (int i = 0; i < 4; i++)
+        if (i != 2)
+            event(pol, RALLY__TEV_FINALIZED, i, "", 20);
+    for (int i = 0; i < 4; i++)
+        if (i != 2)
+            rally__launch_policy_exit(pol, i, EXITED(0), &running, 30, &a);
+    struct rally__launch_view done = {RALLY__TRACKER_DONE, -1, "", 0, 0};
+    assert_int_equal(verdict(pol, &done, line, sizeof line), 0);
+    assert_summary(pol, "deaths=1 recovered=1 epochs=1 restarts=1 per-rank-deaths=0:0,1:0,2:0,3:1 "
+                        "workers=3");
+    rally__launch_policy_free(pol);
+}
+
 static void exits_around_finalize(void **state)
 {
     char line[1024];
@@ -656,6 +699,7 @@ int main(void)
         cmocka_unit_test(remote_lost_is_restarted),
         cmocka_unit_test(remote_unstarted_fails_the_job),
         cmocka_unit_test(elastic_gives_up_a_rank),
+        cmocka_unit_test(elastic_takes_ranks_in),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

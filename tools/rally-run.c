@@ -97,6 +97,9 @@ struct run {
     int stuck_fail;      /* --on-stuck fail */
     int max_restarts;
     int min_workers; /* --min-workers: an elastic job goes on with at least this many */
+    int max_workers; /* --max-workers: ... and takes workers in (SIGUSR2) up to this many */
+    int slots;       /* room for the ranks launched, ranks taken in included */
+    int grow_now;    /* SIGUSR2s that arrived this turn */
     char **argv;
     struct rally__launch_proc *procs;
     int *slot;     /* which pipe each of our pollfd slots holds */
@@ -136,6 +139,12 @@ struct run {
     char *feed;               /* the secret's line, for the agents' stdin */
 };
 
+/* The job may go on with other workers (--min-workers, --max-workers). */
+static int elastic(const struct run *r)
+{
+    return r->min_workers < r->world || r->max_workers > r->world;
+}
+
 static void usage(FILE *f)
 {
     fprintf(
@@ -159,6 +168,9 @@ static void usage(FILE *f)
         "                             spent) is given up and the others go on without it from\n"
         "                             the newest checkpoint, renumbered, while at least M are\n"
         "                             left (default N: the job fails; docs/recovery.md)\n"
+        "      --max-workers M        elastic: SIGUSR2 to rally-run starts one more worker,\n"
+        "                             which the job takes in at its next checkpoint, up to M\n"
+        "                             (default N; --launcher local)\n"
         "      --heartbeat-timeout-ms T  a worker that sent heartbeats and then falls silent\n"
         "                             for T ms is killed and restarted (default 10000; 0: off)\n"
         "      --progress-timeout-ms T  a rank the others have waited for T ms in a collective\n"
@@ -291,7 +303,7 @@ static void on_event(void *arg, const struct rally__tracker_event *ev)
         rally__launch_out_say(&r->out[1], "tracker: %s", ev->text);
         return;
     }
-    if (ev->kind == RALLY__TEV_FINALIZED) {
+    if (ev->kind == RALLY__TEV_FINALIZED || ev->kind == RALLY__TEV_ASSIGNED) {
         note.rank = atoi(ev->task_id);
     } else if (ev->kind == RALLY__TEV_RANK_FAILED) {
         note.rank = launched_as(ev->task_id);
@@ -300,8 +312,11 @@ static void on_event(void *arg, const struct rally__tracker_event *ev)
     } else if (ev->kind == RALLY__TEV_RESIZED) {
         note.world = ev->world;
         const char *how = strstr(ev->text, " lost for good: "); /* the tracker's numbering */
-        rally__launch_out_say(&r->out[1], "rank %d lost for good: %s", launched_as(ev->task_id),
-                              how ? how + 16 : ev->text);
+        if (ev->rank < 0 || how == NULL)
+            rally__launch_out_say(&r->out[1], "%s", ev->text); /* it took workers in */
+        else
+            rally__launch_out_say(&r->out[1], "rank %d lost for good: %s",
+                                  launched_as(ev->task_id), how + 16);
     } else if (ev->kind == RALLY__TEV_RECOVERED) {
         char where[96] = "no worker survived";
         if (ev->has_position)
@@ -365,7 +380,7 @@ static long owned(const char *kv, size_t n)
 
 static void signal_all(struct run *r, int sig)
 {
-    for (int i = 0; i < r->world; i++)
+    for (int i = 0; i < rally__launch_policy_slots(r->pol); i++)
         rally__launch_signal(&r->procs[i], sig);
 }
 
@@ -398,7 +413,7 @@ static char **agent_env(const struct run *r, const char *id)
 #define SET(K, V) (oom |= kv(env, &k, (K), (V)))
     SET("RALLY_TRACKER", r->tracker_addr);
     SET("RALLY_TASK_ID", id);
-    if (r->min_workers < r->world)
+    if (elastic(r))
         SET("RALLY_ELASTIC", "1");
     if (r->snap.dir != NULL) {
         SET("RALLY_RUN_ID", r->snap.run_id);
@@ -497,7 +512,7 @@ static int spawn(struct run *r, int i)
         {"RALLY_TRACKER", r->tracker_addr},
         {"RALLY_SECRET_FILE", r->secret},
         {"RALLY_TASK_ID", id},
-        {"RALLY_ELASTIC", r->min_workers < r->world ? "1" : "0"},
+        {"RALLY_ELASTIC", elastic(r) ? "1" : "0"},
         /* "" without --snapshot-dir: a job given snapshot settings of its
          * own then owns its run (src/api/resume.c) */
         {"RALLY_RUN_ID", r->snap.dir ? r->snap.run_id : ""},
@@ -584,13 +599,14 @@ static int done(void *arg)
 {
     struct run *r = arg;
     return r->nlive == 0 &&
-           (rally__launch_pipes_open(r->procs, r->world) == 0 || rally__now_ms() >= r->drain_until);
+           (rally__launch_pipes_open(r->procs, rally__launch_policy_slots(r->pol)) == 0 ||
+            rally__now_ms() >= r->drain_until);
 }
 
 static size_t fill(void *arg, struct pollfd *p)
 {
     struct run *r = arg;
-    size_t n = rally__launch_pipes_fill(r->procs, r->world, p, r->slot);
+    size_t n = rally__launch_pipes_fill(r->procs, rally__launch_policy_slots(r->pol), p, r->slot);
     r->npipes = n;
     for (int w = 0; w < 2; w++) /* a slow reader: write again once it takes more */
         if (rally__launch_out_want(&r->out[w]))
@@ -614,6 +630,10 @@ static void on_signal(void *arg, int sig)
     struct run *r = arg;
     if (sig == SIGUSR1) {
         r->snap_now = 1;
+        return;
+    }
+    if (sig == SIGUSR2) {
+        r->grow_now++;
         return;
     }
     if (sig == SIGTERM && r->snap.dir != NULL && !r->preempt_now && !r->snap.preempting &&
@@ -653,6 +673,29 @@ static void remote_exit(struct run *r, int i, int st, const struct rally__launch
         rally__launch_policy_unstarted(r->pol, i, why, out, rally__now_ms(), a);
 }
 
+/* SIGUSR2: one more worker, which the job takes in at its next checkpoint. */
+static void grow(struct run *r)
+{
+    int i = r->max_workers > r->world ? rally__launch_policy_add(r->pol, r->max_workers) : -1;
+    if (i < 0) {
+        rally__launch_out_say(&r->out[1],
+                              r->max_workers > r->world
+                                  ? "SIGUSR2: the job has --max-workers %d workers (or they "
+                                    "wait to join), or it is ending: none started"
+                                  : "SIGUSR2: no --max-workers above -n (%d): none started",
+                              r->max_workers);
+        return;
+    }
+    int err = spawn(r, i);
+    if (err != 0) {
+        rally__launch_out_say(&r->out[1], "SIGUSR2: cannot start rank %d: %s", i, strerror(err));
+        return;
+    }
+    rally__launch_out_say(&r->out[1],
+                          "SIGUSR2: started rank %d; the job takes it in at its next checkpoint",
+                          i);
+}
+
 /* The decision point: after the tracker handled its I/O, the policy looks at
  * this turn's signals, exits and the tracker's state, and we act. */
 static void after(void *arg)
@@ -679,6 +722,8 @@ static void after(void *arg)
                               "workers stop once it is committed (--grace-ms %lld at most)",
                               (long long)r->grace_ms);
     }
+    for (; r->grow_now > 0; r->grow_now--)
+        grow(r);
     char snap[sizeof r->snap.jobdir + RALLY__SNAP_NAME_MAX + 1];
     int got = r->snap.preempting ? rally__launch_snaps_preempted(&r->snap, rally__now_ms(), snap,
                                                                  sizeof snap)
@@ -699,7 +744,8 @@ static void after(void *arg)
     }
     r->nsigs = 0;
     int i, st;
-    while (r->reap && (i = rally__launch_reap(r->procs, r->world, &st)) >= 0) {
+    while (r->reap &&
+           (i = rally__launch_reap(r->procs, rally__launch_policy_slots(r->pol), &st)) >= 0) {
         if (--r->nlive == 0)
             r->drain_until = rally__now_ms() + DRAIN_MS;
         view(r, &v);
@@ -884,6 +930,7 @@ static int parse(int argc, char **argv, struct run *r)
                                           {"grace-ms", required_argument, NULL, 'g'},
                                           {"max-restarts", required_argument, NULL, 'm'},
                                           {"min-workers", required_argument, NULL, 'N'},
+                                          {"max-workers", required_argument, NULL, 'M'},
                                           {"heartbeat-timeout-ms", required_argument, NULL, 'b'},
                                           {"progress-timeout-ms", required_argument, NULL, 'P'},
                                           {"on-stuck", required_argument, NULL, 'S'},
@@ -976,10 +1023,11 @@ static int parse(int argc, char **argv, struct run *r)
             r->max_restarts = (int)v;
             break;
         case 'N':
+        case 'M':
             if (rally__parse_int(optarg, 1, RALLY__WORLD_MAX, &v))
-                return cli_usage_error("rally-run",
-                                       "--min-workers wants a number of workers, not '%s'", optarg);
-            r->min_workers = (int)v;
+                return cli_usage_error("rally-run", "--%s wants a number of workers, not '%s'",
+                                       c == 'N' ? "min-workers" : "max-workers", optarg);
+            *(c == 'N' ? &r->min_workers : &r->max_workers) = (int)v;
             break;
         case 'D':
         case 'C':
@@ -1075,7 +1123,16 @@ static int parse(int argc, char **argv, struct run *r)
                                r->min_workers, r->world);
     if (r->min_workers == 0)
         r->min_workers = r->world;
-    if (r->min_workers < r->world && r->snap.copy != NULL)
+    if (r->max_workers == 0)
+        r->max_workers = r->world;
+    if (r->max_workers < r->world)
+        return cli_usage_error("rally-run", "--max-workers %d is fewer than the %d workers (-n)",
+                               r->max_workers, r->world);
+    if (r->max_workers > r->world && r->launcher != RALLY__LAUNCHER_LOCAL)
+        return cli_usage_error("rally-run", "--max-workers above -n is for --launcher local yet");
+    /* room for the ranks taken in too, a few times over (each gets a slot of its own) */
+    r->slots = r->world + 4 * (r->max_workers - r->world);
+    if (elastic(r) && r->snap.copy != NULL)
         return cli_usage_error("rally-run", "--min-workers below -n does not go with "
                                             "--snapshot-copy yet: the second tier's copy does "
                                             "not follow a change of the workers");
@@ -1349,10 +1406,10 @@ static int setup(struct run *r)
                                     .print = on_print,
                                     .event = on_event,
                                     .arg = r};
-    r->procs = calloc((size_t)r->world, sizeof *r->procs);
-    r->slot = calloc(2 * (size_t)r->world, sizeof *r->slot);
+    r->procs = calloc((size_t)r->slots, sizeof *r->procs);
+    r->slot = calloc(2 * (size_t)r->slots, sizeof *r->slot);
     if (r->procs == NULL || r->slot == NULL ||
-        rally__launch_policy_new(&r->pol, r->world, r->max_restarts, r->grace_ms) != 0) {
+        rally__launch_policy_new(&r->pol, r->world, r->slots, r->max_restarts, r->grace_ms) != 0) {
         memset(&s, 0, sizeof s);
         fprintf(stderr, "rally-run: out of memory\n");
         return 1;
@@ -1363,23 +1420,26 @@ static int setup(struct run *r)
         r->prev_pol = NULL;
     }
     struct rally__launch_out *outs[2] = {&r->out[0], &r->out[1]};
-    for (int i = 0; i < r->world; i++) {
+    for (int i = 0; i < r->slots; i++) {
         rally__launch_proc_init(&r->procs[i], i, outs);
-        if (r->launcher != RALLY__LAUNCHER_LOCAL)
+        if (r->launcher != RALLY__LAUNCHER_LOCAL && i < r->world)
             rally__launch_policy_host(r->pol, i, r->hosts.h[r->host_of[i]].name);
     }
-    int elastic = r->min_workers < r->world;
-    rally__launch_policy_elastic(r->pol, elastic);
-    int rc = rally__launch_tracker_new(&r->t, &o, r->max_restarts > 0 || elastic, r->heartbeat_ms,
-                                       &e);
+    rally__launch_policy_elastic(r->pol, elastic(r));
+    int rc = rally__launch_tracker_new(&r->t, &o, r->max_restarts > 0 || elastic(r),
+                                       r->heartbeat_ms, &e);
     memset(&s, 0, sizeof s);
     if (rc != RALLY_OK) {
         fprintf(stderr, "rally-run: cannot start the tracker: %s\n", e.msg);
         return 1;
     }
     rally__tracker_set_progress_timeout(r->t, r->progress_ms, r->stuck_fail);
-    if (elastic)
+    if (elastic(r))
         rally__tracker_set_min_world(r->t, r->min_workers);
+    if (elastic(r) && rally__tracker_set_max_world(r->t, r->max_workers) != RALLY_OK) {
+        fprintf(stderr, "rally-run: out of memory\n");
+        return 1;
+    }
     tracker_address(r, rally__tracker_port(r->t));
     for (int i = 0; i < r->world; i++) {
         err = spawn(r, i);
@@ -1387,7 +1447,7 @@ static int setup(struct run *r)
             static const char *const wrapper[] = {NULL, "ssh", "srun", "mpirun"};
             fprintf(stderr, "rally-run: cannot run '%s': %s\n",
                     wrapper[r->launcher] ? wrapper[r->launcher] : r->argv[0], strerror(err));
-            rally__launch_kill_all(r->procs, r->world);
+            rally__launch_kill_all(r->procs, rally__launch_policy_slots(r->pol));
             return 127;
         }
     }
@@ -1398,7 +1458,7 @@ static int setup(struct run *r)
 static void job_teardown(struct run *r)
 {
     fflush(stdout);
-    for (int i = 0; r->procs && i < r->world; i++) {
+    for (int i = 0; r->procs && i < r->slots; i++) {
         for (int w = 0; w < 2; w++)
             if (r->procs[i].fd[w] >= 0)
                 close(r->procs[i].fd[w]);
@@ -1484,7 +1544,7 @@ int main(int argc, char **argv)
         if (status != 0)
             goto cleanup;
         struct rally__launch_owner owner = {.arg = &r,
-                                            .nfds = 2 * (size_t)r.world + 2,
+                                            .nfds = 2 * (size_t)r.slots + 2, /* pipes, outputs */
                                             .done = done,
                                             .fill = fill,
                                             .deadline = deadline,

@@ -199,6 +199,20 @@ int rally__robust_reset(struct rally__robust *rb, int cause, uint64_t key)
     return went_on(rb);
 }
 
+int rally__robust_grow(struct rally__robust *rb, uint64_t key)
+{
+    if (rb->kind != &rally__tracker_rally)
+        return RALLY_OK;
+    int rc = rally__tclient_grow_ready(&rb->tc, rb->err);
+    if (rc == RALLY_OK)
+        rc = await_reset(rb);
+    if (rc != RALLY__ERESET) {
+        if (!rally__robust_repairable(rb, rc))
+            return rc;
+    }
+    return rally__robust_reset(rb, rc, key);
+}
+
 /* A renumbered worker's collective layer: its new rank, world and
  * topology, the same alarm line and scratch buffer. */
 static void renumber(struct rally__robust *rb)
@@ -233,6 +247,8 @@ static int reset(struct rally__robust *rb, int cause, uint64_t key)
         }
         if (rb->tc.resized)
             renumber(rb);
+        /* a worker waiting to join is asked for again at this epoch's GO */
+        rb->tc.grow_asked = 0;
         rally__robust_mock(rb, rb->version, rally__robust_user_seq(rb), RALLY__MOCK_WIRE);
         if ((rc = wire(rb)) != RALLY_OK) {
             close_links(rb);
@@ -405,8 +421,10 @@ int rally__robust_init(struct rally__robust *rb, const struct rally__config *cfg
     rb->launch_rank = launch_rank(cfg->task_id, rb->rank);
     rb->comm.alarm = rally__handle_fd(rb->tc.fd);
     rb->comm.on_alarm = on_alarm;
-    /* joined in a later epoch: this worker replaces one that died */
+    /* joined in a later epoch: this worker replaces one that died, or joins
+     * at a membership change, where every worker loads again */
     rb->recovering = rb->tc.epoch > 0;
+    rb->resized = (rb->tc.assign_flags & RALLY__ASSIGN_CHANGED) != 0;
     /* Until GO the tracker decides (it bounds the start-up and aborts past
      * it); this worker's wait is only a backstop beyond that. */
     int rc = wire(rb);

@@ -134,6 +134,7 @@ struct ack {
     uint64_t pair[2];  /* (d, ~d), or (0, 0) */
     uint64_t ncalls;   /* verify.c's count: the same on every rank that knows it, else 0 */
     uint64_t vpair[2]; /* the verified result's (d, ~d), or (0, 0) */
+    int ran;           /* this worker ran it (it was not served from a cache) */
 };
 
 /* flags, d, ~d, ncalls, vd, ~vd: six words OR-ed over the job */
@@ -206,6 +207,7 @@ static int run_ack(struct rally__robust *rb, struct rally__op *op, unsigned char
     }
     c->flags = rally__get_u64(b);
     c->ncalls = rally__get_u64(b + 24);
+    c->ran = 1;
     *res = b;
     *n = ACK_NBYTES;
     return RALLY_OK;
@@ -261,6 +263,12 @@ static int acknowledge(struct rally__robust *rb, int counted)
     rally__robust_requests_spent(rb);
     rally__robust_verify_commit(rb, c.ncalls);
     rally__robust_commit(rb, rb->version, c.flags);
+    /* The job takes the workers waiting to join in here.  Every worker that
+     * ran the acknowledgement tells the tracker, in the epoch it ran in; one
+     * served it ran it in a later epoch, the one that took them in or one a
+     * failure began (then the tracker asks again at its GO). */
+    if ((c.flags & RALLY__REQ_GROW) && c.ran)
+        return rally__robust_grow(rb, RALLY__KEY_OP(rb->version, rb->q));
     return RALLY_OK;
 }
 
@@ -300,6 +308,10 @@ int rally__robust_checkpoint(struct rally__robust *rb, const void *global, uint6
         rally__robust_requests_spent(rb);
         rally__robust_commit(rb, rb->version, flags);
         return RALLY_OK;
+    }
+    if (rb->tc.grow_asked) { /* a worker waits to join: this version takes it in */
+        rb->tc.grow_asked = 0;
+        rally__robust_request(rb, RALLY__REQ_GROW);
     }
     return acknowledge(rb, 1);
 }

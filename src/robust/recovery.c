@@ -296,6 +296,10 @@ int rally__robust_recover(struct rally__robust *rb, uint64_t key, const struct r
                     rally__robust_sgive(rb, got, cap);
                 return rc;
             }
+            if (want && rb->rank == root) { /* loading too (a membership change): it holds it */
+                *res = (unsigned char *)rally__robust_global(rb, res_nbytes);
+                return SERVED;
+            }
             if (want) { /* the store keeps the received buffer; the caller copies it */
                 rally__robust_store_adopt(rb, got, got_n, cap);
                 rb->version = sig.count;

@@ -86,6 +86,11 @@ enum { RALLY__SERVED = 1000, RALLY__EXECUTE = 1001 };
 
 #define RALLY__NONE UINT64_MAX
 
+/* The engine's own request bit (the snapshot layer's count up from bit 0,
+ * api/snapjob.h): a worker waits to join, so the version this commits is
+ * where the job takes it in (docs/recovery.md, "Elastic jobs"). */
+#define RALLY__REQ_GROW (UINT64_C(1) << 63)
+
 /* Runs the collective on the live links.  On success *res is a buffer from
  * rally__robust_buf() holding the call's whole result (*res_nbytes bytes),
  * which the cache keeps, and the caller's outputs are written. */
@@ -373,6 +378,12 @@ int rally__robust_input(struct rally__robust *rb, const char *scheme, const char
 int rally__robust_print(struct rally__robust *rb, const char *msg);
 /* finalize's goodbye to the tracker (its kind's leave). */
 int rally__robust_leave(struct rally__robust *rb);
+
+/* The commit of a version whose flags carry RALLY__REQ_GROW: tells the
+ * tracker, which takes the waiting workers in with a new epoch; joins it
+ * at position key.  RALLY_ERESIZED when it took any in (reset's), RALLY_OK
+ * when none was left to take. */
+int rally__robust_grow(struct rally__robust *rb, uint64_t key);
 
 /* The mesh from rb->tc's address book, and closing it (for membership_dmlc.c). */
 int rally__robust_wire(struct rally__robust *rb);

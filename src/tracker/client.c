@@ -183,6 +183,10 @@ static int expect(struct rally__tclient *t, uint16_t type, int on_reset, int64_t
                 return e->code;
             continue;
         }
+        if (t->in.type == RALLY__T_GROW && type != RALLY__T_GROW) {
+            t->grow_asked = 1; /* for the next checkpoint (robust/op.c) */
+            continue;
+        }
         if (t->in.type != type)
             return rally__fail(e, RALLY_EPROTO, "%s sent frame type %u (%s) where %s was due",
                                t->what, t->in.type, type_name(t->in.type), type_name(type));
@@ -475,17 +479,31 @@ int rally__tclient_check(struct rally__tclient *t, struct rally__err *e)
         return rally__fail(e, RALLY__ERESET, "the tracker ordered recovery (epoch %u): %s",
                            t->reset_epoch, t->reset_reason);
     }
-    int k = rally__frame_in_feed(&t->in, t->fd, t->what, e);
-    if (k < 0)
-        return e->code;
-    if (k == 0)
-        return RALLY_OK;
-    if (t->in.type == RALLY__T_ABORT)
-        return aborted(t, e);
-    if (t->in.type == RALLY__T_RESET)
-        return got_reset(t, e);
-    return rally__fail(e, RALLY_EPROTO, "%s sent an unexpected frame (type %u)", t->what,
-                       t->in.type);
+    for (;;) {
+        int k = rally__frame_in_feed(&t->in, t->fd, t->what, e);
+        if (k < 0)
+            return e->code;
+        if (k == 0)
+            return RALLY_OK;
+        if (t->in.type == RALLY__T_ABORT)
+            return aborted(t, e);
+        if (t->in.type == RALLY__T_RESET)
+            return got_reset(t, e);
+        if (t->in.type != RALLY__T_GROW || rally__msg_empty_get(t->in.body, t->in.nbytes) != 0)
+            return rally__fail(e, RALLY_EPROTO, "%s sent an unexpected frame (type %u)",
+                               t->what, t->in.type);
+        t->grow_asked = 1; /* and read on: a RESET may follow */
+    }
+}
+
+int rally__tclient_grow_ready(struct rally__tclient *t, struct rally__err *e)
+{
+    if (t->fd < 0)
+        return rally__fail(e, RALLY_ESTATE, "not connected to the tracker");
+    unsigned char b[4];
+    struct rally__wbuf w = {b, 0, sizeof b, 0};
+    rally__msg_u32_put(&w, t->epoch);
+    return send_frame(t, RALLY__T_GROW_READY, b, w.len, rally__deadline(1000), 0, e);
 }
 
 int rally__tclient_shutdown(struct rally__tclient *t, int64_t deadline, struct rally__err *e)

@@ -40,6 +40,7 @@ struct rally__tclient {
     uint32_t members;       /* the job's membership changes so far (ASSIGN) */
     uint32_t assign_flags;  /* ... and the flags that came with it (RALLY__ASSIGN_*) */
     int resized;            /* a rejoin renumbered this worker: the owner clears it */
+    int grow_asked;         /* the tracker said a worker waits to join: the owner clears it */
     char reset_reason[256]; /* its reason */
     int reset_held;         /* a RESET read while waiting for INPUT_OK: check() returns it */
     uint64_t rejoin_position; /* what REJOIN says while rally__tclient_rejoin waits */
@@ -119,6 +120,11 @@ int rally__tclient_ready(struct rally__tclient *t, int64_t deadline, struct rall
  * no RESET seen yet RALLY_ESTATE.  Blocks until then. */
 int rally__tclient_rejoin(struct rally__tclient *t, uint64_t position, uint32_t version,
                           int64_t deadline, struct rally__err *e);
+
+/* GROW_READY{t->epoch}: the job committed a checkpoint that asks to take
+ * the waiting workers in; the tracker answers with a RESET.  Bounded (1 s);
+ * the error is e's. */
+int rally__tclient_grow_ready(struct rally__tclient *t, struct rally__err *e);
 
 /* Tells the tracker that a peer link broke or stalled in epoch t->epoch
  * (LINK_FAILED); it answers with a RESET unless it is past that epoch.  Best

@@ -243,6 +243,16 @@ static void enter(struct rally__job *j, enum rally__job_phase to)
 void rally__jb_done(struct rally__job *j)
 {
     enter(j, RALLY__JOB_DONE);
+    for (struct rally__job_member *m = j->head, *next; m; m = next) {
+        next = m->next;
+        if (!m->joining)
+            continue;
+        m->joining = 0;
+        j->njoining--;
+        send_abort(j, m, RALLY_ESTATE, "the job finished before it could take this worker in");
+        unlink_member(j, m);
+        rally__jb_act(j, RALLY__JOB_REFUSE, m);
+    }
 }
 
 /* --- job failure ----------------------------------------------------------- */
@@ -323,7 +333,7 @@ static void resized(struct rally__job *j)
     j->members_said = j->members;
     struct rally__tracker_event ev = {
         .kind = RALLY__TEV_RESIZED, .rank = j->lost_rank, .task_id = j->lost_task};
-    j->assign_flags = 0;
+    j->assign_flags = RALLY__ASSIGN_CHANGED;
     for (int r = 0; r < j->world; r++) {
         const struct rally__job_member *m = j->by_rank[r];
         if (m->rejoined == j->epoch && (!ev.has_position || m->version > ev.version)) {
@@ -335,7 +345,11 @@ static void resized(struct rally__job *j)
     }
     ev.world = j->world;
     char text[160];
-    if (j->assign_flags & RALLY__ASSIGN_FINISHING)
+    if (j->lost_rank < 0)
+        snprintf(text, sizeof text,
+                 "taking in %d worker%s: going on with %d workers from version %u", j->taken,
+                 j->taken == 1 ? "" : "s", j->world, ev.version);
+    else if (j->assign_flags & RALLY__ASSIGN_FINISHING)
         snprintf(text, sizeof text,
                  "rank %d lost for good: the other %d workers finish (one was in finalize)",
                  j->lost_rank, j->world);
@@ -466,8 +480,14 @@ static void vdrop(struct rally__job *j, struct rally__job_member *m, int lost, c
     char task[RALLY__TASK_MAX], host[RALLY__HOST_MAX];
     snprintf(task, sizeof task, "%s", m->task_id);
     snprintf(host, sizeof host, "%s", m->peer);
-    if (m->state != M_REG)
+    if (m->state != M_REG || m->joining)
         rally__jb_say(j, RALLY__TEV_LOG, "dropping %s", why);
+    if (m->joining) { /* it never was a rank: the job goes on */
+        m->joining = 0;
+        j->njoining--;
+        close_member(j, m);
+        return;
+    }
     close_member(j, m);
     if (!registered)
         return;
@@ -582,6 +602,69 @@ static void gone(struct rally__job *j, int r, const char *cause)
     rally__jb_new_epoch(j, why);
 }
 
+int rally__jb_join(struct rally__job *j, struct rally__job_member *m)
+{
+    if (!m->task_id[0] || j->world + j->njoining >= j->max_world)
+        return -1;
+    if (!rally__job_recoverable(j))
+        return -2;
+    for (struct rally__job_member *o = j->head; o; o = o->next)
+        if (o != m && o->joining && strcmp(o->task_id, m->task_id) == 0)
+            return -1;
+    m->joining = 1;
+    m->state = M_REG;
+    m->arrival = ++j->arrivals;
+    m->last_rx = j->now;
+    m->pos_since = j->now;
+    j->nregistered++;
+    j->njoining++;
+    rally__jb_act(j, RALLY__JOB_ADMIT, m);
+    snprintf(m->what, sizeof m->what, "the worker with task id '%.40s' (on %.200s)", m->task_id,
+             m->peer);
+    rally__jb_say(j, RALLY__TEV_PROGRESS,
+                  "the worker with task id '%s' waits to join: it is taken in at a checkpoint",
+                  m->task_id);
+    for (int r = 0; r < j->world; r++)
+        if (j->by_rank[r] && j->by_rank[r]->assigned != 0)
+            rally__jb_send_msg(j, j->by_rank[r], RALLY__T_GROW, NULL, 0);
+    return 0;
+}
+
+void rally__jb_take_in(struct rally__job *j)
+{
+    int n = 0;
+    for (struct rally__job_member *m = j->head; m && j->world < j->max_world; m = m->next) {
+        if (!m->joining)
+            continue;
+        int r = j->world++;
+        m->joining = 0;
+        j->njoining--;
+        m->rank = r;
+        j->by_rank[r] = m;
+        j->incarnation[r] = 1;
+        j->rank_final[r] = 0;
+        if ((j->rank_task[r] = strdup(m->task_id)) == NULL) {
+            rally__jb_fail_job(j, RALLY_ENOMEM, -1,
+                               "the tracker ran out of memory taking a worker in");
+            return;
+        }
+        snprintf(m->what, sizeof m->what, "rank %d (on %s)", r, m->peer);
+        n++;
+    }
+    char why[96];
+    if (n > 0) {
+        memset(j->input, 0, (size_t)j->world * sizeof *j->input); /* new shards */
+        j->members++;
+        j->lost_rank = -1;
+        j->lost_task[0] = '\0';
+        j->taken = n;
+        snprintf(why, sizeof why, "taking in %d worker%s", n, n == 1 ? "" : "s");
+    } else { /* it went away meanwhile: the workers wait for a RESET all the same */
+        snprintf(why, sizeof why, "no worker waits to be taken in any more");
+    }
+    rally__jb_new_epoch(j, why);
+}
+
 static void died(struct rally__job *j, int rank, const char *cause)
 {
     if (rank < 0 || rank >= j->world || j->by_rank[rank] == NULL || !rally__jb_live(j))
@@ -600,9 +683,13 @@ void rally__jb_go(struct rally__job *j)
 {
     int recovered = j->recovering;
     enter(j, RALLY__JOB_RUNNING);
+    j->assign_flags = 0; /* every worker has the change now */
     for (int k = 0; k < j->world; k++)
-        if (j->by_rank[k])
+        if (j->by_rank[k]) {
             rally__jb_send_msg(j, j->by_rank[k], RALLY__T_GO, NULL, 0);
+            if (j->njoining > 0) /* ask again: the last request may have been lost */
+                rally__jb_send_msg(j, j->by_rank[k], RALLY__T_GROW, NULL, 0);
+        }
     rally__jb_emit(j, RALLY__TEV_GO, -1, NULL, NULL);
     if (!recovered)
         return;
@@ -762,6 +849,36 @@ void rally__job_set_recovery(struct rally__job *j, int on)
     j->no_recovery = !on;
 }
 
+int rally__job_set_max_world(struct rally__job *j, int max_world)
+{
+    if (max_world <= j->max_world)
+        return RALLY_OK;
+    size_t w = (size_t)max_world, old = (size_t)j->max_world;
+    struct rally__job_member **b = realloc(j->by_rank, w * sizeof *b);
+    if (b != NULL)
+        j->by_rank = b;
+    uint32_t *inc = b ? realloc(j->incarnation, w * sizeof *inc) : NULL;
+    if (inc != NULL)
+        j->incarnation = inc;
+    char **task = inc ? realloc(j->rank_task, w * sizeof *task) : NULL;
+    if (task != NULL)
+        j->rank_task = task;
+    char *fin = task ? realloc(j->rank_final, w) : NULL;
+    if (fin != NULL)
+        j->rank_final = fin;
+    struct rank_input *in = fin ? realloc(j->input, w * sizeof *in) : NULL;
+    if (in == NULL)
+        return RALLY_ENOMEM;
+    j->input = in;
+    memset(j->by_rank + old, 0, (w - old) * sizeof *b);
+    memset(j->incarnation + old, 0, (w - old) * sizeof *inc);
+    memset(j->rank_task + old, 0, (w - old) * sizeof *task);
+    memset(j->rank_final + old, 0, w - old);
+    memset(j->input + old, 0, (w - old) * sizeof *in);
+    j->max_world = max_world;
+    return RALLY_OK;
+}
+
 void rally__job_set_min_world(struct rally__job *j, int min_world)
 {
     j->min_world = min_world > 0 && min_world <= j->world ? min_world : 0;
@@ -816,7 +933,7 @@ int rally__job_new(struct rally__job **out, const struct rally__job_opts *o, int
         rally__fail(e, RALLY_ENOMEM, "out of memory creating the tracker");
         goto cleanup;
     }
-    j->world = o->world;
+    j->world = j->max_world = o->world;
     j->startup_ms = o->startup_timeout_ms;
     j->phase = RALLY__JOB_JOINING;
     j->failed_rank = -1;

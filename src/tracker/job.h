@@ -51,6 +51,7 @@ struct rally__job_member {
     uint64_t arrival;
     int rank; /* -1 until assigned */
     int ready, finalized;
+    int joining; /* registered with a new task id: waits to be taken in (elastic) */
     uint32_t assigned; /* the epoch of the last ASSIGN it got, 0: none yet */
     uint32_t rejoined; /* the epoch of its last accepted REJOIN, 0: none */
     uint64_t position; /* from that REJOIN */
@@ -148,6 +149,13 @@ void rally__job_set_min_world(struct rally__job *j, int min_world);
 /* The number of ranks now, and the rank the worker with task_id has now
  * (-1: none). */
 int rally__job_world(const struct rally__job *j);
+/* Elastic growth: a REGISTER with a task id no rank has, while the job runs
+ * with fewer than max_world ranks, waits to be taken in; every worker hears
+ * GROW, the next checkpoint asks for it, and the first GROW_READY of the
+ * epoch takes every waiting worker in (a membership change, TEV_RESIZED)
+ * at the end, up to max_world.  RALLY_ENOMEM when the tables cannot grow.
+ * Call before the first GO. */
+int rally__job_set_max_world(struct rally__job *j, int max_world);
 int rally__job_rank_of(const struct rally__job *j, const char *task_id);
 const char *rally__job_task_of(const struct rally__job *j, int rank); /* "": none */
 /* The progress watch (docs/recovery.md, "Stuck ranks"): a rank the others

@@ -76,6 +76,15 @@ static void on_reregister(struct rally__job *j, struct rally__job_member *m, con
     for (int k = 0; task[0] && k < j->world && r < 0; k++)
         if (j->rank_task[k] && strcmp(j->rank_task[k], task) == 0)
             r = k;
+    int joined = r < 0 ? rally__jb_join(j, m) : -1;
+    if (joined == 0)
+        return;
+    if (joined == -2) {
+        rally__jb_reject(j, m, RALLY_ESTATE,
+                         j->went ? "the job is finishing: it takes no worker in"
+                                 : "the job has not started: it takes workers in once it runs");
+        return;
+    }
     if (r < 0) {
         rally__jb_reject(
             j, m, RALLY_ESTATE,
@@ -344,6 +353,23 @@ static void on_shutdown(struct rally__job *j, struct rally__job_member *m,
         rally__jb_done(j);
 }
 
+/* The job committed a checkpoint whose flags ask to take the waiting
+ * workers in: the first word of the epoch does it, later ones are late. */
+static void on_grow_ready(struct rally__job *j, struct rally__job_member *m,
+                          const unsigned char *body, size_t n)
+{
+    uint32_t epoch;
+    if (rally__msg_u32_get(body, n, &epoch) != 0 || m->rank < 0) {
+        rally__jb_drop(j, m, "%s: %s GROW_READY (%zu bytes)", m->what,
+                       m->rank < 0 ? "unranked" : "malformed", n);
+        return;
+    }
+    if (epoch == 0) /* the epoch of the job's first ASSIGN, as the worker knows it */
+        epoch = 1;
+    if (epoch == j->epoch && j->phase == RALLY__JOB_RUNNING)
+        rally__jb_take_in(j);
+}
+
 /* A heartbeat: the worker lives, and says where it stands. */
 static void on_heartbeat(struct rally__job *j, struct rally__job_member *m,
                          const unsigned char *body, size_t n)
@@ -400,6 +426,9 @@ void rally__jb_on_frame(struct rally__job *j, struct rally__job_member *m, uint1
         return;
     case RALLY__T_SHUTDOWN:
         on_shutdown(j, m, body, n);
+        return;
+    case RALLY__T_GROW_READY:
+        on_grow_ready(j, m, body, n);
         return;
     case RALLY__T_REGISTER:
         rally__jb_drop(j, m, "%s: REGISTER twice", m->what);

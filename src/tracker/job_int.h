@@ -61,7 +61,10 @@ struct rally__job {
     uint32_t members;                /* membership changes so far (every ASSIGN says it) */
     uint32_t members_said;           /* the change the last TEV_RESIZED told */
     uint32_t assign_flags;           /* RALLY__ASSIGN_*, decided with it */
-    int lost_rank;                   /* the rank the last change dropped */
+    int lost_rank;                   /* the rank the last change dropped (-1: it took some in) */
+    int taken;                       /* ... the workers it took in */
+    int max_world;                   /* the ranks the tables hold: growth stops there */
+    int njoining;                    /* members waiting to be taken in */
     char lost_task[RALLY__TASK_MAX]; /* ... and its task id */
     int64_t failed_at_us;            /* the first failure of this recovery */
     int64_t epoch_deadline;          /* ms: the current epoch must reach GO by then */
@@ -90,6 +93,13 @@ void rally__jb_fence(struct rally__job *j, int r);
 void rally__jb_go(struct rally__job *j);
 /* Every rank finalized: the phase DONE. */
 void rally__jb_done(struct rally__job *j);
+/* A worker with a new task id registered (m, no rank yet): it waits to be
+ * taken in, if the job can grow; 0, -1 when it has no room for it, -2 when
+ * the job cannot take workers in now (before its start, or finishing). */
+int rally__jb_join(struct rally__job *j, struct rally__job_member *m);
+/* A worker said the job committed a checkpoint that asks to take the
+ * waiting ones in (GROW_READY of the current epoch). */
+void rally__jb_take_in(struct rally__job *j);
 int rally__jb_live(const struct rally__job *j);
 void rally__jb_maybe_assign(struct rally__job *j);
 void rally__jb_new_epoch(struct rally__job *j, const char *cause);

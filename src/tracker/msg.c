@@ -28,6 +28,8 @@ const char *rally__msg_name(uint16_t type)
     case RALLY__T_LINK_FAILED: return "LINK_FAILED";
     case RALLY__T_INPUT: return "INPUT";
     case RALLY__T_INPUT_OK: return "INPUT_OK";
+    case RALLY__T_GROW: return "GROW";
+    case RALLY__T_GROW_READY: return "GROW_READY";
     default: return "an unknown type";
     }
 }
@@ -129,6 +131,18 @@ int rally__msg_assign_get(const unsigned char *b, size_t n, struct rally__msg_as
     }
     m->peers = p;
     return 0;
+}
+
+void rally__msg_u32_put(struct rally__wbuf *w, uint32_t v)
+{
+    rally__w_u32(w, v);
+}
+
+int rally__msg_u32_get(const unsigned char *b, size_t n, uint32_t *v)
+{
+    struct rally__rbuf r = {b, n, 0, 0};
+    *v = rally__r_u32(&r);
+    return done(&r);
 }
 
 void rally__msg_print_put(struct rally__wbuf *w, const char *msg)

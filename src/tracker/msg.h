@@ -54,6 +54,10 @@ struct rally__peer_addr {
  * so the job had computed everything: the survivors renumber and finish,
  * without going back to a checkpoint. */
 #define RALLY__ASSIGN_FINISHING 1u
+/* ... and every ASSIGN from a membership change to the GO after it says
+ * so: a worker that joins then (taken in, or restarted meanwhile) goes
+ * back to the checkpoint with the others rather than catching up. */
+#define RALLY__ASSIGN_CHANGED 2u
 void rally__msg_assign_head(struct rally__wbuf *w, int32_t rank, uint32_t world,
                             uint32_t incarnation);
 void rally__msg_book_entry(struct rally__wbuf *w, const char *host, uint16_t port,
@@ -75,6 +79,10 @@ struct rally__msg_assign {
  * the book or the tail is malformed, -2 when out of memory; m->peers is NULL
  * then. */
 int rally__msg_assign_get(const unsigned char *b, size_t n, struct rally__msg_assign *m);
+
+/* GROW_READY (W->T): u32 epoch. */
+void rally__msg_u32_put(struct rally__wbuf *w, uint32_t v);
+int rally__msg_u32_get(const unsigned char *b, size_t n, uint32_t *v);
 
 /* PRINT (W->T): str message, cut to RALLY__PRINT_MAX bytes. */
 void rally__msg_print_put(struct rally__wbuf *w, const char *msg);

@@ -76,7 +76,9 @@ enum {
     RALLY__T_HEARTBEAT = 27,
     RALLY__T_LINK_FAILED = 28,
     RALLY__T_INPUT = 29,
-    RALLY__T_INPUT_OK = 30
+    RALLY__T_INPUT_OK = 30,
+    RALLY__T_GROW = 31,      /* T->W (empty): a worker waits to join; take it in at a checkpoint */
+    RALLY__T_GROW_READY = 32 /* W->T u32 epoch: the job committed a checkpoint asking for it */
 };
 
 /* Positions (REJOIN, docs/recovery.md): where a worker stands.  The top two

@@ -172,6 +172,11 @@ void rally__tracker_set_min_world(struct rally__tracker *t, int min_world)
     rally__job_set_min_world(t->job, min_world);
 }
 
+int rally__tracker_set_max_world(struct rally__tracker *t, int max_world)
+{
+    return rally__job_set_max_world(t->job, max_world);
+}
+
 int rally__tracker_world(const struct rally__tracker *t)
 {
     return rally__job_world(t->job);

@@ -152,8 +152,11 @@ void rally__tracker_rank_died(struct rally__tracker *t, int rank, const char *ca
 /* The owner gives rank up for good (cause: "its restarts are spent"): with
  * a minimum set the job goes on without it (TEV_RESIZED), else it fails. */
 void rally__tracker_rank_gone(struct rally__tracker *t, int rank, const char *cause);
-/* Elastic membership: see rally__job_set_min_world.  Call before the first GO. */
+/* Elastic membership: see rally__job_set_min_world and _set_max_world (a
+ * worker with a new task id is taken in at a checkpoint, up to max_world;
+ * RALLY_ENOMEM).  Call before the first GO. */
 void rally__tracker_set_min_world(struct rally__tracker *t, int min_world);
+int rally__tracker_set_max_world(struct rally__tracker *t, int max_world);
 /* The number of ranks now, and the rank of the worker with task_id (-1: none). */
 int rally__tracker_world(const struct rally__tracker *t);
 int rally__tracker_rank_of(const struct rally__tracker *t, const char *task_id);

@@ -24,12 +24,14 @@ struct rank_state {
     int fenced_own;        /* ... for its own connection closing (its exit, as the tracker saw it) */
     int fence_killed;      /* that SIGKILL went out */
     int dropped;           /* given up for good: the job went on without it */
+    int joining;           /* launched to join; the tracker has not assigned it yet */
     int status;            /* rally-run's exit status when its failure is the verdict */
     char host[256];        /* where it runs: "" on this host (the lines name no host) */
 };
 
 struct rally__launch_policy {
-    int world, max_restarts;
+    int world, max_restarts; /* world: the slots in use (ranks launched) */
+    int cap;                 /* ... and the room for them */
     int64_t grace_ms;
     int ndeaths, nrecoveries, nrestarts;
     int nrecovered, unrecovered; /* deaths followed by a recovery; deaths since the last */
@@ -41,23 +43,27 @@ struct rally__launch_policy {
     int64_t kill_at;             /* SIGKILL to all then (RALLY__NEVER: no) */
     int elastic;                 /* a rank with no restart left is given up, not fatal */
     int world_now, ndropped;     /* the ranks now, and how many were given up */
+    int world0;                  /* the ranks launched at the start */
     struct rank_state *rank;
 };
 
-int rally__launch_policy_new(struct rally__launch_policy **out, int world, int max_restarts,
-                             int64_t grace_ms)
+int rally__launch_policy_new(struct rally__launch_policy **out, int world, int slots,
+                             int max_restarts, int64_t grace_ms)
 {
     struct rally__launch_policy *pol = calloc(1, sizeof *pol);
-    if (pol == NULL || (pol->rank = calloc((size_t)world, sizeof *pol->rank)) == NULL) {
+    if (slots < world)
+        slots = world;
+    if (pol == NULL || (pol->rank = calloc((size_t)slots, sizeof *pol->rank)) == NULL) {
         free(pol);
         return -1;
     }
-    pol->world = pol->world_now = world;
+    pol->cap = slots;
+    pol->world = pol->world_now = pol->world0 = world;
     pol->max_restarts = max_restarts;
     pol->grace_ms = grace_ms;
     pol->first = -1;
     pol->kill_at = RALLY__NEVER;
-    for (int i = 0; i < world; i++) {
+    for (int i = 0; i < slots; i++) {
         pol->rank[i].fence_kill_at = RALLY__NEVER;
         pol->rank[i].status = 1;
     }
@@ -76,6 +82,29 @@ void rally__launch_policy_free(struct rally__launch_policy *pol)
 void rally__launch_policy_elastic(struct rally__launch_policy *pol, int on)
 {
     pol->elastic = on != 0;
+}
+
+int rally__launch_policy_add(struct rally__launch_policy *pol, int max_workers)
+{
+    int waiting = 0;
+    for (int i = 0; i < pol->world; i++)
+        waiting += pol->rank[i].joining;
+    if (pol->world == pol->cap || pol->world_now + waiting >= max_workers || pol->stop_sig ||
+        pol->first >= 0)
+        return -1;
+    int r = pol->world++;
+    pol->rank[r].joining = 1;
+    return r;
+}
+
+int rally__launch_policy_slots(const struct rally__launch_policy *pol)
+{
+    return pol->world;
+}
+
+int rally__launch_policy_joining(const struct rally__launch_policy *pol, int rank)
+{
+    return rank >= 0 && rank < pol->world && pol->rank[rank].joining;
 }
 
 static void clear(struct rally__launch_act *a)
@@ -125,7 +154,9 @@ void rally__launch_policy_event(struct rally__launch_policy *pol,
                                 const struct rally__launch_event *ev, int64_t now)
 {
     int ok = ev->rank >= 0 && ev->rank < pol->world;
-    if (ev->kind == RALLY__TEV_FINALIZED && ok) {
+    if (ev->kind == RALLY__TEV_ASSIGNED && ok) {
+        pol->rank[ev->rank].joining = 0;
+    } else if (ev->kind == RALLY__TEV_FINALIZED && ok) {
         pol->rank[ev->rank].finalized = 1;
     } else if (ev->kind == RALLY__TEV_RANK_FAILED && ok && pol->rank[ev->rank].running) {
         struct rank_state *k = &pol->rank[ev->rank];
@@ -249,6 +280,18 @@ void rally__launch_policy_exit(struct rally__launch_policy *pol, int rank, int s
     k->fence_kill_at = RALLY__NEVER;
     if (WIFEXITED(st) && WEXITSTATUS(st) == 0 && k->finalized)
         return;
+    if (k->joining) { /* it never was one of the job's ranks */
+        k->joining = 0;
+        if (WIFSIGNALED(st))
+            snprintf(a->say, sizeof a->say,
+                     "rank %d was killed by signal %d before the job took it in", rank,
+                     WTERMSIG(st));
+        else
+            snprintf(a->say, sizeof a->say,
+                     "rank %d exited with status %d before the job took it in", rank,
+                     WEXITSTATUS(st));
+        return;
+    }
     char cause[320];
     int fence_kill = WIFSIGNALED(st) && k->fence_killed && WTERMSIG(st) == SIGKILL;
     if (fence_kill)
@@ -480,7 +523,8 @@ void rally__launch_policy_summary(const struct rally__launch_policy *pol, FILE *
         for (int i = 0, n = 0; i < pol->world; i++)
             if (pol->rank[i].dropped)
                 fprintf(f, "%s%d", n++ ? "," : "", i);
-        fprintf(f, " workers=%d", pol->world_now);
     }
+    if (pol->ndropped > 0 || pol->world_now != pol->world0)
+        fprintf(f, " workers=%d", pol->world_now);
     fprintf(f, "\n");
 }

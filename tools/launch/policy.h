@@ -66,7 +66,7 @@ struct rally__launch_policy;
 
 /* A tracker event as recorded by its hook (only the kinds below matter). */
 struct rally__launch_event {
-    int kind;       /* RALLY__TEV_FINALIZED, _RANK_FAILED, _RECOVERED, _RESIZED */
+    int kind;       /* RALLY__TEV_FINALIZED, _RANK_FAILED, _RECOVERED, _RESIZED, _ASSIGNED */
     int world;      /* RESIZED: the ranks now */
     int rank;       /* FINALIZED: the task id's rank; RANK_FAILED: the rank */
     char text[256]; /* RANK_FAILED: why the tracker fenced it */
@@ -92,13 +92,24 @@ struct rally__launch_act {
     char abort[512];
 };
 
-int rally__launch_policy_new(struct rally__launch_policy **out, int world, int max_restarts,
-                             int64_t grace_ms);
+/* world ranks launched, room for slots in all (>= world: ranks taken in
+ * later, rally__launch_policy_add). */
+int rally__launch_policy_new(struct rally__launch_policy **out, int world, int slots,
+                             int max_restarts, int64_t grace_ms);
 void rally__launch_policy_free(struct rally__launch_policy *pol);
 /* An elastic job (rally-run --min-workers): a crash with no restart left
  * gives the rank up (act gone) instead of failing the job; the tracker
  * goes on without it or, below the minimum, fails the job. */
 void rally__launch_policy_elastic(struct rally__launch_policy *pol, int on);
+/* Growth (rally-run --max-workers): a rank more, launched to join at a
+ * checkpoint; its number (its task id), or -1 when max_workers run or wait
+ * already (or the slots are spent).  Until the tracker assigns it (event
+ * ASSIGNED) it is joining: its exit is no death and fails nothing. */
+int rally__launch_policy_add(struct rally__launch_policy *pol, int max_workers);
+/* How many ranks were launched (the slots in use), and whether rank r
+ * waits to join. */
+int rally__launch_policy_slots(const struct rally__launch_policy *pol);
+int rally__launch_policy_joining(const struct rally__launch_policy *pol, int rank);
 
 void rally__launch_policy_event(struct rally__launch_policy *pol,
                                 const struct rally__launch_event *ev, int64_t now);

@@ -24,6 +24,7 @@ int rally__launch_signals(int children)
     if (children) {
         sigaddset(&set, SIGCHLD);
         sigaddset(&set, SIGUSR1); /* rally-run: "snapshot now" */
+        sigaddset(&set, SIGUSR2); /* rally-run --max-workers: "take one more worker in" */
     }
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);

@@ -19,7 +19,7 @@
 
 #include "tracker/server.h"
 
-/* Blocks SIGINT, SIGTERM, SIGHUP (and SIGCHLD and SIGUSR1 when children) so that they arrive
+/* Blocks SIGINT, SIGTERM, SIGHUP (and SIGCHLD, SIGUSR1 and SIGUSR2 when children) so that they arrive
  * only through the returned signalfd, and ignores SIGPIPE.  Returns the
  * descriptor, or -1 (errno says why). */
 int rally__launch_signals(int children);
