@@ -168,6 +168,7 @@ static int went_on(struct rally__robust *rb)
         rally__robust_fatal(rb, RALLY_ECONFIG, msg);
         return RALLY_ECONFIG;
     }
+    rally__robust_store_spare_prev(rb);
     rally__robust_cache_clear(rb);
     rb->boot = 0;
     rb->q = 0;

@@ -66,7 +66,10 @@ static int agree(struct rally__robust *rb, uint64_t v[S_N], int kind)
 
 /* Broadcasts (sig, bytes) from root; every worker takes part, and *out (a
  * rally__robust_buf, or with cap a store buffer of capacity *cap: a
- * checkpoint the store keeps) receives the bytes on workers that want them. */
+ * checkpoint the store keeps) receives the bytes on workers that want them.
+ * With cap every other worker receives into a store buffer too, a spare it
+ * gives back: a checkpoint is big, and a spare's pages are warm (after a
+ * membership change every worker takes part, most holding it already). */
 static int transfer(struct rally__robust *rb, int root, struct rally__sig *sig,
                     const unsigned char *data, uint64_t nbytes, int want, unsigned char **out,
                     uint64_t *out_nbytes, uint64_t *cap)
@@ -86,7 +89,7 @@ static int transfer(struct rally__robust *rb, int root, struct rally__sig *sig,
     uint64_t n = sig->sidecar;
     sig->sidecar = 0;
     uint64_t c = 0;
-    int store = cap != NULL && want && rb->rank != root;
+    int store = cap != NULL && rb->rank != root;
     unsigned char *buf = rb->rank == root ? (unsigned char *)data
                          : store          ? rally__robust_stake(rb, n, &c)
                                           : rally__robust_buf(rb, n);

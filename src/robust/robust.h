@@ -338,6 +338,9 @@ void rally__robust_commit(struct rally__robust *rb, uint64_t v, uint64_t flags);
  * stored and not acknowledged is dropped); RALLY_ESTATE when that version
  * is not held here (a lazy checkpoint, not elastic). */
 int rally__robust_store_back(struct rally__robust *rb);
+/* The kept older model becomes a spare (after going back: it is stale),
+ * warm for the transfer a membership change's load may need. */
+void rally__robust_store_spare_prev(struct rally__robust *rb);
 /* The subscribers hear that the job goes on with other workers. */
 void rally__robust_store_resized(struct rally__robust *rb);
 void rally__robust_store_free(struct rally__robust *rb);

@@ -426,6 +426,13 @@ int rally__robust_store_back(struct rally__robust *rb)
     return RALLY_OK;
 }
 
+void rally__robust_store_spare_prev(struct rally__robust *rb)
+{
+    rally__robust_sgive(rb, rb->st.prev, rb->st.prev_cap);
+    rb->st.prev = NULL;
+    rb->st.prev_cap = rb->st.prev_version = 0;
+}
+
 void rally__robust_store_resized(struct rally__robust *rb)
 {
     rally__subscribers_resized(&rb->st.subs, rb->version, rb->rank, rb->world);
