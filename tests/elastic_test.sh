@@ -18,6 +18,9 @@
 #                in place under its new rank; the digest equals a rerun
 #   below_min    -n 4 --min-workers 3: the second loss would leave 2; the job
 #                fails with the tracker's sentence, exit status 1, no hang
+#   auto_resume  the same with --auto-resume and snapshots every 2 versions: the
+#                job falls back to the newest snapshot (version 4, of 3
+#                workers) at -n 4 and ends well
 #   local_refused  ADMM (opaque local models) with --min-workers: a loss for
 #                good fails the job with a sentence naming the reason
 #   trainers     rally-linear (L-BFGS) and rally-gbdt shrink 4 -> 3 (rally_mock,
@@ -118,6 +121,15 @@ below_min)
     has "$tmp/out" "^rally-run: rank 1 lost for good: going on with 3 workers from version 3$"
     has "$tmp/out" "^rally-run: job aborted: rank 1 (task id 2) lost for good (killed by signal 9; --max-restarts 0): going on would leave 2 workers, fewer than the minimum of 3"
     ! grep -q 'model_digest=' "$tmp/out" || fail "a model came out"
+    ;;
+auto_resume)
+    elastic "$tmp/out" 0 4 3 --max-restarts 0 --snapshot-dir "$tmp/snaps" --snapshot-every 2 \
+        --auto-resume "$mock" $KM rally_mock=1,3,0,0 rally_mock=2,6,0,0
+    has "$tmp/out" "^rally-run: job aborted: rank 1 (task id 2) lost for good (killed by signal 9; --max-restarts 0): going on would leave 2 workers, fewer than the minimum of 3"
+    has "$tmp/out" "^rally-run: auto-resume: restarting the whole job from .*/snap-00000004 (checkpoint version 4, verified; job restart 1 of 3)$"
+    has "$tmp/out" "snapshot: resuming a global model taken by 3 workers on 4"
+    has "$tmp/out" "^\[0\] result: model_digest="
+    has "$tmp/out" "^rally-run: summary: .* job-restarts=1 "
     ;;
 local_refused)
     "$build/rally-datagen" --rows 4000 --features 6 --centers 2 --seed 3 --format csv \
