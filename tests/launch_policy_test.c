@@ -433,6 +433,20 @@ static void elastic_gives_up_a_rank(void **state)
                               "--max-restarts 0): going on would leave 1 worker, fewer than the "
                               "minimum of 2\n");
     rally__launch_policy_free(pol);
+
+    /* a host gone for good: its rank's restart cannot reach it */
+    pol = make(3, 2, 300);
+    rally__launch_policy_elastic(pol, 1);
+    rally__launch_policy_host(pol, 1, "h2");
+    rally__launch_policy_lost(pol, 1, &running, 0, &a);
+    assert_int_equal(a.restart, 1);
+    rally__launch_policy_spawned(pol, 1);
+    rally__launch_policy_unstarted(pol, 1, "host h2 (rank 1): cannot be reached: no route", 1,
+                                   &running, 5, &a);
+    assert_int_equal(a.gone, 1);
+    assert_string_equal(a.abort, "");
+    assert_string_equal(a.say, "host h2 (rank 1): cannot be reached: no route: giving it up");
+    rally__launch_policy_free(pol);
 }
 
 /* Growth (--max-workers): a rank added waits to join; its exit before the
@@ -671,7 +685,8 @@ static void remote_unstarted_fails_the_job(void **state)
     struct rally__launch_act a;
     struct rally__launch_policy *pol = make(3, 3, 300);
     rally__launch_policy_host(pol, 2, "h2");
-    rally__launch_policy_unstarted(pol, 2, "host h2 (rank 2): ./prog: not found", 127, 5, &a);
+    rally__launch_policy_unstarted(pol, 2, "host h2 (rank 2): ./prog: not found", 127, &running, 5,
+                                   &a);
     assert_int_equal(a.restart, -1);
     assert_string_equal(a.abort, "host h2 (rank 2): ./prog: not found");
     assert_int_equal(rally__launch_policy_deadline(pol), 305);

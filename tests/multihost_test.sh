@@ -14,6 +14,10 @@
 #            launcher has lost rank 3's ssh session (its log line, not a
 #            sleep): rank 3 restarts on host 4 and the job re-wires around
 #            it, the same digest
+#   lost     elastic (--min-workers 3): host 4's cable goes down for good at
+#            iteration 3 and its rank's restart cannot reach it over ssh; the
+#            job gives rank 3 up and ends well with 3 workers, well inside
+#            its bound
 #   tbf      every cable shaped by tc tbf (2 Mbit/s): the same digest, and the
 #            shaper's counters show the job's bytes went through it
 #   ipv6     the cables carry only fd00:5253::/64 (IPv4 addresses removed):
@@ -217,6 +221,29 @@ linkcut | flap)
         echo "$clear" | tail -3
         echo "multihost_test $case_: failed with a clear error"
     fi
+    rig_link 4 up
+    no_leftovers
+    ;;
+lost)
+    start_job "$tmp/out" 150 "${FAST[@]}" --max-restarts 2 --min-workers 3 -- "$km" "${KM[@]}" \
+        --pause-ms 100 "${LINK[@]}" --iters 40 --fixed
+    wait_line "$tmp/out" '^\[0\] iteration 3 ' "iteration 3"
+    rig_link 4 down || fail "cannot cut host 4's cable"
+    cut=$(date +%s)
+    echo "multihost_test: cut host 4's cable for good at $(date +%T)"
+    wait_job
+    rc=$?
+    took=$(($(date +%s) - cut))
+    cat "$tmp/out"
+    echo "multihost_test $case_: the job ended with status $rc, $took s after the cut"
+    [ $rc -eq 0 ] || fail "the job failed (status $rc)"
+    [ "$took" -lt 90 ] || fail "the loss took $took s to handle"
+    grep -q '^rally-run: host .* (rank 3): cannot be reached.*: giving it up$' "$tmp/out" ||
+        fail "rally-run did not give rank 3 up for its host"
+    grep -q '^rally-run: rank 3 lost for good: going on with 3 workers from version [0-9]*$' "$tmp/out" ||
+        fail "no line for the change"
+    grep -q '^rally-run: summary: .* lost-for-good=3 workers=3$' "$tmp/out" || fail "summary"
+    grep -q 'model_digest=' "$tmp/out" || fail "no result"
     rig_link 4 up
     no_leftovers
     ;;

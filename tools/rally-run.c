@@ -670,7 +670,7 @@ static void remote_exit(struct run *r, int i, int st, const struct rally__launch
     else if (kind == RALLY__LAUNCH_AS_LOST)
         rally__launch_policy_lost(r->pol, i, v, rally__now_ms(), a);
     else
-        rally__launch_policy_unstarted(r->pol, i, why, out, rally__now_ms(), a);
+        rally__launch_policy_unstarted(r->pol, i, why, out, v, rally__now_ms(), a);
 }
 
 /* SIGUSR2: one more worker, which the job takes in at its next checkpoint. */

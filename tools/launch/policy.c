@@ -362,13 +362,24 @@ void rally__launch_policy_lost(struct rally__launch_policy *pol, int rank,
 }
 
 void rally__launch_policy_unstarted(struct rally__launch_policy *pol, int rank, const char *why,
-                                    int status, int64_t now, struct rally__launch_act *a)
+                                    int status, const struct rally__launch_view *v, int64_t now,
+                                    struct rally__launch_act *a)
 {
     clear(a);
     struct rank_state *k = &pol->rank[rank];
     k->running = 0;
     k->fence_kill_at = RALLY__NEVER;
     unfence(k);
+    if (pol->elastic && k->restarts > 0 && v->recoverable && pol->first < 0 && !pol->stop_sig) {
+        /* its host is gone for good (no restart can reach it): given up */
+        k->dropped = 1;
+        pol->ndropped++;
+        pol->unrecovered--;
+        snprintf(a->say, sizeof a->say, "%.500s: giving it up", why);
+        snprintf(a->cause, sizeof a->cause, "%.300s", why);
+        a->gone = rank;
+        return;
+    }
     snprintf(k->why, sizeof k->why, "%.500s", why);
     k->status = status;
     fail(pol, rank, now, a);

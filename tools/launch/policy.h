@@ -136,9 +136,12 @@ void rally__launch_policy_lost(struct rally__launch_policy *pol, int rank,
                                const struct rally__launch_view *v, int64_t now,
                                struct rally__launch_act *a);
 /* rank could not be started on its host (unreachable, the program missing):
- * the job fails with why and exit status status; no death is counted. */
+ * the job fails with why and exit status status; no death is counted.  In
+ * an elastic job a rank that could not be restarted (its host gone) is
+ * given up instead (act gone). */
 void rally__launch_policy_unstarted(struct rally__launch_policy *pol, int rank, const char *why,
-                                    int status, int64_t now, struct rally__launch_act *a);
+                                    int status, const struct rally__launch_view *v, int64_t now,
+                                    struct rally__launch_act *a);
 /* rank runs a new process (also when its exec failed: that exit follows). */
 void rally__launch_policy_spawned(struct rally__launch_policy *pol, int rank);
 /* Restarting rank failed with errno err. */
