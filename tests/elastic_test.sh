@@ -16,6 +16,12 @@
 #                once, its second death gives it up; after the change a
 #                renumbered rank (launched as 3, now 2) dies and is restarted
 #                in place under its new rank; the digest equals a rerun
+#   during_recovery  --max-restarts 1: launched rank 2 dies at version 2 and is
+#                restarted; rank 1 dies at version 3 and is restarted; rank 2
+#                dies again while it serves rank 1's recovery (rally_mock's
+#                recovery phase), is given up, and the job goes on with 3
+#                from version 3, rank 1's replacement among them; a rerun
+#                gives the same bits
 #   below_min    -n 4 --min-workers 3: the second loss would leave 2; the job
 #                fails with the tracker's sentence, exit status 1, no hang
 #   auto_resume  the same with --auto-resume and snapshots every 2 versions: the
@@ -114,6 +120,18 @@ restart_first)
     has "$tmp/a" "^rally-run: summary: deaths=3 recovered=2 .* lost-for-good=1 workers=3$"
     ! grep -q 'never fired' "$tmp/a" || fail "a kill point did not fire"
     elastic "$tmp/b" 0 4 2 --max-restarts 1 "$mock" $KM $pts
+    [ "$(digest "$tmp/a")" = "$(digest "$tmp/b")" ] || fail "a rerun gave other bits"
+    ;;
+during_recovery)
+    pts="rally_mock=2,2,0,0 rally_mock=1,3,0,0 rally_mock=2,3,0,1,recovery"
+    elastic "$tmp/a" 0 4 3 --max-restarts 1 "$mock" $KM $pts
+    cp "$tmp/a" "$tmp/out"
+    has "$tmp/a" "^rally-run: rank 1 died (killed by signal 9); restarting it (restart 1 of 1)"
+    has "$tmp/a" "^rally-run: rank 2 died (killed by signal 9); its restarts are exhausted: giving it up"
+    has "$tmp/a" "^rally-run: rank 2 lost for good: going on with 3 workers from version 3$"
+    has "$tmp/a" "^\[1\] rank 1 of 3 now: reading its shard again$"
+    ! grep -q 'never fired' "$tmp/a" || fail "a kill point did not fire"
+    elastic "$tmp/b" 0 4 3 --max-restarts 1 "$mock" $KM $pts
     [ "$(digest "$tmp/a")" = "$(digest "$tmp/b")" ] || fail "a rerun gave other bits"
     ;;
 below_min)
