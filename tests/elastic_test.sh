@@ -40,6 +40,11 @@
 #                and 7, each taken in at a checkpoint (the job goes on with 7,
 #                then 8 workers, each reading a new shard); a third SIGUSR2
 #                is refused; the objective is the failure-free run's to 1e-6
+#   chaos        seeded schedules (ELASTIC_CHAOS_SEEDS, default 1 2 3 4) of 6
+#                workers, --min-workers 3, --max-restarts 1: each seed kills
+#                2 to 4 launched ranks at chosen versions (rally_mock), some
+#                once (restarted in place), some twice (given up); every run
+#                ends well and equals a rerun of its own schedule
 #   snapshot     snapshots every 2 versions across a shrink: the one pending
 #                at the change is void, the next ones record 7 workers, and
 #                --resume latest at -n 8 ends with the digest of a run that
@@ -219,6 +224,23 @@ grow)
     b=$(sed -n 's/.*result: .*objective=\([^ ]*\)$/\1/p' "$tmp/plain")
     awk -v a="$a" -v b="$b" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 1e-6 * b) }' ||
         fail "objective $a after growing, $b without"
+    ;;
+chaos)
+    for seed in ${ELASTIC_CHAOS_SEEDS:-1 2 3 4}; do
+        # the points: rank, version, seq 0, ndeath; a rank's second death comes later
+        pts=$(awk -v seed="$seed" 'BEGIN { srand(seed); n = 2 + int(rand() * 3); gone = 0
+            for (i = 0; i < n; i++) { r = int(rand() * 6); if (used[r]++) continue
+                v = 2 + int(rand() * 8); printf "rally_mock=%d,%d,0,0 ", r, v
+                if (gone < 3 && rand() < 0.5) { gone++; printf "rally_mock=%d,%d,0,1 ", r, v + 1 + int(rand() * 3) } } }')
+        for i in 1 2; do
+            elastic "$tmp/c$i" 0 6 3 --max-restarts 1 "$mock" $KM $pts
+        done
+        cp "$tmp/c1" "$tmp/out"
+        ! grep -q 'never fired' "$tmp/c1" || fail "seed $seed: a kill point did not fire ($pts)"
+        a=$(digest "$tmp/c1") b=$(digest "$tmp/c2")
+        [ -n "$a" ] && [ "$a" = "$b" ] || fail "seed $seed ($pts): $a, then $b"
+        echo "elastic_test chaos: seed $seed: $pts-> $(grep -o 'deaths=.*' "$tmp/c1"): $a"
+    done
     ;;
 snapshot)
     snaps=$tmp/snaps
