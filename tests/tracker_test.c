@@ -992,6 +992,62 @@ static void recover_malformed_rejoin_is_fatal(void **state_)
 }
 
 /* The heartbeat thread and the caller share the socket: no frame may tear. */
+/* Growth through real sockets: a worker with a new task id waits; GROW
+ * reaches every rank ahead of an INPUT_OK (the worker waiting for that
+ * takes it for its next checkpoint, it is no protocol error) and on the
+ * alarm line; one GROW_READY takes the waiting worker in as rank 2 of 3,
+ * and every rank's rejoin is renumbered. */
+static void grow_reaches_workers_and_takes_one_in(void **state_)
+{
+    start(2, 10000, 0);
+    pthread_mutex_lock(&fx.mu);
+    assert_int_equal(rally__tracker_set_max_world(fx.t, 3), RALLY_OK);
+    pthread_mutex_unlock(&fx.mu);
+    struct rally__tclient c[2];
+    struct rally__err e = {0, ""};
+    job(c, 2);
+    struct async_join j;
+    join_start(&j, "7");
+    int64_t deadline = rally__deadline(WAIT_MS);
+    for (;;) { /* until the tracker has it waiting: GROW is queued to both */
+        pthread_mutex_lock(&fx.mu);
+        int there = strstr(fx.log, "the worker with task id '7' waits to join") != NULL;
+        pthread_mutex_unlock(&fx.mu);
+        if (there)
+            break;
+        assert_true(rally__ms_left(deadline) > 0);
+        usleep(1000);
+    }
+    /* GROW went out before this INPUT's answer */
+    assert_int_equal(rally__tclient_input(&c[0], "range", 42, &e), RALLY_OK);
+    assert_int_equal(c[0].grow_asked, 1);
+    struct pollfd p = {.fd = c[1].fd, .events = POLLIN};
+    assert_int_equal(poll(&p, 1, WAIT_MS), 1);
+    assert_int_equal(rally__tclient_check(&c[1], &e), RALLY_OK);
+    assert_int_equal(c[1].grow_asked, 1);
+    assert_int_equal(rally__tclient_grow_ready(&c[0], &e), RALLY_OK);
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(alarm_rc(&c[i], &e), RALLY__ERESET);
+    struct op o[2];
+    for (int i = 0; i < 2; i++)
+        op_start(&o[i], OP_REJOIN, &c[i], NULL);
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(op_end(&o[i]), RALLY_OK);
+    assert_int_equal(join_end(&j), RALLY_OK);
+    assert_int_equal(j.c.rank, 2);
+    assert_int_equal(j.c.world, 3);
+    assert_int_equal(j.c.assign_flags, RALLY__ASSIGN_CHANGED);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(c[i].world, 3);
+        assert_int_equal(c[i].resized, 1);
+        assert_int_equal(c[i].rank, i);
+    }
+    for (int i = 0; i < 2; i++)
+        rally__tclient_close(&c[i]);
+    rally__tclient_close(&j.c);
+    stop();
+}
+
 static void heartbeat_thread_and_caller_send_together(void **state_)
 {
     start(1, 10000, 0);
@@ -1052,6 +1108,7 @@ int main(void)
         cmocka_unit_test(startup_timeout_names_missing_workers),
         cmocka_unit_test(startup_timeout_names_unready_ranks),
         cmocka_unit_test(fake_tracker_is_rejected_by_join),
+        cmocka_unit_test(grow_reaches_workers_and_takes_one_in),
         cmocka_unit_test(recover_rank_drops_after_go),
         cmocka_unit_test(recover_failure_during_assembly_starts_next_epoch),
         cmocka_unit_test(recover_stale_incarnation_is_replaced),

@@ -435,6 +435,10 @@ int rally__tclient_input(struct rally__tclient *t, const char *scheme, uint64_t 
             return RALLY_OK;
         if (t->in.type == RALLY__T_ABORT)
             return aborted(t, e);
+        if (t->in.type == RALLY__T_GROW) { /* for the next checkpoint (robust/op.c) */
+            t->grow_asked = 1;
+            continue;
+        }
         if (t->in.type != RALLY__T_RESET)
             return rally__fail(e, RALLY_EPROTO, "%s sent frame type %u where INPUT_OK was due",
                                t->what, t->in.type);
