@@ -46,7 +46,8 @@
 #                once (restarted in place), some twice (given up); every run
 #                ends well and equals a rerun of its own schedule
 #   snapshot     snapshots every 2 versions across a shrink: the one pending
-#                at the change is void, the next ones record 7 workers, and
+#                at the change is void, the next ones record 7 workers and
+#                the change (world_changes: 8 from version 0, 7 from 4), and
 #                --resume latest at -n 8 ends with the digest of a run that
 #                resumes the same snapshot without failures
 set -u
@@ -257,6 +258,10 @@ snapshot)
     "$build/rally-snapshot" show "$last" >"$tmp/show" || fail "rally-snapshot show $last"
     grep -q "^world size *7$" "$tmp/show" || { cat "$tmp/show"; fail "the newest snapshot is not of 7"; }
     [ "$(grep -c '^rank [0-9]* *host' "$tmp/show")" -eq 7 ] || fail "not 7 inputs kept"
+    [ "$(grep '^workers ' "$tmp/show" | tr -s ' ')" = "$(printf 'workers 8 from version 0\nworkers 7 from version 4')" ] ||
+        { cat "$tmp/show"; fail "the manifest does not record the change"; }
+    "$build/rally-snapshot" show "$snaps/rally-kmeans-mock/snap-00000002" | grep -q '^workers ' &&
+        fail "snap-2, before the change, names one"
     # the newest is of version 12, the last: resume from snap-8 instead
     last=$snaps/rally-kmeans-mock/snap-00000008
     "$here/run_job.sh" 0 90 "$run" -n 8 --snapshot-dir "$snaps" --resume "$last" "$mock" $KM \

@@ -545,6 +545,18 @@ static const struct manifest_case MANIFEST_CASES[] = {
      "\"checkpoint_version\" is -5"},
     {"bad_checksum_text", "\"xxh3_64\": \"", "\"xxh3_64\": \"XY", "16 lowercase hex digits"},
     {"job_with_slash", "\"job\": \"job\"", "\"job\": \"../job\"", "\"job\" is \"../job\""},
+    {"changes_not_array", "\"checkpoint_version\": 5",
+     "\"checkpoint_version\": 5, \"world_changes\": 1", "\"world_changes\" is not a non-empty"},
+    {"changes_last_world", "\"checkpoint_version\": 5",
+     "\"checkpoint_version\": 5, \"world_changes\": [{\"version\": 0, \"world_size\": 3}]",
+     "the last of \"world_changes\" has world_size 3, the snapshot 2"},
+    {"changes_future", "\"checkpoint_version\": 5",
+     "\"checkpoint_version\": 5, \"world_changes\": [{\"version\": 9, \"world_size\": 2}]",
+     "world_changes[0].\"version\" is 9, want 0 to 5"},
+    {"changes_order", "\"checkpoint_version\": 5",
+     "\"checkpoint_version\": 5, \"world_changes\": [{\"version\": 3, \"world_size\": 3}, "
+     "{\"version\": 1, \"world_size\": 2}]",
+     "world_changes[1].version 1 is older than the one before"},
 };
 
 static void manifest_rules(void **state)
@@ -570,6 +582,24 @@ static void manifest_rules(void **state)
     assert_memory_equal(again, good, n);
     free(again);
     rally__snap_manifest_free(m);
+    { /* an elastic job's changes of its workers, kept through a round trip */
+        char with[8192];
+        const char *at = strstr(good, "\"checkpoint_version\": 5");
+        assert_non_null(at);
+        snprintf(with, sizeof with, "%.*s\"world_changes\": [{\"version\": 0, \"world_size\": 3}, "
+                 "{\"version\": 4, \"world_size\": 2}], %s", (int)(at - good), good, at);
+        assert_int_equal(rally__snap_manifest_parse(with, strlen(with), &e, &m), RALLY_OK);
+        assert_int_equal(m->nchanges, 2);
+        assert_int_equal(m->changes[1].version, 4);
+        assert_int_equal(m->changes[1].world, 2);
+        assert_int_equal(rally__snap_manifest_encode(m, &e, &again, &n2), RALLY_OK);
+        rally__snap_manifest_free(m);
+        assert_int_equal(rally__snap_manifest_parse(again, n2, &e, &m), RALLY_OK);
+        assert_int_equal(m->nchanges, 2);
+        assert_int_equal(m->changes[0].world, 3);
+        rally__snap_manifest_free(m);
+        free(again);
+    }
     for (size_t i = 0; i < sizeof MANIFEST_CASES / sizeof MANIFEST_CASES[0]; i++) {
         const struct manifest_case *c = &MANIFEST_CASES[i];
         char bad[8192];

@@ -241,6 +241,10 @@ static void print_manifest(const rally_snapshot_t *s, int full)
     printf("checkpoint        version %" PRIu64 "\n", rally_snapshot_version(s));
     printf("created           %s\n", F("created"));
     printf("world size        %d\n", rally_snapshot_world(s));
+    uint64_t cv;
+    int cw;
+    for (size_t i = 0; rally_snapshot_world_change(s, i, &cv, &cw) == RALLY_OK; i++)
+        printf("workers           %d from version %" PRIu64 "\n", cw, cv);
     printf("app               %s\n", app[0] ? app : "(none registered)");
     printf("app config        %s\n", F("app_config"));
     printf("app config hash   xxh3-64 %s\n", F("app_config_xxh3"));

@@ -95,6 +95,12 @@ RALLY_API const char *rally_snapshot_setting(const rally_snapshot_t *s, const ch
 /* Its i-th kept setting, in the manifest's order; RALLY_EINVAL past the end. */
 RALLY_API int rally_snapshot_setting_at(const rally_snapshot_t *s, size_t i, const char **key,
                                         const char **value);
+/* An elastic job's changes of its workers up to this snapshot, oldest
+ * first: from checkpoint *version on, the job ran on *world workers (the
+ * first, version 0, the world it started with); RALLY_EINVAL past the end,
+ * at once when the workers never changed. */
+RALLY_API int rally_snapshot_world_change(const rally_snapshot_t *s, size_t i, uint64_t *version,
+                                          int *world);
 /* Its i-th file (i < rally_snapshot_nfiles): name, size and XXH3-64 as the
  * manifest lists them; RALLY_EINVAL past the end. */
 RALLY_API size_t rally_snapshot_nfiles(const rally_snapshot_t *s);

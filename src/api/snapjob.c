@@ -244,6 +244,20 @@ static void on_resized(void *arg, uint64_t v, int rank, int world)
         sj->nparts = 0;
         sj->failed = sj->logged = 0;
     }
+    /* the manifests from now on say so: the world before, then this one */
+    size_t n = sj->nchanges ? sj->nchanges + 1 : 2;
+    struct rally__snap_change *c = realloc(sj->changes, n * sizeof *c);
+    if (c != NULL) {
+        if (sj->nchanges == 0)
+            c[0] = (struct rally__snap_change){0, sj->world};
+        c[n - 1] = (struct rally__snap_change){v, world};
+        sj->changes = c;
+        sj->nchanges = n;
+    } else { /* out of memory: the manifests say nothing rather than something wrong */
+        free(sj->changes);
+        sj->changes = NULL;
+        sj->nchanges = 0;
+    }
     sj->rank = rank;
     sj->world = world;
 }
@@ -308,6 +322,7 @@ int rally__snapjob_start(struct rally__engine *en, const struct rally__config *c
         sub.resized = on_resized;
         if ((sj->report = calloc((size_t)sj->world * SLOT, 8)) == NULL)
             return rally__fail(e, RALLY_ENOMEM, "out of memory for the snapshot report");
+        sj->report_world = sj->world;
         if (rally__snap_bg_start(e, &sj->bg) != RALLY_OK ||
             (sj->rank == 0 && rally__snap_bg_start(e, &sj->cbg) != RALLY_OK) ||
             (c->snapshot_copy[0] != '\0' &&
@@ -335,6 +350,7 @@ void rally__snapjob_free(struct rally__snapjob *sj)
     rally__snap_lock_release(sj->lock);
     free(sj->man[0]);
     free(sj->man[1]);
+    free(sj->changes);
     free(sj->report);
     free(sj->app_name);
     free(sj->app_config);
@@ -499,6 +515,8 @@ static int commit(struct rally__snapjob *sj, const unsigned char *all, uint64_t 
         f->xxh3 = rally__get_u64(slot + 16);
     }
     m.files = files;
+    m.changes = sj->changes;
+    m.nchanges = sj->nchanges;
     if (sj->copier != NULL) { /* the copy's manifest, for when every file is there */
         free(sj->man[1]);
         sj->man[1] = NULL;
@@ -557,6 +575,13 @@ static int settle(struct rally__snapjob *sj, int wait)
 {
     if (sj->pending == NONE)
         return RALLY_OK;
+    if (sj->world > sj->report_world) { /* the job took workers in */
+        uint64_t *b = realloc(sj->report, (size_t)sj->world * SLOT * 8);
+        if (b == NULL)
+            return rally__fail(sj->err, RALLY_ENOMEM, "out of memory for the snapshot report");
+        sj->report = b;
+        sj->report_world = sj->world;
+    }
     /* world slots of SLOT words, this rank's filled, the others zero */
     memset(sj->report, 0, (size_t)sj->world * SLOT * 8);
     unsigned char *all = (unsigned char *)sj->report;

@@ -83,6 +83,9 @@ struct rally__snapjob {
     char scheme[65]; /* rally_set_input: the partitioning scheme, "" none */
     int has_fp;      /* ... and this rank's input fingerprint */
     uint64_t fp;
+    struct rally__snap_change *changes; /* an elastic job's worker changes (manifest) */
+    size_t nchanges;
+    int report_world; /* ... the ranks report has room for */
     uint64_t *report;                        /* the report's words: world slots (snapjob.c), kept */
     const void *lent[RALLY__SNAP_PARTS_MAX]; /* the engine's bytes the writer reads */
     int nlent;

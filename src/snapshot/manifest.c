@@ -452,6 +452,41 @@ static int parse_app_data(json_t *root, struct rally__snap_manifest *m, struct r
     return RALLY_OK;
 }
 
+/* "world_changes" (optional): an elastic job's changes of its workers so
+ * far, oldest first: each {"version": V, "world_size": W}, V rising and at
+ * most the checkpoint's, the last W the snapshot's world size. */
+static int parse_changes(json_t *root, struct rally__snap_manifest *m, struct rally__err *e)
+{
+    json_t *a = json_object_get(root, "world_changes");
+    if (a == NULL)
+        return RALLY_OK;
+    if (!json_is_array(a) || json_array_size(a) == 0 || json_array_size(a) > 1000000)
+        return bad(e, "\"world_changes\" is not a non-empty array");
+    size_t n = json_array_size(a);
+    if ((m->changes = calloc(n, sizeof *m->changes)) == NULL)
+        return rally__fail(e, RALLY_ENOMEM, "out of memory reading the manifest");
+    m->nchanges = n;
+    for (size_t i = 0; i < n; i++) {
+        json_t *c = json_array_get(a, i);
+        long long v, w;
+        char where[48];
+        snprintf(where, sizeof where, "world_changes[%zu].", i);
+        if (!json_is_object(c))
+            return bad(e, "world_changes[%zu] is not an object", i);
+        if (int_of(c, "version", where, 0, (long long)m->version, &v, e) != RALLY_OK ||
+            int_of(c, "world_size", where, 1, RALLY__SNAP_WORLD_MAX, &w, e) != RALLY_OK)
+            return RALLY_EPROTO;
+        if (i > 0 && (uint64_t)v < m->changes[i - 1].version)
+            return bad(e, "world_changes[%zu].version %lld is older than the one before", i,
+                       (long long)v);
+        m->changes[i] = (struct rally__snap_change){(uint64_t)v, (int)w};
+    }
+    if (m->changes[n - 1].world != m->world)
+        return bad(e, "the last of \"world_changes\" has world_size %d, the snapshot %d",
+                   m->changes[n - 1].world, m->world);
+    return RALLY_OK;
+}
+
 static int parse_files(json_t *root, struct rally__snap_manifest *m, struct rally__err *e)
 {
     json_t *a = obj_of(root, "files", is_array, "an array", e);
@@ -584,7 +619,8 @@ int rally__snap_manifest_parse(const char *buf, size_t n, struct rally__err *e,
         goto out;
     m->world = (int)x;
     if (parse_members(root, m, e) != RALLY_OK || parse_settings(root, m, e) != RALLY_OK ||
-        parse_app_data(root, m, e) != RALLY_OK || parse_files(root, m, e) != RALLY_OK) {
+        parse_app_data(root, m, e) != RALLY_OK || parse_files(root, m, e) != RALLY_OK ||
+        parse_changes(root, m, e) != RALLY_OK) {
         rc = e->code;
         goto out;
     }
@@ -618,6 +654,7 @@ void rally__snap_manifest_free(struct rally__snap_manifest *m)
         free(m->fingerprints[r]);
     free(m->fingerprints);
     free(m->files);
+    free(m->changes);
     free(m);
 }
 
@@ -692,6 +729,16 @@ int rally__snap_manifest_encode(const struct rally__snap_manifest *m, struct ral
         push(files, x, &ok);
     }
     put(root, "files", files, &ok);
+    if (m->nchanges > 0) { /* an elastic job's: absent when the workers never changed */
+        json_t *changes = json_array();
+        for (size_t i = 0; i < m->nchanges; i++) {
+            json_t *x = json_object();
+            put(x, "version", json_integer((json_int_t)m->changes[i].version), &ok);
+            put(x, "world_size", json_integer(m->changes[i].world), &ok);
+            push(changes, x, &ok);
+        }
+        put(root, "world_changes", changes, &ok);
+    }
     char *text = ok ? json_dumps(root, JSON_INDENT(2)) : NULL;
     json_decref(root);
     if (text == NULL)

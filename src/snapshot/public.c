@@ -186,6 +186,16 @@ int rally_snapshot_setting_at(const rally_snapshot_t *s, size_t i, const char **
     return RALLY_OK;
 }
 
+int rally_snapshot_world_change(const rally_snapshot_t *s, size_t i, uint64_t *version,
+                                int *world)
+{
+    if (i >= s->m->nchanges)
+        return RALLY_EINVAL;
+    *version = s->m->changes[i].version;
+    *world = s->m->changes[i].world;
+    return RALLY_OK;
+}
+
 size_t rally_snapshot_nfiles(const rally_snapshot_t *s)
 {
     return s->m->nfiles;

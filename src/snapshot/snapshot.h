@@ -48,6 +48,13 @@ struct rally__snap_setting {
 /* What MANIFEST.json says (docs/snapshot-format.md, "The manifest").  The
  * parser allocates every pointer; rally__snap_manifest_free frees them.  A
  * writer may fill one with its own pointers and never free it. */
+/* A change of an elastic job's workers: from checkpoint version `version`
+ * on, the job ran on `world` workers. */
+struct rally__snap_change {
+    uint64_t version;
+    int world;
+};
+
 struct rally__snap_manifest {
     uint32_t format_version;
     char rally_version[32];
@@ -67,6 +74,8 @@ struct rally__snap_manifest {
     char **fingerprints; /* NULL (none) or world entries, "" for a rank without */
     struct rally__snap_file *files;
     size_t nfiles;
+    struct rally__snap_change *changes; /* the run's worker changes so far, oldest first */
+    size_t nchanges;
 };
 
 /* Parses and checks a manifest's bytes (n of them, no NUL needed).  Every
