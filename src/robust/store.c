@@ -339,6 +339,21 @@ int rally__robust_replicate(struct rally__robust *rb, const void *local, uint64_
     return rally__robust_op(rb, &op);
 }
 
+/* The newest model and the kept older one change places (an elastic
+ * job's double buffer: storing the next version, or going back). */
+static void swap_prev(struct rally__store *st)
+{
+    struct rally__store t = *st;
+    st->ckpt = t.prev;
+    st->ckpt_cap = t.prev_cap;
+    st->ckpt_nbytes = t.prev_nbytes;
+    st->ckpt_digest = t.prev_digest;
+    st->prev = t.ckpt;
+    st->prev_cap = t.ckpt_cap;
+    st->prev_nbytes = t.ckpt_nbytes;
+    st->prev_digest = t.ckpt_digest;
+}
+
 /* The copy and its digest in one pass (util/digest.h): each piece is
  * hashed while it is still in the cache. */
 int rally__robust_store_global(struct rally__robust *rb, const void *global, uint64_t nbytes,
@@ -347,16 +362,8 @@ int rally__robust_store_global(struct rally__robust *rb, const void *global, uin
     struct rally__store *st = &rb->st;
     if (st->keep && st->lazy == NULL && st->ckpt != NULL && rb->version == st->committed) {
         /* elastic: the committed model stays until this one is acknowledged */
-        unsigned char *b = st->prev;
-        uint64_t c = st->prev_cap;
-        st->prev = st->ckpt;
-        st->prev_cap = st->ckpt_cap;
-        st->prev_nbytes = st->ckpt_nbytes;
-        st->prev_digest = st->ckpt_digest;
+        swap_prev(st);
         st->prev_version = rb->version;
-        st->ckpt = b;
-        st->ckpt_cap = c;
-        st->ckpt_nbytes = 0;
     }
     if (lazy != NULL) {
         rally__robust_sgive(rb, rb->st.ckpt, rb->st.ckpt_cap); /* a spare for the next copy */
@@ -413,14 +420,7 @@ int rally__robust_store_back(struct rally__robust *rb)
                            (unsigned long long)st->committed,
                            st->lazy != NULL ? "a lazy checkpoint keeps no copy of it"
                                             : "this worker no longer holds it");
-    unsigned char *b = st->ckpt;
-    uint64_t c = st->ckpt_cap;
-    st->ckpt = st->prev;
-    st->ckpt_cap = st->prev_cap;
-    st->ckpt_nbytes = st->prev_nbytes;
-    st->ckpt_digest = st->prev_digest;
-    st->prev = b;
-    st->prev_cap = c;
+    swap_prev(st);
     st->prev_version = 0;
     rb->version = st->committed;
     return RALLY_OK;
