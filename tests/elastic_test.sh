@@ -45,6 +45,12 @@
 #                2 to 4 launched ranks at chosen versions (rally_mock), some
 #                once (restarted in place), some twice (given up); every run
 #                ends well and equals a rerun of its own schedule
+#   records      local models as records (tests/progs/records.c, whose bits do
+#                not depend on N): N = 4 and 3 without failures, a shrink
+#                4 -> 3 -> 2 (the records move to their new owners, every
+#                rank checks it holds exactly its ids) and a grow 3 -> 4 all
+#                end with one digest; with rally_local_replica=1, two
+#                adjacent ranks lost together lose records: a clear error
 #   snapshot     snapshots every 2 versions across a shrink: the one pending
 #                at the change is void, the next ones record 7 workers and
 #                the change (world_changes: 8 from version 0, 7 from 4), and
@@ -243,6 +249,26 @@ chaos)
         again "$tmp/c1" 6 3 --max-restarts 1 "$mock" $KM $pts
         echo "elastic_test chaos: seed $seed: $pts-> $(grep -o 'deaths=.*' "$tmp/c1"): $(digest "$tmp/c1")"
     done
+    ;;
+records)
+    rec=$build/tests/records_mock
+    rdig() { sed -n 's/.*records: result digest=\([0-9a-f]*\) ids=1000$/\1/p' "$1"; }
+    "$here/run_job.sh" 0 60 "$run" -n 4 "$rec" 1000 30 >"$tmp/r4" 2>&1 || { cp "$tmp/r4" "$tmp/out"; fail "N = 4"; }
+    rwant=$(rdig "$tmp/r4")
+    [ -n "$rwant" ] || { cp "$tmp/r4" "$tmp/out"; fail "no digest"; }
+    "$here/run_job.sh" 0 60 "$run" -n 3 "$rec" 1000 30 >"$tmp/r3" 2>&1 || { cp "$tmp/r3" "$tmp/out"; fail "N = 3"; }
+    [ "$(rdig "$tmp/r3")" = "$rwant" ] || fail "N = 3 gave $(rdig "$tmp/r3"), N = 4 $rwant"
+    elastic "$tmp/s" 0 4 2 --max-restarts 0 "$rec" 1000 30 rally_mock=1,3,0,0 rally_mock=3,6,0,0
+    cp "$tmp/s" "$tmp/out"
+    has "$tmp/s" "^rally-run: rank 3 lost for good: going on with 2 workers from version 6$"
+    [ "$(rdig "$tmp/s")" = "$rwant" ] || fail "the shrink gave $(rdig "$tmp/s"), want $rwant"
+    elastic "$tmp/g" 0 3 3 --max-workers 4 "$rec" 1000 30 grow=3 pause=30
+    cp "$tmp/g" "$tmp/out"
+    has "$tmp/g" "^rally-run: taking in 1 worker: going on with 4 workers from version"
+    [ "$(rdig "$tmp/g")" = "$rwant" ] || fail "the grow gave $(rdig "$tmp/g"), want $rwant"
+    elastic "$tmp/out" nonzero 4 2 --max-restarts 0 "$rec" 1000 30 rally_local_replica=1 \
+        rally_mock=1,3,0,0,op,g rally_mock=2,3,0,0,op,g
+    has "$tmp/out" "cannot go on with 2 workers: the local-model records of old rank 1 are lost (every copy died; rally_local_replica=1)"
     ;;
 snapshot)
     snaps=$tmp/snaps

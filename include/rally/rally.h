@@ -246,6 +246,21 @@ RALLY_API int rally_set_app(rally_t *r, const char *name, const char *config);
  * (RALLY_ECONFIG). */
 RALLY_API int rally_set_input(rally_t *r, const char *scheme, const char *fingerprint);
 
+/* Declares the local model passed to rally_checkpoint a sequence of
+ * records, each an 8-byte little-endian id, a 4-byte little-endian length
+ * and that many bytes (a row's, a document's state), and owner(id, world,
+ * arg) the rank of a job of `world` ranks that owns the record (the same
+ * function on every rank, e.g. the rule rally_data_read shards rows by).
+ * When an elastic job's workers change (docs/recovery.md, "Elastic jobs"),
+ * rally moves every record to the rank that owns it in the new world, and
+ * rally_load_checkpoint hands each rank its records in id order; every id
+ * must be on exactly one rank (a record lost or twice fails the job, naming
+ * it).  Without this a local model is opaque bytes, which a change of the
+ * workers cannot divide.  Call it before the first rally_checkpoint, on
+ * every rank alike. */
+typedef int (*rally_owner_fn)(uint64_t id, int world, void *arg);
+RALLY_API int rally_set_local_records(rally_t *r, rally_owner_fn owner, void *arg);
+
 /* Reads the newest checkpoint.  Fresh start: *version = 0 and the outputs
  * are left untouched.  After a restart: *version >= 1, *global gets a new
  * allocation (free with rally_free) of *global_nbytes bytes holding what was

@@ -213,6 +213,10 @@ struct rally__engine_ops {
      * fails the job; NULL in a backend without a launcher to tell. */
     int (*set_input)(struct rally__engine *en, const char *scheme, const char *fingerprint);
 
+    /* rally_set_local_records (already checked); NULL in a backend whose
+     * workers never change. */
+    int (*local_records)(struct rally__engine *en, rally_owner_fn owner, void *arg);
+
     int (*tracker_print)(struct rally__engine *en, const char *msg);
     /* rally_abort: fails the whole job with sentence (every rank's calls
      * then return RALLY_EPEER "rank R failed: sentence"); returns once the

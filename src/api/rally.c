@@ -339,6 +339,17 @@ int rally_set_input(rally_t *r, const char *scheme, const char *fingerprint)
     return leave(r, rally__engine.set_input(r->en, scheme, fingerprint));
 }
 
+int rally_set_local_records(rally_t *r, rally_owner_fn owner, void *arg)
+{
+    if (enter(r) != RALLY_OK)
+        return r->err.code;
+    if (owner == NULL)
+        return rally__fail(&r->err, RALLY_EINVAL, "rally_set_local_records: owner is NULL");
+    if (rally__engine.local_records == NULL)
+        return RALLY_OK;
+    return leave(r, rally__engine.local_records(r->en, owner, arg));
+}
+
 int rally_load_checkpoint(rally_t *r, void **global, uint64_t *global_nbytes, void **local,
                           uint64_t *local_nbytes, uint64_t *version)
 {

@@ -74,6 +74,7 @@ static const char *kind_name(int k)
     case RALLY__K_REPLICATE: return "rally_checkpoint (its local models)";
     case RALLY__K_LOCAL_NEED: return "a recovery of local models";
     case RALLY__K_TURN: return "a checkpoint turn's agreement";
+    case RALLY__K_RESHARD: return "moving local-model records to new owners";
     default: return NULL;
     }
 }

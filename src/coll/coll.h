@@ -93,7 +93,8 @@ enum {
     RALLY__K_FINAL = 25,
     RALLY__K_REPLICATE = 26,
     RALLY__K_LOCAL_NEED = 27,
-    RALLY__K_TURN = 28
+    RALLY__K_TURN = 28,
+    RALLY__K_RESHARD = 29
 };
 
 /* What every rank must agree on. */

@@ -523,6 +523,13 @@ static int set_input(struct rally__engine *en, const char *scheme, const char *f
     return rally__robust_input(&en->rb, scheme, fingerprint);
 }
 
+static int local_records(struct rally__engine *en, rally_owner_fn owner, void *arg)
+{
+    en->rb.owner = owner;
+    en->rb.owner_arg = arg;
+    return RALLY_OK;
+}
+
 static int tracker_print(struct rally__engine *en, const char *msg)
 {
     return rally__robust_print(&en->rb, msg);
@@ -581,6 +588,7 @@ const struct rally__engine_ops rally__engine = {
     .has_local = has_local,
     .host = host,
     .set_input = set_input,
+    .local_records = local_records,
     .tracker_print = tracker_print,
     .abort_job = abort_job,
     .attempt = attempt,

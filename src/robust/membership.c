@@ -155,9 +155,10 @@ static int went_on(struct rally__robust *rb)
 {
     rb->tc.resized = 0;
     const char *why = NULL;
-    if (rally__robust_has_local(rb))
+    if (rally__robust_has_local(rb) && rb->owner == NULL)
         why = "the job checkpoints local models as opaque bytes (rally_checkpoint's local "
-              "argument), which rally cannot divide among other workers";
+              "argument), which rally cannot divide among other workers; declare them as "
+              "records (rally_set_local_records)";
     else if (rally__robust_store_back(rb) != RALLY_OK)
         why = rb->err->msg;
     if (why != NULL) {
@@ -169,6 +170,7 @@ static int went_on(struct rally__robust *rb)
         return RALLY_ECONFIG;
     }
     rally__robust_store_spare_prev(rb);
+    rb->reshard = rally__robust_has_local(rb); /* the records move at the load */
     rally__robust_cache_clear(rb);
     rb->boot = 0;
     rb->q = 0;
@@ -219,6 +221,10 @@ int rally__robust_grow(struct rally__robust *rb, uint64_t key)
 static void renumber(struct rally__robust *rb)
 {
     struct rally__comm was = rb->comm;
+    if (rb->set_world == 0) { /* the world the local sets were built in */
+        rb->set_rank = rb->rank;
+        rb->set_world = rb->world;
+    }
     rally__robust_comm_setup(rb, was.report, rb->err);
     rb->comm.alarm = was.alarm;
     rb->comm.on_alarm = was.on_alarm;

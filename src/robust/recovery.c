@@ -23,8 +23,10 @@ enum { SERVED = RALLY__SERVED, EXECUTE = RALLY__EXECUTE };
  * local-model copies (rally__robust_rejoin_locals) before it takes any
  * position.  S_HELD: the oldest version a worker in load_checkpoint holds
  * (0: none; NONE from the others): after a membership change every worker
- * loads again, and those holding the newest version need no transfer. */
-enum { S_MIN, S_MAX, S_NEED, S_BEST, S_LOCAL, S_JOINED, S_HELD, S_N };
+ * loads again, and those holding the newest version need no transfer.
+ * S_RESHARD (max): the local models are records of the old world, to move
+ * to their new owners first (reshard.c). */
+enum { S_MIN, S_MAX, S_NEED, S_BEST, S_LOCAL, S_JOINED, S_HELD, S_RESHARD, S_N };
 
 static void reduce_summary(void *inout, const void *in, size_t count, void *arg)
 {
@@ -43,6 +45,7 @@ static void reduce_summary(void *inout, const void *in, size_t count, void *arg)
         x[S_LOCAL] = y[S_LOCAL] > x[S_LOCAL] ? y[S_LOCAL] : x[S_LOCAL];
         x[S_JOINED] = y[S_JOINED] > x[S_JOINED] ? y[S_JOINED] : x[S_JOINED];
         x[S_HELD] = y[S_HELD] < x[S_HELD] ? y[S_HELD] : x[S_HELD];
+        x[S_RESHARD] = y[S_RESHARD] > x[S_RESHARD] ? y[S_RESHARD] : x[S_RESHARD];
         for (int k = 0; k < S_N; k++)
             rally__put_u64(a + 8 * k, x[k]);
     }
@@ -240,7 +243,8 @@ int rally__robust_recover(struct rally__robust *rb, uint64_t key, const struct r
                            best_of(rb),
                            (uint64_t)rally__robust_has_local(rb),
                            0,
-                           loading ? mine_v : NONE};
+                           loading ? mine_v : NONE,
+                           (uint64_t)rb->reshard};
         int rc = agree(rb, s, RALLY__K_AGREE);
         if (rc != RALLY_OK)
             return rc;
@@ -268,7 +272,9 @@ int rally__robust_recover(struct rally__robust *rb, uint64_t key, const struct r
             }
             int root = (int)(s[S_BEST] & 0xffffffffu);
             uint64_t version = best_version(s[S_BEST]);
-            if (s[S_HELD] == version && !s[S_LOCAL]) {
+            if (s[S_RESHARD] && (rc = rally__robust_reshard(rb, version)) != RALLY_OK)
+                return rc;
+            if (s[S_HELD] == version && (!s[S_LOCAL] || s[S_RESHARD])) {
                 /* every worker loading holds it already (a membership change) */
                 if (!want)
                     continue;

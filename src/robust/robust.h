@@ -184,6 +184,12 @@ struct rally__robust {
     int loaded;     /* load_checkpoint or checkpoint was called */
     int resized;    /* the membership changed: every worker went back to its committed
                        checkpoint, and load_checkpoint goes through an agreement */
+    /* local models as records (rally_set_local_records): after a change they
+     * move to their new owners at the load (recovery.c, reshard) */
+    rally_owner_fn owner;
+    void *owner_arg;
+    int reshard;              /* the local sets are the old world's: move the records */
+    int set_rank, set_world;  /* ... the rank and world they were built for (-1: none) */
     uint64_t version;
     uint32_t q;    /* next op within the version (user seq + 1) */
     uint32_t boot; /* next bootstrap op */
@@ -284,6 +290,8 @@ void rally__robust_sgive(struct rally__robust *rb, unsigned char *p, uint64_t ca
 struct rally__localset *rally__robust_set_of(struct rally__robust *rb, uint64_t v);
 /* A cleared set to fill: never the valid one of the current version. */
 struct rally__localset *rally__robust_set_spare(struct rally__robust *rb);
+/* The valid set of version v is no longer valid (a new one replaces it). */
+void rally__robust_set_drop(struct rally__robust *rb, uint64_t v);
 /* Stores the global model of the next version: a copy, or lazy. */
 int rally__robust_store_global(struct rally__robust *rb, const void *global, uint64_t nbytes,
                                rally_serialize_fn lazy, void *lazy_arg);
@@ -418,6 +426,14 @@ int rally__robust_verify_fail(struct rally__robust *rb, const uint64_t *pairs);
 void rally__robust_verify_commit(struct rally__robust *rb, uint64_t ncalls);
 /* A collective's result as it arrives (the mock's flip point). */
 void rally__robust_arrived(struct rally__robust *rb, unsigned char *buf, size_t nbytes);
+
+/* --- reshard.c: local models as records after a change of the workers --- */
+
+/* Every worker of the new world, in load_checkpoint: the records of version
+ * v's local models (the old world's sets, rb->set_rank of rb->set_world)
+ * go to the ranks that own their ids now, and the new set of v replaces
+ * the old one. */
+int rally__robust_reshard(struct rally__robust *rb, uint64_t v);
 
 /* --- recovery.c: agreement rounds and transfers --- */
 

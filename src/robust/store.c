@@ -165,6 +165,13 @@ struct rally__localset *rally__robust_set_of(struct rally__robust *rb, uint64_t 
     return NULL;
 }
 
+void rally__robust_set_drop(struct rally__robust *rb, uint64_t v)
+{
+    struct rally__localset *ls = rally__robust_set_of(rb, v);
+    if (ls != NULL)
+        ls->valid = 0;
+}
+
 struct rally__localset *rally__robust_set_spare(struct rally__robust *rb)
 {
     /* the current version's set, else the newest valid one (a restarted

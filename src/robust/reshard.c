@@ -1,0 +1,359 @@
+/*
+ * reshard.c — local models as records (rally_set_local_records) after a
+ * change of the workers: every record of checkpoint version v goes to the
+ * rank that owns its id in the new world (docs/recovery.md, "Elastic
+ * jobs").
+ *
+ * A record is an 8-byte id, a 4-byte length and that many bytes.  Every
+ * worker still holds the local-model set of v it had in the old world (its
+ * own records and copies of its k ring predecessors').  One round, inside
+ * load_checkpoint, where every worker of the new world stands:
+ *
+ *   1. each worker says which old rank it was and which slots it holds; the
+ *      records of every old rank then come from one supplier, itself if it
+ *      survived, else the lowest-ranked worker that holds a copy;
+ *   2. every supplier's records go to every worker (an allgatherv), and
+ *      each keeps those its new rank owns, in id order;
+ *   3. the counts and a sum of the ids' hashes, of what was sent and what
+ *      was kept, must agree: every record arrived exactly once;
+ *   4. the new set's replicas go k hops along the new ring, and the set
+ *      replaces the old one.
+ *
+ * Everyone receives every record once: the move costs the local models'
+ * whole size on each worker, a price paid only when the workers change.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "robust/robust.h"
+#include "util/wire.h"
+
+#define DESC 4 /* u64 words per worker: old rank (NONE), old world, old k, slots held */
+#define REC_HEAD 12
+
+struct rec {
+    uint64_t id;
+    const unsigned char *p; /* its whole record, head included */
+    uint64_t n;
+};
+
+static int by_id(const void *a, const void *b)
+{
+    uint64_t x = ((const struct rec *)a)->id, y = ((const struct rec *)b)->id;
+    return x < y ? -1 : x > y;
+}
+
+/* MurmurHash3's finaliser: the ids' hashes are summed, so a lost and a
+ * doubled record cannot cancel out as they could in a plain sum. */
+static uint64_t mix(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ULL;
+    return x ^ (x >> 33);
+}
+
+/* Walks n bytes of records: their count and hash sum, or -1 when the
+ * framing is broken (named in e). */
+static int walk(struct rally__robust *rb, const unsigned char *p, uint64_t n, int old_rank,
+                uint64_t *count, uint64_t *sum)
+{
+    for (uint64_t at = 0; at < n;) {
+        if (n - at < REC_HEAD)
+            return rally__fail(rb->err, RALLY_EINVAL,
+                               "the local model of rank %d is not records: %llu bytes at offset "
+                               "%llu are too few for an id and a length",
+                               old_rank, (unsigned long long)(n - at), (unsigned long long)at);
+        uint64_t id = rally__get_u64(p + at), len = rally__get_u32(p + at + 8);
+        if (len > n - at - REC_HEAD)
+            return rally__fail(rb->err, RALLY_EINVAL,
+                               "the local model of rank %d is not records: record %016llx at "
+                               "offset %llu says %llu bytes, %llu are left",
+                               old_rank, (unsigned long long)id, (unsigned long long)at,
+                               (unsigned long long)len, (unsigned long long)(n - at - REC_HEAD));
+        (*count)++;
+        *sum += mix(id);
+        at += REC_HEAD + len;
+    }
+    return RALLY_OK;
+}
+
+/* Every worker's description, gathered: [old rank, old world, old k, slots]. */
+static int describe(struct rally__robust *rb, uint64_t v, uint64_t *all)
+{
+    int N = rb->world;
+    const struct rally__localset *ls = rb->set_world > 0 ? rally__robust_set_of(rb, v) : NULL;
+    uint64_t slots = 0;
+    int k_old = rb->set_world > 0 ? (int)rb->cfg->local_replica : 0;
+    if (rb->set_world > 0 && k_old > rb->set_world - 1)
+        k_old = rb->set_world - 1;
+    for (int j = 0; ls != NULL && j <= k_old; j++)
+        if (ls->data[j] != NULL)
+            slots |= UINT64_C(1) << j;
+    uint64_t mine[DESC] = {ls ? (uint64_t)rb->set_rank : RALLY__NONE, (uint64_t)rb->set_world,
+                           (uint64_t)k_old, ls ? slots : 0};
+    unsigned char *b = calloc((size_t)N, 8 * DESC);
+    size_t *off = malloc(2 * (size_t)N * sizeof *off);
+    if (b == NULL || off == NULL) {
+        free(b);
+        free(off);
+        return rally__fail(rb->err, RALLY_ENOMEM, "out of memory moving local models");
+    }
+    for (int r = 0; r < N; r++) {
+        off[r] = (size_t)r * 8 * DESC;
+        off[N + r] = 8 * DESC;
+    }
+    for (int i = 0; i < DESC; i++)
+        rally__put_u64(b + off[rb->rank] + 8 * (size_t)i, mine[i]);
+    struct rally__sig sig = {RALLY__K_RESHARD, 0, 0, -1, 0, 0};
+    int rc = rally__allgather(&rb->comm, b, off, off + N, &sig);
+    for (int r = 0; rc == RALLY_OK && r < N; r++)
+        for (int i = 0; i < DESC; i++)
+            all[(size_t)r * DESC + i] = rally__get_u64(b + off[r] + 8 * (size_t)i);
+    free(b);
+    free(off);
+    return rc;
+}
+
+/* supplier[d] for each old rank d: the worker whose bytes of d travel, and
+ * the slot they are in (RALLY_EPEER naming the ranks whose records are
+ * lost). */
+static int suppliers(struct rally__robust *rb, const uint64_t *all, int W, int *who, int *slot)
+{
+    int N = rb->world;
+    char lost[256] = "";
+    size_t nlost = 0;
+    for (int d = 0; d < W; d++) {
+        who[d] = -1;
+        for (int r = 0; r < N && who[d] < 0; r++) {
+            const uint64_t *x = all + (size_t)r * DESC;
+            if (x[0] == RALLY__NONE || x[1] != (uint64_t)W)
+                continue;
+            int j = (int)(((int64_t)x[0] - d + W) % W);
+            if ((uint64_t)j <= x[2] && (x[3] >> j & 1)) {
+                who[d] = r;
+                slot[d] = j;
+            }
+        }
+        /* its own holder first: a survivor supplies its own records */
+        for (int r = 0; r < N; r++)
+            if (all[(size_t)r * DESC] == (uint64_t)d && (all[(size_t)r * DESC + 3] & 1)) {
+                who[d] = r;
+                slot[d] = 0;
+            }
+        if (who[d] < 0 && nlost < sizeof lost - 12)
+            nlost += (size_t)snprintf(lost + nlost, sizeof lost - nlost, "%s%d",
+                                      nlost ? ", " : "", d);
+    }
+    if (nlost == 0)
+        return RALLY_OK;
+    rally__fail(rb->err, RALLY_EPEER,
+                "cannot go on with %d workers: the local-model records of old rank%s %s are "
+                "lost (every copy died; rally_local_replica=%d)",
+                N, strchr(lost, ',') ? "s" : "", lost, (int)rb->cfg->local_replica);
+    rally__robust_fatal(rb, RALLY_EPEER, rb->err->msg);
+    return RALLY_EPEER;
+}
+
+/* The new set's replicas: k hops of the new ring, as a checkpoint makes them. */
+static int replicas(struct rally__robust *rb, struct rally__localset *ls)
+{
+    for (int j = 1; j <= rb->k; j++) {
+        unsigned char out[8], in[8];
+        rally__put_u64(out, ls->nbytes[j - 1]);
+        struct rally__sig s1 = {RALLY__K_RESHARD, 1, 0, -1, (uint64_t)(2 * j), 0};
+        int rc = rally__ring_shift(&rb->comm, out, 8, in, 8, &s1);
+        if (rc != RALLY_OK)
+            return rc;
+        uint64_t m = rally__get_u64(in);
+        if (m > SIZE_MAX || rally__robust_set_fill(rb, ls, j, NULL, m) != RALLY_OK)
+            return rally__fail(rb->err, RALLY_ENOMEM, "out of memory for a %llu-byte local model",
+                               (unsigned long long)m);
+        struct rally__sig s2 = {RALLY__K_RESHARD, 1, 0, -1, (uint64_t)(2 * j + 1), 0};
+        rc = rally__ring_shift(&rb->comm, ls->data[j - 1], (size_t)ls->nbytes[j - 1], ls->data[j],
+                               (size_t)m, &s2);
+        if (rc != RALLY_OK)
+            return rc;
+    }
+    return RALLY_OK;
+}
+
+int rally__robust_reshard(struct rally__robust *rb, uint64_t v)
+{
+    int N = rb->world, rc, W = 0;
+    uint64_t *all = calloc((size_t)N * DESC, sizeof *all);
+    int *who = NULL, *slot = NULL;
+    unsigned char *gath = NULL, *mine = NULL;
+    size_t *off = NULL;
+    struct rec *keep = NULL;
+    if (all == NULL)
+        return rally__fail(rb->err, RALLY_ENOMEM, "out of memory moving local models");
+    if ((rc = describe(rb, v, all)) != RALLY_OK)
+        goto out;
+    for (int r = 0; r < N; r++)
+        if (all[(size_t)r * DESC] != RALLY__NONE && (int)all[(size_t)r * DESC + 1] > W)
+            W = (int)all[(size_t)r * DESC + 1];
+    who = calloc((size_t)W + 1, sizeof *who);
+    slot = calloc((size_t)W + 1, sizeof *slot);
+    off = calloc(2 * (size_t)N, sizeof *off);
+    if (who == NULL || slot == NULL || off == NULL) {
+        rc = rally__fail(rb->err, RALLY_ENOMEM, "out of memory moving local models");
+        goto out;
+    }
+    if (rb->owner == NULL) {
+        rc = rally__fail(rb->err, RALLY_ECONFIG,
+                         "cannot move local-model records: this worker has no "
+                         "rally_set_local_records (every rank must call it)");
+        rally__robust_fatal(rb, RALLY_ECONFIG, rb->err->msg);
+        goto out;
+    }
+    if ((rc = suppliers(rb, all, W, who, slot)) != RALLY_OK)
+        goto out;
+    /* 1. what this worker supplies, and its count and hash sum */
+    const struct rally__localset *old = rally__robust_set_of(rb, v);
+    uint64_t sent[2] = {0, 0}, kept[2] = {0, 0}, mine_n = 0;
+    for (int d = 0; d < W; d++)
+        if (who[d] == rb->rank)
+            mine_n += old->nbytes[slot[d]];
+    if ((mine = malloc(mine_n ? (size_t)mine_n : 1)) == NULL) {
+        rc = rally__fail(rb->err, RALLY_ENOMEM, "out of memory moving local models");
+        goto out;
+    }
+    mine_n = 0;
+    for (int d = 0; d < W; d++) {
+        if (who[d] != rb->rank)
+            continue;
+        uint64_t n = old->nbytes[slot[d]];
+        if ((rc = walk(rb, old->data[slot[d]], n, d, &sent[0], &sent[1])) != RALLY_OK) {
+            rally__robust_fatal(rb, rc, rb->err->msg);
+            goto out;
+        }
+        if (n)
+            memcpy(mine + mine_n, old->data[slot[d]], (size_t)n);
+        mine_n += n;
+    }
+    /* 2. everyone's to everyone: the sizes, then the bytes */
+    unsigned char *sz = calloc((size_t)N, 8);
+    if (sz == NULL) {
+        rc = rally__fail(rb->err, RALLY_ENOMEM, "out of memory moving local models");
+        goto out;
+    }
+    for (int r = 0; r < N; r++) {
+        off[r] = (size_t)r * 8;
+        off[N + r] = 8;
+    }
+    rally__put_u64(sz + (size_t)rb->rank * 8, mine_n);
+    struct rally__sig s_sz = {RALLY__K_RESHARD, 2, 0, -1, (uint64_t)N, 0};
+    rc = rally__allgather(&rb->comm, sz, off, off + N, &s_sz);
+    uint64_t total = 0;
+    for (int r = 0; rc == RALLY_OK && r < N; r++) {
+        off[N + r] = (size_t)rally__get_u64(sz + (size_t)r * 8);
+        off[r] = (size_t)total;
+        total += off[N + r];
+    }
+    free(sz);
+    if (rc != RALLY_OK)
+        goto out;
+    if ((gath = malloc(total ? (size_t)total : 1)) == NULL) {
+        rc = rally__fail(rb->err, RALLY_ENOMEM, "out of memory for %llu bytes of local models",
+                         (unsigned long long)total);
+        goto out;
+    }
+    if (mine_n)
+        memcpy(gath + off[rb->rank], mine, (size_t)mine_n);
+    struct rally__sig s_data = {RALLY__K_RESHARD, 3, 0, -1, total, 0};
+    if ((rc = rally__allgather(&rb->comm, gath, off, off + N, &s_data)) != RALLY_OK)
+        goto out;
+    /* this rank's records, in id order */
+    size_t nkeep = 0, cap = 0;
+    for (uint64_t at = 0; at < total;) { /* every supplier walked its bytes: framing holds */
+        uint64_t id = rally__get_u64(gath + at), len = rally__get_u32(gath + at + 8);
+        int owner = rb->owner(id, N, rb->owner_arg);
+        if (owner < 0 || owner >= N) {
+            rc = rally__fail(rb->err, RALLY_EINVAL,
+                             "rally_set_local_records' owner gave rank %d for record %016llx "
+                             "in a job of %d",
+                             owner, (unsigned long long)id, N);
+            rally__robust_fatal(rb, rc, rb->err->msg);
+            goto out;
+        }
+        if (owner == rb->rank) {
+            if (nkeep == cap) {
+                cap = cap ? 2 * cap : 1024;
+                struct rec *k2 = realloc(keep, cap * sizeof *k2);
+                if (k2 == NULL) {
+                    rc = rally__fail(rb->err, RALLY_ENOMEM, "out of memory moving local models");
+                    goto out;
+                }
+                keep = k2;
+            }
+            keep[nkeep++] = (struct rec){id, gath + at, REC_HEAD + len};
+            kept[0]++;
+            kept[1] += mix(id);
+        }
+        at += REC_HEAD + len;
+    }
+    qsort(keep, nkeep, sizeof *keep, by_id);
+    for (size_t i = 1; i < nkeep; i++)
+        if (keep[i].id == keep[i - 1].id) {
+            rc = rally__fail(rb->err, RALLY_EINVAL,
+                             "local-model record %016llx is on more than one rank: every id "
+                             "must be on exactly one",
+                             (unsigned long long)keep[i].id);
+            rally__robust_fatal(rb, rc, rb->err->msg);
+            goto out;
+        }
+    /* 3. every record arrived exactly once */
+    uint64_t w[4] = {sent[0], sent[1], kept[0], kept[1]};
+    unsigned char wb[32];
+    for (int i = 0; i < 4; i++)
+        rally__put_u64(wb + 8 * i, w[i]);
+    struct rally__reducer rd;
+    rally__reducer_builtin(&rd, RALLY_UINT64, RALLY_SUM);
+    struct rally__sig s_sum = {RALLY__K_RESHARD, 4, 0, -1, 4, 0};
+    if ((rc = rally__allreduce(&rb->comm, wb, wb, 4, &rd, &s_sum)) != RALLY_OK)
+        goto out;
+    if (rally__get_u64(wb) != rally__get_u64(wb + 16) ||
+        rally__get_u64(wb + 8) != rally__get_u64(wb + 24)) {
+        rc = rally__fail(rb->err, RALLY_EPEER,
+                         "moving local-model records: %llu were sent and %llu kept (their id "
+                         "digests %016llx and %016llx): a record was lost or kept twice",
+                         (unsigned long long)rally__get_u64(wb),
+                         (unsigned long long)rally__get_u64(wb + 16),
+                         (unsigned long long)rally__get_u64(wb + 8),
+                         (unsigned long long)rally__get_u64(wb + 24));
+        rally__robust_fatal(rb, rc, rb->err->msg);
+        goto out;
+    }
+    /* 4. the new set, its replicas, and it replaces the old one */
+    struct rally__localset *ls = rally__robust_set_spare(rb);
+    uint64_t n = 0;
+    for (size_t i = 0; i < nkeep; i++)
+        n += keep[i].n;
+    if ((rc = rally__robust_set_fill(rb, ls, 0, NULL, n)) != RALLY_OK)
+        goto out;
+    n = 0;
+    for (size_t i = 0; i < nkeep; i++) {
+        memcpy(ls->data[0] + n, keep[i].p, (size_t)keep[i].n);
+        n += keep[i].n;
+    }
+    if ((rc = replicas(rb, ls)) != RALLY_OK)
+        goto out;
+    rally__robust_set_drop(rb, v);
+    ls->version = v;
+    ls->valid = 1;
+    rally__robust_set_has_local(rb, 1);
+    rb->reshard = 0;
+    rb->set_world = 0;
+out:
+    free(keep);
+    free(gath);
+    free(mine);
+    free(off);
+    free(slot);
+    free(who);
+    free(all);
+    return rc;
+}
