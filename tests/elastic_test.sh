@@ -50,7 +50,9 @@
 #                4 -> 3 -> 2 (the records move to their new owners, every
 #                rank checks it holds exactly its ids) and a grow 3 -> 4 all
 #                end with one digest; with rally_local_replica=1, two
-#                adjacent ranks lost together lose records: a clear error
+#                adjacent ranks lost together lose records: a clear error; a
+#                snapshot of 4 (its manifest says local_records) resumed at
+#                2 and at 8 moves the records and ends with the same digest
 #   snapshot     snapshots every 2 versions across a shrink: the one pending
 #                at the change is void, the next ones record 7 workers and
 #                the change (world_changes: 8 from version 0, 7 from 4), and
@@ -269,6 +271,15 @@ records)
     elastic "$tmp/out" nonzero 4 2 --max-restarts 0 "$rec" 1000 30 rally_local_replica=1 \
         rally_mock=1,3,0,0,op,g rally_mock=2,3,0,0,op,g
     has "$tmp/out" "cannot go on with 2 workers: the local-model records of old rank 1 are lost (every copy died; rally_local_replica=1)"
+    "$here/run_job.sh" 0 60 "$run" -n 4 --snapshot-dir "$tmp/rs" --snapshot-every 5 --keep-snapshots --snapshot-keep 9 \
+        "$rec" 1000 30 >"$tmp/out" 2>&1 || fail "the job with snapshots"
+    snap=$tmp/rs/records_mock/snap-00000010
+    grep -q '"local_records": true' "$snap/MANIFEST.json" || fail "the manifest does not say records"
+    for n in 2 8; do
+        "$here/run_job.sh" 0 60 "$run" -n $n --snapshot-dir "$tmp/rs2" --resume "$snap" "$rec" 1000 30 \
+            >"$tmp/out" 2>&1 || fail "the resume at $n"
+        [ "$(rdig "$tmp/out")" = "$rwant" ] || fail "resumed at $n: $(rdig "$tmp/out"), want $rwant"
+    done
     ;;
 snapshot)
     snaps=$tmp/snaps

@@ -1096,7 +1096,7 @@ static void resume_compatibility(void **state)
     for (size_t i = 0; i < sizeof COMPAT_CASES / sizeof COMPAT_CASES[0]; i++) {
         const struct compat_case *c = &COMPAT_CASES[i];
         struct rally__snap_expect x = {c->world, c->app_name, c->app_config, c->partitioning,
-                                       c->fp_changed ? fps_changed : fps, NULL};
+                                       c->fp_changed ? fps_changed : fps, NULL, 0};
         size_t nfiles = m->nfiles;
         if (c->global_only)
             m->nfiles = 1;
@@ -1112,7 +1112,7 @@ static void resume_compatibility(void **state)
             fail_msg("%s: note '%s', want '%s'", c->name, note, c->want);
     }
     /* another rally: 0.x releases differ by minor, later ones by major */
-    struct rally__snap_expect same = {2, NULL, NULL, NULL, NULL, "rally_resume_force=1"};
+    struct rally__snap_expect same = {2, NULL, NULL, NULL, NULL, "rally_resume_force=1", 0};
     snprintf(m->rally_version, sizeof m->rally_version, "0.2.5");
     rally__err_clear(&e);
     assert_int_equal(rally__snap_compatible(m, &same, 0, &e, NULL, 0), RALLY_EMISMATCH);

@@ -345,6 +345,7 @@ int rally_set_local_records(rally_t *r, rally_owner_fn owner, void *arg)
         return r->err.code;
     if (owner == NULL)
         return rally__fail(&r->err, RALLY_EINVAL, "rally_set_local_records: owner is NULL");
+    rally__snapjob_set_records(r->sj, owner, arg);
     if (rally__engine.local_records == NULL)
         return RALLY_OK;
     return leave(r, rally__engine.local_records(r->en, owner, arg));

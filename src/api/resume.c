@@ -105,7 +105,7 @@ static int name_run(struct rally__snapjob *sj, struct run_word *w)
         return refuse(e, "rally_resume", c->resume, hint);
     }
     const struct rally__snap_manifest *m = rally__snap_manifest(sn);
-    struct rally__snap_expect x = {sj->world, NULL, NULL, NULL, NULL, "rally_resume_force=1"};
+    struct rally__snap_expect x = {sj->world, NULL, NULL, NULL, NULL, "rally_resume_force=1", -1};
     char note[512];
     int rc = rally__snap_compatible(m, &x, (int)c->resume_force, e, note, sizeof note);
     if (rc == RALLY_OK)
@@ -187,6 +187,100 @@ void rally__snapjob_done(struct rally__snapjob *sj)
         rally__snapjob_say(sj, "%s: %s", sj->cfg->snapshot_copy, say);
 }
 
+struct rec {
+    uint64_t id;
+    const unsigned char *p; /* the whole record, head included */
+    uint64_t n;
+    int slot; /* which of this rank's slots it goes to */
+};
+
+static int by_id(const void *a, const void *b)
+{
+    uint64_t x = ((const struct rec *)a)->id, y = ((const struct rec *)b)->id;
+    return x < y ? -1 : x > y;
+}
+
+/* Local models as records, resumed on any number of workers: every old
+ * rank's file is read (and verified) once, and slot j gets the records
+ * rank (rank - j) mod world owns now, in id order. */
+static int read_records(struct rally__snapjob *sj, struct rally__snap *sn, int old_world,
+                        struct rally__adopt *a)
+{
+    void **file = calloc((size_t)old_world, sizeof *file);
+    uint64_t *fn = calloc((size_t)old_world, sizeof *fn);
+    struct rec *recs = NULL;
+    size_t nrecs = 0, cap = 0;
+    int rc = RALLY_OK;
+    if (file == NULL || fn == NULL) {
+        rc = rally__fail(sj->err, RALLY_ENOMEM, "out of memory");
+        goto out;
+    }
+    for (int r = 0; r < old_world; r++) {
+        if ((rc = rally__snap_read(sn, r, sj->err, &file[r], &fn[r])) != RALLY_OK)
+            goto out;
+        const unsigned char *p = file[r];
+        for (uint64_t at = 0; at < fn[r];) {
+            uint64_t len = fn[r] - at >= 12 ? rally__get_u32(p + at + 8) : UINT64_MAX;
+            if (len > fn[r] - at - 12 || fn[r] - at < 12) {
+                rc = rally__fail(sj->err, RALLY_EPROTO,
+                                 "the snapshot's local model of rank %d is not records (at "
+                                 "byte %llu)",
+                                 r, (unsigned long long)at);
+                goto out;
+            }
+            uint64_t id = rally__get_u64(p + at);
+            int own = sj->rec_owner(id, sj->world, sj->rec_arg);
+            int j = (sj->rank - own + sj->world) % sj->world;
+            if (own < 0 || own >= sj->world) {
+                rc = rally__fail(sj->err, RALLY_EINVAL,
+                                 "rally_set_local_records' owner gave rank %d for record %016llx "
+                                 "in a job of %d",
+                                 own, (unsigned long long)id, sj->world);
+                goto out;
+            }
+            if (j < a->nlocal) {
+                if (nrecs == cap) {
+                    cap = cap ? 2 * cap : 1024;
+                    struct rec *r2 = realloc(recs, cap * sizeof *r2);
+                    if (r2 == NULL) {
+                        rc = rally__fail(sj->err, RALLY_ENOMEM, "out of memory");
+                        goto out;
+                    }
+                    recs = r2;
+                }
+                recs[nrecs++] = (struct rec){id, p + at, 12 + len, j};
+            }
+            at += 12 + len;
+        }
+    }
+    qsort(recs, nrecs, sizeof *recs, by_id);
+    for (int j = 0; j < a->nlocal; j++) {
+        uint64_t n = 0;
+        for (size_t i = 0; i < nrecs; i++)
+            if (recs[i].slot == j)
+                n += recs[i].n;
+        unsigned char *b = malloc(n ? (size_t)n : 1);
+        if (b == NULL) {
+            rc = rally__fail(sj->err, RALLY_ENOMEM, "out of memory");
+            goto out;
+        }
+        a->local[j] = b;
+        a->local_nbytes[j] = n;
+        for (size_t i = 0, at = 0; i < nrecs; i++)
+            if (recs[i].slot == j) {
+                memcpy(b + at, recs[i].p, (size_t)recs[i].n);
+                at += (size_t)recs[i].n;
+            }
+    }
+out:
+    for (int r = 0; file != NULL && r < old_world; r++)
+        rally_free(file[r]);
+    free(file);
+    free(fn);
+    free(recs);
+    return rc;
+}
+
 /* The snapshot's global model and the local models this rank holds (slot
  * j: rank (rank - j) mod world's), each file verified as it is read. */
 static int read_models(struct rally__snapjob *sj, struct rally__snap *sn, struct rally__adopt *a)
@@ -200,6 +294,9 @@ static int read_models(struct rally__snapjob *sj, struct rally__snap *sn, struct
     if (!rally__snap_has_local(sn))
         return RALLY_OK;
     a->has_local = 1;
+    const struct rally__snap_manifest *m = rally__snap_manifest(sn);
+    if (m->records && sj->rec_owner != NULL)
+        return read_records(sj, sn, m->world, a);
     for (int j = 0; j < a->nlocal; j++) {
         int r = (sj->rank - j + sj->world) % sj->world;
         void *b = NULL;
@@ -230,7 +327,8 @@ int rally__snapjob_fresh(void *arg, struct rally__adopt *a)
                                    sj->app_config,
                                    sj->scheme[0] ? sj->scheme : NULL,
                                    NULL,
-                                   sj->owner ? "rally_resume_force=1" : "--force"};
+                                   sj->owner ? "rally_resume_force=1" : "--force",
+                                   sj->rec_owner != NULL};
     if (sj->has_fp && m->fingerprints != NULL && m->world == sj->world) {
         /* this rank knows its own input only: the others' entries are the
          * snapshot's own, so the check is this rank's */

@@ -379,6 +379,14 @@ void rally__snapjob_set_input(struct rally__snapjob *sj, const char *scheme, uin
     sj->has_fp = 1;
 }
 
+void rally__snapjob_set_records(struct rally__snapjob *sj, rally_owner_fn owner, void *arg)
+{
+    if (sj == NULL)
+        return;
+    sj->rec_owner = owner;
+    sj->rec_arg = arg;
+}
+
 /* --- the report: every rank's files, agreed in the turn's agreement --------- */
 
 /* This rank's slot: its write collected (waiting for it when wait, and
@@ -517,6 +525,7 @@ static int commit(struct rally__snapjob *sj, const unsigned char *all, uint64_t 
     m.files = files;
     m.changes = sj->changes;
     m.nchanges = sj->nchanges;
+    m.records = sj->rec_owner != NULL;
     if (sj->copier != NULL) { /* the copy's manifest, for when every file is there */
         free(sj->man[1]);
         sj->man[1] = NULL;

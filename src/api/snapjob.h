@@ -82,6 +82,8 @@ struct rally__snapjob {
     char *app_name, *app_config;
     char scheme[65]; /* rally_set_input: the partitioning scheme, "" none */
     int has_fp;      /* ... and this rank's input fingerprint */
+    rally_owner_fn rec_owner; /* the local models are records (rally_set_local_records) */
+    void *rec_arg;
     uint64_t fp;
     struct rally__snap_change *changes; /* an elastic job's worker changes (manifest) */
     size_t nchanges;
@@ -114,6 +116,9 @@ int rally__snapjob_set_app(struct rally__snapjob *sj, const char *name, const ch
 /* The input's partitioning scheme and this rank's fingerprint (checked),
  * likewise. */
 void rally__snapjob_set_input(struct rally__snapjob *sj, const char *scheme, uint64_t fp);
+/* rally_set_local_records: the manifests say so, and a resume at another
+ * world size moves the records to their owners. */
+void rally__snapjob_set_records(struct rally__snapjob *sj, rally_owner_fn owner, void *arg);
 void rally__snapjob_say(const struct rally__snapjob *sj, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 

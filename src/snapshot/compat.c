@@ -28,12 +28,18 @@ int rally__snap_compatible(const struct rally__snap_manifest *m, const struct ra
     unsigned maj = 0, min = 0;
     if (note != NULL && cap > 0)
         note[0] = '\0';
-    if (x->world != m->world && local)
+    if (x->world != m->world && local && !m->records)
         return rally__fail(e, RALLY_EMISMATCH,
                            "the snapshot was taken by %d workers and holds "
                            "a local model per rank; this job has %d workers (local models "
-                           "cannot be redistributed: run with -n %d)",
+                           "cannot be redistributed: run with -n %d, or declare them as "
+                           "records with rally_set_local_records)",
                            m->world, x->world, m->world);
+    if (local && m->records && x->records == 0)
+        return rally__fail(e, RALLY_EMISMATCH,
+                           "the snapshot's local models are records (rally_set_local_records), "
+                           "but this job passes opaque ones: it must call "
+                           "rally_set_local_records before rally_load_checkpoint");
     if (!force && version_differs(m->rally_version, &maj, &min))
         return rally__fail(e, RALLY_EMISMATCH,
                            "the snapshot was written by rally %s, this is "

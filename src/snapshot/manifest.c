@@ -618,9 +618,17 @@ int rally__snap_manifest_parse(const char *buf, size_t n, struct rally__err *e,
     if (int_of(root, "world_size", "", 1, RALLY__SNAP_WORLD_MAX, &x, e) != RALLY_OK)
         goto out;
     m->world = (int)x;
+    m->records = json_is_true(json_object_get(root, "local_records"));
     if (parse_members(root, m, e) != RALLY_OK || parse_settings(root, m, e) != RALLY_OK ||
         parse_app_data(root, m, e) != RALLY_OK || parse_files(root, m, e) != RALLY_OK ||
         parse_changes(root, m, e) != RALLY_OK) {
+        rc = e->code;
+        goto out;
+    }
+    json_t *lr = json_object_get(root, "local_records");
+    if (lr != NULL && (!json_is_boolean(lr) || m->nfiles < 2)) {
+        bad(e, "\"local_records\" is %s", json_is_boolean(lr) ? "set without local models"
+                                                             : "not true or false");
         rc = e->code;
         goto out;
     }
@@ -729,6 +737,8 @@ int rally__snap_manifest_encode(const struct rally__snap_manifest *m, struct ral
         push(files, x, &ok);
     }
     put(root, "files", files, &ok);
+    if (m->records && m->nfiles > 1)
+        put(root, "local_records", json_true(), &ok);
     if (m->nchanges > 0) { /* an elastic job's: absent when the workers never changed */
         json_t *changes = json_array();
         for (size_t i = 0; i < m->nchanges; i++) {

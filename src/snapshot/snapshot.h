@@ -76,6 +76,7 @@ struct rally__snap_manifest {
     size_t nfiles;
     struct rally__snap_change *changes; /* the run's worker changes so far, oldest first */
     size_t nchanges;
+    int records; /* the local models are records (rally_set_local_records) */
 };
 
 /* Parses and checks a manifest's bytes (n of them, no NUL needed).  Every
@@ -166,6 +167,7 @@ struct rally__snap_expect {
     const char *partitioning;  /* the data partitioning scheme */
     char *const *fingerprints; /* world entries: each rank's input fingerprint */
     const char *force;         /* how this job says force, for the refusal; NULL "--force" */
+    int records;               /* -1 unknown (the launcher), else its local models are records */
 };
 
 /* Whether a job described by x may resume from manifest m.  Refused with

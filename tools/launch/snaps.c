@@ -118,7 +118,7 @@ int rally__launch_snaps_setup(struct rally__launch_snaps *s, char **argv, int wo
         return 1;
     }
     const struct rally__snap_manifest *m = rally__snap_manifest(sn);
-    struct rally__snap_expect x = {world, NULL, NULL, NULL, NULL, NULL};
+    struct rally__snap_expect x = {world, NULL, NULL, NULL, NULL, NULL, -1};
     char note[512];
     int rc = rally__snap_compatible(m, &x, s->force, &e, note, sizeof note);
     if (rc == RALLY_OK)
