@@ -171,6 +171,8 @@ static int went_on(struct rally__robust *rb)
     }
     rally__robust_store_spare_prev(rb);
     rb->reshard = rally__robust_has_local(rb); /* the records move at the load */
+    if (!rb->reshard)
+        rb->set_world = 0; /* no sets to move: the next change starts from its own world */
     rally__robust_cache_clear(rb);
     rb->boot = 0;
     rb->q = 0;
@@ -196,6 +198,7 @@ int rally__robust_reset(struct rally__robust *rb, int cause, uint64_t key)
         /* a survivor stood in finalize: every result is computed, and the
          * ones behind are served from the caches as in any recovery */
         rb->tc.resized = 0;
+        rb->set_world = 0;
         rally__robust_store_resized(rb);
         return RALLY_OK;
     }
