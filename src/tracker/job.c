@@ -1,7 +1,8 @@
 /*
  * job.c — the tracker's job logic as a pure state machine (job.h): ranks,
  * epochs, readiness, recovery and failure, decided from events alone.  Its
- * frames are in job_frames.c, its clocks in job_watch.c (job_int.h).
+ * frames are in job_frames.c, its clocks in job_watch.c, an elastic job's
+ * changes of its workers in job_members.c (job_int.h).
  *
  * The members the job knows sit on a list (head..tail, in the order they
  * authenticated); registered ones with a rank also sit in by_rank.  A step
@@ -323,44 +324,6 @@ static int make_book(struct rally__job *j, size_t *nbytes)
     return 0;
 }
 
-/* The membership changed and every rank is present: the owner hears how
- * many go on and from which version, the newest committed one a survivor
- * named in its REJOIN (the workers go back to the same one).  A survivor
- * that stood in finalize had every result: then the others finish as they
- * are (RALLY__ASSIGN_FINISHING), nothing is computed again. */
-static void resized(struct rally__job *j)
-{
-    j->members_said = j->members;
-    struct rally__tracker_event ev = {
-        .kind = RALLY__TEV_RESIZED, .rank = j->lost_rank, .task_id = j->lost_task};
-    j->assign_flags = RALLY__ASSIGN_CHANGED;
-    for (int r = 0; r < j->world; r++) {
-        const struct rally__job_member *m = j->by_rank[r];
-        if (m->rejoined == j->epoch && (!ev.has_position || m->version > ev.version)) {
-            ev.has_position = 1;
-            ev.version = m->version;
-        }
-        if (m->rejoined == j->epoch && m->position == RALLY__KEY_FINAL)
-            j->assign_flags |= RALLY__ASSIGN_FINISHING;
-    }
-    ev.world = j->world;
-    char text[160];
-    if (j->lost_rank < 0)
-        snprintf(text, sizeof text,
-                 "taking in %d worker%s: going on with %d workers from version %u", j->taken,
-                 j->taken == 1 ? "" : "s", j->world, ev.version);
-    else if (j->assign_flags & RALLY__ASSIGN_FINISHING)
-        snprintf(text, sizeof text,
-                 "rank %d lost for good: the other %d workers finish (one was in finalize)",
-                 j->lost_rank, j->world);
-    else
-        snprintf(text, sizeof text,
-                 "rank %d lost for good: going on with %d workers from version %u", j->lost_rank,
-                 j->world, ev.version);
-    ev.text = text;
-    rally__jb_emit_ev(j, &ev);
-}
-
 /* Sends ASSIGN for the current epoch to every rank (all present). */
 void rally__jb_send_assign(struct rally__job *j)
 {
@@ -378,7 +341,7 @@ void rally__jb_send_assign(struct rally__job *j)
     unsigned char tail[RALLY__ASSIGN_TAIL];
     struct rally__wbuf tw = {tail, 0, sizeof tail, 0};
     if (j->members != j->members_said)
-        resized(j);
+        rally__jb_resized(j);
     rally__msg_assign_tail(&tw, j->went ? j->epoch : 0, j->members, j->assign_flags);
     for (int r = 0; r < j->world; r++) {
         struct rally__job_member *m = j->by_rank[r];
@@ -545,126 +508,6 @@ void rally__jb_reject(struct rally__job *j, struct rally__job_member *m, int cod
     rally__jb_act(j, RALLY__JOB_REFUSE, m);
 }
 
-/* Drops rank r from the job: the ranks above it move down one, so the
- * survivors keep their order (docs/recovery.md).  Every rank reads its
- * shard anew for the new world, so the input each names next counts. */
-static void drop_rank(struct rally__job *j, int r)
-{
-    snprintf(j->lost_task, sizeof j->lost_task, "%s", j->rank_task[r] ? j->rank_task[r] : "");
-    free(j->rank_task[r]);
-    int above = j->world - r - 1;
-    memmove(j->by_rank + r, j->by_rank + r + 1, (size_t)above * sizeof *j->by_rank);
-    memmove(j->incarnation + r, j->incarnation + r + 1, (size_t)above * sizeof *j->incarnation);
-    memmove(j->rank_task + r, j->rank_task + r + 1, (size_t)above * sizeof *j->rank_task);
-    memmove(j->rank_final + r, j->rank_final + r + 1, (size_t)above);
-    j->world--;
-    j->by_rank[j->world] = NULL;
-    j->rank_task[j->world] = NULL;
-    memset(j->input, 0, (size_t)j->world * sizeof *j->input);
-    for (int k = r; k < j->world; k++) {
-        struct rally__job_member *m = j->by_rank[k];
-        if (m == NULL)
-            continue;
-        m->rank = k;
-        snprintf(m->what, sizeof m->what, "rank %d (on %s)", k, m->peer);
-    }
-    j->members++;
-    j->lost_rank = r;
-}
-
-/* The owner gave up on rank r (its restarts are spent, its host is gone):
- * an elastic job goes on without it from the newest checkpoint, while at
- * least min_world ranks are left; any other job fails. */
-static void gone(struct rally__job *j, int r, const char *cause)
-{
-    if (r < 0 || r >= j->world || !rally__jb_live(j))
-        return;
-    char as[RALLY__TASK_MAX + 16] = "";
-    int v;
-    if (j->rank_task[r] && (!rally__jb_small_int(j->rank_task[r], RALLY__WORLD_MAX, &v) || v != r))
-        snprintf(as, sizeof as, " (task id %s)", j->rank_task[r]);
-    if (j->min_world == 0 || !rally__job_recoverable(j)) {
-        rally__jb_fail_job(j, RALLY_EPEER, r, "rank %d%s lost for good: %s", r, as, cause);
-        return;
-    }
-    if (j->world - 1 < j->min_world) {
-        rally__jb_fail_job(
-            j, RALLY_EPEER, r,
-            "rank %d%s lost for good (%s): going on would leave %d worker%s, fewer than "
-            "the minimum of %d",
-            r, as, cause, j->world - 1, j->world == 2 ? "" : "s", j->min_world);
-        return;
-    }
-    rally__jb_fence(j, r);
-    char why[RALLY__ERR_MSG_MAX];
-    snprintf(why, sizeof why, "rank %d%s lost for good (%s)", r, as, cause);
-    drop_rank(j, r);
-    rally__jb_new_epoch(j, why);
-}
-
-int rally__jb_join(struct rally__job *j, struct rally__job_member *m)
-{
-    if (!m->task_id[0] || j->world + j->njoining >= j->max_world)
-        return -1;
-    if (!rally__job_recoverable(j))
-        return -2;
-    for (struct rally__job_member *o = j->head; o; o = o->next)
-        if (o != m && o->joining && strcmp(o->task_id, m->task_id) == 0)
-            return -1;
-    m->joining = 1;
-    m->state = M_REG;
-    m->arrival = ++j->arrivals;
-    m->last_rx = j->now;
-    m->pos_since = j->now;
-    j->nregistered++;
-    j->njoining++;
-    rally__jb_act(j, RALLY__JOB_ADMIT, m);
-    snprintf(m->what, sizeof m->what, "the worker with task id '%.40s' (on %.200s)", m->task_id,
-             m->peer);
-    rally__jb_say(j, RALLY__TEV_PROGRESS,
-                  "the worker with task id '%s' waits to join: it is taken in at a checkpoint",
-                  m->task_id);
-    for (int r = 0; r < j->world; r++)
-        if (j->by_rank[r] && j->by_rank[r]->assigned != 0)
-            rally__jb_send_msg(j, j->by_rank[r], RALLY__T_GROW, NULL, 0);
-    return 0;
-}
-
-void rally__jb_take_in(struct rally__job *j)
-{
-    int n = 0;
-    for (struct rally__job_member *m = j->head; m && j->world < j->max_world; m = m->next) {
-        if (!m->joining)
-            continue;
-        int r = j->world++;
-        m->joining = 0;
-        j->njoining--;
-        m->rank = r;
-        j->by_rank[r] = m;
-        j->incarnation[r] = 1;
-        j->rank_final[r] = 0;
-        if ((j->rank_task[r] = strdup(m->task_id)) == NULL) {
-            rally__jb_fail_job(j, RALLY_ENOMEM, -1,
-                               "the tracker ran out of memory taking a worker in");
-            return;
-        }
-        snprintf(m->what, sizeof m->what, "rank %d (on %s)", r, m->peer);
-        n++;
-    }
-    char why[96];
-    if (n > 0) {
-        memset(j->input, 0, (size_t)j->world * sizeof *j->input); /* new shards */
-        j->members++;
-        j->lost_rank = -1;
-        j->lost_task[0] = '\0';
-        j->taken = n;
-        snprintf(why, sizeof why, "taking in %d worker%s", n, n == 1 ? "" : "s");
-    } else { /* it went away meanwhile: the workers wait for a RESET all the same */
-        snprintf(why, sizeof why, "no worker waits to be taken in any more");
-    }
-    rally__jb_new_epoch(j, why);
-}
-
 static void died(struct rally__job *j, int rank, const char *cause)
 {
     if (rank < 0 || rank >= j->world || j->by_rank[rank] == NULL || !rally__jb_live(j))
@@ -760,7 +603,7 @@ void rally__job_step(struct rally__job *j, const struct rally__job_ev *ev)
         died(j, ev->rank, ev->text ? ev->text : "");
         break;
     case RALLY__JOB_EV_GONE:
-        gone(j, ev->rank, ev->text ? ev->text : "");
+        rally__jb_gone(j, ev->rank, ev->text ? ev->text : "");
         break;
     case RALLY__JOB_EV_ABORT:
         rally__jb_fail_job(j, ev->code, -1, "%s", ev->text ? ev->text : "");
@@ -847,60 +690,6 @@ uint32_t rally__job_epoch(const struct rally__job *j)
 void rally__job_set_recovery(struct rally__job *j, int on)
 {
     j->no_recovery = !on;
-}
-
-int rally__job_set_max_world(struct rally__job *j, int max_world)
-{
-    if (max_world <= j->max_world)
-        return RALLY_OK;
-    size_t w = (size_t)max_world, old = (size_t)j->max_world;
-    struct rally__job_member **b = realloc(j->by_rank, w * sizeof *b);
-    if (b != NULL)
-        j->by_rank = b;
-    uint32_t *inc = b ? realloc(j->incarnation, w * sizeof *inc) : NULL;
-    if (inc != NULL)
-        j->incarnation = inc;
-    char **task = inc ? realloc(j->rank_task, w * sizeof *task) : NULL;
-    if (task != NULL)
-        j->rank_task = task;
-    char *fin = task ? realloc(j->rank_final, w) : NULL;
-    if (fin != NULL)
-        j->rank_final = fin;
-    struct rank_input *in = fin ? realloc(j->input, w * sizeof *in) : NULL;
-    if (in == NULL)
-        return RALLY_ENOMEM;
-    j->input = in;
-    memset(j->by_rank + old, 0, (w - old) * sizeof *b);
-    memset(j->incarnation + old, 0, (w - old) * sizeof *inc);
-    memset(j->rank_task + old, 0, (w - old) * sizeof *task);
-    memset(j->rank_final + old, 0, w - old);
-    memset(j->input + old, 0, (w - old) * sizeof *in);
-    j->max_world = max_world;
-    return RALLY_OK;
-}
-
-void rally__job_set_min_world(struct rally__job *j, int min_world)
-{
-    j->min_world = min_world > 0 && min_world <= j->world ? min_world : 0;
-}
-
-int rally__job_world(const struct rally__job *j)
-{
-    return j->world;
-}
-
-const char *rally__job_task_of(const struct rally__job *j, int rank)
-{
-    return rank >= 0 && rank < j->world && j->rank_task && j->rank_task[rank] ? j->rank_task[rank]
-                                                                              : "";
-}
-
-int rally__job_rank_of(const struct rally__job *j, const char *task_id)
-{
-    for (int r = 0; task_id[0] && r < j->world; r++)
-        if (j->rank_task[r] && strcmp(j->rank_task[r], task_id) == 0)
-            return r;
-    return -1;
 }
 
 void rally__job_set_heartbeat_timeout(struct rally__job *j, int64_t timeout_ms)

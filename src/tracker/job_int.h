@@ -4,11 +4,13 @@
  * offers the others.
  *
  *   job.c         recording actions, members, failure, epochs and the
- *                 phases, rank failures and membership changes, the
- *                 interface (step, deadline, settings)
+ *                 phases, rank failures, the interface (step, deadline,
+ *                 settings)
  *   job_frames.c  rank assignment and every frame a member sends
  *   job_watch.c   time: start-up and epoch deadlines, heartbeats, the
  *                 progress watch (docs/recovery.md, "Stuck ranks")
+ *   job_members.c an elastic job's changes: a rank given up, workers taken
+ *                 in, the RESIZED event
  */
 #ifndef RALLY_TRACKER_JOB_INT_H
 #define RALLY_TRACKER_JOB_INT_H
@@ -93,6 +95,13 @@ void rally__jb_fence(struct rally__job *j, int r);
 void rally__jb_go(struct rally__job *j);
 /* Every rank finalized: the phase DONE. */
 void rally__jb_done(struct rally__job *j);
+/* --- job_members.c --- */
+
+/* The membership changed and every rank is present: TEV_RESIZED, and the
+ * ASSIGN flags of the change. */
+void rally__jb_resized(struct rally__job *j);
+/* The owner gave rank r up for good (RALLY__JOB_EV_GONE). */
+void rally__jb_gone(struct rally__job *j, int r, const char *cause);
 /* A worker with a new task id registered (m, no rank yet): it waits to be
  * taken in, if the job can grow; 0, -1 when it has no room for it, -2 when
  * the job cannot take workers in now (before its start, or finishing). */
