@@ -136,6 +136,7 @@ kill9)
     # 30 versions: the kill after version 4's commit lands well before the end
     KM="$KM --iters 30 --fixed-iters"
     job "$tmp/plain" -n 4 "$km" $KM --pause-ms 60
+    : >"$tmp/out" # an earlier job's lines must not satisfy wait_line
     timeout -k 5 60 "$run" -n 4 --snapshot-dir "$D" --snapshot-every 2 "$km" $KM --pause-ms 60 \
         >"$tmp/out" 2>&1 &
     launcher=$!
@@ -344,6 +345,7 @@ local)
     # gave back (replicas included)
     rec=$build/tests/recover recmock=$build/tests/recover_mock
     job "$tmp/plain" -n 4 "$rec" 2000 14 local
+    : >"$tmp/out" # an earlier job's lines must not satisfy wait_line
     timeout -k 5 60 "$run" -n 4 --snapshot-dir "$D" --job loc --snapshot-every 3 "$rec" 2000 14 \
         local 150 >"$tmp/out" 2>&1 &
     launcher=$!
@@ -373,6 +375,7 @@ local)
 usr1)
     # no rhythm: the one snapshot is the one asked for; it is kept (--keep-snapshots)
     job "$tmp/plain" -n 2 "$km" $KM
+    : >"$tmp/out" # an earlier job's lines must not satisfy wait_line
     timeout -k 5 60 "$run" -n 2 --snapshot-dir "$D" --keep-snapshots "$km" $KM --pause-ms 150 \
         >"$tmp/out" 2>&1 &
     launcher=$!
@@ -394,6 +397,7 @@ request)
     "$snap" request "$D/rally-kmeans" >"$tmp/req" 2>&1 && fail "a request with no job running succeeded"
     cat "$tmp/req"
     grep -q "no job runs there" "$tmp/req" || fail "the refusal does not say no job runs there"
+    : >"$tmp/out" # an earlier job's lines must not satisfy wait_line
     timeout -k 5 60 "$run" -n 2 --snapshot-dir "$D" --keep-snapshots "$km" $KM --pause-ms 150 \
         >"$tmp/out" 2>&1 &
     launcher=$!
@@ -419,6 +423,7 @@ auto)
     # --max-restarts 0: the first worker death fails the job in memory; the
     # launcher restarts the whole job from this run's newest snapshot
     job "$tmp/plain" -n 4 "$km" $KM
+    : >"$tmp/out" # an earlier job's lines must not satisfy wait_line
     timeout -k 5 60 "$run" -n 4 --max-restarts 0 --snapshot-dir "$D" --snapshot-every 2 \
         --auto-resume "$km" $KM --pause-ms 100 >"$tmp/out" 2>&1 &
     launcher=$!
@@ -486,6 +491,7 @@ preempt)
     # commit cannot come within --grace-ms, the job stops without one (128+15).
     P="$KM --fixed-iters --iters 16 --pause-ms 100"
     job "$tmp/plain" -n 4 "$km" $P
+    : >"$tmp/out" # an earlier job's lines must not satisfy wait_line
     timeout -k 5 60 "$run" -n 4 --snapshot-dir "$D" --snapshot-every 100 --grace-ms 20000 \
         "$km" $P >"$tmp/out" 2>&1 &
     launcher=$!
@@ -506,6 +512,7 @@ preempt)
     [ "$(digest "$tmp/resumed")" = "$(digest "$tmp/plain")" ] ||
         fail "digest $(digest "$tmp/resumed") after resume, want $(digest "$tmp/plain")"
     # iterations of 3 s, a grace of 0.5 s: no commit in time, a plain stop
+    : >"$tmp/out" # an earlier job's lines must not satisfy wait_line
     timeout -k 5 60 "$run" -n 2 --snapshot-dir "$tmp/d2" --grace-ms 500 "$km" $KM --pause-ms 3000 \
         >"$tmp/out" 2>&1 &
     launcher=$!
@@ -620,6 +627,7 @@ tier_dir | tier_s3)
     # newest committed snapshot whenever it is free) long before the end
     KT="$KM --iters 60 --fixed-iters --pause-ms 100"
     job "$tmp/plain" -n 4 "$km" $KT
+    : >"$tmp/out" # an earlier job's lines must not satisfy wait_line
     timeout -k 5 60 "$run" -n 4 --snapshot-dir "$D" --snapshot-copy "$T" --snapshot-every 1 \
         "$km" $KT >"$tmp/out" 2>&1 &
     launcher=$!
