@@ -30,6 +30,7 @@ Errors raise ``rally.Error`` subclasses carrying the C library's sentence
 
 import ctypes
 import pickle
+import struct
 import sys
 
 import numpy as np
@@ -118,6 +119,7 @@ class Rally:
         self._pending = None  # an exception raised inside a C callback
         self._reducers = {}
         self._lazy = None  # (model, pickled bytes or None)
+        self._owner = None  # set_local_records: the Python owner, and its C callback
         self._lazy_cfn = _lib.SERIALIZE_FN(self._serialize)
         from_argv = args is None
         argv = list(sys.argv) if from_argv else [sys.argv[0] if sys.argv else "python"] + list(args)
@@ -345,6 +347,46 @@ class Rally:
 
     # --- checkpoints ------------------------------------------------------------
 
+    def set_local_records(self, owner):
+        """Declares the local model a dict of records: {id: object}, ids
+        integers in 0..2^64-1, each object pickled on its own.  owner(id,
+        world) -> rank says which rank owns an id in a job of world ranks
+        (the rule the shards follow; the same function on every rank).  When
+        an elastic job's workers change (rally.Resized), every record moves
+        to its owner in the new world, and load_checkpoint(with_local=True)
+        gives each rank the dict of the records it owns.  Call it before the
+        first checkpoint with a local model (docs/recovery.md, "Elastic
+        jobs")."""
+        h = self._handle("set_local_records")
+
+        def c_owner(rid, world, _arg):
+            try:
+                return int(owner(rid, world))
+            except BaseException as e:  # noqa: B902 - rally sees an impossible rank
+                if self._pending is None:
+                    self._pending = e
+                return -1
+        self._owner = (owner, _lib.OWNER_FN(c_owner))
+        self._check(self._lib.rally_set_local_records(h, self._owner[1], None),
+                    "set_local_records")
+
+    def _records_bytes(self, local_model):
+        out = []
+        for rid in sorted(local_model):
+            blob = pickle.dumps(local_model[rid], protocol=PICKLE_PROTOCOL)
+            out.append(struct.pack("<QI", rid, len(blob)))
+            out.append(blob)
+        return b"".join(out)
+
+    @staticmethod
+    def _records_of(raw):
+        recs, at = {}, 0
+        while at < len(raw):
+            rid, n = struct.unpack_from("<QI", raw, at)
+            recs[rid] = pickle.loads(raw[at + 12:at + 12 + n])
+            at += 12 + n
+        return recs
+
     def load_checkpoint(self, with_local=False):
         """(version, global_model), or (version, global_model, local_model)
         with with_local.  A fresh start gives version 0 and None models;
@@ -360,7 +402,11 @@ class Rally:
         self._check(rc, "load_checkpoint")
         try:
             gm = pickle.loads(ctypes.string_at(g.value, gn.value)) if v.value and gn.value else None
-            lm = pickle.loads(ctypes.string_at(lo.value, ln.value)) if v.value and ln.value else None
+            raw = ctypes.string_at(lo.value, ln.value) if v.value and ln.value else None
+            if self._owner is not None:
+                lm = self._records_of(raw or b"") if v.value else None
+            else:
+                lm = pickle.loads(raw) if raw else None
         finally:
             self._lib.rally_free(g)
             self._lib.rally_free(lo)
@@ -372,10 +418,14 @@ class Rally:
         models always or never)."""
         h = self._handle("checkpoint")
         gb = pickle.dumps(global_model, protocol=PICKLE_PROTOCOL)
-        lb = pickle.dumps(local_model, protocol=PICKLE_PROTOCOL) if local_model is not None \
-            else None
+        if local_model is not None and self._owner is not None:
+            lb = self._records_bytes(local_model)  # set_local_records: a dict of records
+        else:
+            lb = pickle.dumps(local_model, protocol=PICKLE_PROTOCOL) if local_model is not None \
+                else None
         self._lazy = None
-        self._check(self._lib.rally_checkpoint(h, gb, len(gb), lb, len(lb) if lb else 0),
+        self._check(self._lib.rally_checkpoint(h, gb, len(gb), lb if lb is not None else None,
+                                               len(lb) if lb else 0),
                     "checkpoint")
 
     def lazy_checkpoint(self, global_model):

@@ -97,6 +97,7 @@ PREPARE_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 REDUCE_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t,
                              ctypes.c_void_p)
 SERIALIZE_FN = ctypes.CFUNCTYPE(ctypes.c_uint64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint64)
+OWNER_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_uint64, ctypes.c_int, ctypes.c_void_p)
 
 
 def _declare(lib):
@@ -130,6 +131,7 @@ def _declare(lib):
         "rally_attempt": (I, [P]),
         "rally_set_app": (I, [P, ctypes.c_char_p, ctypes.c_char_p]),
         "rally_set_input": (I, [P, ctypes.c_char_p, ctypes.c_char_p]),
+        "rally_set_local_records": (I, [P, OWNER_FN, P]),
         "rally_digest64": (U64, [P, Z]),
         # rally/data.h: the readers, for examples that read rally's data files
         "rally_data_opts_new": (I, [PP]),

@@ -72,6 +72,21 @@ def test_elastic_as_c(data):
     assert re.search(r"result: .*", out).group(0) == re.search(r"result: .*", c_out).group(0)
 
 
+def test_elastic_records():
+    """Local models as records in Python: a shrink 4 -> 3 moves every
+    record to its new owner, and the job ends with the digest of a run on
+    3 workers without failures (the job's bits do not depend on N)."""
+    rc, plain = run_job(3, "records.py", 600, 12)
+    assert rc == 0, plain
+    want = re.search(r"digest ([0-9a-f]+)", plain).group(1)
+    rc, out = run_job(4, "records.py", 600, 12, "rally_mock=1,4,0,0",
+                      launcher=["--min-workers", "3", "--max-restarts", "0"],
+                      env={"RALLY_PYTHON_MOCK": "1"})
+    assert rc == 0, out
+    assert "rank 1 lost for good: going on with 3 workers from version 4" in out, out
+    assert re.search(r"digest ([0-9a-f]+)", out).group(1) == want, out
+
+
 def test_snapshots_keep_app_and_inputs(data, tmp_path):
     common = ["--data", data, "--data-opt", "csv_label=0", "-k", "6", "--fixed-iters",
               "--iters", "4"]
