@@ -157,29 +157,6 @@ static int suppliers(struct rally__robust *rb, const uint64_t *all, int W, int *
     return RALLY_EPEER;
 }
 
-/* The new set's replicas: k hops of the new ring, as a checkpoint makes them. */
-static int replicas(struct rally__robust *rb, struct rally__localset *ls)
-{
-    for (int j = 1; j <= rb->k; j++) {
-        unsigned char out[8], in[8];
-        rally__put_u64(out, ls->nbytes[j - 1]);
-        struct rally__sig s1 = {RALLY__K_RESHARD, 1, 0, -1, (uint64_t)(2 * j), 0};
-        int rc = rally__ring_shift(&rb->comm, out, 8, in, 8, &s1);
-        if (rc != RALLY_OK)
-            return rc;
-        uint64_t m = rally__get_u64(in);
-        if (m > SIZE_MAX || rally__robust_set_fill(rb, ls, j, NULL, m) != RALLY_OK)
-            return rally__fail(rb->err, RALLY_ENOMEM, "out of memory for a %llu-byte local model",
-                               (unsigned long long)m);
-        struct rally__sig s2 = {RALLY__K_RESHARD, 1, 0, -1, (uint64_t)(2 * j + 1), 0};
-        rc = rally__ring_shift(&rb->comm, ls->data[j - 1], (size_t)ls->nbytes[j - 1], ls->data[j],
-                               (size_t)m, &s2);
-        if (rc != RALLY_OK)
-            return rc;
-    }
-    return RALLY_OK;
-}
-
 int rally__robust_reshard(struct rally__robust *rb, uint64_t v)
 {
     int N = rb->world, rc, W = 0;
@@ -339,7 +316,7 @@ int rally__robust_reshard(struct rally__robust *rb, uint64_t v)
         memcpy(ls->data[0] + n, keep[i].p, (size_t)keep[i].n);
         n += keep[i].n;
     }
-    if ((rc = replicas(rb, ls)) != RALLY_OK)
+    if ((rc = rally__robust_set_spread(rb, ls, RALLY__K_RESHARD, 1)) != RALLY_OK)
         goto out;
     rally__robust_set_drop(rb, v);
     ls->version = v;

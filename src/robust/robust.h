@@ -290,6 +290,10 @@ void rally__robust_sgive(struct rally__robust *rb, unsigned char *p, uint64_t ca
 struct rally__localset *rally__robust_set_of(struct rally__robust *rb, uint64_t v);
 /* A cleared set to fill: never the valid one of the current version. */
 struct rally__localset *rally__robust_set_spare(struct rally__robust *rb);
+/* Slot 0 of ls (this worker's model) goes k hops along the ring: slot j
+ * gets the model of rank (rank - j) (collectives of kind and tag). */
+int rally__robust_set_spread(struct rally__robust *rb, struct rally__localset *ls, uint8_t kind,
+                             uint8_t tag);
 /* The valid set of version v is no longer valid (a new one replaces it). */
 void rally__robust_set_drop(struct rally__robust *rb, uint64_t v);
 /* Stores the global model of the next version: a copy, or lazy. */

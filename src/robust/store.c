@@ -281,27 +281,35 @@ static int run_replicate(struct rally__robust *rb, struct rally__op *op, unsigne
     struct rally__localset *ls = c->ls = rally__robust_set_spare(rb);
     ls->version = rb->version + 1;
     int rc = rally__robust_set_fill(rb, ls, 0, c->local, c->nbytes);
+    if (rc == RALLY_OK)
+        rc = rally__robust_set_spread(rb, ls, RALLY__C_SHIFT, 0);
     if (rc != RALLY_OK)
         return rc;
+    ls->valid = 1;
+    return rally__robust_run_barrier(rb, op, res, n);
+}
+
+int rally__robust_set_spread(struct rally__robust *rb, struct rally__localset *ls, uint8_t kind,
+                             uint8_t tag)
+{
     for (int j = 1; j <= rb->k; j++) {
         unsigned char out[8], in[8];
         rally__put_u64(out, ls->nbytes[j - 1]);
-        struct rally__sig s1 = {RALLY__C_SHIFT, 0, 0, -1, (uint64_t)(2 * j), 0};
-        rc = rally__ring_shift(&rb->comm, out, 8, in, 8, &s1);
+        struct rally__sig s1 = {kind, tag, 0, -1, (uint64_t)(2 * j), 0};
+        int rc = rally__ring_shift(&rb->comm, out, 8, in, 8, &s1);
         if (rc != RALLY_OK)
             return rc;
         uint64_t m = rally__get_u64(in);
         if (m > SIZE_MAX || rally__robust_set_fill(rb, ls, j, NULL, m) != RALLY_OK)
             return rally__fail(rb->err, RALLY_ENOMEM, "out of memory for a %llu-byte local model",
                                (unsigned long long)m);
-        struct rally__sig s2 = {RALLY__C_SHIFT, 0, 0, -1, (uint64_t)(2 * j + 1), 0};
+        struct rally__sig s2 = {kind, tag, 0, -1, (uint64_t)(2 * j + 1), 0};
         rc = rally__ring_shift(&rb->comm, ls->data[j - 1], (size_t)ls->nbytes[j - 1], ls->data[j],
                                (size_t)m, &s2);
         if (rc != RALLY_OK)
             return rc;
     }
-    ls->valid = 1;
-    return rally__robust_run_barrier(rb, op, res, n);
+    return RALLY_OK;
 }
 
 /* Served: another worker finished the barrier, so every worker had
