@@ -468,7 +468,7 @@ static int parse_changes(json_t *root, struct rally__snap_manifest *m, struct ra
     m->nchanges = n;
     for (size_t i = 0; i < n; i++) {
         json_t *c = json_array_get(a, i);
-        long long v, w;
+        long long v = 0, w = 0;
         char where[48];
         snprintf(where, sizeof where, "world_changes[%zu].", i);
         if (!json_is_object(c))
