@@ -33,10 +33,14 @@
  *                 subscribers: commits, turns and their agreement, a fresh
  *                 start's adoption
  *   membership.c  the tracker client, the mesh and links: join, wire,
- *                 reset, rejoin; engine init and free; rally's tracker
- *                 kind (rally__tracker_rally: reset, input, print, leave)
+ *                 reset, rejoin; a change of the workers (renumbering,
+ *                 going back to the committed version, taking workers in);
+ *                 engine init and free; rally's tracker kind
+ *                 (rally__tracker_rally: reset, input, print, leave)
  *   membership_dmlc.c  the classic dmlc tracker's kind (rally__tracker_dmlc)
  *   recovery.c    agreement rounds and transfers
+ *   reshard.c     local models as records after a change of the workers:
+ *                 every record to the rank that owns its id now
  *   verify.c      verified results: digests in the signatures' sidecars
  *   engine.c      the ops table of api/engine.h: the public calls as
  *                 operations
