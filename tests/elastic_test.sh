@@ -275,6 +275,8 @@ records)
         "$rec" 1000 30 >"$tmp/out" 2>&1 || fail "the job with snapshots"
     snap=$tmp/rs/records_mock/snap-00000010
     grep -q '"local_records": true' "$snap/MANIFEST.json" || fail "the manifest does not say records"
+    "$build/rally-snapshot" show "$snap" | grep -q '^local models *records (resume on any number of workers)$' ||
+        fail "rally-snapshot show does not say records"
     for n in 2 8; do
         "$here/run_job.sh" 0 60 "$run" -n $n --snapshot-dir "$tmp/rs2" --resume "$snap" "$rec" 1000 30 \
             >"$tmp/out" 2>&1 || fail "the resume at $n"

@@ -241,6 +241,10 @@ static void print_manifest(const rally_snapshot_t *s, int full)
     printf("checkpoint        version %" PRIu64 "\n", rally_snapshot_version(s));
     printf("created           %s\n", F("created"));
     printf("world size        %d\n", rally_snapshot_world(s));
+    if (rally_snapshot_has_local(s))
+        printf("local models      %s\n", rally_snapshot_local_records(s)
+                                             ? "records (resume on any number of workers)"
+                                             : "opaque (resume on the same number of workers)");
     uint64_t cv;
     int cw;
     for (size_t i = 0; rally_snapshot_world_change(s, i, &cv, &cw) == RALLY_OK; i++)

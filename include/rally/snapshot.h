@@ -79,6 +79,9 @@ RALLY_API uint64_t rally_snapshot_version(const rally_snapshot_t *s);
 RALLY_API int rally_snapshot_world(const rally_snapshot_t *s);
 /* 1 when it holds a local model of every rank. */
 RALLY_API int rally_snapshot_has_local(const rally_snapshot_t *s);
+/* 1 when its local models are records (rally_set_local_records): it then
+ * resumes on any number of workers. */
+RALLY_API int rally_snapshot_local_records(const rally_snapshot_t *s);
 
 /* A field of the manifest by name: "format_version", "job", "snapshot_id",
  * "run_id", "run_started", "created", "rally_version", "app_name",

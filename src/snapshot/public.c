@@ -129,6 +129,11 @@ int rally_snapshot_world(const rally_snapshot_t *s)
     return s->m->world;
 }
 
+int rally_snapshot_local_records(const rally_snapshot_t *s)
+{
+    return s->m->records && s->m->nfiles > 1;
+}
+
 int rally_snapshot_has_local(const rally_snapshot_t *s)
 {
     return rally__snap_has_local(s->sn);
