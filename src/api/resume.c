@@ -24,7 +24,7 @@
 #include <string.h>
 
 #include "api/snapjob.h"
-#include "util/wire.h"
+#include "util/records.h"
 
 #define E (&rally__engine)
 
@@ -187,19 +187,6 @@ void rally__snapjob_done(struct rally__snapjob *sj)
         rally__snapjob_say(sj, "%s: %s", sj->cfg->snapshot_copy, say);
 }
 
-struct rec {
-    uint64_t id;
-    const unsigned char *p; /* the whole record, head included */
-    uint64_t n;
-    int slot; /* which of this rank's slots it goes to */
-};
-
-static int by_id(const void *a, const void *b)
-{
-    uint64_t x = ((const struct rec *)a)->id, y = ((const struct rec *)b)->id;
-    return x < y ? -1 : x > y;
-}
-
 /* Local models as records, resumed on any number of workers: every old
  * rank's file is read (and verified) once, and slot j gets the records
  * rank (rank - j) mod world owns now, in id order. */
@@ -208,8 +195,7 @@ static int read_records(struct rally__snapjob *sj, struct rally__snap *sn, int o
 {
     void **file = calloc((size_t)old_world, sizeof *file);
     uint64_t *fn = calloc((size_t)old_world, sizeof *fn);
-    struct rec *recs = NULL;
-    size_t nrecs = 0, cap = 0;
+    struct rally__recs recs = {0};
     int rc = RALLY_OK;
     if (file == NULL || fn == NULL) {
         rc = rally__fail(sj->err, RALLY_ENOMEM, "out of memory");
@@ -218,47 +204,38 @@ static int read_records(struct rally__snapjob *sj, struct rally__snap *sn, int o
     for (int r = 0; r < old_world; r++) {
         if ((rc = rally__snap_read(sn, r, sj->err, &file[r], &fn[r])) != RALLY_OK)
             goto out;
-        const unsigned char *p = file[r];
-        for (uint64_t at = 0; at < fn[r];) {
-            uint64_t len = fn[r] - at >= 12 ? rally__get_u32(p + at + 8) : UINT64_MAX;
-            if (len > fn[r] - at - 12 || fn[r] - at < 12) {
-                rc = rally__fail(sj->err, RALLY_EPROTO,
-                                 "the snapshot's local model of rank %d is not records (at "
-                                 "byte %llu)",
-                                 r, (unsigned long long)at);
-                goto out;
-            }
-            uint64_t id = rally__get_u64(p + at);
-            int own = sj->rec_owner(id, sj->world, sj->rec_arg);
-            int j = (sj->rank - own + sj->world) % sj->world;
+        struct rally__rec rec;
+        uint64_t at = 0;
+        int k;
+        while ((k = rally__rec_next(file[r], fn[r], &at, &rec)) == 1) {
+            int own = sj->rec_owner(rec.id, sj->world, sj->rec_arg);
             if (own < 0 || own >= sj->world) {
                 rc = rally__fail(sj->err, RALLY_EINVAL,
                                  "rally_set_local_records' owner gave rank %d for record %016llx "
                                  "in a job of %d",
-                                 own, (unsigned long long)id, sj->world);
+                                 own, (unsigned long long)rec.id, sj->world);
                 goto out;
             }
-            if (j < a->nlocal) {
-                if (nrecs == cap) {
-                    cap = cap ? 2 * cap : 1024;
-                    struct rec *r2 = realloc(recs, cap * sizeof *r2);
-                    if (r2 == NULL) {
-                        rc = rally__fail(sj->err, RALLY_ENOMEM, "out of memory");
-                        goto out;
-                    }
-                    recs = r2;
-                }
-                recs[nrecs++] = (struct rec){id, p + at, 12 + len, j};
+            rec.slot = (sj->rank - own + sj->world) % sj->world;
+            if (rec.slot < a->nlocal && rally__recs_push(&recs, &rec) != 0) {
+                rc = rally__fail(sj->err, RALLY_ENOMEM, "out of memory");
+                goto out;
             }
-            at += 12 + len;
+        }
+        if (k < 0) {
+            rc = rally__fail(sj->err, RALLY_EPROTO,
+                             "the snapshot's local model of rank %d is not records (at byte "
+                             "%llu)",
+                             r, (unsigned long long)at);
+            goto out;
         }
     }
-    qsort(recs, nrecs, sizeof *recs, by_id);
+    rally__recs_sort(&recs);
     for (int j = 0; j < a->nlocal; j++) {
         uint64_t n = 0;
-        for (size_t i = 0; i < nrecs; i++)
-            if (recs[i].slot == j)
-                n += recs[i].n;
+        for (size_t i = 0; i < recs.n; i++)
+            if (recs.v[i].slot == j)
+                n += recs.v[i].n;
         unsigned char *b = malloc(n ? (size_t)n : 1);
         if (b == NULL) {
             rc = rally__fail(sj->err, RALLY_ENOMEM, "out of memory");
@@ -266,10 +243,10 @@ static int read_records(struct rally__snapjob *sj, struct rally__snap *sn, int o
         }
         a->local[j] = b;
         a->local_nbytes[j] = n;
-        for (size_t i = 0, at = 0; i < nrecs; i++)
-            if (recs[i].slot == j) {
-                memcpy(b + at, recs[i].p, (size_t)recs[i].n);
-                at += (size_t)recs[i].n;
+        for (size_t i = 0, at = 0; i < recs.n; i++)
+            if (recs.v[i].slot == j) {
+                memcpy(b + at, recs.v[i].p, (size_t)recs.v[i].n);
+                at += (size_t)recs.v[i].n;
             }
     }
 out:
@@ -277,7 +254,7 @@ out:
         rally_free(file[r]);
     free(file);
     free(fn);
-    free(recs);
+    rally__recs_free(&recs);
     return rc;
 }
 

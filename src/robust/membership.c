@@ -212,10 +212,8 @@ int rally__robust_grow(struct rally__robust *rb, uint64_t key)
     int rc = rally__tclient_grow_ready(&rb->tc, rb->err);
     if (rc == RALLY_OK)
         rc = await_reset(rb);
-    if (rc != RALLY__ERESET) {
-        if (!rally__robust_repairable(rb, rc))
-            return rc;
-    }
+    if (rc != RALLY__ERESET && !rally__robust_repairable(rb, rc))
+        return rc;
     return rally__robust_reset(rb, rc, key);
 }
 
@@ -370,11 +368,8 @@ void rally__robust_start_failed(const struct rally__config *cfg, const char *hos
  * (rally-run's), else the rank it joined with. */
 static int launch_rank(const char *task_id, int rank)
 {
-    char *end;
-    long v = strtol(task_id, &end, 10);
-    return task_id[0] >= '0' && task_id[0] <= '9' && *end == '\0' && v < RALLY__WORLD_MAX
-               ? (int)v
-               : rank;
+    int64_t v;
+    return rally__parse_int(task_id, 0, RALLY__WORLD_MAX - 1, &v) == 0 ? (int)v : rank;
 }
 
 int rally__robust_init(struct rally__robust *rb, const struct rally__config *cfg,
@@ -387,7 +382,6 @@ int rally__robust_init(struct rally__robust *rb, const struct rally__config *cfg
     rb->world = 1;
     rb->listen_fd = -1;
     rb->tc.fd = -1;
-    rb->st.keep = cfg->elastic != 0;
     rally__comm_init(&rb->comm, 0, 1, e);
     rb->comm.timeout_ms = cfg->timeout_ms;
     if (rally__mock_parse(&rb->mock, cfg, e) != RALLY_OK) {

@@ -27,56 +27,37 @@
 #include <string.h>
 
 #include "robust/robust.h"
+#include "util/records.h"
 #include "util/wire.h"
 
 #define DESC 4 /* u64 words per worker: old rank (NONE), old world, old k, slots held */
-#define REC_HEAD 12
-
-struct rec {
-    uint64_t id;
-    const unsigned char *p; /* its whole record, head included */
-    uint64_t n;
-};
-
-static int by_id(const void *a, const void *b)
+/* An id's hash (XXH3, as every digest here): the hashes are summed, so a
+ * lost and a doubled record cannot cancel out as they could in a plain sum
+ * of ids. */
+static uint64_t id_hash(uint64_t id)
 {
-    uint64_t x = ((const struct rec *)a)->id, y = ((const struct rec *)b)->id;
-    return x < y ? -1 : x > y;
+    unsigned char b[8];
+    rally__put_u64(b, id);
+    return rally_digest64(b, sizeof b);
 }
 
-/* MurmurHash3's finaliser: the ids' hashes are summed, so a lost and a
- * doubled record cannot cancel out as they could in a plain sum. */
-static uint64_t mix(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ULL;
-    return x ^ (x >> 33);
-}
-
-/* Walks n bytes of records: their count and hash sum, or -1 when the
- * framing is broken (named in e). */
+/* Walks n bytes of records: their count and hash sum, or RALLY_EINVAL
+ * when the bytes at some offset are not a record (named in e). */
 static int walk(struct rally__robust *rb, const unsigned char *p, uint64_t n, int old_rank,
                 uint64_t *count, uint64_t *sum)
 {
-    for (uint64_t at = 0; at < n;) {
-        if (n - at < REC_HEAD)
-            return rally__fail(rb->err, RALLY_EINVAL,
-                               "the local model of rank %d is not records: %llu bytes at offset "
-                               "%llu are too few for an id and a length",
-                               old_rank, (unsigned long long)(n - at), (unsigned long long)at);
-        uint64_t id = rally__get_u64(p + at), len = rally__get_u32(p + at + 8);
-        if (len > n - at - REC_HEAD)
-            return rally__fail(rb->err, RALLY_EINVAL,
-                               "the local model of rank %d is not records: record %016llx at "
-                               "offset %llu says %llu bytes, %llu are left",
-                               old_rank, (unsigned long long)id, (unsigned long long)at,
-                               (unsigned long long)len, (unsigned long long)(n - at - REC_HEAD));
+    struct rally__rec r;
+    uint64_t at = 0;
+    int k;
+    while ((k = rally__rec_next(p, n, &at, &r)) == 1) {
         (*count)++;
-        *sum += mix(id);
-        at += REC_HEAD + len;
+        *sum += id_hash(r.id);
     }
+    if (k < 0)
+        return rally__fail(rb->err, RALLY_EINVAL,
+                           "the local model of rank %d is not records: the %llu bytes at offset "
+                           "%llu are no id, length and that many bytes",
+                           old_rank, (unsigned long long)(n - at), (unsigned long long)at);
     return RALLY_OK;
 }
 
@@ -164,7 +145,7 @@ int rally__robust_reshard(struct rally__robust *rb, uint64_t v)
     int *who = NULL, *slot = NULL;
     unsigned char *gath = NULL, *mine = NULL;
     size_t *off = NULL;
-    struct rec *keep = NULL;
+    struct rally__recs keep = {0};
     if (all == NULL)
         return rally__fail(rb->err, RALLY_ENOMEM, "out of memory moving local models");
     if ((rc = describe(rb, v, all)) != RALLY_OK)
@@ -243,42 +224,35 @@ int rally__robust_reshard(struct rally__robust *rb, uint64_t v)
     struct rally__sig s_data = {RALLY__K_RESHARD, 3, 0, -1, total, 0};
     if ((rc = rally__allgather(&rb->comm, gath, off, off + N, &s_data)) != RALLY_OK)
         goto out;
-    /* this rank's records, in id order */
-    size_t nkeep = 0, cap = 0;
-    for (uint64_t at = 0; at < total;) { /* every supplier walked its bytes: framing holds */
-        uint64_t id = rally__get_u64(gath + at), len = rally__get_u32(gath + at + 8);
-        int owner = rb->owner(id, N, rb->owner_arg);
+    /* this rank's records, in id order (every supplier walked its bytes) */
+    struct rally__rec rec;
+    uint64_t at = 0;
+    while (rally__rec_next(gath, total, &at, &rec) == 1) {
+        int owner = rb->owner(rec.id, N, rb->owner_arg);
         if (owner < 0 || owner >= N) {
             rc = rally__fail(rb->err, RALLY_EINVAL,
                              "rally_set_local_records' owner gave rank %d for record %016llx "
                              "in a job of %d",
-                             owner, (unsigned long long)id, N);
+                             owner, (unsigned long long)rec.id, N);
             rally__robust_fatal(rb, rc, rb->err->msg);
             goto out;
         }
-        if (owner == rb->rank) {
-            if (nkeep == cap) {
-                cap = cap ? 2 * cap : 1024;
-                struct rec *k2 = realloc(keep, cap * sizeof *k2);
-                if (k2 == NULL) {
-                    rc = rally__fail(rb->err, RALLY_ENOMEM, "out of memory moving local models");
-                    goto out;
-                }
-                keep = k2;
-            }
-            keep[nkeep++] = (struct rec){id, gath + at, REC_HEAD + len};
-            kept[0]++;
-            kept[1] += mix(id);
+        if (owner != rb->rank)
+            continue;
+        if (rally__recs_push(&keep, &rec) != 0) {
+            rc = rally__fail(rb->err, RALLY_ENOMEM, "out of memory moving local models");
+            goto out;
         }
-        at += REC_HEAD + len;
+        kept[0]++;
+        kept[1] += id_hash(rec.id);
     }
-    qsort(keep, nkeep, sizeof *keep, by_id);
-    for (size_t i = 1; i < nkeep; i++)
-        if (keep[i].id == keep[i - 1].id) {
+    rally__recs_sort(&keep);
+    for (size_t i = 1; i < keep.n; i++)
+        if (keep.v[i].id == keep.v[i - 1].id) {
             rc = rally__fail(rb->err, RALLY_EINVAL,
                              "local-model record %016llx is on more than one rank: every id "
                              "must be on exactly one",
-                             (unsigned long long)keep[i].id);
+                             (unsigned long long)keep.v[i].id);
             rally__robust_fatal(rb, rc, rb->err->msg);
             goto out;
         }
@@ -307,14 +281,14 @@ int rally__robust_reshard(struct rally__robust *rb, uint64_t v)
     /* 4. the new set, its replicas, and it replaces the old one */
     struct rally__localset *ls = rally__robust_set_spare(rb);
     uint64_t n = 0;
-    for (size_t i = 0; i < nkeep; i++)
-        n += keep[i].n;
+    for (size_t i = 0; i < keep.n; i++)
+        n += keep.v[i].n;
     if ((rc = rally__robust_set_fill(rb, ls, 0, NULL, n)) != RALLY_OK)
         goto out;
     n = 0;
-    for (size_t i = 0; i < nkeep; i++) {
-        memcpy(ls->data[0] + n, keep[i].p, (size_t)keep[i].n);
-        n += keep[i].n;
+    for (size_t i = 0; i < keep.n; i++) {
+        memcpy(ls->data[0] + n, keep.v[i].p, (size_t)keep.v[i].n);
+        n += keep.v[i].n;
     }
     if ((rc = rally__robust_set_spread(rb, ls, RALLY__K_RESHARD, 1)) != RALLY_OK)
         goto out;
@@ -325,7 +299,7 @@ int rally__robust_reshard(struct rally__robust *rb, uint64_t v)
     rb->reshard = 0;
     rb->set_world = 0;
 out:
-    free(keep);
+    rally__recs_free(&keep);
     free(gath);
     free(mine);
     free(off);

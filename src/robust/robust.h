@@ -157,7 +157,6 @@ struct rally__store {
      * while the next one is stored and not yet acknowledged, so that every
      * survivor of a membership change can go back to the same version: the
      * two buffers take turns, nothing is allocated in the steady state */
-    int keep;
     unsigned char *prev;
     uint64_t prev_nbytes, prev_cap, prev_digest, prev_version; /* 0: none */
     struct rally__sbuf spare[RALLY__STORE_SPARES]; /* reusable buffers, any capacity */
