@@ -264,10 +264,14 @@ records)
     cp "$tmp/s" "$tmp/out"
     has "$tmp/s" "^rally-run: rank 3 lost for good: going on with 2 workers from version 6$"
     [ "$(rdig "$tmp/s")" = "$rwant" ] || fail "the shrink gave $(rdig "$tmp/s"), want $rwant"
-    elastic "$tmp/g" 0 3 3 --max-workers 4 "$rec" 1000 30 grow=3 pause=30
+    # 200 iterations of 30 ms: the new worker has seconds to start and register
+    "$here/run_job.sh" 0 60 "$run" -n 3 "$rec" 1000 200 >"$tmp/r200" 2>&1 ||
+        { cp "$tmp/r200" "$tmp/out"; fail "N = 3, 200 iterations"; }
+    elastic "$tmp/g" 0 3 3 --max-workers 4 "$rec" 1000 200 grow=3 pause=30
     cp "$tmp/g" "$tmp/out"
     has "$tmp/g" "^rally-run: taking in 1 worker: going on with 4 workers from version"
-    [ "$(rdig "$tmp/g")" = "$rwant" ] || fail "the grow gave $(rdig "$tmp/g"), want $rwant"
+    [ "$(rdig "$tmp/g")" = "$(rdig "$tmp/r200")" ] ||
+        fail "the grow gave $(rdig "$tmp/g"), want $(rdig "$tmp/r200")"
     elastic "$tmp/out" nonzero 4 2 --max-restarts 0 "$rec" 1000 30 rally_local_replica=1 \
         rally_mock=1,3,0,0,op,g rally_mock=2,3,0,0,op,g
     has "$tmp/out" "cannot go on with 2 workers: the local-model records of old rank 1 are lost (every copy died; rally_local_replica=1)"

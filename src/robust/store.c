@@ -375,7 +375,7 @@ int rally__robust_store_global(struct rally__robust *rb, const void *global, uin
                                rally_serialize_fn lazy, void *lazy_arg)
 {
     struct rally__store *st = &rb->st;
-    if (rb->cfg->elastic && st->lazy == NULL && st->ckpt != NULL && rb->version == st->committed) {
+    if (rb->cfg != NULL && rb->cfg->elastic && st->lazy == NULL && st->ckpt != NULL && rb->version == st->committed) {
         /* elastic: the committed model stays until this one is acknowledged */
         swap_prev(st);
         st->prev_version = rb->version;
