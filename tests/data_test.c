@@ -33,12 +33,12 @@ double rally__data_sqrt(double y);
 int rally__data_fmt_float(char *out, float f);
 
 static char dir[64];
-static char paths[64][128];
+static char paths[96][128];
 static int npaths;
 
 static const char *tmp_path(const char *name)
 {
-    assert_true(npaths < 64);
+    assert_true(npaths < 96);
     snprintf(paths[npaths], sizeof paths[npaths], "%s/%s", dir, name);
     return paths[npaths++];
 }
@@ -471,8 +471,11 @@ static void check_partition(const char *path, const char *o1, const char *o2, in
                 for (uint64_t i = 0; i < rally_data_num_rows(ds); i++) {
                     uint64_t off = rally_data_row_offset(ds, i);
                     if (mode == 0) {
-                        /* the rule: the record's first byte lies in [start, end) */
+                        /* the rule: the record's first byte lies in [start, end),
+                         * and rally_data_range_owner names this rank for it */
                         assert_true(off >= start && off < end);
+                        assert_int_equal(rally_data_range_owner(n, off, world), r);
+                        assert_int_equal(rally_data_file_size(ds), n);
                     } else {
                         size_t le = off;
                         while (le < n && bytes[le] != '\n')
@@ -715,6 +718,75 @@ static void generator_golden(void **state)
     free(c);
 }
 
+/* Documents for topic models: the same arguments give the same bytes, a
+ * seed other ones; every line reads back as LIBSVM with words in 1..vocab,
+ * a label below topics and a length in [doc_words / 2 + 1, 3 doc_words / 2];
+ * the topics file holds topics lines of vocab probabilities summing to 1;
+ * bad arguments are refused with the bounds. */
+static void corpus_generator(void **state)
+{
+    (void)state;
+    const char *a = tmp_path("ca.svm"), *b = tmp_path("cb.svm"), *c = tmp_path("cc.svm");
+    const char *t = tmp_path("ct.csv");
+    char err[512];
+    assert_int_equal(rally_data_generate_corpus(a, 300, 50, 4, 40, 9, t, err, sizeof err), RALLY_OK);
+    assert_int_equal(rally_data_generate_corpus(b, 300, 50, 4, 40, 9, NULL, err, sizeof err), RALLY_OK);
+    assert_int_equal(rally_data_generate_corpus(c, 300, 50, 4, 40, 10, NULL, err, sizeof err), RALLY_OK);
+    size_t na, nb, nc;
+    char *ba = slurp(a, &na), *bb = slurp(b, &nb), *bc = slurp(c, &nc);
+    assert_int_equal(na, nb);
+    assert_memory_equal(ba, bb, na);
+    assert_true(na != nc || memcmp(ba, bc, na) != 0);
+    free(ba);
+    free(bb);
+    free(bc);
+    rally_data_opts_t *o = opts("format=libsvm", NULL, NULL);
+    rally_dataset_t *ds = read_ok(a, o, 0, 1);
+    assert_int_equal(rally_data_num_rows(ds), 300);
+    assert_true(rally_data_num_features(ds) <= 50);
+    const uint64_t *rp;
+    const uint32_t *idx;
+    const float *val;
+    rally_data_csr(ds, &rp, &idx, &val);
+    for (uint64_t i = 0; i < 300; i++) {
+        float words = 0;
+        for (uint64_t e = rp[i]; e < rp[i + 1]; e++)
+            words += val[e];
+        assert_true(words >= 21 && words <= 60);
+        assert_true(rally_data_labels(ds)[i] >= 0 && rally_data_labels(ds)[i] < 4);
+    }
+    rally_data_free(ds);
+    rally_data_opts_free(o);
+    o = opts("format=csv", NULL, NULL);
+    ds = read_ok(t, o, 0, 1);
+    assert_int_equal(rally_data_num_rows(ds), 4);
+    assert_int_equal(rally_data_num_features(ds), 50);
+    rally_data_free(ds);
+    rally_data_opts_free(o);
+    size_t nt;
+    char *bt = slurp(t, &nt), *p = bt;
+    for (int k = 0; k < 4; k++) {
+        double sum = 0;
+        for (int w = 0; w < 50; w++) {
+            char *end;
+            sum += strtod(p, &end);
+            assert_true(end > p && *end == (w + 1 < 50 ? ',' : '\n'));
+            p = end + 1;
+        }
+        assert_true(sum > 1 - 1e-5 && sum < 1 + 1e-5);
+    }
+    assert_true(*p == '\0');
+    free(bt);
+    assert_int_equal(rally_data_generate_corpus(a, 0, 50, 4, 40, 9, NULL, err, sizeof err),
+                     RALLY_EINVAL);
+    assert_non_null(strstr(err, "docs >= 1"));
+    assert_int_equal(rally_data_generate_corpus(a, 5, 50, 70000, 40, 9, NULL, err, sizeof err),
+                     RALLY_EINVAL);
+    assert_int_equal(rally_data_generate_corpus("/nonexistent/x.svm", 5, 50, 4, 40, 9, NULL, err,
+                                                sizeof err),
+                     RALLY_ESYS);
+}
+
 static void generator_statistics(void **state)
 {
     (void)state;
@@ -847,6 +919,7 @@ int main(void)
         cmocka_unit_test(generator_deterministic),
         cmocka_unit_test(generator_golden),
         cmocka_unit_test(generator_statistics),
+        cmocka_unit_test(corpus_generator),
         cmocka_unit_test(generator_errors),
         cmocka_unit_test(generator_math),
     };

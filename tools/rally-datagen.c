@@ -1,9 +1,12 @@
 /*
  * rally-datagen — writes a synthetic data set of Gaussian blobs
- * (rally_data_generate in include/rally/data.h; docs/data.md).
+ * (rally_data_generate in include/rally/data.h; docs/data.md), or documents
+ * for topic models (rally_data_generate_corpus).
  *
  *   rally-datagen --rows R --features F --centers K --spread S --seed X
  *                 --format libsvm|csv [--header] [--centers-out FILE] -o FILE
+ *   rally-datagen --docs D --vocab V --topics K [--doc-words L] --seed X
+ *                 [--topics-out FILE] -o FILE
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -19,9 +22,15 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: rally-datagen --rows R --features F --centers K [--spread S] [--seed X]\n"
             "                     [--format libsvm|csv] [--header] [--centers-out FILE] -o FILE\n"
+            "       rally-datagen --docs D --vocab V --topics K [--doc-words L] [--seed X]\n"
+            "                     [--topics-out FILE] -o FILE\n"
             "Writes R rows of Gaussian blobs around K random centres in F dimensions\n"
             "(standard deviation S, default 1) as LIBSVM (default) or CSV; the label is the\n"
-            "centre's number. The same arguments always give the same bytes.\n");
+            "centre's number.  Or D documents of about L words (default 100) over a\n"
+            "vocabulary of V, each a mix of K random topics, as LIBSVM lines 'label\n"
+            "word:count ...' (the label the heaviest topic; --topics-out the true topics,\n"
+            "one CSV line of V probabilities each), for rally-lda.  The same arguments\n"
+            "always give the same bytes.\n");
 }
 
 static int num(const char *opt, const char *s, unsigned long long max, unsigned long long *out)
@@ -39,6 +48,29 @@ bad:
     return -1;
 }
 
+/* --docs: a corpus for topic models.  The exit status. */
+static int corpus(const char *out, unsigned long long docs, unsigned long long vocab,
+                  unsigned long long topics, unsigned long long doc_words,
+                  unsigned long long seed, const char *topics_out, int extra)
+{
+    if (extra || out == NULL || vocab == 0 || topics == 0 || doc_words == 0) {
+        fprintf(stderr, "rally-datagen: --docs needs --vocab, --topics and -o (and a "
+                        "--doc-words of 1 or more)\n");
+        usage(stderr);
+        return 2;
+    }
+    char err[512];
+    if (rally_data_generate_corpus(out, docs, (uint32_t)vocab, (uint32_t)topics,
+                                   (uint32_t)doc_words, seed, topics_out, err,
+                                   sizeof err) != RALLY_OK) {
+        fprintf(stderr, "rally-datagen: %s\n", err);
+        return 1;
+    }
+    fprintf(stderr, "rally-datagen: wrote %llu documents over %llu words (%llu topics) to %s\n",
+            docs, vocab, topics, out);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const struct option longopts[] = {{"rows", required_argument, 0, 'r'},
@@ -49,10 +81,17 @@ int main(int argc, char **argv)
                                              {"format", required_argument, 0, 'F'},
                                              {"header", no_argument, 0, 'H'},
                                              {"centers-out", required_argument, 0, 'c'},
+                                             {"docs", required_argument, 0, 'D'},
+                                             {"vocab", required_argument, 0, 'V'},
+                                             {"topics", required_argument, 0, 'K'},
+                                             {"doc-words", required_argument, 0, 'L'},
+                                             {"topics-out", required_argument, 0, 'T'},
                                              {"output", required_argument, 0, 'o'},
                                              {"help", no_argument, 0, 'h'},
                                              {0, 0, 0, 0}};
     unsigned long long rows = 0, features = 0, centers = 0, seed = 0;
+    unsigned long long docs = 0, vocab = 0, topics = 0, doc_words = 100;
+    const char *topics_out = NULL;
     double spread = 1.0;
     const char *format = "libsvm", *out = NULL, *centers_out = NULL;
     int header = 0, c;
@@ -93,6 +132,25 @@ int main(int argc, char **argv)
         case 'c':
             centers_out = optarg;
             break;
+        case 'D':
+            if (num("--docs", optarg, 1ULL << 40, &docs))
+                return 2;
+            break;
+        case 'V':
+            if (num("--vocab", optarg, 1000000, &vocab))
+                return 2;
+            break;
+        case 'K':
+            if (num("--topics", optarg, 65535, &topics))
+                return 2;
+            break;
+        case 'L':
+            if (num("--doc-words", optarg, 1000000, &doc_words))
+                return 2;
+            break;
+        case 'T':
+            topics_out = optarg;
+            break;
         case 'o':
             out = optarg;
             break;
@@ -104,6 +162,8 @@ int main(int argc, char **argv)
             return 2;
         }
     }
+    if (docs > 0)
+        return corpus(out, docs, vocab, topics, doc_words, seed, topics_out, optind != argc);
     if (optind != argc || out == NULL || rows == 0 || features == 0 || centers == 0) {
         fprintf(stderr, "rally-datagen: --rows, --features, --centers and -o are required\n");
         usage(stderr);

@@ -140,6 +140,17 @@ RALLY_API int rally_data_fingerprint(const rally_dataset_t *ds, char *out, size_
  * rally_set_input takes as its scheme). */
 RALLY_API const char *rally_data_partition(const rally_dataset_t *ds);
 
+/* The size in bytes of the file the shard was read from. */
+RALLY_API uint64_t rally_data_file_size(const rally_dataset_t *ds);
+
+/* Range mode's rule, for a record-keyed local model (rally_set_local_records)
+ * whose ids are the records' byte offsets (rally_data_row_offset): the rank
+ * of a `world`-worker job whose shard holds the record starting at byte
+ * `offset` of a file of `file_size` bytes, the r with
+ * floor(S * r / world) <= offset < floor(S * (r + 1) / world).  An offset
+ * past the end maps to the last rank; world < 1 gives -1. */
+RALLY_API int rally_data_range_owner(uint64_t file_size, uint64_t offset, int world);
+
 /* A one-line summary for logs, e.g.
  * "blobs.csv shard 3/8 (range): bytes [1234, 5678), 120 rows, 32 features,
  * fingerprint 0123456789abcdef".  Truncated to cap. */
@@ -161,6 +172,21 @@ RALLY_API int rally_data_generate(const char *path, uint64_t rows, uint32_t feat
                                   uint32_t centers, double spread, uint64_t seed,
                                   const char *format, int csv_header, const char *centers_path,
                                   char *err, size_t errcap);
+
+/* Writes `docs` documents for topic models to path as LIBSVM lines
+ * (`label word:count ...`, words 1-based and increasing, the label the
+ * document's heaviest topic), through a temporary file renamed into place:
+ * `topics` random topics over `vocab` words; each document draws its length
+ * (doc_words / 2 + 1 to 3 * doc_words / 2 words), its own mix of the topics,
+ * then each word from a topic of that mix.  topics_path, when not NULL,
+ * receives the true topics (one CSV line of vocab word probabilities each).
+ * The output depends only on the arguments (src/data/gen.c gives the
+ * generator exactly).  RALLY_EINVAL for bad arguments (docs >= 1,
+ * 1 <= vocab <= 1000000, 1 <= topics <= 65535, topics * vocab <= 1e8,
+ * 1 <= doc_words <= 1000000), RALLY_ESYS when a file cannot be written. */
+RALLY_API int rally_data_generate_corpus(const char *path, uint64_t docs, uint32_t vocab,
+                                         uint32_t topics, uint32_t doc_words, uint64_t seed,
+                                         const char *topics_path, char *err, size_t errcap);
 
 #ifdef __cplusplus
 }

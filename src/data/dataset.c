@@ -80,6 +80,26 @@ const char *rally_data_partition(const rally_dataset_t *ds)
     return ds && ds->partition == RALLY__PART_HASH ? "hash" : "range";
 }
 
+uint64_t rally_data_file_size(const rally_dataset_t *ds)
+{
+    return ds ? ds->fsize : 0;
+}
+
+int rally_data_range_owner(uint64_t file_size, uint64_t offset, int world)
+{
+    if (world < 1)
+        return -1;
+    int lo = 0, hi = world - 1; /* the largest r whose range starts at or before offset */
+    while (lo < hi) {
+        int mid = lo + (hi - lo + 1) / 2;
+        if (rally__data_split(file_size, mid, world) <= offset)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
 int rally_data_fingerprint(const rally_dataset_t *ds, char *out, size_t cap)
 {
     if (ds == NULL || out == NULL || cap < 17)

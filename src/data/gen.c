@@ -13,6 +13,13 @@
  *     value (float)(centre[c][j] + spread * z);
  *   - numbers are printed by fmt_float(): 9 significant digits, enough for
  *     strtof to give back the same float.
+ *
+ * And documents for topic models (rally_data_generate_corpus), from the
+ * same PRNG: topic k's word weights u^16 (u uniform, word-major within the
+ * topic), normalised; per document, its length doc_words / 2 + 1 +
+ * next() mod doc_words, its topic weights u^4 normalised, then per word a
+ * topic and a word of that topic, each by its cumulative weights (the first
+ * index whose cumulative weight exceeds uniform() times the total).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -409,6 +416,136 @@ int rally_data_generate(const char *path, uint64_t rows, uint32_t features, uint
                     format ? format : "(null)");
     if (e.code == RALLY_OK)
         generate(path, rows, features, centers, spread, seed, csv, csv_header, centers_path, &e);
+    if (e.code != RALLY_OK)
+        rally__data_errout(&e, err, errcap);
+    return e.code;
+}
+
+/* --- topic-model documents ---------------------------------------------------- */
+
+/* The first i in [0, n) with cum[i] > x (cum increasing, x < cum[n - 1]). */
+static uint32_t pick(const double *cum, uint32_t n, double x)
+{
+    uint32_t lo = 0, hi = n - 1;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (cum[mid] > x)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Topic k's cumulative word weights into cum[k * vocab ..], and with
+ * topics_path its normalised weights as CSV (one topic a line). */
+static int corpus_topics(struct rng *g, double *cum, uint32_t vocab, uint32_t topics,
+                         const char *topics_path, struct rally__err *e)
+{
+    struct out o = {.fd = -1};
+    char tmp[4096];
+    int rc = topics_path ? out_open(&o, topics_path, tmp, sizeof tmp, e) : RALLY_OK;
+    for (uint32_t k = 0; k < topics && rc == RALLY_OK; k++) {
+        double *c = cum + (size_t)k * vocab, total = 0;
+        for (uint32_t w = 0; w < vocab; w++) {
+            double u = uniform(g);
+            u *= u, u *= u, u *= u, u *= u;
+            c[w] = total += u;
+        }
+        for (uint32_t w = 0; topics_path && w < vocab && rc == RALLY_OK; w++) {
+            if ((rc = out_room(&o, 24)) != RALLY_OK)
+                break;
+            double p = (c[w] - (w ? c[w - 1] : 0)) / total;
+            o.len += (size_t)rally__data_fmt_float(o.buf + o.len, (float)p);
+            o.buf[o.len++] = w + 1 < vocab ? ',' : '\n';
+        }
+    }
+    return topics_path ? out_close(&o, tmp, rc == RALLY_OK) : rc;
+}
+
+static int corpus(const char *path, uint64_t docs, uint32_t vocab, uint32_t topics,
+                  uint32_t doc_words, uint64_t seed, const char *topics_path,
+                  struct rally__err *e)
+{
+    if (path == NULL || docs == 0 || vocab == 0 || vocab > 1000000 || topics == 0 ||
+        topics > 65535 || doc_words == 0 || doc_words > 1000000 ||
+        (uint64_t)topics * vocab > 100000000ULL)
+        return rally__fail(e, RALLY_EINVAL,
+                           "rally_data_generate_corpus: need a path, docs >= 1, 1 <= vocab <= "
+                           "1000000, 1 <= topics <= 65535, topics * vocab <= 1e8 and 1 <= "
+                           "doc_words <= 1000000 (got docs=%llu vocab=%u topics=%u "
+                           "doc_words=%u)",
+                           (unsigned long long)docs, vocab, topics, doc_words);
+    struct rng g;
+    seed_rng(&g, seed);
+    double *cum = malloc((size_t)topics * vocab * sizeof *cum);
+    double *theta = malloc((size_t)topics * sizeof *theta);
+    uint32_t *count = calloc(vocab, sizeof *count);
+    uint32_t *seen = malloc(((size_t)doc_words * 3 / 2 + 2) * sizeof *seen);
+    struct out o = {.fd = -1, .e = e, .name = path};
+    char tmp[4096];
+    int rc = RALLY_OK;
+    if (cum == NULL || theta == NULL || count == NULL || seen == NULL)
+        rc = rally__fail(e, RALLY_ENOMEM, "rally_data_generate_corpus: cannot allocate %u "
+                         "topics of %u words", topics, vocab);
+    if (rc == RALLY_OK)
+        rc = corpus_topics(&g, cum, vocab, topics, topics_path, e);
+    if (rc == RALLY_OK)
+        rc = out_open(&o, path, tmp, sizeof tmp, e);
+    for (uint64_t d = 0; d < docs && rc == RALLY_OK; d++) {
+        uint32_t len = doc_words / 2 + 1 + (uint32_t)(next(&g) % doc_words), nseen = 0, top = 0;
+        double total = 0;
+        for (uint32_t k = 0; k < topics; k++) {
+            double u = uniform(&g);
+            u *= u, u *= u;
+            theta[k] = total += u;
+            if (u > theta[top] - (top ? theta[top - 1] : 0))
+                top = k;
+        }
+        for (uint32_t i = 0; i < len; i++) {
+            uint32_t k = pick(theta, topics, uniform(&g) * total);
+            const double *c = cum + (size_t)k * vocab;
+            uint32_t w = pick(c, vocab, uniform(&g) * c[vocab - 1]);
+            if (count[w]++ == 0)
+                seen[nseen++] = w;
+        }
+        qsort(seen, nseen, sizeof *seen, cmp_u32);
+        if ((rc = out_room(&o, 24)) != RALLY_OK)
+            break;
+        put_u64(&o, top);
+        for (uint32_t i = 0; i < nseen; i++) {
+            if ((rc = out_room(&o, 48)) != RALLY_OK)
+                break;
+            o.buf[o.len++] = ' ';
+            put_u64(&o, (uint64_t)seen[i] + 1);
+            o.buf[o.len++] = ':';
+            put_u64(&o, count[seen[i]]);
+            count[seen[i]] = 0;
+        }
+        if (rc == RALLY_OK)
+            o.buf[o.len++] = '\n';
+    }
+    if (o.buf != NULL || o.fd >= 0)
+        rc = out_close(&o, tmp, rc == RALLY_OK);
+    free(cum);
+    free(theta);
+    free(count);
+    free(seen);
+    return rc;
+}
+
+int rally_data_generate_corpus(const char *path, uint64_t docs, uint32_t vocab, uint32_t topics,
+                               uint32_t doc_words, uint64_t seed, const char *topics_path,
+                               char *err, size_t errcap)
+{
+    struct rally__err e = {0};
+    corpus(path, docs, vocab, topics, doc_words, seed, topics_path, &e);
     if (e.code != RALLY_OK)
         rally__data_errout(&e, err, errcap);
     return e.code;
