@@ -3,7 +3,7 @@
  *
  * Word i of a document, of word w and topic k0, takes topic k with weight
  *
- *     (n_dk + alpha) * (n_wk + beta) / (n_k + V * beta)
+ *     (n_dk + alpha) * (n_wk + beta) * (1 / (n_k + V * beta))
  *
  * where n_dk counts the document's other words of topic k, and n_wk and n_k
  * are the model's counts (the start of the iteration) without word i and
@@ -54,30 +54,39 @@ void lda_first_assignment(struct lda_job *j, const struct lda_model *m, uint32_t
     }
 }
 
+/* n_k changed: its weight's divisor, 1 / (n_k + V beta), a function of
+ * n_k alone (so when it is computed does not matter). */
+static void set_nk(struct lda_scratch *t, uint32_t k, int64_t nk, double vb)
+{
+    t->nk[k] = nk;
+    t->inv[k] = 1.0 / ((double)nk + vb);
+}
+
 /* Samples document d's words at iteration `it` against counts c (n_wk) and
  * t->nk (n_k), changing both as it goes. */
 static void sample_doc(struct lda_job *j, uint64_t d, const struct lda_model *m, uint64_t it,
                        uint32_t *c, struct lda_scratch *t)
 {
-    int64_t *nk = t->nk;
-    uint32_t *ndk = t->ndk;
-    double *p = t->p;
     const uint32_t K = m->topics;
     const double a = m->alpha, b = m->beta, vb = m->beta * m->vocab;
+    uint32_t *ndk = t->ndk;
+    double *p = t->p, *inv = t->inv;
     uint64_t s = stream(m->seed, j->id[d], it);
     memset(ndk, 0, K * sizeof *ndk);
     for (uint64_t i = j->start[d]; i < j->start[d + 1]; i++)
         ndk[j->z[i]]++;
     for (uint64_t i = j->start[d]; i < j->start[d + 1]; i++) {
         uint32_t *cw = c + (size_t)j->word[i] * K, k = j->z[i];
-        cw[k]--, nk[k]--, ndk[k]--;
+        cw[k]--, ndk[k]--;
+        set_nk(t, k, t->nk[k] - 1, vb);
         double total = 0;
         for (uint32_t q = 0; q < K; q++)
-            p[q] = total += (ndk[q] + a) * (cw[q] + b) / ((double)nk[q] + vb);
+            p[q] = total += (ndk[q] + a) * (cw[q] + b) * inv[q];
         double u = (double)(next(&s) >> 11) * 0x1.0p-53 * total;
         for (k = 0; k + 1 < K && p[k] <= u; k++)
             ;
-        cw[k]++, nk[k]++, ndk[k]++;
+        cw[k]++, ndk[k]++;
+        set_nk(t, k, t->nk[k] + 1, vb);
         j->z[i] = (uint16_t)k;
     }
 }
@@ -86,11 +95,14 @@ void lda_sweep(struct lda_job *j, const struct lda_model *m, struct lda_scratch 
                uint32_t *next_counts)
 {
     const uint32_t K = m->topics;
+    const double vb = m->beta * m->vocab;
     uint32_t *c = m->counts;
     memset(t->nk, 0, K * sizeof *t->nk);
     for (size_t w = 0; w < m->vocab; w++)
         for (uint32_t k = 0; k < K; k++)
             t->nk[k] += c[w * K + k];
+    for (uint32_t k = 0; k < K; k++)
+        set_nk(t, k, t->nk[k], vb);
     for (uint64_t d = 0; d < j->docs; d++) {
         uint64_t first = j->start[d], n = j->start[d + 1] - first;
         memcpy(t->old, j->z + first, n * sizeof *t->old); /* to take the changes back */
@@ -101,6 +113,11 @@ void lda_sweep(struct lda_job *j, const struct lda_model *m, struct lda_scratch 
             c[w + k]--, t->nk[k]--;
             c[w + k0]++, t->nk[k0]++;
             next_counts[w + k]++;
+        }
+        for (uint64_t i = 0; i < n; i++) { /* back to the counts' divisors */
+            uint16_t k = j->z[first + i];
+            if (t->old[i] != k)
+                set_nk(t, k, t->nk[k], vb), set_nk(t, t->old[i], t->nk[t->old[i]], vb);
         }
     }
 }

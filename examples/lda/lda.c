@@ -217,6 +217,7 @@ static int train(struct lda_job *j, const struct lda_opts *o, struct lda_model *
     size_t cells = (size_t)K * m->vocab, gsize = lda_model_nbytes(K, m->vocab);
     size_t lsize = lda_records_nbytes(j);
     struct lda_scratch t = {.nk = malloc(K * sizeof *t.nk),
+                            .inv = malloc(K * sizeof *t.inv),
                             .p = malloc(K * sizeof *t.p),
                             .ndk = malloc(K * sizeof *t.ndk),
                             .old = malloc((j->longest + 1) * sizeof *t.old)};
@@ -224,7 +225,7 @@ static int train(struct lda_job *j, const struct lda_opts *o, struct lda_model *
     unsigned char *gb = malloc(gsize), *lb = malloc(lsize + 1); /* reused every sweep */
     double t_prev = ex_now_s();
     int status = LDA_EXIT_OK, rc;
-    if (!t.nk || !t.p || !t.ndk || !t.old || !next || !gb || !lb) {
+    if (!t.nk || !t.inv || !t.p || !t.ndk || !t.old || !next || !gb || !lb) {
         status = lda_oom();
         goto out;
     }
@@ -256,6 +257,7 @@ static int train(struct lda_job *j, const struct lda_opts *o, struct lda_model *
     }
 out:
     free(t.nk);
+    free(t.inv);
     free(t.p);
     free(t.ndk);
     free(t.old);

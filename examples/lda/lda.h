@@ -107,11 +107,11 @@ int lda_model_show(const char *path);
 /* The first assignment (iteration 0): each word a topic from its document's
  * stream; adds them into counts (vocab x topics, zeroed by the caller). */
 void lda_first_assignment(struct lda_job *j, const struct lda_model *m, uint32_t *counts);
-/* A sweep's scratch, allocated once for the job: nk, p and ndk of the
+/* A sweep's scratch, allocated once for the job: nk, inv, p and ndk of the
  * topics, old of the longest document. */
 struct lda_scratch {
     int64_t *nk;
-    double *p;
+    double *inv, *p;
     uint32_t *ndk;
     uint16_t *old;
 };
