@@ -131,6 +131,37 @@ static void placement(void **state)
     rally__launch_hosts_free(&hs);
 }
 
+/* One rank more (a worker taken in): the first host with a slot free,
+ * counting only the held ranks; a host marked to avoid (it could not be
+ * reached) only when no other has a slot; a re-read hostfile keeps the old
+ * hosts' places. */
+static void placement_of_one(void **state)
+{
+    (void)state;
+    struct rally__launch_hosts hs = {NULL, 0}, fresh = {NULL, 0};
+    char err[256] = "";
+    int host_of[6] = {0, 0, 1, 2, 2, 0};
+    unsigned char held[6] = {1, 1, 1, 1, 0, 0}, avoid[4] = {0, 0, 0, 0};
+    assert_int_equal(rally__launch_hosts_parse(&hs, "a:2,b,c:2", err, sizeof err), 0);
+    assert_int_equal(rally__launch_place_one(&hs, host_of, held, 6, NULL), 2); /* c: 1 of 2 held */
+    held[4] = 1;
+    assert_int_equal(rally__launch_place_one(&hs, host_of, held, 6, NULL), -1); /* all full */
+    held[2] = 0; /* b's rank given up */
+    assert_int_equal(rally__launch_place_one(&hs, host_of, held, 6, avoid), 1);
+    avoid[1] = 1;
+    assert_int_equal(rally__launch_place_one(&hs, host_of, held, 6, avoid), 1); /* only b */
+    assert_int_equal(rally__launch_hostfile_parse(&fresh, "c slots=3\nd:2\n", err, sizeof err), 0);
+    assert_int_equal(rally__launch_hosts_merge(&hs, &fresh), 0);
+    char got[128];
+    hosts_str(&hs, got, sizeof got);
+    assert_string_equal(got, "a:0,b:0,c:3,d:2");
+    assert_int_equal(rally__launch_place_one(&hs, host_of, held, 6, avoid), 2); /* c: 2 of 3 */
+    held[5] = 1, host_of[5] = 2;
+    assert_int_equal(rally__launch_place_one(&hs, host_of, held, 6, avoid), 3);
+    rally__launch_hosts_free(&hs);
+    rally__launch_hosts_free(&fresh);
+}
+
 static void quoting(void **state)
 {
     static const char *const cases[][2] = {{"plain-word_1.2/x:y,z=@%+", "plain-word_1.2/x:y,z=@%+"},
@@ -332,6 +363,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(hosts_cases), cmocka_unit_test(hostfile),
         cmocka_unit_test(slurm_slots), cmocka_unit_test(placement),
+        cmocka_unit_test(placement_of_one),
         cmocka_unit_test(quoting),     cmocka_unit_test(commands),
         cmocka_unit_test(outcomes),    cmocka_unit_test(marked_lines),
     };

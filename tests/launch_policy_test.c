@@ -492,6 +492,63 @@ static void elastic_takes_ranks_in(void **state)
     rally__launch_policy_free(pol);
 }
 
+/* Growth onto a host that may be down (rally-run --launcher ssh
+ * --max-workers): a joiner that could not be started is no failure and
+ * gives its slot back; one whose connection was lost before the job took it
+ * in fails nothing either; neither holds a place, nor does a rank given
+ * up. */
+static void elastic_joiner_on_a_lost_host(void **state)
+{
+    (void)state;
+    struct rally__launch_policy *pol;
+    struct rally__launch_act a;
+    assert_int_equal(rally__launch_policy_new(&pol, 3, 8, 1, 300), 0);
+    rally__launch_policy_elastic(pol, 1);
+    for (int i = 0; i < 3; i++) {
+        rally__launch_policy_spawned(pol, i);
+        rally__launch_policy_host(pol, i, i == 2 ? "h3" : "h1");
+    }
+    rally__launch_policy_lost(pol, 2, &running, 0, &a);
+    assert_int_equal(a.restart, 2);
+    rally__launch_policy_spawned(pol, 2);
+    rally__launch_policy_unstarted(pol, 2, "host h3 (rank 2): cannot be reached: no route", 1,
+                                   &running, 5, &a);
+    assert_int_equal(a.gone, 2);
+    struct rally__launch_event ev = {.kind = RALLY__TEV_RESIZED, .rank = 2, .world = 2};
+    rally__launch_policy_event(pol, &ev, 6);
+    assert_false(rally__launch_policy_holds(pol, 2));
+    assert_true(rally__launch_policy_holds(pol, 1));
+    assert_int_equal(rally__launch_policy_add(pol, 3), 3);
+    assert_true(rally__launch_policy_holds(pol, 3));
+    rally__launch_policy_host(pol, 3, "h3");
+    rally__launch_policy_spawned(pol, 3);
+    rally__launch_policy_unstarted(pol, 3, "host h3 (rank 3): cannot be reached: no route", 1,
+                                   &running, 10, &a);
+    assert_string_equal(a.say, "host h3 (rank 3): cannot be reached: no route: rank 3 was not "
+                               "started");
+    assert_string_equal(a.abort, "");
+    assert_int_equal(a.gone, -1);
+    assert_int_equal(rally__launch_policy_slots(pol), 3); /* the slot is the next one's */
+    assert_int_equal(rally__launch_policy_add(pol, 3), 3);
+    rally__launch_policy_host(pol, 3, "h3");
+    rally__launch_policy_spawned(pol, 3);
+    rally__launch_policy_lost(pol, 3, &running, 20, &a);
+    assert_string_equal(a.say, "rank 3 on host h3: the connection to the host was lost before "
+                               "the job took it in");
+    assert_int_equal(a.restart, -1);
+    assert_string_equal(a.abort, "");
+    assert_false(rally__launch_policy_holds(pol, 3));
+    assert_int_equal(rally__launch_policy_add(pol, 3), 4); /* that one ran: a slot spent */
+    rally__launch_policy_spawned(pol, 4);
+    event(pol, RALLY__TEV_ASSIGNED, 4, "", 30);
+    assert_false(rally__launch_policy_joining(pol, 4));
+    assert_true(rally__launch_policy_holds(pol, 4));
+    ev.world = 3;
+    rally__launch_policy_event(pol, &ev, 31);
+    assert_int_equal(rally__launch_policy_add(pol, 3), -1); /* 3 hold places: the maximum */
+    rally__launch_policy_free(pol);
+}
+
 static void exits_around_finalize(void **state)
 {
     char line[1024];
@@ -715,6 +772,7 @@ int main(void)
         cmocka_unit_test(remote_unstarted_fails_the_job),
         cmocka_unit_test(elastic_gives_up_a_rank),
         cmocka_unit_test(elastic_takes_ranks_in),
+        cmocka_unit_test(elastic_joiner_on_a_lost_host),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -70,13 +70,21 @@ usage)
     expect_rc $? 4
     summary "deaths=1 recovered=0 epochs=0 restarts=0 per-rank-deaths=0:0,1:0,2:1"
     timeout 10 "$RUN" -np 2>"$T/err"; expect_rc $? 2
+    # growth is for the launchers that can start one worker more
+    timeout 10 "$RUN" -n 2 --launcher mpirun --max-workers 3 "$PROG" 2>"$T/err"; expect_rc $? 2
+    has "$T/err" "--max-workers above -n is for --launcher local and ssh"
+    timeout 10 "$RUN" -n 2 --rejoin-ms 100 "$PROG" 2>"$T/err"; expect_rc $? 2
+    has "$T/err" "--rejoin-ms is for --launcher ssh with --max-workers"
+    timeout 10 "$RUN" -n 2 --launcher ssh --hosts a,b --max-workers 3 --rejoin-ms 0 "$PROG" \
+        2>"$T/err"; expect_rc $? 2
+    has "$T/err" "--rejoin-ms wants milliseconds (1 or more), not '0'"
     no_leftovers
     ;;
 version)
     # every tool and trainer says the version CMake defines (RALLY_EXPECT_VERSION, from the build)
     dir=$(dirname "$RUN")
     for tool in "$RUN" "$TRACKER" "$dir/rally-datagen" "$dir/rally-snapshot" \
-        "$dir/rally-kmeans" "$dir/rally-linear" "$dir/rally-gbdt"; do
+        "$dir/rally-kmeans" "$dir/rally-linear" "$dir/rally-gbdt" "$dir/rally-lda"; do
         timeout 10 "$tool" --version >"$T/out" 2>"$T/err"; expect_rc $? 0
         [ "$(cat "$T/out")" = "$(basename "$tool") (rally) $RALLY_EXPECT_VERSION" ] ||
             fail "$tool --version says '$(cat "$T/out")', expected version $RALLY_EXPECT_VERSION"

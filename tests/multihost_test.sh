@@ -18,6 +18,10 @@
 #            iteration 3 and its rank's restart cannot reach it over ssh; the
 #            job gives rank 3 up and ends well with 3 workers, well inside
 #            its bound
+#   comeback elastic (--min-workers 3 --max-workers 4 --rejoin-ms 1000): host
+#            4 is lost as in lost; rally-run tries it again while it is down
+#            (said once), the cable comes back, the next try starts a worker
+#            there, and the job takes it in and ends with 4 workers
 #   tbf      every cable shaped by tc tbf (2 Mbit/s): the same digest, and the
 #            shaper's counters show the job's bytes went through it
 #   ipv6     the cables carry only fd00:5253::/64 (IPv4 addresses removed):
@@ -245,6 +249,34 @@ lost)
     grep -q '^rally-run: summary: .* lost-for-good=3 workers=3$' "$tmp/out" || fail "summary"
     grep -q 'model_digest=' "$tmp/out" || fail "no result"
     rig_link 4 up
+    no_leftovers
+    ;;
+comeback)
+    start_job "$tmp/out" 200 "${FAST[@]}" --max-restarts 2 --min-workers 3 --max-workers 4 \
+        --rejoin-ms 1000 -- "$km" "${KM[@]}" --pause-ms 100 "${LINK[@]}" --iters 500 --fixed
+    wait_line "$tmp/out" '^\[0\] iteration 3 ' "iteration 3"
+    rig_link 4 down || fail "cannot cut host 4's cable"
+    echo "multihost_test: cut host 4's cable at $(date +%T)"
+    wait_line "$tmp/out" '^rally-run: rank 3 lost for good: going on with 3 workers from version' \
+        "the change to 3 workers"
+    # a try on host 4 while it is down, then the cable back: the next try
+    # reaches it (the test waits for the miss, so the two cannot race)
+    wait_line "$tmp/out" \
+        'rank 4 was not started; trying a host with a slot free again every 1000 ms$' \
+        "a try while host 4 is down"
+    rig_link 4 up || fail "cannot mend host 4's cable"
+    echo "multihost_test: mended it at $(date +%T)"
+    wait_line "$tmp/out" '^rally-run: taking in 1 worker: going on with 4 workers from version' \
+        "the taking in"
+    wait_line "$tmp/out" '^\[4\] shard 3 fingerprint ' "the new worker's shard (as rank 3)"
+    p=$(sed -n 's/^\[4\] shard 3 fingerprint .* pid \([0-9]*\)$/\1/p' "$tmp/out" | tail -1)
+    ns=$(ip netns identify "$p" 2>/dev/null)
+    [ "$ns" = "${RIG_NS[4]}" ] || fail "the new worker (pid $p) runs in '$ns', not on host 4"
+    wait_job || fail "the job failed"
+    cat "$tmp/out"
+    [ "$(grep -c 'rank 4 was not started' "$tmp/out")" = 1 ] || fail "the misses were said more than once"
+    grep -q '^rally-run: summary: .* lost-for-good=3 workers=4$' "$tmp/out" || fail "summary"
+    grep -q 'model_digest=' "$tmp/out" || fail "no result"
     no_leftovers
     ;;
 tbf)

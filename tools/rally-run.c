@@ -100,6 +100,13 @@ struct run {
     int max_workers; /* --max-workers: ... and takes workers in (SIGUSR2) up to this many */
     int slots;       /* room for the ranks launched, ranks taken in included */
     int grow_now;    /* SIGUSR2s that arrived this turn */
+    /* growth on remote hosts (remote_grow): the workers the job is to have
+     * (-n, one more per SIGUSR2), the joiner started and not yet taken in or
+     * ended (-1: none), when to try a host with a slot free again, and which
+     * hosts a try could not reach (said once) */
+    int want, pending;
+    int64_t rejoin_ms, next_try;
+    unsigned char *down, *held;
     char **argv;
     struct rally__launch_proc *procs;
     int *slot;     /* which pipe each of our pollfd slots holds */
@@ -139,10 +146,20 @@ struct run {
     char *feed;               /* the secret's line, for the agents' stdin */
 };
 
+static char *slurp(const char *path);
+
 /* The job may go on with other workers (--min-workers, --max-workers). */
 static int elastic(const struct run *r)
 {
     return r->min_workers < r->world || r->max_workers > r->world;
+}
+
+/* --launcher ssh with --max-workers: a slot freed by a rank given up (its
+ * host gone) or a SIGUSR2 gets a worker again, on a host with a slot free,
+ * tried again every --rejoin-ms until the host answers. */
+static int remote_grow(const struct run *r)
+{
+    return r->launcher == RALLY__LAUNCHER_SSH && r->given['M'];
 }
 
 static void usage(FILE *f)
@@ -170,7 +187,12 @@ static void usage(FILE *f)
         "                             left (default N: the job fails; docs/recovery.md)\n"
         "      --max-workers M        elastic: SIGUSR2 to rally-run starts one more worker,\n"
         "                             which the job takes in at its next checkpoint, up to M\n"
-        "                             (default N; --launcher local)\n"
+        "                             (default N).  With --launcher ssh the worker goes to a\n"
+        "                             host with a slot free, and a slot freed by a rank given\n"
+        "                             up (its host gone) is filled again once a host answers\n"
+        "      --rejoin-ms T          --launcher ssh --max-workers: try a host with a slot free\n"
+        "                             again every T ms (default 5000); --hostfile is re-read\n"
+        "                             then, so a host added to it takes a place too\n"
         "      --heartbeat-timeout-ms T  a worker that sent heartbeats and then falls silent\n"
         "                             for T ms is killed and restarted (default 10000; 0: off)\n"
         "      --progress-timeout-ms T  a rank the others have waited for T ms in a collective\n"
@@ -622,6 +644,8 @@ static int64_t deadline(void *arg)
         d = r->drain_until;
     if (r->snap.preempting && r->snap.preempt_look < d)
         d = r->snap.preempt_look;
+    if (remote_grow(r) && r->pending < 0 && r->next_try > 0 && r->next_try < d)
+        d = r->next_try; /* refill's next try (when it has one to make) */
     return d;
 }
 
@@ -665,17 +689,115 @@ static void remote_exit(struct run *r, int i, int st, const struct rally__launch
     int kind = rally__launch_outcome(&r->procs[i].seen, st, r->launcher,
                                      r->hosts.h[r->host_of[i]].name, i, r->agent, r->argv[0], why,
                                      sizeof why, &out);
+    int joiner = rally__launch_policy_joining(r->pol, i), h = r->host_of[i];
     if (kind == RALLY__LAUNCH_AS_STATUS)
         rally__launch_policy_exit(r->pol, i, out, v, rally__now_ms(), a);
     else if (kind == RALLY__LAUNCH_AS_LOST)
         rally__launch_policy_lost(r->pol, i, v, rally__now_ms(), a);
     else
         rally__launch_policy_unstarted(r->pol, i, why, out, v, rally__now_ms(), a);
+    if (joiner && remote_grow(r) && !rally__launch_policy_holds(r->pol, i)) {
+        /* refill tries again after --rejoin-ms; the first miss on a host is said */
+        if (r->down[h])
+            a->say[0] = '\0';
+        else
+            snprintf(a->say + strlen(a->say), sizeof a->say - strlen(a->say),
+                     "; trying a host with a slot free again every %lld ms",
+                     (long long)r->rejoin_ms);
+        r->down[h] = 1;
+    }
+}
+
+/* --hostfile again (remote_grow): a host added takes places, one taken out
+ * takes no more.  Unreadable or malformed: said, and the hosts stay. */
+static void reread_hostfile(struct run *r)
+{
+    struct rally__launch_hosts fresh = {NULL, 0};
+    char err[512];
+    char *text = r->hostfile ? slurp(r->hostfile) : NULL;
+    if (r->hostfile == NULL)
+        return;
+    if (text == NULL || rally__launch_hostfile_parse(&fresh, text, err, sizeof err) != 0) {
+        rally__launch_out_say(&r->out[1], "--hostfile %s: %s: the hosts stay as they were",
+                              r->hostfile, text ? err : strerror(errno));
+    } else {
+        size_t n = r->hosts.n;
+        unsigned char *down = NULL;
+        if (rally__launch_hosts_merge(&r->hosts, &fresh) == 0 &&
+            (down = realloc(r->down, r->hosts.n + 1)) != NULL) {
+            memset(down + n, 0, r->hosts.n + 1 - n);
+            r->down = down;
+        }
+    }
+    free(text);
+    rally__launch_hosts_free(&fresh);
+}
+
+/* remote_grow: while fewer workers hold places than the job is to have and
+ * no joiner is on its way, start one on a host with a slot free (one that
+ * could not be reached last only when no other has a slot), at most every
+ * --rejoin-ms. */
+static void refill(struct run *r, int64_t now)
+{
+    if (!remote_grow(r))
+        return;
+    int n = rally__launch_policy_slots(r->pol), holding = 0;
+    if (r->pending >= 0 && rally__launch_policy_joining(r->pol, r->pending))
+        return;
+    if (r->pending >= 0 && rally__launch_policy_holds(r->pol, r->pending))
+        r->down[r->host_of[r->pending]] = 0; /* taken in: its host is back */
+    r->pending = -1;
+    for (int i = 0; i < n; i++)
+        holding += r->held[i] = (unsigned char)rally__launch_policy_holds(r->pol, i);
+    if (holding >= r->want || now < r->next_try)
+        return;
+    r->next_try = now + r->rejoin_ms;
+    reread_hostfile(r);
+    int h = rally__launch_place_one(&r->hosts, r->host_of, r->held, n, r->down);
+    if (h < 0)
+        return;
+    int i = rally__launch_policy_add(r->pol, r->max_workers);
+    if (i < 0)
+        return;
+    r->host_of[i] = h;
+    rally__launch_policy_host(r->pol, i, r->hosts.h[h].name);
+    rally__launch_flush(&r->procs[i]);
+    int err = spawn(r, i);
+    if (err != 0) {
+        struct rally__launch_act a;
+        struct rally__launch_view v;
+        view(r, &v);
+        char why[320];
+        snprintf(why, sizeof why, "cannot start rank %d on host %s: %s", i, r->hosts.h[h].name,
+                 strerror(err));
+        rally__launch_policy_unstarted(r->pol, i, why, 1, &v, now, &a);
+        carry_out(r, &a);
+        return;
+    }
+    r->pending = i;
+    if (!r->down[h])
+        rally__launch_out_say(&r->out[1],
+                              "started rank %d on host %s (a slot free); the job takes it in "
+                              "at its next checkpoint",
+                              i, r->hosts.h[h].name);
 }
 
 /* SIGUSR2: one more worker, which the job takes in at its next checkpoint. */
 static void grow(struct run *r)
 {
+    if (remote_grow(r)) {
+        if (r->want >= r->max_workers) {
+            rally__launch_out_say(&r->out[1], "SIGUSR2: the job is to have %d workers already "
+                                              "(--max-workers %d): none started",
+                                  r->want, r->max_workers);
+            return;
+        }
+        r->want++;
+        r->next_try = 0;
+        rally__launch_out_say(&r->out[1], "SIGUSR2: the job is to have %d workers: starting one "
+                                          "on a host with a slot free", r->want);
+        return;
+    }
     int i = r->max_workers > r->world ? rally__launch_policy_add(r->pol, r->max_workers) : -1;
     if (i < 0) {
         rally__launch_out_say(&r->out[1],
@@ -758,6 +880,7 @@ static void after(void *arg)
     r->reap = 0;
     view(r, &v);
     rally__launch_policy_tracker(r->pol, &v, rally__now_ms());
+    refill(r, rally__now_ms());
     int k;
     while ((k = rally__launch_policy_due(r->pol, rally__now_ms())) != -1) {
         if (k == RALLY__LAUNCH_KILL_ALL)
@@ -931,6 +1054,7 @@ static int parse(int argc, char **argv, struct run *r)
                                           {"max-restarts", required_argument, NULL, 'm'},
                                           {"min-workers", required_argument, NULL, 'N'},
                                           {"max-workers", required_argument, NULL, 'M'},
+                                          {"rejoin-ms", required_argument, NULL, 'j'},
                                           {"heartbeat-timeout-ms", required_argument, NULL, 'b'},
                                           {"progress-timeout-ms", required_argument, NULL, 'P'},
                                           {"on-stuck", required_argument, NULL, 'S'},
@@ -968,6 +1092,7 @@ static int parse(int argc, char **argv, struct run *r)
     r->snap.keep = 2;
     r->max_job_restarts = 3;
     r->snap.busy = "wait";
+    r->rejoin_ms = 5000;
     int64_t v;
     int c, li = 0;
     opterr = 0;
@@ -1021,6 +1146,12 @@ static int parse(int argc, char **argv, struct run *r)
                 return cli_usage_error(
                     "rally-run", "--max-restarts wants a count (0 or more), not '%s'", optarg);
             r->max_restarts = (int)v;
+            break;
+        case 'j':
+            if (rally__parse_int(optarg, 1, INT_MAX, &v))
+                return cli_usage_error("rally-run", "--rejoin-ms wants milliseconds (1 or more), "
+                                                    "not '%s'", optarg);
+            r->rejoin_ms = v;
             break;
         case 'N':
         case 'M':
@@ -1128,10 +1259,17 @@ static int parse(int argc, char **argv, struct run *r)
     if (r->max_workers < r->world)
         return cli_usage_error("rally-run", "--max-workers %d is fewer than the %d workers (-n)",
                                r->max_workers, r->world);
-    if (r->max_workers > r->world && r->launcher != RALLY__LAUNCHER_LOCAL)
-        return cli_usage_error("rally-run", "--max-workers above -n is for --launcher local yet");
-    /* room for the ranks taken in too, a few times over (each gets a slot of its own) */
-    r->slots = r->world + 4 * (r->max_workers - r->world);
+    if (r->max_workers > r->world && r->launcher != RALLY__LAUNCHER_LOCAL &&
+        r->launcher != RALLY__LAUNCHER_SSH)
+        return cli_usage_error("rally-run", "--max-workers above -n is for --launcher local and "
+                                            "ssh");
+    if (r->given['j'] && !remote_grow(r))
+        return cli_usage_error("rally-run", "--rejoin-ms is for --launcher ssh with --max-workers");
+    /* room for the ranks taken in too, a few times over (each gets a slot of
+     * its own; a joiner that could not be started gives its slot back) */
+    r->slots = r->world + 4 * (r->max_workers - r->world) + (remote_grow(r) ? 2 * r->max_workers : 0);
+    r->want = r->world;
+    r->pending = -1;
     if (elastic(r) && r->snap.copy != NULL)
         return cli_usage_error("rally-run", "--min-workers below -n does not go with "
                                             "--snapshot-copy yet: the second tier's copy does "
@@ -1277,8 +1415,10 @@ static int place(struct run *r)
         snprintf(every, sizeof every, "localhost:%d", r->world);
         rally__launch_hosts_parse(&r->hosts, every, err, sizeof err);
     }
-    r->host_of = calloc((size_t)r->world, sizeof *r->host_of);
-    if (r->host_of == NULL) {
+    r->host_of = calloc((size_t)r->slots, sizeof *r->host_of);
+    r->held = calloc((size_t)r->slots, 1);
+    r->down = calloc(r->hosts.n + 1, 1);
+    if (r->host_of == NULL || r->held == NULL || r->down == NULL) {
         fprintf(stderr, "rally-run: out of memory\n");
         return 1;
     }
@@ -1498,6 +1638,8 @@ static void teardown(struct run *r)
     rally__launch_policy_free(r->prev_pol);
     rally__launch_hosts_free(&r->hosts);
     free(r->host_of);
+    free(r->held);
+    free(r->down);
     free(r->ssh_opts);
     rally__launch_argv_free(r->xenv);
     rally__launch_argv_free(r->xkey);
@@ -1525,6 +1667,8 @@ int main(int argc, char **argv)
     if (status >= 0) {
         rally__launch_hosts_free(&r.hosts);
         free(r.host_of);
+        free(r.held);
+        free(r.down);
         free(r.ssh_opts);
         rally__launch_argv_free(r.xenv);
         rally__launch_argv_free(r.xkey);

@@ -25,6 +25,7 @@ struct rank_state {
     int fence_killed;      /* that SIGKILL went out */
     int dropped;           /* given up for good: the job went on without it */
     int joining;           /* launched to join; the tracker has not assigned it yet */
+    int outside;           /* it ended before the job took it in: never one of its ranks */
     int status;            /* rally-run's exit status when its failure is the verdict */
     char host[256];        /* where it runs: "" on this host (the lines name no host) */
 };
@@ -105,6 +106,12 @@ int rally__launch_policy_slots(const struct rally__launch_policy *pol)
 int rally__launch_policy_joining(const struct rally__launch_policy *pol, int rank)
 {
     return rank >= 0 && rank < pol->world && pol->rank[rank].joining;
+}
+
+int rally__launch_policy_holds(const struct rally__launch_policy *pol, int rank)
+{
+    return rank >= 0 && rank < pol->world && !pol->rank[rank].dropped &&
+           !pol->rank[rank].outside;
 }
 
 static void clear(struct rally__launch_act *a)
@@ -282,6 +289,7 @@ void rally__launch_policy_exit(struct rally__launch_policy *pol, int rank, int s
         return;
     if (k->joining) { /* it never was one of the job's ranks */
         k->joining = 0;
+        k->outside = 1;
         if (WIFSIGNALED(st))
             snprintf(a->say, sizeof a->say,
                      "rank %d was killed by signal %d before the job took it in", rank,
@@ -346,6 +354,13 @@ void rally__launch_policy_lost(struct rally__launch_policy *pol, int rank,
     unfence(k);
     k->status = 1;
     const char *cause = "the connection to the host was lost";
+    if (k->joining) {
+        k->joining = 0;
+        k->outside = 1;
+        snprintf(a->say, sizeof a->say, "rank %d on host %s: %s before the job took it in", rank,
+                 k->host, cause);
+        return;
+    }
     char head[600];
     snprintf(head, sizeof head, "rank %d on host %s died: %s", rank, k->host, cause);
     if (k->finalized) {
@@ -370,6 +385,16 @@ void rally__launch_policy_unstarted(struct rally__launch_policy *pol, int rank, 
     k->running = 0;
     k->fence_kill_at = RALLY__NEVER;
     unfence(k);
+    if (k->joining) { /* nothing of it ran: its slot is the next one's */
+        k->joining = 0;
+        k->outside = 1;
+        if (rank == pol->world - 1) {
+            *k = (struct rank_state){.fence_kill_at = RALLY__NEVER, .status = 1};
+            pol->world--;
+        }
+        snprintf(a->say, sizeof a->say, "%.500s: rank %d was not started", why, rank);
+        return;
+    }
     if (pol->elastic && k->restarts > 0 && v->recoverable && pol->first < 0 && !pol->stop_sig) {
         /* its host is gone for good (no restart can reach it): given up */
         k->dropped = 1;

@@ -106,10 +106,15 @@ void rally__launch_policy_elastic(struct rally__launch_policy *pol, int on);
  * already (or the slots are spent).  Until the tracker assigns it (event
  * ASSIGNED) it is joining: its exit is no death and fails nothing. */
 int rally__launch_policy_add(struct rally__launch_policy *pol, int max_workers);
-/* How many ranks were launched (the slots in use), and whether rank r
- * waits to join. */
+/* How many ranks were launched (the slots in use), whether rank r waits to
+ * join, and whether it holds a place in the job: one of its ranks (running
+ * or to be restarted) or joining, not given up, not a joiner that ended
+ * before the job took it in.  A joiner that could not be started
+ * (rally__launch_policy_unstarted) is no failure; when it was the last
+ * launched, its slot is the next rally__launch_policy_add's. */
 int rally__launch_policy_slots(const struct rally__launch_policy *pol);
 int rally__launch_policy_joining(const struct rally__launch_policy *pol, int rank);
+int rally__launch_policy_holds(const struct rally__launch_policy *pol, int rank);
 
 void rally__launch_policy_event(struct rally__launch_policy *pol,
                                 const struct rally__launch_event *ev, int64_t now);

@@ -248,6 +248,57 @@ int rally__launch_place(const struct rally__launch_hosts *hs, int world, int *ho
     return 0;
 }
 
+int rally__launch_place_one(const struct rally__launch_hosts *hs, const int *host_of,
+                            const unsigned char *held, int n, const unsigned char *avoid)
+{
+    int fallback = -1;
+    for (size_t h = 0; h < hs->n; h++) {
+        int used = 0;
+        for (int r = 0; r < n; r++)
+            used += held[r] && host_of[r] == (int)h;
+        if (used >= hs->h[h].slots)
+            continue;
+        if (avoid == NULL || !avoid[h])
+            return (int)h;
+        if (fallback < 0)
+            fallback = (int)h;
+    }
+    return fallback;
+}
+
+int rally__launch_hosts_merge(struct rally__launch_hosts *hs,
+                              const struct rally__launch_hosts *fresh)
+{
+    size_t n = hs->n;
+    for (size_t i = 0; i < fresh->n; i++) {
+        size_t k = 0;
+        while (k < n && strcmp(hs->h[k].name, fresh->h[i].name) != 0)
+            k++;
+        if (k < n)
+            continue;
+        n++;
+    }
+    if (n > hs->n) {
+        struct rally__launch_host *h = realloc(hs->h, n * sizeof *h);
+        if (h == NULL)
+            return -1;
+        hs->h = h;
+    }
+    size_t old = hs->n;
+    for (size_t k = 0; k < old; k++)
+        hs->h[k].slots = 0;
+    for (size_t i = 0; i < fresh->n; i++) {
+        size_t k = 0;
+        while (k < hs->n && strcmp(hs->h[k].name, fresh->h[i].name) != 0)
+            k++;
+        if (k == hs->n)
+            hs->h[hs->n++] = fresh->h[i];
+        else
+            hs->h[k].slots += fresh->h[i].slots;
+    }
+    return 0;
+}
+
 /* --- command lines ------------------------------------------------------- */
 
 char *rally__launch_quote(const char *w)

@@ -98,6 +98,17 @@ int rally__launch_slurm_slots(struct rally__launch_hosts *hs, const char *tasks_
  * 0, or -1 when the slots add up to fewer than world (err says so). */
 int rally__launch_place(const struct rally__launch_hosts *hs, int world, int *host_of, char *err,
                         size_t cap);
+/* The host for one rank more (a worker taken in): the first, in order, with
+ * a slot free (its slots minus the held ranks on it: r < n with held[r],
+ * on host host_of[r]) and not marked in avoid (NULL: none is); else the
+ * first marked one with a slot free; -1 when no host has one. */
+int rally__launch_place_one(const struct rally__launch_hosts *hs, const int *host_of,
+                            const unsigned char *held, int n, const unsigned char *avoid);
+/* hs takes a re-read hostfile's hosts: one in both gets fresh's slots, one
+ * only in fresh is appended, one only in hs keeps its place (host_of
+ * indices stay valid) with no slot.  0, or -1 out of memory. */
+int rally__launch_hosts_merge(struct rally__launch_hosts *hs,
+                              const struct rally__launch_hosts *fresh);
 
 /* A word for a POSIX shell: itself when it is made of safe characters only,
  * else in single quotes.  Returns a malloc'd string or NULL. */
