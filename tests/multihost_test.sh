@@ -22,6 +22,10 @@
 #            4 is lost as in lost; rally-run tries it again while it is down
 #            (said once), the cable comes back, the next try starts a worker
 #            there, and the job takes it in and ends with 4 workers
+#   hostfile -n 3 on a --hostfile of hosts 1-3, --max-workers 4: SIGUSR2 asks
+#            for a fourth worker, which waits (no slot free) until host 4 is
+#            added to the file; the next try (--rejoin-ms) starts it there and
+#            the job takes it in
 #   tbf      every cable shaped by tc tbf (2 Mbit/s): the same digest, and the
 #            shaper's counters show the job's bytes went through it
 #   ipv6     the cables carry only fd00:5253::/64 (IPv4 addresses removed):
@@ -277,6 +281,31 @@ comeback)
     [ "$(grep -c 'rank 4 was not started' "$tmp/out")" = 1 ] || fail "the misses were said more than once"
     grep -q '^rally-run: summary: .* lost-for-good=3 workers=4$' "$tmp/out" || fail "summary"
     grep -q 'model_digest=' "$tmp/out" || fail "no result"
+    no_leftovers
+    ;;
+hostfile)
+    printf '%s\n' "${RIG_ADDR[1]}" "${RIG_ADDR[2]}" "${RIG_ADDR[3]}" >"$tmp/hosts"
+    RIG_HOSTFILE=$tmp/hosts RIG_WORLD=3 start_job "$tmp/out" 150 --max-workers 4 \
+        --rejoin-ms 500 -- "$km" "${KM[@]}" --pause-ms 100 --iters 200 --fixed
+    wait_line "$tmp/out" '^\[0\] iteration 3 ' "iteration 3"
+    launcher=$(pgrep -o -P "$JOB" -x rally-run)
+    [ -n "$launcher" ] || fail "no rally-run under $JOB"
+    kill -USR2 "$launcher" # three hosts, three slots: none free yet
+    wait_line "$tmp/out" '^rally-run: SIGUSR2: the job is to have 4 workers' "the SIGUSR2 line"
+    sleep 1.2 # two tries of --rejoin-ms 500 find no slot, and start nothing
+    grep -q 'started rank 3' "$tmp/out" && fail "a worker started with no slot free"
+    echo "${RIG_ADDR[4]} slots=1" >>"$tmp/hosts"
+    wait_line "$tmp/out" "^rally-run: started rank 3 on host ${RIG_ADDR[4]} (a slot free)" \
+        "the start on the host added"
+    wait_line "$tmp/out" '^rally-run: taking in 1 worker: going on with 4 workers from version' \
+        "the taking in"
+    wait_line "$tmp/out" '^\[3\] shard 3 fingerprint ' "the new worker's shard"
+    p=$(sed -n 's/^\[3\] shard 3 fingerprint .* pid \([0-9]*\)$/\1/p' "$tmp/out" | tail -1)
+    [ "$(ip netns identify "$p" 2>/dev/null)" = "${RIG_NS[4]}" ] ||
+        fail "the new worker (pid $p) is not on host 4"
+    wait_job || fail "the job failed"
+    cat "$tmp/out"
+    grep -q '^rally-run: summary: .* workers=4$' "$tmp/out" || fail "summary"
     no_leftovers
     ;;
 tbf)

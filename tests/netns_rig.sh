@@ -182,8 +182,10 @@ rig_job() {
         esac
     done
     for o in "${RIG_SSH_OPTS[@]}"; do sshopts+=(--ssh-option "$o"); done
-    ip netns exec "${RIG_NS[1]}" timeout -k 5 "$limit" "$run" -n "$RIG_N" --launcher ssh \
-        --hosts "$hosts" "${sshopts[@]}" --host "${RIG_ADDR[1]}" "${ropts[@]}" -- "$@" \
+    local where=(--hosts "$hosts") # RIG_HOSTFILE: the hosts from that file instead
+    [ -n "${RIG_HOSTFILE:-}" ] && where=(--hostfile "$RIG_HOSTFILE")
+    ip netns exec "${RIG_NS[1]}" timeout -k 5 "$limit" "$run" -n "${RIG_WORLD:-$RIG_N}" \
+        --launcher ssh "${where[@]}" "${sshopts[@]}" --host "${RIG_ADDR[1]}" "${ropts[@]}" -- "$@" \
         </dev/null >"$out" 2>&1 &
     RIG_JOB=$!
 }
