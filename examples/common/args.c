@@ -90,3 +90,18 @@ int ex_version(const char *prog, const char *arg)
     printf("%s (rally) %s\n", prog, RALLY_VERSION_STRING);
     return 1;
 }
+
+int ex_early_flags(const char *prog, int argc, char **argv, void (*usage)(FILE *),
+                   int (*show)(const char *path))
+{
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            usage(stdout);
+            return 0;
+        } else if (ex_version(prog, argv[i])) {
+            return 0;
+        } else if (strcmp(argv[i], "--show") == 0 && i + 1 < argc) {
+            return show(argv[i + 1]);
+        }
+    return -1;
+}

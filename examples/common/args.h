@@ -6,6 +6,7 @@
 #define RALLY_EXAMPLES_ARGS_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 /* A whole number in [lo, hi] (no sign, no trailing text).  0, or -1 after
  * "PROG: OPT 'S' is not a whole number in [lo, hi]" on stderr. */
@@ -24,6 +25,12 @@ int ex_args_end(const char *prog, int argc, char **argv, int first, const char *
  * this program was built with, as rally-run --version says it) and returns
  * 1 (the program exits 0); else 0. */
 int ex_version(const char *prog, const char *arg);
+
+/* The flags that need no job, looked for anywhere in argv: --help or -h
+ * (usage(stdout), then 0), --version (ex_version, then 0) and --show MODEL
+ * (show(MODEL)'s exit status).  -1 when argv has none of them. */
+int ex_early_flags(const char *prog, int argc, char **argv, void (*usage)(FILE *),
+                   int (*show)(const char *path));
 
 /* argv[1..argc) joined by single spaces, malloc'd (the caller frees): the
  * configuration string an example registers with rally_set_app.  NULL when

@@ -57,32 +57,29 @@ static void usage(FILE *f)
             GB_MAX_DEPTH, GB_MAX_BIN);
 }
 
+/* --show MODEL: the saved model as JSON.  The exit status. */
+static int show(const char *path)
+{
+    struct gb_model m = {0};
+    char err[8192], *json = NULL;
+    size_t n = 0;
+    int rc = GB_EXIT_INPUT;
+    if (gb_model_read_json(path, &m, err, sizeof err) != 0)
+        fprintf(stderr, "rally-gbdt: %s\n", err);
+    else if (gb_model_json(&m, &json, &n) != 0)
+        rc = gb_oom();
+    else
+        rc = fwrite(json, 1, n, stdout) == n ? GB_EXIT_OK : GB_EXIT_RALLY;
+    free(json);
+    gb_model_free(&m);
+    return rc;
+}
+
 int gb_early_flags(int argc, char **argv)
 {
     if (argc >= 2 && strcmp(argv[1], "predict") == 0)
         return gb_predict_main(argc, argv);
-    for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            usage(stdout);
-            return GB_EXIT_OK;
-        } else if (ex_version("rally-gbdt", argv[i])) {
-            return GB_EXIT_OK;
-        } else if (strcmp(argv[i], "--show") == 0 && i + 1 < argc) {
-            struct gb_model m = {0};
-            char err[8192], *json = NULL;
-            size_t n = 0;
-            int rc = GB_EXIT_INPUT;
-            if (gb_model_read_json(argv[i + 1], &m, err, sizeof err) != 0)
-                fprintf(stderr, "rally-gbdt: %s\n", err);
-            else if (gb_model_json(&m, &json, &n) != 0)
-                rc = gb_oom();
-            else
-                rc = fwrite(json, 1, n, stdout) == n ? GB_EXIT_OK : GB_EXIT_RALLY;
-            free(json);
-            gb_model_free(&m);
-            return rc;
-        }
-    return -1;
+    return ex_early_flags(PROG, argc, argv, usage, show);
 }
 
 int gb_opts_parse(int argc, char **argv, struct gb_opts *o)

@@ -48,16 +48,7 @@ static void usage(FILE *f)
 
 int km_early_flags(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            usage(stdout);
-            return KM_EXIT_OK;
-        } else if (ex_version("rally-kmeans", argv[i])) {
-            return KM_EXIT_OK;
-        } else if (strcmp(argv[i], "--show") == 0 && i + 1 < argc) {
-            return km_model_show(argv[i + 1]);
-        }
-    return -1;
+    return ex_early_flags(PROG, argc, argv, usage, km_model_show);
 }
 
 int km_opts_parse(int argc, char **argv, struct km_opts *o)

@@ -50,16 +50,7 @@ static void usage(FILE *f)
 
 int lda_early_flags(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            usage(stdout);
-            return LDA_EXIT_OK;
-        } else if (ex_version(PROG, argv[i])) {
-            return LDA_EXIT_OK;
-        } else if (strcmp(argv[i], "--show") == 0 && i + 1 < argc) {
-            return lda_model_show(argv[i + 1]);
-        }
-    return -1;
+    return ex_early_flags(PROG, argc, argv, usage, lda_model_show);
 }
 
 int lda_opts_parse(int argc, char **argv, struct lda_opts *o)

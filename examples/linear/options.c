@@ -57,16 +57,7 @@ static void usage(FILE *f)
 
 int lr_early_flags(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            usage(stdout);
-            return LR_EXIT_OK;
-        } else if (ex_version("rally-linear", argv[i])) {
-            return LR_EXIT_OK;
-        } else if (strcmp(argv[i], "--show") == 0 && i + 1 < argc) {
-            return lr_model_show(argv[i + 1]);
-        }
-    return -1;
+    return ex_early_flags(PROG, argc, argv, usage, lr_model_show);
 }
 
 int lr_opts_parse(int argc, char **argv, struct lr_opts *o)
