@@ -1,0 +1,154 @@
+/*
+ * run.h — what rally-run's files share: the job as rally-run sees it
+ * (struct run) and the functions each file offers the others.
+ *
+ *   rally-run.c        main, set-up and teardown, the loop's callbacks, the
+ *                      policy's decisions carried out, growth
+ *   run/options.c      the usage text and the command line (run_parse)
+ *   run/hosts.c        the hosts: --hosts/--hostfile/Slurm, placement, the
+ *                      tracker's address and bind
+ *   run/workers.c      starting a worker: its environment, its wrapper's
+ *                      command line, signals to every worker
+ *
+ * The launcher's reusable parts (processes, the restart policy, the loop,
+ * output, remote hosts, a run's snapshots) are under tools/launch.
+ */
+#ifndef RALLY_TOOLS_RUN_H
+#define RALLY_TOOLS_RUN_H
+
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "launch/out.h"
+#include "launch/policy.h"
+#include "launch/proc.h"
+#include "launch/remote.h"
+#include "launch/snaps.h"
+#include "net/sock.h"
+#include "tracker/server.h"
+
+#define DRAIN_MS 1000 /* how long pipes may stay open after every worker is reaped */
+
+struct run {
+    int world;
+    const char *host;
+    char bind[RALLY__HOST_MAX]; /* host, an interface name made its address */
+    int port;
+    int64_t startup_ms, grace_ms, heartbeat_ms;
+    int64_t progress_ms; /* --progress-timeout-ms */
+    int stuck_fail;      /* --on-stuck fail */
+    int max_restarts;
+    int min_workers; /* --min-workers: an elastic job goes on with at least this many */
+    int max_workers; /* --max-workers: ... and takes workers in (SIGUSR2) up to this many */
+    int slots;       /* room for the ranks launched, ranks taken in included */
+    int grow_now;    /* SIGUSR2s that arrived this turn */
+    /* growth on remote hosts (remote_grow): the workers the job is to have
+     * (-n, one more per SIGUSR2), the joiner started and not yet taken in or
+     * ended (-1: none), when to try a host with a slot free again, and which
+     * hosts a try could not reach (said once) */
+    int want, pending;
+    int64_t rejoin_ms, next_try;
+    unsigned char *down, *held;
+    char **argv;
+    struct rally__launch_proc *procs;
+    int *slot;     /* which pipe each of our pollfd slots holds */
+    size_t npipes; /* how many of our slots this turn are pipes (then the outputs) */
+    int nlive;     /* workers spawned and not yet reaped */
+    struct rally__launch_policy *pol;
+    struct rally__launch_policy *prev_pol; /* --auto-resume: the attempt before, until the next */
+    struct rally__tracker *t;
+    int sfd;
+    char dir[PATH_MAX], secret[PATH_MAX + 16], tracker_addr[RALLY__HOST_MAX + 16];
+    int sigs[4], nsigs; /* SIGINT/SIGTERM/SIGHUP that arrived this turn */
+    int reap;           /* a signal arrived this turn: reap */
+    int64_t drain_until;
+    /* durable snapshots: the options, the run, preemption (launch/snaps.h) */
+    struct rally__launch_snaps snap;
+    int snap_now;    /* SIGUSR1 arrived this turn */
+    int preempt_now; /* a SIGTERM that preempts arrived this turn */
+    int auto_resume, max_job_restarts, job_restarts;
+    char given[128];    /* the options given on the command line, by their letter */
+    char env_snap[160]; /* "RALLY_SNAPSHOT_EVERY=2": the first snapshot setting taken from the
+                           environment (env_options), for the error when it needs a directory */
+    /* -x VAR[=VALUE], for every worker (export_option): "VAR=VALUE" and VAR each */
+    char **xenv, **xkey;
+    size_t nxenv;
+    /* while the loop runs, every line goes through these (launch/out.h) */
+    struct rally__launch_out out[2]; /* stdout, stderr */
+    int64_t out_bytes;               /* --output-buffer-bytes */
+    /* ranks on other hosts (launch/remote.h, docs/launch.md) */
+    int launcher; /* RALLY__LAUNCHER_* */
+    const char *hosts_opt, *hostfile, *agent_opt;
+    const char **ssh_opts;
+    size_t nssh_opts;
+    int dry_run;
+    struct rally__launch_hosts hosts;
+    int *host_of;             /* rank -> index in hosts */
+    char agent[PATH_MAX];     /* rally-agent's path on the hosts */
+    char *feed;               /* the secret's line, for the agents' stdin */
+};
+
+/* The job may go on with other workers (--min-workers, --max-workers). */
+static inline int elastic(const struct run *r)
+{
+    return r->min_workers < r->world || r->max_workers > r->world;
+}
+
+/* --launcher ssh with --max-workers: a slot freed by a rank given up (its
+ * host gone) or a SIGUSR2 gets a worker again, on a host with a slot free,
+ * tried again every --rejoin-ms until the host answers. */
+static inline int remote_grow(const struct run *r)
+{
+    return r->launcher == RALLY__LAUNCHER_SSH && r->given['M'];
+}
+
+/* --- run/options.c --------------------------------------------------------- */
+
+/* argv into r.  -1 to go on, or the exit status (usage errors: 2). */
+int run_parse(int argc, char **argv, struct run *r);
+/* The snapshot settings rally-run owns (docs/config.md): the variable, the
+ * flag's letter in run_parse (0: none) and the flag. */
+struct run_env_opt {
+    const char *var;
+    int opt;
+    const char *flag;
+};
+extern const struct run_env_opt run_snap_env[];
+extern const size_t run_nsnap_env;
+
+/* --- run/hosts.c ------------------------------------------------------------ */
+
+/* A whole small file (the secret, a hostfile), NUL-terminated, malloc'd; NULL
+ * with errno. */
+char *run_slurp(const char *path);
+/* The hosts and each rank's (--hosts, --hostfile, Slurm's list, mpirun's),
+ * and rally-agent's path.  0, or the exit status. */
+int run_place(struct run *r);
+/* --hostfile again (remote growth): said when it cannot be read. */
+void run_reread_hostfile(struct run *r);
+/* The tracker's address the workers are given, for port. */
+void run_tracker_address(struct run *r, int port);
+/* Warns when remote workers are given a loopback address. */
+void run_check_reach(const struct run *r);
+/* --host as an address to bind.  0, or the exit status. */
+int run_resolve_bind(struct run *r);
+
+/* --- run/workers.c ---------------------------------------------------------- */
+
+/* run_snap_env's entry for "K=V" (or "K"), run_nsnap_env for the three
+ * every worker gets, -1 when it is not one rally-run sets. */
+long run_owned(const char *kv, size_t n);
+/* The rank a worker was launched as (its task id). */
+int run_launched_as(const char *task_id);
+/* The rank the worker launched as `launched` has now. */
+int run_rank_now(const struct run *r, int launched);
+void run_signal_all(struct run *r, int sig);
+/* Rank i's session directory (mpirun) into buf. */
+void run_session_dir(const struct run *r, int i, char *buf, size_t cap);
+/* Rank i's wrapper command line (launch/remote.h), or NULL (out of memory). */
+char **run_command(const struct run *r, int i);
+/* Starts rank i; 0, or the errno of a failed fork or exec. */
+int run_spawn(struct run *r, int i);
+
+#endif

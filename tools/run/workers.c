@@ -1,0 +1,231 @@
+/*
+ * workers.c — starting rally-run's workers (run/run.h): the variables every
+ * worker gets, a remote rank's wrapper command line, the start itself, and
+ * signals to all of them.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "launch/out.h"
+#include "launch/policy.h"
+#include "launch/proc.h"
+#include "launch/remote.h"
+#include "launch/serve.h"
+#include "launch/snaps.h"
+#include "net/auth.h"
+#include "net/sock.h"
+#include "snapshot/snapshot.h"
+#include "tracker/proto.h"
+#include "tracker/server.h"
+#include "util/clock.h"
+#include "run/run.h"
+
+/* Workers are ours by the rank they were launched as, their task id. */
+int run_launched_as(const char *task_id)
+{
+    return task_id && task_id[0] ? atoi(task_id) : -1;
+}
+
+/* The name of "K=V" (or "K") is one rally-run sets for every worker itself:
+ * its entry in run_snap_env, or the three every worker gets (-1: not ours). */
+long run_owned(const char *kv, size_t n)
+{
+    static const char *const wiring[] = {"RALLY_TRACKER", "RALLY_SECRET_FILE", "RALLY_TASK_ID",
+                                         "RALLY_ELASTIC"};
+    for (size_t i = 0; i < run_nsnap_env; i++)
+        if (strlen(run_snap_env[i].var) == n && strncmp(kv, run_snap_env[i].var, n) == 0)
+            return (long)i;
+    for (size_t i = 0; i < sizeof wiring / sizeof wiring[0]; i++)
+        if (strlen(wiring[i]) == n && strncmp(kv, wiring[i], n) == 0)
+            return (long)run_nsnap_env;
+    return -1;
+}
+
+void run_signal_all(struct run *r, int sig)
+{
+    for (int i = 0; i < rally__launch_policy_slots(r->pol); i++)
+        rally__launch_signal(&r->procs[i], sig);
+}
+
+/* Appends "K=V" to env at *k; 0, or 1 when out of memory. */
+static int kv(char **env, size_t *k, const char *key, const char *value)
+{
+    char *s;
+    if (asprintf(&s, "%s=%s", key, value) < 0)
+        return 1;
+    env[(*k)++] = s;
+    return 0;
+}
+
+/* The agent's --env settings for rank i (launch/remote.h), "K=V" each:
+ * what a local worker gets but the secret's file, the snapshot settings
+ * only with --snapshot-dir, the resume ones only when resuming, the -x
+ * variables, and rally-run's own RALLY_* variables but those it sets itself
+ * (run_snap_env: never the environment's; ssh carries no environment).  NULL
+ * terminated, malloc'd (rally__launch_argv_free); NULL when out of memory. */
+static char **agent_env(const struct run *r, const char *id)
+{
+    extern char **environ;
+    size_t n = 0, k = 0;
+    for (char **e = environ; *e; e++)
+        n++;
+    char **env = calloc(n + r->nxenv + 20, sizeof *env);
+    if (env == NULL)
+        return NULL;
+    int oom = 0;
+#define SET(K, V) (oom |= kv(env, &k, (K), (V)))
+    SET("RALLY_TRACKER", r->tracker_addr);
+    SET("RALLY_TASK_ID", id);
+    if (elastic(r))
+        SET("RALLY_ELASTIC", "1");
+    if (r->snap.dir != NULL) {
+        SET("RALLY_RUN_ID", r->snap.run_id);
+        SET("RALLY_RUN_STARTED", r->snap.run_started);
+        SET("RALLY_SNAPSHOT_DIR", r->snap.abs);
+        if (r->snap.copy_abs[0])
+            SET("RALLY_SNAPSHOT_COPY", r->snap.copy_abs);
+        SET("RALLY_SNAPSHOT_JOB", r->snap.job);
+        SET("RALLY_SNAPSHOT_EVERY", r->snap.every_s);
+        SET("RALLY_SNAPSHOT_EVERY_MS", r->snap.every_ms_s);
+        SET("RALLY_SNAPSHOT_KEEP", r->snap.keep_s);
+        SET("RALLY_SNAPSHOT_REQUIRED", r->snap.required ? "1" : "0");
+        SET("RALLY_SNAPSHOT_LOCAL", r->snap.local ? "1" : "0");
+        SET("RALLY_SNAPSHOT_FINAL", r->snap.final ? "1" : "0");
+        SET("RALLY_SNAPSHOT_BUSY", r->snap.busy);
+    }
+    if (r->snap.resume_path[0]) {
+        SET("RALLY_RESUME", r->snap.resume_path);
+        SET("RALLY_RESUME_FORCE", r->snap.force ? "1" : "0");
+    }
+#undef SET
+    for (size_t i = 0; i < r->nxenv && !oom; i++) /* -x */
+        if ((env[k] = strdup(r->xenv[i])) != NULL)
+            k++;
+        else
+            oom = 1;
+    size_t ours = k;
+    for (char **e = environ; *e && !oom; e++) {
+        const char *eq = strchr(*e, '=');
+        if (strncmp(*e, "RALLY_", 6) != 0 || eq == NULL || run_owned(*e, (size_t)(eq - *e)) >= 0)
+            continue;
+        size_t len = (size_t)(eq - *e) + 1;
+        int dup = 0;
+        for (size_t j = 0; j < ours && !dup; j++)
+            dup = strncmp(env[j], *e, len) == 0;
+        if (!dup && (env[k] = strdup(*e)) != NULL)
+            k++;
+        else if (!dup)
+            oom = 1;
+    }
+    if (oom) {
+        rally__launch_argv_free(env);
+        return NULL;
+    }
+    return env;
+}
+
+/* mpirun: rank i's OpenMPI session directory base, its own in our temp
+ * directory (removed at the end); a dry run, which has none, only names it. */
+void run_session_dir(const struct run *r, int i, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%s/ompi-%d", r->dir[0] ? r->dir : "RALLY_RUN_TMPDIR", i);
+}
+
+/* Rank i's wrapper command line (launch/remote.h), or NULL (out of memory). */
+char **run_command(const struct run *r, int i)
+{
+    char id[16];
+    snprintf(id, sizeof id, "%d", i);
+    char **env = agent_env(r, id);
+    if (env == NULL)
+        return NULL;
+    char sess[sizeof r->dir + 32];
+    run_session_dir(r, i, sess, sizeof sess);
+    if (r->launcher == RALLY__LAUNCHER_MPIRUN && r->dir[0])
+        (void)mkdir(sess, 0700); /* EEXIST for a restart */
+    struct rally__launch_cmd_in in = {r->launcher,  r->hosts.h[r->host_of[i]].name,
+                                      r->ssh_opts,  r->nssh_opts,
+                                      r->agent,     (const char *const *)env,
+                                      r->argv,
+                                      r->launcher == RALLY__LAUNCHER_MPIRUN ? sess : NULL};
+    char **argv = rally__launch_command(&in);
+    rally__launch_argv_free(env);
+    return argv;
+}
+
+/* Starts rank i; returns 0, or the errno of a failed fork or exec. */
+int run_spawn(struct run *r, int i)
+{
+    int err;
+    if (r->launcher != RALLY__LAUNCHER_LOCAL) {
+        char **argv = run_command(r, i);
+        if (argv == NULL)
+            return ENOMEM;
+        err = rally__launch_spawn_agent(&r->procs[i], argv, r->feed);
+        rally__launch_argv_free(argv);
+        if (r->procs[i].pid > 0) {
+            r->nlive++;
+            rally__launch_policy_spawned(r->pol, i);
+        }
+        return err;
+    }
+    char id[16];
+    snprintf(id, sizeof id, "%d", i);
+    const char *const ours[][2] = {
+        {"RALLY_TRACKER", r->tracker_addr},
+        {"RALLY_SECRET_FILE", r->secret},
+        {"RALLY_TASK_ID", id},
+        {"RALLY_ELASTIC", elastic(r) ? "1" : "0"},
+        /* "" without --snapshot-dir: a job given snapshot settings of its
+         * own then owns its run (src/api/resume.c) */
+        {"RALLY_RUN_ID", r->snap.dir ? r->snap.run_id : ""},
+        {"RALLY_RUN_STARTED", r->snap.dir ? r->snap.run_started : ""},
+        {"RALLY_SNAPSHOT_DIR", r->snap.abs}, /* "" without --snapshot-dir */
+        {"RALLY_SNAPSHOT_COPY", r->snap.copy_abs},
+        {"RALLY_SNAPSHOT_JOB", r->snap.job},
+        {"RALLY_SNAPSHOT_EVERY", r->snap.every_s},
+        {"RALLY_SNAPSHOT_EVERY_MS", r->snap.every_ms_s},
+        {"RALLY_SNAPSHOT_KEEP", r->snap.keep_s},
+        {"RALLY_SNAPSHOT_REQUIRED", r->snap.required ? "1" : "0"},
+        {"RALLY_SNAPSHOT_LOCAL", r->snap.local ? "1" : "0"},
+        {"RALLY_SNAPSHOT_FINAL", r->snap.final ? "1" : "0"},
+        {"RALLY_SNAPSHOT_BUSY", r->snap.busy},
+        {"RALLY_RESUME", r->snap.resume_path},
+        {"RALLY_RESUME_FORCE", r->snap.force ? "1" : "0"},
+        {NULL, NULL}};
+    /* the workers inherit our environment: -x VAR=VALUE sets VALUE, -x VAR is theirs already */
+    size_t nours = sizeof ours / sizeof ours[0];
+    const char *(*env)[2] = calloc(r->nxenv + nours, sizeof *env);
+    if (env == NULL)
+        return ENOMEM;
+    for (size_t j = 0; j < r->nxenv; j++) {
+        env[j][0] = r->xkey[j];
+        env[j][1] = r->xenv[j] + strlen(r->xkey[j]) + 1;
+    }
+    memcpy(env + r->nxenv, ours, sizeof ours);
+    err = rally__launch_spawn(&r->procs[i], r->argv, (const char *const(*)[2])env);
+    free(env);
+    if (r->procs[i].pid > 0) {
+        r->nlive++;
+        rally__launch_policy_spawned(r->pol, i);
+    }
+    return err;
+}
+
+/* An elastic job renumbers the workers (src/tracker/job.c): the rank the
+ * one launched as rank `launched` has now. */
+int run_rank_now(const struct run *r, int launched)
+{
+    char id[16];
+    snprintf(id, sizeof id, "%d", launched);
+    return rally__tracker_rank_of(r->t, id);
+}
