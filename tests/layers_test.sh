@@ -11,7 +11,8 @@
 #   examples     the public headers (include/rally) alone, like any user
 # The exceptions are one header, named in EXCEPT as part:header: an engine
 # includes the interface it implements.  An include without a folder, or of
-# a folder beside the including file, is the part's own.
+# a folder beside the including file or at the part's top (tools/run's
+# launch/), is the part's own.
 root=$1
 allowed() {
     case $1 in
@@ -44,7 +45,8 @@ check() {
         for inc in $(sed -n 's|^#include "\([a-z_]*/[^"]*\)".*|\1|p' "$f" | sort -u); do
             dep=${inc%%/*}
             [ "$dep" = rally ] && continue           # the public headers
-            [ -d "$(dirname "$f")/$dep" ] && continue # a folder of the part's own
+            [ -d "$(dirname "$f")/$dep" ] && continue # a folder of the part's own:
+            [ -d "$dir/$dep" ] && continue            # beside the file, or in the part
             case " $ok " in *" $dep "*) continue ;; esac
             case $EXCEPT in *" $part:$inc "*) continue ;; esac
             echo "layers_test: ${f#"$root"/} includes $inc, which $part may not"
