@@ -64,28 +64,16 @@
  * or --grace-ms passed.
  */
 #include <errno.h>
-#include <fcntl.h>
-#include <getopt.h>
-#include <limits.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
-#include "launch/out.h"
-#include "launch/policy.h"
-#include "launch/proc.h"
-#include "launch/remote.h"
 #include "launch/serve.h"
-#include "launch/snaps.h"
-#include "net/auth.h"
-#include "net/sock.h"
-#include "snapshot/snapshot.h"
 #include "tracker/proto.h"
-#include "tracker/server.h"
 #include "util/clock.h"
 #include "run/run.h"
 

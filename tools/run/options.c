@@ -3,30 +3,15 @@
  * flag into struct run, the snapshot settings taken from the environment,
  * -x, and the checks between flags.
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
-#include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "cli.h"
-#include "launch/out.h"
-#include "launch/policy.h"
-#include "launch/proc.h"
-#include "launch/remote.h"
-#include "launch/serve.h"
-#include "launch/snaps.h"
-#include "net/auth.h"
-#include "net/sock.h"
-#include "snapshot/snapshot.h"
 #include "tracker/proto.h"
-#include "tracker/server.h"
-#include "util/clock.h"
 #include "run/run.h"
 
 /* The snapshot settings rally-run owns (docs/config.md): the workers' library

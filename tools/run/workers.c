@@ -4,29 +4,11 @@
  * signals to all of them.
  */
 #include <errno.h>
-#include <fcntl.h>
-#include <getopt.h>
-#include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
-#include "cli.h"
-#include "launch/out.h"
-#include "launch/policy.h"
-#include "launch/proc.h"
-#include "launch/remote.h"
-#include "launch/serve.h"
-#include "launch/snaps.h"
-#include "net/auth.h"
-#include "net/sock.h"
-#include "snapshot/snapshot.h"
-#include "tracker/proto.h"
-#include "tracker/server.h"
-#include "util/clock.h"
 #include "run/run.h"
 
 /* Workers are ours by the rank they were launched as, their task id. */
