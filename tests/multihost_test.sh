@@ -276,6 +276,15 @@ comeback)
     p=$(sed -n 's/^\[4\] shard 3 fingerprint .* pid \([0-9]*\)$/\1/p' "$tmp/out" | tail -1)
     ns=$(ip netns identify "$p" 2>/dev/null)
     [ "$ns" = "${RIG_NS[4]}" ] || fail "the new worker (pid $p) runs in '$ns', not on host 4"
+    # with every place held again rally-run has nothing to try: it waits in
+    # poll (a deadline left in the past would spin it at a full core)
+    launcher=$(pgrep -o -P "$JOB" -x rally-run)
+    t1=$(awk '{ print $14 + $15 }' "/proc/$launcher/stat")
+    sleep 3
+    t2=$(awk '{ print $14 + $15 }' "/proc/$launcher/stat")
+    tck=$(getconf CLK_TCK)
+    [ $((t2 - t1)) -lt $((tck / 2)) ] ||
+        fail "rally-run used $((t2 - t1)) ticks of CPU in 3 s with nothing to do"
     wait_job || fail "the job failed"
     cat "$tmp/out"
     [ "$(grep -c 'rank 4 was not started' "$tmp/out")" = 1 ] || fail "the misses were said more than once"

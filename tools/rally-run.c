@@ -271,7 +271,11 @@ static void refill(struct run *r, int64_t now)
     r->pending = -1;
     for (int i = 0; i < n; i++)
         holding += r->held[i] = (unsigned char)rally__launch_policy_holds(r->pol, i);
-    if (holding >= r->want || now < r->next_try)
+    if (holding >= r->want) {
+        r->next_try = 0; /* nothing to try: no deadline (the loop must not spin) */
+        return;
+    }
+    if (now < r->next_try)
         return;
     r->next_try = now + r->rejoin_ms;
     run_reread_hostfile(r);
