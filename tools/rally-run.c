@@ -123,8 +123,6 @@ static void on_event(void *arg, const struct rally__tracker_event *ev)
     rally__launch_policy_event(r->pol, &note, rally__now_ms());
 }
 
-/* --- the variables rally-run sets for every worker --------------------------- */
-
 /* --- carrying out the policy's decisions ------------------------------------ */
 
 static void carry_out(struct run *r, const struct rally__launch_act *a)
@@ -446,7 +444,7 @@ static int verdict(const struct run *r, const struct rally__launch_view *v, uint
     return status;
 }
 
-/* --- main: parse options, set up, serve, verdict ----------------------------- */
+/* --- main: set up, serve, verdict (the options: run/options.c) -------------- */
 
 /* --dry-run: each rank's local command line; nothing starts.  The exit status. */
 static int dry_run(struct run *r)
