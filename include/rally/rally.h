@@ -84,8 +84,21 @@ enum {
 };
 
 /* Built-in reduction operators.  RALLY_BITOR takes integer types only.
- * RALLY_MAX/RALLY_MIN on floats: a NaN operand yields NaN. */
-enum { RALLY_MAX = 0, RALLY_MIN = 1, RALLY_SUM = 2, RALLY_BITOR = 3 };
+ * RALLY_MAX/RALLY_MIN on floats: a NaN operand yields NaN.
+ *
+ * RALLY_SUM_EXACT is the sum as if in infinite precision, rounded once to
+ * the nearest float or double (ties to even): the same bits for any world
+ * size, order of ranks, algorithm, transport and backend, where RALLY_SUM
+ * on floats is bit-identical only at one N (docs/determinism.md, "Sums
+ * that do not depend on N").  A NaN, or +Inf with -Inf, gives the quiet NaN
+ * 0x7ff8000000000000 (0x7fc00000; payloads are not kept); an infinity
+ * gives itself; a finite sum beyond the format rounds to an infinity as
+ * IEEE 754 says; the sum is -0 only when every operand is -0, and +0 when
+ * the terms cancel.  It costs a second allreduce: a pre-pass of 4 bytes an
+ * element, then 8 bytes for every 51 to 62 bits (by N) of the span of the
+ * element's operands, from the highest bit any of them uses to the lowest.
+ * On integer types it is RALLY_SUM, already exact (modulo 2^bits). */
+enum { RALLY_MAX = 0, RALLY_MIN = 1, RALLY_SUM = 2, RALLY_BITOR = 3, RALLY_SUM_EXACT = 4 };
 
 /* Called before a reduction, only when its result is really computed here
  * (never when it is served from elsewhere, as a recovering worker's are).
@@ -184,6 +197,46 @@ RALLY_API int rally_register_reducer(rally_t *r, int id, size_t elem_nbytes, int
 /* As rally_allreduce, with a reducer registered under reducer_id. */
 RALLY_API int rally_allreduce_custom(rally_t *r, void *buf, size_t count, int reducer_id,
                            rally_prepare_fn prepare, void *prepare_arg);
+
+/* --- exact sums of many values: an accumulator per element ---------------
+ *
+ * A worker that sums many values of its own (a shard's rows into
+ * centroids, gradients into bins) adds them into an exact accumulator
+ * instead of a double, so its partial sum does not depend on the order or
+ * the partition either; rally_allreduce_xsum then combines every rank's
+ * accumulators and rounds once: the result is RALLY_SUM_EXACT of all the
+ * values added on all ranks.  An element takes 561 bytes (the whole range
+ * of binary64 in fixed point), so an accumulator suits sums of thousands
+ * of elements, not of an allreduce's 16 MiB.  Not thread-safe: give each
+ * thread its own and merge them. */
+typedef struct rally_xsum rally_xsum_t;
+
+/* count elements, all the empty sum (+0); NULL when out of memory. */
+RALLY_API rally_xsum_t *rally_xsum_new(size_t count);
+RALLY_API void rally_xsum_free(rally_xsum_t *s); /* NULL is accepted */
+RALLY_API size_t rally_xsum_count(const rally_xsum_t *s);
+/* Every element back to the empty sum; the memory is kept. */
+RALLY_API void rally_xsum_clear(rally_xsum_t *s);
+/* Adds v[k] into element first + k, k < n (a row into a slice).
+ * RALLY_EINVAL when the slice passes the end. */
+RALLY_API int rally_xsum_add(rally_xsum_t *s, size_t first, const double *v, size_t n);
+/* Adds v[k] into element index[k], k < n (into bins).  RALLY_EINVAL, and
+ * nothing added, when an index is out of range. */
+RALLY_API int rally_xsum_add_at(rally_xsum_t *s, const uint64_t *index, const double *v,
+                                size_t n);
+/* Adds every element of t into s's (the same count, else RALLY_EINVAL). */
+RALLY_API int rally_xsum_merge(rally_xsum_t *s, rally_xsum_t *t);
+/* This worker's sums alone, rounded as RALLY_SUM_EXACT rounds, into
+ * out[0 .. count) of dtype RALLY_DOUBLE or RALLY_FLOAT. */
+RALLY_API int rally_xsum_round(rally_xsum_t *s, int dtype, void *out);
+
+/* A collective: out[0 .. count) (RALLY_DOUBLE or RALLY_FLOAT) receives
+ * each element's exact sum over every rank's accumulator, rounded once.
+ * Every rank passes the same count and dtype.  prepare (may be NULL) fills
+ * s and is called only when the result is computed here, as for
+ * rally_allreduce; s is left as it was filled. */
+RALLY_API int rally_allreduce_xsum(rally_t *r, rally_xsum_t *s, int dtype, void *out,
+                                   rally_prepare_fn prepare, void *prepare_arg);
 
 /* In place: root's nbytes at buf reach every rank's buf. */
 RALLY_API int rally_broadcast(rally_t *r, void *buf, size_t nbytes, int root);

@@ -13,6 +13,7 @@
 
 #include "api/api.h"
 #include "api/engine.h"
+#include "api/exact.h"
 #include "api/snapjob.h"
 #include "snapshot/snapshot.h"
 #include "util/config.h"
@@ -39,6 +40,7 @@ struct rally {
     int spent;                 /* a call failed for good: the error that did it */
     char spent_msg[RALLY__ERR_MSG_MAX];
     struct rally__reducer reducers[NREDUCERS];
+    struct rally__xs_wire xs; /* RALLY_SUM_EXACT's buffers */
     char host[HOST_MAX];
 };
 
@@ -89,6 +91,7 @@ int rally_finalize(rally_t *r)
     }
     rally__snapjob_free(r->sj); /* before the engine whose bytes it borrows */
     rally__engine.free(r->en);
+    rally__xs_wire_free(&r->xs);
     free(r);
     return rc;
 }
@@ -214,14 +217,35 @@ int rally_allreduce(rally_t *r, void *buf, size_t count, int dtype, int op,
 {
     if (enter(r) != RALLY_OK)
         return r->err.code;
-    if (!rally__op_valid(dtype, op))
+    int exact = op == RALLY_SUM_EXACT && (dtype == RALLY_FLOAT || dtype == RALLY_DOUBLE);
+    if (op == RALLY_SUM_EXACT && !exact)
+        op = RALLY_SUM; /* integer sums are exact already */
+    if (!exact && !rally__op_valid(dtype, op))
         return rally__fail(&r->err, RALLY_EINVAL,
                            "allreduce: operator %d on type %d is not supported (types 0..9, "
-                           "operators max/min/sum/bitor; bitor on integers only)",
+                           "operators max/min/sum/bitor/sum_exact; bitor on integers only)",
                            op, dtype);
     if (check_count(r, buf, count, rally__dtype_size(dtype)) != RALLY_OK)
         return r->err.code;
+    if (exact)
+        return leave(r, rally__xs_allreduce(r->en, &r->err, &r->xs, buf, count, dtype, NULL,
+                                            prepare, prepare_arg));
     return leave(r, rally__engine.allreduce(r->en, buf, count, dtype, op, prepare, prepare_arg));
+}
+
+int rally_allreduce_xsum(rally_t *r, rally_xsum_t *s, int dtype, void *out,
+                         rally_prepare_fn prepare, void *prepare_arg)
+{
+    if (enter(r) != RALLY_OK)
+        return r->err.code;
+    if (s == NULL || (dtype != RALLY_FLOAT && dtype != RALLY_DOUBLE))
+        return rally__fail(&r->err, RALLY_EINVAL,
+                           "allreduce_xsum: needs an accumulator and RALLY_FLOAT or RALLY_DOUBLE");
+    size_t count = rally__xs_count(s);
+    if (check_count(r, out, count, rally__dtype_size(dtype)) != RALLY_OK)
+        return r->err.code;
+    return leave(r, rally__xs_allreduce(r->en, &r->err, &r->xs, out, count, dtype, s, prepare,
+                                        prepare_arg));
 }
 
 int rally_register_reducer(rally_t *r, int id, size_t elem_nbytes, int commutative,
