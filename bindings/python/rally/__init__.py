@@ -36,6 +36,8 @@ import sys
 import numpy as np
 
 from . import _lib
+from . import xsum as _xsum
+from .xsum import XSum
 from .errors import (ArgumentError, AuthError, ConfigError, Error, MismatchError,  # noqa: F401
                      OutOfMemoryError, PeerError, ProtocolError, Resized, StateError,
                      SystemCallError, TimeoutError, from_status)
@@ -44,15 +46,16 @@ __all__ = [
     "init", "finalize", "Rally", "rank", "world_size", "is_distributed", "processor_name",
     "tracker_print", "allreduce", "broadcast", "broadcast_object", "allgather",
     "register_reducer", "checkpoint", "load_checkpoint", "lazy_checkpoint", "version",
-    "abort", "attempt", "digest64",
-    "MAX", "MIN", "SUM", "BITOR", "Error", "ArgumentError", "ConfigError", "PeerError",
+    "abort", "attempt", "digest64", "allreduce_xsum", "XSum",
+    "MAX", "MIN", "SUM", "BITOR", "SUM_EXACT", "Error", "ArgumentError", "ConfigError", "PeerError",
     "MismatchError", "StateError", "Resized",
 ]
 __version__ = "0.1.0"
 
-# Built-in operators (rally.h).  BITOR takes integer arrays only.
-MAX, MIN, SUM, BITOR = 0, 1, 2, 3
-_OP_NAMES = {MAX: "MAX", MIN: "MIN", SUM: "SUM", BITOR: "BITOR"}
+# Built-in operators (rally.h).  BITOR takes integer arrays only.  SUM_EXACT
+# is the exactly rounded sum: the same bits at any world size.
+MAX, MIN, SUM, BITOR, SUM_EXACT = 0, 1, 2, 3, 4
+_OP_NAMES = {MAX: "MAX", MIN: "MIN", SUM: "SUM", BITOR: "BITOR", SUM_EXACT: "SUM_EXACT"}
 
 # numpy (kind, itemsize) -> rally's element type (rally.h).
 _DTYPES = {
@@ -230,7 +233,8 @@ class Rally:
 
     def allreduce(self, a, op, prepare=None):
         """Reduces the array a in place over every rank with op (MAX, MIN,
-        SUM, BITOR, or a Reducer from register_reducer) and returns a.
+        SUM, BITOR, SUM_EXACT, or a Reducer from register_reducer) and
+        returns a.
         prepare(a), when given, fills a first; it is not called when the
         result is recovered from other workers."""
         h = self._handle("allreduce")
@@ -248,14 +252,30 @@ class Rally:
         else:
             t = _rally_dtype("allreduce", a)
             if op not in _OP_NAMES:
-                raise ArgumentError("allreduce: operator %r is not rally.MAX, MIN, SUM, BITOR or "
-                                    "a Reducer" % (op,))
+                raise ArgumentError("allreduce: operator %r is not rally.MAX, MIN, SUM, BITOR, "
+                                    "SUM_EXACT or a Reducer" % (op,))
             if op == BITOR and a.dtype.kind == "f":
                 raise ArgumentError("allreduce: BITOR takes integer arrays only, not %s"
                                     % a.dtype)
             rc = self._lib.rally_allreduce(h, a.ctypes.data, a.size, t, op, cprep, None)
         self._check(rc, "allreduce")
         return a
+
+    def allreduce_xsum(self, acc, dtype=np.float64, prepare=None):
+        """The exact sum over every rank of each element of acc (an XSum of
+        the same count everywhere), rounded once, as a new array of dtype
+        (float64 or float32).  prepare(acc), when given, fills acc first; it
+        is not called when the result is recovered from other workers."""
+        h = self._handle("allreduce_xsum")
+        if not isinstance(acc, XSum):
+            raise ArgumentError("allreduce_xsum needs a rally.XSum, got %s" % type(acc).__name__)
+        out = np.empty(acc.count, dtype=_xsum._float_dtype("allreduce_xsum", dtype))
+        cprep = _lib.PREPARE_FN(self._guard(lambda _arg: prepare(acc))) if prepare else \
+            _lib.PREPARE_FN()
+        rc = self._lib.rally_allreduce_xsum(h, acc._s, _xsum._RALLY_FLOAT[out.dtype],
+                                            out.ctypes.data if out.size else None, cprep, None)
+        self._check(rc, "allreduce_xsum")
+        return out
 
     def register_reducer(self, fn, dtype, commutative=True, id=None):  # noqa: A002
         """Registers fn(inout, incoming) as a reduction over elements of
@@ -543,7 +563,7 @@ def _forward(name):
 
 
 for _n in ("rank", "world_size", "is_distributed", "processor_name", "tracker_print",
-           "allreduce", "register_reducer", "broadcast", "broadcast_object", "allgather",
+           "allreduce", "allreduce_xsum", "register_reducer", "broadcast", "broadcast_object", "allgather",
            "load_checkpoint", "checkpoint", "lazy_checkpoint", "version", "abort", "attempt",
            "set_app", "set_input"):
     globals()[_n] = _forward(_n)

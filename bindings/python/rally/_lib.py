@@ -150,3 +150,5 @@ def _declare(lib):
         f = getattr(lib, name)
         f.restype = res
         f.argtypes = args
+    from . import xsum
+    xsum.declare(lib)
