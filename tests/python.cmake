@@ -21,7 +21,8 @@ if(RALLY_PYTHON AND NOT RALLY_SANITIZE)
       "local|test_local.py"
       "ops|test_jobs.py -k dtype_and_operator or ring or mismatch or exception or abort"
       "recover|test_jobs.py -k checkpoint_kinds or mock or kill9"
-      "kmeans|test_kmeans.py")
+      "kmeans|test_kmeans.py"
+      "xsum|test_xsum.py")
   foreach(c ${RALLY_PYTEST_CASES})
     string(REPLACE "|" ";" parts "${c}")
     list(GET parts 0 name)
