@@ -14,6 +14,7 @@
 #   BENCH_QUICK=1                     fewer reps and no 64/256 MiB (a smoke test)
 #   BENCH_ROBUST=0                    skip bench/robust.sh (recovery and checkpoint costs)
 #   BENCH_ELASTIC=0                   skip bench/elastic.sh (a shrink and a grow at N = 8)
+#   BENCH_EXACT=0                     skip bench/exact.sh (RALLY_SUM_EXACT against RALLY_SUM)
 #   BENCH_TIMEOUT=900                 seconds allowed for one program run
 #   BENCH_KMEANS=0, BENCH_TRAINERS=0  skip bench/kmeans.sh, bench/linear.sh + bench/gbdt.sh
 #   BENCH_SNAPSHOT=0                  skip bench/snapshot.sh (durable snapshots' cost),
@@ -253,6 +254,8 @@ echo "raw results (column N bytes reps median_us min_us max_us faults_per_call; 
 [ "${BENCH_ROBUST:-1}" = 0 ] || "$(dirname "$0")/robust.sh" "$BUILD"
 # (bench/elastic.sh; BENCH_ELASTIC=0 skips it)
 [ "${BENCH_ELASTIC:-1}" = 0 ] || { echo; "$(dirname "$0")/elastic.sh" "$BUILD"; }
+# What an exact sum costs (bench/exact.sh; BENCH_EXACT=0 skips it)
+[ "${BENCH_EXACT:-1}" = 0 ] || { echo; "$(dirname "$0")/exact.sh" "$BUILD"; }
 # k-means beside scikit-learn (bench/kmeans.sh; BENCH_KMEANS=0 skips it)
 [ "${BENCH_KMEANS:-1}" = 0 ] || "$(dirname "$0")/kmeans.sh" "$BUILD"
 # durable snapshots: stall, slowdown, write throughput beside dd, resume

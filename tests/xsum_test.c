@@ -217,7 +217,7 @@ static double wire(struct acc *g, int world)
         order[k] = t;
     }
     for (int i = 0; i < world; i++) {
-        rally__xs_pack_acc(g[order[i]].L, mark, D, mine);
+        rally__xs_pack_acc(g[order[i]].L, mark, D, n, mine);
         for (size_t j = 0; j < n; j++)
             sum[j] += (uint64_t)mine[j];
     }
@@ -225,7 +225,7 @@ static double wire(struct acc *g, int world)
     for (size_t j = 0; j < n; j++)
         memcpy(&digits[j], &sum[j], sizeof digits[j]);
     double out;
-    rally__xs_unpack(digits, mark, D, RALLY_DOUBLE, &out);
+    rally__xs_unpack(digits, n, mark, D, RALLY_DOUBLE, &out);
     return out;
 }
 
@@ -269,9 +269,56 @@ static void grouping_and_order(void **state)
     }
 }
 
+/* RALLY_SUM_EXACT's path for one value a rank, simulated: marks by MAX,
+ * digits by int64 SUM, then the unpack into dtype at out. */
+static void one_each(const double *v, int world, int dtype, void *out)
+{
+    int16_t mark[2] = {INT16_MIN, INT16_MIN};
+    for (int r = 0; r < world; r++) {
+        int16_t m[2];
+        rally__xs_mark_double(v[r], m);
+        mark[0] = m[0] > mark[0] ? m[0] : mark[0];
+        mark[1] = m[1] > mark[1] ? m[1] : mark[1];
+    }
+    int D = rally__xs_digit_bits(world);
+    size_t n = rally__xs_wire_limbs(mark, D);
+    int64_t digits[64] = {0}, mine[64];
+    assert_true(n <= 64);
+    for (int r = 0; r < world; r++) {
+        rally__xs_pack_double(v[r], mark, D, n, mine);
+        for (size_t j = 0; j < n; j++)
+            digits[j] = (int64_t)((uint64_t)digits[j] + (uint64_t)mine[j]);
+    }
+    rally__xs_unpack(digits, n, mark, D, dtype, out);
+}
+
+static double one_each_d(const double *v, int world)
+{
+    double d;
+    one_each(v, world, RALLY_DOUBLE, &d);
+    return d;
+}
+
 static void one_value_a_rank(void **state)
 {
     (void)state;
+    /* Ties and their neighbours through the wire's shortcuts (one digit,
+     * two digits, the hardware's conversion): as the rounding rule says. */
+    double t1[] = {1.0, 0x1p-53}, t2[] = {1.0 + 0x1p-52, 0x1p-53}, t3[] = {1.0, 0x1p-53, 0x1p-100};
+    double t4[] = {0x1p60, 1.0, -0x1p60}, t5[] = {-1.0, -0x1p-53}, t6[] = {0x1p-1070, 0x1p-1074};
+    double t7[] = {DBL_MAX, 0x1p970}, t8[] = {1.0, 0x1p-24, 0x1p-54};
+    assert_int_equal(bits(one_each_d(t1, 2)), bits(1.0));
+    assert_int_equal(bits(one_each_d(t2, 2)), bits(1.0 + 0x1p-51));
+    assert_int_equal(bits(one_each_d(t3, 3)), bits(1.0 + 0x1p-52));
+    assert_int_equal(bits(one_each_d(t4, 3)), bits(1.0));
+    assert_int_equal(bits(one_each_d(t5, 2)), bits(-1.0));
+    assert_int_equal(bits(one_each_d(t6, 2)), bits(0x1p-1070 + 0x1p-1074));
+    assert_int_equal(bits(one_each_d(t7, 2)), bits(INFINITY));
+    float f;
+    one_each(t8, 3, RALLY_FLOAT, &f);
+    assert_int_equal(fbits(f), fbits(1.0f + 0x1p-23f));
+    one_each(t1, 2, RALLY_FLOAT, &f);
+    assert_int_equal(fbits(f), fbits(1.0f));
     rng_state = 12345;
     double v[16];
     for (int trial = 0; trial < 2000; trial++) {
@@ -280,26 +327,10 @@ static void one_value_a_rank(void **state)
             v[r] = adversarial(trial % 5);
         if (trial % 7 == 0)
             v[rnd() % (uint64_t)world] = (trial % 3) ? -0.0 : INFINITY;
-        int16_t mark[2] = {INT16_MIN, INT16_MIN};
-        for (int r = 0; r < world; r++) {
-            int16_t m[2];
-            rally__xs_mark_double(v[r], m);
-            mark[0] = m[0] > mark[0] ? m[0] : mark[0];
-            mark[1] = m[1] > mark[1] ? m[1] : mark[1];
-        }
-        int D = rally__xs_digit_bits(world);
-        size_t n = rally__xs_wire_limbs(mark, D);
-        int64_t digits[64] = {0}, mine[64];
-        assert_true(n <= 64);
-        for (int r = 0; r < world; r++) {
-            rally__xs_pack_double(v[r], mark, D, mine);
-            for (size_t j = 0; j < n; j++)
-                digits[j] = (int64_t)((uint64_t)digits[j] + (uint64_t)mine[j]);
-        }
         double out;
         float outf;
-        rally__xs_unpack(digits, mark, D, RALLY_DOUBLE, &out);
-        rally__xs_unpack(digits, mark, D, RALLY_FLOAT, &outf);
+        one_each(v, world, RALLY_DOUBLE, &out);
+        one_each(v, world, RALLY_FLOAT, &outf);
         assert_int_equal(bits(out), bits(acc_sum(v, (size_t)world)));
         assert_int_equal(fbits(outf), fbits(acc_sumf(v, (size_t)world)));
     }
@@ -327,13 +358,13 @@ static void digits_do_not_overflow(void **state)
     size_t n = rally__xs_wire_limbs(mark, D);
     int64_t d[64];
     assert_true(n <= 64);
-    rally__xs_pack_acc(a.L, mark, D, d);
+    rally__xs_pack_acc(a.L, mark, D, n, d);
     for (size_t j = 0; j + 1 < n; j++)
         assert_int_equal(d[j], (INT64_C(1) << D) - 1);
     for (size_t j = 0; j < n; j++)
         d[j] = (int64_t)((uint64_t)d[j] * W);
     double out;
-    rally__xs_unpack(d, mark, D, RALLY_DOUBLE, &out);
+    rally__xs_unpack(d, n, mark, D, RALLY_DOUBLE, &out);
     /* 4096 * (2^2067 - 1) * 2^-1074 rounds to 2^1005. */
     assert_int_equal(bits(out), bits(0x1p1005));
 }

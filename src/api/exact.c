@@ -148,6 +148,7 @@ int rally_xsum_round(rally_xsum_t *s, int dtype, void *out)
 void rally__xs_wire_free(struct rally__xs_wire *w)
 {
     free(w->marks);
+    free(w->nlimbs);
     free(w->digits);
     memset(w, 0, sizeof *w);
 }
@@ -217,10 +218,10 @@ static void pack_all(void *arg)
     int64_t *d = c->w->digits;
     for (size_t i = 0; i < c->count; i++) {
         if (c->acc)
-            rally__xs_pack_acc(ELEM(c->acc, i), m + 2 * i, c->digit_bits, d);
+            rally__xs_pack_acc(ELEM(c->acc, i), m + 2 * i, c->digit_bits, c->w->nlimbs[i], d);
         else
-            rally__xs_pack_double(value(c, i), m + 2 * i, c->digit_bits, d);
-        d += rally__xs_wire_limbs(m + 2 * i, c->digit_bits);
+            rally__xs_pack_double(value(c, i), m + 2 * i, c->digit_bits, c->w->nlimbs[i], d);
+        d += c->w->nlimbs[i];
     }
 }
 
@@ -235,9 +236,13 @@ int rally__xs_allreduce(struct rally__engine *en, struct rally__err *e, struct r
     int rc = rally__engine.allreduce(en, w->marks, 2 * count, RALLY_INT16, RALLY_MAX, mark_all, &c);
     if (rc != RALLY_OK)
         return rc;
+    if (grow((void **)&w->nlimbs, &w->nlimbs_cap, count, 1))
+        return rally__fail(e, RALLY_ENOMEM, "allreduce: no memory for %zu exact sums", count);
     size_t total = 0;
-    for (size_t i = 0; i < count; i++)
-        total += rally__xs_wire_limbs(w->marks + 2 * i, c.digit_bits);
+    for (size_t i = 0; i < count; i++) {
+        w->nlimbs[i] = (uint8_t)rally__xs_wire_limbs(w->marks + 2 * i, c.digit_bits);
+        total += w->nlimbs[i];
+    }
     if (grow((void **)&w->digits, &w->digits_cap, total, sizeof(int64_t)))
         return rally__fail(e, RALLY_ENOMEM, "allreduce: no memory for %zu exact-sum digits",
                            total);
@@ -249,8 +254,9 @@ int rally__xs_allreduce(struct rally__engine *en, struct rally__err *e, struct r
     size_t sz = dtype == RALLY_DOUBLE ? sizeof(double) : sizeof(float);
     const int64_t *d = w->digits;
     for (size_t i = 0; i < count; i++) {
-        rally__xs_unpack(d, w->marks + 2 * i, c.digit_bits, dtype, (char *)out + i * sz);
-        d += rally__xs_wire_limbs(w->marks + 2 * i, c.digit_bits);
+        rally__xs_unpack(d, w->nlimbs[i], w->marks + 2 * i, c.digit_bits, dtype,
+                         (char *)out + i * sz);
+        d += w->nlimbs[i];
     }
     return RALLY_OK;
 }

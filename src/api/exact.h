@@ -15,6 +15,8 @@
 struct rally__xs_wire {
     int16_t *marks;
     size_t marks_cap; /* elements of 2 int16 */
+    uint8_t *nlimbs;  /* each element's digits on the wire */
+    size_t nlimbs_cap;
     int64_t *digits;
     size_t digits_cap;
 };

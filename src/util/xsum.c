@@ -14,6 +14,9 @@
 #define MARK_NAN 16000  /* in out[0] */
 #define MARK_NONE INT16_MIN
 
+__extension__ typedef unsigned __int128 u128;
+__extension__ typedef __int128 i128;
+
 /* A small number for the unpack: 32-bit digits from base position b. */
 #define TMP_LIMBS (RALLY__XS_LIMBS + 8)
 
@@ -165,9 +168,9 @@ static void put(int64_t *out, size_t n, size_t j0, int s, uint64_t m, int neg, i
     }
 }
 
-void rally__xs_pack_double(double v, const int16_t mark[2], int digit_bits, int64_t *out)
+void rally__xs_pack_double(double v, const int16_t mark[2], int digit_bits, size_t n,
+                           int64_t *out)
 {
-    size_t n = rally__xs_wire_limbs(mark, digit_bits);
     uint64_t bits;
     memcpy(&bits, &v, sizeof bits);
     uint64_t m = bits & ((UINT64_C(1) << 52) - 1);
@@ -184,12 +187,25 @@ void rally__xs_pack_double(double v, const int16_t mark[2], int digit_bits, int6
     int tz = __builtin_ctzll(m);
     m >>= tz;
     int off = p + tz + mark[1]; /* this value's lowest position - the lowest: >= 0 */
-    put(out, n, (size_t)(off / digit_bits), off % digit_bits, m, (int)(bits >> 63), digit_bits);
+    if (n <= 2) { /* the common case, without branches on the data: the value fits 2 digits */
+        u128 x = (u128)m << off;
+        uint64_t mask = (UINT64_C(1) << digit_bits) - 1, sm = -(bits >> 63);
+        out[0] = (int64_t)((((uint64_t)x & mask) ^ sm) - sm);
+        if (n == 2)
+            out[1] = (int64_t)(((uint64_t)(x >> digit_bits) ^ sm) - sm);
+        return;
+    }
+    size_t j0 = 0;
+    while (off >= digit_bits) { /* mostly not at all: no division */
+        off -= digit_bits;
+        j0++;
+    }
+    put(out, n, j0, off, m, (int)(bits >> 63), digit_bits);
 }
 
-void rally__xs_pack_acc(const int64_t *L, const int16_t mark[2], int digit_bits, int64_t *out)
+void rally__xs_pack_acc(const int64_t *L, const int16_t mark[2], int digit_bits, size_t n,
+                        int64_t *out)
 {
-    size_t n = rally__xs_wire_limbs(mark, digit_bits);
     int64_t t[RALLY__XS_LIMBS];
     memcpy(t, L, sizeof t);
     int neg = magnitude(t, RALLY__XS_LIMBS);
@@ -212,22 +228,43 @@ static void add_at(int64_t *t, int n, int off, int64_t v)
         t[k + i] += v < 0 ? -(int64_t)d[i] : (int64_t)d[i];
 }
 
+/* The format's bits of q * 2^eu (q < 2^(prec + 1), eu >= the least
+ * subnormal's exponent: q already rounded), with the sign. */
+static uint64_t assemble(uint64_t q, int eu, int neg, int prec, int ebits)
+{
+    int bias = (1 << (ebits - 1)) - 1;
+    int emin = 1 - bias - (prec - 1);
+    uint64_t sign = (uint64_t)neg << (prec - 1 + ebits);
+    int len = bitlen64(q);
+    int e = eu + len - 1; /* the exponent of q's top bit */
+    uint64_t emask = ((UINT64_C(1) << ebits) - 1), fmask = (UINT64_C(1) << (prec - 1)) - 1;
+    if (e > bias)
+        return sign | (emask << (prec - 1)); /* overflow: infinity */
+    if (e < 1 - bias)
+        return sign | (q << (eu - emin)); /* subnormal (or zero) */
+    uint64_t frac = len > prec ? q >> (len - prec) : q << (prec - len);
+    return sign | ((uint64_t)(e + bias) << (prec - 1)) | (frac & fmask);
+}
+
+/* The exponent of the result's last place for a sum whose top bit is at
+ * exponent etop: prec bits below it, not below the least subnormal. */
+static int last_place(int etop, int prec, int ebits)
+{
+    int emin = 1 - ((1 << (ebits - 1)) - 1) - (prec - 1);
+    int eu = etop - (prec - 1);
+    return eu < emin ? emin : eu;
+}
+
 /* Rounds the magnitude t (32-bit digits, digit 0 at position base) to the
  * nearest value of the format, ties to even, and returns its bits with the
  * sign.  prec: significand bits (53, 24); ebits: exponent bits (11, 8). */
 static uint64_t round_bits(const int64_t *t, int n, int base, int neg, int prec, int ebits)
 {
-    int bias = (1 << (ebits - 1)) - 1;
-    int emin = 1 - bias - (prec - 1); /* the smallest subnormal's exponent */
-    uint64_t sign = (uint64_t)neg << (prec - 1 + ebits);
     int top, low;
     if (!span(t, n, &top, &low))
         return 0; /* an exact zero sum: +0 */
     /* Positions relative to base, exponents absolute (position 0 is 2^-1074). */
-    int etop = base + top - 1074;
-    int eu = etop - (prec - 1); /* the exponent of the result's last place */
-    if (eu < emin)
-        eu = emin;
+    int eu = last_place(base + top - 1074, prec, ebits);
     int r = eu + 1074 - base; /* that place, relative to digit 0 */
     uint64_t q;
     if (r <= 0) {
@@ -240,26 +277,36 @@ static uint64_t round_bits(const int64_t *t, int n, int base, int neg, int prec,
         if (half && (sticky || (q & 1)))
             q++;
     }
-    /* q * 2^eu, q < 2^(prec + 1): to the format's fields. */
-    int len = bitlen64(q);
-    int e = eu + len - 1; /* the exponent of q's top bit */
-    uint64_t emask = ((UINT64_C(1) << ebits) - 1), fmask = (UINT64_C(1) << (prec - 1)) - 1;
-    if (e > bias)
-        return sign | (emask << (prec - 1)); /* overflow: infinity */
-    if (e < 1 - bias)
-        return sign | (q << (eu - emin)); /* subnormal */
-    uint64_t frac = len > prec ? q >> (len - prec) : q << (prec - len);
-    return sign | ((uint64_t)(e + bias) << (prec - 1)) | (frac & fmask);
+    return assemble(q, eu, neg, prec, ebits);
 }
 
-/* Writes the sum given its sign and magnitude, or the special the mark
- * names. */
-static void store(const int16_t mark[2], const int64_t *t, int n, int base, int neg, int dtype,
-                  void *out)
+/* The same for a magnitude of 128 bits at position base, with no branch
+ * on the data's bits (a rounding decision mispredicted costs more than
+ * all the rest of it). */
+static uint64_t round_u128(u128 m, int base, int neg, int prec, int ebits)
+{
+    if (m == 0)
+        return 0;
+    uint64_t hi = (uint64_t)(m >> 64), lo = (uint64_t)m;
+    int top = hi ? 127 - __builtin_clzll(hi) : 63 - __builtin_clzll(lo);
+    int eu = last_place(base + top - 1074, prec, ebits);
+    int r = eu + 1074 - base;
+    int rr = r > 0 ? (r < 127 ? r : 127) : 0, left = r < 0 ? -r : 0;
+    uint64_t q = (uint64_t)(m >> rr) << left;
+    q = r > 127 ? 0 : q;
+    int hb = rr > 0 ? rr - 1 : 0;
+    uint64_t half = rr > 0 ? (uint64_t)(m >> hb) & 1 : 0;
+    uint64_t sticky = rr > 1 ? (m & (((u128)1 << hb) - 1)) != 0 : 0;
+    sticky |= r > 128; /* everything below the half bit */
+    q += half & (sticky | q);
+    return assemble(q, eu, neg, prec, ebits);
+}
+
+/* Writes the special or signed zero the mark names (1), or nothing (0). */
+static int store_special(const int16_t mark[2], int dtype, void *out)
 {
     uint64_t b64;
     uint32_t b32;
-    int dbl = dtype == RALLY_DOUBLE;
     if (mark[0] >= MARK_NAN || (mark[0] == MARK_PINF && mark[1] == MARK_PINF)) {
         b64 = UINT64_C(0x7ff8000000000000);
         b32 = 0x7fc00000u;
@@ -270,28 +317,64 @@ static void store(const int16_t mark[2], const int64_t *t, int n, int base, int 
     } else if (mark[0] == MARK_NZERO) {
         b64 = UINT64_C(1) << 63;
         b32 = UINT32_C(1) << 31;
-    } else if (t == NULL) {
+    } else if (!on_wire(mark)) {
         b64 = 0;
-        b32 = 0;
-    } else if (dbl) {
-        b64 = round_bits(t, n, base, neg, 53, 11);
         b32 = 0;
     } else {
-        b64 = 0;
-        b32 = (uint32_t)round_bits(t, n, base, neg, 24, 8);
+        return 0;
     }
-    if (dbl)
+    if (dtype == RALLY_DOUBLE)
         memcpy(out, &b64, sizeof b64);
     else
         memcpy(out, &b32, sizeof b32);
+    return 1;
 }
 
-void rally__xs_unpack(const int64_t *digits, const int16_t mark[2], int digit_bits, int dtype,
-                      void *out)
+static void store_bits(uint64_t b, int dtype, void *out)
 {
-    size_t nw = rally__xs_wire_limbs(mark, digit_bits);
-    if (nw == 0) {
-        store(mark, NULL, 0, 0, 0, dtype, out);
+    if (dtype == RALLY_DOUBLE) {
+        memcpy(out, &b, sizeof b);
+    } else {
+        uint32_t b32 = (uint32_t)b;
+        memcpy(out, &b32, sizeof b32);
+    }
+}
+
+void rally__xs_unpack(const int64_t *digits, size_t nw, const int16_t mark[2], int digit_bits,
+                      int dtype, void *out)
+{
+    if (store_special(mark, dtype, out))
+        return;
+    int dbl = dtype == RALLY_DOUBLE, prec = dbl ? 53 : 24, ebits = dbl ? 11 : 8;
+    if (nw <= 2) { /* the common case: the sum fits 128 bits (D <= 62) */
+        i128 v = digits[0];
+        if (nw == 2)
+            v += (i128)digits[1] * ((i128)1 << digit_bits);
+        /* With digit 0's lowest bit at 2^k, k a normal exponent, the sum
+         * is v * 2^k and never a subnormal: C's conversion of the integer
+         * rounds once, to nearest, ties to even (the hardware's for one
+         * digit), and the scaling is exact (or overflows, as the sum
+         * does). */
+        int k = -mark[1] - 1074;
+        if (dtype == RALLY_DOUBLE && k >= -1022 && k <= 1023) {
+            uint64_t pb = (uint64_t)(k + 1023) << 52;
+            double scale, d;
+            memcpy(&scale, &pb, sizeof scale);
+            d = (nw == 1 ? (double)digits[0] : (double)v) * scale;
+            memcpy(out, &d, sizeof d);
+            return;
+        }
+        if (dtype == RALLY_FLOAT && k >= -126 && k <= 127) {
+            uint32_t pb = (uint32_t)(k + 127) << 23;
+            float scale, f;
+            memcpy(&scale, &pb, sizeof scale);
+            f = (nw == 1 ? (float)digits[0] : (float)v) * scale;
+            memcpy(out, &f, sizeof f);
+            return;
+        }
+        u128 sm = (u128)(v >> 127); /* all ones when negative */
+        u128 mag = ((u128)v ^ sm) - sm;
+        store_bits(round_u128(mag, -mark[1], (int)(sm & 1), prec, ebits), dtype, out);
         return;
     }
     int64_t t[TMP_LIMBS];
@@ -301,15 +384,18 @@ void rally__xs_unpack(const int64_t *digits, const int16_t mark[2], int digit_bi
         if (digits[j])
             add_at(t, n, (int)j * digit_bits, digits[j]);
     int neg = magnitude(t, n);
-    store(mark, t, n, -mark[1], neg, dtype, out);
+    store_bits(round_bits(t, n, -mark[1], neg, prec, ebits), dtype, out);
 }
 
 void rally__xs_round_acc(const int64_t *L, uint8_t f, int dtype, void *out)
 {
     int16_t mark[2];
     rally__xs_mark_acc(L, f, mark);
+    if (store_special(mark, dtype, out))
+        return;
     int64_t t[RALLY__XS_LIMBS];
     memcpy(t, L, sizeof t);
     int neg = magnitude(t, RALLY__XS_LIMBS);
-    store(mark, on_wire(mark) ? t : NULL, RALLY__XS_LIMBS, 0, neg, dtype, out);
+    int dbl = dtype == RALLY_DOUBLE;
+    store_bits(round_bits(t, RALLY__XS_LIMBS, 0, neg, dbl ? 53 : 24, dbl ? 11 : 8), dtype, out);
 }

@@ -74,16 +74,11 @@ static inline void rally__xs_add(int64_t *L, uint8_t *f, double v)
     }
     unsigned j = p >> 5, s = p & 31;
     uint64_t lo = m << s;
-    uint64_t d0 = lo & 0xffffffffu, d1 = lo >> 32, d2 = s ? m >> (64 - s) : 0;
-    if (neg) {
-        L[j] -= (int64_t)d0;
-        L[j + 1] -= (int64_t)d1;
-        L[j + 2] -= (int64_t)d2;
-    } else {
-        L[j] += (int64_t)d0;
-        L[j + 1] += (int64_t)d1;
-        L[j + 2] += (int64_t)d2;
-    }
+    uint64_t d0 = lo & 0xffffffffu, d1 = lo >> 32, d2 = (m >> 1) >> (63 - s);
+    uint64_t sm = -(uint64_t)neg; /* all ones when negative: (d ^ sm) - sm is -d */
+    L[j] += (int64_t)((d0 ^ sm) - sm);
+    L[j + 1] += (int64_t)((d1 ^ sm) - sm);
+    L[j + 2] += (int64_t)((d2 ^ sm) - sm);
 }
 
 /* Propagates carries: digits 0 .. n-2 into [0, 2^32), the last signed. */
@@ -102,15 +97,18 @@ void rally__xs_mark_acc(const int64_t *L, uint8_t f, int16_t out[2]);
 /* Digits an element takes on the wire, from its combined mark. */
 size_t rally__xs_wire_limbs(const int16_t mark[2], int digit_bits);
 
-/* Writes this rank's digits of one element into out[0 .. wire_limbs). */
-void rally__xs_pack_double(double v, const int16_t mark[2], int digit_bits, int64_t *out);
-void rally__xs_pack_acc(const int64_t *L, const int16_t mark[2], int digit_bits, int64_t *out);
+/* Writes this rank's digits of one element into out[0 .. n), n its
+ * rally__xs_wire_limbs. */
+void rally__xs_pack_double(double v, const int16_t mark[2], int digit_bits, size_t n,
+                           int64_t *out);
+void rally__xs_pack_acc(const int64_t *L, const int16_t mark[2], int digit_bits, size_t n,
+                        int64_t *out);
 
 /* The correctly rounded sum of one element from its combined mark and its
- * summed digits (wire_limbs of them), as a double or float (dtype
- * RALLY_DOUBLE or RALLY_FLOAT) at out. */
-void rally__xs_unpack(const int64_t *digits, const int16_t mark[2], int digit_bits, int dtype,
-                      void *out);
+ * n summed digits (n its rally__xs_wire_limbs), as a double or float
+ * (dtype RALLY_DOUBLE or RALLY_FLOAT) at out. */
+void rally__xs_unpack(const int64_t *digits, size_t n, const int16_t mark[2], int digit_bits,
+                      int dtype, void *out);
 
 /* The correctly rounded value of one accumulator element (carried). */
 void rally__xs_round_acc(const int64_t *L, uint8_t f, int dtype, void *out);
