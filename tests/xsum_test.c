@@ -23,8 +23,8 @@
  *   digits_do_not_overflow the wire's digits at a world of 4096 with
  *                          every rank holding the largest digit pattern:
  *                          still the exact sum
- *   api                    rally_xsum_add / add_at / merge / round / clear
- *                          and their refusals
+ *   api                    rally_xsum_add / add_float / add_at / merge /
+ *                          round / clear and their refusals
  *   many_additions         (argument "carry") 2^31 + 2^20 additions into
  *                          one element, past the carry passes' limit
  */
@@ -65,7 +65,7 @@ struct acc {
 static void acc_add(struct acc *a, const double *v, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        rally__xs_add(a->L, &a->f, v[i]);
+        rally__xs_add(a->L, 1, &a->f, v[i]);
     rally__xs_carry(a->L, RALLY__XS_LIMBS);
 }
 
@@ -413,6 +413,33 @@ static void api(void **state)
     assert_int_equal(bits(out[2]), bits(-0.0));
     assert_int_equal(bits(out[3]), bits(0x1p-1073));
     assert_int_equal(rally_xsum_round(s, RALLY_INT32, out), RALLY_EINVAL);
+    /* Floats added as floats are the same values as added as doubles. */
+    rally_xsum_t *fs = rally_xsum_new(3), *ds = rally_xsum_new(3);
+    rng_state = 99;
+    for (int i = 0; i < 3000; i++) {
+        uint32_t b = (uint32_t)rnd();
+        float fv[3];
+        memcpy(&fv[0], &b, sizeof b); /* any float: NaN, infinities, subnormals too */
+        fv[1] = (float)adversarial(i % 5);
+        fv[2] = i % 2 ? -0.0f : 0x1p-149f * (float)(rnd() % 1000);
+        if (i % 500 == 0)
+            fv[0] = 1.0f;
+        double dv[3] = {fv[0], fv[1], fv[2]};
+        assert_int_equal(rally_xsum_add_float(fs, 0, fv, 3), RALLY_OK);
+        assert_int_equal(rally_xsum_add(ds, 0, dv, 3), RALLY_OK);
+    }
+    double a[3], b3[3];
+    rally_xsum_round(fs, RALLY_DOUBLE, a);
+    rally_xsum_round(ds, RALLY_DOUBLE, b3);
+    assert_memory_equal(a, b3, sizeof a);
+    float nz = -0.0f;
+    rally_xsum_clear(fs);
+    assert_int_equal(rally_xsum_add_float(fs, 2, &nz, 1), RALLY_OK);
+    assert_int_equal(rally_xsum_add_float(fs, 3, &nz, 1), RALLY_EINVAL);
+    rally_xsum_round(fs, RALLY_DOUBLE, a);
+    assert_int_equal(bits(a[2]), bits(-0.0));
+    rally_xsum_free(fs);
+    rally_xsum_free(ds);
     /* add_at: bins, and an index out of range adds nothing. */
     rally_xsum_clear(s);
     uint64_t idx[5] = {3, 0, 3, 3, 1};

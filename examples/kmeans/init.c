@@ -10,7 +10,18 @@
  * seeded by splitmix64), and the per-shard sums of D^2 are allgathered in rank
  * order, so every rank knows which rank owns the drawn row; the owner sends
  * its coordinates to all.  2k - 1 collectives.
+ *
+ * --reproducible draws the same rows at any N: the draw is an exponential
+ * race instead of a walk along the shards' cumulative mass.  Row i gets the
+ * key -log(u_i) / w_i, w_i its D^2 (1 for the first centroid) and u_i a
+ * uniform number of its own, a hash of the seed, the centroid's number and
+ * the row's id (its byte offset in the file), and the row with the least
+ * key is drawn: with probability w_i / sum w, as k-means++ asks, whatever
+ * the partition (Efraimidis and Spirakis).  A MIN of the keys' bits (a
+ * non-negative double's bits order as the double does), a MIN of the ids
+ * holding that key, and the holder's row: 3 collectives a centroid.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -155,6 +166,90 @@ out:
     return status;
 }
 
+/* Row id's uniform number in (0, 1) for centroid c. */
+static double row_uniform(uint64_t seed, uint32_t c, uint64_t id)
+{
+    uint64_t x = seed ^ (0x632be59bd9b4e019u * (c + 1u)), y;
+    splitmix64(&x);
+    x ^= id;
+    y = splitmix64(&x);
+    return ((double)(y >> 11) + 0.5) * 0x1p-53;
+}
+
+/* Row i's key as bits (UINT64_MAX when its weight is 0). */
+static uint64_t least_key_of(const struct km_job *j, uint64_t seed, uint32_t c, const double *w,
+                             uint64_t i)
+{
+    double wi = w ? w[i] : 1.0, key;
+    if (!(wi > 0))
+        return UINT64_MAX;
+    key = -log(row_uniform(seed, c, j->ids[i])) / wi;
+    uint64_t kb;
+    memcpy(&kb, &key, sizeof kb);
+    return kb;
+}
+
+/* The least key (as bits) of this shard's rows, weights w (NULL: all 1). */
+static uint64_t least_key(const struct km_job *j, uint64_t seed, uint32_t c, const double *w)
+{
+    uint64_t best = UINT64_MAX;
+    for (uint64_t i = 0; i < j->rows; i++) {
+        uint64_t kb = least_key_of(j, seed, c, w, i);
+        if (kb < best)
+            best = kb;
+    }
+    return best;
+}
+
+/* Fills m->c (k x d) by k-means++ drawn by each row's own number. */
+static int kmeanspp_reproducible(struct km_job *j, struct km_model *m)
+{
+    int status = KM_EXIT_OK, rc;
+    double *d2 = malloc((j->rows ? j->rows : 1) * sizeof *d2);
+    if (d2 == NULL)
+        return km_oom();
+    for (uint32_t c = 0; c < m->k; c++) {
+        const double *w = c > 0 ? d2 : NULL;
+        uint64_t key = least_key(j, m->seed, c, w), id = UINT64_MAX;
+        if ((rc = rally_allreduce(j->r, &key, 1, RALLY_UINT64, RALLY_MIN, NULL, NULL)) != RALLY_OK)
+            goto fail;
+        if (key == UINT64_MAX) { /* every row already is a centroid: uniformly */
+            w = NULL;
+            key = least_key(j, m->seed, c, NULL);
+            if ((rc = rally_allreduce(j->r, &key, 1, RALLY_UINT64, RALLY_MIN, NULL, NULL)) !=
+                RALLY_OK)
+                goto fail;
+        }
+        uint64_t mine = UINT64_MAX; /* the row holding the key here, if any */
+        for (uint64_t i = 0; i < j->rows; i++)
+            if (j->ids[i] < id && least_key_of(j, m->seed, c, w, i) == key) {
+                id = j->ids[i];
+                mine = i;
+            }
+        uint64_t drawn = id;
+        if ((rc = rally_allreduce(j->r, &drawn, 1, RALLY_UINT64, RALLY_MIN, NULL, NULL)) !=
+            RALLY_OK)
+            goto fail;
+        double *cen = m->c + (size_t)c * m->d;
+        int holder = mine != UINT64_MAX && id == drawn;
+        for (uint32_t f = 0; f < j->d; f++)
+            cen[f] = holder ? (double)j->x[mine * j->d + f] : 0.0;
+        if ((rc = rally_allreduce(j->r, cen, j->d, RALLY_DOUBLE, RALLY_SUM, NULL, NULL)) !=
+            RALLY_OK)
+            goto fail;
+        for (uint64_t i = 0; i < j->rows; i++) {
+            double t = sqdist(j->x + i * j->d, cen, j->d);
+            if (c == 0 || t < d2[i])
+                d2[i] = t;
+        }
+    }
+    free(d2);
+    return status;
+fail:
+    free(d2);
+    return km_fail(j, "k-means++", rc);
+}
+
 int km_init(struct km_job *j, const struct km_opts *o, const double *init, struct km_model *m)
 {
     size_t kd = (size_t)o->k * j->d;
@@ -170,7 +265,7 @@ int km_init(struct km_job *j, const struct km_opts *o, const double *init, struc
     if (init != NULL) {
         memcpy(m->c, init, kd * sizeof *m->c);
     } else {
-        int status = kmeanspp(j, m);
+        int status = o->reproducible ? kmeanspp_reproducible(j, m) : kmeanspp(j, m);
         if (status != KM_EXIT_OK)
             return status;
     }

@@ -29,18 +29,22 @@
 #include "shard.h"
 
 /* The shard's rows as a dense rows x d array in j->x (missing values 0):
- * the distance loop then runs over plain arrays.  0, or -1 out of memory. */
+ * the distance loop then runs over plain arrays; and each row's id (its
+ * byte offset).  0, or -1 out of memory. */
 static int densify(struct km_job *j, const rally_dataset_t *ds)
 {
     const uint64_t *rp;
     const uint32_t *idx;
     const float *val;
     rally_data_csr(ds, &rp, &idx, &val);
-    if ((j->x = calloc(j->rows * j->d + 1, sizeof *j->x)) == NULL)
+    if ((j->x = calloc(j->rows * j->d + 1, sizeof *j->x)) == NULL ||
+        (j->ids = malloc((j->rows + 1) * sizeof *j->ids)) == NULL)
         return -1;
-    for (uint64_t i = 0; i < j->rows; i++)
+    for (uint64_t i = 0; i < j->rows; i++) {
         for (uint64_t e = rp[i]; e < rp[i + 1]; e++)
             j->x[i * j->d + idx[e]] = val[e];
+        j->ids[i] = rally_data_row_offset(ds, i);
+    }
     return 0;
 }
 
@@ -212,10 +216,12 @@ static void km_job_reset(struct km_job *j, double **init, struct km_model *m)
     free(*init);
     free(m->c);
     free(j->x);
+    free(j->ids);
     free(j->shard_rows);
     *init = NULL;
     *m = (struct km_model){0};
     j->x = NULL;
+    j->ids = NULL;
     j->shard_rows = NULL;
     j->rows = j->total_rows = 0;
     j->rank = rally_rank(j->r);
@@ -266,6 +272,7 @@ out:
     free(init);
     free(m.c);
     free(j.x);
+    free(j.ids);
     free(j.shard_rows);
     km_opts_free(&o);
     if (rally_finalize(j.r) != RALLY_OK && status == KM_EXIT_OK)

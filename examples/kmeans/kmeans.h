@@ -59,6 +59,7 @@ struct km_job {
     uint64_t total_rows;  /* every shard's */
     uint32_t d;           /* features, the same everywhere */
     float *x;             /* rows x d, dense, missing values 0 */
+    uint64_t *ids;        /* [rows]: each row's byte offset in the file, the same at any N */
     uint64_t *shard_rows; /* [world], in rank order */
 };
 
@@ -68,6 +69,7 @@ struct km_opts {
     uint32_t k;
     uint64_t iters, seed;
     int fixed;
+    int reproducible; /* --reproducible: the same model at any N (docs/determinism.md) */
 };
 
 /* --- options.c ---------------------------------------------------------------- */

@@ -10,6 +10,10 @@
  * for bit, so the last pass's objective is c_t's).  The hot loop is
  * distances(): built with -O3 it vectorises across centroids, reordering no
  * sum.
+ *
+ * --reproducible adds the rows, counts and distances into exact
+ * accumulators (rally_xsum) instead, and rally_allreduce_xsum rounds each
+ * element's sum once: the same new centroids at any N.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +65,29 @@ static void assign(const struct km_job *j, const struct km_model *m, double *ct,
     buf[kd + m->k] = obj;
 }
 
+/* The same pass into exact accumulators acc = [sums | counts | objective]. */
+static void assign_exact(const struct km_job *j, const struct km_model *m, double *ct,
+                         double *dist, rally_xsum_t *acc)
+{
+    size_t kd = (size_t)m->k * m->d;
+    for (uint32_t c = 0; c < m->k; c++)
+        for (uint32_t f = 0; f < m->d; f++)
+            ct[(size_t)f * m->k + c] = m->c[(size_t)c * m->d + f];
+    rally_xsum_clear(acc);
+    const double one = 1;
+    for (uint64_t i = 0; i < j->rows; i++) {
+        const float *x = j->x + i * m->d;
+        distances(x, m->d, ct, m->k, dist);
+        uint32_t best = 0;
+        for (uint32_t c = 1; c < m->k; c++)
+            if (dist[c] < dist[best])
+                best = c;
+        rally_xsum_add_float(acc, (size_t)best * m->d, x, m->d);
+        rally_xsum_add(acc, kd + best, &one, 1);
+        rally_xsum_add(acc, kd + m->k, &dist[best], 1);
+    }
+}
+
 static int same_bits(double a, double b)
 {
     return memcmp(&a, &b, sizeof a) == 0;
@@ -95,9 +122,11 @@ int km_lloyd(struct km_job *j, const struct km_opts *o, struct km_model *m, doub
     double *buf = malloc(nbuf * sizeof *buf), *ct = malloc(kd * sizeof *ct);
     double *dist = malloc(m->k * sizeof *dist);
     unsigned char *bytes = malloc(nbytes); /* the checkpoint, reused every iteration */
+    rally_xsum_t *acc = o->reproducible ? rally_xsum_new(nbuf) : NULL;
     double obj = m->objective, t_prev = ex_now_s();
     int status = KM_EXIT_OK, rc;
-    if (buf == NULL || ct == NULL || dist == NULL || bytes == NULL) {
+    if (buf == NULL || ct == NULL || dist == NULL || bytes == NULL ||
+        (o->reproducible && acc == NULL)) {
         status = km_oom();
         goto out;
     }
@@ -106,9 +135,14 @@ int km_lloyd(struct km_job *j, const struct km_opts *o, struct km_model *m, doub
             break;
         if (o->ex.pause_ms > 0)
             usleep((useconds_t)o->ex.pause_ms * 1000);
-        assign(j, m, ct, dist, buf);
-        if ((rc = rally_allreduce(j->r, buf, nbuf, RALLY_DOUBLE, RALLY_SUM, NULL, NULL)) !=
-            RALLY_OK) {
+        if (acc != NULL) {
+            assign_exact(j, m, ct, dist, acc);
+            rc = rally_allreduce_xsum(j->r, acc, RALLY_DOUBLE, buf, NULL, NULL);
+        } else {
+            assign(j, m, ct, dist, buf);
+            rc = rally_allreduce(j->r, buf, nbuf, RALLY_DOUBLE, RALLY_SUM, NULL, NULL);
+        }
+        if (rc != RALLY_OK) {
             status = km_fail(j, "the Lloyd allreduce", rc);
             goto out;
         }
@@ -145,5 +179,6 @@ out:
     free(buf);
     free(ct);
     free(dist);
+    rally_xsum_free(acc);
     return status;
 }

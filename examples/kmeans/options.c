@@ -29,6 +29,9 @@ static void usage(FILE *f)
                "                       earlier when the centroids stop changing\n"
                "  --fixed-iters        run all N iterations even after convergence (benchmarks)\n"
                "  --seed S             seed of the k-means++ initialisation (default 1)\n"
+               "  --reproducible       the same model, bit for bit, on any number of workers:\n"
+               "                       exact sums (RALLY_SUM_EXACT) and k-means++ drawn by\n"
+               "                       each row's own random number (docs/determinism.md)\n"
                "  --init-in FILE       start from these centroids (CSV: k lines of d numbers)\n"
                "                       instead of k-means++\n"
                "  --init-out FILE      write the initial centroids (CSV, %%.17g) there\n"
@@ -57,6 +60,7 @@ int km_opts_parse(int argc, char **argv, struct km_opts *o)
                                              {"clusters", required_argument, 0, 'k'},
                                              {"iters", required_argument, 0, 'i'},
                                              {"fixed-iters", no_argument, 0, 'F'},
+                                             {"reproducible", no_argument, 0, 'R'},
                                              {"seed", required_argument, 0, 's'},
                                              {"init-in", required_argument, 0, 'I'},
                                              {"init-out", required_argument, 0, 'O'},
@@ -87,6 +91,9 @@ int km_opts_parse(int argc, char **argv, struct km_opts *o)
             break;
         case 'F':
             o->fixed = 1;
+            break;
+        case 'R':
+            o->reproducible = 1;
             break;
         case 's':
             if (ex_whole(PROG, "--seed", optarg, 0, UINT64_MAX, &o->seed) != 0)

@@ -11,12 +11,18 @@
 
 struct rally_xsum {
     size_t count;
-    int64_t *limbs; /* count * RALLY__XS_LIMBS */
+    size_t stride;  /* count rounded up to whole cache lines, never a multiple of 4 KiB */
+    int64_t *limbs; /* RALLY__XS_LIMBS x stride: digit j of element i at j * stride + i */
     uint8_t *flags; /* count */
     uint32_t adds;  /* additions since the last carry pass */
 };
 
-#define ELEM(s, i) ((s)->limbs + (i) * RALLY__XS_LIMBS)
+/* Element i's digits, gathered into t[RALLY__XS_LIMBS] (carried). */
+static void gather(const struct rally_xsum *s, size_t i, int64_t *t)
+{
+    for (int j = 0; j < RALLY__XS_LIMBS; j++)
+        t[j] = s->limbs[(size_t)j * s->stride + i];
+}
 
 rally_xsum_t *rally_xsum_new(size_t count)
 {
@@ -24,7 +30,12 @@ rally_xsum_t *rally_xsum_new(size_t count)
     if (s == NULL || count > SIZE_MAX / (RALLY__XS_LIMBS * sizeof(int64_t)))
         goto fail;
     s->count = count;
-    s->limbs = calloc(count ? count : 1, RALLY__XS_LIMBS * sizeof(int64_t));
+    /* Digit planes a multiple of 4 KiB apart would share the same cache
+     * sets: an addition touches three planes at once. */
+    s->stride = (count + 7) / 8 * 8;
+    if (s->stride % 512 == 0)
+        s->stride += 8;
+    s->limbs = calloc(s->stride, RALLY__XS_LIMBS * sizeof(int64_t));
     s->flags = calloc(count ? count : 1, 1);
     if (s->limbs == NULL || s->flags == NULL)
         goto fail;
@@ -55,15 +66,22 @@ size_t rally__xs_count(const rally_xsum_t *acc)
 
 void rally_xsum_clear(rally_xsum_t *s)
 {
-    memset(s->limbs, 0, s->count * RALLY__XS_LIMBS * sizeof(int64_t));
+    memset(s->limbs, 0, s->stride * RALLY__XS_LIMBS * sizeof(int64_t));
     memset(s->flags, 0, s->count);
     s->adds = 0;
 }
 
+/* Carries digit by digit over every element (the layout's own order). */
 static void carry_all(struct rally_xsum *s)
 {
-    for (size_t i = 0; i < s->count; i++)
-        rally__xs_carry(ELEM(s, i), RALLY__XS_LIMBS);
+    for (int j = 0; j + 1 < RALLY__XS_LIMBS; j++) {
+        int64_t *a = s->limbs + (size_t)j * s->stride, *b = a + s->stride;
+        for (size_t i = 0; i < s->count; i++) {
+            int64_t low = (int64_t)((uint64_t)a[i] & 0xffffffffu);
+            b[i] += (a[i] - low) / (INT64_C(1) << 32);
+            a[i] = low;
+        }
+    }
     s->adds = 0;
 }
 
@@ -83,9 +101,30 @@ int rally_xsum_add(rally_xsum_t *s, size_t first, const double *v, size_t n)
     if (first > s->count || n > s->count - first || (v == NULL && n > 0))
         return RALLY_EINVAL;
     while (n > 0) {
-        size_t m = room(s, n);
+        size_t m = room(s, n), stride = s->stride;
+        int64_t *restrict L = s->limbs + first; /* restrict: a flag's byte aliases nothing */
+        uint8_t *restrict f = s->flags + first;
+        const double *restrict x = v;
         for (size_t k = 0; k < m; k++)
-            rally__xs_add(ELEM(s, first + k), &s->flags[first + k], v[k]);
+            rally__xs_add(L + k, stride, f + k, x[k]);
+        first += m;
+        v += m;
+        n -= m;
+    }
+    return RALLY_OK;
+}
+
+int rally_xsum_add_float(rally_xsum_t *s, size_t first, const float *v, size_t n)
+{
+    if (first > s->count || n > s->count - first || (v == NULL && n > 0))
+        return RALLY_EINVAL;
+    while (n > 0) {
+        size_t m = room(s, n), stride = s->stride;
+        int64_t *restrict L = s->limbs + first;
+        uint8_t *restrict f = s->flags + first;
+        const float *restrict x = v;
+        for (size_t k = 0; k < m; k++)
+            rally__xs_add_float(L + k, stride, f + k, x[k]);
         first += m;
         v += m;
         n -= m;
@@ -101,9 +140,13 @@ int rally_xsum_add_at(rally_xsum_t *s, const uint64_t *index, const double *v, s
         if (index[k] >= s->count)
             return RALLY_EINVAL;
     while (n > 0) {
-        size_t m = room(s, n);
+        size_t m = room(s, n), stride = s->stride;
+        int64_t *restrict L = s->limbs;
+        uint8_t *restrict f = s->flags;
+        const double *restrict x = v;
+        const uint64_t *restrict at = index;
         for (size_t k = 0; k < m; k++)
-            rally__xs_add(ELEM(s, index[k]), &s->flags[index[k]], v[k]);
+            rally__xs_add(L + at[k], stride, f + at[k], x[k]);
         index += m;
         v += m;
         n -= m;
@@ -117,13 +160,10 @@ int rally_xsum_merge(rally_xsum_t *s, rally_xsum_t *t)
         return RALLY_EINVAL;
     carry_all(s);
     carry_all(t);
-    for (size_t i = 0; i < s->count; i++) {
-        int64_t *a = ELEM(s, i);
-        const int64_t *b = ELEM(t, i);
-        for (int j = 0; j < RALLY__XS_LIMBS; j++)
-            a[j] += b[j];
+    for (size_t i = 0; i < s->stride * RALLY__XS_LIMBS; i++)
+        s->limbs[i] += t->limbs[i];
+    for (size_t i = 0; i < s->count; i++)
         s->flags[i] |= t->flags[i];
-    }
     carry_all(s);
     return RALLY_OK;
 }
@@ -138,8 +178,11 @@ int rally_xsum_round(rally_xsum_t *s, int dtype, void *out)
     size_t sz = float_size(dtype);
     if (sz == 0 || (out == NULL && s->count > 0))
         return RALLY_EINVAL;
-    for (size_t i = 0; i < s->count; i++)
-        rally__xs_round_acc(ELEM(s, i), s->flags[i], dtype, (char *)out + i * sz);
+    int64_t t[RALLY__XS_LIMBS];
+    for (size_t i = 0; i < s->count; i++) {
+        gather(s, i, t);
+        rally__xs_round_acc(t, s->flags[i], dtype, (char *)out + i * sz);
+    }
     return RALLY_OK;
 }
 
@@ -202,11 +245,14 @@ static void mark_all(void *arg)
     struct call *c = arg;
     prepare_once(c);
     int16_t *m = c->w->marks;
+    int64_t t[RALLY__XS_LIMBS];
     for (size_t i = 0; i < c->count; i++)
-        if (c->acc)
-            rally__xs_mark_acc(ELEM(c->acc, i), c->acc->flags[i], m + 2 * i);
-        else
+        if (c->acc) {
+            gather(c->acc, i, t);
+            rally__xs_mark_acc(t, c->acc->flags[i], m + 2 * i);
+        } else {
             rally__xs_mark_double(value(c, i), m + 2 * i);
+        }
 }
 
 /* The second pass's input: each element's digits in the combined layout. */
@@ -215,12 +261,14 @@ static void pack_all(void *arg)
     struct call *c = arg;
     prepare_once(c);
     const int16_t *m = c->w->marks;
-    int64_t *d = c->w->digits;
+    int64_t *d = c->w->digits, t[RALLY__XS_LIMBS];
     for (size_t i = 0; i < c->count; i++) {
-        if (c->acc)
-            rally__xs_pack_acc(ELEM(c->acc, i), m + 2 * i, c->digit_bits, c->w->nlimbs[i], d);
-        else
+        if (c->acc) {
+            gather(c->acc, i, t);
+            rally__xs_pack_acc(t, m + 2 * i, c->digit_bits, c->w->nlimbs[i], d);
+        } else {
             rally__xs_pack_double(value(c, i), m + 2 * i, c->digit_bits, c->w->nlimbs[i], d);
+        }
         d += c->w->nlimbs[i];
     }
 }

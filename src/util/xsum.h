@@ -48,9 +48,12 @@ enum {
     RALLY__XF_NINF = 16
 };
 
-/* Adds v into one accumulator element (limbs L, flags *f).  The caller
- * counts additions and calls rally__xs_carry within RALLY__XS_ADDS_MAX. */
-static inline void rally__xs_add(int64_t *L, uint8_t *f, double v)
+/* Adds v into one accumulator element: digit j at L[j * stride] (an
+ * array of elements keeps digit j of every element together, so the few
+ * digits that values of similar size touch stay in cache), flags *f.  The
+ * caller counts additions and propagates carries within
+ * RALLY__XS_ADDS_MAX. */
+static inline void rally__xs_add(int64_t *L, size_t stride, uint8_t *f, double v)
 {
     uint64_t bits;
     memcpy(&bits, &v, sizeof bits);
@@ -66,7 +69,8 @@ static inline void rally__xs_add(int64_t *L, uint8_t *f, double v)
         *f |= RALLY__XF_ANY | (neg ? 0 : RALLY__XF_NOT_NZERO);
         return;
     }
-    *f |= RALLY__XF_ANY | RALLY__XF_NOT_NZERO;
+    if ((*f & RALLY__XF_NOT_NZERO) == 0)
+        *f |= RALLY__XF_ANY | RALLY__XF_NOT_NZERO;
     unsigned p = 0;
     if (ex != 0) {
         m |= UINT64_C(1) << 52;
@@ -76,12 +80,45 @@ static inline void rally__xs_add(int64_t *L, uint8_t *f, double v)
     uint64_t lo = m << s;
     uint64_t d0 = lo & 0xffffffffu, d1 = lo >> 32, d2 = (m >> 1) >> (63 - s);
     uint64_t sm = -(uint64_t)neg; /* all ones when negative: (d ^ sm) - sm is -d */
-    L[j] += (int64_t)((d0 ^ sm) - sm);
-    L[j + 1] += (int64_t)((d1 ^ sm) - sm);
-    L[j + 2] += (int64_t)((d2 ^ sm) - sm);
+    L += j * stride;
+    L[0] += (int64_t)((d0 ^ sm) - sm);
+    L[stride] += (int64_t)((d1 ^ sm) - sm);
+    L[2 * stride] += (int64_t)((d2 ^ sm) - sm);
 }
 
-/* Propagates carries: digits 0 .. n-2 into [0, 2^32), the last signed. */
+/* The same for a float: its 24 bits touch two digits, not three. */
+static inline void rally__xs_add_float(int64_t *L, size_t stride, uint8_t *f, float v)
+{
+    uint32_t bits;
+    memcpy(&bits, &v, sizeof bits);
+    uint64_t m = bits & ((UINT32_C(1) << 23) - 1);
+    unsigned ex = (bits >> 23) & 0xff;
+    int neg = (int)(bits >> 31);
+    if (ex == 0xff) {
+        *f |= RALLY__XF_ANY | RALLY__XF_NOT_NZERO |
+              (m ? RALLY__XF_NAN : neg ? RALLY__XF_NINF : RALLY__XF_PINF);
+        return;
+    }
+    if (m == 0 && ex == 0) {
+        *f |= RALLY__XF_ANY | (neg ? 0 : RALLY__XF_NOT_NZERO);
+        return;
+    }
+    if ((*f & RALLY__XF_NOT_NZERO) == 0) /* a load, not a store, on every later addition */
+        *f |= RALLY__XF_ANY | RALLY__XF_NOT_NZERO;
+    unsigned p = 925; /* 2^-149, the least float, on the grid of 2^-1074 */
+    if (ex != 0) {
+        m |= UINT64_C(1) << 23;
+        p += ex - 1;
+    }
+    uint64_t x = m << (p & 31); /* below 2^55 */
+    uint64_t d0 = x & 0xffffffffu, d1 = x >> 32, sm = -(uint64_t)neg;
+    L += (p >> 5) * stride;
+    L[0] += (int64_t)((d0 ^ sm) - sm);
+    L[stride] += (int64_t)((d1 ^ sm) - sm);
+}
+
+/* Propagates carries of one element's n digits (contiguous): digits
+ * 0 .. n-2 into [0, 2^32), the last signed. */
 void rally__xs_carry(int64_t *L, int n);
 
 /* The digit width on the wire for a world of `world` ranks. */
@@ -90,7 +127,8 @@ int rally__xs_digit_bits(int world);
 /* The pre-pass mark of one operand: out[0] the highest position + 1 (or a
  * zero's or a special's code), out[1] minus the lowest position.  Marks
  * combine with int16 MAX.  _double marks a plain value, _acc an accumulator
- * element (carried; limbs L, flags f). */
+ * element (its RALLY__XS_LIMBS digits contiguous in L, flags f; here and
+ * below). */
 void rally__xs_mark_double(double v, int16_t out[2]);
 void rally__xs_mark_acc(const int64_t *L, uint8_t f, int16_t out[2]);
 

@@ -71,8 +71,12 @@ class XSum:
         if a.shape[0] > 1 and a.shape[1] < 64:  # many short rows: one call through bins
             idx = np.tile(np.arange(first, first + a.shape[1], dtype=np.uint64), a.shape[0])
             return self.add_at(idx, a.reshape(-1))
+        add = self._lib.rally_xsum_add
+        if isinstance(values, np.ndarray) and values.dtype == np.float32:
+            a = np.ascontiguousarray(values).reshape(a.shape)  # added as floats, not converted
+            add = self._lib.rally_xsum_add_float
         for row in a:
-            self._lib.rally_xsum_add(self._s, first, row.ctypes.data, row.size)
+            add(self._s, first, row.ctypes.data, row.size)
         return self
 
     def add_at(self, index, values):
@@ -120,6 +124,7 @@ def declare(lib):
         "rally_xsum_free": (None, [P]),
         "rally_xsum_clear": (None, [P]),
         "rally_xsum_add": (I, [P, Z, P, Z]),
+        "rally_xsum_add_float": (I, [P, Z, P, Z]),
         "rally_xsum_add_at": (I, [P, P, P, Z]),
         "rally_xsum_merge": (I, [P, P]),
         "rally_xsum_round": (I, [P, I, P]),

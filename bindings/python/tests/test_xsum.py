@@ -131,6 +131,16 @@ def test_specials_and_zeros():
     assert bits64(nan) == bytes.fromhex("000000000000f87f")  # the quiet NaN
 
 
+def test_float32_rows_are_their_values():
+    rng = np.random.default_rng(5)
+    v = (rng.standard_normal((500, 3)) * np.exp2(rng.integers(-60, 60, (500, 3)))).astype(np.float32)
+    a = rally.XSum(3).add(v).round()
+    b = rally.XSum(3).add(v.astype(np.float64)).round()
+    assert a.tobytes() == b.tobytes()
+    assert a.tobytes() == b"".join(struct.pack("<d", ref64(v[:, j].astype(np.float64)))
+                                   for j in range(3))
+
+
 def test_bins_rows_and_refusals():
     acc = rally.XSum(4)
     acc.add(np.array([[1, 2, 3, 4], [5, 6, 7, 8]], dtype=np.float32))

@@ -1,0 +1,100 @@
+#!/bin/sh
+# reproducible_test.sh CASE BUILD_DIR — trainers with --reproducible give the
+# same model, bit for bit, at any N (docs/determinism.md, "Sums that do not
+# depend on N").  Every job is bounded in time and must leave no process
+# behind.
+#   kmeans_n      rally-kmeans --reproducible: one digest at N = 1, 2, 3, 4, 5
+#                 and 8, with thresholds that put the sums on the tree,
+#                 halving-doubling and the ring, over shm and TCP, and with
+#                 partition=hash (other rows on every rank); without the flag
+#                 N = 1 and 3 differ on these rows (the test can tell)
+#   kmeans_fail   the same digest after deaths in k-means++ and in a Lloyd
+#                 iteration (rally_mock), a kill -9, and a shrink 4 -> 3
+#                 (--max-restarts 0 --min-workers 2): the failure-free model
+#                 of any N
+#   kmeans_mpi    rally-kmeans-mpi --reproducible under mpirun at N = 1, 3, 4
+#                 (MPI's own reduction order): the same digest
+#   kmeans_sklearn  the objective equals scikit-learn's from the same initial
+#                 centroids to 1e-9 relative
+set -u
+case_=$1 build=$2
+here=$(cd "$(dirname "$0")" && pwd)
+run=$build/rally-run km=$build/rally-kmeans kmock=$build/rally-kmeans-mock
+py=/usr/bin/python3
+[ -x "$py" ] || py=python3
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "reproducible_test $case_: $*"; [ -f "$tmp/out" ] && tail -40 "$tmp/out"; exit 1; }
+. "$here/trainer_lib.sh"
+digest() { grep -o 'model_digest=[0-9a-f]*' "$1"; }
+objective() { sed -n 's/.*result: .*objective=\([^ ]*\)$/\1/p' "$1"; }
+SMALL="rally_ring_threshold_bytes=4096 rally_hd_threshold_bytes=60000 rally_chunk_bytes=1024"
+same() { # out-file what: its digest must be the reference run's ($tmp/ref)
+    [ -n "$(digest "$1")" ] && [ "$(digest "$1")" = "$(digest "$tmp/ref")" ] ||
+        { cp "$1" "$tmp/out"; fail "$2 gave '$(digest "$1")', N = 1 gave $(digest "$tmp/ref")"; }
+}
+
+case $case_ in
+kmeans_*)
+    "$build/rally-datagen" --rows 12000 --features 10 --centers 5 --spread 4 --seed 11 \
+        --format csv -o "$tmp/d.csv" >/dev/null 2>&1 || fail "rally-datagen failed"
+    DATA="--data $tmp/d.csv --data-opt csv_label=0"
+    KM="$DATA -k 5 --iters 15 --reproducible"
+    job "$tmp/ref" 1 "$km" $KM
+    ;;
+esac
+
+case $case_ in
+kmeans_n)
+    for n in 2 3 4 5 8; do
+        job "$tmp/n$n" $n "$km" $KM
+        same "$tmp/n$n" "N = $n"
+    done
+    for n in 3 8; do
+        job "$tmp/s$n" $n "$km" $KM $SMALL
+        same "$tmp/s$n" "N = $n, small thresholds"
+    done
+    for t in shm tcp; do
+        RALLY_TRANSPORT=$t job "$tmp/$t" 4 "$km" $KM
+        same "$tmp/$t" "N = 4 over $t"
+    done
+    job "$tmp/hash" 3 "$km" $KM --data-opt partition=hash
+    same "$tmp/hash" "N = 3, partition=hash"
+    job "$tmp/p1" 1 "$km" $DATA -k 5 --iters 15
+    job "$tmp/p3" 3 "$km" $DATA -k 5 --iters 15
+    [ "$(digest "$tmp/p1")" != "$(digest "$tmp/p3")" ] ||
+        fail "without --reproducible N = 1 and 3 gave one digest: this data cannot tell"
+    ;;
+kmeans_fail)
+    job "$tmp/k1" 4 "$kmock" $KM rally_mock=2,0,3,0 rally_mock=1,4,0,0
+    same "$tmp/k1" "deaths in k-means++ and iteration 4"
+    grep -q "deaths=2 recovered=2 " "$tmp/k1" || { cp "$tmp/k1" "$tmp/out"; fail "not two deaths"; }
+    RALLY_TEST_TAG="repro-$$" timeout -k 5 90 "$run" -n 3 "$km" $KM --pause-ms 80 \
+        >"$tmp/kill" 2>&1 &
+    jobpid=$!
+    wait_line "$tmp/kill" '^\[0\] iteration 3 ' "iteration 3" 300 0.1
+    kill_worker "$tmp/kill" 1
+    wait "$jobpid" || { cp "$tmp/kill" "$tmp/out"; fail "the job with a kill -9 failed"; }
+    no_leftovers "repro-$$"
+    same "$tmp/kill" "a kill -9"
+    "$here/run_job.sh" 0 90 "$run" -n 4 --min-workers 2 --max-restarts 0 "$kmock" $KM \
+        rally_mock=3,5,0,0 >"$tmp/s" 2>&1 || { cp "$tmp/s" "$tmp/out"; fail "the shrink"; }
+    grep -q "^rally-run: rank 3 lost for good: going on with 3 workers from version 5$" "$tmp/s" ||
+        { cp "$tmp/s" "$tmp/out"; fail "no shrink"; }
+    same "$tmp/s" "a shrink 4 -> 3"
+    ;;
+kmeans_mpi)
+    for n in 1 3 4; do
+        "$here/mpi_job.sh" 0 120 $n "$build/rally-kmeans-mpi" $KM >"$tmp/m$n" 2>&1 ||
+            { cp "$tmp/m$n" "$tmp/out"; fail "mpirun -n $n"; }
+        same "$tmp/m$n" "librally_mpi at N = $n"
+    done
+    ;;
+kmeans_sklearn)
+    job "$tmp/conv" 3 "$km" $KM --iters 300 --init-out "$tmp/init.csv"
+    "$py" "$here/kmeans_sklearn.py" check "$tmp/d.csv" "$tmp/init.csv" 300 "$(objective "$tmp/conv")" ||
+        fail "disagrees with scikit-learn"
+    ;;
+*) fail "no case $case_" ;;
+esac
+echo "reproducible_test $case_: ok"
