@@ -16,10 +16,20 @@
 #                 (MPI's own reduction order): the same digest
 #   kmeans_sklearn  the objective equals scikit-learn's from the same initial
 #                 centroids to 1e-9 relative
+#   linear_n      rally-linear --reproducible (L-BFGS): one digest at N = 1,
+#                 2, 3, 4, 5 and 8, with small thresholds, over shm and TCP, on
+#                 sparse rows (the gradient added into bins); without the flag
+#                 N = 1 and 3 differ; --solver admm is refused with a sentence
+#   linear_fail   the same digest after a death in an evaluation (rally_mock)
+#                 and across a shrink 4 -> 3
+#   linear_mpi    rally-linear-mpi --reproducible under mpirun at N = 1, 3, 4
+#   linear_sklearn  the model agrees with scikit-learn's LogisticRegression
+#                 (objective and coefficients, tests/linear_sklearn.py)
 set -u
 case_=$1 build=$2
 here=$(cd "$(dirname "$0")" && pwd)
 run=$build/rally-run km=$build/rally-kmeans kmock=$build/rally-kmeans-mock
+lr=$build/rally-linear lmock=$build/rally-linear-mock
 py=/usr/bin/python3
 [ -x "$py" ] || py=python3
 tmp=$(mktemp -d)
@@ -41,6 +51,11 @@ kmeans_*)
     DATA="--data $tmp/d.csv --data-opt csv_label=0"
     KM="$DATA -k 5 --iters 15 --reproducible"
     job "$tmp/ref" 1 "$km" $KM
+    ;;
+linear_*)
+    "$py" "$here/linear_sklearn.py" gen-dense "$tmp/d" 20000 10 3 || fail "generating the data failed"
+    LR="--data $tmp/d.train.csv --data-opt csv_label=0 --lambda 1e-3 --reproducible"
+    job "$tmp/ref" 1 "$lr" $LR
     ;;
 esac
 
@@ -94,6 +109,55 @@ kmeans_sklearn)
     job "$tmp/conv" 3 "$km" $KM --iters 300 --init-out "$tmp/init.csv"
     "$py" "$here/kmeans_sklearn.py" check "$tmp/d.csv" "$tmp/init.csv" 300 "$(objective "$tmp/conv")" ||
         fail "disagrees with scikit-learn"
+    ;;
+linear_n)
+    for n in 2 3 4 5 8; do
+        job "$tmp/n$n" $n "$lr" $LR
+        same "$tmp/n$n" "N = $n"
+    done
+    job "$tmp/s3" 3 "$lr" $LR $SMALL
+    same "$tmp/s3" "N = 3, small thresholds"
+    for t in shm tcp; do
+        RALLY_TRANSPORT=$t job "$tmp/$t" 4 "$lr" $LR
+        same "$tmp/$t" "N = 4 over $t"
+    done
+    "$py" "$here/linear_sklearn.py" gen-sparse "$tmp/s" 3000 5000 30 5 ||
+        fail "generating the sparse data failed"
+    SP="--data $tmp/s.train.svm --lambda 1e-3 --memory 5 --reproducible"
+    job "$tmp/sp1" 1 "$lr" $SP
+    job "$tmp/sp3" 3 "$lr" $SP
+    [ "$(digest "$tmp/sp1")" = "$(digest "$tmp/sp3")" ] || fail "sparse rows: N = 3 differs from N = 1"
+    job "$tmp/p1" 1 "$lr" --data "$tmp/d.train.csv" --data-opt csv_label=0 --lambda 1e-3
+    job "$tmp/p3" 3 "$lr" --data "$tmp/d.train.csv" --data-opt csv_label=0 --lambda 1e-3
+    [ "$(digest "$tmp/p1")" != "$(digest "$tmp/p3")" ] ||
+        fail "without --reproducible N = 1 and 3 gave one digest: this data cannot tell"
+    "$here/run_job.sh" nonzero 30 "$run" -n 2 "$lr" $LR --solver admm >"$tmp/out" 2>&1 ||
+        fail "--solver admm --reproducible was taken"
+    grep -q "rally-linear: --reproducible needs --solver lbfgs" "$tmp/out" || fail "no refusal"
+    ;;
+linear_fail)
+    job "$tmp/k" 4 "$lmock" $LR rally_mock=1,3,0,0
+    grep -q "deaths=1 recovered=1 " "$tmp/k" || { cp "$tmp/k" "$tmp/out"; fail "not one death"; }
+    same "$tmp/k" "a death at version 3"
+    "$here/run_job.sh" 0 90 "$run" -n 4 --min-workers 2 --max-restarts 0 "$lmock" $LR \
+        rally_mock=2,4,0,0 >"$tmp/s" 2>&1 || { cp "$tmp/s" "$tmp/out"; fail "the shrink"; }
+    grep -q "^rally-run: rank 2 lost for good: going on with 3 workers" "$tmp/s" ||
+        { cp "$tmp/s" "$tmp/out"; fail "no shrink"; }
+    same "$tmp/s" "a shrink 4 -> 3"
+    ;;
+linear_mpi)
+    for n in 1 3 4; do
+        "$here/mpi_job.sh" 0 120 $n "$build/rally-linear-mpi" $LR >"$tmp/m$n" 2>&1 ||
+            { cp "$tmp/m$n" "$tmp/out"; fail "mpirun -n $n"; }
+        same "$tmp/m$n" "librally_mpi at N = $n"
+    done
+    ;;
+linear_sklearn)
+    job "$tmp/n3" 3 "$lr" $LR --model-out "$tmp/m.bin"
+    same "$tmp/n3" "N = 3"
+    "$lr" --show "$tmp/m.bin" >"$tmp/model.json" || fail "--show failed"
+    "$py" "$here/linear_sklearn.py" check "$tmp/d.train.csv" "$tmp/d.test.csv" 10 1e-3 \
+        "$tmp/model.json" "$(objective "$tmp/n3")" 1e-6 || fail "disagrees with scikit-learn"
     ;;
 *) fail "no case $case_" ;;
 esac

@@ -164,8 +164,33 @@ struct dist_eval {
     struct lr_job *j;
     const struct lr_model *m;
     const double *x;
-    double *buf; /* [g (n) | loss] */
+    double *buf;       /* [g (n) | loss] */
+    rally_xsum_t *acc; /* --reproducible: the same sums, exact */
+    double *tmp;       /* a row's terms (n) */
+    uint64_t *at;      /* their elements (n) */
 };
+
+static int dist_eval_alloc(struct dist_eval *de, struct lr_job *j, const struct lr_model *m)
+{
+    size_t n = (size_t)m->d + 1;
+    *de = (struct dist_eval){j, m, NULL, malloc((n + 1) * sizeof(double)), NULL, NULL, NULL};
+    if (j->reproducible) {
+        de->acc = rally_xsum_new(n + 1);
+        de->tmp = malloc(n * sizeof *de->tmp);
+        de->at = malloc(n * sizeof *de->at);
+        if (de->acc == NULL || de->tmp == NULL || de->at == NULL)
+            return -1;
+    }
+    return de->buf == NULL ? -1 : 0;
+}
+
+static void dist_eval_free(struct dist_eval *de)
+{
+    free(de->buf);
+    rally_xsum_free(de->acc);
+    free(de->tmp);
+    free(de->at);
+}
 
 static void prepare(void *arg)
 {
@@ -175,13 +200,25 @@ static void prepare(void *arg)
     de->buf[n] = lr_loss_grad(de->j, de->x, (double)de->j->total_rows, de->buf);
 }
 
+static void prepare_exact(void *arg)
+{
+    struct dist_eval *de = arg;
+    lr_loss_grad_exact(de->j, de->x, (double)de->j->total_rows, de->acc, de->tmp, de->at);
+}
+
 static int dist_eval(void *arg, const double *x, double *f, double *g)
 {
     struct dist_eval *de = arg;
     const struct lr_model *m = de->m;
     size_t n = (size_t)m->d + 1;
     de->x = x;
-    int rc = rally_allreduce(de->j->r, de->buf, n + 1, RALLY_DOUBLE, RALLY_SUM, prepare, de);
+    int rc;
+    if (de->acc != NULL) {
+        rc = rally_allreduce_xsum(de->j->r, de->acc, RALLY_DOUBLE, de->buf, prepare_exact, de);
+        de->buf[n] *= 1.0 / (double)de->j->total_rows;
+    } else {
+        rc = rally_allreduce(de->j->r, de->buf, n + 1, RALLY_DOUBLE, RALLY_SUM, prepare, de);
+    }
     if (rc != RALLY_OK)
         return lr_fail(de->j, "the loss allreduce", rc);
     double pen = 0;
@@ -196,14 +233,10 @@ static int dist_eval(void *arg, const double *x, double *f, double *g)
 
 int lr_lbfgs_eval_start(struct lr_job *j, struct lr_model *m)
 {
-    size_t n = (size_t)m->d + 1;
-    double *buf = malloc((n + 1) * sizeof *buf);
-    if (buf == NULL)
-        return lr_oom();
-    struct dist_eval de = {j, m, NULL, buf};
-    int status = dist_eval(&de, m->w, &m->f, m->g);
+    struct dist_eval de;
+    int status = dist_eval_alloc(&de, j, m) == 0 ? dist_eval(&de, m->w, &m->f, m->g) : lr_oom();
     m->evals = 1;
-    free(buf);
+    dist_eval_free(&de);
     return status;
 }
 
@@ -211,14 +244,14 @@ int lr_lbfgs_run(struct lr_job *j, const struct lr_opts *o, struct lr_model *m)
 {
     size_t n = (size_t)m->d + 1, nbytes = lr_model_nbytes(m);
     struct lr_lbfgs_work wk = {0};
-    double *buf = malloc((n + 1) * sizeof *buf);
+    struct dist_eval de;
     unsigned char *bytes = malloc(nbytes); /* the checkpoint, reused every iteration */
     int status = LR_EXIT_OK, rc;
-    if (buf == NULL || bytes == NULL || lr_lbfgs_work_alloc(&wk, (uint32_t)n, m->mem) != 0) {
+    if (dist_eval_alloc(&de, j, m) != 0 || bytes == NULL ||
+        lr_lbfgs_work_alloc(&wk, (uint32_t)n, m->mem) != 0) {
         status = lr_oom();
         goto out;
     }
-    struct dist_eval de = {j, m, NULL, buf};
     double t_prev = ex_now_s();
     while (!(m->flags & LR_CONVERGED) && m->iteration < o->iters) {
         if (o->ex.pause_ms > 0)
@@ -244,6 +277,6 @@ int lr_lbfgs_run(struct lr_job *j, const struct lr_opts *o, struct lr_model *m)
 out:
     lr_lbfgs_work_free(&wk);
     free(bytes);
-    free(buf);
+    dist_eval_free(&de);
     return status;
 }

@@ -216,7 +216,8 @@ static void lr_job_reset(struct lr_job *j, struct lr_model *m)
     *m = (struct lr_model){0};
     free(j->y);
     rally_data_free(j->ds);
-    struct lr_job fresh = {.r = j->r, .rank = rally_rank(j->r), .world = rally_world_size(j->r)};
+    struct lr_job fresh = {.r = j->r, .rank = rally_rank(j->r), .world = rally_world_size(j->r),
+                           .reproducible = j->reproducible};
     *j = fresh;
     ex_say("rank %d of %d now: reading its shard again\n", j->rank, j->world);
 }
@@ -247,6 +248,7 @@ int main(int argc, char **argv)
     }
     if ((status = register_app(&j, argc, argv)) != LR_EXIT_OK) /* for snapshots */
         goto out;
+    j.reproducible = o.reproducible;
     for (;;) {
         if ((status = bootstrap(&j, &o)) == LR_EXIT_OK) { /* the shard, and its shape */
             if (o.C > 0) /* scikit-learn's C */

@@ -78,6 +78,7 @@ struct lr_job {
     const float *val;
     double *y; /* rows labels in {-1, +1} */
     int dense; /* every row stores all d features (indices 0 .. d-1) */
+    int reproducible; /* --reproducible: exact sums, the same model at any N */
     rally_dataset_t *ds;
 };
 
@@ -88,6 +89,7 @@ struct lr_opts {
     uint64_t iters;
     uint32_t mem;
     int intercept;
+    int reproducible;
 };
 
 /* --- options.c ---------------------------------------------------------------- */
@@ -122,6 +124,12 @@ double lr_loss_grad(const struct lr_job *j, const double *w, double scale, doubl
 
 /* Only the loss sum / scale. */
 double lr_loss(const struct lr_job *j, const double *w, double scale);
+
+/* The same sums added exactly into acc = [g (d + 1) | loss] (cleared here):
+ * each row's terms as lr_loss_grad computes them, the loss unscaled.  tmp
+ * and at hold d + 1 values and indices. */
+void lr_loss_grad_exact(const struct lr_job *j, const double *w, double scale, rally_xsum_t *acc,
+                        double *tmp, uint64_t *at);
 
 /* --- lbfgs.c ------------------------------------------------------------------ */
 

@@ -7,6 +7,8 @@
  * which never overflows.  A shard whose every row stores all d features
  * (dense CSV or LIBSVM) takes a path without the index array; it adds the
  * same terms in the same order, so the bits are the same either way.
+ * --reproducible adds the same terms into exact accumulators instead
+ * (lr_loss_grad_exact), whose sum no order or partition changes.
  */
 #include <math.h>
 
@@ -61,4 +63,32 @@ double lr_loss(const struct lr_job *j, const double *w, double scale)
         sum += logloss(m, exp(-fabs(m)));
     }
     return sum / scale;
+}
+
+void lr_loss_grad_exact(const struct lr_job *j, const double *w, double scale, rally_xsum_t *acc,
+                        double *tmp, uint64_t *at)
+{
+    double inv = 1.0 / scale;
+    rally_xsum_clear(acc);
+    for (uint64_t i = 0; i < j->rows; i++) {
+        double m = margin_of(j, w, i), e = exp(-fabs(m)), loss = logloss(m, e);
+        double c = -j->y[i] * inv * (m > 0 ? e / (1.0 + e) : 1.0 / (1.0 + e));
+        rally_xsum_add(acc, (size_t)j->d + 1, &loss, 1);
+        if (j->dense) {
+            const float *x = j->val + j->rp[i];
+            for (uint32_t f = 0; f < j->d; f++)
+                tmp[f] = c * (double)x[f];
+            tmp[j->d] = c;
+            rally_xsum_add(acc, 0, tmp, (size_t)j->d + 1);
+        } else {
+            size_t n = 0;
+            for (uint64_t k = j->rp[i]; k < j->rp[i + 1]; k++, n++) {
+                tmp[n] = c * (double)j->val[k];
+                at[n] = j->idx[k];
+            }
+            tmp[n] = c;
+            at[n++] = j->d;
+            rally_xsum_add_at(acc, at, tmp, n);
+        }
+    }
 }

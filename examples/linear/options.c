@@ -39,6 +39,8 @@ static void usage(FILE *f)
             "                       admm: when both residuals are <= T (default 1e-6)\n"
             "  --memory M           L-BFGS history pairs (default 10, at most %u)\n"
             "  --rho R              ADMM penalty parameter (default 1)\n"
+            "  --reproducible       lbfgs: the same model, bit for bit, on any number of\n"
+            "                       workers (exact sums: RALLY_SUM_EXACT; docs/determinism.md)\n"
             "  --model-out FILE     save the final model (binary, the checkpoint's bytes)\n"
             "  --json               print the final model as JSON before the result line\n"
             "  --show MODEL         print a saved model as JSON and exit (no job)\n"
@@ -71,6 +73,7 @@ int lr_opts_parse(int argc, char **argv, struct lr_opts *o)
                                              {"tol", required_argument, 0, 't'},
                                              {"memory", required_argument, 0, 'M'},
                                              {"rho", required_argument, 0, 'r'},
+                                             {"reproducible", no_argument, 0, 'R'},
                                              {"show", required_argument, 0, 'W'},
                                              {"help", no_argument, 0, 'h'},
                                              {0, 0, 0, 0}};
@@ -126,6 +129,9 @@ int lr_opts_parse(int argc, char **argv, struct lr_opts *o)
             if (ex_positive(PROG, "--rho", optarg, &o->rho) != 0)
                 return -1;
             break;
+        case 'R':
+            o->reproducible = 1;
+            break;
         case 'W': /* --show=MODEL; "--show MODEL" is lr_early_flags' */
             return lr_model_show(optarg) == 0 ? 1 : -1;
         case 'h':
@@ -138,6 +144,11 @@ int lr_opts_parse(int argc, char **argv, struct lr_opts *o)
     }
     if (ex_args_end(PROG, argc, argv, optind, o->ex.data) != 0)
         return -1;
+    if (o->reproducible && o->solver == LR_ADMM) {
+        fprintf(stderr, "rally-linear: --reproducible needs --solver lbfgs: ADMM's local models "
+                        "(x_i, u_i) belong to a shard, so its model depends on the partition\n");
+        return -1;
+    }
     if (o->tol == 0)
         o->tol = o->solver == LR_ADMM ? 1e-6 : 1e-8;
     return 0;
