@@ -38,24 +38,37 @@ static void distances(const float *x, uint32_t d, const double *ct, uint32_t k, 
     }
 }
 
+/* ct = the centroids transposed (d x k), for distances(). */
+static void transpose(const struct km_model *m, double *ct)
+{
+    for (uint32_t c = 0; c < m->k; c++)
+        for (uint32_t f = 0; f < m->d; f++)
+            ct[(size_t)f * m->k + c] = m->c[(size_t)c * m->d + f];
+}
+
+/* The centroid nearest to x (ties to the lowest number); dist[] all k. */
+static uint32_t nearest(const float *x, const struct km_model *m, const double *ct, double *dist)
+{
+    distances(x, m->d, ct, m->k, dist);
+    uint32_t best = 0;
+    for (uint32_t c = 1; c < m->k; c++)
+        if (dist[c] < dist[best])
+            best = c;
+    return best;
+}
+
 /* One assignment pass over the shard into buf = [sums | counts | objective]
- * (zeroed here); ties go to the lowest centroid number. */
+ * (zeroed here). */
 static void assign(const struct km_job *j, const struct km_model *m, double *ct, double *dist,
                    double *buf)
 {
     size_t kd = (size_t)m->k * m->d;
-    for (uint32_t c = 0; c < m->k; c++)
-        for (uint32_t f = 0; f < m->d; f++)
-            ct[(size_t)f * m->k + c] = m->c[(size_t)c * m->d + f];
+    transpose(m, ct);
     memset(buf, 0, (kd + m->k + 1) * sizeof *buf);
     double *sums = buf, *counts = buf + kd, obj = 0;
     for (uint64_t i = 0; i < j->rows; i++) {
         const float *x = j->x + i * m->d;
-        distances(x, m->d, ct, m->k, dist);
-        uint32_t best = 0;
-        for (uint32_t c = 1; c < m->k; c++)
-            if (dist[c] < dist[best])
-                best = c;
+        uint32_t best = nearest(x, m, ct, dist);
         obj += dist[best];
         counts[best] += 1;
         double *s = sums + (size_t)best * m->d;
@@ -70,18 +83,12 @@ static void assign_exact(const struct km_job *j, const struct km_model *m, doubl
                          double *dist, rally_xsum_t *acc)
 {
     size_t kd = (size_t)m->k * m->d;
-    for (uint32_t c = 0; c < m->k; c++)
-        for (uint32_t f = 0; f < m->d; f++)
-            ct[(size_t)f * m->k + c] = m->c[(size_t)c * m->d + f];
+    transpose(m, ct);
     rally_xsum_clear(acc);
     const double one = 1;
     for (uint64_t i = 0; i < j->rows; i++) {
         const float *x = j->x + i * m->d;
-        distances(x, m->d, ct, m->k, dist);
-        uint32_t best = 0;
-        for (uint32_t c = 1; c < m->k; c++)
-            if (dist[c] < dist[best])
-                best = c;
+        uint32_t best = nearest(x, m, ct, dist);
         rally_xsum_add_float(acc, (size_t)best * m->d, x, m->d);
         rally_xsum_add(acc, kd + best, &one, 1);
         rally_xsum_add(acc, kd + m->k, &dist[best], 1);
