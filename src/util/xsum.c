@@ -292,12 +292,10 @@ static uint64_t round_u128(u128 m, int base, int neg, int prec, int ebits)
     int eu = last_place(base + top - 1074, prec, ebits);
     int r = eu + 1074 - base;
     int rr = r > 0 ? (r < 127 ? r : 127) : 0, left = r < 0 ? -r : 0;
-    uint64_t q = (uint64_t)(m >> rr) << left;
-    q = r > 127 ? 0 : q;
-    int hb = rr > 0 ? rr - 1 : 0;
-    uint64_t half = rr > 0 ? (uint64_t)(m >> hb) & 1 : 0;
-    uint64_t sticky = rr > 1 ? (m & (((u128)1 << hb) - 1)) != 0 : 0;
-    sticky |= r > 128; /* everything below the half bit */
+    uint64_t q = r > 127 ? 0 : (uint64_t)(m >> rr) << left;
+    int hb = r - 1; /* the half bit's place, when r > 0 */
+    uint64_t half = r > 0 && hb < 128 ? (uint64_t)(m >> hb) & 1 : 0;
+    uint64_t sticky = hb >= 128 ? 1 : hb > 0 ? (m & (((u128)1 << hb) - 1)) != 0 : 0;
     q += half & (sticky | q);
     return assemble(q, eu, neg, prec, ebits);
 }
