@@ -20,8 +20,8 @@
 #                 2, 3, 4, 5 and 8, with small thresholds, over shm and TCP, on
 #                 sparse rows (the gradient added into bins); without the flag
 #                 N = 1 and 3 differ; --solver admm is refused with a sentence
-#   linear_fail   the same digest after a death in an evaluation (rally_mock)
-#                 and across a shrink 4 -> 3
+#   linear_fail   the same digest after a death in an evaluation (rally_mock),
+#                 a kill -9, and across a shrink 4 -> 3
 #   linear_mpi    rally-linear-mpi --reproducible under mpirun at N = 1, 3, 4
 #   linear_sklearn  the model agrees with scikit-learn's LogisticRegression
 #                 (objective and coefficients, tests/linear_sklearn.py)
@@ -91,6 +91,7 @@ kmeans_fail)
     kill_worker "$tmp/kill" 1
     wait "$jobpid" || { cp "$tmp/kill" "$tmp/out"; fail "the job with a kill -9 failed"; }
     no_leftovers "repro-$$"
+    grep -q "deaths=1 recovered=1 " "$tmp/kill" || { cp "$tmp/kill" "$tmp/out"; fail "no kill -9 seen"; }
     same "$tmp/kill" "a kill -9"
     "$here/run_job.sh" 0 90 "$run" -n 4 --min-workers 2 --max-restarts 0 "$kmock" $KM \
         rally_mock=3,5,0,0 >"$tmp/s" 2>&1 || { cp "$tmp/s" "$tmp/out"; fail "the shrink"; }
@@ -139,6 +140,15 @@ linear_fail)
     job "$tmp/k" 4 "$lmock" $LR rally_mock=1,3,0,0
     grep -q "deaths=1 recovered=1 " "$tmp/k" || { cp "$tmp/k" "$tmp/out"; fail "not one death"; }
     same "$tmp/k" "a death at version 3"
+    RALLY_TEST_TAG="repro-$$" timeout -k 5 90 "$run" -n 3 "$lr" $LR --pause-ms 60 \
+        >"$tmp/kill" 2>&1 &
+    jobpid=$!
+    wait_line "$tmp/kill" '^\[0\] iteration 3 ' "iteration 3" 300 0.1
+    kill_worker "$tmp/kill" 2
+    wait "$jobpid" || { cp "$tmp/kill" "$tmp/out"; fail "the job with a kill -9 failed"; }
+    no_leftovers "repro-$$"
+    grep -q "deaths=1 recovered=1 " "$tmp/kill" || { cp "$tmp/kill" "$tmp/out"; fail "no kill -9 seen"; }
+    same "$tmp/kill" "a kill -9"
     "$here/run_job.sh" 0 90 "$run" -n 4 --min-workers 2 --max-restarts 0 "$lmock" $LR \
         rally_mock=2,4,0,0 >"$tmp/s" 2>&1 || { cp "$tmp/s" "$tmp/out"; fail "the shrink"; }
     grep -q "^rally-run: rank 2 lost for good: going on with 3 workers" "$tmp/s" ||
