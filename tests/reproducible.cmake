@@ -8,7 +8,8 @@ endif()
 foreach(c ${RALLY_REPRO_CASES})
   add_test(NAME reproducible_${c}
            COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/reproducible_test.sh ${c} ${CMAKE_BINARY_DIR})
-  set_tests_properties(reproducible_${c} PROPERTIES TIMEOUT 300 LABELS "quick;exact;kmeans")
+  string(REGEX REPLACE "_.*" "" trainer "${c}")
+  set_tests_properties(reproducible_${c} PROPERTIES TIMEOUT 300 LABELS "quick;exact;${trainer}")
 endforeach()
 if(TARGET rally-kmeans-mpi)
   set_tests_properties(reproducible_kmeans_mpi reproducible_linear_mpi PROPERTIES
