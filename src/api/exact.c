@@ -17,7 +17,8 @@ struct rally_xsum {
     uint32_t adds;  /* additions since the last carry pass */
 };
 
-/* Element i's digits, gathered into t[RALLY__XS_LIMBS] (carried). */
+/* Element i's digits, gathered into t[RALLY__XS_LIMBS] (as they are: whoever
+ * reads t carries its own copy). */
 static void gather(const struct rally_xsum *s, size_t i, int64_t *t)
 {
     for (int j = 0; j < RALLY__XS_LIMBS; j++)

@@ -148,7 +148,8 @@ void rally__xs_pack_acc(const int64_t *L, const int16_t mark[2], int digit_bits,
 void rally__xs_unpack(const int64_t *digits, size_t n, const int16_t mark[2], int digit_bits,
                       int dtype, void *out);
 
-/* The correctly rounded value of one accumulator element (carried). */
+/* The correctly rounded value of one accumulator element (carried or not:
+ * the functions that read an element carry their own copy). */
 void rally__xs_round_acc(const int64_t *L, uint8_t f, int dtype, void *out);
 
 #endif
