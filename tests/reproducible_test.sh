@@ -25,11 +25,23 @@
 #   linear_mpi    rally-linear-mpi --reproducible under mpirun at N = 1, 3, 4
 #   linear_sklearn  the model agrees with scikit-learn's LogisticRegression
 #                 (objective and coefficients, tests/linear_sklearn.py)
+#   gbdt_n        rally-gbdt --reproducible (20 % missing values): one digest
+#                 at N = 1, 2, 3, 4, 5 and 8, with small thresholds, over shm
+#                 and TCP, with partition=hash, and for reg:squarederror at
+#                 N = 1 and 3; without the flag N = 1 and 3 differ
+#   gbdt_fail     the same digest after deaths in the quantile rounds, the
+#                 gradient grid and a histogram (rally_mock), a kill -9, and
+#                 a shrink 4 -> 3
+#   gbdt_mpi      rally-gbdt-mpi --reproducible under mpirun at N = 1, 3, 4
+#   gbdt_xgboost  the model agrees with xgboost's hist (tests/gbdt_xgb.py
+#                 check: test loss and AUC or RMSE within 1 %), logistic with
+#                 and without missing values, squared error
 set -u
 case_=$1 build=$2
 here=$(cd "$(dirname "$0")" && pwd)
 run=$build/rally-run km=$build/rally-kmeans kmock=$build/rally-kmeans-mock
 lr=$build/rally-linear lmock=$build/rally-linear-mock
+gb=$build/rally-gbdt gmock=$build/rally-gbdt-mock
 py=/usr/bin/python3
 [ -x "$py" ] || py=python3
 tmp=$(mktemp -d)
@@ -56,6 +68,13 @@ linear_*)
     "$py" "$here/linear_sklearn.py" gen-dense "$tmp/d" 20000 10 3 || fail "generating the data failed"
     LR="--data $tmp/d.train.csv --data-opt csv_label=0 --lambda 1e-3 --reproducible"
     job "$tmp/ref" 1 "$lr" $LR
+    ;;
+gbdt_*)
+    "$py" "$here/gbdt_xgb.py" gen "$tmp/d" 20000 8 7 0.2 binary:logistic ||
+        fail "generating the data failed"
+    GDATA="--data $tmp/d.train.csv --data-opt csv_label=0"
+    GB="$GDATA --trees 12 --max-depth 5 --reproducible"
+    job "$tmp/ref" 1 "$gb" $GB
     ;;
 esac
 
@@ -168,6 +187,79 @@ linear_sklearn)
     "$lr" --show "$tmp/m.bin" >"$tmp/model.json" || fail "--show failed"
     "$py" "$here/linear_sklearn.py" check "$tmp/d.train.csv" "$tmp/d.test.csv" 10 1e-3 \
         "$tmp/model.json" "$(objective "$tmp/n3")" 1e-6 || fail "disagrees with scikit-learn"
+    ;;
+gbdt_n)
+    for n in 2 3 4 5 8; do
+        job "$tmp/n$n" $n "$gb" $GB
+        same "$tmp/n$n" "N = $n"
+    done
+    for n in 3 8; do
+        job "$tmp/s$n" $n "$gb" $GB $SMALL
+        same "$tmp/s$n" "N = $n, small thresholds"
+    done
+    for t in shm tcp; do
+        RALLY_TRANSPORT=$t job "$tmp/$t" 4 "$gb" $GB
+        same "$tmp/$t" "N = 4 over $t"
+    done
+    job "$tmp/hash" 3 "$gb" $GB --data-opt partition=hash
+    same "$tmp/hash" "N = 3, partition=hash"
+    "$py" "$here/gbdt_xgb.py" gen "$tmp/r" 20000 8 9 0.1 reg:squarederror ||
+        fail "generating the regression data failed"
+    SQ="--data $tmp/r.train.csv --data-opt csv_label=0 --objective reg:squarederror --max-bin 64"
+    job "$tmp/sq1" 1 "$gb" $SQ --trees 8 --reproducible
+    job "$tmp/sq3" 3 "$gb" $SQ --trees 8 --reproducible
+    [ "$(digest "$tmp/sq1")" = "$(digest "$tmp/sq3")" ] ||
+        fail "reg:squarederror: N = 3 differs from N = 1"
+    job "$tmp/p1" 1 "$gb" $GDATA --trees 12 --max-depth 5
+    job "$tmp/p3" 3 "$gb" $GDATA --trees 12 --max-depth 5
+    [ "$(digest "$tmp/p1")" != "$(digest "$tmp/p3")" ] ||
+        fail "without --reproducible N = 1 and 3 gave one digest: this data cannot tell"
+    ;;
+gbdt_fail)
+    # version 0: the bootstrap allreduce and allgather (seq 0, 1), then the
+    # four quantile rounds (seq 2 .. 5); in a tree, seq 0 is the grid and 1
+    # the root histogram
+    job "$tmp/k1" 4 "$gmock" $GB rally_mock=2,0,3,0 rally_mock=3,2,0,0 rally_mock=1,4,1,0
+    same "$tmp/k1" "deaths in a quantile round, a grid and a histogram"
+    grep -q "deaths=3 recovered=3 " "$tmp/k1" || { cp "$tmp/k1" "$tmp/out"; fail "not three deaths"; }
+    RALLY_TEST_TAG="repro-$$" timeout -k 5 90 "$run" -n 3 "$gb" $GB --pause-ms 80 \
+        >"$tmp/kill" 2>&1 &
+    jobpid=$!
+    wait_line "$tmp/kill" '^\[0\] tree 3 ' "tree 3" 300 0.1
+    kill_worker "$tmp/kill" 1
+    wait "$jobpid" || { cp "$tmp/kill" "$tmp/out"; fail "the job with a kill -9 failed"; }
+    no_leftovers "repro-$$"
+    grep -q "deaths=1 recovered=1 " "$tmp/kill" || { cp "$tmp/kill" "$tmp/out"; fail "no kill -9 seen"; }
+    same "$tmp/kill" "a kill -9"
+    "$here/run_job.sh" 0 90 "$run" -n 4 --min-workers 2 --max-restarts 0 "$gmock" $GB \
+        rally_mock=3,5,0,0 >"$tmp/s" 2>&1 || { cp "$tmp/s" "$tmp/out"; fail "the shrink"; }
+    grep -q "^rally-run: rank 3 lost for good: going on with 3 workers from version 5$" "$tmp/s" ||
+        { cp "$tmp/s" "$tmp/out"; fail "no shrink"; }
+    same "$tmp/s" "a shrink 4 -> 3"
+    ;;
+gbdt_mpi)
+    for n in 1 3 4; do
+        "$here/mpi_job.sh" 0 120 $n "$build/rally-gbdt-mpi" $GB >"$tmp/m$n" 2>&1 ||
+            { cp "$tmp/m$n" "$tmp/out"; fail "mpirun -n $n"; }
+        same "$tmp/m$n" "librally_mpi at N = $n"
+    done
+    ;;
+gbdt_xgboost)
+    xgb() { # prefix seed missing objective N flags...: rally-gbdt --reproducible against xgboost
+        p=$tmp/$1 obj=$4 n=$5
+        "$py" "$here/gbdt_xgb.py" gen "$p" 20000 8 "$2" "$3" "$obj" || fail "gbdt_xgb.py gen failed"
+        shift 5
+        job "$p.out" "$n" "$gb" --data "$p.train.csv" --data-opt csv_label=0 --objective "$obj" \
+            --model-out "$p.json" --reproducible "$@"
+        "$gb" predict "$p.json" "$p.test.csv" --data-opt csv_label=0 --out "$p.test.pred" ||
+            fail "rally-gbdt predict failed"
+        "$py" "$here/gbdt_xgb.py" check "$p" "$p.json" "$p.test.pred" "$n" ||
+            fail "disagrees with xgboost ($obj, $3 missing)"
+    }
+    xgb c 7 0 binary:logistic 2 --trees 30 --eta 0.1 --max-depth 4
+    xgb m 7 0.2 binary:logistic 3 --trees 30 --eta 0.1 --max-depth 5
+    xgb s 7 0 reg:squarederror 3 --trees 30 --eta 0.1 --max-depth 5 --lambda 2 \
+        --min-child-weight 5 --gamma 0.5 --max-bin 128
     ;;
 *) fail "no case $case_" ;;
 esac

@@ -10,8 +10,9 @@
 
 #include "gbdt.h"
 
-/* The summed loss over this shard, as the allreduce's prepare callback; it
- * leaves the next tree's gradients behind (grow.c computes them itself when
+/* The summed loss over this shard (or, --reproducible, each row's in
+ * j->loss_acc), as the allreduce's prepare callback; it leaves the next
+ * tree's gradients behind (grow.c computes them itself when
  * a recovering worker is handed the sum instead). */
 struct loss {
     struct gb_job *j;
@@ -22,14 +23,16 @@ struct loss {
 static void shard_loss(void *arg)
 {
     const struct loss *l = arg;
-    *l->sum = gb_shard_loss(l->j, &l->m->p, l->m->ntrees);
+    *l->sum = gb_shard_loss(l->j, &l->m->p, l->m->ntrees, l->j->loss_acc);
 }
 
 int gb_train_loss(struct gb_job *j, const struct gb_model *m, double *out)
 {
     double sum = 0;
     struct loss l = {j, m, &sum};
-    int rc = rally_allreduce(j->r, &sum, 1, RALLY_DOUBLE, RALLY_SUM, shard_loss, &l);
+    int rc = j->reproducible /* every row's loss into one exact sum */
+                 ? rally_allreduce_xsum(j->r, j->loss_acc, RALLY_DOUBLE, &sum, shard_loss, &l)
+                 : rally_allreduce(j->r, &sum, 1, RALLY_DOUBLE, RALLY_SUM, shard_loss, &l);
     if (rc != RALLY_OK)
         return gb_fail(j, "the loss allreduce", rc);
     double obj = sum / (double)j->total_rows;

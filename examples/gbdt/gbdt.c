@@ -118,7 +118,9 @@ static int bootstrap(struct gb_job *j, const struct gb_opts *o)
     j->d = (uint32_t)agree[0];
     if (densify(j, ds) != 0 || (j->pred = malloc((j->rows + 1) * sizeof *j->pred)) == NULL ||
         (j->gh = malloc((2 * j->rows + 1) * sizeof *j->gh)) == NULL ||
-        (j->order = malloc((j->rows + 1) * sizeof *j->order)) == NULL) {
+        (j->order = malloc((j->rows + 1) * sizeof *j->order)) == NULL ||
+        (o->reproducible && ((j->qgh = malloc((2 * j->rows + 1) * sizeof *j->qgh)) == NULL ||
+                             (j->loss_acc = rally_xsum_new(1)) == NULL))) {
         fprintf(stderr, "rally-gbdt: out of memory for %" PRIu64 " rows\n", j->rows);
         status = GB_EXIT_RALLY;
         goto out;
@@ -301,7 +303,12 @@ static void job_reset(struct gb_job *j, struct gb_model *m)
     free(j->pred);
     free(j->gh);
     free(j->order);
-    struct gb_job fresh = {.r = j->r, .rank = rally_rank(j->r), .world = rally_world_size(j->r)};
+    free(j->qgh);
+    rally_xsum_free(j->loss_acc);
+    struct gb_job fresh = {.r = j->r,
+                           .rank = rally_rank(j->r),
+                           .world = rally_world_size(j->r),
+                           .reproducible = j->reproducible};
     *j = fresh;
 }
 
@@ -331,6 +338,7 @@ int main(int argc, char **argv)
     }
     if ((status = register_app(&j, argc, argv)) != GB_EXIT_OK) /* for snapshots */
         goto out;
+    j.reproducible = o.reproducible;
     for (;;) {
         if ((status = bootstrap(&j, &o)) == GB_EXIT_OK &&   /* the shard, its shape, the sketch */
             (status = load_or_start(&j, &o, &m)) == GB_EXIT_OK) /* trees, and the cache */

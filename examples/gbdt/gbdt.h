@@ -5,6 +5,7 @@
  *   gbdt.c     main and the job's course: bootstrap, load or start, report
  *   options.c  the command line
  *   sketch.c   the distributed quantile sketch: each feature's cut points
+ *   quantile.c --reproducible's cut points: exact quantiles, whatever the partition
  *   boost.c    the boosting rounds: a tree, the loss, a checkpoint every M
  *   grow.c     one tree: gradients, histograms (one allreduce per level), splits,
  *              the rows grouped per node
@@ -95,6 +96,13 @@ struct gb_job {
     double *pred;    /* the prediction cache: each row's margin (derived) */
     double *gh;      /* 2 x rows: each row's gradient and hessian, side by side */
     uint32_t gh_for; /* 1 + the tree whose gradients gh holds; 0: none */
+    /* --reproducible (docs/determinism.md): the gradients on a grid common
+     * to every rank, as integers, so that a histogram's sums are exact */
+    int reproducible;
+    int64_t *qgh;     /* 2 x rows: gh in units of 2^eg and 2^eh */
+    uint32_t qgh_for; /* 1 + the tree whose gradients qgh holds; 0: none */
+    int eg, eh;       /* the tree's grid */
+    rally_xsum_t *loss_acc; /* the shard's loss, exactly */
     uint32_t *order; /* the rows, grouped by the node they are at while a tree grows */
     /* where a tree's time goes (seconds, this rank, reset per tree): building
      * histograms, in the histogram allreduces besides that, finding splits
@@ -107,6 +115,7 @@ struct gb_opts {
     const char *pred_out;
     struct gb_params p;
     uint32_t trees, ckpt_every;
+    int reproducible; /* --reproducible: the same model at any N */
 };
 
 /* --- options.c ---------------------------------------------------------------- */
@@ -125,6 +134,16 @@ void gb_opts_free(struct gb_opts *o);
  * each row's bins.  j->x and j->d are set.  The exit status. */
 int gb_sketch(struct gb_job *j, uint32_t max_bin);
 
+/* A float above v (the last cut, a sentinel above every value). */
+float gb_above(float v);
+
+/* --- quantile.c ----------------------------------------------------------------- */
+
+/* --reproducible: every feature's cuts, exact quantiles of all its values
+ * (four allreduces per 16 features), into j->cuts and j->nbin.  The exit
+ * status. */
+int gb_quantile_cuts(struct gb_job *j, uint32_t max_bin);
+
 /* --- grow.c --------------------------------------------------------------------- */
 
 /* Grows one tree on the current predictions, appends it to m and adds its
@@ -135,8 +154,9 @@ void gb_grow_free(void);
 
 /* The summed loss of the prediction cache over this shard, row order; in
  * the same pass (the same exp) the gradients of tree `tree`, which it notes
- * in j->gh_for. */
-double gb_shard_loss(struct gb_job *j, const struct gb_params *p, uint32_t tree);
+ * in j->gh_for.  With acc (--reproducible) each row's loss is added into
+ * its element 0 instead, and 0 returned. */
+double gb_shard_loss(struct gb_job *j, const struct gb_params *p, uint32_t tree, rally_xsum_t *acc);
 
 /* --- boost.c -------------------------------------------------------------------- */
 

@@ -48,9 +48,14 @@
 #define RT_EPS 1e-6
 /* How many rows ahead build_hist prefetches a gathered row's bins. */
 #define RT_AHEAD 16
+/* Rows' losses added into an exact sum at once. */
+#define RT_CHUNK 256
 
-/* A (gradient, hessian) pair: one 16-byte add where the CPU has them. */
+/* A (gradient, hessian) pair: one 16-byte add where the CPU has them; the
+ * same on the grid of --reproducible (integers: modular sums, exact since
+ * the true ones fit). */
 typedef double pair __attribute__((vector_size(16)));
+typedef uint64_t qpair __attribute__((vector_size(16)));
 
 /* What the histogram prepare callback needs: the nodes to build, in slot
  * order, and where their rows are in j->order. */
@@ -87,12 +92,24 @@ static void gradients(struct gb_job *j, const struct gb_params *p)
     }
 }
 
-double gb_shard_loss(struct gb_job *j, const struct gb_params *p, uint32_t tree)
+double gb_shard_loss(struct gb_job *j, const struct gb_params *p, uint32_t tree, rally_xsum_t *acc)
 {
-    double s = 0;
+    static const uint64_t zeros[RT_CHUNK]; /* acc's element 0, a chunk's worth */
+    double s = 0, chunk[RT_CHUNK];
+    size_t nc = 0;
+    if (acc != NULL)
+        rally_xsum_clear(acc);
     for (uint64_t i = 0; i < j->rows; i++) {
         double m = j->pred[i], y = j->y[i], q = gb_output(p, m);
-        s += gb_loss_of(p, q, j->y[i]);
+        if (acc == NULL) {
+            s += gb_loss_of(p, q, j->y[i]);
+        } else {
+            chunk[nc++] = gb_loss_of(p, q, j->y[i]);
+            if (nc == RT_CHUNK || i + 1 == j->rows) {
+                rally_xsum_add_at(acc, zeros, chunk, nc);
+                nc = 0;
+            }
+        }
         if (p->objective == GB_LOGISTIC) { /* gradients() with the same q */
             j->gh[2 * i] = q - y;
             j->gh[2 * i + 1] = hess(q);
@@ -105,42 +122,99 @@ double gb_shard_loss(struct gb_job *j, const struct gb_params *p, uint32_t tree)
     return s;
 }
 
-/* Adds rows to histogram h (d x S2 pairs), in the order given: rows[0..n)
- * or, rows NULL, the rows 0..n).  Each bin's sums take its rows in that
- * order, whatever the vector width, so the result is the same bits. */
-static inline void add_at(double *at, pair g)
+/* Adds the pair at g into the pair at `at`: doubles, or integers (fixed). */
+static inline __attribute__((always_inline)) void add_pair(unsigned char *at, const unsigned char *g,
+                                                           int fixed)
 {
-    pair c;
-    memcpy(&c, at, sizeof c);
-    c += g;
-    memcpy(at, &c, sizeof c);
+    if (fixed) {
+        qpair c, x;
+        memcpy(&c, at, sizeof c);
+        memcpy(&x, g, sizeof x);
+        c += x;
+        memcpy(at, &c, sizeof c);
+    } else {
+        pair c, x;
+        memcpy(&c, at, sizeof c);
+        memcpy(&x, g, sizeof x);
+        c += x;
+        memcpy(at, &c, sizeof c);
+    }
 }
 
-static inline void add_rows(double *h, const struct gb_job *j, uint32_t S2, const uint32_t *rows,
-                            uint64_t n)
+/* Adds rows to histogram h (d x S2 pairs), in the order given: rows[0..n)
+ * or, rows NULL, the rows 0..n).  Each bin's sums take its rows in that
+ * order, whatever the vector width, so the result is the same bits.  fixed
+ * (a constant at each call): the pairs of j->qgh, else of j->gh. */
+static inline __attribute__((always_inline)) void add_rows(void *h, const struct gb_job *j,
+                                                           uint32_t S2, const uint32_t *rows,
+                                                           uint64_t n, int fixed)
 {
     const uint32_t d = j->d;
-    const size_t fstep = (size_t)2 * S2;
+    const size_t fstep = (size_t)16 * S2; /* bytes per feature */
+    const unsigned char *src = fixed ? (const unsigned char *)j->qgh : (const unsigned char *)j->gh;
     for (uint64_t k = 0; k < n; k++) {
         uint64_t i = rows != NULL ? rows[k] : k;
         if (rows != NULL && k + RT_AHEAD < n) {
             __builtin_prefetch(j->bins + (size_t)rows[k + RT_AHEAD] * d);
-            __builtin_prefetch(j->gh + 2 * (size_t)rows[k + RT_AHEAD]);
+            __builtin_prefetch(src + 16 * (size_t)rows[k + RT_AHEAD]);
         }
         const uint8_t *bin = j->bins + i * d;
-        pair g;
-        memcpy(&g, j->gh + 2 * i, sizeof g);
-        double *hf = h;
+        unsigned char g[16];
+        memcpy(g, src + 16 * i, sizeof g);
+        unsigned char *hf = h;
         uint32_t f = 0;
         for (; f + 4 <= d; f += 4, hf += 4 * fstep) { /* four features a step */
-            add_at(hf + 2 * (size_t)bin[f], g);
-            add_at(hf + fstep + 2 * (size_t)bin[f + 1], g);
-            add_at(hf + 2 * fstep + 2 * (size_t)bin[f + 2], g);
-            add_at(hf + 3 * fstep + 2 * (size_t)bin[f + 3], g);
+            add_pair(hf + 16 * (size_t)bin[f], g, fixed);
+            add_pair(hf + fstep + 16 * (size_t)bin[f + 1], g, fixed);
+            add_pair(hf + 2 * fstep + 16 * (size_t)bin[f + 2], g, fixed);
+            add_pair(hf + 3 * fstep + 16 * (size_t)bin[f + 3], g, fixed);
         }
         for (; f < d; f++, hf += fstep)
-            add_at(hf + 2 * (size_t)bin[f], g);
+            add_pair(hf + 16 * (size_t)bin[f], g, fixed);
     }
+}
+
+/* --reproducible: the exponent e of a grid 2^e on which n values of
+ * magnitude at most m sum exactly in 63 bits: |v| / 2^e < 2^(62 - ceil(log2
+ * n)), so after rounding to the grid any n of them sum below 2^62. */
+static int grid_exp(double m, uint64_t n)
+{
+    int lg = 0, ex = 0;
+    while (lg < 62 && (UINT64_C(1) << lg) < n)
+        lg++;
+    if (!(m > 0))
+        return 0;
+    frexp(m, &ex); /* m < 2^ex */
+    return ex - (62 - lg);
+}
+
+/* This shard's gradients on the tree's grid (nearest, ties to even). */
+static void quantize(struct gb_job *j)
+{
+    for (uint64_t i = 0; i < j->rows; i++) {
+        j->qgh[2 * i] = llrint(ldexp(j->gh[2 * i], -j->eg));
+        j->qgh[2 * i + 1] = llrint(ldexp(j->gh[2 * i + 1], -j->eh));
+    }
+}
+
+/* The largest gradient and hessian magnitudes of this shard (the grid
+ * allreduce's prepare). */
+static void shard_max(void *arg)
+{
+    const struct build *b = arg;
+    struct gb_job *j = b->j;
+    if (j->gh_for != b->tree + 1) {
+        gradients(j, b->p);
+        j->gh_for = b->tree + 1;
+    }
+    double mg = 0, mh = 0;
+    for (uint64_t i = 0; i < j->rows; i++) {
+        double g = fabs(j->gh[2 * i]), h = fabs(j->gh[2 * i + 1]);
+        mg = g > mg || g != g ? g : mg; /* a NaN wins */
+        mh = h > mh || h != h ? h : mh;
+    }
+    b->buf[0] = mg;
+    b->buf[1] = mh;
 }
 
 static void build_hist(void *arg)
@@ -153,14 +227,20 @@ static void build_hist(void *arg)
         gradients(j, b->p);
         j->gh_for = b->tree + 1;
     }
+    if (j->reproducible && j->qgh_for != b->tree + 1) {
+        quantize(j);
+        j->qgh_for = b->tree + 1;
+    }
     memset(b->buf, 0, b->nslots * b->stride * sizeof *b->buf);
     for (size_t s = 0; s < b->nslots; s++) {
         double *h = b->buf + s * b->stride;
         uint32_t id = b->nodes[s];
-        if (id == 0) /* the root: every row, in row order */
-            add_rows(h, j, S2, NULL, j->rows);
+        const uint32_t *rows = id == 0 ? NULL : j->order + b->beg[id]; /* the root: every row */
+        uint64_t n = id == 0 ? j->rows : b->cnt[id];
+        if (j->reproducible)
+            add_rows(h, j, S2, rows, n, 1);
         else
-            add_rows(h, j, S2, j->order + b->beg[id], b->cnt[id]);
+            add_rows(h, j, S2, rows, n, 0);
     }
     j->t_hist += ex_now_s() - t0;
 }
@@ -217,7 +297,8 @@ static struct split best_split(const struct gb_job *j, const struct gb_params *p
 /* Reusable buffers (a tree's worth; grown, never shrunk). */
 struct ws {
     double *hist, *next, *red; /* this level's, the next level's, the reduced */
-    size_t hist_cap, next_cap, red_cap;
+    double *conv;              /* --reproducible: one node's, from the grid to doubles */
+    size_t hist_cap, next_cap, red_cap, conv_cap;
     uint32_t *spare; /* rows: the right-hand rows while a node's are split */
     uint64_t spare_cap;
     uint32_t *built; /* slot -> tree node */
@@ -284,6 +365,7 @@ void gb_grow_free(void)
     free(W.hist);
     free(W.next);
     free(W.red);
+    free(W.conv);
     free(W.spare);
     free(W.built);
     free(W.beg);
@@ -320,6 +402,39 @@ static void split_rows(struct gb_job *j, const struct gb_params *p, const struct
     W.cnt[nd->right] = nr;
 }
 
+/* --reproducible: the tree's grid, from every rank's largest gradient and
+ * hessian (one allreduce of MAX).  The exit status. */
+static int agree_grid(struct gb_job *j, const struct gb_params *p, uint32_t tree)
+{
+    double mx[2] = {0, 0};
+    struct build b = {.j = j, .p = p, .tree = tree, .buf = mx};
+    int rc = rally_allreduce(j->r, mx, 2, RALLY_DOUBLE, RALLY_MAX, shard_max, &b);
+    if (rc != RALLY_OK)
+        return gb_fail(j, "the gradient-grid allreduce", rc);
+    if (!isfinite(mx[0]) || !isfinite(mx[1])) {
+        fprintf(stderr, "rally-gbdt: rank %d: tree %" PRIu32 "'s gradients are not finite\n",
+                j->rank, tree);
+        return GB_EXIT_INPUT;
+    }
+    j->eg = grid_exp(mx[0], j->total_rows);
+    j->eh = grid_exp(mx[1], j->total_rows);
+    return GB_EXIT_OK;
+}
+
+/* The histogram at h as best_split reads it: h itself, or (--reproducible)
+ * its integers on the grid converted into W.conv. */
+static const double *as_doubles(const struct gb_job *j, const double *h, size_t stride)
+{
+    if (!j->reproducible)
+        return h;
+    const uint64_t *q = (const uint64_t *)h;
+    for (size_t e = 0; e < stride; e += 2) {
+        W.conv[e] = ldexp((double)(int64_t)q[e], j->eg);
+        W.conv[e + 1] = ldexp((double)(int64_t)q[e + 1], j->eh);
+    }
+    return W.conv;
+}
+
 int gb_grow(struct gb_job *j, struct gb_model *m)
 {
     const struct gb_params *p = &m->p;
@@ -329,10 +444,14 @@ int gb_grow(struct gb_job *j, struct gb_model *m)
     struct gb_tree t = {0};
     int status = GB_EXIT_RALLY, rc;
     if (reserve_ws(max_nodes, j->rows) != 0 || reserve(&W.red, &W.red_cap, stride) != 0 ||
+        (j->reproducible && reserve(&W.conv, &W.conv_cap, stride) != 0) ||
         (t.nodes = calloc(max_nodes, sizeof *t.nodes)) == NULL) {
         status = gb_oom();
         goto out;
     }
+    if (j->reproducible && (status = agree_grid(j, p, tree)) != GB_EXIT_OK)
+        goto out;
+    status = GB_EXIT_RALLY;
     for (uint64_t i = 0; i < j->rows; i++)
         j->order[i] = (uint32_t)i;
     W.beg[0] = 0;
@@ -342,7 +461,8 @@ int gb_grow(struct gb_job *j, struct gb_model *m)
     struct build b = {j, p, tree, W.built, W.beg, W.cnt, W.red, 1, stride};
     j->t_hist = j->t_reduce = j->t_split = j->t_rows = 0;
     double t0 = ex_now_s();
-    rc = rally_allreduce(j->r, W.red, stride, RALLY_DOUBLE, RALLY_SUM, build_hist, &b);
+    const int dtype = j->reproducible ? RALLY_INT64 : RALLY_DOUBLE;
+    rc = rally_allreduce(j->r, W.red, stride, dtype, RALLY_SUM, build_hist, &b);
     j->t_reduce += ex_now_s() - t0;
     if (rc != RALLY_OK) {
         status = gb_fail(j, "the root histogram allreduce", rc);
@@ -354,7 +474,17 @@ int gb_grow(struct gb_job *j, struct gb_model *m)
     }
     memcpy(W.hist, W.red, stride * sizeof *W.hist);
     W.G[0] = W.H[0] = 0;
-    for (uint32_t s = 0; s <= p->max_bin; s++) { /* the root's sums: feature 0's bins */
+    if (j->reproducible) { /* the root's sums: feature 0's bins, exactly */
+        const uint64_t *q = (const uint64_t *)W.hist;
+        uint64_t G = 0, H = 0;
+        for (uint32_t s = 0; s <= p->max_bin; s++) {
+            G += q[2 * s];
+            H += q[2 * s + 1];
+        }
+        W.G[0] = ldexp((double)(int64_t)G, j->eg);
+        W.H[0] = ldexp((double)(int64_t)H, j->eh);
+    }
+    for (uint32_t s = 0; !j->reproducible && s <= p->max_bin; s++) {
         W.G[0] += W.hist[2 * s];
         W.H[0] += W.hist[2 * s + 1];
     }
@@ -370,7 +500,8 @@ int gb_grow(struct gb_job *j, struct gb_model *m)
             nd->cover = W.H[id];
             struct split s = {.feature = -1};
             if (depth < p->max_depth)
-                s = best_split(j, p, W.hist + k * stride, W.G[id], W.H[id]);
+                s = best_split(j, p, as_doubles(j, W.hist + k * stride, stride), W.G[id],
+                               W.H[id]);
             if (s.feature < 0) {
                 nd->feature = -1;
                 nd->value = p->eta * weight(p, W.G[id], W.H[id]);
@@ -424,7 +555,7 @@ int gb_grow(struct gb_job *j, struct gb_model *m)
         }
         b = (struct build){j, p, tree, W.built, W.beg, W.cnt, W.red, nbuild, stride};
         t0 = ex_now_s();
-        rc = rally_allreduce(j->r, W.red, nbuild * stride, RALLY_DOUBLE, RALLY_SUM, build_hist, &b);
+        rc = rally_allreduce(j->r, W.red, nbuild * stride, dtype, RALLY_SUM, build_hist, &b);
         j->t_reduce += ex_now_s() - t0;
         if (rc != RALLY_OK) {
             status = gb_fail(j, "a histogram allreduce", rc);
@@ -438,8 +569,15 @@ int gb_grow(struct gb_job *j, struct gb_model *m)
             double *hsmall = W.next + (small == l ? k : k + 1) * stride;
             double *hbig = W.next + (small == l ? k + 1 : k) * stride;
             memcpy(hsmall, hs, stride * sizeof *hs);
-            for (size_t e = 0; e < stride; e++)
-                hbig[e] = hp[e] - hs[e];
+            if (j->reproducible) { /* on the grid: exact */
+                const uint64_t *qp = (const uint64_t *)hp, *qs = (const uint64_t *)hs;
+                uint64_t *qb = (uint64_t *)hbig;
+                for (size_t e = 0; e < stride; e++)
+                    qb[e] = qp[e] - qs[e];
+            } else {
+                for (size_t e = 0; e < stride; e++)
+                    hbig[e] = hp[e] - hs[e];
+            }
             parent++;
         }
         double *tmp = W.hist;

@@ -39,6 +39,9 @@ static void usage(FILE *f)
             "  --base-score X          initial prediction (default 0.5)\n"
             "  --checkpoint-every M    checkpoint the trees every M trees and after the\n"
             "                          last (default 1)\n"
+            "  --reproducible          the same model, bit for bit, on any number of workers:\n"
+            "                          exact quantile cuts, gradients on a common grid summed\n"
+            "                          exactly (docs/determinism.md)\n"
             "  --model-out FILE        save the final model as JSON (README.md describes it)\n"
             "  --pred-out FILE         write the training rows' predictions (rank 0, file\n"
             "                          order, %%.17g), as `predict` prints them\n"
@@ -96,6 +99,7 @@ int gb_opts_parse(int argc, char **argv, struct gb_opts *o)
                                              {"base-score", required_argument, 0, 'B'},
                                              {"checkpoint-every", required_argument, 0, 'c'},
                                              {"pred-out", required_argument, 0, 'P'},
+                                             {"reproducible", no_argument, 0, 'R'},
                                              {"help", no_argument, 0, 'h'},
                                              {0, 0, 0, 0}};
     *o = (struct gb_opts){.trees = 10,
@@ -175,6 +179,9 @@ int gb_opts_parse(int argc, char **argv, struct gb_opts *o)
             break;
         case 'P':
             o->pred_out = optarg;
+            break;
+        case 'R':
+            o->reproducible = 1;
             break;
         case 'h':
             usage(stdout);

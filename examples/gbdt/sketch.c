@@ -75,8 +75,7 @@ static int summarise(const struct gb_job *j, uint32_t S, struct entry *sum)
     return 0;
 }
 
-/* A float above v (the sentinel cut). */
-static float above(float v)
+float gb_above(float v)
 {
     double s = (double)v + fabs((double)v) + 1.0;
     float f = (float)s;
@@ -129,7 +128,7 @@ static void merge(const struct entry *all, int world, uint32_t d, uint32_t S, ui
                 cuts[nc++] = tmp[i].v;
         }
     }
-    cuts[nc++] = above(tmp[k - 1].v);
+    cuts[nc++] = gb_above(tmp[k - 1].v);
     *nbin = nc;
 }
 
@@ -147,7 +146,8 @@ static uint8_t bin_of(const float *cuts, uint32_t n, float v)
     return (uint8_t)lo;
 }
 
-int gb_sketch(struct gb_job *j, uint32_t max_bin)
+/* Every feature's cuts from the per-shard summaries (one allgather). */
+static int sketch_cuts(struct gb_job *j, uint32_t max_bin)
 {
     uint32_t S = GB_SKETCH_PER_BIN * max_bin;
     size_t per = (size_t)j->d * S;
@@ -156,12 +156,7 @@ int gb_sketch(struct gb_job *j, uint32_t max_bin)
     struct entry *tmp = malloc((size_t)S * (size_t)j->world * sizeof *tmp);
     double *wsum = malloc((size_t)S * (size_t)j->world * sizeof *wsum);
     int status = GB_EXIT_RALLY, rc;
-    j->nbin = malloc((size_t)j->d * sizeof *j->nbin);
-    j->cuts = malloc((size_t)j->d * max_bin * sizeof *j->cuts);
-    j->bins = malloc(j->rows * j->d + 1);
-    j->cols = malloc(j->rows * j->d + 1);
-    if (mine == NULL || all == NULL || tmp == NULL || wsum == NULL || j->nbin == NULL ||
-        j->cuts == NULL || j->bins == NULL || j->cols == NULL || summarise(j, S, mine) != 0) {
+    if (mine == NULL || all == NULL || tmp == NULL || wsum == NULL || summarise(j, S, mine) != 0) {
         status = gb_oom();
         goto out;
     }
@@ -172,6 +167,26 @@ int gb_sketch(struct gb_job *j, uint32_t max_bin)
     for (uint32_t f = 0; f < j->d; f++)
         merge(all, j->world, j->d, S, f, max_bin, tmp, wsum, j->cuts + (size_t)f * max_bin,
               &j->nbin[f]);
+    status = GB_EXIT_OK;
+out:
+    free(mine);
+    free(all);
+    free(tmp);
+    free(wsum);
+    return status;
+}
+
+int gb_sketch(struct gb_job *j, uint32_t max_bin)
+{
+    j->nbin = malloc((size_t)j->d * sizeof *j->nbin);
+    j->cuts = malloc((size_t)j->d * max_bin * sizeof *j->cuts);
+    j->bins = malloc(j->rows * j->d + 1);
+    j->cols = malloc(j->rows * j->d + 1);
+    if (j->nbin == NULL || j->cuts == NULL || j->bins == NULL || j->cols == NULL)
+        return gb_oom();
+    int status = j->reproducible ? gb_quantile_cuts(j, max_bin) : sketch_cuts(j, max_bin);
+    if (status != GB_EXIT_OK)
+        return status;
     for (uint64_t i = 0; i < j->rows; i++)
         for (uint32_t f = 0; f < j->d; f++) {
             float v = j->x[i * j->d + f];
@@ -180,11 +195,5 @@ int gb_sketch(struct gb_job *j, uint32_t max_bin)
             j->bins[i * j->d + f] = b;
             j->cols[(size_t)f * j->rows + i] = b;
         }
-    status = GB_EXIT_OK;
-out:
-    free(mine);
-    free(all);
-    free(tmp);
-    free(wsum);
-    return status;
+    return GB_EXIT_OK;
 }
