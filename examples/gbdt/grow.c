@@ -188,12 +188,25 @@ static int grid_exp(double m, uint64_t n)
     return ex - (62 - lg);
 }
 
+/* 2^e, when it is a double (then x * 2^e is ldexp(x, e), rounded once);
+ * else 0, and the caller calls ldexp. */
+static double pow2(int e)
+{
+    return e >= -1074 && e <= 1023 ? ldexp(1.0, e) : 0.0;
+}
+
+static double scaled(double x, double p2, int e)
+{
+    return p2 != 0 ? x * p2 : ldexp(x, e);
+}
+
 /* This shard's gradients on the tree's grid (nearest, ties to even). */
 static void quantize(struct gb_job *j)
 {
+    const double sg = pow2(-j->eg), sh = pow2(-j->eh);
     for (uint64_t i = 0; i < j->rows; i++) {
-        j->qgh[2 * i] = llrint(ldexp(j->gh[2 * i], -j->eg));
-        j->qgh[2 * i + 1] = llrint(ldexp(j->gh[2 * i + 1], -j->eh));
+        j->qgh[2 * i] = llrint(scaled(j->gh[2 * i], sg, -j->eg));
+        j->qgh[2 * i + 1] = llrint(scaled(j->gh[2 * i + 1], sh, -j->eh));
     }
 }
 
@@ -262,24 +275,50 @@ struct split {
 };
 
 /* The best split of a node with histogram h and sums (G, H); feature -1
- * when none is worth taking. */
-static struct split best_split(const struct gb_job *j, const struct gb_params *p, const double *h,
-                               double G, double H)
+ * when none is worth taking.  fixed (a constant at each call): h holds
+ * --reproducible's integers on the grid (2^eg, 2^eh), summed exactly along
+ * the bins and scaled once per candidate. */
+static inline __attribute__((always_inline)) struct split
+best_split_of(const struct gb_job *j, const struct gb_params *p, const void *h, double G, double H,
+              int fixed)
 {
     const uint32_t S2 = p->max_bin + 1;
     const double parent = gain(p, G, H), mcw = p->min_child_weight;
+    const double sg = fixed ? pow2(j->eg) : 1, sh = fixed ? pow2(j->eh) : 1;
     struct split best = {.feature = -1};
     for (uint32_t f = 0; f < j->d; f++) {
-        const double *hf = h + (size_t)f * S2 * 2;
-        const double Gm = hf[2 * p->max_bin], Hm = hf[2 * p->max_bin + 1];
-        double GL = 0, HL = 0;
+        const double *hf = (const double *)h + (size_t)f * S2 * 2;
+        const uint64_t *qf = (const uint64_t *)h + (size_t)f * S2 * 2;
+        uint64_t GLq = 0, HLq = 0, Gmq = 0, Hmq = 0;
+        double Gm, Hm, GL = 0, HL = 0;
+        if (fixed) {
+            Gmq = qf[2 * p->max_bin];
+            Hmq = qf[2 * p->max_bin + 1];
+            Gm = scaled((double)(int64_t)Gmq, sg, j->eg);
+            Hm = scaled((double)(int64_t)Hmq, sh, j->eh);
+        } else {
+            Gm = hf[2 * p->max_bin];
+            Hm = hf[2 * p->max_bin + 1];
+        }
         for (uint32_t b = 0; b + 1 < j->nbin[f]; b++) {
-            GL += hf[2 * b];
-            HL += hf[2 * b + 1];
+            if (fixed) {
+                GLq += qf[2 * b];
+                HLq += qf[2 * b + 1];
+            } else {
+                GL += hf[2 * b];
+                HL += hf[2 * b + 1];
+            }
             for (uint32_t dl = 0; dl < 2; dl++) {
                 if (dl && Hm <= 0)
                     break;
-                double gl = dl ? GL + Gm : GL, hl = dl ? HL + Hm : HL;
+                double gl, hl;
+                if (fixed) {
+                    gl = scaled((double)(int64_t)(dl ? GLq + Gmq : GLq), sg, j->eg);
+                    hl = scaled((double)(int64_t)(dl ? HLq + Hmq : HLq), sh, j->eh);
+                } else {
+                    gl = dl ? GL + Gm : GL;
+                    hl = dl ? HL + Hm : HL;
+                }
                 double gr = G - gl, hr = H - hl;
                 if (hl < mcw || hr < mcw || hl <= 0 || hr <= 0)
                     continue;
@@ -294,11 +333,16 @@ static struct split best_split(const struct gb_job *j, const struct gb_params *p
     return best;
 }
 
+static struct split best_split(const struct gb_job *j, const struct gb_params *p, const void *h,
+                               double G, double H)
+{
+    return j->reproducible ? best_split_of(j, p, h, G, H, 1) : best_split_of(j, p, h, G, H, 0);
+}
+
 /* Reusable buffers (a tree's worth; grown, never shrunk). */
 struct ws {
     double *hist, *next, *red; /* this level's, the next level's, the reduced */
-    double *conv;              /* --reproducible: one node's, from the grid to doubles */
-    size_t hist_cap, next_cap, red_cap, conv_cap;
+    size_t hist_cap, next_cap, red_cap;
     uint32_t *spare; /* rows: the right-hand rows while a node's are split */
     uint64_t spare_cap;
     uint32_t *built; /* slot -> tree node */
@@ -365,7 +409,6 @@ void gb_grow_free(void)
     free(W.hist);
     free(W.next);
     free(W.red);
-    free(W.conv);
     free(W.spare);
     free(W.built);
     free(W.beg);
@@ -421,20 +464,6 @@ static int agree_grid(struct gb_job *j, const struct gb_params *p, uint32_t tree
     return GB_EXIT_OK;
 }
 
-/* The histogram at h as best_split reads it: h itself, or (--reproducible)
- * its integers on the grid converted into W.conv. */
-static const double *as_doubles(const struct gb_job *j, const double *h, size_t stride)
-{
-    if (!j->reproducible)
-        return h;
-    const uint64_t *q = (const uint64_t *)h;
-    for (size_t e = 0; e < stride; e += 2) {
-        W.conv[e] = ldexp((double)(int64_t)q[e], j->eg);
-        W.conv[e + 1] = ldexp((double)(int64_t)q[e + 1], j->eh);
-    }
-    return W.conv;
-}
-
 int gb_grow(struct gb_job *j, struct gb_model *m)
 {
     const struct gb_params *p = &m->p;
@@ -444,7 +473,6 @@ int gb_grow(struct gb_job *j, struct gb_model *m)
     struct gb_tree t = {0};
     int status = GB_EXIT_RALLY, rc;
     if (reserve_ws(max_nodes, j->rows) != 0 || reserve(&W.red, &W.red_cap, stride) != 0 ||
-        (j->reproducible && reserve(&W.conv, &W.conv_cap, stride) != 0) ||
         (t.nodes = calloc(max_nodes, sizeof *t.nodes)) == NULL) {
         status = gb_oom();
         goto out;
@@ -500,8 +528,7 @@ int gb_grow(struct gb_job *j, struct gb_model *m)
             nd->cover = W.H[id];
             struct split s = {.feature = -1};
             if (depth < p->max_depth)
-                s = best_split(j, p, as_doubles(j, W.hist + k * stride, stride), W.G[id],
-                               W.H[id]);
+                s = best_split(j, p, W.hist + k * stride, W.G[id], W.H[id]);
             if (s.feature < 0) {
                 nd->feature = -1;
                 nd->value = p->eta * weight(p, W.G[id], W.H[id]);
