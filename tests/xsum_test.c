@@ -23,6 +23,10 @@
  *   digits_do_not_overflow the wire's digits at a world of 4096 with
  *                          every rank holding the largest digit pattern:
  *                          still the exact sum
+ *   windows                an element read through the window of digits
+ *                          its values touched marks, packs and rounds as
+ *                          read whole, whatever other ranks hold; an
+ *                          accumulator's window after a clear and a merge
  *   api                    rally_xsum_add / add_float / add_at / merge /
  *                          round / clear and their refusals
  *   many_additions         (argument "carry") 2^31 + 2^20 additions into
@@ -74,7 +78,7 @@ static double acc_sum(const double *v, size_t n)
     struct acc a = {{0}, 0};
     acc_add(&a, v, n);
     double out;
-    rally__xs_round_acc(a.L, a.f, RALLY_DOUBLE, &out);
+    rally__xs_round_acc(a.L, RALLY__XS_LIMBS, 0, a.f, RALLY_DOUBLE, &out);
     return out;
 }
 
@@ -83,7 +87,7 @@ static float acc_sumf(const double *v, size_t n)
     struct acc a = {{0}, 0};
     acc_add(&a, v, n);
     float out;
-    rally__xs_round_acc(a.L, a.f, RALLY_FLOAT, &out);
+    rally__xs_round_acc(a.L, RALLY__XS_LIMBS, 0, a.f, RALLY_FLOAT, &out);
     return out;
 }
 
@@ -199,7 +203,7 @@ static double wire(struct acc *g, int world)
     int16_t mark[2] = {INT16_MIN, INT16_MIN};
     for (int r = 0; r < world; r++) {
         int16_t m[2];
-        rally__xs_mark_acc(g[r].L, g[r].f, m);
+        rally__xs_mark_acc(g[r].L, RALLY__XS_LIMBS, 0, g[r].f, m);
         mark[0] = m[0] > mark[0] ? m[0] : mark[0];
         mark[1] = m[1] > mark[1] ? m[1] : mark[1];
     }
@@ -217,7 +221,7 @@ static double wire(struct acc *g, int world)
         order[k] = t;
     }
     for (int i = 0; i < world; i++) {
-        rally__xs_pack_acc(g[order[i]].L, mark, D, n, mine);
+        rally__xs_pack_acc(g[order[i]].L, RALLY__XS_LIMBS, 0, mark, D, n, mine);
         for (size_t j = 0; j < n; j++)
             sum[j] += (uint64_t)mine[j];
     }
@@ -352,13 +356,13 @@ static void digits_do_not_overflow(void **state)
         acc_add(&a, &v, 1);
     }
     int16_t mark[2];
-    rally__xs_mark_acc(a.L, a.f, mark);
+    rally__xs_mark_acc(a.L, RALLY__XS_LIMBS, 0, a.f, mark);
     assert_int_equal(mark[0], 2067);
     assert_int_equal(mark[1], 0);
     size_t n = rally__xs_wire_limbs(mark, D);
     int64_t d[64];
     assert_true(n <= 64);
-    rally__xs_pack_acc(a.L, mark, D, n, d);
+    rally__xs_pack_acc(a.L, RALLY__XS_LIMBS, 0, mark, D, n, d);
     for (size_t j = 0; j + 1 < n; j++)
         assert_int_equal(d[j], (INT64_C(1) << D) - 1);
     for (size_t j = 0; j < n; j++)
@@ -460,6 +464,91 @@ static void api(void **state)
     rally_xsum_free(NULL);
 }
 
+/* An accumulator of count elements (its first three used) whose window
+ * was wide, cleared, then narrow, and merges of far windows. */
+static void window_api(size_t count)
+{
+    rally_xsum_t *s = rally_xsum_new(count), *t = rally_xsum_new(count);
+    double wide[3] = {0x1p-1070, 1e300, 1.0}, one[3] = {1.0, 2.0, 0x1p-30};
+    double *out = calloc(count, sizeof *out);
+    assert_non_null(out);
+    assert_int_equal(rally_xsum_add(s, 0, wide, 3), RALLY_OK);
+    rally_xsum_clear(s);
+    assert_int_equal(rally_xsum_add(s, 0, one, 3), RALLY_OK);
+    rally_xsum_round(s, RALLY_DOUBLE, out);
+    assert_memory_equal(out, one, sizeof one);
+    uint64_t at[3] = {0, 1, 2};
+    assert_int_equal(rally_xsum_add_at(t, at, wide, 3), RALLY_OK);
+    assert_int_equal(rally_xsum_merge(s, t), RALLY_OK);
+    rally_xsum_round(s, RALLY_DOUBLE, out);
+    assert_int_equal(bits(out[0]), bits(1.0)); /* 1 + 2^-1070, rounded */
+    assert_int_equal(bits(out[1]), bits(1e300));
+    assert_int_equal(bits(out[2]), bits(1.0 + 0x1p-30));
+    assert_int_equal(rally_xsum_merge(t, s), RALLY_OK); /* t: wide twice, plus one */
+    rally_xsum_round(t, RALLY_DOUBLE, out);
+    assert_int_equal(bits(out[0]), bits(1.0));
+    assert_int_equal(bits(out[1]), bits(2e300));
+    assert_int_equal(bits(out[2]), bits(2.0 + 0x1p-30));
+    float f = 0x1p-149f;
+    rally_xsum_clear(t);
+    assert_int_equal(rally_xsum_add_float(t, 1, &f, 1), RALLY_OK); /* the lowest digit alone */
+    rally_xsum_round(t, RALLY_DOUBLE, out);
+    assert_int_equal(bits(out[1]), bits(0x1p-149));
+    assert_int_equal(bits(out[0]), bits(0.0));
+    free(out);
+    rally_xsum_free(s);
+    rally_xsum_free(t);
+}
+
+/* An element read through a window of its digits (base .. base + n - 1,
+ * all others zero) marks, packs and rounds as read whole: also when another
+ * rank's values lie far below or above the window. */
+static void windows(void **state)
+{
+    (void)state;
+    rng_state = 7;
+    for (int trial = 0; trial < 400; trial++) {
+        struct acc a = {{0}, 0}, other = {{0}, 0};
+        int e = (int)(rnd() % 2000) - 1074, eo = (int)(rnd() % 2000) - 1074;
+        for (int i = 0; i < 50; i++) {
+            double v = ldexp((double)(rnd() >> 11), e - 53 + (int)(rnd() % 40));
+            double w = ldexp((double)(rnd() >> 11), eo - 53);
+            v = rnd() % 2 ? -v : v;
+            acc_add(&a, &v, 1);
+            acc_add(&other, &w, 1);
+        }
+        int lo = 0, hi = RALLY__XS_LIMBS;
+        while (lo < RALLY__XS_LIMBS && a.L[lo] == 0)
+            lo++;
+        while (hi > lo + 1 && a.L[hi - 1] == 0)
+            hi--;
+        if (lo == RALLY__XS_LIMBS) /* cancelled to zero: the one-digit window */
+            lo = 0, hi = 1;
+        hi += hi < RALLY__XS_LIMBS && rnd() % 2; /* a window may be wider than its digits */
+        int n = hi - lo;
+        int16_t whole[2], win[2], om[2], mark[2];
+        rally__xs_mark_acc(a.L, RALLY__XS_LIMBS, 0, a.f, whole);
+        rally__xs_mark_acc(a.L + lo, n, lo, a.f, win);
+        assert_memory_equal(whole, win, sizeof whole);
+        double dw, dn;
+        rally__xs_round_acc(a.L, RALLY__XS_LIMBS, 0, a.f, RALLY_DOUBLE, &dw);
+        rally__xs_round_acc(a.L + lo, n, lo, a.f, RALLY_DOUBLE, &dn);
+        assert_int_equal(bits(dw), bits(dn));
+        rally__xs_mark_acc(other.L, RALLY__XS_LIMBS, 0, other.f, om);
+        for (int k = 0; k < 2; k++)
+            mark[k] = whole[k] > om[k] ? whole[k] : om[k];
+        int D = rally__xs_digit_bits(1 + (int)(rnd() % 64));
+        size_t nw = rally__xs_wire_limbs(mark, D);
+        int64_t pw[64], pn[64];
+        assert_true(nw <= 64);
+        rally__xs_pack_acc(a.L, RALLY__XS_LIMBS, 0, mark, D, nw, pw);
+        rally__xs_pack_acc(a.L + lo, n, lo, mark, D, nw, pn);
+        assert_memory_equal(pw, pn, nw * sizeof *pw);
+    }
+    for (int k = 0; k < 2; k++) /* small ones keep every digit; large ones track them */
+        window_api(k ? 5000 : 3);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -468,6 +557,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(grouping_and_order),
         cmocka_unit_test(one_value_a_rank),
         cmocka_unit_test(digits_do_not_overflow),
+        cmocka_unit_test(windows),
         cmocka_unit_test(api),
     };
     const struct CMUnitTest slow[] = {cmocka_unit_test(many_additions)};

@@ -205,10 +205,13 @@ RALLY_API int rally_allreduce_custom(rally_t *r, void *buf, size_t count, int re
  * instead of a double, so its partial sum does not depend on the order or
  * the partition either; rally_allreduce_xsum then combines every rank's
  * accumulators and rounds once: the result is RALLY_SUM_EXACT of all the
- * values added on all ranks.  An element takes 561 bytes (the whole range
- * of binary64 in fixed point), so an accumulator suits sums of thousands
- * of elements, not of an allreduce's 16 MiB.  Not thread-safe: give each
- * thread its own and merge them. */
+ * values added on all ranks.  An element takes 561 bytes of address space
+ * (the whole range of binary64 in fixed point), so an accumulator suits
+ * sums of thousands of elements, not of an allreduce's 16 MiB; one of 4096
+ * elements or more notes which digits its values used, and clears, carries
+ * and reduces only those (values within a factor of 2^60 of each other use
+ * three or four of the 70).  Not thread-safe: give each thread its own and
+ * merge them. */
 typedef struct rally_xsum rally_xsum_t;
 
 /* count elements, all the empty sum (+0); NULL when out of memory. */

@@ -15,14 +15,58 @@ struct rally_xsum {
     int64_t *limbs; /* RALLY__XS_LIMBS x stride: digit j of element i at j * stride + i */
     uint8_t *flags; /* count */
     uint32_t adds;  /* additions since the last carry pass */
+    /* Digits lo .. hi - 1 may be nonzero, of any element; all others are
+     * zero.  Values of similar size touch a few of the 70, and only those
+     * are cleared, carried, read.  An addition notes the lowest digit j it
+     * wrote in starts[j + 1] (starts[0]: a zero or special), one store
+     * that costs less than keeping lo and hi; settle() folds them in.
+     * Even that store costs a sixth of an addition: an accumulator of
+     * fewer than RALLY__XS_TRACK elements, whose additions outnumber its
+     * reads, keeps the whole window instead (track 0). */
+    int lo, hi;
+    int track;
+    uint8_t starts[RALLY__XS_LIMBS + 1];
 };
 
-/* Element i's digits, gathered into t[RALLY__XS_LIMBS] (as they are: whoever
- * reads t carries its own copy). */
-static void gather(const struct rally_xsum *s, size_t i, int64_t *t)
+#define RALLY__XS_TRACK 4096
+
+/* Widens the window for digits lo .. hi - 1. */
+static void widen(struct rally_xsum *s, int lo, int hi)
 {
-    for (int j = 0; j < RALLY__XS_LIMBS; j++)
-        t[j] = s->limbs[(size_t)j * s->stride + i];
+    s->lo = lo < s->lo ? lo : s->lo;
+    s->hi = hi > s->hi ? hi : s->hi;
+}
+
+/* Folds the additions' notes into lo and hi: a double from digit j writes j
+ * .. j + 2 (a float j .. j + 1; the window may be a digit wider). */
+static void settle(struct rally_xsum *s)
+{
+    for (int j = 0; j < RALLY__XS_LIMBS - 2; j++)
+        if (s->starts[j + 1]) {
+            widen(s, j, j + 3);
+            s->starts[j + 1] = 0;
+        }
+}
+
+/* The window of digits every element may use: [*base, *base + return). */
+static int window(struct rally_xsum *s, int *base)
+{
+    settle(s);
+    if (s->hi <= s->lo) { /* nothing but zeros and specials added: one zero digit */
+        *base = 0;
+        return 1;
+    }
+    *base = s->lo;
+    return s->hi - s->lo;
+}
+
+/* Element i's digits base .. base + n - 1, gathered into t[0 .. n) (as they
+ * are: whoever reads t carries its own copy). */
+static void gather(const struct rally_xsum *s, size_t i, int base, int n, int64_t *t)
+{
+    const int64_t *L = s->limbs + (size_t)base * s->stride + i;
+    for (int j = 0; j < n; j++)
+        t[j] = L[(size_t)j * s->stride];
 }
 
 rally_xsum_t *rally_xsum_new(size_t count)
@@ -40,6 +84,9 @@ rally_xsum_t *rally_xsum_new(size_t count)
     s->flags = calloc(count ? count : 1, 1);
     if (s->limbs == NULL || s->flags == NULL)
         goto fail;
+    s->track = count >= RALLY__XS_TRACK;
+    s->lo = s->track ? RALLY__XS_LIMBS : 0;
+    s->hi = s->track ? 0 : RALLY__XS_LIMBS;
     return s;
 fail:
     rally_xsum_free(s);
@@ -67,15 +114,27 @@ size_t rally__xs_count(const rally_xsum_t *acc)
 
 void rally_xsum_clear(rally_xsum_t *s)
 {
-    memset(s->limbs, 0, s->stride * RALLY__XS_LIMBS * sizeof(int64_t));
+    settle(s);
+    if (s->hi > s->lo)
+        memset(s->limbs + (size_t)s->lo * s->stride, 0,
+               (size_t)(s->hi - s->lo) * s->stride * sizeof(int64_t));
     memset(s->flags, 0, s->count);
     s->adds = 0;
+    s->lo = s->track ? RALLY__XS_LIMBS : 0;
+    s->hi = s->track ? 0 : RALLY__XS_LIMBS;
 }
 
-/* Carries digit by digit over every element (the layout's own order). */
+/* Carries digit by digit over every element (the layout's own order),
+ * within the window and into the digit above it. */
 static void carry_all(struct rally_xsum *s)
 {
-    for (int j = 0; j + 1 < RALLY__XS_LIMBS; j++) {
+    settle(s);
+    if (s->hi <= s->lo) {
+        s->adds = 0;
+        return;
+    }
+    int top = s->hi < RALLY__XS_LIMBS ? s->hi : RALLY__XS_LIMBS - 1;
+    for (int j = s->lo; j < top; j++) {
         int64_t *a = s->limbs + (size_t)j * s->stride, *b = a + s->stride;
         for (size_t i = 0; i < s->count; i++) {
             int64_t low = (int64_t)((uint64_t)a[i] & 0xffffffffu);
@@ -83,6 +142,7 @@ static void carry_all(struct rally_xsum *s)
             a[i] = low;
         }
     }
+    s->hi = top + 1;
     s->adds = 0;
 }
 
@@ -97,21 +157,45 @@ static size_t room(struct rally_xsum *s, size_t n)
     return n;
 }
 
-int rally_xsum_add(rally_xsum_t *s, size_t first, const double *v, size_t n)
+/* Adds n values into s: doubles dv or floats fv, into elements first + k
+ * or (index not NULL) index[k].  track (a constant at each call, as dv, fv
+ * and index are NULL or not): note the digits each addition starts at. */
+static inline __attribute__((always_inline)) void add_run(struct rally_xsum *s, size_t first,
+                                                          const double *dv, const float *fv,
+                                                          const uint64_t *index, size_t n,
+                                                          int track)
 {
-    if (first > s->count || n > s->count - first || (v == NULL && n > 0))
-        return RALLY_EINVAL;
     while (n > 0) {
         size_t m = room(s, n), stride = s->stride;
         int64_t *restrict L = s->limbs + first; /* restrict: a flag's byte aliases nothing */
         uint8_t *restrict f = s->flags + first;
-        const double *restrict x = v;
-        for (size_t k = 0; k < m; k++)
-            rally__xs_add(L + k, stride, f + k, x[k]);
-        first += m;
-        v += m;
+        uint8_t *restrict starts = s->starts;
+        const uint64_t *restrict at = index;
+        for (size_t k = 0; k < m; k++) {
+            size_t e = at != NULL ? at[k] : k;
+            int j = fv != NULL ? rally__xs_add_float(L + e, stride, f + e, fv[k])
+                               : rally__xs_add(L + e, stride, f + e, dv[k]);
+            if (track)
+                starts[j + 1] = 1;
+        }
+        if (index != NULL)
+            index += m;
+        else
+            first += m;
+        dv = dv != NULL ? dv + m : NULL;
+        fv = fv != NULL ? fv + m : NULL;
         n -= m;
     }
+}
+
+int rally_xsum_add(rally_xsum_t *s, size_t first, const double *v, size_t n)
+{
+    if (first > s->count || n > s->count - first || (v == NULL && n > 0))
+        return RALLY_EINVAL;
+    if (s->track)
+        add_run(s, first, v, NULL, NULL, n, 1);
+    else
+        add_run(s, first, v, NULL, NULL, n, 0);
     return RALLY_OK;
 }
 
@@ -119,17 +203,10 @@ int rally_xsum_add_float(rally_xsum_t *s, size_t first, const float *v, size_t n
 {
     if (first > s->count || n > s->count - first || (v == NULL && n > 0))
         return RALLY_EINVAL;
-    while (n > 0) {
-        size_t m = room(s, n), stride = s->stride;
-        int64_t *restrict L = s->limbs + first;
-        uint8_t *restrict f = s->flags + first;
-        const float *restrict x = v;
-        for (size_t k = 0; k < m; k++)
-            rally__xs_add_float(L + k, stride, f + k, x[k]);
-        first += m;
-        v += m;
-        n -= m;
-    }
+    if (s->track)
+        add_run(s, first, NULL, v, NULL, n, 1);
+    else
+        add_run(s, first, NULL, v, NULL, n, 0);
     return RALLY_OK;
 }
 
@@ -140,18 +217,10 @@ int rally_xsum_add_at(rally_xsum_t *s, const uint64_t *index, const double *v, s
     for (size_t k = 0; k < n; k++)
         if (index[k] >= s->count)
             return RALLY_EINVAL;
-    while (n > 0) {
-        size_t m = room(s, n), stride = s->stride;
-        int64_t *restrict L = s->limbs;
-        uint8_t *restrict f = s->flags;
-        const double *restrict x = v;
-        const uint64_t *restrict at = index;
-        for (size_t k = 0; k < m; k++)
-            rally__xs_add(L + at[k], stride, f + at[k], x[k]);
-        index += m;
-        v += m;
-        n -= m;
-    }
+    if (s->track)
+        add_run(s, 0, v, NULL, index, n, 1);
+    else
+        add_run(s, 0, v, NULL, index, n, 0);
     return RALLY_OK;
 }
 
@@ -161,8 +230,11 @@ int rally_xsum_merge(rally_xsum_t *s, rally_xsum_t *t)
         return RALLY_EINVAL;
     carry_all(s);
     carry_all(t);
-    for (size_t i = 0; i < s->stride * RALLY__XS_LIMBS; i++)
-        s->limbs[i] += t->limbs[i];
+    if (t->hi > t->lo) {
+        for (size_t i = (size_t)t->lo * t->stride; i < (size_t)t->hi * t->stride; i++)
+            s->limbs[i] += t->limbs[i];
+        widen(s, t->lo, t->hi);
+    }
     for (size_t i = 0; i < s->count; i++)
         s->flags[i] |= t->flags[i];
     carry_all(s);
@@ -180,9 +252,10 @@ int rally_xsum_round(rally_xsum_t *s, int dtype, void *out)
     if (sz == 0 || (out == NULL && s->count > 0))
         return RALLY_EINVAL;
     int64_t t[RALLY__XS_LIMBS];
+    int base, n = window(s, &base);
     for (size_t i = 0; i < s->count; i++) {
-        gather(s, i, t);
-        rally__xs_round_acc(t, s->flags[i], dtype, (char *)out + i * sz);
+        gather(s, i, base, n, t);
+        rally__xs_round_acc(t, n, base, s->flags[i], dtype, (char *)out + i * sz);
     }
     return RALLY_OK;
 }
@@ -247,10 +320,11 @@ static void mark_all(void *arg)
     prepare_once(c);
     int16_t *m = c->w->marks;
     int64_t t[RALLY__XS_LIMBS];
+    int base = 0, n = c->acc ? window(c->acc, &base) : 0;
     for (size_t i = 0; i < c->count; i++)
         if (c->acc) {
-            gather(c->acc, i, t);
-            rally__xs_mark_acc(t, c->acc->flags[i], m + 2 * i);
+            gather(c->acc, i, base, n, t);
+            rally__xs_mark_acc(t, n, base, c->acc->flags[i], m + 2 * i);
         } else {
             rally__xs_mark_double(value(c, i), m + 2 * i);
         }
@@ -263,10 +337,11 @@ static void pack_all(void *arg)
     prepare_once(c);
     const int16_t *m = c->w->marks;
     int64_t *d = c->w->digits, t[RALLY__XS_LIMBS];
+    int base = 0, n = c->acc ? window(c->acc, &base) : 0;
     for (size_t i = 0; i < c->count; i++) {
         if (c->acc) {
-            gather(c->acc, i, t);
-            rally__xs_pack_acc(t, m + 2 * i, c->digit_bits, c->w->nlimbs[i], d);
+            gather(c->acc, i, base, n, t);
+            rally__xs_pack_acc(t, n, base, m + 2 * i, c->digit_bits, c->w->nlimbs[i], d);
         } else {
             rally__xs_pack_double(value(c, i), m + 2 * i, c->digit_bits, c->w->nlimbs[i], d);
         }

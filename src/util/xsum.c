@@ -65,9 +65,12 @@ static int span(const int64_t *L, int n, int *top, int *low)
 }
 
 /* Bits [r, r + 64) of a magnitude (digits 0 .. n-2 below 2^32, the last
- * any non-negative value), as far as they fit in 64. */
+ * any non-negative value), as far as they fit in 64; r may be below 0 (the
+ * bits there are zeros). */
 static uint64_t bits_at(const int64_t *L, int n, int r)
 {
+    if (r < 0)
+        return r > -64 ? bits_at(L, n, 0) << -r : 0;
     int k = r >> 5, s = r & 31;
     uint64_t x = 0;
     if (k < n)
@@ -121,20 +124,20 @@ void rally__xs_mark_double(double v, int16_t out[2])
     }
 }
 
-void rally__xs_mark_acc(const int64_t *L, uint8_t f, int16_t out[2])
+void rally__xs_mark_acc(const int64_t *L, int n, int base, uint8_t f, int16_t out[2])
 {
     int64_t t[RALLY__XS_LIMBS];
-    memcpy(t, L, sizeof t);
-    magnitude(t, RALLY__XS_LIMBS);
+    memcpy(t, L, (size_t)n * sizeof *t);
+    magnitude(t, n);
     int top, low;
     out[1] = MARK_NONE;
     if (!(f & RALLY__XF_ANY))
         out[0] = MARK_EMPTY;
     else if (!(f & RALLY__XF_NOT_NZERO))
         out[0] = MARK_NZERO;
-    else if (span(t, RALLY__XS_LIMBS, &top, &low)) {
-        out[0] = (int16_t)(top + 1);
-        out[1] = (int16_t)-low;
+    else if (span(t, n, &top, &low)) {
+        out[0] = (int16_t)(32 * base + top + 1);
+        out[1] = (int16_t)-(32 * base + low);
     } else
         out[0] = MARK_ZERO;
     mark_specials(f, out);
@@ -203,16 +206,16 @@ void rally__xs_pack_double(double v, const int16_t mark[2], int digit_bits, size
     put(out, n, j0, off, m, (int)(bits >> 63), digit_bits);
 }
 
-void rally__xs_pack_acc(const int64_t *L, const int16_t mark[2], int digit_bits, size_t n,
-                        int64_t *out)
+void rally__xs_pack_acc(const int64_t *L, int nl, int base, const int16_t mark[2], int digit_bits,
+                        size_t n, int64_t *out)
 {
     int64_t t[RALLY__XS_LIMBS];
-    memcpy(t, L, sizeof t);
-    int neg = magnitude(t, RALLY__XS_LIMBS);
+    memcpy(t, L, (size_t)nl * sizeof *t);
+    int neg = magnitude(t, nl);
     uint64_t mask = (UINT64_C(1) << digit_bits) - 1;
-    int low = -mark[1];
+    int low = -mark[1] - 32 * base; /* the wire's lowest position, relative to t */
     for (size_t j = 0; j < n; j++) {
-        int64_t d = (int64_t)(bits_at(t, RALLY__XS_LIMBS, low + (int)j * digit_bits) & mask);
+        int64_t d = (int64_t)(bits_at(t, nl, low + (int)j * digit_bits) & mask);
         out[j] = neg ? -d : d;
     }
 }
@@ -385,15 +388,15 @@ void rally__xs_unpack(const int64_t *digits, size_t nw, const int16_t mark[2], i
     store_bits(round_bits(t, n, -mark[1], neg, prec, ebits), dtype, out);
 }
 
-void rally__xs_round_acc(const int64_t *L, uint8_t f, int dtype, void *out)
+void rally__xs_round_acc(const int64_t *L, int n, int base, uint8_t f, int dtype, void *out)
 {
     int16_t mark[2];
-    rally__xs_mark_acc(L, f, mark);
+    rally__xs_mark_acc(L, n, base, f, mark);
     if (store_special(mark, dtype, out))
         return;
     int64_t t[RALLY__XS_LIMBS];
-    memcpy(t, L, sizeof t);
-    int neg = magnitude(t, RALLY__XS_LIMBS);
+    memcpy(t, L, (size_t)n * sizeof *t);
+    int neg = magnitude(t, n);
     int dbl = dtype == RALLY_DOUBLE;
-    store_bits(round_bits(t, RALLY__XS_LIMBS, 0, neg, dbl ? 53 : 24, dbl ? 11 : 8), dtype, out);
+    store_bits(round_bits(t, n, 32 * base, neg, dbl ? 53 : 24, dbl ? 11 : 8), dtype, out);
 }

@@ -52,8 +52,9 @@ enum {
  * array of elements keeps digit j of every element together, so the few
  * digits that values of similar size touch stay in cache), flags *f.  The
  * caller counts additions and propagates carries within
- * RALLY__XS_ADDS_MAX. */
-static inline void rally__xs_add(int64_t *L, size_t stride, uint8_t *f, double v)
+ * RALLY__XS_ADDS_MAX.  Returns the lowest digit j written (digits j .. j +
+ * 2 are; j <= 63), or -1 when v was a zero or no number. */
+static inline int rally__xs_add(int64_t *L, size_t stride, uint8_t *f, double v)
 {
     uint64_t bits;
     memcpy(&bits, &v, sizeof bits);
@@ -63,11 +64,11 @@ static inline void rally__xs_add(int64_t *L, size_t stride, uint8_t *f, double v
     if (ex == 0x7ff) {
         *f |= RALLY__XF_ANY | RALLY__XF_NOT_NZERO |
               (m ? RALLY__XF_NAN : neg ? RALLY__XF_NINF : RALLY__XF_PINF);
-        return;
+        return -1;
     }
     if (m == 0 && ex == 0) {
         *f |= RALLY__XF_ANY | (neg ? 0 : RALLY__XF_NOT_NZERO);
-        return;
+        return -1;
     }
     if ((*f & RALLY__XF_NOT_NZERO) == 0)
         *f |= RALLY__XF_ANY | RALLY__XF_NOT_NZERO;
@@ -84,10 +85,12 @@ static inline void rally__xs_add(int64_t *L, size_t stride, uint8_t *f, double v
     L[0] += (int64_t)((d0 ^ sm) - sm);
     L[stride] += (int64_t)((d1 ^ sm) - sm);
     L[2 * stride] += (int64_t)((d2 ^ sm) - sm);
+    return (int)j;
 }
 
-/* The same for a float: its 24 bits touch two digits, not three. */
-static inline void rally__xs_add_float(int64_t *L, size_t stride, uint8_t *f, float v)
+/* The same for a float: its 24 bits touch two digits, not three (j and
+ * j + 1; j <= 36). */
+static inline int rally__xs_add_float(int64_t *L, size_t stride, uint8_t *f, float v)
 {
     uint32_t bits;
     memcpy(&bits, &v, sizeof bits);
@@ -97,11 +100,11 @@ static inline void rally__xs_add_float(int64_t *L, size_t stride, uint8_t *f, fl
     if (ex == 0xff) {
         *f |= RALLY__XF_ANY | RALLY__XF_NOT_NZERO |
               (m ? RALLY__XF_NAN : neg ? RALLY__XF_NINF : RALLY__XF_PINF);
-        return;
+        return -1;
     }
     if (m == 0 && ex == 0) {
         *f |= RALLY__XF_ANY | (neg ? 0 : RALLY__XF_NOT_NZERO);
-        return;
+        return -1;
     }
     if ((*f & RALLY__XF_NOT_NZERO) == 0) /* a load, not a store, on every later addition */
         *f |= RALLY__XF_ANY | RALLY__XF_NOT_NZERO;
@@ -115,6 +118,7 @@ static inline void rally__xs_add_float(int64_t *L, size_t stride, uint8_t *f, fl
     L += (p >> 5) * stride;
     L[0] += (int64_t)((d0 ^ sm) - sm);
     L[stride] += (int64_t)((d1 ^ sm) - sm);
+    return (int)(p >> 5);
 }
 
 /* Propagates carries of one element's n digits (contiguous): digits
@@ -127,10 +131,11 @@ int rally__xs_digit_bits(int world);
 /* The pre-pass mark of one operand: out[0] the highest position + 1 (or a
  * zero's or a special's code), out[1] minus the lowest position.  Marks
  * combine with int16 MAX.  _double marks a plain value, _acc an accumulator
- * element (its RALLY__XS_LIMBS digits contiguous in L, flags f; here and
- * below). */
+ * element: here and below, its digits base .. base + n - 1 contiguous in L
+ * (1 <= n, base + n <= RALLY__XS_LIMBS; every digit outside them zero, so
+ * a window of the few an element's values touched will do), flags f. */
 void rally__xs_mark_double(double v, int16_t out[2]);
-void rally__xs_mark_acc(const int64_t *L, uint8_t f, int16_t out[2]);
+void rally__xs_mark_acc(const int64_t *L, int n, int base, uint8_t f, int16_t out[2]);
 
 /* Digits an element takes on the wire, from its combined mark. */
 size_t rally__xs_wire_limbs(const int16_t mark[2], int digit_bits);
@@ -139,8 +144,8 @@ size_t rally__xs_wire_limbs(const int16_t mark[2], int digit_bits);
  * rally__xs_wire_limbs. */
 void rally__xs_pack_double(double v, const int16_t mark[2], int digit_bits, size_t n,
                            int64_t *out);
-void rally__xs_pack_acc(const int64_t *L, const int16_t mark[2], int digit_bits, size_t n,
-                        int64_t *out);
+void rally__xs_pack_acc(const int64_t *L, int nl, int base, const int16_t mark[2], int digit_bits,
+                        size_t n, int64_t *out);
 
 /* The correctly rounded sum of one element from its combined mark and its
  * n summed digits (n its rally__xs_wire_limbs), as a double or float
@@ -150,6 +155,6 @@ void rally__xs_unpack(const int64_t *digits, size_t n, const int16_t mark[2], in
 
 /* The correctly rounded value of one accumulator element (carried or not:
  * the functions that read an element carry their own copy). */
-void rally__xs_round_acc(const int64_t *L, uint8_t f, int dtype, void *out);
+void rally__xs_round_acc(const int64_t *L, int n, int base, uint8_t f, int dtype, void *out);
 
 #endif
