@@ -210,7 +210,7 @@ RALLY_API int rally_allreduce_custom(rally_t *r, void *buf, size_t count, int re
  * sums of thousands of elements, not of an allreduce's 16 MiB; one of 4096
  * elements or more notes which digits its values used, and clears, carries
  * and reduces only those (values within a factor of 2^60 of each other use
- * three or four of the 70).  Not thread-safe: give each thread its own and
+ * at most six of the 70).  Not thread-safe: give each thread its own and
  * merge them. */
 typedef struct rally_xsum rally_xsum_t;
 
