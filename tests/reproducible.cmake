@@ -1,7 +1,7 @@
 # The trainers with --reproducible: one model at any N (tests/reproducible_test.sh
 # says what each case pins); include()d at the end of tests/CMakeLists.txt, after
 # the MPI binaries.  The references need Debian's python3-sklearn and python3-xgboost.
-set(RALLY_REPRO_CASES kmeans_n kmeans_fail kmeans_sklearn linear_n linear_fail linear_sklearn
+set(RALLY_REPRO_CASES kmeans_n kmeans_fail kmeans_sklearn kmeans_exact linear_n linear_fail linear_sklearn
     gbdt_n gbdt_fail gbdt_xgboost)
 if(TARGET rally-kmeans-mpi)
   list(APPEND RALLY_REPRO_CASES kmeans_mpi linear_mpi gbdt_mpi)

@@ -16,6 +16,11 @@
 #                 (MPI's own reduction order): the same digest
 #   kmeans_sklearn  the objective equals scikit-learn's from the same initial
 #                 centroids to 1e-9 relative
+#   kmeans_exact  one Lloyd step's centroids equal an exact reference
+#                 (tests/kmeans_exact.py: fractions) bit for bit, at N = 1, 3
+#                 and 4 (partition=hash), on values the faster lane must hand
+#                 to the accumulator (1e-30 beside 1e3, subnormals, -0, +0);
+#                 without the flag they differ
 #   linear_n      rally-linear --reproducible (L-BFGS): one digest at N = 1,
 #                 2, 3, 4, 5 and 8, with small thresholds, over shm and TCP, on
 #                 sparse rows (the gradient added into bins); without the flag
@@ -124,6 +129,22 @@ kmeans_mpi)
             { cp "$tmp/m$n" "$tmp/out"; fail "mpirun -n $n"; }
         same "$tmp/m$n" "librally_mpi at N = $n"
     done
+    ;;
+kmeans_exact)
+    "$py" "$here/kmeans_exact.py" gen "$tmp/e.csv" "$tmp/e_init.csv" || fail "generating the data failed"
+    EX="--data $tmp/e.csv --data-opt csv_label=0 -k 4 --init-in $tmp/e_init.csv --iters 1"
+    for n in 1 3 4; do
+        opt=
+        [ $n = 4 ] && opt="--data-opt partition=hash"
+        job "$tmp/e$n" $n "$km" $EX $opt --reproducible --model-out "$tmp/e$n.bin"
+        "$km" --show "$tmp/e$n.bin" >"$tmp/e$n.json" || fail "--show failed"
+        "$py" "$here/kmeans_exact.py" check "$tmp/e.csv" "$tmp/e_init.csv" "$tmp/e$n.json" ||
+            fail "N = $n: the centroids are not the exact sums"
+    done
+    job "$tmp/ep" 1 "$km" $EX --model-out "$tmp/ep.bin"
+    "$km" --show "$tmp/ep.bin" >"$tmp/ep.json" || fail "--show failed"
+    "$py" "$here/kmeans_exact.py" check "$tmp/e.csv" "$tmp/e_init.csv" "$tmp/ep.json" >/dev/null &&
+        fail "without --reproducible the centroids were exact too: this data cannot tell"
     ;;
 kmeans_sklearn)
     job "$tmp/conv" 3 "$km" $KM --iters 300 --init-out "$tmp/init.csv"

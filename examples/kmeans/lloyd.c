@@ -14,7 +14,21 @@
  * --reproducible adds the rows, counts and distances into exact
  * accumulators (rally_xsum) instead, and rally_allreduce_xsum rounds each
  * element's sum once: the same new centroids at any N.
+ *
+ * The rows take a faster lane to the same exact sums.  Each feature's values
+ * on this shard are integers on a grid of its own, 2^e with |x| < 2^(e + B)
+ * and B = 62 - ceil(log2(rows + 1)): x * 2^-e is an exact integer for every
+ * value with no bits below 2^e, and any rows of them sum in an int64 without
+ * overflow.  So a row is added by a multiply, a conversion and an integer add
+ * a feature, and at the pass's end each integer sum S goes into the
+ * accumulator as two doubles (S's high and low 31 bits, each exact): the
+ * accumulator then holds exactly what adding every row would have left,
+ * and rounds the same.  A value off its grid (a tiny one far below the
+ * feature's largest), a NaN, an infinity or a -0 (whose sign an integer
+ * loses) is added to the accumulator itself; a row with none of them (all
+ * but a handful) skips the checks.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -78,20 +92,151 @@ static void assign(const struct km_job *j, const struct km_model *m, double *ct,
     buf[kd + m->k] = obj;
 }
 
-/* The same pass into exact accumulators acc = [sums | counts | objective]. */
-static void assign_exact(const struct km_job *j, const struct km_model *m, double *ct,
-                         double *dist, rally_xsum_t *acc)
+/* --reproducible's lane: each feature's grid on this shard, the integer
+ * sums, the counts, the distances waiting for the accumulator. */
+#define KM_CHUNK 256
+struct lane {
+    double *scale;  /* [d]: 2^-e of feature f's grid, or NaN: every value to the accumulator */
+    int *e;         /* [d] */
+    uint8_t *odd;   /* [rows]: 1 when a value of the row is not on its grid (or a -0) */
+    int64_t *sum;   /* k x d */
+    int64_t *slow;  /* k x d: the values that went to the accumulator itself */
+    int64_t *count; /* k */
+    double *dist;   /* [KM_CHUNK] */
+    uint64_t *at;   /* [KM_CHUNK]: all the objective's element */
+};
+
+static void lane_free(struct lane *l)
 {
-    size_t kd = (size_t)m->k * m->d;
+    free(l->scale);
+    free(l->e);
+    free(l->odd);
+    free(l->sum);
+    free(l->slow);
+    free(l->count);
+    free(l->dist);
+    free(l->at);
+}
+
+/* Feature f's value x as an integer on its grid in *q: 1, or 0 when it is
+ * not one (off the grid, not finite, or -0). */
+static inline int on_grid(float x, double scale, int64_t *q)
+{
+    double t = (double)x * scale; /* exact: scale is a power of two */
+    if (!(fabs(t) < 0x1p62))     /* NaN and infinities too */
+        return 0;
+    *q = (int64_t)t;
+    return (double)*q == t && (*q != 0 || !signbit(x));
+}
+
+/* The grids of this shard's features, and the rows with a value off its
+ * own.  0, or -1 out of memory. */
+static int lane_init(struct lane *l, const struct km_job *j, uint32_t k)
+{
+    const uint32_t d = j->d;
+    l->scale = malloc(d * sizeof *l->scale);
+    l->e = malloc(d * sizeof *l->e);
+    l->sum = malloc((size_t)k * d * sizeof *l->sum);
+    l->slow = malloc((size_t)k * d * sizeof *l->slow);
+    l->count = malloc(k * sizeof *l->count);
+    l->odd = malloc(j->rows + 1);
+    l->dist = malloc(KM_CHUNK * sizeof *l->dist);
+    l->at = malloc(KM_CHUNK * sizeof *l->at);
+    if (l->scale == NULL || l->e == NULL || l->sum == NULL || l->slow == NULL ||
+        l->count == NULL || l->odd == NULL || l->dist == NULL || l->at == NULL)
+        return -1;
+    int lg = 0;
+    while (lg < 62 && (UINT64_C(1) << lg) < j->rows + 1)
+        lg++;
+    for (uint32_t f = 0; f < d; f++)
+        l->scale[f] = 0;
+    for (uint64_t i = 0; i < j->rows; i++) /* the largest magnitudes first (in scale) */
+        for (uint32_t f = 0; f < d; f++) {
+            double a = fabs((double)j->x[i * d + f]);
+            l->scale[f] = a > l->scale[f] && a <= 0x1p128 ? a : l->scale[f];
+        }
+    for (uint32_t f = 0; f < d; f++) {
+        int top = l->scale[f] > 0 ? ilogb(l->scale[f]) + 1 : 0; /* |x| < 2^top */
+        l->e[f] = top - (62 - lg);
+        /* S's two halves must be doubles: the grid far from the edges */
+        l->scale[f] = l->e[f] > -1000 && l->e[f] < 900 ? ldexp(1.0, -l->e[f]) : NAN;
+    }
+    for (uint64_t i = 0; i < j->rows; i++) {
+        int on = 1;
+        for (uint32_t f = 0; f < d; f++) {
+            int64_t q;
+            on &= on_grid(j->x[i * d + f], l->scale[f], &q);
+        }
+        l->odd[i] = (uint8_t)!on;
+    }
+    return 0;
+}
+
+/* The distances waiting in l into the objective's element. */
+static void flush_dist(struct lane *l, rally_xsum_t *acc, size_t n)
+{
+    rally_xsum_add_at(acc, l->at, l->dist, n);
+}
+
+/* The same pass into exact accumulators acc = [sums | counts | objective],
+ * the rows through the lane. */
+static __attribute__((noinline)) void assign_exact(const struct km_job *j, const struct km_model *m, double *ct,
+                         double *dist, struct lane *l, rally_xsum_t *acc)
+{
+    const uint32_t d = m->d;
+    const size_t kd = (size_t)m->k * d;
     transpose(m, ct);
     rally_xsum_clear(acc);
-    const double one = 1;
+    memset(l->sum, 0, kd * sizeof *l->sum);
+    memset(l->slow, 0, kd * sizeof *l->slow);
+    memset(l->count, 0, m->k * sizeof *l->count);
+    for (size_t n = 0; n < KM_CHUNK; n++)
+        l->at[n] = kd + m->k;
+    size_t nd = 0;
     for (uint64_t i = 0; i < j->rows; i++) {
-        const float *x = j->x + i * m->d;
+        const float *x = j->x + i * d;
         uint32_t best = nearest(x, m, ct, dist);
-        rally_xsum_add_float(acc, (size_t)best * m->d, x, m->d);
-        rally_xsum_add(acc, kd + best, &one, 1);
-        rally_xsum_add(acc, kd + m->k, &dist[best], 1);
+        int64_t *S = l->sum + (size_t)best * d;
+        if (!l->odd[i]) {
+            for (uint32_t f = 0; f < d; f++)
+                S[f] += (int64_t)((double)x[f] * l->scale[f]);
+        } else {
+            for (uint32_t f = 0; f < d; f++) {
+                int64_t q;
+                if (on_grid(x[f], l->scale[f], &q)) {
+                    S[f] += q;
+                } else {
+                    double v = x[f];
+                    rally_xsum_add(acc, (size_t)best * d + f, &v, 1);
+                    l->slow[(size_t)best * d + f]++;
+                }
+            }
+        }
+        l->count[best]++;
+        l->dist[nd++] = dist[best];
+        if (nd == KM_CHUNK) {
+            flush_dist(l, acc, nd);
+            nd = 0;
+        }
+    }
+    flush_dist(l, acc, nd);
+    /* The integer sums into the accumulator, as two exact doubles each, for
+     * every element that took a value through the lane: its values were
+     * never -0, so a sum of 0 adds a +0, as adding them one by one would. */
+    for (size_t e = 0; e < kd; e++) {
+        int64_t S = l->sum[e];
+        if (l->count[e / d] == l->slow[e])
+            continue;
+        int g = l->e[e % d];
+        int64_t hi = S >> 31; /* arithmetic: S = hi * 2^31 + lo, 0 <= lo < 2^31 */
+        double parts[2] = {ldexp((double)hi, g + 31), ldexp((double)(S - hi * (INT64_C(1) << 31)), g)};
+        rally_xsum_add(acc, e, &parts[0], 1);
+        rally_xsum_add(acc, e, &parts[1], 1);
+    }
+    for (uint32_t c = 0; c < m->k; c++) {
+        double n = (double)l->count[c];
+        if (n > 0)
+            rally_xsum_add(acc, kd + c, &n, 1);
     }
 }
 
@@ -130,10 +275,11 @@ int km_lloyd(struct km_job *j, const struct km_opts *o, struct km_model *m, doub
     double *dist = malloc(m->k * sizeof *dist);
     unsigned char *bytes = malloc(nbytes); /* the checkpoint, reused every iteration */
     rally_xsum_t *acc = o->reproducible ? rally_xsum_new(nbuf) : NULL;
+    struct lane lane = {0};
     double obj = m->objective, t_prev = ex_now_s();
     int status = KM_EXIT_OK, rc;
     if (buf == NULL || ct == NULL || dist == NULL || bytes == NULL ||
-        (o->reproducible && acc == NULL)) {
+        (o->reproducible && (acc == NULL || lane_init(&lane, j, m->k) != 0))) {
         status = km_oom();
         goto out;
     }
@@ -143,7 +289,7 @@ int km_lloyd(struct km_job *j, const struct km_opts *o, struct km_model *m, doub
         if (o->ex.pause_ms > 0)
             usleep((useconds_t)o->ex.pause_ms * 1000);
         if (acc != NULL) {
-            assign_exact(j, m, ct, dist, acc);
+            assign_exact(j, m, ct, dist, &lane, acc);
             rc = rally_allreduce_xsum(j->r, acc, RALLY_DOUBLE, buf, NULL, NULL);
         } else {
             assign(j, m, ct, dist, buf);
@@ -187,5 +333,6 @@ out:
     free(ct);
     free(dist);
     rally_xsum_free(acc);
+    lane_free(&lane);
     return status;
 }
