@@ -26,6 +26,13 @@
  * load, add and store of the (gradient, hessian) pair at the row's bin,
  * reading the row's d bins from j->bins (row-major, one byte each).
  *
+ * --reproducible: the same at any N.  Each tree's gradients and hessians
+ * are rounded once to a grid every rank agrees on (agree_grid: one MAX
+ * allreduce of the largest magnitudes), 2^e so that the shard-wide N of them
+ * sum below 2^62, and the histograms hold int64 sums (j->qgh, RALLY_INT64):
+ * exact in any order, the subtraction trick exact too.  best_split sums the
+ * integers along the bins and scales each candidate once.
+ *
  * Gradients: the loss pass after each tree (gb_shard_loss, boost.c's
  * allreduce) computes the next tree's gradients from the same exp and notes
  * it in j->gh_for; a worker that was handed that loss instead (a replay)

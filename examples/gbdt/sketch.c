@@ -1,7 +1,8 @@
 /*
  * sketch.c — the distributed quantile sketch: every feature's cut points,
- * the same on every rank, from one allgather of per-shard summaries; then
- * each row's bins (row by row, and feature by feature).
+ * the same on every rank, from one allgather of per-shard summaries (or,
+ * --reproducible, quantile.c's exact ones); then each row's bins (row by
+ * row, and feature by feature).
  *
  * Each rank sorts its present values of feature f (n of them) and keeps
  * S = GB_SKETCH_PER_BIN * max_bin of them: entry s (1..S) is the value at
