@@ -28,7 +28,7 @@
  *
  * --reproducible: the same at any N.  Each tree's gradients and hessians
  * are rounded once to a grid every rank agrees on (agree_grid: one MAX
- * allreduce of the largest magnitudes), 2^e so that the shard-wide N of them
+ * allreduce of the largest magnitudes), 2^e so that the job's N rows of them
  * sum below 2^62, and the histograms hold int64 sums (j->qgh, RALLY_INT64):
  * exact in any order, the subtraction trick exact too.  best_split sums the
  * integers along the bins and scales each candidate once.
