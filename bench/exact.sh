@@ -24,6 +24,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 "$build/rally-datagen" --rows 200000 --features 50 --centers 10 --seed 4 -o "$tmp/k.svm" >/dev/null 2>&1
 "$build/rally-datagen" --rows 200000 --features 50 --centers 2 --spread 6 --seed 9 -o "$tmp/l.svm" >/dev/null 2>&1
+"$build/rally-datagen" --rows 200000 --features 50 --centers 2 --spread 8 --seed 9 -o "$tmp/g.svm" >/dev/null 2>&1
 iter_s() { # N trainer-args...: the median iteration time of one run
     n=$1
     shift
@@ -38,7 +39,7 @@ for t in kmeans linear gbdt; do
     case $t in
     kmeans) args="$build/rally-kmeans --data $tmp/k.svm -k 10 --iters 20 --fixed-iters" ;;
     linear) args="$build/rally-linear --data $tmp/l.svm --iters 20 --tol 1e-30" ;;
-    gbdt) args="$build/rally-gbdt --data $tmp/l.svm --trees 200" ;;
+    gbdt) args="$build/rally-gbdt --data $tmp/g.svm --trees 200" ;; # overlapping blobs, as bench/gbdt.sh
     esac
     for n in 2 4; do
         for ((i = 0; i < reps; i++)); do
