@@ -42,10 +42,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "util/reduce.h"
 #include "coll/topo.h"
 #include "net/link.h"
 #include "util/err.h"
+#include "util/reduce.h"
 
 struct rally__comm {
     struct rally__topo topo;
@@ -63,7 +63,7 @@ struct rally__comm {
     /* mine: the sidecar this rank sent in the same collective */
     void (*on_sidecar)(void *arg, int peer, uint64_t mine, uint64_t theirs); /* may be NULL */
     void *hook_arg;
-    unsigned char *scratch;     /* reused between collectives */
+    unsigned char *scratch; /* reused between collectives */
     size_t scratch_nbytes;
     struct rally__err *err;
 };

@@ -28,17 +28,17 @@
 
 struct rally__topo {
     int rank, world;
-    int parent;                         /* -1 at the root (rank 0) */
+    int parent; /* -1 at the root (rank 0) */
     int nchildren;
-    int children[RALLY__MAX_CHILDREN];  /* ascending */
-    int subtree_end;                    /* this subtree is [rank, subtree_end) */
-    int ring_prev, ring_next;           /* == rank when world == 1 */
-    int nneighbours;                    /* distinct peers: tree, ring (and partners) */
-    int nbase;                          /* neighbours[0..nbase): tree and ring */
+    int children[RALLY__MAX_CHILDREN]; /* ascending */
+    int subtree_end;                   /* this subtree is [rank, subtree_end) */
+    int ring_prev, ring_next;          /* == rank when world == 1 */
+    int nneighbours;                   /* distinct peers: tree, ring (and partners) */
+    int nbase;                         /* neighbours[0..nbase): tree and ring */
     int neighbours[RALLY__MAX_NEIGHBOURS];
     /* halving-doubling, set by rally__topo_add_hd: */
-    int hd_p, hd_extra;                 /* p (0: no partners) and e = N - p */
-    int hd_vrank;                       /* this rank's virtual rank, -1 when folded away */
+    int hd_p, hd_extra; /* p (0: no partners) and e = N - p */
+    int hd_vrank;       /* this rank's virtual rank, -1 when folded away */
 };
 
 void rally__topo_build(struct rally__topo *t, int rank, int world);

@@ -1,0 +1,222 @@
+/*
+ * ring.c — the ring stream (run.h): allreduce as reduce-scatter plus
+ * allgather, or allgather alone.
+ *
+ * The ring is one continuous stream of 2N-2 segments per direction (N-1 for
+ * allgather): rank r sends segments r, r-1, r-2, ... (mod N) to r+1 and
+ * receives segments r-1, r-2, ... from r-1.  The first N-1 received
+ * segments are reduced (reduce-scatter: the partial sums into a small stage
+ * ring while it has room, the last, final one into the buffer), the rest are
+ * copied into the buffer (allgather); sent segment k is exactly received
+ * segment k-1 once processed, so bytes flow onwards as soon as they are
+ * reduced.
+ */
+#include "coll/run.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* --- ring ----------------------------------------------------------------- */
+
+/* The partial sums of the reduce-scatter (received segments 0..nreduce-2,
+ * which leave again as sent segments 1..nreduce-1) go to a stage ring the
+ * size of the receive ring, where they are still in the CPU cache when they
+ * are sent, instead of into buf, whose lines the allgather overwrites
+ * anyway (an out-of-place call would read each of those lines from memory
+ * twice).  The reduction must never wait for the stage (every rank could be
+ * waiting for its successor), so a piece that does not fit goes to buf as
+ * before: a FIFO of extents says, in stream order, where the unsent partial
+ * bytes are. */
+#define STAGE_EXTENTS 4
+
+struct stage {
+    unsigned char *ring;
+    size_t cap;      /* bytes, a multiple of the element size */
+    size_t put, got; /* staged bytes written / sent */
+    struct {
+        size_t n;
+        int staged;
+    } q[STAGE_EXTENTS];
+    int head, count;
+};
+
+/* Room for up to n staged bytes at st->put, contiguous (the caller rounds
+ * it down to whole elements); 0 when a staged extent could not be queued. */
+static size_t stage_room(const struct stage *st, size_t n)
+{
+    int last = (st->head + st->count + STAGE_EXTENTS - 1) % STAGE_EXTENTS;
+    if (st->ring == NULL ||
+        !((st->count > 0 && st->q[last].staged) || st->count < STAGE_EXTENTS - 1))
+        return 0;
+    size_t free_n = st->cap - (st->put - st->got), wrap = st->cap - st->put % st->cap;
+    size_t m = free_n < wrap ? free_n : wrap;
+    return m < n ? m : n;
+}
+
+/* Queues n partial bytes, staged or in buf.  A staged extent is queued only
+ * after stage_room() said so, and a buf extent always fits: a full queue
+ * ends with one (stage_room refuses the second-to-last slot to a staged
+ * extent). */
+static void stage_push(struct stage *st, size_t n, int staged)
+{
+    int last = (st->head + st->count + STAGE_EXTENTS - 1) % STAGE_EXTENTS;
+    if (st->count > 0 && st->q[last].staged == staged) {
+        st->q[last].n += n;
+    } else {
+        int at = (st->head + st->count) % STAGE_EXTENTS;
+        st->q[at].n = n;
+        st->q[at].staged = staged;
+        st->count++;
+    }
+    if (staged)
+        st->put += n;
+}
+
+/* Streams nseg segments around the ring; the first nreduce received ones are
+ * reduced into buf with rd, the rest copied.  Segment s is buf[off[s],
+ * off[s] + len[s]). */
+int rally__ring_stream(struct rally__comm *c, const unsigned char *in, unsigned char *buf,
+                       const size_t *off, const size_t *len, int nseg, int nreduce,
+                       const struct rally__reducer *rd, const struct rally__sig *sig)
+{
+    struct rally__run x;
+    rally__run_start(&x, c, sig);
+    const struct rally__topo *t = &c->topo;
+    int N = t->world, r = t->rank;
+    struct rally__chan *next = rally__chan_of(&x, t->ring_next),
+                       *prev = rally__chan_of(&x, t->ring_prev);
+    if (next == NULL || prev == NULL)
+        return rally__fail(x.e, RALLY_ESTATE, "no ring link");
+    size_t es = rd ? rd->elem_nbytes : 1;
+    size_t chunk = c->chunk < es ? es : rally__round_down(c->chunk, es);
+    size_t rcap = 4 * chunk;
+    unsigned char *ring = NULL;
+    struct stage st;
+    memset(&st, 0, sizeof st);
+    st.cap = rcap;
+    if (nreduce > 0 && (ring = rally__coll_scratch(c, (nreduce > 1 ? 2 : 1) * rcap, x.e)) == NULL)
+        return x.e->code;
+    if (nreduce > 1)
+        st.ring = ring + rcap;
+
+#define SEG(k, shift) ((((r - (shift) - (k)) % N) + N) % N)
+    int sk = 0, rk = 0, pk = 0;          /* send / receive / processed segment */
+    size_t spos = 0, rpos = 0, ppos = 0; /* bytes within them */
+    size_t rtotal = 0, ptotal = 0;       /* reduce-stream bytes received / processed */
+    for (;;) {
+        int moved = 0;
+        /* send: segment 0 is ours; segment k is received segment k-1 once processed */
+        while (sk < nseg || !rally__sig_sent(next)) {
+            size_t slen = sk < nseg ? len[SEG(sk, 0)] : 0;
+            size_t avail = sk == 0 ? slen : pk > sk - 1 ? slen : pk == sk - 1 ? ppos : 0;
+            if (sk >= nseg)
+                avail = 0;
+            const unsigned char *src = sk == 0 ? in : buf; /* our own segment: the input */
+            src += (sk < nseg ? off[SEG(sk, 0)] : 0) + spos;
+            size_t want = avail - spos;
+            int partial = sk >= 1 && sk < nreduce && want > 0; /* the FIFO says where */
+            if (partial) {
+                if (want > st.q[st.head].n)
+                    want = st.q[st.head].n;
+                if (st.q[st.head].staged) {
+                    size_t wrap = st.cap - st.got % st.cap;
+                    src = st.ring + st.got % st.cap;
+                    if (want > wrap)
+                        want = wrap;
+                }
+            }
+            long m = rally__chan_send(&x, next, src, want, &moved);
+            if (m < 0)
+                return x.e->code;
+            if (partial && m > 0) {
+                if (st.q[st.head].staged)
+                    st.got += (size_t)m;
+                if ((st.q[st.head].n -= (size_t)m) == 0) {
+                    st.head = (st.head + 1) % STAGE_EXTENTS;
+                    st.count--;
+                }
+            }
+            spos += (size_t)m;
+            if (sk < nseg && spos == slen) {
+                sk++;
+                spos = 0;
+                continue;
+            }
+            if (m == 0 || (size_t)m < want)
+                break;
+        }
+        /* receive */
+        while (rk < nseg || !rally__sig_got(prev)) {
+            size_t rlen = rk < nseg ? len[SEG(rk, 1)] : 0;
+            unsigned char *dst;
+            size_t n = rlen - rpos;
+            if (rk < nreduce) {
+                size_t pos = rtotal % rcap;
+                if (n > rcap - (rtotal - ptotal))
+                    n = rcap - (rtotal - ptotal);
+                if (n > rcap - pos)
+                    n = rcap - pos;
+                dst = ring + pos;
+            } else {
+                dst = buf + (rk < nseg ? off[SEG(rk, 1)] : 0) + rpos;
+            }
+            long m = rally__chan_recv(&x, prev, dst, n, &moved);
+            if (m < 0)
+                return x.e->code;
+            rpos += (size_t)m;
+            if (rk < nreduce)
+                rtotal += (size_t)m;
+            if (rk < nseg && rpos == rlen) {
+                rk++;
+                rpos = 0;
+                continue;
+            }
+            if (m == 0)
+                break;
+        }
+        /* process: reduce (own value on the left) or just account copies */
+        while (pk < rk || (pk == rk && pk < nseg)) {
+            size_t plen = len[SEG(pk, 1)];
+            size_t have = pk < rk ? plen : rpos;
+            if (pk >= nreduce) {
+                ppos = have;
+            } else {
+                size_t n = rally__round_down(have - ppos, es);
+                if (n == 0 || (n < chunk && ppos + n < plen))
+                    break;
+                size_t p = 0;
+                while (p < n) {
+                    size_t pos = (ptotal + p) % rcap, m = n - p;
+                    if (m > rcap - pos)
+                        m = rcap - pos;
+                    size_t at = off[SEG(pk, 1)] + ppos + p; /* out = own input (+) received */
+                    size_t k = pk < nreduce - 1 ? rally__round_down(stage_room(&st, m), es) : 0;
+                    if (k > 0) { /* a partial sum, staged */
+                        m = k;
+                        rally__reduce3(rd, st.ring + st.put % st.cap, in + at, ring + pos, m / es);
+                    } else {
+                        rally__reduce3(rd, buf + at, in + at, ring + pos, m / es);
+                    }
+                    if (pk < nreduce - 1)
+                        stage_push(&st, m, k > 0);
+                    p += m;
+                }
+                ppos += n;
+                ptotal += n;
+                moved = 1;
+            }
+            if (ppos < plen)
+                break;
+            pk++;
+            ppos = 0;
+        }
+        int sigs = rally__pump_sigs(&x, &moved);
+        if (sigs < 0)
+            return x.e->code;
+        if (sigs && sk == nseg && pk == nseg)
+            return RALLY_OK;
+        if (rally__settle(&x, moved) != RALLY_OK)
+            return x.e->code;
+    }
+#undef SEG
+}

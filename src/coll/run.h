@@ -1,0 +1,101 @@
+/*
+ * run.h — what coll/'s algorithms share, inside coll/ alone: a collective's
+ * run over its links (run.c) and the algorithms each file offers the entry
+ * points of coll.c.
+ *
+ *   coll.c  kinds and signatures, the comm, the entry points (allreduce's
+ *           choice of algorithm, broadcast, allgather, the ring shift)
+ *   run.c   the run: channels, signatures checked, sends and receives that
+ *           never block, the wait and its deadline
+ *   tree.c  tree allreduce
+ *   ring.c  the ring stream: reduce-scatter plus allgather, or allgather
+ *   hd.c    recursive halving-doubling
+ */
+#ifndef RALLY_COLL_RUN_H
+#define RALLY_COLL_RUN_H
+
+#include "coll/coll.h"
+#include "net/link.h"
+
+struct rally__chan {
+    struct rally__link *l;
+    unsigned char out[RALLY__SIG_NBYTES], in[RALLY__SIG_NBYTES];
+    size_t out_done, in_done;
+    int want; /* RALLY__WANT_IN / _OUT after a would-block */
+};
+
+struct rally__run {
+    struct rally__comm *c;
+    const struct rally__sig *sig;
+    unsigned char sigbytes[RALLY__SIG_NBYTES];
+    int nch;
+    struct rally__chan ch[RALLY__MAX_NEIGHBOURS];
+    int64_t deadline;
+    struct rally__err *e;
+};
+
+/* The comm's scratch buffer, grown to n bytes (kept); NULL out of memory
+ * (said in e). */
+unsigned char *rally__coll_scratch(struct rally__comm *c, size_t n, struct rally__err *e);
+
+/* Opens a run of collective sig: every tree and ring link's channel, their
+ * signatures to send, the deadline. */
+void rally__run_start(struct rally__run *x, struct rally__comm *c, const struct rally__sig *sig);
+
+/* The channel for peer, added on first use; NULL when there is no link. */
+struct rally__chan *rally__chan_of(struct rally__run *x, int peer);
+
+/* What is left of the signature, then payload[0..n), in one system call
+ * each: the payload bytes moved (>= 0) or -1; *moved set when anything
+ * moved.  A received payload is trusted once the signature checked. */
+long rally__chan_send(struct rally__run *x, struct rally__chan *ch, const void *payload, size_t n,
+                      int *moved);
+long rally__chan_recv(struct rally__run *x, struct rally__chan *ch, void *payload, size_t n,
+                      int *moved);
+
+static inline int rally__sig_sent(const struct rally__chan *ch)
+{
+    return ch->out_done == RALLY__SIG_NBYTES;
+}
+
+static inline int rally__sig_got(const struct rally__chan *ch)
+{
+    return ch->in_done == RALLY__SIG_NBYTES;
+}
+
+/* Sends base[*done, limit) / receives into it (the signature first) until
+ * the link would block; -1 on failure. */
+int rally__send_upto(struct rally__run *x, struct rally__chan *ch, const unsigned char *base,
+                     size_t *done, size_t limit, int *moved);
+int rally__recv_upto(struct rally__run *x, struct rally__chan *ch, unsigned char *base,
+                     size_t *done, size_t limit, int *moved);
+
+/* Moves the signatures on every link: 1 when all are through, 0 when some
+ * are pending, -1 on error. */
+int rally__pump_sigs(struct rally__run *x, int *moved);
+
+/* The end of a loop's turn: after progress the deadline moves (it bounds
+ * silence, not the whole call); without any, wait for some.  RALLY_OK or
+ * the failure (in x->e). */
+int rally__settle(struct rally__run *x, int moved);
+
+static inline size_t rally__round_down(size_t v, size_t m)
+{
+    return v - v % m;
+}
+
+/* The algorithms: buf receives the reduction of every rank's in (in ==
+ * buf allowed); the status. */
+int rally__tree_allreduce(struct rally__comm *c, const unsigned char *in, unsigned char *buf,
+                          size_t total, const struct rally__reducer *rd,
+                          const struct rally__sig *sig);
+int rally__hd_allreduce(struct rally__comm *c, const unsigned char *in, unsigned char *buf,
+                        size_t count, const struct rally__reducer *rd,
+                        const struct rally__sig *sig);
+/* nseg segments (off[s], len[s] in bytes) streamed around the ring, the
+ * first nreduce of them reduced with rd (NULL: none, an allgather). */
+int rally__ring_stream(struct rally__comm *c, const unsigned char *in, unsigned char *buf,
+                       const size_t *off, const size_t *len, int nseg, int nreduce,
+                       const struct rally__reducer *rd, const struct rally__sig *sig);
+
+#endif
