@@ -91,8 +91,10 @@ static float acc_sumf(const double *v, size_t n)
     return out;
 }
 
-#define SUM(...) acc_sum((const double[]){__VA_ARGS__}, sizeof((const double[]){__VA_ARGS__}) / sizeof(double))
-#define SUMF(...) acc_sumf((const double[]){__VA_ARGS__}, sizeof((const double[]){__VA_ARGS__}) / sizeof(double))
+#define SUM(...)                                                                                   \
+    acc_sum((const double[]){__VA_ARGS__}, sizeof((const double[]){__VA_ARGS__}) / sizeof(double))
+#define SUMF(...)                                                                                  \
+    acc_sumf((const double[]){__VA_ARGS__}, sizeof((const double[]){__VA_ARGS__}) / sizeof(double))
 
 static void known_sums(void **state)
 {
@@ -127,7 +129,7 @@ static void known_sums(void **state)
      * float tie to 1: double rounding would be wrong. */
     assert_int_equal(fbits(SUMF(1.0, 0x1p-24, 0x1p-54)), fbits(1.0f + 0x1p-23f));
     assert_int_equal(fbits(SUMF(0x1p-149, 0x1p-149)), fbits(0x1p-148f));
-    assert_int_equal(fbits(SUMF(0x1p-151)), fbits(0.0f));  /* below half the least: 0 */
+    assert_int_equal(fbits(SUMF(0x1p-151)), fbits(0.0f));   /* below half the least: 0 */
     assert_int_equal(fbits(SUMF(-0x1p-151)), fbits(-0.0f)); /* ... keeping its sign */
     assert_int_equal(fbits(SUMF(0x1p-150, 0x1p-200)), fbits(0x1p-149f));
     assert_int_equal(fbits(SUMF((double)FLT_MAX + 0x1p103)), fbits(INFINITY)); /* + half its ulp */
@@ -455,7 +457,7 @@ static void api(void **state)
     assert_int_equal(rally_xsum_round(s, RALLY_FLOAT, outf), RALLY_OK);
     assert_int_equal(fbits(outf[0]), fbits(5.0f));
     assert_int_equal(fbits(outf[1]), fbits(-2.0f));
-    assert_int_equal(fbits(outf[2]), fbits(0.0f)); /* the empty sum */
+    assert_int_equal(fbits(outf[2]), fbits(0.0f));         /* the empty sum */
     assert_int_equal(bits(SUM(0.1, 0.2, 0.3)), bits(0.6)); /* exact 0.6000000000000000055... */
     assert_int_equal(fbits(outf[3]), fbits(0.6f));
     rally_xsum_free(s);

@@ -24,8 +24,8 @@
 #include <unistd.h>
 
 #include "args.h"
-#include "shard.h"
 #include "gbdt.h"
+#include "shard.h"
 
 /* The shard as a dense rows x d array of floats, NaN where a value is
  * missing, and its labels.  0, or -1 out of memory. */
@@ -75,8 +75,8 @@ static int bootstrap(struct gb_job *j, const struct gb_opts *o)
     rally_dataset_t *ds = NULL;
     char err[8192] = "";
     int status = GB_EXIT_INPUT, rc;
-    int bad =
-        rally_data_read(o->ex.data, o->ex.dopts, j->rank, j->world, &ds, err, sizeof err) != RALLY_OK;
+    int bad = rally_data_read(o->ex.data, o->ex.dopts, j->rank, j->world, &ds, err, sizeof err) !=
+              RALLY_OK;
     if (!bad && rally_data_num_features(ds) > GB_MAX_FEATURES) {
         snprintf(err, sizeof err, "%s: %" PRIu64 " features, at most %u are supported", o->ex.data,
                  rally_data_num_features(ds), GB_MAX_FEATURES);
@@ -340,7 +340,7 @@ int main(int argc, char **argv)
         goto out;
     j.reproducible = o.reproducible;
     for (;;) {
-        if ((status = bootstrap(&j, &o)) == GB_EXIT_OK &&   /* the shard, its shape, the sketch */
+        if ((status = bootstrap(&j, &o)) == GB_EXIT_OK && /* the shard, its shape, the sketch */
             (status = load_or_start(&j, &o, &m)) == GB_EXIT_OK) /* trees, and the cache */
             status = gb_boost(&j, &o, &m);                      /* grow the trees */
         if (status != GB_RESIZED)

@@ -99,11 +99,11 @@ struct gb_job {
     /* --reproducible (docs/determinism.md): the gradients on a grid common
      * to every rank, as integers, so that a histogram's sums are exact */
     int reproducible;
-    int64_t *qgh;     /* 2 x rows: gh in units of 2^eg and 2^eh */
-    uint32_t qgh_for; /* 1 + the tree whose gradients qgh holds; 0: none */
-    int eg, eh;       /* the tree's grid */
+    int64_t *qgh;           /* 2 x rows: gh in units of 2^eg and 2^eh */
+    uint32_t qgh_for;       /* 1 + the tree whose gradients qgh holds; 0: none */
+    int eg, eh;             /* the tree's grid */
     rally_xsum_t *loss_acc; /* the shard's loss, exactly */
-    uint32_t *order; /* the rows, grouped by the node they are at while a tree grows */
+    uint32_t *order;        /* the rows, grouped by the node they are at while a tree grows */
     /* where a tree's time goes (seconds, this rank, reset per tree): building
      * histograms, in the histogram allreduces besides that, finding splits
      * and moving rows, the rest (gradients, cache update) */

@@ -130,8 +130,8 @@ double gb_shard_loss(struct gb_job *j, const struct gb_params *p, uint32_t tree,
 }
 
 /* Adds the pair at g into the pair at `at`: doubles, or integers (fixed). */
-static inline __attribute__((always_inline)) void add_pair(unsigned char *at, const unsigned char *g,
-                                                           int fixed)
+static inline __attribute__((always_inline)) void add_pair(unsigned char *at,
+                                                           const unsigned char *g, int fixed)
 {
     if (fixed) {
         qpair c, x;
@@ -152,9 +152,8 @@ static inline __attribute__((always_inline)) void add_pair(unsigned char *at, co
  * or, rows NULL, the rows 0..n).  Each bin's sums take its rows in that
  * order, whatever the vector width, so the result is the same bits.  fixed
  * (a constant at each call): the pairs of j->qgh, else of j->gh. */
-static inline __attribute__((always_inline)) void add_rows(void *h, const struct gb_job *j,
-                                                           uint32_t S2, const uint32_t *rows,
-                                                           uint64_t n, int fixed)
+static inline __attribute__((always_inline)) void
+add_rows(void *h, const struct gb_job *j, uint32_t S2, const uint32_t *rows, uint64_t n, int fixed)
 {
     const uint32_t d = j->d;
     const size_t fstep = (size_t)16 * S2; /* bytes per feature */
@@ -285,9 +284,10 @@ struct split {
  * when none is worth taking.  fixed (a constant at each call): h holds
  * --reproducible's integers on the grid (2^eg, 2^eh), summed exactly along
  * the bins and scaled once per candidate. */
-static inline __attribute__((always_inline)) struct split
-best_split_of(const struct gb_job *j, const struct gb_params *p, const void *h, double G, double H,
-              int fixed)
+static inline __attribute__((always_inline)) struct split best_split_of(const struct gb_job *j,
+                                                                        const struct gb_params *p,
+                                                                        const void *h, double G,
+                                                                        double H, int fixed)
 {
     const uint32_t S2 = p->max_bin + 1;
     const double parent = gain(p, G, H), mcw = p->min_child_weight;

@@ -163,10 +163,15 @@ int gb_model_decode(const unsigned char *b, size_t n, struct gb_model *m, const 
             return -1;
         }
         for (uint32_t k = 0; k < tr.n; k++, p += GB_NODE_NBYTES)
-            tr.nodes[k] =
-                (struct gb_node){(int32_t)ex_get32(p),    ex_get32(p + 4),         ex_get32(p + 8),
-                                 ex_get32(p + 12),        bitsf(ex_get32(p + 16)), ex_get32(p + 20),
-                                 ex_bitsd(ex_get64(p + 24)), ex_bitsd(ex_get64(p + 32)), ex_bitsd(ex_get64(p + 40))};
+            tr.nodes[k] = (struct gb_node){(int32_t)ex_get32(p),
+                                           ex_get32(p + 4),
+                                           ex_get32(p + 8),
+                                           ex_get32(p + 12),
+                                           bitsf(ex_get32(p + 16)),
+                                           ex_get32(p + 20),
+                                           ex_bitsd(ex_get64(p + 24)),
+                                           ex_bitsd(ex_get64(p + 32)),
+                                           ex_bitsd(ex_get64(p + 40))};
         if (!well_formed(&tr, x.d) || gb_model_push(&x, tr) != 0) {
             free(tr.nodes);
             goto bad;

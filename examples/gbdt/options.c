@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gbdt.h"
 #include "args.h"
+#include "gbdt.h"
 #include "opts.h"
 
 #define PROG "rally-gbdt"

@@ -26,7 +26,7 @@
 
 #include "gbdt.h"
 
-#define Q_BATCH 16u /* features a batch: at most 16 x 512 KiB of counts */
+#define Q_BATCH 16u              /* features a batch: at most 16 x 512 KiB of counts */
 #define Q_WANT (GB_MAX_BIN + 1u) /* ranks wanted per feature: the cuts, the min, the max */
 
 static uint32_t key_of(float v)
@@ -47,13 +47,13 @@ static float float_of(uint32_t k)
 
 /* One feature's selection in progress. */
 struct want {
-    uint32_t n;              /* ranks wanted */
-    uint64_t rank[Q_WANT];   /* in the prefix's values, ascending */
-    uint16_t node[Q_WANT];   /* the prefix (this round's node) each falls in */
-    uint32_t key[Q_WANT];    /* the bytes found so far */
-    uint32_t nodes;          /* this round's prefixes */
-    int16_t *child[3];       /* round r's node x byte -> round r + 1's node, or -1 */
-    uint64_t *count;         /* this round's nodes x 256 (into the batch's buffer) */
+    uint32_t n;            /* ranks wanted */
+    uint64_t rank[Q_WANT]; /* in the prefix's values, ascending */
+    uint16_t node[Q_WANT]; /* the prefix (this round's node) each falls in */
+    uint32_t key[Q_WANT];  /* the bytes found so far */
+    uint32_t nodes;        /* this round's prefixes */
+    int16_t *child[3];     /* round r's node x byte -> round r + 1's node, or -1 */
+    uint64_t *count;       /* this round's nodes x 256 (into the batch's buffer) */
 };
 
 /* Value v's node at round r (0 .. 3) of w, or -1 when its prefix is not wanted. */
@@ -180,9 +180,8 @@ int gb_quantile_cuts(struct gb_job *j, uint32_t max_bin)
                     memset(w[f].child[r], 0xff, (size_t)w[f].nodes * 256 * sizeof(int16_t));
             }
             struct count_arg c = {j, w, f0, nf, r, buf, len};
-            if (len > 0 &&
-                (rc = rally_allreduce(j->r, buf, len, RALLY_UINT64, RALLY_SUM, count_round, &c)) !=
-                    RALLY_OK) {
+            if (len > 0 && (rc = rally_allreduce(j->r, buf, len, RALLY_UINT64, RALLY_SUM,
+                                                 count_round, &c)) != RALLY_OK) {
                 status = gb_fail(j, "a quantile allreduce", rc);
                 goto out;
             }

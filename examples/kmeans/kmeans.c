@@ -24,8 +24,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "kmeans.h"
 #include "args.h"
+#include "kmeans.h"
 #include "shard.h"
 
 /* The shard's rows as a dense rows x d array in j->x (missing values 0):
@@ -58,8 +58,8 @@ static int bootstrap(struct km_job *j, const struct km_opts *o, double **init)
     uint32_t init_rows = 0, init_cols = 0;
     char err[8192] = "";
     int status = KM_EXIT_INPUT, rc;
-    int bad =
-        rally_data_read(o->ex.data, o->ex.dopts, j->rank, j->world, &ds, err, sizeof err) != RALLY_OK;
+    int bad = rally_data_read(o->ex.data, o->ex.dopts, j->rank, j->world, &ds, err, sizeof err) !=
+              RALLY_OK;
     if (!bad && rally_data_num_features(ds) > KM_MAX_FEATURES) {
         snprintf(err, sizeof err, "%s: %" PRIu64 " features, at most %u are supported", o->ex.data,
                  rally_data_num_features(ds), KM_MAX_FEATURES);
@@ -186,7 +186,8 @@ static int report(const struct km_job *j, const struct km_opts *o, const struct 
     km_model_encode(m, bytes);
     uint64_t digest = rally_digest64(bytes, nbytes);
     if (j->rank == 0) {
-        if (o->ex.model_out != NULL && ex_write_file(o->ex.model_out, bytes, nbytes, err, sizeof err)) {
+        if (o->ex.model_out != NULL &&
+            ex_write_file(o->ex.model_out, bytes, nbytes, err, sizeof err)) {
             fprintf(stderr, "rally-kmeans: %s\n", err);
             status = KM_EXIT_RALLY;
         }
@@ -257,7 +258,7 @@ int main(int argc, char **argv)
     if ((status = register_app(&j, argc, argv)) != KM_EXIT_OK) /* for snapshots */
         goto out;
     for (;;) {
-        if ((status = bootstrap(&j, &o, &init)) == KM_EXIT_OK &&   /* the shard, and its shape */
+        if ((status = bootstrap(&j, &o, &init)) == KM_EXIT_OK &&     /* the shard, and its shape */
             (status = load_or_init(&j, &o, init, &m)) == KM_EXIT_OK) /* checkpoint or k-means++ */
             status = km_lloyd(&j, &o, &m, &objective);               /* iterate */
         if (status != KM_RESIZED)

@@ -123,7 +123,7 @@ static void lane_free(struct lane *l)
 static inline int on_grid(float x, double scale, int64_t *q)
 {
     double t = (double)x * scale; /* exact: scale is a power of two */
-    if (!(fabs(t) < 0x1p62))     /* NaN and infinities too */
+    if (!(fabs(t) < 0x1p62))      /* NaN and infinities too */
         return 0;
     *q = (int64_t)t;
     return (double)*q == t && (*q != 0 || !signbit(x));
@@ -142,8 +142,8 @@ static int lane_init(struct lane *l, const struct km_job *j, uint32_t k)
     l->odd = malloc(j->rows + 1);
     l->dist = malloc(KM_CHUNK * sizeof *l->dist);
     l->at = malloc(KM_CHUNK * sizeof *l->at);
-    if (l->scale == NULL || l->e == NULL || l->sum == NULL || l->slow == NULL ||
-        l->count == NULL || l->odd == NULL || l->dist == NULL || l->at == NULL)
+    if (l->scale == NULL || l->e == NULL || l->sum == NULL || l->slow == NULL || l->count == NULL ||
+        l->odd == NULL || l->dist == NULL || l->at == NULL)
         return -1;
     int lg = 0;
     while (lg < 62 && (UINT64_C(1) << lg) < j->rows + 1)
@@ -180,8 +180,9 @@ static void flush_dist(struct lane *l, rally_xsum_t *acc, size_t n)
 
 /* The same pass into exact accumulators acc = [sums | counts | objective],
  * the rows through the lane. */
-static __attribute__((noinline)) void assign_exact(const struct km_job *j, const struct km_model *m, double *ct,
-                         double *dist, struct lane *l, rally_xsum_t *acc)
+static __attribute__((noinline)) void assign_exact(const struct km_job *j, const struct km_model *m,
+                                                   double *ct, double *dist, struct lane *l,
+                                                   rally_xsum_t *acc)
 {
     const uint32_t d = m->d;
     const size_t kd = (size_t)m->k * d;
@@ -229,7 +230,8 @@ static __attribute__((noinline)) void assign_exact(const struct km_job *j, const
             continue;
         int g = l->e[e % d];
         int64_t hi = S >> 31; /* arithmetic: S = hi * 2^31 + lo, 0 <= lo < 2^31 */
-        double parts[2] = {ldexp((double)hi, g + 31), ldexp((double)(S - hi * (INT64_C(1) << 31)), g)};
+        double parts[2] = {ldexp((double)hi, g + 31),
+                           ldexp((double)(S - hi * (INT64_C(1) << 31)), g)};
         rally_xsum_add(acc, e, &parts[0], 1);
         rally_xsum_add(acc, e, &parts[1], 1);
     }

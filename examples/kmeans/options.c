@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kmeans.h"
 #include "args.h"
+#include "kmeans.h"
 #include "opts.h"
 
 #define PROG "rally-kmeans"

@@ -353,8 +353,9 @@ int rally__xs_allreduce(struct rally__engine *en, struct rally__err *e, struct r
                         void *out, size_t count, int dtype, rally_xsum_t *acc,
                         rally_prepare_fn prepare, void *prepare_arg)
 {
-    struct call c = {w, out, count, dtype, acc, prepare, prepare_arg, 0,
-                     rally__xs_digit_bits(rally__engine.world(en))};
+    struct call c = {w,           out, count,
+                     dtype,       acc, prepare,
+                     prepare_arg, 0,   rally__xs_digit_bits(rally__engine.world(en))};
     if (count > SIZE_MAX / 4 || grow((void **)&w->marks, &w->marks_cap, count, 2 * sizeof(int16_t)))
         return rally__fail(e, RALLY_ENOMEM, "allreduce: no memory for %zu exact sums", count);
     int rc = rally__engine.allreduce(en, w->marks, 2 * count, RALLY_INT16, RALLY_MAX, mark_all, &c);
@@ -368,8 +369,7 @@ int rally__xs_allreduce(struct rally__engine *en, struct rally__err *e, struct r
         total += w->nlimbs[i];
     }
     if (grow((void **)&w->digits, &w->digits_cap, total, sizeof(int64_t)))
-        return rally__fail(e, RALLY_ENOMEM, "allreduce: no memory for %zu exact-sum digits",
-                           total);
+        return rally__fail(e, RALLY_ENOMEM, "allreduce: no memory for %zu exact-sum digits", total);
     if (total > 0) {
         rc = rally__engine.allreduce(en, w->digits, total, RALLY_INT64, RALLY_SUM, pack_all, &c);
         if (rc != RALLY_OK)

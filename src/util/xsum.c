@@ -120,7 +120,7 @@ void rally__xs_mark_double(double v, int16_t out[2])
             p = (int)ex - 1;
         }
         out[0] = (int16_t)(p + bitlen64(m));
-        out[1] = (int16_t)-(p + __builtin_ctzll(m));
+        out[1] = (int16_t) - (p + __builtin_ctzll(m));
     }
 }
 
@@ -137,7 +137,7 @@ void rally__xs_mark_acc(const int64_t *L, int n, int base, uint8_t f, int16_t ou
         out[0] = MARK_NZERO;
     else if (span(t, n, &top, &low)) {
         out[0] = (int16_t)(32 * base + top + 1);
-        out[1] = (int16_t)-(32 * base + low);
+        out[1] = (int16_t) - (32 * base + low);
     } else
         out[0] = MARK_ZERO;
     mark_specials(f, out);
@@ -171,8 +171,7 @@ static void put(int64_t *out, size_t n, size_t j0, int s, uint64_t m, int neg, i
     }
 }
 
-void rally__xs_pack_double(double v, const int16_t mark[2], int digit_bits, size_t n,
-                           int64_t *out)
+void rally__xs_pack_double(double v, const int16_t mark[2], int digit_bits, size_t n, int64_t *out)
 {
     uint64_t bits;
     memcpy(&bits, &v, sizeof bits);

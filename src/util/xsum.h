@@ -41,8 +41,8 @@
 
 /* What an element's operands were, beyond their integer sum. */
 enum {
-    RALLY__XF_ANY = 1,        /* something was added */
-    RALLY__XF_NOT_NZERO = 2,  /* something other than -0 was added */
+    RALLY__XF_ANY = 1,       /* something was added */
+    RALLY__XF_NOT_NZERO = 2, /* something other than -0 was added */
     RALLY__XF_NAN = 4,
     RALLY__XF_PINF = 8,
     RALLY__XF_NINF = 16
@@ -63,7 +63,9 @@ static inline int rally__xs_add(int64_t *L, size_t stride, uint8_t *f, double v)
     int neg = (int)(bits >> 63);
     if (ex == 0x7ff) {
         *f |= RALLY__XF_ANY | RALLY__XF_NOT_NZERO |
-              (m ? RALLY__XF_NAN : neg ? RALLY__XF_NINF : RALLY__XF_PINF);
+              (m     ? RALLY__XF_NAN
+               : neg ? RALLY__XF_NINF
+                     : RALLY__XF_PINF);
         return -1;
     }
     if (m == 0 && ex == 0) {
@@ -99,7 +101,9 @@ static inline int rally__xs_add_float(int64_t *L, size_t stride, uint8_t *f, flo
     int neg = (int)(bits >> 31);
     if (ex == 0xff) {
         *f |= RALLY__XF_ANY | RALLY__XF_NOT_NZERO |
-              (m ? RALLY__XF_NAN : neg ? RALLY__XF_NINF : RALLY__XF_PINF);
+              (m     ? RALLY__XF_NAN
+               : neg ? RALLY__XF_NINF
+                     : RALLY__XF_PINF);
         return -1;
     }
     if (m == 0 && ex == 0) {
@@ -142,8 +146,7 @@ size_t rally__xs_wire_limbs(const int16_t mark[2], int digit_bits);
 
 /* Writes this rank's digits of one element into out[0 .. n), n its
  * rally__xs_wire_limbs. */
-void rally__xs_pack_double(double v, const int16_t mark[2], int digit_bits, size_t n,
-                           int64_t *out);
+void rally__xs_pack_double(double v, const int16_t mark[2], int digit_bits, size_t n, int64_t *out);
 void rally__xs_pack_acc(const int64_t *L, int nl, int base, const int16_t mark[2], int digit_bits,
                         size_t n, int64_t *out);
 
