@@ -2,10 +2,12 @@
  * job_test.c — the tracker's job state machine (src/tracker/job*.c), driven
  * synchronously: events in, actions checked; no sockets, threads or sleeps.
  *
- * Each case replays a transition that tests/tracker_test.c drives through
- * real sockets and threads (named in the comment over it), plus the message
- * encoders and decoders both sides share (src/tracker/msg.c).  Time is a
- * number the test moves forward.
+ * Every transition of the job is a case here; tests/tracker_test.c keeps
+ * only what needs sockets and threads (the handshake, connections, a
+ * crash seen as a hang-up, a recovery, heartbeats and a grow through real
+ * workers), and a case it drives too is named in the comment over it.  Also
+ * the message encoders and decoders both sides share (src/tracker/msg.c)
+ * and the words of a position.  Time is a number the test moves forward.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -344,7 +346,7 @@ static void member_without_register_is_dropped(void **state)
     running(1);
 }
 
-/* tracker_test: duplicate_task_id_is_refused; ranks follow numeric task ids */
+/* A task id registered twice is refused; ranks follow numeric task ids */
 static void duplicate_task_id_is_refused(void **state)
 {
     (void)state;
@@ -426,7 +428,6 @@ static void loss_while_joining_fails_the_job(void **state)
                            "worker joined");
 }
 
-/* tracker_test: worker_error_reaches_the_others */
 static void error_reaches_the_others(void **state)
 {
     (void)state;
@@ -475,7 +476,6 @@ static void start_error_fails_the_job_once(void **state)
     assert_false(logged("RALLY_SNAPSHOT_EVRY")); /* said once, by the failure itself */
 }
 
-/* tracker_test: startup_timeout_names_missing_workers */
 static void startup_timeout_names_missing_workers(void **state)
 {
     (void)state;
@@ -492,7 +492,6 @@ static void startup_timeout_names_missing_workers(void **state)
     assert_int_equal(rally__job_phase(j), RALLY__JOB_FAILED);
 }
 
-/* tracker_test: startup_timeout_names_unready_ranks */
 static void startup_timeout_names_unready_ranks(void **state)
 {
     (void)state;
@@ -589,7 +588,6 @@ static void recover_rank_drops_after_go(void **state)
     assert_int_equal(rally__job_phase(j), RALLY__JOB_DONE);
 }
 
-/* tracker_test: recover_failure_during_assembly_starts_next_epoch */
 static void recover_failure_during_assembly_starts_next_epoch(void **state)
 {
     (void)state;
@@ -648,7 +646,6 @@ static void recover_failure_while_starting(void **state)
     assert_int_equal(rally__job_phase(j), RALLY__JOB_STARTING);
 }
 
-/* tracker_test: recover_stale_incarnation_is_replaced */
 static void recover_stale_incarnation_is_replaced(void **state)
 {
     (void)state;
@@ -955,8 +952,8 @@ static void recover_epoch_timeout(void **state)
 /* Member i's heartbeat: where it stands, and for how long already. */
 static void beat(int i, uint64_t pos, int waiting, const char *what, uint64_t for_ms)
 {
-    struct rally__msg_heartbeat h = {.has_position = 1, .position = pos, .waiting = waiting,
-                                     .for_ms = for_ms};
+    struct rally__msg_heartbeat h = {
+        .has_position = 1, .position = pos, .waiting = waiting, .for_ms = for_ms};
     snprintf(h.what, sizeof h.what, "%s", what);
     unsigned char b[128];
     struct rally__wbuf w = {b, 0, sizeof b, 0};
@@ -995,7 +992,8 @@ static int64_t rank_2_keeps_the_others_waiting(int fail)
     return t0;
 }
 
-#define STUCK_2 "ranks 0, 1, 3 wait in allreduce #12 of version 5; rank 2 has not called it for 60 s"
+#define STUCK_2                                                                                    \
+    "ranks 0, 1, 3 wait in allreduce #12 of version 5; rank 2 has not called it for 60 s"
 
 /* The restart policy: rank 2 is named and fenced (the launcher kills and
  * restarts it), the others hear of it in the RESET. */
@@ -1158,7 +1156,6 @@ static void recovery_round_fails_the_job(void **state)
                         "is in its own code before call #2 before rally_load_checkpoint)");
 }
 
-/* tracker_test: recover_link_failed_resets_without_fencing */
 static void recover_link_failed_resets_without_fencing(void **state)
 {
     (void)state;
@@ -1205,12 +1202,14 @@ static void recover_launcher_reports_death(void **state)
     (void)state;
     new_job(2, 10000);
     running(2);
-    run((struct rally__job_ev){.kind = RALLY__JOB_EV_DIED, .rank = 1, .text = "killed by signal 9"});
+    run((struct rally__job_ev){
+        .kind = RALLY__JOB_EV_DIED, .rank = 1, .text = "killed by signal 9"});
     assert_int_equal(rally__job_epoch(j), 2);
     assert_non_null(find(RALLY__JOB_CLOSE, 1, 0));
     assert_true(sent(0, RALLY__T_RESET));
     assert_true(logged("[7 1 2] the launcher reported rank 1 dead: killed by signal 9"));
-    run((struct rally__job_ev){.kind = RALLY__JOB_EV_DIED, .rank = 1, .text = "killed by signal 9"});
+    run((struct rally__job_ev){
+        .kind = RALLY__JOB_EV_DIED, .rank = 1, .text = "killed by signal 9"});
     assert_int_equal(rally__job_epoch(j), 2); /* known: nothing more */
     const struct rally__job_act *a;
     assert_int_equal(nacts(&a), 0);
@@ -1235,7 +1234,8 @@ static void elastic_rank_given_up_shrinks_the_job(void **state)
     new_job(4, 10000);
     rally__job_set_min_world(j, 3);
     running(4);
-    run((struct rally__job_ev){.kind = RALLY__JOB_EV_DIED, .rank = 1, .text = "killed by signal 9"});
+    run((struct rally__job_ev){
+        .kind = RALLY__JOB_EV_DIED, .rank = 1, .text = "killed by signal 9"});
     assert_int_equal(rally__job_epoch(j), 2);
     for (int i = 0; i < 4; i++)
         if (i != 1)
@@ -1467,7 +1467,6 @@ static void death_after_finalize_only_fences(void **state)
     assert_int_equal(rally__job_phase(j), RALLY__JOB_DONE);
 }
 
-/* tracker_test: recover_not_after_a_rank_finalized */
 static void recover_not_after_a_rank_finalized(void **state)
 {
     (void)state;
@@ -1494,7 +1493,6 @@ static void finalize_while_recovering_is_fatal(void **state)
                         "rank 0 finalized while the job was recovering from a failure (epoch 2)");
 }
 
-/* tracker_test: recover_off_keeps_failures_fatal */
 static void recover_off_keeps_failures_fatal(void **state)
 {
     (void)state;
@@ -1508,7 +1506,6 @@ static void recover_off_keeps_failures_fatal(void **state)
     assert_string_equal(s, "rank 1 disconnected without finalizing (did it crash?)");
 }
 
-/* tracker_test: recover_malformed_rejoin_is_fatal */
 static void recover_malformed_rejoin_is_fatal(void **state)
 {
     (void)state;
@@ -1535,8 +1532,8 @@ static void owner_abort_reaches_everyone(void **state)
     open_m(0);
     reg(0, "0", 0);
     open_m(1); /* authenticated, not registered */
-    run((struct rally__job_ev){.kind = RALLY__JOB_EV_ABORT, .code = RALLY_EPEER,
-                               .text = "rank 1 exited with status 3"});
+    run((struct rally__job_ev){
+        .kind = RALLY__JOB_EV_ABORT, .code = RALLY_EPEER, .text = "rank 1 exited with status 3"});
     char s[RALLY__ERR_MSG_MAX];
     for (int i = 0; i < 2; i++) {
         assert_int_equal(abort_to(i, s, sizeof s), RALLY_EPEER);
@@ -1547,6 +1544,24 @@ static void owner_abort_reaches_everyone(void **state)
 }
 
 /* --- the messages both sides share ----------------------------------------- */
+
+/* The words a position is said in (tracker/proto.c), which every failure
+ * message uses. */
+static void position_words(void **state)
+{
+    (void)state;
+    char s[64];
+    rally__position_str(5, s, sizeof s);
+    assert_string_equal(s, "bootstrap op 5");
+    rally__position_str(UINT64_C(1) << 62, s, sizeof s);
+    assert_string_equal(s, "in load_checkpoint");
+    rally__position_str(RALLY__KEY_OP(3, 8), s, sizeof s); /* version 3, user seq 7 */
+    assert_string_equal(s, "version 3, seq 7");
+    rally__position_str((UINT64_C(2) << 62) | (UINT64_C(9) << 32), s, sizeof s);
+    assert_string_equal(s, "version 9, checkpoint");
+    rally__position_str(UINT64_C(3) << 62, s, sizeof s);
+    assert_string_equal(s, "in finalize");
+}
 
 static void messages_round_trip(void **state)
 {
@@ -1662,6 +1677,7 @@ int main(void)
         cmocka_unit_test_teardown(recover_off_keeps_failures_fatal, done_job),
         cmocka_unit_test_teardown(recover_malformed_rejoin_is_fatal, done_job),
         cmocka_unit_test_teardown(owner_abort_reaches_everyone, done_job),
+        cmocka_unit_test(position_words),
         cmocka_unit_test(messages_round_trip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
