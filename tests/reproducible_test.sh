@@ -60,6 +60,36 @@ same() { # out-file what: its digest must be the reference run's ($tmp/ref)
     [ -n "$(digest "$1")" ] && [ "$(digest "$1")" = "$(digest "$tmp/ref")" ] ||
         { cp "$1" "$tmp/out"; fail "$2 gave '$(digest "$1")', N = 1 gave $(digest "$tmp/ref")"; }
 }
+deaths() { # out-file n: rally-run counted n deaths and as many recoveries
+    grep -q "deaths=$2 recovered=$2 " "$1" || { cp "$1" "$tmp/out"; fail "not $2 death(s) seen"; }
+}
+kill9_same() { # line rank prog args...: a kill -9 of rank once rank 0 printed line: the same model
+    line=$1 victim=$2
+    shift 2
+    RALLY_TEST_TAG="repro-$$" timeout -k 5 90 "$run" -n 3 "$@" >"$tmp/kill" 2>&1 &
+    jobpid=$!
+    wait_line "$tmp/kill" "^\[0\] $line " "$line" 300 0.1
+    kill_worker "$tmp/kill" "$victim"
+    wait "$jobpid" || { cp "$tmp/kill" "$tmp/out"; fail "the job with a kill -9 failed"; }
+    no_leftovers "repro-$$"
+    deaths "$tmp/kill" 1
+    same "$tmp/kill" "a kill -9"
+}
+shrink_same() { # rank version mock args...: rank dies at version, is given up: 4 -> 3, the same model
+    lost=$1 at=$2
+    shift 2
+    "$here/run_job.sh" 0 90 "$run" -n 4 --min-workers 2 --max-restarts 0 "$@" \
+        rally_mock=$lost,$at,0,0 >"$tmp/s" 2>&1 || { cp "$tmp/s" "$tmp/out"; fail "the shrink"; }
+    grep -q "^rally-run: rank $lost lost for good: going on with 3 workers from version $at$" \
+        "$tmp/s" || { cp "$tmp/s" "$tmp/out"; fail "no shrink"; }
+    same "$tmp/s" "a shrink 4 -> 3"
+}
+mpi_same() { # prog args...: under mpirun at N = 1, 3, 4, the same model
+    for n in 1 3 4; do
+        "$here/mpi_job.sh" 0 120 $n "$@" >"$tmp/m$n" 2>&1 || { cp "$tmp/m$n" "$tmp/out"; fail "mpirun -n $n"; }
+        same "$tmp/m$n" "librally_mpi at N = $n"
+    done
+}
 
 case $case_ in
 kmeans_*)
@@ -107,29 +137,11 @@ kmeans_n)
 kmeans_fail)
     job "$tmp/k1" 4 "$kmock" $KM rally_mock=2,0,3,0 rally_mock=1,4,0,0
     same "$tmp/k1" "deaths in k-means++ and iteration 4"
-    grep -q "deaths=2 recovered=2 " "$tmp/k1" || { cp "$tmp/k1" "$tmp/out"; fail "not two deaths"; }
-    RALLY_TEST_TAG="repro-$$" timeout -k 5 90 "$run" -n 3 "$km" $KM --pause-ms 80 \
-        >"$tmp/kill" 2>&1 &
-    jobpid=$!
-    wait_line "$tmp/kill" '^\[0\] iteration 3 ' "iteration 3" 300 0.1
-    kill_worker "$tmp/kill" 1
-    wait "$jobpid" || { cp "$tmp/kill" "$tmp/out"; fail "the job with a kill -9 failed"; }
-    no_leftovers "repro-$$"
-    grep -q "deaths=1 recovered=1 " "$tmp/kill" || { cp "$tmp/kill" "$tmp/out"; fail "no kill -9 seen"; }
-    same "$tmp/kill" "a kill -9"
-    "$here/run_job.sh" 0 90 "$run" -n 4 --min-workers 2 --max-restarts 0 "$kmock" $KM \
-        rally_mock=3,5,0,0 >"$tmp/s" 2>&1 || { cp "$tmp/s" "$tmp/out"; fail "the shrink"; }
-    grep -q "^rally-run: rank 3 lost for good: going on with 3 workers from version 5$" "$tmp/s" ||
-        { cp "$tmp/s" "$tmp/out"; fail "no shrink"; }
-    same "$tmp/s" "a shrink 4 -> 3"
+    deaths "$tmp/k1" 2
+    kill9_same "iteration 3" 1 "$km" $KM --pause-ms 80
+    shrink_same 3 5 "$kmock" $KM
     ;;
-kmeans_mpi)
-    for n in 1 3 4; do
-        "$here/mpi_job.sh" 0 120 $n "$build/rally-kmeans-mpi" $KM >"$tmp/m$n" 2>&1 ||
-            { cp "$tmp/m$n" "$tmp/out"; fail "mpirun -n $n"; }
-        same "$tmp/m$n" "librally_mpi at N = $n"
-    done
-    ;;
+kmeans_mpi) mpi_same "$build/rally-kmeans-mpi" $KM ;;
 kmeans_exact)
     "$py" "$here/kmeans_exact.py" gen "$tmp/e.csv" "$tmp/e_init.csv" || fail "generating the data failed"
     EX="--data $tmp/e.csv --data-opt csv_label=0 -k 4 --init-in $tmp/e_init.csv --iters 1"
@@ -178,30 +190,12 @@ linear_n)
     ;;
 linear_fail)
     job "$tmp/k" 4 "$lmock" $LR rally_mock=1,3,0,0
-    grep -q "deaths=1 recovered=1 " "$tmp/k" || { cp "$tmp/k" "$tmp/out"; fail "not one death"; }
+    deaths "$tmp/k" 1
     same "$tmp/k" "a death at version 3"
-    RALLY_TEST_TAG="repro-$$" timeout -k 5 90 "$run" -n 3 "$lr" $LR --pause-ms 60 \
-        >"$tmp/kill" 2>&1 &
-    jobpid=$!
-    wait_line "$tmp/kill" '^\[0\] iteration 3 ' "iteration 3" 300 0.1
-    kill_worker "$tmp/kill" 2
-    wait "$jobpid" || { cp "$tmp/kill" "$tmp/out"; fail "the job with a kill -9 failed"; }
-    no_leftovers "repro-$$"
-    grep -q "deaths=1 recovered=1 " "$tmp/kill" || { cp "$tmp/kill" "$tmp/out"; fail "no kill -9 seen"; }
-    same "$tmp/kill" "a kill -9"
-    "$here/run_job.sh" 0 90 "$run" -n 4 --min-workers 2 --max-restarts 0 "$lmock" $LR \
-        rally_mock=2,4,0,0 >"$tmp/s" 2>&1 || { cp "$tmp/s" "$tmp/out"; fail "the shrink"; }
-    grep -q "^rally-run: rank 2 lost for good: going on with 3 workers" "$tmp/s" ||
-        { cp "$tmp/s" "$tmp/out"; fail "no shrink"; }
-    same "$tmp/s" "a shrink 4 -> 3"
+    kill9_same "iteration 3" 2 "$lr" $LR --pause-ms 60
+    shrink_same 2 4 "$lmock" $LR
     ;;
-linear_mpi)
-    for n in 1 3 4; do
-        "$here/mpi_job.sh" 0 120 $n "$build/rally-linear-mpi" $LR >"$tmp/m$n" 2>&1 ||
-            { cp "$tmp/m$n" "$tmp/out"; fail "mpirun -n $n"; }
-        same "$tmp/m$n" "librally_mpi at N = $n"
-    done
-    ;;
+linear_mpi) mpi_same "$build/rally-linear-mpi" $LR ;;
 linear_sklearn)
     job "$tmp/n3" 3 "$lr" $LR --model-out "$tmp/m.bin"
     same "$tmp/n3" "N = 3"
@@ -242,29 +236,11 @@ gbdt_fail)
     # the root histogram
     job "$tmp/k1" 4 "$gmock" $GB rally_mock=2,0,3,0 rally_mock=3,2,0,0 rally_mock=1,4,1,0
     same "$tmp/k1" "deaths in a quantile round, a grid and a histogram"
-    grep -q "deaths=3 recovered=3 " "$tmp/k1" || { cp "$tmp/k1" "$tmp/out"; fail "not three deaths"; }
-    RALLY_TEST_TAG="repro-$$" timeout -k 5 90 "$run" -n 3 "$gb" $GB --pause-ms 80 \
-        >"$tmp/kill" 2>&1 &
-    jobpid=$!
-    wait_line "$tmp/kill" '^\[0\] tree 3 ' "tree 3" 300 0.1
-    kill_worker "$tmp/kill" 1
-    wait "$jobpid" || { cp "$tmp/kill" "$tmp/out"; fail "the job with a kill -9 failed"; }
-    no_leftovers "repro-$$"
-    grep -q "deaths=1 recovered=1 " "$tmp/kill" || { cp "$tmp/kill" "$tmp/out"; fail "no kill -9 seen"; }
-    same "$tmp/kill" "a kill -9"
-    "$here/run_job.sh" 0 90 "$run" -n 4 --min-workers 2 --max-restarts 0 "$gmock" $GB \
-        rally_mock=3,5,0,0 >"$tmp/s" 2>&1 || { cp "$tmp/s" "$tmp/out"; fail "the shrink"; }
-    grep -q "^rally-run: rank 3 lost for good: going on with 3 workers from version 5$" "$tmp/s" ||
-        { cp "$tmp/s" "$tmp/out"; fail "no shrink"; }
-    same "$tmp/s" "a shrink 4 -> 3"
+    deaths "$tmp/k1" 3
+    kill9_same "tree 3" 1 "$gb" $GB --pause-ms 80
+    shrink_same 3 5 "$gmock" $GB
     ;;
-gbdt_mpi)
-    for n in 1 3 4; do
-        "$here/mpi_job.sh" 0 120 $n "$build/rally-gbdt-mpi" $GB >"$tmp/m$n" 2>&1 ||
-            { cp "$tmp/m$n" "$tmp/out"; fail "mpirun -n $n"; }
-        same "$tmp/m$n" "librally_mpi at N = $n"
-    done
-    ;;
+gbdt_mpi) mpi_same "$build/rally-gbdt-mpi" $GB ;;
 gbdt_xgboost)
     xgb() { # prefix seed missing objective N flags...: rally-gbdt --reproducible against xgboost
         p=$tmp/$1 obj=$4 n=$5
