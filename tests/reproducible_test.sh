@@ -84,6 +84,21 @@ shrink_same() { # rank version mock args...: rank dies at version, is given up: 
         "$tmp/s" || { cp "$tmp/s" "$tmp/out"; fail "no shrink"; }
     same "$tmp/s" "a shrink 4 -> 3"
 }
+sweep() { # prog args...: the same model at N = 2, 3, 4, 5 and 8, with thresholds that put the
+    # sums on the tree, halving-doubling and the ring (N = 3, 8), and over shm and TCP (N = 4)
+    for n in 2 3 4 5 8; do
+        job "$tmp/n$n" $n "$@"
+        same "$tmp/n$n" "N = $n"
+    done
+    for n in 3 8; do
+        job "$tmp/s$n" $n "$@" $SMALL
+        same "$tmp/s$n" "N = $n, small thresholds"
+    done
+    for t in shm tcp; do
+        RALLY_TRANSPORT=$t job "$tmp/$t" 4 "$@"
+        same "$tmp/$t" "N = 4 over $t"
+    done
+}
 mpi_same() { # prog args...: under mpirun at N = 1, 3, 4, the same model
     for n in 1 3 4; do
         "$here/mpi_job.sh" 0 120 $n "$@" >"$tmp/m$n" 2>&1 || { cp "$tmp/m$n" "$tmp/out"; fail "mpirun -n $n"; }
@@ -115,18 +130,7 @@ esac
 
 case $case_ in
 kmeans_n)
-    for n in 2 3 4 5 8; do
-        job "$tmp/n$n" $n "$km" $KM
-        same "$tmp/n$n" "N = $n"
-    done
-    for n in 3 8; do
-        job "$tmp/s$n" $n "$km" $KM $SMALL
-        same "$tmp/s$n" "N = $n, small thresholds"
-    done
-    for t in shm tcp; do
-        RALLY_TRANSPORT=$t job "$tmp/$t" 4 "$km" $KM
-        same "$tmp/$t" "N = 4 over $t"
-    done
+    sweep "$km" $KM
     job "$tmp/hash" 3 "$km" $KM --data-opt partition=hash
     same "$tmp/hash" "N = 3, partition=hash"
     job "$tmp/p1" 1 "$km" $DATA -k 5 --iters 15
@@ -164,16 +168,7 @@ kmeans_sklearn)
         fail "disagrees with scikit-learn"
     ;;
 linear_n)
-    for n in 2 3 4 5 8; do
-        job "$tmp/n$n" $n "$lr" $LR
-        same "$tmp/n$n" "N = $n"
-    done
-    job "$tmp/s3" 3 "$lr" $LR $SMALL
-    same "$tmp/s3" "N = 3, small thresholds"
-    for t in shm tcp; do
-        RALLY_TRANSPORT=$t job "$tmp/$t" 4 "$lr" $LR
-        same "$tmp/$t" "N = 4 over $t"
-    done
+    sweep "$lr" $LR
     "$py" "$here/linear_sklearn.py" gen-sparse "$tmp/s" 3000 5000 30 5 ||
         fail "generating the sparse data failed"
     SP="--data $tmp/s.train.svm --lambda 1e-3 --memory 5 --reproducible"
@@ -204,18 +199,7 @@ linear_sklearn)
         "$tmp/model.json" "$(objective "$tmp/n3")" 1e-6 || fail "disagrees with scikit-learn"
     ;;
 gbdt_n)
-    for n in 2 3 4 5 8; do
-        job "$tmp/n$n" $n "$gb" $GB
-        same "$tmp/n$n" "N = $n"
-    done
-    for n in 3 8; do
-        job "$tmp/s$n" $n "$gb" $GB $SMALL
-        same "$tmp/s$n" "N = $n, small thresholds"
-    done
-    for t in shm tcp; do
-        RALLY_TRANSPORT=$t job "$tmp/$t" 4 "$gb" $GB
-        same "$tmp/$t" "N = 4 over $t"
-    done
+    sweep "$gb" $GB
     job "$tmp/hash" 3 "$gb" $GB --data-opt partition=hash
     same "$tmp/hash" "N = 3, partition=hash"
     "$py" "$here/gbdt_xgb.py" gen "$tmp/r" 20000 8 9 0.1 reg:squarederror ||
