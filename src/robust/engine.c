@@ -525,8 +525,7 @@ static int set_input(struct rally__engine *en, const char *scheme, const char *f
 
 static int local_records(struct rally__engine *en, rally_owner_fn owner, void *arg)
 {
-    en->rb.owner = owner;
-    en->rb.owner_arg = arg;
+    rally__robust_records_owner(&en->rb, owner, arg);
     return RALLY_OK;
 }
 

@@ -80,8 +80,8 @@ static int wire(struct rally__robust *rb)
     int n = cm->topo.nneighbours, one_host = 1;
     for (int i = 0; i < n; i++) {
         const struct rally__peer_addr *a = &rb->tc.peers[cm->topo.neighbours[i]];
-        peers[i] = (struct rally__mesh_peer){cm->topo.neighbours[i], a->host, a->port,
-                                             a->incarnation};
+        peers[i] =
+            (struct rally__mesh_peer){cm->topo.neighbours[i], a->host, a->port, a->incarnation};
     }
     for (int r = 0; r < rb->world; r++)
         one_host &= rally__host_is_loopback(rb->tc.peers[r].host);
@@ -155,7 +155,7 @@ static int went_on(struct rally__robust *rb)
 {
     rb->tc.resized = 0;
     const char *why = NULL;
-    if (rally__robust_has_local(rb) && rb->owner == NULL)
+    if (rally__robust_has_local(rb) && !rally__robust_records_declared(rb))
         why = "the job checkpoints local models as opaque bytes (rally_checkpoint's local "
               "argument), which rally cannot divide among other workers; declare them as "
               "records (rally_set_local_records)";
@@ -170,9 +170,7 @@ static int went_on(struct rally__robust *rb)
         return RALLY_ECONFIG;
     }
     rally__robust_store_spare_prev(rb);
-    rb->reshard = rally__robust_has_local(rb); /* the records move at the load */
-    if (!rb->reshard)
-        rb->set_world = 0; /* no sets to move: the next change starts from its own world */
+    rally__robust_records_changed(rb, 0); /* the records move at the load */
     rally__robust_cache_clear(rb);
     rb->boot = 0;
     rb->q = 0;
@@ -198,7 +196,7 @@ int rally__robust_reset(struct rally__robust *rb, int cause, uint64_t key)
         /* a survivor stood in finalize: every result is computed, and the
          * ones behind are served from the caches as in any recovery */
         rb->tc.resized = 0;
-        rb->set_world = 0;
+        rally__robust_records_changed(rb, 1);
         rally__robust_store_resized(rb);
         return RALLY_OK;
     }
@@ -222,10 +220,7 @@ int rally__robust_grow(struct rally__robust *rb, uint64_t key)
 static void renumber(struct rally__robust *rb)
 {
     struct rally__comm was = rb->comm;
-    if (rb->set_world == 0) { /* the world the local sets were built in */
-        rb->set_rank = rb->rank;
-        rb->set_world = rb->world;
-    }
+    rally__robust_records_world(rb);
     rally__robust_comm_setup(rb, was.report, rb->err);
     rb->comm.alarm = was.alarm;
     rb->comm.on_alarm = was.on_alarm;
@@ -262,7 +257,7 @@ static int reset(struct rally__robust *rb, int cause, uint64_t key)
             close_links(rb);
             if (!wiring_repairable(rb, rc))
                 return rc; /* the tracker's ABORT, a broken tracker line, a local fault */
-            continue; /* a newer RESET, or a peer died while wiring: report, next epoch */
+            continue;      /* a newer RESET, or a peer died while wiring: report, next epoch */
         }
         rc = rally__tclient_ready(&rb->tc, deadline, rb->err);
         if (rc == RALLY__ERESET)
@@ -372,8 +367,8 @@ static int launch_rank(const char *task_id, int rank)
     return rally__parse_int(task_id, 0, RALLY__WORLD_MAX - 1, &v) == 0 ? (int)v : rank;
 }
 
-int rally__robust_init(struct rally__robust *rb, const struct rally__config *cfg,
-                       const char *host, struct rally__err *e)
+int rally__robust_init(struct rally__robust *rb, const struct rally__config *cfg, const char *host,
+                       struct rally__err *e)
 {
     memset(rb, 0, sizeof *rb);
     rb->err = e;
@@ -410,11 +405,15 @@ int rally__robust_init(struct rally__robust *rb, const struct rally__config *cfg
     /* Peers reach this worker at rally_interface's address, by default the
      * local end of its connection to the tracker: the join listens there
      * only (on a one-host job, loopback), not on every interface. */
-    struct rally__tclient_opts o = {cfg->tracker,    cfg->secret_file,
-                                    cfg->task_id,    0,
-                                    host,            cfg->connect_timeout_ms,
+    struct rally__tclient_opts o = {cfg->tracker,
+                                    cfg->secret_file,
+                                    cfg->task_id,
+                                    0,
+                                    host,
+                                    cfg->connect_timeout_ms,
                                     cfg->connect_timeout_ms + cfg->timeout_ms,
-                                    cfg->link_timeout_ms, cfg->interface,
+                                    cfg->link_timeout_ms,
+                                    cfg->interface,
                                     &rb->listen_fd};
     if (rally__tclient_join(&rb->tc, &o, e) != RALLY_OK)
         return e->code;
@@ -433,8 +432,8 @@ int rally__robust_init(struct rally__robust *rb, const struct rally__config *cfg
      * it); this worker's wait is only a backstop beyond that. */
     int rc = wire(rb);
     if (rc == RALLY_OK)
-        rc = rally__tclient_ready(
-            &rb->tc, rally__deadline(cfg->connect_timeout_ms + cfg->timeout_ms), e);
+        rc = rally__tclient_ready(&rb->tc,
+                                  rally__deadline(cfg->connect_timeout_ms + cfg->timeout_ms), e);
     if (rc != RALLY_OK) {
         /* a death or a newer epoch while joining: follow it like any worker */
         close_links(rb);

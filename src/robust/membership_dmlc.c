@@ -97,7 +97,7 @@ int rally__robust_dmlc_init(struct rally__robust *rb, const char *host, struct r
     rb->tc.epoch = 0;
     /* the exchanged book names every rank: halving-doubling partners too */
     rally__robust_comm_setup(rb, on_report, e);
-    rb->launch_rank = rb->rank; /* the dmlc tracker never renumbers */
+    rb->launch_rank = rb->rank;            /* the dmlc tracker never renumbers */
     rb->comm.alarm = rally__handle_none(); /* no tracker line: links alone tell of a death */
     rb->comm.timeout_ms = wait_ms(cfg);
     if (rally__robust_wire(rb) != RALLY_OK)

@@ -190,8 +190,8 @@ static int run_ack(struct rally__robust *rb, struct rally__op *op, unsigned char
     unsigned char *b = rally__robust_buf(rb, ACK_NBYTES);
     if (b == NULL)
         return rally__fail(rb->err, RALLY_ENOMEM, "out of memory");
-    uint64_t w[ACK_WORDS] = {rally__robust_requests(rb), c->pair[0],  c->pair[1],
-                             c->ncalls,   c->vpair[0], c->vpair[1]};
+    uint64_t w[ACK_WORDS] = {
+        rally__robust_requests(rb), c->pair[0], c->pair[1], c->ncalls, c->vpair[0], c->vpair[1]};
     for (int i = 0; i < ACK_WORDS; i++)
         rally__put_u64(b + 8 * i, w[i]);
     struct rally__reducer rd;

@@ -244,7 +244,7 @@ int rally__robust_recover(struct rally__robust *rb, uint64_t key, const struct r
                            (uint64_t)rally__robust_has_local(rb),
                            0,
                            loading ? mine_v : NONE,
-                           (uint64_t)rb->reshard};
+                           (uint64_t)rally__robust_records_pending(rb)};
         int rc = agree(rb, s, RALLY__K_AGREE);
         if (rc != RALLY_OK)
             return rc;

@@ -65,16 +65,16 @@ static int walk(struct rally__robust *rb, const unsigned char *p, uint64_t n, in
 static int describe(struct rally__robust *rb, uint64_t v, uint64_t *all)
 {
     int N = rb->world;
-    const struct rally__localset *ls = rb->set_world > 0 ? rally__robust_set_of(rb, v) : NULL;
+    const struct rally__localset *ls = rb->rec.set_world > 0 ? rally__robust_set_of(rb, v) : NULL;
     uint64_t slots = 0;
-    int k_old = rb->set_world > 0 ? (int)rb->cfg->local_replica : 0;
-    if (rb->set_world > 0 && k_old > rb->set_world - 1)
-        k_old = rb->set_world - 1;
+    int k_old = rb->rec.set_world > 0 ? (int)rb->cfg->local_replica : 0;
+    if (rb->rec.set_world > 0 && k_old > rb->rec.set_world - 1)
+        k_old = rb->rec.set_world - 1;
     for (int j = 0; ls != NULL && j <= k_old; j++)
         if (ls->data[j] != NULL)
             slots |= UINT64_C(1) << j;
-    uint64_t mine[DESC] = {ls ? (uint64_t)rb->set_rank : RALLY__NONE, (uint64_t)rb->set_world,
-                           (uint64_t)k_old, ls ? slots : 0};
+    uint64_t mine[DESC] = {ls ? (uint64_t)rb->rec.set_rank : RALLY__NONE,
+                           (uint64_t)rb->rec.set_world, (uint64_t)k_old, ls ? slots : 0};
     unsigned char *b = calloc((size_t)N, 8 * DESC);
     size_t *off = malloc(2 * (size_t)N * sizeof *off);
     if (b == NULL || off == NULL) {
@@ -125,8 +125,8 @@ static int suppliers(struct rally__robust *rb, const uint64_t *all, int W, int *
                 slot[d] = 0;
             }
         if (who[d] < 0 && nlost < sizeof lost - 12)
-            nlost += (size_t)snprintf(lost + nlost, sizeof lost - nlost, "%s%d",
-                                      nlost ? ", " : "", d);
+            nlost +=
+                (size_t)snprintf(lost + nlost, sizeof lost - nlost, "%s%d", nlost ? ", " : "", d);
     }
     if (nlost == 0)
         return RALLY_OK;
@@ -160,7 +160,7 @@ int rally__robust_reshard(struct rally__robust *rb, uint64_t v)
         rc = rally__fail(rb->err, RALLY_ENOMEM, "out of memory moving local models");
         goto out;
     }
-    if (rb->owner == NULL) {
+    if (rb->rec.owner == NULL) {
         rc = rally__fail(rb->err, RALLY_ECONFIG,
                          "cannot move local-model records: this worker has no "
                          "rally_set_local_records (every rank must call it)");
@@ -228,7 +228,7 @@ int rally__robust_reshard(struct rally__robust *rb, uint64_t v)
     struct rally__rec rec;
     uint64_t at = 0;
     while (rally__rec_next(gath, total, &at, &rec) == 1) {
-        int owner = rb->owner(rec.id, N, rb->owner_arg);
+        int owner = rb->rec.owner(rec.id, N, rb->rec.arg);
         if (owner < 0 || owner >= N) {
             rc = rally__fail(rb->err, RALLY_EINVAL,
                              "rally_set_local_records' owner gave rank %d for record %016llx "
@@ -296,8 +296,8 @@ int rally__robust_reshard(struct rally__robust *rb, uint64_t v)
     ls->version = v;
     ls->valid = 1;
     rally__robust_set_has_local(rb, 1);
-    rb->reshard = 0;
-    rb->set_world = 0;
+    rb->rec.pending = 0;
+    rb->rec.set_world = 0;
 out:
     rally__recs_free(&keep);
     free(gath);
@@ -307,4 +307,36 @@ out:
     free(who);
     free(all);
     return rc;
+}
+
+void rally__robust_records_owner(struct rally__robust *rb, rally_owner_fn owner, void *arg)
+{
+    rb->rec.owner = owner;
+    rb->rec.arg = arg;
+}
+
+int rally__robust_records_declared(const struct rally__robust *rb)
+{
+    return rb->rec.owner != NULL;
+}
+
+void rally__robust_records_world(struct rally__robust *rb)
+{
+    if (rb->rec.set_world == 0) {
+        rb->rec.set_rank = rb->rank;
+        rb->rec.set_world = rb->world;
+    }
+}
+
+void rally__robust_records_changed(struct rally__robust *rb, int moved)
+{
+    if (!moved)
+        rb->rec.pending = rally__robust_has_local(rb);
+    if (moved || !rb->rec.pending)
+        rb->rec.set_world = 0;
+}
+
+int rally__robust_records_pending(const struct rally__robust *rb)
+{
+    return rb->rec.pending;
 }

@@ -39,8 +39,9 @@
  *                 (rally__tracker_rally: reset, input, print, leave)
  *   membership_dmlc.c  the classic dmlc tracker's kind (rally__tracker_dmlc)
  *   recovery.c    agreement rounds and transfers
- *   reshard.c     local models as records after a change of the workers:
- *                 every record to the rank that owns its id now
+ *   reshard.c     local models as records after a change of the workers
+ *                 (rb->rec, touched by no other file): every record to the
+ *                 rank that owns its id now
  *   verify.c      verified results: digests in the signatures' sidecars
  *   engine.c      the ops table of api/engine.h: the public calls as
  *                 operations
@@ -144,22 +145,21 @@ struct rally__sbuf {
     uint64_t cap;
 };
 
-
 /* The checkpoint store's state (store.c): no other file touches it; they
  * ask store.c's functions. */
 struct rally__store {
     unsigned char *ckpt; /* the newest checkpoint's global model */
     uint64_t ckpt_nbytes;
-    uint64_t ckpt_cap;                             /* ckpt's capacity */
-    uint64_t ckpt_digest;                          /* rally_digest64 of ckpt's bytes */
-    uint64_t committed;                            /* the newest version acknowledged */
+    uint64_t ckpt_cap;    /* ckpt's capacity */
+    uint64_t ckpt_digest; /* rally_digest64 of ckpt's bytes */
+    uint64_t committed;   /* the newest version acknowledged */
     /* an elastic job (rally_elastic) keeps the committed version's model
      * while the next one is stored and not yet acknowledged, so that every
      * survivor of a membership change can go back to the same version: the
      * two buffers take turns, nothing is allocated in the steady state */
     unsigned char *prev;
     uint64_t prev_nbytes, prev_cap, prev_digest, prev_version; /* 0: none */
-    struct rally__sbuf spare[RALLY__STORE_SPARES]; /* reusable buffers, any capacity */
+    struct rally__sbuf spare[RALLY__STORE_SPARES];             /* reusable buffers, any capacity */
     int nspare;
     const unsigned char *lent[RALLY__STORE_LENT]; /* read by a borrower */
     int nlent;
@@ -167,9 +167,9 @@ struct rally__store {
     int nheld;
     rally_serialize_fn lazy; /* or: serialize it only when asked */
     void *lazy_arg;
-    int use_local;                 /* the job checkpoints local models */
-    struct rally__localset loc[2]; /* double buffer: the newest valid and the next */
-    uint64_t request;              /* bits for the next acknowledgement */
+    int use_local;                  /* the job checkpoints local models */
+    struct rally__localset loc[2];  /* double buffer: the newest valid and the next */
+    uint64_t request;               /* bits for the next acknowledgement */
     struct rally__subscribers subs; /* commits, turns, a fresh start (api/engine.h) */
 };
 
@@ -188,15 +188,17 @@ struct rally__robust {
     int resized;    /* the membership changed: every worker went back to its committed
                        checkpoint, and load_checkpoint goes through an agreement */
     /* local models as records (rally_set_local_records): after a change they
-     * move to their new owners at the load (recovery.c, reshard) */
-    rally_owner_fn owner;
-    void *owner_arg;
-    int reshard;              /* the local sets are the old world's: move the records */
-    int set_rank, set_world;  /* ... the rank and world they were built for (-1: none) */
+     * move to their new owners at the load (reshard.c's alone) */
+    struct {
+        rally_owner_fn owner;
+        void *arg;
+        int pending;             /* the local sets are the old world's: move the records */
+        int set_rank, set_world; /* ... the rank and world they were built for (0: none) */
+    } rec;
     uint64_t version;
-    uint32_t q;    /* next op within the version (user seq + 1) */
-    uint32_t boot; /* next bootstrap op */
-    int k; /* ring successors that hold a replica of each local model */
+    uint32_t q;             /* next op within the version (user seq + 1) */
+    uint32_t boot;          /* next bootstrap op */
+    int k;                  /* ring successors that hold a replica of each local model */
     struct rally__store st; /* the checkpoint store: store.c's alone */
     /* the result cache (cache.c's alone) */
     struct {
@@ -437,10 +439,24 @@ void rally__robust_arrived(struct rally__robust *rb, unsigned char *buf, size_t 
 /* --- reshard.c: local models as records after a change of the workers --- */
 
 /* Every worker of the new world, in load_checkpoint: the records of version
- * v's local models (the old world's sets, rb->set_rank of rb->set_world)
- * go to the ranks that own their ids now, and the new set of v replaces
- * the old one. */
+ * v's local models (the old world's sets, rank rb->rec.set_rank of
+ * rb->rec.set_world) go to the ranks that own their ids now, and the new
+ * set of v replaces the old one. */
 int rally__robust_reshard(struct rally__robust *rb, uint64_t v);
+/* rally_set_local_records' owner function (engine.c). */
+void rally__robust_records_owner(struct rally__robust *rb, rally_owner_fn owner, void *arg);
+/* Whether the job declared its local models as records. */
+int rally__robust_records_declared(const struct rally__robust *rb);
+/* Before a renumbering: the world the local sets were built in, kept until
+ * they have moved (the first of several changes in a row counts). */
+void rally__robust_records_world(struct rally__robust *rb);
+/* After a change of the workers: the records move at the load when there
+ * are local models; else, or when the job was finishing (moved 1: every
+ * result is computed, nothing is to move), the next change starts from its
+ * own world. */
+void rally__robust_records_changed(struct rally__robust *rb, int moved);
+/* Whether the records wait to move (the agreement carries it). */
+int rally__robust_records_pending(const struct rally__robust *rb);
 
 /* --- recovery.c: agreement rounds and transfers --- */
 

@@ -42,7 +42,8 @@ unsigned char *rally__robust_stake(struct rally__robust *rb, uint64_t nbytes, ui
 {
     int best = -1;
     for (int i = 0; i < rb->st.nspare; i++)
-        if (rb->st.spare[i].cap >= nbytes && (best < 0 || rb->st.spare[i].cap < rb->st.spare[best].cap))
+        if (rb->st.spare[i].cap >= nbytes &&
+            (best < 0 || rb->st.spare[i].cap < rb->st.spare[best].cap))
             best = i;
     if (best >= 0) {
         unsigned char *p = rb->st.spare[best].p;
@@ -375,7 +376,8 @@ int rally__robust_store_global(struct rally__robust *rb, const void *global, uin
                                rally_serialize_fn lazy, void *lazy_arg)
 {
     struct rally__store *st = &rb->st;
-    if (rb->cfg != NULL && rb->cfg->elastic && st->lazy == NULL && st->ckpt != NULL && rb->version == st->committed) {
+    if (rb->cfg != NULL && rb->cfg->elastic && st->lazy == NULL && st->ckpt != NULL &&
+        rb->version == st->committed) {
         /* elastic: the committed model stays until this one is acknowledged */
         swap_prev(st);
         st->prev_version = rb->version;
@@ -430,8 +432,7 @@ int rally__robust_store_back(struct rally__robust *rb)
     if (rb->version == st->committed)
         return RALLY_OK;
     if (st->lazy != NULL || st->prev == NULL || st->prev_version != st->committed)
-        return rally__fail(rb->err, RALLY_ESTATE,
-                           "cannot go back to checkpoint version %llu: %s",
+        return rally__fail(rb->err, RALLY_ESTATE, "cannot go back to checkpoint version %llu: %s",
                            (unsigned long long)st->committed,
                            st->lazy != NULL ? "a lazy checkpoint keeps no copy of it"
                                             : "this worker no longer holds it");

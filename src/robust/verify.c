@@ -104,8 +104,8 @@ int rally__robust_verify_fail(struct rally__robust *rb, const uint64_t *pairs)
 
 /* A user's collective has its result (run or served): count it, and digest
  * every K-th (never 0, which means none). */
-void rally__robust_verify_result(struct rally__robust *rb, const struct rally__op *op,
-                                 uint64_t key, const unsigned char *res, uint64_t n)
+void rally__robust_verify_result(struct rally__robust *rb, const struct rally__op *op, uint64_t key,
+                                 const unsigned char *res, uint64_t n)
 {
     int64_t k = rb->cfg->verify_every;
     if (k <= 0 || op->sig.kind >= RALLY__K_AGREE)
@@ -130,7 +130,7 @@ void rally__robust_verify_commit(struct rally__robust *rb, uint64_t ncalls)
  * it: the mock's "flip" point flips one bit (librally_mock only). */
 void rally__robust_arrived(struct rally__robust *rb, unsigned char *buf, size_t nbytes)
 {
-    if (nbytes > 0 && rally__mock_flip(&rb->mock, rb->rank, rb->version,
-                                       rally__robust_user_seq(rb), rally__robust_ndeath(rb)))
+    if (nbytes > 0 && rally__mock_flip(&rb->mock, rb->rank, rb->version, rally__robust_user_seq(rb),
+                                       rally__robust_ndeath(rb)))
         buf[nbytes / 2] ^= 1;
 }
