@@ -102,7 +102,8 @@ static void store_lent_never_written(void **state)
     assert_int_equal(rally__robust_set_fill(&rb, ls, 0, m, MODEL), RALLY_OK);
     const unsigned char *l1 = ls->data[0], *p;
     uint64_t n;
-    rb.version = ls->version = 1;
+    rally__robust_pos_at(&rb, 1);
+    ls->version = 1;
     ls->valid = 1;
     rb.world = 1;
     assert_int_equal(rally__robust_lend(&rb, 1, -1, &p, &n), RALLY_OK);
@@ -149,7 +150,7 @@ static void store_lazy_lent_comes_back(void **state)
     rb.world = 1;
     unsigned seed = 7;
     assert_int_equal(rally__robust_store_global(&rb, NULL, 0, serialize_seed, &seed), RALLY_OK);
-    rb.version = 1;
+    rally__robust_pos_at(&rb, 1);
     const unsigned char *a, *b;
     uint64_t n;
     assert_int_equal(rally__robust_lend(&rb, 1, -1, &a, &n), RALLY_OK);

@@ -472,7 +472,7 @@ static int world(const struct rally__engine *en)
 
 static uint64_t version(const struct rally__engine *en)
 {
-    return en->rb.version;
+    return rally__robust_version(&en->rb);
 }
 
 static void request(struct rally__engine *en, uint64_t bits)
@@ -543,7 +543,6 @@ static int abort_job(struct rally__engine *en, int code, const char *sentence)
     rally__err_clear(rb->err);
     rally__fail(rb->err, RALLY_EPEER, "rank %d failed: %s", rb->rank, sentence);
     rally__robust_fatal(rb, RALLY_EPEER, sentence);
-    rb->fatal = RALLY_EPEER;
     return RALLY_EPEER;
 }
 

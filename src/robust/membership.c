@@ -24,7 +24,7 @@ static int on_alarm(void *arg, struct rally__err *e)
     struct rally__robust *rb = arg;
     int rc = rally__tclient_check(&rb->tc, e);
     if (rc != RALLY_OK && rc != RALLY__ERESET)
-        rb->fatal = rc;
+        rb->mem.fatal = rc;
     return rc;
 }
 
@@ -32,7 +32,7 @@ static int on_alarm(void *arg, struct rally__err *e)
  * exit — else the launcher could see an exit first and restart the worker. */
 void rally__robust_fatal(struct rally__robust *rb, int code, const char *msg)
 {
-    rb->fatal = code;
+    rb->mem.fatal = code;
     if (!rb->distributed || rb->tc.fd < 0)
         return;
     rally__tclient_report(&rb->tc, code, msg);
@@ -85,7 +85,7 @@ static int wire(struct rally__robust *rb)
     }
     for (int r = 0; r < rb->world; r++)
         one_host &= rally__host_is_loopback(rb->tc.peers[r].host);
-    struct rally__mesh_opts o = {.listen_fd = rb->listen_fd,
+    struct rally__mesh_opts o = {.listen_fd = rb->mem.listen_fd,
                                  .secret = &rb->tc.secret,
                                  .rank = rb->rank,
                                  .world = rb->world,
@@ -115,7 +115,7 @@ static int wire(struct rally__robust *rb)
 static int wiring_repairable(const struct rally__robust *rb, int rc)
 {
     return rally__robust_repairable(rb, rc) ||
-           (rb->distributed && !rb->fatal && (rc == RALLY_EAUTH || rc == RALLY_EPROTO));
+           (rb->distributed && !rb->mem.fatal && (rc == RALLY_EAUTH || rc == RALLY_EPROTO));
 }
 
 /* Waits on the alarm line for the tracker's RESET (or its ABORT). */
@@ -140,9 +140,19 @@ static int await_reset(struct rally__robust *rb)
     }
 }
 
+void rally__robust_in_step(struct rally__robust *rb)
+{
+    rb->mem.recovering = 0;
+}
+
+void rally__robust_resize_done(struct rally__robust *rb)
+{
+    rb->mem.resized = 0;
+}
+
 int rally__robust_repairable(const struct rally__robust *rb, int rc)
 {
-    return rb->distributed && !rb->fatal &&
+    return rb->distributed && !rb->mem.fatal &&
            (rc == RALLY__ERESET || rc == RALLY_EPEER || rc == RALLY_ETIMEDOUT);
 }
 
@@ -172,24 +182,21 @@ static int went_on(struct rally__robust *rb)
     rally__robust_store_spare_prev(rb);
     rally__robust_records_changed(rb, 0); /* the records move at the load */
     rally__robust_cache_clear(rb);
-    rb->boot = 0;
-    rb->q = 0;
-    rb->loaded = 0;
-    rb->resized = 1;
-    rb->vfy.ncalls = 0;
-    rb->vfy.digest = 0;
+    rally__robust_pos_restart(rb);
+    rb->mem.resized = 1;
+    rally__robust_verify_forget(rb);
     rally__robust_requests_spent(rb); /* they were for a commit of the old world */
     rally__robust_store_resized(rb);
     return rally__fail(rb->err, RALLY_ERESIZED,
                        "the job goes on with %d workers from checkpoint version %llu; this "
                        "worker is rank %d now: read its input again and call "
                        "rally_load_checkpoint",
-                       rb->world, (unsigned long long)rb->version, rb->rank);
+                       rb->world, (unsigned long long)rally__robust_version(rb), rb->rank);
 }
 
 int rally__robust_reset(struct rally__robust *rb, int cause, uint64_t key)
 {
-    int rc = rb->kind->reset(rb, cause, key); /* only a distributed job resets */
+    int rc = rb->mem.kind->reset(rb, cause, key); /* only a distributed job resets */
     if (rc != RALLY_OK || !rb->tc.resized)
         return rc;
     if (rb->tc.assign_flags & RALLY__ASSIGN_FINISHING) {
@@ -205,7 +212,7 @@ int rally__robust_reset(struct rally__robust *rb, int cause, uint64_t key)
 
 int rally__robust_grow(struct rally__robust *rb, uint64_t key)
 {
-    if (rb->kind != &rally__tracker_rally)
+    if (rb->mem.kind != &rally__tracker_rally)
         return RALLY_OK;
     int rc = rally__tclient_grow_ready(&rb->tc, rb->err);
     if (rc == RALLY_OK)
@@ -245,14 +252,15 @@ static int reset(struct rally__robust *rb, int cause, uint64_t key)
         int64_t deadline = rally__deadline(rb->cfg->connect_timeout_ms + rb->cfg->timeout_ms);
         if ((rc = rally__tclient_rejoin(&rb->tc, key, (uint32_t)rally__robust_committed(rb),
                                         deadline, rb->err)) != RALLY_OK) {
-            rb->fatal = rc;
+            rb->mem.fatal = rc;
             return rc;
         }
         if (rb->tc.resized)
             renumber(rb);
         /* a worker waiting to join is asked for again at this epoch's GO */
         rb->tc.grow_asked = 0;
-        rally__robust_mock(rb, rb->version, rally__robust_user_seq(rb), RALLY__MOCK_WIRE);
+        rally__robust_mock(rb, rally__robust_version(rb), rally__robust_user_seq(rb),
+                           RALLY__MOCK_WIRE);
         if ((rc = wire(rb)) != RALLY_OK) {
             close_links(rb);
             if (!wiring_repairable(rb, rc))
@@ -263,20 +271,20 @@ static int reset(struct rally__robust *rb, int cause, uint64_t key)
         if (rc == RALLY__ERESET)
             continue;
         if (rc != RALLY_OK) {
-            rb->fatal = rc;
+            rb->mem.fatal = rc;
             return rc;
         }
         rally__err_clear(rb->err);
-        rb->recovering = 1;
+        rb->mem.recovering = 1;
         return RALLY_OK;
     }
 }
 
 int rally__robust_input(struct rally__robust *rb, const char *scheme, const char *fingerprint)
 {
-    if (rb->kind == NULL || rb->kind->input == NULL || !rb->cfg->input_check)
+    if (rb->mem.kind == NULL || rb->mem.kind->input == NULL || !rb->cfg->input_check)
         return RALLY_OK;
-    return rb->kind->input(rb, scheme, fingerprint);
+    return rb->mem.kind->input(rb, scheme, fingerprint);
 }
 
 static int input(struct rally__robust *rb, const char *scheme, const char *fingerprint)
@@ -288,8 +296,8 @@ static int input(struct rally__robust *rb, const char *scheme, const char *finge
 /* The user's line to the tracker's log (stdout alone). */
 int rally__robust_print(struct rally__robust *rb, const char *msg)
 {
-    if (rb->kind != NULL)
-        return rb->kind->print(rb, msg);
+    if (rb->mem.kind != NULL)
+        return rb->mem.kind->print(rb, msg);
     printf("%s\n", msg);
     fflush(stdout);
     return RALLY_OK;
@@ -304,7 +312,7 @@ static int print(struct rally__robust *rb, const char *msg)
 
 int rally__robust_leave(struct rally__robust *rb)
 {
-    return rb->kind->leave(rb);
+    return rb->mem.kind->leave(rb);
 }
 
 static int leave(struct rally__robust *rb)
@@ -375,7 +383,7 @@ int rally__robust_init(struct rally__robust *rb, const struct rally__config *cfg
     rb->cfg = cfg;
     rb->host = host;
     rb->world = 1;
-    rb->listen_fd = -1;
+    rb->mem.listen_fd = -1;
     rb->tc.fd = -1;
     rally__comm_init(&rb->comm, 0, 1, e);
     rb->comm.timeout_ms = cfg->timeout_ms;
@@ -388,7 +396,7 @@ int rally__robust_init(struct rally__robust *rb, const struct rally__config *cfg
     if (cfg->tracker[0] == '\0')
         return RALLY_OK; /* no launcher: rank 0 of 1 */
     rb->distributed = 1;
-    rb->kind = &rally__tracker_rally;
+    rb->mem.kind = &rally__tracker_rally;
     if (cfg->sock_buf_bytes > 0 && cfg->sock_buf_bytes < 32 << 10) {
         rally__fail(e, RALLY_ECONFIG,
                     "rally_sock_buf_bytes=%lld is below 32K: the kernel's buffer (twice that) "
@@ -414,7 +422,7 @@ int rally__robust_init(struct rally__robust *rb, const struct rally__config *cfg
                                     cfg->connect_timeout_ms + cfg->timeout_ms,
                                     cfg->link_timeout_ms,
                                     cfg->interface,
-                                    &rb->listen_fd};
+                                    &rb->mem.listen_fd};
     if (rally__tclient_join(&rb->tc, &o, e) != RALLY_OK)
         return e->code;
     /* the tracker watches this worker's liveness from its ASSIGN on */
@@ -426,8 +434,8 @@ int rally__robust_init(struct rally__robust *rb, const struct rally__config *cfg
     rb->comm.on_alarm = on_alarm;
     /* joined in a later epoch: this worker replaces one that died, or joins
      * at a membership change, where every worker loads again */
-    rb->recovering = rb->tc.epoch > 0;
-    rb->resized = (rb->tc.assign_flags & RALLY__ASSIGN_CHANGED) != 0;
+    rb->mem.recovering = rb->tc.epoch > 0;
+    rb->mem.resized = (rb->tc.assign_flags & RALLY__ASSIGN_CHANGED) != 0;
     /* Until GO the tracker decides (it bounds the start-up and aborts past
      * it); this worker's wait is only a backstop beyond that. */
     int rc = wire(rb);
@@ -450,13 +458,13 @@ int rally__robust_init(struct rally__robust *rb, const struct rally__config *cfg
 
 void rally__robust_free(struct rally__robust *rb)
 {
-    if (rb->kind != NULL && rb->kind->free != NULL)
-        rb->kind->free(rb);
+    if (rb->mem.kind != NULL && rb->mem.kind->free != NULL)
+        rb->mem.kind->free(rb);
     close_links(rb);
     rally__comm_free(&rb->comm);
     rally__tclient_close(&rb->tc);
-    if (rb->listen_fd >= 0)
-        close(rb->listen_fd);
+    if (rb->mem.listen_fd >= 0)
+        close(rb->mem.listen_fd);
     rally__robust_cache_free(rb);
     rally__robust_store_free(rb);
     rally__mock_free(&rb->mock);

@@ -34,7 +34,7 @@ static void on_report(void *arg, int code, const char *msg)
     struct rally__robust *rb = arg;
     (void)msg;
     if (code != RALLY_ETIMEDOUT)
-        rb->fatal = code;
+        rb->mem.fatal = code;
 }
 
 /* How long a worker waits for its peers: rally_timeout_ms, bounded by
@@ -53,15 +53,15 @@ static int64_t join_timeout_ms(const struct rally__config *cfg)
 /* Asks the tracker and the ring for the address book; fills rb->tc. */
 static int join(struct rally__robust *rb, const char *cmd, uint32_t flags, uint32_t *all_flags)
 {
-    struct rally__dmlc_self me = {rb->dmlc_port, rb->tc.incarnation, flags};
+    struct rally__dmlc_self me = {rb->mem.dmlc_port, rb->tc.incarnation, flags};
     struct rally__peer_addr *book;
     int64_t deadline = rally__deadline(join_timeout_ms(rb->cfg));
-    if (rally__dmlc_join(rb->dmlc, cmd, &me, deadline, &book, all_flags, rb->err) != RALLY_OK)
+    if (rally__dmlc_join(rb->mem.dmlc, cmd, &me, deadline, &book, all_flags, rb->err) != RALLY_OK)
         return rb->err->code;
     free(rb->tc.peers);
     rb->tc.peers = book;
-    rb->tc.rank = rb->dmlc->rank;
-    rb->tc.world = rb->dmlc->world;
+    rb->tc.rank = rb->mem.dmlc->rank;
+    rb->tc.world = rb->mem.dmlc->world;
     rb->tc.epoch++;
     return RALLY_OK;
 }
@@ -71,22 +71,22 @@ int rally__robust_dmlc_init(struct rally__robust *rb, const char *host, struct r
     const struct rally__config *cfg = rb->cfg;
     (void)host; /* the address book carries what the tracker connection shows */
     rb->distributed = 1;
-    rb->kind = &rally__tracker_dmlc;
-    rb->dmlc = calloc(1, sizeof *rb->dmlc);
-    if (rb->dmlc == NULL)
+    rb->mem.kind = &rally__tracker_dmlc;
+    rb->mem.dmlc = calloc(1, sizeof *rb->mem.dmlc);
+    if (rb->mem.dmlc == NULL)
         return rally__fail(e, RALLY_ENOMEM, "out of memory");
-    if (rally__dmlc_init(rb->dmlc, cfg->dmlc_tracker_uri, (int)cfg->dmlc_tracker_port, cfg->task_id,
-                         cfg->connect_timeout_ms, e) != RALLY_OK)
+    if (rally__dmlc_init(rb->mem.dmlc, cfg->dmlc_tracker_uri, (int)cfg->dmlc_tracker_port,
+                         cfg->task_id, cfg->connect_timeout_ms, e) != RALLY_OK)
         return e->code;
-    if (cfg->dmlc_num_attempt > 0 && strcmp(rb->dmlc->task_id, "NULL") == 0)
+    if (cfg->dmlc_num_attempt > 0 && strcmp(rb->mem.dmlc->task_id, "NULL") == 0)
         return rally__fail(e, RALLY_ECONFIG,
                            "attempt %lld of a worker without a task id: the dmlc tracker finds "
                            "a restarted worker's rank by DMLC_TASK_ID (or rally_task_id)",
                            (long long)cfg->dmlc_num_attempt);
     /* a tracker on loopback means a one-host job: listen there only */
     const char *uri = cfg->dmlc_tracker_uri;
-    if (rally__tcp_listen(rally__host_is_loopback(uri) ? uri : "", 0, 128, &rb->listen_fd,
-                          &rb->dmlc_port, e) != RALLY_OK)
+    if (rally__tcp_listen(rally__host_is_loopback(uri) ? uri : "", 0, 128, &rb->mem.listen_fd,
+                          &rb->mem.dmlc_port, e) != RALLY_OK)
         return e->code;
     rb->tc.incarnation = (uint32_t)cfg->dmlc_num_attempt + 1;
     memset(&rb->tc.secret, 0, sizeof rb->tc.secret); /* public: names, proves nothing */
@@ -103,7 +103,7 @@ int rally__robust_dmlc_init(struct rally__robust *rb, const char *host, struct r
     if (rally__robust_wire(rb) != RALLY_OK)
         return e->code;
     /* someone restarted before the job got going: everyone agrees first */
-    rb->recovering = (flags & RALLY__DMLC_F_RECOVERING) != 0;
+    rb->mem.recovering = (flags & RALLY__DMLC_F_RECOVERING) != 0;
     return RALLY_OK;
 }
 
@@ -119,12 +119,12 @@ static int dmlc_reset(struct rally__robust *rb, int cause, uint64_t key)
         int rc = join(rb, "recover", RALLY__DMLC_F_RECOVERING, &flags);
         if (rc == RALLY_OK && (rc = rally__robust_wire(rb)) == RALLY_OK) {
             rally__err_clear(rb->err);
-            rb->recovering = 1;
+            rb->mem.recovering = 1;
             return RALLY_OK;
         }
         /* a peer died again while re-wiring: back to the tracker */
         if ((rc != RALLY_EPEER && rc != RALLY_ETIMEDOUT) || rally__ms_left(deadline) == 0) {
-            rb->fatal = rc;
+            rb->mem.fatal = rc;
             return rc;
         }
     }
@@ -132,18 +132,18 @@ static int dmlc_reset(struct rally__robust *rb, int cause, uint64_t key)
 
 static int dmlc_print(struct rally__robust *rb, const char *msg)
 {
-    return rally__dmlc_print(rb->dmlc, msg, rb->err);
+    return rally__dmlc_print(rb->mem.dmlc, msg, rb->err);
 }
 
 static int dmlc_leave(struct rally__robust *rb)
 {
-    return rally__dmlc_shutdown(rb->dmlc, rb->err);
+    return rally__dmlc_shutdown(rb->mem.dmlc, rb->err);
 }
 
 static void dmlc_free(struct rally__robust *rb)
 {
-    free(rb->dmlc);
-    rb->dmlc = NULL;
+    free(rb->mem.dmlc);
+    rb->mem.dmlc = NULL;
 }
 
 const struct rally__tracker_kind rally__tracker_dmlc = {

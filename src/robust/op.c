@@ -20,15 +20,28 @@ enum { SERVED = RALLY__SERVED, EXECUTE = RALLY__EXECUTE };
 
 static uint64_t here(const struct rally__robust *rb)
 {
-    return rb->loaded ? RALLY__KEY_OP(rb->version, rb->q) : RALLY__KEY_BOOT(rb->boot);
+    return rb->pos.loaded ? RALLY__KEY_OP(rb->pos.version, rb->pos.q)
+                          : RALLY__KEY_BOOT(rb->pos.boot);
+}
+
+void rally__robust_pos_restart(struct rally__robust *rb)
+{
+    rb->pos.boot = 0;
+    rb->pos.q = 0;
+    rb->pos.loaded = 0;
+}
+
+void rally__robust_pos_at(struct rally__robust *rb, uint64_t v)
+{
+    rb->pos.version = v;
 }
 
 static void advance(struct rally__robust *rb)
 {
-    if (rb->loaded)
-        rb->q++;
+    if (rb->pos.loaded)
+        rb->pos.q++;
     else
-        rb->boot++;
+        rb->pos.boot++;
 }
 
 /* Where this worker stands, for the tracker's progress watch (client.h):
@@ -52,13 +65,13 @@ int rally__robust_op(struct rally__robust *rb, struct rally__op *op)
 
 static int run_op(struct rally__robust *rb, struct rally__op *op, uint64_t key)
 {
-    rally__robust_mock(rb, rb->version, rally__robust_user_seq(rb), RALLY__MOCK_OP);
+    rally__robust_mock(rb, rb->pos.version, rally__robust_user_seq(rb), RALLY__MOCK_OP);
     int prepared = 0;
     for (;;) {
         int rc;
         unsigned char *res = NULL;
         uint64_t n = 0;
-        if (rb->recovering) {
+        if (rally__robust_recovering(rb)) {
             rc = rally__robust_recover(rb, key, &op->sig, &res, &n);
             if (rc == SERVED) {
                 if ((rc = op->deliver(rb, op, res, n)) != RALLY_OK) {
@@ -174,7 +187,7 @@ static int name_mismatch(struct rally__robust *rb, struct rally__op *op, const s
         for (int k = 0; k < 2; k++)
             pairs[2 * i + k] = rally__get_u64(all + (size_t)i * 32 + (verified ? 16 : 0) + 8 * k);
     rc = verified ? rally__robust_verify_fail(rb, pairs)
-                  : rally__digest_fail(rb->err, rb->version, pairs, N);
+                  : rally__digest_fail(rb->err, rb->pos.version, pairs, N);
     rally__robust_fatal(rb, rc, rb->err->msg);
 done:
     free(pairs);
@@ -229,7 +242,7 @@ static int deliver_ack(struct rally__robust *rb, struct rally__op *op, const uns
                     "checkpoint version %llu: rank %d (restarted) passed a global model with "
                     "digest %016llx to rally_checkpoint, but the job agreed on digest %016llx "
                     "(rally_digest64 of its bytes)",
-                    (unsigned long long)rb->version, rb->rank, (unsigned long long)c->pair[0],
+                    (unsigned long long)rb->pos.version, rb->rank, (unsigned long long)c->pair[0],
                     (unsigned long long)agreed);
         rally__robust_fatal(rb, RALLY_EMISMATCH, rb->err->msg);
         return RALLY_EMISMATCH;
@@ -246,29 +259,30 @@ static int deliver_ack(struct rally__robust *rb, struct rally__op *op, const uns
  * into the word or it was served a word the job agreed without them. */
 static int acknowledge(struct rally__robust *rb, int counted)
 {
-    rb->q = 0;
+    rb->pos.q = 0;
     struct ack c = {0};
     /* a worker served the checkpoint lost count, and the verified digest */
-    c.ncalls = counted ? rb->vfy.ncalls : 0;
-    rally__digest_pair(c.vpair, counted && rb->vfy.digest != 0, rb->vfy.digest);
+    c.ncalls = counted ? rally__robust_verify_ncalls(rb) : 0;
+    rally__digest_pair(c.vpair, counted && rally__robust_verify_digest(rb) != 0,
+                       rally__robust_verify_digest(rb));
     uint64_t d = 0;
     int copied = rally__robust_global_digest(rb, &d);
     rally__digest_pair(c.pair, copied, d);
     struct rally__op ack = {
-        {RALLY__K_ACK, 0, 0, -1, rb->version, 0}, NULL, NULL, run_ack, deliver_ack, &c};
+        {RALLY__K_ACK, 0, 0, -1, rb->pos.version, 0}, NULL, NULL, run_ack, deliver_ack, &c};
     int rc = rally__robust_op(rb, &ack);
     if (rc != RALLY_OK)
         return rc;
-    rally__robust_cache_drop_below(rb, rb->version);
+    rally__robust_cache_drop_below(rb, rb->pos.version);
     rally__robust_requests_spent(rb);
     rally__robust_verify_commit(rb, c.ncalls);
-    rally__robust_commit(rb, rb->version, c.flags);
+    rally__robust_commit(rb, rb->pos.version, c.flags);
     /* The job takes the workers waiting to join in here.  Every worker that
      * ran the acknowledgement tells the tracker, in the epoch it ran in; one
      * served it ran it in a later epoch, the one that took them in or one a
      * failure began (then the tracker asks again at its GO). */
     if ((c.flags & RALLY__REQ_GROW) && c.ran)
-        return rally__robust_grow(rb, RALLY__KEY_OP(rb->version, rb->q));
+        return rally__robust_grow(rb, RALLY__KEY_OP(rb->pos.version, rb->pos.q));
     return RALLY_OK;
 }
 
@@ -276,15 +290,15 @@ int rally__robust_checkpoint(struct rally__robust *rb, const void *global, uint6
                              rally_serialize_fn lazy, void *lazy_arg, const void *local,
                              uint64_t local_nbytes)
 {
-    rally__robust_mock(rb, rb->version, rally__robust_user_seq(rb), RALLY__MOCK_OP);
+    rally__robust_mock(rb, rb->pos.version, rally__robust_user_seq(rb), RALLY__MOCK_OP);
     uint64_t seq = rally__robust_user_seq(rb);
-    if (rb->version > 0 && (local != NULL) != rally__robust_has_local(rb))
+    if (rb->pos.version > 0 && (local != NULL) != rally__robust_has_local(rb))
         return rally__fail(rb->err, RALLY_EINVAL,
                            "checkpoint: a job passes a local model always or never (this call %s "
                            "one, earlier ones %s)",
                            local ? "passes" : "does not pass",
                            rally__robust_has_local(rb) ? "did" : "did not");
-    rb->loaded = 1;
+    rb->pos.loaded = 1;
     int rc;
     if (local != NULL) {
         rally__robust_set_has_local(rb, 1);
@@ -298,15 +312,15 @@ int rally__robust_checkpoint(struct rally__robust *rb, const void *global, uint6
         return rc;
     if (rally__robust_store_global(rb, global, nbytes, lazy, lazy_arg) != RALLY_OK)
         return rb->err->code;
-    uint64_t was = rb->version;
-    rb->version++;
+    uint64_t was = rb->pos.version;
+    rb->pos.version++;
     rally__robust_mock(rb, was, seq, RALLY__MOCK_CHECKPOINT);
     if (!rb->distributed) {
-        rally__robust_cache_drop_below(rb, rb->version);
-        rb->q = 1;
+        rally__robust_cache_drop_below(rb, rb->pos.version);
+        rb->pos.q = 1;
         uint64_t flags = rally__robust_requests(rb);
         rally__robust_requests_spent(rb);
-        rally__robust_commit(rb, rb->version, flags);
+        rally__robust_commit(rb, rb->pos.version, flags);
         return RALLY_OK;
     }
     if (rb->tc.grow_asked) { /* a worker waits to join: this version takes it in */
@@ -325,10 +339,10 @@ static int commit_loaded(struct rally__robust *rb, int adopted)
 {
     if (rb->distributed)
         return acknowledge(rb, adopted); /* a worker served lost the count, one adopting has it */
-    rb->q = 1;
+    rb->pos.q = 1;
     uint64_t flags = rally__robust_requests(rb);
     rally__robust_requests_spent(rb);
-    rally__robust_commit(rb, rb->version, flags);
+    rally__robust_commit(rb, rb->pos.version, flags);
     return RALLY_OK;
 }
 
@@ -344,7 +358,7 @@ int rally__robust_load(struct rally__robust *rb, void **global, uint64_t *global
 static int load(struct rally__robust *rb, void **global, uint64_t *global_nbytes, void **local,
                 uint64_t *local_nbytes, uint64_t *version)
 {
-    if (rb->loaded)
+    if (rb->pos.loaded)
         return rally__fail(rb->err, RALLY_ESTATE,
                            "rally_load_checkpoint must be called once, before the first "
                            "rally_checkpoint");
@@ -353,7 +367,7 @@ static int load(struct rally__robust *rb, void **global, uint64_t *global_nbytes
         uint64_t n = 0;
         int rc = EXECUTE;
         struct rally__sig none = {0};
-        if (rb->recovering || rb->resized)
+        if (rally__robust_recovering(rb) || rally__robust_resized(rb))
             rc = rally__robust_recover(rb, RALLY__KEY_LOAD, &none, &res, &n);
         int adopted = 0;
         if (rc == EXECUTE || (rc == SERVED && res == NULL)) {
@@ -361,11 +375,11 @@ static int load(struct rally__robust *rb, void **global, uint64_t *global_nbytes
              * checkpoint: a subscriber may give it one (a snapshot) */
             if ((rc = rally__robust_fresh(rb)) != RALLY_OK)
                 return rc;
-            rb->loaded = 1;
-            rb->resized = 0;
-            rb->q = 1;
-            *version = rb->version;
-            if (rb->version == 0)
+            rb->pos.loaded = 1;
+            rally__robust_resize_done(rb);
+            rb->pos.q = 1;
+            *version = rb->pos.version;
+            if (rb->pos.version == 0)
                 return RALLY_OK;
             res = (unsigned char *)rally__robust_global(rb, &n); /* adopted: committed below */
             rc = SERVED;
@@ -374,7 +388,7 @@ static int load(struct rally__robust *rb, void **global, uint64_t *global_nbytes
         if (rc == SERVED) {
             /* res is the store's model now (recover() adopted it): the caller's copy */
             struct rally__localset *ls =
-                rally__robust_has_local(rb) ? rally__robust_set_of(rb, rb->version) : NULL;
+                rally__robust_has_local(rb) ? rally__robust_set_of(rb, rb->pos.version) : NULL;
             unsigned char *g = rally__robust_dup(res, n), *l = NULL;
             if (ls != NULL && local != NULL)
                 l = rally__robust_dup(ls->data[0], ls->nbytes[0]);
@@ -383,8 +397,8 @@ static int load(struct rally__robust *rb, void **global, uint64_t *global_nbytes
                 free(l);
                 return rally__fail(rb->err, RALLY_ENOMEM, "out of memory loading a checkpoint");
             }
-            rb->loaded = 1; /* rb->version was set by recover(), or adopted */
-            rb->resized = 0;
+            rb->pos.loaded = 1; /* rb->pos.version was set by recover(), or adopted */
+            rally__robust_resize_done(rb);
             if ((rc = commit_loaded(rb, adopted)) != RALLY_OK) {
                 free(g);
                 free(l);
@@ -397,7 +411,7 @@ static int load(struct rally__robust *rb, void **global, uint64_t *global_nbytes
                 if (local_nbytes != NULL)
                     *local_nbytes = ls != NULL ? ls->nbytes[0] : 0;
             }
-            *version = rb->version;
+            *version = rb->pos.version;
             return RALLY_OK;
         }
         if (!rally__robust_repairable(rb, rc))
@@ -410,7 +424,7 @@ static int load(struct rally__robust *rb, void **global, uint64_t *global_nbytes
 /* The mock's kill points of this rank that never fired, named once. */
 static void unfired(const struct rally__robust *rb)
 {
-    rally__mock_unfired(&rb->mock, rb->launch_rank, rally__robust_ndeath(rb), rb->version,
+    rally__mock_unfired(&rb->mock, rb->launch_rank, rally__robust_ndeath(rb), rb->pos.version,
                         rally__robust_user_seq(rb));
 }
 
@@ -419,7 +433,7 @@ static void unfired(const struct rally__robust *rb)
  * its input away (recovery.c, rally__robust_rejoin_locals). */
 int rally__robust_rejoined(struct rally__robust *rb)
 {
-    if (!rb->distributed || !rb->recovering)
+    if (!rb->distributed || !rally__robust_recovering(rb))
         return RALLY_OK;
     for (;;) {
         int rc = rally__robust_rejoin_locals(rb);
@@ -437,7 +451,7 @@ int rally__robust_rejoined(struct rally__robust *rb)
 
 int rally__robust_finalize(struct rally__robust *rb)
 {
-    rally__robust_mock(rb, rb->version, rally__robust_user_seq(rb), RALLY__MOCK_OP);
+    rally__robust_mock(rb, rb->pos.version, rally__robust_user_seq(rb), RALLY__MOCK_OP);
     /* subscribers' last operations (a snapshot's report) before anybody leaves */
     int src = rally__robust_turn(rb, RALLY__TURN_FINALIZE);
     if (src != RALLY_OK)
@@ -454,7 +468,7 @@ int rally__robust_finalize(struct rally__robust *rb)
         unsigned char *res = NULL;
         uint64_t n = 0;
         int rc = RALLY_OK;
-        if (rb->recovering)
+        if (rally__robust_recovering(rb))
             rc = rally__robust_recover(rb, key, &sig, &res, &n);
         if (rc == RALLY_OK || rc == EXECUTE) {
             struct rally__op fin = {sig, NULL, NULL, rally__robust_run_barrier, deliver_nothing,

@@ -126,8 +126,9 @@ static int same_sig(const struct rally__sig *a, const struct rally__sig *b)
  * lowest rank holding it. */
 static uint64_t best_of(const struct rally__robust *rb)
 {
-    return rb->version > 0 && rally__robust_holds(rb)
-               ? ((uint64_t)(UINT32_MAX - (uint32_t)rb->version) << 32) | (uint32_t)rb->rank
+    return rally__robust_version(rb) > 0 && rally__robust_holds(rb)
+               ? ((uint64_t)(UINT32_MAX - (uint32_t)rally__robust_version(rb)) << 32) |
+                     (uint32_t)rb->rank
                : NONE;
 }
 
@@ -236,7 +237,9 @@ int rally__robust_recover(struct rally__robust *rb, uint64_t key, const struct r
 {
     for (;;) {
         int loading = key == RALLY__KEY_LOAD;
-        uint64_t mine_v = rb->version > 0 && rally__robust_holds(rb) ? rb->version : 0;
+        uint64_t mine_v = rally__robust_version(rb) > 0 && rally__robust_holds(rb)
+                              ? rally__robust_version(rb)
+                              : 0;
         uint64_t s[S_N] = {key,
                            key,
                            (uint64_t)loading,
@@ -254,11 +257,12 @@ int rally__robust_recover(struct rally__robust *rb, uint64_t key, const struct r
             continue;
         }
         if (s[S_MIN] == s[S_MAX] && !s[S_NEED]) {
-            rb->recovering = 0;
+            rally__robust_in_step(rb);
             return EXECUTE;
         }
         if (key > s[S_MIN])
-            rally__robust_mock(rb, rb->version, rally__robust_user_seq(rb), RALLY__MOCK_RECOVERY);
+            rally__robust_mock(rb, rally__robust_version(rb), rally__robust_user_seq(rb),
+                               RALLY__MOCK_RECOVERY);
         if (s[S_MIN] == RALLY__KEY_LOAD && s[S_NEED]) {
             /* workers in load_checkpoint get the newest checkpoint, if any */
             int want = key == RALLY__KEY_LOAD;
@@ -311,7 +315,7 @@ int rally__robust_recover(struct rally__robust *rb, uint64_t key, const struct r
             }
             if (want) { /* the store keeps the received buffer; the caller copies it */
                 rally__robust_store_adopt(rb, got, got_n, cap);
-                rb->version = sig.count;
+                rally__robust_pos_at(rb, sig.count);
                 rally__robust_set_has_local(rb, (int)s[S_LOCAL]);
                 uint64_t held = 0;
                 *res = (unsigned char *)rally__robust_global(rb, &held);

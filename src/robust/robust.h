@@ -25,14 +25,15 @@
  *
  * The files, one concern each:
  *   op.c          the op driver: run or recover each operation; checkpoint,
- *                 load, finalize and the checkpoint's acknowledgement
+ *                 load, finalize and the checkpoint's acknowledgement; the
+ *                 position (rb->pos)
  *   cache.c       the result cache and its buffer pool (rb->cache)
  *   store.c       the checkpoint store (its state rb->st, touched by no
  *                 other file): the global model, local-model sets and their
  *                 replication, the read interface (lend/release), the
  *                 subscribers: commits, turns and their agreement, a fresh
  *                 start's adoption
- *   membership.c  the tracker client, the mesh and links: join, wire,
+ *   membership.c  the tracker client, the mesh and links (rb->mem): join, wire,
  *                 reset, rejoin; a change of the workers (renumbering,
  *                 going back to the committed version, taking workers in);
  *                 engine init and free; rally's tracker kind
@@ -42,9 +43,14 @@
  *   reshard.c     local models as records after a change of the workers
  *                 (rb->rec, touched by no other file): every record to the
  *                 rank that owns its id now
- *   verify.c      verified results: digests in the signatures' sidecars
+ *   verify.c      verified results (rb->vfy): digests in the signatures' sidecars
  *   engine.c      the ops table of api/engine.h: the public calls as
  *                 operations
+ *
+ * Each sub-struct of struct rally__robust is its file's alone; the others
+ * ask that file's functions (or the inline readers below).  What stays
+ * flat is what every file shares: the worker's identity (rank, world,
+ * launch_rank), its settings and error, the tracker client and the links.
  *
  * This layer sits on src/coll (links, algorithms) and src/tracker/client
  * (epochs); the collective layer knows nothing of it.  Outside src/robust
@@ -181,12 +187,26 @@ struct rally__robust {
     int launch_rank; /* the rank it was launched as (its task id), for the mock */
     struct rally__tclient tc;
     struct rally__comm comm;
-    int listen_fd;
-    int recovering; /* since an epoch began, until every worker is in step */
-    int fatal;      /* the tracker aborted the job */
-    int loaded;     /* load_checkpoint or checkpoint was called */
-    int resized;    /* the membership changed: every worker went back to its committed
-                       checkpoint, and load_checkpoint goes through an agreement */
+    /* this worker's place in the job (membership.c, membership_dmlc.c):
+     * others read it through rally__robust_recovering/_resized */
+    struct {
+        const struct rally__tracker_kind *kind; /* NULL: alone */
+        int listen_fd;
+        int recovering;           /* since an epoch began, until every worker is in step */
+        int fatal;                /* the tracker aborted the job */
+        int resized;              /* the membership changed: every worker went back to its committed
+                                     checkpoint, and load_checkpoint goes through an agreement */
+        struct rally__dmlc *dmlc; /* the classic dmlc tracker's client (membership_dmlc.c) */
+        int dmlc_port;            /* listen_fd's port, for the address book */
+    } mem;
+    /* where this worker stands (op.c's): others read it through
+     * rally__robust_version/_user_seq and move it through _pos_* */
+    struct {
+        uint64_t version;
+        uint32_t q;    /* next op within the version (user seq + 1) */
+        uint32_t boot; /* next bootstrap op */
+        int loaded;    /* load_checkpoint or checkpoint was called */
+    } pos;
     /* local models as records (rally_set_local_records): after a change they
      * move to their new owners at the load (reshard.c's alone) */
     struct {
@@ -195,9 +215,6 @@ struct rally__robust {
         int pending;             /* the local sets are the old world's: move the records */
         int set_rank, set_world; /* ... the rank and world they were built for (0: none) */
     } rec;
-    uint64_t version;
-    uint32_t q;             /* next op within the version (user seq + 1) */
-    uint32_t boot;          /* next bootstrap op */
     int k;                  /* ring successors that hold a replica of each local model */
     struct rally__store st; /* the checkpoint store: store.c's alone */
     /* the result cache (cache.c's alone) */
@@ -219,16 +236,30 @@ struct rally__robust {
         int peer;              /* the first that disagreed */
         uint64_t theirs;       /* its sidecar */
     } vfy;
-    const struct rally__tracker_kind *kind; /* NULL: alone */
-    /* the classic dmlc tracker's client (membership_dmlc.c) */
-    struct rally__dmlc *dmlc;
-    int dmlc_port; /* listen_fd's port, for the address book */
 };
+
+/* The checkpoint version this worker stands in. */
+static inline uint64_t rally__robust_version(const struct rally__robust *rb)
+{
+    return rb->pos.version;
+}
 
 /* The user-visible (version, seq) of a position, for the mock. */
 static inline uint64_t rally__robust_user_seq(const struct rally__robust *rb)
 {
-    return rb->loaded ? (uint64_t)rb->q - 1 : rb->boot;
+    return rb->pos.loaded ? (uint64_t)rb->pos.q - 1 : rb->pos.boot;
+}
+
+/* Since an epoch began, until every worker is in step. */
+static inline int rally__robust_recovering(const struct rally__robust *rb)
+{
+    return rb->mem.recovering;
+}
+
+/* The membership changed and load_checkpoint has not yet run. */
+static inline int rally__robust_resized(const struct rally__robust *rb)
+{
+    return rb->mem.resized;
 }
 
 /* How many times this rank died before, for the mock. */
@@ -261,6 +292,12 @@ int rally__robust_finalize(struct rally__robust *rb);
 /* The end of rally_init for a worker that replaces one that died: takes
  * back its local-model copies at once (a no-op for any other worker). */
 int rally__robust_rejoined(struct rally__robust *rb);
+/* A membership change renumbered the workers: back to the first bootstrap
+ * op, to load again. */
+void rally__robust_pos_restart(struct rally__robust *rb);
+/* This worker stands in version v now: served it, went back to it, or
+ * adopted it from a snapshot. */
+void rally__robust_pos_at(struct rally__robust *rb, uint64_t v);
 /* A barrier: 8 bytes summed, the result a rally__robust_buf. */
 int rally__robust_run_barrier(struct rally__robust *rb, struct rally__op *op, unsigned char **res,
                               uint64_t *n);
@@ -382,6 +419,10 @@ void rally__robust_start_failed(const struct rally__config *cfg, const char *hos
 /* A failure recovery cannot repair: tells the tracker and waits briefly
  * for its ABORT. */
 void rally__robust_fatal(struct rally__robust *rb, int code, const char *msg);
+/* Every worker stands at the same position: the recovery is over. */
+void rally__robust_in_step(struct rally__robust *rb);
+/* load_checkpoint ran after a membership change: the change is behind. */
+void rally__robust_resize_done(struct rally__robust *rb);
 /* 1 for failures that a new epoch can repair. */
 int rally__robust_repairable(const struct rally__robust *rb, int rc);
 /* The job lost a worker (or a link): joins the tracker's next epoch.
@@ -433,6 +474,12 @@ void rally__robust_verify_result(struct rally__robust *rb, const struct rally__o
 int rally__robust_verify_fail(struct rally__robust *rb, const uint64_t *pairs);
 /* At a commit: the job's count (0 when this worker's stands), digest cleared. */
 void rally__robust_verify_commit(struct rally__robust *rb, uint64_t ncalls);
+/* What this worker's acknowledgement carries: its count of verified
+ * calls and the newest verified digest (0: none). */
+uint64_t rally__robust_verify_ncalls(const struct rally__robust *rb);
+uint64_t rally__robust_verify_digest(const struct rally__robust *rb);
+/* A membership change: the old world's count and digest are void. */
+void rally__robust_verify_forget(struct rally__robust *rb);
 /* A collective's result as it arrives (the mock's flip point). */
 void rally__robust_arrived(struct rally__robust *rb, unsigned char *buf, size_t nbytes);
 

@@ -177,7 +177,7 @@ struct rally__localset *rally__robust_set_spare(struct rally__robust *rb)
 {
     /* the current version's set, else the newest valid one (a restarted
      * worker's copies, taken in rally_init before it loaded) */
-    struct rally__localset *keep = rally__robust_set_of(rb, rb->version);
+    struct rally__localset *keep = rally__robust_set_of(rb, rally__robust_version(rb));
     for (int i = 0; keep == NULL && i < 2; i++) {
         const struct rally__localset *o = &rb->st.loc[1 - i];
         if (rb->st.loc[i].valid && (!o->valid || rb->st.loc[i].version > o->version))
@@ -204,10 +204,10 @@ static int global_bytes(struct rally__robust *rb, uint64_t v, const unsigned cha
                         uint64_t *cap)
 {
     *cap = 0;
-    if (v != rb->version || (rb->st.ckpt == NULL && rb->st.lazy == NULL))
+    if (v != rally__robust_version(rb) || (rb->st.ckpt == NULL && rb->st.lazy == NULL))
         return rally__fail(rb->err, RALLY_ESTATE,
                            "checkpoint version %llu is not held here (the newest is %llu)",
-                           (unsigned long long)v, (unsigned long long)rb->version);
+                           (unsigned long long)v, (unsigned long long)rally__robust_version(rb));
     if (rb->st.lazy == NULL) {
         *p = rb->st.ckpt;
         *n = rb->st.ckpt_nbytes;
@@ -280,7 +280,7 @@ static int run_replicate(struct rally__robust *rb, struct rally__op *op, unsigne
 {
     struct replicate *c = op->ctx;
     struct rally__localset *ls = c->ls = rally__robust_set_spare(rb);
-    ls->version = rb->version + 1;
+    ls->version = rally__robust_version(rb) + 1;
     int rc = rally__robust_set_fill(rb, ls, 0, c->local, c->nbytes);
     if (rc == RALLY_OK)
         rc = rally__robust_set_spread(rb, ls, RALLY__C_SHIFT, 0);
@@ -321,19 +321,20 @@ static int deliver_replicate(struct rally__robust *rb, struct rally__op *op,
                              const unsigned char *res, uint64_t n)
 {
     struct replicate *c = op->ctx;
-    struct rally__localset *ls = rally__robust_set_of(rb, rb->version + 1);
+    struct rally__localset *ls = rally__robust_set_of(rb, rally__robust_version(rb) + 1);
     if (ls == NULL)
         return rally__fail(rb->err, RALLY_EPROTO,
                            "local models: recovery served version %llu's replication but not "
                            "its local models",
-                           (unsigned long long)rb->version + 1);
+                           (unsigned long long)rally__robust_version(rb) + 1);
     if (c->ls == NULL && (ls->nbytes[0] != c->nbytes ||
                           (c->nbytes > 0 && memcmp(ls->data[0], c->local, (size_t)c->nbytes)))) {
         rally__fail(rb->err, RALLY_EMISMATCH,
                     "checkpoint version %llu: rank %d (restarted) passed a %llu-byte local model "
                     "with digest %016llx to rally_checkpoint, but its predecessor passed %llu "
                     "bytes with digest %016llx (rally_digest64 of its bytes)",
-                    (unsigned long long)rb->version, rb->rank, (unsigned long long)c->nbytes,
+                    (unsigned long long)rally__robust_version(rb), rb->rank,
+                    (unsigned long long)c->nbytes,
                     (unsigned long long)rally_digest64(c->local, (size_t)c->nbytes),
                     (unsigned long long)ls->nbytes[0],
                     (unsigned long long)rally_digest64(ls->data[0], (size_t)ls->nbytes[0]));
@@ -346,7 +347,7 @@ static int deliver_replicate(struct rally__robust *rb, struct rally__op *op,
 int rally__robust_replicate(struct rally__robust *rb, const void *local, uint64_t nbytes)
 {
     struct replicate c = {local, nbytes, NULL};
-    struct rally__op op = {{RALLY__K_REPLICATE, 0, 0, -1, rb->version, 0},
+    struct rally__op op = {{RALLY__K_REPLICATE, 0, 0, -1, rally__robust_version(rb), 0},
                            NULL,
                            NULL,
                            run_replicate,
@@ -377,10 +378,10 @@ int rally__robust_store_global(struct rally__robust *rb, const void *global, uin
 {
     struct rally__store *st = &rb->st;
     if (rb->cfg != NULL && rb->cfg->elastic && st->lazy == NULL && st->ckpt != NULL &&
-        rb->version == st->committed) {
+        rally__robust_version(rb) == st->committed) {
         /* elastic: the committed model stays until this one is acknowledged */
         swap_prev(st);
-        st->prev_version = rb->version;
+        st->prev_version = rally__robust_version(rb);
     }
     if (lazy != NULL) {
         rally__robust_sgive(rb, rb->st.ckpt, rb->st.ckpt_cap); /* a spare for the next copy */
@@ -429,7 +430,7 @@ void rally__robust_commit(struct rally__robust *rb, uint64_t v, uint64_t flags)
 int rally__robust_store_back(struct rally__robust *rb)
 {
     struct rally__store *st = &rb->st;
-    if (rb->version == st->committed)
+    if (rally__robust_version(rb) == st->committed)
         return RALLY_OK;
     if (st->lazy != NULL || st->prev == NULL || st->prev_version != st->committed)
         return rally__fail(rb->err, RALLY_ESTATE, "cannot go back to checkpoint version %llu: %s",
@@ -438,7 +439,7 @@ int rally__robust_store_back(struct rally__robust *rb)
                                             : "this worker no longer holds it");
     swap_prev(st);
     st->prev_version = 0;
-    rb->version = st->committed;
+    rally__robust_pos_at(rb, st->committed);
     return RALLY_OK;
 }
 
@@ -451,7 +452,7 @@ void rally__robust_store_spare_prev(struct rally__robust *rb)
 
 void rally__robust_store_resized(struct rally__robust *rb)
 {
-    rally__subscribers_resized(&rb->st.subs, rb->version, rb->rank, rb->world);
+    rally__subscribers_resized(&rb->st.subs, rally__robust_version(rb), rb->rank, rb->world);
 }
 
 int rally__robust_turn(struct rally__robust *rb, int when)
@@ -526,7 +527,7 @@ static void adopt(struct rally__robust *rb, struct rally__adopt *a)
         ls->valid = 1;
         rb->st.use_local = 1;
     }
-    rb->version = a->version;
+    rally__robust_pos_at(rb, a->version);
 }
 
 /* After every borrower released what it borrowed. */

@@ -126,11 +126,27 @@ void rally__robust_verify_commit(struct rally__robust *rb, uint64_t ncalls)
     rb->vfy.digest = 0;
 }
 
+uint64_t rally__robust_verify_ncalls(const struct rally__robust *rb)
+{
+    return rb->vfy.ncalls;
+}
+
+uint64_t rally__robust_verify_digest(const struct rally__robust *rb)
+{
+    return rb->vfy.digest;
+}
+
+void rally__robust_verify_forget(struct rally__robust *rb)
+{
+    rb->vfy.ncalls = 0;
+    rb->vfy.digest = 0;
+}
+
 /* A collective's result as it arrives, before the caller or the cache sees
  * it: the mock's "flip" point flips one bit (librally_mock only). */
 void rally__robust_arrived(struct rally__robust *rb, unsigned char *buf, size_t nbytes)
 {
-    if (nbytes > 0 && rally__mock_flip(&rb->mock, rb->rank, rb->version, rally__robust_user_seq(rb),
-                                       rally__robust_ndeath(rb)))
+    if (nbytes > 0 && rally__mock_flip(&rb->mock, rb->rank, rally__robust_version(rb),
+                                       rally__robust_user_seq(rb), rally__robust_ndeath(rb)))
         buf[nbytes / 2] ^= 1;
 }
