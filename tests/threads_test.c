@@ -76,10 +76,18 @@ static void *worker(void *arg)
     snprintf(a1, sizeof a1, "rally_tracker=%s", j->addr);
     snprintf(a2, sizeof a2, "rally_secret_file=%s", j->secret_path);
     snprintf(a3, sizeof a3, "rally_task_id=%d", w->task);
-    char *args[] = {"worker", a1, a2, a3, "rally_ring_threshold_bytes=512",
-                    "rally_hd_threshold_bytes=4000", "rally_chunk_bytes=256",
-                    "rally_connect_timeout_ms=20000", "rally_timeout_ms=20000", NULL};
-    int argc = 9;
+    char *args[] = {"worker",
+                    a1,
+                    a2,
+                    a3,
+                    "rally_ring_threshold_bytes=512",
+                    "rally_hd_threshold_bytes=4000",
+                    "rally_rd_threshold_bytes=64",
+                    "rally_chunk_bytes=256",
+                    "rally_connect_timeout_ms=20000",
+                    "rally_timeout_ms=20000",
+                    NULL};
+    int argc = 10;
     char **argv = args;
     rally_t *r;
     int rc = rally_init(&r, &argc, &argv);
@@ -153,6 +161,7 @@ static void work_collectives(struct job *j, rally_t *r, int task)
         }
         unsigned char *want = malloc(n * 8 + 1), *got = malloc(n * 8 + 1);
         int ring = n * 8 > 512 && n >= (size_t)N, hd = ring && n * 8 <= 4000;
+        hd |= n > 0 && n * 8 <= 64 && N >= 2 && (N & (N - 1)) == 0; /* recursive doubling */
         for (size_t i = 0; i < n; i++) {
             if (hd)
                 model_hd(want + i * 8, in, N, i, 8, sum_fn, NULL);
@@ -182,7 +191,8 @@ static void work_collectives(struct job *j, rally_t *r, int task)
         EXPECT(ok, "broadcast from %d: wrong bytes at rank %d", root, rank);
     }
     int mine[3] = {rank, rank * 2, -rank}, all[3 * 64];
-    EXPECT(rally_allgather(r, mine, sizeof mine, all) == RALLY_OK, "allgather: %s", rally_errmsg(r));
+    EXPECT(rally_allgather(r, mine, sizeof mine, all) == RALLY_OK, "allgather: %s",
+           rally_errmsg(r));
     for (int i = 0; i < N; i++)
         EXPECT(all[3 * i] == i && all[3 * i + 1] == 2 * i && all[3 * i + 2] == -i,
                "allgather slot %d", i);
@@ -242,8 +252,8 @@ static void test_single_process(void)
     EXPECT(rc == RALLY_OK && rally_rank(r) == 0 && rally_world_size(r) == 1, "standalone init");
     EXPECT(argc == 2 && strcmp(argv[1], "keep") == 0 && argv[2] == NULL, "argv not compacted");
     double v[3] = {1, 2, 3};
-    EXPECT(rally_allreduce(r, v, 3, RALLY_DOUBLE, RALLY_SUM, NULL, NULL) == RALLY_OK &&
-               v[0] == 1 && v[2] == 3,
+    EXPECT(rally_allreduce(r, v, 3, RALLY_DOUBLE, RALLY_SUM, NULL, NULL) == RALLY_OK && v[0] == 1 &&
+               v[2] == 3,
            "standalone allreduce");
     EXPECT(rally_allreduce(r, v, 3, RALLY_DOUBLE, RALLY_BITOR, NULL, NULL) == RALLY_EINVAL,
            "bitor on double must be EINVAL");

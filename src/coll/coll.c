@@ -1,7 +1,7 @@
 /*
- * coll.c — the collectives' entry points: allreduce (tree, halving-doubling
- * or ring, by size alone), tree broadcast, ring allgather, the ring shift;
- * the kinds and signatures every call opens its links with; the comm.
+ * coll.c — the collectives' entry points: allreduce (recursive doubling,
+ * tree, halving-doubling or ring, by size and N alone), tree broadcast, ring allgather, the ring
+ * shift; the kinds and signatures every call opens its links with; the comm.
  *
  *   run.h, run.c  a collective's run over its links, shared by all of them
  *   tree.c        tree allreduce
@@ -180,6 +180,9 @@ int rally__allreduce(struct rally__comm *c, const void *in, void *buf, size_t co
             memmove(buf, in, total);
         return finish(c, RALLY_OK);
     }
+    if (total <= c->rd_threshold && total <= c->ring_threshold && rd->commutative && count > 0 &&
+        c->topo.hd_p == N)
+        return finish(c, rally__rd_allreduce(c, in, buf, count, rd, sig));
     if (total <= c->ring_threshold || !rd->commutative || count < (size_t)N)
         return finish(c, rally__tree_allreduce(c, in, buf, total, rd, sig));
     if (c->topo.hd_p != 0 && total <= c->hd_threshold)

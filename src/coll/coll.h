@@ -21,7 +21,11 @@
  *     mismatch), it calls report().
  *
  * Algorithms (docs/determinism.md pins the exact reduction order):
- *   allreduce  <= ring_threshold bytes, or a non-commutative reducer: the
+ *   allreduce  <= rd_threshold and <= ring_threshold bytes, N a power of
+ *              two with the halving-doubling partners and a commutative
+ *              reducer: recursive doubling, log2 N exchanges of the whole
+ *              vector.
+ *              Else <= ring_threshold bytes, or a non-commutative reducer: the
  *              pre-order tree (topo.h), pipelined in chunk_bytes pieces:
  *              each node reduces own value, then each child's subtree in
  *              rank order, sends up, and streams the result back down.
@@ -54,6 +58,7 @@ struct rally__comm {
     int64_t timeout_ms;         /* no progress for this long: RALLY_ETIMEDOUT */
     size_t ring_threshold;      /* bytes */
     size_t hd_threshold;        /* bytes; halving-doubling up to here (topo.hd_p != 0) */
+    size_t rd_threshold;        /* bytes; recursive doubling up to here (topo.hd_p == N) */
     size_t chunk;               /* bytes */
     int64_t spin_us;            /* poll without sleeping this long before blocking */
     uint32_t seq;               /* collectives so far */
@@ -111,8 +116,8 @@ struct rally__sig {
 
 /* Sets up c with no links: the owner fills links[0..nlinks) (and owns
  * them) and the hooks.  An owner that sets hd_threshold above
- * ring_threshold calls rally__topo_add_hd(&c->topo) before wiring, so that
- * the partners are among the links. */
+ * ring_threshold, or rd_threshold above 0, calls rally__topo_add_hd(&c->topo)
+ * before wiring, so that the partners are among the links. */
 void rally__comm_init(struct rally__comm *c, int rank, int world, struct rally__err *e);
 void rally__comm_free(struct rally__comm *c);
 struct rally__link *rally__comm_link(struct rally__comm *c, int peer);

@@ -1,7 +1,9 @@
 /*
  * hd.c — recursive halving-doubling allreduce (run.h): its steps one after
  * another, each an exchange with one partner that reduces the arriving half
- * chunk by chunk (docs/determinism.md gives the order).
+ * chunk by chunk; and recursive doubling, its small-message cousin with the
+ * same grouping, whole vectors in log2 N exchanges (docs/determinism.md
+ * gives the order).
  */
 #include "coll/run.h"
 
@@ -154,5 +156,47 @@ int rally__hd_allreduce(struct rally__comm *c, const unsigned char *in, unsigned
     }
     if (folded != NULL && exchange(&x, folded, buf, total, buf, 0, rd, NULL) < 0)
         return x.e->code;
+    return sigs_done(&x);
+}
+
+/* --- recursive doubling ---------------------------------------------------- */
+
+/* Recursive doubling, N a power of two (docs/determinism.md): in step d = 1,
+ * 2, ..., N/2 ranks r and r ^ d trade their whole partial values and both
+ * keep the lower rank's on the left, so each holds the grouping halving-
+ * doubling gives after log2 N hops (the tree takes twice its depth).  The
+ * partial value lives at cur (in, buf or one of two scratch halves); the
+ * partner's arrives in the other half and is folded once it is whole, after
+ * cur is sent. */
+int rally__rd_allreduce(struct rally__comm *c, const unsigned char *in, unsigned char *buf,
+                        size_t count, const struct rally__reducer *rd, const struct rally__sig *sig)
+{
+    struct rally__run x;
+    rally__run_start(&x, c, sig);
+    const struct rally__topo *t = &c->topo;
+    size_t total = count * rd->elem_nbytes;
+    unsigned char *space = rally__coll_scratch(c, 2 * total, x.e);
+    if (space == NULL)
+        return x.e->code;
+    const unsigned char *cur = in;
+    for (int d = 1; d < t->hd_p; d *= 2) {
+        int peer = rally__topo_hd_real(t, t->hd_vrank ^ d);
+        struct rally__chan *ch = rally__chan_of(&x, peer);
+        if (ch == NULL)
+            return rally__fail(x.e, RALLY_ESTATE, "no link to rank %d", peer);
+        unsigned char *rx = cur == space ? space + total : space;
+        if (exchange(&x, ch, cur, total, rx, total, rd, NULL) < 0)
+            return x.e->code;
+        if ((t->hd_vrank & d) == 0) { /* mine (+) arrived */
+            unsigned char *out = cur == in && in != buf ? buf : (unsigned char *)cur;
+            rally__reduce3(rd, out, cur, rx, count);
+            cur = out;
+        } else { /* arrived (+) mine */
+            rally__reduce3(rd, rx, rx, cur, count);
+            cur = rx;
+        }
+    }
+    if (cur != buf)
+        memcpy(buf, cur, total);
     return sigs_done(&x);
 }

@@ -9,7 +9,7 @@
  *           never block, the wait and its deadline
  *   tree.c  tree allreduce
  *   ring.c  the ring stream: reduce-scatter plus allgather, or allgather
- *   hd.c    recursive halving-doubling
+ *   hd.c    recursive halving-doubling, recursive doubling
  */
 #ifndef RALLY_COLL_RUN_H
 #define RALLY_COLL_RUN_H
@@ -90,6 +90,9 @@ int rally__tree_allreduce(struct rally__comm *c, const unsigned char *in, unsign
                           size_t total, const struct rally__reducer *rd,
                           const struct rally__sig *sig);
 int rally__hd_allreduce(struct rally__comm *c, const unsigned char *in, unsigned char *buf,
+                        size_t count, const struct rally__reducer *rd,
+                        const struct rally__sig *sig);
+int rally__rd_allreduce(struct rally__comm *c, const unsigned char *in, unsigned char *buf,
                         size_t count, const struct rally__reducer *rd,
                         const struct rally__sig *sig);
 /* nseg segments (off[s], len[s] in bytes) streamed around the ring, the

@@ -29,8 +29,14 @@ struct key {
 static const char *const transports[] = {"tcp", "auto", "shm", NULL}; /* RALLY__TRANSPORT_* */
 static const char *const busy[] = {"wait", "skip", NULL};             /* RALLY__SNAP_BUSY_* */
 
-#define K(n, k, field, d, lo, hi) {n, k, offsetof(struct rally__config, field), d, lo, hi, NULL}
-#define C(n, field, d, w) {n, CHOICE, offsetof(struct rally__config, field), d, 0, 0, w}
+#define K(n, k, field, d, lo, hi)                                                                  \
+    {                                                                                              \
+        n, k, offsetof(struct rally__config, field), d, lo, hi, NULL                               \
+    }
+#define C(n, field, d, w)                                                                          \
+    {                                                                                              \
+        n, CHOICE, offsetof(struct rally__config, field), d, 0, 0, w                               \
+    }
 static const struct key keys[] = {
     K("tracker", STR, tracker, "", 0, 0),
     K("secret_file", STR, secret_file, "", 0, 0),
@@ -44,6 +50,7 @@ static const struct key keys[] = {
     K("progress_timeout_ms", INT, progress_timeout_ms, "600000", 0, INT64_MAX / 4),
     K("ring_threshold_bytes", SIZE, ring_threshold_bytes, "256K", 0, INT64_MAX / 4),
     K("hd_threshold_bytes", SIZE, hd_threshold_bytes, "8M", 0, INT64_MAX / 4),
+    K("rd_threshold_bytes", SIZE, rd_threshold_bytes, "16K", 0, INT64_MAX / 4),
     K("chunk_bytes", SIZE, chunk_bytes, "256K", 64, 1 << 30),
     K("heartbeat_ms", INT, heartbeat_ms, "1000", 10, 3600000),
     K("link_timeout_ms", INT, link_timeout_ms, "30000", 0, 3600000),
@@ -115,10 +122,23 @@ int rally__parse_size(const char *s, int64_t *out)
         return -1;
     int64_t mul = 1;
     switch (*end) {
-    case 'k': case 'K': mul = 1 << 10; end++; break;
-    case 'm': case 'M': mul = 1 << 20; end++; break;
-    case 'g': case 'G': mul = 1 << 30; end++; break;
-    default: break;
+    case 'k':
+    case 'K':
+        mul = 1 << 10;
+        end++;
+        break;
+    case 'm':
+    case 'M':
+        mul = 1 << 20;
+        end++;
+        break;
+    case 'g':
+    case 'G':
+        mul = 1 << 30;
+        end++;
+        break;
+    default:
+        break;
     }
     if (*end == 'B' || *end == 'b')
         end++;
@@ -159,8 +179,8 @@ static int set(struct rally__config *c, const struct key *k, const char *val, co
         char known[128] = "";
         for (size_t i = 0, n = 0; k->words[i] != NULL && n < sizeof known; i++)
             n += (size_t)snprintf(known + n, sizeof known - n, "%s%s", i ? ", " : "", k->words[i]);
-        return rally__fail(e, RALLY_ECONFIG, "%s: rally_%s=%s is not one of %s", from, k->name,
-                           val, known);
+        return rally__fail(e, RALLY_ECONFIG, "%s: rally_%s=%s is not one of %s", from, k->name, val,
+                           known);
     }
     int64_t v;
     char *end;
@@ -175,8 +195,8 @@ static int set(struct rally__config *c, const struct key *k, const char *val, co
         errno = 0;
         v = strtoll(val, &end, 10);
         if (end == val || *end != '\0' || errno != 0)
-            return rally__fail(e, RALLY_ECONFIG, "%s: rally_%s=%s is not an integer", from,
-                               k->name, val);
+            return rally__fail(e, RALLY_ECONFIG, "%s: rally_%s=%s is not an integer", from, k->name,
+                               val);
     }
     if (v < k->min || v > k->max)
         return rally__fail(e, RALLY_ECONFIG, "%s: rally_%s=%s is out of range [%lld, %lld]", from,
@@ -290,8 +310,8 @@ int rally__config_load(struct rally__config *c, int *argc, char ***argv, struct 
         return e->code;
     for (size_t i = 0; i < sizeof dmlc_env / sizeof dmlc_env[0]; i++) {
         const char *v = getenv(dmlc_env[i][0]);
-        if (v != NULL && set(c, find(dmlc_env[i][1], strlen(dmlc_env[i][1])), v, dmlc_env[i][0],
-                             e) != RALLY_OK)
+        if (v != NULL &&
+            set(c, find(dmlc_env[i][1], strlen(dmlc_env[i][1])), v, dmlc_env[i][0], e) != RALLY_OK)
             return e->code;
     }
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
@@ -358,8 +378,8 @@ void rally__config_contact(struct rally__config *c)
     }
 }
 
-int rally__config_get(const struct rally__config *c, size_t i, char *key, size_t key_cap,
-                      char *val, size_t val_cap)
+int rally__config_get(const struct rally__config *c, size_t i, char *key, size_t key_cap, char *val,
+                      size_t val_cap)
 {
     if (i >= sizeof keys / sizeof keys[0])
         return 0;

@@ -36,22 +36,23 @@ struct rally__config {
     char dmlc_tracker_uri[RALLY__STR_MAX]; /* DMLC_TRACKER_URI: its host */
     int64_t dmlc_tracker_port;             /* DMLC_TRACKER_PORT */
     int64_t dmlc_num_attempt;              /* DMLC_NUM_ATTEMPT: restarts before this one */
-    int64_t connect_timeout_ms;       /* start-up: tracker, rendezvous, handshakes */
-    int64_t timeout_ms;               /* a collective making no progress this long fails */
-    int64_t progress_timeout_ms;      /* dmlc tracker: how long a collective waits for a peer */
-    int64_t ring_threshold_bytes;     /* allreduce above this many bytes uses the ring */
-    int64_t hd_threshold_bytes;       /* ... up to here halving-doubling, when above ring's */
-    int64_t chunk_bytes;              /* pipelining granularity */
-    int64_t heartbeat_ms;             /* liveness beat to the tracker */
-    int64_t link_timeout_ms;          /* a TCP link with nothing acknowledged this long fails */
-    int64_t cache_max_bytes;          /* collective results kept for recovery */
-    int64_t local_replica;            /* ring successors holding each local model */
-    int64_t verify_every;             /* compare every K-th result across ranks; 0 off */
-    int64_t spin_us;                  /* poll without sleeping before blocking */
-    int64_t sock_buf_bytes;           /* peer links' socket buffers; 0 kernel, -1 auto */
-    int64_t transport;                /* RALLY__TRANSPORT_*: links to same-host peers */
-    char mock[RALLY__STR_MAX * 4];    /* kill points, ';'-separated (librally_mock) */
-    char mock_sync[RALLY__STR_MAX];   /* where a group of kill points meets (librally_mock) */
+    int64_t connect_timeout_ms;            /* start-up: tracker, rendezvous, handshakes */
+    int64_t timeout_ms;                    /* a collective making no progress this long fails */
+    int64_t progress_timeout_ms;    /* dmlc tracker: how long a collective waits for a peer */
+    int64_t ring_threshold_bytes;   /* allreduce above this many bytes uses the ring */
+    int64_t hd_threshold_bytes;     /* ... up to here halving-doubling, when above ring's */
+    int64_t rd_threshold_bytes;     /* up to here recursive doubling, N a power of two */
+    int64_t chunk_bytes;            /* pipelining granularity */
+    int64_t heartbeat_ms;           /* liveness beat to the tracker */
+    int64_t link_timeout_ms;        /* a TCP link with nothing acknowledged this long fails */
+    int64_t cache_max_bytes;        /* collective results kept for recovery */
+    int64_t local_replica;          /* ring successors holding each local model */
+    int64_t verify_every;           /* compare every K-th result across ranks; 0 off */
+    int64_t spin_us;                /* poll without sleeping before blocking */
+    int64_t sock_buf_bytes;         /* peer links' socket buffers; 0 kernel, -1 auto */
+    int64_t transport;              /* RALLY__TRANSPORT_*: links to same-host peers */
+    char mock[RALLY__STR_MAX * 4];  /* kill points, ';'-separated (librally_mock) */
+    char mock_sync[RALLY__STR_MAX]; /* where a group of kill points meets (librally_mock) */
     /* durable snapshots (docs/snapshot-format.md; src/api/snapjob.c) */
     char snapshot_dir[RALLY__STR_MAX];  /* the snapshot root; "" = no snapshots */
     char snapshot_job[RALLY__STR_MAX];  /* the job's directory name under it; "" the program's */
@@ -68,12 +69,12 @@ struct rally__config {
     char resume[RALLY__STR_MAX];        /* a snapshot directory to start from */
     int64_t resume_force;               /* 1: skip the overridable resume checks */
     /* without a launcher that owns the run (resume.c): */
-    int64_t overwrite;                  /* 1: start afresh beside older snapshots */
-    int64_t keep_snapshots;             /* 1: keep this run's snapshots after success */
-    int64_t input_check;                /* 1: a restarted rank must read its predecessor's input */
-    int64_t elastic;                    /* 1: the job may go on with other workers (rally-run
-                                           --min-workers): the committed model is kept while the
-                                           next is acknowledged */
+    int64_t overwrite;      /* 1: start afresh beside older snapshots */
+    int64_t keep_snapshots; /* 1: keep this run's snapshots after success */
+    int64_t input_check;    /* 1: a restarted rank must read its predecessor's input */
+    int64_t elastic;        /* 1: the job may go on with other workers (rally-run
+                               --min-workers): the committed model is kept while the
+                               next is acknowledged */
 };
 
 /* The i-th setting's key (with the rally_ prefix) and value as text, for a

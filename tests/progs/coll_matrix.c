@@ -2,11 +2,12 @@
  * coll_matrix.c — every collective against the serial model, bit for bit.
  *
  *   rally-run -n N coll_matrix [big] rally_ring_threshold_bytes=T
- *       [rally_hd_threshold_bytes=H] rally_chunk_bytes=C
+ *       [rally_hd_threshold_bytes=H] [rally_rd_threshold_bytes=D] rally_chunk_bytes=C
  *
  * Loops over every dtype x op for sizes 0, 1, odd sizes and sizes not
- * divisible by N up to 64 KiB (the tree, above T halving-doubling up to H,
- * and the ring above both), custom
+ * divisible by N up to 64 KiB (recursive doubling up to D and T when N is
+ * a power of two, the tree, above T halving-doubling up to H, and the ring
+ * above both), custom
  * reducers on 12-byte elements (commutative over the ring, non-commutative
  * over the tree), operand order in every algorithm (float MAX/MIN over +0,
  * -0 and NaNs of different payloads, and a commutative reducer that keeps
@@ -40,7 +41,7 @@
 
 static rally_t *R;
 static int rank = -1, N;
-static size_t threshold = 256 << 10, hd_threshold = 8 << 20;
+static size_t threshold = 256 << 10, hd_threshold = 8 << 20, rd_threshold = 16 << 10;
 static long checks;
 static int exact;
 
@@ -104,6 +105,13 @@ static void builtin_fn(void *a, const void *b, void *arg)
     model_op1(a, b, o->dt, o->op);
 }
 
+static int uses_rd(size_t count, size_t es, int commutative)
+{
+    size_t total = count * es;
+    return commutative && count > 0 && total <= rd_threshold && total <= threshold && N >= 2 &&
+           (N & (N - 1)) == 0 && N < 2048;
+}
+
 static int uses_ring(size_t count, size_t es, int commutative)
 {
     return commutative && count * es > threshold && count >= (size_t)N;
@@ -119,6 +127,7 @@ static void model(unsigned char *want, unsigned char *const *in, size_t count, s
                   int commutative, model_fn f, void *arg)
 {
     int ring = uses_ring(count, es, commutative), hd = uses_hd(count, es, commutative);
+    hd |= uses_rd(count, es, commutative); /* the same grouping at N a power of two */
     for (size_t i = 0; i < count; i++) {
         if (hd)
             model_hd(want + i * es, in, N, i, es, f, arg);
@@ -312,7 +321,8 @@ static void keep_case(int id, size_t count, uint64_t seed)
 }
 
 /* Every algorithm's operand order, not only its grouping (the sizes reach
- * the tree, halving-doubling and the ring at the matrix's thresholds). */
+ * recursive doubling (N a power of two), the tree, halving-doubling and the
+ * ring at the matrix's thresholds). */
 static void tie_cases(uint64_t seed)
 {
     size_t byte_sizes[] = {4, 24, 1000, 4104, 65536};
@@ -412,6 +422,8 @@ int main(int argc, char **argv)
             threshold = strtoul(argv[i] + 27, NULL, 10);
         else if (strncmp(argv[i], "rally_hd_threshold_bytes=", 25) == 0)
             hd_threshold = strtoul(argv[i] + 25, NULL, 10);
+        else if (strncmp(argv[i], "rally_rd_threshold_bytes=", 25) == 0)
+            rd_threshold = strtoul(argv[i] + 25, NULL, 10);
     int rc = rally_init(&R, &argc, &argv);
     CHECK_RC(rc, "rally_init");
     rank = rally_rank(R);
