@@ -5,7 +5,8 @@
  *
  * The method (bench_common.h) is the one peer_mpi.c and peer_gloo.cc use:
  * per size a correctness check, warm-up reps, then timed reps, each behind a
- * 1-float allreduce as a barrier; per-rep times are MAX-reduced over ranks
+ * 1-float allreduce as a barrier and, up to 4 KiB, of bench_batch() calls in
+ * a row (the time per call); per-rep times are MAX-reduced over ranks
  * and rank 0 prints "RESULT <bytes> <reps> <median_us> <min_us> <max_us>
  * <faults_per_rep>" for the public (robust) call.
  *
@@ -14,8 +15,8 @@
  * engine's plain_allreduce in place (no copies, no recovery cache), reached
  * through the internal api/api.h as bench_robust does; rank 0 then prints a
  * "PLAIN ..." line of the same form.  Without --plain only the public API is
- * used.  After each public call an untimed rally_checkpoint drops the
- * recovery cache, as an iterative job would.
+ * used.  After each rep of public calls an untimed rally_checkpoint drops
+ * the recovery cache, as an iterative job would.
  */
 #include <rally/rally.h>
 
@@ -96,7 +97,7 @@ int main(int argc, char **argv)
         memset(buf, 0, spec[s].bytes);
 
         double faults[2] = {0, 0};
-        int warm = bench_warmup(reps);
+        int warm = bench_warmup(reps), batch = bench_batch(spec[s].bytes);
         for (int i = -warm; i < reps; i++) {
             for (int k = 0; k < nv; k++) {
                 int v = (k + (i & 1)) % nv; /* alternate which goes first */
@@ -105,14 +106,15 @@ int main(int argc, char **argv)
                     return fail(r, 1, "rally_allreduce (barrier)", rc);
                 double f0 = bench_minflt();
                 double t0 = bench_now_us();
-                rc = reduce(r, v ? en : NULL, buf, count);
+                for (int b = 0; b < batch && rc == RALLY_OK; b++)
+                    rc = reduce(r, v ? en : NULL, buf, count);
                 double t1 = bench_now_us();
                 double f1 = bench_minflt();
                 if (rc != RALLY_OK)
                     return fail(r, 1, v ? "plain allreduce" : "rally_allreduce", rc);
                 if (i >= 0) {
-                    t[(size_t)v * ((size_t)reps + 1) + (size_t)i] = t1 - t0;
-                    faults[v] += f1 - f0;
+                    t[(size_t)v * ((size_t)reps + 1) + (size_t)i] = (t1 - t0) / batch;
+                    faults[v] += (f1 - f0) / batch;
                 }
                 /* untimed, as an iterative job would: drops the recovery cache */
                 if (v == 0 && (rc = rally_checkpoint(r, NULL, 0, NULL, 0)) != RALLY_OK)
