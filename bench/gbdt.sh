@@ -1,7 +1,8 @@
 #!/bin/bash
 # bench/gbdt.sh <builddir> — seconds per tree of rally-gbdt at N = 1, 2, 4, 8
 # beside xgboost.train(tree_method="hist") with nthread = N on the same data
-# and machine; where a tree's time goes (rank 0's progress lines); and the
+# and machine, each tree on both sides with its train-logloss evaluation
+# (rally-gbdt's progress line; xgboost's evals=[(dtrain, "train")]); where a tree's time goes (rank 0's progress lines); and the
 # prediction-cache rebuild of a restarted worker against one tree's time, with
 # the time from the kill to the job back in step (rally-run's "recovered"
 # line).  `make bench` (bench/run.sh) ends with it (BENCH_TRAINERS=0 skips it);

@@ -13,7 +13,9 @@
       RMSE (squared error) within 1 % relative of XGBoost's.
   time DATA.csv NTHREAD TREES MAX_DEPTH MAX_BIN
       (bench/gbdt.sh) xgboost.train's seconds per tree on DATA.csv (label
-      first): the median over trees 2.. (the first also builds the
+      first), each tree with its train-logloss evaluation (what
+      xgboost.train(evals=[(dtrain, "train")]) does and rally-gbdt's
+      progress line shows): the median over trees 2.. (the first also builds the
       quantile cuts), printed as "xgboost NTHREAD SECONDS"; the parsed
       DMatrix is kept beside DATA.csv (DATA.csv.xgb-dmatrix) for later runs
 """
@@ -134,6 +136,7 @@ def time_trees(path, nthread, trees, depth, max_bin):
     for i in range(trees):
         t0 = time.perf_counter()
         bst.update(d, i)
+        bst.eval_set([(d, "train")], i)  # the train loss rally-gbdt prints per tree
         ts.append(time.perf_counter() - t0)
     rest = sorted(ts[1:]) or ts
     print("xgboost %d %.4f" % (nthread, rest[len(rest) // 2]))
