@@ -5,7 +5,9 @@
  * Link ops: bytes move both ways in two pieces, a full link would block (0)
  * and its wait for OUT ends when the peer drains it, a wait ends at its
  * deadline or on the alarm handle, and a peer that went away is RALLY_EPEER
- * naming it.  Sidecars: three ranks as threads, each with its own comm over
+ * naming it.  A wait on a link alone on its core spins through
+ * rally_spin_alone_us without arming; one on a shared core arms after
+ * rally_spin_us.  Sidecars: three ranks as threads, each with its own comm over
  * socketpair-backed TCP links, run an allreduce (tree) and a larger one
  * (ring) and a broadcast, each rank with its own sidecar; every rank's
  * on_sidecar hook must get exactly each neighbour's sidecar, once per link
@@ -27,10 +29,10 @@
 #include <cmocka.h>
 
 #include "coll/coll.h"
-#include "util/reduce.h"
 #include "net/link.h"
 #include "net/transport.h"
 #include "util/clock.h"
+#include "util/reduce.h"
 
 static void pair(struct rally__link *a, int peer_a, struct rally__link *b, int peer_b)
 {
@@ -38,6 +40,80 @@ static void pair(struct rally__link *a, int peer_a, struct rally__link *b, int p
     assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
     rally__tcp_link(a, sv[0], peer_a);
     rally__tcp_link(b, sv[1], peer_b);
+}
+
+/* --- the spin of a link alone on its core ------------------------------------ */
+
+/* A fake memory link (ready/arm/woken, as shm.c has) that turns ready on the
+ * 2000th look and counts its arms: a wait that kept spinning never armed,
+ * one that gave up on spinning armed before blocking.  Counts, not clocks:
+ * the 1 us spin_us is over long before 2000 looks, a 1 s spin_alone_us never
+ * is on any machine that runs the test at all. */
+struct fake {
+    int looks, arms, pipe[2];
+};
+static int fake_ready(const struct rally__link *l, int want)
+{
+    (void)want;
+    struct fake *f = l->t.p;
+    return ++f->looks >= 2000;
+}
+static int fake_arm(struct rally__link *l, int want)
+{
+    ((struct fake *)l->t.p)->arms++;
+    return fake_ready(l, want);
+}
+static void fake_woken(struct rally__link *l, unsigned fired)
+{
+    (void)l;
+    (void)fired;
+}
+static int fake_handles(const struct rally__link *l, int want, struct rally__handle *h)
+{
+    (void)want;
+    h[0] = rally__handle_fd(((struct fake *)l->t.p)->pipe[0]);
+    h[0].want = RALLY__WANT_IN;
+    return 1;
+}
+
+static int fake_wait(int spin_alone, int64_t spin_alone_us, int primed, int *arms)
+{
+    static const struct rally__link_ops ops = {.name = "fake",
+                                               .handles = fake_handles,
+                                               .ready = fake_ready,
+                                               .arm = fake_arm,
+                                               .woken = fake_woken};
+    struct fake f = {0, 0, {-1, -1}};
+    assert_int_equal(pipe(f.pipe), 0);
+    struct rally__link l = {.ops = &ops, .peer = 1, .spin_alone = spin_alone};
+    l.t.p = &f;
+    struct rally__interest w = {&l, RALLY__WANT_IN};
+    struct rally__err e = {0, ""};
+    int alarmed = -1;
+    /* primed: the doorbell has rung, so a wait that armed and blocked
+     * returns at once (unprimed, it would block to the deadline: 0) */
+    if (primed)
+        assert_true(write(f.pipe[1], "!", 1) == 1);
+    int rc = rally__link_wait(&w, 1, NULL, 1, spin_alone_us, rally__deadline(10000), &alarmed, &e);
+    close(f.pipe[0]);
+    close(f.pipe[1]);
+    *arms = f.arms;
+    return rc;
+}
+
+static void spin_alone_keeps_spinning(void **state)
+{
+    (void)state;
+    int arms = -1;
+    /* alone on its core with a long spin_alone_us: spins to the 2000th look */
+    assert_int_equal(fake_wait(1, 1000000, 0, &arms), 1);
+    assert_int_equal(arms, 0);
+    /* a link that shares its core spins spin_us alone, then arms */
+    assert_int_equal(fake_wait(0, 1000000, 1, &arms), 1);
+    assert_true(arms > 0);
+    /* and so does a link alone whose spin_alone_us is off */
+    assert_int_equal(fake_wait(1, 0, 1, &arms), 1);
+    assert_true(arms > 0);
 }
 
 /* --- the link ops ------------------------------------------------------------ */
@@ -62,7 +138,7 @@ static void link_ops(void **state)
     struct rally__interest w = {&b, RALLY__WANT_IN};
     int alarmed = -1;
     int64_t t0 = rally__now_ms();
-    assert_int_equal(rally__link_wait(&w, 1, NULL, 100, rally__deadline(50), &alarmed, &e), 0);
+    assert_int_equal(rally__link_wait(&w, 1, NULL, 100, 0, rally__deadline(50), &alarmed, &e), 0);
     assert_true(rally__now_ms() - t0 >= 40);
 
     /* the alarm ends a wait, and says so */
@@ -71,7 +147,7 @@ static void link_ops(void **state)
     struct rally__handle alarm = rally__handle_fd(al[0]);
     assert_false(rally__handle_is_none(&alarm));
     assert_true(write(al[1], "!", 1) == 1);
-    assert_int_equal(rally__link_wait(&w, 1, &alarm, 0, rally__deadline(5000), &alarmed, &e), 1);
+    assert_int_equal(rally__link_wait(&w, 1, &alarm, 0, 0, rally__deadline(5000), &alarmed, &e), 1);
     assert_int_equal(alarmed, 1);
 
     /* fill the link until it would block; a wait for OUT ends once b drains it */
@@ -82,14 +158,14 @@ static void link_ops(void **state)
     assert_int_equal(k, 0);
     assert_true(sent > 0);
     struct rally__interest wo = {&a, RALLY__WANT_OUT};
-    assert_int_equal(rally__link_wait(&wo, 1, NULL, 0, rally__deadline(50), &alarmed, &e), 0);
+    assert_int_equal(rally__link_wait(&wo, 1, NULL, 0, 0, rally__deadline(50), &alarmed, &e), 0);
     long got = 0;
     while (got < sent) {
         k = rally__link_recv(&b, big, sizeof big, NULL, 0, &e);
         assert_true(k > 0);
         got += k;
     }
-    assert_int_equal(rally__link_wait(&wo, 1, NULL, 0, rally__deadline(5000), &alarmed, &e), 1);
+    assert_int_equal(rally__link_wait(&wo, 1, NULL, 0, 0, rally__deadline(5000), &alarmed, &e), 1);
     assert_int_equal(alarmed, 0);
 
     /* the peer goes away: EPEER naming it, on receive and on send */
@@ -128,8 +204,7 @@ struct rank {
 static void on_sidecar(void *arg, int peer, uint64_t mine, uint64_t sidecar)
 {
     struct rank *k = arg;
-    if (peer < 0 || peer >= N || rally__comm_link(&k->c, peer) == NULL ||
-        mine != k->sent) {
+    if (peer < 0 || peer >= N || rally__comm_link(&k->c, peer) == NULL || mine != k->sent) {
         k->bad_calls++;
         return;
     }
@@ -248,6 +323,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(link_ops),
+        cmocka_unit_test(spin_alone_keeps_spinning),
         cmocka_unit_test_prestate(sidecars_reach_the_hook, "tcp"),
         cmocka_unit_test_prestate(sidecars_reach_the_hook, "shm"),
     };

@@ -48,8 +48,8 @@ static void config_layers(void **state)
     int argc = 4;
     char **argv = args;
     assert_int_equal(rally__config_load(&c, &argc, &argv, &e), RALLY_OK);
-    assert_int_equal(c.timeout_ms, 1234);         /* env over default */
-    assert_int_equal(c.chunk_bytes, 1 << 20);     /* argument over env */
+    assert_int_equal(c.timeout_ms, 1234);     /* env over default */
+    assert_int_equal(c.chunk_bytes, 1 << 20); /* argument over env */
     assert_int_equal(c.ring_threshold_bytes, 256 << 10);
     assert_int_equal(c.sock_buf_bytes, -1); /* "auto" */
     assert_int_equal(argc, 3);
@@ -132,8 +132,8 @@ static void hostport_forms(void **state)
     }
     /* formatting brackets an IPv6 host, and split reads back what fmt wrote */
     const char *hosts[] = {"127.0.0.1", "fd00::3", "::1", "fe80::1%lo", "node-a"};
-    const char *want[] = {"127.0.0.1:41234", "[fd00::3]:41234", "[::1]:41234",
-                          "[fe80::1%lo]:41234", "node-a:41234"};
+    const char *want[] = {"127.0.0.1:41234", "[fd00::3]:41234", "[::1]:41234", "[fe80::1%lo]:41234",
+                          "node-a:41234"};
     for (int i = 0; i < 5; i++) {
         char s[128];
         rally__hostport_fmt(hosts[i], 41234, s, sizeof s);
@@ -204,8 +204,9 @@ static void mesh_names_unreachable_peer(void **state)
     assert_int_equal(rally__tcp_listen("::1", 0, 4, &lfd1, &port1, &e), RALLY_OK);
     struct rally__mesh_peer p[1] = {{0, "::1", port, 1}};
     struct rally__link l[1];
-    struct rally__mesh_opts o = {lfd1, &s, 1, 2, 1, "::1", 1, -1, rally__deadline(5000), 300,
-                                 RALLY__TRANSPORT_TCP, 0, -1, NULL, NULL};
+    struct rally__mesh_opts o = {
+        lfd1, &s, 1,    2,   1, "::1", 1, -1, rally__deadline(5000), 300, RALLY__TRANSPORT_TCP,
+        0,    -1, NULL, NULL};
     assert_int_equal(rally__mesh_connect(&o, p, 1, l, &e), RALLY_EPEER);
     char want[128];
     snprintf(want, sizeof want, "cannot connect to rank 0 at [::1]:%d: Connection refused", port);
@@ -238,14 +239,15 @@ static int unroutable_child(void)
         goto out;
     struct rally__mesh_peer p[1] = {{0, "198.18.77.1", 9, 1}};
     struct rally__link l[1];
-    struct rally__mesh_opts o = {lfd, &s, 1, 2, 1, "127.0.0.1", 1, -1, rally__deadline(5000), 300,
-                                 RALLY__TRANSPORT_TCP, 0, -1, NULL, NULL};
+    struct rally__mesh_opts o = {
+        lfd, &s, 1,    2,   1, "127.0.0.1", 1, -1, rally__deadline(5000), 300, RALLY__TRANSPORT_TCP,
+        0,   -1, NULL, NULL};
     int got = rally__mesh_connect(&o, p, 1, l, &e);
     if (got == RALLY_EPEER && strstr(e.msg, "198.18.77.1:9") && strstr(e.msg, "No route to host"))
         rc = 0;
     else
-        fprintf(stderr, "got %d \"%s\", want RALLY_EPEER naming 198.18.77.1:9 and no route\n",
-                got, e.msg);
+        fprintf(stderr, "got %d \"%s\", want RALLY_EPEER naming 198.18.77.1:9 and no route\n", got,
+                e.msg);
     close(lfd);
 out:
     unlink(sf);
@@ -277,13 +279,15 @@ static void frames(void **state)
     unsigned char body[16];
     uint16_t type;
     size_t n;
-    assert_int_equal(rally__frame_recv(sv[1], &type, body, sizeof body, &n, d, "test", &e), RALLY_OK);
+    assert_int_equal(rally__frame_recv(sv[1], &type, body, sizeof body, &n, d, "test", &e),
+                     RALLY_OK);
     assert_int_equal(type, 42);
     assert_int_equal(n, 5);
     assert_memory_equal(body, "hello", 5);
 
     /* larger than the reader's buffer */
-    assert_int_equal(rally__frame_send(sv[0], 1, "0123456789abcdefXYZ", 19, d, "test", &e), RALLY_OK);
+    assert_int_equal(rally__frame_send(sv[0], 1, "0123456789abcdefXYZ", 19, d, "test", &e),
+                     RALLY_OK);
     assert_int_equal(rally__frame_recv(sv[1], &type, body, sizeof body, &n, d, "test", &e),
                      RALLY_EPROTO);
     assert_non_null(strstr(e.msg, "19-byte frame"));
@@ -330,9 +334,21 @@ struct meshjob {
 
 static struct rally__mesh_opts mesh_opts(struct meshjob *m, int listen_fd, int rank)
 {
-    return (struct rally__mesh_opts){listen_fd, &m->s, rank, 2, 1, "127.0.0.1", 1, -1,
-                                     rally__deadline(10000), 300, RALLY__TRANSPORT_TCP, 0, -1,
-                                     NULL, NULL};
+    return (struct rally__mesh_opts){listen_fd,
+                                     &m->s,
+                                     rank,
+                                     2,
+                                     1,
+                                     "127.0.0.1",
+                                     1,
+                                     -1,
+                                     rally__deadline(10000),
+                                     300,
+                                     RALLY__TRANSPORT_TCP,
+                                     0,
+                                     -1,
+                                     NULL,
+                                     NULL};
 }
 
 /* A job of two ranks: the secret in a temporary directory, rank 0's port
@@ -471,7 +487,7 @@ static void mesh_refuses_strangers(void **state)
     assert_int_equal(rally__link_send(&m->l1[0], "x", 1, "yz", 2, &e), 3);
     struct rally__interest w = {&m->l0[0], RALLY__WANT_IN};
     int alarmed = -1;
-    assert_int_equal(rally__link_wait(&w, 1, NULL, 0, rally__deadline(1000), &alarmed, &e), 1);
+    assert_int_equal(rally__link_wait(&w, 1, NULL, 0, 0, rally__deadline(1000), &alarmed, &e), 1);
     assert_int_equal(alarmed, 0);
     char c[3];
     assert_int_equal(rally__link_recv(&m->l0[0], c, 1, c + 1, 2, &e), 3);
@@ -647,12 +663,12 @@ static void ipv6_loopback(void **state)
 /* The auto choice, and buffers that really are fixed at what was asked. */
 static void socket_buffers(void **state)
 {
-    assert_int_equal(rally__sock_buf_choice(0, 8, 1, 2), 0);          /* asked: the kernel's */
+    assert_int_equal(rally__sock_buf_choice(0, 8, 1, 2), 0);              /* asked: the kernel's */
     assert_int_equal(rally__sock_buf_choice(1 << 20, 2, 0, 64), 1 << 20); /* asked: fixed */
     assert_int_equal(rally__sock_buf_choice(-1, 4, 1, 2), RALLY__SOCK_BUF_SHARED);
-    assert_int_equal(rally__sock_buf_choice(-1, 2, 1, 2), 0);   /* a core each */
-    assert_int_equal(rally__sock_buf_choice(-1, 8, 0, 2), 0);   /* several hosts */
-    assert_int_equal(rally__sock_buf_choice(-1, 8, 1, -1), 0);  /* CPUs unknown */
+    assert_int_equal(rally__sock_buf_choice(-1, 2, 1, 2), 0);  /* a core each */
+    assert_int_equal(rally__sock_buf_choice(-1, 8, 0, 2), 0);  /* several hosts */
+    assert_int_equal(rally__sock_buf_choice(-1, 8, 1, -1), 0); /* CPUs unknown */
 
     struct rally__err e = {0, ""};
     int lfd, port, fd;
@@ -740,15 +756,20 @@ static void topology_hd(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(config_layers),  cmocka_unit_test(config_errors),
-        cmocka_unit_test(hostport_forms), cmocka_unit_test(frames),
-        cmocka_unit_test(peer_address_choice), cmocka_unit_test(mesh_names_unreachable_peer),
+        cmocka_unit_test(config_layers),
+        cmocka_unit_test(config_errors),
+        cmocka_unit_test(hostport_forms),
+        cmocka_unit_test(frames),
+        cmocka_unit_test(peer_address_choice),
+        cmocka_unit_test(mesh_names_unreachable_peer),
         cmocka_unit_test(mesh_unroutable_peer_is_lost),
-        cmocka_unit_test(mesh_refuses_strangers), cmocka_unit_test(mesh_refuses_stale_acceptor),
+        cmocka_unit_test(mesh_refuses_strangers),
+        cmocka_unit_test(mesh_refuses_stale_acceptor),
         cmocka_unit_test(ipv6_loopback),
         cmocka_unit_test(mesh_idle_strangers_delay_nobody),
         cmocka_unit_test(mesh_watch_ends_wiring),
-        cmocka_unit_test(socket_buffers), cmocka_unit_test(topology),
+        cmocka_unit_test(socket_buffers),
+        cmocka_unit_test(topology),
         cmocka_unit_test(topology_hd),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -8,15 +8,14 @@
  * less room than asked moves what fits, a full ring and an empty one would
  * block; a waiting reader that is asleep is woken by the writer's bytes and
  * a waiting writer by the reader's, while nobody rings a doorbell when
- * nobody sleeps (nor for a reader that spins, yielding the core or not); a peer that closes is RALLY_EPEER naming it, after the
- * bytes it sent before are read, also for a reader already asleep; a wait
- * with nothing coming ends at its deadline; the mesh picks shm for a
- * loopback peer under rally_transport=shm and auto, TCP under tcp; and a
- * set-up the other end refuses (or a stranger with the wrong token) leaves
- * the link on TCP under auto, the stream intact, and fails it under shm; a
- * same-user stranger connected to the acceptor's socket that never speaks
- * neither delays the real connector nor outlives the set-up, and with
- * handshake_ms set it is dropped while the acceptor still waits.
+ * nobody sleeps (nor for a reader that spins, yielding the core or not); a peer that closes is
+ * RALLY_EPEER naming it, after the bytes it sent before are read, also for a reader already asleep;
+ * a wait with nothing coming ends at its deadline; the mesh picks shm for a loopback peer under
+ * rally_transport=shm and auto, TCP under tcp; and a set-up the other end refuses (or a stranger
+ * with the wrong token) leaves the link on TCP under auto, the stream intact, and fails it under
+ * shm; a same-user stranger connected to the acceptor's socket that never speaks neither delays the
+ * real connector nor outlives the set-up, and with handshake_ms set it is dropped while the
+ * acceptor still waits.
  */
 #include <poll.h>
 #include <pthread.h>
@@ -122,7 +121,7 @@ static void partial_and_would_block(void **state)
     struct rally__interest wi = {&b, RALLY__WANT_IN};
     int alarmed = -1;
     int64_t t0 = rally__now_ms();
-    assert_int_equal(rally__link_wait(&wi, 1, NULL, 100, rally__deadline(50), &alarmed, &e), 0);
+    assert_int_equal(rally__link_wait(&wi, 1, NULL, 100, 0, rally__deadline(50), &alarmed, &e), 0);
     assert_true(rally__now_ms() - t0 >= 40);
     assert_int_equal(alarmed, 0);
 
@@ -130,10 +129,10 @@ static void partial_and_would_block(void **state)
     assert_int_equal(rally__link_send(&a, big, 100, big + 100, sizeof big - 100, &e), RING);
     assert_int_equal(rally__link_send(&a, big, 1, NULL, 0, &e), 0); /* full */
     struct rally__interest wo = {&a, RALLY__WANT_OUT};
-    assert_int_equal(rally__link_wait(&wo, 1, NULL, 0, rally__deadline(30), &alarmed, &e), 0);
+    assert_int_equal(rally__link_wait(&wo, 1, NULL, 0, 0, rally__deadline(30), &alarmed, &e), 0);
     /* a partial read frees room for exactly that many bytes */
     assert_int_equal(rally__link_recv(&b, back, 10, NULL, 0, &e), 10);
-    assert_int_equal(rally__link_wait(&wo, 1, NULL, 0, rally__deadline(5000), &alarmed, &e), 1);
+    assert_int_equal(rally__link_wait(&wo, 1, NULL, 0, 0, rally__deadline(5000), &alarmed, &e), 1);
     assert_int_equal(rally__link_send(&a, big + RING, 50, NULL, 0, &e), 10);
     /* and asking for more than is there gives what is there */
     assert_int_equal(rally__link_recv(&b, back + 10, sizeof back, NULL, 0, &e), RING);
@@ -161,7 +160,8 @@ static void *wait_main(void *arg)
     struct rally__interest i = {w->l, w->want};
     int64_t t0 = rally__now_ms();
     w->e = (struct rally__err){0, ""};
-    w->rc = rally__link_wait(&i, 1, NULL, w->spin_us, rally__deadline(10000), &w->alarmed, &w->e);
+    w->rc =
+        rally__link_wait(&i, 1, NULL, w->spin_us, 0, rally__deadline(10000), &w->alarmed, &w->e);
     w->waited_ms = rally__now_ms() - t0;
     return NULL;
 }
@@ -236,7 +236,8 @@ static void sleeping_reader_and_writer_are_woken(void **state)
     /* ... and which, with nothing coming, stop spinning and block to the deadline */
     struct rally__interest wi = {&b, RALLY__WANT_IN};
     int64_t t0 = rally__now_ms();
-    assert_int_equal(rally__link_wait(&wi, 1, NULL, 2000, rally__deadline(60), &w.alarmed, &e), 0);
+    assert_int_equal(rally__link_wait(&wi, 1, NULL, 2000, 0, rally__deadline(60), &w.alarmed, &e),
+                     0);
     assert_true(rally__now_ms() - t0 >= 50);
     rally__link_close(&a);
     rally__link_close(&b);
@@ -259,7 +260,7 @@ static void peer_death(void **state)
     assert_int_equal(rally__link_recv(&a, h, 1, NULL, 0, &e), 0); /* not seen yet */
     struct rally__interest w = {&a, RALLY__WANT_IN};
     int64_t t0 = rally__now_ms();
-    assert_int_equal(rally__link_wait(&w, 1, NULL, 50, rally__deadline(5000), &alarmed, &e), 1);
+    assert_int_equal(rally__link_wait(&w, 1, NULL, 50, 0, rally__deadline(5000), &alarmed, &e), 1);
     assert_true(rally__now_ms() - t0 < 4000);
     assert_int_equal(rally__link_recv(&a, h, 1, NULL, 0, &e), -1);
     assert_int_equal(e.code, RALLY_EPEER);
@@ -348,7 +349,7 @@ static const char *wire_with(int transport)
     assert_int_equal(rally__link_send(&s[1].l, "a", 1, NULL, 0, &e), 1);
     struct rally__interest w = {&s[0].l, RALLY__WANT_IN};
     int alarmed;
-    assert_int_equal(rally__link_wait(&w, 1, NULL, 50, rally__deadline(5000), &alarmed, &e), 1);
+    assert_int_equal(rally__link_wait(&w, 1, NULL, 50, 0, rally__deadline(5000), &alarmed, &e), 1);
     assert_int_equal(rally__link_recv(&s[0].l, &c, 1, NULL, 0, &e), 1);
     assert_int_equal(c, 'a');
     for (int r = 0; r < 2; r++) {
@@ -377,9 +378,9 @@ static void put32(unsigned char *p, uint32_t v)
 }
 
 struct fake {
-    int fd;         /* its end of the connection */
-    int role;       /* 0: a fake acceptor, 1: a fake connector */
-    int stranger;   /* fake connector: present a wrong token to the acceptor's socket */
+    int fd;       /* its end of the connection */
+    int role;     /* 0: a fake acceptor, 1: a fake connector */
+    int stranger; /* fake connector: present a wrong token to the acceptor's socket */
     unsigned char got[64];
     int ok;
 };
@@ -477,7 +478,8 @@ static void refused_setup(void **state)
         char c[2];
         struct rally__interest w = {&l, RALLY__WANT_IN};
         int alarmed;
-        assert_int_equal(rally__link_wait(&w, 1, NULL, 0, rally__deadline(5000), &alarmed, &e), 1);
+        assert_int_equal(rally__link_wait(&w, 1, NULL, 0, 0, rally__deadline(5000), &alarmed, &e),
+                         1);
         assert_int_equal(rally__link_recv(&l, c, 2, NULL, 0, &e), 2);
         assert_memory_equal(c, "hi", 2);
         rally__link_close(&l);
@@ -498,7 +500,7 @@ static void refused_setup(void **state)
     char c[2];
     struct rally__interest w = {&l, RALLY__WANT_IN};
     int alarmed;
-    assert_int_equal(rally__link_wait(&w, 1, NULL, 0, rally__deadline(5000), &alarmed, &e), 1);
+    assert_int_equal(rally__link_wait(&w, 1, NULL, 0, 0, rally__deadline(5000), &alarmed, &e), 1);
     assert_int_equal(rally__link_recv(&l, c, 2, NULL, 0, &e), 2);
     assert_memory_equal(c, "hi", 2);
     rally__link_close(&l);
@@ -558,8 +560,8 @@ static const char *drive(int a, int b, int64_t handshake_ms, int *u)
     size_t n = offer[5];
     memcpy(sa.sun_path, offer + 24, n);
     *u = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (*u < 0 ||
-        connect(*u, (struct sockaddr *)&sa, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n)))
+    if (*u < 0 || connect(*u, (struct sockaddr *)&sa,
+                          (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n)))
         return "the stranger could not connect to the acceptor's socket";
     if (handshake_ms == 0) {
         if (rally__send_all(b, offer, 64, rally__deadline(20000), "t", &e) != RALLY_OK ||
@@ -626,7 +628,7 @@ static void idle_stranger(int64_t handshake_ms)
     assert_int_equal(rally__link_send(&con.l, "z", 1, NULL, 0, &e), 1);
     struct rally__interest w = {&acc.l, RALLY__WANT_IN};
     int alarmed;
-    assert_int_equal(rally__link_wait(&w, 1, NULL, 50, rally__deadline(5000), &alarmed, &e), 1);
+    assert_int_equal(rally__link_wait(&w, 1, NULL, 50, 0, rally__deadline(5000), &alarmed, &e), 1);
     assert_int_equal(rally__link_recv(&acc.l, &c, 1, NULL, 0, &e), 1);
     assert_int_equal(c, 'z');
     rally__link_close(&acc.l);

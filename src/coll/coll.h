@@ -61,6 +61,7 @@ struct rally__comm {
     size_t rd_threshold;        /* bytes; recursive doubling up to here (topo.hd_p == N) */
     size_t chunk;               /* bytes */
     int64_t spin_us;            /* poll without sleeping this long before blocking */
+    int64_t spin_alone_us;      /* ... or this long, when every link waited on is spin_alone */
     uint32_t seq;               /* collectives so far */
     struct rally__handle alarm; /* the owner's alarm line, or rally__handle_none() */
     int (*on_alarm)(void *arg, struct rally__err *e);

@@ -112,7 +112,7 @@ static long link_failed(struct rally__run *x)
     int64_t deadline = rally__deadline(2000);
     struct rally__err ignored = {0, ""};
     int alarmed;
-    while (rally__link_wait(NULL, 0, &x->c->alarm, 0, deadline, &alarmed, &ignored) > 0 &&
+    while (rally__link_wait(NULL, 0, &x->c->alarm, 0, 0, deadline, &alarmed, &ignored) > 0 &&
            alarmed) {
         struct rally__err v = {0, ""};
         int rc = x->c->on_alarm(x->c->hook_arg, &v);
@@ -226,7 +226,8 @@ static int wait_any(struct rally__run *x)
         x->ch[i].want = 0;
     }
     int alarmed = 0;
-    int k = rally__link_wait(w, x->nch, &x->c->alarm, x->c->spin_us, x->deadline, &alarmed, x->e);
+    int k = rally__link_wait(w, x->nch, &x->c->alarm, x->c->spin_us, x->c->spin_alone_us,
+                             x->deadline, &alarmed, x->e);
     if (k < 0)
         return x->e->code;
     if (k == 0) { /* named: the peers whose bytes, or room, this rank waited for */

@@ -75,7 +75,8 @@ static void mem_woken(const struct mem *m, int nm, const struct pollfd *p)
 }
 
 int rally__link_wait(const struct rally__interest *w, int n, const struct rally__handle *alarm,
-                     int64_t spin_us, int64_t deadline, int *alarmed, struct rally__err *e)
+                     int64_t spin_us, int64_t spin_alone_us, int64_t deadline, int *alarmed,
+                     struct rally__err *e)
 {
     struct pollfd p[RALLY__WAIT_MAX * RALLY__LINK_HANDLES + 1];
     struct mem m[RALLY__WAIT_MAX];
@@ -103,9 +104,13 @@ int rally__link_wait(const struct rally__interest *w, int n, const struct rally_
     }
     *alarmed = 0;
     int k = 0, err = 0;
+    if (!yield && nlinks > 0 && spin_us > 0 && spin_alone_us > spin_us)
+        spin_us = spin_alone_us; /* nobody needs our core: wait as OpenMPI does */
     if (spin_us > 0) {
         int64_t now = rally__now_us(), until = now + spin_us, poll_at = now + 10;
-        int64_t yield_at = now + 2; /* spin_alone: yield after 2 us of pure spinning */
+        if (deadline != RALLY__NEVER && until > deadline * 1000)
+            until = deadline * 1000; /* a long spin ends at the deadline too */
+        int64_t yield_at = now + 2;  /* spin_alone: yield after 2 us of pure spinning */
         for (;;) {
             if (mem_ready(m, nm))
                 return 1;

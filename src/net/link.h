@@ -72,8 +72,8 @@ struct rally__link_ops {
 struct rally__link {
     const struct rally__link_ops *ops; /* NULL: closed */
     int peer;                          /* rank */
-    int spin_alone; /* 1: a wait may spin without yielding the core (the
-                     * transport knows the peer has a core of its own) */
+    int spin_alone;                    /* 1: a wait may spin without yielding the core (the
+                                        * transport knows the peer has a core of its own) */
     char what[RALLY__LINK_WHAT];       /* "rank 3", for messages */
     union {
         int fd;
@@ -117,11 +117,17 @@ struct rally__interest {
  * on virtual machines costs tens of microseconds across cores; then it
  * blocks.  Links with a ready op are polled in memory (their descriptors,
  * which only carry wake-ups and hang-ups, and the alarm, every 10 us when
- * no link needs poll()), and armed before the wait blocks; when every link
- * waited on is spin_alone, the spin yields the core only every 2 us.   Returns 1 when something is ready or a signal interrupted the
- * wait (*alarmed: whether the alarm is readable), 0 at the deadline, -1 with
- * e set when the wait itself failed.  Allocates nothing. */
+ * no link needs poll()), and armed before the wait blocks.  When every link
+ * waited on is spin_alone, nobody else needs the core: the spin lasts
+ * spin_alone_us when that is longer (a wake-up then costs at most a
+ * percent or two of the wait) and yields only every 2 us, which costs a
+ * system call while the core is otherwise idle and lets a peer that the
+ * scheduler put on the same core run.  Returns 1 when something is ready or
+ * a signal interrupted the wait (*alarmed: whether the alarm is readable), 0
+ * at the deadline, -1 with e set when the wait itself failed.  Allocates
+ * nothing. */
 int rally__link_wait(const struct rally__interest *w, int n, const struct rally__handle *alarm,
-                     int64_t spin_us, int64_t deadline, int *alarmed, struct rally__err *e);
+                     int64_t spin_us, int64_t spin_alone_us, int64_t deadline, int *alarmed,
+                     struct rally__err *e);
 
 #endif

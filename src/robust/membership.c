@@ -350,6 +350,7 @@ void rally__robust_comm_setup(struct rally__robust *rb,
         rally__topo_add_hd(&cm->topo);
     cm->chunk = (size_t)cfg->chunk_bytes;
     cm->spin_us = cfg->spin_us;
+    cm->spin_alone_us = cfg->spin_alone_us;
     cm->report = report;
     cm->on_sidecar = rally__robust_on_sidecar;
     cm->hook_arg = rb;

@@ -49,6 +49,7 @@ struct rally__config {
     int64_t local_replica;          /* ring successors holding each local model */
     int64_t verify_every;           /* compare every K-th result across ranks; 0 off */
     int64_t spin_us;                /* poll without sleeping before blocking */
+    int64_t spin_alone_us;          /* ... that long when N <= cores on one host */
     int64_t sock_buf_bytes;         /* peer links' socket buffers; 0 kernel, -1 auto */
     int64_t transport;              /* RALLY__TRANSPORT_*: links to same-host peers */
     char mock[RALLY__STR_MAX * 4];  /* kill points, ';'-separated (librally_mock) */
