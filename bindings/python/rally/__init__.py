@@ -28,10 +28,13 @@ Errors raise ``rally.Error`` subclasses carrying the C library's sentence
 ``bindings/python/README.md`` says how the package finds librally.
 """
 
+from __future__ import annotations
+
 import ctypes
 import pickle
 import struct
 import sys
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -46,11 +49,12 @@ __all__ = [
     "init", "finalize", "Rally", "rank", "world_size", "is_distributed", "processor_name",
     "tracker_print", "allreduce", "broadcast", "broadcast_object", "allgather",
     "register_reducer", "checkpoint", "load_checkpoint", "lazy_checkpoint", "version",
-    "abort", "attempt", "digest64", "allreduce_xsum", "XSum",
+    "abort", "attempt", "digest64", "allreduce_xsum", "allreduce_object", "XSum", "set_app",
+    "set_input",
     "MAX", "MIN", "SUM", "BITOR", "SUM_EXACT", "Error", "ArgumentError", "ConfigError", "PeerError",
     "MismatchError", "StateError", "Resized",
 ]
-__version__ = "0.1.0"
+from ._version import __version__  # noqa: E402,F401
 
 # Built-in operators (rally.h).  BITOR takes integer arrays only.  SUM_EXACT
 # is the exactly rounded sum: the same bits at any world size.
@@ -66,6 +70,25 @@ DTYPES = tuple(np.dtype(n) for n in ("int8", "uint8", "int16", "uint16", "int32"
                                      "int64", "uint64", "float32", "float64"))
 
 PICKLE_PROTOCOL = 5
+
+# An operator: one of the constants above or a Reducer; a prepare callback
+# fills the array it is given.
+Op = Union[int, "Reducer"]
+Prepare = Callable[[np.ndarray], None]
+
+
+def _fsum(xs):
+    import math
+
+    if not all(isinstance(x, (int, float, np.integer, np.floating)) for x in xs):
+        raise ArgumentError("allreduce_object: SUM_EXACT takes numbers only (math.fsum); "
+                            "for arrays use allreduce(a, SUM_EXACT)")
+    return math.fsum(xs)
+
+
+# allreduce_object's operators on Python objects.
+_OBJECT_OPS = {MAX: max, MIN: min, SUM: lambda a, b: a + b, BITOR: lambda a, b: a | b,
+               SUM_EXACT: _fsum}
 
 
 def _check_array(what, a, writable=True):
@@ -113,7 +136,7 @@ class Rally:
     """A rally handle: one worker's membership of the job.  ``rally.init()``
     makes one; use it as a context manager, or call ``finalize()``."""
 
-    def __init__(self, args=None, mock=None):
+    def __init__(self, args: Optional[Sequence[str]] = None, mock: Optional[bool] = None) -> None:
         if mock is None:
             mock = _env_flag("RALLY_PYTHON_MOCK")
         self._lib = _lib.load(mock)
@@ -141,7 +164,7 @@ class Rally:
 
     # --- life cycle -------------------------------------------------------------
 
-    def finalize(self):
+    def finalize(self) -> None:
         """Leaves the job and frees the handle; later calls raise StateError.
         A second call does nothing."""
         if self._h is None:
@@ -155,7 +178,8 @@ class Rally:
     close = finalize
 
     @property
-    def closed(self):
+    def closed(self) -> bool:
+        """Whether finalize() ran (every call but finalize raises StateError then)."""
         return self._h is None
 
     def __enter__(self):
@@ -208,22 +232,26 @@ class Rally:
 
     # --- who we are -------------------------------------------------------------
 
-    def rank(self):
+    def rank(self) -> int:
+        """This worker's rank, in [0, world_size())."""
         return self._lib.rally_rank(self._handle("rank"))
 
-    def world_size(self):
+    def world_size(self) -> int:
+        """The number of workers in the job (1 without a tracker)."""
         return self._lib.rally_world_size(self._handle("world_size"))
 
-    def is_distributed(self):
+    def is_distributed(self) -> bool:
+        """Whether the job has more than one worker."""
         return self.world_size() > 1
 
-    def processor_name(self):
+    def processor_name(self) -> str:
+        """The name of this worker's host."""
         buf = ctypes.create_string_buffer(1025)
         self._check(self._lib.rally_processor_name(self._handle("processor_name"), buf,
                                                    len(buf)), "processor_name")
         return buf.value.decode(errors="replace")
 
-    def tracker_print(self, msg):
+    def tracker_print(self, msg: object) -> None:
         """Prints msg on the launcher's standard output behind this rank."""
         h = self._handle("tracker_print")
         self._check(self._lib.rally_tracker_print(h, str(msg).rstrip("\n").encode()),
@@ -231,7 +259,7 @@ class Rally:
 
     # --- collectives ------------------------------------------------------------
 
-    def allreduce(self, a, op, prepare=None):
+    def allreduce(self, a: np.ndarray, op: Op, prepare: Optional[Prepare] = None) -> np.ndarray:
         """Reduces the array a in place over every rank with op (MAX, MIN,
         SUM, BITOR, SUM_EXACT, or a Reducer from register_reducer) and
         returns a.
@@ -261,7 +289,8 @@ class Rally:
         self._check(rc, "allreduce")
         return a
 
-    def allreduce_xsum(self, acc, dtype=np.float64, prepare=None):
+    def allreduce_xsum(self, acc: XSum, dtype: Any = np.float64,
+                       prepare: Optional[Callable[[XSum], None]] = None) -> np.ndarray:
         """The exact sum over every rank of each element of acc (an XSum of
         the same count everywhere), rounded once, as a new array of dtype
         (float64 or float32).  prepare(acc), when given, fills acc first; it
@@ -277,7 +306,8 @@ class Rally:
         self._check(rc, "allreduce_xsum")
         return out
 
-    def register_reducer(self, fn, dtype, commutative=True, id=None):  # noqa: A002
+    def register_reducer(self, fn: Callable[[np.ndarray, np.ndarray], None], dtype: Any,
+                         commutative: bool = True, id: Optional[int] = None) -> Reducer:  # noqa: A002
         """Registers fn(inout, incoming) as a reduction over elements of
         dtype (any numpy dtype without Python objects, e.g. a structured
         one): it must set inout[i] = inout[i] (+) incoming[i] in place (or
@@ -305,7 +335,7 @@ class Rally:
         self._reducers[rid] = red
         return red
 
-    def broadcast(self, data, root=0):
+    def broadcast(self, data: Any, root: int = 0) -> Any:
         """An ndarray: root's contents reach every rank's array in place
         (same shape and dtype everywhere); returns it.  Anything else:
         broadcast_object(data, root)."""
@@ -317,7 +347,7 @@ class Rally:
                     "broadcast")
         return data
 
-    def broadcast_object(self, obj, root=0):
+    def broadcast_object(self, obj: Any, root: int = 0) -> Any:
         """Returns root's obj on every rank (root gets obj itself, the others
         an unpickled copy); the others pass anything, e.g. None."""
         h = self._handle("broadcast_object")
@@ -337,7 +367,7 @@ class Rally:
         finally:
             self._lib.rally_free(buf)
 
-    def allgather(self, obj):
+    def allgather(self, obj: Any) -> Union[List[Any], np.ndarray]:
         """An ndarray (the same shape and dtype on every rank): a new array
         of shape (world_size,) + obj.shape holding every rank's, in rank
         order.  Anything else: every rank's obj (pickled), as a list in
@@ -349,12 +379,37 @@ class Rally:
             self._check(self._lib.rally_allgather(h, obj.ctypes.data, obj.nbytes,
                                                   out.ctypes.data), "allgather")
             return out
+        return self._gather_pickled(h, obj, "allgather")
+
+    def allreduce_object(self, obj: Any, op: Any = SUM) -> Any:
+        """Every rank's obj (any picklable object) reduced with op, on every
+        rank, as mpi4py's ``comm.allreduce(obj, op)``: op is SUM (``a + b``),
+        MAX, MIN, BITOR (``a | b``), SUM_EXACT (``math.fsum``, numbers only)
+        or a function ``op(a, b)`` of two objects.  The objects are gathered
+        (pickled) and folded in rank order, ``op(op(x0, x1), x2)...``, on
+        every rank alike, so every rank gets the same object and the same
+        bits at a given N, and a recovering worker gets the gathered objects
+        from the survivors.  For numbers in arrays ``allreduce`` is the fast
+        path: this call moves N objects to every rank."""
+        h = self._handle("allreduce_object")
+        fold = _OBJECT_OPS.get(op) if isinstance(op, int) else op
+        if not callable(fold):
+            raise ArgumentError("allreduce_object: op %r is not one of MAX, MIN, SUM, BITOR, "
+                                "SUM_EXACT nor a function of two objects" % (op,))
+        xs = self._gather_pickled(h, obj, "allreduce_object")
+        if fold is _fsum:
+            return fold(xs)
+        acc = xs[0]
+        for x in xs[1:]:
+            acc = fold(acc, x)
+        return acc
+
+    def _gather_pickled(self, h, obj, what):
         mine = pickle.dumps(obj, protocol=PICKLE_PROTOCOL)
         world = self.world_size()
         sizes = (ctypes.c_uint64 * world)()
         out = ctypes.c_void_p()
-        self._check(self._lib.rally_allgatherv(h, mine, len(mine), ctypes.byref(out), sizes),
-                    "allgather")
+        self._check(self._lib.rally_allgatherv(h, mine, len(mine), ctypes.byref(out), sizes), what)
         try:
             blob = ctypes.string_at(out.value, sum(sizes)) if sum(sizes) else b""
         finally:
@@ -367,7 +422,7 @@ class Rally:
 
     # --- checkpoints ------------------------------------------------------------
 
-    def set_local_records(self, owner):
+    def set_local_records(self, owner: Callable[[int, int], int]) -> None:
         """Declares the local model a dict of records: {id: object}, ids
         integers in 0..2^64-1, each object pickled on its own.  owner(id,
         world) -> rank says which rank owns an id in a job of world ranks
@@ -407,7 +462,7 @@ class Rally:
             at += 12 + n
         return recs
 
-    def load_checkpoint(self, with_local=False):
+    def load_checkpoint(self, with_local: bool = False) -> Tuple[Any, ...]:
         """(version, global_model), or (version, global_model, local_model)
         with with_local.  A fresh start gives version 0 and None models;
         a restarted worker the objects of the newest checkpoint."""
@@ -432,7 +487,7 @@ class Rally:
             self._lib.rally_free(lo)
         return (v.value, gm, lm) if with_local else (v.value, gm)
 
-    def checkpoint(self, global_model, local_model=None):
+    def checkpoint(self, global_model: Any, local_model: Any = None) -> None:
         """Checkpoints the objects (pickled, protocol 5): version + 1.
         local_model None means the job has no local model (use local
         models always or never)."""
@@ -448,7 +503,7 @@ class Rally:
                                                len(lb) if lb else 0),
                     "checkpoint")
 
-    def lazy_checkpoint(self, global_model):
+    def lazy_checkpoint(self, global_model: Any) -> None:
         """A checkpoint that pickles global_model only when a recovering
         worker needs it: the object must not change until the last
         collective before the next checkpoint has returned."""
@@ -470,16 +525,16 @@ class Rally:
                 self._pending = e
             return 0xFFFFFFFFFFFFFFFF
 
-    def version(self):
+    def version(self) -> int:
         """How many checkpoints the job has taken."""
         return self._lib.rally_checkpoint_version(self._handle("version"))
 
-    def attempt(self):
+    def attempt(self) -> int:
         """How many times this rank was started before this process (0 on the
         first start; rabit's DMLC_NUM_ATTEMPT), known before load_checkpoint."""
         return self._lib.rally_attempt(self._handle("attempt"))
 
-    def set_app(self, name, config=""):
+    def set_app(self, name: str, config: str = "") -> None:
         """rally_set_app: names the application and its configuration for
         durable snapshots; a resume with other values is refused.  Call it
         before load_checkpoint."""
@@ -487,7 +542,7 @@ class Rally:
         self._check(self._lib.rally_set_app(h, str(name).encode(), str(config).encode()),
                     "set_app")
 
-    def set_input(self, scheme, fingerprint):
+    def set_input(self, scheme: str, fingerprint: str) -> None:
         """rally_set_input: how the input was partitioned (a Shard's
         partition) and this rank's shard fingerprint, kept in snapshots; a
         resume over other data is refused.  Call it before load_checkpoint."""
@@ -495,7 +550,7 @@ class Rally:
         self._check(self._lib.rally_set_input(h, str(scheme).encode(), str(fingerprint).encode()),
                     "set_input")
 
-    def abort(self, msg, code=1):
+    def abort(self, msg: str, code: int = 1) -> None:
         """Stops the whole job because of a failure only this rank sees:
         every rank's pending and next call raises PeerError with "rank R
         failed: msg (rally_abort code C)", and rally-run restarts nobody.
@@ -504,7 +559,7 @@ class Rally:
         self._check(self._lib.rally_abort(h, int(code), str(msg).encode()), "abort")
 
 
-def digest64(data):
+def digest64(data: Any) -> int:
     """rally_digest64: XXH3-64 (seed 0) of a bytes-like object's bytes (bytes,
     bytearray, memoryview, a C-contiguous numpy array), as an int: the
     digest the C examples print as model_digest.  Needs no handle."""
@@ -525,7 +580,7 @@ def _env_flag(name):
 _default = None
 
 
-def init(args=None, mock=None):
+def init(args: Optional[Sequence[str]] = None, mock: Optional[bool] = None) -> Rally:
     """Joins the job and returns the handle (also the default handle of the
     module-level functions).  args: None reads rally_key=value settings from
     sys.argv and removes them there; a list is read instead (sys.argv is left
@@ -539,7 +594,7 @@ def init(args=None, mock=None):
     return _default
 
 
-def finalize():
+def finalize() -> None:
     """Leaves the job (the default handle).  Does nothing without one."""
     global _default
     r, _default = _default, None
@@ -554,17 +609,93 @@ def _current(what):
     return _default
 
 
-def _forward(name):
-    def f(*args, **kwargs):
-        return getattr(_current(name), name)(*args, **kwargs)
-    f.__name__ = name
-    f.__doc__ = getattr(Rally, name).__doc__
-    return f
+# The module-level calls: the default handle's methods (typed, for checkers
+# that read py.typed; each takes its method's docstring).
+def rank() -> int:
+    return _current("rank").rank()
 
 
-for _n in ("rank", "world_size", "is_distributed", "processor_name", "tracker_print",
-           "allreduce", "allreduce_xsum", "register_reducer", "broadcast", "broadcast_object", "allgather",
-           "load_checkpoint", "checkpoint", "lazy_checkpoint", "version", "abort", "attempt",
-           "set_app", "set_input"):
-    globals()[_n] = _forward(_n)
-del _n
+def world_size() -> int:
+    return _current("world_size").world_size()
+
+
+def is_distributed() -> bool:
+    return _current("is_distributed").is_distributed()
+
+
+def processor_name() -> str:
+    return _current("processor_name").processor_name()
+
+
+def tracker_print(msg: object) -> None:
+    return _current("tracker_print").tracker_print(msg)
+
+
+def allreduce(a: np.ndarray, op: Op, prepare: Optional[Prepare] = None) -> np.ndarray:
+    return _current("allreduce").allreduce(a, op, prepare)
+
+
+def allreduce_xsum(acc: XSum, dtype: Any = np.float64,
+                   prepare: Optional[Callable[[XSum], None]] = None) -> np.ndarray:
+    return _current("allreduce_xsum").allreduce_xsum(acc, dtype, prepare)
+
+
+def register_reducer(fn: Callable[[np.ndarray, np.ndarray], None], dtype: Any,
+                     commutative: bool = True, id: Optional[int] = None) -> Reducer:  # noqa: A002
+    return _current("register_reducer").register_reducer(fn, dtype, commutative, id)
+
+
+def allreduce_object(obj: Any, op: Any = SUM) -> Any:
+    return _current("allreduce_object").allreduce_object(obj, op)
+
+
+def broadcast(data: Any, root: int = 0) -> Any:
+    return _current("broadcast").broadcast(data, root)
+
+
+def broadcast_object(obj: Any, root: int = 0) -> Any:
+    return _current("broadcast_object").broadcast_object(obj, root)
+
+
+def allgather(obj: Any) -> Union[List[Any], np.ndarray]:
+    return _current("allgather").allgather(obj)
+
+
+def load_checkpoint(with_local: bool = False) -> Tuple[Any, ...]:
+    return _current("load_checkpoint").load_checkpoint(with_local)
+
+
+def checkpoint(global_model: Any, local_model: Any = None) -> None:
+    return _current("checkpoint").checkpoint(global_model, local_model)
+
+
+def lazy_checkpoint(global_model: Any) -> None:
+    return _current("lazy_checkpoint").lazy_checkpoint(global_model)
+
+
+def version() -> int:
+    return _current("version").version()
+
+
+def abort(msg: str, code: int = 1) -> None:
+    return _current("abort").abort(msg, code)
+
+
+def attempt() -> int:
+    return _current("attempt").attempt()
+
+
+def set_app(name: str, config: str = "") -> None:
+    return _current("set_app").set_app(name, config)
+
+
+def set_input(scheme: str, fingerprint: str) -> None:
+    return _current("set_input").set_input(scheme, fingerprint)
+
+
+for _f in (rank, world_size, is_distributed, processor_name, tracker_print, allreduce,
+           allreduce_xsum, allreduce_object, register_reducer, broadcast, broadcast_object, allgather,
+           load_checkpoint, checkpoint, lazy_checkpoint, version, abort, attempt, set_app,
+           set_input):
+    _f.__doc__ = getattr(Rally, _f.__name__).__doc__
+del _f

@@ -6,12 +6,16 @@ Where the library comes from, first match wins:
 1. ``RALLY_LIBRARY`` (``RALLY_MOCK_LIBRARY`` for the mock library): the path
    of the shared library itself.  With only ``RALLY_LIBRARY`` set, the mock
    library is looked for beside it.
-2. ``_paths.py`` beside this file: written by CMake into the build tree's
+2. ``_bundled/`` beside this file: the copy a wheel carries (setup.py).
+3. ``_paths.py`` beside this file: written by CMake into the build tree's
    copy of the package (``<build>/python``) and into the installed package,
    it names the directory that holds the libraries.
-3. A ``build`` directory at the top of the source tree this package sits in
+4. A ``build`` directory at the top of the source tree this package sits in
    (``bindings/python/rally`` -> ``../../../build``).
-4. The system's loader (``ldconfig``'s cache, ``LD_LIBRARY_PATH``).
+5. The system's loader (``ldconfig``'s cache, ``LD_LIBRARY_PATH``).
+
+The programs (``rally-run``, ``rally-tracker``: ``tool()``) come from the
+same places, the last being ``PATH``.
 """
 
 import ctypes
@@ -32,15 +36,46 @@ def _candidates(mock):
     if mock and os.environ.get("RALLY_LIBRARY"):
         yield os.path.join(os.path.dirname(os.environ["RALLY_LIBRARY"]), name)
         return
+    for d in _dirs("LIBRARY_DIR"):
+        yield os.path.join(d, name)
+    yield name + "." + _SOVERSION  # the system's loader
+
+
+def _dirs(kind):
+    """The directories to look in, in order: the wheel's copy, _paths.py's
+    (kind: LIBRARY_DIR or TOOL_DIR), the source tree's build/."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    yield os.path.join(here, "_bundled")
     try:
         from . import _paths  # written by CMake; absent in the source tree
 
-        yield os.path.join(_paths.LIBRARY_DIR, name)
-    except ImportError:
+        yield getattr(_paths, kind)
+    except (ImportError, AttributeError):
         pass
-    here = os.path.dirname(os.path.abspath(__file__))
-    yield os.path.join(here, "..", "..", "..", "build", name)
-    yield name + "." + _SOVERSION  # the system's loader
+    yield os.path.join(here, "..", "..", "..", "build")
+
+
+def tool(name):
+    """The path of one of rally's programs (``rally-run``, ``rally-tracker``)
+    that goes with this package; raises ConfigError when there is none."""
+    import shutil
+
+    for d in _dirs("TOOL_DIR"):
+        p = os.path.join(d, name)
+        if os.access(p, os.X_OK):
+            return os.path.normpath(p)
+    p = shutil.which(name)
+    if p:
+        return p
+    from .errors import ConfigError
+
+    raise ConfigError("cannot find %s: install rally (make install, or pip install "
+                      "./bindings/python) or put it on PATH" % name, 4)
+
+
+def path():
+    """The path of the loaded library (None before any load)."""
+    return _loaded[1]._name if _loaded else None
 
 
 def load(mock=False):

@@ -1,6 +1,6 @@
 """ckpt.py ITERS [--pause-ms MS] [--local] [--lazy] [--mock] — a recoverable job in
 Python: each iteration an allreduce (float64 sums whose bits depend on the
-reduction order), a broadcast of an object, an allgather, and a checkpoint
+reduction order), a broadcast of an object, an allgather, an allreduce_object, and a checkpoint
 of a pickled model (and, with --local, a per-rank local model; --lazy: a
 lazy checkpoint; --mock: rally.init(mock=True)).  Prints
 "pid R P" per incarnation and, on rank 0, "digest HEX" of the final model,
@@ -45,7 +45,8 @@ def main():
                                it % world)
             every = r.allgather(float(g[rank]))
             model["w"] = model["w"] * 0.5 + g
-            model["log"].append((note["best"], sum(every)))
+            top = r.allreduce_object({rank: float(g[0])}, lambda a, b: {**a, **b})
+            model["log"].append((note["best"], sum(every), sorted(top.items())))
             model["it"] = it + 1
             if pause:
                 time.sleep(pause)

@@ -1,5 +1,5 @@
 """ops.py — a worker that checks every dtype and operator, broadcast and
-allgather of objects, and custom reducers (commutative and not) against
+allgather and allreduce_object of objects, and custom reducers (commutative and not) against
 numpy, under rally-run.
 Each rank builds every rank's operand from the same seed, so each knows the
 expected result; values are small integers (exact in every type, so any
@@ -55,6 +55,20 @@ def main():
         every = r.allgather(("rank", rank, np.arange(rank)))
         assert [e[1] for e in every] == list(range(world))
         assert all(np.array_equal(e[2], np.arange(q)) for q, e in enumerate(every))
+        # allreduce_object: mpi4py's comm.allreduce(obj, op), folded in rank order
+        assert r.allreduce_object(rank + 1) == world * (world + 1) // 2
+        assert r.allreduce_object([rank], rally.SUM) == list(range(world))  # list + list
+        assert r.allreduce_object({rank: "x"}, lambda a, b: {**a, **b}) == {q: "x" for q in range(world)}
+        assert r.allreduce_object((rank, -rank), rally.MAX) == (world - 1, 1 - world)
+        assert r.allreduce_object(1 << rank, rally.BITOR) == (1 << world) - 1
+        assert r.allreduce_object("s%d" % rank, lambda a, b: a + b) == "".join("s%d" % q for q in range(world))
+        assert r.allreduce_object(0.1 * (rank + 1), rally.SUM_EXACT) == \
+            __import__("math").fsum(0.1 * (q + 1) for q in range(world))
+        try:
+            r.allreduce_object(1, rally.Reducer(0, None, True, None, None))
+            raise SystemExit("an object reduction with a Reducer went through")
+        except rally.ArgumentError:
+            pass
         rows = r.allgather(np.array([[rank, -rank]], np.int16))
         assert rows.shape == (world, 1, 2) and rows[:, 0, 0].tolist() == list(range(world)), rows
         # a custom reducer on a structured dtype: (max of value, its rank)
