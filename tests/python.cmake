@@ -22,7 +22,8 @@ if(RALLY_PYTHON AND NOT RALLY_SANITIZE)
       "ops|test_jobs.py -k dtype_and_operator or ring or mismatch or exception or abort"
       "recover|test_jobs.py -k checkpoint_kinds or mock or kill9"
       "kmeans|test_kmeans.py"
-      "xsum|test_xsum.py")
+      "xsum|test_xsum.py"
+      "dask|test_dask.py")
   foreach(c ${RALLY_PYTEST_CASES})
     string(REPLACE "|" ";" parts "${c}")
     list(GET parts 0 name)

@@ -1,0 +1,91 @@
+"""test_dask.py — rally.dask on a LocalCluster of 4 worker processes: the
+k-means of progs/dask_kmeans.py failure-free (the same bits as the same job
+under rally-run), with rank 1's Dask worker killed by SIGKILL mid-job (its
+nanny starts a new one, the rank is run again there and recovers in place:
+the same digest), and a cluster too small for the job (a clear error, no
+hang)."""
+import os
+import re
+import signal
+import sys
+import tempfile
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from conftest import PROGS, run_job
+
+import distributed  # noqa: E402,F401 - python3-distributed, installed by make deps
+import dask.array as da  # noqa: E402
+
+import rally  # noqa: E402
+import rally.dask  # noqa: E402
+
+os.environ["PYTHONPATH"] = PROGS + os.pathsep + os.environ["PYTHONPATH"]  # the workers import it
+sys.path.insert(0, PROGS)
+import dask_kmeans  # noqa: E402
+
+K, ITERS = dask_kmeans.K, dask_kmeans.ITERS
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=4, processes=True, threads_per_worker=1, dashboard_address=None,
+                      silence_logs=40) as c, Client(c) as client:
+        yield c, client
+
+
+def run(client, **kw):
+    x = da.from_array(dask_kmeans.points(), chunks=(dask_kmeans.CHUNK, 2))  # 8 partitions
+    return rally.dask.run(client, dask_kmeans.kmeans, K, ITERS, data=x, n_workers=4,
+                          timeout=240, **kw)
+
+
+def test_failure_free_equals_the_same_job_under_rally_run(cluster):
+    _, client = cluster
+    a, b = run(client), run(client)
+    assert a == b and a["world"] == 4 and a["version"] == ITERS, (a, b)
+    rc, out = run_job(4, os.path.join(PROGS, "dask_kmeans.py"))
+    assert rc == 0, out
+    assert re.search(r"^\[0\] result %s$" % a["digest"], out, re.M), (a, out)
+
+
+def test_killed_dask_worker_recovers_in_place(cluster):
+    c, client = cluster
+    want = run(client)
+    path = os.path.join(tempfile.mkdtemp(), "pid")
+    pids_before = set(client.run(os.getpid).values())
+    killed = []
+
+    def killer():
+        end = time.monotonic() + 120
+        while not os.path.exists(path) and time.monotonic() < end:
+            time.sleep(0.05)
+        if os.path.exists(path):
+            pid = int(open(path).read())
+            killed.append(pid)
+            os.kill(pid, signal.SIGKILL)
+
+    t = threading.Thread(target=killer)
+    t.start()
+    got = run(client, kill_at=(1, 5, path))
+    t.join()
+    assert killed and killed[0] in pids_before, (killed, pids_before)
+    assert got["digest"] == want["digest"], (got, want)
+    assert got["version"] == ITERS
+    lines = "\n".join(rally.dask.run.last_lines)
+    assert "rank 1 failed" in lines and "recovered" in lines, lines
+    client.wait_for_workers(4, timeout=60)  # the nanny's new worker is in
+    assert killed[0] not in set(client.run(os.getpid).values())
+
+
+def test_too_few_workers_is_a_clear_error(cluster):
+    _, client = cluster
+    t = time.monotonic()
+    with pytest.raises(rally.ConfigError, match="the cluster has 4 workers, the job needs 6"):
+        rally.dask.run(client, dask_kmeans.kmeans, K, ITERS, n_workers=6, wait_for_workers=2)
+    assert time.monotonic() - t < 30
