@@ -17,6 +17,7 @@
 #   BENCH_EXACT=0                     skip bench/exact.sh (RALLY_SUM_EXACT against RALLY_SUM)
 #   BENCH_TIMEOUT=900                 seconds allowed for one program run
 #   BENCH_KMEANS=0, BENCH_TRAINERS=0  skip bench/kmeans.sh, bench/linear.sh + bench/gbdt.sh
+#   BENCH_TORCH=0                     skip bench/torch.sh (rally.torch beside torch.distributed Gloo)
 #   BENCH_SNAPSHOT=0                  skip bench/snapshot.sh (durable snapshots' cost),
 #                                     bench/snapshot_s3.sh (the object-store tier) and
 #                                     bench/snapshot_flush.sh (the second tier's flush lag)
@@ -301,4 +302,13 @@ if [ "${BENCH_TRAINERS:-1}" != 0 ]; then
     fi
     "$(dirname "$0")/linear.sh" "$BUILD"
     "$(dirname "$0")/gbdt.sh" "$BUILD"
+fi
+# rally.torch beside torch.distributed with Gloo, an MLP's time per step
+# (bench/torch.sh; BENCH_QUICK: 50 steps, one round; BENCH_TORCH=0 skips it)
+if [ "${BENCH_TORCH:-1}" != 0 ]; then
+    echo
+    if [ -n "${BENCH_QUICK:-}" ]; then
+        export BENCH_TORCH_STEPS=${BENCH_TORCH_STEPS:-50} BENCH_TORCH_ROUNDS=${BENCH_TORCH_ROUNDS:-1}
+    fi
+    "$(dirname "$0")/torch.sh" "$BUILD"
 fi

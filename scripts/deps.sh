@@ -17,7 +17,7 @@ need="$need slurm-wlm munge"
 need="$need python3-swift"
 # pip install ./bindings/python into a venv, offline (tests/python_pip_test.sh),
 # and the Dask and PyTorch integrations (rally.dask, rally.torch) and their tests
-need="$need python3-venv python3-pip python3-wheel python3-setuptools python3-distributed python3-torch"
+need="$need python3-venv python3-pip python3-wheel python3-setuptools python3-distributed python3-pandas python3-torch"
 # clang's runtimes (ASan, UBSan, TSan, libFuzzer) for `make sanitize` and the
 # fuzz tests: only "recommended" by clang, so named here, for clang's version
 if command -v clang >/dev/null 2>&1; then

@@ -23,7 +23,8 @@ if(RALLY_PYTHON AND NOT RALLY_SANITIZE)
       "recover|test_jobs.py -k checkpoint_kinds or mock or kill9"
       "kmeans|test_kmeans.py"
       "xsum|test_xsum.py"
-      "dask|test_dask.py")
+      "dask|test_dask.py"
+      "torch|test_torch.py")
   foreach(c ${RALLY_PYTEST_CASES})
     string(REPLACE "|" ";" parts "${c}")
     list(GET parts 0 name)

@@ -1,12 +1,13 @@
 """test_dask.py — rally.dask on a LocalCluster of 4 worker processes: the
-k-means of progs/dask_kmeans.py failure-free (the same bits as the same job
+k-means of examples/dask_kmeans.py failure-free (the same bits as the same job
 under rally-run), with rank 1's Dask worker killed by SIGKILL mid-job (its
 nanny starts a new one, the rank is run again there and recovers in place:
 the same digest), and a cluster too small for the job (a clear error, no
-hang)."""
+hang); and the same job on a dask.dataframe."""
 import os
 import re
 import signal
+import subprocess
 import sys
 import tempfile
 import threading
@@ -15,7 +16,7 @@ import time
 import numpy as np
 import pytest
 
-from conftest import PROGS, run_job
+from conftest import EXAMPLES, PROGS, run_job
 
 import distributed  # noqa: E402,F401 - python3-distributed, installed by make deps
 import dask.array as da  # noqa: E402
@@ -23,8 +24,10 @@ import dask.array as da  # noqa: E402
 import rally  # noqa: E402
 import rally.dask  # noqa: E402
 
-os.environ["PYTHONPATH"] = PROGS + os.pathsep + os.environ["PYTHONPATH"]  # the workers import it
-sys.path.insert(0, PROGS)
+# the workers import the example and the test's kill point
+os.environ["PYTHONPATH"] = os.pathsep.join([EXAMPLES, PROGS, os.environ["PYTHONPATH"]])
+sys.path[:0] = [EXAMPLES, PROGS]
+import dask_job  # noqa: E402
 import dask_kmeans  # noqa: E402
 
 K, ITERS = dask_kmeans.K, dask_kmeans.ITERS
@@ -49,9 +52,29 @@ def test_failure_free_equals_the_same_job_under_rally_run(cluster):
     _, client = cluster
     a, b = run(client), run(client)
     assert a == b and a["world"] == 4 and a["version"] == ITERS, (a, b)
-    rc, out = run_job(4, os.path.join(PROGS, "dask_kmeans.py"))
+    rc, out = run_job(4, os.path.join(PROGS, "dask_job.py"))
     assert rc == 0, out
     assert re.search(r"^\[0\] result %s$" % a["digest"], out, re.M), (a, out)
+
+
+def kmeans_frames(r, parts, k, iters):
+    return dask_kmeans.kmeans(r, [p.to_numpy() for p in parts], k, iters)
+
+
+def test_a_dataframe_gives_the_arrays_bits(cluster):
+    """A dask.dataframe's partitions (pandas frames, as xgboost.dask's
+    DaskDMatrix takes them) reach the ranks in the same blocks as the
+    array's chunks: the same digest."""
+    import dask.dataframe as dd
+    import pandas as pd
+
+    _, client = cluster
+    want = run(client)
+    frame = dd.from_pandas(pd.DataFrame(dask_kmeans.points(), columns=["a", "b"]),
+                           npartitions=len(dask_kmeans.points()) // dask_kmeans.CHUNK, sort=False)
+    assert frame.npartitions == 8
+    got = rally.dask.run(client, kmeans_frames, K, ITERS, data=frame, n_workers=4, timeout=240)
+    assert got == want, (got, want)
 
 
 def test_killed_dask_worker_recovers_in_place(cluster):
@@ -72,7 +95,7 @@ def test_killed_dask_worker_recovers_in_place(cluster):
 
     t = threading.Thread(target=killer)
     t.start()
-    got = run(client, kill_at=(1, 5, path))
+    got = run(client, on_iteration=dask_job.KillAt(1, 5, path))
     t.join()
     assert killed and killed[0] in pids_before, (killed, pids_before)
     assert got["digest"] == want["digest"], (got, want)
@@ -89,3 +112,23 @@ def test_too_few_workers_is_a_clear_error(cluster):
     with pytest.raises(rally.ConfigError, match="the cluster has 4 workers, the job needs 6"):
         rally.dask.run(client, dask_kmeans.kmeans, K, ITERS, n_workers=6, wait_for_workers=2)
     assert time.monotonic() - t < 30
+
+
+def test_the_example_with_a_kill_prints_the_failure_free_digest(cluster):
+    """examples/dask_kmeans.py as a user runs it (its own LocalCluster):
+    --kill 1 makes rank 1's Dask worker SIGKILL itself at iteration 5, and
+    the centroids printed are the failure-free job's."""
+    _, client = cluster
+    want = run(client)["digest"]
+    p = subprocess.Popen([sys.executable, os.path.join(EXAMPLES, "dask_kmeans.py"), "--kill", "1"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)  # its cluster's processes go with it
+    try:
+        out, err = p.communicate(timeout=240)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+    assert p.returncode == 0, err
+    assert "k-means on 4 Dask workers: 12 iterations, centroids %s" % want in out, (out, err)
+    assert "rank 1 failed" in err and "recovered" in err, err

@@ -1,0 +1,165 @@
+"""rally.torch — PyTorch tensors through rally, on the CPU: reduced and
+broadcast in place (a CPU tensor and its ``.numpy()`` view share memory, so
+nothing is copied), gradients bucketed into a few allreduces, and a module's
+and an optimizer's ``state_dict`` checkpointed as the global model.
+
+    import rally, rally.torch as rt
+
+    with rally.init() as r:
+        start = rt.load_checkpoint(model, opt)        # 0, or the step to resume
+        grads = rt.GradientBuckets(model.parameters())
+        for step in range(start, steps):
+            loss_fn(model(x), y).backward()
+            grads.allreduce_()                      # the mean over the ranks
+            opt.step(); opt.zero_grad()
+            rt.checkpoint(model, opt, step + 1)
+
+A worker killed mid-job is restarted by rally-run, loads the newest state
+from the survivors and goes on; with deterministic kernels
+(``torch.use_deterministic_algorithms(True)``, a fixed thread count) the
+final weights are bit-identical to a run without failures
+(bindings/python/examples/torch_mlp.py).
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, Iterable, List, Optional
+
+import numpy as np
+import torch
+
+from . import SUM, _current
+from .errors import ArgumentError
+
+__all__ = ["allreduce_", "broadcast_", "GradientBuckets", "checkpoint", "load_checkpoint"]
+
+
+def _view(what: str, t: torch.Tensor) -> np.ndarray:
+    """The numpy view of a CPU, contiguous tensor: the same memory."""
+    if not isinstance(t, torch.Tensor):
+        raise ArgumentError("rally.torch.%s takes a torch.Tensor, not %s" % (what, type(t).__name__))
+    if t.device.type != "cpu":
+        raise ArgumentError("rally.torch.%s: the tensor is on %s; rally reduces CPU tensors "
+                            "(move it with .cpu())" % (what, t.device))
+    if not t.is_contiguous():
+        raise ArgumentError("rally.torch.%s: the tensor is not contiguous (pass "
+                            "t.contiguous(), or reduce the tensor it views)" % what)
+    return t.detach().numpy()
+
+
+def allreduce_(t: torch.Tensor, op: Any = SUM, r: Any = None) -> torch.Tensor:
+    """Reduces t in place over every rank with op (rally.SUM, MAX, MIN,
+    BITOR, SUM_EXACT) and returns t; r: a handle (default: rally.init's)."""
+    (r or _current("torch.allreduce_")).allreduce(_view("allreduce_", t), op)
+    return t
+
+
+def broadcast_(t: torch.Tensor, root: int = 0, r: Any = None) -> torch.Tensor:
+    """Root's t in place on every rank; returns t."""
+    (r or _current("torch.broadcast_")).broadcast(_view("broadcast_", t), root)
+    return t
+
+
+class GradientBuckets:
+    """Many small gradients in a few allreduces: the parameters' gradients
+    are copied into flat buffers of one dtype each, at most ``bucket_bytes``
+    (a parameter larger than that has a bucket of its own), reduced, and
+    copied back.  The buffers are made once and reused every step.  The
+    order is the parameters' order, so every rank fills the same buckets
+    alike; every rank must pass the same parameters."""
+
+    def __init__(self, params: Iterable[torch.Tensor], bucket_bytes: int = 1 << 20,
+                 mean: bool = True, r: Any = None) -> None:
+        self.params = [p for p in params if p.requires_grad]
+        self.mean, self.r = mean, r
+        self.buckets: List[tuple] = []  # (flat buffer, [(param, offset, numel)])
+        cur: Dict[torch.dtype, list] = {}
+        for p in self.params:
+            if p.device.type != "cpu":
+                raise ArgumentError("rally.torch.GradientBuckets: a parameter is on %s; CPU only"
+                                    % p.device)
+            group = cur.setdefault(p.dtype, [])
+            size = sum(q.numel() for q in group) * p.element_size()
+            if group and size + p.numel() * p.element_size() > bucket_bytes:
+                self._close(group)
+                group = cur[p.dtype] = []
+            group.append(p)
+        for group in cur.values():
+            if group:
+                self._close(group)
+
+    def _close(self, group: list) -> None:
+        flat = torch.zeros(sum(p.numel() for p in group), dtype=group[0].dtype)
+        at, members = 0, []
+        for p in group:
+            members.append((p, at, p.numel()))
+            at += p.numel()
+        self.buckets.append((flat, members))
+
+    def allreduce_(self) -> None:
+        """Sums (mean=True: averages) every parameter's .grad over the ranks,
+        in place; a parameter without a gradient counts as zeros."""
+        r = self.r or _current("torch.GradientBuckets.allreduce_")
+        scale = 1.0 / r.world_size() if self.mean else None
+        for flat, members in self.buckets:
+            for p, at, n in members:
+                seg = flat[at:at + n]
+                if p.grad is None:
+                    seg.zero_()
+                else:
+                    seg.copy_(p.grad.reshape(-1))
+            r.allreduce(flat.numpy(), SUM)
+            if scale is not None:
+                flat.mul_(scale)
+            for p, at, n in members:
+                if p.grad is None:
+                    p.grad = torch.empty_like(p)
+                p.grad.copy_(flat[at:at + n].view_as(p))
+
+
+def _to_numpy(x: Any) -> Any:
+    """A state_dict with every tensor as a numpy copy: torch's own pickling
+    of a tensor is not the same bytes on every rank (rally checks that the
+    ranks' global models agree), numpy's is."""
+    if isinstance(x, torch.Tensor):
+        return x.detach().cpu().numpy().copy()
+    if isinstance(x, dict):
+        return {k: _to_numpy(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return type(x)(_to_numpy(v) for v in x)
+    return x
+
+
+def _to_torch(x: Any) -> Any:
+    if isinstance(x, np.ndarray):
+        return torch.from_numpy(x)
+    if isinstance(x, dict):
+        return {k: _to_torch(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return type(x)(_to_torch(v) for v in x)
+    return x
+
+
+def checkpoint(module: torch.nn.Module, optimizer: Optional[torch.optim.Optimizer] = None,
+               step: Optional[int] = None, extra: Any = None, r: Any = None) -> None:
+    """Checkpoints module's and optimizer's state_dicts (and step, extra) as
+    the global model: every rank holds the same, so one copy survives.
+    Tensors are kept as numpy copies (the same pickled bytes on every
+    rank); load_checkpoint turns them back."""
+    state = {"module": _to_numpy(module.state_dict()), "step": step, "extra": extra,
+             "optimizer": _to_numpy(optimizer.state_dict()) if optimizer is not None else None}
+    (r or _current("torch.checkpoint")).checkpoint(state)
+
+
+def load_checkpoint(module: torch.nn.Module, optimizer: Optional[torch.optim.Optimizer] = None,
+                    r: Any = None) -> int:
+    """Loads the newest checkpoint into module and optimizer, if there is
+    one; returns its step (checkpoint's step, else the version), 0 on a
+    fresh start."""
+    version, state = (r or _current("torch.load_checkpoint")).load_checkpoint()
+    if version == 0:
+        return 0
+    module.load_state_dict(_to_torch(state["module"]))
+    if optimizer is not None and state["optimizer"] is not None:
+        optimizer.load_state_dict(_to_torch(state["optimizer"]))
+    return state["step"] if state["step"] is not None else version
+

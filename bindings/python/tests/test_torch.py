@@ -1,0 +1,101 @@
+"""test_torch.py — rally.torch: tensors reduced in place (the same memory),
+clear errors for what it cannot take, gradient buckets, and the MLP example
+under rally-run -n 4 with rank 1 killed by SIGKILL at step 50 (librally_mock's
+kill point: raise(SIGKILL) there), whose final weights must be the
+failure-free run's bits."""
+import os
+import re
+
+import numpy as np
+import pytest
+import torch
+
+import rally
+import rally.torch as rt
+from conftest import EXAMPLES, run_job, summary
+
+
+@pytest.fixture
+def r():
+    h = rally.init(args=[])
+    yield h
+    rally.finalize()
+
+
+def test_allreduce_in_place_shares_memory(r):
+    t = torch.arange(6, dtype=torch.float32).reshape(2, 3)
+    ptr = t.data_ptr()
+    assert rt.allreduce_(t, rally.MAX) is t and t.data_ptr() == ptr
+    p = torch.nn.Parameter(torch.ones(3))
+    rt.broadcast_(p, 0)  # a leaf that requires grad, through its detached view
+    assert p.tolist() == [1.0, 1.0, 1.0]
+
+
+def test_what_it_cannot_take_is_a_clear_error(r):
+    with pytest.raises(rally.ArgumentError, match="not contiguous"):
+        rt.allreduce_(torch.zeros(4, 4).t())
+    with pytest.raises(rally.ArgumentError, match="takes a torch.Tensor"):
+        rt.allreduce_(np.zeros(3))
+    with pytest.raises(rally.ArgumentError, match="element type|dtype"):
+        rt.allreduce_(torch.zeros(3, dtype=torch.complex64))
+
+
+def test_buckets_split_by_size_and_dtype_and_reuse_their_buffers(r):
+    m = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Linear(8, 2))  # 72 + 18 floats
+    g = rt.GradientBuckets(m.parameters(), bucket_bytes=64 * 4)
+    assert [len(b[1]) for b in g.buckets] == [1, 3]  # 64 | 8 + 16 + 2
+    m(torch.ones(1, 8)).sum().backward()
+    want = [p.grad.clone() for p in m.parameters()]
+    bufs = [b[0].data_ptr() for b in g.buckets]
+    g.allreduce_()
+    g.allreduce_()
+    assert all(torch.equal(p.grad, w) for p, w in zip(m.parameters(), want))  # a mean over 1 rank
+    assert [b[0].data_ptr() for b in g.buckets] == bufs
+
+
+def test_state_dicts_round_trip_as_the_same_bytes_on_every_rank():
+    """What checkpoint pickles: numpy copies, the same bytes for the same
+    state (torch's own tensor pickles differ between processes), and back."""
+    import pickle
+
+    torch.manual_seed(1)
+    m = torch.nn.Linear(4, 2)
+    opt = torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+    m(torch.ones(1, 4)).sum().backward()
+    opt.step()
+    blob = pickle.dumps(rt._to_numpy({"m": m.state_dict(), "o": opt.state_dict()}), protocol=5)
+    assert blob == pickle.dumps(rt._to_numpy({"m": m.state_dict(), "o": opt.state_dict()}),
+                                protocol=5)
+    state = rt._to_torch(pickle.loads(blob))
+    m2 = torch.nn.Linear(4, 2)
+    opt2 = torch.optim.SGD(m2.parameters(), lr=0.1, momentum=0.9)
+    m2.load_state_dict(state["m"])
+    opt2.load_state_dict(state["o"])
+    assert torch.equal(m.weight, m2.weight)
+    assert torch.equal(opt.state_dict()["state"][0]["momentum_buffer"],
+                       opt2.state_dict()["state"][0]["momentum_buffer"])
+
+
+def weights(out):
+    m = re.findall(r"^\[0\] weights ([0-9a-f]+)$", out, re.M)
+    assert len(m) == 1, out
+    return m[0]
+
+
+def test_mlp_killed_at_step_50_ends_with_the_same_weights():
+    """Failure-free, a mock death of rank 1 at version 50 and a SIGKILL of
+    rank 1 before step 50: the same final weights, bit for bit."""
+    prog = os.path.join(EXAMPLES, "torch_mlp.py")
+    rc, out = run_job(4, prog, "--steps", "100", timeout=180)
+    assert rc == 0, out
+    assert summary(out) == (0, 0)
+    rc, killed = run_job(4, prog, "--steps", "100", "rally_mock=1,50,0,0",
+                         env={"RALLY_PYTHON_MOCK": "1"}, timeout=180)
+    assert rc == 0, killed
+    assert summary(killed) == (1, 1), killed
+    assert weights(killed) == weights(out), (killed, out)
+    rc, nine = run_job(4, prog, "--steps", "100", "--kill", "1:50", timeout=180)
+    assert rc == 0, nine
+    assert summary(nine) == (1, 1), nine
+    assert "rank 1 died (killed by signal 9)" in nine, nine
+    assert weights(nine) == weights(out), (nine, out)
