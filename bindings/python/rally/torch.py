@@ -117,11 +117,12 @@ class GradientBuckets:
 
 
 def _to_numpy(x: Any) -> Any:
-    """A state_dict with every tensor as a numpy copy: torch's own pickling
-    of a tensor is not the same bytes on every rank (rally checks that the
-    ranks' global models agree), numpy's is."""
+    """A state_dict with every tensor as its numpy view (no copy: checkpoint
+    pickles at once): torch's own pickling of a tensor is not the same bytes
+    on every rank (rally checks that the ranks' global models agree),
+    numpy's is."""
     if isinstance(x, torch.Tensor):
-        return x.detach().cpu().numpy().copy()
+        return x.detach().cpu().numpy()
     if isinstance(x, dict):
         return {k: _to_numpy(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
@@ -143,8 +144,8 @@ def checkpoint(module: torch.nn.Module, optimizer: Optional[torch.optim.Optimize
                step: Optional[int] = None, extra: Any = None, r: Any = None) -> None:
     """Checkpoints module's and optimizer's state_dicts (and step, extra) as
     the global model: every rank holds the same, so one copy survives.
-    Tensors are kept as numpy copies (the same pickled bytes on every
-    rank); load_checkpoint turns them back."""
+    Tensors are pickled as numpy arrays (the same bytes on every rank);
+    load_checkpoint turns them back."""
     state = {"module": _to_numpy(module.state_dict()), "step": step, "extra": extra,
              "optimizer": _to_numpy(optimizer.state_dict()) if optimizer is not None else None}
     (r or _current("torch.checkpoint")).checkpoint(state)
