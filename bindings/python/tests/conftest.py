@@ -145,3 +145,17 @@ def summary(text):
     m = re.search(r"summary: deaths=(\d+) recovered=(\d+)", text)
     assert m, text
     return int(m.group(1)), int(m.group(2))
+
+
+def readme_program(after, tmpdir):
+    """The first ```python block after the line of bindings/python/README.md
+    that starts with after, written to tmpdir/readme_prog.py (the README's
+    examples are run as pasted, so they cannot rot)."""
+    lines = open(os.path.join(PACKAGE_DIR, "README.md")).read().split("\n")
+    at = next(i for i, l in enumerate(lines) if l.startswith(after))
+    start = next(i for i in range(at, len(lines)) if lines[i] == "```python") + 1
+    end = next(i for i in range(start, len(lines)) if lines[i] == "```")
+    path = os.path.join(str(tmpdir), "readme_prog.py")
+    with open(path, "w") as f:
+        f.write("\n".join(lines[start:end]) + "\n")
+    return path

@@ -16,7 +16,7 @@ import time
 import numpy as np
 import pytest
 
-from conftest import EXAMPLES, PROGS, run_job
+from conftest import EXAMPLES, PROGS, readme_program, run_job
 
 import distributed  # noqa: E402,F401 - python3-distributed, installed by make deps
 import dask.array as da  # noqa: E402
@@ -132,3 +132,21 @@ def test_the_example_with_a_kill_prints_the_failure_free_digest(cluster):
     assert p.returncode == 0, err
     assert "k-means on 4 Dask workers: 12 iterations, centroids %s" % want in out, (out, err)
     assert "rank 1 failed" in err and "recovered" in err, err
+
+
+def test_the_readme_program_prints_the_examples_digest(cluster, tmp_path):
+    """bindings/python/README.md's rally.dask program, run as pasted (its own
+    LocalCluster), prints the centroids the example's job gives."""
+    _, client = cluster
+    want = run(client)["digest"]
+    prog = readme_program("examples/dask_kmeans.py", tmp_path)
+    p = subprocess.Popen([sys.executable, prog], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, cwd=str(tmp_path), start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=240)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+    assert p.returncode == 0, err
+    assert "k-means on 4 Dask workers: 12 iterations, centroids %s" % want in out, (out, err)

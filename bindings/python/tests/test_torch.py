@@ -12,7 +12,7 @@ import torch
 
 import rally
 import rally.torch as rt
-from conftest import EXAMPLES, run_job, summary
+from conftest import EXAMPLES, readme_program, run_job, summary
 
 
 @pytest.fixture
@@ -99,3 +99,14 @@ def test_mlp_killed_at_step_50_ends_with_the_same_weights():
     assert summary(nine) == (1, 1), nine
     assert "rank 1 died (killed by signal 9)" in nine, nine
     assert weights(nine) == weights(out), (nine, out)
+
+
+def test_the_readme_program_trains_the_examples_model(tmp_path):
+    """bindings/python/README.md's rally.torch program, as pasted, ends with
+    examples/torch_mlp.py's weights (the same model, steps and batches)."""
+    prog = readme_program("examples/torch_mlp.py", tmp_path)
+    rc, pasted = run_job(4, prog, timeout=180)
+    assert rc == 0, pasted
+    rc, out = run_job(4, os.path.join(EXAMPLES, "torch_mlp.py"), "--steps", "100", timeout=180)
+    assert rc == 0, out
+    assert weights(pasted) == weights(out), (pasted, out)
