@@ -114,15 +114,12 @@ def test_too_few_workers_is_a_clear_error(cluster):
     assert time.monotonic() - t < 30
 
 
-def test_the_example_with_a_kill_prints_the_failure_free_digest(cluster):
-    """examples/dask_kmeans.py as a user runs it (its own LocalCluster):
-    --kill 1 makes rank 1's Dask worker SIGKILL itself at iteration 5, and
-    the centroids printed are the failure-free job's."""
-    _, client = cluster
-    want = run(client)["digest"]
-    p = subprocess.Popen([sys.executable, os.path.join(EXAMPLES, "dask_kmeans.py"), "--kill", "1"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         start_new_session=True)  # its cluster's processes go with it
+def script(path, *args, cwd=None):
+    """Runs a Python program that starts a cluster of its own, in a session
+    of its own so that its processes go with it; returns (stdout, stderr)
+    and asserts it exited 0."""
+    p = subprocess.Popen([sys.executable, path] + list(args), stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, cwd=cwd, start_new_session=True)
     try:
         out, err = p.communicate(timeout=240)
     finally:
@@ -130,6 +127,16 @@ def test_the_example_with_a_kill_prints_the_failure_free_digest(cluster):
             os.killpg(p.pid, signal.SIGKILL)
             p.wait()
     assert p.returncode == 0, err
+    return out, err
+
+
+def test_the_example_with_a_kill_prints_the_failure_free_digest(cluster):
+    """examples/dask_kmeans.py as a user runs it (its own LocalCluster):
+    --kill 1 makes rank 1's Dask worker SIGKILL itself at iteration 5, and
+    the centroids printed are the failure-free job's."""
+    _, client = cluster
+    want = run(client)["digest"]
+    out, err = script(os.path.join(EXAMPLES, "dask_kmeans.py"), "--kill", "1")
     assert "k-means on 4 Dask workers: 12 iterations, centroids %s" % want in out, (out, err)
     assert "rank 1 failed" in err and "recovered" in err, err
 
@@ -140,13 +147,5 @@ def test_the_readme_program_prints_the_examples_digest(cluster, tmp_path):
     _, client = cluster
     want = run(client)["digest"]
     prog = readme_program("examples/dask_kmeans.py", tmp_path)
-    p = subprocess.Popen([sys.executable, prog], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True, cwd=str(tmp_path), start_new_session=True)
-    try:
-        out, err = p.communicate(timeout=240)
-    finally:
-        if p.poll() is None:
-            os.killpg(p.pid, signal.SIGKILL)
-            p.wait()
-    assert p.returncode == 0, err
+    out, err = script(prog, cwd=str(tmp_path))
     assert "k-means on 4 Dask workers: 12 iterations, centroids %s" % want in out, (out, err)
