@@ -236,6 +236,39 @@ restart)
     summary "deaths=1 recovered=1 epochs=1 restarts=1 per-rank-deaths=0:0,1:1,2:0"
     no_leftovers
     ;;
+output_dir)
+    # --output-dir: each rank's own stdout and stderr, unprefixed, in
+    # DIR/rank.R/incarnation.K/, a file per incarnation; the terminal keeps
+    # its prefixed lines
+    timeout 20 "$RUN" -n 2 --output-dir "$T/logs" "$PROG" print "$TAG" >"$T/out" 2>"$T/err"
+    expect_rc $? 1
+    for r in 0 1; do
+        d="$T/logs/rank.$r/incarnation.0"
+        [ "$(cat "$d/stdout")" = "$(printf 'line a from %s\nline b from %s\ntail from %s' $r $r $r)" ] ||
+            fail "rank $r's stdout log: $(cat "$d/stdout")"
+        [ "$(cat "$d/stderr")" = "err line from $r" ] || fail "rank $r's stderr log: $(cat "$d/stderr")"
+        has "$T/out" "[$r] line a from $r"
+        [ -e "$T/logs/rank.$r/incarnation.1" ] && fail "rank $r has a second incarnation"
+    done
+    # a restart is a new incarnation: what the killed one printed stays in its file
+    timeout 30 "$RUN" -n 3 --output-dir "$T/logs2" "$TWORKER" recover 1 "$T/marker" kill "$TAG" \
+        >"$T/out" 2>"$T/err"
+    expect_rc $? 0
+    has "$T/logs2/rank.1/incarnation.0/stdout" "rank 1 dies now"
+    has "$T/logs2/rank.1/incarnation.1/stdout" "hello from rank 1, epoch 2, incarnation 2"
+    grep -q "dies now" "$T/logs2/rank.1/incarnation.1/stdout" && fail "the restart's log holds the old lines"
+    has "$T/logs2/rank.0/incarnation.0/stdout" "hello from rank 0, epoch 2, incarnation 1"
+    for r in 0 2; do
+        [ -e "$T/logs2/rank.$r/incarnation.1" ] && fail "rank $r was not restarted but has an incarnation 1"
+    done
+    # a directory that cannot be made is a clear error before anything starts
+    : >"$T/file"
+    timeout 20 "$RUN" -n 2 --output-dir "$T/file" "$PROG" print "$TAG" >"$T/out" 2>"$T/err"
+    expect_rc $? 1
+    has "$T/err" "rally-run: --output-dir $T/file: cannot make the directory: Not a directory"
+    [ -s "$T/out" ] && fail "workers started without their log directory"
+    no_leftovers
+    ;;
 lines)
     # a worker that never calls setvbuf or fflush: its first line arrives
     # while it still runs (it waits for $T/go, which we create only once the

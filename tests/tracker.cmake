@@ -34,7 +34,7 @@ target_link_libraries(rally_test_tworker rally_static)
 foreach(case usage nonexistent exit_code kill9 sigterm output finalize tracker_tool
              tracker_restart restart exhausted heartbeat kill9_recovering
              stopped_before_beat heartbeat_interval stalled_output own_exit report
-             version sighup lines wrapper_kill9)
+             version sighup lines wrapper_kill9 output_dir)
   add_test(NAME launcher_${case}
            COMMAND sh ${RALLY_TRACKER_TESTS_DIR}/launcher_test.sh ${case}
                    $<TARGET_FILE:rally-run> $<TARGET_FILE:rally_test_prog>

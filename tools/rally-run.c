@@ -73,18 +73,33 @@
 
 #include "cli.h"
 #include "launch/serve.h"
+#include "run/run.h"
 #include "tracker/proto.h"
 #include "util/clock.h"
-#include "run/run.h"
 
 /* --- the tracker's hooks: print, and note events in the policy ------------- */
+
+/* The slot of the worker that is rank now (an elastic job renumbers), or -1. */
+static int slot_of(struct run *r, int rank)
+{
+    if (!elastic(r))
+        return rank >= 0 && rank < r->slots ? rank : -1;
+    for (int i = 0; i < r->slots; i++)
+        if (run_rank_now(r, i) == rank)
+            return i;
+    return -1;
+}
 
 static void on_print(void *arg, int rank, const char *msg)
 {
     struct run *r = arg;
+    int i = r->output_dir ? slot_of(r, rank) : -1;
     for (const char *s = msg, *nl; *s; s = nl ? nl + 1 : s + strlen(s)) {
         nl = strchr(s, '\n');
-        rally__launch_out_line(&r->out[0], rank, s, nl ? (size_t)(nl - s) : strlen(s));
+        size_t n = nl ? (size_t)(nl - s) : strlen(s);
+        rally__launch_out_line(&r->out[0], rank, s, n);
+        if (i >= 0)
+            rally__launch_proc_log(&r->procs[i], 0, s, n);
     }
 }
 
@@ -231,9 +246,9 @@ static void remote_exit(struct run *r, int i, int st, const struct rally__launch
     rally__launch_flush(&r->procs[i]);
     char why[640];
     int out = 0;
-    int kind = rally__launch_outcome(&r->procs[i].seen, st, r->launcher,
-                                     r->hosts.h[r->host_of[i]].name, i, r->agent, r->argv[0], why,
-                                     sizeof why, &out);
+    int kind =
+        rally__launch_outcome(&r->procs[i].seen, st, r->launcher, r->hosts.h[r->host_of[i]].name, i,
+                              r->agent, r->argv[0], why, sizeof why, &out);
     int joiner = rally__launch_policy_joining(r->pol, i), h = r->host_of[i];
     if (kind == RALLY__LAUNCH_AS_STATUS)
         rally__launch_policy_exit(r->pol, i, out, v, rally__now_ms(), a);
@@ -311,15 +326,18 @@ static void grow(struct run *r)
 {
     if (remote_grow(r)) {
         if (r->want >= r->max_workers) {
-            rally__launch_out_say(&r->out[1], "SIGUSR2: the job is to have %d workers already "
-                                              "(--max-workers %d): none started",
+            rally__launch_out_say(&r->out[1],
+                                  "SIGUSR2: the job is to have %d workers already "
+                                  "(--max-workers %d): none started",
                                   r->want, r->max_workers);
             return;
         }
         r->want++;
         r->next_try = 0;
-        rally__launch_out_say(&r->out[1], "SIGUSR2: the job is to have %d workers: starting one "
-                                          "on a host with a slot free", r->want);
+        rally__launch_out_say(&r->out[1],
+                              "SIGUSR2: the job is to have %d workers: starting one "
+                              "on a host with a slot free",
+                              r->want);
         return;
     }
     int i = r->max_workers > r->world ? rally__launch_policy_add(r->pol, r->max_workers) : -1;
@@ -337,9 +355,8 @@ static void grow(struct run *r)
         rally__launch_out_say(&r->out[1], "SIGUSR2: cannot start rank %d: %s", i, strerror(err));
         return;
     }
-    rally__launch_out_say(&r->out[1],
-                          "SIGUSR2: started rank %d; the job takes it in at its next checkpoint",
-                          i);
+    rally__launch_out_say(
+        &r->out[1], "SIGUSR2: started rank %d; the job takes it in at its next checkpoint", i);
 }
 
 /* The decision point: after the tracker handled its I/O, the policy looks at
@@ -371,9 +388,9 @@ static void after(void *arg)
     for (; r->grow_now > 0; r->grow_now--)
         grow(r);
     char snap[sizeof r->snap.jobdir + RALLY__SNAP_NAME_MAX + 1];
-    int got = r->snap.preempting ? rally__launch_snaps_preempted(&r->snap, rally__now_ms(), snap,
-                                                                 sizeof snap)
-                                 : 0;
+    int got = r->snap.preempting
+                  ? rally__launch_snaps_preempted(&r->snap, rally__now_ms(), snap, sizeof snap)
+                  : 0;
     if (got > 0) {
         rally__launch_policy_preempted(r->pol, SIGTERM, snap, rally__now_ms(), &a);
         carry_out(r, &a);
@@ -503,7 +520,9 @@ static int setup(struct run *r)
                                     .arg = r};
     r->procs = calloc((size_t)r->slots, sizeof *r->procs);
     r->slot = calloc(2 * (size_t)r->slots, sizeof *r->slot);
-    if (r->procs == NULL || r->slot == NULL ||
+    if (r->starts == NULL) /* kept across --auto-resume's attempts: incarnations go on counting */
+        r->starts = calloc((size_t)r->slots, sizeof *r->starts);
+    if (r->procs == NULL || r->slot == NULL || r->starts == NULL ||
         rally__launch_policy_new(&r->pol, r->world, r->slots, r->max_restarts, r->grace_ms) != 0) {
         memset(&s, 0, sizeof s);
         fprintf(stderr, "rally-run: out of memory\n");
@@ -554,9 +573,12 @@ static void job_teardown(struct run *r)
 {
     fflush(stdout);
     for (int i = 0; r->procs && i < r->slots; i++) {
-        for (int w = 0; w < 2; w++)
+        for (int w = 0; w < 2; w++) {
             if (r->procs[i].fd[w] >= 0)
                 close(r->procs[i].fd[w]);
+            if (r->procs[i].log[w] >= 0)
+                close(r->procs[i].log[w]);
+        }
         if (r->procs[i].ctl >= 0)
             close(r->procs[i].ctl);
     }
@@ -596,6 +618,7 @@ static void teardown(struct run *r)
     free(r->held);
     free(r->down);
     free(r->ssh_opts);
+    free(r->starts);
     rally__launch_argv_free(r->xenv);
     rally__launch_argv_free(r->xkey);
     rally__launch_snaps_free(&r->snap);
@@ -612,7 +635,8 @@ int main(int argc, char **argv)
     if (cli_version("rally-run", argc, argv))
         return 0;
     int status = run_parse(argc, argv, &r);
-    if (status < 0 && (status = run_resolve_bind(&r)) == 0 && (status = run_place(&r)) == 0)
+    if (status < 0 && (status = run_resolve_bind(&r)) == 0 && (status = run_place(&r)) == 0 &&
+        (r.dry_run || (status = run_output_dir(&r)) == 0))
         status = -1;
     if (status < 0 && r.dry_run) {
         status = rally__launch_snaps_setup(&r.snap, r.argv, r.world, 1);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
@@ -28,6 +29,7 @@ void rally__launch_proc_init(struct rally__launch_proc *p, int rank,
     p->rank = rank;
     p->pid = 0;
     p->fd[0] = p->fd[1] = -1;
+    p->log[0] = p->log[1] = -1;
     p->line[0].n = p->line[1].n = 0;
     p->out[0] = out[0];
     p->out[1] = out[1];
@@ -146,6 +148,43 @@ static void close_pipe(struct rally__launch_proc *p, int which)
 {
     close(p->fd[which]);
     p->fd[which] = -1;
+    if (p->log[which] >= 0) {
+        close(p->log[which]);
+        p->log[which] = -1;
+    }
+}
+
+void rally__launch_proc_log(struct rally__launch_proc *p, int which, const char *s, size_t n)
+{
+    int fd = p->log[which];
+    if (fd < 0)
+        return;
+    struct iovec v[2] = {{(void *)s, n}, {"\n", 1}};
+    size_t left = n + 1;
+    while (left > 0) {
+        ssize_t w = writev(fd, v, 2);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            close(fd);
+            p->log[which] = -1;
+            return;
+        }
+        left -= (size_t)w;
+        for (int i = 0; i < 2 && w > 0; i++) { /* a short write: skip what went */
+            size_t k = (size_t)w < v[i].iov_len ? (size_t)w : v[i].iov_len;
+            v[i].iov_base = (char *)v[i].iov_base + k;
+            v[i].iov_len -= k;
+            w -= (ssize_t)k;
+        }
+    }
+}
+
+/* One of the worker's lines: queued with its prefix, and as it is to its log. */
+static void put_line(struct rally__launch_proc *p, int which, const char *s, size_t n)
+{
+    rally__launch_out_line(p->out[which], p->rank, s, n);
+    rally__launch_proc_log(p, which, s, n);
 }
 
 /* Queues each line of s[0..n) (the last one even without its newline); a
@@ -157,12 +196,12 @@ static void emit(struct rally__launch_proc *p, int which, const char *s, size_t 
         size_t k = nl ? (size_t)(nl - s) : n;
         int flush = 0;
         if (!p->agent || which == 0 || !rally__launch_seen_line(&p->seen, s, k, &flush))
-            rally__launch_out_line(p->out[which], p->rank, s, k);
+            put_line(p, which, s, k);
         if (flush) { /* the agent started: the wrapper's lines held till now */
             struct rally__launch_seen *z = &p->seen;
             for (char *h = z->held, *e; *h; h = e + 1) {
                 e = strchr(h, '\n');
-                rally__launch_out_line(p->out[1], p->rank, h, (size_t)(e - h));
+                put_line(p, 1, h, (size_t)(e - h));
             }
             z->nheld = 0;
             z->held[0] = '\0';
@@ -263,8 +302,8 @@ static int spawn(struct rally__launch_proc *p, char *const argv[], const char *c
                  const char *feed)
 {
     int out[2] = {-1, -1}, err[2] = {-1, -1}, rep[2] = {-1, -1}, in[2] = {-1, -1}, rc = 0;
-    if ((rally__launch_open_pty(&out[0], &out[1]) != 0 && pipe2(out, O_CLOEXEC)) || pipe2(err, O_CLOEXEC) ||
-        pipe2(rep, O_CLOEXEC) || (feed != NULL && pipe2(in, O_CLOEXEC))) {
+    if ((rally__launch_open_pty(&out[0], &out[1]) != 0 && pipe2(out, O_CLOEXEC)) ||
+        pipe2(err, O_CLOEXEC) || pipe2(rep, O_CLOEXEC) || (feed != NULL && pipe2(in, O_CLOEXEC))) {
         rc = errno;
         goto cleanup;
     }

@@ -63,16 +63,24 @@ struct rally__launch_proc {
     int fd[2]; /* its stdout (pty master or pipe), stderr pipe; -1 once closed */
     struct rally__launch_line line[2];
     struct rally__launch_out *out[2]; /* where its stdout, stderr lines go */
+    int log[2]; /* --output-dir: this incarnation's stdout, stderr files (no prefix); -1: none */
     /* a rank on another host (remote.h): the process is the wrapper */
-    int agent;                     /* 1: its stderr carries rally-agent's marked lines */
-    int ctl;                       /* the write end of its stdin, -1 */
+    int agent;                      /* 1: its stderr carries rally-agent's marked lines */
+    int ctl;                        /* the write end of its stdin, -1 */
     struct rally__launch_seen seen; /* what those lines said */
 };
 
-/* An idle slot for rank (no process, no pipes) whose lines go to out[0]
- * (stdout) and out[1] (stderr). */
+/* An idle slot for rank (no process, no pipes, no logs) whose lines go to
+ * out[0] (stdout) and out[1] (stderr).  A caller may set log[0] and log[1]
+ * before a spawn: each line then also goes, unprefixed, to that file, which
+ * is closed when its pipe ends. */
 void rally__launch_proc_init(struct rally__launch_proc *p, int rank,
                              struct rally__launch_out *out[2]);
+
+/* Line s[0..n) (no newline) into p's log[which], if it has one (what the
+ * tracker printed for it goes there too).  A log that fails to take it (a
+ * full disk) is closed and given up on: the job is not held up by it. */
+void rally__launch_proc_log(struct rally__launch_proc *p, int which, const char *s, size_t n);
 
 /* Forks the guard (above).  Call before any worker is spawned and before
  * any descriptor the guard should not hold is opened.  Returns 0 or errno

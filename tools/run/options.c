@@ -11,8 +11,8 @@
 #include <string.h>
 
 #include "cli.h"
-#include "tracker/proto.h"
 #include "run/run.h"
+#include "tracker/proto.h"
 
 /* The snapshot settings rally-run owns (docs/config.md): the workers' library
  * reads them as RALLY_* variables, but rally-run keeps the run's id, the job
@@ -83,6 +83,11 @@ static void usage(FILE *f)
         "      --output-buffer-bytes B  output waiting for a slow reader of stdout or stderr is\n"
         "                             held up to B bytes per stream (default 4 MiB); beyond,\n"
         "                             worker lines are dropped and counted, never waited for\n"
+        "      --output-dir DIR       also write each rank's stdout (with its tracker_print\n"
+        "                             lines) and stderr, unprefixed, to\n"
+        "                             DIR/rank.R/incarnation.K/{stdout,stderr} (K: 0 for its\n"
+        "                             first process, then one more per restart), as mpirun's\n"
+        "                             --output-filename and torchrun's --log-dir do\n"
         "Durable snapshots (docs/snapshot-format.md):\n"
         "      --snapshot-dir DIR     write snapshots of committed checkpoints to DIR/JOB/\n"
         "      --snapshot-copy DIR|s3://BUCKET/PREFIX  copy each committed snapshot there too,\n"
@@ -330,6 +335,7 @@ int run_parse(int argc, char **argv, struct run *r)
                                           {"snapshot-busy", required_argument, NULL, 'B'},
                                           {"max-job-restarts", required_argument, NULL, 'X'},
                                           {"output-buffer-bytes", required_argument, NULL, 'U'},
+                                          {"output-dir", required_argument, NULL, 'I'},
                                           {"launcher", required_argument, NULL, 'L'},
                                           {"hosts", required_argument, NULL, 'W'},
                                           {"hostfile", required_argument, NULL, 'Y'},
@@ -385,9 +391,8 @@ int run_parse(int argc, char **argv, struct run *r)
             break;
         case 'P':
             if (rally__parse_int(optarg, 0, INT64_MAX / 4, &v))
-                return cli_usage_error("rally-run",
-                                       "--progress-timeout-ms wants milliseconds, not '%s'",
-                                       optarg);
+                return cli_usage_error(
+                    "rally-run", "--progress-timeout-ms wants milliseconds, not '%s'", optarg);
             r->progress_ms = v;
             break;
         case 'S':
@@ -404,8 +409,10 @@ int run_parse(int argc, char **argv, struct run *r)
             break;
         case 'j':
             if (rally__parse_int(optarg, 1, INT_MAX, &v))
-                return cli_usage_error("rally-run", "--rejoin-ms wants milliseconds (1 or more), "
-                                                    "not '%s'", optarg);
+                return cli_usage_error("rally-run",
+                                       "--rejoin-ms wants milliseconds (1 or more), "
+                                       "not '%s'",
+                                       optarg);
             r->rejoin_ms = v;
             break;
         case 'N':
@@ -450,6 +457,11 @@ int run_parse(int argc, char **argv, struct run *r)
                                        optarg);
             r->out_bytes = v;
             break;
+        case 'I':
+            if (*optarg == '\0')
+                return cli_usage_error("rally-run", "--output-dir wants a directory");
+            r->output_dir = optarg;
+            break;
         case 'X':
             if (rally__parse_int(optarg, 0, INT_MAX, &v))
                 return cli_usage_error(
@@ -458,9 +470,8 @@ int run_parse(int argc, char **argv, struct run *r)
             break;
         case 'L':
             if ((r->launcher = rally__launch_launcher(optarg)) < 0)
-                return cli_usage_error("rally-run",
-                                       "--launcher wants local, ssh, slurm or mpirun, not '%s'",
-                                       optarg);
+                return cli_usage_error(
+                    "rally-run", "--launcher wants local, ssh, slurm or mpirun, not '%s'", optarg);
             break;
         case 'W':
             r->hosts_opt = optarg;
@@ -522,7 +533,8 @@ int run_parse(int argc, char **argv, struct run *r)
         return cli_usage_error("rally-run", "--rejoin-ms is for --launcher ssh with --max-workers");
     /* room for the ranks taken in too, a few times over (each gets a slot of
      * its own; a joiner that could not be started gives its slot back) */
-    r->slots = r->world + 4 * (r->max_workers - r->world) + (remote_grow(r) ? 2 * r->max_workers : 0);
+    r->slots =
+        r->world + 4 * (r->max_workers - r->world) + (remote_grow(r) ? 2 * r->max_workers : 0);
     r->want = r->world;
     r->pending = -1;
     if (elastic(r) && r->snap.copy != NULL)
@@ -550,9 +562,9 @@ int run_parse(int argc, char **argv, struct run *r)
                                    "healthy worker; lower the interval or raise the timeout",
                                    from, (long long)r->heartbeat_ms);
     }
-    if (r->snap.dir == NULL &&
-        (r->snap.every || r->snap.every_ms || r->snap.required || r->snap.final || r->snap.keep_all ||
-         r->snap.overwrite || r->snap.job_opt || r->auto_resume || r->snap.copy || r->snap.local))
+    if (r->snap.dir == NULL && (r->snap.every || r->snap.every_ms || r->snap.required ||
+                                r->snap.final || r->snap.keep_all || r->snap.overwrite ||
+                                r->snap.job_opt || r->auto_resume || r->snap.copy || r->snap.local))
         return cli_usage_error("rally-run", "the snapshot options need --snapshot-dir DIR%s%s%s",
                                r->env_snap[0] ? " (" : "", r->env_snap,
                                r->env_snap[0] ? " is one)" : "");

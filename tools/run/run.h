@@ -77,6 +77,8 @@ struct run {
     /* while the loop runs, every line goes through these (launch/out.h) */
     struct rally__launch_out out[2]; /* stdout, stderr */
     int64_t out_bytes;               /* --output-buffer-bytes */
+    const char *output_dir;          /* --output-dir, or NULL */
+    int *starts;                     /* per slot: processes started so far (the incarnation) */
     /* ranks on other hosts (launch/remote.h, docs/launch.md) */
     int launcher; /* RALLY__LAUNCHER_* */
     const char *hosts_opt, *hostfile, *agent_opt;
@@ -84,9 +86,9 @@ struct run {
     size_t nssh_opts;
     int dry_run;
     struct rally__launch_hosts hosts;
-    int *host_of;             /* rank -> index in hosts */
-    char agent[PATH_MAX];     /* rally-agent's path on the hosts */
-    char *feed;               /* the secret's line, for the agents' stdin */
+    int *host_of;         /* rank -> index in hosts */
+    char agent[PATH_MAX]; /* rally-agent's path on the hosts */
+    char *feed;           /* the secret's line, for the agents' stdin */
 };
 
 /* The job may go on with other workers (--min-workers, --max-workers). */
@@ -150,5 +152,7 @@ void run_session_dir(const struct run *r, int i, char *buf, size_t cap);
 char **run_command(const struct run *r, int i);
 /* Starts rank i; 0, or the errno of a failed fork or exec. */
 int run_spawn(struct run *r, int i);
+/* --output-dir: DIR itself, made if missing.  0, or the exit status. */
+int run_output_dir(const struct run *r);
 
 #endif

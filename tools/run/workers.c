@@ -4,10 +4,12 @@
  * signals to all of them.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "run/run.h"
 
@@ -134,30 +136,90 @@ char **run_command(const struct run *r, int i)
     run_session_dir(r, i, sess, sizeof sess);
     if (r->launcher == RALLY__LAUNCHER_MPIRUN && r->dir[0])
         (void)mkdir(sess, 0700); /* EEXIST for a restart */
-    struct rally__launch_cmd_in in = {r->launcher,  r->hosts.h[r->host_of[i]].name,
-                                      r->ssh_opts,  r->nssh_opts,
-                                      r->agent,     (const char *const *)env,
-                                      r->argv,
-                                      r->launcher == RALLY__LAUNCHER_MPIRUN ? sess : NULL};
+    struct rally__launch_cmd_in in = {
+        r->launcher, r->hosts.h[r->host_of[i]].name,
+        r->ssh_opts, r->nssh_opts,
+        r->agent,    (const char *const *)env,
+        r->argv,     r->launcher == RALLY__LAUNCHER_MPIRUN ? sess : NULL};
     char **argv = rally__launch_command(&in);
     rally__launch_argv_free(env);
     return argv;
+}
+
+/* mkdir that finds an existing directory fine. */
+static int mkdir_ok(const char *path)
+{
+    struct stat st;
+    if (mkdir(path, 0755) == 0 || (errno == EEXIST && stat(path, &st) == 0 && S_ISDIR(st.st_mode)))
+        return 0;
+    return errno == EEXIST ? ENOTDIR : errno;
+}
+
+int run_output_dir(const struct run *r)
+{
+    int err = r->output_dir ? mkdir_ok(r->output_dir) : 0;
+    if (err != 0)
+        fprintf(stderr, "rally-run: --output-dir %s: cannot make the directory: %s\n",
+                r->output_dir, strerror(err));
+    return err != 0;
+}
+
+/* --output-dir: rank i's next incarnation's files, into its proc's log[]; a
+ * file that cannot be made is said and left out (the job runs on). */
+static void open_logs(struct run *r, int i)
+{
+    struct rally__launch_proc *p = &r->procs[i];
+    int k = r->starts[i]++;
+    char path[PATH_MAX];
+    static const char *const name[2] = {"stdout", "stderr"};
+    int n = snprintf(path, sizeof path, "%s/rank.%d", r->output_dir, i), err = 0;
+    if (n > 0 && (size_t)n < sizeof path)
+        err = mkdir_ok(path);
+    n = snprintf(path + n, sizeof path - (size_t)n, "/incarnation.%d", k) + n;
+    if (err == 0 && (size_t)n < sizeof path)
+        err = mkdir_ok(path);
+    for (int w = 0; w < 2 && err == 0; w++) {
+        if (p->log[w] >= 0)
+            close(p->log[w]);
+        snprintf(path + n, sizeof path - (size_t)n, "/%s", name[w]);
+        p->log[w] = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+        if (p->log[w] < 0)
+            err = errno;
+    }
+    if (err != 0)
+        rally__launch_out_say(&r->out[1], "--output-dir: rank %d's logs at %s: %s", i, path,
+                              strerror(err));
+}
+
+/* After a spawn that started nothing: its logs go (no pipe will end them). */
+static void spawned(struct run *r, int i)
+{
+    struct rally__launch_proc *p = &r->procs[i];
+    if (p->pid > 0) {
+        r->nlive++;
+        rally__launch_policy_spawned(r->pol, i);
+        return;
+    }
+    for (int w = 0; w < 2; w++)
+        if (p->log[w] >= 0 && p->fd[w] < 0) {
+            close(p->log[w]);
+            p->log[w] = -1;
+        }
 }
 
 /* Starts rank i; returns 0, or the errno of a failed fork or exec. */
 int run_spawn(struct run *r, int i)
 {
     int err;
+    if (r->output_dir)
+        open_logs(r, i);
     if (r->launcher != RALLY__LAUNCHER_LOCAL) {
         char **argv = run_command(r, i);
         if (argv == NULL)
             return ENOMEM;
         err = rally__launch_spawn_agent(&r->procs[i], argv, r->feed);
         rally__launch_argv_free(argv);
-        if (r->procs[i].pid > 0) {
-            r->nlive++;
-            rally__launch_policy_spawned(r->pol, i);
-        }
+        spawned(r, i);
         return err;
     }
     char id[16];
@@ -196,10 +258,7 @@ int run_spawn(struct run *r, int i)
     memcpy(env + r->nxenv, ours, sizeof ours);
     err = rally__launch_spawn(&r->procs[i], r->argv, (const char *const(*)[2])env);
     free(env);
-    if (r->procs[i].pid > 0) {
-        r->nlive++;
-        rally__launch_policy_spawned(r->pol, i);
-    }
+    spawned(r, i);
     return err;
 }
 
