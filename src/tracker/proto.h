@@ -78,8 +78,23 @@ enum {
     RALLY__T_INPUT = 29,
     RALLY__T_INPUT_OK = 30,
     RALLY__T_GROW = 31,      /* T->W (empty): a worker waits to join; take it in at a checkpoint */
-    RALLY__T_GROW_READY = 32 /* W->T u32 epoch: the job committed a checkpoint asking for it */
+    RALLY__T_GROW_READY = 32, /* W->T u32 epoch: the job committed a checkpoint asking for it */
+    RALLY__T_REPORT = 33      /* W->T u8 kind, u64 version, f64 value, u64 nbytes, str key, str
+                                 text: for observers only (docs/protocol.md) */
 };
+
+/* REPORT kinds.  VALUE: rally_report (key, value at the worker's checkpoint
+ * version); TOTAL: rally_report_total (value: the job's iterations in all);
+ * SNAPSHOT: a snapshot of version committed (key: its tier, nbytes, text:
+ * its path); SNAPSHOT_VOID: the snapshot of version was not committed
+ * (text: why). */
+enum {
+    RALLY__REPORT_VALUE = 1,
+    RALLY__REPORT_TOTAL = 2,
+    RALLY__REPORT_SNAPSHOT = 3,
+    RALLY__REPORT_SNAPSHOT_VOID = 4
+};
+#define RALLY__REPORT_KEY_MAX 65 /* a VALUE's key: 1..64 bytes of [A-Za-z0-9_.:-], with the NUL */
 
 /* Positions (REJOIN, docs/recovery.md): where a worker stands.  The top two
  * bits are the phase: bootstrap collective b (before the first

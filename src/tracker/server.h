@@ -39,6 +39,8 @@
 #include <stdint.h>
 
 #include "net/auth.h"
+#include "net/sock.h"
+#include "tracker/msg.h"
 #include "util/err.h"
 
 struct rally__tracker;
@@ -58,8 +60,10 @@ enum {
                              the furthest survivor (has_position), text: the whole story */
     RALLY__TEV_PROGRESS,  /* text: a step of a recovery (epoch begun, rank registered
                              again, epoch assembled), for a verbose log */
-    RALLY__TEV_RESIZED    /* rank, task_id: the rank dropped; world: the ranks now; version (when
+    RALLY__TEV_RESIZED,   /* rank, task_id: the rank dropped; world: the ranks now; version (when
                              has_position): the version the job goes on from; text */
+    RALLY__TEV_REPORT     /* rank, task_id: a worker's REPORT (rally_report, a snapshot's
+                             fate): report (RALLY__REPORT_*), key, value, version, nbytes, text */
 };
 
 struct rally__tracker_event {
@@ -76,6 +80,28 @@ struct rally__tracker_event {
     int disconnected;    /* RANK_FAILED: 1 when the cause is the rank's own connection
                             closing (its process crashed or exited), 0 when the tracker
                             fenced a worker that may still run (silence, a report) */
+    /* REPORT (proto.h's REPORT frame): version is the worker's checkpoint
+     * version when it reported (a VALUE's iteration), or the snapshot's */
+    int report;          /* RALLY__REPORT_VALUE, _TOTAL, _SNAPSHOT, _SNAPSHOT_VOID */
+    const char *key;     /* VALUE: the value's name; SNAPSHOT: the tier ("" when none) */
+    double value;        /* VALUE: the value; TOTAL: the job's iterations in all */
+    uint64_t nbytes;     /* SNAPSHOT: the snapshot's bytes */
+};
+
+/* What the tracker knows of one rank, for observers (rally__tracker_rank_info). */
+struct rally__tracker_rank {
+    int present;                  /* a live registered worker holds the rank now */
+    int finalized;                /* it sent SHUTDOWN */
+    char host[RALLY__HOST_MAX];   /* the host it registered from ("": never registered) */
+    char task_id[RALLY__TASK_MAX];
+    uint32_t incarnation;         /* registrations of the rank so far (0: none) */
+    int heartbeats;               /* it has sent a HEARTBEAT */
+    int64_t last_rx_ms;           /* rally__now_ms of its last frame (0: none) */
+    uint64_t position;            /* where it stands, from its heartbeats (proto.h); 0 until it says */
+    int waiting;                  /* 1: inside the operation at position; 0: in its own code */
+    char what[RALLY__WHAT_MAX];   /* the operation's kind ("" in its own code) */
+    int64_t since_ms;             /* rally__now_ms since when it stands there */
+    uint64_t calls, nbytes;       /* collectives called and their bytes, from its heartbeats */
 };
 
 struct rally__tracker_opts {
@@ -168,5 +194,20 @@ int rally__tracker_recoverable(const struct rally__tracker *t);
 
 /* The current epoch: 1 until the first failure after GO, then +1 per failure. */
 uint32_t rally__tracker_epoch(const struct rally__tracker *t);
+
+/* For observers (a status page): what the tracker knows of rank (0 .. world
+ * - 1) into *out (zeroed first); RALLY_EINVAL for a rank out of range. */
+int rally__tracker_rank_info(const struct rally__tracker *t, int rank,
+                             struct rally__tracker_rank *out);
+/* The job's phase: RALLY__TPHASE_* (the job state machine's, job.h). */
+enum {
+    RALLY__TPHASE_JOINING,
+    RALLY__TPHASE_STARTING,
+    RALLY__TPHASE_RUNNING,
+    RALLY__TPHASE_ASSEMBLING, /* a recovery round: waiting for every rank to come back */
+    RALLY__TPHASE_DONE,
+    RALLY__TPHASE_FAILED
+};
+int rally__tracker_phase(const struct rally__tracker *t);
 
 #endif
