@@ -69,3 +69,15 @@ add_executable(http_test ${CMAKE_CURRENT_LIST_DIR}/http_test.c)
 target_link_libraries(http_test rally_watch cmocka Threads::Threads)
 add_test(NAME http_test COMMAND http_test)
 set_tests_properties(http_test PROPERTIES LABELS "quick" TIMEOUT 60)
+
+# rally-run's views of a running job as a person and a monitoring system see
+# them (tests/status_test.py says what each case pins): --status, --events,
+# `rally-run status`, the token off loopback (a network namespace of the
+# test's own), --progress, Debian's prometheus scraping /metrics and Debian's
+# chromium loading the page, each through a kill -9.
+foreach(case job token progress prometheus page)
+  add_test(NAME status_${case}
+           COMMAND ${RALLY_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/status_test.py ${case} ${CMAKE_BINARY_DIR})
+  set_tests_properties(status_${case} PROPERTIES TIMEOUT 300 LABELS "status")
+endforeach()
+set_tests_properties(status_job status_progress PROPERTIES LABELS "status;quick")

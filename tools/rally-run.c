@@ -107,6 +107,7 @@ static void on_event(void *arg, const struct rally__tracker_event *ev)
 {
     struct run *r = arg;
     struct rally__launch_event note = {.kind = ev->kind, .rank = ev->rank};
+    run_status_event(r, ev);
     if (ev->kind == RALLY__TEV_LOG || ev->kind == RALLY__TEV_PROGRESS) {
         rally__launch_out_say(&r->out[1], "tracker: %s", ev->text);
         return;
@@ -193,7 +194,7 @@ static size_t fill(void *arg, struct pollfd *p)
     for (int w = 0; w < 2; w++) /* a slow reader: write again once it takes more */
         if (rally__launch_out_want(&r->out[w]))
             p[n++] = (struct pollfd){.fd = r->out[w].fd, .events = POLLOUT};
-    return n;
+    return n + run_status_fill(r, p, n);
 }
 
 static int64_t deadline(void *arg)
@@ -206,7 +207,8 @@ static int64_t deadline(void *arg)
         d = r->snap.preempt_look;
     if (remote_grow(r) && r->pending < 0 && r->next_try > 0 && r->next_try < d)
         d = r->next_try; /* refill's next try (when it has one to make) */
-    return d;
+    int64_t s = run_status_deadline(r);
+    return s < d ? s : d;
 }
 
 static void on_signal(void *arg, int sig)
@@ -234,6 +236,7 @@ static void handle(void *arg, const struct pollfd *p, size_t n)
 {
     struct run *r = arg;
     rally__launch_pipes_handle(r->procs, p, r->slot, r->npipes < n ? r->npipes : n);
+    run_status_handle(r, p, n);
     /* the queues are written in after(), once the tracker added its lines */
 }
 
@@ -412,6 +415,7 @@ static void after(void *arg)
         if (--r->nlive == 0)
             r->drain_until = rally__now_ms() + DRAIN_MS;
         view(r, &v);
+        run_status_reaped(r, i, st);
         if (r->procs[i].agent)
             remote_exit(r, i, st, &v, &a);
         else
@@ -435,6 +439,7 @@ static void after(void *arg)
     if (v.state == RALLY__TRACKER_FAILED && v.sentence[0] && !r->out[1].hide[0])
         snprintf(r->out[1].hide, sizeof r->out[1].hide, "%s",
                  rally__launch_policy_repeats(v.sentence));
+    run_status_after(r);
     rally__launch_out_write(&r->out[0]);
     rally__launch_out_write(&r->out[1]);
 }
@@ -497,6 +502,7 @@ static int setup(struct run *r)
         return 1;
     }
     snprintf(r->secret, sizeof r->secret, "%s/secret", r->dir);
+    run_status_token_file(r);
     struct rally__err e = {0, ""};
     struct rally__secret s;
     if (rally__secret_create(r->secret, &s, &e) != RALLY_OK) {
@@ -634,6 +640,8 @@ int main(int argc, char **argv)
     r.drain_until = RALLY__NEVER;
     if (cli_version("rally-run", argc, argv))
         return 0;
+    if (argc > 1 && strcmp(argv[1], "status") == 0) /* a running job's ranks (docs/status.md) */
+        return run_status_cli(argc - 1, argv + 1);
     int status = run_parse(argc, argv, &r);
     if (status < 0 && (status = run_resolve_bind(&r)) == 0 && (status = run_place(&r)) == 0 &&
         (r.dry_run || (status = run_output_dir(&r)) == 0))
@@ -660,14 +668,16 @@ int main(int argc, char **argv)
                 "wrapper may outlive rally-run if it is killed\n",
                 strerror(gerr));
     run_check_reach(&r);
-    if ((status = rally__launch_snaps_setup(&r.snap, r.argv, r.world, 0)) != 0)
+    if ((status = rally__launch_snaps_setup(&r.snap, r.argv, r.world, 0)) != 0 ||
+        (status = run_status_start(&r)) != 0)
         goto cleanup;
     for (;;) {
         status = setup(&r);
         if (status != 0)
             goto cleanup;
         struct rally__launch_owner owner = {.arg = &r,
-                                            .nfds = 2 * (size_t)r.slots + 2, /* pipes, outputs */
+                                            /* pipes, outputs, the status server */
+                                            .nfds = 2 * (size_t)r.slots + 2 + run_status_npoll(&r),
                                             .done = done,
                                             .fill = fill,
                                             .deadline = deadline,
@@ -678,6 +688,7 @@ int main(int argc, char **argv)
         fflush(stderr);
         rally__launch_out_open(&r.out[1], 2, "stderr", (size_t)r.out_bytes, NULL);
         rally__launch_out_open(&r.out[0], 1, "stdout", (size_t)r.out_bytes, &r.out[1]);
+        run_status_outs(&r);
         int served = rally__launch_serve(r.t, r.sfd, &owner), e = errno;
         uint64_t hidden = r.out[0].hidden + r.out[1].hidden;
         rally__launch_out_finish(&r.out[0]); /* its drop notice goes to stderr: first */
@@ -704,10 +715,12 @@ int main(int argc, char **argv)
             fprintf(stderr, "rally-run: auto-resume: %d job restart%s spent (--max-job-restarts)\n",
                     r.job_restarts, r.job_restarts == 1 ? "" : "s");
         rally__launch_snaps_cleanup(&r.snap, status);
+        run_status_end(&r, status);
         rally__launch_policy_summary(r.pol, stderr);
         break;
     }
 cleanup:
+    run_status_end(&r, status);
     teardown(&r);
     return status;
 }

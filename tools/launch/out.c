@@ -74,10 +74,36 @@ static int room(struct rally__launch_out *o, size_t need, size_t limit)
     return 0;
 }
 
+static const char erase_line[] = "\r\033[K";
+
+/* A status line is on the screen: erase it before the next line. */
+static void erase(struct rally__launch_out *o)
+{
+    if (o->shown == NULL || !*o->shown ||
+        room(o, sizeof erase_line - 1, o->bound + RALLY__LAUNCH_OUT_RESERVE) != 0)
+        return;
+    memcpy(o->buf + o->head + o->len, erase_line, sizeof erase_line - 1);
+    o->len += sizeof erase_line - 1;
+    *o->shown = 0;
+}
+
+void rally__launch_out_status(struct rally__launch_out *o, const char *s)
+{
+    size_t n = strlen(s);
+    if (o->fd < 0 || o->shown == NULL ||
+        room(o, sizeof erase_line - 1 + n, o->bound + RALLY__LAUNCH_OUT_RESERVE) != 0)
+        return;
+    memcpy(o->buf + o->head + o->len, erase_line, sizeof erase_line - 1);
+    memcpy(o->buf + o->head + o->len + sizeof erase_line - 1, s, n);
+    o->len += sizeof erase_line - 1 + n;
+    *o->shown = 1;
+}
+
 void rally__launch_out_line(struct rally__launch_out *o, int rank, const char *s, size_t n)
 {
     if (o->fd < 0)
         return;
+    erase(o);
     if (o->hide[0] && memmem(s, n, o->hide, strlen(o->hide)) != NULL) {
         o->hidden++;
         return;
@@ -106,6 +132,7 @@ void rally__launch_out_say(struct rally__launch_out *o, const char *fmt, ...)
     va_end(ap);
     if (k < 0)
         return;
+    erase(o);
     size_t n = (size_t)k < sizeof line - 1 ? (size_t)k : sizeof line - 2;
     line[n++] = '\n';
     static const char who[] = "rally-run: ";

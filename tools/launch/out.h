@@ -49,6 +49,10 @@ struct rally__launch_out {
     uint64_t hidden;                   /* worker lines left out because they repeated hide */
     char hide[512];                    /* "" or the job's failure sentence */
     struct rally__launch_out *notices; /* where the drop notice goes */
+    /* a status line (rally-run --progress on a terminal): 1 while one is on
+     * the screen; each stream that shares the screen points at the same
+     * flag and erases the line before its next line (NULL: never) */
+    int *shown;
 };
 
 /* Takes over descriptor fd (1 or 2) for the loop; bound is the queue's limit
@@ -62,6 +66,11 @@ void rally__launch_out_line(struct rally__launch_out *o, int rank, const char *s
 
 /* Queues one of rally-run's own lines: "rally-run: " fmt "\n". */
 void rally__launch_out_say(struct rally__launch_out *o, const char *fmt, ...) RALLY__PRINTF(2, 3);
+
+/* Queues status line s (no newline) over the one on the screen: "\r",
+ * erase to the end of the line, s.  The next line of any stream sharing
+ * o->shown erases it first.  Nothing without o->shown. */
+void rally__launch_out_status(struct rally__launch_out *o, const char *s);
 
 /* Writes what the descriptor takes now, without blocking. */
 void rally__launch_out_write(struct rally__launch_out *o);

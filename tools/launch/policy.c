@@ -564,3 +564,18 @@ void rally__launch_policy_summary(const struct rally__launch_policy *pol, FILE *
         fprintf(f, " workers=%d", pol->world_now);
     fprintf(f, "\n");
 }
+
+void rally__launch_policy_counts(const struct rally__launch_policy *pol,
+                                 struct rally__launch_counts *c)
+{
+    *c = (struct rally__launch_counts){pol->ndeaths, pol->nrecovered, pol->nrecoveries,
+                                       pol->nrestarts, pol->job_restarts};
+}
+
+void rally__launch_policy_rank(const struct rally__launch_policy *pol, int rank,
+                               struct rally__launch_rank_counts *c)
+{
+    const struct rank_state *x = &pol->rank[rank];
+    *c = (struct rally__launch_rank_counts){x->deaths,    x->restarts, x->running,
+                                            x->finalized, x->dropped,  x->outside};
+}

@@ -182,4 +182,21 @@ void rally__launch_policy_carry(struct rally__launch_policy *pol,
  * ranks R (numbered as launched). */
 void rally__launch_policy_summary(const struct rally__launch_policy *pol, FILE *f);
 
+/* For observers (rally-run --status): the summary line's counts, and one
+ * rank's (numbered as launched). */
+struct rally__launch_counts {
+    int deaths, recovered, epochs, restarts, job_restarts;
+};
+void rally__launch_policy_counts(const struct rally__launch_policy *pol,
+                                 struct rally__launch_counts *c);
+struct rally__launch_rank_counts {
+    int deaths, restarts;
+    int running;   /* a process holds the rank */
+    int finalized; /* the tracker saw its SHUTDOWN */
+    int dropped;   /* given up for good */
+    int outside;   /* it ended before the job took it in */
+};
+void rally__launch_policy_rank(const struct rally__launch_policy *pol, int rank,
+                               struct rally__launch_rank_counts *c);
+
 #endif

@@ -89,6 +89,11 @@ struct run {
     int *host_of;         /* rank -> index in hosts */
     char agent[PATH_MAX]; /* rally-agent's path on the hosts */
     char *feed;           /* the secret's line, for the agents' stdin */
+    /* what observers see (run/status.c, docs/status.md) */
+    const char *status_opt;  /* --status [ADDR:]PORT, or NULL */
+    const char *events_path; /* --events FILE, or NULL */
+    int progress;            /* --progress */
+    struct run_status *st;   /* NULL: none of the three */
 };
 
 /* The job may go on with other workers (--min-workers, --max-workers). */
@@ -154,5 +159,35 @@ char **run_command(const struct run *r, int i);
 int run_spawn(struct run *r, int i);
 /* --output-dir: DIR itself, made if missing.  0, or the exit status. */
 int run_output_dir(const struct run *r);
+
+/* --- run/status.c: the status server, the events file, the progress line ---- */
+
+/* Before the first attempt: the watch, the events file, the server (its
+ * address printed).  0, or the exit status. */
+int run_status_start(struct run *r);
+/* Each attempt, once its directory exists: the token into it (status-token). */
+void run_status_token_file(const struct run *r);
+/* Each attempt, once the output streams are open: they share the progress line. */
+void run_status_outs(struct run *r);
+void run_status_event(struct run *r, const struct rally__tracker_event *ev);
+/* Slot i runs a new process (a restart when it is not its first). */
+void run_status_spawned(struct run *r, int i);
+/* Slot i's process ended with wait status st (before the policy hears it). */
+void run_status_reaped(struct run *r, int i, int st);
+/* The loop: the server's descriptors after the owner's others (from at). */
+size_t run_status_npoll(const struct run *r);
+size_t run_status_fill(struct run *r, struct pollfd *p, size_t at);
+void run_status_handle(struct run *r, const struct pollfd *p, size_t n);
+int64_t run_status_deadline(const struct run *r);
+/* Every turn: the progress line. */
+void run_status_after(struct run *r);
+/* The job is over with exit status status: the last progress line, the end
+ * event; everything freed. */
+void run_status_end(struct run *r, int status);
+
+/* --- run/status_cli.c: `rally-run status URL` -------------------------------- */
+
+/* argv[0] is "status".  The exit status. */
+int run_status_cli(int argc, char **argv);
 
 #endif

@@ -164,12 +164,11 @@ int run_output_dir(const struct run *r)
     return err != 0;
 }
 
-/* --output-dir: rank i's next incarnation's files, into its proc's log[]; a
+/* --output-dir: rank i's incarnation k's files, into its proc's log[]; a
  * file that cannot be made is said and left out (the job runs on). */
-static void open_logs(struct run *r, int i)
+static void open_logs(struct run *r, int i, int k)
 {
     struct rally__launch_proc *p = &r->procs[i];
-    int k = r->starts[i]++;
     char path[PATH_MAX];
     static const char *const name[2] = {"stdout", "stderr"};
     int n = snprintf(path, sizeof path, "%s/rank.%d", r->output_dir, i), err = 0;
@@ -198,6 +197,7 @@ static void spawned(struct run *r, int i)
     if (p->pid > 0) {
         r->nlive++;
         rally__launch_policy_spawned(r->pol, i);
+        run_status_spawned(r, i);
         return;
     }
     for (int w = 0; w < 2; w++)
@@ -210,9 +210,9 @@ static void spawned(struct run *r, int i)
 /* Starts rank i; returns 0, or the errno of a failed fork or exec. */
 int run_spawn(struct run *r, int i)
 {
-    int err;
+    int err, k = r->starts[i]++; /* its processes so far (the incarnation) */
     if (r->output_dir)
-        open_logs(r, i);
+        open_logs(r, i, k);
     if (r->launcher != RALLY__LAUNCHER_LOCAL) {
         char **argv = run_command(r, i);
         if (argv == NULL)

@@ -1,0 +1,529 @@
+#!/usr/bin/env python3
+"""status_test.py — rally-run's views of a running job (docs/status.md), tested
+the way a person and a monitoring system see them, on real jobs of
+rally-kmeans with a worker killed by SIGKILL from outside.
+
+    python3 tests/status_test.py CASE BUILD_DIR
+
+  job         --status, --events and `rally-run status` through a kill -9: every
+              status.json and event line valid against its schema; the death,
+              the recovery round, the restarted rank's incarnation and a new
+              snapshot seen as they happen; /metrics says the summary line's
+              counts; 200 idle connections and a client stopped mid-answer
+              held open all along change nothing (one death, the failure-free
+              digest)
+  token       in a network namespace of the test's own (198.18.7.1 on a dummy
+              link, no route out): bound off loopback the server refuses
+              without the run's token (401), takes it as a bearer header or a
+              query parameter, keeps it in the job's directory (0600), and
+              `rally-run status` needs it too
+  progress    --progress on a pipe (plain lines, the last "N of N (100%)") and on
+              a terminal (one line redrawn and erased, under script(1))
+  prometheus  Debian's prometheus scrapes /metrics during a job with a kill -9;
+              its query API shows the deaths and recoveries the summary says
+  page        Debian's chromium (headless, driven through chromedriver) loads
+              the page during a job: it shows the restarted rank (incarnation 2)
+              and a snapshot committed after the kill as they happen; the
+              screenshot stays in BUILD_DIR/status-page.png
+
+Every case is bounded in time (alarm) and kills every process it started.
+"""
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+import jsonschema
+
+CASE, BUILD = sys.argv[1], os.path.abspath(sys.argv[2])
+SRC = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RUN = os.path.join(BUILD, "rally-run")
+KMEANS = os.path.join(BUILD, "rally-kmeans")
+DATAGEN = os.path.join(BUILD, "rally-datagen")
+with open(os.path.join(SRC, "docs", "status.schema.json")) as f:
+    STATUS = jsonschema.Draft202012Validator(json.load(f))
+with open(os.path.join(SRC, "docs", "events.schema.json")) as f:
+    EVENTS = jsonschema.Draft202012Validator(json.load(f))
+
+TMP = tempfile.mkdtemp(prefix="rally-status-test-")
+GROUPS = []  # process groups to kill at the end
+CLEANUPS = []
+
+
+def cleanup(*_):
+    for pg in GROUPS:
+        try:
+            os.killpg(pg, signal.SIGKILL)
+        except OSError:
+            pass
+    for f in reversed(CLEANUPS):
+        try:
+            f()
+        except Exception:
+            pass
+    shutil.rmtree(TMP, ignore_errors=True)
+
+
+def on_alarm(*_):
+    raise TimeoutError("the case did not finish within its time")
+
+
+signal.signal(signal.SIGALRM, on_alarm)
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
+
+
+def fail(msg):
+    raise AssertionError(msg)
+
+
+def data(rows=40000):
+    path = os.path.join(TMP, "blobs.csv")
+    if not os.path.exists(path):
+        subprocess.run([DATAGEN, "--rows", str(rows), "--features", "8", "--centers", "4",
+                        "--spread", "5", "--seed", "7", "--format", "csv", "-o", path],
+                       check=True, capture_output=True)
+    return path
+
+
+def kmeans_args(iters, pause_ms):
+    return [KMEANS, "--data", data(), "--data-opt", "csv_label=0", "-k", "4", "--iters",
+            str(iters), "--fixed-iters", "--pause-ms", str(pause_ms)]
+
+
+def digest(text):
+    m = re.search(r"result: model_digest=([0-9a-f]+)", text)
+    if not m:
+        fail("no result line in:\n" + text[-3000:])
+    return m.group(1)
+
+
+def summary(err):
+    m = re.search(r"summary: deaths=(\d+) recovered=(\d+) epochs=(\d+) restarts=(\d+)", err)
+    if not m:
+        fail("no summary line in:\n" + err[-3000:])
+    return tuple(int(x) for x in m.groups())
+
+
+class Job:
+    """rally-run in a session of its own, its output in files."""
+
+    def __init__(self, args, env=None, prefix=()):
+        self.out = open(os.path.join(TMP, "job%d.out" % len(GROUPS)), "w+")
+        self.err = open(os.path.join(TMP, "job%d.err" % len(GROUPS)), "w+")
+        self.p = subprocess.Popen(list(prefix) + [RUN] + args, stdout=self.out, stderr=self.err,
+                                  stdin=subprocess.DEVNULL, start_new_session=True,
+                                  env=env)
+        GROUPS.append(self.p.pid)
+        self.token = ""
+
+    def text(self, which="err"):
+        f = self.err if which == "err" else self.out
+        f.flush()
+        with open(f.name) as g:
+            return g.read()
+
+    def url(self, timeout=30):
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            m = re.search(r"rally-run: status: (http://\S+)", self.text())
+            if m:
+                u = m.group(1)
+                t = re.search(r"token=([0-9a-f]+)", u)
+                self.token = t.group(1) if t else ""
+                return u.split("?")[0]
+            if self.p.poll() is not None:
+                fail("rally-run ended before serving:\n" + self.text())
+            time.sleep(0.05)
+        fail("rally-run printed no status address:\n" + self.text())
+
+    def wait(self, timeout=120):
+        try:
+            return self.p.wait(timeout)
+        except subprocess.TimeoutExpired:
+            fail("the job did not end within %d s:\n%s" % (timeout, self.text()))
+
+
+def get(url, token="", raw=False, timeout=5):
+    req = urllib.request.Request(url)
+    if token:
+        req.add_header("Authorization", "Bearer " + token)
+    with urllib.request.urlopen(req, timeout=timeout) as r:
+        body = r.read()
+        return body if raw else json.loads(body)
+
+
+def status(base, token=""):
+    st = get(base + "status.json", token)
+    errors = sorted(STATUS.iter_errors(st), key=str)
+    if errors:
+        fail("status.json against docs/status.schema.json: %s\n%s" % (errors[0], json.dumps(st)))
+    return st
+
+
+def until(what, pred, timeout=60, every=0.1):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        v = pred()
+        if v:
+            return v
+        time.sleep(every)
+    fail("timed out waiting for " + what)
+
+
+def rank(st, r):
+    return next(x for x in st["ranks"] if x["rank"] == r)
+
+
+def running(st, n):
+    return st["phase"] == "running" and sum(x["state"] == "running" for x in st["ranks"]) == n
+
+
+def events(path):
+    lines = []
+    with open(path) as f:
+        for n, line in enumerate(f, 1):
+            ev = json.loads(line)
+            errors = sorted(EVENTS.iter_errors(ev), key=str)
+            if errors:
+                fail("%s line %d against docs/events.schema.json: %s" % (path, n, errors[0]))
+            lines.append(ev)
+    return lines
+
+
+METRIC = re.compile(r'^[a-zA-Z_:][a-zA-Z0-9_:]*(\{([a-zA-Z_][a-zA-Z0-9_]*="([^"\\]|\\.)*",?)*\})? '
+                    r'(-?[0-9.e+-]+|[+-]Inf|NaN)$')
+
+
+def metrics(base, token=""):
+    text = get(base + "metrics", token, raw=True).decode()
+    values = {}
+    for line in text.splitlines():
+        if line.startswith("#"):
+            if not re.match(r"^# (HELP|TYPE) [a-zA-Z_:][a-zA-Z0-9_:]* .+$", line):
+                fail("a malformed comment line in /metrics: " + line)
+            continue
+        if not METRIC.match(line):
+            fail("a malformed sample line in /metrics: " + line)
+        name, value = line.rsplit(" ", 1)
+        values[name] = float(value)
+    return values
+
+
+def failure_free(iters):
+    p = subprocess.run([RUN, "-n", "4"] + kmeans_args(iters, 0), capture_output=True, text=True,
+                       timeout=120)
+    if p.returncode != 0:
+        fail("the failure-free run failed:\n" + p.stderr[-3000:])
+    return digest(p.stdout)
+
+
+# --- the cases ---------------------------------------------------------------
+
+
+def case_job():
+    want = failure_free(40)
+    evpath = os.path.join(TMP, "events.jsonl")
+    snaps = os.path.join(TMP, "snaps")
+    job = Job(["-n", "4", "--status", "0", "--events", evpath, "--snapshot-dir", snaps,
+               "--snapshot-every", "4", "--heartbeat-timeout-ms", "3000"] + kmeans_args(40, 150))
+    base = job.url()
+    host, port = base[len("http://"):].rstrip("/").rsplit(":", 1)
+    # 200 clients that connect and stop mid-request, one that stops mid-answer
+    idle = []
+    for _ in range(200):
+        s = socket.create_connection((host, int(port)))
+        s.sendall(b"GET /status.json HTTP/1.1\r\n")
+        idle.append(s)
+    stalled = socket.socket()
+    stalled.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)
+    stalled.connect((host, int(port)))
+    stalled.sendall(b"GET / HTTP/1.1\r\n\r\n")
+    stalled.recv(100)
+    st = until("4 ranks running and iteration 6", lambda: (lambda s: running(s, 4) and (
+        s["progress"]["iteration"] or 0) >= 6 and s)(status(base)))
+    if st["progress"]["total"] != 40 or not st["progress"]["values"]:
+        fail("no progress reported by rally-kmeans: " + json.dumps(st["progress"]))
+    victim = rank(st, 2)["pid"]
+    snaps_before = {s["version"] for s in st["snapshots"] if s["state"] == "committed"}
+    os.kill(victim, signal.SIGKILL)
+    seen_recovering = False
+    end = time.monotonic() + 60
+    while time.monotonic() < end:
+        st = status(base)
+        seen_recovering |= st["phase"] == "recovering" or rank(st, 2)["state"] != "running"
+        r2 = rank(st, 2)
+        if st["totals"]["recovered"] == 1 and r2["incarnation"] == 2 and r2["state"] == "running":
+            break
+        time.sleep(0.05)
+    else:
+        fail("the restarted rank 2 never showed:\n" + json.dumps(st))
+    if not seen_recovering:
+        fail("no answer showed rank 2 down or a recovery round")
+    if r2["pid"] == victim or r2["deaths"] != 1 or r2["restarts"] != 1:
+        fail("rank 2 after its restart: " + json.dumps(r2))
+    e = st["epochs"][-1]
+    if e["rank"] != 2 or e["recovered_seconds"] is None or e["epoch"] != st["epoch"]:
+        fail("the recovery round: " + json.dumps(e))
+    m = metrics(base)
+    for k, v in (("rally_worker_deaths_total", 1), ("rally_worker_deaths_recovered_total", 1),
+                 ("rally_recovery_seconds_count", 1), ('rally_rank_incarnation{rank="2"}', 2),
+                 ('rally_rank_deaths_total{rank="2"}', 1)):
+        if m.get(k) != v:
+            fail("/metrics: %s is %s, not %s" % (k, m.get(k), v))
+    if m.get('rally_app_value{key="objective"}') is None or m.get("rally_app_iterations") != 40:
+        fail("/metrics lacks the application's values: %s" % sorted(m))
+    table = subprocess.run([RUN, "status", base], capture_output=True, text=True, timeout=30)
+    if table.returncode != 0 or "rally-kmeans" not in table.stdout:
+        fail("rally-run status: %d\n%s%s" % (table.returncode, table.stdout, table.stderr))
+    rows = [l.split() for l in table.stdout.splitlines() if re.match(r"^\s+\d+\s", l)]
+    if len(rows) != 4 or rows[2][0] != "2" or rows[2][3] != "2":
+        fail("rally-run status's rank table:\n" + table.stdout)
+    st = until("a snapshot committed after the kill", lambda: (lambda s: any(
+        x["state"] == "committed" and x["version"] not in snaps_before for x in s["snapshots"])
+        and s)(status(base)))
+    if job.wait() != 0:
+        fail("the job failed:\n" + job.text())
+    if digest(job.text("out")) != want:
+        fail("the digest differs from the failure-free run's")
+    if summary(job.text()) != (1, 1, 1, 1):
+        fail("the summary says more than one death (the clients held up the loop?):\n" +
+             job.text()[-2000:])
+    stalled.close()
+    for s in idle:
+        s.close()
+    evs = events(evpath)
+    kinds = [e["event"] for e in evs]
+    if kinds[0] != "start" or kinds[-1] != "end" or evs[-1]["deaths"] != 1:
+        fail("events: " + " ".join(kinds))
+    at = {}
+    for i, e in enumerate(evs):
+        if e.get("rank") == 2 or e["event"] in ("recovered", "epoch"):
+            at.setdefault(e["event"], i)
+    for k in ("death", "epoch", "restart", "recovered"):
+        if k not in at:
+            fail("no %s event: %s" % (k, " ".join(kinds)))
+    if not at["death"] < at["restart"] < at["recovered"] or not at["epoch"] < at["recovered"]:
+        fail("events out of order: " + " ".join(kinds))
+    if sum(e["event"] == "join" and e["rank"] == 2 for e in evs) != 2:
+        fail("rank 2 should join twice: " + " ".join(kinds))
+    if not any(e["event"] == "snapshot" and e["state"] == "committed" for e in evs):
+        fail("no snapshot event")
+    reports = [e for e in evs if e["event"] == "report" and e["key"] == "objective"]
+    if len({e["iteration"] for e in reports}) < 30:
+        fail("too few objective reports: %d" % len(reports))
+
+
+def netns(name, addr):
+    subprocess.run(["ip", "netns", "add", name], check=True)
+    CLEANUPS.append(lambda: subprocess.run(["ip", "netns", "del", name], capture_output=True))
+    for cmd in (["link", "set", "lo", "up"], ["link", "add", "d0", "type", "dummy"],
+                ["addr", "add", addr + "/24", "dev", "d0"], ["link", "set", "d0", "up"]):
+        subprocess.run(["ip", "-n", name] + cmd, check=True)
+
+
+def case_token():
+    name = "rally-status-%d" % os.getpid()
+    netns(name, "198.18.7.1")
+    env = dict(os.environ, TMPDIR=TMP)
+    job = Job(["-n", "2", "--status", "198.18.7.1:0"] + kmeans_args(30, 200), env=env,
+              prefix=["ip", "netns", "exec", name])
+    base = job.url()
+    if not job.token or len(job.token) != 32:
+        fail("no token printed:\n" + job.text())
+    inside = ["ip", "netns", "exec", name]
+
+    def ask(path, header=None):
+        cmd = inside + ["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", base + path]
+        if header:
+            cmd[len(inside) + 1:len(inside) + 1] = ["-H", header]
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=30).stdout
+
+    for path in ("", "status.json", "metrics"):
+        if ask(path) != "401":
+            fail("/%s without the token answered %s" % (path, ask(path)))
+    if ask("status.json", "Authorization: Bearer " + "0" * 32) != "401":
+        fail("a wrong token was taken")
+    if ask("status.json?token=" + job.token[:-1]) != "401":
+        fail("a token one character short was taken")
+    if ask("status.json", "Authorization: Bearer " + job.token) != "200":
+        fail("the bearer token was refused")
+    for path in ("?token=", "status.json?token=", "metrics?token="):
+        if ask(path + job.token) != "200":
+            fail("/%s with the token was refused" % path)
+    files = [os.path.join(d, f) for d, _, fs in os.walk(TMP) for f in fs if f == "status-token"]
+    if len(files) != 1 or os.stat(files[0]).st_mode & 0o077:
+        fail("the token file: %s" % files)
+    with open(files[0]) as f:
+        if f.read().strip() != job.token:
+            fail("the token file holds another token")
+    no = subprocess.run(inside + [RUN, "status", base], capture_output=True, text=True, timeout=30)
+    if no.returncode != 1 or "token" not in no.stderr:
+        fail("rally-run status without the token: %d %s" % (no.returncode, no.stderr))
+    yes = subprocess.run(inside + [RUN, "status", "--token", job.token, base], capture_output=True,
+                         text=True, timeout=30)
+    if yes.returncode != 0 or "RANK" not in yes.stdout:
+        fail("rally-run status with the token: %d %s%s" % (yes.returncode, yes.stdout, yes.stderr))
+    if job.wait() != 0:
+        fail("the job failed:\n" + job.text())
+    # on loopback no token is asked for
+    job = Job(["-n", "2", "--status", "127.0.0.1:0"] + kmeans_args(10, 100))
+    base = job.url()
+    if job.token:
+        fail("a token on loopback")
+    status(base)
+    job.wait()
+
+
+def case_progress():
+    job = Job(["-n", "2", "--progress"] + kmeans_args(12, 150))
+    if job.wait() != 0:
+        fail("the job failed:\n" + job.text())
+    lines = re.findall(r"^rally-run: progress: (.*)$", job.text(), re.M)
+    if len(lines) < 2 or not lines[-1].startswith("iteration 12 of 12 (100%)") or \
+            "objective" not in lines[-1]:
+        fail("progress lines on a pipe:\n" + job.text())
+    if "\033[K" in job.text():
+        fail("terminal codes on a pipe")
+    # a terminal: script(1) gives the job one
+    log = os.path.join(TMP, "tty.log")
+    cmd = " ".join([RUN, "-n", "2", "--progress"] + kmeans_args(12, 150) + [">/dev/null"])
+    p = subprocess.run(["script", "-qfec", cmd, log], capture_output=True, timeout=120,
+                       stdin=subprocess.DEVNULL, start_new_session=True)
+    with open(log, "rb") as f:
+        tty = f.read().decode(errors="replace")
+    if p.returncode != 0:
+        fail("the job on a terminal failed:\n" + tty)
+    draws = re.findall(r"\r\033\[K(iteration \d+ of 12[^\r\n]*)", tty)
+    if len(draws) < 2 or "rally-run: progress: iteration 12 of 12 (100%)" not in tty:
+        fail("the progress line on a terminal:\n%r" % tty[-2000:])
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def case_prometheus():
+    job = Job(["-n", "4", "--status", "0"] + kmeans_args(80, 150))
+    base = job.url()
+    target = base[len("http://"):].rstrip("/")
+    conf = os.path.join(TMP, "prometheus.yml")
+    with open(conf, "w") as f:
+        f.write("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+                "scrape_configs:\n  - job_name: rally\n    static_configs:\n"
+                "      - targets: ['%s']\n" % target)
+    web = "127.0.0.1:%d" % free_port()
+    prom = subprocess.Popen(["prometheus", "--config.file=" + conf,
+                             "--storage.tsdb.path=" + os.path.join(TMP, "tsdb"),
+                             "--web.listen-address=" + web],
+                            stdout=subprocess.DEVNULL, stderr=open(os.path.join(TMP, "prom.log"),
+                                                                   "w"),
+                            start_new_session=True)
+    GROUPS.append(prom.pid)
+
+    def query(q):
+        try:
+            r = get("http://%s/api/v1/query?query=%s" % (web, urllib.request.quote(q)))
+        except (urllib.error.URLError, ConnectionError, OSError):
+            return None
+        res = r["data"]["result"]
+        return float(res[0]["value"][1]) if res else None
+
+    until("prometheus scraping the job", lambda: query('up{job="rally"}') == 1, timeout=60,
+          every=0.5)
+    st = until("4 ranks running", lambda: (lambda s: running(s, 4) and s)(status(base)))
+    os.kill(rank(st, 1)["pid"], signal.SIGKILL)
+    until("the recovery", lambda: status(base)["totals"]["recovered"] == 1)
+    until("prometheus seeing the death and the recovery",
+          lambda: query("rally_worker_deaths_total") == 1 and
+          query("rally_worker_deaths_recovered_total") == 1 and
+          query("rally_recovery_epochs_total") == 1 and
+          query("rally_recovery_seconds_count") == 1, timeout=30, every=0.5)
+    restarted = query('rally_rank_incarnation{rank="1"}')
+    if job.wait() != 0:
+        fail("the job failed:\n" + job.text())
+    deaths, recovered, epochs, restarts = summary(job.text())
+    prom_said = (query("max_over_time(rally_worker_deaths_total[5m])"),
+                 query("max_over_time(rally_worker_deaths_recovered_total[5m])"),
+                 query("max_over_time(rally_recovery_epochs_total[5m])"),
+                 query("max_over_time(rally_worker_restarts_total[5m])"))
+    if prom_said != (deaths, recovered, epochs, restarts) or restarted != 2:
+        fail("prometheus says %s (incarnation %s), the summary line %s" %
+             (prom_said, restarted, (deaths, recovered, epochs, restarts)))
+
+
+def case_page():
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    snaps = os.path.join(TMP, "snaps")
+    job = Job(["-n", "4", "--status", "0", "--snapshot-dir", snaps, "--snapshot-every", "5"] +
+              kmeans_args(60, 200))
+    base = job.url()
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = "/usr/bin/chromium"
+    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+              "--window-size=1400,1000", "--user-data-dir=" + os.path.join(TMP, "chrome")):
+        opts.add_argument(a)
+    drv = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=opts)
+    CLEANUPS.append(drv.quit)
+    drv.get(base)
+    wait = WebDriverWait(drv, 60, poll_frequency=0.1)
+
+    def cell(r):
+        return drv.find_element(By.CSS_SELECTOR, '#ranks .rank[data-rank="%d"]' % r)
+
+    wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR,
+                                             '#ranks .rank[data-state="running"]')) == 4)
+    wait.until(lambda d: d.find_elements(By.CSS_SELECTOR,
+                                         '#snapshots tr[data-state="committed"]'))
+    before = {e.get_attribute("data-version") for e in
+              drv.find_elements(By.CSS_SELECTOR, '#snapshots tr[data-state="committed"]')}
+    pid = int(re.search(r"pid (\d+)", cell(2).text).group(1))
+    os.kill(pid, signal.SIGKILL)
+    wait.until(lambda d: cell(2).get_attribute("data-incarnation") == "2" and
+               cell(2).get_attribute("data-state") == "running")
+    if "incarnation 2" not in cell(2).text:
+        fail("rank 2's cell: " + cell(2).text)
+    wait.until(lambda d: {e.get_attribute("data-version") for e in d.find_elements(
+        By.CSS_SELECTOR, '#snapshots tr[data-state="committed"]')} - before)
+    wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, '#timeline circle[data-event="death"]')
+               and d.find_elements(By.CSS_SELECTOR, '#timeline circle[data-event="recovered"]'))
+    line = drv.find_element(By.CSS_SELECTOR, "#plot polyline")
+    if int(line.get_attribute("data-points")) < 5:
+        fail("the progress plot has too few points")
+    if drv.find_element(By.ID, "recovered").text != "1":
+        fail("the header's recovered count: " + drv.find_element(By.ID, "recovered").text)
+    shot = os.path.join(BUILD, "status-page.png")
+    drv.save_screenshot(shot)
+    if os.path.getsize(shot) < 10000:
+        fail("the screenshot is empty")
+    drv.quit()
+    CLEANUPS.remove(drv.quit)
+    if job.wait() != 0:
+        fail("the job failed:\n" + job.text())
+
+
+CASES = {"job": case_job, "token": case_token, "progress": case_progress,
+         "prometheus": case_prometheus, "page": case_page}
+
+if __name__ == "__main__":
+    signal.alarm(280)
+    try:
+        CASES[CASE]()
+    finally:
+        cleanup()
+    print("status_test %s: passed" % CASE)

@@ -1,0 +1,308 @@
+/*
+ * status_cli.c — `rally-run status URL`: a running job's rank table in a
+ * terminal, from its status server's /status.json (docs/status.md).
+ *
+ *     rally-run status [--token T] [--json] [--timeout-ms T] URL
+ *
+ * URL is what rally-run printed at the start ("http://127.0.0.1:41234/",
+ * with "?token=..." off loopback), or HOST:PORT, or a bare PORT on this
+ * host.  The token may also come from --token or RALLY_STATUS_TOKEN.  Exit
+ * status 0, 1 when the job cannot be reached or answers with an error
+ * (said in one line), 2 for a usage error.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "net/sock.h"
+#include "run/run.h"
+#include "util/clock.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: rally-run status [--token T] [--json] [--timeout-ms T] URL\n"
+               "Prints a running job's ranks from its status server (rally-run --status).\n"
+               "URL: http://HOST:PORT/[?token=T], HOST:PORT or PORT (this host).\n"
+               "  --token T        the token rally-run printed (off loopback; also\n"
+               "                   RALLY_STATUS_TOKEN)\n"
+               "  --json           print status.json as it came\n"
+               "  --timeout-ms T   give up after T ms (default 5000)\n");
+}
+
+/* URL into host, port and token (when it carries one). */
+static int parse_url(const char *url, char *host, size_t cap, int *port, char *token, size_t tcap)
+{
+    const char *s = url;
+    if (strncmp(s, "http://", 7) == 0)
+        s += 7;
+    char hp[RALLY__HOST_MAX + 16];
+    size_t n = strcspn(s, "/?");
+    if (n >= sizeof hp)
+        return -1;
+    memcpy(hp, s, n);
+    hp[n] = '\0';
+    const char *q = strstr(s + n, "token=");
+    if (q != NULL)
+        snprintf(token, tcap, "%.*s", (int)strcspn(q + 6, "&#"), q + 6);
+    char *end;
+    long p = strtol(hp, &end, 10);
+    if (hp[0] && *end == '\0') {
+        snprintf(host, cap, "127.0.0.1");
+        *port = (int)p;
+        return p > 0 && p < 65536 ? 0 : -1;
+    }
+    struct rally__err e = {0};
+    return rally__hostport_split(hp, host, cap, port, &e) == RALLY_OK && *port > 0 ? 0 : -1;
+}
+
+/* GET /status.json: the body, malloc'd, or NULL with why said. */
+static char *fetch(const char *host, int port, const char *token, int64_t timeout_ms)
+{
+    int64_t deadline = rally__deadline(timeout_ms);
+    int fd;
+    struct rally__err e = {0};
+    char where[RALLY__HOST_MAX + 16];
+    rally__hostport_fmt(host, port, where, sizeof where);
+    if (rally__tcp_connect(host, port, deadline, &fd, &e) != RALLY_OK) {
+        fprintf(stderr, "rally-run status: cannot reach %s: %s\n", where, e.msg);
+        return NULL;
+    }
+    char req[600];
+    int n = snprintf(req, sizeof req,
+                     "GET /status.json HTTP/1.1\r\nHost: %s\r\n%s%s%sConnection: close\r\n\r\n",
+                     where, token[0] ? "Authorization: Bearer " : "", token, token[0] ? "\r\n" : "");
+    if (rally__send_all(fd, req, (size_t)n, deadline, where, &e) != RALLY_OK) {
+        fprintf(stderr, "rally-run status: %s\n", e.msg);
+        close(fd);
+        return NULL;
+    }
+    size_t len = 0, cap = 1 << 16;
+    char *buf = malloc(cap);
+    for (;;) {
+        if (buf == NULL)
+            break;
+        if (len + 1 == cap) {
+            char *b = realloc(buf, cap *= 2);
+            if (b == NULL) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = b;
+        }
+        if (rally__fd_wait(fd, 0, deadline) <= 0) {
+            fprintf(stderr, "rally-run status: %s did not answer within %lld ms\n", where,
+                    (long long)timeout_ms);
+            free(buf);
+            close(fd);
+            return NULL;
+        }
+        ssize_t k = recv(fd, buf + len, cap - 1 - len, 0);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            break;
+        len += (size_t)k;
+    }
+    close(fd);
+    if (buf == NULL) {
+        fprintf(stderr, "rally-run status: out of memory\n");
+        return NULL;
+    }
+    buf[len] = '\0';
+    int code = 0;
+    char *body = strstr(buf, "\r\n\r\n");
+    if (sscanf(buf, "HTTP/1.%*c %d", &code) != 1 || body == NULL) {
+        fprintf(stderr, "rally-run status: %s did not answer as a rally status server\n", where);
+        free(buf);
+        return NULL;
+    }
+    if (code != 200) {
+        fprintf(stderr, "rally-run status: %s answered %d: %s", where, code,
+                code == 401 ? "the job asks for its token (--token, or the URL rally-run "
+                              "printed)\n"
+                            : body + 4);
+        free(buf);
+        return NULL;
+    }
+    memmove(buf, body + 4, strlen(body + 4) + 1);
+    return buf;
+}
+
+static const char *str(json_t *o, const char *k)
+{
+    const char *s = json_string_value(json_object_get(o, k));
+    return s ? s : "";
+}
+
+static void secs(double s, char *out, size_t cap)
+{
+    if (s < 60)
+        snprintf(out, cap, "%.1f s", s);
+    else if (s < 3600)
+        snprintf(out, cap, "%d min %02d s", (int)s / 60, (int)s % 60);
+    else
+        snprintf(out, cap, "%d h %02d min", (int)s / 3600, (int)s / 60 % 60);
+}
+
+static void table(json_t *st)
+{
+    char up[32];
+    secs(json_number_value(json_object_get(st, "uptime_seconds")), up, sizeof up);
+    printf("job %s  run %.8s  launcher %s  phase %s  epoch %" JSON_INTEGER_FORMAT
+           "  ranks %" JSON_INTEGER_FORMAT "  up %s\n",
+           str(st, "job"), str(st, "run_id"), str(st, "launcher"), str(st, "phase"),
+           json_integer_value(json_object_get(st, "epoch")),
+           json_integer_value(json_object_get(st, "world")), up);
+    json_t *p = json_object_get(st, "progress");
+    if (json_is_integer(json_object_get(p, "iteration"))) {
+        printf("progress: iteration %" JSON_INTEGER_FORMAT,
+               json_integer_value(json_object_get(p, "iteration")));
+        if (json_is_integer(json_object_get(p, "total")))
+            printf(" of %" JSON_INTEGER_FORMAT, json_integer_value(json_object_get(p, "total")));
+        if (json_is_number(json_object_get(p, "rate_per_second")))
+            printf(", %.3g it/s", json_number_value(json_object_get(p, "rate_per_second")));
+        if (json_is_number(json_object_get(p, "eta_seconds"))) {
+            char eta[32];
+            secs(json_number_value(json_object_get(p, "eta_seconds")), eta, sizeof eta);
+            printf(", ETA %s", eta);
+        }
+        size_t i;
+        json_t *v;
+        json_array_foreach(json_object_get(p, "values"), i, v)
+        {
+            if (json_is_number(json_object_get(v, "value")))
+                printf(", %s %.6g", str(v, "key"), json_number_value(json_object_get(v, "value")));
+        }
+        printf("\n");
+    }
+    printf("%4s  %-16s %8s %4s  %-10s %7s  %-24s %9s %6s\n", "RANK", "HOST", "PID", "INC",
+           "STATE", "VERSION", "COLLECTIVE", "HEARTBEAT", "DEATHS");
+    size_t i;
+    json_t *r;
+    json_array_foreach(json_object_get(st, "ranks"), i, r)
+    {
+        char rank[16], pid[16], ver[24], op[64] = "", hb[24] = "-";
+        json_t *x = json_object_get(r, "rank");
+        if (json_is_integer(x))
+            snprintf(rank, sizeof rank, "%" JSON_INTEGER_FORMAT, json_integer_value(x));
+        else
+            snprintf(rank, sizeof rank, "(%" JSON_INTEGER_FORMAT ")",
+                     json_integer_value(json_object_get(r, "launched_as")));
+        x = json_object_get(r, "pid");
+        snprintf(pid, sizeof pid, "%s", "-");
+        if (json_is_integer(x))
+            snprintf(pid, sizeof pid, "%" JSON_INTEGER_FORMAT, json_integer_value(x));
+        x = json_object_get(r, "version");
+        snprintf(ver, sizeof ver, "%s", "-");
+        if (json_is_integer(x))
+            snprintf(ver, sizeof ver, "%" JSON_INTEGER_FORMAT, json_integer_value(x));
+        json_t *c = json_object_get(r, "collective");
+        if (json_is_object(c)) {
+            char t[32];
+            secs(json_number_value(json_object_get(c, "seconds")), t, sizeof t);
+            const char *kind = str(c, "kind");
+            snprintf(op, sizeof op, "%s %s #%" JSON_INTEGER_FORMAT " %s",
+                     json_is_true(json_object_get(c, "inside")) ? "in" : "before",
+                     kind[0] ? kind : "op", json_integer_value(json_object_get(c, "seq")), t);
+        }
+        x = json_object_get(r, "heartbeat_age_seconds");
+        if (json_is_number(x))
+            secs(json_number_value(x), hb, sizeof hb);
+        printf("%4s  %-16.16s %8s %4" JSON_INTEGER_FORMAT "  %-10s %7s  %-24.24s %9s %6" JSON_INTEGER_FORMAT
+               "%s\n",
+               rank, str(r, "host"), pid, json_integer_value(json_object_get(r, "incarnation")),
+               str(r, "state"), ver, op, hb, json_integer_value(json_object_get(r, "deaths")),
+               json_is_true(json_object_get(r, "waited_on")) ? "  <- the job waits for it" : "");
+    }
+    json_t *snaps = json_object_get(st, "snapshots"), *t = json_object_get(st, "totals");
+    json_t *last = json_array_get(snaps, json_array_size(snaps) - 1);
+    printf("snapshots: %" JSON_INTEGER_FORMAT " committed, %" JSON_INTEGER_FORMAT " void",
+           json_integer_value(json_object_get(t, "snapshots_committed")),
+           json_integer_value(json_object_get(t, "snapshots_void")));
+    if (last)
+        printf("; newest: version %" JSON_INTEGER_FORMAT " %s%s%s",
+               json_integer_value(json_object_get(last, "version")), str(last, "state"),
+               str(last, "tier")[0] ? " to " : "", str(last, "tier"));
+    printf("\ndeaths %" JSON_INTEGER_FORMAT ", recovered %" JSON_INTEGER_FORMAT
+           ", recovery rounds %" JSON_INTEGER_FORMAT ", restarts %" JSON_INTEGER_FORMAT "\n",
+           json_integer_value(json_object_get(t, "deaths")),
+           json_integer_value(json_object_get(t, "recovered")),
+           json_integer_value(json_object_get(t, "epochs")),
+           json_integer_value(json_object_get(t, "restarts")));
+    json_t *e;
+    json_array_foreach(json_object_get(st, "epochs"), i, e)
+    {
+        json_t *rs = json_object_get(e, "recovered_seconds");
+        printf("  epoch %" JSON_INTEGER_FORMAT ": %s; ", json_integer_value(json_object_get(e, "epoch")),
+               str(e, "cause"));
+        if (json_is_number(rs))
+            printf("back in step after %.2f s\n", json_number_value(rs));
+        else
+            printf("recovering\n");
+    }
+}
+
+int run_status_cli(int argc, char **argv)
+{
+    const char *url = NULL, *env = getenv("RALLY_STATUS_TOKEN");
+    char token[128];
+    snprintf(token, sizeof token, "%s", env ? env : "");
+    int raw = 0;
+    int64_t timeout_ms = 5000;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0) {
+            raw = 1;
+        } else if (strcmp(argv[i], "--token") == 0 && i + 1 < argc) {
+            snprintf(token, sizeof token, "%s", argv[++i]);
+        } else if (strcmp(argv[i], "--timeout-ms") == 0 && i + 1 < argc) {
+            timeout_ms = strtoll(argv[++i], NULL, 10);
+        } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            usage(stdout);
+            return 0;
+        } else if (argv[i][0] != '-' && url == NULL) {
+            url = argv[i];
+        } else {
+            fprintf(stderr, "rally-run status: unknown argument '%s'\n", argv[i]);
+            usage(stderr);
+            return 2;
+        }
+    }
+    char host[RALLY__HOST_MAX];
+    int port = 0;
+    if (url == NULL) {
+        usage(stderr);
+        return 2;
+    }
+    if (parse_url(url, host, sizeof host, &port, token, sizeof token) != 0) {
+        fprintf(stderr, "rally-run status: '%s' is not http://HOST:PORT/, HOST:PORT or PORT\n",
+                url);
+        return 2;
+    }
+    char *body = fetch(host, port, token, timeout_ms > 0 ? timeout_ms : 5000);
+    if (body == NULL)
+        return 1;
+    if (raw) {
+        fputs(body, stdout);
+        free(body);
+        return 0;
+    }
+    json_error_t err;
+    json_t *st = json_loads(body, 0, &err);
+    free(body);
+    if (st == NULL || strcmp(str(st, "schema"), "rally-status/1") != 0) {
+        fprintf(stderr, "rally-run status: the answer is not rally-status/1 JSON%s%s\n",
+                st ? "" : ": ", st ? "" : err.text);
+        json_decref(st);
+        return 1;
+    }
+    table(st);
+    json_decref(st);
+    return 0;
+}
