@@ -11,6 +11,10 @@
 #   kinds       rank 1 checkpoints while the others allreduce: the messages
 #               name both calls, never "?("
 #   digest      rally_digest64 is XXH3_64bits (no job)
+#   report      rally_report and rally_report_total: a no-op that says
+#               nothing alone (no launcher), and a 3-worker job whose
+#               reports reach the tracker as frames it accepts (the job
+#               succeeds); bad keys and NaN are RALLY_EINVAL both ways
 #   config      an unknown RALLY_* variable and a typo'd rally_* argument
 #               are RALLY_ECONFIG naming the nearest key; RALLY_TEST_* and
 #               the Python package's variables are not settings
@@ -70,6 +74,13 @@ kinds)
     ;;
 digest)
     "$prog" digest || fail "rally_digest64 is not XXH3_64bits"
+    ;;
+report)
+    out=$(timeout 20 "$prog" report 2>&1) || fail "alone: $out"
+    echo "$out"
+    [ "$out" = "api_job: rank 0 reported" ] || fail "alone, a report said something: $out"
+    job 0 "$run" -n 3 "$prog" report
+    [ "$(count 'api_job: rank [0-2] reported$')" -eq 3 ] || fail "want every rank to report"
     ;;
 config)
     out=$(env RALLY_TIMEOUT_MSS=5 "$prog" init 2>&1) && fail "RALLY_TIMEOUT_MSS was accepted: $out"

@@ -9,7 +9,10 @@
  * every root, allgather; mismatched calls (count, type, op, root, kind) make
  * every rank fail with RALLY_EMISMATCH or the tracker's ABORT naming the
  * mismatch, never a hang; an unknown rally_* argument; no tracker at all
- * (rank 0 of 1).
+ * (rank 0 of 1), where rally_report checks its arguments and does nothing
+ * else; observers (issue 24): every rank's reports reach the tracker's
+ * owner at the version they were made in, and its heartbeats carry the
+ * collectives it completed and their bytes to rally__tracker_rank_info.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -45,6 +48,10 @@ struct job {
     work_fn work;
     int mismatch_at; /* which task misbehaves, for mismatch cases */
     int kind;        /* which mismatch */
+    /* observers: what the tracker's loop saw (under mu) */
+    pthread_mutex_t mu;
+    struct rally__tracker_rank seen[64]; /* rally__tracker_rank_info after each turn */
+    int nvalues, ntotals, nbad;          /* REPORT events, and those not as expected */
 };
 
 static void *tracker_loop(void *arg)
@@ -56,6 +63,10 @@ static void *tracker_loop(void *arg)
         int ms = rally__ms_left(rally__tracker_deadline(j->t));
         poll(p, n, ms < 0 || ms > 50 ? 50 : ms);
         rally__tracker_handle(j->t, p, n);
+        pthread_mutex_lock(&j->mu);
+        for (int r = 0; r < j->world && r < 64; r++)
+            rally__tracker_rank_info(j->t, r, &j->seen[r]);
+        pthread_mutex_unlock(&j->mu);
         if (rally__tracker_state(j->t, NULL, NULL) != RALLY__TRACKER_RUNNING &&
             rally__tracker_flushed(j->t))
             break;
@@ -86,8 +97,9 @@ static void *worker(void *arg)
                     "rally_chunk_bytes=256",
                     "rally_connect_timeout_ms=20000",
                     "rally_timeout_ms=20000",
+                    "rally_heartbeat_ms=20",
                     NULL};
-    int argc = 10;
+    int argc = 11;
     char **argv = args;
     rally_t *r;
     int rc = rally_init(&r, &argc, &argv);
@@ -99,9 +111,33 @@ static void *worker(void *arg)
     return NULL;
 }
 
+static void work_observed(struct job *j, rally_t *r, int task);
+
+/* The tracker's events, on its loop's thread: the observed case's REPORTs
+ * are counted, and any that is not what work_observed sent. */
+static void on_event(void *arg, const struct rally__tracker_event *ev)
+{
+    struct job *j = arg;
+    if (ev->kind != RALLY__TEV_REPORT)
+        return;
+    pthread_mutex_lock(&j->mu);
+    if (ev->report == RALLY__REPORT_TOTAL) {
+        j->ntotals++;
+        j->nbad += ev->value != 3 || ev->key[0] != '\0';
+    } else {
+        j->nvalues++;
+        /* version v's objective: the sum over ranks of rank + v */
+        double want = (double)j->world * (j->world - 1) / 2 + (double)j->world * ev->version;
+        j->nbad += ev->report != RALLY__REPORT_VALUE || strcmp(ev->key, "objective") != 0 ||
+                   ev->value != want || ev->version > 2;
+    }
+    pthread_mutex_unlock(&j->mu);
+}
+
 static void run_job(int world, work_fn work, int mismatch_at, int kind)
 {
     struct job *j = calloc(1, sizeof *j);
+    pthread_mutex_init(&j->mu, NULL);
     j->world = world;
     j->work = work;
     j->mismatch_at = mismatch_at;
@@ -116,7 +152,7 @@ static void run_job(int world, work_fn work, int mismatch_at, int kind)
         fprintf(stderr, "%s\n", e.msg);
         abort();
     }
-    struct rally__tracker_opts o = {world, "127.0.0.1", 0, &s, 30000, 0, NULL, NULL, NULL};
+    struct rally__tracker_opts o = {world, "127.0.0.1", 0, &s, 30000, 0, NULL, on_event, j};
     if (rally__tracker_new(&j->t, &o, &e) != RALLY_OK) {
         fprintf(stderr, "%s\n", e.msg);
         abort();
@@ -133,6 +169,13 @@ static void run_job(int world, work_fn work, int mismatch_at, int kind)
         pthread_join(wt[i], NULL);
     __atomic_store_n(&j->stop, 1, __ATOMIC_RELEASE);
     pthread_join(tt, NULL);
+    if (work == work_observed) {
+        EXPECT(j->nvalues == 3 * world && j->ntotals == world && j->nbad == 0,
+               "N=%d: %d values (want %d), %d totals (want %d), %d not as sent", world, j->nvalues,
+               3 * world, j->ntotals, world, j->nbad);
+        EXPECT(j->seen[0].finalized, "N=%d: rank 0 not finalized", world);
+    }
+    pthread_mutex_destroy(&j->mu);
     rally__tracker_free(j->t);
     unlink(j->secret_path);
     rmdir(dir);
@@ -241,6 +284,51 @@ static void work_mismatch(struct job *j, rally_t *r, int task)
     EXPECT(rc == RALLY_ESTATE, "after a mismatch: %s", rally_strstatus(rc));
 }
 
+/* Three iterations of allreduce (4 doubles), broadcast (10 bytes) and
+ * allgather (8 bytes a rank), each reported and checkpointed; then the
+ * tracker must see this rank's 9 collectives and their bytes. */
+static void work_observed(struct job *j, rally_t *r, int task)
+{
+    void *g = NULL;
+    uint64_t gn = 0, version = 0;
+    int rc = rally_load_checkpoint(r, &g, &gn, NULL, NULL, &version);
+    EXPECT(rc == RALLY_OK, "task %d: load: %s", task, rally_errmsg(r));
+    rally_free(g);
+    EXPECT(rally_report_total(r, 3) == RALLY_OK, "task %d: report_total", task);
+    unsigned char b[10] = {0}, all[8 * 64];
+    uint64_t mine = (uint64_t)task;
+    for (int it = 0; it < 3 && rc == RALLY_OK; it++) {
+        double v[4] = {(double)task + it, 0, 0, 0};
+        rc = rally_allreduce(r, v, 4, RALLY_DOUBLE, RALLY_SUM, NULL, NULL);
+        if (rc == RALLY_OK)
+            rc = rally_broadcast(r, b, sizeof b, 0);
+        if (rc == RALLY_OK)
+            rc = rally_allgather(r, &mine, sizeof mine, all);
+        if (rc == RALLY_OK)
+            rc = rally_report(r, "objective", v[0]);
+        if (rc == RALLY_OK)
+            rc = rally_checkpoint(r, v, sizeof v, NULL, 0);
+    }
+    EXPECT(rc == RALLY_OK, "task %d: %s", task, rally_errmsg(r));
+    uint64_t want = 3 * (4 * 8 + 10 + 8 * (uint64_t)j->world);
+    struct rally__tracker_rank seen = {0};
+    int64_t deadline = rally__deadline(10000);
+    while (rally__ms_left(deadline) > 0) { /* until a beat carries the counts */
+        pthread_mutex_lock(&j->mu);
+        seen = j->seen[task];
+        pthread_mutex_unlock(&j->mu);
+        if (seen.calls == 9 && seen.nbytes == want)
+            break;
+        rally__sleep_ms(10);
+    }
+    EXPECT(seen.calls == 9 && seen.nbytes == want && seen.present && seen.heartbeats &&
+               seen.incarnation == 1 && strcmp(seen.host, "127.0.0.1") == 0,
+           "task %d: the tracker saw %llu calls and %llu bytes (want 9 and %llu), present %d, "
+           "heartbeats %d, incarnation %u, host %s",
+           task, (unsigned long long)seen.calls, (unsigned long long)seen.nbytes,
+           (unsigned long long)want, seen.present, seen.heartbeats, seen.incarnation, seen.host);
+}
+
 static void test_single_process(void)
 {
     rally_t *r;
@@ -258,6 +346,13 @@ static void test_single_process(void)
     EXPECT(rally_allreduce(r, v, 3, RALLY_DOUBLE, RALLY_BITOR, NULL, NULL) == RALLY_EINVAL,
            "bitor on double must be EINVAL");
     EXPECT(rally_broadcast(r, v, 8, 1) == RALLY_EINVAL, "root 1 of 1 must be EINVAL");
+    /* alone, a report has nobody to go to: checked, and nothing else */
+    EXPECT(rally_report_total(r, 10) == RALLY_OK, "standalone report_total");
+    EXPECT(rally_report(r, "objective", 0.5) == RALLY_OK, "standalone report");
+    EXPECT(rally_report(r, "no spaces", 0.5) == RALLY_EINVAL, "a key with a space must be EINVAL");
+    EXPECT(rally_report(r, "objective", v[0] / 0.0) == RALLY_EINVAL, "an infinity must be EINVAL");
+    EXPECT(rally_allreduce(r, v, 3, RALLY_DOUBLE, RALLY_SUM, NULL, NULL) == RALLY_OK,
+           "a refused report spends nothing");
     rally_finalize(r);
 
     char *bad[] = {"prog", "rally_no_such_key=1", NULL};
@@ -275,6 +370,9 @@ int main(void)
     int worlds[] = {1, 2, 3, 5, 8};
     for (size_t i = 0; i < sizeof worlds / sizeof worlds[0]; i++)
         run_job(worlds[i], work_collectives, -1, 0);
+    int oworlds[] = {1, 3};
+    for (size_t i = 0; i < sizeof oworlds / sizeof oworlds[0]; i++)
+        run_job(oworlds[i], work_observed, -1, 0);
     int mworlds[] = {2, 5};
     for (size_t i = 0; i < 2; i++)
         for (int kind = MM_COUNT; kind <= MM_KIND; kind++)

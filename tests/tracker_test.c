@@ -3,7 +3,8 @@
  * and real clients (src/tracker/client.c), all in one process: what needs
  * sockets and threads — the handshake and its refusals, connections (a
  * silent one, malformed frames, a crash seen as a hang-up, a fake tracker),
- * a recovery, heartbeats and a grow through real workers.  The job's other
+ * a recovery, heartbeats, a grow and what observers see (reports, a rank's
+ * counters) through real workers.  The job's other
  * transitions are pure cases in tests/job_test.c.
  *
  * Each test starts a tracker whose poll loop runs in its own thread (loop()
@@ -55,8 +56,14 @@ static struct fixture {
 static void on_event(void *arg, const struct rally__tracker_event *ev)
 {
     size_t n = strlen(fx.log);
-    snprintf(fx.log + n, sizeof fx.log - n, "[%d %d %s] %s\n", ev->kind, ev->rank, ev->task_id,
-             ev->text);
+    if (ev->kind == RALLY__TEV_REPORT) /* every field, in one line */
+        snprintf(fx.log + n, sizeof fx.log - n,
+                 "[%d %d %s] report %d key %s value %g version %u nbytes %llu: %s\n", ev->kind,
+                 ev->rank, ev->task_id, ev->report, ev->key, ev->value, ev->version,
+                 (unsigned long long)ev->nbytes, ev->text);
+    else
+        snprintf(fx.log + n, sizeof fx.log - n, "[%d %d %s] %s\n", ev->kind, ev->rank, ev->task_id,
+                 ev->text);
 }
 
 static void on_print(void *arg, int rank, const char *msg)
@@ -864,6 +871,72 @@ static void heartbeat_thread_and_caller_send_together(void **state_)
     stop();
 }
 
+/* What observers see through a real worker: its REPORTs in the owner's
+ * events (none answered, nothing else done), and, in rank_info, where it
+ * stands and its counters from its heartbeats, with the job's phase. */
+static void observers_see_reports_and_counters(void **state_)
+{
+    start(2, 10000, 0);
+    struct rally__tclient c[2];
+    struct rally__err e = {0, ""};
+    struct rally__tracker_rank ri;
+    pthread_mutex_lock(&fx.mu);
+    assert_int_equal(rally__tracker_phase(fx.t), RALLY__TPHASE_JOINING);
+    assert_int_equal(rally__tracker_rank_info(fx.t, 2, &ri), RALLY_EINVAL);
+    pthread_mutex_unlock(&fx.mu);
+    job(c, 2);
+    pthread_mutex_lock(&fx.mu);
+    assert_int_equal(rally__tracker_phase(fx.t), RALLY__TPHASE_RUNNING);
+    pthread_mutex_unlock(&fx.mu);
+    rally__tclient_position(&c[1], RALLY__KEY_OP(3, 5), 1, "allreduce");
+    rally__tclient_counters(&c[1], 41, 1 << 20);
+    int64_t t0 = rally__now_ms();
+    assert_int_equal(rally__tclient_heartbeat_start(&c[1], 20, &e), RALLY_OK);
+    struct rally__msg_report r = {RALLY__REPORT_VALUE, 3, 0.5, 0, "objective", ""};
+    rally__tclient_send_report(&c[1], &r);
+    struct rally__msg_report s = {RALLY__REPORT_SNAPSHOT, 3, 0, 12345, "dir", "/s/snap-00000003"};
+    rally__tclient_send_report(&c[0], &s);
+    assert_true(logged(fx.log, "[11 1 1] report 1 key objective value 0.5 version 3 nbytes 0: \n"));
+    assert_true(logged(fx.log, "[11 0 0] report 3 key dir value 0 version 3 nbytes 12345: "
+                               "/s/snap-00000003\n"));
+    int64_t deadline = rally__deadline(WAIT_MS);
+    for (;;) { /* until a beat with the counters arrived */
+        pthread_mutex_lock(&fx.mu);
+        assert_int_equal(rally__tracker_rank_info(fx.t, 1, &ri), RALLY_OK);
+        pthread_mutex_unlock(&fx.mu);
+        if (ri.calls == 41 || rally__ms_left(deadline) == 0)
+            break;
+        rally__sleep_ms(10);
+    }
+    assert_true(ri.present);
+    assert_false(ri.finalized);
+    assert_string_equal(ri.host, "127.0.0.1");
+    assert_string_equal(ri.task_id, "1");
+    assert_int_equal(ri.incarnation, 1);
+    assert_true(ri.heartbeats);
+    assert_int_equal(ri.calls, 41);
+    assert_int_equal(ri.nbytes, 1 << 20);
+    assert_int_equal(ri.position, RALLY__KEY_OP(3, 5));
+    assert_true(ri.waiting);
+    assert_string_equal(ri.what, "allreduce");
+    /* times are rally__now_ms's, whoever reads them */
+    int64_t now = rally__now_ms();
+    assert_true(ri.last_rx_ms >= t0 && ri.last_rx_ms <= now);
+    assert_true(ri.since_ms <= now && ri.since_ms >= t0 - 1000);
+    assert_true(quiet(&c[1], 100)); /* a REPORT is never answered */
+    rally__tclient_heartbeat_stop(&c[1]);
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(rally__tclient_shutdown(&c[i], rally__deadline(WAIT_MS), &e), RALLY_OK);
+    pthread_mutex_lock(&fx.mu);
+    assert_int_equal(rally__tracker_phase(fx.t), RALLY__TPHASE_DONE);
+    assert_int_equal(rally__tracker_rank_info(fx.t, 0, &ri), RALLY_OK);
+    assert_true(ri.finalized);
+    pthread_mutex_unlock(&fx.mu);
+    for (int i = 0; i < 2; i++)
+        rally__tclient_close(&c[i]);
+    stop();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -880,6 +953,7 @@ int main(void)
         cmocka_unit_test(recover_heartbeat_silence_fails_the_rank),
         cmocka_unit_test(recover_launcher_reports_death),
         cmocka_unit_test(heartbeat_thread_and_caller_send_together),
+        cmocka_unit_test(observers_see_reports_and_counters),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -146,6 +146,31 @@ RALLY_API int rally_processor_name(rally_t *r, char *name, size_t cap);
  * collective. */
 RALLY_API int rally_tracker_print(rally_t *r, const char *msg);
 
+/* The application's progress, for people watching the job: key = value at
+ * this worker's current checkpoint version (rally_checkpoint_version, the
+ * iteration), e.g. rally_report(r, "objective", 1234.5).  rally-run's
+ * observers (its status page, metrics, events and --progress line) show
+ * the newest value of each key.  Not a collective: any rank may call it at
+ * any time, as often as it likes (values reduced by a collective are the
+ * same everywhere, so rank 0 alone is enough).  Does not block on the
+ * network: the report goes to the tracker at once, or is dropped when the
+ * tracker's connection cannot take it now (the tracker reads all the time,
+ * so that only happens when it is stalled).  key is copied; it is 1 to 64
+ * bytes of A-Z a-z 0-9 _ . : -.  RALLY_EINVAL for a NULL, empty or longer
+ * key, one with any other character, or a value that is not finite (NaN,
+ * an infinity: the observers write JSON, which has neither).  Without a
+ * launcher (rank 0 of 1 alone), under the MPI backend (librally_mpi) or
+ * the classic dmlc tracker it checks its arguments and does nothing else.
+ * Never spends the handle; works on a spent one too. */
+RALLY_API int rally_report(rally_t *r, const char *key, double value);
+
+/* The job's iterations in all (0: not known), for the observers' "i of n"
+ * and the time left: the iteration is the checkpoint version of the
+ * newest rally_report.  Like rally_report: not a collective, does not
+ * block, a no-op without a launcher; no error but RALLY_EINVAL for a NULL
+ * handle. */
+RALLY_API int rally_report_total(rally_t *r, uint64_t iterations);
+
 /* Frees memory that rally allocated for the caller (rally_broadcast_alloc,
  * rally_allgatherv). */
 RALLY_API void rally_free(void *p);

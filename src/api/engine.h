@@ -76,6 +76,19 @@ struct rally__subscriber {
     void (*resized)(void *arg, uint64_t version, int rank, int world);
 };
 
+/* What an engine's report op tells (the numbers of tracker/proto.h's
+ * RALLY__REPORT_*, which src/api may not include; src/robust/engine.c
+ * checks that they agree): an application's VALUE (key, value at the
+ * version it stands in), the job's TOTAL iterations (value), a SNAPSHOT of
+ * version committed (key: its tier, RALLY__TIER_*; nbytes: its files'
+ * bytes; text: where), or a SNAPSHOT_VOID: the snapshot of version was not
+ * committed there (key: the tier; text: why). */
+enum { RALLY__TELL_VALUE = 1, RALLY__TELL_TOTAL, RALLY__TELL_SNAPSHOT, RALLY__TELL_SNAPSHOT_VOID };
+/* The tiers a snapshot is committed in, named after their settings:
+ * rally_snapshot_dir, and the second tier rally_snapshot_copy. */
+#define RALLY__TIER_DIR "dir"
+#define RALLY__TIER_COPY "copy"
+
 /* The subscribers an engine holds, with what every engine does with them
  * alike (inline: part of the interface, not a call up into src/api). */
 #define RALLY__MAX_SUBSCRIBERS 4
@@ -218,6 +231,15 @@ struct rally__engine_ops {
     int (*local_records)(struct rally__engine *en, rally_owner_fn owner, void *arg);
 
     int (*tracker_print)(struct rally__engine *en, const char *msg);
+    /* For observers only (rally_report, rally_report_total, a snapshot's
+     * fate, said by rank 0): kind RALLY__TELL_* (above) with key, value,
+     * version, nbytes and text, as tracker/proto.h's REPORT frame carries
+     * them (key and text are copied; a VALUE's key already checked, text
+     * cut at 1023 bytes).  Never blocks on the network and never fails:
+     * what cannot go at once is dropped.  A backend without a launcher to
+     * tell (MPI), or a worker alone, does nothing. */
+    void (*report)(struct rally__engine *en, int kind, const char *key, double value,
+                   uint64_t version, uint64_t nbytes, const char *text);
     /* rally_abort: fails the whole job with sentence (every rank's calls
      * then return RALLY_EPEER "rank R failed: sentence"); returns once the
      * job is failed, with en's error set to that sentence (RALLY_EPEER).  A

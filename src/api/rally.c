@@ -6,6 +6,7 @@
  * handle's error live here.  A call that fails for good leaves the handle
  * spent.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,6 +147,49 @@ int rally_tracker_print(rally_t *r, const char *msg)
         return RALLY_OK;
     }
     return public_status(&r->err, rally__engine.tracker_print(r->en, msg));
+}
+
+/* 1 when key is 1 to 64 bytes of [A-Za-z0-9_.:-] (tracker/msg.c's rule
+ * for a REPORT's key, which src/api may not include). */
+static int report_key_ok(const char *key)
+{
+    size_t n = strlen(key);
+    return n >= 1 && n <= 64 &&
+           strspn(key, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.:-") == n;
+}
+
+int rally_report(rally_t *r, const char *key, double value)
+{
+    if (r == NULL)
+        return RALLY_EINVAL;
+    rally__err_clear(&r->err);
+    if (key == NULL)
+        return rally__fail(&r->err, RALLY_EINVAL, "rally_report: key is NULL");
+    if (!report_key_ok(key))
+        return rally__fail(&r->err, RALLY_EINVAL,
+                           "rally_report: the key \"%.80s\" is not 1 to 64 bytes of A-Z a-z 0-9 "
+                           "_ . : -",
+                           key);
+    if (!isfinite(value))
+        return rally__fail(&r->err, RALLY_EINVAL,
+                           "rally_report: %s's value %g is not a finite number (observers write "
+                           "JSON, which has no NaN nor infinity)",
+                           key, value);
+    if (r->en != NULL) /* else init failed: there is nobody to tell */
+        rally__engine.report(r->en, RALLY__TELL_VALUE, key, value, rally__engine.version(r->en), 0,
+                             "");
+    return RALLY_OK;
+}
+
+int rally_report_total(rally_t *r, uint64_t iterations)
+{
+    if (r == NULL)
+        return RALLY_EINVAL;
+    rally__err_clear(&r->err);
+    if (r->en != NULL)
+        rally__engine.report(r->en, RALLY__TELL_TOTAL, "", (double)iterations,
+                             rally__engine.version(r->en), 0, "");
+    return RALLY_OK;
 }
 
 void rally_free(void *p)

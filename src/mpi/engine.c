@@ -326,6 +326,13 @@ static int tracker_print(struct rally__engine *en, const char *msg)
     return RALLY_OK;
 }
 
+/* Reports are for rally-run's observers (its status page, metrics, events);
+ * mpirun has none: nothing to tell. */
+static void report(struct rally__engine *en, int kind, const char *key, double value,
+                   uint64_t version, uint64_t nbytes, const char *text)
+{
+}
+
 /* MPI has no way to make the other ranks' pending calls return: the
  * nearest honest equivalent of rally_abort is MPI_Abort, which ends every
  * process of the job with code (mpirun reports it).  The sentence goes to
@@ -395,6 +402,7 @@ const struct rally__engine_ops rally__engine = {
     .has_local = has_local,
     .host = host,
     .tracker_print = tracker_print,
+    .report = report,
     .abort_job = abort_job,
     .attempt = attempt,
     .plain_allreduce = plain_allreduce,

@@ -310,6 +310,17 @@ static int print(struct rally__robust *rb, const char *msg)
     return rally__tclient_print(&rb->tc, msg, rb->err);
 }
 
+void rally__robust_report(struct rally__robust *rb, const struct rally__msg_report *m)
+{
+    if (rb->mem.kind != NULL && rb->mem.kind->report != NULL)
+        rb->mem.kind->report(rb, m);
+}
+
+static void send_report(struct rally__robust *rb, const struct rally__msg_report *m)
+{
+    rally__tclient_send_report(&rb->tc, m); /* (it checks the connection itself) */
+}
+
 int rally__robust_leave(struct rally__robust *rb)
 {
     return rb->mem.kind->leave(rb);
@@ -326,6 +337,7 @@ const struct rally__tracker_kind rally__tracker_rally = {
     .reset = reset,
     .input = input,
     .print = print,
+    .report = send_report,
     .leave = leave,
     .free = NULL, /* its client closes with the engine (rally__robust_free) */
 };

@@ -151,6 +151,7 @@ const struct rally__tracker_kind rally__tracker_dmlc = {
     .reset = dmlc_reset,
     .input = NULL, /* its protocol has no such message: only a resume checks the input */
     .print = dmlc_print,
+    .report = NULL, /* nor for observers */
     .leave = dmlc_leave,
     .free = dmlc_free,
 };

@@ -54,6 +54,13 @@ static void stand(struct rally__robust *rb, uint64_t key, const char *what)
 
 static int run_op(struct rally__robust *rb, struct rally__op *op, uint64_t key);
 
+void rally__robust_count(struct rally__robust *rb, uint64_t nbytes)
+{
+    rb->pos.calls++;
+    rb->pos.nbytes += nbytes;
+    rally__tclient_counters(&rb->tc, rb->pos.calls, rb->pos.nbytes);
+}
+
 int rally__robust_op(struct rally__robust *rb, struct rally__op *op)
 {
     uint64_t key = here(rb);

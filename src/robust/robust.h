@@ -83,6 +83,8 @@ struct rally__tracker_kind {
     /* rally_set_input's check at the tracker; NULL: the tracker has none */
     int (*input)(struct rally__robust *rb, const char *scheme, const char *fingerprint);
     int (*print)(struct rally__robust *rb, const char *msg);
+    /* a REPORT for observers, never blocking; NULL: the tracker has none */
+    void (*report)(struct rally__robust *rb, const struct rally__msg_report *m);
     /* finalize's goodbye, once nobody needs this worker */
     int (*leave)(struct rally__robust *rb);
     void (*free)(struct rally__robust *rb); /* NULL: nothing of its own */
@@ -206,6 +208,9 @@ struct rally__robust {
         uint32_t q;    /* next op within the version (user seq + 1) */
         uint32_t boot; /* next bootstrap op */
         int loaded;    /* load_checkpoint or checkpoint was called */
+        /* the public collectives completed and their buffers' bytes, which
+         * the heartbeats carry for observers (rally__robust_count) */
+        uint64_t calls, nbytes;
     } pos;
     /* local models as records (rally_set_local_records): after a change they
      * move to their new owners at the load (reshard.c's alone) */
@@ -298,6 +303,9 @@ void rally__robust_pos_restart(struct rally__robust *rb);
 /* This worker stands in version v now: served it, went back to it, or
  * adopted it from a snapshot. */
 void rally__robust_pos_at(struct rally__robust *rb, uint64_t v);
+/* A public collective completed, its result nbytes long (engine.c): one
+ * more call and nbytes more for the heartbeats to carry. */
+void rally__robust_count(struct rally__robust *rb, uint64_t nbytes);
 /* A barrier: 8 bytes summed, the result a rally__robust_buf. */
 int rally__robust_run_barrier(struct rally__robust *rb, struct rally__op *op, unsigned char **res,
                               uint64_t *n);
@@ -437,6 +445,10 @@ int rally__robust_reset(struct rally__robust *rb, int cause, uint64_t key);
 int rally__robust_input(struct rally__robust *rb, const char *scheme, const char *fingerprint);
 /* rally_tracker_print: to the tracker, or stdout without one. */
 int rally__robust_print(struct rally__robust *rb, const char *msg);
+/* For observers: a REPORT to rally's tracker (m's VALUE key checked), at
+ * once or not at all (tracker/client.h, rally__tclient_send_report);
+ * nothing alone or under the dmlc tracker (no such message). */
+void rally__robust_report(struct rally__robust *rb, const struct rally__msg_report *m);
 /* finalize's goodbye to the tracker (its kind's leave). */
 int rally__robust_leave(struct rally__robust *rb);
 

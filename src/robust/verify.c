@@ -88,7 +88,7 @@ int rally__robust_verify_check(struct rally__robust *rb)
  * are rank r's ((0, 0): it does not know the digest). */
 int rally__robust_verify_fail(struct rally__robust *rb, const uint64_t *pairs)
 {
-    char groups[RALLY__ERR_MSG_MAX], where[96] = "", call[160] = "the newest verified result";
+    char groups[RALLY__ERR_MSG_MAX], where[96] = "", call[224] = "the newest verified result";
     rally__digest_groups(groups, sizeof groups, pairs, rb->world);
     if (rb->vfy.digest != 0) {
         char sig[120];

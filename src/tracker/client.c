@@ -14,7 +14,8 @@
  * Every frame leaves through send_frame(), under t->send_mu: the heartbeat
  * thread (hb_main) sends HEARTBEAT on the same socket.  It uses trylock and
  * a single non-blocking attempt, so it never waits on the caller or on a
- * full socket; the caller's sends wait at most until their deadline.
+ * full socket; the caller's sends wait at most until their deadline, but
+ * a REPORT's, which takes the lock and then gives up like a beat does.
  */
 #include "tracker/client.h"
 
@@ -51,16 +52,21 @@ static const char *type_name(uint16_t type)
 
 /* --- sending --------------------------------------------------------------- */
 
-/* Sends one frame under send_mu.  try = 1 (the heartbeat): give up at once,
- * sending nothing, when the lock is taken or the socket is full.  A frame
- * cut short shuts the socket down: the stream is unusable after it. */
+/* How send_frame waits: for the socket until the deadline; not at all (the
+ * heartbeat: give up at once, sending nothing, when the lock is taken or
+ * the socket is full); or for the lock only (a REPORT). */
+enum { SEND_WAIT = 0, SEND_TRY = 1, SEND_TRY_SOCKET = 2 };
+
+/* Sends one frame under send_mu, waiting as try says (SEND_*).  A frame
+ * begun is finished (a try gets HB_FINISH_MS for it); a frame cut short
+ * shuts the socket down: the stream is unusable after it. */
 static int send_frame(struct rally__tclient *t, uint16_t type, const void *body, size_t nbytes,
                       int64_t deadline, int try, struct rally__err *e)
 {
     unsigned char h[RALLY__FRAME_HDR];
     rally__frame_hdr(h, type, nbytes);
     if (t->send_mu_ok) {
-        if (!try)
+        if (try != SEND_TRY)
             pthread_mutex_lock(&t->send_mu);
         else if (pthread_mutex_trylock(&t->send_mu) != 0)
             return RALLY_OK;
@@ -449,6 +455,18 @@ int rally__tclient_input(struct rally__tclient *t, const char *scheme, uint64_t 
     }
 }
 
+void rally__tclient_send_report(struct rally__tclient *t, const struct rally__msg_report *m)
+{
+    if (t->fd < 0 || !t->send_mu_ok)
+        return;
+    unsigned char b[RALLY__REPORT_MAX];
+    struct rally__wbuf w = {b, 0, sizeof b, 0};
+    rally__msg_report_put(&w, m);
+    struct rally__err ignore = {0, ""};
+    if (!w.bad)
+        send_frame(t, RALLY__T_REPORT, b, w.len, 0, SEND_TRY_SOCKET, &ignore);
+}
+
 /* u32 head, then str sentence (cut to fit) as a best-effort frame. */
 static void send_sentence(struct rally__tclient *t, uint16_t type, uint32_t head, const char *msg)
 {
@@ -535,6 +553,16 @@ void rally__tclient_position(struct rally__tclient *t, uint64_t position, int wa
     atomic_store_explicit(&t->pos.seq, s + 2, memory_order_release);
 }
 
+void rally__tclient_counters(struct rally__tclient *t, uint64_t calls, uint64_t nbytes)
+{
+    unsigned s = atomic_load_explicit(&t->pos.seq, memory_order_relaxed);
+    atomic_store_explicit(&t->pos.seq, s + 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    atomic_store_explicit(&t->pos.calls, calls, memory_order_relaxed);
+    atomic_store_explicit(&t->pos.nbytes, nbytes, memory_order_relaxed);
+    atomic_store_explicit(&t->pos.seq, s + 2, memory_order_release);
+}
+
 /* The heartbeat's body: the position as it stands now (a consistent copy). */
 static void hb_body(struct rally__tclient *t, struct rally__wbuf *w)
 {
@@ -548,6 +576,8 @@ static void hb_body(struct rally__tclient *t, struct rally__wbuf *w)
         m.waiting = atomic_load_explicit(&t->pos.waiting, memory_order_relaxed);
         since = atomic_load_explicit(&t->pos.since_ms, memory_order_relaxed);
         what = atomic_load_explicit(&t->pos.what, memory_order_relaxed);
+        m.calls = atomic_load_explicit(&t->pos.calls, memory_order_relaxed);
+        m.nbytes = atomic_load_explicit(&t->pos.nbytes, memory_order_relaxed);
         atomic_thread_fence(memory_order_acquire);
         s2 = atomic_load_explicit(&t->pos.seq, memory_order_relaxed);
     } while ((s1 & 1) || s1 != s2);
@@ -571,10 +601,10 @@ static void *hb_main(void *arg)
         if (rally__now_ms() < next)
             continue;
         struct rally__err ignore = {0, ""};
-        unsigned char b[8 + 1 + 8 + 4 + RALLY__WHAT_MAX];
+        unsigned char b[RALLY__HEARTBEAT_MAX];
         struct rally__wbuf w = {b, 0, sizeof b, 0};
         hb_body(t, &w);
-        send_frame(t, RALLY__T_HEARTBEAT, b, w.len, 0, 1, &ignore);
+        send_frame(t, RALLY__T_HEARTBEAT, b, w.len, 0, SEND_TRY, &ignore);
         next += t->hb_interval_ms;
         if (next < rally__now_ms()) /* we fell behind (a stopped process): no burst */
             next = rally__now_ms() + t->hb_interval_ms;

@@ -60,6 +60,7 @@ struct rally__tclient {
         atomic_int waiting;
         _Atomic int64_t since_ms;
         _Atomic(const char *) what;
+        _Atomic uint64_t calls, nbytes; /* rally__tclient_counters */
     } pos;
 };
 
@@ -144,6 +145,11 @@ int rally__tclient_heartbeat_start(struct rally__tclient *t, int64_t interval_ms
 void rally__tclient_position(struct rally__tclient *t, uint64_t position, int waiting,
                              const char *what);
 
+/* The public collectives this worker has completed so far and the bytes
+ * of their buffers, for the heartbeats to carry from now on (observers
+ * show them).  Cheap; any thread, one at a time (with _position too). */
+void rally__tclient_counters(struct rally__tclient *t, uint64_t calls, uint64_t nbytes);
+
 /* Stops the heartbeat thread and joins it (no-op when none runs). */
 void rally__tclient_heartbeat_stop(struct rally__tclient *t);
 
@@ -156,6 +162,14 @@ int rally__tclient_print(struct rally__tclient *t, const char *msg, struct rally
  * Blocks (10 s at most). */
 int rally__tclient_input(struct rally__tclient *t, const char *scheme, uint64_t fingerprint,
                          struct rally__err *e);
+
+/* REPORT (proto.h), for observers only: what m says (a VALUE's key checked
+ * by the caller).  Never blocks on the network: the frame goes out at once
+ * when the socket takes it whole (waiting only for the heartbeat's send,
+ * if one is under way), and is dropped, silently, when the socket is full
+ * (the tracker reads all the time, so it is stalled) or closed.  Never an
+ * error. */
+void rally__tclient_send_report(struct rally__tclient *t, const struct rally__msg_report *m);
 
 /* Tells the tracker this worker failed with (code, sentence); best effort. */
 void rally__tclient_report(struct rally__tclient *t, int code, const char *msg);

@@ -83,7 +83,7 @@ struct rally__job_act *rally__jb_act(struct rally__job *j, int kind, struct rall
     memset(a, 0, sizeof *a);
     a->kind = kind;
     a->m = m;
-    a->body_at = a->tail_at = a->text_at = a->task_at = NONE;
+    a->body_at = a->tail_at = a->text_at = a->task_at = a->key_at = NONE;
     a->ev.rank = -1;
     return a;
 }
@@ -117,6 +117,8 @@ void rally__jb_emit_ev(struct rally__job *j, const struct rally__tracker_event *
     a->ev = *ev;
     a->task_at = stash_str(j, ev->task_id ? ev->task_id : "");
     a->text_at = stash_str(j, ev->text ? ev->text : "");
+    if (ev->key != NULL)
+        a->key_at = stash_str(j, ev->key);
     if (a->ev.epoch == 0)
         a->ev.epoch = j->epoch;
 }
@@ -636,10 +638,14 @@ void rally__job_step(struct rally__job *j, const struct rally__job_ev *ev)
             a->ev.text = (const char *)resolve(j, a->text_at);
         if (a->task_at != NONE)
             a->ev.task_id = (const char *)resolve(j, a->task_at);
+        if (a->key_at != NONE)
+            a->ev.key = (const char *)resolve(j, a->key_at);
         if (a->ev.text == NULL)
             a->ev.text = "";
         if (a->ev.task_id == NULL)
             a->ev.task_id = "";
+        if (a->ev.key == NULL)
+            a->ev.key = "";
     }
     j->nacts = k;
 }
@@ -668,6 +674,42 @@ int64_t rally__job_deadline(const struct rally__job *j)
 enum rally__job_phase rally__job_phase(const struct rally__job *j)
 {
     return j->phase;
+}
+
+void rally__jb_keep_host(struct rally__job *j, int r, const char *host)
+{
+    char *h = strdup(host);
+    if (h == NULL && j->rank_host[r] != NULL && strcmp(j->rank_host[r], host) == 0)
+        return; /* the one it has is right */
+    free(j->rank_host[r]);
+    j->rank_host[r] = h;
+}
+
+int rally__job_rank_info(const struct rally__job *j, int rank, struct rally__tracker_rank *out)
+{
+    memset(out, 0, sizeof *out);
+    if (rank < 0 || rank >= j->world)
+        return RALLY_EINVAL;
+    const struct rally__job_member *m = j->by_rank[rank];
+    out->finalized = j->rank_final[rank] != 0;
+    out->incarnation = j->incarnation[rank];
+    snprintf(out->task_id, sizeof out->task_id, "%s", j->rank_task[rank] ? j->rank_task[rank] : "");
+    snprintf(out->host, sizeof out->host, "%s", j->rank_host[rank] ? j->rank_host[rank] : "");
+    if (m == NULL || m->state != M_REG)
+        return RALLY_OK;
+    out->present = 1;
+    snprintf(out->host, sizeof out->host, "%s", m->host);
+    snprintf(out->task_id, sizeof out->task_id, "%s", m->task_id);
+    out->finalized |= m->finalized;
+    out->heartbeats = m->heartbeats;
+    out->last_rx_ms = m->last_rx;
+    out->position = m->pos;
+    out->waiting = m->pos_waiting;
+    snprintf(out->what, sizeof out->what, "%s", m->pos_what);
+    out->since_ms = m->pos_since;
+    out->calls = m->calls;
+    out->nbytes = m->nbytes;
+    return RALLY_OK;
 }
 
 const char *rally__job_sentence(const struct rally__job *j, int *rank)
@@ -717,6 +759,7 @@ int rally__job_new(struct rally__job **out, const struct rally__job_opts *o, int
     if (j == NULL || (j->by_rank = calloc(w, sizeof *j->by_rank)) == NULL ||
         (j->incarnation = calloc(w, sizeof *j->incarnation)) == NULL ||
         (j->rank_task = calloc(w, sizeof *j->rank_task)) == NULL ||
+        (j->rank_host = calloc(w, sizeof *j->rank_host)) == NULL ||
         (j->rank_final = calloc(w, 1)) == NULL ||
         (j->input = calloc(w, sizeof *j->input)) == NULL) {
         rally__fail(e, RALLY_ENOMEM, "out of memory creating the tracker");
@@ -746,6 +789,9 @@ void rally__job_free(struct rally__job *j)
     for (int r = 0; j->rank_task && r < j->world; r++)
         free(j->rank_task[r]);
     free(j->rank_task);
+    for (int r = 0; j->rank_host && r < j->world; r++)
+        free(j->rank_host[r]);
+    free(j->rank_host);
     free(j->rank_final);
     free(j->input);
     free(j->book);

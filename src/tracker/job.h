@@ -63,6 +63,7 @@ struct rally__job_member {
     int pos_waiting;     /* 1: inside the operation at pos; 0: in its own code before it */
     char pos_what[RALLY__WHAT_MAX]; /* the operation's kind */
     int64_t pos_since;   /* ms: since when it stands there */
+    uint64_t calls, nbytes; /* its collectives and their bytes, from its newest heartbeat */
 };
 
 enum {
@@ -108,8 +109,8 @@ struct rally__job_act {
     const unsigned char *body, *tail;
     size_t nbytes, tail_nbytes;
     struct rally__tracker_event ev;
-    /* while a step runs: where body, tail, text and task_id sit in the arena */
-    size_t body_at, tail_at, text_at, task_at;
+    /* while a step runs: where body, tail, text, task_id and key sit in the arena */
+    size_t body_at, tail_at, text_at, task_at, key_at;
 };
 
 struct rally__job_opts {
@@ -132,6 +133,11 @@ size_t rally__job_actions(const struct rally__job *j, const struct rally__job_ac
 int64_t rally__job_deadline(const struct rally__job *j);
 
 enum rally__job_phase rally__job_phase(const struct rally__job *j);
+/* For observers (server.h, rally__tracker_rank_info): what the job knows of
+ * rank into *out (zeroed first): from the member that holds the rank, else
+ * from the job's tables (incarnation, task id, host, finalized).
+ * RALLY_EINVAL for a rank outside [0, world). */
+int rally__job_rank_info(const struct rally__job *j, int rank, struct rally__tracker_rank *out);
 /* Why the job failed ("" while it has not), and the rank that caused it (-1). */
 const char *rally__job_sentence(const struct rally__job *j, int *rank);
 int rally__job_code(const struct rally__job *j);

@@ -54,6 +54,7 @@ static void assign(struct rally__job *j)
         snprintf(m->what, sizeof m->what, "rank %d (on %s)", r, m->peer);
         j->incarnation[r] = 1;
         j->rank_task[r] = strdup(m->task_id);
+        rally__jb_keep_host(j, r, m->host);
         if (j->rank_task[r] == NULL) {
             rally__jb_fail_job(j, RALLY_ENOMEM, -1,
                                "the tracker ran out of memory assigning ranks");
@@ -120,6 +121,7 @@ static void on_reregister(struct rally__job *j, struct rally__job_member *m, con
         return;
     }
     j->incarnation[r]++;
+    rally__jb_keep_host(j, r, m->host);
     m->rank = r;
     m->state = M_REG;
     m->arrival = ++j->arrivals;
@@ -380,6 +382,10 @@ static void on_heartbeat(struct rally__job *j, struct rally__job_member *m,
         return;
     }
     m->heartbeats = 1;
+    if (h.has_position) { /* the newest counts (a restarted worker counts from 0 again) */
+        m->calls = h.calls;
+        m->nbytes = h.nbytes;
+    }
     if (!h.has_position || (h.position == m->pos && h.waiting == m->pos_waiting))
         return; /* it stands where it stood: since stays */
     m->pos = h.position;
@@ -387,6 +393,31 @@ static void on_heartbeat(struct rally__job *j, struct rally__job_member *m,
     snprintf(m->pos_what, sizeof m->pos_what, "%s", h.what);
     int64_t ago = h.for_ms > (uint64_t)INT32_MAX ? INT32_MAX : (int64_t)h.for_ms;
     m->pos_since = j->now - ago;
+}
+
+/* A REPORT (rally_report, a snapshot's fate): for the owner's observers
+ * only, the job does nothing with it.  From a worker without a rank (one
+ * waiting to be taken in cannot have called anything) it is a slip. */
+static void on_report(struct rally__job *j, struct rally__job_member *m, const unsigned char *body,
+                      size_t n)
+{
+    struct rally__msg_report g;
+    if (rally__msg_report_get(body, n, &g) != 0 || m->rank < 0) {
+        rally__jb_drop(j, m, "%s: %s REPORT (%zu bytes)", m->what,
+                       m->rank < 0 ? "unranked" : "malformed", n);
+        return;
+    }
+    struct rally__tracker_event ev = {.kind = RALLY__TEV_REPORT,
+                                      .rank = m->rank,
+                                      .task_id = m->task_id,
+                                      .text = g.text,
+                                      .version =
+                                          g.version > UINT32_MAX ? UINT32_MAX : (uint32_t)g.version,
+                                      .report = g.kind,
+                                      .key = g.key,
+                                      .value = g.value,
+                                      .nbytes = g.nbytes};
+    rally__jb_emit_ev(j, &ev);
 }
 
 void rally__jb_on_frame(struct rally__job *j, struct rally__job_member *m, uint16_t type,
@@ -429,6 +460,9 @@ void rally__jb_on_frame(struct rally__job *j, struct rally__job_member *m, uint1
         return;
     case RALLY__T_GROW_READY:
         on_grow_ready(j, m, body, n);
+        return;
+    case RALLY__T_REPORT:
+        on_report(j, m, body, n);
         return;
     case RALLY__T_REGISTER:
         rally__jb_drop(j, m, "%s: REGISTER twice", m->what);

@@ -54,6 +54,8 @@ struct rally__job {
     uint32_t epoch;           /* 1 from the start */
     uint32_t *incarnation;    /* world entries: the newest registration of each rank */
     char **rank_task;         /* world entries: each rank's task id, kept for re-registration */
+    char **rank_host;         /* world entries: the host its newest incarnation registered
+                                 from, for observers (NULL: none, or no memory for it) */
     char *rank_final;         /* world entries: the rank sent SHUTDOWN */
     struct rank_input *input; /* world entries: the input each rank's first INPUT named */
     int recovering;           /* from a failure until the GO that ends it */
@@ -93,6 +95,9 @@ void rally__jb_fail_job(struct rally__job *j, int code, int rank, const char *fm
     RALLY__PRINTF(4, 5);
 void rally__jb_fence(struct rally__job *j, int r);
 void rally__jb_go(struct rally__job *j);
+/* Rank r's newest incarnation registered from host (for observers: kept
+ * when the memory is there, never a failure). */
+void rally__jb_keep_host(struct rally__job *j, int r, const char *host);
 /* Every rank finalized: the phase DONE. */
 void rally__jb_done(struct rally__job *j);
 /* --- job_members.c --- */

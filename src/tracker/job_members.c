@@ -56,14 +56,17 @@ static void drop_rank(struct rally__job *j, int r)
 {
     snprintf(j->lost_task, sizeof j->lost_task, "%s", j->rank_task[r] ? j->rank_task[r] : "");
     free(j->rank_task[r]);
+    free(j->rank_host[r]);
     int above = j->world - r - 1;
     memmove(j->by_rank + r, j->by_rank + r + 1, (size_t)above * sizeof *j->by_rank);
     memmove(j->incarnation + r, j->incarnation + r + 1, (size_t)above * sizeof *j->incarnation);
     memmove(j->rank_task + r, j->rank_task + r + 1, (size_t)above * sizeof *j->rank_task);
+    memmove(j->rank_host + r, j->rank_host + r + 1, (size_t)above * sizeof *j->rank_host);
     memmove(j->rank_final + r, j->rank_final + r + 1, (size_t)above);
     j->world--;
     j->by_rank[j->world] = NULL;
     j->rank_task[j->world] = NULL;
+    j->rank_host[j->world] = NULL;
     memset(j->input, 0, (size_t)j->world * sizeof *j->input);
     for (int k = r; k < j->world; k++) {
         struct rally__job_member *m = j->by_rank[k];
@@ -147,6 +150,7 @@ void rally__jb_take_in(struct rally__job *j)
         j->by_rank[r] = m;
         j->incarnation[r] = 1;
         j->rank_final[r] = 0;
+        rally__jb_keep_host(j, r, m->host);
         if ((j->rank_task[r] = strdup(m->task_id)) == NULL) {
             rally__jb_fail_job(j, RALLY_ENOMEM, -1,
                                "the tracker ran out of memory taking a worker in");
@@ -183,7 +187,10 @@ int rally__job_set_max_world(struct rally__job *j, int max_world)
     char **task = inc ? realloc(j->rank_task, w * sizeof *task) : NULL;
     if (task != NULL)
         j->rank_task = task;
-    char *fin = task ? realloc(j->rank_final, w) : NULL;
+    char **host = task ? realloc(j->rank_host, w * sizeof *host) : NULL;
+    if (host != NULL)
+        j->rank_host = host;
+    char *fin = host ? realloc(j->rank_final, w) : NULL;
     if (fin != NULL)
         j->rank_final = fin;
     struct rank_input *in = fin ? realloc(j->input, w * sizeof *in) : NULL;
@@ -193,6 +200,7 @@ int rally__job_set_max_world(struct rally__job *j, int max_world)
     memset(j->by_rank + old, 0, (w - old) * sizeof *b);
     memset(j->incarnation + old, 0, (w - old) * sizeof *inc);
     memset(j->rank_task + old, 0, (w - old) * sizeof *task);
+    memset(j->rank_host + old, 0, (w - old) * sizeof *host);
     memset(j->rank_final + old, 0, w - old);
     memset(j->input + old, 0, (w - old) * sizeof *in);
     j->max_world = max_world;

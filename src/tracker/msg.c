@@ -7,6 +7,7 @@
  */
 #include "tracker/msg.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,6 +31,8 @@ const char *rally__msg_name(uint16_t type)
     case RALLY__T_INPUT_OK: return "INPUT_OK";
     case RALLY__T_GROW: return "GROW";
     case RALLY__T_GROW_READY: return "GROW_READY";
+    case RALLY__T_REPORT:
+        return "REPORT";
     default: return "an unknown type";
     }
 }
@@ -242,6 +245,8 @@ void rally__msg_heartbeat_put(struct rally__wbuf *w, const struct rally__msg_hea
     rally__w_u8(w, m->waiting ? 1 : 0);
     rally__w_u64(w, m->for_ms);
     put_cut(w, m->what, RALLY__WHAT_MAX - 1);
+    rally__w_u64(w, m->calls);
+    rally__w_u64(w, m->nbytes);
 }
 
 int rally__msg_heartbeat_get(const unsigned char *b, size_t n, struct rally__msg_heartbeat *m)
@@ -256,7 +261,51 @@ int rally__msg_heartbeat_get(const unsigned char *b, size_t n, struct rally__msg
     m->waiting = waiting;
     m->for_ms = rally__r_u64(&r);
     rally__r_str(&r, m->what, sizeof m->what);
+    if (!r.bad && r.pos < r.len) { /* the counters, from a worker that sends them */
+        m->calls = rally__r_u64(&r);
+        m->nbytes = rally__r_u64(&r);
+    }
     return waiting > 1 ? -1 : done(&r);
+}
+
+int rally__msg_report_key_ok(const char *key)
+{
+    size_t n = strlen(key);
+    return n >= 1 && n <= RALLY__REPORT_KEY_MAX - 1 &&
+           strspn(key, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.:-") == n;
+}
+
+void rally__msg_report_put(struct rally__wbuf *w, const struct rally__msg_report *m)
+{
+    uint64_t bits;
+    memcpy(&bits, &m->value, sizeof bits);
+    rally__w_u8(w, (uint8_t)m->kind);
+    rally__w_u64(w, m->version);
+    rally__w_u64(w, bits);
+    rally__w_u64(w, m->nbytes);
+    if (strlen(m->key) > RALLY__REPORT_KEY_MAX - 1)
+        w->bad = 1;
+    rally__w_str(w, m->key);
+    put_cut(w, m->text, RALLY__REPORT_TEXT_MAX - 1);
+}
+
+int rally__msg_report_get(const unsigned char *b, size_t n, struct rally__msg_report *m)
+{
+    struct rally__rbuf r = {b, n, 0, 0};
+    m->kind = rally__r_u8(&r);
+    m->version = rally__r_u64(&r);
+    uint64_t bits = rally__r_u64(&r);
+    memcpy(&m->value, &bits, sizeof bits);
+    m->nbytes = rally__r_u64(&r);
+    rally__r_str(&r, m->key, sizeof m->key);
+    size_t keylen = r.bad ? 0 : r.pos - 29; /* the declared length: no NUL inside */
+    rally__r_str(&r, m->text, sizeof m->text);
+    if (done(&r) != 0 || m->kind < RALLY__REPORT_VALUE || m->kind > RALLY__REPORT_SNAPSHOT_VOID ||
+        !isfinite(m->value) || strlen(m->key) != keylen)
+        return -1;
+    if (m->kind == RALLY__REPORT_VALUE && !rally__msg_report_key_ok(m->key))
+        return -1;
+    return 0;
 }
 
 void rally__msg_empty_put(struct rally__wbuf *w)

@@ -121,7 +121,10 @@ int rally__msg_input_get(const unsigned char *b, size_t n, char *scheme, size_t 
  * the worker stands: u64 position (docs/recovery.md), u8 waiting (1: inside
  * the operation at position; 0: in its own code, before it), u64 for_ms
  * (how long it has stood there, by its own clock), str what (the
- * operation's kind, "" in its own code; cut to RALLY__WHAT_MAX - 1). */
+ * operation's kind, "" in its own code; cut to RALLY__WHAT_MAX - 1), then
+ * u64 calls, u64 nbytes (the public collectives the worker has completed
+ * and the bytes of their buffers).  The last two may be missing (a worker
+ * from before they were added): they read as 0. */
 #define RALLY__WHAT_MAX 64
 struct rally__msg_heartbeat {
     int has_position; /* 0: the body was empty */
@@ -129,9 +132,40 @@ struct rally__msg_heartbeat {
     int waiting;
     uint64_t for_ms;
     char what[RALLY__WHAT_MAX];
+    uint64_t calls, nbytes;
 };
+/* The longest HEARTBEAT body. */
+#define RALLY__HEARTBEAT_MAX (8 + 1 + 8 + 4 + (RALLY__WHAT_MAX - 1) + 8 + 8)
 void rally__msg_heartbeat_put(struct rally__wbuf *w, const struct rally__msg_heartbeat *m);
 int rally__msg_heartbeat_get(const unsigned char *b, size_t n, struct rally__msg_heartbeat *m);
+
+/* REPORT (W->T), for observers only: u8 kind (RALLY__REPORT_*, proto.h),
+ * u64 version (the worker's checkpoint version, or the snapshot's), f64
+ * value (its IEEE-754 bits as a u64), u64 nbytes, str key (at most
+ * RALLY__REPORT_KEY_MAX - 1 bytes), str text (cut to RALLY__REPORT_TEXT_MAX
+ * - 1 bytes).  The decoder also refuses (-1) a kind it does not know, a
+ * value that is not finite (a NaN, an infinity: observers write JSON,
+ * which has neither), and a VALUE whose key is not 1 to 64 bytes of
+ * [A-Za-z0-9_.:-] (rally__msg_report_key_ok): the library sends none of
+ * them. */
+#define RALLY__REPORT_TEXT_MAX 1024 /* the text, with the NUL */
+struct rally__msg_report {
+    int kind;
+    uint64_t version;
+    double value;
+    uint64_t nbytes;
+    char key[RALLY__REPORT_KEY_MAX];
+    char text[RALLY__REPORT_TEXT_MAX];
+};
+/* The longest REPORT body. */
+#define RALLY__REPORT_MAX                                                                          \
+    (1 + 8 + 8 + 8 + 4 + (RALLY__REPORT_KEY_MAX - 1) + 4 + (RALLY__REPORT_TEXT_MAX - 1))
+/* 1 when key is what a VALUE may be named: 1 to 64 bytes of [A-Za-z0-9_.:-]. */
+int rally__msg_report_key_ok(const char *key);
+/* A key over RALLY__REPORT_KEY_MAX - 1 bytes makes w bad (the caller checks
+ * keys first); text is cut. */
+void rally__msg_report_put(struct rally__wbuf *w, const struct rally__msg_report *m);
+int rally__msg_report_get(const unsigned char *b, size_t n, struct rally__msg_report *m);
 
 /* READY, GO, SHUTDOWN, BYE, INPUT_OK: an empty body. */
 void rally__msg_empty_put(struct rally__wbuf *w);

@@ -44,11 +44,16 @@
  *   T->W RESET       u32 epoch, str reason
  *   W->T REJOIN      u32 epoch, u64 position (docs/recovery.md: where this
  *                    worker stands), u32 checkpoint version
- *   W->T HEARTBEAT   (empty) every rally_heartbeat_ms, from a library thread
+ *   W->T HEARTBEAT   every rally_heartbeat_ms, from a library thread: empty,
+ *                    or where the worker stands and its counters (msg.h)
  *   W->T LINK_FAILED u32 epoch, str sentence: a peer link broke or stalled
  *                    in that epoch; ignored when the tracker is past it
  *   ASSIGN           gains a trailing u32 epoch (0 for the first)
  *   ERROR / ABORT    stay fatal: no recovery (a divergence, lost data)
+ *
+ * Observers (a launcher's status page): REPORT carries what a worker tells
+ * them (rally_report, a snapshot's fate); the job does nothing with it
+ * but hand it to the tracker's owner (RALLY__TEV_REPORT).
  *
  * Ranks: when every worker's task_id is a distinct integer in [0, world),
  * rank = task_id (rally-run sets RALLY_TASK_ID so); otherwise workers are
@@ -87,7 +92,8 @@ enum {
  * version); TOTAL: rally_report_total (value: the job's iterations in all);
  * SNAPSHOT: a snapshot of version committed (key: its tier, nbytes, text:
  * its path); SNAPSHOT_VOID: the snapshot of version was not committed
- * (text: why). */
+ * (text: why; key: the tier, as for SNAPSHOT).  The tiers are "dir"
+ * (rally_snapshot_dir) and "copy" (rally_snapshot_copy, the second). */
 enum {
     RALLY__REPORT_VALUE = 1,
     RALLY__REPORT_TOTAL = 2,

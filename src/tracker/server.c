@@ -260,6 +260,32 @@ uint32_t rally__tracker_epoch(const struct rally__tracker *t)
     return rally__job_epoch(t->job);
 }
 
+/* The job's times are rally__now_ms's (step() passes rally__now_us), as
+ * the struct promises. */
+int rally__tracker_rank_info(const struct rally__tracker *t, int rank,
+                             struct rally__tracker_rank *out)
+{
+    return rally__job_rank_info(t->job, rank, out);
+}
+
+int rally__tracker_phase(const struct rally__tracker *t)
+{
+    switch (rally__job_phase(t->job)) {
+    case RALLY__JOB_JOINING:
+        return RALLY__TPHASE_JOINING;
+    case RALLY__JOB_STARTING:
+        return RALLY__TPHASE_STARTING;
+    case RALLY__JOB_RUNNING:
+        return RALLY__TPHASE_RUNNING;
+    case RALLY__JOB_ASSEMBLING:
+        return RALLY__TPHASE_ASSEMBLING;
+    case RALLY__JOB_DONE:
+        return RALLY__TPHASE_DONE;
+    default:
+        return RALLY__TPHASE_FAILED;
+    }
+}
+
 int rally__tracker_new(struct rally__tracker **out, const struct rally__tracker_opts *o,
                        struct rally__err *e)
 {

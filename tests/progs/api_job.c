@@ -27,9 +27,14 @@
  *               (never "?(").  Prints "api_job: rank K kinds named".
  *   digest      no job: rally_digest64 against xxHash's XXH3_64bits (seed 0)
  *               on a few lengths, and NULL with 0 bytes.
+ *   report      rally_report_total, then four iterations of allreduce,
+ *               rally_report and checkpoint; a bad key and a NaN are
+ *               RALLY_EINVAL and spend nothing.  Alone (no launcher) every
+ *               call is a no-op.  Prints "api_job: rank K reported".
  *   init        rally_init only: prints its status and message (config tests).
  */
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,6 +137,33 @@ static int run_attempt(void)
     }
     if (rank == 0)
         printf("api_job: model %.17g\n", model);
+    return 0;
+}
+
+static int run_report(void)
+{
+    void *g = NULL;
+    uint64_t gn = 0, version = 0;
+    int rc = rally_load_checkpoint(R, &g, &gn, NULL, NULL, &version);
+    if (rc != RALLY_OK)
+        return fail("rally_load_checkpoint", rc);
+    rally_free(g);
+    if ((rc = rally_report_total(R, 4)) != RALLY_OK)
+        return fail("rally_report_total", rc);
+    for (int it = 0; it < 4; it++) {
+        double v = (double)rank + it;
+        if ((rc = rally_allreduce(R, &v, 1, RALLY_DOUBLE, RALLY_SUM, NULL, NULL)) != RALLY_OK)
+            return fail("rally_allreduce", rc);
+        if ((rc = rally_report(R, "objective", v)) != RALLY_OK)
+            return fail("rally_report", rc);
+        if ((rc = rally_report(R, "bad key", v)) != RALLY_EINVAL)
+            return fail("rally_report with a space in its key", rc);
+        if ((rc = rally_report(R, "loss", NAN)) != RALLY_EINVAL)
+            return fail("rally_report of a NaN", rc);
+        if ((rc = rally_checkpoint(R, &v, sizeof v, NULL, 0)) != RALLY_OK)
+            return fail("rally_checkpoint", rc);
+    }
+    printf("api_job: rank %d reported\n", rank);
     return 0;
 }
 
@@ -245,10 +277,12 @@ int main(int argc, char **argv)
         bad = run_mismatch(arg);
     else if (strcmp(mode, "kinds") == 0)
         bad = run_kinds(arg);
+    else if (strcmp(mode, "report") == 0)
+        bad = run_report();
     else
         bad = fail("an unknown mode", RALLY_EINVAL);
     fflush(stdout);
-    if (!bad && strcmp(mode, "attempt") == 0) { /* the only mode whose job succeeds */
+    if (!bad && (strcmp(mode, "attempt") == 0 || strcmp(mode, "report") == 0)) { /* succeed */
         if ((rc = rally_finalize(R)) != RALLY_OK)
             return fail("rally_finalize", rc);
         return 0;
