@@ -302,6 +302,24 @@ static int export_option(struct run *r, const char *arg)
     return -1;
 }
 
+/* Which kinds an error lists (rally__launch_kind_list). */
+static int grows(const struct rally__launch_kind *k)
+{
+    return k->grows;
+}
+static int refills(const struct rally__launch_kind *k)
+{
+    return k->refills;
+}
+static int wraps(const struct rally__launch_kind *k)
+{
+    return k->wrap != NULL;
+}
+static int ssh_options(const struct rally__launch_kind *k)
+{
+    return k->ssh_options;
+}
+
 /* Returns -1 to go on, or the exit status. */
 int run_parse(int argc, char **argv, struct run *r)
 {
@@ -345,6 +363,7 @@ int run_parse(int argc, char **argv, struct run *r)
                                           {"help", no_argument, NULL, 'h'},
                                           {NULL, 0, NULL, 0}};
     r->host = NULL; /* resolve_bind: by the launcher */
+    r->kind = rally__launch_kinds[0];
     r->startup_ms = 60000;
     r->grace_ms = 3000;
     r->max_restarts = 3;
@@ -469,9 +488,11 @@ int run_parse(int argc, char **argv, struct run *r)
             r->max_job_restarts = (int)v;
             break;
         case 'L':
-            if ((r->launcher = rally__launch_launcher(optarg)) < 0)
-                return cli_usage_error(
-                    "rally-run", "--launcher wants local, ssh, slurm or mpirun, not '%s'", optarg);
+            if ((r->kind = rally__launch_kind_named(optarg)) == NULL) {
+                char all[128];
+                rally__launch_kind_list(all, sizeof all, NULL, "or");
+                return cli_usage_error("rally-run", "--launcher wants %s, not '%s'", all, optarg);
+            }
             break;
         case 'W':
             r->hosts_opt = optarg;
@@ -525,12 +546,16 @@ int run_parse(int argc, char **argv, struct run *r)
     if (r->max_workers < r->world)
         return cli_usage_error("rally-run", "--max-workers %d is fewer than the %d workers (-n)",
                                r->max_workers, r->world);
-    if (r->max_workers > r->world && r->launcher != RALLY__LAUNCHER_LOCAL &&
-        r->launcher != RALLY__LAUNCHER_SSH)
-        return cli_usage_error("rally-run", "--max-workers above -n is for --launcher local and "
-                                            "ssh");
-    if (r->given['j'] && !remote_grow(r))
-        return cli_usage_error("rally-run", "--rejoin-ms is for --launcher ssh with --max-workers");
+    char kinds[128];
+    if (r->max_workers > r->world && !r->kind->grows) {
+        rally__launch_kind_list(kinds, sizeof kinds, grows, "and");
+        return cli_usage_error("rally-run", "--max-workers above -n is for --launcher %s", kinds);
+    }
+    if (r->given['j'] && !remote_grow(r)) {
+        rally__launch_kind_list(kinds, sizeof kinds, refills, "or");
+        return cli_usage_error("rally-run", "--rejoin-ms is for --launcher %s with --max-workers",
+                               kinds);
+    }
     /* room for the ranks taken in too, a few times over (each gets a slot of
      * its own; a joiner that could not be started gives its slot back) */
     r->slots =
@@ -577,15 +602,19 @@ int run_parse(int argc, char **argv, struct run *r)
                                             "whole snapshot, only the copy does");
     if (r->snap.overwrite && r->snap.resume != NULL)
         return cli_usage_error("rally-run", "--overwrite is for a fresh start, not --resume");
-    int local = r->launcher == RALLY__LAUNCHER_LOCAL;
-    if (local && (r->hosts_opt || r->hostfile || r->agent_opt))
-        return cli_usage_error("rally-run", "--hosts, --hostfile and --agent are for --launcher "
-                                            "ssh, slurm or mpirun");
-    if (r->nssh_opts > 0 && r->launcher != RALLY__LAUNCHER_SSH)
-        return cli_usage_error("rally-run", "--ssh-option is for --launcher ssh");
+    if (!remote(r) && (r->hosts_opt || r->hostfile || r->agent_opt)) {
+        rally__launch_kind_list(kinds, sizeof kinds, wraps, "or");
+        return cli_usage_error("rally-run", "--hosts, --hostfile and --agent are for --launcher %s",
+                               kinds);
+    }
+    if (r->nssh_opts > 0 && !r->kind->ssh_options) {
+        rally__launch_kind_list(kinds, sizeof kinds, ssh_options, "or");
+        return cli_usage_error("rally-run", "--ssh-option is for --launcher %s", kinds);
+    }
     if (r->hosts_opt && r->hostfile)
         return cli_usage_error("rally-run", "give --hosts or --hostfile, not both");
-    if (r->launcher == RALLY__LAUNCHER_SSH && !r->hosts_opt && !r->hostfile)
-        return cli_usage_error("rally-run", "--launcher ssh needs --hosts or --hostfile");
+    if (r->kind->needs_hosts && !r->hosts_opt && !r->hostfile)
+        return cli_usage_error("rally-run", "--launcher %s needs --hosts or --hostfile",
+                               r->kind->name);
     return -1;
 }
