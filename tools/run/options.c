@@ -303,6 +303,20 @@ static const struct flag FLAGS[] = {
         "first process, then one more per restart), as mpirun's\n"
         "--output-filename and torchrun's --log-dir do",
         text, output_dir, "a directory"),
+    ARG("status", 'w', "[ADDR:]PORT",
+        "serve the job's status page, /status.json and /metrics\n"
+        "on PORT (loopback unless ADDR is given; then a read-only\n"
+        "token is required, printed at start)",
+        text, status_opt, NULL),
+    ARG("events", 'e', "FILE",
+        "write every event of the job as JSON Lines to FILE\n"
+        "(docs/events.md)",
+        text, events_path, NULL),
+    SWITCH("progress", 'i',
+           "one updating progress line on a terminal (plain lines on\n"
+           "a pipe): iteration i of n, rate, ETA, the application's\n"
+           "last reported value",
+           progress),
     TEXT("Durable snapshots (docs/snapshot-format.md):\n"),
     ARG("snapshot-dir", 'D', "DIR", "write snapshots of committed checkpoints to DIR/JOB/", text,
         snap.dir, NULL),

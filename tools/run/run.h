@@ -79,7 +79,11 @@ struct run {
     struct rally__launch_out out[2]; /* stdout, stderr */
     int64_t out_bytes;               /* --output-buffer-bytes */
     const char *output_dir;          /* --output-dir, or NULL */
-    int *starts;                     /* per slot: processes started so far (the incarnation) */
+    /* observers (issue 24): parsed here, served elsewhere */
+    const char *status_opt;  /* --status [ADDR:]PORT, or NULL */
+    const char *events_path; /* --events FILE, or NULL */
+    int progress;            /* --progress */
+    int *starts;             /* per slot: processes started so far (the incarnation) */
     /* ranks on other hosts (launch/remote.h, docs/launch.md) */
     const struct rally__launch_kind *kind; /* --launcher (launch/kind.h) */
     const char *hosts_opt, *hostfile, *agent_opt;
