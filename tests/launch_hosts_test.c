@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "launch/kind.h"
 #include "launch/remote.h"
 
 #define EXITED(code) ((code) << 8) /* a wait status: exited with code */
@@ -26,8 +27,7 @@ static void hosts_str(const struct rally__launch_hosts *hs, char *out, size_t ca
     size_t n = 0;
     out[0] = '\0';
     for (size_t i = 0; i < hs->n && n < cap; i++) {
-        int k = snprintf(out + n, cap - n, "%s%s:%d", i ? "," : "", hs->h[i].name,
-                         hs->h[i].slots);
+        int k = snprintf(out + n, cap - n, "%s%s:%d", i ? "," : "", hs->h[i].name, hs->h[i].slots);
         if (k < 0)
             break;
         n += (size_t)k;
@@ -195,18 +195,18 @@ static void commands(void **state)
     char *prog[] = {"./prog", "two words", NULL};
     const char *env[] = {"RALLY_TRACKER=10.0.0.1:9000", "RALLY_TASK_ID=3", NULL};
     const char *opts[] = {"Port=2222"};
-    struct rally__launch_cmd_in in = {RALLY__LAUNCHER_SSH, "h2", opts, 1, "/opt/rally-agent",
-                                      env, prog, NULL};
+    struct rally__launch_cmd_in in = {&rally__launch_kind_ssh, "h2", opts, 1,
+                                      "/opt/rally-agent",      env,  prog, NULL};
     /* ssh: the remote shell reads the words after --, so they are quoted once more */
     line_of(&in, "ssh -o BatchMode=yes -o Port=2222 h2 -- /opt/rally-agent --env "
                  "RALLY_TRACKER=10.0.0.1:9000 --env RALLY_TASK_ID=3 -- ./prog "
                  "''\\''two words'\\'''");
-    in.launcher = RALLY__LAUNCHER_SLURM;
+    in.kind = &rally__launch_kind_slurm;
     in.nssh_opts = 0;
     line_of(&in, "srun --nodes=1 --ntasks=1 --nodelist=h2 --kill-on-bad-exit=1 --overlap "
                  "--input=all --quiet /opt/rally-agent --env RALLY_TRACKER=10.0.0.1:9000 --env "
                  "RALLY_TASK_ID=3 -- ./prog 'two words'");
-    in.launcher = RALLY__LAUNCHER_MPIRUN;
+    in.kind = &rally__launch_kind_mpirun;
     line_of(&in, "mpirun -np 1 --host h2 --quiet /opt/rally-agent --env "
                  "RALLY_TRACKER=10.0.0.1:9000 --env RALLY_TASK_ID=3 -- ./prog 'two words'");
     /* a session directory base of the rank's own: mpiruns side by side do
@@ -216,10 +216,10 @@ static void commands(void **state)
                  "/tmp/rally-run-x/ompi-3 /opt/rally-agent --env RALLY_TRACKER=10.0.0.1:9000 "
                  "--env RALLY_TASK_ID=3 -- ./prog 'two words'");
     in.session_base = NULL;
-    in.launcher = RALLY__LAUNCHER_LOCAL;
+    in.kind = &rally__launch_kind_local;
     assert_null(rally__launch_command(&in));
-    assert_int_equal(rally__launch_launcher("slurm"), RALLY__LAUNCHER_SLURM);
-    assert_int_equal(rally__launch_launcher("pbs"), -1);
+    assert_ptr_equal(rally__launch_kind_named("slurm"), &rally__launch_kind_slurm);
+    assert_null(rally__launch_kind_named("pbs"));
 }
 
 /* Feeds the lines of text (newline-separated) to s. */
@@ -237,48 +237,48 @@ static void feed(struct rally__launch_seen *s, const char *text, int *printed)
  * what the policy hears. */
 static const struct {
     const char *name;
-    int launcher;
+    const struct rally__launch_kind *launcher;
     const char *stderr_text;
     int st;
     int kind, out;
     const char *why;
 } OUTCOMES[] = {
-    {"worker_exit", RALLY__LAUNCHER_SSH,
+    {"worker_exit", &rally__launch_kind_ssh,
      "@rally-agent started\nworker says hi\n@rally-agent exit 3\n", EXITED(3),
      RALLY__LAUNCH_AS_STATUS, EXITED(3), ""},
-    {"worker_signal_wrapper_says_137", RALLY__LAUNCHER_SSH,
+    {"worker_signal_wrapper_says_137", &rally__launch_kind_ssh,
      "@rally-agent started\n@rally-agent signal 9\n", EXITED(137), RALLY__LAUNCH_AS_STATUS, SIGKILL,
      ""},
-    {"worker_signal_srun_says_1", RALLY__LAUNCHER_SLURM,
+    {"worker_signal_srun_says_1", &rally__launch_kind_slurm,
      "@rally-agent started\n@rally-agent signal 11\nsrun: error: task 0 failed\n", EXITED(1),
      RALLY__LAUNCH_AS_STATUS, SIGSEGV, ""},
-    {"connection_lost", RALLY__LAUNCHER_SSH, "@rally-agent started\n", EXITED(255),
+    {"connection_lost", &rally__launch_kind_ssh, "@rally-agent started\n", EXITED(255),
      RALLY__LAUNCH_AS_LOST, 0, ""},
-    {"wrapper_killed_by_us", RALLY__LAUNCHER_SSH, "@rally-agent started\n", SIGKILL,
+    {"wrapper_killed_by_us", &rally__launch_kind_ssh, "@rally-agent started\n", SIGKILL,
      RALLY__LAUNCH_AS_STATUS, SIGKILL, ""},
-    {"unreachable", RALLY__LAUNCHER_SSH, "ssh: connect to host h2 port 22: Connection refused\n",
-     EXITED(255), RALLY__LAUNCH_AS_FAILED, 1,
-     "host h2 (rank 2): cannot be reached: ssh: connect to host h2 port 22: Connection refused"},
-    {"prog_missing", RALLY__LAUNCHER_SSH,
+    {"unreachable", &rally__launch_kind_ssh,
+     "ssh: connect to host h2 port 22: Connection refused\n", EXITED(255), RALLY__LAUNCH_AS_FAILED,
+     1, "host h2 (rank 2): cannot be reached: ssh: connect to host h2 port 22: Connection refused"},
+    {"prog_missing", &rally__launch_kind_ssh,
      "@rally-agent started\n@rally-agent exec 2 No such file or directory\n", EXITED(127),
      RALLY__LAUNCH_AS_FAILED, 127, "host h2 (rank 2): ./prog: not found"},
-    {"prog_not_executable", RALLY__LAUNCHER_MPIRUN,
+    {"prog_not_executable", &rally__launch_kind_mpirun,
      "@rally-agent started\n@rally-agent exec 13 Permission denied\n", EXITED(127),
      RALLY__LAUNCH_AS_FAILED, 127, "host h2 (rank 2): ./prog: cannot be run: Permission denied"},
-    {"agent_missing", RALLY__LAUNCHER_SSH,
+    {"agent_missing", &rally__launch_kind_ssh,
      "bash: line 1: /opt/rally-agent: No such file or directory\n", EXITED(127),
      RALLY__LAUNCH_AS_FAILED, 127, "host h2 (rank 2): /opt/rally-agent: not found"},
-    {"agent_missing_srun", RALLY__LAUNCHER_SLURM,
+    {"agent_missing_srun", &rally__launch_kind_slurm,
      "slurmstepd: error: execve(): /opt/rally-agent: No such file or directory\n"
      "srun: error: n2: task 0: Exited with exit code 2\n",
      EXITED(2), RALLY__LAUNCH_AS_FAILED, 127, "host h2 (rank 2): /opt/rally-agent: not found"},
-    {"agent_refuses", RALLY__LAUNCHER_MPIRUN, "rally-agent: no secret on stdin (its first line)\n",
-     EXITED(125), RALLY__LAUNCH_AS_FAILED, 1,
+    {"agent_refuses", &rally__launch_kind_mpirun,
+     "rally-agent: no secret on stdin (its first line)\n", EXITED(125), RALLY__LAUNCH_AS_FAILED, 1,
      "host h2 (rank 2): cannot start /opt/rally-agent: rally-agent: no secret on stdin (its first "
      "line) (mpirun exited with status 125)"},
     /* OpenMPI 4.1's help box, word for word: its headline, not its frame,
      * and as root the override it names */
-    {"mpirun_as_root", RALLY__LAUNCHER_MPIRUN,
+    {"mpirun_as_root", &rally__launch_kind_mpirun,
      "--------------------------------------------------------------------------\n"
      "mpirun has detected an attempt to run as root.\n"
      "\n"
@@ -299,7 +299,7 @@ static const struct {
      "host h2 (rank 2): cannot start /opt/rally-agent: mpirun has detected an attempt to run as "
      "root. (mpirun exited with status 1); OpenMPI runs as root only with "
      "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 in rally-run's environment"},
-    {"mpirun_box_after_a_line", RALLY__LAUNCHER_MPIRUN,
+    {"mpirun_box_after_a_line", &rally__launch_kind_mpirun,
      "a line before\n"
      "--------------------------------------------------------------------------\n"
      "There are not enough slots available in the system to satisfy the 1\n"
@@ -361,11 +361,11 @@ static void marked_lines(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(hosts_cases), cmocka_unit_test(hostfile),
-        cmocka_unit_test(slurm_slots), cmocka_unit_test(placement),
-        cmocka_unit_test(placement_of_one),
-        cmocka_unit_test(quoting),     cmocka_unit_test(commands),
-        cmocka_unit_test(outcomes),    cmocka_unit_test(marked_lines),
+        cmocka_unit_test(hosts_cases),      cmocka_unit_test(hostfile),
+        cmocka_unit_test(slurm_slots),      cmocka_unit_test(placement),
+        cmocka_unit_test(placement_of_one), cmocka_unit_test(quoting),
+        cmocka_unit_test(commands),         cmocka_unit_test(outcomes),
+        cmocka_unit_test(marked_lines),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

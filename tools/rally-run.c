@@ -249,9 +249,8 @@ static void remote_exit(struct run *r, int i, int st, const struct rally__launch
     rally__launch_flush(&r->procs[i]);
     char why[640];
     int out = 0;
-    int kind =
-        rally__launch_outcome(&r->procs[i].seen, st, r->launcher, r->hosts.h[r->host_of[i]].name, i,
-                              r->agent, r->argv[0], why, sizeof why, &out);
+    int kind = rally__launch_outcome(&r->procs[i].seen, st, r->kind, r->hosts.h[r->host_of[i]].name,
+                                     i, r->agent, r->argv[0], why, sizeof why, &out);
     int joiner = rally__launch_policy_joining(r->pol, i), h = r->host_of[i];
     if (kind == RALLY__LAUNCH_AS_STATUS)
         rally__launch_policy_exit(r->pol, i, out, v, rally__now_ms(), a);
@@ -473,7 +472,7 @@ static int dry_run(struct run *r)
 {
     run_tracker_address(r, r->port);
     for (int i = 0; i < r->world; i++) {
-        char **argv = r->launcher == RALLY__LAUNCHER_LOCAL ? NULL : run_command(r, i);
+        char **argv = remote(r) ? run_command(r, i) : NULL;
         char *line = rally__launch_argv_line(argv ? argv : r->argv);
         rally__launch_argv_free(argv);
         if (line == NULL) {
@@ -511,7 +510,7 @@ static int setup(struct run *r)
         return 1;
     }
     /* the agents read the secret's line on their stdin (launch/remote.h) */
-    if (r->launcher != RALLY__LAUNCHER_LOCAL && (r->feed = run_slurp(r->secret)) == NULL) {
+    if (remote(r) && (r->feed = run_slurp(r->secret)) == NULL) {
         memset(&s, 0, sizeof s);
         fprintf(stderr, "rally-run: cannot read back %s: %s\n", r->secret, strerror(errno));
         return 1;
@@ -542,7 +541,7 @@ static int setup(struct run *r)
     struct rally__launch_out *outs[2] = {&r->out[0], &r->out[1]};
     for (int i = 0; i < r->slots; i++) {
         rally__launch_proc_init(&r->procs[i], i, outs);
-        if (r->launcher != RALLY__LAUNCHER_LOCAL && i < r->world)
+        if (remote(r) && i < r->world)
             rally__launch_policy_host(r->pol, i, r->hosts.h[r->host_of[i]].name);
     }
     rally__launch_policy_elastic(r->pol, elastic(r));
@@ -564,9 +563,8 @@ static int setup(struct run *r)
     for (int i = 0; i < r->world; i++) {
         err = run_spawn(r, i);
         if (err != 0) {
-            static const char *const wrapper[] = {NULL, "ssh", "srun", "mpirun"};
             fprintf(stderr, "rally-run: cannot run '%s': %s\n",
-                    wrapper[r->launcher] ? wrapper[r->launcher] : r->argv[0], strerror(err));
+                    r->kind->wrapper ? r->kind->wrapper : r->argv[0], strerror(err));
             rally__launch_kill_all(r->procs, rally__launch_policy_slots(r->pol));
             return 127;
         }
@@ -594,7 +592,7 @@ static void job_teardown(struct run *r)
     free(r->slot);
     if (r->secret[0])
         unlink(r->secret);
-    for (int i = 0; r->dir[0] && r->launcher == RALLY__LAUNCHER_MPIRUN && i < r->world; i++) {
+    for (int i = 0; r->dir[0] && r->kind->session_dir && i < r->world; i++) {
         char sess[sizeof r->dir + 32]; /* OpenMPI emptied it, unless its mpirun was killed */
         run_session_dir(r, i, sess, sizeof sess);
         rmdir(sess);

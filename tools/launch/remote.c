@@ -1,8 +1,11 @@
 /*
- * remote.c — parses host lists, builds each rank's wrapper command line and
- * reads the agent's marked lines into an outcome for the policy (remote.h).
+ * remote.c — parses host lists, builds each rank's wrapper command line
+ * around its kind's words (kind.h) and reads the agent's marked lines into
+ * an outcome for the policy (remote.h).
  */
 #include "remote.h"
+
+#include "kind.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -20,21 +23,6 @@ void rally__launch_hosts_free(struct rally__launch_hosts *hs)
     free(hs->h);
     hs->h = NULL;
     hs->n = 0;
-}
-
-static const char *const names[] = {"local", "ssh", "slurm", "mpirun"};
-
-int rally__launch_launcher(const char *s)
-{
-    for (int i = 0; i < 4; i++)
-        if (strcmp(s, names[i]) == 0)
-            return i;
-    return -1;
-}
-
-const char *rally__launch_launcher_name(int launcher)
-{
-    return launcher >= 0 && launcher < 4 ? names[launcher] : "?";
 }
 
 /* A positive slot count in s[0..n); 0 when it is none. */
@@ -167,8 +155,8 @@ int rally__launch_hostfile_parse(struct rally__launch_hosts *hs, const char *tex
                 rest++, m--;
             int rc;
             /* "host:K" and "[v6]" / "[v6]:K"; a bare v6 address is a host */
-            if (m == 0 && (s[0] == '[' || (memchr(s, ':', w) != NULL &&
-                                          memchr(s, ':', w) == memrchr(s, ':', w))))
+            if (m == 0 && (s[0] == '[' ||
+                           (memchr(s, ':', w) != NULL && memchr(s, ':', w) == memrchr(s, ':', w))))
                 rc = add_spec(hs, s, w, why, sizeof why);
             else if (m == 0)
                 rc = add(hs, s, w, 1, why, sizeof why);
@@ -343,14 +331,7 @@ void rally__launch_argv_free(char **argv)
     free(argv);
 }
 
-struct vec {
-    char **v;
-    size_t n, cap;
-    int oom;
-};
-
-/* Appends a copy of s (quoted when quote), or a formatted "K=V". */
-static void push(struct vec *x, const char *s, int quote)
+void rally__launch_words_push(struct rally__launch_words *x, const char *s, int quote)
 {
     if (x->oom)
         return;
@@ -375,58 +356,19 @@ static void push(struct vec *x, const char *s, int quote)
 
 char **rally__launch_command(const struct rally__launch_cmd_in *in)
 {
-    struct vec x = {NULL, 0, 0, 0};
-    int q = in->launcher == RALLY__LAUNCHER_SSH; /* the remote shell reads these words */
-    char opt[RALLY__LAUNCH_HOST_MAX + 32];
-    switch (in->launcher) {
-    case RALLY__LAUNCHER_SSH:
-        push(&x, "ssh", 0);
-        push(&x, "-o", 0);
-        push(&x, "BatchMode=yes", 0);
-        for (size_t i = 0; i < in->nssh_opts; i++) {
-            push(&x, "-o", 0);
-            push(&x, in->ssh_opts[i], 0);
-        }
-        push(&x, in->host, 0);
-        push(&x, "--", 0);
-        break;
-    case RALLY__LAUNCHER_SLURM:
-        push(&x, "srun", 0);
-        push(&x, "--nodes=1", 0);
-        push(&x, "--ntasks=1", 0);
-        snprintf(opt, sizeof opt, "--nodelist=%s", in->host);
-        push(&x, opt, 0);
-        push(&x, "--kill-on-bad-exit=1", 0);
-        /* steps of one task side by side in the allocation, the whole of
-         * stdin to the task, no srun chatter on its stderr */
-        push(&x, "--overlap", 0);
-        push(&x, "--input=all", 0);
-        push(&x, "--quiet", 0);
-        break;
-    case RALLY__LAUNCHER_MPIRUN:
-        push(&x, "mpirun", 0);
-        push(&x, "-np", 0);
-        push(&x, "1", 0);
-        push(&x, "--host", 0);
-        push(&x, in->host, 0);
-        push(&x, "--quiet", 0);
-        if (in->session_base != NULL) {
-            push(&x, "--mca", 0);
-            push(&x, "orte_local_tmpdir_base", 0);
-            push(&x, in->session_base, 0);
-        }
-        break;
-    default:
+    struct rally__launch_words x = {NULL, 0, 0, 0};
+    int q = in->kind->quotes; /* the remote shell reads these words */
+    if (in->kind->wrap == NULL)
         return NULL;
-    }
-    push(&x, in->agent, q);
+    in->kind->wrap(&x, in);
+    rally__launch_words_push(&x, in->agent, q);
     for (size_t i = 0; in->env && in->env[i] != NULL; i++) {
-        push(&x, "--env", 0);
-        push(&x, in->env[i], q);
+        rally__launch_words_push(&x, "--env", 0);
+        rally__launch_words_push(&x, in->env[i], q);
     }
-    push(&x, "--", 0);
+    rally__launch_words_push(&x, "--", 0);
     for (char *const *a = in->prog; *a; a++)
-        push(&x, *a, q);
+        rally__launch_words_push(&x, *a, q);
     if (x.oom) {
         rally__launch_argv_free(x.v);
         return NULL;
@@ -558,9 +500,9 @@ static void last_held(const struct rally__launch_seen *s, char *out, size_t cap)
     snprintf(out, cap, "%.*s", (int)len[k], line[k]);
 }
 
-int rally__launch_outcome(const struct rally__launch_seen *s, int st, int launcher,
-                          const char *host, int rank, const char *agent, const char *prog,
-                          char *why, size_t cap, int *out_st)
+int rally__launch_outcome(const struct rally__launch_seen *s, int st,
+                          const struct rally__launch_kind *kind, const char *host, int rank,
+                          const char *agent, const char *prog, char *why, size_t cap, int *out_st)
 {
     why[0] = '\0';
     if (s->verdict == 'e' && s->code >= 0 && s->code <= 255) {
@@ -591,24 +533,16 @@ int rally__launch_outcome(const struct rally__launch_seen *s, int st, int launch
     int code = WIFEXITED(st) ? WEXITSTATUS(st) : 1;
     int missing = strstr(s->held, agent) != NULL &&
                   (strstr(s->held, "No such file") != NULL || strstr(s->held, "not found") != NULL);
-    if (launcher == RALLY__LAUNCHER_SSH && code == 255) {
+    if (kind->unreachable != 0 && code == kind->unreachable) {
         snprintf(why, cap, "host %s (rank %d): cannot be reached: %s", host, rank, line);
         *out_st = 1;
     } else if (code == 127 || missing) {
         snprintf(why, cap, "host %s (rank %d): %s: not found", host, rank, agent);
         *out_st = 127;
     } else {
-        /* OpenMPI as root: its own remedy, which only the user may choose */
-        int root = launcher == RALLY__LAUNCHER_MPIRUN && strstr(s->held, "run as root") != NULL;
         snprintf(why, cap, "host %s (rank %d): cannot start %s: %s (%s exited with status %d)%s",
-                 host, rank, agent, line,
-                 launcher == RALLY__LAUNCHER_SLURM    ? "srun"
-                 : launcher == RALLY__LAUNCHER_MPIRUN ? "mpirun"
-                                                      : "ssh",
-                 code,
-                 root ? "; OpenMPI runs as root only with OMPI_ALLOW_RUN_AS_ROOT=1 "
-                        "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 in rally-run's environment"
-                      : "");
+                 host, rank, agent, line, kind->wrapper ? kind->wrapper : kind->name, code,
+                 kind->hint ? kind->hint(s->held) : "");
         *out_st = 1;
     }
     return RALLY__LAUNCH_AS_FAILED;

@@ -10,9 +10,9 @@
  *
  * Hosts: "--hosts a:2,b:2" or a hostfile (one host a line, "host",
  * "host slots=K" or "host:K", '#' starts a comment); an IPv6 host in
- * brackets, "[fd00::1]:2", kept without them; a host without slots has 1.  Ranks are placed in host order: a's slots first.  Under Slurm
- * the nodes come from SLURM_JOB_NODELIST (expanded by the caller with
- * `scontrol show hostnames`) and the slots from SLURM_TASKS_PER_NODE
+ * brackets, "[fd00::1]:2", kept without them; a host without slots has 1.  Ranks are placed in host
+ * order: a's slots first.  Under Slurm the nodes come from SLURM_JOB_NODELIST (expanded by the
+ * caller with `scontrol show hostnames`) and the slots from SLURM_TASKS_PER_NODE
  * ("2(x3),1" is 2,2,2,1).
  *
  * The agent's protocol (both programs document it; the agent's lines go to
@@ -61,7 +61,7 @@
 
 #include <stddef.h>
 
-enum { RALLY__LAUNCHER_LOCAL, RALLY__LAUNCHER_SSH, RALLY__LAUNCHER_SLURM, RALLY__LAUNCHER_MPIRUN };
+struct rally__launch_kind; /* launch/kind.h: local, ssh, slurm, mpirun */
 
 #define RALLY__LAUNCH_HOST_MAX 256 /* a host name's bytes, with its NUL */
 #define RALLY__LAUNCH_HELD_MAX 1024
@@ -77,11 +77,6 @@ struct rally__launch_hosts {
     size_t n;
 };
 void rally__launch_hosts_free(struct rally__launch_hosts *hs);
-
-/* The launcher named s ("local", "ssh", "slurm", "mpirun"), or -1. */
-int rally__launch_launcher(const char *s);
-/* Its name. */
-const char *rally__launch_launcher_name(int launcher);
 
 /* Appends the hosts of "h1:4,h2,h3:2" to hs.  0, or -1 with a sentence in err. */
 int rally__launch_hosts_parse(struct rally__launch_hosts *hs, const char *list, char *err,
@@ -116,9 +111,9 @@ char *rally__launch_quote(const char *w);
 
 /* What one rank's wrapper runs. */
 struct rally__launch_cmd_in {
-    int launcher;                /* not LOCAL */
-    const char *host;            /* the rank's host */
-    const char *const *ssh_opts; /* --ssh-option values, each "-o OPT" */
+    const struct rally__launch_kind *kind; /* a remote one (its wrap hook builds the wrapper) */
+    const char *host;                      /* the rank's host */
+    const char *const *ssh_opts;           /* --ssh-option values, each "-o OPT" */
     size_t nssh_opts;
     const char *agent;      /* rally-agent's path on the host */
     const char *const *env; /* "K=V" each, NULL-terminated: the agent's --env K=V */
@@ -130,10 +125,20 @@ struct rally__launch_cmd_in {
     const char *session_base;
 };
 /* The wrapper's argv (NULL-terminated, every string malloc'd; free with
- * rally__launch_argv_free), or NULL when out of memory.  ssh gets the remote
- * words shell-quoted (it joins them for the remote shell). */
+ * rally__launch_argv_free), or NULL when out of memory or the kind is local.
+ * A kind that quotes (ssh) gets the remote words shell-quoted (it joins them
+ * for the remote shell). */
 char **rally__launch_command(const struct rally__launch_cmd_in *in);
 void rally__launch_argv_free(char **argv);
+/* A growing argv the kinds' wrap hooks add words to: v is NULL-terminated
+ * once a word is in; oom latches, so a builder checks once at the end. */
+struct rally__launch_words {
+    char **v;
+    size_t n, cap;
+    int oom;
+};
+/* Appends a copy of s to w, shell-quoted when quote. */
+void rally__launch_words_push(struct rally__launch_words *w, const char *s, int quote);
 /* argv as one line of shell-quoted words (malloc'd), or NULL. */
 char *rally__launch_argv_line(char *const *argv);
 
@@ -159,11 +164,12 @@ enum {
     RALLY__LAUNCH_AS_LOST,   /* the connection to the host was lost: a death */
     RALLY__LAUNCH_AS_FAILED  /* it could not start: why (a sentence), *status */
 };
-/* launcher, host, rank, the agent's path and the program name the lines;
- * st is the wrapper's wait status.  Returns the kind; *out_st is the wait
- * status (STATUS) or rally-run's exit status (FAILED). */
-int rally__launch_outcome(const struct rally__launch_seen *s, int st, int launcher,
-                          const char *host, int rank, const char *agent, const char *prog,
-                          char *why, size_t cap, int *out_st);
+/* kind (the launcher's: its wrapper's name, its status for a host it cannot
+ * reach, its hint), host, rank, the agent's path and the program name the
+ * lines; st is the wrapper's wait status.  Returns what the policy hears;
+ * *out_st is the wait status (STATUS) or rally-run's exit status (FAILED). */
+int rally__launch_outcome(const struct rally__launch_seen *s, int st,
+                          const struct rally__launch_kind *kind, const char *host, int rank,
+                          const char *agent, const char *prog, char *why, size_t cap, int *out_st);
 
 #endif

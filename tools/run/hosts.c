@@ -1,7 +1,8 @@
 /*
  * hosts.c — where rally-run's workers run (run/run.h): the hosts of
- * --hosts, --hostfile, Slurm or mpirun, each rank's place, a hostfile read
- * again for growth, and the tracker's address and bind.
+ * --hosts, --hostfile or the launcher's kind (Slurm's nodes, mpirun's
+ * localhost), each rank's place, a hostfile read again for growth, and the
+ * tracker's address and bind.
  */
 #include <errno.h>
 #include <limits.h>
@@ -37,52 +38,13 @@ char *run_slurp(const char *path)
     return text;
 }
 
-/* Slurm: the allocation's nodes (SLURM_JOB_NODELIST through `scontrol show
- * hostnames`) and their slots (SLURM_TASKS_PER_NODE).  0 or the exit status. */
-static int slurm_hosts(struct run *r)
-{
-    const char *list = getenv("SLURM_JOB_NODELIST"), *tpn = getenv("SLURM_TASKS_PER_NODE");
-    if (list == NULL || !*list) {
-        fprintf(stderr, "rally-run: --launcher slurm runs inside a Slurm allocation (salloc, "
-                        "sbatch): SLURM_JOB_NODELIST is not set; or give --hosts\n");
-        return 2;
-    }
-    char *quoted = rally__launch_quote(list), *cmd = NULL;
-    if (quoted == NULL || asprintf(&cmd, "scontrol show hostnames %s", quoted) < 0) {
-        free(quoted);
-        fprintf(stderr, "rally-run: out of memory\n");
-        return 1;
-    }
-    free(quoted);
-    FILE *f = popen(cmd, "r");
-    free(cmd);
-    char line[RALLY__LAUNCH_HOST_MAX + 2], err[256] = "";
-    int bad = f == NULL;
-    while (!bad && fgets(line, sizeof line, f) != NULL) {
-        line[strcspn(line, "\r\n")] = '\0';
-        if (line[0] && rally__launch_hosts_parse(&r->hosts, line, err, sizeof err) != 0)
-            bad = 1;
-    }
-    int st = f ? pclose(f) : -1;
-    if (bad || st != 0 || r->hosts.n == 0) {
-        fprintf(stderr, "rally-run: cannot expand SLURM_JOB_NODELIST=%s with `scontrol show "
-                        "hostnames`%s%s\n", list, err[0] ? ": " : "", err);
-        return 1;
-    }
-    if (tpn != NULL && *tpn && rally__launch_slurm_slots(&r->hosts, tpn, err, sizeof err) != 0) {
-        fprintf(stderr, "rally-run: %s\n", err);
-        return 1;
-    }
-    return 0;
-}
-
 /* The hosts, each rank's host and rally-agent's path (non-local launchers).
  * 0 or the exit status. */
 int run_place(struct run *r)
 {
-    if (r->launcher == RALLY__LAUNCHER_LOCAL)
+    if (!remote(r))
         return 0;
-    char err[512] = "";
+    char err[1024] = "";
     if (r->hosts_opt && rally__launch_hosts_parse(&r->hosts, r->hosts_opt, err, sizeof err) != 0)
         return cli_usage_error("rally-run", "--hosts %s: %s", r->hosts_opt, err);
     if (r->hostfile) {
@@ -96,15 +58,12 @@ int run_place(struct run *r)
         if (rc != 0)
             return cli_usage_error("rally-run", "--hostfile %s: %s", r->hostfile, err);
     }
-    if (r->hosts.n == 0 && r->launcher == RALLY__LAUNCHER_SLURM) {
-        int st = slurm_hosts(r);
-        if (st != 0)
+    if (r->hosts.n == 0 && r->kind->hosts != NULL) { /* Slurm's nodes, mpirun's localhost */
+        int st = r->kind->hosts(&r->hosts, r->world, err, sizeof err);
+        if (st != 0) {
+            fprintf(stderr, "rally-run: %s\n", err);
             return st;
-    }
-    if (r->hosts.n == 0 && r->launcher == RALLY__LAUNCHER_MPIRUN) {
-        char every[32];
-        snprintf(every, sizeof every, "localhost:%d", r->world);
-        rally__launch_hosts_parse(&r->hosts, every, err, sizeof err);
+        }
     }
     r->host_of = calloc((size_t)r->slots, sizeof *r->host_of);
     r->held = calloc((size_t)r->slots, 1);
@@ -122,8 +81,10 @@ int run_place(struct run *r)
     char self[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     if (n <= 0) {
-        fprintf(stderr, "rally-run: cannot find rally-agent beside rally-run (%s); give --agent "
-                        "PATH\n", strerror(errno));
+        fprintf(stderr,
+                "rally-run: cannot find rally-agent beside rally-run (%s); give --agent "
+                "PATH\n",
+                strerror(errno));
         return 1;
     }
     self[n] = '\0';
@@ -166,7 +127,7 @@ void run_tracker_address(struct run *r, int port)
     if (rally__launch_host_is_any(h)) {
         /* every worker runs here; on other hosts they need an address of
          * this host that is not loopback */
-        if (r->launcher != RALLY__LAUNCHER_LOCAL)
+        if (remote(r))
             rally__sock_primary_addr(name, sizeof name);
         h = name;
     }
@@ -177,13 +138,12 @@ void run_tracker_address(struct run *r, int port)
  * once, before anything starts (the job would fail at the start timeout). */
 void run_check_reach(const struct run *r)
 {
-    if (r->launcher == RALLY__LAUNCHER_LOCAL || !rally__host_is_loopback(r->bind))
+    if (!remote(r) || !rally__host_is_loopback(r->bind))
         return;
     char self[RALLY__LAUNCH_HOST_MAX] = "";
     gethostname(self, sizeof self - 1);
     for (size_t i = 0; i < r->hosts.n; i++)
-        if (!rally__host_is_loopback(r->hosts.h[i].name) &&
-            strcmp(r->hosts.h[i].name, self) != 0) {
+        if (!rally__host_is_loopback(r->hosts.h[i].name) && strcmp(r->hosts.h[i].name, self) != 0) {
             fprintf(stderr,
                     "rally-run: note: the tracker listens on %s, which workers on host %s "
                     "cannot reach from another machine; give --host ADDR (an address of this "
@@ -200,7 +160,7 @@ int run_resolve_bind(struct run *r)
 {
     struct rally__err e = {0, ""};
     if (r->host == NULL) /* remote workers must reach it: every address */
-        r->host = r->launcher == RALLY__LAUNCHER_LOCAL ? "127.0.0.1" : "*";
+        r->host = r->kind->bind;
     if (rally__sock_bind_addr(r->host, r->bind, sizeof r->bind, &e) == RALLY_OK)
         return 0;
     fprintf(stderr, "rally-run: --bind %s: %s\n", r->host, e.msg);

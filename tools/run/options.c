@@ -2,9 +2,19 @@
  * options.c — rally-run's usage text and command line (run/run.h): every
  * flag into struct run, the snapshot settings taken from the environment,
  * -x, and the checks between flags.
+ *
+ * The flags are one table, FLAGS: a row is a flag's long name, its letter
+ * (its key in r->given and getopt's value; -n, -x and -h are also short
+ * options), its value's name, its usage lines and how its value is taken (a
+ * setter and the field, a number's range and what its error says it
+ * wants).  getopt's long options, the usage text and the parsing are all
+ * made from the rows, so a new flag is one row (and its field in struct
+ * run).  A row without a name is text of the usage between flags.  The
+ * checks between flags come after the loop, in run_parse.
  */
 #include <getopt.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,195 +49,451 @@ const struct run_env_opt run_snap_env[] = {
 };
 const size_t run_nsnap_env = sizeof run_snap_env / sizeof run_snap_env[0];
 
-static void usage(FILE *f)
+struct flag;
+/* Takes val (NULL: a switch given on the command line) for f, named as in
+ * errors (the flag, or the environment's variable).  -1 to go on, or the
+ * exit status. */
+typedef int set_fn(struct run *r, const struct flag *f, const char *val, const char *as);
+
+/* One flag, or (name and shown NULL, set NULL) a piece of the usage's text. */
+struct flag {
+    const char *name;  /* --NAME */
+    int letter;        /* r->given[letter], getopt's value */
+    int dash;          /* also -LETTER */
+    const char *arg;   /* the value's name in the usage, NULL: a switch; pick's choices */
+    const char *shown; /* the usage's left column, when not "[-L, ]--NAME ARG" */
+    const char *help;  /* the usage's lines ('\n' between), or the text */
+    set_fn *set;       /* NULL: in the usage only */
+    size_t at;         /* the field: offsetof(struct run, ...) */
+    int64_t min, max;  /* a number's range; help and wants may name max as %lld */
+    const char *wants; /* a number's (or text's) error: "--port wants 0..65535, not 'x'" */
+};
+
+#define FIELD(f) offsetof(struct run, f)
+#define MS (INT64_MAX / 4) /* milliseconds and bytes: far from overflowing a sum */
+/* The rows' shapes: a number (count or wide) in lo..hi; a value (text, or
+ * pick's choices, arg); a switch; a value for a setter of its own; the
+ * usage's text between flags.  -n, -x, -h and --version are spelled out. */
+#define NUM(name, c, arg, help, set, field, lo, hi, wants)                                         \
+    {                                                                                              \
+        name, c, 0, arg, NULL, help, set, FIELD(field), lo, hi, wants                              \
+    }
+#define ARG(name, c, arg, help, set, field, wants)                                                 \
+    {                                                                                              \
+        name, c, 0, arg, NULL, help, set, FIELD(field), 0, 0, wants                                \
+    }
+#define SWITCH(name, c, help, field)                                                               \
+    {                                                                                              \
+        name, c, 0, NULL, NULL, help, on, FIELD(field), 0, 0, NULL                                 \
+    }
+#define DO(name, c, arg, help, set)                                                                \
+    {                                                                                              \
+        name, c, 0, arg, NULL, help, set, 0, 0, 0, NULL                                            \
+    }
+#define TEXT(text)                                                                                 \
+    {                                                                                              \
+        NULL, 0, 0, NULL, NULL, text, NULL, 0, 0, 0, NULL                                          \
+    }
+
+/* The field of f in r. */
+static void *at(struct run *r, const struct flag *f)
 {
-    fprintf(
-        f,
-        "usage: rally-run -n N [options] [--] prog [args...]\n"
-        "Runs N workers of a rally job on this host, with a tracker inside.\n"
-        "\n"
-        "  -n, -np, --workers N       number of workers (1..%d)\n"
-        "      --bind ADDR|IFACE      tracker bind address, or an interface's first\n"
-        "                             address ([v6] or bare v6; default 127.0.0.1 with the\n"
-        "                             local launcher, every address with the others)\n"
-        "      --host H               the same as --bind\n"
-        "      --port P               tracker port (default 0: any free port)\n"
-        "      --startup-timeout-ms T every worker must join (and a restarted one\n"
-        "                             rejoin) within T ms (default 60000)\n"
-        "      --grace-ms G           after a failure or a signal, workers get G ms to exit\n"
-        "                             before SIGKILL (default 3000)\n"
-        "      --max-restarts K       restart each rank at most K times (default 3; 0: the\n"
-        "                             first worker death fails the job)\n"
-        "      --min-workers M        elastic: a rank that cannot come back (its restarts\n"
-        "                             spent) is given up and the others go on without it from\n"
-        "                             the newest checkpoint, renumbered, while at least M are\n"
-        "                             left (default N: the job fails; docs/recovery.md)\n"
-        "      --max-workers M        elastic: SIGUSR2 to rally-run starts one more worker,\n"
-        "                             which the job takes in at its next checkpoint, up to M\n"
-        "                             (default N).  With --launcher ssh the worker goes to a\n"
-        "                             host with a slot free, and a slot freed by a rank given\n"
-        "                             up (its host gone) is filled again once a host answers\n"
-        "      --rejoin-ms T          --launcher ssh --max-workers: try a host with a slot free\n"
-        "                             again every T ms (default 5000); --hostfile is re-read\n"
-        "                             then, so a host added to it takes a place too\n"
-        "      --heartbeat-timeout-ms T  a worker that sent heartbeats and then falls silent\n"
-        "                             for T ms is killed and restarted (default 10000; 0: off)\n"
-        "      --progress-timeout-ms T  a rank the others have waited for T ms in a collective\n"
-        "                             it has not called (its heartbeats say it stands still in\n"
-        "                             its own code), or that has not come back to a recovery\n"
-        "                             round for T ms, is named and handled by --on-stuck\n"
-        "                             (default 600000, 10 minutes; 0: off)\n"
-        "      --on-stuck restart|fail  such a rank is killed (SIGKILL to its process group) and\n"
-        "                             restarted like a dead one (restart, the default), or the\n"
-        "                             job fails with the sentence naming it (fail)\n"
-        "      --output-buffer-bytes B  output waiting for a slow reader of stdout or stderr is\n"
-        "                             held up to B bytes per stream (default 4 MiB); beyond,\n"
-        "                             worker lines are dropped and counted, never waited for\n"
-        "      --output-dir DIR       also write each rank's stdout (with its tracker_print\n"
-        "                             lines) and stderr, unprefixed, to\n"
-        "                             DIR/rank.R/incarnation.K/{stdout,stderr} (K: 0 for its\n"
-        "                             first process, then one more per restart), as mpirun's\n"
-        "                             --output-filename and torchrun's --log-dir do\n"
-        "Durable snapshots (docs/snapshot-format.md):\n"
-        "      --snapshot-dir DIR     write snapshots of committed checkpoints to DIR/JOB/\n"
-        "      --snapshot-copy DIR|s3://BUCKET/PREFIX  copy each committed snapshot there too,\n"
-        "                             in the background (verified there; retention there too);\n"
-        "                             --resume latest takes the newest of both tiers\n"
-        "      --snapshot-local       DIR is each host's own disk (not shared): each rank copies\n"
-        "                             its own files to --snapshot-copy, the snapshot is\n"
-        "                             committed there only, and each host keeps only its\n"
-        "                             files of the newest one copied\n"
-        "      --job NAME             JOB (default: the program's file name)\n"
-        "      --snapshot-every K     a snapshot every K checkpoint versions\n"
-        "      --snapshot-every-ms T  a snapshot when T ms passed since the last (rank 0's clock)\n"
-        "      --snapshot-keep K      keep this run's newest K snapshots (default 2)\n"
-        "      --snapshot-required    a failed snapshot fails the job (default: logged)\n"
-        "      --snapshot-final       snapshot the last version at the end, and keep it\n"
-        "      --snapshot-busy wait|skip  a snapshot asked for while one is still being written:\n"
-        "                             the next checkpoint waits for the write (default), or\n"
-        "                             it is skipped (logged) and the write goes on\n"
-        "      --keep-snapshots       keep this run's snapshots after it succeeded\n"
-        "      --resume latest|PATH   start from the newest complete snapshot of the newest run\n"
-        "                             in DIR/JOB, or from the snapshot directory PATH\n"
-        "                             (verified before any worker starts)\n"
-        "      --overwrite            start afresh although DIR/JOB holds snapshots (they stay)\n"
-        "      --force                resume although the application, its configuration or\n"
-        "                             rally's version differ\n"
-        "      --auto-resume          when the job fails for good (restarts spent, every worker\n"
-        "                             lost), restart the whole job from this run's newest\n"
-        "                             complete snapshot\n"
-        "      --max-job-restarts K   at most K such restarts (default 3)\n"
-        "SIGUSR1 to rally-run asks for a snapshot now (with --snapshot-dir).  SIGTERM (a\n"
-        "preemption; Slurm's --signal) with --snapshot-dir asks for one at the next\n"
-        "checkpoint, waits up to --grace-ms for its commit, then stops the job (exit 5).\n"
-        "RALLY_SNAPSHOT_DIR, _COPY, _JOB, _EVERY, _EVERY_MS, _KEEP, _REQUIRED, _FINAL, _BUSY and\n"
-        "RALLY_RESUME, RALLY_RESUME_FORCE in rally-run's environment are these flags where\n"
-        "they are not given (docs/config.md); a malformed value is a usage error.\n"
-        "Workers on other hosts (docs/launch.md):\n"
-        "      --launcher L           local (default: every worker here), ssh, slurm or mpirun:\n"
-        "                             each rank is one local ssh / srun / mpirun -np 1 that runs\n"
-        "                             rally-agent on the rank's host, which runs prog; a rank is\n"
-        "                             restarted on the host it ran on\n"
-        "      --hosts h1:4,h2:4      the hosts and their slots (none: 1); ranks fill them in\n"
-        "                             order (slurm: default the allocation's nodes; mpirun:\n"
-        "                             default localhost)\n"
-        "      --hostfile F           one host a line: host, host:K or host slots=K; # comments\n"
-        "      --ssh-option OPT       passed to ssh as -o OPT (repeatable), e.g. Port=2222\n"
-        "      --agent PATH           rally-agent's path on the hosts (default: the one beside\n"
-        "                             rally-run; prog and rally-agent must exist on every host)\n"
-        "  -x VAR | VAR=VALUE         every worker gets VAR with rally-run's value, or VALUE\n"
-        "                             (repeatable; mpirun's spelling).  Remote workers get\n"
-        "                             rally-run's RALLY_* variables and nothing else without\n"
-        "                             it: a Python job wants -x PYTHONPATH.  Local workers\n"
-        "                             inherit rally-run's environment; VALUE overrides it\n"
-        "      --dry-run              print each rank's local command line (\"rank R: ...\") and\n"
-        "                             exit; nothing is started\n"
-        "      With these the tracker binds every address and the workers are told this host's\n"
-        "      primary address (the first IPv4 one of an interface that is up and not loopback),\n"
-        "      unless --bind names the one they reach.  The secret reaches the agent on its\n"
-        "      stdin, never in argv or the environment (docs/security.md).\n"
-        "  -h, --help                 this text\n"
-        "      --version              rally-run's version (as the first argument)\n"
-        "\n"
-        "Workers get RALLY_TRACKER, RALLY_SECRET_FILE and RALLY_TASK_ID; their output\n"
-        "lines (from every host) are prefixed with \"[rank] \".  A worker killed by a\n"
-        "signal after the job started (and before any rank finalized) is a crash: it is\n"
-        "started again with the same rank and environment (on the same host; so is one\n"
-        "whose host connection was lost); the others wait and recover.  A worker that\n"
-        "exits on its own without rally_finalize is a failure of the job: nobody is\n"
-        "restarted.  One line on stderr names the first failure.  Exit status:\n"
-        "  0      every worker exited 0 after rally_finalize\n"
-        "  S      a worker exited with status S (1..255) and that failed the job\n"
-        "         (1 when it exited 0 without rally_finalize)\n"
-        "  3      a rank stopped the job with its own message (rally_abort, or an error\n"
-        "         it reported, e.g. a divergence); the line is \"rank R failed: ...\"\n"
-        "  4      the job's settings or input were refused: a worker's setting at start\n"
-        "         (a RALLY_* typo, rally_mock without librally_mock), a refused resume,\n"
-        "         or a restarted rank that read another input; no death is counted\n"
-        "  5      preempted: with --snapshot-dir, SIGTERM asked rank 0 for a snapshot at its\n"
-        "         next checkpoint, it was committed within --grace-ms, then the workers\n"
-        "         were stopped; --resume latest continues from it (not committed in time:\n"
-        "         128+15)\n"
-        "  1      any other failure (deaths before the start, restarts exhausted, the\n"
-        "         tracker's own verdict, \"host H (rank R): cannot be reached: ...\")\n"
-        "  2      a usage error;  127: prog cannot be run (on a host: \"host H (rank R): prog:\n"
-        "         not found\");  128+S: rally-run got signal S\n"
-        "         (SIGINT, SIGTERM, SIGHUP: passed to the workers, who get --grace-ms)\n"
-        "The last line on stderr is a summary:\n"
-        "  rally-run: summary: deaths=D recovered=R epochs=E restarts=S "
-        "per-rank-deaths=0:0,1:2,...\n"
-        "  (recovered: deaths after which the job got back in step; epochs: recoveries,\n"
-        "  one per re-wiring, which can serve several deaths at once); after --auto-resume\n"
-        "  restarted the job K times, one line counts every attempt and ends job-restarts=K\n",
-        RALLY__WORLD_MAX);
+    return (char *)r + f->at;
 }
 
-/* One snapshot option c with its value val (NULL: a switch on the command
- * line; from the environment a switch is 0 or 1), given as name (the flag,
- * or the variable).  -1 to go on, or the exit status. */
-static int snap_option(struct run *r, int c, const char *val, const char *name)
+/* val as a number in f's range into *v; else says what f wants.  -1 to go
+ * on, or the exit status. */
+static int number(const struct flag *f, const char *val, const char *as, int64_t *v)
+{
+    if (rally__parse_int(val, f->min, f->max, v) == 0)
+        return -1;
+    char wants[128];
+    snprintf(wants, sizeof wants, f->wants, (long long)f->max);
+    return cli_usage_error("rally-run", "%s wants %s, not '%s'", as, wants, val);
+}
+
+/* A number into an int field. */
+static int count(struct run *r, const struct flag *f, const char *val, const char *as)
 {
     int64_t v;
-    switch (c) {
-    case 'D':
-        r->snap.dir = val;
-        break;
-    case 'C':
-        r->snap.copy = val;
-        break;
-    case 'J':
-        r->snap.job_opt = val;
-        break;
-    case 'R':
-        r->snap.resume = val;
-        break;
-    case 'E':
-    case 'T':
-    case 'K':
-        if (rally__parse_int(val, c == 'K' ? 1 : 0, INT64_MAX / 4, &v))
-            return cli_usage_error("rally-run", "%s wants %s, not '%s'", name,
-                                   c == 'E'   ? "a number of versions"
-                                   : c == 'T' ? "milliseconds"
-                                              : "a count (1 or more)",
-                                   val);
-        *(c == 'E' ? &r->snap.every : c == 'T' ? &r->snap.every_ms : &r->snap.keep) = v;
-        break;
-    case 'B':
-        if (strcmp(val, "wait") != 0 && strcmp(val, "skip") != 0)
-            return cli_usage_error("rally-run", "%s wants wait or skip, not '%s'", name, val);
-        r->snap.busy = val;
-        break;
-    default: /* 'Q', 'F', 'f', 'V': switches */
-        if (val != NULL && strcmp(val, "0") != 0 && strcmp(val, "1") != 0)
-            return cli_usage_error("rally-run", "%s wants 0 or 1, not '%s'", name, val);
-        if (val == NULL || val[0] == '1')
-            *(c == 'Q'   ? &r->snap.required
-              : c == 'F' ? &r->snap.final
-              : c == 'V' ? &r->snap.local
-                         : &r->snap.force) = 1;
-        break;
-    }
+    int st = number(f, val, as, &v);
+    if (st < 0)
+        *(int *)at(r, f) = (int)v;
+    return st;
+}
+
+/* A number into an int64_t field. */
+static int wide(struct run *r, const struct flag *f, const char *val, const char *as)
+{
+    int64_t v;
+    int st = number(f, val, as, &v);
+    if (st < 0)
+        *(int64_t *)at(r, f) = v;
+    return st;
+}
+
+/* The value itself (const char *); with wants, an empty one is refused. */
+static int text(struct run *r, const struct flag *f, const char *val, const char *as)
+{
+    if (f->wants != NULL && *val == '\0')
+        return cli_usage_error("rally-run", "%s wants %s", as, f->wants);
+    *(const char **)at(r, f) = val;
     return -1;
+}
+
+/* A switch: 1 when given; from the environment 0 or 1. */
+static int on(struct run *r, const struct flag *f, const char *val, const char *as)
+{
+    if (val != NULL && strcmp(val, "0") != 0 && strcmp(val, "1") != 0)
+        return cli_usage_error("rally-run", "%s wants 0 or 1, not '%s'", as, val);
+    if (val == NULL || val[0] == '1')
+        *(int *)at(r, f) = 1;
+    return -1;
+}
+
+/* Which of f->arg's choices ("restart|fail") val is; else says so, -1. */
+static int choice(const struct flag *f, const char *val, const char *as)
+{
+    char list[128] = "";
+    size_t len = 0, n = strlen(f->arg);
+    int i = 0, k = 0;
+    for (const char *p = f->arg; p <= f->arg + n; k++) {
+        size_t w = strcspn(p, "|");
+        if (strlen(val) == w && strncmp(val, p, w) == 0)
+            return k;
+        p += w + 1;
+    }
+    for (const char *p = f->arg; p <= f->arg + n; i++) {
+        size_t w = strcspn(p, "|");
+        const char *sep = i == 0 ? "" : i + 1 == k ? " or " : ", ";
+        int m = snprintf(list + len, sizeof list - len, "%s%.*s", sep, (int)w, p);
+        len += m > 0 && (size_t)m < sizeof list - len ? (size_t)m : 0;
+        p += w + 1;
+    }
+    cli_usage_error("rally-run", "%s wants %s, not '%s'", as, list, val);
+    return -1;
+}
+
+/* One of f->arg's choices: its index into an int field. */
+static int pick(struct run *r, const struct flag *f, const char *val, const char *as)
+{
+    int k = choice(f, val, as);
+    if (k < 0)
+        return 2;
+    *(int *)at(r, f) = k;
+    return -1;
+}
+
+/* One of f->arg's choices: itself into a const char * field. */
+static int pick_text(struct run *r, const struct flag *f, const char *val, const char *as)
+{
+    if (choice(f, val, as) < 0)
+        return 2;
+    *(const char **)at(r, f) = val;
+    return -1;
+}
+
+/* --launcher: a kind of launch/kind.h by its name. */
+static int launcher(struct run *r, const struct flag *f, const char *val, const char *as)
+{
+    const struct rally__launch_kind *k = rally__launch_kind_named(val);
+    if (k != NULL) {
+        r->kind = k;
+        return -1;
+    }
+    char all[128];
+    rally__launch_kind_list(all, sizeof all, NULL, "or");
+    return cli_usage_error("rally-run", "%s wants %s, not '%s'", as, all, val);
+}
+
+/* --ssh-option: one more. */
+static int ssh_option(struct run *r, const struct flag *f, const char *val, const char *as)
+{
+    const char **o = realloc(r->ssh_opts, (r->nssh_opts + 1) * sizeof *o);
+    if (o == NULL)
+        return cli_usage_error("rally-run", "out of memory");
+    r->ssh_opts = o;
+    r->ssh_opts[r->nssh_opts++] = val;
+    return -1;
+}
+
+static int export_option(struct run *r, const char *arg);
+
+/* -x VAR[=VALUE] (export_option). */
+static int export(struct run *r, const struct flag *f, const char *val, const char *as)
+{
+    return export_option(r, val);
+}
+
+static void usage(FILE *f);
+
+/* --help: the usage on stdout, and exit 0. */
+static int help(struct run *r, const struct flag *f, const char *val, const char *as)
+{
+    usage(stdout);
+    return 0;
+}
+
+static const struct flag FLAGS[] = {
+    {"workers", 'n', 1, "N", "-n, -np, --workers N", "number of workers (1..%lld)", count,
+     FIELD(world), 1, RALLY__WORLD_MAX, "a number of workers from 1 to %lld"},
+    ARG("bind", 'H', "ADDR|IFACE",
+        "tracker bind address, or an interface's first\n"
+        "address ([v6] or bare v6; default 127.0.0.1 with the\n"
+        "local launcher, every address with the others)",
+        text, host, NULL),
+    ARG("host", 'H', "H", "the same as --bind", text, host, NULL),
+    NUM("port", 'p', "P", "tracker port (default 0: any free port)", count, port, 0, 65535,
+        "0..65535"),
+    NUM("startup-timeout-ms", 's', "T",
+        "every worker must join (and a restarted one\n"
+        "rejoin) within T ms (default 60000)",
+        wide, startup_ms, 0, MS, "milliseconds"),
+    NUM("grace-ms", 'g', "G",
+        "after a failure or a signal, workers get G ms to exit\n"
+        "before SIGKILL (default 3000)",
+        wide, grace_ms, 0, MS, "milliseconds"),
+    NUM("max-restarts", 'm', "K",
+        "restart each rank at most K times (default 3; 0: the\n"
+        "first worker death fails the job)",
+        count, max_restarts, 0, INT_MAX, "a count (0 or more)"),
+    NUM("min-workers", 'N', "M",
+        "elastic: a rank that cannot come back (its restarts\n"
+        "spent) is given up and the others go on without it from\n"
+        "the newest checkpoint, renumbered, while at least M are\n"
+        "left (default N: the job fails; docs/recovery.md)",
+        count, min_workers, 1, RALLY__WORLD_MAX, "a number of workers"),
+    NUM("max-workers", 'M', "M",
+        "elastic: SIGUSR2 to rally-run starts one more worker,\n"
+        "which the job takes in at its next checkpoint, up to M\n"
+        "(default N).  With --launcher ssh the worker goes to a\n"
+        "host with a slot free, and a slot freed by a rank given\n"
+        "up (its host gone) is filled again once a host answers",
+        count, max_workers, 1, RALLY__WORLD_MAX, "a number of workers"),
+    NUM("rejoin-ms", 'j', "T",
+        "--launcher ssh --max-workers: try a host with a slot free\n"
+        "again every T ms (default 5000); --hostfile is re-read\n"
+        "then, so a host added to it takes a place too",
+        wide, rejoin_ms, 1, INT_MAX, "milliseconds (1 or more)"),
+    NUM("heartbeat-timeout-ms", 'b', "T",
+        "a worker that sent heartbeats and then falls silent\n"
+        "for T ms is killed and restarted (default 10000; 0: off)",
+        wide, heartbeat_ms, 0, MS, "milliseconds"),
+    NUM("progress-timeout-ms", 'P', "T",
+        "a rank the others have waited for T ms in a collective\n"
+        "it has not called (its heartbeats say it stands still in\n"
+        "its own code), or that has not come back to a recovery\n"
+        "round for T ms, is named and handled by --on-stuck\n"
+        "(default 600000, 10 minutes; 0: off)",
+        wide, progress_ms, 0, MS, "milliseconds"),
+    ARG("on-stuck", 'S', "restart|fail",
+        "such a rank is killed (SIGKILL to its process group) and\n"
+        "restarted like a dead one (restart, the default), or the\n"
+        "job fails with the sentence naming it (fail)",
+        pick, stuck_fail, NULL),
+    NUM("output-buffer-bytes", 'U', "B",
+        "output waiting for a slow reader of stdout or stderr is\n"
+        "held up to B bytes per stream (default 4 MiB); beyond,\n"
+        "worker lines are dropped and counted, never waited for",
+        wide, out_bytes, 4096, MS, "bytes (4096 or more)"),
+    ARG("output-dir", 'I', "DIR",
+        "also write each rank's stdout (with its tracker_print\n"
+        "lines) and stderr, unprefixed, to\n"
+        "DIR/rank.R/incarnation.K/{stdout,stderr} (K: 0 for its\n"
+        "first process, then one more per restart), as mpirun's\n"
+        "--output-filename and torchrun's --log-dir do",
+        text, output_dir, "a directory"),
+    ARG("status", 'w', "[ADDR:]PORT",
+        "serve the job's status page, /status.json and /metrics\n"
+        "on PORT (loopback unless ADDR is given; then a read-only\n"
+        "token is required, printed at start)",
+        text, status_opt, NULL),
+    ARG("events", 'e', "FILE",
+        "write every event of the job as JSON Lines to FILE\n"
+        "(docs/events.md)",
+        text, events_path, NULL),
+    SWITCH("progress", 'i',
+           "one updating progress line on a terminal (plain lines on\n"
+           "a pipe): iteration i of n, rate, ETA, the application's\n"
+           "last reported value",
+           progress),
+    TEXT("Durable snapshots (docs/snapshot-format.md):\n"),
+    ARG("snapshot-dir", 'D', "DIR", "write snapshots of committed checkpoints to DIR/JOB/", text,
+        snap.dir, NULL),
+    ARG("snapshot-copy", 'C', "DIR|s3://BUCKET/PREFIX",
+        "copy each committed snapshot there too,\n"
+        "in the background (verified there; retention there too);\n"
+        "--resume latest takes the newest of both tiers",
+        text, snap.copy, NULL),
+    SWITCH("snapshot-local", 'V',
+           "DIR is each host's own disk (not shared): each rank copies\n"
+           "its own files to --snapshot-copy, the snapshot is\n"
+           "committed there only, and each host keeps only its\n"
+           "files of the newest one copied",
+           snap.local),
+    ARG("job", 'J', "NAME", "JOB (default: the program's file name)", text, snap.job_opt, NULL),
+    NUM("snapshot-every", 'E', "K", "a snapshot every K checkpoint versions", wide, snap.every, 0,
+        MS, "a number of versions"),
+    NUM("snapshot-every-ms", 'T', "T",
+        "a snapshot when T ms passed since the last (rank 0's clock)", wide, snap.every_ms, 0, MS,
+        "milliseconds"),
+    NUM("snapshot-keep", 'K', "K", "keep this run's newest K snapshots (default 2)", wide,
+        snap.keep, 1, MS, "a count (1 or more)"),
+    SWITCH("snapshot-required", 'Q', "a failed snapshot fails the job (default: logged)",
+           snap.required),
+    SWITCH("snapshot-final", 'F', "snapshot the last version at the end, and keep it", snap.final),
+    ARG("snapshot-busy", 'B', "wait|skip",
+        "a snapshot asked for while one is still being written:\n"
+        "the next checkpoint waits for the write (default), or\n"
+        "it is skipped (logged) and the write goes on",
+        pick_text, snap.busy, NULL),
+    SWITCH("keep-snapshots", 'k', "keep this run's snapshots after it succeeded", snap.keep_all),
+    ARG("resume", 'R', "latest|PATH",
+        "start from the newest complete snapshot of the newest run\n"
+        "in DIR/JOB, or from the snapshot directory PATH\n"
+        "(verified before any worker starts)",
+        text, snap.resume, NULL),
+    SWITCH("overwrite", 'O', "start afresh although DIR/JOB holds snapshots (they stay)",
+           snap.overwrite),
+    SWITCH("force", 'f',
+           "resume although the application, its configuration or\n"
+           "rally's version differ",
+           snap.force),
+    SWITCH("auto-resume", 'A',
+           "when the job fails for good (restarts spent, every worker\n"
+           "lost), restart the whole job from this run's newest\n"
+           "complete snapshot",
+           auto_resume),
+    NUM("max-job-restarts", 'X', "K", "at most K such restarts (default 3)", count,
+        max_job_restarts, 0, INT_MAX, "a count (0 or more)"),
+    TEXT("SIGUSR1 to rally-run asks for a snapshot now (with --snapshot-dir).  SIGTERM (a\n"
+         "preemption; Slurm's --signal) with --snapshot-dir asks for one at the next\n"
+         "checkpoint, waits up to --grace-ms for its commit, then stops the job (exit 5).\n"
+         "RALLY_SNAPSHOT_DIR, _COPY, _JOB, _EVERY, _EVERY_MS, _KEEP, _REQUIRED, _FINAL, _BUSY "
+         "and\n"
+         "RALLY_RESUME, RALLY_RESUME_FORCE in rally-run's environment are these flags where\n"
+         "they are not given (docs/config.md); a malformed value is a usage error.\n"
+         "Workers on other hosts (docs/launch.md):\n"),
+    DO("launcher", 'L', "L",
+       "local (default: every worker here), ssh, slurm or mpirun:\n"
+       "each rank is one local ssh / srun / mpirun -np 1 that runs\n"
+       "rally-agent on the rank's host, which runs prog; a rank is\n"
+       "restarted on the host it ran on",
+       launcher),
+    ARG("hosts", 'W', "h1:4,h2:4",
+        "the hosts and their slots (none: 1); ranks fill them in\n"
+        "order (slurm: default the allocation's nodes; mpirun:\n"
+        "default localhost)",
+        text, hosts_opt, NULL),
+    ARG("hostfile", 'Y', "F", "one host a line: host, host:K or host slots=K; # comments", text,
+        hostfile, NULL),
+    DO("ssh-option", 'o', "OPT", "passed to ssh as -o OPT (repeatable), e.g. Port=2222",
+       ssh_option),
+    ARG("agent", 'G', "PATH",
+        "rally-agent's path on the hosts (default: the one beside\n"
+        "rally-run; prog and rally-agent must exist on every host)",
+        text, agent_opt, NULL),
+    {NULL, 'x', 1, "VAR", "-x VAR | VAR=VALUE",
+     "every worker gets VAR with rally-run's value, or VALUE\n"
+     "(repeatable; mpirun's spelling).  Remote workers get\n"
+     "rally-run's RALLY_* variables and nothing else without\n"
+     "it: a Python job wants -x PYTHONPATH.  Local workers\n"
+     "inherit rally-run's environment; VALUE overrides it",
+     export, 0, 0, 0, NULL},
+    SWITCH("dry-run", 'd',
+           "print each rank's local command line (\"rank R: ...\") and\n"
+           "exit; nothing is started",
+           dry_run),
+    TEXT("      With these the tracker binds every address and the workers are told this host's\n"
+         "      primary address (the first IPv4 one of an interface that is up and not "
+         "loopback),\n"
+         "      unless --bind names the one they reach.  The secret reaches the agent on its\n"
+         "      stdin, never in argv or the environment (docs/security.md).\n"),
+    {"help", 'h', 1, NULL, NULL, "this text", help, 0, 0, 0, NULL},
+    {NULL, 0, 0, NULL, "--version", "rally-run's version (as the first argument)", NULL, 0, 0, 0,
+     NULL},
+};
+#define NFLAGS (sizeof FLAGS / sizeof FLAGS[0])
+
+/* The usage's column where a flag's help starts. */
+#define HELP_COL 29
+
+static void usage(FILE *f)
+{
+    fputs("usage: rally-run -n N [options] [--] prog [args...]\n"
+          "Runs N workers of a rally job on this host, with a tracker inside.\n"
+          "\n",
+          f);
+    for (size_t i = 0; i < NFLAGS; i++) {
+        const struct flag *g = &FLAGS[i];
+        if (g->name == NULL && g->shown == NULL) {
+            fputs(g->help, f);
+            continue;
+        }
+        char left[64], dash[8] = "";
+        if (g->dash)
+            snprintf(dash, sizeof dash, "-%c, ", g->letter);
+        if (g->shown != NULL)
+            snprintf(left, sizeof left, "%s", g->shown);
+        else
+            snprintf(left, sizeof left, "%s--%s%s%s", dash, g->name, g->arg ? " " : "",
+                     g->arg ? g->arg : "");
+        /* "-L ..." sits at column 2, "--NAME ..." at 6 */
+        int n = fprintf(f, "%s%s", left[1] == '-' ? "      " : "  ", left);
+        fprintf(f, "%*s", n < HELP_COL ? HELP_COL - n : 2, "");
+        for (const char *p = g->help, *nl;; p = nl + 1) {
+            char line[128];
+            nl = strchr(p, '\n');
+            size_t w = nl ? (size_t)(nl - p) : strlen(p);
+            snprintf(line, sizeof line, "%.*s", (int)w, p);
+            fprintf(f, line, (long long)g->max); /* help may name max as %lld */
+            fputc('\n', f);
+            if (nl == NULL)
+                break;
+            fprintf(f, "%*s", HELP_COL, "");
+        }
+    }
+    fputs("\n"
+          "Workers get RALLY_TRACKER, RALLY_SECRET_FILE and RALLY_TASK_ID; their output\n"
+          "lines (from every host) are prefixed with \"[rank] \".  A worker killed by a\n"
+          "signal after the job started (and before any rank finalized) is a crash: it is\n"
+          "started again with the same rank and environment (on the same host; so is one\n"
+          "whose host connection was lost); the others wait and recover.  A worker that\n"
+          "exits on its own without rally_finalize is a failure of the job: nobody is\n"
+          "restarted.  One line on stderr names the first failure.  Exit status:\n"
+          "  0      every worker exited 0 after rally_finalize\n"
+          "  S      a worker exited with status S (1..255) and that failed the job\n"
+          "         (1 when it exited 0 without rally_finalize)\n"
+          "  3      a rank stopped the job with its own message (rally_abort, or an error\n"
+          "         it reported, e.g. a divergence); the line is \"rank R failed: ...\"\n"
+          "  4      the job's settings or input were refused: a worker's setting at start\n"
+          "         (a RALLY_* typo, rally_mock without librally_mock), a refused resume,\n"
+          "         or a restarted rank that read another input; no death is counted\n"
+          "  5      preempted: with --snapshot-dir, SIGTERM asked rank 0 for a snapshot at its\n"
+          "         next checkpoint, it was committed within --grace-ms, then the workers\n"
+          "         were stopped; --resume latest continues from it (not committed in time:\n"
+          "         128+15)\n"
+          "  1      any other failure (deaths before the start, restarts exhausted, the\n"
+          "         tracker's own verdict, \"host H (rank R): cannot be reached: ...\")\n"
+          "  2      a usage error;  127: prog cannot be run (on a host: \"host H (rank R): prog:\n"
+          "         not found\");  128+S: rally-run got signal S\n"
+          "         (SIGINT, SIGTERM, SIGHUP: passed to the workers, who get --grace-ms)\n"
+          "The last line on stderr is a summary:\n"
+          "  rally-run: summary: deaths=D recovered=R epochs=E restarts=S "
+          "per-rank-deaths=0:0,1:2,...\n"
+          "  (recovered: deaths after which the job got back in step; epochs: recoveries,\n"
+          "  one per re-wiring, which can serve several deaths at once); after --auto-resume\n"
+          "  restarted the job K times, one line counts every attempt and ends job-restarts=K\n",
+          f);
+}
+
+/* The row that takes letter c. */
+static const struct flag *flag_of(int c)
+{
+    for (size_t i = 0; i < NFLAGS; i++)
+        if (FLAGS[i].set != NULL && FLAGS[i].letter == c)
+            return &FLAGS[i];
+    return NULL;
 }
 
 /* The snapshot settings of rally-run's environment (run_snap_env), after the
@@ -247,7 +513,8 @@ static int env_options(struct run *r)
                                    run_snap_env[i].var, val);
         if (r->given[run_snap_env[i].opt])
             continue; /* the flag wins, as an argument wins over the environment */
-        int st = snap_option(r, run_snap_env[i].opt, val, run_snap_env[i].var);
+        const struct flag *f = flag_of(run_snap_env[i].opt);
+        int st = f->set(r, f, val, run_snap_env[i].var);
         if (st >= 0)
             return st;
         if (!r->env_snap[0] && run_snap_env[i].opt != 'D')
@@ -302,49 +569,47 @@ static int export_option(struct run *r, const char *arg)
     return -1;
 }
 
+/* Which kinds an error lists (rally__launch_kind_list). */
+static int grows(const struct rally__launch_kind *k)
+{
+    return k->grows;
+}
+static int refills(const struct rally__launch_kind *k)
+{
+    return k->refills;
+}
+static int wraps(const struct rally__launch_kind *k)
+{
+    return k->wrap != NULL;
+}
+static int ssh_options(const struct rally__launch_kind *k)
+{
+    return k->ssh_options;
+}
+
 /* Returns -1 to go on, or the exit status. */
 int run_parse(int argc, char **argv, struct run *r)
 {
-    static const struct option longs[] = {{"workers", required_argument, NULL, 'n'},
-                                          {"host", required_argument, NULL, 'H'},
-                                          {"bind", required_argument, NULL, 'H'},
-                                          {"port", required_argument, NULL, 'p'},
-                                          {"startup-timeout-ms", required_argument, NULL, 's'},
-                                          {"grace-ms", required_argument, NULL, 'g'},
-                                          {"max-restarts", required_argument, NULL, 'm'},
-                                          {"min-workers", required_argument, NULL, 'N'},
-                                          {"max-workers", required_argument, NULL, 'M'},
-                                          {"rejoin-ms", required_argument, NULL, 'j'},
-                                          {"heartbeat-timeout-ms", required_argument, NULL, 'b'},
-                                          {"progress-timeout-ms", required_argument, NULL, 'P'},
-                                          {"on-stuck", required_argument, NULL, 'S'},
-                                          {"snapshot-dir", required_argument, NULL, 'D'},
-                                          {"snapshot-copy", required_argument, NULL, 'C'},
-                                          {"job", required_argument, NULL, 'J'},
-                                          {"snapshot-every", required_argument, NULL, 'E'},
-                                          {"snapshot-every-ms", required_argument, NULL, 'T'},
-                                          {"snapshot-keep", required_argument, NULL, 'K'},
-                                          {"snapshot-required", no_argument, NULL, 'Q'},
-                                          {"snapshot-local", no_argument, NULL, 'V'},
-                                          {"snapshot-final", no_argument, NULL, 'F'},
-                                          {"keep-snapshots", no_argument, NULL, 'k'},
-                                          {"resume", required_argument, NULL, 'R'},
-                                          {"overwrite", no_argument, NULL, 'O'},
-                                          {"force", no_argument, NULL, 'f'},
-                                          {"auto-resume", no_argument, NULL, 'A'},
-                                          {"snapshot-busy", required_argument, NULL, 'B'},
-                                          {"max-job-restarts", required_argument, NULL, 'X'},
-                                          {"output-buffer-bytes", required_argument, NULL, 'U'},
-                                          {"output-dir", required_argument, NULL, 'I'},
-                                          {"launcher", required_argument, NULL, 'L'},
-                                          {"hosts", required_argument, NULL, 'W'},
-                                          {"hostfile", required_argument, NULL, 'Y'},
-                                          {"ssh-option", required_argument, NULL, 'o'},
-                                          {"agent", required_argument, NULL, 'G'},
-                                          {"dry-run", no_argument, NULL, 'd'},
-                                          {"help", no_argument, NULL, 'h'},
-                                          {NULL, 0, NULL, 0}};
+    struct option longs[NFLAGS + 1];
+    char shorts[2 * NFLAGS + 2] = "+";
+    size_t nl = 0, ns = 1;
+    for (size_t i = 0; i < NFLAGS; i++) {
+        const struct flag *f = &FLAGS[i];
+        if (f->set == NULL)
+            continue;
+        int has = f->arg != NULL ? required_argument : no_argument;
+        if (f->name != NULL)
+            longs[nl++] = (struct option){f->name, has, NULL, f->letter};
+        if (f->dash) {
+            shorts[ns++] = (char)f->letter;
+            if (has == required_argument)
+                shorts[ns++] = ':';
+        }
+    }
+    longs[nl] = (struct option){NULL, 0, NULL, 0};
+    shorts[ns] = '\0';
     r->host = NULL; /* resolve_bind: by the launcher */
+    r->kind = rally__launch_kinds[0];
     r->startup_ms = 60000;
     r->grace_ms = 3000;
     r->max_restarts = 3;
@@ -354,158 +619,25 @@ int run_parse(int argc, char **argv, struct run *r)
     r->max_job_restarts = 3;
     r->snap.busy = "wait";
     r->rejoin_ms = 5000;
-    int64_t v;
-    int c, li = 0;
+    int c;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "+n:hx:", longs, &li)) != -1) {
+    while ((c = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
         r->given[c & 127] = 1;
-        switch (c) {
-        case 'n':
-            /* -np N, mpirun's spelling: getopt read "-np" as -n with the value "p" */
-            if (strcmp(argv[optind - 1], "-np") == 0 && optind < argc)
-                optarg = argv[optind++];
-            if (rally__parse_int(optarg, 1, RALLY__WORLD_MAX, &v))
-                return cli_usage_error("rally-run",
-                                       "-n wants a number of workers from 1 to %d, not '%s'",
-                                       RALLY__WORLD_MAX, optarg);
-            r->world = (int)v;
-            break;
-        case 'H':
-            r->host = optarg;
-            break;
-        case 'p':
-            if (rally__parse_int(optarg, 0, 65535, &v))
-                return cli_usage_error("rally-run", "--port wants 0..65535, not '%s'", optarg);
-            r->port = (int)v;
-            break;
-        case 's':
-        case 'g':
-        case 'b':
-            if (rally__parse_int(optarg, 0, INT64_MAX / 4, &v))
-                return cli_usage_error("rally-run", "--%s wants milliseconds, not '%s'",
-                                       c == 's'   ? "startup-timeout-ms"
-                                       : c == 'g' ? "grace-ms"
-                                                  : "heartbeat-timeout-ms",
-                                       optarg);
-            *(c == 's' ? &r->startup_ms : c == 'g' ? &r->grace_ms : &r->heartbeat_ms) = v;
-            break;
-        case 'P':
-            if (rally__parse_int(optarg, 0, INT64_MAX / 4, &v))
-                return cli_usage_error(
-                    "rally-run", "--progress-timeout-ms wants milliseconds, not '%s'", optarg);
-            r->progress_ms = v;
-            break;
-        case 'S':
-            if (strcmp(optarg, "restart") != 0 && strcmp(optarg, "fail") != 0)
-                return cli_usage_error("rally-run", "--on-stuck wants restart or fail, not '%s'",
-                                       optarg);
-            r->stuck_fail = strcmp(optarg, "fail") == 0;
-            break;
-        case 'm':
-            if (rally__parse_int(optarg, 0, INT_MAX, &v))
-                return cli_usage_error(
-                    "rally-run", "--max-restarts wants a count (0 or more), not '%s'", optarg);
-            r->max_restarts = (int)v;
-            break;
-        case 'j':
-            if (rally__parse_int(optarg, 1, INT_MAX, &v))
-                return cli_usage_error("rally-run",
-                                       "--rejoin-ms wants milliseconds (1 or more), "
-                                       "not '%s'",
-                                       optarg);
-            r->rejoin_ms = v;
-            break;
-        case 'N':
-        case 'M':
-            if (rally__parse_int(optarg, 1, RALLY__WORLD_MAX, &v))
-                return cli_usage_error("rally-run", "--%s wants a number of workers, not '%s'",
-                                       c == 'N' ? "min-workers" : "max-workers", optarg);
-            *(c == 'N' ? &r->min_workers : &r->max_workers) = (int)v;
-            break;
-        case 'D':
-        case 'C':
-        case 'J':
-        case 'R':
-        case 'E':
-        case 'T':
-        case 'K':
-        case 'Q':
-        case 'V':
-        case 'F':
-        case 'f':
-        case 'B': {
-            char name[40];
-            snprintf(name, sizeof name, "--%s", longs[li].name);
-            int st = snap_option(r, c, optarg, name);
-            if (st >= 0)
-                return st;
-            break;
-        }
-        case 'k':
-            r->snap.keep_all = 1;
-            break;
-        case 'O':
-            r->snap.overwrite = 1;
-            break;
-        case 'A':
-            r->auto_resume = 1;
-            break;
-        case 'U':
-            if (rally__parse_int(optarg, 4096, INT64_MAX / 4, &v))
-                return cli_usage_error("rally-run",
-                                       "--output-buffer-bytes wants bytes (4096 or more), not '%s'",
-                                       optarg);
-            r->out_bytes = v;
-            break;
-        case 'I':
-            if (*optarg == '\0')
-                return cli_usage_error("rally-run", "--output-dir wants a directory");
-            r->output_dir = optarg;
-            break;
-        case 'X':
-            if (rally__parse_int(optarg, 0, INT_MAX, &v))
-                return cli_usage_error(
-                    "rally-run", "--max-job-restarts wants a count (0 or more), not '%s'", optarg);
-            r->max_job_restarts = (int)v;
-            break;
-        case 'L':
-            if ((r->launcher = rally__launch_launcher(optarg)) < 0)
-                return cli_usage_error(
-                    "rally-run", "--launcher wants local, ssh, slurm or mpirun, not '%s'", optarg);
-            break;
-        case 'W':
-            r->hosts_opt = optarg;
-            break;
-        case 'Y':
-            r->hostfile = optarg;
-            break;
-        case 'o': {
-            const char **o = realloc(r->ssh_opts, (r->nssh_opts + 1) * sizeof *o);
-            if (o == NULL)
-                return cli_usage_error("rally-run", "out of memory");
-            r->ssh_opts = o;
-            r->ssh_opts[r->nssh_opts++] = optarg;
-            break;
-        }
-        case 'G':
-            r->agent_opt = optarg;
-            break;
-        case 'x': {
-            int st = export_option(r, optarg);
-            if (st >= 0)
-                return st;
-            break;
-        }
-        case 'd':
-            r->dry_run = 1;
-            break;
-        case 'h':
-            usage(stdout);
-            return 0;
-        default:
+        const struct flag *f = c == '?' || c == ':' ? NULL : flag_of(c);
+        if (f == NULL)
             return cli_usage_error("rally-run", "unknown or incomplete option '%s'",
                                    argv[optind - 1]);
-        }
+        /* -np N, mpirun's spelling: getopt read "-np" as -n with the value "p" */
+        if (c == 'n' && strcmp(argv[optind - 1], "-np") == 0 && optind < argc)
+            optarg = argv[optind++];
+        char as[48]; /* the flag as its errors name it */
+        if (f->dash)
+            snprintf(as, sizeof as, "-%c", f->letter);
+        else
+            snprintf(as, sizeof as, "--%s", f->name);
+        int st = f->set(r, f, f->arg != NULL ? optarg : NULL, as);
+        if (st >= 0)
+            return st;
     }
     int st = env_options(r);
     if (st >= 0)
@@ -525,12 +657,16 @@ int run_parse(int argc, char **argv, struct run *r)
     if (r->max_workers < r->world)
         return cli_usage_error("rally-run", "--max-workers %d is fewer than the %d workers (-n)",
                                r->max_workers, r->world);
-    if (r->max_workers > r->world && r->launcher != RALLY__LAUNCHER_LOCAL &&
-        r->launcher != RALLY__LAUNCHER_SSH)
-        return cli_usage_error("rally-run", "--max-workers above -n is for --launcher local and "
-                                            "ssh");
-    if (r->given['j'] && !remote_grow(r))
-        return cli_usage_error("rally-run", "--rejoin-ms is for --launcher ssh with --max-workers");
+    char kinds[128];
+    if (r->max_workers > r->world && !r->kind->grows) {
+        rally__launch_kind_list(kinds, sizeof kinds, grows, "and");
+        return cli_usage_error("rally-run", "--max-workers above -n is for --launcher %s", kinds);
+    }
+    if (r->given['j'] && !remote_grow(r)) {
+        rally__launch_kind_list(kinds, sizeof kinds, refills, "or");
+        return cli_usage_error("rally-run", "--rejoin-ms is for --launcher %s with --max-workers",
+                               kinds);
+    }
     /* room for the ranks taken in too, a few times over (each gets a slot of
      * its own; a joiner that could not be started gives its slot back) */
     r->slots =
@@ -577,15 +713,19 @@ int run_parse(int argc, char **argv, struct run *r)
                                             "whole snapshot, only the copy does");
     if (r->snap.overwrite && r->snap.resume != NULL)
         return cli_usage_error("rally-run", "--overwrite is for a fresh start, not --resume");
-    int local = r->launcher == RALLY__LAUNCHER_LOCAL;
-    if (local && (r->hosts_opt || r->hostfile || r->agent_opt))
-        return cli_usage_error("rally-run", "--hosts, --hostfile and --agent are for --launcher "
-                                            "ssh, slurm or mpirun");
-    if (r->nssh_opts > 0 && r->launcher != RALLY__LAUNCHER_SSH)
-        return cli_usage_error("rally-run", "--ssh-option is for --launcher ssh");
+    if (!remote(r) && (r->hosts_opt || r->hostfile || r->agent_opt)) {
+        rally__launch_kind_list(kinds, sizeof kinds, wraps, "or");
+        return cli_usage_error("rally-run", "--hosts, --hostfile and --agent are for --launcher %s",
+                               kinds);
+    }
+    if (r->nssh_opts > 0 && !r->kind->ssh_options) {
+        rally__launch_kind_list(kinds, sizeof kinds, ssh_options, "or");
+        return cli_usage_error("rally-run", "--ssh-option is for --launcher %s", kinds);
+    }
     if (r->hosts_opt && r->hostfile)
         return cli_usage_error("rally-run", "give --hosts or --hostfile, not both");
-    if (r->launcher == RALLY__LAUNCHER_SSH && !r->hosts_opt && !r->hostfile)
-        return cli_usage_error("rally-run", "--launcher ssh needs --hosts or --hostfile");
+    if (r->kind->needs_hosts && !r->hosts_opt && !r->hostfile)
+        return cli_usage_error("rally-run", "--launcher %s needs --hosts or --hostfile",
+                               r->kind->name);
     return -1;
 }

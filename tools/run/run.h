@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "launch/kind.h"
 #include "launch/out.h"
 #include "launch/policy.h"
 #include "launch/proc.h"
@@ -78,9 +79,9 @@ struct run {
     struct rally__launch_out out[2]; /* stdout, stderr */
     int64_t out_bytes;               /* --output-buffer-bytes */
     const char *output_dir;          /* --output-dir, or NULL */
-    int *starts;                     /* per slot: processes started so far (the incarnation) */
+    int *starts;             /* per slot: processes started so far (the incarnation) */
     /* ranks on other hosts (launch/remote.h, docs/launch.md) */
-    int launcher; /* RALLY__LAUNCHER_* */
+    const struct rally__launch_kind *kind; /* --launcher (launch/kind.h) */
     const char *hosts_opt, *hostfile, *agent_opt;
     const char **ssh_opts;
     size_t nssh_opts;
@@ -102,12 +103,19 @@ static inline int elastic(const struct run *r)
     return r->min_workers < r->world || r->max_workers > r->world;
 }
 
-/* --launcher ssh with --max-workers: a slot freed by a rank given up (its
- * host gone) or a SIGUSR2 gets a worker again, on a host with a slot free,
- * tried again every --rejoin-ms until the host answers. */
+/* Each rank runs on its host behind a wrapper (ssh, srun, mpirun -np 1). */
+static inline int remote(const struct run *r)
+{
+    return r->kind->wrap != NULL;
+}
+
+/* --launcher ssh with --max-workers (a kind that refills): a slot freed by
+ * a rank given up (its host gone) or a SIGUSR2 gets a worker again, on a
+ * host with a slot free, tried again every --rejoin-ms until the host
+ * answers. */
 static inline int remote_grow(const struct run *r)
 {
-    return r->launcher == RALLY__LAUNCHER_SSH && r->given['M'];
+    return r->kind->refills && r->given['M'];
 }
 
 /* --- run/options.c --------------------------------------------------------- */

@@ -55,12 +55,6 @@ static int64_t wall_ms(void)
     return (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;
 }
 
-static const char *run_launcher_name(const struct run *r)
-{
-    static const char *const name[] = {"local", "ssh", "slurm", "mpirun"};
-    return name[r->launcher];
-}
-
 static const char *phase(const struct run *r)
 {
     if (r->t == NULL)
@@ -110,7 +104,7 @@ static void refresh(struct run *r)
         x->pid = r->procs[i].pid;
         if (ti.host[0])
             snprintf(x->host, sizeof x->host, "%s", ti.host);
-        else if (r->launcher != RALLY__LAUNCHER_LOCAL && r->host_of)
+        else if (remote(r) && r->host_of)
             snprintf(x->host, sizeof x->host, "%s", r->hosts.h[r->host_of[i]].name);
         x->incarnation = ti.incarnation;
         x->deaths = pc.deaths;
@@ -216,7 +210,7 @@ int run_status_start(struct run *r)
     r->st = s;
     struct rally__watch_job job = {.job = r->snap.job,
                                    .run_id = r->snap.run_id,
-                                   .launcher = run_launcher_name(r),
+                                   .launcher = r->kind->name,
                                    .world = r->world,
                                    .start_ms = rally__now_ms(),
                                    .start_wall = wall_ms()};

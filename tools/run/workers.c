@@ -134,13 +134,11 @@ char **run_command(const struct run *r, int i)
         return NULL;
     char sess[sizeof r->dir + 32];
     run_session_dir(r, i, sess, sizeof sess);
-    if (r->launcher == RALLY__LAUNCHER_MPIRUN && r->dir[0])
+    if (r->kind->session_dir && r->dir[0])
         (void)mkdir(sess, 0700); /* EEXIST for a restart */
     struct rally__launch_cmd_in in = {
-        r->launcher, r->hosts.h[r->host_of[i]].name,
-        r->ssh_opts, r->nssh_opts,
-        r->agent,    (const char *const *)env,
-        r->argv,     r->launcher == RALLY__LAUNCHER_MPIRUN ? sess : NULL};
+        r->kind,  r->hosts.h[r->host_of[i]].name, r->ssh_opts, r->nssh_opts,
+        r->agent, (const char *const *)env,       r->argv,     r->kind->session_dir ? sess : NULL};
     char **argv = rally__launch_command(&in);
     rally__launch_argv_free(env);
     return argv;
@@ -213,7 +211,7 @@ int run_spawn(struct run *r, int i)
     int err, k = r->starts[i]++; /* its processes so far (the incarnation) */
     if (r->output_dir)
         open_logs(r, i, k);
-    if (r->launcher != RALLY__LAUNCHER_LOCAL) {
+    if (remote(r)) {
         char **argv = run_command(r, i);
         if (argv == NULL)
             return ENOMEM;
