@@ -18,6 +18,11 @@ need="$need python3-swift"
 # pip install ./bindings/python into a venv, offline (tests/python_pip_test.sh),
 # and the Dask and PyTorch integrations (rally.dask, rally.torch) and their tests
 need="$need python3-venv python3-pip python3-wheel python3-setuptools python3-distributed python3-pandas python3-torch"
+# rally-run --status as a monitoring system and a person see it: Prometheus
+# scrapes /metrics, headless Chromium (driven by Selenium through chromedriver)
+# loads the page, jsonschema validates status.json and the event lines
+# (tests/status_test.py); none of them is started as a system service
+need="$need prometheus chromium chromium-driver python3-selenium python3-jsonschema"
 # clang's runtimes (ASan, UBSan, TSan, libFuzzer) for `make sanitize` and the
 # fuzz tests: only "recommended" by clang, so named here, for clang's version
 if command -v clang >/dev/null 2>&1; then

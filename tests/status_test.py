@@ -9,11 +9,13 @@ rally-kmeans with a worker killed by SIGKILL from outside.
               status.json and event line valid against its schema; the death,
               the recovery round, the restarted rank's incarnation and a new
               snapshot seen as they happen; /metrics says the summary line's
-              counts; 200 idle connections and a client stopped mid-answer
+              counts; a rank stopped (SIGSTOP) is the one the job waits for
+              (status.json, /metrics, `rally-run status`) until it goes on;
+              200 idle connections and a client stopped mid-answer
               held open all along change nothing (one death, the failure-free
               digest)
-  token       in a network namespace of the test's own (198.18.7.1 on a dummy
-              link, no route out): bound off loopback the server refuses
+  token       in a network namespace of the test's own (198.18.7.1 on a veth
+              pair inside it, no route out): bound off loopback the server refuses
               without the run's token (401), takes it as a bearer header or a
               query parameter, keeps it in the job's directory (0600), and
               `rally-run status` needs it too
@@ -55,6 +57,7 @@ with open(os.path.join(SRC, "docs", "events.schema.json")) as f:
 
 TMP = tempfile.mkdtemp(prefix="rally-status-test-")
 GROUPS = []  # process groups to kill at the end
+JOBS = []
 CLEANUPS = []
 
 
@@ -122,6 +125,7 @@ class Job:
                                   stdin=subprocess.DEVNULL, start_new_session=True,
                                   env=env)
         GROUPS.append(self.p.pid)
+        JOBS.append(self)
         self.token = ""
 
     def text(self, which="err"):
@@ -233,7 +237,7 @@ def case_job():
     evpath = os.path.join(TMP, "events.jsonl")
     snaps = os.path.join(TMP, "snaps")
     job = Job(["-n", "4", "--status", "0", "--events", evpath, "--snapshot-dir", snaps,
-               "--snapshot-every", "4", "--heartbeat-timeout-ms", "3000"] + kmeans_args(40, 150))
+               "--snapshot-every", "4", "--heartbeat-timeout-ms", "20000"] + kmeans_args(40, 150))
     base = job.url()
     host, port = base[len("http://"):].rstrip("/").rsplit(":", 1)
     # 200 clients that connect and stop mid-request, one that stops mid-answer
@@ -251,6 +255,22 @@ def case_job():
         s["progress"]["iteration"] or 0) >= 6 and s)(status(base)))
     if st["progress"]["total"] != 40 or not st["progress"]["values"]:
         fail("no progress reported by rally-kmeans: " + json.dumps(st["progress"]))
+    # a rank that hangs (SIGSTOP) is the one the others wait for, until it goes on
+    hung = rank(st, 1)["pid"]
+    os.kill(hung, signal.SIGSTOP)
+    try:
+        st = until("the job waiting for the stopped rank 1", lambda: (lambda s: s["waiting_on"] == [1]
+                   and rank(s, 1)["waited_on"] and s)(status(base)), timeout=15)
+        table = subprocess.run([RUN, "status", base], capture_output=True, text=True, timeout=30)
+        line = [l for l in table.stdout.splitlines() if re.match(r"^\s+1\s", l)]
+        if not line or "waits for it" not in line[0]:
+            fail("rally-run status does not point at the stopped rank:\n" + table.stdout)
+        if metrics(base).get('rally_rank_waited_on{rank="1"}') != 1:
+            fail("/metrics does not mark the stopped rank")
+    finally:
+        os.kill(hung, signal.SIGCONT)
+    st = until("the job going on", lambda: (lambda s: not s["waiting_on"] and s)(status(base)),
+               timeout=30)
     victim = rank(st, 2)["pid"]
     snaps_before = {s["version"] for s in st["snapshots"] if s["state"] == "committed"}
     os.kill(victim, signal.SIGKILL)
@@ -324,8 +344,10 @@ def case_job():
 def netns(name, addr):
     subprocess.run(["ip", "netns", "add", name], check=True)
     CLEANUPS.append(lambda: subprocess.run(["ip", "netns", "del", name], capture_output=True))
-    for cmd in (["link", "set", "lo", "up"], ["link", "add", "d0", "type", "dummy"],
-                ["addr", "add", addr + "/24", "dev", "d0"], ["link", "set", "d0", "up"]):
+    for cmd in (["link", "set", "lo", "up"], ["link", "add", "v0", "type", "veth", "peer", "name",
+                                                 "v1"],
+                ["addr", "add", addr + "/24", "dev", "v0"], ["link", "set", "v0", "up"],
+                ["link", "set", "v1", "up"]):
         subprocess.run(["ip", "-n", name] + cmd, check=True)
 
 
@@ -524,6 +546,11 @@ if __name__ == "__main__":
     signal.alarm(280)
     try:
         CASES[CASE]()
+    except BaseException:
+        for job in JOBS:  # what rally-run said, for the reader of the failure
+            sys.stderr.write("--- %s (stderr, last lines):\n%s\n" % (
+                " ".join(job.p.args[:4]), job.text()[-4000:]))
+        raise
     finally:
         cleanup()
     print("status_test %s: passed" % CASE)

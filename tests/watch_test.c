@@ -68,6 +68,7 @@ static void story(struct rally__watch *w)
         rows[r] = (struct rally__watch_rank){.launched_as = r, .rank = r, .pid = 70 + r,
                                              .incarnation = r == 2 ? 2 : 1, .state = "running",
                                              .has_position = 1, .version = 4, .seq = 1,
+                                             .op_seconds = 3,
                                              .in_op = r != 2, .heartbeat_age = 0.1,
                                              .deaths = r == 2, .restarts = r == 2,
                                              .calls = 10, .nbytes = 800};
@@ -208,8 +209,12 @@ static void waited_on_is_the_rank_behind(void **state)
     struct rally__watch_rank rows[4];
     for (int r = 0; r < 4; r++)
         rows[r] = (struct rally__watch_rank){.rank = r, .state = "running", .has_position = 1,
-                                             .version = 5, .seq = 3, .in_op = 1};
+                                             .version = 5, .seq = 3, .in_op = 1, .op_seconds = 1};
     rows[1].seq = 2; /* still in the op before */
+    rally__watch_mark_waited(rows, 4, 0); /* a second: maybe stale news */
+    assert_int_equal(rows[0].waited_on + rows[1].waited_on + rows[2].waited_on, 0);
+    for (int r = 0; r < 4; r++)
+        rows[r].op_seconds = 3;
     rally__watch_mark_waited(rows, 4, 0);
     assert_int_equal(rows[0].waited_on + rows[2].waited_on + rows[3].waited_on, 0);
     assert_int_equal(rows[1].waited_on, 1);

@@ -27,6 +27,7 @@
 #define WATCH_KEYS 16
 #define WATCH_POINTS 2048
 #define WATCH_TEXT 256
+#define WAIT_MIN_S 2.5 /* a wait this long names the ranks behind it */
 
 /* The recovery histogram's upper bounds, seconds (Prometheus' le). */
 static const double buckets[] = {0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
@@ -451,13 +452,15 @@ void rally__watch_set(struct rally__watch *w, const struct rally__watch_now *now
 
 void rally__watch_mark_waited(struct rally__watch_rank *rows, int n, int recovering)
 {
-    /* the furthest position any rank waits at, inside its operation */
+    /* the furthest position a rank has waited at, inside its operation, for
+     * WAIT_MIN_S: positions come from heartbeats a second apart, so a
+     * shorter wait may be one rank's news against another's stale one */
     int any = 0;
     uint64_t top_v = 0;
     uint32_t top_q = 0;
     for (int i = 0; i < n; i++) {
         const struct rally__watch_rank *x = &rows[i];
-        if (x->rank < 0 || !x->has_position || !x->in_op)
+        if (x->rank < 0 || !x->has_position || !x->in_op || x->op_seconds < WAIT_MIN_S)
             continue;
         if (!any || x->version > top_v || (x->version == top_v && x->seq > top_q)) {
             top_v = x->version;
@@ -699,7 +702,7 @@ const char *rally__watch_json(struct rally__watch *w, int64_t now_ms, size_t *nb
     w->len = 0;
     w->oom = 0;
     if (o == NULL || grow(w, 0) != 0 ||
-        json_dump_callback(o, dump_cb, w, JSON_INDENT(1) | JSON_REAL_PRECISION(17)) != 0 ||
+        json_dump_callback(o, dump_cb, w, JSON_INDENT(1) | JSON_REAL_PRECISION(15)) != 0 ||
         w->oom) {
         json_decref(o);
         return NULL;

@@ -208,9 +208,11 @@ static void table(json_t *st)
             char t[32];
             secs(json_number_value(json_object_get(c, "seconds")), t, sizeof t);
             const char *kind = str(c, "kind");
-            snprintf(op, sizeof op, "%s %s #%" JSON_INTEGER_FORMAT " %s",
-                     json_is_true(json_object_get(c, "inside")) ? "in" : "before",
-                     kind[0] ? kind : "op", json_integer_value(json_object_get(c, "seq")), t);
+            if (json_is_true(json_object_get(c, "inside")))
+                snprintf(op, sizeof op, "in %s #%" JSON_INTEGER_FORMAT " %s", kind[0] ? kind : "op",
+                         json_integer_value(json_object_get(c, "seq")), t);
+            else
+                snprintf(op, sizeof op, "computing %s", t);
         }
         x = json_object_get(r, "heartbeat_age_seconds");
         if (json_is_number(x))
