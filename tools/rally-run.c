@@ -4,13 +4,13 @@
  *
  *     rally-run -n N [options] [--] prog args...
  *
- * Other hosts (--launcher ssh|slurm|mpirun, launch/remote.h, docs/launch.md):
- * each rank is still one local child, a wrapper (ssh, srun, mpirun -np 1)
- * that runs rally-agent on the rank's host with the secret's line on its
- * stdin; the agent's marked stderr lines say what became of the worker, and
- * remote_exit turns them into what the policy hears (a worker's exit, a lost
- * connection, a host that cannot run it).  A restart starts the same
- * wrapper again: the same host.  --dry-run prints the wrappers' lines.
+ * Other hosts (--launcher ssh|slurm|mpirun, launch/kind.h, launch/remote.h,
+ * docs/launch.md): each rank is still one local child, a wrapper (ssh, srun,
+ * mpirun -np 1) that runs rally-agent on the rank's host with the secret's
+ * line on its stdin; the agent's marked stderr lines say what became of the
+ * worker, and remote_exit turns them into what the policy hears (a worker's
+ * exit, a lost connection, a host that cannot run it).  A restart starts the
+ * same wrapper again: the same host.  --dry-run prints the wrappers' lines.
  *
  * Its parts beside it are in run/ (run/run.h says which file holds what):
  * the options, the hosts, a worker's start.

@@ -4,14 +4,17 @@
  *
  *   rally-run.c        main, set-up and teardown, the loop's callbacks, the
  *                      policy's decisions carried out, growth
- *   run/options.c      the usage text and the command line (run_parse)
- *   run/hosts.c        the hosts: --hosts/--hostfile/Slurm, placement, the
- *                      tracker's address and bind
+ *   run/options.c      the command line as one table of flags, from which
+ *                      the usage text and the parsing (run_parse) are made
+ *   run/hosts.c        the hosts: --hosts/--hostfile or the launcher kind's,
+ *                      placement, the tracker's address and bind
  *   run/workers.c      starting a worker: its environment, its wrapper's
  *                      command line, signals to every worker
  *
  * The launcher's reusable parts (processes, the restart policy, the loop,
- * output, remote hosts, a run's snapshots) are under tools/launch.
+ * output, remote hosts, the launcher kinds, a run's snapshots) are under
+ * tools/launch; r->kind (launch/kind.h) answers what differs between local,
+ * ssh, slurm and mpirun.
  */
 #ifndef RALLY_TOOLS_RUN_H
 #define RALLY_TOOLS_RUN_H
