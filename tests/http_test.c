@@ -71,8 +71,12 @@ static struct server *start(const char *token, int max_conns, int64_t timeout_ms
     struct server *s = calloc(1, sizeof *s);
     s->big = malloc(BIG);
     memset(s->big, 'x', BIG);
-    struct rally__http_opts o = {.host = "127.0.0.1", .token = token, .max_conns = max_conns,
-                                 .timeout_ms = timeout_ms, .handler = handler, .arg = s};
+    struct rally__http_opts o = {.host = "127.0.0.1",
+                                 .token = token,
+                                 .max_conns = max_conns,
+                                 .timeout_ms = timeout_ms,
+                                 .handler = handler,
+                                 .arg = s};
     char why[256];
     assert_int_equal(rally__http_new(&s->h, &o, why, sizeof why), 0);
     assert_int_equal(pthread_create(&s->thread, NULL, loop, s), 0);
@@ -143,10 +147,8 @@ static void refuses_without_the_token(void **state)
     assert_int_equal(ask(s, "GET /hello?token=s3cre HTTP/1.1\r\n\r\n", buf, sizeof buf), 401);
     assert_int_equal(ask(s, "GET /hello?token=s3cret0 HTTP/1.1\r\n\r\n", buf, sizeof buf), 401);
     assert_int_equal(
-        ask(s, "GET /hello HTTP/1.1\r\nAuthorization: Bearer wrong\r\n\r\n", buf, sizeof buf),
-        401);
-    assert_int_equal(ask(s, "GET /hello?a=1&token=s3cret HTTP/1.1\r\n\r\n", buf, sizeof buf),
-                     200);
+        ask(s, "GET /hello HTTP/1.1\r\nAuthorization: Bearer wrong\r\n\r\n", buf, sizeof buf), 401);
+    assert_int_equal(ask(s, "GET /hello?a=1&token=s3cret HTTP/1.1\r\n\r\n", buf, sizeof buf), 200);
     assert_int_equal(
         ask(s, "GET /hello HTTP/1.1\r\nauthorization: bearer s3cret\r\n\r\n", buf, sizeof buf),
         200);

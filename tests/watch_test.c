@@ -24,8 +24,12 @@
 
 static struct rally__watch *made(void)
 {
-    struct rally__watch_job job = {.job = "kmeans", .run_id = "r-1", .launcher = "local",
-                                   .world = 4, .start_ms = 1000, .start_wall = 1700000000000};
+    struct rally__watch_job job = {.job = "kmeans",
+                                   .run_id = "r-1",
+                                   .launcher = "local",
+                                   .world = 4,
+                                   .start_ms = 1000,
+                                   .start_wall = 1700000000000};
     struct rally__watch *w;
     assert_int_equal(rally__watch_new(&w, &job), 0);
     return w;
@@ -42,42 +46,69 @@ static void story(struct rally__watch *w)
 {
     ev(w, 1000, (struct rally__watch_ev){.kind = RALLY__WEV_START, .rank = -1, .world = 4});
     for (int r = 0; r < 4; r++)
-        ev(w, 1100, (struct rally__watch_ev){.kind = RALLY__WEV_JOIN, .rank = r, .host = "h",
-                                             .incarnation = 1});
+        ev(w, 1100,
+           (struct rally__watch_ev){
+               .kind = RALLY__WEV_JOIN, .rank = r, .host = "h", .incarnation = 1});
     ev(w, 1200, (struct rally__watch_ev){.kind = RALLY__WEV_TOTAL, .rank = 0, .version = 10});
     for (int it = 1; it <= 3; it++)
         ev(w, 1200 + 500 * it,
-           (struct rally__watch_ev){.kind = RALLY__WEV_REPORT, .rank = 0, .key = "objective",
-                                    .version = (uint64_t)it, .value = 100.0 / it});
-    ev(w, 3000, (struct rally__watch_ev){.kind = RALLY__WEV_SNAPSHOT, .rank = 0, .version = 2,
-                                         .tier = "local", .nbytes = 1448, .path = "/s/2",
-                                         .state = "committed"});
-    ev(w, 3100, (struct rally__watch_ev){.kind = RALLY__WEV_DEATH, .rank = 2, .pid = 77,
-                                         .cause = "killed by signal 9"});
-    ev(w, 3100, (struct rally__watch_ev){.kind = RALLY__WEV_EPOCH, .rank = 2, .epoch = 2,
-                                         .cause = "rank 2 died"});
-    ev(w, 3150, (struct rally__watch_ev){.kind = RALLY__WEV_RESTART, .rank = 2, .pid = 78,
-                                         .incarnation = 2});
-    ev(w, 3400, (struct rally__watch_ev){.kind = RALLY__WEV_RECOVERED, .rank = -1, .epoch = 2,
-                                         .seconds = 0.3, .version = 3});
-    ev(w, 3500, (struct rally__watch_ev){.kind = RALLY__WEV_SNAPSHOT, .rank = 0, .version = 4,
-                                         .state = "void", .cause = "rank 2 died first"});
+           (struct rally__watch_ev){.kind = RALLY__WEV_REPORT,
+                                    .rank = 0,
+                                    .key = "objective",
+                                    .version = (uint64_t)it,
+                                    .value = 100.0 / it});
+    ev(w, 3000,
+       (struct rally__watch_ev){.kind = RALLY__WEV_SNAPSHOT,
+                                .rank = 0,
+                                .version = 2,
+                                .tier = "local",
+                                .nbytes = 1448,
+                                .path = "/s/2",
+                                .state = "committed"});
+    ev(w, 3100,
+       (struct rally__watch_ev){
+           .kind = RALLY__WEV_DEATH, .rank = 2, .pid = 77, .cause = "killed by signal 9"});
+    ev(w, 3100,
+       (struct rally__watch_ev){
+           .kind = RALLY__WEV_EPOCH, .rank = 2, .epoch = 2, .cause = "rank 2 died"});
+    ev(w, 3150,
+       (struct rally__watch_ev){
+           .kind = RALLY__WEV_RESTART, .rank = 2, .pid = 78, .incarnation = 2});
+    ev(w, 3400,
+       (struct rally__watch_ev){
+           .kind = RALLY__WEV_RECOVERED, .rank = -1, .epoch = 2, .seconds = 0.3, .version = 3});
+    ev(w, 3500,
+       (struct rally__watch_ev){.kind = RALLY__WEV_SNAPSHOT,
+                                .rank = 0,
+                                .version = 4,
+                                .state = "void",
+                                .cause = "rank 2 died first"});
     struct rally__watch_rank *rows = rally__watch_rows(w, 4);
     assert_non_null(rows);
     for (int r = 0; r < 4; r++) {
-        rows[r] = (struct rally__watch_rank){.launched_as = r, .rank = r, .pid = 70 + r,
-                                             .incarnation = r == 2 ? 2 : 1, .state = "running",
-                                             .has_position = 1, .version = 4, .seq = 1,
+        rows[r] = (struct rally__watch_rank){.launched_as = r,
+                                             .rank = r,
+                                             .pid = 70 + r,
+                                             .incarnation = r == 2 ? 2 : 1,
+                                             .state = "running",
+                                             .has_position = 1,
+                                             .version = 4,
+                                             .seq = 1,
                                              .op_seconds = 3,
-                                             .in_op = r != 2, .heartbeat_age = 0.1,
-                                             .deaths = r == 2, .restarts = r == 2,
-                                             .calls = 10, .nbytes = 800};
+                                             .in_op = r != 2,
+                                             .heartbeat_age = 0.1,
+                                             .deaths = r == 2,
+                                             .restarts = r == 2,
+                                             .calls = 10,
+                                             .nbytes = 800};
         snprintf(rows[r].host, sizeof rows[r].host, "h");
         snprintf(rows[r].op, sizeof rows[r].op, "%s", r == 2 ? "" : "allreduce");
     }
-    struct rally__watch_now now = {.totals = {.deaths = 1, .recovered = 1, .epochs = 1,
-                                              .restarts = 1},
-                                   .phase = "running", .epoch = 2, .world = 4};
+    struct rally__watch_now now = {
+        .totals = {.deaths = 1, .recovered = 1, .epochs = 1, .restarts = 1},
+        .phase = "running",
+        .epoch = 2,
+        .world = 4};
     rally__watch_set(w, &now);
 }
 
@@ -208,9 +239,14 @@ static void waited_on_is_the_rank_behind(void **state)
     (void)state;
     struct rally__watch_rank rows[4];
     for (int r = 0; r < 4; r++)
-        rows[r] = (struct rally__watch_rank){.rank = r, .state = "running", .has_position = 1,
-                                             .version = 5, .seq = 3, .in_op = 1, .op_seconds = 1};
-    rows[1].seq = 2; /* still in the op before */
+        rows[r] = (struct rally__watch_rank){.rank = r,
+                                             .state = "running",
+                                             .has_position = 1,
+                                             .version = 5,
+                                             .seq = 3,
+                                             .in_op = 1,
+                                             .op_seconds = 1};
+    rows[1].seq = 2;                      /* still in the op before */
     rally__watch_mark_waited(rows, 4, 0); /* a second: maybe stale news */
     assert_int_equal(rows[0].waited_on + rows[1].waited_on + rows[2].waited_on, 0);
     for (int r = 0; r < 4; r++)
@@ -235,12 +271,18 @@ static void long_series_stay_bounded(void **state)
     (void)state;
     struct rally__watch *w = made();
     for (int it = 1; it <= 5000; it++) {
-        ev(w, 1000 + it, (struct rally__watch_ev){.kind = RALLY__WEV_REPORT, .rank = 0,
-                                                  .key = "loss", .version = (uint64_t)it,
-                                                  .value = it});
-        ev(w, 1000 + it, (struct rally__watch_ev){.kind = RALLY__WEV_REPORT, .rank = 1,
-                                                  .key = "loss", .version = (uint64_t)it,
-                                                  .value = -1}); /* a second rank: ignored */
+        ev(w, 1000 + it,
+           (struct rally__watch_ev){.kind = RALLY__WEV_REPORT,
+                                    .rank = 0,
+                                    .key = "loss",
+                                    .version = (uint64_t)it,
+                                    .value = it});
+        ev(w, 1000 + it,
+           (struct rally__watch_ev){.kind = RALLY__WEV_REPORT,
+                                    .rank = 1,
+                                    .key = "loss",
+                                    .version = (uint64_t)it,
+                                    .value = -1}); /* a second rank: ignored */
     }
     rally__watch_rows(w, 0);
     json_t *o = status(w, 9000);
@@ -273,14 +315,15 @@ static void events_file_has_a_line_each(void **state)
     struct rally__watch *w = made();
     assert_int_equal(rally__watch_events_open(w, path), 0);
     story(w);
-    ev(w, 5000, (struct rally__watch_ev){.kind = RALLY__WEV_END, .rank = -1, .status = 0,
-                                         .cause = "the run succeeded"});
+    ev(w, 5000,
+       (struct rally__watch_ev){
+           .kind = RALLY__WEV_END, .rank = -1, .status = 0, .cause = "the run succeeded"});
     rally__watch_free(w);
     FILE *f = fopen(path, "r");
     assert_non_null(f);
-    static const char *const want[] = {"start", "join", "join", "join", "join", "total",
-                                       "report", "report", "report", "snapshot", "death",
-                                       "epoch", "restart", "recovered", "snapshot", "end"};
+    static const char *const want[] = {
+        "start",  "join",     "join",  "join",  "join",    "total",     "report",   "report",
+        "report", "snapshot", "death", "epoch", "restart", "recovered", "snapshot", "end"};
     char line[4096];
     size_t k = 0;
     double prev_t = -1;
@@ -323,12 +366,9 @@ static void progress_line_reads_well(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(status_carries_the_story),
-        cmocka_unit_test(metrics_say_the_summary),
-        cmocka_unit_test(waited_on_is_the_rank_behind),
-        cmocka_unit_test(long_series_stay_bounded),
-        cmocka_unit_test(events_file_has_a_line_each),
-        cmocka_unit_test(progress_line_reads_well),
+        cmocka_unit_test(status_carries_the_story),     cmocka_unit_test(metrics_say_the_summary),
+        cmocka_unit_test(waited_on_is_the_rank_behind), cmocka_unit_test(long_series_stay_bounded),
+        cmocka_unit_test(events_file_has_a_line_each),  cmocka_unit_test(progress_line_reads_well),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

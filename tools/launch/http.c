@@ -26,8 +26,8 @@
 #define REQ_MAX 8192 /* a request's line and headers */
 
 struct conn {
-    int fd;          /* -1: a free slot */
-    int writing;     /* the answer is built; sending it */
+    int fd;      /* -1: a free slot */
+    int writing; /* the answer is built; sending it */
     int64_t deadline;
     char in[REQ_MAX];
     size_t inlen;
@@ -305,8 +305,8 @@ static void on_read(struct rally__http *h, struct conn *c, int64_t now_ms)
 static void on_write(struct rally__http *h, struct conn *c)
 {
     while (c->outoff < c->outlen) {
-        ssize_t k = send(c->fd, c->out + c->outoff, c->outlen - c->outoff,
-                         MSG_DONTWAIT | MSG_NOSIGNAL);
+        ssize_t k =
+            send(c->fd, c->out + c->outoff, c->outlen - c->outoff, MSG_DONTWAIT | MSG_NOSIGNAL);
         if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
             return;
         if (k <= 0) {

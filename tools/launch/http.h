@@ -36,10 +36,10 @@ struct rally__http_resp {
 typedef void (*rally__http_fn)(void *arg, const char *path, struct rally__http_resp *resp);
 
 struct rally__http_opts {
-    const char *host;  /* the address to bind ("127.0.0.1", "::1", "198.18.0.1", "*") */
-    int port;          /* 0: the kernel picks */
-    const char *token; /* NULL: none asked for */
-    int max_conns;     /* 0: 256 */
+    const char *host;   /* the address to bind ("127.0.0.1", "::1", "198.18.0.1", "*") */
+    int port;           /* 0: the kernel picks */
+    const char *token;  /* NULL: none asked for */
+    int max_conns;      /* 0: 256 */
     int64_t timeout_ms; /* per request and per response; 0: 10000 */
     rally__http_fn handler;
     void *arg;

@@ -39,13 +39,13 @@ extern const size_t rally__page_html_nbytes;
 struct run_status {
     struct rally__watch *w;
     struct rally__http *http;
-    char token[65];     /* "": none asked for (loopback) */
+    char token[65];                  /* "": none asked for (loopback) */
     char url[RALLY__HOST_MAX + 128]; /* the page's address, as printed */
-    int *pid;           /* per slot: the newest process seen */
-    size_t at, n;       /* the server's slice of the loop's pollfds this turn */
-    int tty;            /* --progress on a terminal: one line, redrawn */
-    int shown;          /* ... and it is on the screen (launch/out.h) */
-    int64_t next_line;  /* the next progress line or redraw, at the earliest */
+    int *pid;                        /* per slot: the newest process seen */
+    size_t at, n;                    /* the server's slice of the loop's pollfds this turn */
+    int tty;                         /* --progress on a terminal: one line, redrawn */
+    int shown;                       /* ... and it is on the screen (launch/out.h) */
+    int64_t next_line;               /* the next progress line or redraw, at the earliest */
 };
 
 static int64_t wall_ms(void)
@@ -247,8 +247,7 @@ int run_status_start(struct run *r)
                                      .handler = answer,
                                      .arg = r};
         if (rally__http_new(&s->http, &o, why, sizeof why) != 0) {
-            fprintf(stderr, "rally-run: --status %s: cannot serve there: %s\n", r->status_opt,
-                    why);
+            fprintf(stderr, "rally-run: --status %s: cannot serve there: %s\n", r->status_opt, why);
             return 1;
         }
         char hp[RALLY__HOST_MAX + 16];
@@ -257,13 +256,11 @@ int run_status_start(struct run *r)
         snprintf(s->url, sizeof s->url, "http://%s/%s%s", hp, s->token[0] ? "?token=" : "",
                  s->token);
         fprintf(stderr, "rally-run: status: %s (status.json, metrics%s)\n", s->url,
-                s->token[0] ? "; the token is also in the job's directory, file status-token"
-                            : "");
+                s->token[0] ? "; the token is also in the job's directory, file status-token" : "");
     }
-    rally__watch_event(s->w,
-                       &(struct rally__watch_ev){.kind = RALLY__WEV_START, .rank = -1,
-                                                 .world = r->world},
-                       rally__now_ms());
+    rally__watch_event(
+        s->w, &(struct rally__watch_ev){.kind = RALLY__WEV_START, .rank = -1, .world = r->world},
+        rally__now_ms());
     return 0;
 }
 
@@ -381,7 +378,8 @@ void run_status_spawned(struct run *r, int i)
         return;
     r->st->pid[i] = r->procs[i].pid;
     if (r->starts && r->starts[i] > 1)
-        say(r, &(struct rally__watch_ev){.kind = RALLY__WEV_RESTART, .rank = i,
+        say(r, &(struct rally__watch_ev){.kind = RALLY__WEV_RESTART,
+                                         .rank = i,
                                          .pid = r->procs[i].pid,
                                          .incarnation = (uint32_t)r->starts[i]});
 }
@@ -399,8 +397,8 @@ void run_status_reaped(struct run *r, int i, int st)
         snprintf(cause, sizeof cause, "killed by signal %d", WTERMSIG(st));
     else
         snprintf(cause, sizeof cause, "exited with status %d", WEXITSTATUS(st));
-    say(r, &(struct rally__watch_ev){.kind = RALLY__WEV_DEATH, .rank = i, .pid = r->st->pid[i],
-                                     .cause = cause});
+    say(r, &(struct rally__watch_ev){
+               .kind = RALLY__WEV_DEATH, .rank = i, .pid = r->st->pid[i], .cause = cause});
 }
 
 size_t run_status_npoll(const struct run *r)
@@ -470,8 +468,11 @@ void run_status_end(struct run *r, int status)
         fprintf(stderr, "%srally-run: progress: %s\n", s->tty ? "\r\033[K" : "", line);
     if (r->pol)
         refresh(r);
-    say(r, &(struct rally__watch_ev){.kind = RALLY__WEV_END, .rank = -1, .status = status,
-                                     .cause = status == 0 ? "the job succeeded" : "the job failed"});
+    say(r,
+        &(struct rally__watch_ev){.kind = RALLY__WEV_END,
+                                  .rank = -1,
+                                  .status = status,
+                                  .cause = status == 0 ? "the job succeeded" : "the job failed"});
     rally__http_free(s->http);
     rally__watch_free(s->w);
     free(s->pid);

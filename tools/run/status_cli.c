@@ -74,9 +74,9 @@ static char *fetch(const char *host, int port, const char *token, int64_t timeou
         return NULL;
     }
     char req[600];
-    int n = snprintf(req, sizeof req,
-                     "GET /status.json HTTP/1.1\r\nHost: %s\r\n%s%s%sConnection: close\r\n\r\n",
-                     where, token[0] ? "Authorization: Bearer " : "", token, token[0] ? "\r\n" : "");
+    int n = snprintf(
+        req, sizeof req, "GET /status.json HTTP/1.1\r\nHost: %s\r\n%s%s%sConnection: close\r\n\r\n",
+        where, token[0] ? "Authorization: Bearer " : "", token, token[0] ? "\r\n" : "");
     if (rally__send_all(fd, req, (size_t)n, deadline, where, &e) != RALLY_OK) {
         fprintf(stderr, "rally-run status: %s\n", e.msg);
         close(fd);
@@ -182,8 +182,8 @@ static void table(json_t *st)
         }
         printf("\n");
     }
-    printf("%4s  %-16s %8s %4s  %-10s %7s  %-24s %9s %6s\n", "RANK", "HOST", "PID", "INC",
-           "STATE", "VERSION", "COLLECTIVE", "HEARTBEAT", "DEATHS");
+    printf("%4s  %-16s %8s %4s  %-10s %7s  %-24s %9s %6s\n", "RANK", "HOST", "PID", "INC", "STATE",
+           "VERSION", "COLLECTIVE", "HEARTBEAT", "DEATHS");
     size_t i;
     json_t *r;
     json_array_foreach(json_object_get(st, "ranks"), i, r)
@@ -217,8 +217,8 @@ static void table(json_t *st)
         x = json_object_get(r, "heartbeat_age_seconds");
         if (json_is_number(x))
             secs(json_number_value(x), hb, sizeof hb);
-        printf("%4s  %-16.16s %8s %4" JSON_INTEGER_FORMAT "  %-10s %7s  %-24.24s %9s %6" JSON_INTEGER_FORMAT
-               "%s\n",
+        printf("%4s  %-16.16s %8s %4" JSON_INTEGER_FORMAT
+               "  %-10s %7s  %-24.24s %9s %6" JSON_INTEGER_FORMAT "%s\n",
                rank, str(r, "host"), pid, json_integer_value(json_object_get(r, "incarnation")),
                str(r, "state"), ver, op, hb, json_integer_value(json_object_get(r, "deaths")),
                json_is_true(json_object_get(r, "waited_on")) ? "  <- the job waits for it" : "");
@@ -242,8 +242,8 @@ static void table(json_t *st)
     json_array_foreach(json_object_get(st, "epochs"), i, e)
     {
         json_t *rs = json_object_get(e, "recovered_seconds");
-        printf("  epoch %" JSON_INTEGER_FORMAT ": %s; ", json_integer_value(json_object_get(e, "epoch")),
-               str(e, "cause"));
+        printf("  epoch %" JSON_INTEGER_FORMAT ": %s; ",
+               json_integer_value(json_object_get(e, "epoch")), str(e, "cause"));
         if (json_is_number(rs))
             printf("back in step after %.2f s\n", json_number_value(rs));
         else
