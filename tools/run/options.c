@@ -305,8 +305,9 @@ static const struct flag FLAGS[] = {
         text, output_dir, "a directory"),
     ARG("status", 'w', "[ADDR:]PORT",
         "serve the job's status page, /status.json and /metrics\n"
-        "on PORT (loopback unless ADDR is given; then a read-only\n"
-        "token is required, printed at start)",
+        "on PORT (0: any; loopback unless ADDR is given, then a\n"
+        "read-only token is required, printed at start;\n"
+        "docs/status.md).  `rally-run status URL` prints its ranks",
         text, status_opt, NULL),
     ARG("events", 'e', "FILE",
         "write every event of the job as JSON Lines to FILE\n"

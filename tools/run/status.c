@@ -466,7 +466,7 @@ void run_status_end(struct run *r, int status)
     rally__watch_progress(s->w, rally__now_ms(), line, sizeof line);
     if (r->progress && line[0])
         fprintf(stderr, "%srally-run: progress: %s\n", s->tty ? "\r\033[K" : "", line);
-    if (r->pol)
+    if (r->pol && r->procs)
         refresh(r);
     say(r,
         &(struct rally__watch_ev){.kind = RALLY__WEV_END,
