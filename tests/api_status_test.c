@@ -104,6 +104,12 @@ static void fake_report(struct rally__engine *en, int kind, const char *key, dou
     told.nbytes = nbytes;
 }
 
+static void fake_count(struct rally__engine *en, uint64_t nbytes)
+{
+    (void)en;
+    (void)nbytes;
+}
+
 const struct rally__engine_ops rally__engine = {.init = fake_init,
                                                 .free = fake_free,
                                                 .finalize = fake_finalize,
@@ -111,6 +117,7 @@ const struct rally__engine_ops rally__engine = {.init = fake_init,
                                                 .world = fake_world,
                                                 .version = fake_version,
                                                 .allreduce = fake_allreduce,
+                                                .count = fake_count,
                                                 .report = fake_report};
 
 static void init_internal_is_epeer(void **state)

@@ -11,13 +11,17 @@
  * mismatch, never a hang; an unknown rally_* argument; no tracker at all
  * (rank 0 of 1), where rally_report checks its arguments and does nothing
  * else; observers (issue 24): every rank's reports reach the tracker's
- * owner at the version they were made in, and its heartbeats carry the
- * collectives it completed and their bytes to rally__tracker_rank_info.
+ * owner at the version they were made in, rank 0 tells it of every
+ * snapshot it committed (tier, version, bytes, path), and each rank's
+ * heartbeats carry the collectives it completed and their bytes to
+ * rally__tracker_rank_info.
  */
+#include <dirent.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "model.h"
@@ -52,6 +56,10 @@ struct job {
     pthread_mutex_t mu;
     struct rally__tracker_rank seen[64]; /* rally__tracker_rank_info after each turn */
     int nvalues, ntotals, nbad;          /* REPORT events, and those not as expected */
+    int nsnaps;                          /* ... SNAPSHOT ones (versions 1, 2, 3 expected) */
+    int ncopies;                         /* ... of the second tier (at least version 3) */
+    uint32_t copied;                     /* ... the newest version copied */
+    char snapdir[128];                   /* rally_snapshot_dir for the observed case */
 };
 
 static void *tracker_loop(void *arg)
@@ -83,7 +91,7 @@ static void *worker(void *arg)
 {
     struct wargs *w = arg;
     struct job *j = w->j;
-    char a1[96], a2[160], a3[48];
+    char a1[96], a2[160], a3[48], a4[160], a5[160];
     snprintf(a1, sizeof a1, "rally_tracker=%s", j->addr);
     snprintf(a2, sizeof a2, "rally_secret_file=%s", j->secret_path);
     snprintf(a3, sizeof a3, "rally_task_id=%d", w->task);
@@ -98,8 +106,20 @@ static void *worker(void *arg)
                     "rally_connect_timeout_ms=20000",
                     "rally_timeout_ms=20000",
                     "rally_heartbeat_ms=20",
+                    NULL,
+                    NULL,
+                    NULL,
+                    NULL,
                     NULL};
     int argc = 11;
+    if (j->snapdir[0]) { /* every version snapshotted */
+        snprintf(a4, sizeof a4, "rally_snapshot_dir=%s", j->snapdir);
+        args[argc++] = a4;
+        args[argc++] = "rally_snapshot_every=1";
+        snprintf(a5, sizeof a5, "rally_snapshot_copy=%s/copy", j->snapdir);
+        args[argc++] = a5;
+        args[argc++] = "rally_snapshot_keep=10"; /* each still there when the tracker looks */
+    }
     char **argv = args;
     rally_t *r;
     int rc = rally_init(&r, &argc, &argv);
@@ -113,6 +133,24 @@ static void *worker(void *arg)
 
 static void work_observed(struct job *j, rally_t *r, int task);
 
+/* The bytes of the files in dir but its manifest (0: none, or no dir). */
+static uint64_t files_nbytes(const char *dir)
+{
+    uint64_t n = 0;
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    while (d != NULL && (de = readdir(d)) != NULL) {
+        char path[512];
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        if (strcmp(de->d_name, "MANIFEST.json") != 0 && stat(path, &st) == 0 && S_ISREG(st.st_mode))
+            n += (uint64_t)st.st_size;
+    }
+    if (d != NULL)
+        closedir(d);
+    return n;
+}
+
 /* The tracker's events, on its loop's thread: the observed case's REPORTs
  * are counted, and any that is not what work_observed sent. */
 static void on_event(void *arg, const struct rally__tracker_event *ev)
@@ -124,6 +162,22 @@ static void on_event(void *arg, const struct rally__tracker_event *ev)
     if (ev->report == RALLY__REPORT_TOTAL) {
         j->ntotals++;
         j->nbad += ev->value != 3 || ev->key[0] != '\0';
+    } else if (ev->report == RALLY__REPORT_SNAPSHOT && strcmp(ev->key, "copy") == 0) {
+        /* the second tier: as many bytes there, the newest last */
+        j->ncopies++;
+        j->nbad += ev->rank != 0 || ev->nbytes <= 32 || ev->nbytes != files_nbytes(ev->text) ||
+                   strstr(ev->text, "/copy/worker/snap-") == NULL || ev->version <= j->copied;
+        j->copied = ev->version;
+    } else if (ev->report == RALLY__REPORT_SNAPSHOT) {
+        /* rank 0's commit of version v, in its directory, whose files (all
+         * but the manifest) hold nbytes (a global model of 4 doubles, and
+         * the file's own header) */
+        char name[32];
+        snprintf(name, sizeof name, "/snap-%08u", ev->version);
+        j->nsnaps++;
+        j->nbad += ev->rank != 0 || strcmp(ev->key, "dir") != 0 || ev->nbytes <= 32 ||
+                   ev->nbytes != files_nbytes(ev->text) || ev->version != (uint32_t)j->nsnaps ||
+                   strstr(ev->text, j->snapdir) != ev->text || strstr(ev->text, name) == NULL;
     } else {
         j->nvalues++;
         /* version v's objective: the sum over ranks of rank + v */
@@ -158,6 +212,8 @@ static void run_job(int world, work_fn work, int mismatch_at, int kind)
         abort();
     }
     snprintf(j->addr, sizeof j->addr, "127.0.0.1:%d", rally__tracker_port(j->t));
+    if (work == work_observed)
+        snprintf(j->snapdir, sizeof j->snapdir, "%s/snap", dir);
     pthread_t tt, wt[64];
     struct wargs wa[64];
     pthread_create(&tt, NULL, tracker_loop, j);
@@ -170,14 +226,22 @@ static void run_job(int world, work_fn work, int mismatch_at, int kind)
     __atomic_store_n(&j->stop, 1, __ATOMIC_RELEASE);
     pthread_join(tt, NULL);
     if (work == work_observed) {
-        EXPECT(j->nvalues == 3 * world && j->ntotals == world && j->nbad == 0,
-               "N=%d: %d values (want %d), %d totals (want %d), %d not as sent", world, j->nvalues,
-               3 * world, j->ntotals, world, j->nbad);
+        EXPECT(j->nvalues == 3 * world && j->ntotals == world && j->nsnaps == 3 &&
+                   j->ncopies >= 1 && j->copied == 3 && j->nbad == 0,
+               "N=%d: %d values (want %d), %d totals (want %d), %d snapshots (want 3), %d copies "
+               "(the newest %u, want 3), %d not as sent",
+               world, j->nvalues, 3 * world, j->ntotals, world, j->nsnaps, j->ncopies, j->copied,
+               j->nbad);
         EXPECT(j->seen[0].finalized, "N=%d: rank 0 not finalized", world);
     }
     pthread_mutex_destroy(&j->mu);
     rally__tracker_free(j->t);
     unlink(j->secret_path);
+    if (j->snapdir[0]) { /* the snapshots, under dir */
+        char cmd[300];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", j->snapdir);
+        EXPECT(system(cmd) == 0, "%s", cmd);
+    }
     rmdir(dir);
     free(j);
 }

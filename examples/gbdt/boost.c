@@ -3,7 +3,11 @@
  * allreduce, a progress line, and a checkpoint of the trees every M trees
  * and after the last.  Between checkpoints rally keeps the collectives'
  * results, so a worker restarted there replays the trees since the last
- * checkpoint from them (docs/recovery.md).
+ * checkpoint from them (docs/recovery.md).  Rank 0 reports each tree's
+ * train loss to rally-run's observers (rally_report, "logloss" or "rmse")
+ * at the checkpoint version it stands in after the tree, and the
+ * checkpoints the run makes as its iterations in all (--trees with the
+ * default --ckpt-every 1).
  */
 #include <stdlib.h>
 #include <unistd.h>
@@ -47,6 +51,8 @@ int gb_boost(struct gb_job *j, const struct gb_opts *o, struct gb_model *m)
     double t_prev = ex_now_s(), obj = 0;
     int status = GB_EXIT_OK, rc;
     const char *metric = m->p.objective == GB_LOGISTIC ? "logloss" : "rmse";
+    if (j->rank == 0) /* a checkpoint every ckpt_every trees, and after the last */
+        rally_report_total(j->r, (o->trees + o->ckpt_every - 1) / o->ckpt_every);
     while (m->ntrees < o->trees) {
         if (o->ex.pause_ms > 0)
             usleep((useconds_t)o->ex.pause_ms * 1000);
@@ -78,6 +84,8 @@ int gb_boost(struct gb_job *j, const struct gb_opts *o, struct gb_model *m)
                 goto out;
             }
         }
+        if (j->rank == 0) /* the value every rank has: one report is enough */
+            rally_report(j->r, metric, obj);
     }
 out:
     free(bytes);

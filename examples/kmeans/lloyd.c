@@ -7,7 +7,10 @@
  * Pass t assigns every row to its nearest centroid of c_t and sums up; the
  * objective it reports is that of c_t.  The pass after the last update gives
  * the final objective (or none is needed: converged means c_t == c_(t-1) bit
- * for bit, so the last pass's objective is c_t's).  The hot loop is
+ * for bit, so the last pass's objective is c_t's).  Rank 0 reports each
+ * update's objective (rally_report, for rally-run's observers) at the
+ * checkpoint version it stands in, the iteration, and --iters as the
+ * iterations in all.  The hot loop is
  * distances(): built with -O3 it vectorises across centroids, reordering no
  * sum.
  *
@@ -285,6 +288,8 @@ int km_lloyd(struct km_job *j, const struct km_opts *o, struct km_model *m, doub
         status = km_oom();
         goto out;
     }
+    if (j->rank == 0)
+        rally_report_total(j->r, o->iters);
     for (;;) {
         if ((m->flags & KM_CONVERGED) && !o->fixed)
             break;
@@ -319,6 +324,8 @@ int km_lloyd(struct km_job *j, const struct km_opts *o, struct km_model *m, doub
                    t - t_prev, note, changed ? "" : " converged");
         }
         t_prev = t;
+        if (j->rank == 0) /* the value every rank has: one report is enough */
+            rally_report(j->r, "objective", obj);
         km_model_encode(m, bytes);
         if ((rc = rally_checkpoint(j->r, bytes, nbytes, NULL, 0)) != RALLY_OK) {
             status = km_fail(j, "rally_checkpoint", rc);

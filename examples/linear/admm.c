@@ -21,9 +21,10 @@
  * The one allreduce per iteration carries [x_i + u_i (n) | f_i(z) | |x_i - z|^2],
  * the last two at the z before the update, so an iteration reports the
  * objective of the z it started from and the primal residual of the
- * previous one.  Converged: primal and dual residuals both at most --tol.
- * rho adapts by residual balancing (balance()).  At the end one more
- * allreduce gives the final z's objective.
+ * previous one (rank 0 also to rally-run's observers, rally_report's
+ * "loss", with --iters as the iterations in all).  Converged: primal and dual residuals both at
+ * most --tol. rho adapts by residual balancing (balance()).  At the end one more allreduce gives
+ * the final z's objective.
  *
  * The local model's bytes: the iteration (8 bytes), x (n doubles), u (n
  * doubles), host byte order (replicas stay within the job).
@@ -199,6 +200,8 @@ int lr_admm(struct lr_job *j, const struct lr_opts *o, struct lr_model *m)
     }
     int intercept = (m->flags & LR_INTERCEPT) != 0;
     double *z = m->w, *zold = m->g, t_prev = ex_now_s();
+    if (j->rank == 0)
+        rally_report_total(j->r, o->iters);
     while (!(m->flags & LR_CONVERGED) && m->iteration < o->iters) {
         if (o->ex.pause_ms > 0)
             usleep((useconds_t)o->ex.pause_ms * 1000);
@@ -246,6 +249,8 @@ int lr_admm(struct lr_job *j, const struct lr_opts *o, struct lr_model *m)
                    m->iteration, obj, primal, m->resid, passes, t - t_prev,
                    m->flags & LR_CONVERGED ? " converged" : "");
         t_prev = t;
+        if (j->rank == 0) /* the value every rank has: one report is enough */
+            rally_report(j->r, "loss", obj);
         uint64_t it = m->iteration;
         memcpy(local, &it, 8);
         memcpy(local + 8, x, n * sizeof *x);

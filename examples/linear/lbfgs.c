@@ -17,6 +17,8 @@
  * is computed, not on a recovering worker served the cached one) sums the
  * shard's loss and gradient into [g (n) | loss]; one SUM allreduce; then
  * every rank adds the penalty (lambda/2) |w|^2 (not to the intercept).
+ * Rank 0 reports each iteration's loss (rally_report, for rally-run's
+ * observers) and --iters as the iterations in all.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -253,6 +255,8 @@ int lr_lbfgs_run(struct lr_job *j, const struct lr_opts *o, struct lr_model *m)
         goto out;
     }
     double t_prev = ex_now_s();
+    if (j->rank == 0)
+        rally_report_total(j->r, o->iters);
     while (!(m->flags & LR_CONVERGED) && m->iteration < o->iters) {
         if (o->ex.pause_ms > 0)
             usleep((useconds_t)o->ex.pause_ms * 1000);
@@ -268,6 +272,8 @@ int lr_lbfgs_run(struct lr_job *j, const struct lr_opts *o, struct lr_model *m)
                    : m->flags & LR_CONVERGED ? " converged"
                                              : "");
         t_prev = t;
+        if (j->rank == 0) /* the value every rank has: one report is enough */
+            rally_report(j->r, "loss", m->f);
         lr_model_encode(m, bytes);
         if ((rc = rally_checkpoint(j->r, bytes, nbytes, NULL, 0)) != RALLY_OK) {
             status = lr_fail(j, "rally_checkpoint", rc);

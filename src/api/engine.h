@@ -231,6 +231,12 @@ struct rally__engine_ops {
     int (*local_records)(struct rally__engine *en, rally_owner_fn owner, void *arg);
 
     int (*tracker_print)(struct rally__engine *en, const char *msg);
+    /* For observers only: a public collective completed (src/api counts
+     * each call once, an exact sum too, and nothing of its own), its
+     * result nbytes long (an allgather's whole receive buffer, allgatherv's
+     * blocks).  The robust engine keeps the running totals for its
+     * heartbeats; MPI ignores it.  Cheap, never blocks. */
+    void (*count)(struct rally__engine *en, uint64_t nbytes);
     /* For observers only (rally_report, rally_report_total, a snapshot's
      * fate, said by rank 0): kind RALLY__TELL_* (above) with key, value,
      * version, nbytes and text, as tracker/proto.h's REPORT frame carries

@@ -247,6 +247,15 @@ static int leave(struct rally *r, int rc)
     return rc;
 }
 
+/* The exit of a public collective: one that completed is counted, with
+ * its result's bytes, for the launcher's observers (the engine's count). */
+static int leave_counted(struct rally *r, int rc, uint64_t nbytes)
+{
+    if (rc == RALLY_OK)
+        rally__engine.count(r->en, nbytes);
+    return leave(r, rc);
+}
+
 static int check_count(struct rally *r, void *buf, size_t count, size_t elem_nbytes)
 {
     if (buf == NULL && count > 0)
@@ -271,10 +280,14 @@ int rally_allreduce(rally_t *r, void *buf, size_t count, int dtype, int op,
                            op, dtype);
     if (check_count(r, buf, count, rally__dtype_size(dtype)) != RALLY_OK)
         return r->err.code;
+    uint64_t nbytes = (uint64_t)count * rally__dtype_size(dtype);
     if (exact)
-        return leave(r, rally__xs_allreduce(r->en, &r->err, &r->xs, buf, count, dtype, NULL,
-                                            prepare, prepare_arg));
-    return leave(r, rally__engine.allreduce(r->en, buf, count, dtype, op, prepare, prepare_arg));
+        return leave_counted(r,
+                             rally__xs_allreduce(r->en, &r->err, &r->xs, buf, count, dtype, NULL,
+                                                 prepare, prepare_arg),
+                             nbytes);
+    return leave_counted(
+        r, rally__engine.allreduce(r->en, buf, count, dtype, op, prepare, prepare_arg), nbytes);
 }
 
 int rally_allreduce_xsum(rally_t *r, rally_xsum_t *s, int dtype, void *out,
@@ -288,8 +301,9 @@ int rally_allreduce_xsum(rally_t *r, rally_xsum_t *s, int dtype, void *out,
     size_t count = rally__xs_count(s);
     if (check_count(r, out, count, rally__dtype_size(dtype)) != RALLY_OK)
         return r->err.code;
-    return leave(r, rally__xs_allreduce(r->en, &r->err, &r->xs, out, count, dtype, s, prepare,
-                                        prepare_arg));
+    return leave_counted(
+        r, rally__xs_allreduce(r->en, &r->err, &r->xs, out, count, dtype, s, prepare, prepare_arg),
+        (uint64_t)count * rally__dtype_size(dtype));
 }
 
 int rally_register_reducer(rally_t *r, int id, size_t elem_nbytes, int commutative,
@@ -314,8 +328,9 @@ int rally_allreduce_custom(rally_t *r, void *buf, size_t count, int reducer_id,
     const struct rally__reducer *rd = &r->reducers[reducer_id];
     if (check_count(r, buf, count, rd->elem_nbytes) != RALLY_OK)
         return r->err.code;
-    return leave(
-        r, rally__engine.allreduce_custom(r->en, buf, count, reducer_id, rd, prepare, prepare_arg));
+    return leave_counted(
+        r, rally__engine.allreduce_custom(r->en, buf, count, reducer_id, rd, prepare, prepare_arg),
+        (uint64_t)count * rd->elem_nbytes);
 }
 
 static int check_root(struct rally *r, int root, const char *what)
@@ -333,7 +348,7 @@ int rally_broadcast(rally_t *r, void *buf, size_t nbytes, int root)
         return r->err.code;
     if (buf == NULL && nbytes > 0)
         return rally__fail(&r->err, RALLY_EINVAL, "broadcast: buf is NULL with nbytes %zu", nbytes);
-    return leave(r, rally__engine.broadcast(r->en, buf, nbytes, root));
+    return leave_counted(r, rally__engine.broadcast(r->en, buf, nbytes, root), nbytes);
 }
 
 int rally_broadcast_alloc(rally_t *r, void **buf, size_t *nbytes, int root)
@@ -343,7 +358,8 @@ int rally_broadcast_alloc(rally_t *r, void **buf, size_t *nbytes, int root)
     int is_root = rally__engine.rank(r->en) == root;
     if (buf == NULL || nbytes == NULL || (is_root && *buf == NULL && *nbytes > 0))
         return rally__fail(&r->err, RALLY_EINVAL, "broadcast_alloc: bad buffer arguments");
-    return leave(r, rally__engine.broadcast_alloc(r->en, buf, nbytes, root));
+    int rc = rally__engine.broadcast_alloc(r->en, buf, nbytes, root);
+    return leave_counted(r, rc, rc == RALLY_OK ? *nbytes : 0);
 }
 
 int rally_allgather(rally_t *r, const void *sendbuf, size_t nbytes, void *recvbuf)
@@ -354,7 +370,8 @@ int rally_allgather(rally_t *r, const void *sendbuf, size_t nbytes, void *recvbu
         return rally__fail(&r->err, RALLY_EINVAL, "allgather: NULL buffer with nbytes %zu", nbytes);
     if (nbytes > SIZE_MAX / (size_t)rally__engine.world(r->en))
         return rally__fail(&r->err, RALLY_EINVAL, "allgather: nbytes %zu overflows", nbytes);
-    return leave(r, rally__engine.allgather(r->en, sendbuf, nbytes, recvbuf));
+    return leave_counted(r, rally__engine.allgather(r->en, sendbuf, nbytes, recvbuf),
+                         (uint64_t)nbytes * (uint64_t)rally__engine.world(r->en));
 }
 
 int rally_allgatherv(rally_t *r, const void *sendbuf, size_t nbytes, void **recvbuf,
@@ -364,7 +381,11 @@ int rally_allgatherv(rally_t *r, const void *sendbuf, size_t nbytes, void **recv
         return r->err.code;
     if ((sendbuf == NULL && nbytes > 0) || recvbuf == NULL || nbytes_per_rank == NULL)
         return rally__fail(&r->err, RALLY_EINVAL, "allgatherv: NULL argument");
-    return leave(r, rally__engine.allgatherv(r->en, sendbuf, nbytes, recvbuf, nbytes_per_rank));
+    int rc = rally__engine.allgatherv(r->en, sendbuf, nbytes, recvbuf, nbytes_per_rank);
+    uint64_t total = 0;
+    for (int i = 0; rc == RALLY_OK && i < rally__engine.world(r->en); i++)
+        total += nbytes_per_rank[i];
+    return leave_counted(r, rc, total);
 }
 
 /* --- checkpoints ------------------------------------------------------------- */

@@ -23,7 +23,9 @@
  * report, it reports a failure: a rank that dies first voids the snapshot.
  * The subscriber is driven only by the engine: its commit hook, request
  * bits, and the turns in which it runs the report.  tier2.c copies each
- * reported snapshot to the second tier (rally_snapshot_copy).
+ * reported snapshot to the second tier (rally_snapshot_copy).  What
+ * becomes of each snapshot rank 0 commits, it says on stderr and tells
+ * the launcher's observers (a REPORT: rally__snapjob_tell).
  */
 #include <inttypes.h>
 #include <limits.h>
@@ -80,6 +82,13 @@ void rally__snapjob_say(const struct rally__snapjob *sj, const char *fmt, ...)
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
     fprintf(stderr, "rally: rank %d: snapshot: %s\n", sj->rank, line);
+}
+
+void rally__snapjob_tell(struct rally__snapjob *sj, const char *tier, int ok, uint64_t v,
+                         uint64_t nbytes, const char *where)
+{
+    E->report(sj->en, ok ? RALLY__TELL_SNAPSHOT : RALLY__TELL_SNAPSHOT_VOID, tier, 0, v,
+              ok ? nbytes : 0, where);
 }
 
 /* SIGUSR1 arrived: the request bit for the commit of version v. */
@@ -523,6 +532,9 @@ static int commit(struct rally__snapjob *sj, const unsigned char *all, uint64_t 
         f->xxh3 = rally__get_u64(slot + 16);
     }
     m.files = files;
+    uint64_t nbytes = 0;
+    for (size_t i = 0; i < m.nfiles; i++)
+        nbytes += files[i].nbytes;
     m.changes = sj->changes;
     m.nchanges = sj->nchanges;
     m.records = sj->rec_owner != NULL;
@@ -538,9 +550,11 @@ static int commit(struct rally__snapjob *sj, const unsigned char *all, uint64_t 
      * thread: collected (and logged) at a later turn; a directory private
      * to each host holds no whole snapshot: it is committed in the copy only */
     if (!sj->cfg->snapshot_local &&
-        (rc = rally__snap_bg_commit(sj->cbg, sj->cfg->snapshot_dir, &m,
-                                    (int)sj->cfg->snapshot_keep, e)) == RALLY_OK)
+        (rc = rally__snap_bg_commit(sj->cbg, sj->cfg->snapshot_dir, &m, (int)sj->cfg->snapshot_keep,
+                                    e)) == RALLY_OK) {
         sj->committing = version;
+        sj->committing_nbytes = nbytes;
+    }
 out:
     free(hosts);
     free(files);
@@ -570,11 +584,13 @@ static int collect(struct rally__snapjob *sj, int wait)
         rally__snapjob_say(
             sj, "version %" PRIu64 " not committed, the previous snapshot stays the newest: %s", v,
             res.msg);
+        rally__snapjob_tell(sj, RALLY__TIER_DIR, 0, v, 0, res.msg);
         return sj->cfg->snapshot_required
                    ? rally__fail(sj->err, res.code, "rally_snapshot_required: %s", res.msg)
                    : RALLY_OK;
     }
     rally__snapjob_say(sj, "committed %s (checkpoint version %" PRIu64 ")", path, v);
+    rally__snapjob_tell(sj, RALLY__TIER_DIR, 1, v, sj->committing_nbytes, path);
     if (note[0])
         rally__snapjob_say(sj, "retention failed (the snapshots stay): %s", note);
     return RALLY_OK;
@@ -635,10 +651,12 @@ static int settle(struct rally__snapjob *sj, int wait)
         return rc;
     if (bad < 0 && sj->copier != NULL)
         rally__snapjob_copy_start(sj, v);
-    if (e.code != RALLY_OK && sj->rank == 0)
+    if (e.code != RALLY_OK && sj->rank == 0) {
         rally__snapjob_say(
             sj, "version %" PRIu64 " not committed, the previous snapshot stays the newest: %s", v,
             e.msg);
+        rally__snapjob_tell(sj, RALLY__TIER_DIR, 0, v, 0, e.msg);
+    }
     /* every rank fails alike only on what every rank knows: a failed part */
     if (bad >= 0 && sj->cfg->snapshot_required)
         rc = rally__fail(sj->err, RALLY_ESYS,

@@ -54,6 +54,7 @@ struct rally__snapjob {
     int checkpoints;            /* checkpoint turns this process took (0: none yet) */
     struct rally__snap_bg *cbg; /* rank 0: the committer (manifest, retention) */
     uint64_t committing;        /* ... the version it is committing, or NONE */
+    uint64_t committing_nbytes; /* ... and its files' bytes, for observers */
     /* with rally_snapshot_copy, the second tier: every rank copies its own
      * files of the newest reported snapshot, rank 0 commits the copy once
      * the commit flags say all are there (snapjob.c, "The second tier") */
@@ -121,6 +122,11 @@ void rally__snapjob_set_input(struct rally__snapjob *sj, const char *scheme, uin
 void rally__snapjob_set_records(struct rally__snapjob *sj, rally_owner_fn owner, void *arg);
 void rally__snapjob_say(const struct rally__snapjob *sj, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* Rank 0 tells observers (the engine's report op) what became of the
+ * snapshot of version v in tier (RALLY__TIER_*): committed (ok 1; nbytes,
+ * where: its path) or void (ok 0; where: why). */
+void rally__snapjob_tell(struct rally__snapjob *sj, const char *tier, int ok, uint64_t v,
+                         uint64_t nbytes, const char *where);
 
 /* --- tier2.c: the second tier (called from snapjob.c) ---------------------- */
 

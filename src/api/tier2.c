@@ -12,7 +12,10 @@
  * the copier, not with the snapshots).  In finalize every rank drains its
  * copier and an agreement settles the copy outstanding (a second one the
  * copy that waited).  A restarted worker served COPY_OUT with the copy
- * still busy lost its copy: it raises COPY_FAILED, which voids it.
+ * still busy lost its copy: it raises COPY_FAILED, which voids it.  Rank 0
+ * tells observers what became of each copy (rally__snapjob_tell, tier
+ * "copy"): committed, given up, or void because a rank's files are not
+ * there.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -49,16 +52,21 @@ void rally__snapjob_copy_agreed(struct rally__snapjob *sj, uint64_t flags)
     if (v == NONE || v == UNKNOWN) {
         /* a restarted worker, served a settled copy */
     } else if (flags & RALLY__REQ_COPY_FAILED) {
-        if (sj->rank == 0)
+        if (sj->rank == 0) {
             rally__snapjob_say(sj,
                                "version %" PRIu64 " not copied to %s: a rank could not copy its "
                                "files (its log says why)",
                                v, sj->cfg->snapshot_copy);
+            rally__snapjob_tell(sj, RALLY__TIER_COPY, 0, v, 0,
+                                "a rank could not copy its files (its log says why)");
+        }
         sj->copy_void = v;
     } else {
         if (sj->rank == 0 && sj->man_v[0] == v &&
-            rally__snap_copier_commit(sj->copier, sj->man[0], sj->man_n[0], v, &e) != RALLY_OK)
+            rally__snap_copier_commit(sj->copier, sj->man[0], sj->man_n[0], v, &e) != RALLY_OK) {
             rally__snapjob_say(sj, "version %" PRIu64 " not copied: %s", v, e.msg);
+            rally__snapjob_tell(sj, RALLY__TIER_COPY, 0, v, 0, e.msg);
+        }
         if (sj->cfg->snapshot_local) { /* its files of older ones are of no use now */
             char jobdir[PATH_MAX + RALLY__SNAP_JOB_MAX + 2];
             snprintf(jobdir, sizeof jobdir, "%s/%s", sj->src, sj->job);
@@ -82,6 +90,10 @@ int rally__snapjob_copies(struct rally__snapjob *sj)
         return RALLY_OK;
     while (rally__snap_copier_said(sj->copier, line, sizeof line))
         rally__snapjob_say(sj, "%s", line);
+    int ok;
+    uint64_t cv, nbytes;
+    if (rally__snap_copier_outcome(sj->copier, &ok, &cv, &nbytes, line, sizeof line))
+        rally__snapjob_tell(sj, RALLY__TIER_COPY, ok, cv, nbytes, line);
     uint64_t v = sj->copy_void;
     sj->copy_void = NONE;
     if (v != NONE && sj->cfg->snapshot_required) {

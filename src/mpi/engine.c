@@ -326,8 +326,12 @@ static int tracker_print(struct rally__engine *en, const char *msg)
     return RALLY_OK;
 }
 
-/* Reports are for rally-run's observers (its status page, metrics, events);
- * mpirun has none: nothing to tell. */
+/* Counts and reports are for rally-run's observers (its status page,
+ * metrics, events); mpirun has none: nothing to tell. */
+static void count(struct rally__engine *en, uint64_t nbytes)
+{
+}
+
 static void report(struct rally__engine *en, int kind, const char *key, double value,
                    uint64_t version, uint64_t nbytes, const char *text)
 {
@@ -402,6 +406,7 @@ const struct rally__engine_ops rally__engine = {
     .has_local = has_local,
     .host = host,
     .tracker_print = tracker_print,
+    .count = count,
     .report = report,
     .abort_job = abort_job,
     .attempt = attempt,

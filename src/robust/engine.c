@@ -6,11 +6,6 @@
  * Calls whose result only some ranks can size (broadcast_alloc, allgatherv)
  * run two collectives, sizes then data, as one operation: the cache keeps
  * the whole result, so a recovering worker is served both at once.
- *
- * Each public collective that completes is counted with the bytes of its
- * result (an allgather's whole receive buffer, allgatherv's blocks, a
- * broadcast's message) for the heartbeats (rally__robust_count); an exact
- * sum (api/exact.c) counts as the two allreduces it runs.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -144,10 +139,7 @@ static int allreduce_op(struct rally__robust *rb, void *buf, size_t count,
 {
     struct inplace c = {buf, count * rd->elem_nbytes, count, rd, -1, NULL};
     struct rally__op op = {sig, prepare, arg, run_allreduce, deliver_inplace, &c};
-    int rc = rally__robust_op(rb, &op);
-    if (rc == RALLY_OK)
-        rally__robust_count(rb, c.nbytes);
-    return rc;
+    return rally__robust_op(rb, &op);
 }
 
 static int allreduce(struct rally__engine *en, void *buf, size_t count, int dtype, int op,
@@ -189,10 +181,7 @@ static int broadcast(struct rally__engine *en, void *buf, size_t nbytes, int roo
                            run_broadcast,
                            deliver_inplace,
                            &c};
-    int rc = rally__robust_op(&en->rb, &op);
-    if (rc == RALLY_OK)
-        rally__robust_count(&en->rb, nbytes);
-    return rc;
+    return rally__robust_op(&en->rb, &op);
 }
 
 /* Calls whose result size only some ranks know. */
@@ -268,8 +257,6 @@ static int broadcast_alloc(struct rally__engine *en, void **buf, size_t *nbytes,
     } else if (rc != RALLY_OK) {
         free(c.out);
     }
-    if (rc == RALLY_OK)
-        rally__robust_count(rb, *nbytes);
     return rc;
 }
 
@@ -318,10 +305,7 @@ static int allgather(struct rally__engine *en, const void *sendbuf, size_t nbyte
     struct inplace c = {recvbuf, nbytes * (size_t)rb->world, nbytes, NULL, -1, sendbuf};
     struct rally__op op = {
         {RALLY__C_ALLGATHER, 0, 0, -1, nbytes, 0}, NULL, NULL, run_allgather, deliver_inplace, &c};
-    int rc = rally__robust_op(rb, &op);
-    if (rc == RALLY_OK)
-        rally__robust_count(rb, c.nbytes);
-    return rc;
+    return rally__robust_op(rb, &op);
 }
 
 /* The cached result of allgatherv: world u64 sizes, then the blocks. */
@@ -421,7 +405,6 @@ static int allgatherv(struct rally__engine *en, const void *sendbuf, size_t nbyt
     if (rc == RALLY_OK) {
         memcpy(nbytes_per_rank, sizes, (size_t)rb->world * sizeof *sizes);
         *recvbuf = c.out;
-        rally__robust_count(rb, c.out_nbytes);
     } else {
         free(c.out);
     }
@@ -557,6 +540,11 @@ static int tracker_print(struct rally__engine *en, const char *msg)
     return rally__robust_print(&en->rb, msg);
 }
 
+static void count(struct rally__engine *en, uint64_t nbytes)
+{
+    rally__robust_count(&en->rb, nbytes);
+}
+
 static void report(struct rally__engine *en, int kind, const char *key, double value,
                    uint64_t version, uint64_t nbytes, const char *text)
 {
@@ -621,6 +609,7 @@ const struct rally__engine_ops rally__engine = {
     .set_input = set_input,
     .local_records = local_records,
     .tracker_print = tracker_print,
+    .count = count,
     .report = report,
     .abort_job = abort_job,
     .attempt = attempt,

@@ -208,7 +208,7 @@ struct rally__robust {
         uint32_t q;    /* next op within the version (user seq + 1) */
         uint32_t boot; /* next bootstrap op */
         int loaded;    /* load_checkpoint or checkpoint was called */
-        /* the public collectives completed and their buffers' bytes, which
+        /* the public collectives completed and their results' bytes, which
          * the heartbeats carry for observers (rally__robust_count) */
         uint64_t calls, nbytes;
     } pos;
@@ -303,8 +303,8 @@ void rally__robust_pos_restart(struct rally__robust *rb);
 /* This worker stands in version v now: served it, went back to it, or
  * adopted it from a snapshot. */
 void rally__robust_pos_at(struct rally__robust *rb, uint64_t v);
-/* A public collective completed, its result nbytes long (engine.c): one
- * more call and nbytes more for the heartbeats to carry. */
+/* A public collective completed, its result nbytes long (the engine's
+ * count op): one more call and nbytes more for the heartbeats to carry. */
 void rally__robust_count(struct rally__robust *rb, uint64_t nbytes);
 /* A barrier: 8 bytes summed, the result a rally__robust_buf. */
 int rally__robust_run_barrier(struct rally__robust *rb, struct rally__op *op, unsigned char **res,

@@ -59,6 +59,10 @@ struct rally__snap_copier {
     char said[SAID_MAX][RALLY__ERR_MSG_MAX + 256];
     int nsaid, dropped;
     char gave_up[2 * PATH_MAX + RALLY__ERR_MSG_MAX + 64]; /* a commit given up on, "" none */
+    /* the newest commit's outcome not yet taken (rally__snap_copier_outcome) */
+    int out_has, out_ok;
+    uint64_t out_v, out_nbytes;
+    char out_text[2 * PATH_MAX + RALLY__ERR_MSG_MAX + 64]; /* where the copy is, or why not */
     void *buf;                              /* the thread's: each file read into it, kept */
     size_t room;
 };
@@ -168,7 +172,16 @@ static void commit_copy(struct rally__snap_copier *c, const char *text, size_t n
         rally__snap_retain_upto(jobdir, m->run_id, c->keep, v, &re, NULL);
     }
     pthread_mutex_lock(&c->mu);
+    if (rc == RALLY_OK || (!c->stop && !c->has_fin)) {
+        c->out_has = 1;
+        c->out_ok = rc == RALLY_OK;
+        c->out_v = v;
+        c->out_nbytes = 0;
+        for (size_t i = 0; rc == RALLY_OK && i < m->nfiles; i++)
+            c->out_nbytes += m->files[i].nbytes;
+    }
     if (rc == RALLY_OK) {
+        snprintf(c->out_text, sizeof c->out_text, "%s", where);
         say(c, "copied to %s (verified there, %.2f s after the job reported it)", where,
             (double)(rally__now_us() - since) / 1e6);
         if (re.code != RALLY_OK)
@@ -177,6 +190,7 @@ static void commit_copy(struct rally__snap_copier *c, const char *text, size_t n
         snprintf(c->gave_up, sizeof c->gave_up,
                  "could not commit the copy of version %llu in %s (%d tries): %s",
                  (unsigned long long)v, c->root, TRIES, e.msg);
+        snprintf(c->out_text, sizeof c->out_text, "%s", c->gave_up);
         say(c, "%s", c->gave_up);
     }
     pthread_mutex_unlock(&c->mu);
@@ -345,6 +359,22 @@ int rally__snap_copier_said(struct rally__snap_copier *c, char *out, size_t cap)
         snprintf(out, cap, "(%d more of the copier's lines dropped)", c->dropped);
         c->dropped = 0;
         got = 1;
+    }
+    pthread_mutex_unlock(&c->mu);
+    return got;
+}
+
+int rally__snap_copier_outcome(struct rally__snap_copier *c, int *ok, uint64_t *version,
+                               uint64_t *nbytes, char *text, size_t cap)
+{
+    pthread_mutex_lock(&c->mu);
+    int got = c->out_has;
+    if (got) {
+        *ok = c->out_ok;
+        *version = c->out_v;
+        *nbytes = c->out_nbytes;
+        snprintf(text, cap, "%s", c->out_text);
+        c->out_has = 0;
     }
     pthread_mutex_unlock(&c->mu);
     return got;

@@ -332,6 +332,13 @@ void rally__snap_copier_prune(struct rally__snap_copier *c, const char *jobdir, 
 /* The oldest sentence not yet taken of what the thread did ("copied to
  * ...", a failed try, a copy given up): 1 with it in out[cap], else 0. */
 int rally__snap_copier_said(struct rally__snap_copier *c, char *out, size_t cap);
+/* 1 with what became of the newest commit since the last call (for
+ * observers): *ok 1, its version, its files' bytes (the manifest's sizes
+ * added) and where the copy is in text[cap]; or *ok 0, its version and why
+ * it was given up.  A commit abandoned for a newer one or a stop counts as
+ * neither. */
+int rally__snap_copier_outcome(struct rally__snap_copier *c, int *ok, uint64_t *version,
+                               uint64_t *nbytes, char *text, size_t cap);
 /* 1 with the sentence when a commit was given up since the last call. */
 int rally__snap_copier_gave_up(struct rally__snap_copier *c, char *out, size_t cap);
 /* Waits until nothing is waiting or being copied. */

@@ -4,7 +4,7 @@
  * (src/tracker/job*.c); tests/fuzz/fuzz.cmake builds it.
  *
  * The first byte chooses the mode.  Below 0x80 the rest is one frame body,
- * decoded as message type 16 + byte % 15: a decoder must never crash or
+ * decoded as message type 16 + byte % 18 (REGISTER to REPORT): a decoder must never crash or
  * leak, and a body it accepts must encode again into a body that decodes to
  * the same values (strings compare up to their first NUL, which is where
  * the encoder stops).  From 0x80 up the rest is a script for a job of 1 to
@@ -140,8 +140,20 @@ static void one(uint16_t type, const unsigned char *b, size_t n)
             rally__msg_heartbeat_put(&w, &h);
         if (w.bad || rally__msg_heartbeat_get(out, w.len, &h2) != 0 ||
             h.has_position != h2.has_position || h.position != h2.position ||
-            h.waiting != h2.waiting || h.for_ms != h2.for_ms || strcmp(h.what, h2.what))
+            h.waiting != h2.waiting || h.for_ms != h2.for_ms || strcmp(h.what, h2.what) ||
+            h.calls != h2.calls || h.nbytes != h2.nbytes)
             die("HEARTBEAT does not survive a round trip");
+        return;
+    }
+    case RALLY__T_REPORT: {
+        static struct rally__msg_report r, r2;
+        if (rally__msg_report_get(b, n, &r) != 0)
+            return;
+        rally__msg_report_put(&w, &r);
+        if (w.bad || rally__msg_report_get(out, w.len, &r2) != 0 || r.kind != r2.kind ||
+            r.version != r2.version || memcmp(&r.value, &r2.value, sizeof r.value) != 0 ||
+            r.nbytes != r2.nbytes || strcmp(r.key, r2.key) || strcmp(r.text, r2.text))
+            die("REPORT does not survive a round trip");
         return;
     }
     default:
@@ -164,7 +176,7 @@ static void check_actions(struct rally__job *j, struct rally__job_member *m, siz
         if (a[i].kind == RALLY__JOB_SEND && a[i].nbytes > 0 && a[i].body == NULL)
             die("a SEND without its body");
         if ((a[i].kind == RALLY__JOB_EVENT || a[i].kind == RALLY__JOB_PRINT) &&
-            (a[i].ev.text == NULL || a[i].ev.task_id == NULL))
+            (a[i].ev.text == NULL || a[i].ev.task_id == NULL || a[i].ev.key == NULL))
             die("an event without its text");
     }
 }
@@ -206,7 +218,7 @@ static void script(unsigned ctl, const unsigned char *b, size_t n)
         default:
         frame:
             ev.kind = RALLY__JOB_EV_FRAME;
-            ev.type = (uint16_t)(RALLY__T_REGISTER + type % 15);
+            ev.type = (uint16_t)(RALLY__T_REGISTER + type % 18);
             ev.body = b + pos;
             ev.nbytes = len;
             pos += len;
@@ -235,7 +247,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     unsigned ctl = data[0];
     if (ctl < 0x80)
-        one((uint16_t)(RALLY__T_REGISTER + ctl % 15), data + 1, size - 1);
+        one((uint16_t)(RALLY__T_REGISTER + ctl % 18), data + 1, size - 1);
     else
         script(ctl, data + 1, size - 1);
     return 0;

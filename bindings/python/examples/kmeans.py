@@ -26,9 +26,12 @@ mirrored: --init-in, --init-out, --model-out, --json, --show.
 
 Output as rally-kmeans's: "shard R fingerprint F rows N pid P" from every
 rank, "iteration T objective X time S s" and last
-"result: model_digest=HEX objective=X" from rank 0.
+"result: model_digest=HEX objective=X" from rank 0.  Like rally-kmeans,
+rank 0 also reports each update's objective to rally-run's observers
+(rally.report) and --iters as the iterations in all (rally.report_total).
 """
 import argparse
+import math
 import os
 import struct
 import sys
@@ -255,6 +258,8 @@ def update(m, buf):
 
 def lloyd(j, o, m):
     obj, t_prev = m["objective"], time.monotonic()
+    if j.rank == 0:
+        j.r.report_total(o.iters)
     while True:
         if (m["flags"] & CONVERGED) and not o.fixed_iters:
             break
@@ -275,6 +280,8 @@ def lloyd(j, o, m):
             say("iteration %d objective %.12g time %.4f s%s%s" % (
                 m["iteration"], obj, t - t_prev, note, "" if changed else " converged"))
         t_prev = t
+        if j.rank == 0 and math.isfinite(obj):  # the value every rank has: one report is enough
+            j.r.report("objective", obj)
         j.r.checkpoint(m)
     if (m["flags"] & CONVERGED) and not o.fixed_iters:
         obj = m["objective"]

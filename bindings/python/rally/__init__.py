@@ -50,7 +50,7 @@ __all__ = [
     "tracker_print", "allreduce", "broadcast", "broadcast_object", "allgather",
     "register_reducer", "checkpoint", "load_checkpoint", "lazy_checkpoint", "version",
     "abort", "attempt", "digest64", "allreduce_xsum", "allreduce_object", "XSum", "set_app",
-    "set_input",
+    "set_input", "report", "report_total",
     "MAX", "MIN", "SUM", "BITOR", "SUM_EXACT", "Error", "ArgumentError", "ConfigError", "PeerError",
     "MismatchError", "StateError", "Resized",
 ]
@@ -256,6 +256,34 @@ class Rally:
         h = self._handle("tracker_print")
         self._check(self._lib.rally_tracker_print(h, str(msg).rstrip("\n").encode()),
                     "tracker_print")
+
+    def report(self, key: str, value: float) -> None:
+        """rally_report: the application's progress for people watching the
+        job (rally-run's status page, metrics, events and --progress line):
+        key = value at this worker's checkpoint version (the iteration).
+        Not a collective (rank 0 alone is enough for a value every rank
+        shares); never waits for the network, and does nothing without a
+        launcher.  Raises ArgumentError for a key that is not 1 to 64 bytes
+        of A-Z a-z 0-9 _ . : - or a value that is not a finite number."""
+        h = self._handle("report")
+        if not isinstance(key, str):
+            raise ArgumentError("report: the key must be a str, not %s" % type(key).__name__)
+        try:
+            v = float(value)
+        except (TypeError, ValueError):
+            raise ArgumentError("report: %s's value must be a number, not %s"
+                                % (key, type(value).__name__)) from None
+        self._check(self._lib.rally_report(h, key.encode(errors="replace"), v), "report")
+
+    def report_total(self, iterations: int) -> None:
+        """rally_report_total: the job's iterations in all (0: not known), for
+        the observers' "i of n" and the time left.  Like report: not a
+        collective, never waits, nothing without a launcher."""
+        h = self._handle("report_total")
+        n = int(iterations)
+        if n < 0 or n >= 1 << 64:
+            raise ArgumentError("report_total: %d iterations is not a count" % n)
+        self._check(self._lib.rally_report_total(h, n), "report_total")
 
     # --- collectives ------------------------------------------------------------
 
@@ -693,9 +721,17 @@ def set_input(scheme: str, fingerprint: str) -> None:
     return _current("set_input").set_input(scheme, fingerprint)
 
 
+def report(key: str, value: float) -> None:
+    return _current("report").report(key, value)
+
+
+def report_total(iterations: int) -> None:
+    return _current("report_total").report_total(iterations)
+
+
 for _f in (rank, world_size, is_distributed, processor_name, tracker_print, allreduce,
            allreduce_xsum, allreduce_object, register_reducer, broadcast, broadcast_object, allgather,
            load_checkpoint, checkpoint, lazy_checkpoint, version, abort, attempt, set_app,
-           set_input):
+           set_input, report, report_total):
     _f.__doc__ = getattr(Rally, _f.__name__).__doc__
 del _f

@@ -150,6 +150,8 @@ def _declare(lib):
         "rally_world_size": (I, [P]),
         "rally_processor_name": (I, [P, ctypes.c_char_p, Z]),
         "rally_tracker_print": (I, [P, ctypes.c_char_p]),
+        "rally_report": (I, [P, ctypes.c_char_p, ctypes.c_double]),
+        "rally_report_total": (I, [P, U64]),
         "rally_free": (None, [P]),
         "rally_allreduce": (I, [P, P, Z, I, I, PREPARE_FN, P]),
         "rally_register_reducer": (I, [P, I, Z, I, REDUCE_FN, P]),

@@ -186,6 +186,33 @@ def test_attempt_and_abort_alone(r):
         r.allreduce(np.arange(2.0), rally.SUM)
 
 
+def test_report_alone(r):
+    """Alone (rank 0 of 1) a report has nobody to go to: checked, nothing
+    else; a bad key or value is ArgumentError (RALLY_EINVAL) and spends
+    nothing."""
+    r.report_total(10)
+    rally.report_total(0)
+    for it in range(3):
+        r.report("objective", 1.5 * it)
+        rally.report("train.loss:mean-1", np.float32(0.25))
+    for key in ("", "two words", "a/b", "é", "k" * 65):
+        with pytest.raises(rally.ArgumentError, match="report: the key") as e:
+            rally.report(key, 1.0)
+        assert e.value.status_name == "RALLY_EINVAL"
+    r.report("k" * 64, 1.0)
+    for bad in (float("nan"), float("inf"), -np.inf):
+        with pytest.raises(rally.ArgumentError, match="not a finite number"):
+            r.report("loss", bad)
+    with pytest.raises(rally.ArgumentError):
+        r.report(7, 1.0)
+    with pytest.raises(rally.ArgumentError):
+        r.report("loss", "low")
+    with pytest.raises(rally.ArgumentError):
+        r.report_total(-1)
+    a = np.arange(3.0)
+    assert r.allreduce(a, rally.SUM) is a  # nothing was spent
+
+
 def test_every_public_call_is_typed_and_documented():
     """py.typed promises hints: every public function and method has a
     docstring and annotations that resolve (typing.get_type_hints)."""
