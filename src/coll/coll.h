@@ -100,7 +100,8 @@ enum {
     RALLY__K_REPLICATE = 26,
     RALLY__K_LOCAL_NEED = 27,
     RALLY__K_TURN = 28,
-    RALLY__K_RESHARD = 29
+    RALLY__K_RESHARD = 29,
+    RALLY__K_RETRY = 30
 };
 
 /* What every rank must agree on. */
@@ -128,6 +129,31 @@ struct rally__link *rally__comm_link(struct rally__comm *c, int peer);
  * out-of-place call can be retried. */
 int rally__allreduce(struct rally__comm *c, const void *in, void *out, size_t count,
                      const struct rally__reducer *rd, const struct rally__sig *sig);
+
+/* Where an allreduce in place with a kept copy reports its progress: each
+ * range [off, off + n) of buf (bytes, whole elements) that now holds its
+ * final value, once, as it is written.  The caller decides what it means. */
+struct rally__final_hook {
+    void (*final)(void *arg, size_t off, size_t n);
+    void *arg;
+};
+
+/* Reduces count elements of buf in place, and writes the result into keep
+ * as well (count elements, the caller's), each piece while it is still in
+ * the CPU cache.  Until it returns, buf's elements change only from their
+ * input to their final value, a whole element at a time, and h->final
+ * names every range that did (partial sums never touch buf): after a
+ * failure, an element never named holds its input.  keep is scratch until
+ * the call succeeds.  The result's bits are rally__allreduce's. */
+int rally__allreduce_keep(struct rally__comm *c, void *buf, void *keep, size_t count,
+                          const struct rally__reducer *rd, const struct rally__sig *sig,
+                          const struct rally__final_hook *h);
+
+/* dst[0..n) = src[0..n), bypassing the caches from 4 MiB up: a result
+ * copied after its collective has mostly left them. */
+void rally__copy_result(void *dst, const void *src, size_t n);
+/* The same with streaming stores at any size (a copy nobody reads soon). */
+void rally__copy_stream(void *dst, const void *src, size_t n);
 int rally__broadcast(struct rally__comm *c, void *buf, size_t nbytes, int root,
                      const struct rally__sig *sig);
 /* Blocks of nbytes[r] bytes at offsets off[r] in buf; this rank's is filled. */

@@ -10,6 +10,11 @@
  * copied into the buffer (allgather); sent segment k is exactly received
  * segment k-1 once processed, so bytes flow onwards as soon as they are
  * reduced.
+ *
+ * Kept (rally__allreduce_keep): every final value goes into keep too while
+ * it is in the cache, and the allgather's segments come through the
+ * receive ring, so that buf changes a whole element at a time; a partial
+ * sum that misses the stage waits in keep, never in buf.
  */
 #include "coll/run.h"
 
@@ -77,7 +82,8 @@ static void stage_push(struct stage *st, size_t n, int staged)
  * off[s] + len[s]). */
 int rally__ring_stream(struct rally__comm *c, const unsigned char *in, unsigned char *buf,
                        const size_t *off, const size_t *len, int nseg, int nreduce,
-                       const struct rally__reducer *rd, const struct rally__sig *sig)
+                       const struct rally__reducer *rd, const struct rally__sig *sig,
+                       unsigned char *keep, const struct rally__final_hook *h)
 {
     struct rally__run x;
     rally__run_start(&x, c, sig);
@@ -98,6 +104,9 @@ int rally__ring_stream(struct rally__comm *c, const unsigned char *in, unsigned 
         return x.e->code;
     if (nreduce > 1)
         st.ring = ring + rcap;
+    /* where partial sums that miss the stage wait: buf, or keep, so that
+     * buf only ever changes to final values */
+    unsigned char *part = keep != NULL ? keep : buf;
 
 #define SEG(k, shift) ((((r - (shift) - (k)) % N) + N) % N)
     int sk = 0, rk = 0, pk = 0;          /* send / receive / processed segment */
@@ -111,7 +120,8 @@ int rally__ring_stream(struct rally__comm *c, const unsigned char *in, unsigned 
             size_t avail = sk == 0 ? slen : pk > sk - 1 ? slen : pk == sk - 1 ? ppos : 0;
             if (sk >= nseg)
                 avail = 0;
-            const unsigned char *src = sk == 0 ? in : buf; /* our own segment: the input */
+            /* our own segment: the input; then partial sums, then final values */
+            const unsigned char *src = sk == 0 ? in : sk < nreduce ? part : buf;
             src += (sk < nseg ? off[SEG(sk, 0)] : 0) + spos;
             size_t want = avail - spos;
             int partial = sk >= 1 && sk < nreduce && want > 0; /* the FIFO says where */
@@ -150,7 +160,7 @@ int rally__ring_stream(struct rally__comm *c, const unsigned char *in, unsigned 
             size_t rlen = rk < nseg ? len[SEG(rk, 1)] : 0;
             unsigned char *dst;
             size_t n = rlen - rpos;
-            if (rk < nreduce) {
+            if (rk < nreduce || keep != NULL) {
                 size_t pos = rtotal % rcap;
                 if (n > rcap - (rtotal - ptotal))
                     n = rcap - (rtotal - ptotal);
@@ -164,7 +174,7 @@ int rally__ring_stream(struct rally__comm *c, const unsigned char *in, unsigned 
             if (m < 0)
                 return x.e->code;
             rpos += (size_t)m;
-            if (rk < nreduce)
+            if (rk < nreduce || keep != NULL)
                 rtotal += (size_t)m;
             if (rk < nseg && rpos == rlen) {
                 rk++;
@@ -178,8 +188,26 @@ int rally__ring_stream(struct rally__comm *c, const unsigned char *in, unsigned 
         while (pk < rk || (pk == rk && pk < nseg)) {
             size_t plen = len[SEG(pk, 1)];
             size_t have = pk < rk ? plen : rpos;
-            if (pk >= nreduce) {
+            if (pk >= nreduce && keep == NULL) {
                 ppos = have;
+            } else if (pk >= nreduce) { /* final values, whole elements, into buf and keep */
+                size_t n = rally__round_down(have - ppos, es);
+                if (n == 0 || (n < chunk && ppos + n < plen))
+                    break;
+                size_t p = 0;
+                while (p < n) {
+                    size_t pos = (ptotal + p) % rcap, m = n - p;
+                    if (m > rcap - pos)
+                        m = rcap - pos;
+                    size_t at = off[SEG(pk, 1)] + ppos + p;
+                    memcpy(buf + at, ring + pos, m);
+                    rally__copy_stream(keep + at, ring + pos, m);
+                    h->final(h->arg, at, m);
+                    p += m;
+                }
+                ppos += n;
+                ptotal += n;
+                moved = 1;
             } else {
                 size_t n = rally__round_down(have - ppos, es);
                 if (n == 0 || (n < chunk && ppos + n < plen))
@@ -194,8 +222,14 @@ int rally__ring_stream(struct rally__comm *c, const unsigned char *in, unsigned 
                     if (k > 0) { /* a partial sum, staged */
                         m = k;
                         rally__reduce3(rd, st.ring + st.put % st.cap, in + at, ring + pos, m / es);
-                    } else {
+                    } else if (pk < nreduce - 1) { /* a partial sum the stage had no room for */
+                        rally__reduce3(rd, part + at, in + at, ring + pos, m / es);
+                    } else { /* this rank's final segment */
                         rally__reduce3(rd, buf + at, in + at, ring + pos, m / es);
+                        if (keep != NULL) {
+                            rally__copy_stream(keep + at, buf + at, m);
+                            h->final(h->arg, at, m);
+                        }
                     }
                     if (pk < nreduce - 1)
                         stage_push(&st, m, k > 0);

@@ -17,7 +17,8 @@
 
 #include "util/clock.h"
 
-static const char *const phases[] = {"op", "checkpoint", "recovery", "load", "wire", "flip"};
+static const char *const phases[] = {"op",   "checkpoint", "recovery", "load",
+                                     "wire", "flip",       "final"};
 
 static void say(const char *fmt, ...)
 {
@@ -238,7 +239,12 @@ int rally__mock_parse(struct rally__mock *m, const struct rally__config *cfg, st
         if (k < 4 || (size_t)used != len || q->rank < 0 || q->phase < 0)
             return rally__fail(e, RALLY_ECONFIG,
                                "rally_mock=%s is not rank,version,seq,ndeath[,op|checkpoint|"
-                               "recovery|load|wire|flip[,group]]",
+                               "recovery|load|wire|flip|final[,group]]",
+                               item);
+        if (q->phase == RALLY__MOCK_FINAL && q->group[0])
+            return rally__fail(e, RALLY_ECONFIG,
+                               "rally_mock=%s: a final point dies alone (its group would wait "
+                               "inside a collective the others need it in)",
                                item);
         q->version = v;
         q->seq = s;
@@ -336,8 +342,8 @@ int rally__mock_flip(const struct rally__mock *m, int rank, uint64_t version, ui
         struct rally__mock_point *q = &m->pts[i];
         if (q->phase == RALLY__MOCK_FLIP && !q->flipped && here(q, rank, version, seq, ndeath)) {
             q->flipped = 1;
-            say("rally mock: flipping one bit of rank %d's result at version %llu seq %llu\n",
-                rank, (unsigned long long)version, (unsigned long long)seq);
+            say("rally mock: flipping one bit of rank %d's result at version %llu seq %llu\n", rank,
+                (unsigned long long)version, (unsigned long long)seq);
             return 1;
         }
     }

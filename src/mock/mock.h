@@ -25,6 +25,14 @@
  *                          collective at (version, seq) is flipped as it
  *                          arrives, before the caller or the cache sees it
  *                          (silent corruption, for rally_verify_every)
+ *              final       inside an allreduce, once the first part of this
+ *                          rank's result is final and written over its
+ *                          input (the ring's; other algorithms write the
+ *                          result over the input only once it is whole):
+ *                          the others are left with buffers part input,
+ *                          part result (docs/recovery.md, "Retrying an
+ *                          allreduce"); no group (a member would wait
+ *                          inside a collective its peers need it in)
  *
  * A sixth field names a group: rally_mock=3,1,5,0,op,lost and
  * rally_mock=4,1,5,0,op,lost die together (one point per rank and group,
@@ -59,7 +67,8 @@ enum {
     RALLY__MOCK_RECOVERY,
     RALLY__MOCK_LOAD,
     RALLY__MOCK_WIRE,
-    RALLY__MOCK_FLIP
+    RALLY__MOCK_FLIP,
+    RALLY__MOCK_FINAL
 };
 
 struct rally__mock_point {

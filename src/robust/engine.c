@@ -43,45 +43,17 @@ static int keep(struct rally__robust *rb, const void *src, uint64_t n, unsigned 
     return RALLY_OK;
 }
 
-/* Results from this size up are copied back with streaming stores.  By the
- * time the collective ends such a result has left the caches, and an
- * ordinary copy reads every destination line before writing it; the
- * streaming copy writes the lines whole and leaves the caches alone.
- * Measured on 2 cores, a cold 16 MiB copy: 1.56 ms min, 3.7 ms mean with
- * memcpy; 1.09 ms min, 1.7 ms mean streamed.  Below, the result is likely
- * still in the CPU caches and the caller likely reads it next: memcpy. */
-#define STREAM_MIN_NBYTES ((size_t)4 << 20)
-
-/* dst[0..n) = src[0..n), bypassing the caches for a large n. */
+/* dst[0..n) = src[0..n): a result served or cached, into the caller's buffer. */
 static void copy_back(void *dst, const void *src, size_t n)
 {
-#if defined(__SSE2__)
-    if (n >= STREAM_MIN_NBYTES) {
-        unsigned char *d = dst;
-        const unsigned char *s = src;
-        size_t head = (16 - ((uintptr_t)d & 15)) & 15;
-        memcpy(d, s, head);
-        d += head;
-        s += head;
-        n -= head;
-        size_t body = n & ~(size_t)63;
-        for (size_t i = 0; i < body; i += 64) {
-            __m128i a = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
-            __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(s + i + 16));
-            __m128i c = _mm_loadu_si128((const __m128i *)(const void *)(s + i + 32));
-            __m128i e = _mm_loadu_si128((const __m128i *)(const void *)(s + i + 48));
-            _mm_stream_si128((__m128i *)(void *)(d + i), a);
-            _mm_stream_si128((__m128i *)(void *)(d + i + 16), b);
-            _mm_stream_si128((__m128i *)(void *)(d + i + 32), c);
-            _mm_stream_si128((__m128i *)(void *)(d + i + 48), e);
-        }
-        _mm_sfence(); /* the streamed lines are visible before we return */
-        memcpy(d + body, s + body, n - body);
-        return;
-    }
-#endif
-    memcpy(dst, src, n);
+    rally__copy_result(dst, src, n);
 }
+
+/* A range of the caller's buffer that an allreduce's attempt wrote its
+ * final values over (bytes). */
+struct span {
+    size_t off, n;
+};
 
 /* In-place calls whose whole result is one buffer of known size. */
 struct inplace {
@@ -91,6 +63,12 @@ struct inplace {
     const struct rally__reducer *rd;
     int root;
     const void *send; /* allgather: this rank's block */
+    /* allreduce: what a failed attempt left for the retry */
+    struct rally__robust *rb;
+    unsigned char *kept; /* its cache buffer: the final values of fin[] */
+    struct span *fin;    /* where buf holds final values, not its input */
+    int nfin, capfin;
+    int overflow; /* more ranges than fin[] holds: the retry cannot know */
 };
 
 static int deliver_inplace(struct rally__robust *rb, struct rally__op *op, const unsigned char *res,
@@ -106,30 +84,133 @@ static int deliver_inplace(struct rally__robust *rb, struct rally__op *op, const
     return RALLY_OK;
 }
 
-/* The allreduce reads the caller's buffer and writes a cache buffer, so the
- * input survives a failed attempt and the result is cached: one copy, back
- * to the caller, is all fault tolerance adds.  That copy cannot start before
- * the collective ends here: a final chunk written into the caller's buffer
- * while other ranks still run would destroy this rank's input for a retry
- * (docs/recovery.md, "What an operation costs"). */
+/* The collective's final hook: buf[off, off + n) holds final values now
+ * (and the cache buffer too).  The ranges come in increasing order within
+ * a segment, so neighbours merge; the ring makes at most N + 1. */
+static void note_final(void *arg, size_t off, size_t n)
+{
+    struct inplace *c = arg;
+    struct rally__robust *rb = c->rb;
+    if (c->nfin > 0 && c->fin[c->nfin - 1].off + c->fin[c->nfin - 1].n == off)
+        c->fin[c->nfin - 1].n += n;
+    else if (c->nfin < c->capfin)
+        c->fin[c->nfin++] = (struct span){off, n};
+    else
+        c->overflow = 1;
+    rally__robust_mock(rb, rally__robust_version(rb), rally__robust_user_seq(rb),
+                       RALLY__MOCK_FINAL);
+}
+
+/* The bit of every byte of c->buf that holds a final value here. */
+static void mark_final(const struct inplace *c, unsigned char *bits)
+{
+    for (int i = 0; i < c->nfin; i++)
+        for (size_t b = c->fin[i].off; b < c->fin[i].off + c->fin[i].n; b++)
+            bits[b >> 3] |= (unsigned char)(1u << (b & 7));
+}
+
+static int bit(const unsigned char *bits, size_t b)
+{
+    return bits[b >> 3] >> (b & 7) & 1;
+}
+
+/* An attempt after a recovery's agreement (every worker's attempt at this
+ * position is one).  A failed attempt may have written final values over
+ * parts of some workers' buffers (docs/recovery.md, "Retrying an
+ * allreduce"): every byte that is final on some survivor is taken from
+ * one (all hold the same bits), every other byte is computed again from
+ * the inputs, which every worker still holds there.  Three collectives,
+ * on every worker alike: the OR of the final bytes' bitmaps; the
+ * allreduce again, out of place (buf is only read); and, when any byte
+ * was final, a bytewise OR in which each worker gives its final bytes, 0
+ * for the others' and the new result elsewhere. */
+static int retry_allreduce(struct rally__robust *rb, struct rally__op *op, struct inplace *c,
+                           unsigned char **res)
+{
+    size_t nb = c->nbytes, mb = (nb + 7) / 8;
+    unsigned char *mine = calloc(mb ? 2 * mb : 1, 1), *any = mine + mb, *slot = NULL;
+    struct rally__reducer orr;
+    rally__reducer_builtin(&orr, RALLY_UINT8, RALLY_BITOR);
+    struct rally__sig ms = {RALLY__K_RETRY, 0, 0, -1, mb, 0},
+                      ds = {RALLY__K_RETRY, 1, 0, -1, nb, 0};
+    int rc = RALLY_OK;
+    if (mine == NULL || (slot = rally__robust_buf(rb, nb)) == NULL) {
+        rc = rally__fail(rb->err, RALLY_ENOMEM, "out of memory retrying a %zu-byte allreduce", nb);
+        goto done;
+    }
+    if (c->overflow) { /* cannot happen with the algorithms we have: said, not guessed */
+        rc = rally__fail(rb->err, RALLY_ESTATE,
+                         "cannot retry an allreduce: its failed attempt wrote final values over "
+                         "more than %d ranges of this rank's buffer",
+                         c->capfin);
+        rally__robust_fatal(rb, rc, rb->err->msg);
+        goto done;
+    }
+    mark_final(c, mine);
+    memcpy(any, mine, mb);
+    if ((rc = rally__allreduce(&rb->comm, any, any, mb, &orr, &ms)) != RALLY_OK ||
+        (rc = rally__allreduce(&rb->comm, c->buf, slot, c->count, c->rd, &op->sig)) != RALLY_OK)
+        goto done;
+    int some = 0;
+    for (size_t i = 0; i < mb && !some; i++)
+        some = any[i] != 0;
+    if (some) {
+        for (size_t b = 0; b < nb; b++)
+            if (bit(mine, b))
+                slot[b] = c->kept[b];
+            else if (bit(any, b))
+                slot[b] = 0;
+        if ((rc = rally__allreduce(&rb->comm, slot, slot, nb, &orr, &ds)) != RALLY_OK)
+            goto done;
+    }
+    rally__robust_arrived(rb, slot, nb);
+    copy_back(c->buf, slot, nb);
+    *res = slot;
+    slot = NULL;
+    rally__robust_unbuf(rb, c->kept);
+    c->kept = NULL;
+    c->nfin = 0;
+done:
+    rally__robust_unbuf(rb, slot);
+    free(mine);
+    return rc;
+}
+
+/* The allreduce runs in place in the caller's buffer and leaves a copy of
+ * its result in a cache buffer, each piece copied while it is in the CPU
+ * cache (rally__allreduce_keep): fault tolerance adds one write of the
+ * result and no pass over cold memory.  A failed attempt leaves buf part
+ * input, part final values, and says which: the next attempt, after the
+ * recovery's agreement, is retry_allreduce (docs/recovery.md, "What an
+ * operation costs", "Retrying an allreduce"). */
 static int run_allreduce(struct rally__robust *rb, struct rally__op *op, unsigned char **res,
                          uint64_t *res_nbytes)
 {
     struct inplace *c = op->ctx;
-    unsigned char *slot = rally__robust_buf(rb, c->nbytes);
-    if (slot == NULL)
+    *res_nbytes = c->nbytes;
+    if (rb->pos.retried)
+        return retry_allreduce(rb, op, c, res);
+    if (c->kept == NULL && (c->kept = rally__robust_buf(rb, c->nbytes)) == NULL)
         return rally__fail(rb->err, RALLY_ENOMEM, "out of memory for a %zu-byte allreduce",
                            c->nbytes);
-    int rc = rally__allreduce(&rb->comm, c->buf, slot, c->count, c->rd, &op->sig);
-    if (rc != RALLY_OK) {
-        rally__robust_unbuf(rb, slot);
-        return rc;
+    if (c->fin == NULL) {
+        c->capfin = 2 * rb->world + 4;
+        if ((c->fin = malloc((size_t)c->capfin * sizeof *c->fin)) == NULL)
+            return rally__fail(rb->err, RALLY_ENOMEM, "out of memory for a %zu-byte allreduce",
+                               c->nbytes);
     }
-    rally__robust_arrived(rb, slot, c->nbytes);
-    if (c->nbytes)
-        copy_back(c->buf, slot, c->nbytes);
-    *res = slot;
-    *res_nbytes = c->nbytes;
+    struct rally__final_hook h = {note_final, c};
+    int rc = rally__allreduce_keep(&rb->comm, c->buf, c->kept, c->count, c->rd, &op->sig, &h);
+    if (rc != RALLY_OK)
+        return rc; /* kept and fin stay for the retry */
+    if (c->nbytes) {
+        unsigned char *b = c->buf;
+        rally__robust_arrived(rb, c->kept, c->nbytes);
+        b[c->nbytes / 2] = c->kept[c->nbytes / 2]; /* a flipped bit reaches the caller too */
+    }
+    *res = c->kept;
+    c->kept = NULL;
+    c->nfin = 0;
     return RALLY_OK;
 }
 
@@ -137,9 +218,12 @@ static int allreduce_op(struct rally__robust *rb, void *buf, size_t count,
                         const struct rally__reducer *rd, struct rally__sig sig,
                         rally_prepare_fn prepare, void *arg)
 {
-    struct inplace c = {buf, count * rd->elem_nbytes, count, rd, -1, NULL};
+    struct inplace c = {buf, count * rd->elem_nbytes, count, rd, -1, NULL, rb, NULL, NULL, 0, 0, 0};
     struct rally__op op = {sig, prepare, arg, run_allreduce, deliver_inplace, &c};
-    return rally__robust_op(rb, &op);
+    int rc = rally__robust_op(rb, &op);
+    rally__robust_unbuf(rb, c.kept); /* a failed attempt's, served or given up since */
+    free(c.fin);
+    return rc;
 }
 
 static int allreduce(struct rally__engine *en, void *buf, size_t count, int dtype, int op,
@@ -174,7 +258,7 @@ static int run_broadcast(struct rally__robust *rb, struct rally__op *op, unsigne
 
 static int broadcast(struct rally__engine *en, void *buf, size_t nbytes, int root)
 {
-    struct inplace c = {buf, nbytes, nbytes, NULL, root, NULL};
+    struct inplace c = {buf, nbytes, nbytes, NULL, root, NULL, &en->rb, NULL, NULL, 0, 0, 0};
     struct rally__op op = {{RALLY__C_BROADCAST, 0, 0, root, nbytes, 0},
                            NULL,
                            NULL,
@@ -302,7 +386,8 @@ static int run_allgather(struct rally__robust *rb, struct rally__op *op, unsigne
 static int allgather(struct rally__engine *en, const void *sendbuf, size_t nbytes, void *recvbuf)
 {
     struct rally__robust *rb = &en->rb;
-    struct inplace c = {recvbuf, nbytes * (size_t)rb->world, nbytes, NULL, -1, sendbuf};
+    struct inplace c = {
+        recvbuf, nbytes * (size_t)rb->world, nbytes, NULL, -1, sendbuf, rb, NULL, NULL, 0, 0, 0};
     struct rally__op op = {
         {RALLY__C_ALLGATHER, 0, 0, -1, nbytes, 0}, NULL, NULL, run_allgather, deliver_inplace, &c};
     return rally__robust_op(rb, &op);

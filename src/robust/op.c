@@ -73,7 +73,7 @@ int rally__robust_op(struct rally__robust *rb, struct rally__op *op)
 static int run_op(struct rally__robust *rb, struct rally__op *op, uint64_t key)
 {
     rally__robust_mock(rb, rb->pos.version, rally__robust_user_seq(rb), RALLY__MOCK_OP);
-    int prepared = 0;
+    int prepared = 0, retried = 0;
     for (;;) {
         int rc;
         unsigned char *res = NULL;
@@ -90,6 +90,8 @@ static int run_op(struct rally__robust *rb, struct rally__op *op, uint64_t key)
                     advance(rb);
                 return rc;
             }
+            if (rc == EXECUTE)
+                retried = 1;
             if (rc != EXECUTE) {
                 if (!rally__robust_repairable(rb, rc))
                     return rc;
@@ -103,7 +105,9 @@ static int run_op(struct rally__robust *rb, struct rally__op *op, uint64_t key)
             prepared = 1;
         }
         rally__robust_verify_begin(rb, &op->sig);
+        rb->pos.retried = retried;
         rc = op->run(rb, op, &res, &n);
+        rb->pos.retried = 0;
         if (rc == RALLY_OK && (rc = rally__robust_verify_check(rb)) != RALLY_OK)
             rally__robust_unbuf(rb, res);
         if (rc == RALLY_OK) {

@@ -211,6 +211,9 @@ struct rally__robust {
         /* the public collectives completed and their results' bytes, which
          * the heartbeats carry for observers (rally__robust_count) */
         uint64_t calls, nbytes;
+        /* while an operation runs: 1 when this attempt follows a recovery's
+         * agreement (every worker's attempt at this position does) */
+        int retried;
     } pos;
     /* local models as records (rally_set_local_records): after a change they
      * move to their new owners at the load (reshard.c's alone) */
