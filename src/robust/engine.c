@@ -181,8 +181,8 @@ done:
  * cache (rally__allreduce_keep): fault tolerance adds one write of the
  * result and no pass over cold memory.  A failed attempt leaves buf part
  * input, part final values, and says which: the next attempt, after the
- * recovery's agreement, is retry_allreduce (docs/recovery.md, "What an
- * operation costs", "Retrying an allreduce"). */
+ * recovery's agreement, is retry_allreduce (docs/recovery.md, "What
+ * recovery costs while nothing fails", "Retrying an allreduce"). */
 static int run_allreduce(struct rally__robust *rb, struct rally__op *op, unsigned char **res,
                          uint64_t *res_nbytes)
 {
