@@ -193,11 +193,18 @@ static int run_allreduce(struct rally__robust *rb, struct rally__op *op, unsigne
     if (c->kept == NULL && (c->kept = rally__robust_buf(rb, c->nbytes)) == NULL)
         return rally__fail(rb->err, RALLY_ENOMEM, "out of memory for a %zu-byte allreduce",
                            c->nbytes);
-    if (c->fin == NULL) {
-        c->capfin = 2 * rb->world + 4;
-        if ((c->fin = malloc((size_t)c->capfin * sizeof *c->fin)) == NULL)
-            return rally__fail(rb->err, RALLY_ENOMEM, "out of memory for a %zu-byte allreduce",
-                               c->nbytes);
+    if (c->fin == NULL) { /* the engine's array, grown once for the world */
+        int cap = 2 * rb->world + 4;
+        if (rb->spans.cap < cap) {
+            void *v = realloc(rb->spans.v, (size_t)cap * sizeof *c->fin);
+            if (v == NULL)
+                return rally__fail(rb->err, RALLY_ENOMEM, "out of memory for a %zu-byte allreduce",
+                                   c->nbytes);
+            rb->spans.v = v;
+            rb->spans.cap = cap;
+        }
+        c->fin = rb->spans.v;
+        c->capfin = rb->spans.cap;
     }
     struct rally__final_hook h = {note_final, c};
     int rc = rally__allreduce_keep(&rb->comm, c->buf, c->kept, c->count, c->rd, &op->sig, &h);
@@ -222,7 +229,6 @@ static int allreduce_op(struct rally__robust *rb, void *buf, size_t count,
     struct rally__op op = {sig, prepare, arg, run_allreduce, deliver_inplace, &c};
     int rc = rally__robust_op(rb, &op);
     rally__robust_unbuf(rb, c.kept); /* a failed attempt's, served or given up since */
-    free(c.fin);
     return rc;
 }
 

@@ -482,6 +482,8 @@ void rally__robust_free(struct rally__robust *rb)
     rally__robust_cache_free(rb);
     rally__robust_store_free(rb);
     rally__mock_free(&rb->mock);
+    free(rb->spans.v);
+    rb->spans.v = NULL;
 }
 
 /* --- for membership_dmlc.c (the dmlc tracker) ------------------------------ */

@@ -233,6 +233,11 @@ struct rally__robust {
         unsigned char **pool; /* spare result buffers, reused */
         int npool;
     } cache;
+    /* an allreduce's ranges of final values (engine.c's alone), reused */
+    struct {
+        void *v;
+        int cap;
+    } spans;
     struct rally__mock mock;
     /* verified results (verify.c) */
     struct {
