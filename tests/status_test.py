@@ -488,7 +488,7 @@ def case_prometheus():
 def case_page():
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
-    from selenium.webdriver.common.by import By
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.support.ui import WebDriverWait
 
     snaps = os.path.join(TMP, "snaps")
@@ -503,32 +503,40 @@ def case_page():
     drv = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=opts)
     CLEANUPS.append(drv.quit)
     drv.get(base)
-    wait = WebDriverWait(drv, 60, poll_frequency=0.1)
+    # the page redraws once a second, replacing its elements: read the DOM
+    # in one script each time, never through a handle kept across a redraw
+    wait = WebDriverWait(drv, 60, poll_frequency=0.1,
+                         ignored_exceptions=[StaleElementReferenceException])
+
+    def js(expr):
+        return drv.execute_script("return " + expr)
 
     def cell(r):
-        return drv.find_element(By.CSS_SELECTOR, '#ranks .rank[data-rank="%d"]' % r)
+        return js('(e => e && {state: e.dataset.state, inc: e.dataset.incarnation, text: '
+                  'e.innerText})(document.querySelector(\'#ranks .rank[data-rank="%d"]\'))' % r)
 
-    wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR,
-                                             '#ranks .rank[data-state="running"]')) == 4)
-    wait.until(lambda d: d.find_elements(By.CSS_SELECTOR,
-                                         '#snapshots tr[data-state="committed"]'))
-    before = {e.get_attribute("data-version") for e in
-              drv.find_elements(By.CSS_SELECTOR, '#snapshots tr[data-state="committed"]')}
-    pid = int(re.search(r"pid (\d+)", cell(2).text).group(1))
+    def committed():
+        return set(js('[...document.querySelectorAll(\'#snapshots tr[data-state="committed"]\')]'
+                      '.map(e => e.dataset.version)'))
+
+    def count(sel):
+        return js("document.querySelectorAll('%s').length" % sel)
+
+    wait.until(lambda d: count('#ranks .rank[data-state="running"]') == 4)
+    wait.until(lambda d: committed())
+    before = committed()
+    pid = int(re.search(r"pid (\d+)", cell(2)["text"]).group(1))
     os.kill(pid, signal.SIGKILL)
-    wait.until(lambda d: cell(2).get_attribute("data-incarnation") == "2" and
-               cell(2).get_attribute("data-state") == "running")
-    if "incarnation 2" not in cell(2).text:
-        fail("rank 2's cell: " + cell(2).text)
-    wait.until(lambda d: {e.get_attribute("data-version") for e in d.find_elements(
-        By.CSS_SELECTOR, '#snapshots tr[data-state="committed"]')} - before)
-    wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, '#timeline circle[data-event="death"]')
-               and d.find_elements(By.CSS_SELECTOR, '#timeline circle[data-event="recovered"]'))
-    line = drv.find_element(By.CSS_SELECTOR, "#plot polyline")
-    if int(line.get_attribute("data-points")) < 5:
+    wait.until(lambda d: (lambda c: c and c["inc"] == "2" and c["state"] == "running")(cell(2)))
+    if "incarnation 2" not in cell(2)["text"]:
+        fail("rank 2's cell: " + cell(2)["text"])
+    wait.until(lambda d: committed() - before)
+    wait.until(lambda d: count('#timeline circle[data-event="death"]') and
+               count('#timeline circle[data-event="recovered"]'))
+    if int(js("document.querySelector('#plot polyline').dataset.points")) < 5:
         fail("the progress plot has too few points")
-    if drv.find_element(By.ID, "recovered").text != "1":
-        fail("the header's recovered count: " + drv.find_element(By.ID, "recovered").text)
+    if js("document.getElementById('recovered').textContent") != "1":
+        fail("the header's recovered count: " + js("document.getElementById('recovered').textContent"))
     shot = os.path.join(BUILD, "status-page.png")
     drv.save_screenshot(shot)
     if os.path.getsize(shot) < 10000:

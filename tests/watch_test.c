@@ -254,6 +254,14 @@ static void waited_on_is_the_rank_behind(void **state)
     rally__watch_mark_waited(rows, 4, 0);
     assert_int_equal(rows[0].waited_on + rows[2].waited_on + rows[3].waited_on, 0);
     assert_int_equal(rows[1].waited_on, 1);
+    /* all in the same operation, rank 2 silent (stopped inside it) */
+    for (int r = 0; r < 4; r++)
+        rows[r].seq = 3, rows[r].heartbeat_age = 0.5;
+    rows[2].heartbeat_age = 3;
+    rally__watch_mark_waited(rows, 4, 0);
+    assert_int_equal(rows[0].waited_on + rows[1].waited_on + rows[3].waited_on, 0);
+    assert_int_equal(rows[2].waited_on, 1);
+    rows[2].heartbeat_age = 0.5;
     /* nobody inside an operation: nobody waits */
     for (int r = 0; r < 4; r++)
         rows[r].in_op = 0;

@@ -126,10 +126,11 @@ const char *rally__watch_metrics(struct rally__watch *w, int64_t now_ms, size_t 
 int rally__watch_progress(struct rally__watch *w, int64_t now_ms, char *line, size_t cap);
 
 /* The ranks the job waits for (marked in the rows by the render), given the
- * rows: those behind the furthest rank that has waited inside an operation
- * for 2.5 s or more (heartbeats come a second apart: a shorter wait may be
- * one rank's news against another's stale one); in a recovery round, the
- * ranks not back. */
+ * rows: once a rank has waited inside an operation for 2.5 s or more
+ * (heartbeats come a second apart: a shorter wait may be one rank's news
+ * against another's stale one), those behind the furthest such wait, and
+ * those silent for 2.5 s (stopped inside the same operation: their
+ * position cannot tell); in a recovery round, the ranks not back. */
 void rally__watch_mark_waited(struct rally__watch_rank *rows, int n, int recovering);
 
 #endif
