@@ -172,14 +172,21 @@ def status(base, token=""):
     return st
 
 
-def until(what, pred, timeout=60, every=0.1):
+def until(what, pred, timeout=60, every=0.1, show=None):
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         v = pred()
         if v:
             return v
         time.sleep(every)
-    fail("timed out waiting for " + what)
+    fail("timed out waiting for " + what + (": " + show() if show else ""))
+
+
+def positions(st):
+    """Each rank's (version, seq, inside, seconds there, heartbeat age), waiting_on."""
+    return "waiting_on %s; %s" % (st["waiting_on"], "; ".join(
+        "%s: v%s %s hb %s" % (r["rank"], r["version"], r["collective"],
+                              r["heartbeat_age_seconds"]) for r in st["ranks"]))
 
 
 def rank(st, r):
@@ -260,7 +267,8 @@ def case_job():
     os.kill(hung, signal.SIGSTOP)
     try:
         st = until("the job waiting for the stopped rank 1", lambda: (lambda s: s["waiting_on"] == [1]
-                   and rank(s, 1)["waited_on"] and s)(status(base)), timeout=15)
+                   and rank(s, 1)["waited_on"] and s)(status(base)), timeout=15,
+                   show=lambda: positions(status(base)))
         table = subprocess.run([RUN, "status", base], capture_output=True, text=True, timeout=30)
         line = [l for l in table.stdout.splitlines() if re.match(r"^\s+1\s", l)]
         if not line or "waits for it" not in line[0]:

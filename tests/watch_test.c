@@ -261,6 +261,10 @@ static void waited_on_is_the_rank_behind(void **state)
     rally__watch_mark_waited(rows, 4, 0);
     assert_int_equal(rows[0].waited_on + rows[1].waited_on + rows[3].waited_on, 0);
     assert_int_equal(rows[2].waited_on, 1);
+    rows[2].has_position = 0; /* stopped before its first heartbeat */
+    rally__watch_mark_waited(rows, 4, 0);
+    assert_int_equal(rows[2].waited_on, 1);
+    rows[2].has_position = 1;
     rows[2].heartbeat_age = 0.5;
     /* nobody inside an operation: nobody waits */
     for (int r = 0; r < 4; r++)

@@ -382,11 +382,12 @@ void rally__watch_mark_waited(struct rally__watch_rank *rows, int n, int recover
         }
         /* behind the furthest wait, or silent (no frame for WAIT_MIN_S while
          * heartbeats come a second apart: stopped, or stuck with its own
-         * heartbeat thread) though it stood in the same operation */
-        x->waited_on = any && strcmp(x->state, "running") == 0 && x->has_position &&
-                       (x->version < top_v || (x->version == top_v && x->seq < top_q) ||
-                        (x->version == top_v && x->seq == top_q && !x->in_op) ||
-                        x->heartbeat_age >= WAIT_MIN_S);
+         * heartbeat thread), wherever it said it stood, if it said */
+        int behind = x->has_position &&
+                     (x->version < top_v || (x->version == top_v && x->seq < top_q) ||
+                      (x->version == top_v && x->seq == top_q && !x->in_op));
+        x->waited_on = any && strcmp(x->state, "running") == 0 &&
+                       (behind || x->heartbeat_age >= WAIT_MIN_S);
     }
 }
 
