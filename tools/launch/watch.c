@@ -174,7 +174,7 @@ static void write_event(struct rally__watch *w, const struct rally__watch_ev *ev
     if (w->events == NULL)
         return;
     json_t *o = ev_json(w, ev, now_ms);
-    int bad = o == NULL || json_dumpf(o, w->events, JSON_COMPACT | JSON_REAL_PRECISION(17)) != 0 ||
+    int bad = o == NULL || json_dumpf(o, w->events, JSON_COMPACT | JSON_REAL_PRECISION(15)) != 0 ||
               fputc('\n', w->events) == EOF || fflush(w->events) != 0;
     json_decref(o);
     if (bad) {
