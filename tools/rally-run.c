@@ -414,7 +414,6 @@ static void after(void *arg)
         if (--r->nlive == 0)
             r->drain_until = rally__now_ms() + DRAIN_MS;
         view(r, &v);
-        run_status_reaped(r, i, st);
         if (r->procs[i].agent)
             remote_exit(r, i, st, &v, &a);
         else

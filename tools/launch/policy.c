@@ -28,6 +28,7 @@ struct rank_state {
     int outside;           /* it ended before the job took it in: never one of its ranks */
     int status;            /* rally-run's exit status when its failure is the verdict */
     char host[256];        /* where it runs: "" on this host (the lines name no host) */
+    char cause[320];       /* its newest death's cause ("killed by signal 9"), for observers */
 };
 
 struct rally__launch_policy {
@@ -211,6 +212,7 @@ static void died_as(struct rally__launch_policy *pol, int rank, const char *caus
     pol->ndeaths++;
     pol->unrecovered++;
     k->deaths++;
+    snprintf(k->cause, sizeof k->cause, "%s", cause);
     if (pol->elastic && v->recoverable && k->restarts >= pol->max_restarts) {
         /* the tracker goes on without it, or fails the job below the minimum */
         k->dropped = 1;
@@ -266,13 +268,15 @@ static void unfence(struct rank_state *k)
 /* A rank that is not restarted: its loss is counted as a death when it
  * failed the job (the tracker saw it first), not when it left after the job
  * had failed. */
-static void gone(struct rally__launch_policy *pol, int rank, const struct rally__launch_view *v)
+static void gone(struct rally__launch_policy *pol, int rank, const char *cause,
+                 const struct rally__launch_view *v)
 {
     struct rank_state *k = &pol->rank[rank];
     if (v->state == RALLY__TRACKER_FAILED && v->failed_rank == rank && !pol->stop_sig &&
         !k->failed) {
         pol->ndeaths++;
         k->deaths++;
+        snprintf(k->cause, sizeof k->cause, "%s", cause);
     }
     k->failed = 1;
 }
@@ -331,6 +335,7 @@ void rally__launch_policy_exit(struct rally__launch_policy *pol, int rank, int s
     if (pol->first < 0 && !pol->stop_sig && v->state == RALLY__TRACKER_RUNNING && own_exit) {
         pol->ndeaths++;
         k->deaths++;
+        snprintf(k->cause, sizeof k->cause, "%s", cause);
         why_of(pol, rank, cause);
         fail(pol, rank, now, a);
         return;
@@ -339,7 +344,7 @@ void rally__launch_policy_exit(struct rally__launch_policy *pol, int rank, int s
         died(pol, rank, cause, v, now, a);
         return;
     }
-    gone(pol, rank, v);
+    gone(pol, rank, cause, v);
     why_of(pol, rank, cause);
 }
 
@@ -372,7 +377,7 @@ void rally__launch_policy_lost(struct rally__launch_policy *pol, int rank,
         died_as(pol, rank, cause, head, head, v, now, a);
         return;
     }
-    gone(pol, rank, v);
+    gone(pol, rank, cause, v);
     snprintf(k->why, sizeof k->why, "%.500s", head);
 }
 
@@ -576,6 +581,6 @@ void rally__launch_policy_rank(const struct rally__launch_policy *pol, int rank,
                                struct rally__launch_rank_counts *c)
 {
     const struct rank_state *x = &pol->rank[rank];
-    *c = (struct rally__launch_rank_counts){x->deaths,    x->restarts, x->running,
-                                            x->finalized, x->dropped,  x->outside};
+    *c = (struct rally__launch_rank_counts){x->deaths,  x->restarts, x->running, x->finalized,
+                                            x->dropped, x->outside,  x->cause};
 }

@@ -195,6 +195,7 @@ struct rally__launch_rank_counts {
     int finalized; /* the tracker saw its SHUTDOWN */
     int dropped;   /* given up for good */
     int outside;   /* it ended before the job took it in */
+    const char *cause; /* its newest death's cause, "" before any (the policy's storage) */
 };
 void rally__launch_policy_rank(const struct rally__launch_policy *pol, int rank,
                                struct rally__launch_rank_counts *c);

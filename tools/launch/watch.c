@@ -76,7 +76,10 @@ int rally__watch_events_open(struct rally__watch *w, const char *path)
 
 const char *rally__watch_events_error(struct rally__watch *w)
 {
-    return w->events_error[0] ? w->events_error : NULL;
+    if (!w->events_error[0] || w->events_said)
+        return NULL;
+    w->events_said = 1;
+    return w->events_error;
 }
 
 /* --- the events file ------------------------------------------------------ */
@@ -383,11 +386,11 @@ void rally__watch_mark_waited(struct rally__watch_rank *rows, int n, int recover
         /* behind the furthest wait, or silent (no frame for WAIT_MIN_S while
          * heartbeats come a second apart: stopped, or stuck with its own
          * heartbeat thread), wherever it said it stood, if it said */
-        int behind = x->has_position &&
-                     (x->version < top_v || (x->version == top_v && x->seq < top_q) ||
-                      (x->version == top_v && x->seq == top_q && !x->in_op));
-        x->waited_on = any && strcmp(x->state, "running") == 0 &&
-                       (behind || x->heartbeat_age >= WAIT_MIN_S);
+        int behind =
+            x->has_position && (x->version < top_v || (x->version == top_v && x->seq < top_q) ||
+                                (x->version == top_v && x->seq == top_q && !x->in_op));
+        x->waited_on =
+            any && strcmp(x->state, "running") == 0 && (behind || x->heartbeat_age >= WAIT_MIN_S);
     }
 }
 

@@ -71,6 +71,7 @@ struct rally__watch {
     int64_t start_ms, start_wall;
     FILE *events;
     char events_error[300];
+    int events_said; /* rally__watch_events_error gave it */
     /* history */
     struct epoch epochs[WATCH_EPOCHS];
     uint64_t nepochs; /* ever recorded; the ring holds the newest */

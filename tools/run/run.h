@@ -181,16 +181,12 @@ void run_status_token_file(const struct run *r);
 /* Each attempt, once the output streams are open: they share the progress line. */
 void run_status_outs(struct run *r);
 void run_status_event(struct run *r, const struct rally__tracker_event *ev);
-/* Slot i runs a new process (a restart when it is not its first). */
-void run_status_spawned(struct run *r, int i);
-/* Slot i's process ended with wait status st (before the policy hears it). */
-void run_status_reaped(struct run *r, int i, int st);
 /* The loop: the server's descriptors after the owner's others (from at). */
 size_t run_status_npoll(const struct run *r);
 size_t run_status_fill(struct run *r, struct pollfd *p, size_t at);
 void run_status_handle(struct run *r, const struct pollfd *p, size_t n);
 int64_t run_status_deadline(const struct run *r);
-/* Every turn: the progress line. */
+/* Every turn: the deaths and restarts the policy counted, the progress line. */
 void run_status_after(struct run *r);
 /* The job is over with exit status status: the last progress line, the end
  * event; everything freed. */

@@ -15,12 +15,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/time.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "launch/http.h"
@@ -41,11 +40,14 @@ struct run_status {
     struct rally__http *http;
     char token[65];                  /* "": none asked for (loopback) */
     char url[RALLY__HOST_MAX + 128]; /* the page's address, as printed */
-    int *pid;                        /* per slot: the newest process seen */
-    size_t at, n;                    /* the server's slice of the loop's pollfds this turn */
-    int tty;                         /* --progress on a terminal: one line, redrawn */
-    int shown;                       /* ... and it is on the screen (launch/out.h) */
-    int64_t next_line;               /* the next progress line or redraw, at the earliest */
+    /* per slot, as last seen (changes): the newest process, the deaths and
+     * restarts counted by the policy pol */
+    int *pid, *deaths, *restarts;
+    const struct rally__launch_policy *pol;
+    size_t at, n;      /* the server's slice of the loop's pollfds this turn */
+    int tty;           /* --progress on a terminal: one line, redrawn */
+    int shown;         /* ... and it is on the screen (launch/out.h) */
+    int64_t next_line; /* the next progress line or redraw, at the earliest */
 };
 
 static int64_t wall_ms(void)
@@ -202,12 +204,14 @@ int run_status_start(struct run *r)
     if (r->st != NULL || (!r->status_opt && !r->events_path && !r->progress))
         return 0;
     struct run_status *s = calloc(1, sizeof *s);
-    if (s == NULL || (s->pid = calloc((size_t)r->slots, sizeof *s->pid)) == NULL) {
+    if (s == NULL || (s->pid = calloc(3 * (size_t)r->slots, sizeof *s->pid)) == NULL) {
         free(s);
         fprintf(stderr, "rally-run: out of memory\n");
         return 1;
     }
     r->st = s;
+    s->deaths = s->pid + r->slots;
+    s->restarts = s->deaths + r->slots;
     struct rally__watch_job job = {.job = r->snap.job,
                                    .run_id = r->snap.run_id,
                                    .launcher = r->kind->name,
@@ -233,13 +237,12 @@ int run_status_start(struct run *r)
             return 2;
         if (!rally__host_is_loopback(host)) { /* off loopback: a read-only token */
             unsigned char b[16];
-            if (getrandom(b, sizeof b, 0) != (ssize_t)sizeof b) {
-                fprintf(stderr, "rally-run: --status: no random bytes for a token: %s\n",
-                        strerror(errno));
+            if (sodium_init() < 0) {
+                fprintf(stderr, "rally-run: --status: libsodium failed to initialise\n");
                 return 1;
             }
-            for (size_t i = 0; i < sizeof b; i++)
-                snprintf(s->token + 2 * i, 3, "%02x", b[i]);
+            randombytes_buf(b, sizeof b);
+            sodium_bin2hex(s->token, sizeof s->token, b, sizeof b);
         }
         struct rally__http_opts o = {.host = host,
                                      .port = port,
@@ -291,11 +294,9 @@ void run_status_token_file(const struct run *r)
 static void say(struct run *r, const struct rally__watch_ev *ev)
 {
     rally__watch_event(r->st->w, ev, rally__now_ms());
-    const char *err = rally__watch_events_error(r->st->w);
-    if (err != NULL && r->events_path != NULL) {
+    const char *err = rally__watch_events_error(r->st->w); /* once */
+    if (err != NULL)
         rally__launch_out_say(&r->out[1], "%s", err);
-        r->events_path = NULL; /* said once */
-    }
 }
 
 void run_status_event(struct run *r, const struct rally__tracker_event *ev)
@@ -372,33 +373,32 @@ void run_status_event(struct run *r, const struct rally__tracker_event *ev)
     }
 }
 
-void run_status_spawned(struct run *r, int i)
+/* The deaths and restarts the policy counted since the last look, as
+ * events in that order: the dead process's pid (the last one seen) and
+ * the policy's own cause, so the events say what the summary counts. */
+static void changes(struct run *r)
 {
-    if (r->st == NULL)
+    struct run_status *s = r->st;
+    if (r->pol == NULL || r->procs == NULL)
         return;
-    r->st->pid[i] = r->procs[i].pid;
-    if (r->starts && r->starts[i] > 1)
-        say(r, &(struct rally__watch_ev){.kind = RALLY__WEV_RESTART,
-                                         .rank = i,
-                                         .pid = r->procs[i].pid,
-                                         .incarnation = (uint32_t)r->starts[i]});
-}
-
-void run_status_reaped(struct run *r, int i, int st)
-{
-    if (r->st == NULL || !r->pol)
-        return;
-    struct rally__launch_rank_counts pc;
-    rally__launch_policy_rank(r->pol, i, &pc);
-    if (pc.finalized && WIFEXITED(st) && WEXITSTATUS(st) == 0)
-        return; /* it finished */
-    char cause[64];
-    if (WIFSIGNALED(st))
-        snprintf(cause, sizeof cause, "killed by signal %d", WTERMSIG(st));
-    else
-        snprintf(cause, sizeof cause, "exited with status %d", WEXITSTATUS(st));
-    say(r, &(struct rally__watch_ev){
-               .kind = RALLY__WEV_DEATH, .rank = i, .pid = r->st->pid[i], .cause = cause});
+    int fresh = s->pol != r->pol; /* a new attempt (--auto-resume): count from here */
+    s->pol = r->pol;
+    for (int i = 0; i < rally__launch_policy_slots(r->pol); i++) {
+        struct rally__launch_rank_counts pc;
+        rally__launch_policy_rank(r->pol, i, &pc);
+        if (!fresh && pc.deaths > s->deaths[i])
+            say(r, &(struct rally__watch_ev){
+                       .kind = RALLY__WEV_DEATH, .rank = i, .pid = s->pid[i], .cause = pc.cause});
+        if (!fresh && pc.restarts > s->restarts[i] && r->procs[i].pid > 0)
+            say(r, &(struct rally__watch_ev){.kind = RALLY__WEV_RESTART,
+                                             .rank = i,
+                                             .pid = r->procs[i].pid,
+                                             .incarnation = (uint32_t)r->starts[i]});
+        s->deaths[i] = pc.deaths;
+        s->restarts[i] = pc.restarts;
+        if (r->procs[i].pid > 0)
+            s->pid[i] = r->procs[i].pid;
+    }
 }
 
 size_t run_status_npoll(const struct run *r)
@@ -439,7 +439,10 @@ int64_t run_status_deadline(const struct run *r)
 void run_status_after(struct run *r)
 {
     struct run_status *s = r->st;
-    if (s == NULL || !r->progress)
+    if (s == NULL)
+        return;
+    changes(r);
+    if (!r->progress)
         return;
     int64_t now = rally__now_ms();
     if (now < s->next_line)
@@ -466,8 +469,10 @@ void run_status_end(struct run *r, int status)
     rally__watch_progress(s->w, rally__now_ms(), line, sizeof line);
     if (r->progress && line[0])
         fprintf(stderr, "%srally-run: progress: %s\n", s->tty ? "\r\033[K" : "", line);
-    if (r->pol && r->procs)
+    if (r->pol && r->procs) {
+        changes(r);
         refresh(r);
+    }
     say(r,
         &(struct rally__watch_ev){.kind = RALLY__WEV_END,
                                   .rank = -1,

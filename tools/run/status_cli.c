@@ -10,19 +10,15 @@
  * status 0, 1 when the job cannot be reached or answers with an error
  * (said in one line), 2 for a usage error.
  */
-#include <errno.h>
+#include <curl/curl.h>
 #include <inttypes.h>
 #include <jansson.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include "net/sock.h"
 #include "run/run.h"
-#include "util/clock.h"
 
 static void usage(FILE *f)
 {
@@ -61,78 +57,70 @@ static int parse_url(const char *url, char *host, size_t cap, int *port, char *t
     return rally__hostport_split(hp, host, cap, port, &e) == RALLY_OK && *port > 0 ? 0 : -1;
 }
 
-/* GET /status.json: the body, malloc'd, or NULL with why said. */
+/* What libcurl hands us of the answer's body. */
+struct body {
+    char *p;
+    size_t n, cap;
+};
+
+static size_t take(char *data, size_t size, size_t count, void *arg)
+{
+    struct body *b = arg;
+    size_t n = size * count;
+    if (b->n + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 1 << 16;
+        while (cap < b->n + n + 1)
+            cap *= 2;
+        char *p = realloc(b->p, cap);
+        if (p == NULL)
+            return 0; /* libcurl stops with CURLE_WRITE_ERROR */
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, data, n);
+    b->n += n;
+    b->p[b->n] = '\0';
+    return n;
+}
+
+/* GET /status.json (libcurl, no proxy): the body, malloc'd, or NULL with
+ * why said. */
 static char *fetch(const char *host, int port, const char *token, int64_t timeout_ms)
 {
-    int64_t deadline = rally__deadline(timeout_ms);
-    int fd;
-    struct rally__err e = {0};
-    char where[RALLY__HOST_MAX + 16];
+    char where[RALLY__HOST_MAX + 16], url[RALLY__HOST_MAX + 48], auth[160];
     rally__hostport_fmt(host, port, where, sizeof where);
-    if (rally__tcp_connect(host, port, deadline, &fd, &e) != RALLY_OK) {
-        fprintf(stderr, "rally-run status: cannot reach %s: %s\n", where, e.msg);
-        return NULL;
+    snprintf(url, sizeof url, "http://%s/status.json", where);
+    snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
+    struct body b = {0};
+    struct curl_slist *hdr = token[0] ? curl_slist_append(NULL, auth) : NULL;
+    CURL *c = curl_easy_init();
+    long code = 0;
+    CURLcode rc = CURLE_OUT_OF_MEMORY;
+    if (c != NULL && (hdr != NULL || !token[0])) {
+        curl_easy_setopt(c, CURLOPT_URL, url);
+        curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
+        curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
+        curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
+        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, take);
+        curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+        if ((rc = curl_easy_perform(c)) == CURLE_OK)
+            curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
     }
-    char req[600];
-    int n = snprintf(
-        req, sizeof req, "GET /status.json HTTP/1.1\r\nHost: %s\r\n%s%s%sConnection: close\r\n\r\n",
-        where, token[0] ? "Authorization: Bearer " : "", token, token[0] ? "\r\n" : "");
-    if (rally__send_all(fd, req, (size_t)n, deadline, where, &e) != RALLY_OK) {
-        fprintf(stderr, "rally-run status: %s\n", e.msg);
-        close(fd);
-        return NULL;
-    }
-    size_t len = 0, cap = 1 << 16;
-    char *buf = malloc(cap);
-    for (;;) {
-        if (buf == NULL)
-            break;
-        if (len + 1 == cap) {
-            char *b = realloc(buf, cap *= 2);
-            if (b == NULL) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = b;
-        }
-        if (rally__fd_wait(fd, 0, deadline) <= 0) {
-            fprintf(stderr, "rally-run status: %s did not answer within %lld ms\n", where,
-                    (long long)timeout_ms);
-            free(buf);
-            close(fd);
-            return NULL;
-        }
-        ssize_t k = recv(fd, buf + len, cap - 1 - len, 0);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            break;
-        len += (size_t)k;
-    }
-    close(fd);
-    if (buf == NULL) {
-        fprintf(stderr, "rally-run status: out of memory\n");
-        return NULL;
-    }
-    buf[len] = '\0';
-    int code = 0;
-    char *body = strstr(buf, "\r\n\r\n");
-    if (sscanf(buf, "HTTP/1.%*c %d", &code) != 1 || body == NULL) {
-        fprintf(stderr, "rally-run status: %s did not answer as a rally status server\n", where);
-        free(buf);
-        return NULL;
-    }
-    if (code != 200) {
-        fprintf(stderr, "rally-run status: %s answered %d: %s", where, code,
-                code == 401 ? "the job asks for its token (--token, or the URL rally-run "
-                              "printed)\n"
-                            : body + 4);
-        free(buf);
-        return NULL;
-    }
-    memmove(buf, body + 4, strlen(body + 4) + 1);
-    return buf;
+    curl_easy_cleanup(c);
+    curl_slist_free_all(hdr);
+    if (rc != CURLE_OK)
+        fprintf(stderr, "rally-run status: cannot read %s: %s\n", url, curl_easy_strerror(rc));
+    else if (code == 401)
+        fprintf(stderr,
+                "rally-run status: %s answered 401: the job asks for its token "
+                "(--token, or the URL rally-run printed)\n",
+                where);
+    else if (code != 200)
+        fprintf(stderr, "rally-run status: %s answered %ld: %s", where, code, b.p ? b.p : "\n");
+    if (rc == CURLE_OK && code == 200 && b.p != NULL)
+        return b.p;
+    free(b.p);
+    return NULL;
 }
 
 static const char *str(json_t *o, const char *k)

@@ -195,7 +195,6 @@ static void spawned(struct run *r, int i)
     if (p->pid > 0) {
         r->nlive++;
         rally__launch_policy_spawned(r->pol, i);
-        run_status_spawned(r, i);
         return;
     }
     for (int w = 0; w < 2; w++)
