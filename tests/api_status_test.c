@@ -197,7 +197,7 @@ static void report_arguments(void **state)
         assert_int_equal(rc, c->rc);
         if (rc == RALLY_OK) {
             assert_int_equal(told.calls, 1);
-            assert_int_equal(told.kind, RALLY__TELL_VALUE);
+            assert_int_equal(told.kind, RALLY__REPORT_VALUE);
             assert_string_equal(told.key, c->key);
             assert_true(told.value == c->value);
             assert_int_equal(told.version, 7);
@@ -211,7 +211,7 @@ static void report_arguments(void **state)
     memset(&told, 0, sizeof told);
     assert_int_equal(rally_report_total(r, 1000), RALLY_OK);
     assert_int_equal(told.calls, 1);
-    assert_int_equal(told.kind, RALLY__TELL_TOTAL);
+    assert_int_equal(told.kind, RALLY__REPORT_TOTAL);
     assert_string_equal(told.key, "");
     assert_true(told.value == 1000);
     assert_int_equal(rally_report_total(NULL, 1), RALLY_EINVAL);

@@ -1717,7 +1717,7 @@ static void report_with_a_bad_key_is_refused(void **state)
     unsigned char b[256];
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
         print_message("case: key \"%s\"\n", bad[k]);
-        assert_false(rally__msg_report_key_ok(bad[k]));
+        assert_false(rally__report_key_ok(bad[k]));
         new_job(2, 10000);
         running(2);
         size_t n = raw_report(b, sizeof b, RALLY__REPORT_VALUE, BITS_1_5, bad[k], "", WHOLE);
@@ -1730,8 +1730,8 @@ static void report_with_a_bad_key_is_refused(void **state)
         assert_int_equal(rally__job_code(j), RALLY_EPROTO);
         done_job(NULL);
     }
-    assert_true(rally__msg_report_key_ok("objective"));
-    assert_true(rally__msg_report_key_ok("x"));
+    assert_true(rally__report_key_ok("objective"));
+    assert_true(rally__report_key_ok("x"));
     /* the encoder will not write a key it could not decode */
     struct rally__msg_report r = {.kind = RALLY__REPORT_SNAPSHOT};
     memset(r.key, 'k', sizeof r.key - 1);

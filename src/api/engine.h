@@ -24,7 +24,8 @@
 #include "rally/rally.h"
 #include "util/config.h"
 #include "util/err.h"
-#include "util/reduce.h" /* struct rally__reducer: the registry's entries */
+#include "util/reduce.h"
+#include "util/report.h" /* RALLY__REPORT_*: what the report op tells */ /* struct rally__reducer: the registry's entries */
 
 struct rally__engine; /* a backend's state, opaque to src/api */
 
@@ -76,14 +77,6 @@ struct rally__subscriber {
     void (*resized)(void *arg, uint64_t version, int rank, int world);
 };
 
-/* What an engine's report op tells (the numbers of tracker/proto.h's
- * RALLY__REPORT_*, which src/api may not include; src/robust/engine.c
- * checks that they agree): an application's VALUE (key, value at the
- * version it stands in), the job's TOTAL iterations (value), a SNAPSHOT of
- * version committed (key: its tier, RALLY__TIER_*; nbytes: its files'
- * bytes; text: where), or a SNAPSHOT_VOID: the snapshot of version was not
- * committed there (key: the tier; text: why). */
-enum { RALLY__TELL_VALUE = 1, RALLY__TELL_TOTAL, RALLY__TELL_SNAPSHOT, RALLY__TELL_SNAPSHOT_VOID };
 /* The tiers a snapshot is committed in, named after their settings:
  * rally_snapshot_dir, and the second tier rally_snapshot_copy. */
 #define RALLY__TIER_DIR "dir"
@@ -238,7 +231,7 @@ struct rally__engine_ops {
      * heartbeats; MPI ignores it.  Cheap, never blocks. */
     void (*count)(struct rally__engine *en, uint64_t nbytes);
     /* For observers only (rally_report, rally_report_total, a snapshot's
-     * fate, said by rank 0): kind RALLY__TELL_* (above) with key, value,
+     * fate, said by rank 0): kind RALLY__REPORT_* (util/report.h) with key, value,
      * version, nbytes and text, as tracker/proto.h's REPORT frame carries
      * them (key and text are copied; a VALUE's key already checked, text
      * cut at 1023 bytes).  Never blocks on the network and never fails:

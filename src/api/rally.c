@@ -149,15 +149,6 @@ int rally_tracker_print(rally_t *r, const char *msg)
     return public_status(&r->err, rally__engine.tracker_print(r->en, msg));
 }
 
-/* 1 when key is 1 to 64 bytes of [A-Za-z0-9_.:-] (tracker/msg.c's rule
- * for a REPORT's key, which src/api may not include). */
-static int report_key_ok(const char *key)
-{
-    size_t n = strlen(key);
-    return n >= 1 && n <= 64 &&
-           strspn(key, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.:-") == n;
-}
-
 int rally_report(rally_t *r, const char *key, double value)
 {
     if (r == NULL)
@@ -165,7 +156,7 @@ int rally_report(rally_t *r, const char *key, double value)
     rally__err_clear(&r->err);
     if (key == NULL)
         return rally__fail(&r->err, RALLY_EINVAL, "rally_report: key is NULL");
-    if (!report_key_ok(key))
+    if (!rally__report_key_ok(key))
         return rally__fail(&r->err, RALLY_EINVAL,
                            "rally_report: the key \"%.80s\" is not 1 to 64 bytes of A-Z a-z 0-9 "
                            "_ . : -",
@@ -176,7 +167,7 @@ int rally_report(rally_t *r, const char *key, double value)
                            "JSON, which has no NaN nor infinity)",
                            key, value);
     if (r->en != NULL) /* else init failed: there is nobody to tell */
-        rally__engine.report(r->en, RALLY__TELL_VALUE, key, value, rally__engine.version(r->en), 0,
+        rally__engine.report(r->en, RALLY__REPORT_VALUE, key, value, rally__engine.version(r->en), 0,
                              "");
     return RALLY_OK;
 }
@@ -187,7 +178,7 @@ int rally_report_total(rally_t *r, uint64_t iterations)
         return RALLY_EINVAL;
     rally__err_clear(&r->err);
     if (r->en != NULL)
-        rally__engine.report(r->en, RALLY__TELL_TOTAL, "", (double)iterations,
+        rally__engine.report(r->en, RALLY__REPORT_TOTAL, "", (double)iterations,
                              rally__engine.version(r->en), 0, "");
     return RALLY_OK;
 }

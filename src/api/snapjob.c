@@ -87,7 +87,7 @@ void rally__snapjob_say(const struct rally__snapjob *sj, const char *fmt, ...)
 void rally__snapjob_tell(struct rally__snapjob *sj, const char *tier, int ok, uint64_t v,
                          uint64_t nbytes, const char *where)
 {
-    E->report(sj->en, ok ? RALLY__TELL_SNAPSHOT : RALLY__TELL_SNAPSHOT_VOID, tier, 0, v,
+    E->report(sj->en, ok ? RALLY__REPORT_SNAPSHOT : RALLY__REPORT_SNAPSHOT_VOID, tier, 0, v,
               ok ? nbytes : 0, where);
 }
 
@@ -532,9 +532,7 @@ static int commit(struct rally__snapjob *sj, const unsigned char *all, uint64_t 
         f->xxh3 = rally__get_u64(slot + 16);
     }
     m.files = files;
-    uint64_t nbytes = 0;
-    for (size_t i = 0; i < m.nfiles; i++)
-        nbytes += files[i].nbytes;
+    uint64_t nbytes = rally__snap_manifest_nbytes(&m);
     m.changes = sj->changes;
     m.nchanges = sj->nchanges;
     m.records = sj->rec_owner != NULL;

@@ -13,10 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 
+#include "util/copy.h"
 #include "util/wire.h"
 
 #define SIG_MAGIC 0x4c4c4f43u /* "COLL" */
@@ -238,51 +236,6 @@ int rally__allreduce(struct rally__comm *c, const void *in, void *buf, size_t co
     default:
         return finish(c, ring_allreduce(c, in, buf, count, rd, sig, NULL, NULL));
     }
-}
-
-/* Results from this size up are copied with streaming stores: by the time
- * a collective ends such a result has left the caches, and an ordinary
- * copy reads every destination line before writing it.  Measured on 2
- * cores, a cold 16 MiB copy: 1.56 ms min, 3.7 ms mean with memcpy; 1.09 ms
- * min, 1.7 ms mean streamed. */
-#define STREAM_MIN_NBYTES ((size_t)4 << 20)
-
-void rally__copy_result(void *dst, const void *src, size_t n)
-{
-    if (n >= STREAM_MIN_NBYTES)
-        rally__copy_stream(dst, src, n);
-    else
-        memcpy(dst, src, n);
-}
-
-void rally__copy_stream(void *dst, const void *src, size_t n)
-{
-#if defined(__SSE2__)
-    if (n >= 128) { /* the head that aligns dst, then whole 64-byte lines */
-        unsigned char *d = dst;
-        const unsigned char *s = src;
-        size_t head = (16 - ((uintptr_t)d & 15)) & 15;
-        memcpy(d, s, head);
-        d += head;
-        s += head;
-        n -= head;
-        size_t body = n & ~(size_t)63;
-        for (size_t i = 0; i < body; i += 64) {
-            __m128i a = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
-            __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(s + i + 16));
-            __m128i c = _mm_loadu_si128((const __m128i *)(const void *)(s + i + 32));
-            __m128i e = _mm_loadu_si128((const __m128i *)(const void *)(s + i + 48));
-            _mm_stream_si128((__m128i *)(void *)(d + i), a);
-            _mm_stream_si128((__m128i *)(void *)(d + i + 16), b);
-            _mm_stream_si128((__m128i *)(void *)(d + i + 32), c);
-            _mm_stream_si128((__m128i *)(void *)(d + i + 48), e);
-        }
-        _mm_sfence(); /* the streamed lines are visible before we return */
-        memcpy(d + body, s + body, n - body);
-        return;
-    }
-#endif
-    memcpy(dst, src, n);
 }
 
 /* The ring keeps natively; the other algorithms (sizes up to

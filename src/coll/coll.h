@@ -149,11 +149,6 @@ int rally__allreduce_keep(struct rally__comm *c, void *buf, void *keep, size_t c
                           const struct rally__reducer *rd, const struct rally__sig *sig,
                           const struct rally__final_hook *h);
 
-/* dst[0..n) = src[0..n), bypassing the caches from 4 MiB up: a result
- * copied after its collective has mostly left them. */
-void rally__copy_result(void *dst, const void *src, size_t n);
-/* The same with streaming stores at any size (a copy nobody reads soon). */
-void rally__copy_stream(void *dst, const void *src, size_t n);
 int rally__broadcast(struct rally__comm *c, void *buf, size_t nbytes, int root,
                      const struct rally__sig *sig);
 /* Blocks of nbytes[r] bytes at offsets off[r] in buf; this rank's is filled. */

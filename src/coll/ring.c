@@ -21,6 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/copy.h"
+
 /* --- ring ----------------------------------------------------------------- */
 
 /* The partial sums of the reduce-scatter (received segments 0..nreduce-2,
@@ -190,24 +192,6 @@ int rally__ring_stream(struct rally__comm *c, const unsigned char *in, unsigned 
             size_t have = pk < rk ? plen : rpos;
             if (pk >= nreduce && keep == NULL) {
                 ppos = have;
-            } else if (pk >= nreduce) { /* final values, whole elements, into buf and keep */
-                size_t n = rally__round_down(have - ppos, es);
-                if (n == 0 || (n < chunk && ppos + n < plen))
-                    break;
-                size_t p = 0;
-                while (p < n) {
-                    size_t pos = (ptotal + p) % rcap, m = n - p;
-                    if (m > rcap - pos)
-                        m = rcap - pos;
-                    size_t at = off[SEG(pk, 1)] + ppos + p;
-                    memcpy(buf + at, ring + pos, m);
-                    rally__copy_stream(keep + at, ring + pos, m);
-                    h->final(h->arg, at, m);
-                    p += m;
-                }
-                ppos += n;
-                ptotal += n;
-                moved = 1;
             } else {
                 size_t n = rally__round_down(have - ppos, es);
                 if (n == 0 || (n < chunk && ppos + n < plen))
@@ -219,20 +203,22 @@ int rally__ring_stream(struct rally__comm *c, const unsigned char *in, unsigned 
                         m = rcap - pos;
                     size_t at = off[SEG(pk, 1)] + ppos + p; /* out = own input (+) received */
                     size_t k = pk < nreduce - 1 ? rally__round_down(stage_room(&st, m), es) : 0;
-                    if (k > 0) { /* a partial sum, staged */
+                    if (pk >= nreduce) { /* an allgathered final piece (keep: whole elements) */
+                        memcpy(buf + at, ring + pos, m);
+                    } else if (k > 0) { /* a partial sum, staged */
                         m = k;
                         rally__reduce3(rd, st.ring + st.put % st.cap, in + at, ring + pos, m / es);
                     } else if (pk < nreduce - 1) { /* a partial sum the stage had no room for */
                         rally__reduce3(rd, part + at, in + at, ring + pos, m / es);
                     } else { /* this rank's final segment */
                         rally__reduce3(rd, buf + at, in + at, ring + pos, m / es);
-                        if (keep != NULL) {
-                            rally__copy_stream(keep + at, buf + at, m);
-                            h->final(h->arg, at, m);
-                        }
                     }
-                    if (pk < nreduce - 1)
+                    if (pk < nreduce - 1) {
                         stage_push(&st, m, k > 0);
+                    } else if (keep != NULL) { /* final: into keep too, while in cache */
+                        rally__copy_stream(keep + at, buf + at, m);
+                        h->final(h->arg, at, m);
+                    }
                     p += m;
                 }
                 ppos += n;

@@ -10,19 +10,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 
 #include "api/engine.h"
 #include "robust/robust.h"
+#include "util/copy.h"
 #include "util/wire.h"
-
-_Static_assert((int)RALLY__TELL_VALUE == (int)RALLY__REPORT_VALUE &&
-                   (int)RALLY__TELL_TOTAL == (int)RALLY__REPORT_TOTAL &&
-                   (int)RALLY__TELL_SNAPSHOT == (int)RALLY__REPORT_SNAPSHOT &&
-                   (int)RALLY__TELL_SNAPSHOT_VOID == (int)RALLY__REPORT_SNAPSHOT_VOID,
-               "api/engine.h's report kinds are tracker/proto.h's");
 
 struct rally__engine {
     struct rally__robust rb;
@@ -41,12 +33,6 @@ static int keep(struct rally__robust *rb, const void *src, uint64_t n, unsigned 
     *res = b;
     *res_nbytes = n;
     return RALLY_OK;
-}
-
-/* dst[0..n) = src[0..n): a result served or cached, into the caller's buffer. */
-static void copy_back(void *dst, const void *src, size_t n)
-{
-    rally__copy_result(dst, src, n);
 }
 
 /* A range of the caller's buffer that an allreduce's attempt wrote its
@@ -80,7 +66,7 @@ static int deliver_inplace(struct rally__robust *rb, struct rally__op *op, const
                            "recovery served %llu bytes for a call expecting %zu",
                            (unsigned long long)n, c->nbytes);
     if (n)
-        copy_back(c->buf, res, (size_t)n);
+        rally__copy_result(c->buf, res, (size_t)n);
     return RALLY_OK;
 }
 
@@ -109,11 +95,6 @@ static void mark_final(const struct inplace *c, unsigned char *bits)
             bits[b >> 3] |= (unsigned char)(1u << (b & 7));
 }
 
-static int bit(const unsigned char *bits, size_t b)
-{
-    return bits[b >> 3] >> (b & 7) & 1;
-}
-
 /* An attempt after a recovery's agreement (every worker's attempt at this
  * position is one).  A failed attempt may have written final values over
  * parts of some workers' buffers (docs/recovery.md, "Retrying an
@@ -128,13 +109,13 @@ static int retry_allreduce(struct rally__robust *rb, struct rally__op *op, struc
                            unsigned char **res)
 {
     size_t nb = c->nbytes, mb = (nb + 7) / 8;
-    unsigned char *mine = calloc(mb ? 2 * mb : 1, 1), *any = mine + mb, *slot = NULL;
+    unsigned char *any = calloc(mb ? mb : 1, 1), *slot = NULL;
     struct rally__reducer orr;
     rally__reducer_builtin(&orr, RALLY_UINT8, RALLY_BITOR);
     struct rally__sig ms = {RALLY__K_RETRY, 0, 0, -1, mb, 0},
                       ds = {RALLY__K_RETRY, 1, 0, -1, nb, 0};
     int rc = RALLY_OK;
-    if (mine == NULL || (slot = rally__robust_buf(rb, nb)) == NULL) {
+    if (any == NULL || (slot = rally__robust_buf(rb, nb)) == NULL) {
         rc = rally__fail(rb->err, RALLY_ENOMEM, "out of memory retrying a %zu-byte allreduce", nb);
         goto done;
     }
@@ -146,25 +127,25 @@ static int retry_allreduce(struct rally__robust *rb, struct rally__op *op, struc
         rally__robust_fatal(rb, rc, rb->err->msg);
         goto done;
     }
-    mark_final(c, mine);
-    memcpy(any, mine, mb);
+    mark_final(c, any);
     if ((rc = rally__allreduce(&rb->comm, any, any, mb, &orr, &ms)) != RALLY_OK ||
         (rc = rally__allreduce(&rb->comm, c->buf, slot, c->count, c->rd, &op->sig)) != RALLY_OK)
         goto done;
     int some = 0;
     for (size_t i = 0; i < mb && !some; i++)
         some = any[i] != 0;
-    if (some) {
-        for (size_t b = 0; b < nb; b++)
-            if (bit(mine, b))
-                slot[b] = c->kept[b];
-            else if (bit(any, b))
-                slot[b] = 0;
+    if (some) { /* 0 where final anywhere, then this rank's final bytes (a subset) */
+        for (size_t i = 0; i < mb; i++)
+            for (unsigned b = 0; any[i] != 0 && b < 8; b++)
+                if (any[i] >> b & 1)
+                    slot[8 * i + b] = 0;
+        for (int i = 0; i < c->nfin; i++)
+            memcpy(slot + c->fin[i].off, c->kept + c->fin[i].off, c->fin[i].n);
         if ((rc = rally__allreduce(&rb->comm, slot, slot, nb, &orr, &ds)) != RALLY_OK)
             goto done;
     }
-    rally__robust_arrived(rb, slot, nb);
-    copy_back(c->buf, slot, nb);
+    rally__robust_arrived(rb, slot, NULL, nb);
+    rally__copy_result(c->buf, slot, nb);
     *res = slot;
     slot = NULL;
     rally__robust_unbuf(rb, c->kept);
@@ -172,7 +153,7 @@ static int retry_allreduce(struct rally__robust *rb, struct rally__op *op, struc
     c->nfin = 0;
 done:
     rally__robust_unbuf(rb, slot);
-    free(mine);
+    free(any);
     return rc;
 }
 
@@ -210,11 +191,7 @@ static int run_allreduce(struct rally__robust *rb, struct rally__op *op, unsigne
     int rc = rally__allreduce_keep(&rb->comm, c->buf, c->kept, c->count, c->rd, &op->sig, &h);
     if (rc != RALLY_OK)
         return rc; /* kept and fin stay for the retry */
-    if (c->nbytes) {
-        unsigned char *b = c->buf;
-        rally__robust_arrived(rb, c->kept, c->nbytes);
-        b[c->nbytes / 2] = c->kept[c->nbytes / 2]; /* a flipped bit reaches the caller too */
-    }
+    rally__robust_arrived(rb, c->kept, c->buf, c->nbytes);
     *res = c->kept;
     c->kept = NULL;
     c->nfin = 0;
@@ -225,7 +202,8 @@ static int allreduce_op(struct rally__robust *rb, void *buf, size_t count,
                         const struct rally__reducer *rd, struct rally__sig sig,
                         rally_prepare_fn prepare, void *arg)
 {
-    struct inplace c = {buf, count * rd->elem_nbytes, count, rd, -1, NULL, rb, NULL, NULL, 0, 0, 0};
+    struct inplace c = {.buf = buf, .nbytes = count * rd->elem_nbytes, .count = count, .rd = rd,
+                        .root = -1, .rb = rb};
     struct rally__op op = {sig, prepare, arg, run_allreduce, deliver_inplace, &c};
     int rc = rally__robust_op(rb, &op);
     rally__robust_unbuf(rb, c.kept); /* a failed attempt's, served or given up since */
@@ -258,13 +236,13 @@ static int run_broadcast(struct rally__robust *rb, struct rally__op *op, unsigne
     int rc = rally__broadcast(&rb->comm, c->buf, c->nbytes, c->root, &op->sig);
     if (rc != RALLY_OK)
         return rc;
-    rally__robust_arrived(rb, c->buf, c->nbytes);
+    rally__robust_arrived(rb, c->buf, NULL, c->nbytes);
     return keep(rb, c->buf, c->nbytes, res, res_nbytes);
 }
 
 static int broadcast(struct rally__engine *en, void *buf, size_t nbytes, int root)
 {
-    struct inplace c = {buf, nbytes, nbytes, NULL, root, NULL, &en->rb, NULL, NULL, 0, 0, 0};
+    struct inplace c = {.buf = buf, .nbytes = nbytes, .count = nbytes, .root = root};
     struct rally__op op = {{RALLY__C_BROADCAST, 0, 0, root, nbytes, 0},
                            NULL,
                            NULL,
@@ -385,15 +363,18 @@ static int run_allgather(struct rally__robust *rb, struct rally__op *op, unsigne
     free(len);
     if (rc != RALLY_OK)
         return rc;
-    rally__robust_arrived(rb, c->buf, c->nbytes);
+    rally__robust_arrived(rb, c->buf, NULL, c->nbytes);
     return keep(rb, c->buf, c->nbytes, res, res_nbytes);
 }
 
 static int allgather(struct rally__engine *en, const void *sendbuf, size_t nbytes, void *recvbuf)
 {
     struct rally__robust *rb = &en->rb;
-    struct inplace c = {
-        recvbuf, nbytes * (size_t)rb->world, nbytes, NULL, -1, sendbuf, rb, NULL, NULL, 0, 0, 0};
+    struct inplace c = {.buf = recvbuf,
+                        .nbytes = nbytes * (size_t)rb->world,
+                        .count = nbytes,
+                        .root = -1,
+                        .send = sendbuf};
     struct rally__op op = {
         {RALLY__C_ALLGATHER, 0, 0, -1, nbytes, 0}, NULL, NULL, run_allgather, deliver_inplace, &c};
     return rally__robust_op(rb, &op);
@@ -443,7 +424,7 @@ static int run_allgatherv(struct rally__robust *rb, struct rally__op *op, unsign
     struct rally__sig s2 = {RALLY__C_ALLGATHERV_DATA, 0, 0, -1, total, 0};
     if ((rc = gather(rb, b + head, len, &s2)) != RALLY_OK)
         goto done;
-    rally__robust_arrived(rb, b + head, (size_t)total);
+    rally__robust_arrived(rb, b + head, NULL, (size_t)total);
     if ((rc = op->deliver(rb, op, b, head + total)) != RALLY_OK)
         goto done;
     *res = b;

@@ -500,8 +500,10 @@ uint64_t rally__robust_verify_ncalls(const struct rally__robust *rb);
 uint64_t rally__robust_verify_digest(const struct rally__robust *rb);
 /* A membership change: the old world's count and digest are void. */
 void rally__robust_verify_forget(struct rally__robust *rb);
-/* A collective's result as it arrives (the mock's flip point). */
-void rally__robust_arrived(struct rally__robust *rb, unsigned char *buf, size_t nbytes);
+/* A collective's result as it arrives (the mock's flip point), in buf and,
+ * when not NULL, in its copy alike. */
+void rally__robust_arrived(struct rally__robust *rb, unsigned char *buf, unsigned char *copy,
+                           size_t nbytes);
 
 /* --- reshard.c: local models as records after a change of the workers --- */
 

@@ -176,9 +176,7 @@ static void commit_copy(struct rally__snap_copier *c, const char *text, size_t n
         c->out_has = 1;
         c->out_ok = rc == RALLY_OK;
         c->out_v = v;
-        c->out_nbytes = 0;
-        for (size_t i = 0; rc == RALLY_OK && i < m->nfiles; i++)
-            c->out_nbytes += m->files[i].nbytes;
+        c->out_nbytes = rc == RALLY_OK ? rally__snap_manifest_nbytes(m) : 0;
     }
     if (rc == RALLY_OK) {
         snprintf(c->out_text, sizeof c->out_text, "%s", where);

@@ -643,6 +643,14 @@ out:
     return rc;
 }
 
+uint64_t rally__snap_manifest_nbytes(const struct rally__snap_manifest *m)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < m->nfiles; i++)
+        n += m->files[i].nbytes;
+    return n;
+}
+
 void rally__snap_manifest_free(struct rally__snap_manifest *m)
 {
     if (m == NULL)

@@ -90,6 +90,8 @@ int rally__snap_manifest_parse(const char *buf, size_t n, struct rally__err *e,
 int rally__snap_manifest_encode(const struct rally__snap_manifest *m, struct rally__err *e,
                                 char **out, size_t *n);
 void rally__snap_manifest_free(struct rally__snap_manifest *m);
+/* The bytes of m's files, added up. */
+uint64_t rally__snap_manifest_nbytes(const struct rally__snap_manifest *m);
 
 /* --- helpers ----------------------------------------------------------------- */
 

@@ -27,13 +27,15 @@
 #include "tracker/msg.h"
 #include "tracker/server.h"
 
+/* The phases observers see through rally__tracker_phase (server.h), by the
+ * same numbers. */
 enum rally__job_phase {
-    RALLY__JOB_JOINING,
-    RALLY__JOB_STARTING,
-    RALLY__JOB_RUNNING,
-    RALLY__JOB_ASSEMBLING,
-    RALLY__JOB_DONE,
-    RALLY__JOB_FAILED
+    RALLY__JOB_JOINING = RALLY__TPHASE_JOINING,
+    RALLY__JOB_STARTING = RALLY__TPHASE_STARTING,
+    RALLY__JOB_RUNNING = RALLY__TPHASE_RUNNING,
+    RALLY__JOB_ASSEMBLING = RALLY__TPHASE_ASSEMBLING,
+    RALLY__JOB_DONE = RALLY__TPHASE_DONE,
+    RALLY__JOB_FAILED = RALLY__TPHASE_FAILED
 };
 
 /* A worker's connection, as the job sees it.  The owner zeroes it and sets

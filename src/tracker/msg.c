@@ -268,13 +268,6 @@ int rally__msg_heartbeat_get(const unsigned char *b, size_t n, struct rally__msg
     return waiting > 1 ? -1 : done(&r);
 }
 
-int rally__msg_report_key_ok(const char *key)
-{
-    size_t n = strlen(key);
-    return n >= 1 && n <= RALLY__REPORT_KEY_MAX - 1 &&
-           strspn(key, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.:-") == n;
-}
-
 void rally__msg_report_put(struct rally__wbuf *w, const struct rally__msg_report *m)
 {
     uint64_t bits;
@@ -283,8 +276,6 @@ void rally__msg_report_put(struct rally__wbuf *w, const struct rally__msg_report
     rally__w_u64(w, m->version);
     rally__w_u64(w, bits);
     rally__w_u64(w, m->nbytes);
-    if (strlen(m->key) > RALLY__REPORT_KEY_MAX - 1)
-        w->bad = 1;
     rally__w_str(w, m->key);
     put_cut(w, m->text, RALLY__REPORT_TEXT_MAX - 1);
 }
@@ -297,13 +288,14 @@ int rally__msg_report_get(const unsigned char *b, size_t n, struct rally__msg_re
     uint64_t bits = rally__r_u64(&r);
     memcpy(&m->value, &bits, sizeof bits);
     m->nbytes = rally__r_u64(&r);
+    size_t at = r.pos;
     rally__r_str(&r, m->key, sizeof m->key);
-    size_t keylen = r.bad ? 0 : r.pos - 29; /* the declared length: no NUL inside */
+    size_t keylen = r.bad ? 0 : r.pos - at - 4; /* the declared length: no NUL inside */
     rally__r_str(&r, m->text, sizeof m->text);
     if (done(&r) != 0 || m->kind < RALLY__REPORT_VALUE || m->kind > RALLY__REPORT_SNAPSHOT_VOID ||
         !isfinite(m->value) || strlen(m->key) != keylen)
         return -1;
-    if (m->kind == RALLY__REPORT_VALUE && !rally__msg_report_key_ok(m->key))
+    if (m->kind == RALLY__REPORT_VALUE && !rally__report_key_ok(m->key))
         return -1;
     return 0;
 }

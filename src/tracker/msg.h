@@ -146,7 +146,7 @@ int rally__msg_heartbeat_get(const unsigned char *b, size_t n, struct rally__msg
  * - 1 bytes).  The decoder also refuses (-1) a kind it does not know, a
  * value that is not finite (a NaN, an infinity: observers write JSON,
  * which has neither), and a VALUE whose key is not 1 to 64 bytes of
- * [A-Za-z0-9_.:-] (rally__msg_report_key_ok): the library sends none of
+ * [A-Za-z0-9_.:-] (rally__report_key_ok, util/report.h): the library sends none of
  * them. */
 #define RALLY__REPORT_TEXT_MAX 1024 /* the text, with the NUL */
 struct rally__msg_report {
@@ -160,10 +160,7 @@ struct rally__msg_report {
 /* The longest REPORT body. */
 #define RALLY__REPORT_MAX                                                                          \
     (1 + 8 + 8 + 8 + 4 + (RALLY__REPORT_KEY_MAX - 1) + 4 + (RALLY__REPORT_TEXT_MAX - 1))
-/* 1 when key is what a VALUE may be named: 1 to 64 bytes of [A-Za-z0-9_.:-]. */
-int rally__msg_report_key_ok(const char *key);
-/* A key over RALLY__REPORT_KEY_MAX - 1 bytes makes w bad (the caller checks
- * keys first); text is cut. */
+/* The key fits its field (the caller checks keys first); text is cut. */
 void rally__msg_report_put(struct rally__wbuf *w, const struct rally__msg_report *m);
 int rally__msg_report_get(const unsigned char *b, size_t n, struct rally__msg_report *m);
 

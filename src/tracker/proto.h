@@ -66,6 +66,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "util/report.h"
+
 enum {
     RALLY__T_REGISTER = 16,
     RALLY__T_ASSIGN = 17,
@@ -88,19 +90,7 @@ enum {
                                  text: for observers only (docs/protocol.md) */
 };
 
-/* REPORT kinds.  VALUE: rally_report (key, value at the worker's checkpoint
- * version); TOTAL: rally_report_total (value: the job's iterations in all);
- * SNAPSHOT: a snapshot of version committed (key: its tier, nbytes, text:
- * its path); SNAPSHOT_VOID: the snapshot of version was not committed
- * (text: why; key: the tier, as for SNAPSHOT).  The tiers are "dir"
- * (rally_snapshot_dir) and "copy" (rally_snapshot_copy, the second). */
-enum {
-    RALLY__REPORT_VALUE = 1,
-    RALLY__REPORT_TOTAL = 2,
-    RALLY__REPORT_SNAPSHOT = 3,
-    RALLY__REPORT_SNAPSHOT_VOID = 4
-};
-#define RALLY__REPORT_KEY_MAX 65 /* a VALUE's key: 1..64 bytes of [A-Za-z0-9_.:-], with the NUL */
+/* REPORT kinds and the key's rule: util/report.h. */
 
 /* Positions (REJOIN, docs/recovery.md): where a worker stands.  The top two
  * bits are the phase: bootstrap collective b (before the first

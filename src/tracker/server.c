@@ -270,20 +270,7 @@ int rally__tracker_rank_info(const struct rally__tracker *t, int rank,
 
 int rally__tracker_phase(const struct rally__tracker *t)
 {
-    switch (rally__job_phase(t->job)) {
-    case RALLY__JOB_JOINING:
-        return RALLY__TPHASE_JOINING;
-    case RALLY__JOB_STARTING:
-        return RALLY__TPHASE_STARTING;
-    case RALLY__JOB_RUNNING:
-        return RALLY__TPHASE_RUNNING;
-    case RALLY__JOB_ASSEMBLING:
-        return RALLY__TPHASE_ASSEMBLING;
-    case RALLY__JOB_DONE:
-        return RALLY__TPHASE_DONE;
-    default:
-        return RALLY__TPHASE_FAILED;
-    }
+    return (int)rally__job_phase(t->job); /* job.h's phases are numbered as server.h's */
 }
 
 int rally__tracker_new(struct rally__tracker **out, const struct rally__tracker_opts *o,

@@ -49,6 +49,12 @@ extern const struct rally__launch_kind *const rally__launch_kinds[];
 extern const struct rally__launch_kind rally__launch_kind_local, rally__launch_kind_ssh,
     rally__launch_kind_slurm, rally__launch_kind_mpirun;
 
+/* 1 when the kind runs each rank through a wrapper on another host. */
+static inline int rally__launch_kind_remote(const struct rally__launch_kind *k)
+{
+    return k->wrap != NULL;
+}
+
 /* The kind named name, or NULL. */
 const struct rally__launch_kind *rally__launch_kind_named(const char *name);
 /* The names of the kinds that pick accepts (NULL: every kind) into buf, as

@@ -67,32 +67,34 @@ struct flag {
     size_t at;         /* the field: offsetof(struct run, ...) */
     int64_t min, max;  /* a number's range; help and wants may name max as %lld */
     const char *wants; /* a number's (or text's) error: "--port wants 0..65535, not 'x'" */
+    size_t size;       /* a number's field: sizeof (int or int64_t) */
 };
 
 #define FIELD(f) offsetof(struct run, f)
+#define SIZE(f) sizeof(((struct run *)0)->f)
 #define MS (INT64_MAX / 4) /* milliseconds and bytes: far from overflowing a sum */
-/* The rows' shapes: a number (count or wide) in lo..hi; a value (text, or
+/* The rows' shapes: a number in lo..hi (into an int or int64_t field); a value (text, or
  * pick's choices, arg); a switch; a value for a setter of its own; the
  * usage's text between flags.  -n, -x, -h and --version are spelled out. */
-#define NUM(name, c, arg, help, set, field, lo, hi, wants)                                         \
+#define NUM(name, c, arg, help, field, lo, hi, wants)                                              \
     {                                                                                              \
-        name, c, 0, arg, NULL, help, set, FIELD(field), lo, hi, wants                              \
+        name, c, 0, arg, NULL, help, num, FIELD(field), lo, hi, wants, SIZE(field)                 \
     }
 #define ARG(name, c, arg, help, set, field, wants)                                                 \
     {                                                                                              \
-        name, c, 0, arg, NULL, help, set, FIELD(field), 0, 0, wants                                \
+        name, c, 0, arg, NULL, help, set, FIELD(field), 0, 0, wants, 0                             \
     }
 #define SWITCH(name, c, help, field)                                                               \
     {                                                                                              \
-        name, c, 0, NULL, NULL, help, on, FIELD(field), 0, 0, NULL                                 \
+        name, c, 0, NULL, NULL, help, on, FIELD(field), 0, 0, NULL, 0                              \
     }
 #define DO(name, c, arg, help, set)                                                                \
     {                                                                                              \
-        name, c, 0, arg, NULL, help, set, 0, 0, 0, NULL                                            \
+        name, c, 0, arg, NULL, help, set, 0, 0, 0, NULL, 0                                         \
     }
 #define TEXT(text)                                                                                 \
     {                                                                                              \
-        NULL, 0, 0, NULL, NULL, text, NULL, 0, 0, 0, NULL                                          \
+        NULL, 0, 0, NULL, NULL, text, NULL, 0, 0, 0, NULL, 0                                       \
     }
 
 /* The field of f in r. */
@@ -112,22 +114,14 @@ static int number(const struct flag *f, const char *val, const char *as, int64_t
     return cli_usage_error("rally-run", "%s wants %s, not '%s'", as, wants, val);
 }
 
-/* A number into an int field. */
-static int count(struct run *r, const struct flag *f, const char *val, const char *as)
+/* A number into its field, an int or an int64_t (the row's size says). */
+static int num(struct run *r, const struct flag *f, const char *val, const char *as)
 {
     int64_t v;
     int st = number(f, val, as, &v);
-    if (st < 0)
+    if (st < 0 && f->size == sizeof(int))
         *(int *)at(r, f) = (int)v;
-    return st;
-}
-
-/* A number into an int64_t field. */
-static int wide(struct run *r, const struct flag *f, const char *val, const char *as)
-{
-    int64_t v;
-    int st = number(f, val, as, &v);
-    if (st < 0)
+    else if (st < 0)
         *(int64_t *)at(r, f) = v;
     return st;
 }
@@ -217,13 +211,8 @@ static int ssh_option(struct run *r, const struct flag *f, const char *val, cons
     return -1;
 }
 
-static int export_option(struct run *r, const char *arg);
-
-/* -x VAR[=VALUE] (export_option). */
-static int export(struct run *r, const struct flag *f, const char *val, const char *as)
-{
-    return export_option(r, val);
-}
+/* -x VAR[=VALUE] (below). */
+static int export_option(struct run *r, const struct flag *f, const char *arg, const char *as);
 
 static void usage(FILE *f);
 
@@ -235,57 +224,56 @@ static int help(struct run *r, const struct flag *f, const char *val, const char
 }
 
 static const struct flag FLAGS[] = {
-    {"workers", 'n', 1, "N", "-n, -np, --workers N", "number of workers (1..%lld)", count,
-     FIELD(world), 1, RALLY__WORLD_MAX, "a number of workers from 1 to %lld"},
+    {"workers", 'n', 1, "N", "-n, -np, --workers N", "number of workers (1..%lld)", num,
+     FIELD(world), 1, RALLY__WORLD_MAX, "a number of workers from 1 to %lld", SIZE(world)},
     ARG("bind", 'H', "ADDR|IFACE",
         "tracker bind address, or an interface's first\n"
         "address ([v6] or bare v6; default 127.0.0.1 with the\n"
         "local launcher, every address with the others)",
         text, host, NULL),
     ARG("host", 'H', "H", "the same as --bind", text, host, NULL),
-    NUM("port", 'p', "P", "tracker port (default 0: any free port)", count, port, 0, 65535,
-        "0..65535"),
+    NUM("port", 'p', "P", "tracker port (default 0: any free port)", port, 0, 65535, "0..65535"),
     NUM("startup-timeout-ms", 's', "T",
         "every worker must join (and a restarted one\n"
         "rejoin) within T ms (default 60000)",
-        wide, startup_ms, 0, MS, "milliseconds"),
+        startup_ms, 0, MS, "milliseconds"),
     NUM("grace-ms", 'g', "G",
         "after a failure or a signal, workers get G ms to exit\n"
         "before SIGKILL (default 3000)",
-        wide, grace_ms, 0, MS, "milliseconds"),
+        grace_ms, 0, MS, "milliseconds"),
     NUM("max-restarts", 'm', "K",
         "restart each rank at most K times (default 3; 0: the\n"
         "first worker death fails the job)",
-        count, max_restarts, 0, INT_MAX, "a count (0 or more)"),
+        max_restarts, 0, INT_MAX, "a count (0 or more)"),
     NUM("min-workers", 'N', "M",
         "elastic: a rank that cannot come back (its restarts\n"
         "spent) is given up and the others go on without it from\n"
         "the newest checkpoint, renumbered, while at least M are\n"
         "left (default N: the job fails; docs/recovery.md)",
-        count, min_workers, 1, RALLY__WORLD_MAX, "a number of workers"),
+        min_workers, 1, RALLY__WORLD_MAX, "a number of workers"),
     NUM("max-workers", 'M', "M",
         "elastic: SIGUSR2 to rally-run starts one more worker,\n"
         "which the job takes in at its next checkpoint, up to M\n"
         "(default N).  With --launcher ssh the worker goes to a\n"
         "host with a slot free, and a slot freed by a rank given\n"
         "up (its host gone) is filled again once a host answers",
-        count, max_workers, 1, RALLY__WORLD_MAX, "a number of workers"),
+        max_workers, 1, RALLY__WORLD_MAX, "a number of workers"),
     NUM("rejoin-ms", 'j', "T",
         "--launcher ssh --max-workers: try a host with a slot free\n"
         "again every T ms (default 5000); --hostfile is re-read\n"
         "then, so a host added to it takes a place too",
-        wide, rejoin_ms, 1, INT_MAX, "milliseconds (1 or more)"),
+        rejoin_ms, 1, INT_MAX, "milliseconds (1 or more)"),
     NUM("heartbeat-timeout-ms", 'b', "T",
         "a worker that sent heartbeats and then falls silent\n"
         "for T ms is killed and restarted (default 10000; 0: off)",
-        wide, heartbeat_ms, 0, MS, "milliseconds"),
+        heartbeat_ms, 0, MS, "milliseconds"),
     NUM("progress-timeout-ms", 'P', "T",
         "a rank the others have waited for T ms in a collective\n"
         "it has not called (its heartbeats say it stands still in\n"
         "its own code), or that has not come back to a recovery\n"
         "round for T ms, is named and handled by --on-stuck\n"
         "(default 600000, 10 minutes; 0: off)",
-        wide, progress_ms, 0, MS, "milliseconds"),
+        progress_ms, 0, MS, "milliseconds"),
     ARG("on-stuck", 'S', "restart|fail",
         "such a rank is killed (SIGKILL to its process group) and\n"
         "restarted like a dead one (restart, the default), or the\n"
@@ -295,7 +283,7 @@ static const struct flag FLAGS[] = {
         "output waiting for a slow reader of stdout or stderr is\n"
         "held up to B bytes per stream (default 4 MiB); beyond,\n"
         "worker lines are dropped and counted, never waited for",
-        wide, out_bytes, 4096, MS, "bytes (4096 or more)"),
+        out_bytes, 4096, MS, "bytes (4096 or more)"),
     ARG("output-dir", 'I', "DIR",
         "also write each rank's stdout (with its tracker_print\n"
         "lines) and stderr, unprefixed, to\n"
@@ -333,13 +321,13 @@ static const struct flag FLAGS[] = {
            "files of the newest one copied",
            snap.local),
     ARG("job", 'J', "NAME", "JOB (default: the program's file name)", text, snap.job_opt, NULL),
-    NUM("snapshot-every", 'E', "K", "a snapshot every K checkpoint versions", wide, snap.every, 0,
-        MS, "a number of versions"),
+    NUM("snapshot-every", 'E', "K", "a snapshot every K checkpoint versions", snap.every, 0, MS,
+        "a number of versions"),
     NUM("snapshot-every-ms", 'T', "T",
-        "a snapshot when T ms passed since the last (rank 0's clock)", wide, snap.every_ms, 0, MS,
+        "a snapshot when T ms passed since the last (rank 0's clock)", snap.every_ms, 0, MS,
         "milliseconds"),
-    NUM("snapshot-keep", 'K', "K", "keep this run's newest K snapshots (default 2)", wide,
-        snap.keep, 1, MS, "a count (1 or more)"),
+    NUM("snapshot-keep", 'K', "K", "keep this run's newest K snapshots (default 2)", snap.keep, 1,
+        MS, "a count (1 or more)"),
     SWITCH("snapshot-required", 'Q', "a failed snapshot fails the job (default: logged)",
            snap.required),
     SWITCH("snapshot-final", 'F', "snapshot the last version at the end, and keep it", snap.final),
@@ -365,8 +353,8 @@ static const struct flag FLAGS[] = {
            "lost), restart the whole job from this run's newest\n"
            "complete snapshot",
            auto_resume),
-    NUM("max-job-restarts", 'X', "K", "at most K such restarts (default 3)", count,
-        max_job_restarts, 0, INT_MAX, "a count (0 or more)"),
+    NUM("max-job-restarts", 'X', "K", "at most K such restarts (default 3)", max_job_restarts, 0,
+        INT_MAX, "a count (0 or more)"),
     TEXT("SIGUSR1 to rally-run asks for a snapshot now (with --snapshot-dir).  SIGTERM (a\n"
          "preemption; Slurm's --signal) with --snapshot-dir asks for one at the next\n"
          "checkpoint, waits up to --grace-ms for its commit, then stops the job (exit 5).\n"
@@ -400,7 +388,7 @@ static const struct flag FLAGS[] = {
      "rally-run's RALLY_* variables and nothing else without\n"
      "it: a Python job wants -x PYTHONPATH.  Local workers\n"
      "inherit rally-run's environment; VALUE overrides it",
-     export, 0, 0, 0, NULL},
+     export_option, 0, 0, 0, NULL, 0},
     SWITCH("dry-run", 'd',
            "print each rank's local command line (\"rank R: ...\") and\n"
            "exit; nothing is started",
@@ -410,9 +398,9 @@ static const struct flag FLAGS[] = {
          "loopback),\n"
          "      unless --bind names the one they reach.  The secret reaches the agent on its\n"
          "      stdin, never in argv or the environment (docs/security.md).\n"),
-    {"help", 'h', 1, NULL, NULL, "this text", help, 0, 0, 0, NULL},
+    {"help", 'h', 1, NULL, NULL, "this text", help, 0, 0, 0, NULL, 0},
     {NULL, 0, 0, NULL, "--version", "rally-run's version (as the first argument)", NULL, 0, 0, 0,
-     NULL},
+     NULL, 0},
 };
 #define NFLAGS (sizeof FLAGS / sizeof FLAGS[0])
 
@@ -526,7 +514,7 @@ static int env_options(struct run *r)
 
 /* -x VAR or -x VAR=VALUE (mpirun's spelling): every worker gets VAR, with
  * rally-run's value or VALUE, under every launcher.  -1 or the exit status. */
-static int export_option(struct run *r, const char *arg)
+static int export_option(struct run *r, const struct flag *f, const char *arg, const char *as)
 {
     const char *eq = strchr(arg, '=');
     size_t n = eq ? (size_t)(eq - arg) : strlen(arg);
@@ -579,10 +567,6 @@ static int refills(const struct rally__launch_kind *k)
 {
     return k->refills;
 }
-static int wraps(const struct rally__launch_kind *k)
-{
-    return k->wrap != NULL;
-}
 static int ssh_options(const struct rally__launch_kind *k)
 {
     return k->ssh_options;
@@ -610,7 +594,7 @@ int run_parse(int argc, char **argv, struct run *r)
     longs[nl] = (struct option){NULL, 0, NULL, 0};
     shorts[ns] = '\0';
     r->host = NULL; /* resolve_bind: by the launcher */
-    r->kind = rally__launch_kinds[0];
+    r->kind = &rally__launch_kind_local;
     r->startup_ms = 60000;
     r->grace_ms = 3000;
     r->max_restarts = 3;
@@ -624,7 +608,7 @@ int run_parse(int argc, char **argv, struct run *r)
     opterr = 0;
     while ((c = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
         r->given[c & 127] = 1;
-        const struct flag *f = c == '?' || c == ':' ? NULL : flag_of(c);
+        const struct flag *f = flag_of(c); /* NULL also for getopt's '?' */
         if (f == NULL)
             return cli_usage_error("rally-run", "unknown or incomplete option '%s'",
                                    argv[optind - 1]);
@@ -715,7 +699,7 @@ int run_parse(int argc, char **argv, struct run *r)
     if (r->snap.overwrite && r->snap.resume != NULL)
         return cli_usage_error("rally-run", "--overwrite is for a fresh start, not --resume");
     if (!remote(r) && (r->hosts_opt || r->hostfile || r->agent_opt)) {
-        rally__launch_kind_list(kinds, sizeof kinds, wraps, "or");
+        rally__launch_kind_list(kinds, sizeof kinds, rally__launch_kind_remote, "or");
         return cli_usage_error("rally-run", "--hosts, --hostfile and --agent are for --launcher %s",
                                kinds);
     }

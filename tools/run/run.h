@@ -109,7 +109,7 @@ static inline int elastic(const struct run *r)
 /* Each rank runs on its host behind a wrapper (ssh, srun, mpirun -np 1). */
 static inline int remote(const struct run *r)
 {
-    return r->kind->wrap != NULL;
+    return rally__launch_kind_remote(r->kind);
 }
 
 /* --launcher ssh with --max-workers (a kind that refills): a slot freed by
