@@ -172,17 +172,17 @@ static int64_t stuck_at(const struct rally__job *j, int r, int waiting, uint64_t
 /* "allreduce #12 of version 5": the operation at key, in words. */
 static void op_str(uint64_t key, const char *what, char *s, size_t cap)
 {
-    unsigned phase = (unsigned)(key >> 62);
+    unsigned phase = RALLY__KEY_PHASE(key);
     uint64_t low = key & ((UINT64_C(1) << 62) - 1);
-    uint32_t q = (uint32_t)key;
+    uint32_t q = RALLY__KEY_Q(key);
     if (what[0] == '\0') /* in its own code: the call it has yet to make */
         what = "call";
     if (phase == 0)
         snprintf(s, cap, "%s #%llu before rally_load_checkpoint", what, (unsigned long long)low);
     else if (phase == 2 && q > 0)
-        snprintf(s, cap, "%s #%u of version %u", what, q - 1, (unsigned)(low >> 32));
+        snprintf(s, cap, "%s #%u of version %u", what, q - 1, RALLY__KEY_VERSION(key));
     else if (phase == 2)
-        snprintf(s, cap, "%s of version %u", what, (unsigned)(low >> 32));
+        snprintf(s, cap, "%s of version %u", what, RALLY__KEY_VERSION(key));
     else
         snprintf(s, cap, "%s", phase == 1 ? "rally_load_checkpoint" : "rally_finalize");
 }

@@ -8,10 +8,10 @@
 
 void rally__position_str(uint64_t pos, char *s, size_t cap)
 {
-    unsigned phase = (unsigned)(pos >> 62);
+    unsigned phase = RALLY__KEY_PHASE(pos);
     uint64_t low = pos & ((UINT64_C(1) << 62) - 1);
-    unsigned version = (unsigned)(low >> 32);
-    uint32_t q = (uint32_t)pos;
+    unsigned version = RALLY__KEY_VERSION(pos);
+    uint32_t q = RALLY__KEY_Q(pos);
     if (phase == 0)
         snprintf(s, cap, "bootstrap op %llu", (unsigned long long)low);
     else if (phase == 1)

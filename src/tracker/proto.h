@@ -101,6 +101,10 @@ enum {
 #define RALLY__KEY_LOAD ((uint64_t)1 << 62)
 #define RALLY__KEY_OP(v, q) (((uint64_t)2 << 62) | ((uint64_t)(v) << 32) | (uint64_t)(q))
 #define RALLY__KEY_FINAL ((uint64_t)3 << 62)
+/* And back: the phase (0 bootstrap, 1 load, 2 op, 3 finalize), V and q. */
+#define RALLY__KEY_PHASE(k) ((unsigned)((k) >> 62))
+#define RALLY__KEY_VERSION(k) ((uint32_t)(((k) & ((UINT64_C(1) << 62) - 1)) >> 32))
+#define RALLY__KEY_Q(k) ((uint32_t)(k))
 
 /* A position in words: "bootstrap op 2", "in load_checkpoint", "version 3,
  * checkpoint", "version 3, seq 7", "in finalize". */

@@ -85,7 +85,9 @@ static json_t *rank_json(const struct rally__watch_rank *x)
     if (x->has_position) {
         op = json_object();
         json_object_set_new(op, "kind", json_string(x->op));
-        json_object_set_new(op, "seq", json_integer(x->seq));
+        /* the application's number, as the tracker's sentences say it; null: the
+         * checkpoint's own agreement */
+        json_object_set_new(op, "seq", x->seq > 0 ? json_integer(x->seq - 1) : json_null());
         json_object_set_new(op, "inside", json_boolean(x->in_op));
         json_object_set_new(op, "seconds", json_real(x->op_seconds));
     }

@@ -5,8 +5,8 @@
  * (--progress).
  *
  * Observers never steer.  Everything here reads: the tracker's events come
- * in through run_status_event, the reaped exits and restarts through
- * run_status_reaped and run_status_spawned; a request renders the rows from
+ * in through run_status_event, the deaths and restarts from the policy's
+ * own counts each turn (changes); a request renders the rows from
  * the tracker's and the policy's state at that moment (refresh) and answers
  * from the watch's buffer.  The server lives in rally-run's poll loop
  * (launch/http.h): it never blocks it, and a client that stalls or a crowd
@@ -128,9 +128,9 @@ static void refresh(struct run *r)
         x->heartbeat_age = ti.last_rx_ms > 0 ? (double)(now - ti.last_rx_ms) / 1e3 : -1;
         if (ti.heartbeats && ti.present) {
             x->has_position = 1;
-            if ((ti.position >> 62) == 2) {
-                x->version = (ti.position >> 32) & 0x3fffffff;
-                x->seq = (uint32_t)ti.position;
+            if (RALLY__KEY_PHASE(ti.position) == 2) {
+                x->version = RALLY__KEY_VERSION(ti.position);
+                x->seq = RALLY__KEY_Q(ti.position);
             }
             x->in_op = ti.waiting;
             snprintf(x->op, sizeof x->op, "%s", ti.what);

@@ -196,9 +196,12 @@ static void table(json_t *st)
             char t[32];
             secs(json_number_value(json_object_get(c, "seconds")), t, sizeof t);
             const char *kind = str(c, "kind");
-            if (json_is_true(json_object_get(c, "inside")))
+            json_t *seq = json_object_get(c, "seq");
+            if (json_is_true(json_object_get(c, "inside")) && json_is_integer(seq))
                 snprintf(op, sizeof op, "in %s #%" JSON_INTEGER_FORMAT " %s", kind[0] ? kind : "op",
-                         json_integer_value(json_object_get(c, "seq")), t);
+                         json_integer_value(seq), t);
+            else if (json_is_true(json_object_get(c, "inside")))
+                snprintf(op, sizeof op, "in %s %s", kind[0] ? kind : "checkpoint", t);
             else
                 snprintf(op, sizeof op, "computing %s", t);
         }
