@@ -422,9 +422,8 @@ static void duration(double s, char *out, size_t cap)
         snprintf(out, cap, "%ld s", t);
 }
 
-int rally__watch_progress(struct rally__watch *w, int64_t now_ms, char *line, size_t cap)
+int rally__watch_progress(struct rally__watch *w, char *line, size_t cap)
 {
-    (void)now_ms;
     line[0] = '\0';
     if (!w->progressed)
         return 0;

@@ -123,7 +123,7 @@ const char *rally__watch_metrics(struct rally__watch *w, int64_t now_ms, size_t 
 /* The progress line (no newline): "iteration 8 of 20 (40%), 2.1 it/s, ETA 6 s,
  * objective 1.2345"; "" before any report.  Returns 1 when the iteration
  * changed since the last call. */
-int rally__watch_progress(struct rally__watch *w, int64_t now_ms, char *line, size_t cap);
+int rally__watch_progress(struct rally__watch *w, char *line, size_t cap);
 
 /* The ranks the job waits for (marked in the rows by the render), given the
  * rows: once a rank has waited inside an operation for 2.5 s or more
