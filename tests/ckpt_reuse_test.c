@@ -20,6 +20,12 @@
  *   digest_copy_is_digest64    the store's fused copy-and-digest gives
  *                              rally_digest64 of the bytes, at every size
  *                              around its piece boundary
+ *   digest_copy_leaves_avx_clean the fused copy's AVX2 path returns with
+ *                              the vector registers' upper halves clean
+ *                              (XINUSE's AVX bit, read with XGETBV 1):
+ *                              left dirty, every SSE instruction after it
+ *                              ran slower, and a GBDT's trees took 1.6x as
+ *                              long once its checkpoint passed 64 KiB
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -31,6 +37,10 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 
 #include "rally/rally.h"
 #include "robust/robust.h"
@@ -291,12 +301,50 @@ static void digest_copy_is_digest64(void **state)
     free(dst);
 }
 
+/* 1 if the upper halves of the vector registers are in use (dirty), 0 if
+ * clean, -1 if this CPU cannot say (no XGETBV with ECX = 1). */
+static int avx_upper_dirty(void)
+{
+#if defined(__x86_64__)
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_OSXSAVE) || __get_cpuid_max(0, NULL) < 0xd)
+        return -1;
+    __cpuid_count(0xd, 1, a, b, c, d);
+    if (!(a & (1u << 2))) /* XGETBV with ECX = 1: the XINUSE bitmap */
+        return -1;
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(1));
+    (void)hi;
+    return (int)(lo >> 2 & 1); /* bit 2: the AVX state (YMM_Hi128) */
+#else
+    return -1;
+#endif
+}
+
+static void digest_copy_leaves_avx_clean(void **state)
+{
+    (void)state;
+    if (avx_upper_dirty() < 0)
+        skip(); /* not x86-64, or it cannot be read: nothing to tell */
+    size_t n = 1 << 20;
+    unsigned char *src = malloc(n), *dst = malloc(n);
+    fill(src, n, 3);
+    assert_int_equal(avx_upper_dirty(), 0); /* clean before, or the check says nothing */
+    uint64_t d = rally__digest_copy(dst, src, n);
+    int dirty = avx_upper_dirty();
+    assert_int_equal(d, rally_digest64(src, n));
+    assert_int_equal(dirty, 0);
+    free(src);
+    free(dst);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(store_reuses_in_place),      cmocka_unit_test(store_lent_never_written),
         cmocka_unit_test(store_lazy_lent_comes_back), cmocka_unit_test(snapshot_outlives_two),
         cmocka_unit_test(snapshot_outlives_two_lazy), cmocka_unit_test(digest_copy_is_digest64),
+        cmocka_unit_test(digest_copy_leaves_avx_clean),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
