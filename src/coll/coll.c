@@ -1,12 +1,14 @@
 /*
  * coll.c — the collectives' entry points: allreduce (recursive doubling,
- * tree, halving-doubling or ring, by size and N alone), tree broadcast, ring allgather, the ring
- * shift; the kinds and signatures every call opens its links with; the comm.
+ * tree, hierarchy, halving-doubling or ring, by size, N and the hosts' layout
+ * alone), tree broadcast, ring allgather, the ring shift; the kinds and
+ * signatures every call opens its links with; the comm.
  *
  *   run.h, run.c  a collective's run over its links, shared by all of them
  *   tree.c        tree allreduce
  *   ring.c        the ring stream (allreduce, allgather)
  *   hd.c          recursive halving-doubling allreduce
+ *   hier.c        hierarchical allreduce (chains within hosts, a leaders' ring)
  */
 #include "coll/run.h"
 
@@ -173,7 +175,7 @@ static int finish(struct rally__comm *c, int rc)
     return rc;
 }
 
-enum { ALG_ONE, ALG_RD, ALG_TREE, ALG_HD, ALG_RING };
+enum { ALG_ONE, ALG_RD, ALG_TREE, ALG_HIER, ALG_HD, ALG_RING };
 
 /* The algorithm an allreduce of count elements (total bytes) takes: by
  * size, N and the reducer alone (docs/determinism.md). */
@@ -188,6 +190,8 @@ static int algorithm(const struct rally__comm *c, size_t total, size_t count,
         return ALG_RD;
     if (total <= c->ring_threshold || !rd->commutative || count < (size_t)N)
         return ALG_TREE;
+    if (c->topo.hier_hosts != 0)
+        return ALG_HIER;
     if (c->topo.hd_p != 0 && total <= c->hd_threshold)
         return ALG_HD;
     return ALG_RING;
@@ -231,6 +235,8 @@ int rally__allreduce(struct rally__comm *c, const void *in, void *buf, size_t co
         return finish(c, rally__rd_allreduce(c, in, buf, count, rd, sig));
     case ALG_TREE:
         return finish(c, rally__tree_allreduce(c, in, buf, total, rd, sig));
+    case ALG_HIER:
+        return finish(c, rally__hier_allreduce(c, in, buf, count, rd, sig));
     case ALG_HD:
         return finish(c, rally__hd_allreduce(c, in, buf, count, rd, sig));
     default:

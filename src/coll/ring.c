@@ -90,11 +90,20 @@ int rally__ring_stream(struct rally__comm *c, const unsigned char *in, unsigned 
     struct rally__run x;
     rally__run_start(&x, c, sig);
     const struct rally__topo *t = &c->topo;
-    int N = t->world, r = t->rank;
-    struct rally__chan *next = rally__chan_of(&x, t->ring_next),
-                       *prev = rally__chan_of(&x, t->ring_prev);
+    struct rally__ring ring = {t->rank, t->world, t->ring_next, t->ring_prev};
+    return rally__ring_run(&x, &ring, in, buf, off, len, nseg, nreduce, rd, keep, h);
+}
+
+int rally__ring_run(struct rally__run *x, const struct rally__ring *rg, const unsigned char *in,
+                    unsigned char *buf, const size_t *off, const size_t *len, int nseg, int nreduce,
+                    const struct rally__reducer *rd, unsigned char *keep,
+                    const struct rally__final_hook *h)
+{
+    struct rally__comm *c = x->c;
+    int N = rg->world, r = rg->rank;
+    struct rally__chan *next = rally__chan_of(x, rg->next), *prev = rally__chan_of(x, rg->prev);
     if (next == NULL || prev == NULL)
-        return rally__fail(x.e, RALLY_ESTATE, "no ring link");
+        return rally__fail(x->e, RALLY_ESTATE, "no ring link");
     size_t es = rd ? rd->elem_nbytes : 1;
     size_t chunk = c->chunk < es ? es : rally__round_down(c->chunk, es);
     size_t rcap = 4 * chunk;
@@ -102,8 +111,8 @@ int rally__ring_stream(struct rally__comm *c, const unsigned char *in, unsigned 
     struct stage st;
     memset(&st, 0, sizeof st);
     st.cap = rcap;
-    if (nreduce > 0 && (ring = rally__coll_scratch(c, (nreduce > 1 ? 2 : 1) * rcap, x.e)) == NULL)
-        return x.e->code;
+    if (nreduce > 0 && (ring = rally__coll_scratch(c, (nreduce > 1 ? 2 : 1) * rcap, x->e)) == NULL)
+        return x->e->code;
     if (nreduce > 1)
         st.ring = ring + rcap;
     /* where partial sums that miss the stage wait: buf, or keep, so that
@@ -137,9 +146,9 @@ int rally__ring_stream(struct rally__comm *c, const unsigned char *in, unsigned 
                         want = wrap;
                 }
             }
-            long m = rally__chan_send(&x, next, src, want, &moved);
+            long m = rally__chan_send(x, next, src, want, &moved);
             if (m < 0)
-                return x.e->code;
+                return x->e->code;
             if (partial && m > 0) {
                 if (st.q[st.head].staged)
                     st.got += (size_t)m;
@@ -172,9 +181,9 @@ int rally__ring_stream(struct rally__comm *c, const unsigned char *in, unsigned 
             } else {
                 dst = buf + (rk < nseg ? off[SEG(rk, 1)] : 0) + rpos;
             }
-            long m = rally__chan_recv(&x, prev, dst, n, &moved);
+            long m = rally__chan_recv(x, prev, dst, n, &moved);
             if (m < 0)
-                return x.e->code;
+                return x->e->code;
             rpos += (size_t)m;
             if (rk < nreduce || keep != NULL)
                 rtotal += (size_t)m;
@@ -230,13 +239,13 @@ int rally__ring_stream(struct rally__comm *c, const unsigned char *in, unsigned 
             pk++;
             ppos = 0;
         }
-        int sigs = rally__pump_sigs(&x, &moved);
+        int sigs = rally__pump_sigs(x, &moved);
         if (sigs < 0)
-            return x.e->code;
+            return x->e->code;
         if (sigs && sk == nseg && pk == nseg)
             return RALLY_OK;
-        if (rally__settle(&x, moved) != RALLY_OK)
-            return x.e->code;
+        if (rally__settle(x, moved) != RALLY_OK)
+            return x->e->code;
     }
 #undef SEG
 }

@@ -10,6 +10,7 @@
  *   tree.c  tree allreduce
  *   ring.c  the ring stream: reduce-scatter plus allgather, or allgather
  *   hd.c    recursive halving-doubling, recursive doubling
+ *   hier.c  the hierarchy: chains within hosts, a ring over their leaders
  */
 #ifndef RALLY_COLL_RUN_H
 #define RALLY_COLL_RUN_H
@@ -105,5 +106,24 @@ int rally__ring_stream(struct rally__comm *c, const unsigned char *in, unsigned 
                        const size_t *off, const size_t *len, int nseg, int nreduce,
                        const struct rally__reducer *rd, const struct rally__sig *sig,
                        unsigned char *keep, const struct rally__final_hook *h);
+
+/* A ring: this rank's place in it, its size and the ranks it sends to and
+ * receives from (the topology's ring, or the hierarchy's leaders). */
+struct rally__ring {
+    int rank, world;
+    int next, prev;
+};
+
+/* rally__ring_stream's work inside an open run, on ring rg. */
+int rally__ring_run(struct rally__run *x, const struct rally__ring *rg, const unsigned char *in,
+                    unsigned char *buf, const size_t *off, const size_t *len, int nseg, int nreduce,
+                    const struct rally__reducer *rd, unsigned char *keep,
+                    const struct rally__final_hook *h);
+
+/* Hierarchical allreduce (topo.h): reduced along each host's chain to its
+ * leader, the ring over the leaders, passed back down the chains. */
+int rally__hier_allreduce(struct rally__comm *c, const unsigned char *in, unsigned char *buf,
+                          size_t count, const struct rally__reducer *rd,
+                          const struct rally__sig *sig);
 
 #endif

@@ -50,6 +50,10 @@ void rally__topo_build(struct rally__topo *t, int rank, int world)
     t->nneighbours = 0;
     t->hd_p = t->hd_extra = 0;
     t->hd_vrank = -1;
+    t->hier_hosts = 0;
+    t->hier_leader = rank;
+    t->hier_up = t->hier_down = t->hier_prev = t->hier_next = -1;
+    t->hier_index = 0;
     for (int i = 0; i < 3 + RALLY__MAX_CHILDREN; i++)
         add(t, cand[i]);
     t->nbase = t->nneighbours;
@@ -91,4 +95,59 @@ int rally__topo_toward(const struct rally__topo *t, int root)
         if (t->children[i] <= root)
             c = t->children[i];
     return c;
+}
+
+/* The hierarchy in two passes over the ranks: the lowest rank of each host
+ * (first[], its leader), then this rank's chain neighbours and the leaders'
+ * ring around its own. */
+int rally__topo_add_hier(struct rally__topo *t, const int *host, int *first)
+{
+    int N = t->world, r = t->rank, H = 0, shared = 0;
+    for (int i = 0; i < N; i++)
+        first[i] = -1;
+    for (int i = 0; i < N; i++) {
+        if (first[host[i]] < 0) {
+            first[host[i]] = i;
+            H++;
+        } else {
+            shared = 1;
+        }
+    }
+    if (H < 2 || !shared)
+        return 0;
+    int me = first[host[r]], up = -1, down = -1, idx = 0, head = -1, tail = -1, prev = -1,
+        next = -1;
+    for (int i = 0; i < N; i++) {
+        if (first[host[i]] == me && i != r) {
+            if (i < r)
+                up = i;
+            else if (down < 0)
+                down = i;
+        }
+        if (first[host[i]] == i) { /* a leader */
+            if (head < 0)
+                head = i;
+            tail = i;
+            if (i < me) {
+                idx++;
+                prev = i;
+            } else if (i > me && next < 0) {
+                next = i;
+            }
+        }
+    }
+    t->hier_hosts = H;
+    t->hier_leader = me;
+    t->hier_up = up;
+    t->hier_down = down;
+    t->hier_index = idx;
+    add(t, up);
+    add(t, down);
+    if (me == r) {
+        t->hier_prev = prev >= 0 ? prev : tail;
+        t->hier_next = next >= 0 ? next : head;
+        add(t, t->hier_prev);
+        add(t, t->hier_next);
+    }
+    return 1;
 }

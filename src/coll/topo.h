@@ -15,8 +15,19 @@
  * 2i + 1 (a ring edge) and act as virtual rank i, every rank r >= 2e acts as
  * r - e; virtual v pairs with v ^ 1, v ^ 2, ..., v ^ p/2.
  *
- * Every worker computes the same topology from (rank, world); the tracker
- * only hands out addresses.
+ * The hierarchy (only when the job has several hosts and one of them runs
+ * two ranks or more: rally__topo_add_hier) groups the ranks by host: each
+ * host's ranks form a chain in rank order whose head, the host's lowest
+ * rank, is its leader, and the leaders form a ring in rank order.  A
+ * hierarchical allreduce reduces along each chain towards its leader,
+ * runs the ring over the leaders, and passes the result back down the
+ * chains (docs/determinism.md gives its order).  It adds at most four
+ * links: a chain's neighbours (the ring's already when ranks fill hosts in
+ * order) and, on a leader, the next and previous leaders.
+ *
+ * Every worker computes the same topology from (rank, world) and, for the
+ * hierarchy, the hosts in the address book; the tracker only hands out
+ * addresses.
  */
 #ifndef RALLY_COLL_TOPO_H
 #define RALLY_COLL_TOPO_H
@@ -24,7 +35,10 @@
 #define RALLY__MAX_CHILDREN 2
 /* halving-doubling partners: log2(p) <= RALLY__MAX_HD_ROUNDS, so N < 2^11 */
 #define RALLY__MAX_HD_ROUNDS 10
-#define RALLY__MAX_NEIGHBOURS (RALLY__MAX_CHILDREN + 3 + RALLY__MAX_HD_ROUNDS)
+/* the hierarchy: a chain's two neighbours and a leader's two */
+#define RALLY__MAX_HIER_LINKS 4
+#define RALLY__MAX_NEIGHBOURS                                                                      \
+    (RALLY__MAX_CHILDREN + 3 + RALLY__MAX_HD_ROUNDS + RALLY__MAX_HIER_LINKS)
 
 struct rally__topo {
     int rank, world;
@@ -39,6 +53,12 @@ struct rally__topo {
     /* halving-doubling, set by rally__topo_add_hd: */
     int hd_p, hd_extra; /* p (0: no partners) and e = N - p */
     int hd_vrank;       /* this rank's virtual rank, -1 when folded away */
+    /* the hierarchy, set by rally__topo_add_hier: */
+    int hier_hosts;           /* H, the leaders' ring's size; 0: no hierarchy */
+    int hier_leader;          /* the head of this rank's chain (its host's lowest rank) */
+    int hier_up, hier_down;   /* the chain's previous (towards the leader) and next rank; -1 */
+    int hier_index;           /* this host's place in the leaders' ring, 0..H-1 */
+    int hier_prev, hier_next; /* the leaders' ring (a leader's only; else -1) */
 };
 
 void rally__topo_build(struct rally__topo *t, int rank, int world);
@@ -47,6 +67,12 @@ void rally__topo_build(struct rally__topo *t, int rank, int world);
  * (t unchanged) when N is 1 or needs more than RALLY__MAX_HD_ROUNDS rounds.
  * The answer depends on N only, so every rank gives the same. */
 int rally__topo_add_hd(struct rally__topo *t);
+
+/* Adds the hierarchy for the hosts host[0..world) (integers in [0, world);
+ * equal: the same host), with work room for world ints; returns 1 when the job
+ * has one (two hosts or more, and one of them with two ranks or more), 0
+ * when it has none (t unchanged).  Every rank gives the same answer. */
+int rally__topo_add_hier(struct rally__topo *t, const int *host, int *work);
 
 /* The real rank acting as virtual rank v. */
 int rally__topo_hd_real(const struct rally__topo *t, int v);

@@ -66,6 +66,62 @@ static void close_links(struct rally__robust *rb)
  * (net/mesh.h), so this only frees their slots. */
 #define HANDSHAKE_MS 3000
 
+/* A rank's host for the hierarchy: its address, any loopback one counting
+ * as one host (as the mesh decides on shared memory). */
+struct hostkey {
+    const char *host;
+    int rank;
+};
+
+static int by_host(const void *a, const void *b)
+{
+    const struct hostkey *x = a, *y = b;
+    int c = strcmp(x->host, y->host);
+    return c != 0 ? c : (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+/* The topology for this epoch: the tree and the ring, the halving-doubling
+ * partners when a threshold uses them, and the hierarchy when rally_hier
+ * allows it and the address book's hosts (or rally_host_group's groups)
+ * have one.  Hosts are numbered by sorting their addresses, so every rank
+ * numbers them alike. */
+static int topology(struct rally__robust *rb)
+{
+    const struct rally__config *cfg = rb->cfg;
+    struct rally__topo *t = &rb->comm.topo;
+    int N = rb->world;
+    rally__topo_build(t, rb->rank, N);
+    if (cfg->hd_threshold_bytes > cfg->ring_threshold_bytes || cfg->rd_threshold_bytes > 0)
+        rally__topo_add_hd(t); /* partners are links too */
+    if (cfg->hier == RALLY__HIER_OFF || N < 3 || (rb->tc.peers == NULL && cfg->host_group == 0))
+        return RALLY_OK;
+    struct hostkey *k = malloc((size_t)N * sizeof *k);
+    int *host = malloc(2 * (size_t)N * sizeof *host);
+    if (k == NULL || host == NULL) {
+        free(k);
+        free(host);
+        return rally__fail(rb->err, RALLY_ENOMEM, "out of memory for the hosts of %d ranks", N);
+    }
+    if (cfg->host_group > 0) {
+        for (int r = 0; r < N; r++)
+            host[r] = r / (int)cfg->host_group;
+    } else {
+        for (int r = 0; r < N; r++) {
+            const char *h = rb->tc.peers[r].host;
+            k[r] = (struct hostkey){rally__host_is_loopback(h) ? "" : h, r};
+        }
+        qsort(k, (size_t)N, sizeof *k, by_host);
+        for (int i = 0, id = 0; i < N; i++) {
+            id += i > 0 && strcmp(k[i].host, k[i - 1].host) != 0;
+            host[k[i].rank] = id;
+        }
+    }
+    rally__topo_add_hier(t, host, host + N);
+    free(k);
+    free(host);
+    return RALLY_OK;
+}
+
 /* Wires this worker to its neighbours from the tracker's address book,
  * watching the tracker line meanwhile: a newer RESET ends the wiring at once
  * with RALLY__ERESET.  The worker's own bound is half of
@@ -77,6 +133,8 @@ static int wire(struct rally__robust *rb)
 {
     struct rally__comm *cm = &rb->comm;
     struct rally__mesh_peer peers[RALLY__MAX_NEIGHBOURS];
+    if (topology(rb) != RALLY_OK)
+        return rb->err->code;
     int n = cm->topo.nneighbours, one_host = 1;
     for (int i = 0; i < n; i++) {
         const struct rally__peer_addr *a = &rb->tc.peers[cm->topo.neighbours[i]];
@@ -359,7 +417,7 @@ void rally__robust_comm_setup(struct rally__robust *rb,
     cm->hd_threshold = (size_t)cfg->hd_threshold_bytes;
     cm->rd_threshold = (size_t)cfg->rd_threshold_bytes;
     if (cm->hd_threshold > cm->ring_threshold || cm->rd_threshold > 0) /* partners are links too */
-        rally__topo_add_hd(&cm->topo);
+        rally__topo_add_hd(&cm->topo); /* (again, with the hierarchy, at each wiring) */
     cm->chunk = (size_t)cfg->chunk_bytes;
     cm->spin_us = cfg->spin_us;
     cm->spin_alone_us = cfg->spin_alone_us;

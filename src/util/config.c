@@ -27,6 +27,7 @@ struct key {
 };
 
 static const char *const transports[] = {"tcp", "auto", "shm", NULL}; /* RALLY__TRANSPORT_* */
+static const char *const hiers[] = {"off", "auto", NULL};              /* RALLY__HIER_* */
 static const char *const busy[] = {"wait", "skip", NULL};             /* RALLY__SNAP_BUSY_* */
 
 #define K(n, k, field, d, lo, hi)                                                                  \
@@ -61,6 +62,8 @@ static const struct key keys[] = {
     K("spin_alone_us", INT, spin_alone_us, "2000", 0, 1000000),
     K("sock_buf_bytes", SIZE, sock_buf_bytes, "auto", -1, 1 << 30),
     C("transport", transport, "auto", transports),
+    C("hier", hier, "auto", hiers),
+    K("host_group", INT, host_group, "0", 0, 65536),
     K("mock", LIST, mock, "", 0, 0),
     K("mock_sync", STR, mock_sync, "", 0, 0),
     K("snapshot_dir", STR, snapshot_dir, "", 0, 0),

@@ -21,6 +21,10 @@
  * other hosts always use TCP).  TCP is 0, what a zeroed option means. */
 enum { RALLY__TRANSPORT_TCP = 0, RALLY__TRANSPORT_AUTO = 1, RALLY__TRANSPORT_SHM = 2 };
 
+/* rally_hier: the hierarchical allreduce where the job's hosts allow it
+ * (docs/determinism.md), or never. */
+enum { RALLY__HIER_OFF = 0, RALLY__HIER_AUTO = 1 };
+
 /* rally_snapshot_busy: a snapshot still being written at the next
  * checkpoint: that checkpoint waits for it, or the job goes on and
  * snapshots asked for meanwhile are skipped. */
@@ -52,6 +56,8 @@ struct rally__config {
     int64_t spin_alone_us;          /* ... that long when N <= cores on one host */
     int64_t sock_buf_bytes;         /* peer links' socket buffers; 0 kernel, -1 auto */
     int64_t transport;              /* RALLY__TRANSPORT_*: links to same-host peers */
+    int64_t hier;                   /* RALLY__HIER_*: the hierarchical allreduce */
+    int64_t host_group;             /* > 0: ranks r / K share a host (for the hierarchy) */
     char mock[RALLY__STR_MAX * 4];  /* kill points, ';'-separated (librally_mock) */
     char mock_sync[RALLY__STR_MAX]; /* where a group of kill points meets (librally_mock) */
     /* durable snapshots (docs/snapshot-format.md; src/api/snapjob.c) */

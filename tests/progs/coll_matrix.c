@@ -3,11 +3,13 @@
  *
  *   rally-run -n N coll_matrix [big] rally_ring_threshold_bytes=T
  *       [rally_hd_threshold_bytes=H] [rally_rd_threshold_bytes=D] rally_chunk_bytes=C
+ *       [rally_host_group=K]
  *
  * Loops over every dtype x op for sizes 0, 1, odd sizes and sizes not
  * divisible by N up to 64 KiB (recursive doubling up to D and T when N is
  * a power of two, the tree, above T halving-doubling up to H, and the ring
- * above both), custom
+ * above both; with K, hosts of K consecutive ranks, the hierarchy above
+ * T), custom
  * reducers on 12-byte elements (commutative over the ring, non-commutative
  * over the tree), operand order in every algorithm (float MAX/MIN over +0,
  * -0 and NaNs of different payloads, and a commutative reducer that keeps
@@ -42,6 +44,7 @@
 static rally_t *R;
 static int rank = -1, N;
 static size_t threshold = 256 << 10, hd_threshold = 8 << 20, rd_threshold = 16 << 10;
+static int host_group; /* rally_host_group: hosts of this many consecutive ranks; 0 none */
 static long checks;
 static int exact;
 
@@ -122,14 +125,24 @@ static int uses_hd(size_t count, size_t es, int commutative)
     return uses_ring(count, es, commutative) && count * es <= hd_threshold && N < 2048;
 }
 
+/* The hierarchy replaces the ring and halving-doubling where the hosts
+ * have one: two hosts or more, one with two ranks or more. */
+static int uses_hier(size_t count, size_t es, int commutative)
+{
+    return host_group >= 2 && N >= 3 && N > host_group && uses_ring(count, es, commutative);
+}
+
 /* Expected result of reducing in[0..N) element-wise with f. */
 static void model(unsigned char *want, unsigned char *const *in, size_t count, size_t es,
                   int commutative, model_fn f, void *arg)
 {
     int ring = uses_ring(count, es, commutative), hd = uses_hd(count, es, commutative);
+    int hier = uses_hier(count, es, commutative);
     hd |= uses_rd(count, es, commutative); /* the same grouping at N a power of two */
     for (size_t i = 0; i < count; i++) {
-        if (hd)
+        if (hier)
+            model_hier(want + i * es, in, N, host_group, count, i, es, f, arg);
+        else if (hd)
             model_hd(want + i * es, in, N, i, es, f, arg);
         else if (ring)
             model_ring(want + i * es, in, N, count, i, es, f, arg);
@@ -424,6 +437,8 @@ int main(int argc, char **argv)
             hd_threshold = strtoul(argv[i] + 25, NULL, 10);
         else if (strncmp(argv[i], "rally_rd_threshold_bytes=", 25) == 0)
             rd_threshold = strtoul(argv[i] + 25, NULL, 10);
+        else if (strncmp(argv[i], "rally_host_group=", 17) == 0)
+            host_group = atoi(argv[i] + 17);
     int rc = rally_init(&R, &argc, &argv);
     CHECK_RC(rc, "rally_init");
     rank = rally_rank(R);

@@ -1,8 +1,9 @@
 /*
  * model.h — a serial model of rally's documented reduction order
  * (docs/determinism.md), written from the documentation, not from the
- * library: the pre-order tree, the ring's segment order and recursive
- * halving-doubling's balanced grouping.  Tests compute
+ * library: the pre-order tree, the ring's segment order, recursive
+ * halving-doubling's balanced grouping and the hierarchy's chains and
+ * leaders' ring.  Tests compute
  * every rank's input locally and compare rally's result with the model bit
  * for bit.
  */
@@ -162,6 +163,34 @@ static inline void model_hd(unsigned char *acc, unsigned char *const *in, int N,
     while (2 * p <= N)
         p *= 2;
     model_hd_group(acc, in, N - p, 0, p, i, es, f, arg);
+}
+
+/* Hierarchy, hosts of K consecutive ranks (rally_host_group=K): host h's
+ * sum folds its ranks from the chain's end, x_a (+) (x_b (+) (... (+) x_z)),
+ * and the hosts' sums go round the ring as ranks' values do (the ring's
+ * order with H = ceil(N / K) hosts in place of N ranks). */
+static inline void model_hier(unsigned char *acc, unsigned char *const *in, int N, int K,
+                              size_t count, size_t i, size_t es, model_fn f, void *arg)
+{
+    int H = (N + K - 1) / K, s = 0;
+    unsigned char sums[64][64], tmp[64];
+    for (int h = 0; h < H; h++) {
+        int a = h * K, z = a + K < N ? a + K - 1 : N - 1;
+        memcpy(sums[h], in[z] + i * es, es);
+        for (int r = z - 1; r >= a; r--) {
+            memcpy(tmp, in[r] + i * es, es);
+            f(tmp, sums[h], arg);
+            memcpy(sums[h], tmp, es);
+        }
+    }
+    while (!(count * (size_t)s / (size_t)H <= i && i < count * (size_t)(s + 1) / (size_t)H))
+        s++;
+    memcpy(acc, sums[s], es);
+    for (int k = 1; k < H; k++) {
+        memcpy(tmp, sums[(s + k) % H], es);
+        f(tmp, acc, arg);
+        memcpy(acc, tmp, es);
+    }
 }
 
 #endif
