@@ -30,6 +30,15 @@
 #            shaper's counters show the job's bytes went through it
 #   ipv6     the cables carry only fd00:5253::/64 (IPv4 addresses removed):
 #            the tracker, ssh and every peer link on IPv6, the same digest
+#   hier     2 hosts x 2 ranks (RIG_SLOTS=2): every collective against the
+#            serial model bit for bit (coll_matrix), the model told that
+#            ranks 0-1 and 2-3 share hosts: the address book's hosts give
+#            the hierarchy's order (chains over shared memory, the leaders'
+#            ring across the cables) with no setting
+#   hier_kill9  2 hosts x 2 ranks, a k-means job whose sums take the
+#            hierarchy (rally_ring_threshold_bytes=256): kill -9 of host 2's
+#            leader (rank 2) at iteration 3: it restarts on host 2, the same
+#            digest
 #   control  negative control: every cable down before the job starts: the
 #            job must fail (so the jobs above really cross the cables)
 #   private  a --snapshot-dir private to each host (--snapshot-local: a
@@ -53,7 +62,8 @@ case_=$1
 build=$(cd "$2" && pwd) || { echo "multihost_test: no build directory $2"; exit 1; }
 here=$(cd "$(dirname "$0")" && pwd)
 run=$build/rally-run km=$build/rally-kmeans
-N=4
+N=4 H=4 # ranks, hosts
+case $case_ in hier*) H=2 RIG_SLOTS=2 ;; esac
 . "$here/netns_rig.sh"
 
 tmp=$(mktemp -d)
@@ -81,7 +91,7 @@ if [ "$case_" = private ]; then
     RIG_PRIVATE=$P
 fi
 rig_watchdog 240
-rig_up $N $v6
+rig_up $H $v6
 rc=$?
 if [ $rc -eq 77 ]; then
     echo "multihost_test $case_: skipped: $RIG_SKIP"
@@ -115,7 +125,7 @@ no_leftovers() {
     local i p left n=0
     while :; do
         left=""
-        for i in $(seq 1 $N); do
+        for i in $(seq 1 $H); do
             for p in $(ip netns pids "${RIG_NS[$i]}"); do
                 [[ " ${RIG_SSHD_PIDS[*]} " == *" $p "* ]] || left="$left $p"
             done
@@ -323,12 +333,40 @@ tbf)
     wait_job || fail "the job failed on shaped links"
     cat "$tmp/out"
     same_digest "$tmp/out"
-    for i in $(seq 1 $N); do
+    for i in $(seq 1 $H); do
         s=$(tc -s -n "${RIG_NS[$i]}" qdisc show dev "$RIG_IF" | grep -A1 'qdisc tbf' |
             sed -n 's/.*Sent \([0-9]*\) bytes.*overlimits \([0-9]*\).*/\1 \2/p')
         echo "host $i: tbf sent/overlimits: $s"
         [ "${s%% *}" -gt 0 ] 2>/dev/null || fail "host $i's shaper saw no bytes"
     done
+    no_leftovers
+    ;;
+hier)
+    mat=$build/tests/coll_matrix
+    start_job "$tmp/out" 150 --max-restarts 0 -- "$mat" rally_ring_threshold_bytes=4096 \
+        rally_chunk_bytes=1024 model_host_group=2
+    wait_job || fail "the matrix failed across 2 hosts x 2 ranks (the hierarchy's order?)"
+    cat "$tmp/out"
+    [ "$(grep -c '^\[[0-3]\] rank [0-3] of 4: [0-9]* checks passed$' "$tmp/out")" = 4 ] ||
+        fail "not every rank passed its checks"
+    no_leftovers
+    ;;
+hier_kill9)
+    HI=(rally_ring_threshold_bytes=256) # the sums (55 doubles) take the hierarchy
+    start_job "$tmp/out" 150 "${FAST[@]}" --max-restarts 2 -- "$km" "${KM[@]}" --pause-ms 100 \
+        "${LINK[@]}" "${HI[@]}"
+    wait_line "$tmp/out" '^\[0\] iteration 3 ' "iteration 3"
+    victim=$(sed -n 's/^\[2\] shard 2 fingerprint .* pid \([0-9]*\)$/\1/p' "$tmp/out" | tail -1)
+    [ "$(ip netns identify "$victim" 2>/dev/null)" = "${RIG_NS[2]}" ] || fail "rank 2 is not on host 2"
+    kill -9 "$victim" || fail "no worker $victim to kill"
+    echo "multihost_test: killed rank 2 (pid $victim), host 2's leader"
+    wait_job || fail "the job failed after kill -9"
+    cat "$tmp/out"
+    same_digest "$tmp/out"
+    again=$(sed -n 's/^\[2\] shard 2 fingerprint .* pid \([0-9]*\)$/\1/p' "$tmp/out" | tail -1)
+    [ "$again" != "$victim" ] || fail "rank 2 never restarted"
+    grep -q "^rally-run: rank 2 on host ${RIG_IP[2]} died .*restarting it on ${RIG_IP[2]} " "$tmp/out" ||
+        fail "rank 2 did not come back on host 2"
     no_leftovers
     ;;
 ipv6)
@@ -371,7 +409,7 @@ private)
         fail "the copy of $f is not host 3's file"
     rig_ssh 1 test -e "$P/priv/$f" && fail "host 1 sees host 3's $f: the directories are not private"
     [ -e "$P/priv/$f" ] && fail "$P/priv/$f is seen outside the hosts"
-    for i in $(seq 1 $N); do
+    for i in $(seq 1 $H); do
         m=$(rig_ssh "$i" sh -c "'ls $P/priv/*/MANIFEST.json 2>/dev/null | wc -l'")
         [ "$m" = 0 ] || fail "host $i holds $m manifests in its private directory"
         old=$(rig_ssh "$i" ls "$P/priv" | awk -v s="$snap" '/^snap-/ && $0 < s' | wc -l)
@@ -401,7 +439,7 @@ private)
     no_leftovers
     ;;
 control)
-    for i in $(seq 1 $N); do rig_link "$i" down; done
+    for i in $(seq 1 $H); do rig_link "$i" down; done
     start_job "$tmp/out" 60 "${FAST[@]}" --max-restarts 0 -- "$km" "${KM[@]}" "${LINK[@]}"
     wait_job
     rc=$?

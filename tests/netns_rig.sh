@@ -15,7 +15,8 @@
 #   rig_tbf RATE       every cable shaped to RATE (tc's units: 1gbit) both ways;
 #                      none: the shaping removed
 #   rig_job RALLY_RUN OUT LIMIT [rally-run options] -- PROG ARGS
-#                      a job of one rank per host, started from host 1, on
+#                      a job of one rank per host (RIG_SLOTS=S: S per host,
+#                      ranks filling hosts in order), started from host 1, on
 #                      the addresses ${RIG_ADDR[@]} (RIG_IP, or RIG_IP6)
 #   rig_down           removes everything rig_up made (also run by the trap)
 #
@@ -161,14 +162,20 @@ tc_rate_bits() { # 1gbit, 10gbit, 500mbit, 2mbit, 64kbit -> bits per second
 }
 
 # rig_job RALLY_RUN OUT LIMIT [rally-run options] -- PROG ARGS: an N-host job
-# (N = the rig's hosts, rank r on host r+1) started from inside host 1 and
-# bounded by LIMIT seconds, in the background ($RIG_JOB, whose exit status
-# is the job's); all output to OUT, each worker's lines prefixed "[rank] ".
+# (N = the rig's hosts, rank r on host r+1; but see RIG_SLOTS) started from
+# inside host 1 and bounded by LIMIT seconds, in the background ($RIG_JOB,
+# whose exit status is the job's; empty, and 1 returned, when RIG_SLOTS is
+# bad); all output to OUT, each worker's lines prefixed "[rank] ".
 # This is the one place that starts a job: `rally-run --launcher ssh --hosts
-# ...` with the tracker on host 1's address.
+# ...` with the tracker on host 1's address.  RIG_SLOTS=S (default 1) gives
+# every host S slots (--hosts ip1:S,ip2:S,...): rally-run fills the hosts in
+# order, ranks 0..S-1 on host 1, S..2S-1 on host 2, and so on; RIG_WORLD (the
+# number of workers) defaults to hosts x slots.
 rig_job() {
-    local run=$1 out=$2 limit=$3 hosts="" i o
+    local run=$1 out=$2 limit=$3 hosts="" i o slots=${RIG_SLOTS:-1}
     shift 3
+    RIG_JOB=""
+    case $slots in '' | 0* | *[!0-9]*) rig__fail "RIG_SLOTS=$slots: not a count of 1 or more" || return 1 ;; esac
     local ropts=() sshopts=()
     while [ $# -gt 0 ] && [ "$1" != -- ]; do
         ropts+=("$1")
@@ -177,14 +184,14 @@ rig_job() {
     shift
     for i in $(seq 1 "$RIG_N"); do
         case ${RIG_ADDR[$i]} in
-        *:*) hosts=$hosts${hosts:+,}[${RIG_ADDR[$i]}]:1 ;;
-        *) hosts=$hosts${hosts:+,}${RIG_ADDR[$i]}:1 ;;
+        *:*) hosts=$hosts${hosts:+,}[${RIG_ADDR[$i]}]:$slots ;;
+        *) hosts=$hosts${hosts:+,}${RIG_ADDR[$i]}:$slots ;;
         esac
     done
     for o in "${RIG_SSH_OPTS[@]}"; do sshopts+=(--ssh-option "$o"); done
     local where=(--hosts "$hosts") # RIG_HOSTFILE: the hosts from that file instead
     [ -n "${RIG_HOSTFILE:-}" ] && where=(--hostfile "$RIG_HOSTFILE")
-    ip netns exec "${RIG_NS[1]}" timeout -k 5 "$limit" "$run" -n "${RIG_WORLD:-$RIG_N}" \
+    ip netns exec "${RIG_NS[1]}" timeout -k 5 "$limit" "$run" -n "${RIG_WORLD:-$((RIG_N * slots))}" \
         --launcher ssh "${where[@]}" "${sshopts[@]}" --host "${RIG_ADDR[1]}" "${ropts[@]}" -- "$@" \
         </dev/null >"$out" 2>&1 &
     RIG_JOB=$!

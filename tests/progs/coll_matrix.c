@@ -3,13 +3,14 @@
  *
  *   rally-run -n N coll_matrix [big] rally_ring_threshold_bytes=T
  *       [rally_hd_threshold_bytes=H] [rally_rd_threshold_bytes=D] rally_chunk_bytes=C
- *       [rally_host_group=K]
+ *       [rally_host_group=K | model_host_group=K]
  *
  * Loops over every dtype x op for sizes 0, 1, odd sizes and sizes not
  * divisible by N up to 64 KiB (recursive doubling up to D and T when N is
  * a power of two, the tree, above T halving-doubling up to H, and the ring
  * above both; with K, hosts of K consecutive ranks, the hierarchy above
- * T), custom
+ * T: rally_host_group makes them, model_host_group says real hosts are
+ * laid out so), custom
  * reducers on 12-byte elements (commutative over the ring, non-commutative
  * over the tree), operand order in every algorithm (float MAX/MIN over +0,
  * -0 and NaNs of different payloads, and a commutative reducer that keeps
@@ -439,6 +440,8 @@ int main(int argc, char **argv)
             rd_threshold = strtoul(argv[i] + 25, NULL, 10);
         else if (strncmp(argv[i], "rally_host_group=", 17) == 0)
             host_group = atoi(argv[i] + 17);
+        else if (strncmp(argv[i], "model_host_group=", 17) == 0)
+            host_group = atoi(argv[i] + 17); /* the hosts are real: the model's alone */
     int rc = rally_init(&R, &argc, &argv);
     CHECK_RC(rc, "rally_init");
     rank = rally_rank(R);
