@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "robust/robust.h"
+#include "util/copy.h"
 
 #define BUF_HEAD 64 /* a result buffer's capacity lives just before it */
 #define POOL_MAX 64
@@ -36,7 +37,7 @@ unsigned char *rally__robust_buf(struct rally__robust *rb, uint64_t nbytes)
     }
     if (nbytes > SIZE_MAX - BUF_HEAD)
         return NULL;
-    unsigned char *p = malloc((size_t)nbytes + BUF_HEAD);
+    unsigned char *p = rally__malloc_warm((size_t)nbytes + BUF_HEAD); /* a result fills it */
     if (p == NULL)
         return NULL;
     memcpy(p, &nbytes, sizeof nbytes);

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "robust/robust.h"
+#include "util/copy.h"
 #include "util/digest.h"
 #include "util/wire.h"
 
@@ -53,7 +54,7 @@ unsigned char *rally__robust_stake(struct rally__robust *rb, uint64_t nbytes, ui
     }
     if (nbytes > SIZE_MAX)
         return NULL;
-    unsigned char *p = malloc(nbytes ? (size_t)nbytes : 1);
+    unsigned char *p = rally__malloc_warm((size_t)nbytes); /* written whole at once */
     if (p != NULL)
         *cap = nbytes;
     return p;
@@ -192,7 +193,7 @@ unsigned char *rally__robust_dup(const void *p, uint64_t n)
 {
     if (n > SIZE_MAX)
         return NULL;
-    unsigned char *d = malloc(n ? (size_t)n : 1);
+    unsigned char *d = rally__malloc_warm((size_t)n);
     if (d != NULL && n)
         memcpy(d, p, (size_t)n);
     return d;
