@@ -11,9 +11,16 @@
  * a < b < ... < z; the leaders' ring then reduces the hosts' sums as the
  * flat ring reduces ranks' values, with host i in place of rank i.
  *
- * All three steps run in one run (run.h), so each link's signature is sent
- * once; the chains stream in chunks through a receive ring in the comm's
- * scratch, as the ring does.
+ * The three steps overlap, in one run (run.h) and one loop: the chains
+ * reduce the vector segment by segment in the order the leader's ring takes
+ * its own input (its segment i first, then i - 1, i - 2, ...), so the ring
+ * starts once the first segment is up; and the leader passes each piece down
+ * as the ring makes it final (segment i + 1 first, then i, i - 1, ...).
+ * Each chain stream is therefore the segments in a known rotated order,
+ * which every rank of the host computes from its leader's place i.  A rank
+ * only receives its result once the leader had every partial sum, so the
+ * partial sums a rank keeps in its buffer have left before the result
+ * comes down over them.
  */
 #include "coll/run.h"
 
@@ -22,89 +29,160 @@
 
 #define SEGMENTS_ON_STACK 64 /* hosts whose segments need no allocation */
 
-/* The chain towards the leader: this rank's value (+) what came up from the
- * rank after it goes on up, a chunk at a time.  The leader ends with its
- * host's sum in buf. */
-static int chain_reduce(struct rally__run *x, const unsigned char *in, unsigned char *buf,
-                        size_t total, const struct rally__reducer *rd)
+/* One rank's two chain streams. */
+struct chain {
+    struct rally__run *x;
+    struct rally__chan *up, *down; /* NULL: the leader / the chain's end */
+    const unsigned char *in;
+    unsigned char *buf, *ring; /* ring: what came up from down, before it is reduced */
+    const struct rally__reducer *rd;
+    const size_t *off, *len;
+    size_t total, rcap, chunk;
+    int H, i; /* hosts, this host's place in the leaders' ring */
+    /* up the chain, the segments in order i, i - 1, ...: bytes received
+     * from down, reduced (or, at the chain's end, all of them), sent up */
+    size_t got, red, sent;
+    /* down the chain, in order i + 1, i, i - 1, ...: bytes final here (a
+     * leader's from the ring, per segment in fin[]) and sent down */
+    size_t have, sent_down;
+    size_t *fin;
+};
+
+/* The segment at place q of a stream that starts with segment first and
+ * goes down. */
+static int seg(const struct chain *c, int first, int q)
 {
-    const struct rally__topo *t = &x->c->topo;
-    struct rally__chan *up = t->hier_up >= 0 ? rally__chan_of(x, t->hier_up) : NULL;
-    struct rally__chan *down = t->hier_down >= 0 ? rally__chan_of(x, t->hier_down) : NULL;
-    if ((t->hier_up >= 0 && up == NULL) || (t->hier_down >= 0 && down == NULL))
-        return rally__fail(x->e, RALLY_ESTATE, "no link along the host's chain");
-    if (down == NULL) { /* the chain's end: its value as it is */
-        if (up == NULL && in != buf)
-            memmove(buf, in, total);
-        if (up == NULL)
-            return RALLY_OK;
-    }
-    size_t es = rd->elem_nbytes, chunk = x->c->chunk < es ? es : rally__round_down(x->c->chunk, es);
-    size_t rcap = 4 * chunk, got = 0, red = down ? 0 : total, sent = 0;
-    unsigned char *ring = NULL;
-    if (down != NULL && (ring = rally__coll_scratch(x->c, rcap, x->e)) == NULL)
-        return x->e->code;
-    const unsigned char *src = down ? buf : in; /* what goes up: the sums so far, or the value */
-    for (;;) {
-        int moved = 0;
-        while (down != NULL && (got < total || !rally__sig_got(down))) {
-            size_t pos = got % rcap, n = rcap - (got - red);
-            if (n > rcap - pos)
-                n = rcap - pos;
-            if (n > total - got)
-                n = total - got;
-            long m = rally__chan_recv(x, down, ring + pos, n, &moved);
-            if (m < 0)
-                return x->e->code;
-            got += (size_t)m;
-            if (m == 0 || n == 0)
-                break;
-        }
-        while (red < got) { /* whole elements, a chunk at least unless at the end */
-            size_t pos = red % rcap, n = got - red;
-            if (n > rcap - pos)
-                n = rcap - pos;
-            n = rally__round_down(n, es);
-            if (n == 0 || (n < chunk && red + n < total && pos + n < rcap))
-                break;
-            rally__reduce3(rd, buf + red, in + red, ring + pos, n / es);
-            red += n;
-            moved = 1;
-        }
-        if (up != NULL && rally__send_upto(x, up, src, &sent, red, &moved) != 0)
-            return x->e->code;
-        if (rally__pump_sigs(x, &moved) < 0)
-            return x->e->code;
-        if (red == total && (up == NULL || sent == total))
-            return RALLY_OK;
-        if (rally__settle(x, moved) != RALLY_OK)
-            return x->e->code;
-    }
+    return ((first - q) % c->H + c->H) % c->H;
 }
 
-/* The result down the chain: from the leader, or as it arrives from the
- * rank before, on to the rank after.  The run ends here: every link's
- * signature through. */
-static int chain_bcast(struct rally__run *x, unsigned char *buf, size_t total)
+/* Where stream position p lies in buf (*at) and how many bytes of its
+ * segment follow it; 0 at the end. */
+static size_t piece(const struct chain *c, int first, size_t p, size_t *at)
 {
-    const struct rally__topo *t = &x->c->topo;
-    struct rally__chan *up = t->hier_up >= 0 ? rally__chan_of(x, t->hier_up) : NULL;
-    struct rally__chan *down = t->hier_down >= 0 ? rally__chan_of(x, t->hier_down) : NULL;
-    size_t got = up ? 0 : total, sent = 0;
-    for (;;) {
-        int moved = 0;
-        if (up != NULL && rally__recv_upto(x, up, buf, &got, total, &moved) != 0)
-            return x->e->code;
-        if (down != NULL && rally__send_upto(x, down, buf, &sent, got, &moved) != 0)
-            return x->e->code;
-        int sigs = rally__pump_sigs(x, &moved);
-        if (sigs < 0)
-            return x->e->code;
-        if (sigs && got == total && (down == NULL || sent == total))
-            return RALLY_OK;
-        if (rally__settle(x, moved) != RALLY_OK)
-            return x->e->code;
+    for (int q = 0; q < c->H; q++) {
+        int s = seg(c, first, q);
+        if (p < c->len[s]) {
+            *at = c->off[s] + p;
+            return c->len[s] - p;
+        }
+        p -= c->len[s];
     }
+    *at = 0;
+    return 0;
+}
+
+/* Bytes of segment s below stream position p. */
+static size_t below(const struct chain *c, int first, size_t p, int s)
+{
+    for (int q = 0; q < c->H; q++) {
+        int t = seg(c, first, q);
+        if (t == s)
+            return p < c->len[t] ? p : c->len[t];
+        p = p > c->len[t] ? p - c->len[t] : 0;
+    }
+    return 0;
+}
+
+/* Sends src's stream (order first) from *done up to limit, a segment's piece
+ * at a time, until the link would block. */
+static int send_stream(struct chain *c, struct rally__chan *ch, const unsigned char *src, int first,
+                       size_t *done, size_t limit, int *moved)
+{
+    while (*done < limit || !rally__sig_sent(ch)) {
+        size_t at, n = piece(c, first, *done, &at);
+        if (n > limit - *done)
+            n = limit - *done;
+        long m = rally__chan_send(c->x, ch, src + at, n, moved);
+        if (m < 0)
+            return -1;
+        *done += (size_t)m;
+        if (m == 0)
+            break;
+    }
+    return 0;
+}
+
+/* Moves both streams as far as they go without blocking. */
+static int chain_pump(void *arg, int *moved)
+{
+    struct chain *c = arg;
+    size_t es = c->rd->elem_nbytes;
+    /* up: receive the rest's sums, reduce own value (+) them, send them on */
+    while (c->down != NULL && (c->got < c->total || !rally__sig_got(c->down))) {
+        size_t pos = c->got % c->rcap, n = c->rcap - (c->got - c->red);
+        if (n > c->rcap - pos)
+            n = c->rcap - pos;
+        if (n > c->total - c->got)
+            n = c->total - c->got;
+        long m = rally__chan_recv(c->x, c->down, c->ring + pos, n, moved);
+        if (m < 0)
+            return -1;
+        c->got += (size_t)m;
+        if (m == 0 || n == 0)
+            break;
+    }
+    while (c->red < c->got) { /* whole elements within a segment, a chunk unless at an end */
+        size_t at, pos = c->red % c->rcap, n = piece(c, c->i, c->red, &at), left = n;
+        if (n > c->got - c->red)
+            n = c->got - c->red;
+        if (n > c->rcap - pos)
+            n = c->rcap - pos;
+        n = rally__round_down(n, es);
+        if (n == 0 || (n < c->chunk && n < left && pos + n < c->rcap))
+            break;
+        rally__reduce3(c->rd, c->buf + at, c->in + at, c->ring + pos, n / es);
+        c->red += n;
+        *moved = 1;
+    }
+    if (c->up != NULL && send_stream(c, c->up, c->down ? c->buf : c->in, c->i, &c->sent, c->red,
+                                     moved) != 0)
+        return -1;
+    /* down: the result, from the leader's ring or from the rank before */
+    if (c->up != NULL) {
+        while (c->have < c->total || !rally__sig_got(c->up)) {
+            size_t at, n = piece(c, c->i + 1, c->have, &at);
+            long m = rally__chan_recv(c->x, c->up, c->buf + at, n, moved);
+            if (m < 0)
+                return -1;
+            c->have += (size_t)m;
+            if (m == 0)
+                break;
+        }
+    }
+    if (c->down != NULL &&
+        send_stream(c, c->down, c->buf, c->i + 1, &c->sent_down, c->have, moved) != 0)
+        return -1;
+    return 0;
+}
+
+static int chain_done(void *arg)
+{
+    const struct chain *c = arg;
+    return c->red == c->total && (c->up == NULL || c->sent == c->total) && c->have == c->total &&
+           (c->down == NULL || c->sent_down == c->total);
+}
+
+/* The leader's ring: how much of segment s is reduced up the chain. */
+static size_t chain_ready(void *arg, int s)
+{
+    const struct chain *c = arg;
+    return below(c, c->i, c->red, s);
+}
+
+/* The leader's ring made segment s final up to n: the down stream's final
+ * prefix grows while its segments, in order, are whole. */
+static void chain_final(void *arg, int s, size_t n)
+{
+    struct chain *c = arg;
+    c->fin[s] = n;
+    size_t have = 0;
+    for (int q = 0; q < c->H; q++) {
+        int t = seg(c, c->i + 1, q);
+        have += c->fin[t];
+        if (c->fin[t] < c->len[t])
+            break;
+    }
+    c->have = have;
 }
 
 int rally__hier_allreduce(struct rally__comm *c, const unsigned char *in, unsigned char *buf,
@@ -112,25 +190,64 @@ int rally__hier_allreduce(struct rally__comm *c, const unsigned char *in, unsign
                           const struct rally__sig *sig)
 {
     const struct rally__topo *t = &c->topo;
+    int H = t->hier_hosts, lead = t->hier_leader == t->rank;
     size_t es = rd->elem_nbytes, total = count * es;
+    size_t chunk = c->chunk < es ? es : rally__round_down(c->chunk, es), rcap = 4 * chunk;
     struct rally__run x;
     rally__run_start(&x, c, sig);
-    int rc = chain_reduce(&x, in, buf, total, rd);
-    if (rc == RALLY_OK && t->hier_leader == t->rank) {
-        int H = t->hier_hosts;
-        size_t seg[2 * SEGMENTS_ON_STACK], *off = seg;
-        if (H > SEGMENTS_ON_STACK && (off = malloc(2 * (size_t)H * sizeof *off)) == NULL)
-            return rally__fail(x.e, RALLY_ENOMEM, "out of memory");
-        size_t *len = off + H;
-        for (int s = 0; s < H; s++) {
-            size_t a = count * (size_t)s / (size_t)H, b = count * (size_t)(s + 1) / (size_t)H;
-            off[s] = a * es;
-            len[s] = (b - a) * es;
-        }
-        struct rally__ring ring = {t->hier_index, H, t->hier_next, t->hier_prev};
-        rc = rally__ring_run(&x, &ring, buf, buf, off, len, 2 * H - 2, H - 1, rd, NULL, NULL);
-        if (off != seg)
-            free(off);
+    struct chain ch = {.x = &x, .in = in, .buf = buf, .rd = rd, .total = total, .rcap = rcap,
+                       .chunk = chunk, .H = H, .i = t->hier_index};
+    ch.up = t->hier_up >= 0 ? rally__chan_of(&x, t->hier_up) : NULL;
+    ch.down = t->hier_down >= 0 ? rally__chan_of(&x, t->hier_down) : NULL;
+    if ((t->hier_up >= 0 && ch.up == NULL) || (t->hier_down >= 0 && ch.down == NULL))
+        return rally__fail(x.e, RALLY_ESTATE, "no link along the host's chain");
+    /* the ring's stage and receive ring first, the chain's after them */
+    unsigned char *scratch = rally__coll_scratch(c, 3 * rcap, x.e);
+    if (scratch == NULL)
+        return x.e->code;
+    ch.ring = scratch + 2 * rcap;
+    if (ch.down == NULL)
+        ch.red = total; /* the chain's end: its own value goes up as it is */
+    size_t stack[3 * SEGMENTS_ON_STACK], *off = stack;
+    if (H > SEGMENTS_ON_STACK && (off = calloc(3 * (size_t)H, sizeof *off)) == NULL)
+        return rally__fail(x.e, RALLY_ENOMEM, "out of memory");
+    size_t *len = off + H, *fin = len + H;
+    for (int s = 0; s < H; s++) {
+        size_t a = count * (size_t)s / (size_t)H, b = count * (size_t)(s + 1) / (size_t)H;
+        off[s] = a * es;
+        len[s] = (b - a) * es;
+        fin[s] = 0;
     }
-    return rc == RALLY_OK ? chain_bcast(&x, buf, total) : rc;
+    ch.off = off;
+    ch.len = len;
+    ch.fin = fin;
+    int rc;
+    if (lead) { /* the ring over the hosts' sums, the chain beside it */
+        struct rally__ring ring = {t->hier_index, H, t->hier_next, t->hier_prev};
+        struct rally__ring_side side = {chain_ready, chain_final, chain_pump, chain_done, &ch};
+        rc = rally__ring_run(&x, &ring, ch.down ? buf : in, buf, off, len, 2 * H - 2, H - 1, rd,
+                             NULL, NULL, &side);
+    } else {
+        for (;;) {
+            int moved = 0;
+            if (chain_pump(&ch, &moved) != 0) {
+                rc = x.e->code;
+                break;
+            }
+            int sigs = rally__pump_sigs(&x, &moved);
+            if (sigs < 0) {
+                rc = x.e->code;
+                break;
+            }
+            if (sigs && chain_done(&ch)) {
+                rc = RALLY_OK;
+                break;
+            }
+            if ((rc = rally__settle(&x, moved)) != RALLY_OK)
+                break;
+        }
+    }
+    if (off != stack)
+        free(off);
+    return rc;
 }

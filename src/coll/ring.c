@@ -91,13 +91,13 @@ int rally__ring_stream(struct rally__comm *c, const unsigned char *in, unsigned 
     rally__run_start(&x, c, sig);
     const struct rally__topo *t = &c->topo;
     struct rally__ring ring = {t->rank, t->world, t->ring_next, t->ring_prev};
-    return rally__ring_run(&x, &ring, in, buf, off, len, nseg, nreduce, rd, keep, h);
+    return rally__ring_run(&x, &ring, in, buf, off, len, nseg, nreduce, rd, keep, h, NULL);
 }
 
 int rally__ring_run(struct rally__run *x, const struct rally__ring *rg, const unsigned char *in,
                     unsigned char *buf, const size_t *off, const size_t *len, int nseg, int nreduce,
                     const struct rally__reducer *rd, unsigned char *keep,
-                    const struct rally__final_hook *h)
+                    const struct rally__final_hook *h, const struct rally__ring_side *side)
 {
     struct rally__comm *c = x->c;
     int N = rg->world, r = rg->rank;
@@ -125,10 +125,14 @@ int rally__ring_run(struct rally__run *x, const struct rally__ring *rg, const un
     size_t rtotal = 0, ptotal = 0;       /* reduce-stream bytes received / processed */
     for (;;) {
         int moved = 0;
+        if (side != NULL && side->pump(side->arg, &moved) != 0)
+            return x->e->code;
         /* send: segment 0 is ours; segment k is received segment k-1 once processed */
         while (sk < nseg || !rally__sig_sent(next)) {
             size_t slen = sk < nseg ? len[SEG(sk, 0)] : 0;
             size_t avail = sk == 0 ? slen : pk > sk - 1 ? slen : pk == sk - 1 ? ppos : 0;
+            if (sk == 0 && side != NULL) /* as far as our own input is there */
+                avail = side->ready(side->arg, SEG(0, 0));
             if (sk >= nseg)
                 avail = 0;
             /* our own segment: the input; then partial sums, then final values */
@@ -201,8 +205,14 @@ int rally__ring_run(struct rally__run *x, const struct rally__ring *rg, const un
             size_t have = pk < rk ? plen : rpos;
             if (pk >= nreduce && keep == NULL) {
                 ppos = have;
+                if (side != NULL)
+                    side->final(side->arg, SEG(pk, 1), have);
             } else {
                 size_t n = rally__round_down(have - ppos, es);
+                if (side != NULL && pk < nreduce) { /* as far as our own input is there */
+                    size_t own = side->ready(side->arg, SEG(pk, 1)) - ppos;
+                    n = n < own ? n : rally__round_down(own, es);
+                }
                 if (n == 0 || (n < chunk && ppos + n < plen))
                     break;
                 size_t p = 0;
@@ -233,6 +243,8 @@ int rally__ring_run(struct rally__run *x, const struct rally__ring *rg, const un
                 ppos += n;
                 ptotal += n;
                 moved = 1;
+                if (side != NULL && pk == nreduce - 1) /* our final segment, so far */
+                    side->final(side->arg, SEG(pk, 1), ppos);
             }
             if (ppos < plen)
                 break;
@@ -242,7 +254,7 @@ int rally__ring_run(struct rally__run *x, const struct rally__ring *rg, const un
         int sigs = rally__pump_sigs(x, &moved);
         if (sigs < 0)
             return x->e->code;
-        if (sigs && sk == nseg && pk == nseg)
+        if (sigs && sk == nseg && pk == nseg && (side == NULL || side->done(side->arg)))
             return RALLY_OK;
         if (rally__settle(x, moved) != RALLY_OK)
             return x->e->code;

@@ -114,11 +114,26 @@ struct rally__ring {
     int next, prev;
 };
 
-/* rally__ring_stream's work inside an open run, on ring rg. */
+/* What runs beside a ring in the same loop (the hierarchy's chains):
+ * ready() says how many bytes of segment s of the ring's input are there
+ * yet (the ring sends and reduces no further), final() that segment s's
+ * bytes [0, n) are final in buf, pump() moves the side's own bytes each
+ * turn (-1 on failure, in the run's error), and the ring ends only once
+ * done(). */
+struct rally__ring_side {
+    size_t (*ready)(void *arg, int s);
+    void (*final)(void *arg, int s, size_t n);
+    int (*pump)(void *arg, int *moved);
+    int (*done)(void *arg);
+    void *arg;
+};
+
+/* rally__ring_stream's work inside an open run, on ring rg, with side
+ * beside it (NULL: none). */
 int rally__ring_run(struct rally__run *x, const struct rally__ring *rg, const unsigned char *in,
                     unsigned char *buf, const size_t *off, const size_t *len, int nseg, int nreduce,
                     const struct rally__reducer *rd, unsigned char *keep,
-                    const struct rally__final_hook *h);
+                    const struct rally__final_hook *h, const struct rally__ring_side *side);
 
 /* Hierarchical allreduce (topo.h): reduced along each host's chain to its
  * leader, the ring over the leaders, passed back down the chains. */
