@@ -10,7 +10,9 @@
 # Standalone; needs root.  bench/multihost.md ("Hierarchical allreduce")
 # says what is measured and how to read it.
 #
-# Knobs: HIER_LAYOUTS="2x2 4x2" (HOSTSxRANKS_PER_HOST), HIER_RATES="1gbit"
+# Knobs: HIER_LAYOUTS="2x2 4x2 2x2c" (HOSTSxRANKS_PER_HOST; a trailing c:
+# the ranks dealt over the hosts in turn, rank r on host r mod HOSTS, as
+# Slurm's cyclic distribution places them), HIER_RATES="1gbit"
 # (tc's units; "none": unshaped cables), HIER_BYTES=67108864, HIER_REPS=5,
 # HIER_ROUNDS=2, HIER_TIMEOUT=600 (seconds per run).  Raw results:
 # BUILD_DIR/bench-results/hier.txt (one line per run, columns named in its
@@ -24,7 +26,7 @@ die() {
 [ $# -eq 1 ] || die "usage: bench/hier.sh BUILD_DIR"
 BUILD=$(cd "$1" && pwd) || die "no build directory $1"
 SRC=$(cd "$(dirname "$0")" && pwd)
-LAYOUTS=${HIER_LAYOUTS:-"2x2 4x2"}
+LAYOUTS=${HIER_LAYOUTS:-"2x2 4x2 2x2c"}
 RATES=${HIER_RATES:-"1gbit"}
 BYTES=${HIER_BYTES:-67108864}
 REPS=${HIER_REPS:-5}
@@ -35,6 +37,7 @@ RALLY_RUN=$BUILD/rally-run
 RALLY_BENCH=$BUILD/bench/bench_allreduce
 [ -x "$RALLY_RUN" ] && [ -x "$RALLY_BENCH" ] || die "$RALLY_RUN or $RALLY_BENCH is missing: make build first"
 for l in $LAYOUTS; do
+    l=${l%c}
     case $l in
     [1-9]x[1-9] | [1-9][0-9]x[1-9] | [1-9]x[1-9][0-9] | [1-9][0-9]x[1-9][0-9]) ;;
     *) die "HIER_LAYOUTS: '$l' is not HOSTSxRANKS like 2x2" ;;
@@ -86,11 +89,12 @@ counters() {
 # run_one LAYOUT RATE BITS ROUND SEQ MODE: one job on the rig (up, shaped),
 # its line appended to $RESULTS
 run_one() {
-    local layout=$1 rate=$2 bits=$3 round=$4 seq=$5 mode=$6 h=${1%x*} s=${1#*x}
+    local layout=$1 rate=$2 bits=$3 round=$4 seq=$5 mode=$6 h=${1%x*} s=${1#*x} cyc=
+    case $s in *c) s=${s%c} cyc=1 ;; esac
     local log=$OUT/hier-$layout-$rate-r$round-$seq-$mode.log before after line opts=()
     [ "$mode" = flat ] && opts=("${FLAT_OPTS[@]}")
     before=$(counters "$h") || die "cannot read the byte counters of $RIG_IF"
-    RIG_SLOTS=$s rig_job "$RALLY_RUN" "$log" "$TMO" "${opts[@]}" -- "$RALLY_BENCH" "$BYTES:$REPS" ||
+    RIG_SLOTS=$s RIG_CYCLIC=$cyc rig_job "$RALLY_RUN" "$log" "$TMO" "${opts[@]}" -- "$RALLY_BENCH" "$BYTES:$REPS" ||
         die "rig_job failed"
     wait "$RIG_JOB" || die "$layout $mode at $rate (round $round) failed: see $log"
     after=$(counters "$h") || die "cannot read the byte counters of $RIG_IF"
@@ -150,7 +154,7 @@ echo "# busbw = 2(N-1)/N x bytes / time, N = all ranks; hier/flat = busbw ratio,
 echo "# (sum of its 2 flat times / sum of its 2 hier times), median [min-max] over rounds;"
 echo "# out MiB = bytes sent on the hosts' cables (frames: payload + TCP/IP/Ethernet headers,"
 echo "# ACKs, the small calls, the job's start) / hosts / allreduces, median over runs;"
-echo "# ideal MiB = payload each host sends per allreduce: flat 2(N-1)/N x bytes, hier 2(H-1)/H x bytes"
+echo "# ideal MiB = payload each host sends per allreduce: flat 2(N-1)/N x bytes (cyclic: x ranks per host), hier 2(H-1)/H x bytes"
 echo "# $(date -u '+%F %T UTC'); $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1);" \
     "$(nproc) cores; $(uname -sr);"
 echo "# load average $LOAD0 before the runs, $(cut -d' ' -f1-3 /proc/loadavg) after (the runs' own ranks count)"
@@ -183,12 +187,14 @@ END {
             us = median(t, n[km]); mib = median(x, n[km]) / 1048576
             busbw = 2 * (N - 1) / N * B / (us * 1e-6) * 8 / 1e9
             frac = f[2] == 0 ? "-" : sprintf("%.1f %%", 100 * busbw * 1e9 / f[2])
-            ideal = (mode == "flat" ? 2 * (N - 1) / N : 2 * (h - 1) / h) * B / 1048576
+            # cyclic (a trailing c): every ring edge leaves its host, S ranks sending per cable
+            cyc = f[1] ~ /c$/ ? S[k] : 1
+            ideal = (mode == "flat" ? cyc * 2 * (N - 1) / N : 2 * (h - 1) / h) * B / 1048576
             ratio = mode == "flat" ? "" : sprintf("%.2f [%.2f-%.2f]", qm, lo, hi)
             printf "%-6s %-7s %-5s %10.1f %11.3f %8s %17s %9.1f %10.1f\n", f[1], rate, mode,
                 us / 1e3, busbw, frac, ratio, mib, ideal
         }
         printf "%-6s %-7s ceiling hier/flat (cable-bound, ideal bytes): %.2f\n", f[1], rate,
-            (2 * (N - 1) / N) / (2 * (h - 1) / h)
+            (f[1] ~ /c$/ ? S[k] : 1) * (2 * (N - 1) / N) / (2 * (h - 1) / h)
     }
 }' "$RESULTS"

@@ -170,7 +170,9 @@ tc_rate_bits() { # 1gbit, 10gbit, 500mbit, 2mbit, 64kbit -> bits per second
 # ...` with the tracker on host 1's address.  RIG_SLOTS=S (default 1) gives
 # every host S slots (--hosts ip1:S,ip2:S,...): rally-run fills the hosts in
 # order, ranks 0..S-1 on host 1, S..2S-1 on host 2, and so on; RIG_WORLD (the
-# number of workers) defaults to hosts x slots.
+# number of workers) defaults to hosts x slots.  With RIG_CYCLIC=1 as well
+# the ranks are dealt over the hosts in turn (rank r on host r mod hosts + 1,
+# as Slurm's cyclic distribution or mpirun --map-by node place them).
 rig_job() {
     local run=$1 out=$2 limit=$3 hosts="" i o slots=${RIG_SLOTS:-1}
     shift 3
@@ -182,16 +184,20 @@ rig_job() {
         shift
     done
     shift
-    for i in $(seq 1 "$RIG_N"); do
-        case ${RIG_ADDR[$i]} in
-        *:*) hosts=$hosts${hosts:+,}[${RIG_ADDR[$i]}]:$slots ;;
-        *) hosts=$hosts${hosts:+,}${RIG_ADDR[$i]}:$slots ;;
-        esac
+    local deal=1 k # RIG_CYCLIC=1: ranks dealt over the hosts in turn, one at a time
+    [ -n "${RIG_CYCLIC:-}" ] && deal=$slots slots=1
+    for k in $(seq 1 "$deal"); do
+        for i in $(seq 1 "$RIG_N"); do
+            case ${RIG_ADDR[$i]} in
+            *:*) hosts=$hosts${hosts:+,}[${RIG_ADDR[$i]}]:$slots ;;
+            *) hosts=$hosts${hosts:+,}${RIG_ADDR[$i]}:$slots ;;
+            esac
+        done
     done
     for o in "${RIG_SSH_OPTS[@]}"; do sshopts+=(--ssh-option "$o"); done
     local where=(--hosts "$hosts") # RIG_HOSTFILE: the hosts from that file instead
     [ -n "${RIG_HOSTFILE:-}" ] && where=(--hostfile "$RIG_HOSTFILE")
-    ip netns exec "${RIG_NS[1]}" timeout -k 5 "$limit" "$run" -n "${RIG_WORLD:-$((RIG_N * slots))}" \
+    ip netns exec "${RIG_NS[1]}" timeout -k 5 "$limit" "$run" -n "${RIG_WORLD:-$((RIG_N * slots * deal))}" \
         --launcher ssh "${where[@]}" "${sshopts[@]}" --host "${RIG_ADDR[1]}" "${ropts[@]}" -- "$@" \
         </dev/null >"$out" 2>&1 &
     RIG_JOB=$!
