@@ -22,17 +22,25 @@ static uint64_t buf_cap(const unsigned char *p)
 unsigned char *rally__robust_buf(struct rally__robust *rb, uint64_t nbytes)
 {
     /* the smallest spare that fits, if it is not far larger: a small result
-     * must not take the big buffer the next big allreduce will want */
+     * must not take the big buffer the next big allreduce will want.  The
+     * capacities sit in the pool's own array and an exact fit ends the
+     * search (none fits better), newest spare first: a job of many small
+     * calls between checkpoints takes each buffer at the first look (a walk
+     * over every spare's header, one cache line each, cost an 8-byte
+     * allreduce a fifth of its time with 50 spares) */
+    struct rally__sbuf *pool = rb->cache.pool;
     int best = -1;
-    for (int i = 0; i < rb->cache.npool; i++) {
-        uint64_t cap = buf_cap(rb->cache.pool[i]);
-        if (cap >= nbytes && cap / 2 <= nbytes + 4096 &&
-            (best < 0 || cap < buf_cap(rb->cache.pool[best])))
+    for (int i = rb->cache.npool - 1; i >= 0; i--) {
+        uint64_t cap = pool[i].cap;
+        if (cap >= nbytes && cap / 2 <= nbytes + 4096 && (best < 0 || cap < pool[best].cap)) {
             best = i;
+            if (cap == nbytes)
+                break;
+        }
     }
     if (best >= 0) {
-        unsigned char *p = rb->cache.pool[best];
-        rb->cache.pool[best] = rb->cache.pool[--rb->cache.npool];
+        unsigned char *p = pool[best].p;
+        pool[best] = pool[--rb->cache.npool];
         return p;
     }
     if (nbytes > SIZE_MAX - BUF_HEAD)
@@ -51,7 +59,7 @@ void rally__robust_unbuf(struct rally__robust *rb, unsigned char *p)
     if (rb->cache.pool == NULL)
         rb->cache.pool = calloc(POOL_MAX, sizeof *rb->cache.pool);
     if (rb->cache.pool != NULL && rb->cache.npool < POOL_MAX) {
-        rb->cache.pool[rb->cache.npool++] = p;
+        rb->cache.pool[rb->cache.npool++] = (struct rally__sbuf){p, buf_cap(p)};
         return;
     }
     free(p - BUF_HEAD);
@@ -132,7 +140,7 @@ void rally__robust_cache_free(struct rally__robust *rb)
         free(rb->cache.v[i].data - BUF_HEAD);
     free(rb->cache.v);
     for (int i = 0; i < rb->cache.npool; i++)
-        free(rb->cache.pool[i] - BUF_HEAD);
+        free(rb->cache.pool[i].p - BUF_HEAD);
     free(rb->cache.pool);
     rb->cache.v = NULL;
     rb->cache.pool = NULL;

@@ -230,7 +230,7 @@ struct rally__robust {
         struct rally__entry *v;
         int n, cap;
         uint64_t nbytes;
-        unsigned char **pool; /* spare result buffers, reused */
+        struct rally__sbuf *pool; /* spare result buffers with their capacities, reused */
         int npool;
     } cache;
     /* an allreduce's ranges of final values (engine.c's alone), reused */

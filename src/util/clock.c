@@ -18,6 +18,17 @@ int64_t rally__now_ms(void)
     return rally__now_us() / 1000;
 }
 
+int64_t rally__now_ms_coarse(void)
+{
+#ifdef CLOCK_MONOTONIC_COARSE /* the same clock, read without the counter */
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+#else
+    return rally__now_ms();
+#endif
+}
+
 int64_t rally__deadline(int64_t timeout_ms)
 {
     return timeout_ms <= 0 ? RALLY__NEVER : rally__now_ms() + timeout_ms;

@@ -13,6 +13,9 @@
 
 int64_t rally__now_ms(void);
 int64_t rally__now_us(void);
+/* rally__now_ms() as of the kernel's last tick (1-10 ms behind): a quarter
+ * of the cost, for a stamp taken on every call and read in milliseconds. */
+int64_t rally__now_ms_coarse(void);
 /* now + timeout_ms, or RALLY__NEVER for timeout_ms <= 0. */
 int64_t rally__deadline(int64_t timeout_ms);
 /* Milliseconds until the deadline for poll(): -1 for RALLY__NEVER, 0 when past. */
