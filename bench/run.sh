@@ -18,6 +18,7 @@
 #   BENCH_TIMEOUT=900                 seconds allowed for one program run
 #   BENCH_KMEANS=0, BENCH_TRAINERS=0  skip bench/kmeans.sh, bench/linear.sh + bench/gbdt.sh
 #   BENCH_TORCH=0                     skip bench/torch.sh (rally.torch beside torch.distributed Gloo)
+#   BENCH_HIER=0                      skip bench/hier.sh (the hierarchy across shaped hosts; root)
 #   BENCH_SNAPSHOT=0                  skip bench/snapshot.sh (durable snapshots' cost),
 #                                     bench/snapshot_s3.sh (the object-store tier) and
 #                                     bench/snapshot_flush.sh (the second tier's flush lag)
@@ -262,6 +263,18 @@ done
 # --- table -------------------------------------------------------------------
 print_table "$RESULTS"
 echo "raw results (column N bytes reps median_us min_us max_us faults_per_call; ceilings): $RESULTS"
+# the hierarchy across hosts: 2 and 4 shaped "hosts" of 2 ranks, filled in
+# order and dealt cyclically, against the flat ring (bench/hier.sh: network
+# namespaces, so root only; BENCH_HIER=0 skips it; BENCH_QUICK: one round)
+if [ "${BENCH_HIER:-1}" != 0 ]; then
+    echo
+    if [ "$(id -u)" != 0 ]; then
+        echo "bench: bench/hier.sh skipped: it needs root (network namespaces)"
+    else
+        [ -n "${BENCH_QUICK:-}" ] && export HIER_ROUNDS=${HIER_ROUNDS:-1}
+        "$(dirname "$0")/hier.sh" "$BUILD" | grep -v '^bench/hier: '
+    fi
+fi
 # what fault tolerance costs beyond the allreduce: recovery, checkpoints
 # (bench/robust.sh; BENCH_ROBUST=0 skips it)
 [ "${BENCH_ROBUST:-1}" = 0 ] || "$(dirname "$0")/robust.sh" "$BUILD"
