@@ -188,19 +188,26 @@ plain)
     same_digest "$tmp/out"
     no_leftovers
     ;;
-kill9)
-    start_job "$tmp/out" 150 "${FAST[@]}" --max-restarts 2 -- "$km" "${KM[@]}" --pause-ms 100 "${LINK[@]}"
+kill9 | hier_kill9)
+    # rank 2: on host 3, or (hier_kill9) host 2's leader inside sums that
+    # take the hierarchy (55 doubles, above a 256-byte ring threshold)
+    at=3 more=()
+    [ "$case_" = hier_kill9 ] && at=2 more=(rally_ring_threshold_bytes=256)
+    start_job "$tmp/out" 150 "${FAST[@]}" --max-restarts 2 -- "$km" "${KM[@]}" --pause-ms 100 \
+        "${LINK[@]}" "${more[@]}"
     wait_line "$tmp/out" '^\[0\] iteration 3 ' "iteration 3"
     victim=$(sed -n 's/^\[2\] shard 2 fingerprint .* pid \([0-9]*\)$/\1/p' "$tmp/out" | tail -1)
-    [ "$(ip netns identify "$victim" 2>/dev/null)" = "${RIG_NS[3]}" ] || fail "rank 2 is not on host 3"
+    [ "$(ip netns identify "$victim" 2>/dev/null)" = "${RIG_NS[$at]}" ] || fail "rank 2 is not on host $at"
     kill -9 "$victim" || fail "no worker $victim to kill"
-    echo "multihost_test: killed rank 2 (pid $victim) on host 3"
+    echo "multihost_test: killed rank 2 (pid $victim) on host $at"
     wait_job || fail "the job failed after kill -9"
     cat "$tmp/out"
     same_digest "$tmp/out"
     grep -q '^\[2\] rank 2 restarted: resuming after iteration' "$tmp/out" || fail "rank 2 did not say it resumed"
     again=$(sed -n 's/^\[2\] shard 2 fingerprint .* pid \([0-9]*\)$/\1/p' "$tmp/out" | tail -1)
     [ "$again" != "$victim" ] || fail "rank 2 never restarted"
+    grep -q "^rally-run: rank 2 on host ${RIG_IP[$at]} died .*restarting it on ${RIG_IP[$at]} " "$tmp/out" ||
+        fail "rank 2 did not come back on host $at"
     no_leftovers
     ;;
 linkcut | flap)
@@ -349,24 +356,6 @@ hier)
     cat "$tmp/out"
     [ "$(grep -c '^\[[0-3]\] rank [0-3] of 4: [0-9]* checks passed$' "$tmp/out")" = 4 ] ||
         fail "not every rank passed its checks"
-    no_leftovers
-    ;;
-hier_kill9)
-    HI=(rally_ring_threshold_bytes=256) # the sums (55 doubles) take the hierarchy
-    start_job "$tmp/out" 150 "${FAST[@]}" --max-restarts 2 -- "$km" "${KM[@]}" --pause-ms 100 \
-        "${LINK[@]}" "${HI[@]}"
-    wait_line "$tmp/out" '^\[0\] iteration 3 ' "iteration 3"
-    victim=$(sed -n 's/^\[2\] shard 2 fingerprint .* pid \([0-9]*\)$/\1/p' "$tmp/out" | tail -1)
-    [ "$(ip netns identify "$victim" 2>/dev/null)" = "${RIG_NS[2]}" ] || fail "rank 2 is not on host 2"
-    kill -9 "$victim" || fail "no worker $victim to kill"
-    echo "multihost_test: killed rank 2 (pid $victim), host 2's leader"
-    wait_job || fail "the job failed after kill -9"
-    cat "$tmp/out"
-    same_digest "$tmp/out"
-    again=$(sed -n 's/^\[2\] shard 2 fingerprint .* pid \([0-9]*\)$/\1/p' "$tmp/out" | tail -1)
-    [ "$again" != "$victim" ] || fail "rank 2 never restarted"
-    grep -q "^rally-run: rank 2 on host ${RIG_IP[2]} died .*restarting it on ${RIG_IP[2]} " "$tmp/out" ||
-        fail "rank 2 did not come back on host 2"
     no_leftovers
     ;;
 ipv6)

@@ -753,6 +753,72 @@ static void topology_hd(void **state)
     }
 }
 
+/* The hierarchy for a layout (host of each rank): every rank's chain
+ * neighbours are mutual and within its host in rank order, a leader is its
+ * host's lowest rank, the leaders' ring is mutual and in rank order, every
+ * neighbour fits the table and is mutual, and a layout without two hosts
+ * or without a shared host has none. */
+static void hier_layout(const int *host, int N, int want_hosts)
+{
+    static struct rally__topo t[64];
+    int work[64];
+    for (int r = 0; r < N; r++) {
+        rally__topo_build(&t[r], r, N);
+        rally__topo_add_hd(&t[r]);
+        assert_int_equal(rally__topo_add_hier(&t[r], host, work), want_hosts > 0);
+        assert_int_equal(t[r].hier_hosts, want_hosts);
+        assert_true(t[r].nneighbours <= RALLY__MAX_NEIGHBOURS);
+    }
+    if (want_hosts == 0)
+        return;
+    for (int r = 0; r < N; r++) {
+        int lead = r;
+        for (int q = 0; q < r; q++)
+            if (host[q] == host[r] && q < lead)
+                lead = q;
+        assert_int_equal(t[r].hier_leader, lead);
+        int up = -1, down = -1;
+        for (int q = 0; q < N; q++) {
+            if (host[q] == host[r] && q < r)
+                up = q;
+            if (host[q] == host[r] && q > r && down < 0)
+                down = q;
+        }
+        assert_int_equal(t[r].hier_up, up);
+        assert_int_equal(t[r].hier_down, down);
+        if (lead == r) {
+            assert_int_equal(t[t[r].hier_next].hier_prev, r);
+            assert_int_equal(t[t[r].hier_next].hier_index, (t[r].hier_index + 1) % want_hosts);
+        } else {
+            assert_int_equal(t[r].hier_prev, -1);
+            assert_int_equal(t[r].hier_index, t[lead].hier_index);
+        }
+        for (int i = 0; i < t[r].nneighbours; i++) {
+            int q = t[r].neighbours[i], mutual = 0;
+            for (int j = 0; j < t[q].nneighbours; j++)
+                mutual |= t[q].neighbours[j] == r;
+            assert_true(mutual);
+        }
+    }
+}
+
+static void topology_hier(void **state)
+{
+    (void)state;
+    static const int block[] = {0, 0, 1, 1, 2, 2, 3, 3};
+    static const int cyclic[] = {0, 1, 0, 1, 0, 1};
+    static const int uneven[] = {2, 2, 2, 0, 1, 1, 3};  /* a host of one, ids in any order */
+    static const int scattered[] = {1, 0, 1, 1, 0, 2, 2, 0, 1};
+    static const int alone[] = {0, 1, 2, 3};            /* no host shared: no hierarchy */
+    static const int one[] = {0, 0, 0, 0};              /* one host: none */
+    hier_layout(block, 8, 4);
+    hier_layout(cyclic, 6, 2);
+    hier_layout(uneven, 7, 4);
+    hier_layout(scattered, 9, 3);
+    hier_layout(alone, 4, 0);
+    hier_layout(one, 4, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -771,6 +837,7 @@ int main(void)
         cmocka_unit_test(socket_buffers),
         cmocka_unit_test(topology),
         cmocka_unit_test(topology_hd),
+        cmocka_unit_test(topology_hier),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
