@@ -34,6 +34,11 @@ int64_t rally__deadline(int64_t timeout_ms)
     return timeout_ms <= 0 ? RALLY__NEVER : rally__now_ms() + timeout_ms;
 }
 
+int64_t rally__deadline_coarse(int64_t timeout_ms)
+{
+    return timeout_ms <= 0 ? RALLY__NEVER : rally__now_ms_coarse() + timeout_ms;
+}
+
 int rally__ms_left(int64_t deadline)
 {
     if (deadline == RALLY__NEVER)

@@ -18,6 +18,9 @@ int64_t rally__now_us(void);
 int64_t rally__now_ms_coarse(void);
 /* now + timeout_ms, or RALLY__NEVER for timeout_ms <= 0. */
 int64_t rally__deadline(int64_t timeout_ms);
+/* The same from rally__now_ms_coarse(): up to a tick early, for a bound of
+ * seconds set again on every turn of a collective's loop. */
+int64_t rally__deadline_coarse(int64_t timeout_ms);
 /* Milliseconds until the deadline for poll(): -1 for RALLY__NEVER, 0 when past. */
 int rally__ms_left(int64_t deadline);
 void rally__sleep_ms(int64_t ms);
