@@ -15,6 +15,11 @@
  * it is in the cache, and the allgather's segments come through the
  * receive ring, so that buf changes a whole element at a time; a partial
  * sum that misses the stage waits in keep, never in buf.
+ *
+ * The ring runs on any ring of ranks (struct rally__ring: the topology's,
+ * or the hierarchy's leaders), and may have a side in its loop (struct
+ * rally__ring_side: the leader's chain), which says how much of each
+ * segment of in is there yet and hears which bytes of buf are final.
  */
 #include "coll/run.h"
 

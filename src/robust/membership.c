@@ -415,9 +415,7 @@ void rally__robust_comm_setup(struct rally__robust *rb,
     cm->timeout_ms = cfg->timeout_ms;
     cm->ring_threshold = (size_t)cfg->ring_threshold_bytes;
     cm->hd_threshold = (size_t)cfg->hd_threshold_bytes;
-    cm->rd_threshold = (size_t)cfg->rd_threshold_bytes;
-    if (cm->hd_threshold > cm->ring_threshold || cm->rd_threshold > 0) /* partners are links too */
-        rally__topo_add_hd(&cm->topo); /* (again, with the hierarchy, at each wiring) */
+    cm->rd_threshold = (size_t)cfg->rd_threshold_bytes; /* its partners: topology(), wiring */
     cm->chunk = (size_t)cfg->chunk_bytes;
     cm->spin_us = cfg->spin_us;
     cm->spin_alone_us = cfg->spin_alone_us;
