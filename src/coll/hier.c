@@ -25,7 +25,6 @@
 #include "coll/run.h"
 
 #include <stdlib.h>
-#include <string.h>
 
 #define SEGMENTS_ON_STACK 64 /* hosts whose segments need no allocation */
 
