@@ -13,6 +13,10 @@
  *                              result), version 4's and the bootstrap
  *                              results stay, and a key of version 3 still
  *                              finds nothing
+ *   pool_reuses_an_interval    200 results between checkpoints (more than
+ *                              the pool's floor of 64): the next interval's
+ *                              200 take every buffer back, none anew; after
+ *                              an interval of 10 the pool is trimmed to 64
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -113,11 +117,50 @@ static void cache_drop_below(void **state)
     rally__robust_cache_free(&f.rb);
 }
 
+/* n 4 KiB results in version v, each buffer's address into got[]. */
+static void interval(struct fixture *f, uint64_t v, int n, unsigned char **got)
+{
+    struct rally__sig sig = {.kind = 1};
+    for (int i = 0; i < n; i++) {
+        unsigned char *p = rally__robust_buf(&f->rb, 4096);
+        assert_non_null(p);
+        got[i] = p;
+        assert_int_equal(rally__robust_cache_put(&f->rb, RALLY__KEY_OP(v, (uint64_t)i), &sig, p, 4096),
+                         RALLY_OK);
+    }
+}
+
+static void pool_reuses_an_interval(void **state)
+{
+    (void)state;
+    enum { N = 200 };
+    static unsigned char *first[N], *second[N];
+    struct fixture f;
+    setup(&f);
+    interval(&f, 1, N, first);
+    rally__robust_cache_drop_below(&f.rb, 2);
+    interval(&f, 2, N, second);
+    for (int i = 0; i < N; i++) { /* every buffer one of the first interval's */
+        int seen = 0;
+        for (int j = 0; j < N && !seen; j++)
+            seen = second[i] == first[j];
+        if (!seen)
+            fail_msg("result %d of the second interval took a new buffer", i);
+    }
+    rally__robust_cache_drop_below(&f.rb, 3);
+    assert_int_equal(f.rb.cache.npool, N);
+    interval(&f, 3, 10, second);
+    rally__robust_cache_drop_below(&f.rb, 4);
+    assert_int_equal(f.rb.cache.npool, 64); /* 190 left over and 10 back, trimmed */
+    rally__robust_cache_free(&f.rb);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(cache_finds_only_its_key),
         cmocka_unit_test(cache_drop_below),
+        cmocka_unit_test(pool_reuses_an_interval),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,7 +10,12 @@
 #include "util/copy.h"
 
 #define BUF_HEAD 64 /* a result buffer's capacity lives just before it */
-#define POOL_MAX 64
+/* The pool keeps every buffer a checkpoint gives back, so a job with the
+ * same calls between checkpoints allocates nothing after its first
+ * interval, however many calls that is; at each checkpoint it is trimmed to
+ * what that interval used (at least POOL_MIN), so a burst's buffers do not
+ * stay for the rest of the job. */
+#define POOL_MIN 64
 
 static uint64_t buf_cap(const unsigned char *p)
 {
@@ -56,13 +61,30 @@ void rally__robust_unbuf(struct rally__robust *rb, unsigned char *p)
 {
     if (p == NULL)
         return;
-    if (rb->cache.pool == NULL)
-        rb->cache.pool = calloc(POOL_MAX, sizeof *rb->cache.pool);
-    if (rb->cache.pool != NULL && rb->cache.npool < POOL_MAX) {
-        rb->cache.pool[rb->cache.npool++] = (struct rally__sbuf){p, buf_cap(p)};
-        return;
+    if (rb->cache.npool == rb->cache.pool_cap) {
+        int cap = rb->cache.pool_cap ? 2 * rb->cache.pool_cap : POOL_MIN;
+        struct rally__sbuf *np = realloc(rb->cache.pool, (size_t)cap * sizeof *np);
+        if (np == NULL) {
+            free(p - BUF_HEAD);
+            return;
+        }
+        rb->cache.pool = np;
+        rb->cache.pool_cap = cap;
     }
-    free(p - BUF_HEAD);
+    rb->cache.pool[rb->cache.npool++] = (struct rally__sbuf){p, buf_cap(p)};
+}
+
+/* Frees spares beyond keep (those pooled first: the ones just given back
+ * came last). */
+static void pool_trim(struct rally__robust *rb, int keep)
+{
+    int excess = rb->cache.npool - (keep > POOL_MIN ? keep : POOL_MIN);
+    if (excess <= 0)
+        return;
+    for (int i = 0; i < excess; i++)
+        free(rb->cache.pool[i].p - BUF_HEAD);
+    rb->cache.npool -= excess;
+    memmove(rb->cache.pool, rb->cache.pool + excess, (size_t)rb->cache.npool * sizeof *rb->cache.pool);
 }
 
 const struct rally__entry *rally__robust_cache_find(const struct rally__robust *rb, uint64_t key)
@@ -113,17 +135,19 @@ int rally__robust_cache_put(struct rally__robust *rb, uint64_t key, const struct
 
 void rally__robust_cache_drop_below(struct rally__robust *rb, uint64_t v)
 {
-    int out = 0;
+    int out = 0, dropped = 0;
     for (int i = 0; i < rb->cache.n; i++) {
         struct rally__entry *c = &rb->cache.v[i];
         if (c->key >= RALLY__KEY_OP(0, 0) && c->key < RALLY__KEY_OP(v, 0)) {
             rb->cache.nbytes -= c->nbytes;
             rally__robust_unbuf(rb, c->data);
+            dropped++;
         } else {
             rb->cache.v[out++] = *c;
         }
     }
     rb->cache.n = out;
+    pool_trim(rb, dropped);
 }
 
 void rally__robust_cache_clear(struct rally__robust *rb)
@@ -144,6 +168,6 @@ void rally__robust_cache_free(struct rally__robust *rb)
     free(rb->cache.pool);
     rb->cache.v = NULL;
     rb->cache.pool = NULL;
-    rb->cache.n = rb->cache.cap = rb->cache.npool = 0;
+    rb->cache.n = rb->cache.cap = rb->cache.npool = rb->cache.pool_cap = 0;
     rb->cache.nbytes = 0;
 }

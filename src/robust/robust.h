@@ -231,7 +231,7 @@ struct rally__robust {
         int n, cap;
         uint64_t nbytes;
         struct rally__sbuf *pool; /* spare result buffers with their capacities, reused */
-        int npool;
+        int npool, pool_cap;
     } cache;
     /* an allreduce's ranges of final values (engine.c's alone), reused */
     struct {
