@@ -125,8 +125,9 @@ static void interval(struct fixture *f, uint64_t v, int n, unsigned char **got)
         unsigned char *p = rally__robust_buf(&f->rb, 4096);
         assert_non_null(p);
         got[i] = p;
-        assert_int_equal(rally__robust_cache_put(&f->rb, RALLY__KEY_OP(v, (uint64_t)i), &sig, p, 4096),
-                         RALLY_OK);
+        assert_int_equal(
+            rally__robust_cache_put(&f->rb, RALLY__KEY_OP(v, (uint64_t)i), &sig, p, 4096),
+            RALLY_OK);
     }
 }
 

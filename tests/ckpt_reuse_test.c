@@ -341,9 +341,9 @@ static void digest_copy_leaves_avx_clean(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(store_reuses_in_place),      cmocka_unit_test(store_lent_never_written),
-        cmocka_unit_test(store_lazy_lent_comes_back), cmocka_unit_test(snapshot_outlives_two),
-        cmocka_unit_test(snapshot_outlives_two_lazy), cmocka_unit_test(digest_copy_is_digest64),
+        cmocka_unit_test(store_reuses_in_place),        cmocka_unit_test(store_lent_never_written),
+        cmocka_unit_test(store_lazy_lent_comes_back),   cmocka_unit_test(snapshot_outlives_two),
+        cmocka_unit_test(snapshot_outlives_two_lazy),   cmocka_unit_test(digest_copy_is_digest64),
         cmocka_unit_test(digest_copy_leaves_avx_clean),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -807,10 +807,10 @@ static void topology_hier(void **state)
     (void)state;
     static const int block[] = {0, 0, 1, 1, 2, 2, 3, 3};
     static const int cyclic[] = {0, 1, 0, 1, 0, 1};
-    static const int uneven[] = {2, 2, 2, 0, 1, 1, 3};  /* a host of one, ids in any order */
+    static const int uneven[] = {2, 2, 2, 0, 1, 1, 3}; /* a host of one, ids in any order */
     static const int scattered[] = {1, 0, 1, 1, 0, 2, 2, 0, 1};
-    static const int alone[] = {0, 1, 2, 3};            /* no host shared: no hierarchy */
-    static const int one[] = {0, 0, 0, 0};              /* one host: none */
+    static const int alone[] = {0, 1, 2, 3}; /* no host shared: no hierarchy */
+    static const int one[] = {0, 0, 0, 0};   /* one host: none */
     hier_layout(block, 8, 4);
     hier_layout(cyclic, 6, 2);
     hier_layout(uneven, 7, 4);

@@ -133,8 +133,8 @@ static int chain_pump(void *arg, int *moved)
         c->red += n;
         *moved = 1;
     }
-    if (c->up != NULL && send_stream(c, c->up, c->down ? c->buf : c->in, c->i, &c->sent, c->red,
-                                     moved) != 0)
+    if (c->up != NULL &&
+        send_stream(c, c->up, c->down ? c->buf : c->in, c->i, &c->sent, c->red, moved) != 0)
         return -1;
     /* down: the result, from the leader's ring or from the rank before */
     if (c->up != NULL) {
@@ -194,8 +194,15 @@ int rally__hier_allreduce(struct rally__comm *c, const unsigned char *in, unsign
     size_t chunk = c->chunk < es ? es : rally__round_down(c->chunk, es), rcap = 4 * chunk;
     struct rally__run x;
     rally__run_start(&x, c, sig);
-    struct chain ch = {.x = &x, .in = in, .buf = buf, .rd = rd, .total = total, .rcap = rcap,
-                       .chunk = chunk, .H = H, .i = t->hier_index};
+    struct chain ch = {.x = &x,
+                       .in = in,
+                       .buf = buf,
+                       .rd = rd,
+                       .total = total,
+                       .rcap = rcap,
+                       .chunk = chunk,
+                       .H = H,
+                       .i = t->hier_index};
     ch.up = t->hier_up >= 0 ? rally__chan_of(&x, t->hier_up) : NULL;
     ch.down = t->hier_down >= 0 ? rally__chan_of(&x, t->hier_down) : NULL;
     if ((t->hier_up >= 0 && ch.up == NULL) || (t->hier_down >= 0 && ch.down == NULL))

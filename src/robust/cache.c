@@ -84,7 +84,8 @@ static void pool_trim(struct rally__robust *rb, int keep)
     for (int i = 0; i < excess; i++)
         free(rb->cache.pool[i].p - BUF_HEAD);
     rb->cache.npool -= excess;
-    memmove(rb->cache.pool, rb->cache.pool + excess, (size_t)rb->cache.npool * sizeof *rb->cache.pool);
+    memmove(rb->cache.pool, rb->cache.pool + excess,
+            (size_t)rb->cache.npool * sizeof *rb->cache.pool);
 }
 
 const struct rally__entry *rally__robust_cache_find(const struct rally__robust *rb, uint64_t key)

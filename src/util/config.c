@@ -27,7 +27,7 @@ struct key {
 };
 
 static const char *const transports[] = {"tcp", "auto", "shm", NULL}; /* RALLY__TRANSPORT_* */
-static const char *const hiers[] = {"off", "auto", NULL};              /* RALLY__HIER_* */
+static const char *const hiers[] = {"off", "auto", NULL};             /* RALLY__HIER_* */
 static const char *const busy[] = {"wait", "skip", NULL};             /* RALLY__SNAP_BUSY_* */
 
 #define K(n, k, field, d, lo, hi)                                                                  \

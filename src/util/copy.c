@@ -27,7 +27,8 @@ void *rally__malloc_warm(size_t n)
 {
     unsigned char *p = malloc(n ? n : 1);
     if (p != NULL && n >= WARM_MIN_NBYTES) {
-        uintptr_t a = ((uintptr_t)p + 4095) & ~(uintptr_t)4095, b = ((uintptr_t)p + n) & ~(uintptr_t)4095;
+        uintptr_t a = ((uintptr_t)p + 4095) & ~(uintptr_t)4095,
+                  b = ((uintptr_t)p + n) & ~(uintptr_t)4095;
         (void)madvise((void *)a, b - a, MADV_POPULATE_WRITE); /* failing: faults as before */
     }
     return p;
