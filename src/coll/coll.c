@@ -20,7 +20,6 @@
 #include "util/wire.h"
 
 #define SIG_MAGIC 0x4c4c4f43u /* "COLL" */
-#define SEGMENTS_ON_STACK 64
 
 /* Every kind by the call a user made (or the step of recovery it is). */
 static const char *kind_name(int k)
@@ -211,11 +210,7 @@ static int ring_allreduce(struct rally__comm *c, const void *in, void *buf, size
             return rally__fail(c->err, RALLY_ENOMEM, "out of memory");
         l = o + N;
     }
-    for (int s = 0; s < N; s++) {
-        size_t a = count * (size_t)s / (size_t)N, b = count * (size_t)(s + 1) / (size_t)N;
-        o[s] = a * rd->elem_nbytes;
-        l[s] = (b - a) * rd->elem_nbytes;
-    }
+    rally__ring_segments(count, rd->elem_nbytes, N, o, l);
     int rc = rally__ring_stream(c, in, buf, o, l, 2 * N - 2, N - 1, rd, sig, keep, h);
     if (o != off)
         free(o);

@@ -26,8 +26,6 @@
 
 #include <stdlib.h>
 
-#define SEGMENTS_ON_STACK 64 /* hosts whose segments need no allocation */
-
 /* One rank's two chain streams. */
 struct chain {
     struct rally__run *x;
@@ -168,18 +166,20 @@ static size_t chain_ready(void *arg, int s)
     return below(c, c->i, c->red, s);
 }
 
-/* The leader's ring made segment s final up to n: the down stream's final
- * prefix grows while its segments, in order, are whole. */
-static void chain_final(void *arg, int s, size_t n)
+/* The leader's ring made buf[at, at + n) final (the ring's final hook): the
+ * down stream's final prefix grows while its segments, in order, are whole. */
+static void chain_final(void *arg, size_t at, size_t n)
 {
     struct chain *c = arg;
-    c->fin[s] = n;
     size_t have = 0;
+    int grows = 1;
     for (int q = 0; q < c->H; q++) {
-        int t = seg(c, c->i + 1, q);
-        have += c->fin[t];
-        if (c->fin[t] < c->len[t])
-            break;
+        int s = seg(c, c->i + 1, q);
+        if (at >= c->off[s] && at < c->off[s] + c->len[s])
+            c->fin[s] += n; /* a segment's ranges come in order */
+        if (grows)
+            have += c->fin[s];
+        grows &= c->fin[s] == c->len[s];
     }
     c->have = have;
 }
@@ -218,21 +218,19 @@ int rally__hier_allreduce(struct rally__comm *c, const unsigned char *in, unsign
     if (H > SEGMENTS_ON_STACK && (off = calloc(3 * (size_t)H, sizeof *off)) == NULL)
         return rally__fail(x.e, RALLY_ENOMEM, "out of memory");
     size_t *len = off + H, *fin = len + H;
-    for (int s = 0; s < H; s++) {
-        size_t a = count * (size_t)s / (size_t)H, b = count * (size_t)(s + 1) / (size_t)H;
-        off[s] = a * es;
-        len[s] = (b - a) * es;
+    rally__ring_segments(count, es, H, off, len);
+    for (int s = 0; s < H; s++)
         fin[s] = 0;
-    }
     ch.off = off;
     ch.len = len;
     ch.fin = fin;
     int rc;
     if (lead) { /* the ring over the hosts' sums, the chain beside it */
         struct rally__ring ring = {t->hier_index, H, t->hier_next, t->hier_prev};
-        struct rally__ring_side side = {chain_ready, chain_final, chain_pump, chain_done, &ch};
+        struct rally__ring_side side = {chain_ready, chain_pump, chain_done, &ch};
+        struct rally__final_hook fh = {chain_final, &ch};
         rc = rally__ring_run(&x, &ring, ch.down ? buf : in, buf, off, len, 2 * H - 2, H - 1, rd,
-                             NULL, NULL, &side);
+                             NULL, &fh, &side);
     } else {
         for (;;) {
             int moved = 0;

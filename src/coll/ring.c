@@ -19,7 +19,8 @@
  * The ring runs on any ring of ranks (struct rally__ring: the topology's,
  * or the hierarchy's leaders), and may have a side in its loop (struct
  * rally__ring_side: the leader's chain), which says how much of each
- * segment of in is there yet and hears which bytes of buf are final.
+ * segment of in is there yet; the final hook hears which bytes of buf are
+ * final, with or without keep.
  */
 #include "coll/run.h"
 
@@ -29,6 +30,15 @@
 #include "util/copy.h"
 
 /* --- ring ----------------------------------------------------------------- */
+
+void rally__ring_segments(size_t count, size_t es, int n, size_t *off, size_t *len)
+{
+    for (int s = 0; s < n; s++) {
+        size_t a = count * (size_t)s / (size_t)n, b = count * (size_t)(s + 1) / (size_t)n;
+        off[s] = a * es;
+        len[s] = (b - a) * es;
+    }
+}
 
 /* The partial sums of the reduce-scatter (received segments 0..nreduce-2,
  * which leave again as sent segments 1..nreduce-1) go to a stage ring the
@@ -208,10 +218,10 @@ int rally__ring_run(struct rally__run *x, const struct rally__ring *rg, const un
         while (pk < rk || (pk == rk && pk < nseg)) {
             size_t plen = len[SEG(pk, 1)];
             size_t have = pk < rk ? plen : rpos;
-            if (pk >= nreduce && keep == NULL) {
+            if (pk >= nreduce && keep == NULL) { /* received straight into buf */
+                if (h != NULL && have > ppos)
+                    h->final(h->arg, off[SEG(pk, 1)] + ppos, have - ppos);
                 ppos = have;
-                if (side != NULL)
-                    side->final(side->arg, SEG(pk, 1), have);
             } else {
                 size_t n = rally__round_down(have - ppos, es);
                 if (side != NULL && pk < nreduce) { /* as far as our own input is there */
@@ -239,17 +249,17 @@ int rally__ring_run(struct rally__run *x, const struct rally__ring *rg, const un
                     }
                     if (pk < nreduce - 1) {
                         stage_push(&st, m, k > 0);
-                    } else if (keep != NULL) { /* final: into keep too, while in cache */
-                        rally__copy_stream(keep + at, buf + at, m);
-                        h->final(h->arg, at, m);
+                    } else {
+                        if (keep != NULL) /* final: into keep too, while in cache */
+                            rally__copy_stream(keep + at, buf + at, m);
+                        if (h != NULL)
+                            h->final(h->arg, at, m);
                     }
                     p += m;
                 }
                 ppos += n;
                 ptotal += n;
                 moved = 1;
-                if (side != NULL && pk == nreduce - 1) /* our final segment, so far */
-                    side->final(side->arg, SEG(pk, 1), ppos);
             }
             if (ppos < plen)
                 break;

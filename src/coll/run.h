@@ -101,7 +101,7 @@ int rally__rd_allreduce(struct rally__comm *c, const unsigned char *in, unsigned
  * keep (an allreduce in place, in == buf: rally__allreduce_keep), partial
  * sums that miss the stage go to keep instead of buf, final values arrive
  * through the receive ring and are copied whole elements at a time into
- * buf and keep, and h->final names each such range. */
+ * buf and keep; h (may be NULL) names each range of buf made final. */
 int rally__ring_stream(struct rally__comm *c, const unsigned char *in, unsigned char *buf,
                        const size_t *off, const size_t *len, int nseg, int nreduce,
                        const struct rally__reducer *rd, const struct rally__sig *sig,
@@ -114,22 +114,29 @@ struct rally__ring {
     int next, prev;
 };
 
+/* The ring's n segments of count elements of es bytes: segment s is
+ * elements [floor(s count / n), floor((s + 1) count / n)) (off, len in
+ * bytes; docs/determinism.md).  Up to SEGMENTS_ON_STACK of them a caller
+ * keeps on its stack. */
+#define SEGMENTS_ON_STACK 64
+void rally__ring_segments(size_t count, size_t es, int n, size_t *off, size_t *len);
+
 /* What runs beside a ring in the same loop (the hierarchy's chains):
  * ready() says how many bytes of segment s of the ring's input are there
- * yet (the ring sends and reduces no further), final() that segment s's
- * bytes [0, n) are final in buf, pump() moves the side's own bytes each
- * turn (-1 on failure, in the run's error), and the ring ends only once
- * done(). */
+ * yet (the ring sends and reduces no further), pump() moves the side's own
+ * bytes each turn (-1 on failure, in the run's error), and the ring ends
+ * only once done(). */
 struct rally__ring_side {
     size_t (*ready)(void *arg, int s);
-    void (*final)(void *arg, int s, size_t n);
     int (*pump)(void *arg, int *moved);
     int (*done)(void *arg);
     void *arg;
 };
 
 /* rally__ring_stream's work inside an open run, on ring rg, with side
- * beside it (NULL: none). */
+ * beside it (NULL: none).  h (may be NULL) hears every range of buf that
+ * now holds its final value: whole elements with keep, as received
+ * without. */
 int rally__ring_run(struct rally__run *x, const struct rally__ring *rg, const unsigned char *in,
                     unsigned char *buf, const size_t *off, const size_t *len, int nseg, int nreduce,
                     const struct rally__reducer *rd, unsigned char *keep,

@@ -379,8 +379,7 @@ static int shm_can_use(const struct rally__mesh_opts *o, const struct rally__mes
 {
     if (o->transport == RALLY__TRANSPORT_TCP || o->host == NULL || q->host == NULL)
         return 0;
-    return strcmp(o->host, q->host) == 0 ||
-           (rally__host_is_loopback(o->host) && rally__host_is_loopback(q->host));
+    return strcmp(rally__host_key(o->host), rally__host_key(q->host)) == 0;
 }
 
 static int shm_setup(const struct rally__mesh_opts *o, const struct rally__mesh_peer *q, int fd,

@@ -100,6 +100,11 @@ int rally__host_is_loopback(const char *host)
            strcmp(host, "localhost") == 0;
 }
 
+const char *rally__host_key(const char *host)
+{
+    return rally__host_is_loopback(host) ? "" : host;
+}
+
 void rally__sock_tune(int fd)
 {
     int one = 1;

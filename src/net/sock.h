@@ -98,6 +98,12 @@ void rally__addr_str(const struct sockaddr *sa, char *host, size_t cap, int *por
 /* 1 when host names this machine's loopback (127.x.x.x, ::1, localhost). */
 int rally__host_is_loopback(const char *host);
 
+/* Which machine an address-book host is on, as a key: two ranks share a
+ * machine when their keys are equal (the same address, or both loopback,
+ * which is "").  The mesh's choice of shared memory and the hierarchy's
+ * hosts both go by it. */
+const char *rally__host_key(const char *host);
+
 /* Waits (in poll) for fd to become writable (out) or readable before the
  * deadline: 1 ready, 0 at the deadline, -1 on a poll failure (errno). */
 int rally__fd_wait(int fd, int out, int64_t deadline);

@@ -66,8 +66,8 @@ static void close_links(struct rally__robust *rb)
  * (net/mesh.h), so this only frees their slots. */
 #define HANDSHAKE_MS 3000
 
-/* A rank's host for the hierarchy: its address, any loopback one counting
- * as one host (as the mesh decides on shared memory). */
+/* A rank's host for the hierarchy (rally__host_key, as the mesh decides on
+ * shared memory). */
 struct hostkey {
     const char *host;
     int rank;
@@ -107,8 +107,7 @@ static int topology(struct rally__robust *rb)
             host[r] = r / (int)cfg->host_group;
     } else {
         for (int r = 0; r < N; r++) {
-            const char *h = rb->tc.peers[r].host;
-            k[r] = (struct hostkey){rally__host_is_loopback(h) ? "" : h, r};
+            k[r] = (struct hostkey){rally__host_key(rb->tc.peers[r].host), r};
         }
         qsort(k, (size_t)N, sizeof *k, by_host);
         for (int i = 0, id = 0; i < N; i++) {

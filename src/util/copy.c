@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -26,9 +27,9 @@
 void *rally__malloc_warm(size_t n)
 {
     unsigned char *p = malloc(n ? n : 1);
-    if (p != NULL && n >= WARM_MIN_NBYTES) {
-        uintptr_t a = ((uintptr_t)p + 4095) & ~(uintptr_t)4095,
-                  b = ((uintptr_t)p + n) & ~(uintptr_t)4095;
+    uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+    if (p != NULL && n >= WARM_MIN_NBYTES && pg > 0) {
+        uintptr_t a = ((uintptr_t)p + pg - 1) & ~(pg - 1), b = ((uintptr_t)p + n) & ~(pg - 1);
         (void)madvise((void *)a, b - a, MADV_POPULATE_WRITE); /* failing: faults as before */
     }
     return p;

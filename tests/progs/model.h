@@ -118,22 +118,34 @@ static inline void model_tree(unsigned char *acc, unsigned char *const *in, int 
     }
 }
 
-/* Ring: element i lies in segment s = the s with floor(s*count/N) <= i <
- * floor((s+1)*count/N); acc = x_s, then acc = x_{s+k} (+) acc for
- * k = 1..N-1 (indices mod N), own value on the left. */
-static inline void model_ring(unsigned char *acc, unsigned char *const *in, int N, size_t count,
-                              size_t i, size_t es, model_fn f, void *arg)
+/* The ring's fold of element i over N values, v[r] pointing at rank (or,
+ * in the hierarchy, host) r's: i lies in segment s = the s with
+ * floor(s*count/N) <= i < floor((s+1)*count/N); acc = v_s, then
+ * acc = v_{s+k} (+) acc for k = 1..N-1 (indices mod N), own value on the
+ * left. */
+static inline void model_ring_fold(unsigned char *acc, unsigned char *const *v, int N,
+                                   size_t count, size_t i, size_t es, model_fn f, void *arg)
 {
     int s = 0;
     while (!(count * (size_t)s / (size_t)N <= i && i < count * (size_t)(s + 1) / (size_t)N))
         s++;
-    memcpy(acc, in[s] + i * es, es);
+    memcpy(acc, v[s], es);
     unsigned char tmp[64];
     for (int k = 1; k < N; k++) {
-        memcpy(tmp, in[(s + k) % N] + i * es, es);
+        memcpy(tmp, v[(s + k) % N], es);
         f(tmp, acc, arg);
         memcpy(acc, tmp, es);
     }
+}
+
+/* Ring: the fold above over the ranks' inputs. */
+static inline void model_ring(unsigned char *acc, unsigned char *const *in, int N, size_t count,
+                              size_t i, size_t es, model_fn f, void *arg)
+{
+    unsigned char *v[64];
+    for (int r = 0; r < N; r++)
+        v[r] = in[r] + i * es;
+    model_ring_fold(acc, v, N, count, i, es, f, arg);
 }
 
 /* Halving-doubling: p = the largest power of two <= N, e = N - p; virtual
@@ -172,8 +184,8 @@ static inline void model_hd(unsigned char *acc, unsigned char *const *in, int N,
 static inline void model_hier(unsigned char *acc, unsigned char *const *in, int N, int K,
                               size_t count, size_t i, size_t es, model_fn f, void *arg)
 {
-    int H = (N + K - 1) / K, s = 0;
-    unsigned char sums[64][64], tmp[64];
+    int H = (N + K - 1) / K;
+    unsigned char sums[64][64], tmp[64], *v[64];
     for (int h = 0; h < H; h++) {
         int a = h * K, z = a + K < N ? a + K - 1 : N - 1;
         memcpy(sums[h], in[z] + i * es, es);
@@ -182,15 +194,9 @@ static inline void model_hier(unsigned char *acc, unsigned char *const *in, int 
             f(tmp, sums[h], arg);
             memcpy(sums[h], tmp, es);
         }
+        v[h] = sums[h];
     }
-    while (!(count * (size_t)s / (size_t)H <= i && i < count * (size_t)(s + 1) / (size_t)H))
-        s++;
-    memcpy(acc, sums[s], es);
-    for (int k = 1; k < H; k++) {
-        memcpy(tmp, sums[(s + k) % H], es);
-        f(tmp, acc, arg);
-        memcpy(acc, tmp, es);
-    }
+    model_ring_fold(acc, v, H, count, i, es, f, arg);
 }
 
 #endif
