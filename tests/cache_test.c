@@ -17,6 +17,16 @@
  *                              the pool's floor of 64): the next interval's
  *                              200 take every buffer back, none anew; after
  *                              an interval of 10 the pool is trimmed to 64
+ *   part_covers_each_piece     results kept in part, for world 2..9, copies
+ *                              1..world, counts that split evenly and not,
+ *                              element sizes 1 and 8: the pieces tile the
+ *                              result exactly; each piece is kept by exactly
+ *                              `copies` ranks (rank r: pieces r .. r +
+ *                              copies - 1); each rank's pieces sit packed,
+ *                              in order, in part_nbytes bytes; and below
+ *                              RALLY__PART_MIN, with copies 0 or >= world,
+ *                              or fewer elements than workers the result is
+ *                              kept whole
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -36,6 +46,59 @@ struct fixture {
     struct rally__robust rb;
 };
 
+static void setup(struct fixture *f);
+
+static void part_covers_each_piece(void **state)
+{
+    (void)state;
+    static struct fixture f;
+    setup(&f);
+    const uint64_t counts[] = {RALLY__PART_MIN, RALLY__PART_MIN + 7, 3 * RALLY__PART_MIN + 5};
+    for (int w = 2; w <= 9; w++)
+        for (int k = 1; k <= w; k++)
+            for (int ci = 0; ci < 3; ci++)
+                for (uint64_t es = 1; es <= 8; es += 7) {
+                    f.rb.world = w;
+                    f.cfg.result_copies = k;
+                    uint64_t count = counts[ci], whole = count * es;
+                    struct rally__part pt = rally__part_plan(&f.rb, whole, count);
+                    assert_int_equal(pt.copies, k < w ? (uint32_t)k : 0);
+                    if (pt.copies == 0)
+                        continue;
+                    uint64_t end = 0, len, at;
+                    for (int p = 0; p < w; p++) { /* the pieces tile [0, whole) */
+                        assert_int_equal(rally__part_piece(&pt, p, &len), end);
+                        assert_int_equal(len % es, 0);
+                        end += len;
+                        int keepers = 0;
+                        for (int r = 0; r < w; r++)
+                            if (rally__part_holds(&pt, r, p, &at)) {
+                                keepers++;
+                                assert_true(((p - r) % w + w) % w < k);
+                            }
+                        assert_int_equal(keepers, k);
+                    }
+                    assert_int_equal(end, whole);
+                    for (int r = 0; r < w; r++) { /* packed in order r, r + 1, ... */
+                        uint64_t next = 0;
+                        for (int j = 0; j < k; j++) {
+                            assert_true(rally__part_holds(&pt, r, (r + j) % w, &at));
+                            assert_int_equal(at, next);
+                            rally__part_piece(&pt, (r + j) % w, &len);
+                            next += len;
+                        }
+                        assert_int_equal(rally__part_nbytes(&pt, r), next);
+                    }
+                }
+    f.rb.world = 4;
+    f.cfg.result_copies = 2;
+    assert_int_equal(rally__part_plan(&f.rb, RALLY__PART_MIN - 1, RALLY__PART_MIN - 1).copies, 0);
+    assert_int_equal(rally__part_plan(&f.rb, RALLY__PART_MIN, 3).copies, 0); /* 3 < 4 elements */
+    assert_int_equal(rally__part_plan(&f.rb, RALLY__PART_MIN, RALLY__PART_MIN).copies, 2);
+    f.cfg.result_copies = 0;
+    assert_int_equal(rally__part_plan(&f.rb, RALLY__PART_MIN, RALLY__PART_MIN).copies, 0);
+}
+
 static void setup(struct fixture *f)
 {
     memset(f, 0, sizeof *f);
@@ -52,7 +115,7 @@ static void put(struct fixture *f, uint64_t key, unsigned char tag)
     unsigned char *p = rally__robust_buf(&f->rb, 1);
     assert_non_null(p);
     p[0] = tag;
-    assert_int_equal(rally__robust_cache_put(&f->rb, key, &sig, p, 1), RALLY_OK);
+    assert_int_equal(rally__robust_cache_put(&f->rb, key, &sig, p, 1, NULL), RALLY_OK);
 }
 
 static void found(const struct fixture *f, uint64_t key, unsigned char tag)
@@ -126,7 +189,7 @@ static void interval(struct fixture *f, uint64_t v, int n, unsigned char **got)
         assert_non_null(p);
         got[i] = p;
         assert_int_equal(
-            rally__robust_cache_put(&f->rb, RALLY__KEY_OP(v, (uint64_t)i), &sig, p, 4096),
+            rally__robust_cache_put(&f->rb, RALLY__KEY_OP(v, (uint64_t)i), &sig, p, 4096, NULL),
             RALLY_OK);
     }
 }
@@ -162,6 +225,7 @@ int main(void)
         cmocka_unit_test(cache_finds_only_its_key),
         cmocka_unit_test(cache_drop_below),
         cmocka_unit_test(pool_reuses_an_interval),
+        cmocka_unit_test(part_covers_each_piece),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -240,20 +240,20 @@ int rally__allreduce(struct rally__comm *c, const void *in, void *buf, size_t co
 }
 
 /* The ring keeps natively; the other algorithms (sizes up to
- * hd_threshold) write into keep and the result is copied into buf once
+ * hd_threshold) write into scratch and the result is copied into buf once
  * complete here, so buf holds its input until then. */
-int rally__allreduce_keep(struct rally__comm *c, void *buf, void *keep, size_t count,
+int rally__allreduce_keep(struct rally__comm *c, void *buf, void *scratch, size_t count,
                           const struct rally__reducer *rd, const struct rally__sig *sig,
                           const struct rally__final_hook *h)
 {
     size_t total = count * rd->elem_nbytes;
     if (algorithm(c, total, count, rd) == ALG_RING)
-        return finish(c, ring_allreduce(c, buf, buf, count, rd, sig, keep, h));
-    int rc = rally__allreduce(c, buf, keep, count, rd, sig);
+        return finish(c, ring_allreduce(c, buf, buf, count, rd, sig, scratch, h));
+    int rc = rally__allreduce(c, buf, scratch, count, rd, sig);
     if (rc != RALLY_OK || total == 0)
         return rc;
-    rally__copy_result(buf, keep, total);
-    h->final(h->arg, 0, total);
+    rally__copy_result(buf, scratch, total);
+    h->final(h->arg, 0, total, scratch);
     return RALLY_OK;
 }
 

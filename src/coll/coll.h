@@ -132,20 +132,26 @@ int rally__allreduce(struct rally__comm *c, const void *in, void *out, size_t co
 
 /* Where an allreduce in place with a kept copy reports its progress: each
  * range [off, off + n) of buf (bytes, whole elements) that now holds its
- * final value, once, as it is written.  The caller decides what it means. */
+ * final value, once, as it is written; src holds the same n bytes (buf +
+ * off, or scratch + off for the algorithms that run out of place), still
+ * in the CPU cache.  The caller decides what it means and what it copies. */
 struct rally__final_hook {
-    void (*final)(void *arg, size_t off, size_t n);
+    void (*final)(void *arg, size_t off, size_t n, const unsigned char *src);
     void *arg;
 };
 
-/* Reduces count elements of buf in place, and writes the result into keep
- * as well (count elements, the caller's), each piece while it is still in
- * the CPU cache.  Until it returns, buf's elements change only from their
- * input to their final value, a whole element at a time, and h->final
- * names every range that did (partial sums never touch buf): after a
- * failure, an element never named holds its input.  keep is scratch until
- * the call succeeds.  The result's bits are rally__allreduce's. */
-int rally__allreduce_keep(struct rally__comm *c, void *buf, void *keep, size_t count,
+/* Reduces count elements of buf in place, h->final naming each piece of
+ * the result as it is written, while it is still in the CPU cache (the
+ * robust engine copies what it keeps there).  Until it returns, buf's
+ * elements change only from their input to their final value, a whole
+ * element at a time, and h->final names every range that did (partial
+ * sums never touch buf): after a failure, an element never named holds its
+ * input.  scratch (count elements, the caller's) takes the partial sums;
+ * the algorithms that run out of place write the result there and copy it
+ * into buf, so after a call that took one of them scratch holds the result
+ * too (the hook is called with src = scratch + off then).  The result's
+ * bits are rally__allreduce's. */
+int rally__allreduce_keep(struct rally__comm *c, void *buf, void *scratch, size_t count,
                           const struct rally__reducer *rd, const struct rally__sig *sig,
                           const struct rally__final_hook *h);
 

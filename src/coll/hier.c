@@ -168,8 +168,9 @@ static size_t chain_ready(void *arg, int s)
 
 /* The leader's ring made buf[at, at + n) final (the ring's final hook): the
  * down stream's final prefix grows while its segments, in order, are whole. */
-static void chain_final(void *arg, size_t at, size_t n)
+static void chain_final(void *arg, size_t at, size_t n, const unsigned char *src)
 {
+    (void)src;
     struct chain *c = arg;
     size_t have = 0;
     int grows = 1;

@@ -11,10 +11,11 @@
  * segment k-1 once processed, so bytes flow onwards as soon as they are
  * reduced.
  *
- * Kept (rally__allreduce_keep): every final value goes into keep too while
- * it is in the cache, and the allgather's segments come through the
- * receive ring, so that buf changes a whole element at a time; a partial
- * sum that misses the stage waits in keep, never in buf.
+ * Kept (rally__allreduce_keep): the allgather's segments come through the
+ * receive ring, so that buf changes a whole element at a time, and the
+ * final hook hears each piece while it is in the cache (the robust engine
+ * copies what it keeps of it there); a partial sum that misses the stage
+ * waits in keep, the caller's scratch, never in buf.
  *
  * The ring runs on any ring of ranks (struct rally__ring: the topology's,
  * or the hierarchy's leaders), and may have a side in its loop (struct
@@ -220,7 +221,8 @@ int rally__ring_run(struct rally__run *x, const struct rally__ring *rg, const un
             size_t have = pk < rk ? plen : rpos;
             if (pk >= nreduce && keep == NULL) { /* received straight into buf */
                 if (h != NULL && have > ppos)
-                    h->final(h->arg, off[SEG(pk, 1)] + ppos, have - ppos);
+                    h->final(h->arg, off[SEG(pk, 1)] + ppos, have - ppos,
+                             buf + off[SEG(pk, 1)] + ppos);
                 ppos = have;
             } else {
                 size_t n = rally__round_down(have - ppos, es);
@@ -249,11 +251,8 @@ int rally__ring_run(struct rally__run *x, const struct rally__ring *rg, const un
                     }
                     if (pk < nreduce - 1) {
                         stage_push(&st, m, k > 0);
-                    } else {
-                        if (keep != NULL) /* final: into keep too, while in cache */
-                            rally__copy_stream(keep + at, buf + at, m);
-                        if (h != NULL)
-                            h->final(h->arg, at, m);
+                    } else if (h != NULL) { /* final, and still in cache */
+                        h->final(h->arg, at, m, buf + at);
                     }
                     p += m;
                 }

@@ -98,10 +98,10 @@ int rally__rd_allreduce(struct rally__comm *c, const unsigned char *in, unsigned
                         const struct rally__sig *sig);
 /* nseg segments (off[s], len[s] in bytes) streamed around the ring, the
  * first nreduce of them reduced with rd (NULL: none, an allgather).  With
- * keep (an allreduce in place, in == buf: rally__allreduce_keep), partial
- * sums that miss the stage go to keep instead of buf, final values arrive
- * through the receive ring and are copied whole elements at a time into
- * buf and keep; h (may be NULL) names each range of buf made final. */
+ * keep (scratch: an allreduce in place, in == buf, rally__allreduce_keep),
+ * partial sums that miss the stage go to keep instead of buf, final values
+ * arrive through the receive ring and are copied whole elements at a time
+ * into buf; h (may be NULL) names each range of buf made final. */
 int rally__ring_stream(struct rally__comm *c, const unsigned char *in, unsigned char *buf,
                        const size_t *off, const size_t *len, int nseg, int nreduce,
                        const struct rally__reducer *rd, const struct rally__sig *sig,

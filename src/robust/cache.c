@@ -101,9 +101,72 @@ const struct rally__entry *rally__robust_cache_find(const struct rally__robust *
     return lo < rb->cache.n && rb->cache.v[lo].key == key ? &rb->cache.v[lo] : NULL;
 }
 
+unsigned char *rally__robust_scratch(struct rally__robust *rb, uint64_t nbytes)
+{
+    struct rally__sbuf *s = &rb->cache.scratch;
+    if (s->cap < nbytes) { /* malloc, not warm: the stage takes most partial sums */
+        if (nbytes > SIZE_MAX)
+            return NULL;
+        free(s->p);
+        s->cap = 0;
+        if ((s->p = malloc((size_t)nbytes)) == NULL)
+            return NULL;
+        s->cap = nbytes;
+    }
+    return s->p;
+}
+
+struct rally__part rally__part_plan(const struct rally__robust *rb, uint64_t whole, uint64_t count)
+{
+    struct rally__part pt = {whole, count, (uint32_t)rb->world, 0};
+    int64_t k = rb->cfg->result_copies;
+    if (k > 0 && k < rb->world && whole >= RALLY__PART_MIN && count >= (uint64_t)rb->world)
+        pt.copies = (uint32_t)k;
+    return pt;
+}
+
+uint64_t rally__part_piece(const struct rally__part *pt, int p, uint64_t *len)
+{
+    uint64_t es = pt->whole / pt->count, w = pt->world;
+    uint64_t a = pt->count * (uint64_t)p / w, b = pt->count * ((uint64_t)p + 1) / w;
+    *len = (b - a) * es;
+    return a * es;
+}
+
+int rally__part_holds(const struct rally__part *pt, int rank, int p, uint64_t *at)
+{
+    if (pt->copies == 0) {
+        uint64_t len;
+        *at = rally__part_piece(pt, p, &len);
+        return 1;
+    }
+    int w = (int)pt->world, j = ((p - rank) % w + w) % w; /* p = rank + j */
+    if (j >= (int)pt->copies)
+        return 0;
+    uint64_t sum = 0, len;
+    for (int i = 0; i < j; i++) {
+        rally__part_piece(pt, (rank + i) % w, &len);
+        sum += len;
+    }
+    *at = sum;
+    return 1;
+}
+
+uint64_t rally__part_nbytes(const struct rally__part *pt, int rank)
+{
+    if (pt->copies == 0)
+        return pt->whole;
+    uint64_t sum = 0, len;
+    for (uint32_t i = 0; i < pt->copies; i++) {
+        rally__part_piece(pt, (int)((rank + (int)i) % (int)pt->world), &len);
+        sum += len;
+    }
+    return sum;
+}
+
 /* Keys only grow, so appending keeps the cache sorted. */
 int rally__robust_cache_put(struct rally__robust *rb, uint64_t key, const struct rally__sig *sig,
-                            unsigned char *data, uint64_t nbytes)
+                            unsigned char *data, uint64_t nbytes, const struct rally__part *part)
 {
     if (!rb->distributed || (rb->cache.n > 0 && rb->cache.v[rb->cache.n - 1].key >= key)) {
         rally__robust_unbuf(rb, data); /* nobody to serve, or already there */
@@ -129,7 +192,9 @@ int rally__robust_cache_put(struct rally__robust *rb, uint64_t key, const struct
         rb->cache.v = c;
         rb->cache.cap = cap;
     }
-    rb->cache.v[rb->cache.n++] = (struct rally__entry){key, *sig, data, nbytes};
+    struct rally__part whole = {nbytes, sig->count, (uint32_t)rb->world, 0};
+    rb->cache.v[rb->cache.n++] =
+        (struct rally__entry){key, *sig, data, nbytes, part != NULL ? *part : whole};
     rb->cache.nbytes += nbytes;
     return RALLY_OK;
 }
@@ -167,6 +232,8 @@ void rally__robust_cache_free(struct rally__robust *rb)
     for (int i = 0; i < rb->cache.npool; i++)
         free(rb->cache.pool[i].p - BUF_HEAD);
     free(rb->cache.pool);
+    free(rb->cache.scratch.p);
+    rb->cache.scratch = (struct rally__sbuf){NULL, 0};
     rb->cache.v = NULL;
     rb->cache.pool = NULL;
     rb->cache.n = rb->cache.cap = rb->cache.npool = rb->cache.pool_cap = 0;

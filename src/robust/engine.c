@@ -49,10 +49,15 @@ struct inplace {
     const struct rally__reducer *rd;
     int root;
     const void *send; /* allgather: this rank's block */
-    /* allreduce: what a failed attempt left for the retry */
+    /* allreduce: what it keeps, and what a failed attempt left for the retry */
     struct rally__robust *rb;
-    unsigned char *kept; /* its cache buffer: the final values of fin[] */
-    struct span *fin;    /* where buf holds final values, not its input */
+    unsigned char *kept;   /* its cache buffer */
+    unsigned char *whole;  /* scratch for all of it: kept, or the engine's */
+    struct rally__part pt; /* what kept holds of the result */
+    struct span keep[2];   /* the bytes of the result kept, in kept from ... */
+    size_t keep_at[2];     /* ... here (pieces that wrap past the end: two) */
+    int nkeep;
+    struct span *fin; /* where buf holds final values, not its input */
     int nfin, capfin;
     int overflow; /* more ranges than fin[] holds: the retry cannot know */
 };
@@ -70,13 +75,49 @@ static int deliver_inplace(struct rally__robust *rb, struct rally__op *op, const
     return RALLY_OK;
 }
 
-/* The collective's final hook: buf[off, off + n) holds final values now
- * (and the cache buffer too).  The ranges come in increasing order within
- * a segment, so neighbours merge; the ring makes at most N + 1. */
-static void note_final(void *arg, size_t off, size_t n)
+/* The bytes of the result this worker keeps, as at most two ranges of it
+ * (its pieces, packed in order, may wrap past the last piece). */
+static void plan_keep(struct inplace *c)
+{
+    const struct rally__part *pt = &c->pt;
+    c->nkeep = 0;
+    if (pt->copies == 0) {
+        c->keep[c->nkeep] = (struct span){0, c->nbytes};
+        c->keep_at[c->nkeep++] = 0;
+        return;
+    }
+    size_t at = 0;
+    int w = (int)pt->world;
+    for (uint32_t j = 0; j < pt->copies; j++) {
+        uint64_t len, off = rally__part_piece(pt, (c->rb->rank + (int)j) % w, &len);
+        if (c->nkeep > 0 && c->keep[c->nkeep - 1].off + c->keep[c->nkeep - 1].n == off) {
+            c->keep[c->nkeep - 1].n += (size_t)len;
+        } else {
+            c->keep[c->nkeep] = (struct span){(size_t)off, (size_t)len};
+            c->keep_at[c->nkeep++] = at;
+        }
+        at += (size_t)len;
+    }
+}
+
+/* The collective's final hook: buf[off, off + n) holds final values now,
+ * and src the same bytes, still in the CPU cache: what this worker keeps
+ * of them goes into its cache buffer (streamed: it is not read again
+ * soon), unless they sit there already.  The ranges come in increasing
+ * order within a segment, so neighbours merge; the ring makes at most
+ * N + 1. */
+static void note_final(void *arg, size_t off, size_t n, const unsigned char *src)
 {
     struct inplace *c = arg;
     struct rally__robust *rb = c->rb;
+    for (int i = 0; i < c->nkeep && src != c->kept + off; i++) {
+        size_t lo = off > c->keep[i].off ? off : c->keep[i].off,
+               hi = off + n < c->keep[i].off + c->keep[i].n ? off + n
+                                                            : c->keep[i].off + c->keep[i].n;
+        if (lo < hi)
+            rally__copy_stream(c->kept + c->keep_at[i] + (lo - c->keep[i].off), src + (lo - off),
+                               hi - lo);
+    }
     if (c->nfin > 0 && c->fin[c->nfin - 1].off + c->fin[c->nfin - 1].n == off)
         c->fin[c->nfin - 1].n += n;
     else if (c->nfin < c->capfin)
@@ -140,7 +181,7 @@ static int retry_allreduce(struct rally__robust *rb, struct rally__op *op, struc
                 if (any[i] >> b & 1)
                     slot[8 * i + b] = 0;
         for (int i = 0; i < c->nfin; i++)
-            memcpy(slot + c->fin[i].off, c->kept + c->fin[i].off, c->fin[i].n);
+            memcpy(slot + c->fin[i].off, c->buf + c->fin[i].off, c->fin[i].n);
         if ((rc = rally__allreduce(&rb->comm, slot, slot, nb, &orr, &ds)) != RALLY_OK)
             goto done;
     }
@@ -157,13 +198,28 @@ done:
     return rc;
 }
 
+/* The mock's flip of buf's middle byte, in what this worker keeps too. */
+static void arrived(struct rally__robust *rb, struct inplace *c)
+{
+    unsigned char *b = c->buf, was = c->nbytes ? b[c->nbytes / 2] : 0;
+    rally__robust_arrived(rb, b, NULL, c->nbytes);
+    if (c->nbytes == 0 || b[c->nbytes / 2] == was)
+        return;
+    for (int i = 0; i < c->nkeep; i++)
+        if (c->nbytes / 2 - c->keep[i].off < c->keep[i].n)
+            c->kept[c->keep_at[i] + c->nbytes / 2 - c->keep[i].off] ^= 1;
+}
+
 /* The allreduce runs in place in the caller's buffer and leaves a copy of
- * its result in a cache buffer, each piece copied while it is in the CPU
- * cache (rally__allreduce_keep): fault tolerance adds one write of the
- * result and no pass over cold memory.  A failed attempt leaves buf part
- * input, part final values, and says which: the next attempt, after the
- * recovery's agreement, is retry_allreduce (docs/recovery.md, "What
- * recovery costs while nothing fails", "Retrying an allreduce"). */
+ * what this worker keeps of its result in a cache buffer, each piece
+ * copied while it is in the CPU cache (rally__allreduce_keep): fault
+ * tolerance adds one write of that part and no pass over cold memory.  A
+ * big result is kept in pieces, each on rally_result_copies workers
+ * (docs/recovery.md, "Results kept in part"); its partial sums go to the
+ * engine's scratch then.  A failed attempt leaves buf part input, part
+ * final values, and says which: the next attempt, after the recovery's
+ * agreement, is retry_allreduce (docs/recovery.md, "What recovery costs
+ * while nothing fails", "Retrying an allreduce"). */
 static int run_allreduce(struct rally__robust *rb, struct rally__op *op, unsigned char **res,
                          uint64_t *res_nbytes)
 {
@@ -171,7 +227,16 @@ static int run_allreduce(struct rally__robust *rb, struct rally__op *op, unsigne
     *res_nbytes = c->nbytes;
     if (rb->pos.retried)
         return retry_allreduce(rb, op, c, res);
-    if (c->kept == NULL && (c->kept = rally__robust_buf(rb, c->nbytes)) == NULL)
+    if (c->kept == NULL) {
+        c->pt = rally__part_plan(rb, c->nbytes, c->count);
+        uint64_t kn = rally__part_nbytes(&c->pt, rb->rank);
+        if ((c->kept = rally__robust_buf(rb, kn)) == NULL)
+            return rally__fail(rb->err, RALLY_ENOMEM, "out of memory for a %zu-byte allreduce",
+                               c->nbytes);
+        plan_keep(c);
+    }
+    c->whole = c->pt.copies ? rally__robust_scratch(rb, c->nbytes) : c->kept;
+    if (c->whole == NULL)
         return rally__fail(rb->err, RALLY_ENOMEM, "out of memory for a %zu-byte allreduce",
                            c->nbytes);
     if (c->fin == NULL) { /* the engine's array, grown once for the world */
@@ -188,11 +253,16 @@ static int run_allreduce(struct rally__robust *rb, struct rally__op *op, unsigne
         c->capfin = rb->spans.cap;
     }
     struct rally__final_hook h = {note_final, c};
-    int rc = rally__allreduce_keep(&rb->comm, c->buf, c->kept, c->count, c->rd, &op->sig, &h);
+    int rc = rally__allreduce_keep(&rb->comm, c->buf, c->whole, c->count, c->rd, &op->sig, &h);
     if (rc != RALLY_OK)
         return rc; /* kept and fin stay for the retry */
-    rally__robust_arrived(rb, c->kept, c->buf, c->nbytes);
+    arrived(rb, c);
     *res = c->kept;
+    if (c->pt.copies) {
+        *res_nbytes = rally__part_nbytes(&c->pt, rb->rank);
+        op->part = c->pt;
+        op->whole = c->buf;
+    }
     c->kept = NULL;
     c->nfin = 0;
     return RALLY_OK;
@@ -204,7 +274,12 @@ static int allreduce_op(struct rally__robust *rb, void *buf, size_t count,
 {
     struct inplace c = {.buf = buf, .nbytes = count * rd->elem_nbytes, .count = count, .rd = rd,
                         .root = -1, .rb = rb};
-    struct rally__op op = {sig, prepare, arg, run_allreduce, deliver_inplace, &c};
+    struct rally__op op = {.sig = sig,
+                           .prepare = prepare,
+                           .prepare_arg = arg,
+                           .run = run_allreduce,
+                           .deliver = deliver_inplace,
+                           .ctx = &c};
     int rc = rally__robust_op(rb, &op);
     rally__robust_unbuf(rb, c.kept); /* a failed attempt's, served or given up since */
     return rc;
@@ -243,12 +318,10 @@ static int run_broadcast(struct rally__robust *rb, struct rally__op *op, unsigne
 static int broadcast(struct rally__engine *en, void *buf, size_t nbytes, int root)
 {
     struct inplace c = {.buf = buf, .nbytes = nbytes, .count = nbytes, .root = root};
-    struct rally__op op = {{RALLY__C_BROADCAST, 0, 0, root, nbytes, 0},
-                           NULL,
-                           NULL,
-                           run_broadcast,
-                           deliver_inplace,
-                           &c};
+    struct rally__op op = {.sig = {RALLY__C_BROADCAST, 0, 0, root, nbytes, 0},
+                           .run = run_broadcast,
+                           .deliver = deliver_inplace,
+                           .ctx = &c};
     return rally__robust_op(&en->rb, &op);
 }
 
@@ -310,12 +383,10 @@ static int broadcast_alloc(struct rally__engine *en, void **buf, size_t *nbytes,
     struct rally__robust *rb = &en->rb;
     struct sized c = {
         rb->rank == root ? *buf : NULL, rb->rank == root ? *nbytes : 0, root, NULL, 0, NULL};
-    struct rally__op op = {{RALLY__C_BROADCAST_SIZE, 0, 0, root, 0, 0},
-                           NULL,
-                           NULL,
-                           run_broadcast_alloc,
-                           deliver_alloc,
-                           &c};
+    struct rally__op op = {.sig = {RALLY__C_BROADCAST_SIZE, 0, 0, root, 0, 0},
+                           .run = run_broadcast_alloc,
+                           .deliver = deliver_alloc,
+                           .ctx = &c};
     int rc = rally__robust_op(rb, &op);
     if (rc == RALLY_OK && rb->rank != root) {
         *buf = c.out_nbytes ? c.out : NULL;
@@ -375,8 +446,10 @@ static int allgather(struct rally__engine *en, const void *sendbuf, size_t nbyte
                         .count = nbytes,
                         .root = -1,
                         .send = sendbuf};
-    struct rally__op op = {
-        {RALLY__C_ALLGATHER, 0, 0, -1, nbytes, 0}, NULL, NULL, run_allgather, deliver_inplace, &c};
+    struct rally__op op = {.sig = {RALLY__C_ALLGATHER, 0, 0, -1, nbytes, 0},
+                           .run = run_allgather,
+                           .deliver = deliver_inplace,
+                           .ctx = &c};
     return rally__robust_op(rb, &op);
 }
 
@@ -467,12 +540,10 @@ static int allgatherv(struct rally__engine *en, const void *sendbuf, size_t nbyt
     if (sizes == NULL)
         return rally__fail(rb->err, RALLY_ENOMEM, "allgatherv: out of memory");
     struct sized c = {sendbuf, nbytes, -1, NULL, 0, sizes};
-    struct rally__op op = {{RALLY__C_ALLGATHERV_SIZES, 0, 0, -1, 8, 0},
-                           NULL,
-                           NULL,
-                           run_allgatherv,
-                           deliver_allgatherv,
-                           &c};
+    struct rally__op op = {.sig = {RALLY__C_ALLGATHERV_SIZES, 0, 0, -1, 8, 0},
+                           .run = run_allgatherv,
+                           .deliver = deliver_allgatherv,
+                           .ctx = &c};
     int rc = rally__robust_op(rb, &op);
     if (rc == RALLY_OK) {
         memcpy(nbytes_per_rank, sizes, (size_t)rb->world * sizeof *sizes);

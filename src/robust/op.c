@@ -86,7 +86,7 @@ static int run_op(struct rally__robust *rb, struct rally__op *op, uint64_t key)
                     return rc;
                 }
                 rally__robust_verify_result(rb, op, key, res, n);
-                if ((rc = rally__robust_cache_put(rb, key, &op->sig, res, n)) == RALLY_OK)
+                if ((rc = rally__robust_cache_put(rb, key, &op->sig, res, n, NULL)) == RALLY_OK)
                     advance(rb);
                 return rc;
             }
@@ -106,13 +106,18 @@ static int run_op(struct rally__robust *rb, struct rally__op *op, uint64_t key)
         }
         rally__robust_verify_begin(rb, &op->sig);
         rb->pos.retried = retried;
+        op->part.copies = 0;
+        op->whole = NULL;
         rc = op->run(rb, op, &res, &n);
         rb->pos.retried = 0;
         if (rc == RALLY_OK && (rc = rally__robust_verify_check(rb)) != RALLY_OK)
             rally__robust_unbuf(rb, res);
         if (rc == RALLY_OK) {
-            rally__robust_verify_result(rb, op, key, res, n);
-            if ((rc = rally__robust_cache_put(rb, key, &op->sig, res, n)) == RALLY_OK)
+            int part = op->part.copies != 0;
+            rally__robust_verify_result(rb, op, key, part ? op->whole : res,
+                                        part ? op->part.whole : n);
+            if ((rc = rally__robust_cache_put(rb, key, &op->sig, res, n,
+                                              part ? &op->part : NULL)) == RALLY_OK)
                 advance(rb);
             return rc;
         }
@@ -279,8 +284,10 @@ static int acknowledge(struct rally__robust *rb, int counted)
     uint64_t d = 0;
     int copied = rally__robust_global_digest(rb, &d);
     rally__digest_pair(c.pair, copied, d);
-    struct rally__op ack = {
-        {RALLY__K_ACK, 0, 0, -1, rb->pos.version, 0}, NULL, NULL, run_ack, deliver_ack, &c};
+    struct rally__op ack = {.sig = {RALLY__K_ACK, 0, 0, -1, rb->pos.version, 0},
+                            .run = run_ack,
+                            .deliver = deliver_ack,
+                            .ctx = &c};
     int rc = rally__robust_op(rb, &ack);
     if (rc != RALLY_OK)
         return rc;
@@ -482,8 +489,8 @@ int rally__robust_finalize(struct rally__robust *rb)
         if (rally__robust_recovering(rb))
             rc = rally__robust_recover(rb, key, &sig, &res, &n);
         if (rc == RALLY_OK || rc == EXECUTE) {
-            struct rally__op fin = {sig, NULL, NULL, rally__robust_run_barrier, deliver_nothing,
-                                    NULL};
+            struct rally__op fin = {
+                .sig = sig, .run = rally__robust_run_barrier, .deliver = deliver_nothing};
             rally__robust_verify_begin(rb, &fin.sig); /* the last verified result too */
             rc = rally__robust_run_barrier(rb, &fin, &res, &n);
             if (rc == RALLY_OK) {

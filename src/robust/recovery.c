@@ -73,24 +73,40 @@ static int agree(struct rally__robust *rb, uint64_t v[S_N], int kind)
  * With cap every other worker receives into a store buffer too, a spare it
  * gives back: a checkpoint is big, and a spare's pages are warm (after a
  * membership change every worker takes part, most holding it already). */
+/* A transfer's head, broadcast from root: sig itself, in its wire form,
+ * its sidecar carrying the bytes, then how many workers keep each piece of
+ * the result (0: the root holds all of it, docs/recovery.md, "Results kept
+ * in part"). */
+static int head(struct rally__robust *rb, int root, struct rally__sig *sig, uint64_t *nbytes,
+                uint32_t *copies)
+{
+    unsigned char b[RALLY__SIG_NBYTES + 4];
+    struct rally__sig sent = *sig;
+    sent.sidecar = *nbytes;
+    rally__sig_encode(b, &sent, 0);
+    rally__put_u32(b + RALLY__SIG_NBYTES, *copies);
+    struct rally__sig hs = {RALLY__K_XFER_HEAD, 0, 0, root, sizeof b, 0};
+    int rc = rally__broadcast(&rb->comm, b, sizeof b, root, &hs);
+    if (rc != RALLY_OK)
+        return rc;
+    uint32_t unused;
+    if (rally__sig_decode(b, sig, &unused) != 0)
+        return rally__fail(rb->err, RALLY_EPROTO, "a recovery transfer began with a bad header");
+    *nbytes = sig->sidecar;
+    *copies = rally__get_u32(b + RALLY__SIG_NBYTES);
+    sig->sidecar = 0;
+    return RALLY_OK;
+}
+
 static int transfer(struct rally__robust *rb, int root, struct rally__sig *sig,
                     const unsigned char *data, uint64_t nbytes, int want, unsigned char **out,
                     uint64_t *out_nbytes, uint64_t *cap)
 {
-    /* the head is sig itself, in its wire form, its sidecar carrying nbytes */
-    unsigned char head[RALLY__SIG_NBYTES];
-    struct rally__sig sent = *sig;
-    sent.sidecar = nbytes;
-    rally__sig_encode(head, &sent, 0);
-    struct rally__sig hs = {RALLY__K_XFER_HEAD, 0, 0, root, sizeof head, 0};
-    int rc = rally__broadcast(&rb->comm, head, sizeof head, root, &hs);
+    uint32_t copies = 0;
+    uint64_t n = nbytes;
+    int rc = head(rb, root, sig, &n, &copies);
     if (rc != RALLY_OK)
         return rc;
-    uint32_t unused;
-    if (rally__sig_decode(head, sig, &unused) != 0)
-        return rally__fail(rb->err, RALLY_EPROTO, "a recovery transfer began with a bad header");
-    uint64_t n = sig->sidecar;
-    sig->sidecar = 0;
     uint64_t c = 0;
     int store = cap != NULL && rb->rank != root;
     unsigned char *buf = rb->rank == root ? (unsigned char *)data
@@ -225,6 +241,124 @@ static int joined_locals(struct rally__robust *rb, const uint64_t s[S_N], int wa
     return recover_locals(rb, best_version(s[S_BEST]), want);
 }
 
+/* "pieces 3, 4 of 8, kept by ranks 2, 3, 4" into buf: the pieces no
+ * survivor keeps (hp[p] NONE) and the workers that kept them. */
+static void lost_pieces(const uint64_t *hp, int w, int copies, char *buf, size_t cap)
+{
+    int nlost = 0, nkeep = 0;
+    for (int p = 0; p < w; p++)
+        nlost += hp[p] == NONE;
+    size_t n = (size_t)snprintf(buf, cap, "piece%s", nlost > 1 ? "s" : "");
+    for (int p = 0, i = 0; p < w && n < cap; p++)
+        if (hp[p] == NONE)
+            n += (size_t)snprintf(buf + n, cap - n, "%s %d", i++ ? "," : "", p);
+    if (n < cap)
+        n += (size_t)snprintf(buf + n, cap - n, " of %d, kept by rank", w);
+    for (int r = 0; r < w && n < cap; r++) {
+        int kept = 0;
+        for (int j = 0; j < copies && !kept; j++)
+            kept = hp[(r + j) % w] == NONE; /* rank r keeps pieces r .. r + copies - 1 */
+        if (kept)
+            n += (size_t)snprintf(buf + n, cap - n, "%s %d", nkeep++ ? "," : "", r);
+    }
+    if (nkeep > 1 && n + 1 < cap) { /* "rank 2, 3" -> "ranks 2, 3" */
+        char *r = strstr(buf, "kept by rank");
+        memmove(r + 13, r + 12, strlen(r + 12) + 1);
+        r[12] = 's';
+    }
+}
+
+/* The result at position at, from its holders: root (the lowest-ranked
+ * worker holding any of it) sends the head; a whole result comes from it
+ * alone, one kept in pieces piece by piece, each from the lowest-ranked
+ * worker that still keeps it (docs/recovery.md, "Results kept in part").
+ * Every worker takes part; *res is the result on the one that wants it. */
+static int serve(struct rally__robust *rb, uint64_t at, int root, const struct rally__entry *have,
+                 struct rally__sig *sig, int want, unsigned char **res, uint64_t *res_nbytes)
+{
+    uint64_t n = have ? have->part.whole : 0;
+    uint32_t copies = have ? have->part.copies : 0;
+    int rc = head(rb, root, sig, &n, &copies);
+    if (rc != RALLY_OK)
+        return rc;
+    int w = rb->world, whole = have != NULL && have->part.copies == 0;
+    if (copies == 0) { /* the root holds it whole */
+        unsigned char *buf = rb->rank == root ? have->data : rally__robust_buf(rb, n);
+        if (buf == NULL)
+            return rally__fail(rb->err, RALLY_ENOMEM,
+                               "out of memory for a %llu-byte recovery transfer",
+                               (unsigned long long)n);
+        struct rally__sig ds = {RALLY__K_XFER_DATA, 0, 0, root, n, 0};
+        rc = rally__broadcast(&rb->comm, buf, (size_t)n, root, &ds);
+        if (rb->rank == root)
+            return rc;
+        if (rc == RALLY_OK && want) {
+            *res = buf;
+            *res_nbytes = n;
+        } else {
+            rally__robust_unbuf(rb, buf);
+        }
+        return rc;
+    }
+    struct rally__part pt = {n, sig->count, (uint32_t)w, copies};
+    if (have != NULL && !whole && have->part.world != (uint32_t)w)
+        have = NULL; /* cannot be: a change of the workers drops the cache */
+    uint64_t *hp = malloc((size_t)w * sizeof *hp), off, len, where;
+    unsigned char *buf = NULL;
+    if (hp == NULL)
+        return rally__fail(rb->err, RALLY_ENOMEM, "out of memory recovering a result");
+    for (int p = 0; p < w; p++)
+        hp[p] = have != NULL && (whole || rally__part_holds(&have->part, rb->rank, p, &where))
+                    ? (uint64_t)rb->rank
+                    : NONE;
+    struct rally__reducer mn;
+    rally__reducer_builtin(&mn, RALLY_UINT64, RALLY_MIN);
+    struct rally__sig hs = {RALLY__K_HOLDER, 0, 0, -1, (uint64_t)w, 0};
+    if ((rc = rally__allreduce(&rb->comm, hp, hp, (size_t)w, &mn, &hs)) != RALLY_OK)
+        goto done;
+    for (int p = 0; p < w; p++)
+        if (hp[p] == NONE) {
+            char where_s[96], which[256];
+            rally__position_str(at, where_s, sizeof where_s);
+            lost_pieces(hp, w, (int)copies, which, sizeof which);
+            rc = rally__fail(rb->err, RALLY_EPEER,
+                             "cannot recover: the result of %s is lost in part (%s, all of "
+                             "which died; rally_result_copies=%u)",
+                             where_s, which, copies);
+            rally__robust_fatal(rb, RALLY_EPEER, rb->err->msg);
+            goto done;
+        }
+    if ((buf = rally__robust_buf(rb, n)) == NULL) {
+        rc = rally__fail(rb->err, RALLY_ENOMEM, "out of memory for a %llu-byte recovery transfer",
+                         (unsigned long long)n);
+        goto done;
+    }
+    for (int p = 0; p < w;) { /* a run of pieces from one holder, one broadcast */
+        int q = p + 1, from = (int)hp[p];
+        while (q < w && hp[q] == hp[p])
+            q++;
+        uint64_t end = rally__part_piece(&pt, q - 1, &len) + len;
+        off = rally__part_piece(&pt, p, &len);
+        unsigned char *at_p = buf + off;
+        if (rb->rank == from) /* its pieces, packed in order, or all of it */
+            at_p = whole ? have->data + off
+                         : (rally__part_holds(&have->part, from, p, &where), have->data + where);
+        struct rally__sig ds = {RALLY__K_XFER_DATA, 0, 0, from, end - off, 0};
+        if ((rc = rally__broadcast(&rb->comm, at_p, (size_t)(end - off), from, &ds)) != RALLY_OK)
+            goto done;
+        p = q;
+    }
+    if (want) {
+        *res = buf;
+        *res_nbytes = n;
+        buf = NULL;
+    }
+done:
+    rally__robust_unbuf(rb, buf);
+    free(hp);
+    return rc;
+}
+
 int rally__robust_rejoin_locals(struct rally__robust *rb)
 {
     uint64_t s[S_N] = {NONE, 0, 0, NONE, 0, 1, NONE};
@@ -342,8 +476,7 @@ int rally__robust_recover(struct rally__robust *rb, uint64_t key, const struct r
         }
         struct rally__sig sig = have ? have->sig : (struct rally__sig){0};
         int want = key == at;
-        rc = transfer(rb, (int)h[S_MIN], &sig, have ? have->data : NULL, have ? have->nbytes : 0,
-                      want, res, res_nbytes, NULL);
+        rc = serve(rb, at, (int)h[S_MIN], have, &sig, want, res, res_nbytes);
         if (rc != RALLY_OK)
             return rc;
         /* a replication served to a restarted worker, which never did its

@@ -27,7 +27,8 @@
  *   op.c          the op driver: run or recover each operation; checkpoint,
  *                 load, finalize and the checkpoint's acknowledgement; the
  *                 position (rb->pos)
- *   cache.c       the result cache and its buffer pool (rb->cache)
+ *   cache.c       the result cache and its buffer pool (rb->cache), and
+ *                 which pieces of a big result a worker keeps (rally__part)
  *   store.c       the checkpoint store (its state rb->st, touched by no
  *                 other file): the global model, local-model sets and their
  *                 replication, the read interface (lend/release), the
@@ -104,6 +105,20 @@ enum { RALLY__SERVED = 1000, RALLY__EXECUTE = 1001 };
  * where the job takes it in (docs/recovery.md, "Elastic jobs"). */
 #define RALLY__REQ_GROW (UINT64_C(1) << 63)
 
+/* Which part of a result a worker keeps (docs/recovery.md, "Results kept
+ * in part").  The result, whole bytes of count elements, splits into world
+ * pieces as the ring splits it (piece p: elements [count p / world,
+ * count (p + 1) / world)); the worker of rank r keeps pieces r, r + 1, ...,
+ * r + copies - 1 (mod world), packed in that order, so each piece lives on
+ * copies workers.  copies 0: the whole result. */
+struct rally__part {
+    uint64_t whole, count;
+    uint32_t world, copies;
+};
+
+/* Results smaller than this are kept whole: their copy costs little. */
+#define RALLY__PART_MIN (256 * 1024)
+
 /* Runs the collective on the live links.  On success *res is a buffer from
  * rally__robust_buf() holding the call's whole result (*res_nbytes bytes),
  * which the cache keeps, and the caller's outputs are written. */
@@ -120,13 +135,19 @@ struct rally__op {
     rally__op_run run;
     rally__op_deliver deliver;
     void *ctx; /* the public call's arguments */
+    /* run's answer when *res holds part of the result (engine.c's
+     * allreduce): which part, and where the whole result is (the caller's
+     * buffer) for verification; part.copies 0: *res is all of it */
+    struct rally__part part;
+    const unsigned char *whole;
 };
 
 struct rally__entry {
     uint64_t key;
     struct rally__sig sig;
     unsigned char *data; /* from rally__robust_buf */
-    uint64_t nbytes;
+    uint64_t nbytes;     /* data's bytes: part.whole, or the pieces kept */
+    struct rally__part part;
 };
 
 #define RALLY__MAX_REPLICA 7
@@ -232,6 +253,7 @@ struct rally__robust {
         uint64_t nbytes;
         struct rally__sbuf *pool; /* spare result buffers with their capacities, reused */
         int npool, pool_cap;
+        struct rally__sbuf scratch; /* an allreduce's partial sums when it keeps part */
     } cache;
     /* an allreduce's ranges of final values (engine.c's alone), reused */
     struct {
@@ -325,9 +347,23 @@ int rally__robust_run_barrier(struct rally__robust *rb, struct rally__op *op, un
 unsigned char *rally__robust_buf(struct rally__robust *rb, uint64_t nbytes);
 void rally__robust_unbuf(struct rally__robust *rb, unsigned char *p);
 const struct rally__entry *rally__robust_cache_find(const struct rally__robust *rb, uint64_t key);
-/* Takes ownership of data (a rally__robust_buf). */
+/* Takes ownership of data (a rally__robust_buf), nbytes of the result
+ * described by part (NULL: all of it). */
 int rally__robust_cache_put(struct rally__robust *rb, uint64_t key, const struct rally__sig *sig,
-                            unsigned char *data, uint64_t nbytes);
+                            unsigned char *data, uint64_t nbytes, const struct rally__part *part);
+/* A buffer of nbytes for scratch, the engine's one, reused; NULL when out
+ * of memory.  Its pages are touched only where it is written. */
+unsigned char *rally__robust_scratch(struct rally__robust *rb, uint64_t nbytes);
+/* The part this worker keeps of a result of whole bytes, count elements:
+ * pieces when rally_result_copies is below the world and the result is
+ * big, else all of it. */
+struct rally__part rally__part_plan(const struct rally__robust *rb, uint64_t whole, uint64_t count);
+/* Piece p's bytes of the result: its offset, and its length in *len. */
+uint64_t rally__part_piece(const struct rally__part *pt, int p, uint64_t *len);
+/* Whether rank keeps piece p, and where it sits in what rank keeps. */
+int rally__part_holds(const struct rally__part *pt, int rank, int p, uint64_t *at);
+/* The bytes rank keeps. */
+uint64_t rally__part_nbytes(const struct rally__part *pt, int rank);
 /* Drops cached op results of versions below v (bootstrap results stay). */
 void rally__robust_cache_drop_below(struct rally__robust *rb, uint64_t v);
 /* Drops every cached result, bootstrap results too (a membership change:

@@ -348,12 +348,10 @@ static int deliver_replicate(struct rally__robust *rb, struct rally__op *op,
 int rally__robust_replicate(struct rally__robust *rb, const void *local, uint64_t nbytes)
 {
     struct replicate c = {local, nbytes, NULL};
-    struct rally__op op = {{RALLY__K_REPLICATE, 0, 0, -1, rally__robust_version(rb), 0},
-                           NULL,
-                           NULL,
-                           run_replicate,
-                           deliver_replicate,
-                           &c};
+    struct rally__op op = {.sig = {RALLY__K_REPLICATE, 0, 0, -1, rally__robust_version(rb), 0},
+                           .run = run_replicate,
+                           .deliver = deliver_replicate,
+                           .ctx = &c};
     return rally__robust_op(rb, &op);
 }
 
@@ -505,8 +503,10 @@ static int deliver_agree(struct rally__robust *rb, struct rally__op *op, const u
 int rally__robust_agree(struct rally__robust *rb, uint64_t *words, size_t n)
 {
     struct agree c = {words, n};
-    struct rally__op op = {
-        {RALLY__K_TURN, 0, 0, -1, (uint64_t)n, 0}, NULL, NULL, run_agree, deliver_agree, &c};
+    struct rally__op op = {.sig = {RALLY__K_TURN, 0, 0, -1, (uint64_t)n, 0},
+                           .run = run_agree,
+                           .deliver = deliver_agree,
+                           .ctx = &c};
     return rally__robust_op(rb, &op); /* alone too: positions count alike */
 }
 

@@ -57,6 +57,7 @@ static const struct key keys[] = {
     K("link_timeout_ms", INT, link_timeout_ms, "30000", 0, 3600000),
     K("cache_max_bytes", SIZE, cache_max_bytes, "4G", 0, INT64_MAX / 4),
     K("local_replica", INT, local_replica, "2", 0, 7),
+    K("result_copies", INT, result_copies, "2", 0, 65536),
     K("verify_every", INT, verify_every, "0", 0, 1000000000),
     K("spin_us", INT, spin_us, "50", 0, 1000000),
     K("spin_alone_us", INT, spin_alone_us, "2000", 0, 1000000),

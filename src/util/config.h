@@ -51,6 +51,7 @@ struct rally__config {
     int64_t link_timeout_ms;        /* a TCP link with nothing acknowledged this long fails */
     int64_t cache_max_bytes;        /* collective results kept for recovery */
     int64_t local_replica;          /* ring successors holding each local model */
+    int64_t result_copies;          /* workers keeping each piece of a big result; 0 all */
     int64_t verify_every;           /* compare every K-th result across ranks; 0 off */
     int64_t spin_us;                /* poll without sleeping before blocking */
     int64_t spin_alone_us;          /* ... that long when N <= cores on one host */
