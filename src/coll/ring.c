@@ -12,7 +12,9 @@
  * reduced.
  *
  * Kept (rally__allreduce_keep): the allgather's segments come through the
- * receive ring, so that buf changes a whole element at a time, and the
+ * receive ring, so that buf changes a whole element at a time (straight
+ * into buf, whole elements, from a link that says how many bytes it holds:
+ * shared memory), and the
  * final hook hears each piece while it is in the cache (the robust engine
  * copies what it keeps of it there); a partial sum that misses the stage
  * waits in keep, the caller's scratch, never in buf.
@@ -110,6 +112,31 @@ int rally__ring_stream(struct rally__comm *c, const unsigned char *in, unsigned 
     return rally__ring_run(&x, &ring, in, buf, off, len, nseg, nreduce, rd, keep, h, NULL);
 }
 
+/* Receives up to n bytes (whole elements of es) of a kept allreduce's
+ * allgather straight into dst, from a link that says what it holds
+ * (readable): only whole elements ever land in dst, so a failure never
+ * leaves one half input, half final.  An element that has only partly
+ * arrived waits in tail (es bytes, *tail_n of them there); a recv into it
+ * also notices a peer that went away.  Returns the bytes landed in dst (0:
+ * none yet), -1 on failure. */
+static long recv_whole(struct rally__run *x, struct rally__chan *ch, unsigned char *dst, size_t n,
+                       size_t es, unsigned char *tail, size_t *tail_n, int *moved)
+{
+    size_t can = *tail_n == 0 && ch->in_done == RALLY__SIG_NBYTES
+                     ? rally__round_down(ch->l->ops->readable(ch->l), es)
+                     : 0;
+    if (can > 0) /* there whole: a recv of no more moves exactly that */
+        return rally__chan_recv(x, ch, dst, n < can ? n : can, moved);
+    long m = rally__chan_recv(x, ch, tail + *tail_n, es - *tail_n, moved);
+    if (m <= 0)
+        return m;
+    if ((*tail_n += (size_t)m) < es)
+        return 0;
+    memcpy(dst, tail, es);
+    *tail_n = 0;
+    return (long)es;
+}
+
 int rally__ring_run(struct rally__run *x, const struct rally__ring *rg, const unsigned char *in,
                     unsigned char *buf, const size_t *off, const size_t *len, int nseg, int nreduce,
                     const struct rally__reducer *rd, unsigned char *keep,
@@ -127,10 +154,17 @@ int rally__ring_run(struct rally__run *x, const struct rally__ring *rg, const un
     struct stage st;
     memset(&st, 0, sizeof st);
     st.cap = rcap;
-    if (nreduce > 0 && (ring = rally__coll_scratch(c, (nreduce > 1 ? 2 : 1) * rcap, x->e)) == NULL)
+    /* kept, from a link that says what it holds (shared memory): the
+     * allgather receives whole elements straight into buf, not through the
+     * receive ring (recv_whole) */
+    int direct = keep != NULL && prev->l->ops->readable != NULL;
+    size_t rings = (nreduce > 1 ? 2 : 1) * rcap;
+    if (nreduce > 0 && (ring = rally__coll_scratch(c, rings + (direct ? es : 0), x->e)) == NULL)
         return x->e->code;
     if (nreduce > 1)
         st.ring = ring + rcap;
+    unsigned char *tail = direct ? ring + rings : NULL;
+    size_t tail_n = 0;
     /* where partial sums that miss the stage wait: buf, or keep, so that
      * buf only ever changes to final values */
     unsigned char *part = keep != NULL ? keep : buf;
@@ -191,7 +225,7 @@ int rally__ring_run(struct rally__run *x, const struct rally__ring *rg, const un
             size_t rlen = rk < nseg ? len[SEG(rk, 1)] : 0;
             unsigned char *dst;
             size_t n = rlen - rpos;
-            if (rk < nreduce || keep != NULL) {
+            if (rk < nreduce || (keep != NULL && !direct)) {
                 size_t pos = rtotal % rcap;
                 if (n > rcap - (rtotal - ptotal))
                     n = rcap - (rtotal - ptotal);
@@ -201,11 +235,13 @@ int rally__ring_run(struct rally__run *x, const struct rally__ring *rg, const un
             } else {
                 dst = buf + (rk < nseg ? off[SEG(rk, 1)] : 0) + rpos;
             }
-            long m = rally__chan_recv(x, prev, dst, n, &moved);
+            long m = direct && rk >= nreduce && rk < nseg
+                         ? recv_whole(x, prev, dst, n, es, tail, &tail_n, &moved)
+                         : rally__chan_recv(x, prev, dst, n, &moved);
             if (m < 0)
                 return x->e->code;
             rpos += (size_t)m;
-            if (rk < nreduce || keep != NULL)
+            if (rk < nreduce || (keep != NULL && !direct))
                 rtotal += (size_t)m;
             if (rk < nseg && rpos == rlen) {
                 rk++;
@@ -219,7 +255,7 @@ int rally__ring_run(struct rally__run *x, const struct rally__ring *rg, const un
         while (pk < rk || (pk == rk && pk < nseg)) {
             size_t plen = len[SEG(pk, 1)];
             size_t have = pk < rk ? plen : rpos;
-            if (pk >= nreduce && keep == NULL) { /* received straight into buf */
+            if (pk >= nreduce && (keep == NULL || direct)) { /* received straight into buf */
                 if (h != NULL && have > ppos)
                     h->final(h->arg, off[SEG(pk, 1)] + ppos, have - ppos,
                              buf + off[SEG(pk, 1)] + ppos);

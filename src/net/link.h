@@ -12,6 +12,11 @@
  *          The message names the peer by l->what.
  *   recv   the same into a[0..an) then b[0..bn).  A peer that closed is -1
  *          (RALLY_EPEER), never 0.
+ *   readable  (NULL for TCP) the bytes a recv would move now, at least: a
+ *          recv of no more than that moves exactly what it asks (shm.c:
+ *          what the peer wrote into the ring).  The ring's allgather uses it
+ *          to receive whole elements straight into a kept allreduce's
+ *          buffer (coll/ring.c, recv_whole).
  *   handles  fills h[0..RALLY__LINK_HANDLES) with what to wait on for the
  *          directions want names (RALLY__WANT_IN / RALLY__WANT_OUT) after an
  *          op would block, and returns how many: TCP's socket, readable or
@@ -62,6 +67,7 @@ struct rally__link_ops {
                  struct rally__err *e);
     long (*recv)(struct rally__link *l, void *a, size_t an, void *b, size_t bn,
                  struct rally__err *e);
+    size_t (*readable)(const struct rally__link *l);
     int (*handles)(const struct rally__link *l, int want, struct rally__handle *h);
     void (*close)(struct rally__link *l);
     int (*ready)(const struct rally__link *l, int want);

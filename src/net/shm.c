@@ -184,6 +184,13 @@ static long shm_recv(struct rally__link *l, void *a, size_t an, void *b, size_t 
     return (long)(na + nb);
 }
 
+static size_t shm_readable(const struct rally__link *l)
+{
+    const struct shm *s = l->t.p;
+    uint64_t head = atomic_load_explicit(&s->in.c->head, memory_order_acquire);
+    return head - s->in.mine > s->cap ? 0 : (size_t)(head - s->in.mine);
+}
+
 static int shm_ready(const struct rally__link *l, int want)
 {
     const struct shm *s = l->t.p;
@@ -271,6 +278,7 @@ const struct rally__link_ops rally__shm_ops = {
     .name = "shm",
     .send = shm_send,
     .recv = shm_recv,
+    .readable = shm_readable,
     .handles = shm_handles,
     .close = shm_close,
     .ready = shm_ready,
