@@ -25,8 +25,9 @@
  *                              copies - 1); each rank's pieces sit packed,
  *                              in order, in part_nbytes bytes; and below
  *                              RALLY__PART_MIN, with copies 0 or >= world,
- *                              or fewer elements than workers the result is
- *                              kept whole
+ *                              fewer elements than workers, or an algorithm
+ *                              that runs out of place the result is kept
+ *                              whole
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -61,7 +62,7 @@ static void part_covers_each_piece(void **state)
                     f.rb.world = w;
                     f.cfg.result_copies = k;
                     uint64_t count = counts[ci], whole = count * es;
-                    struct rally__part pt = rally__part_plan(&f.rb, whole, count);
+                    struct rally__part pt = rally__part_plan(&f.rb, whole, count, 1);
                     assert_int_equal(pt.copies, k < w ? (uint32_t)k : 0);
                     if (pt.copies == 0)
                         continue;
@@ -92,11 +93,13 @@ static void part_covers_each_piece(void **state)
                 }
     f.rb.world = 4;
     f.cfg.result_copies = 2;
-    assert_int_equal(rally__part_plan(&f.rb, RALLY__PART_MIN - 1, RALLY__PART_MIN - 1).copies, 0);
-    assert_int_equal(rally__part_plan(&f.rb, RALLY__PART_MIN, 3).copies, 0); /* 3 < 4 elements */
-    assert_int_equal(rally__part_plan(&f.rb, RALLY__PART_MIN, RALLY__PART_MIN).copies, 2);
+    assert_int_equal(rally__part_plan(&f.rb, RALLY__PART_MIN - 1, RALLY__PART_MIN - 1, 1).copies,
+                     0);
+    assert_int_equal(rally__part_plan(&f.rb, RALLY__PART_MIN, 3, 1).copies, 0); /* 3 < 4 elements */
+    assert_int_equal(rally__part_plan(&f.rb, RALLY__PART_MIN, RALLY__PART_MIN, 1).copies, 2);
+    assert_int_equal(rally__part_plan(&f.rb, RALLY__PART_MIN, RALLY__PART_MIN, 0).copies, 0);
     f.cfg.result_copies = 0;
-    assert_int_equal(rally__part_plan(&f.rb, RALLY__PART_MIN, RALLY__PART_MIN).copies, 0);
+    assert_int_equal(rally__part_plan(&f.rb, RALLY__PART_MIN, RALLY__PART_MIN, 1).copies, 0);
 }
 
 static void setup(struct fixture *f)

@@ -239,6 +239,12 @@ int rally__allreduce(struct rally__comm *c, const void *in, void *buf, size_t co
     }
 }
 
+int rally__allreduce_in_place(const struct rally__comm *c, size_t count,
+                              const struct rally__reducer *rd)
+{
+    return algorithm(c, count * rd->elem_nbytes, count, rd) == ALG_RING;
+}
+
 /* The ring keeps natively; the other algorithms (sizes up to
  * hd_threshold) write into scratch and the result is copied into buf once
  * complete here, so buf holds its input until then. */

@@ -116,11 +116,13 @@ unsigned char *rally__robust_scratch(struct rally__robust *rb, uint64_t nbytes)
     return s->p;
 }
 
-struct rally__part rally__part_plan(const struct rally__robust *rb, uint64_t whole, uint64_t count)
+struct rally__part rally__part_plan(const struct rally__robust *rb, uint64_t whole, uint64_t count,
+                                    int in_place)
 {
     struct rally__part pt = {whole, count, (uint32_t)rb->world, 0};
     int64_t k = rb->cfg->result_copies;
-    if (k > 0 && k < rb->world && whole >= RALLY__PART_MIN && count >= (uint64_t)rb->world)
+    if (in_place && k > 0 && k < rb->world && whole >= RALLY__PART_MIN &&
+        count >= (uint64_t)rb->world)
         pt.copies = (uint32_t)k;
     return pt;
 }

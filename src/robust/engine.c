@@ -228,7 +228,8 @@ static int run_allreduce(struct rally__robust *rb, struct rally__op *op, unsigne
     if (rb->pos.retried)
         return retry_allreduce(rb, op, c, res);
     if (c->kept == NULL) {
-        c->pt = rally__part_plan(rb, c->nbytes, c->count);
+        c->pt = rally__part_plan(rb, c->nbytes, c->count,
+                                 rally__allreduce_in_place(&rb->comm, c->count, c->rd));
         uint64_t kn = rally__part_nbytes(&c->pt, rb->rank);
         if ((c->kept = rally__robust_buf(rb, kn)) == NULL)
             return rally__fail(rb->err, RALLY_ENOMEM, "out of memory for a %zu-byte allreduce",

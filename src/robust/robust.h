@@ -355,9 +355,12 @@ int rally__robust_cache_put(struct rally__robust *rb, uint64_t key, const struct
  * of memory.  Its pages are touched only where it is written. */
 unsigned char *rally__robust_scratch(struct rally__robust *rb, uint64_t nbytes);
 /* The part this worker keeps of a result of whole bytes, count elements:
- * pieces when rally_result_copies is below the world and the result is
- * big, else all of it. */
-struct rally__part rally__part_plan(const struct rally__robust *rb, uint64_t whole, uint64_t count);
+ * pieces when rally_result_copies is below the world, the result is big
+ * and the allreduce runs in place (the ring: the others write the whole
+ * result into the cache buffer anyway, so keeping it costs nothing more),
+ * else all of it. */
+struct rally__part rally__part_plan(const struct rally__robust *rb, uint64_t whole, uint64_t count,
+                                    int in_place);
 /* Piece p's bytes of the result: its offset, and its length in *len. */
 uint64_t rally__part_piece(const struct rally__part *pt, int p, uint64_t *len);
 /* Whether rank keeps piece p, and where it sits in what rank keeps. */
