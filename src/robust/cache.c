@@ -104,12 +104,12 @@ const struct rally__entry *rally__robust_cache_find(const struct rally__robust *
 unsigned char *rally__robust_scratch(struct rally__robust *rb, uint64_t nbytes)
 {
     struct rally__sbuf *s = &rb->cache.scratch;
-    if (s->cap < nbytes) { /* malloc, not warm: the stage takes most partial sums */
+    if (s->cap < nbytes) { /* warm: partial sums land anywhere in it, a few pages a call */
         if (nbytes > SIZE_MAX)
             return NULL;
         free(s->p);
         s->cap = 0;
-        if ((s->p = malloc((size_t)nbytes)) == NULL)
+        if ((s->p = rally__malloc_warm((size_t)nbytes)) == NULL)
             return NULL;
         s->cap = nbytes;
     }

@@ -352,7 +352,7 @@ const struct rally__entry *rally__robust_cache_find(const struct rally__robust *
 int rally__robust_cache_put(struct rally__robust *rb, uint64_t key, const struct rally__sig *sig,
                             unsigned char *data, uint64_t nbytes, const struct rally__part *part);
 /* A buffer of nbytes for scratch, the engine's one, reused; NULL when out
- * of memory.  Its pages are touched only where it is written. */
+ * of memory.  Its pages are populated when it grows. */
 unsigned char *rally__robust_scratch(struct rally__robust *rb, uint64_t nbytes);
 /* The part this worker keeps of a result of whole bytes, count elements:
  * pieces when rally_result_copies is below the world, the result is big
