@@ -233,28 +233,31 @@ int rally__allreduce(struct rally__comm *c, const void *in, void *buf, size_t co
     case ALG_HIER:
         return finish(c, rally__hier_allreduce(c, in, buf, count, rd, sig));
     case ALG_HD:
-        return finish(c, rally__hd_allreduce(c, in, buf, count, rd, sig));
+        return finish(c, rally__hd_allreduce(c, in, buf, count, rd, sig, NULL, NULL));
     default:
         return finish(c, ring_allreduce(c, in, buf, count, rd, sig, NULL, NULL));
     }
 }
 
-int rally__allreduce_in_place(const struct rally__comm *c, size_t count,
-                              const struct rally__reducer *rd)
+int rally__allreduce_in_place(struct rally__comm *c, size_t count, const struct rally__reducer *rd)
 {
-    return algorithm(c, count * rd->elem_nbytes, count, rd) == ALG_RING;
+    int alg = algorithm(c, count * rd->elem_nbytes, count, rd);
+    return alg == ALG_RING || (alg == ALG_HD && rally__hd_lands_direct(c));
 }
 
-/* The ring keeps natively; the other algorithms (sizes up to
- * hd_threshold) write into scratch and the result is copied into buf once
- * complete here, so buf holds its input until then. */
+/* The ring keeps natively, and halving-doubling over shared memory; the
+ * other algorithms write into scratch and the result is copied into buf
+ * once complete here, so buf holds its input until then. */
 int rally__allreduce_keep(struct rally__comm *c, void *buf, void *scratch, size_t count,
                           const struct rally__reducer *rd, const struct rally__sig *sig,
                           const struct rally__final_hook *h)
 {
     size_t total = count * rd->elem_nbytes;
-    if (algorithm(c, total, count, rd) == ALG_RING)
+    int alg = algorithm(c, total, count, rd);
+    if (alg == ALG_RING)
         return finish(c, ring_allreduce(c, buf, buf, count, rd, sig, scratch, h));
+    if (alg == ALG_HD && rally__hd_lands_direct(c))
+        return finish(c, rally__hd_allreduce(c, buf, buf, count, rd, sig, scratch, h));
     int rc = rally__allreduce(c, buf, scratch, count, rd, sig);
     if (rc != RALLY_OK || total == 0)
         return rc;

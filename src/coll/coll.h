@@ -154,10 +154,9 @@ struct rally__final_hook {
 int rally__allreduce_keep(struct rally__comm *c, void *buf, void *scratch, size_t count,
                           const struct rally__reducer *rd, const struct rally__sig *sig,
                           const struct rally__final_hook *h);
-/* 1 when rally__allreduce_keep runs in place (the ring): its result never
- * passes through scratch whole. */
-int rally__allreduce_in_place(const struct rally__comm *c, size_t count,
-                              const struct rally__reducer *rd);
+/* 1 when rally__allreduce_keep runs in place (the ring; halving-doubling
+ * over shared memory): its result never passes through scratch whole. */
+int rally__allreduce_in_place(struct rally__comm *c, size_t count, const struct rally__reducer *rd);
 
 int rally__broadcast(struct rally__comm *c, void *buf, size_t nbytes, int root,
                      const struct rally__sig *sig);

@@ -27,11 +27,52 @@ static void fold_some(const struct rally__reducer *rd, struct fold *f, size_t up
     f->done = upto;
 }
 
+/* Kept (rally__allreduce_keep): where final values land.  buf changes only
+ * from its input to final values, whole elements at a time, straight from
+ * links that say what they hold (rally__hd_lands_direct), and h hears each
+ * range as it lands. */
+struct land {
+    const struct rally__final_hook *h;
+    unsigned char *tail; /* an element that arrived in part (es bytes) */
+    size_t tail_n;
+};
+
+int rally__hd_lands_direct(struct rally__comm *c)
+{
+    const struct rally__topo *t = &c->topo;
+    int v = t->hd_vrank, r = t->rank, ok = 1;
+    struct rally__link *l;
+    if (v < 0) /* folded away: the result comes from r - 1 */
+        return (l = rally__comm_link(c, r - 1)) != NULL && l->ops->readable != NULL;
+    for (int d = 1; d < t->hd_p && ok; d *= 2)
+        ok = (l = rally__comm_link(c, rally__topo_hd_real(t, v ^ d))) != NULL &&
+             l->ops->readable != NULL;
+    return ok;
+}
+
+/* Receives final values into dst = buf + at, up to rn bytes (*got so far). */
+static int land_some(struct rally__run *x, struct rally__chan *ch, unsigned char *dst, size_t at,
+                     size_t *got, size_t rn, size_t es, struct land *ld, int *moved)
+{
+    while (*got < rn) {
+        long m =
+            rally__chan_recv_whole(x, ch, dst + *got, rn - *got, es, ld->tail, &ld->tail_n, moved);
+        if (m < 0)
+            return -1;
+        if (m == 0)
+            break;
+        ld->h->final(ld->h->arg, at + *got, (size_t)m, dst + *got);
+        *got += (size_t)m;
+    }
+    return 0;
+}
+
 /* Sends src[0..sn) and receives dst[0..rn) on ch at the same time (either
- * may be empty); with f, arrived whole elements are folded chunk by chunk. */
+ * may be empty); with f, arrived whole elements are folded chunk by chunk;
+ * with ld, dst = buf + at receives final values as ld says. */
 static int exchange(struct rally__run *x, struct rally__chan *ch, const unsigned char *src,
                     size_t sn, unsigned char *dst, size_t rn, const struct rally__reducer *rd,
-                    struct fold *f)
+                    struct fold *f, struct land *ld, size_t at)
 {
     size_t es = rd->elem_nbytes;
     size_t chunk = x->c->chunk < es ? es : rally__round_down(x->c->chunk, es);
@@ -39,7 +80,9 @@ static int exchange(struct rally__run *x, struct rally__chan *ch, const unsigned
     for (;;) {
         int moved = 0;
         if (rally__send_upto(x, ch, src, &sent, sn, &moved) < 0 ||
-            rally__recv_upto(x, ch, dst, &got, rn, &moved) < 0 || rally__pump_sigs(x, &moved) < 0)
+            (ld == NULL ? rally__recv_upto(x, ch, dst, &got, rn, &moved)
+                        : land_some(x, ch, dst, at, &got, rn, es, ld, &moved)) < 0 ||
+            rally__pump_sigs(x, &moved) < 0)
             return -1;
         if (f != NULL) {
             size_t a = rally__round_down(got, es);
@@ -77,9 +120,13 @@ static int sigs_done(struct rally__run *x)
 }
 
 /* Recursive halving-doubling (docs/determinism.md has the order): fold the
- * extra ranks in, halve, double, hand the result to the folded ranks. */
+ * extra ranks in, halve, double, hand the result to the folded ranks.
+ * Kept (keep, in == buf: rally__allreduce_keep, when
+ * rally__hd_lands_direct), partial values go to keep instead of buf, and
+ * final values land in buf as struct land says. */
 int rally__hd_allreduce(struct rally__comm *c, const unsigned char *in, unsigned char *buf,
-                        size_t count, const struct rally__reducer *rd, const struct rally__sig *sig)
+                        size_t count, const struct rally__reducer *rd, const struct rally__sig *sig,
+                        unsigned char *keep, const struct rally__final_hook *h)
 {
     struct rally__run x;
     rally__run_start(&x, c, sig);
@@ -87,31 +134,40 @@ int rally__hd_allreduce(struct rally__comm *c, const unsigned char *in, unsigned
     size_t es = rd->elem_nbytes, total = count * es;
     int p = t->hd_p, v = t->hd_vrank, r = t->rank;
     struct rally__chan *ch;
+    /* where partial values may go: buf, or keep, so that buf only ever
+     * changes to final values */
+    unsigned char *pb = keep != NULL ? keep : buf;
+    /* the scratch space a step receives into, then the land's tail (kept);
+     * a folded rank needs only the tail */
+    size_t room = v < 0 ? 0 : total;
+    unsigned char *space = NULL;
+    if ((v >= 0 || keep != NULL) &&
+        (space = rally__coll_scratch(c, room + (keep != NULL ? es : 0), x.e)) == NULL)
+        return x.e->code;
+    struct land kept = {h, space != NULL ? space + room : NULL, 0};
+    struct land *ld = keep != NULL ? &kept : NULL;
 
     if (v < 0) { /* folded away: hand the input to r - 1, get the result back */
         if ((ch = rally__chan_of(&x, r - 1)) == NULL)
             return rally__fail(x.e, RALLY_ESTATE, "no link to rank %d", r - 1);
-        if (exchange(&x, ch, in, total, buf, 0, rd, NULL) < 0 ||
-            exchange(&x, ch, in, 0, buf, total, rd, NULL) < 0)
+        if (exchange(&x, ch, in, total, buf, 0, rd, NULL, NULL, 0) < 0 ||
+            exchange(&x, ch, in, 0, buf, total, rd, NULL, ld, 0) < 0)
             return x.e->code;
         return sigs_done(&x);
     }
-    /* This rank's partial values live at cur (in, buf or the scratch space,
+    /* This rank's partial values live at cur (in, pb or the scratch space,
      * all at the same offsets); a step receives into another of them and
-     * reduces in place there or into buf, so nothing is copied but the
+     * reduces in place there or into pb, so nothing is copied but the
      * final block. */
     const unsigned char *cur = in;
     struct rally__chan *folded = NULL;
-    unsigned char *space = rally__coll_scratch(c, total, x.e);
-    if (space == NULL)
-        return x.e->code;
     if (r < 2 * t->hd_extra) { /* absorb r + 1: y = x_r (+) x_(r+1) */
         if ((folded = rally__chan_of(&x, r + 1)) == NULL)
             return rally__fail(x.e, RALLY_ESTATE, "no link to rank %d", r + 1);
-        struct fold f = {buf, in, space, 0};
-        if (exchange(&x, folded, in, 0, space, total, rd, &f) < 0)
+        struct fold f = {pb, in, space, 0};
+        if (exchange(&x, folded, in, 0, space, total, rd, &f, NULL, 0) < 0)
             return x.e->code;
-        cur = buf;
+        cur = pb;
     }
     /* halving: keep the half my bit of d picks, the lower virtual rank's value on the left */
     int a = 0, b = p;
@@ -122,16 +178,16 @@ int rally__hd_allreduce(struct rally__comm *c, const unsigned char *in, unsigned
             return rally__fail(x.e, RALLY_ESTATE, "no link to rank %d", peer);
         size_t k0 = hd_at(count, es, ka, p), k1 = hd_at(count, es, kb, p);
         size_t s0 = hd_at(count, es, sa, p), s1 = hd_at(count, es, sb, p);
-        int writable = cur != in || in == buf;
-        unsigned char *rx = cur == buf || (low && !writable) ? space : buf, *out;
+        int writable = cur != in || in == pb;
+        unsigned char *rx = cur == pb || (low && !writable) ? space : pb, *out;
         struct fold f;
         if (low && writable) /* cur (+)= arrived */
             out = (unsigned char *)cur, f = (struct fold){out + k0, cur + k0, rx + k0, 0};
-        else if (low) /* buf = in (+) arrived */
-            out = buf, f = (struct fold){buf + k0, cur + k0, rx + k0, 0};
+        else if (low) /* pb = in (+) arrived */
+            out = pb, f = (struct fold){pb + k0, cur + k0, rx + k0, 0};
         else /* arrived (+)= cur */
             out = rx, f = (struct fold){rx + k0, rx + k0, cur + k0, 0};
-        if (exchange(&x, ch, cur + s0, s1 - s0, rx + k0, k1 - k0, rd, &f) < 0)
+        if (exchange(&x, ch, cur + s0, s1 - s0, rx + k0, k1 - k0, rd, &f, NULL, 0) < 0)
             return x.e->code;
         cur = out;
         a = ka;
@@ -140,6 +196,8 @@ int rally__hd_allreduce(struct rally__comm *c, const unsigned char *in, unsigned
     if (cur != buf) {
         size_t m0 = hd_at(count, es, a, p), m1 = hd_at(count, es, b, p);
         memcpy(buf + m0, cur + m0, m1 - m0);
+        if (ld != NULL)
+            h->final(h->arg, m0, m1 - m0, cur + m0);
     }
     /* doubling: trade what I hold for my partner's block of the same size */
     for (int d = p / 2; d >= 1; d /= 2) {
@@ -149,12 +207,12 @@ int rally__hd_allreduce(struct rally__comm *c, const unsigned char *in, unsigned
             return rally__fail(x.e, RALLY_ESTATE, "no link to rank %d", peer);
         size_t m0 = hd_at(count, es, a, p), m1 = hd_at(count, es, b, p);
         size_t p0 = hd_at(count, es, pa, p), p1 = hd_at(count, es, pa + w, p);
-        if (exchange(&x, ch, buf + m0, m1 - m0, buf + p0, p1 - p0, rd, NULL) < 0)
+        if (exchange(&x, ch, buf + m0, m1 - m0, buf + p0, p1 - p0, rd, NULL, ld, p0) < 0)
             return x.e->code;
         a = a < pa ? a : pa;
         b = a + 2 * w;
     }
-    if (folded != NULL && exchange(&x, folded, buf, total, buf, 0, rd, NULL) < 0)
+    if (folded != NULL && exchange(&x, folded, buf, total, buf, 0, rd, NULL, NULL, 0) < 0)
         return x.e->code;
     return sigs_done(&x);
 }
@@ -185,7 +243,7 @@ int rally__rd_allreduce(struct rally__comm *c, const unsigned char *in, unsigned
         if (ch == NULL)
             return rally__fail(x.e, RALLY_ESTATE, "no link to rank %d", peer);
         unsigned char *rx = cur == space ? space + total : space;
-        if (exchange(&x, ch, cur, total, rx, total, rd, NULL) < 0)
+        if (exchange(&x, ch, cur, total, rx, total, rd, NULL, NULL, 0) < 0)
             return x.e->code;
         if ((t->hd_vrank & d) == 0) { /* mine (+) arrived */
             unsigned char *out = cur == in && in != buf ? buf : (unsigned char *)cur;

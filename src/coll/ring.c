@@ -112,31 +112,6 @@ int rally__ring_stream(struct rally__comm *c, const unsigned char *in, unsigned 
     return rally__ring_run(&x, &ring, in, buf, off, len, nseg, nreduce, rd, keep, h, NULL);
 }
 
-/* Receives up to n bytes (whole elements of es) of a kept allreduce's
- * allgather straight into dst, from a link that says what it holds
- * (readable): only whole elements ever land in dst, so a failure never
- * leaves one half input, half final.  An element that has only partly
- * arrived waits in tail (es bytes, *tail_n of them there); a recv into it
- * also notices a peer that went away.  Returns the bytes landed in dst (0:
- * none yet), -1 on failure. */
-static long recv_whole(struct rally__run *x, struct rally__chan *ch, unsigned char *dst, size_t n,
-                       size_t es, unsigned char *tail, size_t *tail_n, int *moved)
-{
-    size_t can = *tail_n == 0 && ch->in_done == RALLY__SIG_NBYTES
-                     ? rally__round_down(ch->l->ops->readable(ch->l), es)
-                     : 0;
-    if (can > 0) /* there whole: a recv of no more moves exactly that */
-        return rally__chan_recv(x, ch, dst, n < can ? n : can, moved);
-    long m = rally__chan_recv(x, ch, tail + *tail_n, es - *tail_n, moved);
-    if (m <= 0)
-        return m;
-    if ((*tail_n += (size_t)m) < es)
-        return 0;
-    memcpy(dst, tail, es);
-    *tail_n = 0;
-    return (long)es;
-}
-
 int rally__ring_run(struct rally__run *x, const struct rally__ring *rg, const unsigned char *in,
                     unsigned char *buf, const size_t *off, const size_t *len, int nseg, int nreduce,
                     const struct rally__reducer *rd, unsigned char *keep,
@@ -156,7 +131,7 @@ int rally__ring_run(struct rally__run *x, const struct rally__ring *rg, const un
     st.cap = rcap;
     /* kept, from a link that says what it holds (shared memory): the
      * allgather receives whole elements straight into buf, not through the
-     * receive ring (recv_whole) */
+     * receive ring (rally__chan_recv_whole) */
     int direct = keep != NULL && prev->l->ops->readable != NULL;
     size_t rings = (nreduce > 1 ? 2 : 1) * rcap;
     if (nreduce > 0 && (ring = rally__coll_scratch(c, rings + (direct ? es : 0), x->e)) == NULL)
@@ -236,7 +211,7 @@ int rally__ring_run(struct rally__run *x, const struct rally__ring *rg, const un
                 dst = buf + (rk < nseg ? off[SEG(rk, 1)] : 0) + rpos;
             }
             long m = direct && rk >= nreduce && rk < nseg
-                         ? recv_whole(x, prev, dst, n, es, tail, &tail_n, &moved)
+                         ? rally__chan_recv_whole(x, prev, dst, n, es, tail, &tail_n, &moved)
                          : rally__chan_recv(x, prev, dst, n, &moved);
             if (m < 0)
                 return x->e->code;

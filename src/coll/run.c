@@ -170,6 +170,24 @@ long rally__chan_recv(struct rally__run *x, struct rally__chan *ch, void *payloa
     return k - (long)left;
 }
 
+long rally__chan_recv_whole(struct rally__run *x, struct rally__chan *ch, unsigned char *dst,
+                            size_t n, size_t es, unsigned char *tail, size_t *tail_n, int *moved)
+{
+    size_t can = *tail_n == 0 && ch->in_done == RALLY__SIG_NBYTES
+                     ? rally__round_down(ch->l->ops->readable(ch->l), es)
+                     : 0;
+    if (can > 0) /* there whole: a recv of no more moves exactly that */
+        return rally__chan_recv(x, ch, dst, n < can ? n : can, moved);
+    long m = rally__chan_recv(x, ch, tail + *tail_n, es - *tail_n, moved);
+    if (m <= 0)
+        return m;
+    if ((*tail_n += (size_t)m) < es)
+        return 0;
+    memcpy(dst, tail, es);
+    *tail_n = 0;
+    return (long)es;
+}
+
 /* Sends base[*done, limit) (the signature first) until the link would
  * block; -1 on failure. */
 int rally__send_upto(struct rally__run *x, struct rally__chan *ch, const unsigned char *base,

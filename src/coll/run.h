@@ -90,12 +90,26 @@ static inline size_t rally__round_down(size_t v, size_t m)
 int rally__tree_allreduce(struct rally__comm *c, const unsigned char *in, unsigned char *buf,
                           size_t total, const struct rally__reducer *rd,
                           const struct rally__sig *sig);
+/* 1 when every link a kept halving-doubling receives final values on says
+ * what it holds (shared memory), so that they land straight in the
+ * caller's buffer, whole elements at a time; over others the result goes
+ * out of place (rally__allreduce_keep). */
+int rally__hd_lands_direct(struct rally__comm *c);
 int rally__hd_allreduce(struct rally__comm *c, const unsigned char *in, unsigned char *buf,
-                        size_t count, const struct rally__reducer *rd,
-                        const struct rally__sig *sig);
+                        size_t count, const struct rally__reducer *rd, const struct rally__sig *sig,
+                        unsigned char *keep, const struct rally__final_hook *h);
 int rally__rd_allreduce(struct rally__comm *c, const unsigned char *in, unsigned char *buf,
                         size_t count, const struct rally__reducer *rd,
                         const struct rally__sig *sig);
+/* Receives up to n bytes (whole elements of es) of final values straight
+ * into dst, from a link that says what it holds (its readable op: shared
+ * memory): only whole elements ever land in dst, so a failure never leaves
+ * one half input, half final.  An element that has only partly arrived
+ * waits in tail (es bytes, *tail_n of them there); a recv into it also
+ * notices a peer that went away.  Returns the bytes landed in dst (0: none
+ * yet), -1 on failure.  Kept allreduces use it (ring.c, hd.c). */
+long rally__chan_recv_whole(struct rally__run *x, struct rally__chan *ch, unsigned char *dst,
+                            size_t n, size_t es, unsigned char *tail, size_t *tail_n, int *moved);
 /* nseg segments (off[s], len[s] in bytes) streamed around the ring, the
  * first nreduce of them reduced with rd (NULL: none, an allgather).  With
  * keep (scratch: an allreduce in place, in == buf, rally__allreduce_keep),

@@ -35,9 +35,14 @@ void *rally__malloc_warm(size_t n)
     return p;
 }
 
+int rally__copy_streams(size_t n)
+{
+    return n >= STREAM_MIN_NBYTES;
+}
+
 void rally__copy_result(void *dst, const void *src, size_t n)
 {
-    if (n >= STREAM_MIN_NBYTES)
+    if (rally__copy_streams(n))
         rally__copy_stream(dst, src, n);
     else
         memcpy(dst, src, n);

@@ -10,6 +10,8 @@
 /* dst[0..n) = src[0..n), bypassing the caches from 4 MiB up: a result
  * copied after its collective has mostly left them. */
 void rally__copy_result(void *dst, const void *src, size_t n);
+/* 1 when rally__copy_result copies n bytes with streaming stores. */
+int rally__copy_streams(size_t n);
 /* The same with streaming stores at any size (a copy nobody reads soon). */
 void rally__copy_stream(void *dst, const void *src, size_t n);
 

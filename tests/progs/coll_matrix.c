@@ -19,13 +19,13 @@
  * size-from-root), and fixed and variable allgather.  With "big", also a
  * 16 MiB float sum and a 16 MiB int64 sum, and a 5 MiB float sum into a
  * buffer 4 bytes off 16-byte alignment.  With "late", only ring-sized float
- * and int64 sums and a 12-byte custom reduction, each entered by rank 1 half
- * a second after the others: its predecessor's sends back up while it goes
- * on reducing, so the ring's stage for partial sums fills and the partial
- * sums also take the overflow path (coll.c, struct stage), and a full
- * shared-memory ring (1 MiB, no multiple of 12) cuts 12-byte elements, which
- * the kept allgather must not land in the buffer half-received (ring.c,
- * recv_whole).  Each rank computes every rank's
+ * and int64 sums and 12-byte custom reductions (ring- and halving-doubling-
+ * sized), each entered by rank 1 half a second after the others: its
+ * predecessor's sends back up while it goes on reducing, so the ring's stage
+ * for partial sums fills and the partial sums also take the overflow path
+ * (coll.c, struct stage), and a full shared-memory ring (1 MiB, no multiple
+ * of 12) cuts 12-byte elements, which a kept allreduce must not land in the
+ * buffer half-received (run.c, rally__chan_recv_whole).  Each rank computes every rank's
  * input itself, runs the model, and compares; a difference prints the first
  * bad element and exits 1.
  *
@@ -459,15 +459,17 @@ int main(int argc, char **argv)
     if (late) {
         uint64_t lseed = 777;
         CHECK_RC(rally_register_reducer(R, 7, 12, 1, reduce_comm12, NULL), "register");
-        for (int k = 0; k < 6; k++) {
+        for (int k = 0; k < 8; k++) {
             if (rank == 1)
                 usleep(500 * 1000);
-            if (k % 3 == 0)
+            if (k % 4 == 0)
                 allreduce_case(RALLY_FLOAT, RALLY_SUM, (12u << 20) / 4 + 5, lseed++);
-            else if (k % 3 == 1)
+            else if (k % 4 == 1)
                 allreduce_case(RALLY_INT64, RALLY_SUM, (12u << 20) / 8 + 3, lseed++);
-            else
+            else if (k % 4 == 2)
                 custom_case(7, 1, (12u << 20) / 12 + 7, lseed++);
+            else /* halving-doubling's size (up to 8 MiB) */
+                custom_case(7, 1, (6u << 20) / 12 + 7, lseed++);
         }
         printf("rank %d of %d: %ld checks passed\n", rank, N, checks);
         return rally_finalize(R) == RALLY_OK ? 0 : 1;
