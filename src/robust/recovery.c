@@ -67,12 +67,6 @@ static int agree(struct rally__robust *rb, uint64_t v[S_N], int kind)
     return RALLY_OK;
 }
 
-/* Broadcasts (sig, bytes) from root; every worker takes part, and *out (a
- * rally__robust_buf, or with cap a store buffer of capacity *cap: a
- * checkpoint the store keeps) receives the bytes on workers that want them.
- * With cap every other worker receives into a store buffer too, a spare it
- * gives back: a checkpoint is big, and a spare's pages are warm (after a
- * membership change every worker takes part, most holding it already). */
 /* A transfer's head, broadcast from root: sig itself, in its wire form,
  * its sidecar carrying the bytes, then how many workers keep each piece of
  * the result (0: the root holds all of it, docs/recovery.md, "Results kept
@@ -98,15 +92,16 @@ static int head(struct rally__robust *rb, int root, struct rally__sig *sig, uint
     return RALLY_OK;
 }
 
-static int transfer(struct rally__robust *rb, int root, struct rally__sig *sig,
-                    const unsigned char *data, uint64_t nbytes, int want, unsigned char **out,
-                    uint64_t *out_nbytes, uint64_t *cap)
+/* A transfer's n bytes after its head, from root's data: every worker
+ * takes part, and *out (a rally__robust_buf, or with cap a store buffer of
+ * capacity *cap: a checkpoint the store keeps) receives the bytes on
+ * workers that want them.  With cap every other worker receives into a
+ * store buffer too, a spare it gives back: a checkpoint is big, and a
+ * spare's pages are warm (after a membership change every worker takes
+ * part, most holding it already). */
+static int body(struct rally__robust *rb, int root, const unsigned char *data, uint64_t n, int want,
+                unsigned char **out, uint64_t *out_nbytes, uint64_t *cap)
 {
-    uint32_t copies = 0;
-    uint64_t n = nbytes;
-    int rc = head(rb, root, sig, &n, &copies);
-    if (rc != RALLY_OK)
-        return rc;
     uint64_t c = 0;
     int store = cap != NULL && rb->rank != root;
     unsigned char *buf = rb->rank == root ? (unsigned char *)data
@@ -116,7 +111,7 @@ static int transfer(struct rally__robust *rb, int root, struct rally__sig *sig,
         return rally__fail(rb->err, RALLY_ENOMEM, "out of memory for a %llu-byte recovery transfer",
                            (unsigned long long)n);
     struct rally__sig ds = {RALLY__K_XFER_DATA, 0, 0, root, n, 0};
-    rc = rally__broadcast(&rb->comm, buf, (size_t)n, root, &ds);
+    int rc = rally__broadcast(&rb->comm, buf, (size_t)n, root, &ds);
     if (rb->rank == root)
         return rc;
     if (rc == RALLY_OK && want) {
@@ -130,6 +125,17 @@ static int transfer(struct rally__robust *rb, int root, struct rally__sig *sig,
         rally__robust_unbuf(rb, buf);
     }
     return rc;
+}
+
+/* Broadcasts (sig, bytes) from root: the head, then the body. */
+static int transfer(struct rally__robust *rb, int root, struct rally__sig *sig,
+                    const unsigned char *data, uint64_t nbytes, int want, unsigned char **out,
+                    uint64_t *out_nbytes, uint64_t *cap)
+{
+    uint32_t copies = 0;
+    uint64_t n = nbytes;
+    int rc = head(rb, root, sig, &n, &copies);
+    return rc != RALLY_OK ? rc : body(rb, root, data, n, want, out, out_nbytes, cap);
 }
 
 static int same_sig(const struct rally__sig *a, const struct rally__sig *b)
@@ -282,24 +288,8 @@ static int serve(struct rally__robust *rb, uint64_t at, int root, const struct r
     if (rc != RALLY_OK)
         return rc;
     int w = rb->world, whole = have != NULL && have->part.copies == 0;
-    if (copies == 0) { /* the root holds it whole */
-        unsigned char *buf = rb->rank == root ? have->data : rally__robust_buf(rb, n);
-        if (buf == NULL)
-            return rally__fail(rb->err, RALLY_ENOMEM,
-                               "out of memory for a %llu-byte recovery transfer",
-                               (unsigned long long)n);
-        struct rally__sig ds = {RALLY__K_XFER_DATA, 0, 0, root, n, 0};
-        rc = rally__broadcast(&rb->comm, buf, (size_t)n, root, &ds);
-        if (rb->rank == root)
-            return rc;
-        if (rc == RALLY_OK && want) {
-            *res = buf;
-            *res_nbytes = n;
-        } else {
-            rally__robust_unbuf(rb, buf);
-        }
-        return rc;
-    }
+    if (copies == 0) /* the root holds it whole */
+        return body(rb, root, rb->rank == root ? have->data : NULL, n, want, res, res_nbytes, NULL);
     struct rally__part pt = {n, sig->count, (uint32_t)w, copies};
     if (have != NULL && !whole && have->part.world != (uint32_t)w)
         have = NULL; /* cannot be: a change of the workers drops the cache */
