@@ -18,12 +18,16 @@
 #                   read own, write own (the reduction)          f + 2f on own
 #   allgather       read own to send f, write the ring f; read the ring,
 #                   write own (the copy out)                     f + f on own
-#   (robust)        the recovery cache's copy: up to rally_hd_threshold_bytes
-#                   (8 MiB) the result is copied in (read + write, 2); above,
-#                   on the ring, each final piece is streamed into the cache
-#                   buffer as it is made (a write, 1; docs/recovery.md)
-# memory accesses: 5f (+2, or +1 on the ring) on the vectors, 4f on the
-# rings, 9f (+2 or +1) in all.
+#   (robust)        the recovery cache's copy: below 256 KiB (the tree,
+#                   recursive doubling) the result is copied in (read +
+#                   write, 2); from 256 KiB (halving-doubling and the ring,
+#                   in place) each final piece the rank keeps is written
+#                   into the cache buffer as it is made, from the CPU cache
+#                   (1 a kept byte): all of the result at N = 2, 2/N of it
+#                   from N = 3 on (rally_result_copies=2; docs/recovery.md,
+#                   "Results kept in part")
+# memory accesses: 5f (+2, or +K/N) on the vectors, 4f on the rings, 9f
+# (+2 or +K/N) in all.
 # The vectors' accesses run at the best copy rate this machine showed at the
 # vector's size (ceiling memcpy-at, 1..min(N, cores) threads at once), the
 # rings' (1 MiB per link: they stay in cache) at the 1 MiB rate; a copied
@@ -101,14 +105,14 @@ function floor_shm(n, b, robust,    cv, cr, f) {
     cr = copybw(n, b < 1048576 ? b : 1048576)
     if (cv <= 0 || cr <= 0) return 0
     f = (n - 1) / n
-    return n * ((5 * f + (robust ? robust_extra(b) : 0)) * b / (2 * cv * 1e3) + \
+    return n * ((5 * f + (robust ? robust_extra(n, b) : 0)) * b / (2 * cv * 1e3) + \
                 4 * f * b / (2 * cr * 1e3))
 }
 # The robust call's accesses per byte beyond the plain collective's: the copy
-# into the cache (2) up to the default rally_hd_threshold_bytes, the ring's
-# streamed write (1) above it.
-function robust_extra(b) {
-    return b > 8388608 ? 1 : 2
+# into the cache (2) below the default ring threshold, the kept pieces'
+# write (1 a kept byte; a rank keeps 2 of N pieces, all at N = 2) from it.
+function robust_extra(n, b) {
+    return b < 262144 ? 2 : (n <= 2 ? 1 : 2 / n)
 }
 function floor_tcp(n, b,    c) {
     c = tcpbw(n)
@@ -189,7 +193,7 @@ END {
     # --- distance from the floor ---------------------------------------------
     print ""
     print "distance from the floor (column time / floor time, 1.0 = at the floor), sizes >= 64K;"
-    print "floors in us: shm robust (9f+2 accesses per byte per rank, 9f+1 above 8M), shm plain (9f), TCP sockets;"
+    print "floors in us: shm robust (9f+2 accesses per byte per rank below 256K, 9f+2/N from it, 9f+1 at N = 2), shm plain (9f), TCP sockets;"
     print "a column below 1.0 beat the model: its premise (e.g. two copies through a ring) does not hold for it"
     dfmt = "%-3s %5s | %9s %9s %9s | %9s %9s %9s | %9s %9s %9s %9s\n"
     printf dfmt, "N", "size", "shm-rob", "shm-plain", "tcp", "rally-shm", "plain", "mpi-shm",
