@@ -41,15 +41,10 @@ struct span {
     size_t off, n;
 };
 
-/* In-place calls whose whole result is one buffer of known size. */
-struct inplace {
-    void *buf;
-    size_t nbytes;
-    size_t count;
-    const struct rally__reducer *rd;
-    int root;
-    const void *send; /* allgather: this rank's block */
-    /* allreduce: what it keeps, and what a failed attempt left for the retry */
+/* An allreduce's own state: what it keeps, and what a failed attempt left
+ * for the retry.  Set field by field (allreduce_op, run_allreduce), never
+ * zeroed whole: a memset of it (rep stos) cost 10 ns of an 8-byte call. */
+struct keeping {
     struct rally__robust *rb;
     unsigned char *kept;   /* its cache buffer */
     unsigned char *whole;  /* scratch for all of it: kept, or the engine's */
@@ -61,6 +56,17 @@ struct inplace {
     struct span *fin; /* where buf holds final values, not its input */
     int nfin, capfin;
     int overflow; /* more ranges than fin[] holds: the retry cannot know */
+};
+
+/* In-place calls whose whole result is one buffer of known size. */
+struct inplace {
+    void *buf;
+    size_t nbytes;
+    size_t count;
+    const struct rally__reducer *rd;
+    int root;
+    const void *send;   /* allgather: this rank's block */
+    struct keeping *ar; /* allreduce */
 };
 
 static int deliver_inplace(struct rally__robust *rb, struct rally__op *op, const unsigned char *res,
@@ -80,22 +86,23 @@ static int deliver_inplace(struct rally__robust *rb, struct rally__op *op, const
  * (its pieces, packed in order, may wrap past the last piece). */
 static void plan_keep(struct inplace *c)
 {
-    const struct rally__part *pt = &c->pt;
-    c->nkeep = 0;
+    struct keeping *k = c->ar;
+    const struct rally__part *pt = &k->pt;
+    k->nkeep = 0;
     if (pt->copies == 0) {
-        c->keep[c->nkeep] = (struct span){0, c->nbytes};
-        c->keep_at[c->nkeep++] = 0;
+        k->keep[k->nkeep] = (struct span){0, c->nbytes};
+        k->keep_at[k->nkeep++] = 0;
         return;
     }
     size_t at = 0;
     int w = (int)pt->world;
     for (uint32_t j = 0; j < pt->copies; j++) {
-        uint64_t len, off = rally__part_piece(pt, (c->rb->rank + (int)j) % w, &len);
-        if (c->nkeep > 0 && c->keep[c->nkeep - 1].off + c->keep[c->nkeep - 1].n == off) {
-            c->keep[c->nkeep - 1].n += (size_t)len;
+        uint64_t len, off = rally__part_piece(pt, (k->rb->rank + (int)j) % w, &len);
+        if (k->nkeep > 0 && k->keep[k->nkeep - 1].off + k->keep[k->nkeep - 1].n == off) {
+            k->keep[k->nkeep - 1].n += (size_t)len;
         } else {
-            c->keep[c->nkeep] = (struct span){(size_t)off, (size_t)len};
-            c->keep_at[c->nkeep++] = at;
+            k->keep[k->nkeep] = (struct span){(size_t)off, (size_t)len};
+            k->keep_at[k->nkeep++] = at;
         }
         at += (size_t)len;
     }
@@ -103,30 +110,32 @@ static void plan_keep(struct inplace *c)
 
 /* The collective's final hook: buf[off, off + n) holds final values now,
  * and src the same bytes, still in the CPU cache: what this worker keeps
- * of them goes into its cache buffer (streamed: it is not read again
- * soon), unless they sit there already.  The ranges come in increasing
+ * of them goes into its cache buffer (streamed, as nobody reads it soon,
+ * but for a small whole result: k->stream), unless they sit there
+ * already.  The ranges come in increasing
  * order within a segment, so neighbours merge; the ring makes at most
  * N + 1. */
 static void note_final(void *arg, size_t off, size_t n, const unsigned char *src)
 {
     struct inplace *c = arg;
-    struct rally__robust *rb = c->rb;
-    for (int i = 0; i < c->nkeep && src != c->kept + off; i++) {
-        size_t lo = off > c->keep[i].off ? off : c->keep[i].off,
-               hi = off + n < c->keep[i].off + c->keep[i].n ? off + n
-                                                            : c->keep[i].off + c->keep[i].n;
-        if (lo < hi && c->stream)
-            rally__copy_stream(c->kept + c->keep_at[i] + (lo - c->keep[i].off), src + (lo - off),
+    struct keeping *k = c->ar;
+    struct rally__robust *rb = k->rb;
+    for (int i = 0; i < k->nkeep && src != k->kept + off; i++) {
+        size_t lo = off > k->keep[i].off ? off : k->keep[i].off,
+               hi = off + n < k->keep[i].off + k->keep[i].n ? off + n
+                                                            : k->keep[i].off + k->keep[i].n;
+        if (lo < hi && k->stream)
+            rally__copy_stream(k->kept + k->keep_at[i] + (lo - k->keep[i].off), src + (lo - off),
                                hi - lo);
         else if (lo < hi)
-            memcpy(c->kept + c->keep_at[i] + (lo - c->keep[i].off), src + (lo - off), hi - lo);
+            memcpy(k->kept + k->keep_at[i] + (lo - k->keep[i].off), src + (lo - off), hi - lo);
     }
-    if (c->nfin > 0 && c->fin[c->nfin - 1].off + c->fin[c->nfin - 1].n == off)
-        c->fin[c->nfin - 1].n += n;
-    else if (c->nfin < c->capfin)
-        c->fin[c->nfin++] = (struct span){off, n};
+    if (k->nfin > 0 && k->fin[k->nfin - 1].off + k->fin[k->nfin - 1].n == off)
+        k->fin[k->nfin - 1].n += n;
+    else if (k->nfin < k->capfin)
+        k->fin[k->nfin++] = (struct span){off, n};
     else
-        c->overflow = 1;
+        k->overflow = 1;
     rally__robust_mock(rb, rally__robust_version(rb), rally__robust_user_seq(rb),
                        RALLY__MOCK_FINAL);
 }
@@ -134,8 +143,9 @@ static void note_final(void *arg, size_t off, size_t n, const unsigned char *src
 /* The bit of every byte of c->buf that holds a final value here. */
 static void mark_final(const struct inplace *c, unsigned char *bits)
 {
-    for (int i = 0; i < c->nfin; i++)
-        for (size_t b = c->fin[i].off; b < c->fin[i].off + c->fin[i].n; b++)
+    struct keeping *k = c->ar;
+    for (int i = 0; i < k->nfin; i++)
+        for (size_t b = k->fin[i].off; b < k->fin[i].off + k->fin[i].n; b++)
             bits[b >> 3] |= (unsigned char)(1u << (b & 7));
 }
 
@@ -152,6 +162,7 @@ static void mark_final(const struct inplace *c, unsigned char *bits)
 static int retry_allreduce(struct rally__robust *rb, struct rally__op *op, struct inplace *c,
                            unsigned char **res)
 {
+    struct keeping *k = c->ar;
     size_t nb = c->nbytes, mb = (nb + 7) / 8;
     unsigned char *any = calloc(mb ? mb : 1, 1), *slot = NULL;
     struct rally__reducer orr;
@@ -163,11 +174,11 @@ static int retry_allreduce(struct rally__robust *rb, struct rally__op *op, struc
         rc = rally__fail(rb->err, RALLY_ENOMEM, "out of memory retrying a %zu-byte allreduce", nb);
         goto done;
     }
-    if (c->overflow) { /* cannot happen with the algorithms we have: said, not guessed */
+    if (k->overflow) { /* cannot happen with the algorithms we have: said, not guessed */
         rc = rally__fail(rb->err, RALLY_ESTATE,
                          "cannot retry an allreduce: its failed attempt wrote final values over "
                          "more than %d ranges of this rank's buffer",
-                         c->capfin);
+                         k->capfin);
         rally__robust_fatal(rb, rc, rb->err->msg);
         goto done;
     }
@@ -183,8 +194,8 @@ static int retry_allreduce(struct rally__robust *rb, struct rally__op *op, struc
             for (unsigned b = 0; any[i] != 0 && b < 8; b++)
                 if (any[i] >> b & 1)
                     slot[8 * i + b] = 0;
-        for (int i = 0; i < c->nfin; i++)
-            memcpy(slot + c->fin[i].off, c->buf + c->fin[i].off, c->fin[i].n);
+        for (int i = 0; i < k->nfin; i++)
+            memcpy(slot + k->fin[i].off, c->buf + k->fin[i].off, k->fin[i].n);
         if ((rc = rally__allreduce(&rb->comm, slot, slot, nb, &orr, &ds)) != RALLY_OK)
             goto done;
     }
@@ -192,9 +203,9 @@ static int retry_allreduce(struct rally__robust *rb, struct rally__op *op, struc
     rally__copy_result(c->buf, slot, nb);
     *res = slot;
     slot = NULL;
-    rally__robust_unbuf(rb, c->kept);
-    c->kept = NULL;
-    c->nfin = 0;
+    rally__robust_unbuf(rb, k->kept);
+    k->kept = NULL;
+    k->nfin = 0;
 done:
     rally__robust_unbuf(rb, slot);
     free(any);
@@ -204,13 +215,14 @@ done:
 /* The mock's flip of buf's middle byte, in what this worker keeps too. */
 static void arrived(struct rally__robust *rb, struct inplace *c)
 {
+    struct keeping *k = c->ar;
     unsigned char *b = c->buf, was = c->nbytes ? b[c->nbytes / 2] : 0;
     rally__robust_arrived(rb, b, NULL, c->nbytes);
     if (c->nbytes == 0 || b[c->nbytes / 2] == was)
         return;
-    for (int i = 0; i < c->nkeep; i++)
-        if (c->nbytes / 2 - c->keep[i].off < c->keep[i].n)
-            c->kept[c->keep_at[i] + c->nbytes / 2 - c->keep[i].off] ^= 1;
+    for (int i = 0; i < k->nkeep; i++)
+        if (c->nbytes / 2 - k->keep[i].off < k->keep[i].n)
+            k->kept[k->keep_at[i] + c->nbytes / 2 - k->keep[i].off] ^= 1;
 }
 
 /* The allreduce runs in place in the caller's buffer and leaves a copy of
@@ -227,14 +239,21 @@ static int run_allreduce(struct rally__robust *rb, struct rally__op *op, unsigne
                          uint64_t *res_nbytes)
 {
     struct inplace *c = op->ctx;
+    struct keeping *k = c->ar;
     *res_nbytes = c->nbytes;
     if (rb->pos.retried)
         return retry_allreduce(rb, op, c, res);
-    if (c->kept == NULL) {
-        c->pt = rally__part_plan(rb, c->nbytes, c->count,
-                                 rally__allreduce_in_place(&rb->comm, c->count, c->rd));
-        uint64_t kn = rally__part_nbytes(&c->pt, rb->rank);
-        if ((c->kept = rally__robust_buf(rb, kn)) == NULL)
+    if (k->kept == NULL) {
+        /* a small result (most calls) is kept whole: nothing to ask */
+        int big = c->nbytes >= RALLY__PART_MIN;
+        uint64_t kn = c->nbytes;
+        k->pt = (struct rally__part){c->nbytes, c->count, (uint32_t)rb->world, 0};
+        if (big) {
+            k->pt = rally__part_plan(rb, c->nbytes, c->count,
+                                     rally__allreduce_in_place(&rb->comm, c->count, c->rd));
+            kn = rally__part_nbytes(&k->pt, rb->rank);
+        }
+        if ((k->kept = rally__robust_buf(rb, kn)) == NULL)
             return rally__fail(rb->err, RALLY_ENOMEM, "out of memory for a %zu-byte allreduce",
                                c->nbytes);
         plan_keep(c);
@@ -242,38 +261,38 @@ static int run_allreduce(struct rally__robust *rb, struct rally__op *op, unsigne
          * run on; N = 8, 1 MiB: +7 % over plain streamed, +14 % cached);
          * a whole result below rally__copy_result's threshold is copied
          * through the cache (N = 2, 1 MiB: +15 % against +24 %) */
-        c->stream = c->pt.copies != 0 || rally__copy_streams(kn);
+        k->stream = big && (k->pt.copies != 0 || rally__copy_streams(kn));
     }
-    c->whole = c->pt.copies ? rally__robust_scratch(rb, c->nbytes) : c->kept;
-    if (c->whole == NULL)
+    k->whole = k->pt.copies ? rally__robust_scratch(rb, c->nbytes) : k->kept;
+    if (k->whole == NULL)
         return rally__fail(rb->err, RALLY_ENOMEM, "out of memory for a %zu-byte allreduce",
                            c->nbytes);
-    if (c->fin == NULL) { /* the engine's array, grown once for the world */
+    if (k->fin == NULL) { /* the engine's array, grown once for the world */
         int cap = 2 * rb->world + 4;
         if (rb->spans.cap < cap) {
-            void *v = realloc(rb->spans.v, (size_t)cap * sizeof *c->fin);
+            void *v = realloc(rb->spans.v, (size_t)cap * sizeof *k->fin);
             if (v == NULL)
                 return rally__fail(rb->err, RALLY_ENOMEM, "out of memory for a %zu-byte allreduce",
                                    c->nbytes);
             rb->spans.v = v;
             rb->spans.cap = cap;
         }
-        c->fin = rb->spans.v;
-        c->capfin = rb->spans.cap;
+        k->fin = rb->spans.v;
+        k->capfin = rb->spans.cap;
     }
     struct rally__final_hook h = {note_final, c};
-    int rc = rally__allreduce_keep(&rb->comm, c->buf, c->whole, c->count, c->rd, &op->sig, &h);
+    int rc = rally__allreduce_keep(&rb->comm, c->buf, k->whole, c->count, c->rd, &op->sig, &h);
     if (rc != RALLY_OK)
         return rc; /* kept and fin stay for the retry */
     arrived(rb, c);
-    *res = c->kept;
-    if (c->pt.copies) {
-        *res_nbytes = rally__part_nbytes(&c->pt, rb->rank);
-        op->part = c->pt;
+    *res = k->kept;
+    if (k->pt.copies) {
+        *res_nbytes = rally__part_nbytes(&k->pt, rb->rank);
+        op->part = k->pt;
         op->whole = c->buf;
     }
-    c->kept = NULL;
-    c->nfin = 0;
+    k->kept = NULL;
+    k->nfin = 0;
     return RALLY_OK;
 }
 
@@ -281,8 +300,17 @@ static int allreduce_op(struct rally__robust *rb, void *buf, size_t count,
                         const struct rally__reducer *rd, struct rally__sig sig,
                         rally_prepare_fn prepare, void *arg)
 {
-    struct inplace c = {.buf = buf, .nbytes = count * rd->elem_nbytes, .count = count, .rd = rd,
-                        .root = -1, .rb = rb};
+    struct keeping k; /* field by field (struct keeping): run_allreduce sets the rest */
+    k.rb = rb;
+    k.kept = NULL;
+    k.fin = NULL;
+    k.nfin = k.capfin = k.overflow = 0;
+    struct inplace c = {.buf = buf,
+                        .nbytes = count * rd->elem_nbytes,
+                        .count = count,
+                        .rd = rd,
+                        .root = -1,
+                        .ar = &k};
     struct rally__op op = {.sig = sig,
                            .prepare = prepare,
                            .prepare_arg = arg,
@@ -290,7 +318,7 @@ static int allreduce_op(struct rally__robust *rb, void *buf, size_t count,
                            .deliver = deliver_inplace,
                            .ctx = &c};
     int rc = rally__robust_op(rb, &op);
-    rally__robust_unbuf(rb, c.kept); /* a failed attempt's, served or given up since */
+    rally__robust_unbuf(rb, k.kept); /* a failed attempt's, served or given up since */
     return rc;
 }
 
