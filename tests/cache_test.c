@@ -23,7 +23,9 @@
  *                              result exactly; each piece is kept by exactly
  *                              `copies` ranks (rank r: pieces r .. r +
  *                              copies - 1); each rank's pieces sit packed,
- *                              in order, in part_nbytes bytes; and below
+ *                              in order, in part_nbytes bytes, each inside
+ *                              one of part_ranges' ranges where part_holds
+ *                              says; and below
  *                              RALLY__PART_MIN, with copies 0 or >= world,
  *                              fewer elements than workers, or an algorithm
  *                              that runs out of place the result is kept
@@ -89,6 +91,21 @@ static void part_covers_each_piece(void **state)
                             next += len;
                         }
                         assert_int_equal(rally__part_nbytes(&pt, r), next);
+                        /* the same layout as ranges: each kept piece inside
+                         * one, where holds says it sits */
+                        struct rally__part_range rg[2];
+                        int nr = rally__part_ranges(&pt, r, rg);
+                        for (int j = 0; j < k; j++) {
+                            uint64_t off = rally__part_piece(&pt, (r + j) % w, &len);
+                            assert_true(rally__part_holds(&pt, r, (r + j) % w, &at));
+                            int in = 0;
+                            for (int q = 0; q < nr; q++)
+                                if (off >= rg[q].off && off + len <= rg[q].off + rg[q].n) {
+                                    assert_int_equal(rg[q].at + (off - rg[q].off), at);
+                                    in = 1;
+                                }
+                            assert_true(in);
+                        }
                     }
                 }
     f.rb.world = 4;

@@ -239,10 +239,16 @@ int rally__allreduce(struct rally__comm *c, const void *in, void *buf, size_t co
     }
 }
 
+/* Whether a kept allreduce by alg runs in place (its final values land in
+ * buf as they are made) rather than out of place through scratch. */
+static int keeps_in_place(struct rally__comm *c, int alg)
+{
+    return alg == ALG_RING || (alg == ALG_HD && rally__hd_lands_direct(c));
+}
+
 int rally__allreduce_in_place(struct rally__comm *c, size_t count, const struct rally__reducer *rd)
 {
-    int alg = algorithm(c, count * rd->elem_nbytes, count, rd);
-    return alg == ALG_RING || (alg == ALG_HD && rally__hd_lands_direct(c));
+    return keeps_in_place(c, algorithm(c, count * rd->elem_nbytes, count, rd));
 }
 
 /* The ring keeps natively, and halving-doubling over shared memory; the
@@ -254,10 +260,10 @@ int rally__allreduce_keep(struct rally__comm *c, void *buf, void *scratch, size_
 {
     size_t total = count * rd->elem_nbytes;
     int alg = algorithm(c, total, count, rd);
-    if (alg == ALG_RING)
-        return finish(c, ring_allreduce(c, buf, buf, count, rd, sig, scratch, h));
-    if (alg == ALG_HD && rally__hd_lands_direct(c))
-        return finish(c, rally__hd_allreduce(c, buf, buf, count, rd, sig, scratch, h));
+    if (keeps_in_place(c, alg))
+        return finish(c, alg == ALG_RING
+                             ? ring_allreduce(c, buf, buf, count, rd, sig, scratch, h)
+                             : rally__hd_allreduce(c, buf, buf, count, rd, sig, scratch, h));
     int rc = rally__allreduce(c, buf, scratch, count, rd, sig);
     if (rc != RALLY_OK || total == 0)
         return rc;

@@ -154,6 +154,9 @@ struct rally__final_hook {
 int rally__allreduce_keep(struct rally__comm *c, void *buf, void *scratch, size_t count,
                           const struct rally__reducer *rd, const struct rally__sig *sig,
                           const struct rally__final_hook *h);
+/* Segment s of the n the ring splits count elements of es bytes into
+ * (docs/determinism.md): its byte offset, and its length in *len. */
+size_t rally__ring_segment(size_t count, size_t es, int n, int s, size_t *len);
 /* 1 when rally__allreduce_keep runs in place (the ring; halving-doubling
  * over shared memory): its result never passes through scratch whole. */
 int rally__allreduce_in_place(struct rally__comm *c, size_t count, const struct rally__reducer *rd);

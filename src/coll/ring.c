@@ -11,12 +11,12 @@
  * segment k-1 once processed, so bytes flow onwards as soon as they are
  * reduced.
  *
- * Kept (rally__allreduce_keep): the allgather's segments come through the
- * receive ring, so that buf changes a whole element at a time (straight
- * into buf, whole elements, from a link that says how many bytes it holds:
- * shared memory), and the
+ * Kept (rally__allreduce_keep): buf changes a whole element at a time, from
+ * its input to its final value.  The allgather's segments land straight in
+ * buf from a link that says how many bytes it holds (shared memory:
+ * rally__chan_recv_whole), and through the receive ring from another; the
  * final hook hears each piece while it is in the cache (the robust engine
- * copies what it keeps of it there); a partial sum that misses the stage
+ * copies what it keeps of it there).  A partial sum that misses the stage
  * waits in keep, the caller's scratch, never in buf.
  *
  * The ring runs on any ring of ranks (struct rally__ring: the topology's,
@@ -34,13 +34,17 @@
 
 /* --- ring ----------------------------------------------------------------- */
 
+size_t rally__ring_segment(size_t count, size_t es, int n, int s, size_t *len)
+{
+    size_t a = count * (size_t)s / (size_t)n, b = count * (size_t)(s + 1) / (size_t)n;
+    *len = (b - a) * es;
+    return a * es;
+}
+
 void rally__ring_segments(size_t count, size_t es, int n, size_t *off, size_t *len)
 {
-    for (int s = 0; s < n; s++) {
-        size_t a = count * (size_t)s / (size_t)n, b = count * (size_t)(s + 1) / (size_t)n;
-        off[s] = a * es;
-        len[s] = (b - a) * es;
-    }
+    for (int s = 0; s < n; s++)
+        off[s] = rally__ring_segment(count, es, n, s, &len[s]);
 }
 
 /* The partial sums of the reduce-scatter (received segments 0..nreduce-2,

@@ -113,9 +113,10 @@ long rally__chan_recv_whole(struct rally__run *x, struct rally__chan *ch, unsign
 /* nseg segments (off[s], len[s] in bytes) streamed around the ring, the
  * first nreduce of them reduced with rd (NULL: none, an allgather).  With
  * keep (scratch: an allreduce in place, in == buf, rally__allreduce_keep),
- * partial sums that miss the stage go to keep instead of buf, final values
- * arrive through the receive ring and are copied whole elements at a time
- * into buf; h (may be NULL) names each range of buf made final. */
+ * partial sums that miss the stage go to keep instead of buf, and final
+ * values reach buf whole elements at a time (straight from shared memory,
+ * through the receive ring from TCP); h (may be NULL) names each range of
+ * buf made final. */
 int rally__ring_stream(struct rally__comm *c, const unsigned char *in, unsigned char *buf,
                        const size_t *off, const size_t *len, int nseg, int nreduce,
                        const struct rally__reducer *rd, const struct rally__sig *sig,

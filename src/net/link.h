@@ -14,9 +14,9 @@
  *          (RALLY_EPEER), never 0.
  *   readable  (NULL for TCP) the bytes a recv would move now, at least: a
  *          recv of no more than that moves exactly what it asks (shm.c:
- *          what the peer wrote into the ring).  The ring's allgather uses it
- *          to receive whole elements straight into a kept allreduce's
- *          buffer (coll/ring.c, recv_whole).
+ *          what the peer wrote into the ring).  A kept allreduce uses it to
+ *          land whole elements straight in the caller's buffer
+ *          (rally__chan_recv_whole, coll/run.h).
  *   handles  fills h[0..RALLY__LINK_HANDLES) with what to wait on for the
  *          directions want names (RALLY__WANT_IN / RALLY__WANT_OUT) after an
  *          op would block, and returns how many: TCP's socket, readable or

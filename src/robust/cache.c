@@ -129,10 +129,11 @@ struct rally__part rally__part_plan(const struct rally__robust *rb, uint64_t who
 
 uint64_t rally__part_piece(const struct rally__part *pt, int p, uint64_t *len)
 {
-    uint64_t es = pt->whole / pt->count, w = pt->world;
-    uint64_t a = pt->count * (uint64_t)p / w, b = pt->count * ((uint64_t)p + 1) / w;
-    *len = (b - a) * es;
-    return a * es;
+    size_t n;
+    uint64_t off = rally__ring_segment((size_t)pt->count, (size_t)(pt->whole / pt->count),
+                                       (int)pt->world, p, &n);
+    *len = n;
+    return off;
 }
 
 int rally__part_holds(const struct rally__part *pt, int rank, int p, uint64_t *at)
@@ -154,16 +155,30 @@ int rally__part_holds(const struct rally__part *pt, int rank, int p, uint64_t *a
     return 1;
 }
 
+int rally__part_ranges(const struct rally__part *pt, int rank, struct rally__part_range r[2])
+{
+    if (pt->copies == 0) {
+        r[0] = (struct rally__part_range){0, pt->whole, 0};
+        return 1;
+    }
+    int n = 0, w = (int)pt->world;
+    uint64_t at = 0;
+    for (uint32_t j = 0; j < pt->copies; j++) {
+        uint64_t len, off = rally__part_piece(pt, (rank + (int)j) % w, &len);
+        if (n > 0 && r[n - 1].off + r[n - 1].n == off)
+            r[n - 1].n += len;
+        else
+            r[n++] = (struct rally__part_range){off, len, at};
+        at += len;
+    }
+    return n;
+}
+
 uint64_t rally__part_nbytes(const struct rally__part *pt, int rank)
 {
-    if (pt->copies == 0)
-        return pt->whole;
-    uint64_t sum = 0, len;
-    for (uint32_t i = 0; i < pt->copies; i++) {
-        rally__part_piece(pt, (int)((rank + (int)i) % (int)pt->world), &len);
-        sum += len;
-    }
-    return sum;
+    struct rally__part_range r[2];
+    int n = rally__part_ranges(pt, rank, r);
+    return r[n - 1].at + r[n - 1].n;
 }
 
 /* Keys only grow, so appending keeps the cache sorted. */

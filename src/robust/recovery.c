@@ -251,26 +251,28 @@ static int joined_locals(struct rally__robust *rb, const uint64_t s[S_N], int wa
  * survivor keeps (hp[p] NONE) and the workers that kept them. */
 static void lost_pieces(const uint64_t *hp, int w, int copies, char *buf, size_t cap)
 {
+    /* rank r keeps pieces r .. r + copies - 1: it kept a lost one when one
+     * of those is lost */
     int nlost = 0, nkeep = 0;
-    for (int p = 0; p < w; p++)
-        nlost += hp[p] == NONE;
+    for (int r = 0; r < w; r++) {
+        int kept = 0;
+        for (int j = 0; j < copies; j++)
+            kept |= hp[(r + j) % w] == NONE;
+        nlost += hp[r] == NONE;
+        nkeep += kept;
+    }
     size_t n = (size_t)snprintf(buf, cap, "piece%s", nlost > 1 ? "s" : "");
     for (int p = 0, i = 0; p < w && n < cap; p++)
         if (hp[p] == NONE)
             n += (size_t)snprintf(buf + n, cap - n, "%s %d", i++ ? "," : "", p);
     if (n < cap)
-        n += (size_t)snprintf(buf + n, cap - n, " of %d, kept by rank", w);
-    for (int r = 0; r < w && n < cap; r++) {
+        n += (size_t)snprintf(buf + n, cap - n, " of %d, kept by rank%s", w, nkeep > 1 ? "s" : "");
+    for (int r = 0, i = 0; r < w && n < cap; r++) {
         int kept = 0;
-        for (int j = 0; j < copies && !kept; j++)
-            kept = hp[(r + j) % w] == NONE; /* rank r keeps pieces r .. r + copies - 1 */
+        for (int j = 0; j < copies; j++)
+            kept |= hp[(r + j) % w] == NONE;
         if (kept)
-            n += (size_t)snprintf(buf + n, cap - n, "%s %d", nkeep++ ? "," : "", r);
-    }
-    if (nkeep > 1 && n + 1 < cap) { /* "rank 2, 3" -> "ranks 2, 3" */
-        char *r = strstr(buf, "kept by rank");
-        memmove(r + 13, r + 12, strlen(r + 12) + 1);
-        r[12] = 's';
+            n += (size_t)snprintf(buf + n, cap - n, "%s %d", i++ ? "," : "", r);
     }
 }
 

@@ -365,6 +365,14 @@ struct rally__part rally__part_plan(const struct rally__robust *rb, uint64_t who
 uint64_t rally__part_piece(const struct rally__part *pt, int p, uint64_t *len);
 /* Whether rank keeps piece p, and where it sits in what rank keeps. */
 int rally__part_holds(const struct rally__part *pt, int rank, int p, uint64_t *at);
+/* A range of the result a worker keeps: the result's bytes [off, off + n),
+ * at offset at of what it keeps. */
+struct rally__part_range {
+    uint64_t off, n, at;
+};
+/* What rank keeps of the result, as at most two ranges (its pieces, packed
+ * in order, wrap past the last piece at most once); returns how many. */
+int rally__part_ranges(const struct rally__part *pt, int rank, struct rally__part_range r[2]);
 /* The bytes rank keeps. */
 uint64_t rally__part_nbytes(const struct rally__part *pt, int rank);
 /* Drops cached op results of versions below v (bootstrap results stay). */
@@ -539,10 +547,10 @@ uint64_t rally__robust_verify_ncalls(const struct rally__robust *rb);
 uint64_t rally__robust_verify_digest(const struct rally__robust *rb);
 /* A membership change: the old world's count and digest are void. */
 void rally__robust_verify_forget(struct rally__robust *rb);
-/* A collective's result as it arrives (the mock's flip point), in buf and,
- * when not NULL, in its copy alike. */
-void rally__robust_arrived(struct rally__robust *rb, unsigned char *buf, unsigned char *copy,
-                           size_t nbytes);
+/* A collective's result as it arrives (the mock's flip point, byte
+ * nbytes / 2 of buf): 1 when it flipped, for a caller holding that byte in
+ * a second buffer too. */
+int rally__robust_arrived(struct rally__robust *rb, unsigned char *buf, size_t nbytes);
 
 /* --- reshard.c: local models as records after a change of the workers --- */
 

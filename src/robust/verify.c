@@ -143,15 +143,14 @@ void rally__robust_verify_forget(struct rally__robust *rb)
 }
 
 /* A collective's result as it arrives, before the caller or the cache sees
- * it: the mock's "flip" point flips one bit (librally_mock only), the same
- * bit in copy when the result already stands in two buffers (NULL: one). */
-void rally__robust_arrived(struct rally__robust *rb, unsigned char *buf, unsigned char *copy,
-                           size_t nbytes)
+ * it: the mock's "flip" point flips one bit (librally_mock only), in byte
+ * nbytes / 2; 1 when it did, so that a caller holding that byte in a
+ * second buffer flips it there too. */
+int rally__robust_arrived(struct rally__robust *rb, unsigned char *buf, size_t nbytes)
 {
-    if (nbytes > 0 && rally__mock_flip(&rb->mock, rb->rank, rally__robust_version(rb),
-                                       rally__robust_user_seq(rb), rally__robust_ndeath(rb))) {
-        buf[nbytes / 2] ^= 1;
-        if (copy != NULL)
-            copy[nbytes / 2] ^= 1;
-    }
+    if (nbytes == 0 || !rally__mock_flip(&rb->mock, rb->rank, rally__robust_version(rb),
+                                         rally__robust_user_seq(rb), rally__robust_ndeath(rb)))
+        return 0;
+    buf[nbytes / 2] ^= 1;
+    return 1;
 }
