@@ -440,7 +440,8 @@ static void error_reaches_the_others(void **state)
     frame(1, RALLY__T_ERROR, b, w.len);
     char s[RALLY__ERR_MSG_MAX];
     assert_int_equal(abort_to(0, s, sizeof s), RALLY_EMISMATCH);
-    assert_string_equal(s, "rank 1 failed: count 3 here, 4 at rank 0");
+    /* a mismatch is found by a rank, not its failure */
+    assert_string_equal(s, "rank 1 reported: count 3 here, 4 at rank 0");
     assert_int_equal(rally__job_phase(j), RALLY__JOB_FAILED);
     /* a second failure changes nothing */
     lost(0);

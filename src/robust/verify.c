@@ -89,7 +89,9 @@ int rally__robust_verify_check(struct rally__robust *rb)
 int rally__robust_verify_fail(struct rally__robust *rb, const uint64_t *pairs)
 {
     char groups[RALLY__ERR_MSG_MAX], where[96] = "", call[224] = "the newest verified result";
+    char odd[400];
     rally__digest_groups(groups, sizeof groups, pairs, rb->world);
+    rally__digest_odd(odd, sizeof odd, "result", pairs, rb->world);
     if (rb->vfy.digest != 0) {
         char sig[120];
         rally__position_str(rb->vfy.key, where, sizeof where);
@@ -97,9 +99,9 @@ int rally__robust_verify_fail(struct rally__robust *rb, const uint64_t *pairs)
         snprintf(call, sizeof call, "%s (%s)", sig, where);
     }
     return rally__fail(rb->err, RALLY_EMISMATCH,
-                       "rally_verify_every=%lld: the ranks' results of %s differ: %s; a rank "
+                       "rally_verify_every=%lld: the ranks' results of %s differ: %s%s; a rank "
                        "computed or received other bits than the rest, so the job stops",
-                       (long long)rb->cfg->verify_every, call, groups);
+                       (long long)rb->cfg->verify_every, call, odd, groups);
 }
 
 /* A user's collective has its result (run or served): count it, and digest

@@ -292,7 +292,11 @@ static void on_error(struct rally__job *j, struct rally__job_member *m, const un
     }
     if (code == 0 || code > RALLY_ESTATE)
         code = RALLY_EPEER;
-    if (m->rank >= 0)
+    /* a mismatch is the job's, not the reporter's: its sentence names the
+     * odd rank out (util/digest.c) */
+    if (m->rank >= 0 && code == RALLY_EMISMATCH)
+        rally__jb_fail_job(j, (int)code, -1, "rank %d reported: %s", m->rank, msg);
+    else if (m->rank >= 0)
         rally__jb_fail_job(j, (int)code, -1, "rank %d failed: %s", m->rank, msg);
     else
         rally__jb_fail_job(j, (int)code, -1, "the worker with task id '%s' failed: %s", m->task_id,

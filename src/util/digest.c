@@ -53,20 +53,33 @@ static size_t ranks_of(char *buf, size_t cap, uint64_t d, const uint64_t *pairs,
     return (size_t)count;
 }
 
-void rally__digest_groups(char *out, size_t cap, const uint64_t *pairs, int world)
+/* The distinct digests of the pairs (up to four), in the order of their
+ * lowest rank, and how many ranks hold each. */
+static int groups_of(uint64_t seen[4], int count[4], const uint64_t *pairs, int world)
 {
-    /* up to four distinct digests, in the order of their lowest rank */
-    uint64_t seen[4];
     int nseen = 0;
-    for (int r = 0; r < world && nseen < 4; r++) {
+    for (int r = 0; r < world; r++) {
         if ((pairs[2 * r] | pairs[2 * r + 1]) == 0)
             continue;
         int k = 0;
         while (k < nseen && seen[k] != pairs[2 * r])
             k++;
-        if (k == nseen)
-            seen[nseen++] = pairs[2 * r];
+        if (k == nseen && nseen == 4)
+            continue;
+        if (k == nseen) {
+            seen[nseen] = pairs[2 * r];
+            count[nseen++] = 0;
+        }
+        count[k]++;
     }
+    return nseen;
+}
+
+void rally__digest_groups(char *out, size_t cap, const uint64_t *pairs, int world)
+{
+    uint64_t seen[4];
+    int count[4];
+    int nseen = groups_of(seen, count, pairs, world);
     size_t len = 0;
     out[0] = '\0';
     for (int k = 0; k < nseen && len < cap; k++) {
@@ -77,12 +90,29 @@ void rally__digest_groups(char *out, size_t cap, const uint64_t *pairs, int worl
     }
 }
 
+void rally__digest_odd(char *out, size_t cap, const char *what, const uint64_t *pairs, int world)
+{
+    uint64_t seen[4];
+    int count[4];
+    out[0] = '\0';
+    if (groups_of(seen, count, pairs, world) != 2 || count[0] == count[1])
+        return;
+    int odd = count[0] < count[1] ? 0 : 1;
+    char few[160], many[160];
+    ranks_of(few, sizeof few, seen[odd], pairs, world);
+    ranks_of(many, sizeof many, seen[1 - odd], pairs, world);
+    snprintf(out, cap, "%s %s's %s%s differ%s from %s %s's: ", count[odd] > 1 ? "ranks" : "rank",
+             few, what, count[odd] > 1 ? "s" : "", count[odd] > 1 ? "" : "s",
+             count[1 - odd] > 1 ? "ranks" : "rank", many);
+}
+
 int rally__digest_fail(struct rally__err *e, uint64_t v, const uint64_t *pairs, int world)
 {
-    char groups[RALLY__ERR_MSG_MAX];
+    char groups[RALLY__ERR_MSG_MAX], odd[400];
     rally__digest_groups(groups, sizeof groups, pairs, world);
+    rally__digest_odd(odd, sizeof odd, "global model", pairs, world);
     return rally__fail(e, RALLY_EMISMATCH,
-                       "checkpoint version %llu: the ranks passed different global models to "
+                       "checkpoint version %llu: %sthe ranks passed different global models to "
                        "rally_checkpoint (rally_digest64 of its bytes): %s",
-                       (unsigned long long)v, groups);
+                       (unsigned long long)v, odd, groups);
 }

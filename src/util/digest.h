@@ -44,5 +44,8 @@ int rally__digest_copy_fast(void *dst, const void *src, size_t n, size_t piece, 
 int rally__digest_fail(struct rally__err *e, uint64_t v, const uint64_t *pairs, int world);
 /* "ranks 0, 1, 3 digest X; rank 2 digest Y" of world pairs (none: left out). */
 void rally__digest_groups(char *out, size_t cap, const uint64_t *pairs, int world);
+/* "rank 2's <what> differs from ranks 0, 1, 3's: " when the pairs fall in two
+ * groups of different sizes (the smaller is the odd one out), else "". */
+void rally__digest_odd(char *out, size_t cap, const char *what, const uint64_t *pairs, int world);
 
 #endif

@@ -475,13 +475,19 @@ int rally__launch_policy_due(struct rally__launch_policy *pol, int64_t now)
     return -1;
 }
 
-/* 1 when the tracker failed the job because a rank reported an error it
- * cannot survive (an ERROR frame: rally_abort, a divergence, lost data): the
- * tracker's sentence is then "rank R failed: <its message>" (src/tracker/job.c). */
-static int rank_report(const char *sentence)
+/* Where the message begins in the tracker's sentence for an error a rank
+ * reported and the job cannot survive (an ERROR frame: rally_abort, lost
+ * data: "rank R failed: <its message>"; a divergence between the ranks:
+ * "rank R reported: <its message>", src/tracker/job_frames.c), else NULL. */
+static const char *rank_report(const char *sentence)
 {
     int r, at = -1;
-    return sentence != NULL && sscanf(sentence, "rank %d failed: %n", &r, &at) == 1 && at > 0;
+    if (sentence == NULL)
+        return NULL;
+    if ((sscanf(sentence, "rank %d failed: %n", &r, &at) == 1 && at > 0) ||
+        (sscanf(sentence, "rank %d reported: %n", &r, &at) == 1 && at > 0))
+        return sentence + at;
+    return NULL;
 }
 
 int rally__launch_policy_verdict(const struct rally__launch_policy *pol,
@@ -508,7 +514,7 @@ int rally__launch_policy_verdict(const struct rally__launch_policy *pol,
         fprintf(f, "rally-run: %s\n", v->sentence);
         return RALLY__LAUNCH_EXIT_CONFIG;
     }
-    if (pol->tracker_first && rank_report(v->sentence)) {
+    if (pol->tracker_first && rank_report(v->sentence) != NULL) {
         fprintf(f, "rally-run: %s\n", v->sentence);
         return RALLY__LAUNCH_EXIT_ABORT;
     }
@@ -530,9 +536,9 @@ int rally__launch_policy_verdict(const struct rally__launch_policy *pol,
 
 const char *rally__launch_policy_repeats(const char *sentence)
 {
-    int r, at = -1;
-    if (sscanf(sentence, "rank %d failed: %n", &r, &at) == 1 && at > 0)
-        return sentence + at;
+    const char *msg = rank_report(sentence);
+    if (msg != NULL)
+        return msg;
     const char *q = strstr(sentence, "' failed: ");
     if (strncmp(sentence, "the worker with task id '", 25) == 0 && q != NULL)
         return q + 10;

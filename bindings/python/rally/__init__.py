@@ -31,14 +31,13 @@ Errors raise ``rally.Error`` subclasses carrying the C library's sentence
 from __future__ import annotations
 
 import ctypes
-import pickle
 import struct
 import sys
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import _lib
+from . import _canon, _lib
 from . import xsum as _xsum
 from .xsum import XSum
 from .errors import (ArgumentError, AuthError, ConfigError, Error, MismatchError,  # noqa: F401
@@ -69,7 +68,7 @@ _DTYPES = {
 DTYPES = tuple(np.dtype(n) for n in ("int8", "uint8", "int16", "uint16", "int32", "uint32",
                                      "int64", "uint64", "float32", "float64"))
 
-PICKLE_PROTOCOL = 5
+PICKLE_PROTOCOL = _canon.PROTOCOL  # objects travel in their canonical form (_canon.py)
 
 # An operator: one of the constants above or a Reducer; a prepare callback
 # fills the array it is given.
@@ -383,7 +382,7 @@ class Rally:
         n = ctypes.c_size_t(0)
         keep = None
         if self.rank() == root:
-            keep = pickle.dumps(obj, protocol=PICKLE_PROTOCOL)
+            keep = _canon.dumps(obj, "broadcast_object")
             buf.value = ctypes.cast(ctypes.c_char_p(keep), ctypes.c_void_p).value
             n.value = len(keep)
         self._check(self._lib.rally_broadcast_alloc(h, ctypes.byref(buf), ctypes.byref(n),
@@ -391,7 +390,7 @@ class Rally:
         if keep is not None:
             return obj
         try:
-            return pickle.loads(ctypes.string_at(buf.value, n.value)) if n.value else None
+            return _canon.loads(ctypes.string_at(buf.value, n.value)) if n.value else None
         finally:
             self._lib.rally_free(buf)
 
@@ -433,7 +432,7 @@ class Rally:
         return acc
 
     def _gather_pickled(self, h, obj, what):
-        mine = pickle.dumps(obj, protocol=PICKLE_PROTOCOL)
+        mine = _canon.dumps(obj, what)
         world = self.world_size()
         sizes = (ctypes.c_uint64 * world)()
         out = ctypes.c_void_p()
@@ -444,7 +443,7 @@ class Rally:
             self._lib.rally_free(out)
         res, off = [], 0
         for s in sizes:
-            res.append(pickle.loads(blob[off:off + s]))
+            res.append(_canon.loads(blob[off:off + s]))
             off += s
         return res
 
@@ -476,7 +475,7 @@ class Rally:
     def _records_bytes(self, local_model):
         out = []
         for rid in sorted(local_model):
-            blob = pickle.dumps(local_model[rid], protocol=PICKLE_PROTOCOL)
+            blob = _canon.dumps(local_model[rid])
             out.append(struct.pack("<QI", rid, len(blob)))
             out.append(blob)
         return b"".join(out)
@@ -486,7 +485,7 @@ class Rally:
         recs, at = {}, 0
         while at < len(raw):
             rid, n = struct.unpack_from("<QI", raw, at)
-            recs[rid] = pickle.loads(raw[at + 12:at + 12 + n])
+            recs[rid] = _canon.loads(raw[at + 12:at + 12 + n])
             at += 12 + n
         return recs
 
@@ -504,28 +503,31 @@ class Rally:
                                              ctypes.byref(v))
         self._check(rc, "load_checkpoint")
         try:
-            gm = pickle.loads(ctypes.string_at(g.value, gn.value)) if v.value and gn.value else None
+            gm = _canon.loads(ctypes.string_at(g.value, gn.value)) if v.value and gn.value else None
             raw = ctypes.string_at(lo.value, ln.value) if v.value and ln.value else None
             if self._owner is not None:
                 lm = self._records_of(raw or b"") if v.value else None
             else:
-                lm = pickle.loads(raw) if raw else None
+                lm = _canon.loads(raw) if raw else None
         finally:
             self._lib.rally_free(g)
             self._lib.rally_free(lo)
         return (v.value, gm, lm) if with_local else (v.value, gm)
 
     def checkpoint(self, global_model: Any, local_model: Any = None) -> None:
-        """Checkpoints the objects (pickled, protocol 5): version + 1.
-        local_model None means the job has no local model (use local
-        models always or never)."""
+        """Checkpoints the objects: version + 1.  They are pickled in their
+        canonical form (rally/_canon.py): equal values, equal bytes, on
+        every rank, so rally's check that the ranks' global models agree
+        compares values, whatever the objects' identities or memory
+        order.  local_model None means the job has no local model (use
+        local models always or never).  The checkpoint must be the step's
+        last collective (docs/recovery.md)."""
         h = self._handle("checkpoint")
-        gb = pickle.dumps(global_model, protocol=PICKLE_PROTOCOL)
+        gb = _canon.dumps(global_model)
         if local_model is not None and self._owner is not None:
             lb = self._records_bytes(local_model)  # set_local_records: a dict of records
         else:
-            lb = pickle.dumps(local_model, protocol=PICKLE_PROTOCOL) if local_model is not None \
-                else None
+            lb = _canon.dumps(local_model) if local_model is not None else None
         self._lazy = None
         self._check(self._lib.rally_checkpoint(h, gb, len(gb), lb if lb is not None else None,
                                                len(lb) if lb else 0),
@@ -543,7 +545,7 @@ class Rally:
         try:
             model, blob = self._lazy
             if blob is None or cap == 0:  # rally asks the size first, then the bytes
-                blob = pickle.dumps(model, protocol=PICKLE_PROTOCOL)
+                blob = _canon.dumps(model, "lazy_checkpoint")
                 self._lazy = (model, blob)
             if cap >= len(blob):
                 ctypes.memmove(buf, blob, len(blob))
