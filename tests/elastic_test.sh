@@ -53,6 +53,10 @@
 #                adjacent ranks lost together lose records: a clear error; a
 #                snapshot of 4 (its manifest says local_records) resumed at
 #                2 and at 8 moves the records and ends with the same digest
+#   grow_records  -n 4 --max-workers 7 with records: three workers (k + 1 with
+#                rally_local_replica=2) taken in at one checkpoint, rank 0
+#                held at a gate until all three wait to join; the job ends
+#                with the digest of a run at N = 4 without changes
 #   snapshot     snapshots every 2 versions across a shrink: the one pending
 #                at the change is void, the next ones record 7 workers and
 #                the change (world_changes: 8 from version 0, 7 from 4), and
@@ -286,6 +290,30 @@ records)
             >"$tmp/out" 2>&1 || fail "the resume at $n"
         [ "$(rdig "$tmp/out")" = "$rwant" ] || fail "resumed at $n: $(rdig "$tmp/out"), want $rwant"
     done
+    ;;
+grow_records)
+    rec=$build/tests/records_mock
+    rdig() { sed -n 's/.*records: result digest=\([0-9a-f]*\) ids=1000$/\1/p' "$1"; }
+    job "$tmp/r4" 4 "$rec" 1000 30
+    RALLY_TEST_TAG="elastic-$$" timeout -k 5 90 "$run" -n 4 --max-workers 7 "$rec" 1000 30 \
+        "gate=5,$tmp/go" >"$tmp/out" 2>&1 &
+    jobpid=$!
+    wait_line "$tmp/out" '^\[0\] records: at the gate$' "the gate" 300 0.1
+    launcher=$(pgrep -o -P "$jobpid" -x rally-run)
+    [ -n "$launcher" ] || fail "no rally-run under $jobpid"
+    # one SIGUSR2 at a time (signals of one kind pending together are one)
+    for t in 4 5 6; do
+        kill -USR2 "$launcher"
+        wait_line "$tmp/out" "^rally-run: tracker: the worker with task id '$t' waits to join" \
+            "task $t waiting" 300 0.1
+    done
+    touch "$tmp/go"
+    wait "$jobpid" || fail "the job failed"
+    no_leftovers "elastic-$$"
+    has "$tmp/out" "^rally-run: taking in 3 workers: going on with 7 workers from version 6$"
+    has "$tmp/out" "^rally-run: summary: deaths=0 .* workers=7$"
+    [ "$(rdig "$tmp/out")" = "$(rdig "$tmp/r4")" ] ||
+        fail "growing 4 -> 7 gave $(rdig "$tmp/out"), want $(rdig "$tmp/r4")"
     ;;
 snapshot)
     snaps=$tmp/snaps

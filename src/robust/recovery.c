@@ -239,10 +239,13 @@ done:
  * holds (S_BEST), go to the workers that asked in rally_init (want), as in
  * load_checkpoint: a restarted worker holds its predecessors' copies again
  * before its program reads a byte of its input, so it takes k + 1 deaths
- * within one recovery, not within one checkpoint interval, to lose one. */
+ * within one recovery, not within one checkpoint interval, to lose one.
+ * Not when they are records of another world (S_RESHARD, a worker taken in
+ * or a change not loaded yet): their slots follow the old ring, and the
+ * load moves every record to its new owner (reshard.c). */
 static int joined_locals(struct rally__robust *rb, const uint64_t s[S_N], int want)
 {
-    if (!s[S_LOCAL] || s[S_BEST] == NONE)
+    if (!s[S_LOCAL] || s[S_BEST] == NONE || s[S_RESHARD])
         return RALLY_OK;
     return recover_locals(rb, best_version(s[S_BEST]), want);
 }
@@ -353,7 +356,7 @@ done:
 
 int rally__robust_rejoin_locals(struct rally__robust *rb)
 {
-    uint64_t s[S_N] = {NONE, 0, 0, NONE, 0, 1, NONE};
+    uint64_t s[S_N] = {NONE, 0, 0, NONE, 0, 1, NONE, (uint64_t)rally__robust_records_pending(rb)};
     int rc = agree(rb, s, RALLY__K_AGREE);
     return rc != RALLY_OK ? rc : joined_locals(rb, s, 1);
 }

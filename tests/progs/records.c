@@ -2,7 +2,7 @@
  * records.c — a job whose local model is records (rally_set_local_records),
  * for tests/elastic_test.sh:
  *
- *   rally-run -n N records IDS ITERS [grow=K] [pause=MS] [rally_key=value ...]
+ *   rally-run -n N records IDS ITERS [grow=K] [pause=MS] [gate=K,PATH] [rally_key=value ...]
  *
  * Ids 0..IDS-1; rank r of N owns id when id * N / IDS == r.  Record id
  * holds (id % 5) + 1 words.  Each iteration sums every record's first word
@@ -15,7 +15,9 @@
  * checks that it holds exactly the ids it owns, in order.  On
  * RALLY_ERESIZED it loads again.  grow=K: rank 0 sends its launcher
  * SIGUSR2 at iteration K (rally-run --max-workers takes a worker in);
- * pause=MS: each iteration sleeps that long first.
+ * pause=MS: each iteration sleeps that long first; gate=K,PATH: rank 0
+ * stops before iteration K, says "records: at the gate" and goes on once
+ * PATH exists (a test takes several workers in at one checkpoint so).
  * Rank 0 prints "records: result digest=HEX ids=N" at the end.
  */
 #include <inttypes.h>
@@ -69,6 +71,20 @@ struct recs {
     size_t n, cap;
 };
 
+/* Rank 0 at the gate: says so, then waits (a minute at most) for path. */
+static int gated(const char *path)
+{
+    printf("records: at the gate\n");
+    fflush(stdout);
+    for (int i = 0; i < 6000; i++) {
+        if (access(path, F_OK) == 0)
+            return 1;
+        usleep(10000);
+    }
+    fprintf(stderr, "records: %s never came\n", path);
+    return 0;
+}
+
 static int fail(rally_t *r, const char *what, int rc)
 {
     fprintf(stderr, "records: rank %d: %s: %s (%s)\n", rally_rank(r), what, rally_errmsg(r),
@@ -87,12 +103,17 @@ int main(int argc, char **argv)
     }
     ids = strtoull(argv[1], NULL, 10);
     uint64_t iters = strtoull(argv[2], NULL, 10);
-    int64_t grow_at = -1, pause_ms = 0;
+    int64_t grow_at = -1, pause_ms = 0, gate_at = -1;
+    const char *gate = NULL;
     for (int i = 3; i < argc; i++) {
         if (strncmp(argv[i], "grow=", 5) == 0)
             grow_at = atoll(argv[i] + 5);
         else if (strncmp(argv[i], "pause=", 6) == 0)
             pause_ms = atoll(argv[i] + 6);
+        else if (strncmp(argv[i], "gate=", 5) == 0 && strchr(argv[i], ',') != NULL) {
+            gate_at = atoll(argv[i] + 5);
+            gate = strchr(argv[i], ',') + 1;
+        }
     }
     if ((rc = rally_set_local_records(r, owner, NULL)) != RALLY_OK)
         return fail(r, "rally_set_local_records", rc);
@@ -152,6 +173,11 @@ int main(int argc, char **argv)
             if ((int64_t)it == grow_at && rank == 0 && !asked && rally_attempt(r) == 0) {
                 kill(getppid(), SIGUSR2);
                 asked = 1;
+            }
+            if ((int64_t)it == gate_at && rank == 0 && rally_attempt(r) == 0) {
+                if (!gated(gate))
+                    return 1;
+                gate_at = -1; /* once */
             }
             if (pause_ms > 0)
                 usleep((useconds_t)pause_ms * 1000);
