@@ -361,6 +361,18 @@ static void grow(struct run *r)
         &r->out[1], "SIGUSR2: started rank %d; the job takes it in at its next checkpoint", i);
 }
 
+/* SIGUSR1 ("snapshot now") to whoever is rank 0 now: an elastic job that
+ * lost the first renumbers, and launched rank 1 may hold it.  0, or -1 when
+ * no live worker does (rank 0 died, and is being restarted or given up). */
+static int ask_rank0(struct run *r)
+{
+    int i = slot_of(r, 0);
+    if (i < 0 || r->procs[i].pid <= 0)
+        return -1;
+    rally__launch_signal(&r->procs[i], SIGUSR1);
+    return 0;
+}
+
 /* The decision point: after the tracker handled its I/O, the policy looks at
  * this turn's signals, exits and the tracker's state, and we act. */
 static void after(void *arg)
@@ -372,8 +384,10 @@ static void after(void *arg)
         r->snap_now = 0;
         if (r->snap.dir == NULL) {
             rally__launch_out_say(&r->out[1], "SIGUSR1: no --snapshot-dir, so no snapshot");
+        } else if (ask_rank0(r) != 0) {
+            rally__launch_out_say(&r->out[1], "SIGUSR1: rank 0 has no live worker now (it "
+                                              "died: restarted or given up), so no snapshot");
         } else {
-            rally__launch_signal(&r->procs[0], SIGUSR1);
             rally__launch_out_say(&r->out[1], "SIGUSR1: asked rank 0 for a snapshot (it prints "
                                               "the path once committed)");
         }
@@ -381,11 +395,14 @@ static void after(void *arg)
     if (r->preempt_now) { /* rank 0 raises the request bit at its next checkpoint */
         r->preempt_now = 0;
         rally__launch_snaps_preempt(&r->snap, rally__now_ms(), r->grace_ms);
-        rally__launch_signal(&r->procs[0], SIGUSR1);
-        rally__launch_out_say(&r->out[1],
-                              "SIGTERM: asked rank 0 for a snapshot at its next checkpoint; the "
-                              "workers stop once it is committed (--grace-ms %lld at most)",
-                              (long long)r->grace_ms);
+        if (ask_rank0(r) != 0)
+            rally__launch_out_say(&r->out[1], "SIGTERM: rank 0 has no live worker now (it died: "
+                                              "restarted or given up) to ask for a snapshot");
+        else
+            rally__launch_out_say(&r->out[1],
+                                  "SIGTERM: asked rank 0 for a snapshot at its next checkpoint; "
+                                  "the workers stop once it is committed (--grace-ms %lld at most)",
+                                  (long long)r->grace_ms);
     }
     for (; r->grow_now > 0; r->grow_now--)
         grow(r);

@@ -546,8 +546,11 @@ static int commit(struct rally__snapjob *sj, const unsigned char *all, uint64_t 
     }
     /* the manifest's fsyncs and retention's unlinks on the committer's
      * thread: collected (and logged) at a later turn; a directory private
-     * to each host holds no whole snapshot: it is committed in the copy only */
+     * to each host holds no whole snapshot: it is committed in the copy only.
+     * A rank that became rank 0 when an elastic job lost the first starts
+     * its committer now. */
     if (!sj->cfg->snapshot_local &&
+        (sj->cbg != NULL || (rc = rally__snap_bg_start(e, &sj->cbg)) == RALLY_OK) &&
         (rc = rally__snap_bg_commit(sj->cbg, sj->cfg->snapshot_dir, &m, (int)sj->cfg->snapshot_keep,
                                     e)) == RALLY_OK) {
         sj->committing = version;
