@@ -24,7 +24,9 @@ if(RALLY_PYTHON AND NOT RALLY_SANITIZE)
       "kmeans|test_kmeans.py"
       "xsum|test_xsum.py"
       "dask|test_dask.py"
-      "torch|test_torch.py")
+      "torch|test_torch.py"
+      "canon|test_canon.py"
+      "models|test_models.py")
   foreach(c ${RALLY_PYTEST_CASES})
     string(REPLACE "|" ";" parts "${c}")
     list(GET parts 0 name)

@@ -1,18 +1,19 @@
 """rally.torch — PyTorch tensors through rally, on the CPU: reduced and
 broadcast in place (a CPU tensor and its ``.numpy()`` view share memory, so
-nothing is copied), gradients bucketed into a few allreduces, and a module's
-and an optimizer's ``state_dict`` checkpointed as the global model.
+nothing is copied), gradients bucketed into a few allreduces, and a module's,
+an optimizer's and an LR scheduler's ``state_dict`` checkpointed as the global
+model, each rank's random number generators as its local model.
 
     import rally, rally.torch as rt
 
     with rally.init() as r:
-        start = rt.load_checkpoint(model, opt)        # 0, or the step to resume
+        start = rt.load_checkpoint(model, opt, sched)  # 0, or the step to resume
         grads = rt.GradientBuckets(model.parameters())
         for step in range(start, steps):
             loss_fn(model(x), y).backward()
             grads.allreduce_()                      # the mean over the ranks
-            opt.step(); opt.zero_grad()
-            rt.checkpoint(model, opt, step + 1)
+            opt.step(); opt.zero_grad(); sched.step()
+            rt.checkpoint(model, opt, step + 1, scheduler=sched)
 
 A worker killed mid-job is restarted by rally-run, loads the newest state
 from the survivors and goes on; with deterministic kernels
@@ -22,7 +23,8 @@ final weights are bit-identical to a run without failures
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, List, Optional
+import random
+from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
 
 import numpy as np
 import torch
@@ -116,21 +118,9 @@ class GradientBuckets:
                 p.grad.copy_(flat[at:at + n].view_as(p))
 
 
-def _to_numpy(x: Any) -> Any:
-    """A state_dict with every tensor as its numpy view (no copy: checkpoint
-    pickles at once): torch's own pickling of a tensor is not the same bytes
-    on every rank (rally checks that the ranks' global models agree),
-    numpy's is."""
-    if isinstance(x, torch.Tensor):
-        return x.detach().cpu().numpy()
-    if isinstance(x, dict):
-        return {k: _to_numpy(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return type(x)(_to_numpy(v) for v in x)
-    return x
-
-
 def _to_torch(x: Any) -> Any:
+    """Snapshots written before tensors had a canonical form hold numpy
+    arrays where the state_dicts had tensors: tensors again."""
     if isinstance(x, np.ndarray):
         return torch.from_numpy(x)
     if isinstance(x, dict):
@@ -140,27 +130,62 @@ def _to_torch(x: Any) -> Any:
     return x
 
 
+def _rng_state() -> Dict[str, Any]:
+    return {"torch": torch.get_rng_state(), "numpy": np.random.get_state(),
+            "python": random.getstate()}
+
+
+def _set_rng_state(state: Dict[str, Any]) -> None:
+    torch.set_rng_state(state["torch"])
+    np.random.set_state(state["numpy"])
+    random.setstate(state["python"])
+
+
 def checkpoint(module: torch.nn.Module, optimizer: Optional[torch.optim.Optimizer] = None,
-               step: Optional[int] = None, extra: Any = None, r: Any = None) -> None:
-    """Checkpoints module's and optimizer's state_dicts (and step, extra) as
-    the global model: every rank holds the same, so one copy survives.
-    Tensors are pickled as numpy arrays (the same bytes on every rank);
-    load_checkpoint turns them back."""
-    state = {"module": _to_numpy(module.state_dict()), "step": step, "extra": extra,
-             "optimizer": _to_numpy(optimizer.state_dict()) if optimizer is not None else None}
-    (r or _current("torch.checkpoint")).checkpoint(state)
+               step: Optional[int] = None, extra: Any = None, scheduler: Any = None,
+               rng: bool = False, r: Any = None) -> None:
+    """Checkpoints the training state: module's and optimizer's state_dicts,
+    scheduler's (an LR scheduler, or anything with state_dict and
+    load_state_dict), step and extra (any values) as the global model,
+    which every rank holds alike, so one copy survives.  rng=True also
+    keeps this rank's random number generators (torch's, numpy's global
+    one and Python's ``random``) as its local model: ranks may draw
+    different numbers, so each keeps its own (use it at every checkpoint or
+    never).  Every object travels in rally's canonical form
+    (rally/_canon.py), so a restarted rank's equal state is equal bytes.
+    The checkpoint must be the step's last collective."""
+    state = {"module": module.state_dict(), "step": step, "extra": extra,
+             "optimizer": optimizer.state_dict() if optimizer is not None else None,
+             "scheduler": scheduler.state_dict() if scheduler is not None else None}
+    (r or _current("torch.checkpoint")).checkpoint(state, _rng_state() if rng else None)
 
 
 def load_checkpoint(module: torch.nn.Module, optimizer: Optional[torch.optim.Optimizer] = None,
-                    r: Any = None) -> int:
-    """Loads the newest checkpoint into module and optimizer, if there is
-    one; returns its step (checkpoint's step, else the version), 0 on a
-    fresh start."""
-    version, state = (r or _current("torch.load_checkpoint")).load_checkpoint()
-    if version == 0:
-        return 0
-    module.load_state_dict(_to_torch(state["module"]))
-    if optimizer is not None and state["optimizer"] is not None:
-        optimizer.load_state_dict(_to_torch(state["optimizer"]))
-    return state["step"] if state["step"] is not None else version
-
+                    scheduler: Any = None, rng: bool = False, with_extra: bool = False,
+                    r: Any = None) -> Union[int, Tuple[int, Any]]:
+    """Loads the newest checkpoint into module, optimizer and scheduler (and
+    with rng=True this rank's random number generators), if there is one.
+    Returns its step (checkpoint's step, else the version; 0 on a fresh
+    start), or (step, extra) with with_extra=True (extra None on a fresh
+    start).  Pass what checkpoint was given: a scheduler or rng
+    checkpointed but not asked for here is not restored."""
+    h = r or _current("torch.load_checkpoint")
+    version, state, local = h.load_checkpoint(with_local=True)
+    step, extra = 0, None
+    if version:
+        module.load_state_dict(_to_torch(state["module"]))
+        if optimizer is not None and state["optimizer"] is not None:
+            optimizer.load_state_dict(_to_torch(state["optimizer"]))
+        if scheduler is not None:
+            if state.get("scheduler") is None:
+                raise ArgumentError("rally.torch.load_checkpoint: the checkpoint holds no "
+                                    "scheduler; pass scheduler= to checkpoint too")
+            scheduler.load_state_dict(state["scheduler"])
+        if rng:
+            if local is None:
+                raise ArgumentError("rally.torch.load_checkpoint: the checkpoint holds no random "
+                                    "number generators; pass rng=True to checkpoint too")
+            _set_rng_state(local)
+        step = state["step"] if state["step"] is not None else version
+        extra = state["extra"]
+    return (step, extra) if with_extra else step
