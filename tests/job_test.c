@@ -967,10 +967,12 @@ static void beat(int i, uint64_t pos, int waiting, const char *what, uint64_t fo
 /* Ranks 0, 1, 3 wait in allreduce #12 of version 5 (op 13), rank 0 since a
  * second before t0; rank 2 stands in its own code before it, beating every
  * second without moving until the watch fires (rally-run's case). */
-static int64_t rank_2_keeps_the_others_waiting(int fail)
+static int64_t rank_2_keeps_the_others_waiting(int fail, int restartable)
 {
     new_job(4, 10000);
     rally__job_set_progress_timeout(j, 60000, fail);
+    if (!restartable)
+        rally__job_no_restart(j, 2);
     running(4);
     now_ms += 5000; /* the waiters' clock starts when they began to wait, after GO */
     int64_t t0 = now_ms;
@@ -1002,7 +1004,7 @@ static int64_t rank_2_keeps_the_others_waiting(int fail)
 static void stuck_rank_is_named_and_fenced(void **state)
 {
     (void)state;
-    rank_2_keeps_the_others_waiting(0);
+    rank_2_keeps_the_others_waiting(0, 1);
     assert_non_null(find(RALLY__JOB_CLOSE, 2, 0));
     const struct rally__tracker_event *ev = event(RALLY__TEV_RANK_FAILED);
     assert_non_null(ev);
@@ -1020,7 +1022,7 @@ static void stuck_rank_is_named_and_fenced(void **state)
 static void stuck_rank_fails_the_job(void **state)
 {
     (void)state;
-    rank_2_keeps_the_others_waiting(1);
+    rank_2_keeps_the_others_waiting(1, 1);
     assert_int_equal(rally__job_phase(j), RALLY__JOB_FAILED);
     assert_int_equal(rally__job_code(j), RALLY_ETIMEDOUT);
     int rank;
@@ -1029,6 +1031,22 @@ static void stuck_rank_fails_the_job(void **state)
     char s[RALLY__ERR_MSG_MAX];
     assert_int_equal(abort_to(2, s, sizeof s), RALLY_ETIMEDOUT);
     assert_string_equal(s, STUCK_2);
+}
+
+/* The restart policy, but its owner would not restart rank 2 (its restarts
+ * are exhausted): the job fails with the sentence, as the fail policy, and
+ * nobody is fenced or counted failed. */
+static void stuck_rank_with_no_restart_fails_the_job(void **state)
+{
+    (void)state;
+    rank_2_keeps_the_others_waiting(0, 0);
+    assert_int_equal(rally__job_phase(j), RALLY__JOB_FAILED);
+    assert_int_equal(rally__job_code(j), RALLY_ETIMEDOUT);
+    int rank;
+    assert_string_equal(rally__job_sentence(j, &rank), STUCK_2);
+    assert_int_equal(rank, -1);
+    assert_null(event(RALLY__TEV_RANK_FAILED));
+    assert_int_equal(rally__job_epoch(j), 1);
 }
 
 /* Every rank in its own code for an hour (a long iteration): nobody waits
@@ -2001,6 +2019,7 @@ int main(void)
         cmocka_unit_test_teardown(recover_epoch_timeout, done_job),
         cmocka_unit_test_teardown(stuck_rank_is_named_and_fenced, done_job),
         cmocka_unit_test_teardown(stuck_rank_fails_the_job, done_job),
+        cmocka_unit_test_teardown(stuck_rank_with_no_restart_fails_the_job, done_job),
         cmocka_unit_test_teardown(no_alarm_while_every_rank_computes, done_job),
         cmocka_unit_test_teardown(no_alarm_when_the_slow_rank_moves, done_job),
         cmocka_unit_test_teardown(recovery_round_names_the_rank_that_never_comes, done_job),

@@ -150,6 +150,7 @@ static void restarts_exhausted(void **state)
     for (int i = 0; i < 2; i++) {
         rally__launch_policy_exit(pol, 1, KILLED(SIGKILL), &running, 0, &a);
         assert_int_equal(a.restart, 1);
+        assert_int_equal(a.last, i == 1); /* the second is its last: the tracker hears it */
         rally__launch_policy_spawned(pol, 1);
         event(pol, RALLY__TEV_RECOVERED, -1, "", 0);
     }
@@ -394,6 +395,7 @@ static void elastic_gives_up_a_rank(void **state)
     char line[1024];
     rally__launch_policy_exit(pol, 2, KILLED(SIGKILL), &running, 0, &a);
     assert_int_equal(a.restart, 2); /* a restart left: in place first */
+    assert_int_equal(a.last, 0);    /* ... and after it, given up, not failing the job */
     assert_int_equal(a.gone, -1);
     rally__launch_policy_spawned(pol, 2);
     event(pol, RALLY__TEV_RECOVERED, -1, "", 0);

@@ -155,6 +155,8 @@ static void carry_out(struct run *r, const struct rally__launch_act *a)
         int i = a->restart;
         /* its events land before the new process */
         rally__tracker_rank_died(r->t, run_rank_now(r, i), a->cause);
+        if (a->last) /* stuck again, it fails the job rather than die */
+            rally__tracker_no_restart(r->t, run_rank_now(r, i));
         rally__launch_flush(&r->procs[i]);
         int err = run_spawn(r, i);
         if (err != 0) {

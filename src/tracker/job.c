@@ -745,6 +745,12 @@ void rally__job_set_progress_timeout(struct rally__job *j, int64_t timeout_ms, i
     j->progress_fail = fail != 0;
 }
 
+void rally__job_no_restart(struct rally__job *j, int rank)
+{
+    if (rank >= 0 && rank < j->world)
+        j->no_restart[rank] = 1;
+}
+
 int rally__job_new(struct rally__job **out, const struct rally__job_opts *o, int64_t now_us,
                    struct rally__err *e)
 {
@@ -760,7 +766,7 @@ int rally__job_new(struct rally__job **out, const struct rally__job_opts *o, int
         (j->incarnation = calloc(w, sizeof *j->incarnation)) == NULL ||
         (j->rank_task = calloc(w, sizeof *j->rank_task)) == NULL ||
         (j->rank_host = calloc(w, sizeof *j->rank_host)) == NULL ||
-        (j->rank_final = calloc(w, 1)) == NULL ||
+        (j->rank_final = calloc(w, 1)) == NULL || (j->no_restart = calloc(w, 1)) == NULL ||
         (j->input = calloc(w, sizeof *j->input)) == NULL) {
         rally__fail(e, RALLY_ENOMEM, "out of memory creating the tracker");
         goto cleanup;
@@ -793,6 +799,7 @@ void rally__job_free(struct rally__job *j)
         free(j->rank_host[r]);
     free(j->rank_host);
     free(j->rank_final);
+    free(j->no_restart);
     free(j->input);
     free(j->book);
     free(j->acts);

@@ -173,5 +173,9 @@ const char *rally__job_task_of(const struct rally__job *j, int rank); /* "": non
  * rank failure: TEV_RANK_FAILED, a new epoch), fail = 1 fails the job with
  * that sentence.  0 (the default): off. */
 void rally__job_set_progress_timeout(struct rally__job *j, int64_t timeout_ms, int fail);
+/* The owner will not restart rank's process again (its restarts are
+ * exhausted): the progress watch fails the job when that rank is stuck,
+ * with the sentence, rather than fence it. */
+void rally__job_no_restart(struct rally__job *j, int rank);
 
 #endif

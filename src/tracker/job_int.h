@@ -57,6 +57,7 @@ struct rally__job {
     char **rank_host;         /* world entries: the host its newest incarnation registered
                                  from, for observers (NULL: none, or no memory for it) */
     char *rank_final;         /* world entries: the rank sent SHUTDOWN */
+    char *no_restart;         /* world entries: its owner will not restart the rank's process */
     struct rank_input *input; /* world entries: the input each rank's first INPUT named */
     int recovering;           /* from a failure until the GO that ends it */
     /* elastic membership (docs/recovery.md, "Elastic jobs") */

@@ -63,6 +63,7 @@ static void drop_rank(struct rally__job *j, int r)
     memmove(j->rank_task + r, j->rank_task + r + 1, (size_t)above * sizeof *j->rank_task);
     memmove(j->rank_host + r, j->rank_host + r + 1, (size_t)above * sizeof *j->rank_host);
     memmove(j->rank_final + r, j->rank_final + r + 1, (size_t)above);
+    memmove(j->no_restart + r, j->no_restart + r + 1, (size_t)above);
     j->world--;
     j->by_rank[j->world] = NULL;
     j->rank_task[j->world] = NULL;
@@ -150,6 +151,7 @@ void rally__jb_take_in(struct rally__job *j)
         j->by_rank[r] = m;
         j->incarnation[r] = 1;
         j->rank_final[r] = 0;
+        j->no_restart[r] = 0;
         rally__jb_keep_host(j, r, m->host);
         if ((j->rank_task[r] = strdup(m->task_id)) == NULL) {
             rally__jb_fail_job(j, RALLY_ENOMEM, -1,
@@ -193,7 +195,10 @@ int rally__job_set_max_world(struct rally__job *j, int max_world)
     char *fin = host ? realloc(j->rank_final, w) : NULL;
     if (fin != NULL)
         j->rank_final = fin;
-    struct rank_input *in = fin ? realloc(j->input, w * sizeof *in) : NULL;
+    char *nr = fin ? realloc(j->no_restart, w) : NULL;
+    if (nr != NULL)
+        j->no_restart = nr;
+    struct rank_input *in = nr ? realloc(j->input, w * sizeof *in) : NULL;
     if (in == NULL)
         return RALLY_ENOMEM;
     j->input = in;
@@ -202,6 +207,7 @@ int rally__job_set_max_world(struct rally__job *j, int max_world)
     memset(j->rank_task + old, 0, (w - old) * sizeof *task);
     memset(j->rank_host + old, 0, (w - old) * sizeof *host);
     memset(j->rank_final + old, 0, w - old);
+    memset(j->no_restart + old, 0, w - old);
     memset(j->input + old, 0, (w - old) * sizeof *in);
     j->max_world = max_world;
     return RALLY_OK;

@@ -225,7 +225,9 @@ int64_t rally__jb_progress_deadline(const struct rally__job *j)
     return d;
 }
 
-/* Names the stuck ranks, then fences them or fails the job. */
+/* Names the stuck ranks, then fences them (their owner restarts them) or
+ * fails the job: by --on-stuck, and always when the owner would not restart
+ * one of them, whose fencing would only add a death to the same end. */
 static void check_progress(struct rally__job *j)
 {
     if (rally__jb_progress_deadline(j) > j->now)
@@ -240,10 +242,12 @@ static void check_progress(struct rally__job *j)
         return;
     }
     const struct rally__job_member *one = NULL;
+    int last = 0; /* a stuck rank its owner will not restart */
     for (int r = 0; r < j->world; r++) {
         int64_t at = stuck_at(j, r, waiting, key, since);
         if (at <= j->now) {
             stuck[r] = 1;
+            last |= j->no_restart[r];
             one = j->by_rank[r];
             if (j->now - (at - j->progress_ms) > longest)
                 longest = j->now - (at - j->progress_ms);
@@ -257,7 +261,7 @@ static void check_progress(struct rally__job *j)
     size_t len = 0;
     sentence[0] = '\0';
     secs_str(longest, secs, sizeof secs);
-    int fail = j->progress_fail || !rally__job_recoverable(j);
+    int fail = j->progress_fail || last || !rally__job_recoverable(j);
     if (!running && fail) /* (a new epoch's line names the epoch itself) */
         rally__jb_appendf(sentence, sizeof sentence, &len, "epoch %u: ", j->epoch);
     int nw = ranks_str(j, waits, sentence, sizeof sentence, &len);

@@ -255,6 +255,11 @@ void rally__tracker_set_progress_timeout(struct rally__tracker *t, int64_t timeo
     rally__job_set_progress_timeout(t->job, timeout_ms, fail);
 }
 
+void rally__tracker_no_restart(struct rally__tracker *t, int rank)
+{
+    rally__job_no_restart(t->job, rank);
+}
+
 uint32_t rally__tracker_epoch(const struct rally__tracker *t)
 {
     return rally__job_epoch(t->job);

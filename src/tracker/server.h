@@ -168,6 +168,9 @@ void rally__tracker_set_heartbeat_timeout(struct rally__tracker *t, int64_t time
  * TEV_RANK_FAILED, the owner kills and restarts it) or the job fails with
  * the sentence (fail = 1).  0 (the default): off. */
 void rally__tracker_set_progress_timeout(struct rally__tracker *t, int64_t timeout_ms, int fail);
+/* The owner will not restart rank's process again: that rank stuck fails
+ * the job with the sentence, as fail = 1 does, instead of being fenced. */
+void rally__tracker_no_restart(struct rally__tracker *t, int rank);
 
 /* The owner reports that rank's process died (cause: "killed by signal 9").
  * If its connection is still open it is fenced and the failure handled as

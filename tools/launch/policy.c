@@ -118,7 +118,7 @@ int rally__launch_policy_holds(const struct rally__launch_policy *pol, int rank)
 static void clear(struct rally__launch_act *a)
 {
     a->say[0] = a->cause[0] = a->abort[0] = '\0';
-    a->forward = 0;
+    a->forward = a->last = 0;
     a->restart = a->gone = -1;
 }
 
@@ -235,6 +235,7 @@ static void died_as(struct rally__launch_policy *pol, int rank, const char *caus
         }
         k->restarts++;
         pol->nrestarts++;
+        a->last = !pol->elastic && k->restarts >= pol->max_restarts; /* elastic: given up */
         snprintf(a->say, sizeof a->say, "%.400s; restarting it%s%.150s (restart %d of %d)", head,
                  k->host[0] ? " on " : "", k->host, k->restarts, pol->max_restarts);
         snprintf(a->cause, sizeof a->cause, "%s", cause);

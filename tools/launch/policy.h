@@ -87,6 +87,7 @@ struct rally__launch_act {
     char say[640];
     int forward;
     int restart;
+    int last;        /* restart: its last (rally__tracker_no_restart once it runs) */
     int gone;        /* rally__tracker_rank_gone(that rank's rank now, cause): given up */
     char cause[320];
     char abort[512];
