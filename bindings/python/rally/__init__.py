@@ -160,6 +160,15 @@ class Rally:
         self._h = h
         if from_argv:  # rally_key=value arguments are rally's, not the script's
             sys.argv[:] = [cargv[i].decode() for i in range(argc.value)]
+        self._torchrun_env()
+
+    def _torchrun_env(self) -> None:
+        """rally-run gives each worker torchrun's RANK and WORLD_SIZE as it
+        launched them; an elastic job's may have changed since: the job's own."""
+        import os
+        if "RANK" in os.environ and "WORLD_SIZE" in os.environ:
+            os.environ["RANK"] = str(self.rank())
+            os.environ["WORLD_SIZE"] = str(self.world_size())
 
     # --- life cycle -------------------------------------------------------------
 
