@@ -448,6 +448,40 @@ static void error_reaches_the_others(void **state)
     assert_null(event(RALLY__TEV_FAILED));
 }
 
+/* A worker's loss (ERROR RALLY__ELOST: recovery in memory lost what every
+ * holder of it had) fails the job as RALLY_EPEER, and the owner hears that
+ * it was a loss (rally-run --auto-resume); another error is none, and a
+ * loss reported after the job failed changes nothing. */
+static void loss_is_noted_for_the_owner(void **state)
+{
+    (void)state;
+    const char *why = "cannot recover: the local models of ranks 1 are lost";
+    unsigned char b[256];
+    char s[RALLY__ERR_MSG_MAX];
+    for (int k = 0; k < 3; k++) {
+        new_job(2, 10000);
+        join_all(2);
+        struct rally__wbuf w = {b, 0, sizeof b, 0};
+        if (k == 2) { /* the job failed first of something else */
+            rally__msg_fail_put(&w, RALLY_EPEER, "rally_abort: enough");
+            frame(0, RALLY__T_ERROR, b, w.len);
+            w.len = 0;
+        }
+        rally__msg_fail_put(&w, k == 1 ? RALLY_EPEER : RALLY__ELOST, why);
+        frame(1, RALLY__T_ERROR, b, w.len);
+        if (k < 2) {
+            assert_int_equal(abort_to(0, s, sizeof s), RALLY_EPEER);
+            assert_string_equal(s, "rank 1 failed: cannot recover: the local models of ranks 1 "
+                                   "are lost");
+        }
+        assert_int_equal(rally__job_phase(j), RALLY__JOB_FAILED);
+        assert_int_equal(rally__job_code(j), RALLY_EPEER);
+        assert_int_equal(rally__job_lost(j), k == 0);
+        if (k < 2)
+            done_job(NULL);
+    }
+}
+
 /* A worker that refused its settings before every worker joined
  * (rally__tclient_fail_start: REGISTER, then ERROR) fails the job with its
  * status; a worker registering after that hears the same sentence, and the
@@ -2004,6 +2038,7 @@ int main(void)
         cmocka_unit_test_teardown(loss_before_go_fails_the_job, done_job),
         cmocka_unit_test_teardown(loss_while_joining_fails_the_job, done_job),
         cmocka_unit_test_teardown(error_reaches_the_others, done_job),
+        cmocka_unit_test_teardown(loss_is_noted_for_the_owner, done_job),
         cmocka_unit_test_teardown(startup_timeout_names_missing_workers, done_job),
         cmocka_unit_test_teardown(startup_timeout_names_unready_ranks, done_job),
         cmocka_unit_test_teardown(protocol_slips_are_fatal, done_job),

@@ -93,7 +93,8 @@ auto_resume_local)
     cp "$tmp/a" "$tmp/out"
     has "$tmp/a" "cannot recover: the local models of ranks [0-9, ]* are lost"
     resumed_once "$tmp/a"
-    [ "$(grep -c '^\[[12]\] rally mock: killing rank [12] at version 5' "$tmp/a")" -eq 2 ] ||
+    # the resumed job passes version 5 again: the points fired once, before
+    ! sed -n '/auto-resume: restarting/,$p' "$tmp/a" | grep -q 'rally mock: killing' ||
         fail "the kill points fired again after the resume"
     [ -n "$(rdig "$tmp/plain")" ] && [ "$(rdig "$tmp/a")" = "$(rdig "$tmp/plain")" ] ||
         fail "digest $(rdig "$tmp/a"), without the loss $(rdig "$tmp/plain")"

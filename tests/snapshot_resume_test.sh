@@ -440,9 +440,12 @@ auto)
     [ "$(grep -c '^rally-run: summary:' "$tmp/out")" -eq 1 ] || fail "not one summary line"
     [ "$(tail -n 1 "$tmp/out")" = "rally-run: summary: deaths=1 recovered=0 epochs=0 restarts=0 per-rank-deaths=0:0,1:0,2:1,3:0 job-restarts=1" ] ||
         fail "the last line is '$(tail -n 1 "$tmp/out")'"
-    # a death that comes back every time: bounded by --max-job-restarts
+    # a death that comes back every time: bounded by --max-job-restarts (a
+    # point fires once in the run, its ndeath counting every attempt's
+    # deaths: one point per attempt)
     timeout -k 5 60 "$run" -n 4 --max-restarts 0 --snapshot-dir "$D" --snapshot-every 2 \
-        --auto-resume --max-job-restarts 2 "$mock" $KM rally_mock=2,5,0,0 >"$tmp/out" 2>&1 &&
+        --auto-resume --max-job-restarts 2 "$mock" $KM rally_mock=2,5,0,0 rally_mock=2,5,0,1 \
+        rally_mock=2,5,0,2 >"$tmp/out" 2>&1 &&
         fail "a job that always fails succeeded"
     grep -v iteration "$tmp/out"
     [ "$(grep -c 'auto-resume: restarting the whole job' "$tmp/out")" -eq 2 ] ||

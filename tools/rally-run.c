@@ -545,7 +545,9 @@ static int setup(struct run *r)
     r->slot = calloc(2 * (size_t)r->slots, sizeof *r->slot);
     if (r->starts == NULL) /* kept across --auto-resume's attempts: incarnations go on counting */
         r->starts = calloc((size_t)r->slots, sizeof *r->starts);
-    if (r->procs == NULL || r->slot == NULL || r->starts == NULL ||
+    if (r->deaths_before == NULL) /* ... and so do deaths */
+        r->deaths_before = calloc((size_t)r->slots, sizeof *r->deaths_before);
+    if (r->procs == NULL || r->slot == NULL || r->starts == NULL || r->deaths_before == NULL ||
         rally__launch_policy_new(&r->pol, r->world, r->slots, r->max_restarts, r->grace_ms) != 0) {
         memset(&s, 0, sizeof s);
         fprintf(stderr, "rally-run: out of memory\n");
@@ -641,6 +643,7 @@ static void teardown(struct run *r)
     free(r->down);
     free(r->ssh_opts);
     free(r->starts);
+    free(r->deaths_before);
     rally__launch_argv_free(r->xenv);
     rally__launch_argv_free(r->xkey);
     rally__launch_snaps_free(&r->snap);
@@ -718,16 +721,26 @@ int main(int argc, char **argv)
         struct rally__launch_view v;
         view(&r, &v);
         status = verdict(&r, &v, hidden);
-        /* a failure (not a signal, not an unrunnable program) may restart the job */
-        if (status == 1 && r.auto_resume && r.job_restarts < r.max_job_restarts &&
+        /* a failure (not a signal, not an unrunnable program) may restart the
+         * job: one for good, or what recovery in memory lost (a rank's
+         * "cannot recover: ..." is status 3, a stop of its own) */
+        int lost = status == RALLY__LAUNCH_EXIT_ABORT && rally__tracker_lost(r.t);
+        if ((status == 1 || lost) && r.auto_resume && r.job_restarts < r.max_job_restarts &&
             rally__launch_snaps_auto(&r.snap, r.job_restarts + 1, r.max_job_restarts)) {
             r.job_restarts++;
+            /* a kill point counts the deaths of every attempt (rally_mock_deaths);
+             * the policy carries those of the first -n ranks already */
+            for (int i = 0; i < rally__launch_policy_slots(r.pol) && i < r.slots; i++) {
+                struct rally__launch_rank_counts c;
+                rally__launch_policy_rank(r.pol, i, &c);
+                r.deaths_before[i] = i < r.world ? c.deaths : r.deaths_before[i] + c.deaths;
+            }
             r.prev_pol = r.pol; /* the next attempt's summary carries its counts */
             r.pol = NULL;
             job_teardown(&r);
             continue;
         }
-        if (status == 1 && r.auto_resume && r.job_restarts == r.max_job_restarts)
+        if ((status == 1 || lost) && r.auto_resume && r.job_restarts == r.max_job_restarts)
             fprintf(stderr, "rally-run: auto-resume: %d job restart%s spent (--max-job-restarts)\n",
                     r.job_restarts, r.job_restarts == 1 ? "" : "s");
         rally__launch_snaps_cleanup(&r.snap, status);

@@ -452,7 +452,7 @@ static int kept_setting(const char *key)
         "rally_tracker", "rally_secret_file",  "rally_task_id",       "rally_interface",
         "rally_mock",    "rally_snapshot_dir", "rally_run_id",        "rally_run_started",
         "rally_resume",  "rally_overwrite",    "rally_keep_snapshots", "rally_snapshot_copy",
-        "rally_snapshot_local"};
+        "rally_snapshot_local", "rally_mock_deaths"};
     for (size_t i = 0; i < sizeof skip / sizeof skip[0]; i++)
         if (strcmp(key, skip[i]) == 0)
             return 0;

@@ -204,6 +204,7 @@ int rally__mock_parse(struct rally__mock *m, const struct rally__config *cfg, st
     m->n = 0;
     m->sync = NULL;
     m->wait_ms = cfg->connect_timeout_ms;
+    m->before = (uint32_t)cfg->mock_deaths;
     if (spec[0] == '\0')
         return RALLY_OK;
 #ifndef RALLY_MOCK
@@ -286,6 +287,7 @@ void rally__mock_free(struct rally__mock *m)
 void rally__mock_unfired(const struct rally__mock *m, int rank, uint32_t ndeath, uint64_t version,
                          uint64_t seq)
 {
+    ndeath += m->before;
     for (int i = 0; i < m->n; i++) {
         const struct rally__mock_point *q = &m->pts[i];
         if (q->rank != rank || q->ndeath < ndeath || q->flipped)
@@ -313,6 +315,7 @@ static int here(const struct rally__mock_point *q, int rank, uint64_t version, u
 void rally__mock_check(const struct rally__mock *m, int rank, uint64_t version, uint64_t seq,
                        uint32_t ndeath, int phase)
 {
+    ndeath += m->before;
     for (int i = 0; i < m->n; i++) {
         const struct rally__mock_point *q = &m->pts[i];
         if (!here(q, rank, version, seq, ndeath))
@@ -338,6 +341,7 @@ void rally__mock_check(const struct rally__mock *m, int rank, uint64_t version, 
 int rally__mock_flip(const struct rally__mock *m, int rank, uint64_t version, uint64_t seq,
                      uint32_t ndeath)
 {
+    ndeath += m->before;
     for (int i = 0; i < m->n; i++) {
         struct rally__mock_point *q = &m->pts[i];
         if (q->phase == RALLY__MOCK_FLIP && !q->flipped && here(q, rank, version, seq, ndeath)) {

@@ -8,8 +8,10 @@
  *   seq      the collective's number within that version, from 0; a
  *            rally_checkpoint or rally_finalize call counts as seq = the
  *            number of collectives before it in its version
- *   ndeath   how many times this rank died before (incarnation - 1), so a
- *            point fires once and the restarted worker gets past it
+ *   ndeath   how many times this rank died before (incarnation - 1, plus
+ *            its deaths in the job's earlier attempts, rally_mock_deaths,
+ *            which rally-run --auto-resume sets), so a point fires once
+ *            and the restarted worker, or the resumed job, gets past it
  *   phase    where (default op):
  *              op          on entry to the collective / checkpoint call
  *              checkpoint  inside rally_checkpoint, after the new model is
@@ -86,10 +88,13 @@ struct rally__mock {
     int n;
     char *sync;      /* the rendezvous directory (rally_mock_sync), or NULL */
     int64_t wait_ms; /* how long a member waits for its group */
+    uint32_t before; /* this rank's deaths in earlier attempts (rally_mock_deaths) */
 };
 
 /* Parses cfg->mock, a ';'-separated list of points ("" is none), and takes
- * the rendezvous settings (rally_mock_sync, rally_connect_timeout_ms). */
+ * the rendezvous settings (rally_mock_sync, rally_connect_timeout_ms) and
+ * the deaths before this attempt (rally_mock_deaths), which every ndeath
+ * passed below is counted on from. */
 int rally__mock_parse(struct rally__mock *m, const struct rally__config *cfg, struct rally__err *e);
 /* Once the world size is known: a point naming a rank outside the job
  * (world ranks, 0..world-1) is RALLY_ECONFIG, since it could never fire. */

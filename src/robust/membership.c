@@ -32,7 +32,7 @@ static int on_alarm(void *arg, struct rally__err *e)
  * exit — else the launcher could see an exit first and restart the worker. */
 void rally__robust_fatal(struct rally__robust *rb, int code, const char *msg)
 {
-    rb->mem.fatal = code;
+    rb->mem.fatal = code == RALLY__ELOST ? RALLY_EPEER : code;
     if (!rb->distributed || rb->tc.fd < 0)
         return;
     rally__tclient_report(&rb->tc, code, msg);

@@ -224,7 +224,7 @@ static int recover_locals(struct rally__robust *rb, uint64_t v, int want)
                          "cannot recover: the local models of ranks %s are lost (each lived on "
                          "%d workers, all of which died; rally_local_replica=%d)",
                          lost, k + 1, k);
-        rally__robust_fatal(rb, RALLY_EPEER, rb->err->msg);
+        rally__robust_fatal(rb, RALLY__ELOST, rb->err->msg);
         goto done;
     }
     if (want)
@@ -320,7 +320,7 @@ static int serve(struct rally__robust *rb, uint64_t at, int root, const struct r
                              "cannot recover: the result of %s is lost in part (%s, all of "
                              "which died; rally_result_copies=%u)",
                              where_s, which, copies);
-            rally__robust_fatal(rb, RALLY_EPEER, rb->err->msg);
+            rally__robust_fatal(rb, RALLY__ELOST, rb->err->msg);
             goto done;
         }
     if ((buf = rally__robust_buf(rb, n)) == NULL) {
@@ -466,7 +466,7 @@ int rally__robust_recover(struct rally__robust *rb, uint64_t key, const struct r
                         "cannot recover: the result of %s is lost (every worker that had it "
                         "died)",
                         where);
-            rally__robust_fatal(rb, RALLY_EPEER, rb->err->msg);
+            rally__robust_fatal(rb, RALLY__ELOST, rb->err->msg);
             return RALLY_EPEER;
         }
         struct rally__sig sig = have ? have->sig : (struct rally__sig){0};

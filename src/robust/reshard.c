@@ -134,7 +134,7 @@ static int suppliers(struct rally__robust *rb, const uint64_t *all, int W, int *
                 "cannot go on with %d workers: the local-model records of old rank%s %s are "
                 "lost (every copy died; rally_local_replica=%d)",
                 N, strchr(lost, ',') ? "s" : "", lost, (int)rb->cfg->local_replica);
-    rally__robust_fatal(rb, RALLY_EPEER, rb->err->msg);
+    rally__robust_fatal(rb, RALLY__ELOST, rb->err->msg);
     return RALLY_EPEER;
 }
 

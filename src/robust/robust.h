@@ -480,7 +480,8 @@ void rally__robust_free(struct rally__robust *rb);
 void rally__robust_start_failed(const struct rally__config *cfg, const char *host,
                                 const struct rally__err *e);
 /* A failure recovery cannot repair: tells the tracker and waits briefly
- * for its ABORT. */
+ * for its ABORT.  RALLY__ELOST (tracker/proto.h) says it is a loss, which a
+ * snapshot can mend; the worker's own calls fail with RALLY_EPEER. */
 void rally__robust_fatal(struct rally__robust *rb, int code, const char *msg);
 /* Every worker stands at the same position: the recovery is over. */
 void rally__robust_in_step(struct rally__robust *rb);

@@ -724,6 +724,11 @@ int rally__job_code(const struct rally__job *j)
     return j->code;
 }
 
+int rally__job_lost(const struct rally__job *j)
+{
+    return j->lost;
+}
+
 uint32_t rally__job_epoch(const struct rally__job *j)
 {
     return j->epoch;

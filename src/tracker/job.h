@@ -143,6 +143,8 @@ int rally__job_rank_info(const struct rally__job *j, int rank, struct rally__tra
 /* Why the job failed ("" while it has not), and the rank that caused it (-1). */
 const char *rally__job_sentence(const struct rally__job *j, int *rank);
 int rally__job_code(const struct rally__job *j);
+/* 1 when the job failed of what recovery in memory lost (server.h). */
+int rally__job_lost(const struct rally__job *j);
 uint32_t rally__job_epoch(const struct rally__job *j);
 /* 1 when a rank failing now would be recovered (server.h). */
 int rally__job_recoverable(const struct rally__job *j);

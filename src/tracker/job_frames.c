@@ -290,6 +290,9 @@ static void on_error(struct rally__job *j, struct rally__job_member *m, const un
         rally__jb_drop(j, m, "%s: malformed ERROR (%zu bytes)", m->what, n);
         return;
     }
+    /* a loss fails the job as RALLY_EPEER; its owner hears that it was one */
+    if (code == RALLY__ELOST && rally__jb_live(j))
+        j->lost = 1;
     if (code == 0 || code > RALLY_ESTATE)
         code = RALLY_EPEER;
     /* a mismatch is the job's, not the reporter's: its sentence names the

@@ -38,6 +38,7 @@ struct rally__job {
     struct rally__job_member **by_rank; /* NULL while a rank is down */
     int nregistered, nready, nfinal;
     int code, failed_rank;
+    int lost; /* it failed of a worker's loss (ERROR RALLY__ELOST): a snapshot mends it */
     char sentence[RALLY__ERR_MSG_MAX];
     int64_t startup_deadline; /* ms */
     uint64_t arrivals;

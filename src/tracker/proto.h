@@ -113,6 +113,11 @@ void rally__position_str(uint64_t position, char *s, size_t cap);
 /* An internal status (never returned to users): the tracker ordered a
  * reset; the robust layer answers it with recovery. */
 #define RALLY__ERESET 100
+/* An ERROR's code (never returned to users): what recovery in memory lost
+ * (a result, local models or records every holder of which died), which only
+ * a snapshot can mend.  The job fails with RALLY_EPEER, and the tracker notes
+ * the loss for its owner (rally__tracker_lost: rally-run --auto-resume). */
+#define RALLY__ELOST 101
 
 /* Longest PRINT message carried (longer ones are cut). */
 #define RALLY__PRINT_MAX 8192

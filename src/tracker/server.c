@@ -225,6 +225,11 @@ int rally__tracker_code(const struct rally__tracker *t)
     return rally__job_code(t->job);
 }
 
+int rally__tracker_lost(const struct rally__tracker *t)
+{
+    return rally__job_lost(t->job);
+}
+
 int rally__tracker_flushed(const struct rally__tracker *t)
 {
     return rally__conns_flushed(t->conns);

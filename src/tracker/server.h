@@ -145,6 +145,11 @@ int rally__tracker_state(const struct rally__tracker *t, const char **sentence, 
 /* The status the job failed with (RALLY_ECONFIG: a setting or the input
  * refused, src/tracker/job.c), RALLY_OK while it has not. */
 int rally__tracker_code(const struct rally__tracker *t);
+/* 1 when the job failed because a worker found something lost that
+ * recovery in memory cannot bring back (a result, local models or records
+ * every holder of which died; its ERROR said RALLY__ELOST): a snapshot can
+ * mend it (rally-run --auto-resume).  The job's code is RALLY_EPEER. */
+int rally__tracker_lost(const struct rally__tracker *t);
 
 /* Fails the job (if it still runs): queues ABORT(code, sentence) to every
  * connected worker.  The frames leave on the next polls. */

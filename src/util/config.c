@@ -67,6 +67,7 @@ static const struct key keys[] = {
     K("host_group", INT, host_group, "0", 0, 65536),
     K("mock", LIST, mock, "", 0, 0),
     K("mock_sync", STR, mock_sync, "", 0, 0),
+    K("mock_deaths", INT, mock_deaths, "0", 0, 1000000),
     K("snapshot_dir", STR, snapshot_dir, "", 0, 0),
     K("snapshot_job", STR, snapshot_job, "", 0, 0),
     K("snapshot_copy", STR, snapshot_copy, "", 0, 0),

@@ -350,8 +350,9 @@ static const struct flag FLAGS[] = {
            snap.force),
     SWITCH("auto-resume", 'A',
            "when the job fails for good (restarts spent, every worker\n"
-           "lost), restart the whole job from this run's newest\n"
-           "complete snapshot",
+           "lost) or loses what only a snapshot holds (a result, local\n"
+           "models or records every holder of which died), restart the\n"
+           "whole job from this run's newest complete snapshot",
            auto_resume),
     NUM("max-job-restarts", 'X', "K", "at most K such restarts (default 3)", max_job_restarts, 0,
         INT_MAX, "a count (0 or more)"),

@@ -83,6 +83,7 @@ struct run {
     int64_t out_bytes;               /* --output-buffer-bytes */
     const char *output_dir;          /* --output-dir, or NULL */
     int *starts;             /* per slot: processes started so far (the incarnation) */
+    int *deaths_before;      /* per slot: its deaths in earlier attempts (rally_mock_deaths) */
     /* ranks on other hosts (launch/remote.h, docs/launch.md) */
     const struct rally__launch_kind *kind; /* --launcher (launch/kind.h) */
     const char *hosts_opt, *hostfile, *agent_opt;

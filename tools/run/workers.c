@@ -24,7 +24,7 @@ int run_launched_as(const char *task_id)
 long run_owned(const char *kv, size_t n)
 {
     static const char *const wiring[] = {"RALLY_TRACKER", "RALLY_SECRET_FILE", "RALLY_TASK_ID",
-                                         "RALLY_ELASTIC"};
+                                         "RALLY_ELASTIC", "RALLY_MOCK_DEATHS"};
     for (size_t i = 0; i < run_nsnap_env; i++)
         if (strlen(run_snap_env[i].var) == n && strncmp(kv, run_snap_env[i].var, n) == 0)
             return (long)i;
@@ -52,7 +52,8 @@ static int kv(char **env, size_t *k, const char *key, const char *value)
 
 /* The agent's --env settings for rank i (launch/remote.h), "K=V" each:
  * what a local worker gets but the secret's file, the snapshot settings
- * only with --snapshot-dir, the resume ones only when resuming, the -x
+ * only with --snapshot-dir, the resume ones only when resuming, its deaths
+ * in earlier attempts (RALLY_MOCK_DEATHS) only when it had some, the -x
  * variables, and rally-run's own RALLY_* variables but those it sets itself
  * (run_snap_env: never the environment's; ssh carries no environment).  NULL
  * terminated, malloc'd (rally__launch_argv_free); NULL when out of memory. */
@@ -71,6 +72,11 @@ static char **agent_env(const struct run *r, const char *id)
     SET("RALLY_TASK_ID", id);
     if (elastic(r))
         SET("RALLY_ELASTIC", "1");
+    int before = r->deaths_before ? r->deaths_before[atoi(id)] : 0; /* none in a dry run */
+    char deaths[16];
+    snprintf(deaths, sizeof deaths, "%d", before);
+    if (before > 0)
+        SET("RALLY_MOCK_DEATHS", deaths);
     if (r->snap.dir != NULL) {
         SET("RALLY_RUN_ID", r->snap.run_id);
         SET("RALLY_RUN_STARTED", r->snap.run_started);
@@ -219,13 +225,15 @@ int run_spawn(struct run *r, int i)
         spawned(r, i);
         return err;
     }
-    char id[16];
+    char id[16], deaths[16];
     snprintf(id, sizeof id, "%d", i);
+    snprintf(deaths, sizeof deaths, "%d", r->deaths_before[i]);
     const char *const ours[][2] = {
         {"RALLY_TRACKER", r->tracker_addr},
         {"RALLY_SECRET_FILE", r->secret},
         {"RALLY_TASK_ID", id},
         {"RALLY_ELASTIC", elastic(r) ? "1" : "0"},
+        {"RALLY_MOCK_DEATHS", deaths}, /* its deaths in earlier attempts (--auto-resume) */
         /* "" without --snapshot-dir: a job given snapshot settings of its
          * own then owns its run (src/api/resume.c) */
         {"RALLY_RUN_ID", r->snap.dir ? r->snap.run_id : ""},
