@@ -1473,6 +1473,70 @@ static void copier_copies(void **state)
     free(unused);
 }
 
+/* A write that lands other bytes than it was given (a disk or a mount that
+ * corrupts in flight): one byte in the middle of each payload flipped. */
+static ssize_t flip_write(int fd, const void *p, size_t n)
+{
+    if (n < 64)
+        return rally__snap_sys_real.write(fd, p, n);
+    unsigned char *q = malloc(n);
+    if (q == NULL)
+        return -1;
+    memcpy(q, p, n);
+    q[n / 2] ^= 0x20;
+    ssize_t k = rally__snap_sys_real.write(fd, q, n);
+    free(q);
+    return k;
+}
+
+/* A copy counts once it verifies where it landed: rank 0's files copied to
+ * a second tier (rally__snap_copy_files), and a whole snapshot
+ * (rally__snap_copy), through a write that lands other bytes than it was
+ * given, fail naming the damage; the same copies through honest writes
+ * succeed and load there. */
+static void copy_verifies_where_it_lands(void **state)
+{
+    (void)state;
+    struct rally__err e = {0};
+    char src[512], dst[600], whole[600], path[700], there[1200];
+    struct rally__snap_file f[2];
+    int n = 0;
+    char *text = NULL;
+    size_t tn = 0;
+    void *buf = NULL;
+    size_t room = 0;
+    snprintf(src, sizeof src, "%s/host0", tmp_root);
+    snprintf(dst, sizeof dst, "%s/tier2", tmp_root);
+    snprintf(whole, sizeof whole, "%s/whole", tmp_root);
+    if (rank_files(src, 0, 1, f, &n, &text, &tn, &e) != RALLY_OK)
+        fail_msg("%s", e.msg);
+    assert_int_equal(n, 2);
+    struct rally__snap_target t = {dst, "job", RUN_A, 1, 2};
+    rally__snap_sys.write = flip_write;
+    int rc = rally__snap_copy_files(src, &t, f, n, &buf, &room, &e);
+    rally__snap_sys = rally__snap_sys_real;
+    assert_int_not_equal(rc, RALLY_OK);
+    if (strstr(e.msg, "global.bin") == NULL)
+        fail_msg("the damaged copy said \"%s\"", e.msg);
+    rally__err_clear(&e);
+    assert_int_equal(rally__snap_copy_files(src, &t, f, n, &buf, &room, &e), RALLY_OK);
+    free(buf);
+    free(text);
+    /* a whole snapshot: its copy is verified there after the commit */
+    struct spec s = simple(RUN_A, "2026-11-30T12:00:00.000000Z", 1);
+    s.job = "job2";
+    assert_int_equal(write_snapshot(src, &s, &e), RALLY_OK);
+    snap_path(path, sizeof path, src, "job2", 1);
+    rally__snap_sys.write = flip_write;
+    rc = rally__snap_copy(path, whole, &e, there, sizeof there);
+    rally__snap_sys = rally__snap_sys_real;
+    assert_int_not_equal(rc, RALLY_OK);
+    rally__err_clear(&e);
+    strcat(whole, "-again");
+    assert_int_equal(rally__snap_copy(path, whole, &e, there, sizeof there), RALLY_OK);
+    assert_int_equal(loads(whole, "job2", 1, &e), RALLY_OK);
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 3 && strcmp(argv[1], "--write-golden") == 0)
@@ -1503,6 +1567,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(background_commit, setup, teardown),
         cmocka_unit_test_setup_teardown(public_reader, setup, teardown),
         cmocka_unit_test_setup_teardown(copier_copies, setup, teardown),
+        cmocka_unit_test_setup_teardown(copy_verifies_where_it_lands, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
