@@ -50,6 +50,10 @@
 #   preempt   SIGTERM to rally-run (a preemption) at iteration 5: a snapshot of
 #             the next checkpoint, exit 5 naming it, --resume latest gives
 #             the uninterrupted digest; no commit within --grace-ms: 143
+#   preempt_periodic  the same with a snapshot every 2 versions, all kept: the
+#             SIGTERM comes once version 4's is committed, and the snapshot
+#             that ends the job is newer than every one there at the signal
+#             (not an older periodic one); --resume latest gives the digest
 #   owner     a job that owns its run (no rally-run snapshot flags): rank 0
 #             restarted keeps the run's name and lock; a fresh start over
 #             its snapshots is refused
@@ -526,6 +530,33 @@ preempt)
     [ "$st" -eq 143 ] || { cat "$tmp/out"; fail "exit status $st without a snapshot in time, want 143"; }
     grep -q "no snapshot was committed within --grace-ms" "$tmp/out" || fail "no word of the grace"
     no_orphans
+    ;;
+preempt_periodic)
+    P="$KM --fixed-iters --iters 16 --pause-ms 100"
+    job "$tmp/plain" -n 4 "$km" $P
+    : >"$tmp/out" # an earlier job's lines must not satisfy wait_line
+    timeout -k 5 60 "$run" -n 4 --snapshot-dir "$D" --snapshot-every 2 --keep-snapshots \
+        --snapshot-keep 100 --grace-ms 20000 "$km" $P >"$tmp/out" 2>&1 &
+    launcher=$!
+    wait_line 'snapshot: committed .*snap-00000004' "no snapshot of version 4 was committed"
+    # the newest committed before the signal (more may commit before it lands)
+    before=$(ls "$D"/rally-kmeans/snap-*/MANIFEST.json | sed 's|.*/snap-0*\([0-9]*\)/MANIFEST.json|\1|' |
+        sort -n | tail -1)
+    kill -TERM "$(launcher_of "$launcher")"
+    wait "$launcher"
+    st=$?
+    grep -v iteration "$tmp/out"
+    [ "$st" -eq 5 ] || fail "exit status $st after the preemption, want 5"
+    v=$(sed -n "s|.*preempted by signal 15 (Terminated) after $D/rally-kmeans/snap-0*\([0-9]*\) was committed.*|\1|p" \
+        "$tmp/out")
+    [ -n "$v" ] || fail "the verdict does not name a snapshot"
+    [ "$v" -gt "$before" ] ||
+        fail "the verdict names version $v, not newer than version $before, there before the SIGTERM"
+    grep -q "^\[0\] result:" "$tmp/out" && fail "the job finished instead of stopping"
+    no_orphans
+    job "$tmp/resumed" -n 4 --snapshot-dir "$D" --resume latest "$km" $P
+    [ "$(digest "$tmp/resumed")" = "$(digest "$tmp/plain")" ] ||
+        fail "digest $(digest "$tmp/resumed") after resume, want $(digest "$tmp/plain")"
     ;;
 owner)
     # a job that owns its run (the snapshot settings as the program's own
