@@ -121,9 +121,10 @@ def dumps(obj: Any, what: str = "checkpoint") -> bytes:
         if "cyclic" not in str(e):
             raise
         kind = str(e).split("object type ")[-1].split(" ")[0]
-        raise ArgumentError("%s: the model refers to itself (a %s holds itself); rally keeps a "
+        raise ArgumentError("%s: the model refers to itself (through a %s); rally keeps a "
                             "model as a tree of values, so that equal models are equal bytes on "
-                            "every rank" % (what, kind)) from None
+                            "every rank (a bound method of an object in the model refers to "
+                            "that object)" % (what, kind)) from None
     return f.getvalue()
 
 

@@ -141,6 +141,15 @@ def _set_rng_state(state: Dict[str, Any]) -> None:
     random.setstate(state["python"])
 
 
+def _scheduler_state(scheduler: Any) -> Dict[str, Any]:
+    """scheduler's state_dict without its own bound methods: some schedulers
+    keep one there (torch 1.x's OneCycleLR, its anneal_func), which refers
+    back to the scheduler, optimizer and all; load_state_dict keeps the
+    scheduler's own."""
+    return {k: v for k, v in scheduler.state_dict().items()
+            if getattr(v, "__self__", None) is not scheduler}
+
+
 def checkpoint(module: torch.nn.Module, optimizer: Optional[torch.optim.Optimizer] = None,
                step: Optional[int] = None, extra: Any = None, scheduler: Any = None,
                rng: bool = False, r: Any = None) -> None:
@@ -156,7 +165,7 @@ def checkpoint(module: torch.nn.Module, optimizer: Optional[torch.optim.Optimize
     The checkpoint must be the step's last collective."""
     state = {"module": module.state_dict(), "step": step, "extra": extra,
              "optimizer": optimizer.state_dict() if optimizer is not None else None,
-             "scheduler": scheduler.state_dict() if scheduler is not None else None}
+             "scheduler": _scheduler_state(scheduler) if scheduler is not None else None}
     (r or _current("torch.checkpoint")).checkpoint(state, _rng_state() if rng else None)
 
 
