@@ -1349,6 +1349,66 @@ static void elastic_rank_given_up_shrinks_the_job(void **state)
     assert_true(sent(0, RALLY__T_INPUT_OK));
 }
 
+/* After a shrink every rank reads a new shard, so the input each names next
+ * counts afresh, whatever its predecessor at that rank said: rank 2,
+ * restarted once (incarnation 2), becomes rank 1 when rank 1 is given up,
+ * and neither it nor rank 3 (now 2) is taken for a rank that read another
+ * input after its restart; a restart after the shrink is checked against
+ * the new shard. */
+static void shrink_takes_new_inputs(void **state)
+{
+    (void)state;
+    new_job(4, 10000);
+    rally__job_set_min_world(j, 3);
+    running(4);
+    for (int i = 0; i < 4; i++)
+        input(i, "range", 0x10 + (uint64_t)i);
+    lost(2); /* rank 2 restarted in place: member 4, incarnation 2, the same rows */
+    for (int i = 0; i < 4; i++)
+        if (i != 2)
+            rejoin(i, 2, RALLY__KEY_OP(3, 0), 3);
+    open_m(4);
+    reg(4, "2", 0);
+    for (int i = 0; i < 5; i++)
+        if (i != 2)
+            frame(i, RALLY__T_READY, NULL, 0);
+    assert_int_equal(rally__job_phase(j), RALLY__JOB_RUNNING);
+    input(4, "range", 0x12);
+    assert_true(sent(4, RALLY__T_INPUT_OK));
+    run((struct rally__job_ev){
+        .kind = RALLY__JOB_EV_DIED, .rank = 1, .text = "killed by signal 9"});
+    int live[3] = {0, 4, 3}; /* members of ranks 0, 1, 2 after the shrink */
+    for (int i = 0; i < 3; i++)
+        rejoin(live[i], 3, RALLY__KEY_OP(5, 0), 5);
+    gone_ev(1, "its restarts are spent");
+    assert_int_equal(rally__job_world(j), 3);
+    for (int i = 0; i < 3; i++)
+        rejoin(live[i], 4, RALLY__KEY_OP(5, 0), 5);
+    for (int i = 0; i < 3; i++)
+        frame(live[i], RALLY__T_READY, NULL, 0);
+    assert_int_equal(rally__job_phase(j), RALLY__JOB_RUNNING);
+    for (int i = 0; i < 3; i++) {
+        input(live[i], "range", 0x20 + (uint64_t)i);
+        assert_true(sent(live[i], RALLY__T_INPUT_OK));
+        assert_int_equal(rally__job_phase(j), RALLY__JOB_RUNNING);
+    }
+    /* rank 1 (member 4) restarted with rows other than its new shard's */
+    lost(4);
+    rejoin(0, 5, RALLY__KEY_OP(6, 0), 6);
+    rejoin(3, 5, RALLY__KEY_OP(6, 0), 6);
+    open_m(5);
+    reg(5, "2", 0);
+    for (int i = 0; i < 3; i++)
+        frame(i == 1 ? 5 : live[i], RALLY__T_READY, NULL, 0);
+    assert_int_equal(rally__job_phase(j), RALLY__JOB_RUNNING);
+    input(5, "range", 0x12); /* its old shard of 4 workers */
+    assert_int_equal(rally__job_phase(j), RALLY__JOB_FAILED);
+    assert_non_null(strstr(rally__job_sentence(j, NULL),
+                           "rank 1 read another input after its restart: incarnation 3 has "
+                           "fingerprint 0000000000000012 (scheme range), incarnation 2 had "
+                           "0000000000000021"));
+}
+
 /* Below the minimum, or in a job that is not elastic, giving a rank up
  * fails the job with a sentence that says so. */
 static void elastic_below_the_minimum_fails_the_job(void **state)
@@ -2030,6 +2090,7 @@ int main(void)
         cmocka_unit_test_teardown(whole_protocol_of_one_worker, done_job),
         cmocka_unit_test_teardown(start_error_fails_the_job_once, done_job),
         cmocka_unit_test_teardown(restarted_rank_with_another_input_fails_the_job, done_job),
+        cmocka_unit_test_teardown(shrink_takes_new_inputs, done_job),
         cmocka_unit_test_teardown(input_scheme_and_first_word, done_job),
         cmocka_unit_test_teardown(bad_registers_are_dropped_and_job_goes_on, done_job),
         cmocka_unit_test_teardown(member_without_register_is_dropped, done_job),
