@@ -75,3 +75,17 @@ add_test(NAME snapshot_s3
 set_tests_properties(snapshot_s3 PROPERTIES LABELS "snapshot;s3" TIMEOUT 360)
 add_test(NAME swift_rig COMMAND sh ${RALLY_SNAP_TESTS_DIR}/swift_rig_test.sh)
 set_tests_properties(swift_rig PROPERTIES LABELS "s3" TIMEOUT 240)
+
+# The second tier against retention, deaths, a wrong tier and elastic jobs
+# (tests/tier2_test.sh, over tests/progs/tier_hold.c, which holds one copy
+# at a chosen version so that the rest of the job happens meanwhile).
+add_executable(tier_hold ${RALLY_SNAP_TESTS_DIR}/progs/tier_hold.c)
+target_link_libraries(tier_hold rally_static)
+add_executable(tier_hold_mock ${RALLY_SNAP_TESTS_DIR}/progs/tier_hold.c)
+target_link_libraries(tier_hold_mock rally_mock_static)
+foreach(c retention lost verdict wrong_secret elastic)
+  add_test(NAME tier2_${c}
+           COMMAND sh ${RALLY_SNAP_TESTS_DIR}/tier2_test.sh ${c} ${CMAKE_BINARY_DIR})
+  set_tests_properties(tier2_${c} PROPERTIES TIMEOUT 300 LABELS "snapshot")
+endforeach()
+set_tests_properties(tier2_wrong_secret PROPERTIES LABELS "snapshot;s3")

@@ -78,6 +78,8 @@
 #             too; both tiers cleaned after success.  A copy that
 #             cannot be made is logged and tried again, the job ends with
 #             the plain digest; with --snapshot-required it fails, naming it
+#             (tier_dir); a bucket that does not exist is refused at the
+#             start (tier_s3)
 #   resume_checks  --resume of a damaged snapshot is refused before any worker
 #             starts, naming the file (for latest, also the newest older one
 #             that verifies and the command that takes it); a global-only snapshot of -n 4 resumes
@@ -712,6 +714,17 @@ tier_dir | tier_s3)
         { cat "$tmp/clean"; fail "the second tier was not cleaned"; }
     "$snap" ls "$T/clean" | grep -q "no snapshots" || fail "$T/clean still holds snapshots"
     no_orphans
+    # a bucket that does not exist is refused at the start (tests/tier2_test.sh)
+    if [ "$case_" = tier_s3 ]; then
+        rm -rf "$D"
+        timeout -k 5 60 "$run" -n 4 --snapshot-dir "$D" --snapshot-copy "$BAD" "$km" $KM \
+            >"$tmp/out" 2>&1 && fail "a missing bucket was not refused"
+        grep -q "^rally-run: --snapshot-copy $BAD cannot take a write: " "$tmp/out" ||
+            fail "the refusal does not name $BAD"
+        no_orphans
+        echo "snapshot_resume_test $case_: ok"
+        exit 0
+    fi
     # a second tier that cannot be written: logged, tried again, the job goes on
     rm -rf "$D"
     job "$tmp/badcopy" -n 4 --snapshot-dir "$D" --snapshot-copy "$BAD" --snapshot-every 20 "$km" $KT

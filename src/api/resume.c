@@ -79,6 +79,9 @@ static int name_run(struct rally__snapjob *sj, struct run_word *w)
         if (rally__snap_lock_take(c->snapshot_dir, sj->job, w->run_id, e, &sj->lock) != RALLY_OK ||
             job_dir(sj) != RALLY_OK)
             return e->code;
+        if (c->snapshot_copy[0] != '\0' &&
+            rally__snap_probe(c->snapshot_copy, w->run_id, e) != RALLY_OK)
+            return refuse(e, "rally_snapshot_copy", c->snapshot_copy, " (it cannot take a write)");
         if (c->resume[0] == '\0' && !c->overwrite &&
             rally__snap_check_fresh(sj->jobdir, "rally_resume=latest", "rally_overwrite=1", e) !=
                 RALLY_OK)

@@ -269,6 +269,7 @@ static void on_resized(void *arg, uint64_t v, int rank, int world)
     }
     sj->rank = rank;
     sj->world = world;
+    rally__snapjob_copy_resized(sj, v, world);
 }
 
 /* The commit hook: the commit first, then the triggers for the next one,

@@ -31,6 +31,9 @@
 #define RALLY__REQ_COPY_OUT (UINT64_C(1) << 2)
 #define RALLY__REQ_COPY_BUSY (UINT64_C(1) << 3)
 #define RALLY__REQ_COPY_FAILED (UINT64_C(1) << 4)
+/* ... or a rank lost its files of it: restarted while they were being
+ * copied (the copy is void, the tier did not refuse it) */
+#define RALLY__REQ_COPY_LOST (UINT64_C(1) << 5)
 
 #define RALLY__SNAP_NONE UINT64_MAX
 #define RALLY__SNAP_UNKNOWN (UINT64_MAX - 1) /* pending, version unknown: a restarted rank */
@@ -140,6 +143,9 @@ uint64_t rally__snapjob_copy_bits(struct rally__snapjob *sj);
 int rally__snapjob_copies(struct rally__snapjob *sj);
 /* Finalize: every copier drained, the last copy settled by agreement. */
 int rally__snapjob_copy_last(struct rally__snapjob *sj);
+/* The job went on with other workers: the copy outstanding and the one
+ * waiting were the old world's, void on every rank alike. */
+void rally__snapjob_copy_resized(struct rally__snapjob *sj, uint64_t v, int world);
 
 /* --- resume.c --------------------------------------------------------------- */
 

@@ -35,6 +35,15 @@ static void copy_submit(struct rally__snapjob *sj, uint64_t v, const struct rall
                         int n);
 static void man_take(struct rally__snapjob *sj);
 
+/* Rank 0: the first tier's retention leaves the snapshot being copied in
+ * place, however many newer ones it keeps meanwhile (every rank copies its
+ * files from there); it goes at the first commit after its copy settled. */
+static void spare(struct rally__snapjob *sj)
+{
+    if (sj->cbg != NULL)
+        rally__snap_bg_spare(sj->cbg, sj->copy_v == UNKNOWN ? NONE : sj->copy_v);
+}
+
 /* What the agreed copy bits mean for the copy outstanding: every rank's
  * files there (rank 0 commits it), one that could not, or still busy. */
 void rally__snapjob_copy_agreed(struct rally__snapjob *sj, uint64_t flags)
@@ -61,6 +70,15 @@ void rally__snapjob_copy_agreed(struct rally__snapjob *sj, uint64_t flags)
                                 "a rank could not copy its files (its log says why)");
         }
         sj->copy_void = v;
+    } else if (flags & RALLY__REQ_COPY_LOST) { /* void, but the tier took what it was given */
+        if (sj->rank == 0) {
+            rally__snapjob_say(sj,
+                               "version %" PRIu64 " not copied to %s: a rank was restarted while "
+                               "it copied its files; the next snapshot reported is copied",
+                               v, sj->cfg->snapshot_copy);
+            rally__snapjob_tell(sj, RALLY__TIER_COPY, 0, v, 0,
+                                "a rank was restarted while it copied its files");
+        }
     } else {
         if (sj->rank == 0 && sj->man_v[0] == v &&
             rally__snap_copier_commit(sj->copier, sj->man[0], sj->man_n[0], v, &e) != RALLY_OK) {
@@ -78,6 +96,7 @@ void rally__snapjob_copy_agreed(struct rally__snapjob *sj, uint64_t flags)
         copy_submit(sj, sj->next_v, sj->next_f, sj->next_n);
         sj->next_v = NONE;
     }
+    spare(sj);
 }
 
 /* What the copier did since the last look, said; with
@@ -133,6 +152,7 @@ static void copy_submit(struct rally__snapjob *sj, uint64_t v, const struct rall
     sj->copy_v = v;
     sj->copy_n = n;
     sj->copy_said = 0;
+    spare(sj);
     if (n > 0 && rally__snap_copier_submit(sj->copier, sj->src, &t, f, n, &e) != RALLY_OK) {
         rally__snapjob_say(sj, "could not copy its files of version %" PRIu64 ": %s", v, e.msg);
         sj->copy_said = 1;
@@ -173,8 +193,10 @@ uint64_t rally__snapjob_copy_bits(struct rally__snapjob *sj)
     if (sj->copier == NULL || sj->copy_v == NONE)
         return 0;
     int st = RALLY__SNAP_COPY_FAILED;
+    uint64_t bad = RALLY__REQ_COPY_LOST; /* not the tier's failure */
     const char *why = "this worker was restarted while its files were being copied";
     if (sj->copy_v != UNKNOWN && sj->copy_n >= 0) {
+        bad = RALLY__REQ_COPY_FAILED;
         st = sj->copy_n > 0 ? rally__snap_copier_state(sj->copier, sj->copy_v)
                             : RALLY__SNAP_COPY_OK;
         why = "its copier could not copy them (said above)";
@@ -192,7 +214,7 @@ uint64_t rally__snapjob_copy_bits(struct rally__snapjob *sj)
         rally__snapjob_say(sj, "its files of the copy to %s are not there: %s",
                            sj->cfg->snapshot_copy, why);
     }
-    return RALLY__REQ_COPY_OUT | RALLY__REQ_COPY_FAILED;
+    return RALLY__REQ_COPY_OUT | bad;
 }
 
 /* Finalize: this rank's files copied (drained), an agreement settles the
@@ -212,5 +234,25 @@ int rally__snapjob_copy_last(struct rally__snapjob *sj)
     }
     rally__snap_copier_drain(sj->copier);
     return rally__snapjob_copies(sj);
+}
+
+void rally__snapjob_copy_resized(struct rally__snapjob *sj, uint64_t v, int world)
+{
+    if (sj->copier == NULL)
+        return;
+    if (sj->rank == 0 && sj->copy_v < UNKNOWN)
+        rally__snapjob_say(sj,
+                           "version %" PRIu64 " not copied to %s: the job went on with %d "
+                           "workers from version %" PRIu64 " before every rank copied its files",
+                           sj->copy_v, sj->cfg->snapshot_copy, world, v);
+    /* the copiers may still be at the old world's files: harmless, they are
+     * never committed; the copy of the next reported snapshot starts anew */
+    sj->copy_v = sj->next_v = NONE;
+    for (int i = 0; i < 2; i++) {
+        free(sj->man[i]);
+        sj->man[i] = NULL;
+        sj->man_v[i] = NONE;
+    }
+    spare(sj);
 }
 

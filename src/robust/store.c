@@ -456,7 +456,14 @@ void rally__robust_store_resized(struct rally__robust *rb)
 
 int rally__robust_turn(struct rally__robust *rb, int when)
 {
-    return rally__subscribers_turn(&rb->st.subs, when);
+    int rc = rally__subscribers_turn(&rb->st.subs, when);
+    /* A subscriber's own failure (rally_snapshot_required) fails the job:
+     * the tracker hears its sentence, so the verdict names it rather than
+     * the first rank to exit.  A peer's failure or a change of the workers
+     * is the job's already. */
+    if (rc != RALLY_OK && rc != RALLY_EPEER && rc != RALLY_ERESIZED && !rb->mem.fatal)
+        rally__robust_fatal(rb, rc, rb->err->msg);
+    return rc;
 }
 
 /* A subscriber's agreement in its turn: words OR-ed over the job, cached

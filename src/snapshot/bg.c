@@ -41,6 +41,7 @@ struct rally__snap_bg {
     char *text;
     size_t text_n;
     int keep;
+    uint64_t spare; /* under mu: what retention leaves in place (rally__snap_bg_spare) */
     char path[4096], note[RALLY__ERR_MSG_MAX];
 };
 
@@ -55,7 +56,11 @@ static void commit_now(struct rally__snap_bg *w, struct rally__err *e)
         rally__snap_commit(w->dir, m, e, w->path, sizeof w->path) != RALLY_OK)
         goto out;
     snprintf(jobdir, sizeof jobdir, "%s/%s", w->dir, m->job);
-    if (rally__snap_retain_upto(jobdir, m->run_id, w->keep, m->version, &re, NULL) != RALLY_OK)
+    pthread_mutex_lock(&w->mu);
+    uint64_t spare = w->spare;
+    pthread_mutex_unlock(&w->mu);
+    if (rally__snap_retain_sparing(jobdir, m->run_id, w->keep, m->version, spare, &re, NULL) !=
+        RALLY_OK)
         snprintf(w->note, sizeof w->note, "%s", re.msg);
 out:
     rally__snap_manifest_free(m);
@@ -105,6 +110,7 @@ int rally__snap_bg_start(struct rally__err *e, struct rally__snap_bg **out)
     struct rally__snap_bg *w = calloc(1, sizeof *w);
     if (w == NULL)
         return rally__fail(e, RALLY_ENOMEM, "out of memory starting the snapshot writer");
+    w->spare = UINT64_MAX;
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
     int err = pthread_create(&w->thread, NULL, run, w);
@@ -232,6 +238,13 @@ int rally__snap_bg_commit(struct rally__snap_bg *w, const char *dir,
     pthread_cond_broadcast(&w->cv);
     pthread_mutex_unlock(&w->mu);
     return RALLY_OK;
+}
+
+void rally__snap_bg_spare(struct rally__snap_bg *w, uint64_t version)
+{
+    pthread_mutex_lock(&w->mu);
+    w->spare = version;
+    pthread_mutex_unlock(&w->mu);
 }
 
 void rally__snap_bg_commit_info(const struct rally__snap_bg *w, char *path, size_t cap, char *note,

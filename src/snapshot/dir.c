@@ -359,6 +359,12 @@ int rally__snap_retain(const char *jobdir, const char *run_id, int keep, struct 
 int rally__snap_retain_upto(const char *jobdir, const char *run_id, int keep, uint64_t upto,
                             struct rally__err *e, int *removed)
 {
+    return rally__snap_retain_sparing(jobdir, run_id, keep, upto, UINT64_MAX, e, removed);
+}
+
+int rally__snap_retain_sparing(const char *jobdir, const char *run_id, int keep, uint64_t upto,
+                               uint64_t spare, struct rally__err *e, int *removed)
+{
     struct rally__snap_entry *v = NULL;
     size_t n = 0;
     int rc, gone = 0, kept = 0;
@@ -374,7 +380,7 @@ int rally__snap_retain_upto(const char *jobdir, const char *run_id, int keep, ui
         if (x->version > upto)
             continue; /* being written now, maybe */
         if (x->state == RALLY__SNAP_COMPLETE && mine)
-            drop = ++kept > keep;
+            drop = ++kept > keep && x->version != spare; /* spare: counted, never dropped */
         else if (x->state == RALLY__SNAP_INCOMPLETE)
             drop = mine || x->run_id[0] == '\0';
         if (!drop)

@@ -95,6 +95,11 @@ uint64_t rally__snap_manifest_nbytes(const struct rally__snap_manifest *m);
 
 /* --- helpers ----------------------------------------------------------------- */
 
+/* Whether root (a directory or s3://BUCKET/PREFIX) takes a write: a small
+ * object named after run_id put at its top and removed again, so wrong
+ * credentials, a missing bucket or an unwritable directory are found
+ * before a job relies on it.  RALLY_OK, or the store's error naming it. */
+int rally__snap_probe(const char *root, const char *run_id, struct rally__err *e);
 /* XXH3-64 (seed 0) of n bytes. */
 uint64_t rally__snap_xxh3(const void *p, size_t n);
 /* A fresh random (version 4) UUID, lowercase, in out[37]. */
@@ -282,6 +287,11 @@ int rally__snap_bg_commit(struct rally__snap_bg *w, const char *dir,
  * did not; the commit stands either way). */
 void rally__snap_bg_commit_info(const struct rally__snap_bg *w, char *path, size_t cap, char *note,
                                 size_t note_cap);
+/* The version the commits' retention leaves in place from now on
+ * (rally__snap_retain_sparing; UINT64_MAX, the start: none): the one the
+ * second tier is copying.  Any thread; a commit in flight may still see
+ * the one before. */
+void rally__snap_bg_spare(struct rally__snap_bg *w, uint64_t version);
 /* The result of the snapshot in flight, waiting up to timeout_ms (0: just
  * look, -1: until done).  *done 0: still writing (-1: nothing submitted).
  * *done 1: finished; *result holds its status and message, files[0..nparts)
@@ -415,6 +425,11 @@ int rally__snap_retain(const char *jobdir, const char *run_id, int keep, struct 
  * upto or older: newer ones may be being written while it runs. */
 int rally__snap_retain_upto(const char *jobdir, const char *run_id, int keep, uint64_t upto,
                             struct rally__err *e, int *removed);
+/* As rally__snap_retain_upto, but leaves this run's snapshot of version
+ * spare in place however old it is (UINT64_MAX: none): one a second tier
+ * is still copying from here. */
+int rally__snap_retain_sparing(const char *jobdir, const char *run_id, int keep, uint64_t upto,
+                               uint64_t spare, struct rally__err *e, int *removed);
 /* A successful run's clean-up: run_id's snapshots removed from jobdir;
  * say[cap] receives what to tell ("the run succeeded: removed its N
  * snapshots (KEEP keeps them)", or why they stay), "" when it held none. */

@@ -88,3 +88,16 @@ int rally__snap_absolute(const char *path, int exists, char *out, size_t cap, st
         return rally__fail(e, RALLY_EINVAL, "the path %.80s... is too long", path);
     return RALLY_OK;
 }
+
+int rally__snap_probe(const char *root, const char *run_id, struct rally__err *e)
+{
+    struct rally__store *st = NULL;
+    struct rally__snap_chunk c = {run_id, strlen(run_id)};
+    char name[RALLY__SNAP_UUID_LEN + 16];
+    snprintf(name, sizeof name, ".probe-%s", run_id); /* this run's own: no other writes it */
+    int rc = rally__store_open(root, e, &st);
+    if (rc == RALLY_OK && (rc = st->ops->put(st, "", name, &c, 1, e, NULL)) == RALLY_OK)
+        rc = st->ops->remove(st, "", name, 0, e);
+    rally__store_close(st);
+    return rc;
+}

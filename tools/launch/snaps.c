@@ -89,6 +89,13 @@ int rally__launch_snaps_setup(struct rally__launch_snaps *s, char **argv, int wo
                 return 1;
             }
             snprintf(s->copy_jobdir, sizeof s->copy_jobdir, "%s/%s", s->copy_abs, s->job);
+            /* wrong credentials or a missing bucket: said now, not found
+             * out by every copy of the run */
+            if (rally__snap_probe(s->copy_abs, s->run_id, &e) != RALLY_OK) {
+                fprintf(stderr, "rally-run: --snapshot-copy %s cannot take a write: %s\n",
+                        s->copy, e.msg);
+                return 1;
+            }
         }
         if (s->resume == NULL && !s->overwrite &&
             rally__snap_check_fresh(s->jobdir, "--resume latest", "--overwrite", &e) != RALLY_OK) {

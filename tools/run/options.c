@@ -659,10 +659,6 @@ int run_parse(int argc, char **argv, struct run *r)
         r->world + 4 * (r->max_workers - r->world) + (remote_grow(r) ? 2 * r->max_workers : 0);
     r->want = r->world;
     r->pending = -1;
-    if (elastic(r) && r->snap.copy != NULL)
-        return cli_usage_error("rally-run", "--min-workers below -n does not go with "
-                                            "--snapshot-copy yet: the second tier's copy does "
-                                            "not follow a change of the workers");
     /* the interval the workers will beat at (an argument wins over the
      * environment, as in rally_init) must be under the tracker's timeout */
     if (r->heartbeat_ms > 0) {
