@@ -376,9 +376,9 @@ dry_run)
     env -u SLURM_JOB_NODELIST RALLY_TEST_TAG=$TAG "$run" -n 3 --launcher slurm --hosts n1:2,n2 --host 127.0.0.1 --port 7000 --dry-run \
         -- "$prog" "two words" "it's" >"$T/out" 2>"$T/err" || fail "slurm --dry-run failed"
     cat >"$T/want" <<EOF
-rank 0: srun --nodes=1 --ntasks=1 --nodelist=n1 --kill-on-bad-exit=1 --overlap --input=all --quiet $a --env RALLY_TRACKER=127.0.0.1:7000 --env RALLY_TASK_ID=0 --env RALLY_TEST_TAG=$TAG -- $prog 'two words' 'it'\\''s'
-rank 1: srun --nodes=1 --ntasks=1 --nodelist=n1 --kill-on-bad-exit=1 --overlap --input=all --quiet $a --env RALLY_TRACKER=127.0.0.1:7000 --env RALLY_TASK_ID=1 --env RALLY_TEST_TAG=$TAG -- $prog 'two words' 'it'\\''s'
-rank 2: srun --nodes=1 --ntasks=1 --nodelist=n2 --kill-on-bad-exit=1 --overlap --input=all --quiet $a --env RALLY_TRACKER=127.0.0.1:7000 --env RALLY_TASK_ID=2 --env RALLY_TEST_TAG=$TAG -- $prog 'two words' 'it'\\''s'
+rank 0: srun --nodes=1 --ntasks=1 --nodelist=n1 --kill-on-bad-exit=1 --overlap --input=all --quiet $a --env RALLY_TRACKER=127.0.0.1:7000 --env RALLY_TASK_ID=0 --env RANK=0 --env WORLD_SIZE=3 --env LOCAL_RANK=0 --env LOCAL_WORLD_SIZE=2 --env RALLY_TEST_TAG=$TAG -- $prog 'two words' 'it'\\''s'
+rank 1: srun --nodes=1 --ntasks=1 --nodelist=n1 --kill-on-bad-exit=1 --overlap --input=all --quiet $a --env RALLY_TRACKER=127.0.0.1:7000 --env RALLY_TASK_ID=1 --env RANK=1 --env WORLD_SIZE=3 --env LOCAL_RANK=1 --env LOCAL_WORLD_SIZE=2 --env RALLY_TEST_TAG=$TAG -- $prog 'two words' 'it'\\''s'
+rank 2: srun --nodes=1 --ntasks=1 --nodelist=n2 --kill-on-bad-exit=1 --overlap --input=all --quiet $a --env RALLY_TRACKER=127.0.0.1:7000 --env RALLY_TASK_ID=2 --env RANK=2 --env WORLD_SIZE=3 --env LOCAL_RANK=0 --env LOCAL_WORLD_SIZE=1 --env RALLY_TEST_TAG=$TAG -- $prog 'two words' 'it'\\''s'
 EOF
     diff "$T/want" "$T/out" >"$T/err" || fail "srun lines differ"
     printf 'node-a slots=1 # first\n\nnode-b:2\n' >"$T/hosts"
@@ -386,13 +386,13 @@ EOF
         --agent /opt/rally/rally-agent --dry-run "$prog" x >"$T/out" 2>"$T/err" ||
         fail "mpirun --dry-run failed"
     cat >"$T/want" <<EOF
-rank 0: mpirun -np 1 --host node-a --quiet --mca orte_local_tmpdir_base RALLY_RUN_TMPDIR/ompi-0 /opt/rally/rally-agent --env RALLY_TRACKER=198.18.0.1:7001 --env RALLY_TASK_ID=0 --env RALLY_TEST_TAG=$TAG -- $prog x
-rank 1: mpirun -np 1 --host node-b --quiet --mca orte_local_tmpdir_base RALLY_RUN_TMPDIR/ompi-1 /opt/rally/rally-agent --env RALLY_TRACKER=198.18.0.1:7001 --env RALLY_TASK_ID=1 --env RALLY_TEST_TAG=$TAG -- $prog x
+rank 0: mpirun -np 1 --host node-a --quiet --mca orte_local_tmpdir_base RALLY_RUN_TMPDIR/ompi-0 /opt/rally/rally-agent --env RALLY_TRACKER=198.18.0.1:7001 --env RALLY_TASK_ID=0 --env RANK=0 --env WORLD_SIZE=2 --env LOCAL_RANK=0 --env LOCAL_WORLD_SIZE=1 --env RALLY_TEST_TAG=$TAG -- $prog x
+rank 1: mpirun -np 1 --host node-b --quiet --mca orte_local_tmpdir_base RALLY_RUN_TMPDIR/ompi-1 /opt/rally/rally-agent --env RALLY_TRACKER=198.18.0.1:7001 --env RALLY_TASK_ID=1 --env RANK=1 --env WORLD_SIZE=2 --env LOCAL_RANK=0 --env LOCAL_WORLD_SIZE=1 --env RALLY_TEST_TAG=$TAG -- $prog x
 EOF
     diff "$T/want" "$T/out" >"$T/err" || fail "mpirun lines differ"
     # ssh quotes the remote words once more: the remote shell reads them
     $RUN -n 1 --launcher ssh --hosts h --host 127.0.0.1 --dry-run "$prog" "a b" >"$T/out" 2>"$T/err"
-    echo "rank 0: ssh -o BatchMode=yes h -- $a --env RALLY_TRACKER=127.0.0.1:0 --env RALLY_TASK_ID=0 --env RALLY_TEST_TAG=$TAG -- $prog ''\\''a b'\\'''" >"$T/want"
+    echo "rank 0: ssh -o BatchMode=yes h -- $a --env RALLY_TRACKER=127.0.0.1:0 --env RALLY_TASK_ID=0 --env RANK=0 --env WORLD_SIZE=1 --env LOCAL_RANK=0 --env LOCAL_WORLD_SIZE=1 --env RALLY_TEST_TAG=$TAG -- $prog ''\\''a b'\\'''" >"$T/want"
     diff "$T/want" "$T/out" >"$T/err" || fail "ssh line differs"
     # no --bind: remote workers are told an address of this host that is not loopback
     $RUN -n 1 --launcher ssh --hosts h --dry-run "$prog" >"$T/out" 2>"$T/err"

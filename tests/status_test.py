@@ -142,7 +142,10 @@ class Job:
                 u = m.group(1)
                 t = re.search(r"token=([0-9a-f]+)", u)
                 self.token = t.group(1) if t else ""
-                return u.split("?")[0]
+                if not t and u.endswith("/"):
+                    fail("the address ends with a slash, so $URL/metrics is //metrics: " + u)
+                self.printed = u
+                return u.split("?")[0].rstrip("/") + "/"
             if self.p.poll() is not None:
                 fail("rally-run ended before serving:\n" + self.text())
             time.sleep(0.05)
@@ -247,6 +250,9 @@ def case_job():
                "--snapshot-every", "4", "--heartbeat-timeout-ms", "20000"] + kmeans_args(40, 150))
     base = job.url()
     host, port = base[len("http://"):].rstrip("/").rsplit(":", 1)
+    # the printed address as a user extends it
+    if b"rally_" not in get(job.printed + "/metrics", raw=True):
+        fail("%s/metrics is not the metrics" % job.printed)
     # 200 clients that connect and stop mid-request, one that stops mid-answer
     idle = []
     for _ in range(200):

@@ -256,7 +256,8 @@ int run_status_start(struct run *r)
         char hp[RALLY__HOST_MAX + 16];
         rally__hostport_fmt(rally__launch_host_is_any(host) ? "127.0.0.1" : host,
                             rally__http_port(s->http), hp, sizeof hp);
-        snprintf(s->url, sizeof s->url, "http://%s/%s%s", hp, s->token[0] ? "?token=" : "",
+        /* no trailing slash: "$URL/metrics" is the page a user asks for */
+        snprintf(s->url, sizeof s->url, "http://%s%s%s", hp, s->token[0] ? "/?token=" : "",
                  s->token);
         fprintf(stderr, "rally-run: status: %s (status.json, metrics%s)\n", s->url,
                 s->token[0] ? "; the token is also in the job's directory, file status-token" : "");

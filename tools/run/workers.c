@@ -40,6 +40,29 @@ void run_signal_all(struct run *r, int sig)
         rally__launch_signal(&r->procs[i], sig);
 }
 
+/* torchrun's variables for rank i, so that code written for torchrun runs
+ * unchanged: RANK, WORLD_SIZE, and its place among the ranks of its host
+ * (LOCAL_RANK of LOCAL_WORLD_SIZE).  They are the launch's; an elastic job's
+ * ranks change, and rally.init() sets the job's own in Python. */
+struct torchrun {
+    char rank[16], world[16], local_rank[16], local_world[16];
+};
+
+static void torchrun_of(const struct run *r, int i, struct torchrun *t)
+{
+    int n = r->world > i ? r->world : i + 1, before = 0, on_host = 0;
+    for (int j = 0; j < n; j++) {
+        int same = !remote(r) || r->host_of == NULL || j >= r->slots ||
+                   (i < r->slots && r->host_of[j] == r->host_of[i]);
+        on_host += same;
+        before += same && j < i;
+    }
+    snprintf(t->rank, sizeof t->rank, "%d", i);
+    snprintf(t->world, sizeof t->world, "%d", n);
+    snprintf(t->local_rank, sizeof t->local_rank, "%d", before);
+    snprintf(t->local_world, sizeof t->local_world, "%d", on_host);
+}
+
 /* Appends "K=V" to env at *k; 0, or 1 when out of memory. */
 static int kv(char **env, size_t *k, const char *key, const char *value)
 {
@@ -70,6 +93,12 @@ static char **agent_env(const struct run *r, const char *id)
 #define SET(K, V) (oom |= kv(env, &k, (K), (V)))
     SET("RALLY_TRACKER", r->tracker_addr);
     SET("RALLY_TASK_ID", id);
+    struct torchrun t;
+    torchrun_of(r, atoi(id), &t);
+    SET("RANK", t.rank);
+    SET("WORLD_SIZE", t.world);
+    SET("LOCAL_RANK", t.local_rank);
+    SET("LOCAL_WORLD_SIZE", t.local_world);
     if (elastic(r))
         SET("RALLY_ELASTIC", "1");
     int before = r->deaths_before ? r->deaths_before[atoi(id)] : 0; /* none in a dry run */
@@ -228,7 +257,13 @@ int run_spawn(struct run *r, int i)
     char id[16], deaths[16];
     snprintf(id, sizeof id, "%d", i);
     snprintf(deaths, sizeof deaths, "%d", r->deaths_before[i]);
+    struct torchrun t;
+    torchrun_of(r, i, &t);
     const char *const ours[][2] = {
+        {"RANK", t.rank},
+        {"WORLD_SIZE", t.world},
+        {"LOCAL_RANK", t.local_rank},
+        {"LOCAL_WORLD_SIZE", t.local_world},
         {"RALLY_TRACKER", r->tracker_addr},
         {"RALLY_SECRET_FILE", r->secret},
         {"RALLY_TASK_ID", id},
