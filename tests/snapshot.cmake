@@ -57,6 +57,13 @@ target_link_libraries(snapshot_bench rally_static)
 add_executable(snapshot_bench_mock ${RALLY_SNAP_TESTS_DIR}/../bench/snapshot_bench.c)
 target_link_libraries(snapshot_bench_mock rally_mock_static)
 
+# The S3 store's classes of HTTP status, against a canned server on
+# 127.0.0.1 (no S3 needed): 5xx tried again, 4xx never, each its sentence.
+add_executable(s3_status_test ${RALLY_SNAP_TESTS_DIR}/s3_status_test.c)
+target_link_libraries(s3_status_test rally_static cmocka Threads::Threads)
+add_test(NAME s3_status_test COMMAND s3_status_test)
+set_tests_properties(s3_status_test PROPERTIES LABELS "quick;snapshot" TIMEOUT 60)
+
 # Snapshots on an object store: a real S3 API (OpenStack Swift with s3api,
 # started on 127.0.0.1 by tests/swift_rig.sh), the torture cases of
 # snapshot_s3_test.c and rally-snapshot on s3:// URLs.
