@@ -21,6 +21,10 @@ run: build
 test: build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 600
 
+# The quick tier alone (a few minutes): what CI also runs under the sanitizers.
+test-quick: build
+	@cd $(BUILD) && ctest --output-on-failure -L quick -j $(JOBS) --timeout 600
+
 bench: build
 	@bench/run.sh $(BUILD)
 

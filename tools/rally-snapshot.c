@@ -43,7 +43,7 @@ static void usage(FILE *f)
                "       rally-snapshot request DIR [--timeout-ms MS]\n"
                "Looks at the durable snapshots of rally jobs (DIR/JOB/snap-NNNNNNNN/).\n"
                "DIR may be a directory or an object store, s3://BUCKET/PREFIX (the AWS\n"
-               "variables and files say where and as whom; docs/snapshots.md).\n"
+               "variables and files say where and as whom; docs/snapshot-format.md).\n"
                "For show, verify and dump, SNAP may be DIR/JOB/latest: the snapshot\n"
                "--resume latest would take.\n"
                "  ls DIR       the snapshots of a job directory (DIR/JOB), or of every job\n"

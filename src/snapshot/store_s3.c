@@ -9,7 +9,7 @@
  * is.  There are no directories: removing one is nothing, and a prefix
  * nobody wrote lists empty and is missing.
  *
- * Where and as whom (docs/snapshots.md, "On an object store"):
+ * Where and as whom (docs/snapshot-format.md, "On an object store"):
  *   credentials  AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN,
  *                else the profile (AWS_PROFILE, "default") of
  *                AWS_SHARED_CREDENTIALS_FILE (~/.aws/credentials)
