@@ -233,6 +233,15 @@ int rally__snapjob_copy_last(struct rally__snapjob *sj)
             break;
     }
     rally__snap_copier_drain(sj->copier);
+    if (sj->rank == 0 && sj->cbg != NULL && !sj->cfg->snapshot_local) {
+        /* every copy settled: a snapshot retention spared for its copy goes */
+        char jobdir[PATH_MAX + RALLY__SNAP_JOB_MAX + 2];
+        struct rally__err re = {0, ""};
+        snprintf(jobdir, sizeof jobdir, "%s/%s", sj->src, sj->job);
+        if (rally__snap_retain(jobdir, sj->run_id, (int)sj->cfg->snapshot_keep, &re, NULL) !=
+            RALLY_OK)
+            rally__snapjob_say(sj, "retention failed (the snapshots stay): %s", re.msg);
+    }
     return rally__snapjob_copies(sj);
 }
 
