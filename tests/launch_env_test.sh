@@ -13,6 +13,9 @@
 #                 rally-run's value (here it is the workers' already); an
 #                 unset VAR, a bad name and a variable rally-run sets itself
 #                 are usage errors
+#   torchrun      every worker gets RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE
+#   not_on_path   a program in the current directory named without ./: the
+#                 error says to name it ./PROG (or python3 PROG.py)
 #   tmpdir_sweep  the secret's directory of a rally-run killed by SIGKILL is
 #                 left in $TMPDIR; the next rally-run (and rally-agent) removes
 #                 it, and the planted directories of a reused pid, but not
@@ -148,6 +151,28 @@ tmpdir_sweep)
     echo "rally-secret-line" | "$build/rally-agent" -- true >"$T/out" 2>&1
     [ -e "$TMPDIR/rally-agent-$ns-$dead-7-hhhhhh" ] && fail "rally-agent kept a dead agent's directory"
     ls "$TMPDIR" | grep -q '^rally-agent-' && fail "rally-agent left its own: $(ls "$TMPDIR")"
+    ;;
+torchrun)
+    # torchrun's variables, each worker's own: its rank, the world, and its
+    # place on this host (every rank here)
+    "$jobsh" 1 30 "$run" -n 3 sh -c 'echo "r=$RANK w=$WORLD_SIZE l=$LOCAL_RANK/$LOCAL_WORLD_SIZE"' \
+        >"$T/out" 2>&1
+    for i in 0 1 2; do has "$T/out" "[$i] r=$i w=3 l=$i/3"; done
+    ;;
+not_on_path)
+    # a program in the current directory named without ./ is looked for on
+    # PATH only: the error says how to name it (exit 127, as a shell's)
+    printf '#!/bin/sh\necho hi\n' >"$T/here.sh"
+    printf 'print(1)\n' >"$T/here.py"
+    chmod +x "$T/here.sh"
+    (cd "$T" && timeout 10 "$run" -n 1 here.sh >"$T/out" 2>"$T/err")
+    [ $? -eq 127 ] || fail "here.sh: want exit status 127"
+    has "$T/err" "rally-run: cannot run 'here.sh': No such file or directory (PATH was searched, not the current directory: say ./here.sh)"
+    (cd "$T" && timeout 10 "$run" -n 1 here.py >"$T/out" 2>"$T/err")
+    has "$T/err" "(PATH was searched; the file here is not executable: say python3 here.py)"
+    (cd "$T" && timeout 10 "$run" -n 1 nowhere >"$T/out" 2>"$T/err")
+    has "$T/err" "rally-run: cannot run 'nowhere': No such file or directory"
+    grep -q "PATH was searched" "$T/err" && fail "a hint for a program that is nowhere"
     ;;
 *)
     fail "unknown case"

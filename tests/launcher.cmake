@@ -49,7 +49,7 @@ endforeach()
 # What rally-run makes of its environment on this host (tests/launch_env_test.sh
 # says what each case pins): the snapshot settings as its flags, -x, the
 # secret's directories of launchers killed by SIGKILL.
-foreach(case snapshot_env export_local tmpdir_sweep)
+foreach(case snapshot_env export_local tmpdir_sweep torchrun not_on_path)
   add_test(NAME launch_env_${case}
            COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/launch_env_test.sh ${case} ${CMAKE_BINARY_DIR})
   set_tests_properties(launch_env_${case} PROPERTIES TIMEOUT 180)

@@ -504,6 +504,23 @@ static int dry_run(struct run *r)
 }
 
 /* Signals, the secret, the tracker, the workers.  Returns 0 or the exit status. */
+
+/* A hint for a program that exec could not find: one that is in the current
+ * directory but, without a slash, was looked for on PATH only. */
+static const char *not_on_path(const char *prog, int err)
+{
+    static char hint[PATH_MAX + 96];
+    if (err != ENOENT || strchr(prog, '/') != NULL || access(prog, F_OK) != 0)
+        return "";
+    size_t n = strlen(prog);
+    if (access(prog, X_OK) != 0 && n > 3 && strcmp(prog + n - 3, ".py") == 0)
+        snprintf(hint, sizeof hint, " (PATH was searched; the file here is not executable: "
+                                    "say python3 %s)", prog);
+    else
+        snprintf(hint, sizeof hint, " (PATH was searched, not the current directory: say ./%s)",
+                 prog);
+    return hint;
+}
 static int setup(struct run *r)
 {
     if (r->sfd < 0 && (r->sfd = rally__launch_signals(1)) < 0) {
@@ -583,8 +600,9 @@ static int setup(struct run *r)
     for (int i = 0; i < r->world; i++) {
         err = run_spawn(r, i);
         if (err != 0) {
-            fprintf(stderr, "rally-run: cannot run '%s': %s\n",
-                    r->kind->wrapper ? r->kind->wrapper : r->argv[0], strerror(err));
+            const char *what = r->kind->wrapper ? r->kind->wrapper : r->argv[0];
+            fprintf(stderr, "rally-run: cannot run '%s': %s%s\n", what, strerror(err),
+                    not_on_path(what, err));
             rally__launch_kill_all(r->procs, rally__launch_policy_slots(r->pol));
             return 127;
         }
