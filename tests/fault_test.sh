@@ -85,6 +85,8 @@ diverge)
     GREP="diverged after its restart" "$here/run_job.sh" nonzero 60 "$run" -n 4 "$mock" 500 3 \
         diverge rally_mock=2,1,2,0 >"$tmp/out" 2>&1 || fail "want a clean failure naming the divergence"
     grep -q "^rally-run: .*diverged" "$tmp/out" || fail "rally-run did not say why"
+    grep -q "make the checkpoint the step's last collective" "$tmp/out" ||
+        fail "the divergence does not hint at the rule"
     ;;
 exhausted)
     GREP="restart" "$here/run_job.sh" nonzero 60 "$run" -n 4 --max-restarts 1 "$mock" 500 3 \

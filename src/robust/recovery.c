@@ -493,7 +493,10 @@ int rally__robust_recover(struct rally__robust *rb, uint64_t key, const struct r
             rally__robust_unbuf(rb, *res);
             rally__fail(rb->err, RALLY_EMISMATCH,
                         "rank %d diverged after its restart: at %s it called %s, but the job "
-                        "called %s there before",
+                        "called %s there before; a restarted rank makes again the calls that "
+                        "followed its newest checkpoint, so a collective after rally_checkpoint "
+                        "(a loss allreduced after it, say) breaks recovery: make the checkpoint "
+                        "the step's last collective (docs/recovery.md)",
                         rb->rank, where, a, b);
             rally__robust_fatal(rb, RALLY_EMISMATCH, rb->err->msg);
             return RALLY_EMISMATCH;
