@@ -82,4 +82,15 @@ got=$(sed -n 's/^\[0\] digest //p' "$tmp/kill.out")
 sleep 0.2
 left=$(grep -l "RALLY_TEST_TAG=$tag" /proc/[0-9]*/environ 2>/dev/null | grep -v "/proc/$$/" | cut -d/ -f3 || true)
 [ -z "$left" ] || fail "processes left behind: $left"
+# A venv of its own (ensurepip's setuptools, no wheel package): the offline
+# build says what it lacks and how to get it, not a bare ModuleNotFoundError.
+if ! "$py" -c "import setuptools.command.bdist_wheel" 2>/dev/null; then
+    "$py" -m venv "$tmp/bare"
+    if ! "$tmp/bare/bin/python" -c "import wheel" 2>/dev/null; then
+        "$tmp/bare/bin/pip" install --no-build-isolation --no-index "$tmp/pkg" >"$tmp/bare.out" 2>&1 &&
+            fail "pip install without the wheel package succeeded"
+        grep -q "rally: building the wheel needs the 'wheel' package" "$tmp/bare.out" ||
+            fail "the build without wheel does not say so: $(tail -5 "$tmp/bare.out")"
+    fi
+fi
 echo "python_pip_test: passed ($whl)"

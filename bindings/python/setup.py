@@ -17,7 +17,16 @@ import subprocess
 
 from setuptools import Distribution, setup
 from setuptools.command.build_py import build_py
-from wheel.bdist_wheel import bdist_wheel
+try:
+    from setuptools.command.bdist_wheel import bdist_wheel  # setuptools >= 70.1
+except ImportError:
+    try:
+        from wheel.bdist_wheel import bdist_wheel
+    except ImportError:
+        raise SystemExit("rally: building the wheel needs the 'wheel' package with this "
+                         "setuptools, and this python3 has none: install it (Debian's "
+                         "python3-wheel, or pip install wheel), or let pip fetch it by leaving "
+                         "out --no-build-isolation and --no-index") from None
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.dirname(os.path.dirname(HERE))
