@@ -64,7 +64,14 @@ int rally__snap_compatible(const struct rally__snap_manifest *m, const struct ra
                            "\"%.64s\", this job's by \"%.64s\"%s",
                            m->partitioning, x->partitioning, hint);
     if (x->world != m->world) {
-        if (note != NULL)
+        /* records move whole to the rank owning their id: what the job
+         * computes from them is its own, so no claim about its bits */
+        if (note != NULL && local)
+            snprintf(note, cap,
+                     "resuming the records of %d workers on %d: each record goes to the rank "
+                     "that owns its id",
+                     m->world, x->world);
+        else if (note != NULL)
             snprintf(note, cap,
                      "resuming a global model taken by %d workers on %d: the "
                      "result is correct but not bit-identical to an uninterrupted run",
