@@ -42,8 +42,8 @@ set_tests_properties(snapshot_kill9 PROPERTIES TIMEOUT 180)
 # Durable snapshots of a real job (rally-run --snapshot-dir, rally-kmeans):
 # the whole job killed and resumed bit-identically, the RFC's stale-snapshot
 # scenario, the directory lock, worker deaths while snapshotting, resume checks.
-foreach(c kill9 rfc lock death resume_checks write_error local usr1 auto seeded owner every_ms preempt
-          preempt_periodic final busy input request void tier_dir tier_s3)
+foreach(c kill9 rfc lock death resume_checks write_error local usr1 auto seeded owner every_ms every_ms_rule
+          preempt preempt_periodic final busy input request void tier_dir tier_s3)
   add_test(NAME snapshot_resume_${c}
            COMMAND sh ${RALLY_SNAP_TESTS_DIR}/snapshot_resume_test.sh ${c} ${CMAKE_BINARY_DIR})
   set_tests_properties(snapshot_resume_${c} PROPERTIES TIMEOUT 300 LABELS "snapshot")

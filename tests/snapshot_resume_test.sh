@@ -59,6 +59,10 @@
 #             its snapshots is refused
 #   every_ms  --snapshot-every-ms T: consecutive snapshots are T apart, not
 #             two checkpoints in a row
+#   every_ms_rule  --snapshot-every-ms T with iterations longer than T:
+#             every checkpoint begins T ms or more after the snapshot before
+#             it, so docs/config.md's rule takes every version, 1 to the last
+#             (not every other one)
 #   final     --snapshot-final: only the last version is snapshotted, it is
 #             kept after success, and resuming it gives the finished model
 #   busy      --snapshot-busy skip: writes outlast iterations, requests are
@@ -601,6 +605,20 @@ every_ms)
             d = t - p; printf "%.3f s after the one before\n", d; if (d < 0.7) bad = 1 }
             p = t } END { if (n < 2) { print "want 2 snapshots or more, have " n; bad = 1 }
             exit bad }' || fail "snapshots closer than --snapshot-every-ms allows"
+    no_orphans
+    ;;
+every_ms_rule)
+    # each iteration sleeps 300 ms before its checkpoint, so each checkpoint
+    # begins at least 300 ms after the previous one was committed (and its
+    # snapshot taken): with T = 100 ms every version is the first checkpoint
+    # T ms or more after the snapshot before it
+    rec=$build/tests/recover
+    job "$tmp/out" -n 2 --snapshot-dir "$D" --snapshot-every-ms 100 --snapshot-keep 100 \
+        --keep-snapshots "$rec" 2000 6 300
+    grep "snapshot:" "$tmp/out"
+    have=$(ls "$D/recover" | tr '\n' ' ')
+    want=$(for v in 1 2 3 4 5 6; do printf 'snap-%08d ' $v; done)
+    [ "$have" = "$want" ] || fail "want every version snapshotted ($want), have: $have"
     no_orphans
     ;;
 final)

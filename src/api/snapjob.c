@@ -107,10 +107,17 @@ static void trigger(struct rally__snapjob *sj, uint64_t v)
     const struct rally__config *c = sj->cfg;
     if (c->snapshot_every > 0 && (v + 1) % (uint64_t)c->snapshot_every == 0)
         E->request(sj->en, RALLY__REQ_SNAPSHOT);
-    if (c->snapshot_every_ms > 0 && sj->rank == 0 &&
-        rally__now_ms() - sj->last_ms >= c->snapshot_every_ms)
-        E->request(sj->en, RALLY__REQ_SNAPSHOT);
     heed_usr1(sj, v + 1);
+}
+
+/* Every T ms, asked at the start of a checkpoint for that checkpoint's own
+ * commit: the first checkpoint begun T ms or more after the last snapshot
+ * (asked at the commit before, it took the one after that). */
+static void heed_clock(struct rally__snapjob *sj)
+{
+    int64_t t = sj->cfg->snapshot_every_ms;
+    if (t > 0 && sj->rank == 0 && rally__now_ms() - sj->last_ms >= t)
+        E->request(sj->en, RALLY__REQ_SNAPSHOT);
 }
 
 /* The writer is done with this rank's parts (its poll said so): the
@@ -272,8 +279,8 @@ static void on_resized(void *arg, uint64_t v, int rank, int world)
     rally__snapjob_copy_resized(sj, v, world);
 }
 
-/* The commit hook: the commit first, then the triggers for the next one,
- * so that every T ms counts from a snapshot taken now, not the one before. */
+/* The commit hook: the commit first, then the triggers for the next one
+ * (the clock's is asked at the next checkpoint's turn: heed_clock). */
 static void on_commit(void *arg, uint64_t v, uint64_t flags)
 {
     struct rally__snapjob *sj = arg;
@@ -681,6 +688,7 @@ static int on_turn(void *arg, int when)
         /* before this checkpoint's acknowledgement: a SIGUSR1 since the
          * last commit is heard in this one, not the next */
         heed_usr1(sj, E->version(sj->en) + 1);
+        heed_clock(sj);
         sj->checkpoints = 1;
         int crc = collect(sj, 0);
         if (crc == RALLY_OK)
