@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -103,10 +104,35 @@ def _drain(p, last, echo):
             print(line, end="", file=sys.stderr, flush=True)
 
 
+def _snapshot_settings(fn, snapshot_dir, every, every_ms, copy, keep, required, job, resume):
+    """rally.dask.run's snapshot arguments as rally_key=value settings."""
+    if snapshot_dir is None:
+        if copy or every or every_ms or (resume and os.sep not in resume):
+            raise ConfigError("rally.dask.run: snapshot_every, snapshot_every_ms, snapshot_copy "
+                              "and resume=\"latest\" need snapshot_dir", 4)
+        return ["rally_resume=" + os.path.abspath(resume)] if resume else []
+    where = snapshot_dir if "://" in snapshot_dir else os.path.abspath(snapshot_dir)
+    out = ["rally_snapshot_dir=" + where,
+           "rally_snapshot_job=" + re.sub(r"[^A-Za-z0-9._-]", "_",
+                                          job or getattr(fn, "__name__", "job"))[:64],
+           "rally_snapshot_every=%d" % int(every), "rally_snapshot_every_ms=%d" % int(every_ms),
+           "rally_snapshot_required=%d" % bool(required)]
+    if copy:
+        out.append("rally_snapshot_copy=" + (copy if "://" in copy else os.path.abspath(copy)))
+    if keep is not None:
+        out.append("rally_snapshot_keep=%d" % int(keep))
+    if resume:
+        out.append("rally_resume=" + (resume if resume == "latest" else os.path.abspath(resume)))
+    return out
+
+
 def run(client: Any, fn: Callable[..., Any], *args: Any, n_workers: Optional[int] = None,
         data: Any = None, settings: Sequence[str] = (), wait_for_workers: float = 30.0,
         timeout: Optional[float] = None, restart_wait: float = 120.0, echo: bool = False,
-        **kwargs: Any) -> Any:
+        snapshot_dir: Optional[str] = None, snapshot_every: int = 0, snapshot_every_ms: int = 0,
+        snapshot_copy: Optional[str] = None, snapshot_keep: Optional[int] = None,
+        snapshot_required: bool = False, snapshot_job: Optional[str] = None,
+        resume: Optional[str] = None, **kwargs: Any) -> Any:
     """Runs ``fn(r, *args, **kwargs)`` as a rally job of ``n_workers`` ranks
     (default: every Dask worker), one per Dask worker, and returns rank 0's
     result.  ``r`` is the rank's rally handle (rally.init's, so the
@@ -124,7 +150,18 @@ def run(client: Any, fn: Callable[..., Any], *args: Any, n_workers: Optional[int
     exception in a rank, or a job the tracker gives up on, is raised here
     and the other ranks are cancelled; ``timeout`` bounds the whole job.
     echo: copy the tracker's lines (its log, the ranks' tracker_print) to
-    standard error; ``run.last_lines`` keeps the last 200 either way."""
+    standard error; ``run.last_lines`` keeps the last 200 either way.
+
+    Durable snapshots, as rally-run's flags of the same names
+    (docs/config.md): snapshot_dir (a directory every Dask worker reaches,
+    or s3://...) with snapshot_every (every K-th checkpoint version) and/or
+    snapshot_every_ms; snapshot_copy (the second tier), snapshot_keep,
+    snapshot_required; snapshot_job names the job's directory (default:
+    fn's name).  resume="latest" (or a snapshot's path) continues from the
+    newest complete snapshot, after a job that failed for good (a Dask
+    worker that never came back, the client killed).  The job owns its run:
+    a fresh start over older snapshots of the same job is refused, and a
+    job that succeeds removes its own snapshots."""
     from distributed import wait
 
     if n_workers is None:
@@ -139,6 +176,9 @@ def run(client: Any, fn: Callable[..., Any], *args: Any, n_workers: Optional[int
         raise ConfigError("rally.dask.run: the cluster has %d worker%s, the job needs %d "
                           "(waited %g s); start more or ask for fewer"
                           % (have, "" if have == 1 else "s", n, wait_for_workers), 4) from None
+    settings = list(settings) + _snapshot_settings(
+        fn, snapshot_dir, snapshot_every, snapshot_every_ms, snapshot_copy, snapshot_keep,
+        snapshot_required, snapshot_job, resume)
     blocks: List[Optional[list]] = [None] * n
     if data is not None:
         futs = client.compute(partitions(data))

@@ -147,6 +147,27 @@ def test_a_multi_array_model_recovers_in_place(cluster):
     assert re.search(r"^\[0\] digest %s$" % want, out, re.M), (want, out)
 
 
+def test_a_failed_job_resumes_from_its_snapshots(cluster, tmp_path):
+    """Snapshots every 4 versions; rank 1's own code fails at step 14, which
+    ends the job (rally.dask.run raises it); run again with resume="latest",
+    it continues from version 12 to the failure-free weights, and a fresh
+    start over the failed run's snapshots is refused."""
+    _, client = cluster
+    x = da.from_array(models.rows(), chunks=(models.CHUNK, models.IN + models.OUT))
+    snaps = str(tmp_path / "snaps")
+
+    def go(on_step=None, **kw):
+        return rally.dask.run(client, models.dict_adam, 30, on_step, data=x, n_workers=4,
+                              timeout=240, snapshot_dir=snaps, snapshot_every=4, **kw)
+    want = rally.dask.run(client, models.dict_adam, 30, None, data=x, n_workers=4, timeout=240)
+    with pytest.raises(RuntimeError, match="rank 1 fails at step 14"):
+        go(models.FailOnce(1, 14, str(tmp_path / "failed")))
+    assert os.path.isdir(os.path.join(snaps, "dict_adam", "snap-00000012")), os.listdir(snaps)
+    with pytest.raises(rally.Error, match="snapshot"):
+        go()  # a fresh start into a directory with another run's snapshots
+    assert go(resume="latest") == want
+
+
 def test_too_few_workers_is_a_clear_error(cluster):
     _, client = cluster
     t = time.monotonic()

@@ -95,6 +95,19 @@ def kill_at(kill):
     return on_step
 
 
+class FailOnce:
+    """on_step: rank's first step at step raises, once per marker file (a
+    rank's own code failing; rally.dask.run raises it and the job is over)."""
+
+    def __init__(self, rank, step, marker):
+        self.rank, self.step, self.marker = rank, step, marker
+
+    def __call__(self, r, step):
+        if r.rank() == self.rank and step == self.step and not os.path.exists(self.marker):
+            open(self.marker, "w").close()
+            raise RuntimeError("rank %d fails at step %d" % (self.rank, step))
+
+
 def numpy_job(r, a, kill):
     if a.kind == "numpy":
         from rally.dask import _assign
