@@ -52,6 +52,14 @@ static int init(const struct rally__config *cfg, const char *host, struct rally_
                            "librally_mpi, which runs under mpirun: start it with mpirun, or link "
                            "librally to run it under rally-run",
                            cfg->tracker);
+    /* verified results ride the robust engine's links (src/robust/verify.c):
+     * refused here rather than accepted and never done */
+    if (cfg->verify_every > 0)
+        return rally__fail(e, RALLY_ECONFIG,
+                           "rally_verify_every=%lld: librally_mpi does not verify results (MPI's "
+                           "collectives have no digests to compare); unset it, or link librally "
+                           "to run under rally-run",
+                           (long long)cfg->verify_every);
     int up = 0, down = 0, rc;
     MPI_Initialized(&up);
     MPI_Finalized(&down);
