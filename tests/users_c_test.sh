@@ -25,7 +25,12 @@ here=$(cd "$(dirname "$0")" && pwd)
 run=$build/rally-run users=$build/examples/users
 tmp=$(mktemp -d)
 tag="users-c-$$"
-trap 'rm -rf "$tmp"' EXIT
+cleanup() { # whatever of this test's jobs is left (after a failure), then the files
+    left=$(grep -lzx "RALLY_TEST_TAG=$tag" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3)
+    [ -n "$left" ] && kill -9 $left 2>/dev/null
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
 fail() { echo "users_c_test $case_: $*"; [ -f "$tmp/out" ] && tail -40 "$tmp/out"; exit 1; }
 . "$here/trainer_lib.sh"
 
