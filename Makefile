@@ -4,7 +4,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build run test test-quick bench sanitize release install clean format
+.PHONY: all deps build run test test-quick chaos bench sanitize release install clean format
 
 all: build
 
@@ -24,6 +24,11 @@ test: build
 # The quick tier alone (a few minutes): what CI also runs under the sanitizers.
 test-quick: build
 	@cd $(BUILD) && ctest --output-on-failure -L quick -j $(JOBS) --timeout 600
+
+# The combination matrix, every case of it (docs/chaos.md; hours): the counts
+# at the end.  CHAOS_ARGS="--only failure=kill9" runs a part.
+chaos: build
+	@python3 tests/chaos/matrix.py $(BUILD) $(CHAOS_ARGS)
 
 bench: build
 	@bench/run.sh $(BUILD)
