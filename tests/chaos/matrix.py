@@ -221,6 +221,9 @@ def plan(c, env):
     if elastic == "min" and failure in ("mock_recovery", "mock_load") and backend == "robust":
         return Plan("skip", "--min-workers runs with --max-restarts 0 here: a dead rank is not "
                     "restarted, so nobody is served a recovery or loads a checkpoint")
+    if failure == "mock_checkpoint" and prog == "kmeans" and nfree:
+        return Plan("skip", "an exact sum (--reproducible) takes as many collectives as the "
+                    "layout needs: no fixed seq for a checkpoint point")
     if backend == "mpi":
         if launcher != "mpirun":
             return Plan("skip", "a librally_mpi job is started by mpirun itself, not by rally-run")
@@ -277,8 +280,7 @@ def build(c, env, prog, nfree, either_refused=None):
         args = ["--data", env.kmeans_data(), "--data-opt", "csv_label=0", "-k", "6",
                 "--iters", "16", "--fixed"] + (["--reproducible"] if nfree else [])
         plain_bin, mock_bin = b("rally-kmeans"), b("rally-kmeans-mock")
-        # an exact sum (--reproducible) is 4 collectives, checkpointed after them
-        v, s_op, s_ck = 7, 0, 4 if nfree else 1
+        v, s_op, s_ck = 7, 0, 1
     if failure == "mock_final":
         common += ["rally_ring_threshold_bytes=1024", "rally_hd_threshold_bytes=0",
                    "rally_chunk_bytes=512"]
