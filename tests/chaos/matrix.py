@@ -297,11 +297,6 @@ def build(c, env, prog, nfree, either_refused=None):
         "host": [f"rally_mock=2,{v},{s_op},0,op,host", f"rally_mock=3,{v},{s_op},0,op,host"],
     }.get(failure, [])
     run_opts = []
-    launcher = arg(c, "launcher")
-    if launcher == "ssh":
-        run_opts += ["--launcher", "ssh", "--hosts", "127.0.0.2:2,127.0.0.3:2"] + env.ssh()[1]
-    elif launcher == "mpirun" and not mpi:
-        run_opts += ["--launcher", "mpirun", "--hosts", f"localhost:{N}"]
     elastic = arg(c, "elastic")
     if elastic == "min":
         run_opts += ["--min-workers", "2", "--max-restarts", "0"]
@@ -324,6 +319,13 @@ def build(c, env, prog, nfree, either_refused=None):
         elif snaps == "tier2_s3":
             extra_env.update(env.bucket())
             run_opts += ["--snapshot-copy", "s3://tier/chaos"]
+    launcher = arg(c, "launcher")
+    if launcher == "ssh":
+        run_opts += ["--launcher", "ssh", "--hosts", "127.0.0.2:2,127.0.0.3:2"] + env.ssh()[1]
+        if snaps == "tier2_s3":  # ssh carries no environment: the workers' credentials
+            run_opts += sum([["-x", k] for k in sorted(env.bucket()) if k.startswith("AWS_")], [])
+    elif launcher == "mpirun" and not mpi:
+        run_opts += ["--launcher", "mpirun", "--hosts", f"localhost:{N}"]
     # librally_mpi takes the snapshot settings as its own (no rally-run)
     mpi_snap = []
     if mpi and snaps != "off":
