@@ -586,9 +586,25 @@ def run_case(env, c, pl, work):
         if left or rc is None or rc != 0:
             return "internal-error", f"the resume under mpirun: status {rc}, left {left}: " + \
                 " | ".join(text.strip().splitlines()[-3:])
+    # a worker killed by another signal than the matrix's (SIGKILL, SIGTERM)
+    # crashed, even when the job went on without it (elastic) or resumed
+    crash = re.search(r"^rally-run: .*killed by signal (?!(?:9|15)\b)\d+.*", text, re.M)
+    if crash:
+        return "internal-error", "a worker crashed: " + crash.group(0)[:300]
+    # --auto-resume mends losses; a resume after anything else hides a failure
+    resumed = re.search(r"^rally-run: auto-resume: restarting", text, re.M)
+    if resumed:
+        before = text[:resumed.start()]
+        if not any(re.search(rx, before) for rx in LOSSES):
+            why = [l for l in before.splitlines() if l.startswith("rally-run: ")
+                   and ("died" in l or "failed" in l or "aborted" in l)]
+            return "internal-error", "resumed after no documented loss: " + \
+                "; ".join(why[-2:])[:300]
     if rc != 0:
         for rx in LOSSES:
             m = re.search(rx + ".*", text)
+            if m and pl.failure == "grow":
+                return "internal-error", "a loss with no death: " + m.group(0)[:300]
             if m and pl.snaps != "off" and not pl.mpi:
                 return "internal-error", "a loss --auto-resume did not mend: " + m.group(0)[:300]
             if m:
