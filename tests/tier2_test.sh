@@ -31,6 +31,14 @@
 #              --max-workers alone, a worker taken in (SIGUSR2) and the
 #              last copy is of 5 workers (rank 0 held at a gate until the new
 #              worker waits to join)
+#   required   what --snapshot-required guarantees in the first tier: a
+#              snapshot every version, rank 1 killed (rally_mock) after the
+#              commit that took version 4 and before the ranks reported it:
+#              the death voids version 4, said as such (the tier refused
+#              nothing), and the job ends with status 0 and the digest of a
+#              run without deaths, its last version in both tiers; the same
+#              job with version 6's directory a symbolic link (the tier
+#              cannot take it) fails, naming version 6
 set -u
 case_=$1 build=$2
 here=$(cd "$(dirname "$0")" && pwd)
@@ -190,6 +198,38 @@ elastic)
     "$snap" verify "$last" >/dev/null || fail "$last does not verify"
     "$snap" show "$last" | grep -q "^world size *5$" || fail "the last copy, $last, is not of 5"
     no_orphans
+    ;;
+required)
+    "$here/run_job.sh" 0 120 "$run" -n 3 "$hold" 8 >"$tmp/plain" 2>&1 ||
+        { cp "$tmp/plain" "$tmp/out"; fail "the run without deaths"; }
+    want=$(grep -o 'model_digest=[0-9a-f]*' "$tmp/plain")
+    "$here/run_job.sh" 0 120 "$run" -n 3 --snapshot-dir "$D" --snapshot-copy "$T" \
+        --snapshot-every 1 --snapshot-keep 50 --keep-snapshots --snapshot-required "$hmock" 8 \
+        rally_mock=1,4,0,0 >"$tmp/out" 2>&1
+    rc=$?
+    cat "$tmp/out"
+    [ $rc -eq 0 ] || fail "a snapshot void by a death failed the job"
+    grep -q "deaths=1 recovered=1 " "$tmp/out" || fail "want one death, recovered"
+    grep -q "snapshot: version 4 void: rank 1 died before it was reported" "$tmp/out" ||
+        fail "the void snapshot was not said as such"
+    [ -e "$D/tier_hold_mock/snap-00000004/MANIFEST.json" ] && fail "the void snapshot was committed"
+    [ "$(grep -o 'model_digest=[0-9a-f]*' "$tmp/out")" = "$want" ] ||
+        fail "the model differs from the run without deaths ($want)"
+    for t in "$D" "$T"; do
+        "$snap" verify "$t/tier_hold_mock/snap-00000008" >/dev/null ||
+            fail "the last version is not in $t"
+    done
+    # a write the first tier refuses still fails the job, with the sentence
+    rm -rf "$D" "$T"
+    mkdir -p "$D/tier_hold_mock" "$tmp/elsewhere"
+    ln -s "$tmp/elsewhere" "$D/tier_hold_mock/snap-00000006"
+    "$here/run_job.sh" nonzero 120 "$run" -n 3 --snapshot-dir "$D" --snapshot-copy "$T" \
+        --snapshot-every 1 --snapshot-required --overwrite "$hmock" 8 rally_mock=1,4,0,0 \
+        >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "a write the tier refused did not fail the job"; }
+    cat "$tmp/out"
+    grep -q "^rally-run: .*rally_snapshot_required: rank 0 could not write its part of the snapshot of version 6" \
+        "$tmp/out" || fail "the failure does not name the version the tier refused"
+    grep -q "result:" "$tmp/out" && fail "the job finished although its snapshot failed"
     ;;
 *)
     fail "unknown case"

@@ -20,7 +20,9 @@
  * words (the commit's flags, the report's result), so every rank, also one
  * restarted in between, knows it alike: a restarted worker is served the
  * commit again in rally_load_checkpoint, and since it died before the
- * report, it reports a failure: a rank that dies first voids the snapshot.
+ * report, it reports its part lost: a rank that dies first voids the
+ * snapshot, which is said and skipped (the tier refused nothing, so
+ * rally_snapshot_required does not fail the job for it).
  * The subscriber is driven only by the engine: its commit hook, request
  * bits, and the turns in which it runs the report.  tier2.c copies each
  * reported snapshot to the second tier (rally_snapshot_copy).  What
@@ -44,7 +46,13 @@
  * input fingerprint, the fingerprint */
 #define SLOT 8
 
-enum { ST_NONE = 0, ST_OK = 1, ST_FAILED = 2, ST_BUSY = 4 };
+/* a rank's status in the report: LOST when it died and was restarted
+ * before the report, so it cannot vouch for its part (the tier refused
+ * nothing), FAILED when its write failed */
+enum { ST_NONE = 0, ST_OK = 1, ST_FAILED = 2, ST_BUSY = 4, ST_LOST = 8 };
+
+/* sj->failed: why this rank's part of the snapshot pending is void */
+enum { PART_FAILED = 1, PART_LOST = 2 };
 
 #define NONE RALLY__SNAP_NONE
 #define UNKNOWN RALLY__SNAP_UNKNOWN
@@ -169,7 +177,7 @@ static void take(struct rally__snapjob *sj, uint64_t v)
         *sj->err = saved;
         give_back(sj);
         sj->nparts = 0;
-        sj->failed = 1;
+        sj->failed = PART_FAILED;
         return;
     }
     if (sj->nparts == 0)
@@ -181,7 +189,7 @@ static void take(struct rally__snapjob *sj, uint64_t v)
         give_back(sj); /* the writer holds none of them */
         snprintf(sj->why, sizeof sj->why, "%s", e.code ? e.msg : "the writer took nothing");
         sj->nparts = 0;
-        sj->failed = 1;
+        sj->failed = PART_FAILED;
     }
 }
 
@@ -197,7 +205,7 @@ static void committed(struct rally__snapjob *sj, uint64_t v, uint64_t flags)
         /* a restarted worker served a commit made while an older snapshot
          * was still being written: it died first, which voids it */
         sj->pending = UNKNOWN;
-        sj->failed = 1;
+        sj->failed = PART_LOST;
         sj->logged = 0;
         sj->nparts = 0;
         memset(sj->files, 0, sizeof sj->files);
@@ -215,7 +223,7 @@ static void committed(struct rally__snapjob *sj, uint64_t v, uint64_t flags)
          * Were the report done before the death, this worker is served the
          * report too, and that (agreed) word is what counts. */
         sj->pending = sj->last = v;
-        sj->failed = 1;
+        sj->failed = PART_LOST;
         sj->logged = sj->nparts = 0;
         memset(sj->files, 0, sizeof sj->files);
         snprintf(sj->why, sizeof sj->why,
@@ -429,7 +437,7 @@ static void fill_slot(struct rally__snapjob *sj, unsigned char *slot, int wait, 
             give_back(sj);
             if (res.code != RALLY_OK) {
                 snprintf(sj->why, sizeof sj->why, "%s", res.msg);
-                sj->failed = 1;
+                sj->failed = PART_FAILED;
             }
             for (int i = 0; i < sj->nparts && !sj->failed; i++) {
                 int global = strcmp(files[i].name, RALLY__SNAP_GLOBAL) == 0;
@@ -439,14 +447,17 @@ static void fill_slot(struct rally__snapjob *sj, unsigned char *slot, int wait, 
             sj->nparts = 0;
         }
     }
-    uint64_t st = sj->failed ? ST_FAILED : sj->nparts > 0 ? ST_BUSY : ST_OK;
+    uint64_t st = sj->failed == PART_LOST ? ST_LOST
+                  : sj->failed            ? ST_FAILED
+                  : sj->nparts > 0        ? ST_BUSY
+                                          : ST_OK;
     rally__put_u64(slot, st);
     for (int i = 0; i < 4; i++)
         rally__put_u64(slot + 8 * (i + 1), st == ST_OK ? sj->files[i] : 0);
     rally__put_u64(slot + 40, sj->pending == UNKNOWN ? 0 : sj->pending);
     rally__put_u64(slot + 48, (uint64_t)sj->has_fp);
     rally__put_u64(slot + 56, sj->fp);
-    if (st == ST_FAILED && !sj->logged) {
+    if ((st == ST_FAILED || st == ST_LOST) && !sj->logged) {
         sj->logged = 1;
         rally__snapjob_say(sj, "could not write its part of the snapshot: %s", sj->why);
     }
@@ -625,16 +636,33 @@ static int settle(struct rally__snapjob *sj, int wait)
     sj->report_us = rally__now_us() - r0;
     if (rc != RALLY_OK)
         return rc;
-    int bad = -1, busy = -1;
+    int bad = -1, lost = -1, busy = -1;
     uint64_t v = 0;
     for (int r = 0; r < sj->world; r++) {
         const unsigned char *slot = all + (size_t)r * SLOT * 8;
         uint64_t st = rally__get_u64(slot);
         v |= rally__get_u64(slot + 40);
-        if (st & ST_FAILED && bad < 0)
-            bad = r;
+        if (st == ST_FAILED)
+            bad = bad < 0 ? r : bad;
+        else if (st == ST_LOST)
+            lost = lost < 0 ? r : lost;
         else if (st != ST_OK && busy < 0)
             busy = r;
+    }
+    if (bad < 0 && lost >= 0) {
+        /* void by a death, not refused by the tier: said, and no job fails
+         * for it (rally_snapshot_required); the next one is taken as usual */
+        if (sj->rank == 0) {
+            rally__snapjob_say(sj,
+                               "version %" PRIu64 " void: rank %d died before it was reported (a "
+                               "rank that dies first voids the snapshot); the previous snapshot "
+                               "stays the newest, the next one is taken as usual",
+                               v, lost);
+            rally__snapjob_tell(sj, RALLY__TIER_DIR, 0, v, 0,
+                                "a rank died before it was reported");
+        }
+        sj->pending = NONE;
+        return RALLY_OK;
     }
     if (bad < 0 && busy >= 0) { /* skip mode: report again at the next checkpoint */
         E->request(sj->en, RALLY__REQ_SNAP_PENDING);

@@ -34,6 +34,10 @@
 /* ... or a rank lost its files of it: restarted while they were being
  * copied (the copy is void, the tier did not refuse it) */
 #define RALLY__REQ_COPY_LOST (UINT64_C(1) << 5)
+/* a newer reported snapshot waits for the copy outstanding: the commit
+ * that settles it starts that one's copy, also on the ranks of a worker
+ * restarted since, which knows then that it lost its files of it */
+#define RALLY__REQ_COPY_NEXT (UINT64_C(1) << 6)
 
 #define RALLY__SNAP_NONE UINT64_MAX
 #define RALLY__SNAP_UNKNOWN (UINT64_MAX - 1) /* pending, version unknown: a restarted rank */

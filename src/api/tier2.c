@@ -12,7 +12,8 @@
  * the copier, not with the snapshots).  In finalize every rank drains its
  * copier and an agreement settles the copy outstanding (a second one the
  * copy that waited).  A restarted worker served COPY_OUT with the copy
- * still busy lost its copy: it raises COPY_FAILED, which voids it.  Rank 0
+ * still busy, or with COPY_NEXT (the copy that waited starts), lost its
+ * files of that copy: it raises COPY_LOST, which voids it.  Rank 0
  * tells observers what became of each copy (rally__snapjob_tell, tier
  * "copy"): committed, given up, or void because a rank's files are not
  * there.
@@ -95,6 +96,11 @@ void rally__snapjob_copy_agreed(struct rally__snapjob *sj, uint64_t flags)
         man_take(sj);
         copy_submit(sj, sj->next_v, sj->next_f, sj->next_n);
         sj->next_v = NONE;
+    } else if (flags & RALLY__REQ_COPY_NEXT) {
+        /* a restarted worker: one waited (reported before its death), the
+         * other ranks copy it now, and its predecessor's files of it are
+         * lost */
+        sj->copy_v = UNKNOWN;
     }
     spare(sj);
 }
@@ -192,6 +198,7 @@ uint64_t rally__snapjob_copy_bits(struct rally__snapjob *sj)
 {
     if (sj->copier == NULL || sj->copy_v == NONE)
         return 0;
+    uint64_t next = sj->next_v != NONE ? RALLY__REQ_COPY_NEXT : 0;
     int st = RALLY__SNAP_COPY_FAILED;
     uint64_t bad = RALLY__REQ_COPY_LOST; /* not the tier's failure */
     const char *why = "this worker was restarted while its files were being copied";
@@ -206,15 +213,15 @@ uint64_t rally__snapjob_copy_bits(struct rally__snapjob *sj)
         }
     }
     if (st == RALLY__SNAP_COPY_BUSY)
-        return RALLY__REQ_COPY_OUT | RALLY__REQ_COPY_BUSY;
+        return RALLY__REQ_COPY_OUT | RALLY__REQ_COPY_BUSY | next;
     if (st == RALLY__SNAP_COPY_OK)
-        return RALLY__REQ_COPY_OUT;
+        return RALLY__REQ_COPY_OUT | next;
     if (!sj->copy_said) {
         sj->copy_said = 1;
         rally__snapjob_say(sj, "its files of the copy to %s are not there: %s",
                            sj->cfg->snapshot_copy, why);
     }
-    return RALLY__REQ_COPY_OUT | bad;
+    return RALLY__REQ_COPY_OUT | bad | next;
 }
 
 /* Finalize: this rank's files copied (drained), an agreement settles the
