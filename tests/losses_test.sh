@@ -21,6 +21,9 @@
 #   auto_resume_piece  a piece of a result kept in pieces is lost (ranks 3
 #                and 4 keep piece 4 of 8 and die together); one resume, the
 #                digest of the run without deaths
+#   auto_resume_opaque  an elastic job with opaque local models loses a rank
+#                for good: it cannot go on with fewer (status 3 before); one
+#                resume at -n from the newest snapshot, the digest without it
 #   auto_resume_not_a_loss  a failure that is not a loss (a flipped bit that
 #                rally_verify_every names, status 3) is not resumed
 set -u
@@ -117,6 +120,16 @@ auto_resume_piece)
         rally_mock=3,3,5,0,op,lost rally_mock=4,3,5,0,op,lost
     cp "$tmp/a" "$tmp/out"
     has "$tmp/a" "is lost in part (piece 4 of 8, kept by ranks 3, 4, all of which died"
+    resumed_once "$tmp/a"
+    [ -n "$(digest "$tmp/plain")" ] && [ "$(digest "$tmp/a")" = "$(digest "$tmp/plain")" ] ||
+        fail "$(digest "$tmp/a"), without the loss $(digest "$tmp/plain")"
+    ;;
+auto_resume_opaque)
+    one "$tmp/plain" 0 -n 4 "$build/tests/recover" 2000 8 local
+    one "$tmp/a" 0 -n 4 --min-workers 2 --max-restarts 0 --snapshot-dir "$tmp/s" --snapshot-every 2 \
+        --auto-resume "$build/tests/recover_mock" 2000 8 local rally_mock=1,3,5,0
+    cp "$tmp/a" "$tmp/out"
+    has "$tmp/a" "cannot go on with 3 workers: the job checkpoints local models as opaque bytes"
     resumed_once "$tmp/a"
     [ -n "$(digest "$tmp/plain")" ] && [ "$(digest "$tmp/a")" = "$(digest "$tmp/plain")" ] ||
         fail "$(digest "$tmp/a"), without the loss $(digest "$tmp/plain")"

@@ -222,18 +222,21 @@ static int went_on(struct rally__robust *rb)
 {
     rb->tc.resized = 0;
     const char *why = NULL;
-    if (rally__robust_has_local(rb) && !rally__robust_records_declared(rb))
+    int lost = 0; /* what a resume at the first world mends (--auto-resume) */
+    if (rally__robust_has_local(rb) && !rally__robust_records_declared(rb)) {
         why = "the job checkpoints local models as opaque bytes (rally_checkpoint's local "
               "argument), which rally cannot divide among other workers; declare them as "
               "records (rally_set_local_records)";
-    else if (rally__robust_store_back(rb) != RALLY_OK)
+        lost = 1;
+    } else if (rally__robust_store_back(rb) != RALLY_OK) {
         why = rb->err->msg;
+    }
     if (why != NULL) {
         char msg[RALLY__ERR_MSG_MAX + 64];
         snprintf(msg, sizeof msg, "cannot go on with %d workers: %s", rb->world, why);
         rally__err_clear(rb->err);
         rally__fail(rb->err, RALLY_ECONFIG, "%s", msg);
-        rally__robust_fatal(rb, RALLY_ECONFIG, msg);
+        rally__robust_fatal(rb, lost ? RALLY__ELOST : RALLY_ECONFIG, msg);
         return RALLY_ECONFIG;
     }
     rally__robust_store_spare_prev(rb);
