@@ -110,6 +110,15 @@ static void rejoin(int i, uint32_t epoch, uint64_t pos, uint32_t version)
     frame(i, RALLY__T_REJOIN, b, w.len);
 }
 
+/* IN_STEP{epoch} from member i: the job got back in step after a recovery. */
+static void in_step(int i, uint32_t epoch)
+{
+    unsigned char b[4];
+    struct rally__wbuf w = {b, 0, sizeof b, 0};
+    rally__msg_u32_put(&w, epoch);
+    frame(i, RALLY__T_IN_STEP, b, w.len);
+}
+
 static void tick_at(int64_t ms)
 {
     now_ms = ms;
@@ -610,14 +619,25 @@ static void recover_rank_drops_after_go(void **state)
     frame(2, RALLY__T_READY, NULL, 0);
     frame(3, RALLY__T_READY, NULL, 0);
     assert_true(sent(0, RALLY__T_GO) && sent(2, RALLY__T_GO) && sent(3, RALLY__T_GO));
+    /* GO is not the end: the restarted rank still catches up to version 3, seq 7 */
+    assert_null(event(RALLY__TEV_RECOVERED));
+    now_ms += 700;
+    in_step(0, 2);
+    in_step(2, 1); /* an older epoch's: ignored */
+    in_step(3, 2);
+    assert_null(event(RALLY__TEV_RECOVERED)); /* rank 2 is not back yet */
+    now_ms += 100;
+    in_step(2, 2);
     ev = event(RALLY__TEV_RECOVERED);
     assert_non_null(ev);
     assert_true(ev->has_position);
     assert_int_equal(ev->position, RALLY__KEY_OP(3, 8));
     assert_int_equal(ev->version, 3);
-    assert_true(ev->seconds > 1.99 && ev->seconds < 2.01); /* from the loss to GO */
-    assert_string_equal(ev->text, "epoch 2: job back in step 2.00 s after the failure; furthest "
+    assert_true(ev->seconds > 2.79 && ev->seconds < 2.81); /* from the loss to the last IN_STEP */
+    assert_string_equal(ev->text, "epoch 2: job back in step 2.80 s after the failure; furthest "
                                   "survivor: version 3, seq 7 (rank 2, checkpoint version 3)");
+    in_step(0, 2); /* a repeat: said once */
+    assert_null(event(RALLY__TEV_RECOVERED));
     for (int i = 0; i < 4; i++)
         if (i != 1)
             frame(i, RALLY__T_SHUTDOWN, NULL, 0);
@@ -653,7 +673,39 @@ static void recover_failure_during_assembly_starts_next_epoch(void **state)
     frame(0, RALLY__T_READY, NULL, 0);
     frame(3, RALLY__T_READY, NULL, 0);
     frame(4, RALLY__T_READY, NULL, 0);
+    in_step(0, 3);
+    in_step(3, 3);
+    in_step(4, 3);
     assert_true(logged("epoch 3: job back in step"));
+}
+
+/* A recovery that fails after its GO ("cannot recover: the local models of
+ * ranks 1 are lost") is no recovery: no RECOVERED, ever (the summary
+ * counted it as recovered when GO was the end). */
+static void recover_failed_after_go_is_not_recovered(void **state)
+{
+    (void)state;
+    new_job(3, 10000);
+    running(3);
+    lost(1);
+    rejoin(0, 2, RALLY__KEY_OP(3, 1), 3);
+    rejoin(2, 2, RALLY__KEY_OP(3, 1), 3);
+    open_m(3);
+    reg(3, "1", 0);
+    frame(0, RALLY__T_READY, NULL, 0);
+    frame(2, RALLY__T_READY, NULL, 0);
+    frame(3, RALLY__T_READY, NULL, 0);
+    assert_true(sent(0, RALLY__T_GO));
+    in_step(0, 2); /* one rank's word is not the job's */
+    assert_null(event(RALLY__TEV_RECOVERED));
+    unsigned char b[64 + RALLY__ERR_MSG_MAX];
+    struct rally__wbuf w = {b, 0, sizeof b, 0};
+    rally__msg_fail_put(&w, 3, "cannot recover: the local models of ranks 1 are lost");
+    frame(2, RALLY__T_ERROR, b, w.len);
+    assert_int_equal(rally__job_phase(j), RALLY__JOB_FAILED);
+    in_step(3, 2);
+    assert_null(event(RALLY__TEV_RECOVERED));
+    assert_false(logged("job back in step"));
 }
 
 /* A failure after ASSIGN but before GO of a recovery starts the next epoch;
@@ -1236,6 +1288,8 @@ static void recover_link_failed_resets_without_fencing(void **state)
         free(g.peers);
     }
     ready_all(2);
+    in_step(0, 2);
+    in_step(1, 2);
     assert_non_null(event(RALLY__TEV_RECOVERED));
     /* a report about an epoch that is over changes nothing */
     w.len = 0;
@@ -2104,6 +2158,7 @@ int main(void)
         cmocka_unit_test_teardown(startup_timeout_names_unready_ranks, done_job),
         cmocka_unit_test_teardown(protocol_slips_are_fatal, done_job),
         cmocka_unit_test_teardown(recover_rank_drops_after_go, done_job),
+        cmocka_unit_test_teardown(recover_failed_after_go_is_not_recovered, done_job),
         cmocka_unit_test_teardown(recover_failure_during_assembly_starts_next_epoch, done_job),
         cmocka_unit_test_teardown(recover_failure_while_starting, done_job),
         cmocka_unit_test_teardown(recover_stale_incarnation_is_replaced, done_job),

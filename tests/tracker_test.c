@@ -724,6 +724,13 @@ static void recover_rank_drops_after_go(void **state_)
         op_start(&o[i], OP_READY, &c[i], NULL);
     for (int i = 0; i < 3; i++)
         assert_int_equal(op_end(&o[i]), RALLY_OK);
+    /* GO went out (the event with it), but the job is back in step only
+     * when every rank says so */
+    pthread_mutex_lock(&fx.mu);
+    assert_null(strstr(fx.log, "back in step"));
+    pthread_mutex_unlock(&fx.mu);
+    for (int i = 0; i < 3; i++)
+        rally__tclient_in_step(&c[i]);
     /* rank 2 stands at version 3 seq 7, rank 0 one step behind */
     assert_true(logged(fx.log, "] epoch 2: job back in step "));
     assert_true(logged(fx.log, "s after the failure; furthest survivor: version 3, seq 7 (rank 2, "

@@ -199,7 +199,15 @@ static int await_reset(struct rally__robust *rb)
 
 void rally__robust_in_step(struct rally__robust *rb)
 {
+    /* the tracker's RECOVERED waits for every rank's word */
+    if (rb->mem.recovering && rb->mem.kind != NULL && rb->mem.kind->in_step != NULL)
+        rb->mem.kind->in_step(rb);
     rb->mem.recovering = 0;
+}
+
+static void in_step(struct rally__robust *rb)
+{
+    rally__tclient_in_step(&rb->tc); /* (it checks the connection itself) */
 }
 
 void rally__robust_resize_done(struct rally__robust *rb)
@@ -398,6 +406,7 @@ const struct rally__tracker_kind rally__tracker_rally = {
     .input = input,
     .print = print,
     .report = send_report,
+    .in_step = in_step,
     .leave = leave,
     .free = NULL, /* its client closes with the engine (rally__robust_free) */
 };

@@ -152,6 +152,7 @@ const struct rally__tracker_kind rally__tracker_dmlc = {
     .input = NULL, /* its protocol has no such message: only a resume checks the input */
     .print = dmlc_print,
     .report = NULL, /* nor for observers */
+    .in_step = NULL, /* nor for the end of a recovery */
     .leave = dmlc_leave,
     .free = dmlc_free,
 };

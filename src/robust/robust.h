@@ -86,6 +86,8 @@ struct rally__tracker_kind {
     int (*print)(struct rally__robust *rb, const char *msg);
     /* a REPORT for observers, never blocking; NULL: the tracker has none */
     void (*report)(struct rally__robust *rb, const struct rally__msg_report *m);
+    /* every worker is back in step after a recovery; NULL: nobody to tell */
+    void (*in_step)(struct rally__robust *rb);
     /* finalize's goodbye, once nobody needs this worker */
     int (*leave)(struct rally__robust *rb);
     void (*free)(struct rally__robust *rb); /* NULL: nothing of its own */
@@ -483,7 +485,8 @@ void rally__robust_start_failed(const struct rally__config *cfg, const char *hos
  * for its ABORT.  RALLY__ELOST (tracker/proto.h) says it is a loss, which a
  * snapshot can mend; the worker's own calls fail with RALLY_EPEER. */
 void rally__robust_fatal(struct rally__robust *rb, int code, const char *msg);
-/* Every worker stands at the same position: the recovery is over. */
+/* Every worker stands at the same position: the recovery is over (its
+ * tracker kind tells the tracker: IN_STEP). */
 void rally__robust_in_step(struct rally__robust *rb);
 /* load_checkpoint ran after a membership change: the change is behind. */
 void rally__robust_resize_done(struct rally__robust *rb);

@@ -528,6 +528,17 @@ int rally__tclient_grow_ready(struct rally__tclient *t, struct rally__err *e)
     return send_frame(t, RALLY__T_GROW_READY, b, w.len, rally__deadline(1000), 0, e);
 }
 
+void rally__tclient_in_step(struct rally__tclient *t)
+{
+    if (t->fd < 0)
+        return;
+    unsigned char b[4];
+    struct rally__wbuf w = {b, 0, sizeof b, 0};
+    rally__msg_u32_put(&w, t->epoch);
+    struct rally__err ignore = {0, ""};
+    send_frame(t, RALLY__T_IN_STEP, b, w.len, rally__deadline(REPORT_TIMEOUT_MS), 0, &ignore);
+}
+
 int rally__tclient_shutdown(struct rally__tclient *t, int64_t deadline, struct rally__err *e)
 {
     if (t->fd < 0)

@@ -127,6 +127,11 @@ int rally__tclient_rejoin(struct rally__tclient *t, uint64_t position, uint32_t 
  * the error is e's. */
 int rally__tclient_grow_ready(struct rally__tclient *t, struct rally__err *e);
 
+/* IN_STEP{t->epoch}: every worker is back at one position after this
+ * epoch's recovery (the tracker's RECOVERED waits for every rank's).  Best
+ * effort, bounded (1 s), never an error. */
+void rally__tclient_in_step(struct rally__tclient *t);
+
 /* Tells the tracker that a peer link broke or stalled in epoch t->epoch
  * (LINK_FAILED); it answers with a RESET unless it is past that epoch.  Best
  * effort, bounded (1 s), never an error. */

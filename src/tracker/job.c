@@ -202,7 +202,9 @@ static void close_member(struct rally__job *j, struct rally__job_member *m)
  *   JOINING -> STARTING      the world-th REGISTER: the first ASSIGN
  *   STARTING -> RUNNING      every rank READY: GO (the first one: went)
  *   any live -> ASSEMBLING   a failure: a new epoch, its deadline; the
- *                            recovery's clock starts with the first
+ *                            recovery's clock starts with the first (it
+ *                            stops when every rank is back in step after
+ *                            a GO: rally__jb_in_step)
  *   ASSEMBLING -> STARTING   every rank back: the epoch's ASSIGN, the
  *                            wiring's own deadline
  *   RUNNING -> DONE          every rank finalized
@@ -227,7 +229,7 @@ static void enter(struct rally__job *j, enum rally__job_phase to)
         j->recovering = 0;
         break;
     case RALLY__JOB_ASSEMBLING:
-        if (!j->recovering) {
+        if (!j->recovering && !j->catching_up) { /* a failure while catching up: the same one */
             j->recovering = 1;
             j->failed_at_us = j->now_us;
         }
@@ -523,7 +525,8 @@ static void died(struct rally__job *j, int rank, const char *cause)
     rally__jb_rank_failed(j, rank, why, NULL, 0);
 }
 
-/* Every rank is READY: GO, and the end of a recovery when one ran. */
+/* Every rank is READY: GO; after a recovery, the job is back in step only
+ * once every rank caught up with the furthest survivor (rally__jb_in_step). */
 void rally__jb_go(struct rally__job *j)
 {
     int recovered = j->recovering;
@@ -538,8 +541,8 @@ void rally__jb_go(struct rally__job *j)
     rally__jb_emit(j, RALLY__TEV_GO, -1, NULL, NULL);
     if (!recovered)
         return;
+    /* the furthest survivor, the position every rank is to be back at */
     struct rally__tracker_event ev = {.kind = RALLY__TEV_RECOVERED, .rank = -1};
-    ev.seconds = (double)(j->now_us - j->failed_at_us) / 1e6;
     int best = -1;
     for (int r = 0; r < j->world; r++) {
         const struct rally__job_member *m = j->by_rank[r];
@@ -550,6 +553,22 @@ void rally__jb_go(struct rally__job *j)
         }
     }
     ev.has_position = best >= 0;
+    j->back = ev;
+    j->back_rank = best;
+    j->catching_up = 1;
+}
+
+void rally__jb_in_step(struct rally__job *j, struct rally__job_member *m)
+{
+    m->in_step = j->epoch;
+    for (int r = 0; r < j->world; r++)
+        if (j->by_rank[r] != NULL && j->by_rank[r]->in_step != j->epoch)
+            return;
+    j->catching_up = 0;
+    struct rally__tracker_event ev = j->back;
+    int best = j->back_rank;
+    ev.epoch = j->epoch;
+    ev.seconds = (double)(j->now_us - j->failed_at_us) / 1e6;
     char where[64], text[256];
     if (best >= 0) {
         rally__position_str(ev.position, where, sizeof where);

@@ -56,6 +56,7 @@ struct rally__job_member {
     int joining; /* registered with a new task id: waits to be taken in (elastic) */
     uint32_t assigned; /* the epoch of the last ASSIGN it got, 0: none yet */
     uint32_t rejoined; /* the epoch of its last accepted REJOIN, 0: none */
+    uint32_t in_step;  /* the epoch of its last IN_STEP (back in step after it), 0: none */
     uint64_t position; /* from that REJOIN */
     uint32_t version;
     int heartbeats;  /* it sent a HEARTBEAT: silence now counts */

@@ -379,6 +379,22 @@ static void on_grow_ready(struct rally__job *j, struct rally__job_member *m,
         rally__jb_take_in(j);
 }
 
+/* A rank is back in step after the epoch's recovery (every worker reached
+ * the same position): the recovery is over once every rank says so.  One
+ * for another epoch, or after the job failed, is late. */
+static void on_in_step(struct rally__job *j, struct rally__job_member *m,
+                       const unsigned char *body, size_t n)
+{
+    uint32_t epoch;
+    if (rally__msg_u32_get(body, n, &epoch) != 0 || m->rank < 0) {
+        rally__jb_drop(j, m, "%s: %s IN_STEP (%zu bytes)", m->what,
+                       m->rank < 0 ? "unranked" : "malformed", n);
+        return;
+    }
+    if (epoch == j->epoch && j->phase == RALLY__JOB_RUNNING && j->catching_up)
+        rally__jb_in_step(j, m);
+}
+
 /* A heartbeat: the worker lives, and says where it stands. */
 static void on_heartbeat(struct rally__job *j, struct rally__job_member *m,
                          const unsigned char *body, size_t n)
@@ -470,6 +486,9 @@ void rally__jb_on_frame(struct rally__job *j, struct rally__job_member *m, uint1
         return;
     case RALLY__T_REPORT:
         on_report(j, m, body, n);
+        return;
+    case RALLY__T_IN_STEP:
+        on_in_step(j, m, body, n);
         return;
     case RALLY__T_REGISTER:
         rally__jb_drop(j, m, "%s: REGISTER twice", m->what);

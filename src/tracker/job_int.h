@@ -61,6 +61,11 @@ struct rally__job {
     char *no_restart;         /* world entries: its owner will not restart the rank's process */
     struct rank_input *input; /* world entries: the input each rank's first INPUT named */
     int recovering;           /* from a failure until the GO that ends it */
+    /* from that GO until every rank says it is back in step (IN_STEP of the
+     * epoch): RECOVERED then, with the furthest survivor at GO */
+    int catching_up;
+    struct rally__tracker_event back;
+    int back_rank; /* that survivor's rank, -1: none survived */
     /* elastic membership (docs/recovery.md, "Elastic jobs") */
     int min_world;                   /* 0: the world is fixed; else a rank lost for good is dropped
                                         while at least this many are left */
@@ -97,6 +102,9 @@ void rally__jb_fail_job(struct rally__job *j, int code, int rank, const char *fm
     RALLY__PRINTF(4, 5);
 void rally__jb_fence(struct rally__job *j, int r);
 void rally__jb_go(struct rally__job *j);
+/* A rank said it is back in step (IN_STEP of the current epoch): RECOVERED
+ * once every rank has. */
+void rally__jb_in_step(struct rally__job *j, struct rally__job_member *m);
 /* Rank r's newest incarnation registered from host (for observers: kept
  * when the memory is there, never a failure). */
 void rally__jb_keep_host(struct rally__job *j, int r, const char *host);

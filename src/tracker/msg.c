@@ -33,6 +33,7 @@ const char *rally__msg_name(uint16_t type)
     case RALLY__T_GROW_READY: return "GROW_READY";
     case RALLY__T_REPORT:
         return "REPORT";
+    case RALLY__T_IN_STEP: return "IN_STEP";
     default: return "an unknown type";
     }
 }

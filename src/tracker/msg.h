@@ -80,7 +80,7 @@ struct rally__msg_assign {
  * then. */
 int rally__msg_assign_get(const unsigned char *b, size_t n, struct rally__msg_assign *m);
 
-/* GROW_READY (W->T): u32 epoch. */
+/* GROW_READY and IN_STEP (W->T): u32 epoch. */
 void rally__msg_u32_put(struct rally__wbuf *w, uint32_t v);
 int rally__msg_u32_get(const unsigned char *b, size_t n, uint32_t *v);
 

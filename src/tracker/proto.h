@@ -86,8 +86,10 @@ enum {
     RALLY__T_INPUT_OK = 30,
     RALLY__T_GROW = 31,      /* T->W (empty): a worker waits to join; take it in at a checkpoint */
     RALLY__T_GROW_READY = 32, /* W->T u32 epoch: the job committed a checkpoint asking for it */
-    RALLY__T_REPORT = 33      /* W->T u8 kind, u64 version, f64 value, u64 nbytes, str key, str
+    RALLY__T_REPORT = 33,     /* W->T u8 kind, u64 version, f64 value, u64 nbytes, str key, str
                                  text: for observers only (docs/protocol.md) */
+    RALLY__T_IN_STEP = 34     /* W->T u32 epoch: every worker is back at one position after the
+                                 epoch's recovery (the recovery is over) */
 };
 
 /* REPORT kinds and the key's rule: util/report.h. */

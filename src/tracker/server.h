@@ -56,8 +56,9 @@ enum {
     RALLY__TEV_RANK_FAILED, /* rank, text = the cause; epoch = the new epoch.  The rank's
                                connection is closed: the owner should make sure its process
                                is gone (SIGKILL) and start it again */
-    RALLY__TEV_RECOVERED, /* rank -1; epoch, seconds (failure to GO), position/version of
-                             the furthest survivor (has_position), text: the whole story */
+    RALLY__TEV_RECOVERED, /* rank -1; epoch, seconds (failure to every rank's IN_STEP: back in
+                             step), position/version of the furthest survivor at GO
+                             (has_position), text: the whole story */
     RALLY__TEV_PROGRESS,  /* text: a step of a recovery (epoch begun, rank registered
                              again, epoch assembled), for a verbose log */
     RALLY__TEV_RESIZED,   /* rank, task_id: the rank dropped; world: the ranks now; version (when
@@ -72,7 +73,7 @@ struct rally__tracker_event {
     const char *task_id; /* "" when none */
     const char *text;    /* "" when none */
     uint32_t epoch;      /* the tracker's epoch when the event happened (1: the first) */
-    double seconds;      /* RECOVERED: from the first failure to GO */
+    double seconds;      /* RECOVERED: from the first failure to the job back in step */
     int has_position;    /* RECOVERED: 0 when no worker survived (nothing rejoined) */
     uint64_t position;   /* RECOVERED: the largest REJOIN position (docs/protocol.md) */
     uint32_t version;    /* RECOVERED: that worker's checkpoint version */

@@ -27,8 +27,9 @@
  *   chatty K MS
  *             after GO rank 0 PRINTs K lines of 100 bytes; then every rank
  *             waits MS ms (beating) and finishes like ok.  The others wait for the RESET, REJOIN at
- *             "version 3, seq 7", and every worker then finishes like ok
- *             (printing "hello from rank R, epoch E, incarnation I")
+ *             "version 3, seq 7", and every worker then says it is back in step
+ *             (IN_STEP) and finishes like ok (printing "hello from rank
+ *             R, epoch E, incarnation I")
  */
 #include <fcntl.h>
 #include <poll.h>
@@ -155,6 +156,8 @@ int main(int argc, char **argv)
         rally__tclient_close(&t); /* closes without SHUTDOWN */
         return 0;
     }
+    if (recover && t.epoch > 1) /* back in step, as the library says it after a recovery */
+        rally__tclient_in_step(&t);
     char msg[96];
     if (recover)
         snprintf(msg, sizeof msg, "hello from rank %d, epoch %u, incarnation %u", t.rank, t.epoch,
