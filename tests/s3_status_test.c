@@ -12,6 +12,9 @@
  *                exist", 404 of an object "is missing" (RALLY_EPROTO, and
  *                the caller hears it is missing), 400 with S3's reason
  *                (InvalidBucketName); 416 of a read is an empty object
+ *   a HEAD       its answer has no body: a refusal (400, 403, 409) asks
+ *                again with a GET of the first byte, whose body names the
+ *                reason (two requests); a 404 is a missing object (one)
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -152,6 +155,31 @@ static int read_obj(int status, const char *body, int *requests, int *missing, c
     return rc;
 }
 
+/* A look (HEAD, the store's size) at s3://bucket/p/dir/obj answered with
+ * status and body: its status, *requests the requests it made, *missing,
+ * the message in e. */
+static int look_obj(int status, const char *body, int *requests, int *missing,
+                    struct rally__err *e)
+{
+    pthread_mutex_lock(&srv.mu);
+    srv.status = status;
+    srv.body = body;
+    srv.requests = 0;
+    pthread_mutex_unlock(&srv.mu);
+    struct rally__store *st = NULL;
+    rally__err_clear(e);
+    int rc = rally__store_open("s3://bucket/p", e, &st);
+    assert_int_equal(rc, RALLY_OK);
+    uint64_t nbytes = 0;
+    *missing = 0;
+    rc = st->ops->size(st, "dir", "obj", e, missing, &nbytes);
+    rally__store_close(st);
+    pthread_mutex_lock(&srv.mu);
+    *requests = srv.requests;
+    pthread_mutex_unlock(&srv.mu);
+    return rc;
+}
+
 #define S3_ERR(code, msg) "<Error><Code>" code "</Code><Message>" msg "</Message></Error>"
 
 static void statuses(void **state)
@@ -205,10 +233,37 @@ static void statuses(void **state)
     assert_int_equal(n, 1);
 }
 
+static void head_refusals(void **state)
+{
+    (void)state;
+    struct rally__err e = {0};
+    int n, missing;
+    assert_int_equal(look_obj(400, S3_ERR("InvalidBucketName", "The bucket name is invalid."), &n,
+                              &missing, &e),
+                     RALLY_ESYS);
+    assert_int_equal(n, 2);
+    assert_non_null(strstr(e.msg, "the bucket name bucket is not valid (HTTP 400 "
+                                  "InvalidBucketName: The bucket name is invalid."));
+    assert_int_equal(look_obj(403, S3_ERR("SignatureDoesNotMatch", "The signature differs."), &n,
+                              &missing, &e),
+                     RALLY_ESYS);
+    assert_int_equal(n, 2);
+    assert_non_null(strstr(e.msg, "access denied (HTTP 403 SignatureDoesNotMatch: The signature"));
+    assert_int_equal(look_obj(409, S3_ERR("OperationAborted", "Try again."), &n, &missing, &e),
+                     RALLY_ESYS);
+    assert_int_equal(n, 2);
+    assert_non_null(strstr(e.msg, "HTTP 409 OperationAborted: Try again."));
+    /* a missing object is no refusal: looked at before every write, once */
+    assert_int_equal(look_obj(404, "", &n, &missing, &e), RALLY_EPROTO);
+    assert_int_equal(n, 1);
+    assert_int_equal(missing, 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(statuses),
+        cmocka_unit_test(head_refusals),
     };
     return cmocka_run_group_tests(tests, start, stop);
 }

@@ -39,6 +39,12 @@
 #              run without deaths, its last version in both tiers; the same
 #              job with version 6's directory a symbolic link (the tier
 #              cannot take it) fails, naming version 6
+#   bad_bucket an S3 tier (tests/swift_rig.sh) whose bucket name S3 refuses
+#              (Bad_Bucket: InvalidBucketName): --snapshot-copy is refused
+#              before any worker starts, and rally-snapshot cp (whose first
+#              request is a HEAD, whose answer has no body) too, each
+#              saying "the bucket name Bad_Bucket is not valid" with S3's
+#              code; a HEAD refused for a wrong secret names S3's code too
 set -u
 case_=$1 build=$2
 here=$(cd "$(dirname "$0")" && pwd)
@@ -230,6 +236,36 @@ required)
     grep -q "^rally-run: .*rally_snapshot_required: rank 0 could not write its part of the snapshot of version 6" \
         "$tmp/out" || fail "the failure does not name the version the tier refused"
     grep -q "result:" "$tmp/out" && fail "the job finished although its snapshot failed"
+    ;;
+bad_bucket)
+    rig=$tmp/rig
+    trap 'sh "$here/swift_rig.sh" stop "$rig"; cleanup' EXIT
+    sh "$here/swift_rig.sh" start "$rig" || fail "the Swift rig did not start"
+    . "$rig/env"
+    bad="the bucket name Bad_Bucket is not valid (HTTP 400 InvalidBucketName: "
+    T=s3://Bad_Bucket/jobs
+    "$here/run_job.sh" 1 120 "$run" -n 3 --snapshot-dir "$D" --snapshot-copy "$T" \
+        --snapshot-every 2 "$hold" 6 >"$tmp/out" 2>&1 || fail "--snapshot-copy $T: not exit 1"
+    cat "$tmp/out"
+    grep -q "^rally-run: --snapshot-copy $T cannot take a write: .*$bad" "$tmp/out" ||
+        fail "--snapshot-copy $T was not refused naming the reason"
+    grep -q "^\[0\]" "$tmp/out" && fail "a worker started"
+    # a snapshot to copy there by hand
+    "$here/run_job.sh" 0 120 "$run" -n 3 --snapshot-dir "$D" --snapshot-every 2 \
+        --keep-snapshots "$hold" 2 >"$tmp/out" 2>&1 || fail "the job that makes a snapshot"
+    s=$D/tier_hold/snap-00000002
+    timeout 60 "$snap" cp "$s" "$T" >"$tmp/out" 2>&1 && fail "rally-snapshot cp into $T worked"
+    cat "$tmp/out"
+    grep -q "$bad" "$tmp/out" || fail "rally-snapshot cp into $T does not name the reason"
+    code=$(curl -sS -m 30 -o /dev/null -w '%{http_code}' --netrc-file "$SWIFT_RIG_NETRC" \
+        --aws-sigv4 "aws:amz:$AWS_DEFAULT_REGION:s3" \
+        -H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' -X PUT "$AWS_ENDPOINT_URL/tier")
+    [ "$code" = 200 ] || fail "cannot make the bucket: HTTP $code"
+    AWS_SECRET_ACCESS_KEY=not-$AWS_SECRET_ACCESS_KEY timeout 60 "$snap" cp "$s" s3://tier/jobs \
+        >"$tmp/out" 2>&1 && fail "rally-snapshot cp with a wrong secret worked"
+    cat "$tmp/out"
+    grep -q "access denied (HTTP 403 [A-Za-z]*: " "$tmp/out" ||
+        fail "a HEAD refused for a wrong secret does not name S3's reason"
     ;;
 *)
     fail "unknown case"

@@ -18,7 +18,9 @@
  *   endpoint     AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL (path-style URLs:
  *                ENDPOINT/BUCKET/KEY), else https://BUCKET.s3.REGION.amazonaws.com
  * A request that fails on the way or with a 5xx is tried again, three
- * times in all, after 0.1 and 0.4 s.
+ * times in all, after 0.1 and 0.4 s.  Every refusal names S3's reason
+ * (its <Code> and <Message>); a HEAD's answer has no body, so a HEAD
+ * refused is asked again as a GET of the first byte, whose body says why.
  */
 #include <curl/curl.h>
 #include <expat.h>
@@ -418,6 +420,31 @@ static struct req *new_req(struct rally__store *st, const char *method, const ch
     return r;
 }
 
+/* A HEAD refused (status) with no body: r's body becomes that of a GET of
+ * the object's first byte (Range: bytes=0-0) when it is refused alike, so
+ * that the refusal names S3's reason.  A 404 is left as it is: a missing
+ * object is no refusal, and is looked at before every write; a missing
+ * bucket is named by the write that follows. */
+static void head_reason(struct s3_store *s, struct req *r, long status)
+{
+    if (strcmp(r->method, "HEAD") != 0 || r->body_n > 0 || status == 404)
+        return;
+    struct req *g = calloc(1, sizeof *g);
+    struct rally__err e = {0, ""};
+    long got = 0;
+    if (g == NULL)
+        return; /* out of memory: the status alone */
+    g->method = "GET";
+    memcpy(g->url, r->url, sizeof g->url);
+    memcpy(g->what, r->what, sizeof g->what);
+    snprintf(g->range, sizeof g->range, "bytes=0-0");
+    if (perform(s, g, &e, &got) == RALLY_EPROTO && got == status) {
+        memcpy(r->body, g->body, g->body_n + 1);
+        r->body_n = g->body_n;
+    }
+    free(g);
+}
+
 /* After perform said no: the message for what (missing for a 404). */
 static int refused(struct s3_store *s, const struct req *r, long status, struct rally__err *e,
                    int *missing)
@@ -430,6 +457,12 @@ static int refused(struct s3_store *s, const struct req *r, long status, struct 
     if (status == 404 && strstr(r->body, "NoSuchBucket") != NULL)
         return rally__fail(e, RALLY_ESYS, "cannot %s: the bucket %s does not exist (%s)", what,
                            s->bucket, why);
+    if (strstr(r->body, "<Code>InvalidBucketName<") != NULL)
+        return rally__fail(e, RALLY_ESYS,
+                           "cannot %s: the bucket name %s is not valid (%s); a bucket's name "
+                           "is 3 to 63 characters of a-z 0-9 . -, beginning and ending with a "
+                           "letter or a digit",
+                           what, s->bucket, why);
     if (status == 404)
         return rally__fail(e, RALLY_EPROTO, "%s is missing", what + strcspn(what, " ") + 1);
     if (status == 403)
@@ -449,6 +482,7 @@ static int ask(struct s3_store *s, struct req *r, long done, struct rally__err *
         return rc;
     if (done != 0 && status == done && strstr(r->body, "NoSuchBucket") == NULL)
         return RALLY_OK;
+    head_reason(s, r, status);
     return refused(s, r, status, e, missing);
 }
 

@@ -33,9 +33,8 @@ static int committed(struct rally__store *st, const char *dir, struct rally__err
                            "%s is already committed (it has a %s); remove it "
                            "with rally-snapshot rm or write into another directory",
                            where, RALLY__SNAP_MANIFEST);
-    if (!missing)
-        return rally__fail(e, quiet.code, "cannot look at %s/%s: %s", where, RALLY__SNAP_MANIFEST,
-                           quiet.msg);
+    if (!missing) /* the store's sentence names the manifest */
+        return rally__fail(e, quiet.code, "%s", quiet.msg);
     return RALLY_OK;
 }
 
