@@ -33,9 +33,22 @@ missing=""
 for p in $need; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
 done
-[ -z "$missing" ] && exit 0
-echo "deps: installing$missing"
-SUDO=""
-[ "$(id -u)" -ne 0 ] && SUDO="sudo"
-$SUDO apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null
+if [ -n "$missing" ]; then
+    echo "deps: installing$missing"
+    SUDO=""
+    [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null
+fi
+
+# A current PyTorch beside Debian's (1.13), for rally.torch's tests on both
+# (tests/python.cmake, python_torch2): Debian has no torch 2, so it comes from
+# PyPI, pinned, into a venv of the checkout (.venv) made from Debian's python3
+# with its site packages (numpy, pytest).  Only here: no test fetches anything.
+TORCH2=2.15.0
+venv=$(dirname "$0")/../.venv
+if ! ls -d "$venv"/lib/python3*/site-packages/torch-$TORCH2.dist-info >/dev/null 2>&1; then
+    echo "deps: torch $TORCH2 into .venv (PyPI)"
+    /usr/bin/python3 -m venv --system-site-packages "$venv"
+    "$venv/bin/pip" install -q --disable-pip-version-check "torch==$TORCH2"
+fi
