@@ -24,9 +24,12 @@ rally-kmeans with a worker killed by SIGKILL from outside.
   prometheus  Debian's prometheus scrapes /metrics during a job with a kill -9;
               its query API shows the deaths and recoveries the summary says
   page        Debian's chromium (headless, driven through chromedriver) loads
-              the page during a job: it shows the restarted rank (incarnation 2)
-              and a snapshot committed after the kill as they happen; the
-              screenshot stays in BUILD_DIR/status-page.png
+              the page during a job: a rank stopped (SIGSTOP) shows "silent",
+              not "running", and the rate falls and the ETA grows while the
+              job stands still (status.json says the same); it shows the
+              restarted rank (incarnation 2) and a snapshot committed after
+              the kill as they happen; the screenshot stays in
+              BUILD_DIR/status-page.png
 
 Every case is bounded in time (alarm) and kills every process it started.
 """
@@ -506,8 +509,8 @@ def case_page():
     from selenium.webdriver.support.ui import WebDriverWait
 
     snaps = os.path.join(TMP, "snaps")
-    job = Job(["-n", "4", "--status", "0", "--snapshot-dir", snaps, "--snapshot-every", "5"] +
-              kmeans_args(60, 200))
+    job = Job(["-n", "4", "--status", "0", "--snapshot-dir", snaps, "--snapshot-every", "5",
+               "--heartbeat-timeout-ms", "30000"] + kmeans_args(60, 200))
     base = job.url()
     opts = webdriver.ChromeOptions()
     opts.binary_location = "/usr/bin/chromium"
@@ -536,6 +539,34 @@ def case_page():
     def count(sel):
         return js("document.querySelectorAll('%s').length" % sel)
 
+    def rate_eta():  # the header's "· 4.71 it/s · ETA 12 s", as numbers
+        m = re.search(r"([0-9.e+]+) it/s · ETA (?:(\d+) min )?(\d+) s",
+                      js("document.getElementById('prog').textContent"))
+        return m and (float(m.group(1)), int(m.group(2) or 0) * 60 + int(m.group(3)))
+
+    wait.until(lambda d: count('#ranks .rank[data-state="running"]') == 4 and rate_eta())
+    # a rank stopped: the page says so, and the job's rate and ETA follow the stall
+    pid = int(re.search(r"pid (\d+)", cell(1)["text"]).group(1))
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        # the newest iteration reported, once the others wait for rank 1
+        it = until("the reports to stop", lambda: (lambda a, b: a == b and a)(
+            status(base)["progress"]["iteration"],
+            (time.sleep(1), status(base)["progress"]["iteration"])[1]), timeout=30)
+        rate0, eta0 = rate_eta()
+        wait.until(lambda d: cell(1)["state"] == "silent")
+        if count('#ranks .rank[data-state="running"]') != 3:
+            fail("the other ranks' cells: %s" % [cell(r) for r in range(4)])
+        wait.until(lambda d: (lambda re_: re_ and re_[0] < rate0 and re_[1] > eta0)(rate_eta()))
+        st = status(base)
+        if rank(st, 1)["state"] != "silent" or st["progress"]["iteration"] != it or \
+                st["progress"]["rate_per_second"] >= rate0:
+            fail("status.json during the stall: %s" % json.dumps(st["progress"]))
+    finally:
+        try:
+            os.kill(pid, signal.SIGCONT)
+        except ProcessLookupError:  # the tracker fenced it (the case failed already)
+            pass
     wait.until(lambda d: count('#ranks .rank[data-state="running"]') == 4)
     wait.until(lambda d: committed())
     before = committed()

@@ -261,6 +261,10 @@ static void waited_on_is_the_rank_behind(void **state)
     rally__watch_mark_waited(rows, 4, 0);
     assert_int_equal(rows[0].waited_on + rows[1].waited_on + rows[3].waited_on, 0);
     assert_int_equal(rows[2].waited_on, 1);
+    /* ... and no longer "running": it is silent */
+    assert_string_equal(rows[2].state, "silent");
+    assert_string_equal(rows[0].state, "running");
+    rows[2].state = "running";
     rows[2].has_position = 0; /* stopped before its first heartbeat */
     rally__watch_mark_waited(rows, 4, 0);
     assert_int_equal(rows[2].waited_on, 1);
@@ -276,6 +280,38 @@ static void waited_on_is_the_rank_behind(void **state)
     rally__watch_mark_waited(rows, 4, 1);
     assert_int_equal(rows[3].waited_on, 1);
     assert_int_equal(rows[0].waited_on, 0);
+}
+
+/* A job whose reports stop (a rank stopped, the others waiting for it):
+ * past the usual gap between reports (or 2.5 s, the longer), the time
+ * counts against the rate, so the rate falls and the ETA grows; before
+ * that they stand as the reports left them. */
+static void rate_falls_while_reports_stop(void **state)
+{
+    (void)state;
+    struct rally__watch *w = made();
+    ev(w, 1000, (struct rally__watch_ev){.kind = RALLY__WEV_TOTAL, .rank = 0, .version = 20});
+    for (int it = 1; it <= 5; it++)
+        ev(w, 1000 * it,
+           (struct rally__watch_ev){
+               .kind = RALLY__WEV_REPORT, .rank = 0, .key = "loss", .version = (uint64_t)it});
+    rally__watch_rows(w, 0);
+    char line[256];
+    json_t *o = status(w, 7000); /* 2 s after the last: within 2.5 s */
+    json_t *p = json_object_get(o, "progress");
+    assert_float_equal(json_real_value(json_object_get(p, "rate_per_second")), 1.0, 1e-9);
+    assert_float_equal(json_real_value(json_object_get(p, "eta_seconds")), 15.0, 1e-9);
+    json_decref(o);
+    rally__watch_progress(w, 7000, line, sizeof line);
+    assert_string_equal(line, "iteration 5 of 20 (25%), 1 it/s, ETA 15 s, loss 0");
+    o = status(w, 11000); /* a 6 s stall: 4 iterations in 10 - 2.5 s */
+    p = json_object_get(o, "progress");
+    assert_float_equal(json_real_value(json_object_get(p, "rate_per_second")), 4 / 7.5, 1e-9);
+    assert_float_equal(json_real_value(json_object_get(p, "eta_seconds")), 15 * 7.5 / 4, 1e-9);
+    json_decref(o);
+    rally__watch_progress(w, 11000, line, sizeof line);
+    assert_string_equal(line, "iteration 5 of 20 (25%), 0.533 it/s, ETA 28 s, loss 0");
+    rally__watch_free(w);
 }
 
 static void long_series_stay_bounded(void **state)
@@ -366,12 +402,12 @@ static void progress_line_reads_well(void **state)
     (void)state;
     struct rally__watch *w = made();
     char line[256];
-    assert_int_equal(rally__watch_progress(w, line, sizeof line), 0);
+    assert_int_equal(rally__watch_progress(w, 1000, line, sizeof line), 0);
     assert_string_equal(line, "");
     story(w);
-    assert_int_equal(rally__watch_progress(w, line, sizeof line), 1);
+    assert_int_equal(rally__watch_progress(w, 4000, line, sizeof line), 1);
     assert_string_equal(line, "iteration 3 of 10 (30%), 2 it/s, ETA 4 s, objective 33.3333");
-    assert_int_equal(rally__watch_progress(w, line, sizeof line), 0); /* no news */
+    assert_int_equal(rally__watch_progress(w, 4000, line, sizeof line), 0); /* no news */
     rally__watch_free(w);
 }
 
@@ -380,6 +416,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(status_carries_the_story),     cmocka_unit_test(metrics_say_the_summary),
         cmocka_unit_test(waited_on_is_the_rank_behind), cmocka_unit_test(long_series_stay_bounded),
+        cmocka_unit_test(rate_falls_while_reports_stop),
         cmocka_unit_test(events_file_has_a_line_each),  cmocka_unit_test(progress_line_reads_well),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -379,8 +379,13 @@ void rally__watch_mark_waited(struct rally__watch_rank *rows, int n, int recover
         struct rally__watch_rank *x = &rows[i];
         if (x->rank < 0)
             continue;
+        /* a live worker that sent nothing for WAIT_MIN_S (its heartbeat
+         * thread beats a second apart): stopped, or too starved to beat */
+        if (strcmp(x->state, "running") == 0 && x->heartbeat_age >= WAIT_MIN_S)
+            x->state = "silent";
         if (recovering) { /* a round waits for the ranks not back */
-            x->waited_on = strcmp(x->state, "running") != 0 && strcmp(x->state, "finished") != 0;
+            x->waited_on = strcmp(x->state, "running") != 0 && strcmp(x->state, "silent") != 0 &&
+                           strcmp(x->state, "finished") != 0;
             continue;
         }
         /* behind the furthest wait, or silent (no frame for WAIT_MIN_S while
@@ -389,8 +394,8 @@ void rally__watch_mark_waited(struct rally__watch_rank *rows, int n, int recover
         int behind =
             x->has_position && (x->version < top_v || (x->version == top_v && x->seq < top_q) ||
                                 (x->version == top_v && x->seq == top_q && !x->in_op));
-        x->waited_on =
-            any && strcmp(x->state, "running") == 0 && (behind || x->heartbeat_age >= WAIT_MIN_S);
+        x->waited_on = any && (strcmp(x->state, "running") == 0 || strcmp(x->state, "silent") == 0) &&
+                       (behind || x->heartbeat_age >= WAIT_MIN_S);
     }
 }
 
@@ -403,11 +408,19 @@ void rally__watch_rfc3339(int64_t wall_ms, char *s, size_t cap)
     snprintf(s + n, cap - n, ".%03dZ", (int)(wall_ms % 1000));
 }
 
-double rally__watch_rate(const struct rally__watch *w)
+double rally__watch_rate(const struct rally__watch *w, int64_t now_ms)
 {
     if (w->iteration <= w->first_iteration || w->last_ms <= w->first_ms)
         return 0;
-    return (double)(w->iteration - w->first_iteration) * 1e3 / (double)(w->last_ms - w->first_ms);
+    /* the iterations over the time they took; once the next report is
+     * overdue by its usual gap (WAIT_MIN_S at least: a rank stopped, the
+     * others waiting), the time since counts too, so the rate falls and the
+     * ETA grows while the job stands still */
+    uint64_t n = w->iteration - w->first_iteration;
+    double span = (double)(w->last_ms - w->first_ms);
+    double grace = span / (double)n > WAIT_MIN_S * 1e3 ? span / (double)n : WAIT_MIN_S * 1e3;
+    double stood = (double)(now_ms - w->first_ms) - grace;
+    return (double)n * 1e3 / (stood > span ? stood : span);
 }
 
 /* "1 h 02 min", "3 min 05 s", "12 s" */
@@ -422,7 +435,7 @@ static void duration(double s, char *out, size_t cap)
         snprintf(out, cap, "%ld s", t);
 }
 
-int rally__watch_progress(struct rally__watch *w, char *line, size_t cap)
+int rally__watch_progress(struct rally__watch *w, int64_t now_ms, char *line, size_t cap)
 {
     line[0] = '\0';
     if (!w->progressed)
@@ -437,7 +450,7 @@ int rally__watch_progress(struct rally__watch *w, char *line, size_t cap)
     if (w->total)
         ADD(" of %" PRIu64 " (%d%%)", w->total,
             (int)(w->iteration >= w->total ? 100 : w->iteration * 100 / w->total));
-    double r = rally__watch_rate(w);
+    double r = rally__watch_rate(w, now_ms);
     if (r > 0) {
         ADD(", %.3g it/s", r);
         if (w->total > w->iteration) {

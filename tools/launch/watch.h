@@ -60,7 +60,8 @@ struct rally__watch_rank {
     char host[256];       /* "": not known yet */
     uint32_t incarnation; /* registrations of the rank (0: none yet) */
     const char *state;    /* "starting", "running", "recovering", "dead", "restarting",
-                             "finished", "exited", "gone" */
+                             "finished", "exited", "gone"; the render makes a running
+                             one "silent" after 2.5 s without a frame */
     int has_position;     /* its heartbeats said where it stands */
     uint64_t version;     /* its checkpoint version */
     uint32_t seq;         /* the collective of that version (0: the checkpoint's own) */
@@ -120,17 +121,18 @@ void rally__watch_set(struct rally__watch *w, const struct rally__watch_now *now
 const char *rally__watch_json(struct rally__watch *w, int64_t now_ms, size_t *nbytes);
 const char *rally__watch_metrics(struct rally__watch *w, int64_t now_ms, size_t *nbytes);
 
-/* The progress line (no newline): "iteration 8 of 20 (40%), 2.1 it/s, ETA 6 s,
- * objective 1.2345"; "" before any report.  Returns 1 when the iteration
- * changed since the last call. */
-int rally__watch_progress(struct rally__watch *w, char *line, size_t cap);
+/* The progress line at now_ms (no newline): "iteration 8 of 20 (40%), 2.1
+ * it/s, ETA 6 s, objective 1.2345"; "" before any report.  Returns 1 when
+ * the iteration changed since the last call. */
+int rally__watch_progress(struct rally__watch *w, int64_t now_ms, char *line, size_t cap);
 
 /* The ranks the job waits for (marked in the rows by the render), given the
  * rows: once a rank has waited inside an operation for 2.5 s or more
  * (heartbeats come a second apart: a shorter wait may be one rank's news
  * against another's stale one), those behind the furthest such wait, and
  * those silent for 2.5 s (stopped inside the same operation: their
- * position cannot tell); in a recovery round, the ranks not back. */
+ * position cannot tell); in a recovery round, the ranks not back.  A
+ * running rank silent for 2.5 s becomes "silent". */
 void rally__watch_mark_waited(struct rally__watch_rank *rows, int n, int recovering);
 
 #endif

@@ -107,7 +107,9 @@ static inline double rally__watch_since(const struct rally__watch *w, int64_t no
 /* RFC 3339 in UTC with milliseconds, for ms since the epoch. */
 void rally__watch_rfc3339(int64_t wall_ms, char *s, size_t cap);
 /* Iterations a second since the first report (0: not known yet). */
-double rally__watch_rate(const struct rally__watch *w);
+/* Iterations a second since the first report, at now_ms (it falls while
+ * reports are overdue); 0 before two. */
+double rally__watch_rate(const struct rally__watch *w, int64_t now_ms);
 /* The furthest checkpoint version a row's heartbeat said. */
 uint64_t rally__watch_version(const struct rally__watch *w);
 

@@ -162,7 +162,7 @@ static json_t *status_json(struct rally__watch *w, int64_t now_ms)
     json_object_set_new(o, "snapshots", snaps);
 
     json_t *prog = json_object(), *values = json_array();
-    double r = rally__watch_rate(w);
+    double r = rally__watch_rate(w, now_ms);
     json_object_set_new(prog, "iteration",
                         w->progressed ? json_integer((json_int_t)w->iteration) : json_null());
     json_object_set_new(prog, "total", w->total ? json_integer((json_int_t)w->total) : json_null());
@@ -317,6 +317,7 @@ const char *rally__watch_metrics(struct rally__watch *w, int64_t now_ms, size_t 
         if (w->rows[i].rank >= 0)
             put(w, "rally_rank_up{rank=\"%d\"} %d\n", w->rows[i].rank,
                 strcmp(w->rows[i].state, "running") == 0 ||
+                    strcmp(w->rows[i].state, "silent") == 0 ||
                     strcmp(w->rows[i].state, "recovering") == 0);
     head(w, "rally_rank_incarnation", "gauge", "Registrations of the rank so far.");
     for (int i = 0; i < w->nrows; i++)

@@ -449,7 +449,7 @@ void run_status_after(struct run *r)
     if (now < s->next_line)
         return;
     char line[256];
-    int moved = rally__watch_progress(s->w, line, sizeof line);
+    int moved = rally__watch_progress(s->w, now, line, sizeof line);
     if (s->tty && line[0]) {
         rally__launch_out_status(&r->out[1], line);
         s->next_line = now + REDRAW_EVERY_MS;
@@ -467,7 +467,7 @@ void run_status_end(struct run *r, int status)
     if (s == NULL)
         return;
     char line[256];
-    rally__watch_progress(s->w, line, sizeof line);
+    rally__watch_progress(s->w, rally__now_ms(), line, sizeof line);
     if (r->progress && line[0])
         fprintf(stderr, "%srally-run: progress: %s\n", s->tty ? "\r\033[K" : "", line);
     if (r->pol && r->procs) {
