@@ -123,7 +123,10 @@ typedef void (*rally_reduce_fn)(void *inout, const void *in, size_t count, void 
 RALLY_API int rally_init(rally_t **r, int *argc, char ***argv);
 
 /* Leaves the job and frees the handle (NULL is accepted).  Tells the tracker
- * this worker finished; a worker that exits without it counts as failed. */
+ * this worker finished; a worker that exits without it counts as failed.
+ * When it fails, rally_errmsg(r) still says why, as after any call, until
+ * the next rally_finalize that fails (only that call: the rest of the handle
+ * is gone). */
 RALLY_API int rally_finalize(rally_t *r);
 
 /* The last error's sentence; "" when there was none.  Never NULL; valid until

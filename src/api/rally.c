@@ -7,6 +7,7 @@
  * spent.
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,6 +80,12 @@ int rally_init(rally_t **out, int *argc, char ***argv)
     return RALLY_OK;
 }
 
+/* The handle of the last rally_finalize that failed: every program checks
+ * a status with rally_errmsg(r), so its sentence stays readable until the
+ * next one fails; the rest of it is freed. */
+static pthread_mutex_t failed_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct rally *failed_handle;
+
 int rally_finalize(rally_t *r)
 {
     if (r == NULL)
@@ -91,9 +98,21 @@ int rally_finalize(rally_t *r)
             rally__snapjob_done(r->sj);
     }
     rally__snapjob_free(r->sj); /* before the engine whose bytes it borrows */
+    r->sj = NULL;
     rally__engine.free(r->en);
+    r->en = NULL;
     rally__xs_wire_free(&r->xs);
-    free(r);
+    if (rc == RALLY_OK) {
+        free(r);
+        return rc;
+    }
+    r->spent = rc;
+    snprintf(r->spent_msg, sizeof r->spent_msg, "%s", r->err.msg);
+    pthread_mutex_lock(&failed_lock);
+    struct rally *old = failed_handle;
+    failed_handle = r;
+    pthread_mutex_unlock(&failed_lock);
+    free(old);
     return rc;
 }
 

@@ -179,9 +179,9 @@ class Rally:
             return
         h, self._h = self._h, None
         rc = self._lib.rally_finalize(h)
-        if rc != 0:
-            raise from_status(rc, "rally_finalize failed (%s)"
-                              % self._lib.rally_strstatus(rc).decode())
+        if rc != 0:  # the handle is gone, its sentence kept (rally.h)
+            raise from_status(rc, "rally_finalize failed: %s"
+                              % self._lib.rally_errmsg(h).decode(errors="replace"))
 
     close = finalize
 
