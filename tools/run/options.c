@@ -444,7 +444,8 @@ static void usage(FILE *f)
         }
     }
     fputs("\n"
-          "Workers get RALLY_TRACKER, RALLY_SECRET_FILE and RALLY_TASK_ID; their output\n"
+          "Workers get RALLY_TRACKER, RALLY_SECRET_FILE and RALLY_TASK_ID, and torchrun's\n"
+          "RANK, WORLD_SIZE, LOCAL_RANK and LOCAL_WORLD_SIZE; their output\n"
           "lines (from every host) are prefixed with \"[rank] \".  A worker killed by a\n"
           "signal after the job started (and before any rank finalized) is a crash: it is\n"
           "started again with the same rank and environment (on the same host; so is one\n"
