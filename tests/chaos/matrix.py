@@ -249,8 +249,9 @@ def plan(c, env):
         return Plan("refuse", pattern=r"--max-workers above -n is for --launcher local and ssh",
                     status=2)
     if backend == "mpi" and arg(c, "verify") == "on":
-        # rally_verify_every on librally_mpi: refused, or built there (issue 45, item 8)
-        return build(c, env, prog, nfree, either_refused=r"rally_verify_every")
+        # rally_verify_every on librally_mpi: refused at rally_init (RALLY_ECONFIG)
+        return build(c, env, prog, nfree,
+                     either_refused=r"rally_verify_every=1: librally_mpi does not verify")
     return build(c, env, prog, nfree)
 
 
@@ -500,7 +501,7 @@ def plain_run(env, pl, work):
         pl.args = saved
         rc, text, _ = j.finish()
         env.plain[pl.key] = (digest(text) if rc == 0 else None, objective(text),
-                             text.strip().splitlines()[-3:])
+                             text.strip().splitlines())
     return env.plain[pl.key]
 
 
@@ -539,8 +540,12 @@ def run_case(env, c, pl, work):
     if pl.hold and pl.hold[0] == "gate" and os.path.exists(pl.hold[2]):
         os.unlink(pl.hold[2])
     want, want_obj, plain_tail = plain_run(env, pl, work)
+    if want is None and pl.either_refused:
+        said = [l for l in plain_tail if re.search(pl.either_refused, l)]
+        if said:  # refused at rally_init, before any failure: the documented refusal
+            return "refusal", said[-1]
     if want is None:
-        return "internal-error", "the failure-free run failed: " + " | ".join(plain_tail)
+        return "internal-error", "the failure-free run failed: " + " | ".join(plain_tail[-3:])
     extra = list(pl.points) + pl.mpi_snap
     j = Job(env, launch_argv(env, pl, pl.mock_bin, extra, pl.run_opts), pl.env,
             os.path.join(work, "job"))
@@ -746,9 +751,10 @@ def run_all(env, allc, opts):
                 cls, detail = run_case(env, c, pl, work)
                 detail += f" ({time.monotonic() - t0:.1f} s)"
                 done[sig] = (cls, detail, str(n))
-                if cls in BAD:
+                out = os.path.join(work, "job")
+                if cls in BAD and os.path.exists(out):
                     keep = os.path.join(env.tmp, "..", f"rally-chaos-case-{os.getpid()}-{n}.out")
-                    shutil.copy(os.path.join(work, "job"), keep)
+                    shutil.copy(out, keep)
                     detail += f"; output kept in {os.path.normpath(keep)}"
                 shutil.rmtree(work, ignore_errors=True)
         counts[cls] += 1

@@ -561,6 +561,30 @@ static int export_option(struct run *r, const struct flag *f, const char *arg, c
 }
 
 /* Which kinds an error lists (rally__launch_kind_list). */
+/* A worker setting in ms as rally_init reads it (an argument wins over the
+ * environment, -x's included): 1 with *v and from ("rally_timeout_ms=5000",
+ * "RALLY_TIMEOUT_MS=5000") when given and valid; 0, *v untouched, else. */
+static int worker_ms(const struct run *r, const char *name, int64_t *v, char *from, size_t cap)
+{
+    char env[64], arg[64];
+    snprintf(arg, sizeof arg, "rally_%s", name);
+    snprintf(env, sizeof env, "RALLY_%s", name);
+    for (char *c = env; *c; c++)
+        *c = *c >= 'a' && *c <= 'z' ? (char)(*c - 'a' + 'A') : *c;
+    const char *s = getenv(env), *key = env;
+    for (size_t i = 0; i < r->nxenv; i++)
+        if (strcmp(r->xkey[i], env) == 0)
+            s = r->xenv[i] + strlen(env) + 1;
+    size_t n = strlen(arg);
+    for (char **a = r->argv + 1; *a; a++)
+        if (strncmp(*a, arg, n) == 0 && (*a)[n] == '=')
+            s = *a + n + 1, key = arg;
+    if (s == NULL || rally__parse_int(s, 1, INT64_MAX / 4, v) != 0)
+        return 0;
+    snprintf(from, cap, "%s=%s", key, s);
+    return 1;
+}
+
 static int grows(const struct rally__launch_kind *k)
 {
     return k->grows;
@@ -663,23 +687,41 @@ int run_parse(int argc, char **argv, struct run *r)
     /* the interval the workers will beat at (an argument wins over the
      * environment, as in rally_init) must be under the tracker's timeout */
     if (r->heartbeat_ms > 0) {
-        const char *hb = getenv("RALLY_HEARTBEAT_MS"), *key = "RALLY_HEARTBEAT_MS";
-        for (size_t i = 0; i < r->nxenv; i++)
-            if (strcmp(r->xkey[i], key) == 0)
-                hb = r->xenv[i] + strlen(key) + 1;
-        for (char **a = r->argv + 1; *a; a++)
-            if (strncmp(*a, "rally_heartbeat_ms=", 19) == 0)
-                hb = *a + 19, key = "rally_heartbeat_ms";
         int64_t iv = 1000; /* the library's default (src/util/config.c) */
-        char from[64] = "the default, 1000 ms";
-        if (hb != NULL && rally__parse_int(hb, 1, INT64_MAX / 4, &iv) == 0)
-            snprintf(from, sizeof from, "%s=%s", key, hb);
+        char from[96] = "the default, 1000 ms";
+        worker_ms(r, "heartbeat_ms", &iv, from, sizeof from);
         if (iv >= r->heartbeat_ms)
             return cli_usage_error("rally-run",
                                    "the workers' heartbeat interval (%s) is at or above "
                                    "--heartbeat-timeout-ms %lld: the tracker would fence every "
                                    "healthy worker; lower the interval or raise the timeout",
                                    from, (long long)r->heartbeat_ms);
+    }
+    /* the tracker must act on a stuck rank before the ranks waiting for it
+     * give up: a worker bounds its wait for a recovery round by
+     * rally_connect_timeout_ms + rally_timeout_ms (src/robust/membership.c),
+     * so the progress watch stays below that (half, unless given) */
+    if (r->progress_ms > 0) {
+        int64_t ct = 60000, to = 1800000; /* the library's defaults (src/util/config.c) */
+        char cf[96] = "rally_connect_timeout_ms, the default 60000 ms";
+        char tf[96] = "rally_timeout_ms, the default 1800000 ms";
+        worker_ms(r, "connect_timeout_ms", &ct, cf, sizeof cf);
+        worker_ms(r, "timeout_ms", &to, tf, sizeof tf);
+        if (r->progress_ms >= ct + to && r->given['P'])
+            return cli_usage_error(
+                "rally-run",
+                "--progress-timeout-ms %lld is at or above the workers' own bound on a recovery "
+                "round (%s, + %s): they would give up waiting for a stuck rank before the "
+                "tracker names it; lower --progress-timeout-ms or raise their timeouts",
+                (long long)r->progress_ms, cf, tf);
+        if (r->progress_ms >= ct + to) {
+            r->progress_ms = (ct + to) / 2;
+            fprintf(stderr,
+                    "rally-run: note: --progress-timeout-ms %lld, half the workers' own bound on "
+                    "a recovery round (%s, + %s), so the tracker acts on a stuck rank before "
+                    "they give up\n",
+                    (long long)r->progress_ms, cf, tf);
+        }
     }
     if (r->snap.dir == NULL && (r->snap.every || r->snap.every_ms || r->snap.required ||
                                 r->snap.final || r->snap.keep_all || r->snap.overwrite ||
