@@ -539,10 +539,10 @@ def case_page():
     def count(sel):
         return js("document.querySelectorAll('%s').length" % sel)
 
-    def rate_eta():  # the header's "· 4.71 it/s · ETA 12 s", as numbers
-        m = re.search(r"([0-9.e+]+) it/s · ETA (?:(\d+) min )?(\d+) s",
+    def rate_eta():  # the header's "· 4.71 it/s · ETA 9.5 s" (or "1 min 5 s"), as numbers
+        m = re.search(r"([0-9.e+]+) it/s · ETA (?:(\d+) min )?([0-9.]+) s$",
                       js("document.getElementById('prog').textContent"))
-        return m and (float(m.group(1)), int(m.group(2) or 0) * 60 + int(m.group(3)))
+        return m and (float(m.group(1)), int(m.group(2) or 0) * 60 + float(m.group(3)))
 
     wait.until(lambda d: count('#ranks .rank[data-state="running"]') == 4 and rate_eta())
     # a rank stopped: the page says so, and the job's rate and ETA follow the stall
@@ -553,7 +553,7 @@ def case_page():
         it = until("the reports to stop", lambda: (lambda a, b: a == b and a)(
             status(base)["progress"]["iteration"],
             (time.sleep(1), status(base)["progress"]["iteration"])[1]), timeout=30)
-        rate0, eta0 = rate_eta()
+        rate0, eta0 = wait.until(lambda d: rate_eta())
         wait.until(lambda d: cell(1)["state"] == "silent")
         if count('#ranks .rank[data-state="running"]') != 3:
             fail("the other ranks' cells: %s" % [cell(r) for r in range(4)])
