@@ -138,7 +138,7 @@ static double mean_loss(const struct state *s, uint64_t n)
 
 static int options(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc; i += 2) { /* --flag value pairs */
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (v == NULL)
             return -1;
@@ -156,7 +156,6 @@ static int options(int argc, char **argv)
             o.seed = strtoull(v, NULL, 10);
         else
             return -1;
-        i++;
     }
     return o.examples > 0 && o.features > 0 && o.batch > 0 && o.lr > 0 ? 0 : -1;
 }
