@@ -33,23 +33,28 @@ def digest(text):
     return m[0]
 
 
-def worker_pid(job, rank):
-    """The pid of the worker rally-run started as rank (its child, not the
-    worker's own children, which carry the same environment)."""
-    needle = b"RALLY_TASK_ID=%d" % rank
+def children(parent, what):
+    """(pid, /proc/PID/what as bytes) of each child of parent."""
     for d in os.listdir("/proc"):
         if not d.isdigit():
             continue
         try:
             with open("/proc/%s/stat" % d) as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-            if ppid != job.p.pid:
-                continue
-            with open("/proc/%s/environ" % d, "rb") as f:
-                if needle in f.read().split(b"\0"):
-                    return int(d)
+                if int(f.read().rsplit(")", 1)[1].split()[1]) != parent:
+                    continue
+            with open("/proc/%s/%s" % (d, what), "rb") as f:
+                yield int(d), f.read()
         except (OSError, ValueError, IndexError):
             pass
+
+
+def worker_pid(job, rank):
+    """The pid of the worker rally-run started as rank (its child, not the
+    worker's own children, which carry the same environment)."""
+    needle = b"RALLY_TASK_ID=%d" % rank
+    for pid, env in children(job.p.pid, "environ"):
+        if needle in env.split(b"\0"):
+            return pid
     raise AssertionError("no worker of rank %d:\n%s" % (rank, job.text()))
 
 
@@ -111,20 +116,7 @@ def test_a_script_that_reports_progress(tmp_path):
 def dask_workers(parent):
     """The Dask worker processes a script's LocalCluster started: its
     children that multiprocessing spawned."""
-    out = []
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % d) as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-            with open("/proc/%s/cmdline" % d, "rb") as f:
-                cmd = f.read()
-        except (OSError, ValueError, IndexError):
-            continue
-        if ppid == parent and b"spawn_main" in cmd:
-            out.append(int(d))
-    return out
+    return [pid for pid, cmd in children(parent, "cmdline") if b"spawn_main" in cmd]
 
 
 def test_dask_with_a_dataframe():

@@ -45,6 +45,16 @@ static void spare(struct rally__snapjob *sj)
         rally__snap_bg_spare(sj->cbg, sj->copy_v == UNKNOWN ? NONE : sj->copy_v);
 }
 
+/* Rank 0 says, and tells the observers, why version v was not copied. */
+static void not_copied(struct rally__snapjob *sj, uint64_t v, const char *why, const char *then)
+{
+    if (sj->rank != 0)
+        return;
+    rally__snapjob_say(sj, "version %" PRIu64 " not copied to %s: %s%s", v, sj->cfg->snapshot_copy,
+                       why, then);
+    rally__snapjob_tell(sj, RALLY__TIER_COPY, 0, v, 0, why);
+}
+
 /* What the agreed copy bits mean for the copy outstanding: every rank's
  * files there (rank 0 commits it), one that could not, or still busy. */
 void rally__snapjob_copy_agreed(struct rally__snapjob *sj, uint64_t flags)
@@ -62,24 +72,11 @@ void rally__snapjob_copy_agreed(struct rally__snapjob *sj, uint64_t flags)
     if (v == NONE || v == UNKNOWN) {
         /* a restarted worker, served a settled copy */
     } else if (flags & RALLY__REQ_COPY_FAILED) {
-        if (sj->rank == 0) {
-            rally__snapjob_say(sj,
-                               "version %" PRIu64 " not copied to %s: a rank could not copy its "
-                               "files (its log says why)",
-                               v, sj->cfg->snapshot_copy);
-            rally__snapjob_tell(sj, RALLY__TIER_COPY, 0, v, 0,
-                                "a rank could not copy its files (its log says why)");
-        }
+        not_copied(sj, v, "a rank could not copy its files (its log says why)", "");
         sj->copy_void = v;
     } else if (flags & RALLY__REQ_COPY_LOST) { /* void, but the tier took what it was given */
-        if (sj->rank == 0) {
-            rally__snapjob_say(sj,
-                               "version %" PRIu64 " not copied to %s: a rank was restarted while "
-                               "it copied its files; the next snapshot reported is copied",
-                               v, sj->cfg->snapshot_copy);
-            rally__snapjob_tell(sj, RALLY__TIER_COPY, 0, v, 0,
-                                "a rank was restarted while it copied its files");
-        }
+        not_copied(sj, v, "a rank was restarted while it copied its files",
+                   "; the next snapshot reported is copied");
     } else {
         if (sj->rank == 0 && sj->man_v[0] == v &&
             rally__snap_copier_commit(sj->copier, sj->man[0], sj->man_n[0], v, &e) != RALLY_OK) {
