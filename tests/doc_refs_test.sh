@@ -1,7 +1,7 @@
 #!/bin/sh
-# doc_refs_test.sh SOURCE_DIR — every docs/NAME.md that the sources, the
-# tools' help, the docs and the READMEs name exists (four pointed at a
-# docs/snapshots.md that never did).
+# doc_refs_test.sh SOURCE_DIR — every page docs/<name>.md that the sources,
+# the tools' help, the docs and the READMEs name exists (four named a
+# snapshots page that never was).
 set -u
 src=$1
 cd "$src" || exit 1
