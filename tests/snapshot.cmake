@@ -90,7 +90,7 @@ add_executable(tier_hold ${RALLY_SNAP_TESTS_DIR}/progs/tier_hold.c)
 target_link_libraries(tier_hold rally_static)
 add_executable(tier_hold_mock ${RALLY_SNAP_TESTS_DIR}/progs/tier_hold.c)
 target_link_libraries(tier_hold_mock rally_mock_static)
-foreach(c retention lost verdict wrong_secret elastic required bad_bucket)
+foreach(c retention lost verdict wrong_secret elastic required bad_bucket fresh)
   add_test(NAME tier2_${c}
            COMMAND sh ${RALLY_SNAP_TESTS_DIR}/tier2_test.sh ${c} ${CMAKE_BINARY_DIR})
   set_tests_properties(tier2_${c} PROPERTIES TIMEOUT 300 LABELS "snapshot")

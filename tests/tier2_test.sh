@@ -5,6 +5,8 @@
 # of one version until a file exists, so the rest happens meanwhile, with
 # no timing to hope for.  Every job is bounded in time and must leave no
 # process behind.
+#   fresh      a fresh start over a second tier that holds another run's
+#              snapshots of the job is refused at the start, naming them
 #   retention  --snapshot-keep 2, a snapshot every version, rank 0's copy
 #              of version 1 (the first is always copied) held (global.bin
 #              read, local-0000.bin not yet) until the first tier committed
@@ -113,6 +115,24 @@ lost)
         "$tmp/out" || fail "the void copy was not said as such"
     grep -q "snapshot: copied to $T/tier_hold_mock/snap-000000[01][0-9] (verified there" \
         "$tmp/out" || fail "nothing was copied after the death"
+    ;;
+fresh)
+    # a run kept its snapshots in both tiers; the first tier's are gone (a
+    # host's disk), the second's stay: a fresh start is refused naming them
+    # (their names would collide with the new run's copies, and every copy
+    # fail), and --resume latest takes the second tier's newest
+    "$here/run_job.sh" 0 120 "$run" -n 3 --snapshot-dir "$D" --snapshot-copy "$T" \
+        --snapshot-every 2 --keep-snapshots "$hold" 6 >"$tmp/out" 2>&1 || fail "the first run"
+    rm -rf "$D/tier_hold"
+    "$here/run_job.sh" 1 60 "$run" -n 3 --snapshot-dir "$D" --snapshot-copy "$T" \
+        --snapshot-every 2 "$hold" 6 >"$tmp/out" 2>&1 || fail "a fresh start was not refused"
+    grep -q "^rally-run: $T/tier_hold already holds [0-9]* snapshots: .*snap-00000006 (complete); continue it with --resume latest, or start over with --overwrite$" \
+        "$tmp/out" || fail "the refusal does not name the second tier's snapshots"
+    grep -q "^\[[0-9]\]" "$tmp/out" && fail "a worker started"
+    "$here/run_job.sh" 0 120 "$run" -n 3 --snapshot-dir "$D" --snapshot-copy "$T" \
+        --snapshot-every 2 --resume latest "$hold" 6 >"$tmp/out" 2>&1 || fail "the resume"
+    grep -q "resuming from $T/tier_hold/snap-00000006 (the second tier" "$tmp/out" ||
+        fail "the resume did not take the second tier's newest"
     ;;
 verdict)
     mkdir -p "$T" && : >"$T/tier_hold"
