@@ -460,12 +460,13 @@ def tagged(tag):
     return pids
 
 
-def worker_pid(tag, binary, rank):
+def worker_pid(tag, binary, rank, mpi=False):
     """The newest live worker of launched rank `rank` of the job `tag`: by
-    RALLY_TASK_ID, which rally-run gives every worker under every launcher
-    (mpirun's own rank for librally_mpi)."""
+    RALLY_TASK_ID, which rally-run gives every worker under every launcher;
+    for librally_mpi, mpirun's own rank (never under rally-run's mpirun
+    launcher, where each worker is rank 0 of an mpirun of its own)."""
     best = None
-    ids = (f"RALLY_TASK_ID={rank}".encode(), f"OMPI_COMM_WORLD_RANK={rank}".encode())
+    ids = (f"OMPI_COMM_WORLD_RANK={rank}" if mpi else f"RALLY_TASK_ID={rank}").encode()
     for p in tagged(tag):
         try:
             with open(f"/proc/{p}/environ", "rb") as f:
@@ -476,7 +477,7 @@ def worker_pid(tag, binary, rank):
                 start = int(f.read().rsplit(")", 1)[1].split()[19])
         except OSError:
             continue
-        if any(i in e for i in ids) and os.path.basename(exe) == os.path.basename(binary):
+        if ids in e and os.path.basename(exe) == os.path.basename(binary):
             if best is None or start > best[0]:
                 best = (start, p)
     return best[1] if best else None
@@ -521,7 +522,7 @@ def drive(env, pl, j):
     if not j.wait_line(pattern):
         return f"the job never reached its hold ({pattern})"
     if failure in ("kill9", "rank0"):
-        pid = worker_pid(j.tag, pl.mock_bin, victim)
+        pid = worker_pid(j.tag, pl.mock_bin, victim, pl.mpi)
         if pid is None:
             return f"no pid for rank {victim}"
         os.kill(pid, signal.SIGKILL)
