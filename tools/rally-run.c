@@ -503,8 +503,6 @@ static int dry_run(struct run *r)
     return 0;
 }
 
-/* Signals, the secret, the tracker, the workers.  Returns 0 or the exit status. */
-
 /* A hint for a program that exec could not find: one that is in the current
  * directory but, without a slash, was looked for on PATH only. */
 static const char *not_on_path(const char *prog, int err)
@@ -521,6 +519,8 @@ static const char *not_on_path(const char *prog, int err)
                  prog);
     return hint;
 }
+
+/* Signals, the secret, the tracker, the workers.  Returns 0 or the exit status. */
 static int setup(struct run *r)
 {
     if (r->sfd < 0 && (r->sfd = rally__launch_signals(1)) < 0) {

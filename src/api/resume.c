@@ -82,17 +82,10 @@ static int name_run(struct rally__snapjob *sj, struct run_word *w)
         if (c->snapshot_copy[0] != '\0' &&
             rally__snap_probe(c->snapshot_copy, w->run_id, e) != RALLY_OK)
             return refuse(e, "rally_snapshot_copy", c->snapshot_copy, " (it cannot take a write)");
-        /* a fresh start over older snapshots, in either tier: their names
-         * would collide with this run's (a second tier that cannot be read
-         * is its copies' to say) */
         if (c->resume[0] == '\0' && !c->overwrite &&
-            (rally__snap_check_fresh(sj->jobdir, "rally_resume=latest", "rally_overwrite=1", e) !=
-                 RALLY_OK ||
-             (sj->copy_jobdir[0] != '\0' &&
-              rally__snap_check_fresh(sj->copy_jobdir, "rally_resume=latest", "rally_overwrite=1",
-                                      e) == RALLY_EINVAL)))
+            rally__snap_check_fresh_tiers(sj->jobdir, sj->copy_jobdir, "rally_resume=latest",
+                                          "rally_overwrite=1", e) != RALLY_OK)
             return e->code = RALLY_ECONFIG;
-        rally__err_clear(e);
     }
     if (c->resume[0] == '\0')
         return RALLY_OK;

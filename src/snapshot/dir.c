@@ -444,6 +444,18 @@ int rally__snap_check_fresh(const char *jobdir, const char *resume, const char *
     return rc;
 }
 
+int rally__snap_check_fresh_tiers(const char *jobdir, const char *copy_jobdir, const char *resume,
+                                  const char *overwrite, struct rally__err *e)
+{
+    int rc = rally__snap_check_fresh(jobdir, resume, overwrite, e);
+    if (rc != RALLY_OK || copy_jobdir == NULL || copy_jobdir[0] == '\0')
+        return rc;
+    /* a second tier that cannot be listed is its copies' to say */
+    struct rally__err quiet = {0, ""};
+    rc = rally__snap_check_fresh(copy_jobdir, resume, overwrite, &quiet);
+    return rc == RALLY_EINVAL ? rally__fail(e, rc, "%s", quiet.msg) : RALLY_OK;
+}
+
 int rally__snap_resolve(const char *jobdir, const char *copydir, const char *what,
                         struct rally__err *e, char *path, size_t cap)
 {

@@ -441,6 +441,11 @@ void rally__snap_clean_run(const char *jobdir, const char *run_id, const char *k
  * when it holds none or does not exist. */
 int rally__snap_check_fresh(const char *jobdir, const char *resume, const char *overwrite,
                             struct rally__err *e);
+/* The same for both tiers: jobdir, then copy_jobdir (NULL or "": none),
+ * whose names a fresh start's copies would collide with; a second tier that
+ * cannot be listed is left to its copies to report. */
+int rally__snap_check_fresh_tiers(const char *jobdir, const char *copy_jobdir, const char *resume,
+                                  const char *overwrite, struct rally__err *e);
 
 /* --- the job directory's lock ------------------------------------------------------------ */
 

@@ -97,14 +97,9 @@ int rally__launch_snaps_setup(struct rally__launch_snaps *s, char **argv, int wo
                 return 1;
             }
         }
-        /* a fresh start over older snapshots, in either tier: their names
-         * would collide with this run's (a second tier that cannot be read
-         * is its copies' to say) */
         if (s->resume == NULL && !s->overwrite &&
-            (rally__snap_check_fresh(s->jobdir, "--resume latest", "--overwrite", &e) != RALLY_OK ||
-             (s->copy_jobdir[0] &&
-              rally__snap_check_fresh(s->copy_jobdir, "--resume latest", "--overwrite", &e) ==
-                  RALLY_EINVAL))) {
+            rally__snap_check_fresh_tiers(s->jobdir, s->copy_jobdir, "--resume latest",
+                                          "--overwrite", &e) != RALLY_OK) {
             fprintf(stderr, "rally-run: %s\n", e.msg);
             return 1;
         }

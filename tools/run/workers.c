@@ -50,10 +50,11 @@ struct torchrun {
 
 static void torchrun_of(const struct run *r, int i, struct torchrun *t)
 {
+    /* one host unless the ranks run on several (then host_of holds each's) */
     int n = r->world > i ? r->world : i + 1, before = 0, on_host = 0;
+    int h = remote(r) && r->host_of != NULL ? r->host_of[i] : -1;
     for (int j = 0; j < n; j++) {
-        int same = !remote(r) || r->host_of == NULL || j >= r->slots ||
-                   (i < r->slots && r->host_of[j] == r->host_of[i]);
+        int same = h < 0 || r->host_of[j] == h;
         on_host += same;
         before += same && j < i;
     }

@@ -104,25 +104,30 @@ def _drain(p, last, echo):
             print(line, end="", file=sys.stderr, flush=True)
 
 
+def _where(path: str) -> str:
+    """A snapshot place as every Dask worker must name it: s3://... as it is,
+    a directory absolute."""
+    return path if "://" in path else os.path.abspath(path)
+
+
 def _snapshot_settings(fn, snapshot_dir, every, every_ms, copy, keep, required, job, resume):
     """rally.dask.run's snapshot arguments as rally_key=value settings."""
     if snapshot_dir is None:
-        if copy or every or every_ms or (resume and os.sep not in resume):
+        if copy or every or every_ms or resume == "latest":
             raise ConfigError("rally.dask.run: snapshot_every, snapshot_every_ms, snapshot_copy "
                               "and resume=\"latest\" need snapshot_dir", 4)
-        return ["rally_resume=" + os.path.abspath(resume)] if resume else []
-    where = snapshot_dir if "://" in snapshot_dir else os.path.abspath(snapshot_dir)
-    out = ["rally_snapshot_dir=" + where,
-           "rally_snapshot_job=" + re.sub(r"[^A-Za-z0-9._-]", "_",
-                                          job or getattr(fn, "__name__", "job"))[:64],
+        return ["rally_resume=" + _where(resume)] if resume else []
+    name = job or getattr(fn, "__name__", "job")  # the default: fn's, in the job name's bytes
+    out = ["rally_snapshot_dir=" + _where(snapshot_dir),
+           "rally_snapshot_job=" + re.sub(r"[^A-Za-z0-9._-]", "_", name)[:64],
            "rally_snapshot_every=%d" % int(every), "rally_snapshot_every_ms=%d" % int(every_ms),
            "rally_snapshot_required=%d" % bool(required)]
     if copy:
-        out.append("rally_snapshot_copy=" + (copy if "://" in copy else os.path.abspath(copy)))
+        out.append("rally_snapshot_copy=" + _where(copy))
     if keep is not None:
         out.append("rally_snapshot_keep=%d" % int(keep))
     if resume:
-        out.append("rally_resume=" + (resume if resume == "latest" else os.path.abspath(resume)))
+        out.append("rally_resume=" + (resume if resume == "latest" else _where(resume)))
     return out
 
 
