@@ -29,6 +29,7 @@
 
 #include <cmocka.h>
 
+#include "coll/place.h"
 #include "coll/topo.h"
 #include "net/auth.h"
 #include "net/frame.h"
@@ -686,6 +687,86 @@ static void socket_buffers(void **state)
     close(lfd);
 }
 
+/* The placement ring: a permutation; rank order for one host; hosts of
+ * equal size round-robin; no neighbours on one host while no host holds
+ * more than half; racks first, then hosts within a rack. */
+static void placement(void **state)
+{
+    (void)state;
+    int host[64], rack[64], order[64];
+    for (int r = 0; r < 6; r++)
+        host[r] = 0;
+    assert_int_equal(rally__place_order(6, host, NULL, 0, order), 0);
+    for (int r = 0; r < 6; r++)
+        assert_int_equal(order[r], r);
+    for (int r = 0; r < 12; r++)
+        host[r] = r / 4; /* 3 hosts x 4 ranks, filled in order */
+    rally__place_order(12, host, NULL, 0, order);
+    static const int rr[12] = {0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11};
+    for (int i = 0; i < 12; i++)
+        assert_int_equal(order[i], rr[i]);
+    for (int d = 0; d < 3; d++) {
+        assert_int_equal(rally__place_lost(12, order, host, d, 2), 0);
+        assert_int_equal(rally__place_lost(12, order, host, d, 1), 4);
+    }
+    /* one host of 4 beside one of 1: k = 1 cannot cover it, and says so */
+    int h5[5] = {0, 0, 0, 0, 1};
+    rally__place_order(5, h5, NULL, 0, order);
+    assert_int_equal(order[1], 4); /* 0 4 1 2 3 */
+    assert_int_equal(rally__place_lost(5, order, h5, 0, 2), 3);
+    assert_int_equal(rally__place_lost(5, order, h5, 0, 4), 1);
+    assert_int_equal(rally__place_lost(5, order, h5, 0, 5), 0);
+    assert_int_equal(rally__place_lost(5, order, h5, 1, 2), 0);
+    /* random layouts: a permutation, and no host twice in a row when the
+     * largest holds at most half */
+    unsigned seed = 7;
+    for (int t = 0; t < 2000; t++) {
+        seed = seed * 1103515245u + 12345u;
+        int N = 2 + (int)(seed >> 16) % 40, H = 1 + (int)(seed >> 8) % 6, big = 0;
+        H = H < N ? H : N; /* domain ids below the world */
+        int size[64] = {0}, seen[64] = {0};
+        for (int r = 0; r < N; r++) {
+            seed = seed * 1103515245u + 12345u;
+            host[r] = (int)(seed >> 16) % H;
+            big = ++size[host[r]] > big ? size[host[r]] : big;
+        }
+        assert_int_equal(rally__place_order(N, host, NULL, 0, order), 0);
+        for (int i = 0; i < N; i++)
+            seen[order[i]]++;
+        for (int r = 0; r < N; r++)
+            assert_int_equal(seen[r], 1);
+        for (int h = 0; h < H; h++) { /* a host's ranks in rank order */
+            int last = -1;
+            for (int i = 0; i < N; i++)
+                if (host[order[i]] == h) {
+                    assert_true(order[i] > last);
+                    last = order[i];
+                }
+        }
+        if (2 * big <= N)
+            for (int h = 0; h < H; h++)
+                assert_int_equal(rally__place_lost(N, order, host, h, 2), 0);
+    }
+    /* 2 racks x 2 hosts x 2 ranks: neighbours in other racks, a rack's
+     * places alternating its hosts */
+    for (int r = 0; r < 8; r++) {
+        host[r] = r / 2;
+        rack[r] = r / 4;
+    }
+    rally__place_order(8, host, rack, 1, order);
+    for (int i = 0; i < 8; i++)
+        assert_int_not_equal(rack[order[i]], rack[order[(i + 1) % 8]]);
+    for (int i = 0; i < 8; i++)
+        assert_int_not_equal(host[order[i]], host[order[(i + 2) % 8]]);
+    for (int d = 0; d < 2; d++)
+        assert_int_equal(rally__place_lost(8, order, rack, d, 2), 0);
+    /* by host, the racks ignored: round-robin over the 4 hosts */
+    rally__place_order(8, host, rack, 0, order);
+    static const int h4[8] = {0, 2, 4, 6, 1, 3, 5, 7};
+    for (int i = 0; i < 8; i++)
+        assert_int_equal(order[i], h4[i]);
+}
+
 static void topology(void **state)
 {
     for (int N = 1; N <= 70; N++) {
@@ -836,6 +917,7 @@ int main(void)
         cmocka_unit_test(mesh_watch_ends_wiring),
         cmocka_unit_test(socket_buffers),
         cmocka_unit_test(topology),
+        cmocka_unit_test(placement),
         cmocka_unit_test(topology_hd),
         cmocka_unit_test(topology_hier),
     };
