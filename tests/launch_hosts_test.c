@@ -21,13 +21,14 @@
 
 #define EXITED(code) ((code) << 8) /* a wait status: exited with code */
 
-/* "a:2,b:1" of hs, or the error. */
+/* "a:2,b:1@rack1" of hs, or the error. */
 static void hosts_str(const struct rally__launch_hosts *hs, char *out, size_t cap)
 {
     size_t n = 0;
     out[0] = '\0';
     for (size_t i = 0; i < hs->n && n < cap; i++) {
-        int k = snprintf(out + n, cap - n, "%s%s:%d", i ? "," : "", hs->h[i].name, hs->h[i].slots);
+        int k = snprintf(out + n, cap - n, "%s%s:%d%s%s", i ? "," : "", hs->h[i].name,
+                         hs->h[i].slots, hs->h[i].label[0] ? "@" : "", hs->h[i].label);
         if (k < 0)
             break;
         n += (size_t)k;
@@ -51,6 +52,18 @@ static const struct {
     {"v6_junk", "[::1]x", "", "'[::1]x' is not [ADDRESS] or [ADDRESS]:SLOTS"},
     {"dash", "-oProxyCommand=x", "", "the host name '-oProxyCommand=x' starts with '-'"},
     {"quote", "a'b", "", "the host name 'a'b' holds a space, comma or quote"},
+    /* a failure domain's label (a rack, a zone) after '@' */
+    {"labels", "h1:4@rack1,h2:2@rack1,h3@rack-2,h4", "h1:4@rack1,h2:2@rack1,h3:1@rack-2,h4:1",
+     NULL},
+    {"v6_label", "[fd00::1]:2@r1,[::1]@r.2", "fd00::1:2@r1,::1:1@r.2", NULL},
+    {"empty_label", "h1:4@", "", "'h1:4@': the label after '@' is empty"},
+    {"bad_label", "h1@r/1", "", "'h1@r/1': a label is letters, digits, '.', '_' and '-'"},
+    {"two_ats", "u@h1@r1", "", "'u@h1@r1': a label is letters, digits, '.', '_' and '-'"},
+    {"label_slots", "h1@r1:4", "", "'h1@r1:4': a label is letters"},
+    {"long_label", "h@0123456789012345678901234567890123456789012345678901234567890123", "",
+     "the label '01234567890123456789...' is longer than 63 bytes"},
+    {"two_labels", "h1:2@r1,h2,h1:2@r2", "", "host h1 has two labels, r1 and r2"},
+    {"same_label_twice", "h1:2@r1,h1:2@r1", "h1:2@r1,h1:2@r1", NULL},
 };
 
 static void hosts_cases(void **state)
@@ -95,6 +108,21 @@ static void hostfile(void **state)
     rally__launch_hosts_free(&hs);
     assert_int_equal(rally__launch_hostfile_parse(&hs, "# nothing\n\n", err, sizeof err), -1);
     assert_string_equal(err, "it names no host");
+    rally__launch_hosts_free(&hs);
+    /* labels, in every spelling of a line */
+    assert_int_equal(rally__launch_hostfile_parse(&hs,
+                                                  "a:4@r1\n"
+                                                  "b@r2 slots=2 # rack two\n"
+                                                  "[fd00::5]:3@r3\n"
+                                                  "fd00::6@r4\n"
+                                                  "c\n",
+                                                  err, sizeof err),
+                     0);
+    hosts_str(&hs, got, sizeof got);
+    assert_string_equal(got, "a:4@r1,b:2@r2,fd00::5:3@r3,fd00::6:1@r4,c:1");
+    rally__launch_hosts_free(&hs);
+    assert_int_equal(rally__launch_hostfile_parse(&hs, "a@r1\nb@ slots=2\n", err, sizeof err), -1);
+    assert_string_equal(err, "line 2: 'b@': the label after '@' is empty");
     rally__launch_hosts_free(&hs);
 }
 
@@ -158,6 +186,15 @@ static void placement_of_one(void **state)
     assert_int_equal(rally__launch_place_one(&hs, host_of, held, 6, avoid), 2); /* c: 2 of 3 */
     held[5] = 1, host_of[5] = 2;
     assert_int_equal(rally__launch_place_one(&hs, host_of, held, 6, avoid), 3);
+    rally__launch_hosts_free(&hs);
+    rally__launch_hosts_free(&fresh);
+    /* labels go through a merge: a host the job has keeps the one its ranks
+     * were started with, a new one brings its own */
+    assert_int_equal(rally__launch_hosts_parse(&hs, "a:2@r1,b@r2", err, sizeof err), 0);
+    assert_int_equal(rally__launch_hostfile_parse(&fresh, "a:4@r9\nc@r3\nd\n", err, sizeof err), 0);
+    assert_int_equal(rally__launch_hosts_merge(&hs, &fresh), 0);
+    hosts_str(&hs, got, sizeof got);
+    assert_string_equal(got, "a:4@r1,b:0@r2,c:1@r3,d:1");
     rally__launch_hosts_free(&hs);
     rally__launch_hosts_free(&fresh);
 }

@@ -39,9 +39,42 @@ static int count(const char *s, size_t n)
     return (int)v;
 }
 
-/* Appends host name[0..n) with slots; 0 or -1 (err written). */
-static int add(struct rally__launch_hosts *hs, const char *name, size_t n, int slots, char *err,
-               size_t cap)
+/* Splits the label off "spec@label" (s[0..*n)) at its first '@': *n becomes
+ * the spec's length and lab[0..*ln) the label (none: *ln is 0).  0, or -1
+ * when the label is empty or not of letters, digits, '.', '_' and '-' (err
+ * written). */
+static int take_label(const char *s, size_t *n, const char **lab, size_t *ln, char *err,
+                      size_t cap)
+{
+    const char *at = memchr(s, '@', *n);
+    *lab = NULL;
+    *ln = 0;
+    if (at == NULL)
+        return 0;
+    *lab = at + 1;
+    *ln = *n - (size_t)(at + 1 - s);
+    if (*ln == 0) {
+        snprintf(err, cap, "'%.*s': the label after '@' is empty", (int)*n, s);
+        return -1;
+    }
+    if (*ln >= RALLY__LAUNCH_LABEL_MAX) {
+        snprintf(err, cap, "the label '%.20s...' is longer than %d bytes", *lab,
+                 RALLY__LAUNCH_LABEL_MAX - 1);
+        return -1;
+    }
+    for (size_t i = 0; i < *ln; i++)
+        if (!isalnum((unsigned char)(*lab)[i]) && strchr("._-", (*lab)[i]) == NULL) {
+            snprintf(err, cap, "'%.*s': a label is letters, digits, '.', '_' and '-'", (int)*n, s);
+            return -1;
+        }
+    *n = (size_t)(at - s);
+    return 0;
+}
+
+/* Appends host name[0..n) with slots and label[0..ln); 0 or -1 (err
+ * written). */
+static int add(struct rally__launch_hosts *hs, const char *name, size_t n, int slots,
+               const char *label, size_t ln, char *err, size_t cap)
 {
     if (n == 0) {
         snprintf(err, cap, "an empty host name");
@@ -62,6 +95,14 @@ static int add(struct rally__launch_hosts *hs, const char *name, size_t n, int s
         snprintf(err, cap, "the host name '%.*s' starts with '-'", (int)n, name);
         return -1;
     }
+    /* a host is one failure domain: its ranks must agree on their rack */
+    for (size_t i = 0; i < hs->n; i++)
+        if (strlen(hs->h[i].name) == n && memcmp(hs->h[i].name, name, n) == 0 &&
+            (strlen(hs->h[i].label) != ln || memcmp(hs->h[i].label, label, ln) != 0)) {
+            snprintf(err, cap, "host %.*s has two labels, %s and %.*s", (int)n, name,
+                     hs->h[i].label[0] ? hs->h[i].label : "none", (int)ln, ln ? label : "none");
+            return -1;
+        }
     struct rally__launch_host *h = realloc(hs->h, (hs->n + 1) * sizeof *h);
     if (h == NULL) {
         snprintf(err, cap, "out of memory");
@@ -71,13 +112,16 @@ static int add(struct rally__launch_hosts *hs, const char *name, size_t n, int s
     memcpy(h[hs->n].name, name, n);
     h[hs->n].name[n] = '\0';
     h[hs->n].slots = slots;
+    memcpy(h[hs->n].label, label ? label : "", ln);
+    h[hs->n].label[ln] = '\0';
     hs->n++;
     return 0;
 }
 
-/* "host", "host:K", "[v6]" or "[v6]:K" in s[0..n); a v6 host is kept
- * without its brackets (ssh, srun and mpirun take it so). */
-static int add_spec(struct rally__launch_hosts *hs, const char *s, size_t n, char *err, size_t cap)
+/* "host", "host:K", "[v6]" or "[v6]:K" in s[0..n), with label[0..ln); a v6
+ * host is kept without its brackets (ssh, srun and mpirun take it so). */
+static int add_spec(struct rally__launch_hosts *hs, const char *s, size_t n, const char *label,
+                    size_t ln, char *err, size_t cap)
 {
     const char *name = s, *close = n && s[0] == '[' ? memchr(s, ']', n) : NULL;
     size_t len;
@@ -100,14 +144,14 @@ static int add_spec(struct rally__launch_hosts *hs, const char *s, size_t n, cha
         }
     }
     if (colon == NULL)
-        return add(hs, name, len, 1, err, cap);
+        return add(hs, name, len, 1, label, ln, err, cap);
     int k = count(colon + 1, n - (size_t)(colon + 1 - s));
     if (k <= 0) {
         snprintf(err, cap, "'%.*s': the slots after ':' must be a number from 1 to 999999", (int)n,
                  s);
         return -1;
     }
-    return add(hs, name, len, k, err, cap);
+    return add(hs, name, len, k, label, ln, err, cap);
 }
 
 int rally__launch_hosts_parse(struct rally__launch_hosts *hs, const char *list, char *err,
@@ -120,8 +164,10 @@ int rally__launch_hosts_parse(struct rally__launch_hosts *hs, const char *list, 
     }
     for (;;) {
         const char *comma = strchr(s, ',');
-        size_t n = comma ? (size_t)(comma - s) : strlen(s);
-        if (add_spec(hs, s, n, err, cap) != 0)
+        size_t n = comma ? (size_t)(comma - s) : strlen(s), ln;
+        const char *label;
+        if (take_label(s, &n, &label, &ln, err, cap) != 0 ||
+            add_spec(hs, s, n, label, ln, err, cap) != 0)
             return -1;
         if (comma == NULL)
             return 0;
@@ -149,20 +195,22 @@ int rally__launch_hostfile_parse(struct rally__launch_hosts *hs, const char *tex
             size_t w = 0;
             while (w < n && !isspace((unsigned char)s[w]))
                 w++;
-            const char *rest = s + w;
-            size_t m = n - w;
+            const char *rest = s + w, *label;
+            size_t m = n - w, ln;
             while (m > 0 && isspace((unsigned char)*rest))
                 rest++, m--;
-            int rc;
+            int rc = take_label(s, &w, &label, &ln, why, sizeof why);
             /* "host:K" and "[v6]" / "[v6]:K"; a bare v6 address is a host */
-            if (m == 0 && (s[0] == '[' ||
-                           (memchr(s, ':', w) != NULL && memchr(s, ':', w) == memrchr(s, ':', w))))
-                rc = add_spec(hs, s, w, why, sizeof why);
-            else if (m == 0)
-                rc = add(hs, s, w, 1, why, sizeof why);
-            else if (m > 6 && strncmp(rest, "slots=", 6) == 0 && count(rest + 6, m - 6) > 0)
-                rc = add(hs, s, w, count(rest + 6, m - 6), why, sizeof why);
-            else {
+            if (rc == 0 && m == 0 &&
+                (s[0] == '[' ||
+                 (memchr(s, ':', w) != NULL && memchr(s, ':', w) == memrchr(s, ':', w))))
+                rc = add_spec(hs, s, w, label, ln, why, sizeof why);
+            else if (rc == 0 && m == 0)
+                rc = add(hs, s, w, 1, label, ln, why, sizeof why);
+            else if (rc == 0 && m > 6 && strncmp(rest, "slots=", 6) == 0 &&
+                     count(rest + 6, m - 6) > 0)
+                rc = add(hs, s, w, count(rest + 6, m - 6), label, ln, why, sizeof why);
+            else if (rc == 0) {
                 snprintf(why, sizeof why, "'%.*s' is not 'slots=K' (K from 1 to 999999)", (int)m,
                          rest);
                 rc = -1;

@@ -10,7 +10,11 @@
  *
  * Hosts: "--hosts a:2,b:2" or a hostfile (one host a line, "host",
  * "host slots=K" or "host:K", '#' starts a comment); an IPv6 host in
- * brackets, "[fd00::1]:2", kept without them; a host without slots has 1.  Ranks are placed in host
+ * brackets, "[fd00::1]:2", kept without them; a host without slots has 1.
+ * "a:2@rack1" (or "a@rack1", "a@rack1 slots=2") labels a's failure domain
+ * above the host (a rack, a zone): its workers get RALLY_DOMAIN=rack1.  A
+ * label is letters, digits, '.', '_' and '-', so a host name holds no '@'
+ * (ssh's user goes in ~/.ssh/config); one name has one label.  Ranks are placed in host
  * order: a's slots first.  Under Slurm the nodes come from SLURM_JOB_NODELIST (expanded by the
  * caller with `scontrol show hostnames`) and the slots from SLURM_TASKS_PER_NODE
  * ("2(x3),1" is 2,2,2,1).
@@ -64,11 +68,13 @@
 struct rally__launch_kind; /* launch/kind.h: local, ssh, slurm, mpirun */
 
 #define RALLY__LAUNCH_HOST_MAX 256 /* a host name's bytes, with its NUL */
+#define RALLY__LAUNCH_LABEL_MAX 64 /* a label's, with its NUL */
 #define RALLY__LAUNCH_HELD_MAX 1024
 
 struct rally__launch_host {
     char name[RALLY__LAUNCH_HOST_MAX];
     int slots;
+    char label[RALLY__LAUNCH_LABEL_MAX]; /* "@rack1": its failure domain; "": none */
 };
 
 /* A list of hosts; rally__launch_hosts_free frees it (NULL is fine). */
@@ -78,7 +84,7 @@ struct rally__launch_hosts {
 };
 void rally__launch_hosts_free(struct rally__launch_hosts *hs);
 
-/* Appends the hosts of "h1:4,h2,h3:2" to hs.  0, or -1 with a sentence in err. */
+/* Appends the hosts of "h1:4,h2,h3:2@rack1" to hs.  0, or -1 with a sentence in err. */
 int rally__launch_hosts_parse(struct rally__launch_hosts *hs, const char *list, char *err,
                               size_t cap);
 /* Appends the hosts of a hostfile's text (above) to hs.  0, or -1 with a
@@ -99,9 +105,10 @@ int rally__launch_place(const struct rally__launch_hosts *hs, int world, int *ho
  * first marked one with a slot free; -1 when no host has one. */
 int rally__launch_place_one(const struct rally__launch_hosts *hs, const int *host_of,
                             const unsigned char *held, int n, const unsigned char *avoid);
-/* hs takes a re-read hostfile's hosts: one in both gets fresh's slots, one
- * only in fresh is appended, one only in hs keeps its place (host_of
- * indices stay valid) with no slot.  0, or -1 out of memory. */
+/* hs takes a re-read hostfile's hosts: one in both gets fresh's slots (and
+ * keeps its label: its ranks run with it), one only in fresh is appended,
+ * one only in hs keeps its place (host_of indices stay valid) with no
+ * slot.  0, or -1 out of memory. */
 int rally__launch_hosts_merge(struct rally__launch_hosts *hs,
                               const struct rally__launch_hosts *fresh);
 
