@@ -1,8 +1,9 @@
 /*
  * launch_hosts_test.c — unit tests of rally-run's remote launch parts
- * (tools/launch/remote.h): host lists, hostfiles, Slurm's slots, placement,
- * shell quoting, the wrappers' command lines, and what the agent's marked
- * lines and the wrapper's exit become.  No processes.
+ * (tools/launch/remote.h): host lists and their labels, hostfiles, Slurm's
+ * slots, placement, the failure domains a layout leaves uncovered
+ * (launch/domains.h), shell quoting, the wrappers' command lines, and what
+ * the agent's marked lines and the wrapper's exit become.  No processes.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -16,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "launch/domains.h"
 #include "launch/kind.h"
 #include "launch/remote.h"
 
@@ -197,6 +199,52 @@ static void placement_of_one(void **state)
     assert_string_equal(got, "a:4@r1,b:0@r2,c:1@r3,d:1");
     rally__launch_hosts_free(&hs);
     rally__launch_hosts_free(&fresh);
+}
+
+/* The domains whose loss takes every copy of something (launch/domains.h),
+ * on the placement ring. */
+static void uncovered(void **state)
+{
+    (void)state;
+    struct rally__launch_lost out[24];
+    /* a host of 4 beside one of 1: the ring is 0 4 1 2 3, so with one
+     * replica (2 copies) the models of 1, 2 and 3 have both on the big host */
+    int big[5] = {0, 0, 0, 0, 4};
+    struct rally__launch_layout in = {5, big, NULL, 0, 2, 0};
+    assert_int_equal(rally__launch_uncovered(&in, out), 1);
+    assert_int_equal(out[0].rack, 0);
+    assert_int_equal(out[0].domain, 0);
+    assert_int_equal(out[0].ranks, 4);
+    assert_int_equal(out[0].local, 3);
+    assert_int_equal(out[0].pieces, 0);
+    in.piece_len = 2; /* result pieces on 2 ranks each: the same windows */
+    assert_int_equal(rally__launch_uncovered(&in, out), 1);
+    assert_int_equal(out[0].pieces, 3);
+    in.local_len = 5; /* every rank holds each: nothing lies in one host */
+    in.piece_len = 0;
+    assert_int_equal(rally__launch_uncovered(&in, out), 0);
+    /* 3 hosts of 4 with 2 replicas: the ring takes the hosts in turn */
+    int three[12] = {0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8};
+    in = (struct rally__launch_layout){12, three, NULL, 0, 3, 2};
+    assert_int_equal(rally__launch_uncovered(&in, out), 0);
+    /* one host: nothing to say */
+    int one[4] = {0, 0, 0, 0};
+    in = (struct rally__launch_layout){4, one, NULL, 0, 1, 2};
+    assert_int_equal(rally__launch_uncovered(&in, out), 0);
+    /* 4 hosts of 2 in 2 racks: spread over hosts, neighbours share a rack
+     * (ring 0 2 4 6 1 3 5 7), so each rack loses 2 models; spread over
+     * racks, none */
+    int hosts[8] = {0, 0, 2, 2, 4, 4, 6, 6}, racks[8] = {0, 0, 0, 0, 4, 4, 4, 4};
+    in = (struct rally__launch_layout){8, hosts, racks, 0, 2, 0};
+    assert_int_equal(rally__launch_uncovered(&in, out), 2);
+    assert_int_equal(out[0].rack, 1);
+    assert_int_equal(out[0].domain, 0);
+    assert_int_equal(out[0].ranks, 4);
+    assert_int_equal(out[0].local, 2);
+    assert_int_equal(out[1].domain, 4);
+    assert_int_equal(out[1].local, 2);
+    in.by_rack = 1;
+    assert_int_equal(rally__launch_uncovered(&in, out), 0);
 }
 
 static void quoting(void **state)
@@ -400,9 +448,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(hosts_cases),      cmocka_unit_test(hostfile),
         cmocka_unit_test(slurm_slots),      cmocka_unit_test(placement),
-        cmocka_unit_test(placement_of_one), cmocka_unit_test(quoting),
-        cmocka_unit_test(commands),         cmocka_unit_test(outcomes),
-        cmocka_unit_test(marked_lines),
+        cmocka_unit_test(placement_of_one), cmocka_unit_test(uncovered),
+        cmocka_unit_test(quoting),          cmocka_unit_test(commands),
+        cmocka_unit_test(outcomes),         cmocka_unit_test(marked_lines),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

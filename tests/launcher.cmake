@@ -22,8 +22,9 @@ foreach(case slow_reader drop)
   set_tests_properties(launch_output_${case} PROPERTIES LABELS "quick" TIMEOUT 120)
 endforeach()
 
-#   launch_hosts_test   cmocka: host lists, hostfiles, Slurm's slots, placement,
-#                       the wrappers' command lines, the agent's verdicts
+#   launch_hosts_test   cmocka: host lists and labels, hostfiles, Slurm's slots,
+#                       placement, the domains a layout leaves uncovered, the
+#                       wrappers' command lines, the agent's verdicts
 add_executable(launch_hosts_test ${CMAKE_CURRENT_LIST_DIR}/launch_hosts_test.c)
 target_link_libraries(launch_hosts_test rally_launch cmocka)
 add_test(NAME launch_hosts_test COMMAND launch_hosts_test)
