@@ -70,6 +70,7 @@ static void store_reuses_in_place(void **state)
     struct rally__err e = {0, ""};
     struct rally__robust rb;
     memset(&rb, 0, sizeof rb);
+    rb.world = 1;
     rb.err = &e;
     unsigned char *m = malloc(2 * MODEL);
     fill(m, 2 * MODEL, 1);
@@ -103,6 +104,7 @@ static void store_lent_never_written(void **state)
     struct rally__err e = {0, ""};
     struct rally__robust rb;
     memset(&rb, 0, sizeof rb);
+    rb.world = 1;
     rb.err = &e;
     unsigned char *m = malloc(MODEL);
     fill(m, MODEL, 1);
@@ -115,7 +117,6 @@ static void store_lent_never_written(void **state)
     rally__robust_pos_at(&rb, 1);
     ls->version = 1;
     ls->valid = 1;
-    rb.world = 1;
     assert_int_equal(rally__robust_lend(&rb, 1, -1, &p, &n), RALLY_OK);
     assert_ptr_equal(p, v1);
     assert_int_equal(rally__robust_lend(&rb, 1, 0, &p, &n), RALLY_OK);
@@ -156,8 +157,8 @@ static void store_lazy_lent_comes_back(void **state)
     struct rally__err e = {0, ""};
     struct rally__robust rb;
     memset(&rb, 0, sizeof rb);
-    rb.err = &e;
     rb.world = 1;
+    rb.err = &e;
     unsigned seed = 7;
     assert_int_equal(rally__robust_store_global(&rb, NULL, 0, serialize_seed, &seed), RALLY_OK);
     rally__robust_pos_at(&rb, 1);

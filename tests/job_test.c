@@ -2047,6 +2047,7 @@ static void messages_round_trip(void **state)
     snprintf(r.task_id, sizeof r.task_id, "task");
     snprintf(r.listen_host, sizeof r.listen_host, "h");
     snprintf(r.processor, sizeof r.processor, "node7");
+    snprintf(r.domain, sizeof r.domain, "rack1");
     rally__msg_register_put(&w, &r);
     struct rally__msg_register g;
     assert_int_equal(rally__msg_register_get(b, w.len, &g), 0);
@@ -2056,15 +2057,16 @@ static void messages_round_trip(void **state)
     assert_int_equal(g.listen_port, 9000);
     assert_string_equal(g.listen_host, "h");
     assert_string_equal(g.processor, "node7");
+    assert_string_equal(g.domain, "rack1");
     assert_int_equal(rally__msg_register_get(b, w.len - 1, &g), -1);
 
     w.len = 0; /* an ASSIGN of two */
     rally__msg_assign_head(&w, 1, 2, 5);
-    rally__msg_book_entry(&w, "a", 1, 1);
-    rally__msg_book_entry(&w, "bb", 2, 5);
+    rally__msg_book_entry(&w, "a", 1, 1, "");
+    rally__msg_book_entry(&w, "bb", 2, 5, "rack2");
     rally__msg_assign_tail(&w, 4, 3, 1);
-    assert_int_equal(w.len, 12 + rally__msg_book_entry_nbytes("a") +
-                                rally__msg_book_entry_nbytes("bb") + 12);
+    assert_int_equal(w.len, 12 + rally__msg_book_entry_nbytes("a", "") +
+                                rally__msg_book_entry_nbytes("bb", "rack2") + 12);
     struct rally__msg_assign a;
     assert_int_equal(rally__msg_assign_get(b, w.len, &a), 0);
     assert_int_equal(a.rank, 1);
@@ -2073,6 +2075,8 @@ static void messages_round_trip(void **state)
     assert_int_equal(a.flags, 1);
     assert_string_equal(a.peers[1].host, "bb");
     assert_int_equal(a.peers[1].incarnation, 5);
+    assert_string_equal(a.peers[0].domain, "");
+    assert_string_equal(a.peers[1].domain, "rack2");
     free(a.peers);
     assert_int_equal(rally__msg_assign_get(b, w.len - 1, &a), -3);
     assert_null(a.peers);

@@ -29,7 +29,7 @@
 
 #include <cmocka.h>
 
-#include "coll/place.h"
+#include "util/place.h"
 #include "coll/topo.h"
 #include "net/auth.h"
 #include "net/frame.h"

@@ -263,6 +263,7 @@ static size_t register_body(unsigned char *b, size_t cap, const char *task, uint
     rally__w_u16(&w, 4000);
     rally__w_str(&w, "");
     rally__w_str(&w, "raw");
+    rally__w_str(&w, ""); /* no domain */
     return w.len;
 }
 

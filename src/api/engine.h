@@ -39,19 +39,21 @@ struct rally__engine; /* a backend's state, opaque to src/api */
  * version it was begun in), and in finalize before the last barrier. */
 enum { RALLY__TURN_CHECKPOINT = 1, RALLY__TURN_FINALIZE = 2 };
 
-/* Local models a fresh start can adopt: this rank's own and its ring
- * predecessors' (RALLY__ADOPT_MAX covers every engine's replicas). */
+/* Local models a fresh start can adopt: this rank's own and the replicas
+ * it holds, of its predecessors on the engine's placement ring
+ * (RALLY__ADOPT_MAX covers every engine's replicas). */
 #define RALLY__ADOPT_MAX 17
 
 /* What a fresh start adopts as its committed version (a resumed
  * snapshot): the fresh hook fills it, the engine owns the buffers after. */
 struct rally__adopt {
     int nlocal;       /* in: slots this rank holds, j = 0 .. nlocal-1 */
+    int slot_rank[RALLY__ADOPT_MAX]; /* in: whose model slot j holds (slot 0: this rank) */
     uint64_t version; /* out: 0 starts afresh (nothing adopted) */
     void *global;     /* out, malloc'd, never NULL (also for 0 bytes) */
     uint64_t global_nbytes;
     int has_local;                 /* out: the job passes local models */
-    void *local[RALLY__ADOPT_MAX]; /* out: slot j is rank (rank - j) mod world's, likewise */
+    void *local[RALLY__ADOPT_MAX]; /* out: slot j, rank slot_rank[j]'s, likewise */
     uint64_t local_nbytes[RALLY__ADOPT_MAX];
 };
 
@@ -134,13 +136,15 @@ static inline int rally__subscribers_turn(const struct rally__subscribers *l, in
 }
 
 /* A fresh start: *a from the fresh hook (a->version 0 without one), nlocal
- * the slots this rank holds.  The caller adopts what it takes and then
- * frees the rest with rally__adopt_free. */
+ * the slots this rank holds, slot_rank[j] whose model slot j holds.  The
+ * caller adopts what it takes and then frees the rest with
+ * rally__adopt_free. */
 static inline int rally__subscribers_fresh(const struct rally__subscribers *l, int nlocal,
-                                           struct rally__adopt *a)
+                                           const int *slot_rank, struct rally__adopt *a)
 {
     memset(a, 0, sizeof *a);
     a->nlocal = nlocal;
+    memcpy(a->slot_rank, slot_rank, (size_t)nlocal * sizeof *slot_rank);
     for (int i = 0; i < l->n; i++)
         if (l->s[i].fresh != NULL)
             return l->s[i].fresh(l->s[i].arg, a);

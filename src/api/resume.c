@@ -192,7 +192,7 @@ void rally__snapjob_done(struct rally__snapjob *sj)
 
 /* Local models as records, resumed on any number of workers: every old
  * rank's file is read (and verified) once, and slot j gets the records
- * rank (rank - j) mod world owns now, in id order. */
+ * rank a->slot_rank[j] owns now, in id order. */
 static int read_records(struct rally__snapjob *sj, struct rally__snap *sn, int old_world,
                         struct rally__adopt *a)
 {
@@ -219,7 +219,9 @@ static int read_records(struct rally__snapjob *sj, struct rally__snap *sn, int o
                                  own, (unsigned long long)rec.id, sj->world);
                 goto out;
             }
-            rec.slot = (sj->rank - own + sj->world) % sj->world;
+            rec.slot = a->nlocal;
+            for (int j = 0; j < a->nlocal; j++)
+                rec.slot = a->slot_rank[j] == own ? j : rec.slot;
             if (rec.slot < a->nlocal && rally__recs_push(&recs, &rec) != 0) {
                 rc = rally__fail(sj->err, RALLY_ENOMEM, "out of memory");
                 goto out;
@@ -262,7 +264,7 @@ out:
 }
 
 /* The snapshot's global model and the local models this rank holds (slot
- * j: rank (rank - j) mod world's), each file verified as it is read. */
+ * j: rank a->slot_rank[j]'s), each file verified as it is read. */
 static int read_models(struct rally__snapjob *sj, struct rally__snap *sn, struct rally__adopt *a)
 {
     void *g = NULL;
@@ -278,7 +280,7 @@ static int read_models(struct rally__snapjob *sj, struct rally__snap *sn, struct
     if (m->records && sj->rec_owner != NULL)
         return read_records(sj, sn, m->world, a);
     for (int j = 0; j < a->nlocal; j++) {
-        int r = (sj->rank - j + sj->world) % sj->world;
+        int r = a->slot_rank[j];
         void *b = NULL;
         if (rally__snap_read(sn, r, sj->err, &b, &a->local_nbytes[j]) != RALLY_OK)
             return sj->err->code;

@@ -327,6 +327,12 @@ int rally__broadcast(struct rally__comm *c, void *buf, size_t total, int root,
 int rally__ring_shift(struct rally__comm *c, const void *send, size_t send_n, void *recv,
                       size_t recv_n, const struct rally__sig *sig)
 {
+    return rally__shift(c, c->topo.ring_next, c->topo.ring_prev, send, send_n, recv, recv_n, sig);
+}
+
+int rally__shift(struct rally__comm *c, int to, int from, const void *send, size_t send_n,
+                 void *recv, size_t recv_n, const struct rally__sig *sig)
+{
     if (c->topo.world == 1) {
         if (send_n != recv_n)
             return finish(c, rally__fail(c->err, RALLY_EINVAL, "ring shift of 1: sizes differ"));
@@ -336,10 +342,10 @@ int rally__ring_shift(struct rally__comm *c, const void *send, size_t send_n, vo
     }
     struct rally__run x;
     rally__run_start(&x, c, sig);
-    struct rally__chan *next = rally__chan_of(&x, c->topo.ring_next),
-                       *prev = rally__chan_of(&x, c->topo.ring_prev);
+    struct rally__chan *next = rally__chan_of(&x, to), *prev = rally__chan_of(&x, from);
     if (next == NULL || prev == NULL)
-        return finish(c, rally__fail(x.e, RALLY_ESTATE, "no ring link"));
+        return finish(c, rally__fail(x.e, RALLY_ESTATE, "no link to ring neighbour %d or %d",
+                                     to, from));
     const unsigned char *s = send;
     unsigned char *d = recv;
     size_t sent = 0, got = 0;

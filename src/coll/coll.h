@@ -171,6 +171,10 @@ int rally__allgather(struct rally__comm *c, void *buf, const size_t *off, const 
  * recv[0..recv_n) from ring_prev (recv_n: what ring_prev sends). */
 int rally__ring_shift(struct rally__comm *c, const void *send, size_t send_n, void *recv,
                       size_t recv_n, const struct rally__sig *sig);
+/* The same along any ring: send to rank to, receive from rank from (both
+ * neighbours: the placement ring's, topo.h). */
+int rally__shift(struct rally__comm *c, int to, int from, const void *send, size_t send_n,
+                 void *recv, size_t recv_n, const struct rally__sig *sig);
 
 /* The 32 signature bytes (docs/protocol.md, section 6), and back: decode
  * returns -1 when the magic is wrong. */

@@ -54,6 +54,8 @@ void rally__topo_build(struct rally__topo *t, int rank, int world)
     t->hier_leader = rank;
     t->hier_up = t->hier_down = t->hier_prev = t->hier_next = -1;
     t->hier_index = 0;
+    t->place_prev = t->ring_prev;
+    t->place_next = t->ring_next;
     for (int i = 0; i < 3 + RALLY__MAX_CHILDREN; i++)
         add(t, cand[i]);
     t->nbase = t->nneighbours;
@@ -81,6 +83,14 @@ int rally__topo_add_hd(struct rally__topo *t)
         for (int d = 1; d < p; d *= 2)
             add(t, rally__topo_hd_real(t, t->hd_vrank ^ d));
     return 0; /* a folded rank's one partner, r - 1, is its ring_prev already */
+}
+
+void rally__topo_add_place(struct rally__topo *t, int prev, int next)
+{
+    t->place_prev = prev;
+    t->place_next = next;
+    add(t, prev);
+    add(t, next);
 }
 
 int rally__topo_toward(const struct rally__topo *t, int root)

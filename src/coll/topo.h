@@ -37,8 +37,11 @@
 #define RALLY__MAX_HD_ROUNDS 10
 /* the hierarchy: a chain's two neighbours and a leader's two */
 #define RALLY__MAX_HIER_LINKS 4
+/* the placement ring's two neighbours (util/place.h) */
+#define RALLY__MAX_PLACE_LINKS 2
 #define RALLY__MAX_NEIGHBOURS                                                                      \
-    (RALLY__MAX_CHILDREN + 3 + RALLY__MAX_HD_ROUNDS + RALLY__MAX_HIER_LINKS)
+    (RALLY__MAX_CHILDREN + 3 + RALLY__MAX_HD_ROUNDS + RALLY__MAX_HIER_LINKS +                     \
+     RALLY__MAX_PLACE_LINKS)
 
 struct rally__topo {
     int rank, world;
@@ -59,6 +62,10 @@ struct rally__topo {
     int hier_up, hier_down;   /* the chain's previous (towards the leader) and next rank; -1 */
     int hier_index;           /* this host's place in the leaders' ring, 0..H-1 */
     int hier_prev, hier_next; /* the leaders' ring (a leader's only; else -1) */
+    /* the placement ring (util/place.h), set by rally__topo_add_place: where
+     * this rank's copies go and whose come here; the ring's own when the
+     * placement is rank order */
+    int place_prev, place_next;
 };
 
 void rally__topo_build(struct rally__topo *t, int rank, int world);
@@ -73,6 +80,10 @@ int rally__topo_add_hd(struct rally__topo *t);
  * has one (two hosts or more, and one of them with two ranks or more), 0
  * when it has none (t unchanged).  Every rank gives the same answer. */
 int rally__topo_add_hier(struct rally__topo *t, const int *host, int *work);
+
+/* Adds the placement ring's neighbours of this rank (the ranks before and
+ * after it in that order) to the neighbours. */
+void rally__topo_add_place(struct rally__topo *t, int prev, int next);
 
 /* The real rank acting as virtual rank v. */
 int rally__topo_hd_real(const struct rally__topo *t, int v);

@@ -107,7 +107,10 @@ static void adopt(struct rally__engine *en, struct rally__adopt *a)
 static int fresh(struct rally__engine *en)
 {
     struct rally__adopt a;
-    int rc = rally__subscribers_fresh(&en->st.subs, replicas(en) + 1, &a);
+    int slot_rank[RALLY__ADOPT_MAX], k = replicas(en);
+    for (int j = 0; j <= k; j++) /* rank order: this engine places by rank */
+        slot_rank[j] = (en->rank - j + en->world) % en->world;
+    int rc = rally__subscribers_fresh(&en->st.subs, k + 1, slot_rank, &a);
     if (rc == RALLY_OK && a.version > 0)
         adopt(en, &a);
     rally__adopt_free(&a);

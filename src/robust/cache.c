@@ -136,26 +136,26 @@ uint64_t rally__part_piece(const struct rally__part *pt, int p, uint64_t *len)
     return off;
 }
 
-int rally__part_holds(const struct rally__part *pt, int rank, int p, uint64_t *at)
+int rally__part_holds(const struct rally__part *pt, int i0, int p, uint64_t *at)
 {
     if (pt->copies == 0) {
         uint64_t len;
         *at = rally__part_piece(pt, p, &len);
         return 1;
     }
-    int w = (int)pt->world, j = ((p - rank) % w + w) % w; /* p = rank + j */
+    int w = (int)pt->world, j = ((p - i0) % w + w) % w; /* p = i0 + j */
     if (j >= (int)pt->copies)
         return 0;
     uint64_t sum = 0, len;
     for (int i = 0; i < j; i++) {
-        rally__part_piece(pt, (rank + i) % w, &len);
+        rally__part_piece(pt, (i0 + i) % w, &len);
         sum += len;
     }
     *at = sum;
     return 1;
 }
 
-int rally__part_ranges(const struct rally__part *pt, int rank, struct rally__part_range r[2])
+int rally__part_ranges(const struct rally__part *pt, int i0, struct rally__part_range r[2])
 {
     if (pt->copies == 0) {
         r[0] = (struct rally__part_range){0, pt->whole, 0};
@@ -164,7 +164,7 @@ int rally__part_ranges(const struct rally__part *pt, int rank, struct rally__par
     int n = 0, w = (int)pt->world;
     uint64_t at = 0;
     for (uint32_t j = 0; j < pt->copies; j++) {
-        uint64_t len, off = rally__part_piece(pt, (rank + (int)j) % w, &len);
+        uint64_t len, off = rally__part_piece(pt, (i0 + (int)j) % w, &len);
         if (n > 0 && r[n - 1].off + r[n - 1].n == off)
             r[n - 1].n += len;
         else
@@ -174,10 +174,10 @@ int rally__part_ranges(const struct rally__part *pt, int rank, struct rally__par
     return n;
 }
 
-uint64_t rally__part_nbytes(const struct rally__part *pt, int rank)
+uint64_t rally__part_nbytes(const struct rally__part *pt, int i0)
 {
     struct rally__part_range r[2];
-    int n = rally__part_ranges(pt, rank, r);
+    int n = rally__part_ranges(pt, i0, r);
     return r[n - 1].at + r[n - 1].n;
 }
 

@@ -223,7 +223,7 @@ static int run_allreduce(struct rally__robust *rb, struct rally__op *op, unsigne
         if (big)
             k->pt = rally__part_plan(rb, c->nbytes, c->count,
                                      rally__allreduce_in_place(&rb->comm, c->count, c->rd));
-        k->nkeep = rally__part_ranges(&k->pt, rb->rank, k->keep);
+        k->nkeep = rally__part_ranges(&k->pt, rally__robust_place(rb, rb->rank), k->keep);
         k->kn = k->keep[k->nkeep - 1].at + k->keep[k->nkeep - 1].n;
         if ((k->kept = rally__robust_buf(rb, k->kn)) == NULL)
             return rally__fail(rb->err, RALLY_ENOMEM, "out of memory for a %zu-byte allreduce",

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "util/place.h"
 #include "net/mesh.h"
 #include "net/sock.h"
 #include "robust/robust.h"
@@ -66,8 +67,8 @@ static void close_links(struct rally__robust *rb)
  * (net/mesh.h), so this only frees their slots. */
 #define HANDSHAKE_MS 3000
 
-/* A rank's host for the hierarchy (rally__host_key, as the mesh decides on
- * shared memory). */
+/* A rank's host (rally__host_key, as the mesh decides on shared memory),
+ * or its rack. */
 struct hostkey {
     const char *host;
     int rank;
@@ -80,42 +81,86 @@ static int by_host(const void *a, const void *b)
     return c != 0 ? c : (x->rank > y->rank) - (x->rank < y->rank);
 }
 
+/* Numbers the names k[r].host into id[r] (equal names, equal ids in
+ * [0, N)), by sorting them, so every rank numbers them alike. */
+static void number(struct hostkey *k, int N, int *id)
+{
+    qsort(k, (size_t)N, sizeof *k, by_host);
+    for (int i = 0, n = 0; i < N; i++) {
+        n += i > 0 && strcmp(k[i].host, k[i - 1].host) != 0;
+        id[k[i].rank] = n;
+    }
+}
+
+/* Every rank's host (rally_host_group's groups, else the address book's
+ * hosts) and, when some rank names one (rally_domain), its rack (else
+ * *racks 0): ids in [0, N).  NULL book: one host. */
+static void domains(struct rally__robust *rb, struct hostkey *k, int *host, int *rack, int *racks)
+{
+    const struct rally__config *cfg = rb->cfg;
+    const struct rally__peer_addr *book = rb->tc.peers;
+    int N = rb->world;
+    *racks = 0;
+    for (int r = 0; r < N; r++) {
+        host[r] = cfg->host_group > 0 ? r / (int)cfg->host_group : 0;
+        *racks |= book != NULL && book[r].domain[0] != '\0';
+    }
+    if (cfg->host_group == 0 && book != NULL) {
+        for (int r = 0; r < N; r++)
+            k[r] = (struct hostkey){rally__host_key(book[r].host), r};
+        number(k, N, host);
+    }
+    if (*racks) {
+        for (int r = 0; r < N; r++)
+            k[r] = (struct hostkey){book[r].domain, r};
+        number(k, N, rack);
+    }
+}
+
 /* The topology for this epoch: the tree and the ring, the halving-doubling
- * partners when a threshold uses them, and the hierarchy when rally_hier
- * allows it and the address book's hosts (or rally_host_group's groups)
- * have one.  Hosts are numbered by sorting their addresses, so every rank
- * numbers them alike. */
+ * partners when a threshold uses them, the hierarchy when rally_hier
+ * allows it and the hosts have one, and the placement ring over the
+ * failure domains (util/place.h, its neighbours added when it is not rank
+ * order). */
 static int topology(struct rally__robust *rb)
 {
     const struct rally__config *cfg = rb->cfg;
     struct rally__topo *t = &rb->comm.topo;
-    int N = rb->world;
+    int N = rb->world, racks;
     rally__topo_build(t, rb->rank, N);
     if (cfg->hd_threshold_bytes > cfg->ring_threshold_bytes || cfg->rd_threshold_bytes > 0)
         rally__topo_add_hd(t); /* partners are links too */
-    if (cfg->hier == RALLY__HIER_OFF || N < 3 || (rb->tc.peers == NULL && cfg->host_group == 0))
-        return RALLY_OK;
+    if (N > rb->place.cap) {
+        int *o = realloc(rb->place.order, 2 * (size_t)N * sizeof *o);
+        if (o == NULL)
+            return rally__fail(rb->err, RALLY_ENOMEM, "out of memory for the hosts of %d ranks", N);
+        rb->place.order = o;
+        rb->place.cap = N;
+    }
+    rb->place.pos = rb->place.order + N;
     struct hostkey *k = malloc((size_t)N * sizeof *k);
-    int *host = malloc(2 * (size_t)N * sizeof *host);
+    int *host = malloc(3 * (size_t)N * sizeof *host), *rack = host + N;
     if (k == NULL || host == NULL) {
         free(k);
         free(host);
         return rally__fail(rb->err, RALLY_ENOMEM, "out of memory for the hosts of %d ranks", N);
     }
-    if (cfg->host_group > 0) {
-        for (int r = 0; r < N; r++)
-            host[r] = r / (int)cfg->host_group;
-    } else {
-        for (int r = 0; r < N; r++) {
-            k[r] = (struct hostkey){rally__host_key(rb->tc.peers[r].host), r};
-        }
-        qsort(k, (size_t)N, sizeof *k, by_host);
-        for (int i = 0, id = 0; i < N; i++) {
-            id += i > 0 && strcmp(k[i].host, k[i - 1].host) != 0;
-            host[k[i].rank] = id;
-        }
+    domains(rb, k, host, rack, &racks);
+    if (cfg->hier != RALLY__HIER_OFF && N >= 3)
+        rally__topo_add_hier(t, host, host + 2 * N);
+    int by_rack = cfg->spread == RALLY__SPREAD_RACK ||
+                  (cfg->spread == RALLY__SPREAD_AUTO && racks);
+    if (rally__place_order(N, host, racks ? rack : NULL, by_rack, rb->place.order) != 0) {
+        free(k);
+        free(host);
+        return rally__fail(rb->err, RALLY_ENOMEM, "out of memory for the hosts of %d ranks", N);
     }
-    rally__topo_add_hier(t, host, host + N);
+    for (int i = 0; i < N; i++)
+        rb->place.pos[rb->place.order[i]] = i;
+    int me = rb->place.pos[rb->rank];
+    int prev = rb->place.order[(me + N - 1) % N], next = rb->place.order[(me + 1) % N];
+    if (prev != t->ring_prev || next != t->ring_next)
+        rally__topo_add_place(t, prev, next);
     free(k);
     free(host);
     return RALLY_OK;
@@ -503,7 +548,8 @@ int rally__robust_init(struct rally__robust *rb, const struct rally__config *cfg
                                     cfg->connect_timeout_ms + cfg->timeout_ms,
                                     cfg->link_timeout_ms,
                                     cfg->interface,
-                                    &rb->mem.listen_fd};
+                                    &rb->mem.listen_fd,
+                                    cfg->domain};
     if (rally__tclient_join(&rb->tc, &o, e) != RALLY_OK)
         return e->code;
     /* the tracker watches this worker's liveness from its ASSIGN on */
@@ -548,6 +594,7 @@ void rally__robust_free(struct rally__robust *rb)
         close(rb->mem.listen_fd);
     rally__robust_cache_free(rb);
     rally__robust_store_free(rb);
+    free(rb->place.order);
     rally__mock_free(&rb->mock);
     free(rb->spans.v);
     rb->spans.v = NULL;

@@ -160,7 +160,7 @@ static uint64_t best_version(uint64_t best)
 }
 
 /* Every rank's local model of version v goes where it belongs: to its own
- * rank and its k ring successors, from the lowest-ranked worker that still
+ * rank and its k successors on the placement ring, from the lowest-ranked worker that still
  * holds it, for the workers that want it and do not hold that version's
  * set yet (a restarted worker in rally_init or load_checkpoint, or one
  * served a replication its predecessor did).  Every worker takes part. */
@@ -190,11 +190,12 @@ static int recover_locals(struct rally__robust *rb, uint64_t v, int want)
     for (int q = 0; q < N; q++) {
         int needed = 0;
         for (int j = 0; j <= k; j++)
-            needed |= need[(q + j) % N] >> j & 1;
+            needed |= need[rally__robust_at(rb, rally__robust_place(rb, q) + j)] >> j & 1;
         if (!needed)
             continue;
-        int j_me = (rb->rank - q + N) % N;
-        int hold = !want && mine != NULL && j_me <= k && mine->data[j_me] != NULL;
+        int j_me = rally__robust_slot_of(rb, rb->rank, q);
+        int hold = !want && mine != NULL && j_me <= k && mine->data[j_me] != NULL &&
+                   mine->owner[j_me] == q;
         uint64_t h[S_N] = {hold ? (uint64_t)rb->rank : NONE, 0, 0, NONE, 0, 0, NONE};
         if ((rc = agree(rb, h, RALLY__K_HOLDER)) != RALLY_OK)
             goto done;
@@ -217,6 +218,7 @@ static int recover_locals(struct rally__robust *rb, uint64_t v, int want)
             mine->data[j_me] = res;
             mine->nbytes[j_me] = n;
             mine->cap[j_me] = cap;
+            mine->owner[j_me] = q;
         }
     }
     if (nlost > 0) {
@@ -250,17 +252,24 @@ static int joined_locals(struct rally__robust *rb, const uint64_t s[S_N], int wa
     return recover_locals(rb, best_version(s[S_BEST]), want);
 }
 
-/* "pieces 3, 4 of 8, kept by ranks 2, 3, 4" into buf: the pieces no
- * survivor keeps (hp[p] NONE) and the workers that kept them. */
-static void lost_pieces(const uint64_t *hp, int w, int copies, char *buf, size_t cap)
+/* Whether rank r kept one of the pieces no survivor keeps (hp[p] NONE):
+ * its pieces are those from its place on, copies of them. */
+static int kept_lost(const struct rally__robust *rb, const uint64_t *hp, int copies, int r)
 {
-    /* rank r keeps pieces r .. r + copies - 1: it kept a lost one when one
-     * of those is lost */
-    int nlost = 0, nkeep = 0;
+    int kept = 0, w = rb->world, i = rally__robust_place(rb, r);
+    for (int j = 0; j < copies; j++)
+        kept |= hp[(i + j) % w] == NONE;
+    return kept;
+}
+
+/* "pieces 3, 4 of 8, kept by ranks 2, 3, 4" into buf: the pieces no
+ * survivor keeps and the workers that kept them. */
+static void lost_pieces(const struct rally__robust *rb, const uint64_t *hp, int copies, char *buf,
+                        size_t cap)
+{
+    int nlost = 0, nkeep = 0, w = rb->world;
     for (int r = 0; r < w; r++) {
-        int kept = 0;
-        for (int j = 0; j < copies; j++)
-            kept |= hp[(r + j) % w] == NONE;
+        int kept = kept_lost(rb, hp, copies, r);
         nlost += hp[r] == NONE;
         nkeep += kept;
     }
@@ -270,13 +279,9 @@ static void lost_pieces(const uint64_t *hp, int w, int copies, char *buf, size_t
             n += (size_t)snprintf(buf + n, cap - n, "%s %d", i++ ? "," : "", p);
     if (n < cap)
         n += (size_t)snprintf(buf + n, cap - n, " of %d, kept by rank%s", w, nkeep > 1 ? "s" : "");
-    for (int r = 0, i = 0; r < w && n < cap; r++) {
-        int kept = 0;
-        for (int j = 0; j < copies; j++)
-            kept |= hp[(r + j) % w] == NONE;
-        if (kept)
+    for (int r = 0, i = 0; r < w && n < cap; r++)
+        if (kept_lost(rb, hp, copies, r))
             n += (size_t)snprintf(buf + n, cap - n, "%s %d", i++ ? "," : "", r);
-    }
 }
 
 /* The result at position at, from its holders: root (the lowest-ranked
@@ -299,11 +304,12 @@ static int serve(struct rally__robust *rb, uint64_t at, int root, const struct r
     if (have != NULL && !whole && have->part.world != (uint32_t)w)
         have = NULL; /* cannot be: a change of the workers drops the cache */
     uint64_t *hp = malloc((size_t)w * sizeof *hp), off, len, where;
+    int me = rally__robust_place(rb, rb->rank);
     unsigned char *buf = NULL;
     if (hp == NULL)
         return rally__fail(rb->err, RALLY_ENOMEM, "out of memory recovering a result");
     for (int p = 0; p < w; p++)
-        hp[p] = have != NULL && (whole || rally__part_holds(&have->part, rb->rank, p, &where))
+        hp[p] = have != NULL && (whole || rally__part_holds(&have->part, me, p, &where))
                     ? (uint64_t)rb->rank
                     : NONE;
     struct rally__reducer mn;
@@ -315,7 +321,7 @@ static int serve(struct rally__robust *rb, uint64_t at, int root, const struct r
         if (hp[p] == NONE) {
             char where_s[96], which[256];
             rally__position_str(at, where_s, sizeof where_s);
-            lost_pieces(hp, w, (int)copies, which, sizeof which);
+            lost_pieces(rb, hp, (int)copies, which, sizeof which);
             rc = rally__fail(rb->err, RALLY_EPEER,
                              "cannot recover: the result of %s is lost in part (%s, all of "
                              "which died; rally_result_copies=%u)",
@@ -337,7 +343,8 @@ static int serve(struct rally__robust *rb, uint64_t at, int root, const struct r
         unsigned char *at_p = buf + off;
         if (rb->rank == from) /* its pieces, packed in order, or all of it */
             at_p = whole ? have->data + off
-                         : (rally__part_holds(&have->part, from, p, &where), have->data + where);
+                         : (rally__part_holds(&have->part, rally__robust_place(rb, from), p, &where),
+                            have->data + where);
         struct rally__sig ds = {RALLY__K_XFER_DATA, 0, 0, from, end - off, 0};
         if ((rc = rally__broadcast(&rb->comm, at_p, (size_t)(end - off), from, &ds)) != RALLY_OK)
             goto done;

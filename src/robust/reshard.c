@@ -30,7 +30,9 @@
 #include "util/records.h"
 #include "util/wire.h"
 
-#define DESC 4 /* u64 words per worker: old rank (NONE), old world, old k, slots held */
+/* u64 words per worker: old rank (NONE), old world, and the old rank whose
+ * model each slot holds (NONE: none) */
+#define DESC (2 + RALLY__MAX_REPLICA + 1)
 /* An id's hash (XXH3, as every digest here): the hashes are summed, so a
  * lost and a doubled record cannot cancel out as they could in a plain sum
  * of ids. */
@@ -61,20 +63,19 @@ static int walk(struct rally__robust *rb, const unsigned char *p, uint64_t n, in
     return RALLY_OK;
 }
 
-/* Every worker's description, gathered: [old rank, old world, old k, slots]. */
+/* Every worker's description, gathered: [old rank, old world, whose model
+ * each slot holds].  The set says whose (its owners, of the old world's
+ * placement ring): the new world's ring places ranks elsewhere. */
 static int describe(struct rally__robust *rb, uint64_t v, uint64_t *all)
 {
     int N = rb->world;
     const struct rally__localset *ls = rb->rec.set_world > 0 ? rally__robust_set_of(rb, v) : NULL;
-    uint64_t slots = 0;
-    int k_old = rb->rec.set_world > 0 ? (int)rb->cfg->local_replica : 0;
-    if (rb->rec.set_world > 0 && k_old > rb->rec.set_world - 1)
-        k_old = rb->rec.set_world - 1;
-    for (int j = 0; ls != NULL && j <= k_old; j++)
-        if (ls->data[j] != NULL)
-            slots |= UINT64_C(1) << j;
     uint64_t mine[DESC] = {ls ? (uint64_t)rb->rec.set_rank : RALLY__NONE,
-                           (uint64_t)rb->rec.set_world, (uint64_t)k_old, ls ? slots : 0};
+                           (uint64_t)rb->rec.set_world};
+    for (int j = 0; j <= RALLY__MAX_REPLICA; j++)
+        mine[2 + j] = ls != NULL && ls->data[j] != NULL && ls->owner[j] >= 0
+                          ? (uint64_t)ls->owner[j]
+                          : RALLY__NONE;
     unsigned char *b = calloc((size_t)N, 8 * DESC);
     size_t *off = malloc(2 * (size_t)N * sizeof *off);
     if (b == NULL || off == NULL) {
@@ -112,15 +113,15 @@ static int suppliers(struct rally__robust *rb, const uint64_t *all, int W, int *
             const uint64_t *x = all + (size_t)r * DESC;
             if (x[0] == RALLY__NONE || x[1] != (uint64_t)W)
                 continue;
-            int j = (int)(((int64_t)x[0] - d + W) % W);
-            if ((uint64_t)j <= x[2] && (x[3] >> j & 1)) {
-                who[d] = r;
-                slot[d] = j;
-            }
+            for (int j = 0; j <= RALLY__MAX_REPLICA && who[d] < 0; j++)
+                if (x[2 + j] == (uint64_t)d) {
+                    who[d] = r;
+                    slot[d] = j;
+                }
         }
         /* its own holder first: a survivor supplies its own records */
         for (int r = 0; r < N; r++)
-            if (all[(size_t)r * DESC] == (uint64_t)d && (all[(size_t)r * DESC + 3] & 1)) {
+            if (all[(size_t)r * DESC] == (uint64_t)d && all[(size_t)r * DESC + 2] == (uint64_t)d) {
                 who[d] = r;
                 slot[d] = 0;
             }

@@ -110,9 +110,12 @@ enum { RALLY__SERVED = 1000, RALLY__EXECUTE = 1001 };
 /* Which part of a result a worker keeps (docs/recovery.md, "Results kept
  * in part").  The result, whole bytes of count elements, splits into world
  * pieces as the ring splits it (piece p: elements [count p / world,
- * count (p + 1) / world)); the worker of rank r keeps pieces r, r + 1, ...,
- * r + copies - 1 (mod world), packed in that order, so each piece lives on
- * copies workers.  copies 0: the whole result. */
+ * count (p + 1) / world)); the worker at place i of the placement ring
+ * (rally__robust_place) keeps pieces i, i + 1, ..., i + copies - 1 (mod
+ * world), packed in that order, so each piece lives on copies workers
+ * that follow each other on that ring, on other hosts where the hosts
+ * allow.  copies 0: the whole result.  The functions below name a worker
+ * by its place. */
 struct rally__part {
     uint64_t whole, count;
     uint32_t world, copies;
@@ -155,10 +158,14 @@ struct rally__entry {
 #define RALLY__MAX_REPLICA 7
 
 /* Local models of one checkpoint version held by this worker: slot j is
- * rank (rank - j) mod world's model, j = 0 (its own) .. k. */
+ * the model of the rank j places before it on the placement ring
+ * (rally__robust_slot_rank), j = 0 (its own) .. k; owner[j] names it, in
+ * the world the set was built in (a change of the workers leaves sets of
+ * the old world behind, reshard.c). */
 struct rally__localset {
     uint64_t version;
     int valid; /* replication of this version completed */
+    int owner[RALLY__MAX_REPLICA + 1];
     unsigned char *data[RALLY__MAX_REPLICA + 1];
     uint64_t nbytes[RALLY__MAX_REPLICA + 1];
     uint64_t cap[RALLY__MAX_REPLICA + 1]; /* data[j]'s capacity: kept across versions */
@@ -246,7 +253,13 @@ struct rally__robust {
         int pending;             /* the local sets are the old world's: move the records */
         int set_rank, set_world; /* ... the rank and world they were built for (0: none) */
     } rec;
-    int k;                  /* ring successors that hold a replica of each local model */
+    int k;                  /* placement-ring successors that hold a replica of each local model */
+    /* the placement ring of this epoch (membership.c's topology; util/place.h):
+     * order[i] is the rank at place i, pos[r] rank r's place; NULL: rank order */
+    struct {
+        int *order, *pos;
+        int cap;
+    } place;
     struct rally__store st; /* the checkpoint store: store.c's alone */
     /* the result cache (cache.c's alone) */
     struct {
@@ -279,6 +292,33 @@ struct rally__robust {
 static inline uint64_t rally__robust_version(const struct rally__robust *rb)
 {
     return rb->pos.version;
+}
+
+/* Rank r's place on the placement ring, and the rank at place i. */
+static inline int rally__robust_place(const struct rally__robust *rb, int r)
+{
+    return rb->place.order != NULL ? rb->place.pos[r] : r;
+}
+static inline int rally__robust_at(const struct rally__robust *rb, int i)
+{
+    int N = rb->world;
+    i = (i % N + N) % N;
+    return rb->place.order != NULL ? rb->place.order[i] : i;
+}
+
+/* The rank whose local model slot j of holder's set holds: j places
+ * before it on the placement ring. */
+static inline int rally__robust_slot_rank(const struct rally__robust *rb, int holder, int j)
+{
+    return rally__robust_at(rb, rally__robust_place(rb, holder) - j);
+}
+
+/* The slot of holder's set that holds rank r's model (0 .. world-1; a
+ * slot above k is not held). */
+static inline int rally__robust_slot_of(const struct rally__robust *rb, int holder, int r)
+{
+    int N = rb->world;
+    return (rally__robust_place(rb, holder) - rally__robust_place(rb, r) + N) % N;
 }
 
 /* The user-visible (version, seq) of a position, for the mock. */
@@ -365,18 +405,20 @@ struct rally__part rally__part_plan(const struct rally__robust *rb, uint64_t who
                                     int in_place);
 /* Piece p's bytes of the result: its offset, and its length in *len. */
 uint64_t rally__part_piece(const struct rally__part *pt, int p, uint64_t *len);
-/* Whether rank keeps piece p, and where it sits in what rank keeps. */
-int rally__part_holds(const struct rally__part *pt, int rank, int p, uint64_t *at);
+/* Whether the worker at place i keeps piece p, and where it sits in what
+ * that worker keeps. */
+int rally__part_holds(const struct rally__part *pt, int i, int p, uint64_t *at);
 /* A range of the result a worker keeps: the result's bytes [off, off + n),
  * at offset at of what it keeps. */
 struct rally__part_range {
     uint64_t off, n, at;
 };
-/* What rank keeps of the result, as at most two ranges (its pieces, packed
- * in order, wrap past the last piece at most once); returns how many. */
-int rally__part_ranges(const struct rally__part *pt, int rank, struct rally__part_range r[2]);
-/* The bytes rank keeps. */
-uint64_t rally__part_nbytes(const struct rally__part *pt, int rank);
+/* What the worker at place i keeps of the result, as at most two ranges
+ * (its pieces, packed in order, wrap past the last piece at most once);
+ * returns how many. */
+int rally__part_ranges(const struct rally__part *pt, int i, struct rally__part_range r[2]);
+/* The bytes the worker at place i keeps. */
+uint64_t rally__part_nbytes(const struct rally__part *pt, int i);
 /* Drops cached op results of versions below v (bootstrap results stay). */
 void rally__robust_cache_drop_below(struct rally__robust *rb, uint64_t v);
 /* Drops every cached result, bootstrap results too (a membership change:

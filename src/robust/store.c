@@ -137,6 +137,7 @@ static void set_reset(struct rally__localset *ls)
     ls->valid = 0;
     ls->version = 0;
     memset(ls->nbytes, 0, sizeof ls->nbytes);
+    memset(ls->owner, 0xff, sizeof ls->owner); /* -1: nobody's */
 }
 
 static void set_free(struct rally__robust *rb, struct rally__localset *ls)
@@ -156,6 +157,7 @@ int rally__robust_set_fill(struct rally__robust *rb, struct rally__localset *ls,
     if (p != NULL && n > 0)
         memcpy(ls->data[j], p, (size_t)n);
     ls->nbytes[j] = n;
+    ls->owner[j] = rally__robust_slot_rank(rb, rb->rank, j);
     return RALLY_OK;
 }
 
@@ -229,19 +231,20 @@ static int global_bytes(struct rally__robust *rb, uint64_t v, const unsigned cha
 }
 
 /* rank's local model of version v, when this worker holds it (its own, or
- * a replica of one of its k ring predecessors). */
+ * a replica of one of its k predecessors on the placement ring). */
 static int local_bytes(struct rally__robust *rb, uint64_t v, int rank, const unsigned char **p,
                        uint64_t *n)
 {
     struct rally__localset *ls = rally__robust_set_of(rb, v);
-    int j = (rb->rank - rank + rb->world) % rb->world;
-    if (rank >= rb->world || ls == NULL || j > rb->k || ls->data[j] == NULL)
-        return rally__fail(rb->err, RALLY_ESTATE,
-                           "rank %d's local model of checkpoint version %llu is not held here",
-                           rank, (unsigned long long)v);
-    *p = ls->data[j];
-    *n = ls->nbytes[j];
-    return RALLY_OK;
+    for (int j = 0; ls != NULL && j <= rb->k; j++)
+        if (ls->owner[j] == rank && ls->data[j] != NULL) {
+            *p = ls->data[j];
+            *n = ls->nbytes[j];
+            return RALLY_OK;
+        }
+    return rally__fail(rb->err, RALLY_ESTATE,
+                       "rank %d's local model of checkpoint version %llu is not held here", rank,
+                       (unsigned long long)v);
 }
 
 int rally__robust_lend(struct rally__robust *rb, uint64_t v, int rank, const unsigned char **p,
@@ -266,8 +269,9 @@ void rally__robust_release(struct rally__robust *rb, const unsigned char *p)
     unlend(rb, p);
 }
 
-/* A checkpoint's local models travel k hops along the ring, one hop per
- * shift: each worker passes on what it received the hop before.  The set is
+/* A checkpoint's local models travel k hops along the placement ring
+ * (util/place.h: to other hosts), one hop per shift: each worker passes on
+ * what it received the hop before.  The set is
  * valid once its own shifts are done; the barrier after them tells every
  * worker that all are. */
 struct replicate {
@@ -294,11 +298,12 @@ static int run_replicate(struct rally__robust *rb, struct rally__op *op, unsigne
 int rally__robust_set_spread(struct rally__robust *rb, struct rally__localset *ls, uint8_t kind,
                              uint8_t tag)
 {
+    int to = rb->comm.topo.place_next, from = rb->comm.topo.place_prev;
     for (int j = 1; j <= rb->k; j++) {
         unsigned char out[8], in[8];
         rally__put_u64(out, ls->nbytes[j - 1]);
         struct rally__sig s1 = {kind, tag, 0, -1, (uint64_t)(2 * j), 0};
-        int rc = rally__ring_shift(&rb->comm, out, 8, in, 8, &s1);
+        int rc = rally__shift(&rb->comm, to, from, out, 8, in, 8, &s1);
         if (rc != RALLY_OK)
             return rc;
         uint64_t m = rally__get_u64(in);
@@ -306,8 +311,8 @@ int rally__robust_set_spread(struct rally__robust *rb, struct rally__localset *l
             return rally__fail(rb->err, RALLY_ENOMEM, "out of memory for a %llu-byte local model",
                                (unsigned long long)m);
         struct rally__sig s2 = {kind, tag, 0, -1, (uint64_t)(2 * j + 1), 0};
-        rc = rally__ring_shift(&rb->comm, ls->data[j - 1], (size_t)ls->nbytes[j - 1], ls->data[j],
-                               (size_t)m, &s2);
+        rc = rally__shift(&rb->comm, to, from, ls->data[j - 1], (size_t)ls->nbytes[j - 1],
+                          ls->data[j], (size_t)m, &s2);
         if (rc != RALLY_OK)
             return rc;
     }
@@ -530,6 +535,7 @@ static void adopt(struct rally__robust *rb, struct rally__adopt *a)
             rally__robust_sgive(rb, ls->data[j], ls->cap[j]);
             ls->data[j] = a->local[j];
             ls->nbytes[j] = ls->cap[j] = a->local_nbytes[j];
+            ls->owner[j] = a->slot_rank[j];
             a->local[j] = NULL;
         }
         ls->valid = 1;
@@ -560,7 +566,10 @@ void rally__robust_store_free(struct rally__robust *rb)
 int rally__robust_fresh(struct rally__robust *rb)
 {
     struct rally__adopt a;
-    int rc = rally__subscribers_fresh(&rb->st.subs, rb->k + 1, &a);
+    int slot_rank[RALLY__ADOPT_MAX];
+    for (int j = 0; j <= rb->k; j++)
+        slot_rank[j] = rally__robust_slot_rank(rb, rb->rank, j);
+    int rc = rally__subscribers_fresh(&rb->st.subs, rb->k + 1, slot_rank, &a);
     if (rc == RALLY_ECONFIG) /* the job's settings: no restart repairs them */
         rally__robust_fatal(rb, rc, rb->err->msg);
     if (rc == RALLY_OK && a.version > 0)

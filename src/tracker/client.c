@@ -288,13 +288,19 @@ static int open_register(struct rally__tclient *t, const struct rally__tclient_o
     }
     rally__sock_link_timeout(t->fd, o->link_timeout_ms);
 
-    unsigned char b[3 * (4 + RALLY__HOST_MAX) + 16];
+    unsigned char b[3 * (4 + RALLY__HOST_MAX) + 4 + RALLY__DOMAIN_MAX + 16];
     struct rally__wbuf w = {b, 0, sizeof b, 0};
     const char *task = o->task_id ? o->task_id : "";
     const char *proc = o->processor_name ? o->processor_name : "";
+    const char *domain = o->domain ? o->domain : "";
     if (strlen(task) >= RALLY__TASK_MAX || strlen(proc) >= RALLY__TASK_MAX) {
         rally__fail(e, RALLY_EINVAL, "task id or processor name longer than %d bytes",
                     RALLY__TASK_MAX - 1);
+        goto cleanup;
+    }
+    if (strlen(domain) >= RALLY__DOMAIN_MAX) {
+        rally__fail(e, RALLY_ECONFIG, "rally_domain=%.40s... is longer than %d bytes", domain,
+                    RALLY__DOMAIN_MAX - 1);
         goto cleanup;
     }
     /* want_rank any, world unknown; listen_host "": the address the tracker sees */
@@ -303,6 +309,7 @@ static int open_register(struct rally__tclient *t, const struct rally__tclient_o
         goto cleanup;
     snprintf(m.task_id, sizeof m.task_id, "%s", task);
     snprintf(m.processor, sizeof m.processor, "%s", proc);
+    snprintf(m.domain, sizeof m.domain, "%s", domain);
     rally__msg_register_put(&w, &m);
     if (send_frame(t, RALLY__T_REGISTER, b, w.len, deadline, 0, e) != RALLY_OK)
         goto cleanup;

@@ -87,6 +87,7 @@ struct rally__tclient_opts {
      * caller closes it; -1 on failure). */
     const char *interface;
     int *listen_fd;
+    const char *domain; /* the worker's rack or zone for the address book; NULL or "": none */
 };
 
 /* Connects, authenticates, registers and waits for ASSIGN (until every

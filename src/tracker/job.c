@@ -302,7 +302,7 @@ static int make_book(struct rally__job *j, size_t *nbytes)
 {
     size_t n = 0;
     for (int r = 0; r < j->world; r++)
-        n += rally__msg_book_entry_nbytes(j->by_rank[r]->host);
+        n += rally__msg_book_entry_nbytes(j->by_rank[r]->host, j->by_rank[r]->domain);
     if (RALLY__ASSIGN_HEAD + n + RALLY__ASSIGN_TAIL > RALLY__FRAME_MAX) {
         rally__jb_fail_job(
             j, RALLY_EINVAL, -1,
@@ -323,7 +323,7 @@ static int make_book(struct rally__job *j, size_t *nbytes)
     struct rally__wbuf w = {j->book, 0, n, 0};
     for (int r = 0; r < j->world; r++)
         rally__msg_book_entry(&w, j->by_rank[r]->host, (uint16_t)j->by_rank[r]->listen_port,
-                              j->incarnation[r]);
+                              j->incarnation[r], j->by_rank[r]->domain);
     *nbytes = w.len;
     return 0;
 }

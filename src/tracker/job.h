@@ -49,6 +49,7 @@ struct rally__job_member {
     int state; /* 0: not a member, 1: authenticated, 2: registered */
     char task_id[RALLY__TASK_MAX];
     char host[RALLY__HOST_MAX];
+    char domain[RALLY__DOMAIN_MAX]; /* its rack or zone, for the address book */
     int listen_port;
     uint64_t arrival;
     int rank; /* -1 until assigned */

@@ -164,6 +164,7 @@ static void on_register(struct rally__job *j, struct rally__job_member *m,
     }
     snprintf(m->task_id, sizeof m->task_id, "%s", g.task_id);
     snprintf(m->host, sizeof m->host, "%s", g.listen_host[0] ? g.listen_host : m->peer);
+    snprintf(m->domain, sizeof m->domain, "%s", g.domain);
     m->listen_port = g.listen_port;
     if (j->phase != RALLY__JOB_JOINING) {
         on_reregister(j, m, g.task_id, g.want_rank);

@@ -62,6 +62,7 @@ void rally__msg_register_put(struct rally__wbuf *w, const struct rally__msg_regi
     rally__w_u16(w, m->listen_port);
     rally__w_str(w, m->listen_host);
     rally__w_str(w, m->processor);
+    rally__w_str(w, m->domain);
 }
 
 int rally__msg_register_get(const unsigned char *b, size_t n, struct rally__msg_register *m)
@@ -73,6 +74,7 @@ int rally__msg_register_get(const unsigned char *b, size_t n, struct rally__msg_
     m->listen_port = rally__r_u16(&r);
     rally__r_str(&r, m->listen_host, sizeof m->listen_host);
     rally__r_str(&r, m->processor, sizeof m->processor);
+    rally__r_str(&r, m->domain, sizeof m->domain);
     return done(&r);
 }
 
@@ -85,16 +87,17 @@ void rally__msg_assign_head(struct rally__wbuf *w, int32_t rank, uint32_t world,
 }
 
 void rally__msg_book_entry(struct rally__wbuf *w, const char *host, uint16_t port,
-                           uint32_t incarnation)
+                           uint32_t incarnation, const char *domain)
 {
     rally__w_str(w, host);
     rally__w_u16(w, port);
     rally__w_u32(w, incarnation);
+    rally__w_str(w, domain);
 }
 
-size_t rally__msg_book_entry_nbytes(const char *host)
+size_t rally__msg_book_entry_nbytes(const char *host, const char *domain)
 {
-    return 4 + strlen(host) + 2 + 4;
+    return 4 + strlen(host) + 2 + 4 + 4 + strlen(domain);
 }
 
 void rally__msg_assign_tail(struct rally__wbuf *w, uint32_t epoch, uint32_t members,
@@ -115,8 +118,8 @@ int rally__msg_assign_get(const unsigned char *b, size_t n, struct rally__msg_as
     if (r.bad || m->world < 1 || m->world > RALLY__WORLD_MAX || m->rank < 0 ||
         (uint32_t)m->rank >= m->world)
         return -1;
-    /* every entry takes at least 10 bytes: a short body cannot ask for a big book */
-    if ((n - r.pos) / 10 < m->world)
+    /* every entry takes at least 14 bytes: a short body cannot ask for a big book */
+    if ((n - r.pos) / 14 < m->world)
         return -3;
     struct rally__peer_addr *p = calloc(m->world, sizeof *p);
     if (p == NULL)
@@ -125,6 +128,7 @@ int rally__msg_assign_get(const unsigned char *b, size_t n, struct rally__msg_as
         rally__r_str(&r, p[i].host, sizeof p[i].host);
         p[i].port = rally__r_u16(&r);
         p[i].incarnation = rally__r_u32(&r);
+        rally__r_str(&r, p[i].domain, sizeof p[i].domain);
     }
     m->epoch = rally__r_u32(&r);
     m->members = rally__r_u32(&r);

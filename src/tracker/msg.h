@@ -22,6 +22,7 @@
 
 #define RALLY__TASK_MAX 256    /* task id and processor name, with the NUL */
 #define RALLY__REASON_MAX 256  /* RESET reason, with the NUL */
+#define RALLY__DOMAIN_MAX 64   /* a failure domain's name (rally_domain), with the NUL */
 
 /* The name of a frame type for messages: "ASSIGN", "an unknown type". */
 const char *rally__msg_name(uint16_t type);
@@ -34,6 +35,7 @@ struct rally__msg_register {
     uint16_t listen_port;
     char listen_host[RALLY__HOST_MAX]; /* "": the address the tracker sees */
     char processor[RALLY__TASK_MAX];
+    char domain[RALLY__DOMAIN_MAX]; /* its rack or zone (rally_domain); "": none */
 };
 void rally__msg_register_put(struct rally__wbuf *w, const struct rally__msg_register *m);
 int rally__msg_register_get(const unsigned char *b, size_t n, struct rally__msg_register *m);
@@ -47,6 +49,7 @@ struct rally__peer_addr {
     char host[RALLY__HOST_MAX];
     int port;
     uint32_t incarnation;
+    char domain[RALLY__DOMAIN_MAX]; /* the worker's rack or zone; "": none */
 };
 #define RALLY__ASSIGN_HEAD 12
 #define RALLY__ASSIGN_TAIL 12
@@ -61,9 +64,9 @@ struct rally__peer_addr {
 void rally__msg_assign_head(struct rally__wbuf *w, int32_t rank, uint32_t world,
                             uint32_t incarnation);
 void rally__msg_book_entry(struct rally__wbuf *w, const char *host, uint16_t port,
-                           uint32_t incarnation);
+                           uint32_t incarnation, const char *domain);
 /* The bytes one book entry takes. */
-size_t rally__msg_book_entry_nbytes(const char *host);
+size_t rally__msg_book_entry_nbytes(const char *host, const char *domain);
 void rally__msg_assign_tail(struct rally__wbuf *w, uint32_t epoch, uint32_t members,
                             uint32_t flags);
 struct rally__msg_assign {

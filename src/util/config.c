@@ -28,6 +28,7 @@ struct key {
 
 static const char *const transports[] = {"tcp", "auto", "shm", NULL}; /* RALLY__TRANSPORT_* */
 static const char *const hiers[] = {"off", "auto", NULL};             /* RALLY__HIER_* */
+static const char *const spreads[] = {"auto", "host", "rack", NULL}; /* RALLY__SPREAD_* */
 static const char *const busy[] = {"wait", "skip", NULL};             /* RALLY__SNAP_BUSY_* */
 
 #define K(n, k, field, d, lo, hi)                                                                  \
@@ -65,6 +66,8 @@ static const struct key keys[] = {
     C("transport", transport, "auto", transports),
     C("hier", hier, "auto", hiers),
     K("host_group", INT, host_group, "0", 0, 65536),
+    K("domain", STR, domain, "", 0, 0),
+    C("spread", spread, "auto", spreads),
     K("mock", LIST, mock, "", 0, 0),
     K("mock_sync", STR, mock_sync, "", 0, 0),
     K("mock_deaths", INT, mock_deaths, "0", 0, 1000000),

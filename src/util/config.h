@@ -25,6 +25,11 @@ enum { RALLY__TRANSPORT_TCP = 0, RALLY__TRANSPORT_AUTO = 1, RALLY__TRANSPORT_SHM
  * (docs/determinism.md), or never. */
 enum { RALLY__HIER_OFF = 0, RALLY__HIER_AUTO = 1 };
 
+/* rally_spread: the failure-domain level the copies spread over
+ * (util/place.h): racks when any rank names one (rally_domain), else
+ * hosts; or hosts, or racks, always. */
+enum { RALLY__SPREAD_AUTO = 0, RALLY__SPREAD_HOST = 1, RALLY__SPREAD_RACK = 2 };
+
 /* rally_snapshot_busy: a snapshot still being written at the next
  * checkpoint: that checkpoint waits for it, or the job goes on and
  * snapshots asked for meanwhile are skipped. */
@@ -58,7 +63,9 @@ struct rally__config {
     int64_t sock_buf_bytes;         /* peer links' socket buffers; 0 kernel, -1 auto */
     int64_t transport;              /* RALLY__TRANSPORT_*: links to same-host peers */
     int64_t hier;                   /* RALLY__HIER_*: the hierarchical allreduce */
-    int64_t host_group;             /* > 0: ranks r / K share a host (for the hierarchy) */
+    int64_t host_group;             /* > 0: ranks r / K share a host (hierarchy, placement) */
+    char domain[RALLY__STR_MAX];    /* this worker's rack (or zone): a failure domain; "" none */
+    int64_t spread;                 /* RALLY__SPREAD_*: where the copies go */
     char mock[RALLY__STR_MAX * 4];  /* kill points, ';'-separated (librally_mock) */
     char mock_sync[RALLY__STR_MAX]; /* where a group of kill points meets (librally_mock) */
     int64_t mock_deaths;            /* this rank's deaths in the job's earlier attempts */

@@ -42,7 +42,8 @@ static void one(uint16_t type, const unsigned char *b, size_t n)
         rally__msg_register_put(&w, &m);
         if (w.bad || w.len > n || rally__msg_register_get(out, w.len, &m2) != 0 ||
             strcmp(m.task_id, m2.task_id) || strcmp(m.listen_host, m2.listen_host) ||
-            strcmp(m.processor, m2.processor) || m.want_rank != m2.want_rank ||
+            strcmp(m.processor, m2.processor) || strcmp(m.domain, m2.domain) ||
+            m.want_rank != m2.want_rank ||
             m.world_hint != m2.world_hint || m.listen_port != m2.listen_port)
             die("REGISTER does not survive a round trip");
         return;
@@ -58,7 +59,7 @@ static void one(uint16_t type, const unsigned char *b, size_t n)
         rally__msg_assign_head(&w, m.rank, m.world, m.incarnation);
         for (uint32_t i = 0; i < m.world; i++)
             rally__msg_book_entry(&w, m.peers[i].host, (uint16_t)m.peers[i].port,
-                                  m.peers[i].incarnation);
+                                  m.peers[i].incarnation, m.peers[i].domain);
         rally__msg_assign_tail(&w, m.epoch, m.members, m.flags);
         if (w.bad || w.len > n || rally__msg_assign_get(out, w.len, &m2) != 0)
             die("ASSIGN does not survive a round trip");
@@ -66,7 +67,8 @@ static void one(uint16_t type, const unsigned char *b, size_t n)
             m.incarnation != m2.incarnation)
             die("ASSIGN's head changed in a round trip");
         for (uint32_t i = 0; i < m.world; i++)
-            if (strcmp(m.peers[i].host, m2.peers[i].host) || m.peers[i].port != m2.peers[i].port ||
+            if (strcmp(m.peers[i].host, m2.peers[i].host) ||
+                strcmp(m.peers[i].domain, m2.peers[i].domain) || m.peers[i].port != m2.peers[i].port ||
                 m.peers[i].incarnation != m2.peers[i].incarnation)
                 die("ASSIGN's book changed in a round trip");
         free(m.peers);

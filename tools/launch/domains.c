@@ -6,7 +6,7 @@
 
 #include <stdlib.h>
 
-#include "coll/place.h"
+#include "util/place.h"
 
 /* The domains of dom (one level) that are not covered, appended to out at
  * n; the new count. */

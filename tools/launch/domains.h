@@ -1,7 +1,7 @@
 /*
  * domains.h — what losing one failure domain (a host, a rack) would take of
  * a job's copies in memory, with the copies where the workers put them: on
- * consecutive places of the placement ring (coll/place.h).  rally-run says
+ * consecutive places of the placement ring (util/place.h).  rally-run says
  * it at the start and on its status page (docs/launch.md, "Failure
  * domains").  Pure: no processes, no output.
  *

@@ -23,8 +23,8 @@
  * with one domain it is rank order, today's placement.  It moves copies
  * only: no result's bits depend on it.
  */
-#ifndef RALLY_COLL_PLACE_H
-#define RALLY_COLL_PLACE_H
+#ifndef RALLY_UTIL_PLACE_H
+#define RALLY_UTIL_PLACE_H
 
 /* The placement ring of world ranks into order[0..world): host[r] and
  * rack[r] (NULL: none) are domain ids in [0, world), equal: the same; with

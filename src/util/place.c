@@ -3,7 +3,7 @@
  * domains, most left first, never the same domain twice in a row while
  * another has ranks left.
  */
-#include "coll/place.h"
+#include "util/place.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,0 +1,110 @@
+#!/bin/sh
+# hostloss_test.sh CASE BUILD_DIR — a whole host lost at once, on one
+# machine: rally_host_group=4 makes ranks 4h..4h+3 one host (as the
+# address book's hosts would on a cluster), and a rally_mock group kills
+# every rank of host 1 at the same point (they die together, none restarted
+# before all are dead).  The copies go round the placement ring (docs/
+# recovery.md, "Failure domains"), so each lives on other hosts too; in
+# rank order every one of these losses took the last copy.
+#   local        12 ranks (3 hosts x 4), records as local models
+#                (tests/progs/records.c), the default rally_local_replica=2:
+#                host 1 dies on entry to a collective; its ranks restart and
+#                take their models back from hosts 0 and 2; the digest of
+#                the run without failures
+#   local_k1     the same with rally_local_replica=1 (each model on 2 hosts)
+#   checkpoint   host 1 dies inside rally_checkpoint, after storing the new
+#                version and before the others know
+#   opaque       opaque local models (tests/progs/recover.c local), 12 ranks
+#   elastic      --min-workers 8, no restarts: the job gives host 1 up and
+#                ends with 8 workers, the records moved to their new owners,
+#                the same digest
+#   piece        8 ranks (2 hosts x 4), the ring (rally_hier=off): a result
+#                kept in pieces (rally_result_copies=2) loses host 1 right
+#                after it is cached; the pieces come from host 0
+#   piece_hier   the same with the hierarchy, which keeps big results whole
+#   snapshot     local, with snapshots every 2 versions: the job recovers in
+#                place and commits snapshots after the loss
+# Every job is bounded (run_job.sh) and leaves no process behind.
+set -u
+case_=$1 build=$2
+here=$(cd "$(dirname "$0")" && pwd)
+run=$build/rally-run rec=$build/tests/records_mock
+tmp=$(mktemp -d)
+trap '[ -n "${KEEP:-}" ] || rm -rf "$tmp"' EXIT
+fail() { echo "hostloss_test $case_: $*"; [ -f "$tmp/out" ] && tail -60 "$tmp/out"; exit 1; }
+has() { grep -q -- "$2" "$1" || { cp "$1" "$tmp/out"; fail "no line '$2'"; }; }
+rdig() { sed -n 's/.*records: result digest=\([0-9a-f]*\) ids=1000$/\1/p' "$1"; }
+mdig() { grep -o 'model_digest=[0-9a-f]*' "$1"; }
+
+# one out expect args...: one job through run_job.sh
+one() {
+    o=$1 want=$2
+    shift 2
+    "$here/run_job.sh" "$want" 180 "$run" "$@" >"$o" 2>&1 || { cp "$o" "$tmp/out"; fail "job: $*"; }
+}
+
+# host1 V S [PHASE]: kill points for every rank of host 1 (ranks 4-7), one group
+host1() {
+    for r in 4 5 6 7; do printf ' rally_mock=%s,%s,%s,0,%s,host1' "$r" "$1" "$2" "${3:-op}"; done
+}
+
+# same_digest plain a dig: the digests agree and are there
+same_digest() {
+    [ -n "$($3 "$1")" ] && [ "$($3 "$2")" = "$($3 "$1")" ] ||
+        { cp "$2" "$tmp/out"; fail "digest $($3 "$2"), without the loss $($3 "$1")"; }
+}
+
+# died_together out: the four ranks of host 1 died and were restarted
+died_together() {
+    for r in 4 5 6 7; do
+        has "$1" "^rally-run: rank $r .*restart"
+    done
+}
+
+hg=rally_host_group=4
+case $case_ in
+local | local_k1 | checkpoint | snapshot)
+    k=
+    [ "$case_" = local_k1 ] && k=rally_local_replica=1
+    at="5 0 op"
+    [ "$case_" = checkpoint ] && at="5 1 checkpoint" # one allreduce, then the checkpoint
+    snap=
+    [ "$case_" = snapshot ] && snap="--snapshot-dir $tmp/s --snapshot-every 2"
+    one "$tmp/plain" 0 -n 12 "$rec" 1000 12 $hg $k
+    # shellcheck disable=SC2046
+    one "$tmp/a" 0 -n 12 $snap "$rec" 1000 12 $hg $k $(host1 $at)
+    died_together "$tmp/a"
+    same_digest "$tmp/plain" "$tmp/a" rdig
+    if [ "$case_" = snapshot ]; then
+        has "$tmp/a" "snapshot: committed .*/snap-00000012 (checkpoint version 12)$"
+    fi
+    ;;
+opaque)
+    one "$tmp/plain" 0 -n 12 "$build/tests/recover" 2000 8 local $hg
+    # shellcheck disable=SC2046
+    one "$tmp/a" 0 -n 12 "$build/tests/recover_mock" 2000 8 local $hg $(host1 3 2)
+    died_together "$tmp/a"
+    same_digest "$tmp/plain" "$tmp/a" mdig
+    ;;
+elastic)
+    one "$tmp/plain" 0 -n 12 "$rec" 1000 12 $hg
+    # shellcheck disable=SC2046
+    one "$tmp/a" 0 -n 12 --min-workers 8 --max-restarts 0 "$rec" 1000 12 $hg $(host1 5 0)
+    has "$tmp/a" "going on with 8 workers"
+    same_digest "$tmp/plain" "$tmp/a" rdig
+    ;;
+piece | piece_hier)
+    h=rally_hier=off
+    [ "$case_" = piece_hier ] && h=rally_hier=auto
+    one "$tmp/plain" 0 -n 8 "$build/tests/recover" 131072 5 rally_hd_threshold_bytes=0 $hg $h
+    # shellcheck disable=SC2046
+    one "$tmp/a" 0 -n 8 "$build/tests/recover_mock" 131072 5 rally_hd_threshold_bytes=0 $hg $h \
+        $(host1 3 5)
+    died_together "$tmp/a"
+    same_digest "$tmp/plain" "$tmp/a" mdig
+    ;;
+*)
+    fail "no case $case_"
+    ;;
+esac
+exit 0
