@@ -1,7 +1,7 @@
 /*
  * bench_recovery.c — how long a job stands still when a worker dies.
  *
- *   rally-run -n N bench_recovery MODEL_BYTES ITERS rally_mock=1,K,0,0
+ *   rally-run -n N bench_recovery MODEL_BYTES ITERS [local] rally_mock=1,K,0,0
  *
  * (linked with librally_mock).  Each iteration: the previous iteration's
  * time MAX-reduced (so every rank passes the same model), a 1 MiB float
@@ -15,7 +15,10 @@
  * <transfer_seconds>", the last the reference: one ring shift of the model
  * between warm buffers over the job's links (median of 3, max over ranks,
  * taken at the first start, before any checkpoint), what moving the model
- * to a restarted worker cannot cost less than.
+ * to a restarted worker cannot cost less than.  "local": the MODEL_BYTES
+ * are each rank's local model instead (its own bytes), the times the
+ * global one: a restarted worker takes its model back from the others'
+ * copies (or parity) as well.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,12 +43,14 @@ int main(int argc, char **argv)
         return 1;
     }
     size_t model_nbytes = strtoull(argv[1], NULL, 10);
-    int iters = atoi(argv[2]);
+    int iters = atoi(argv[2]), local = argc > 3 && strcmp(argv[3], "local") == 0;
     unsigned char *model = calloc(model_nbytes ? model_nbytes : 1, 1);
     float *v = calloc(1 << 18, sizeof *v);
     double *t = calloc((size_t)iters, sizeof *t);
-    void *saved = NULL;
-    uint64_t saved_n = 0, version = 0;
+    void *saved = NULL, *saved_local = NULL;
+    uint64_t saved_n = 0, saved_local_n = 0, version = 0;
+    if (local) /* this rank's own bytes */
+        memset(model, 1 + rally_rank(r), model_nbytes);
     double xfer = 0;
     if (rally_checkpoint_version(r) == 0 && rally_attempt(r) == 0) {
         /* the reference, at the first start: every rank is here.  The robust
@@ -72,12 +77,19 @@ int main(int argc, char **argv)
         free(a);
         free(b);
     }
-    if (rally_load_checkpoint(r, &saved, &saved_n, NULL, NULL, &version) != RALLY_OK)
+    if (rally_load_checkpoint(r, &saved, &saved_n, local ? &saved_local : NULL,
+                              local ? &saved_local_n : NULL, &version) != RALLY_OK)
         return 1;
     if (version > 0) { /* restarted: carry the times measured before */
-        memcpy(model, saved, saved_n < model_nbytes ? saved_n : model_nbytes);
+        if (!local)
+            memcpy(model, saved, saved_n < model_nbytes ? saved_n : model_nbytes);
+        else if (saved_local_n != model_nbytes || memcmp(saved_local, model, model_nbytes) != 0)
+            return fprintf(stderr, "bench_recovery: rank %d got another local model back\n",
+                           rally_rank(r)),
+                   1;
         memcpy(t, saved, (size_t)iters * sizeof *t);
         rally_free(saved);
+        rally_free(saved_local);
     }
     for (int it = (int)version; it < iters; it++) {
         double t0 = bench_now_us();
@@ -90,8 +102,15 @@ int main(int argc, char **argv)
             return 1;
         if (rally_allreduce(r, v, 1 << 18, RALLY_FLOAT, RALLY_SUM, NULL, NULL) != RALLY_OK)
             return 1;
-        memcpy(model, t, (size_t)iters * sizeof *t < model_nbytes ? (size_t)iters * sizeof *t : 0);
-        if (rally_checkpoint(r, model, model_nbytes, NULL, 0) != RALLY_OK)
+        int rc;
+        if (local) {
+            rc = rally_checkpoint(r, t, (size_t)iters * sizeof *t, model, model_nbytes);
+        } else {
+            memcpy(model, t,
+                   (size_t)iters * sizeof *t < model_nbytes ? (size_t)iters * sizeof *t : 0);
+            rc = rally_checkpoint(r, model, model_nbytes, NULL, 0);
+        }
+        if (rc != RALLY_OK)
             return 1;
         t[it] = (bench_now_us() - t0) / 1e6;
     }

@@ -10,7 +10,9 @@
 #      entering an iteration; the iteration's time minus the median
 #      iteration, max over ranks, for 1 MiB and 100 MiB global models;
 #      beside it one warm transfer of the model (a ring shift between warm
-#      buffers, same run) and what recovery took beyond it.
+#      buffers, same run) and what recovery took beyond it; and a whole
+#      host of 4 ranks lost at once, with local models (copies on the
+#      other hosts, docs/recovery.md "Failure domains").
 #   4. what a checkpoint costs: a copied global model vs a lazy one, and
 #      local models replicated to k = 1, 2, 3 ring successors; beside each
 #      its reference in the same run (a warm memcpy of the model, or k warm
@@ -60,6 +62,23 @@ for n in 4 8; do
                 n, $3, $4, $5, $6, $4 - $6 }'
     done
 done
+
+echo
+echo "whole-host loss: the 4 ranks of one host die together (rally_host_group=4, a rally_mock"
+echo " group) and restart; each rank's local model of model_bytes comes back from the copies on"
+echo " the other hosts (rally_local_replica=2); columns as above, transfer_s one ring shift of it"
+printf '%-3s %12s %12s %16s %12s %10s\n' N model_bytes recovery_s iteration_s transfer_s beyond_s
+hsync=$(mktemp -d)
+for n in 8 12; do
+    for m in 1048576 67108864; do
+        RALLY_MOCK_SYNC=$hsync "$run" -n "$n" --max-restarts 2 "$build/bench/bench_recovery" "$m" 8 \
+            local rally_host_group=4 rally_mock=4,4,0,0,op,h rally_mock=5,4,0,0,op,h \
+            rally_mock=6,4,0,0,op,h rally_mock=7,4,0,0,op,h 2>&1 |
+            awk -v n="$n" '$2 == "RECOVERY" { printf "%-3s %12s %12.3f %16.4f %12.4f %10.3f\n",
+                n, $3, $4, $5, $6, $4 - $6 }'
+    done
+done
+rm -rf "$hsync"
 
 echo
 echo "checkpoint cost at N=4 (median us, max over ranks): copy vs lazy; local models by replicas k;"
