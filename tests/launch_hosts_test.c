@@ -217,6 +217,7 @@ static void uncovered(void **state)
     assert_int_equal(out[0].ranks, 4);
     assert_int_equal(out[0].local, 3);
     assert_int_equal(out[0].pieces, 0);
+    assert_int_equal(out[0].run, 4); /* places 2, 3, 4 and 0: 5 copies would cover it */
     in.piece_len = 2; /* result pieces on 2 ranks each: the same windows */
     assert_int_equal(rally__launch_uncovered(&in, out), 1);
     assert_int_equal(out[0].pieces, 3);
@@ -241,6 +242,7 @@ static void uncovered(void **state)
     assert_int_equal(out[0].domain, 0);
     assert_int_equal(out[0].ranks, 4);
     assert_int_equal(out[0].local, 2);
+    assert_int_equal(out[0].run, 2);
     assert_int_equal(out[1].domain, 4);
     assert_int_equal(out[1].local, 2);
     in.by_rack = 1;

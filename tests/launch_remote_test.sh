@@ -38,6 +38,15 @@
 #                   every launcher's lines carry the snapshot variables as
 #                   rally-run's flags and the -x variables, and refuse a
 #                   malformed one alike
+#   domains         failure domains, with --dry-run (nothing starts): a host's
+#                   label (h1:2@r1, in --hosts and --hostfile) is RALLY_DOMAIN
+#                   in its ranks' lines under ssh, slurm and mpirun, over -x,
+#                   and a host without one has none; a host of 4 beside one of
+#                   1 with rally_local_replica=1 is said in one sentence,
+#                   3 hosts of 4 with the default 2 nothing; racks not
+#                   covered when the copies spread over hosts are said, and
+#                   nothing when they spread over racks; --require-redundancy
+#                   host|rack refuses those (exit 2) and one host, or no rack
 #   mpirun          a real --launcher mpirun job on localhost: the local digest,
 #                   also after a worker's kill -9 (restarted through mpirun);
 #                   as root without OpenMPI's override, OpenMPI's own headline
@@ -422,6 +431,76 @@ EOF
     "$run" --help >"$T/out" || fail "--help failed"
     for f in --launcher --hosts --hostfile --ssh-option --agent --dry-run "-x VAR | VAR=VALUE" \
         RALLY_SNAPSHOT_DIR; do has "$T/out" "$f"; done
+    ;;
+domains)
+    # rally-run's own lines on stderr (none: the file is empty)
+    says() { grep '^rally-run: ' "$T/err" >"$T/said"; diff "$T/want" "$T/said" >/dev/null ||
+        fail "$1: rally-run said $(cat "$T/said"), not $(cat "$T/want")"; }
+    $RUN -n 5 --launcher ssh --hosts h1:4,h2 --dry-run "$prog" rally_local_replica=1 \
+        >"$T/out" 2>"$T/err" || fail "a host of 4 beside 1: --dry-run failed"
+    echo "rally-run: losing host h1 (4 of 5 ranks) would lose the local models of 3 ranks: every copy of them is on it (rally_local_replica=1: 4 would cover it)" >"$T/want"
+    says "a host of 4 beside 1"
+    [ "$(grep -c '^rank ' "$T/out")" -eq 5 ] || fail "a host of 4 beside 1: not every line"
+    grep -q RALLY_DOMAIN "$T/out" && fail "a host without a label got RALLY_DOMAIN"
+    # the setting seen as the workers see it: -x, and their environment
+    $RUN -n 5 --launcher ssh --hosts h1:4,h2 --dry-run -x RALLY_LOCAL_REPLICA=1 "$prog" \
+        >"$T/out" 2>"$T/err" || fail "-x RALLY_LOCAL_REPLICA=1: --dry-run failed"
+    says "-x RALLY_LOCAL_REPLICA=1"
+    env RALLY_LOCAL_REPLICA=1 "$run" -n 5 --launcher ssh --hosts h1:4,h2 --require-redundancy host \
+        --dry-run "$prog" >"$T/out" 2>"$T/err"
+    [ $? -eq 2 ] || fail "--require-redundancy host: want exit status 2"
+    echo "rally-run: --require-redundancy host: not started: losing that host would lose copies (above)" >>"$T/want"
+    says "--require-redundancy host"
+    [ -s "$T/out" ] && fail "--require-redundancy host refused, yet printed the lines"
+    # 3 hosts of 4, rally_local_replica=2 (the default): covered, nothing said
+    : >"$T/want"
+    $RUN -n 12 --launcher ssh --hosts h1:4,h2:4,h3:4 --require-redundancy host --dry-run "$prog" \
+        >"$T/out" 2>"$T/err" || fail "3 hosts of 4: --dry-run failed"
+    says "3 hosts of 4"
+    # racks: 4 hosts of 2 in 2 racks, one replica; every launcher gives a
+    # labelled host's ranks their rack, over -x's, and an unlabelled one -x's
+    printf 'h1:2@r1\nh2@r1 slots=2 # rack one\nh3:2@r2\nh4:2@r2\nh5\n' >"$T/hosts"
+    for l in ssh slurm mpirun; do
+        env -u SLURM_JOB_NODELIST "$run" -n 9 --launcher $l --hostfile "$T/hosts" --dry-run \
+            -x RALLY_DOMAIN=zz "$prog" rally_local_replica=1 >"$T/out" 2>"$T/err" ||
+            fail "$l: racks: --dry-run failed"
+        says "$l: racks spread over"
+        for r in 0 1 2 3 4 5 6 7 8; do
+            d=$(sed -n "s/^rank $r: .* --env RALLY_DOMAIN=\([^ ]*\) .*/\1/p" "$T/out")
+            want=r1
+            [ $r -ge 4 ] && want=r2
+            [ $r -eq 8 ] && want=zz
+            [ "$d" = "$want" ] || fail "$l: rank $r has RALLY_DOMAIN '$d', not $want"
+            [ "$(grep "^rank $r: " "$T/out" | grep -o 'RALLY_DOMAIN=' | wc -l)" -eq 1 ] ||
+                fail "$l: rank $r has RALLY_DOMAIN twice"
+        done
+    done
+    $RUN -n 8 --launcher ssh --hostfile "$T/hosts" --dry-run "$prog" rally_local_replica=1 \
+        rally_spread=host >"$T/out" 2>"$T/err" || fail "racks spread over hosts: --dry-run failed"
+    cat >"$T/want" <<EOF2
+rally-run: losing rack r1 (4 of 8 ranks) would lose the local models of 2 ranks: every copy of them is on it (rally_local_replica=1: 2 would cover it)
+rally-run: losing rack r2 (4 of 8 ranks) would lose the local models of 2 ranks: every copy of them is on it (rally_local_replica=1: 2 would cover it)
+EOF2
+    says "racks spread over hosts"
+    $RUN -n 8 --launcher ssh --hostfile "$T/hosts" --require-redundancy host --dry-run "$prog" \
+        rally_local_replica=1 rally_spread=host >"$T/out" 2>"$T/err" ||
+        fail "racks spread over hosts: --require-redundancy host refused"
+    $RUN -n 8 --launcher ssh --hostfile "$T/hosts" --require-redundancy rack --dry-run "$prog" \
+        rally_local_replica=1 rally_spread=host >"$T/out" 2>"$T/err"
+    [ $? -eq 2 ] || fail "--require-redundancy rack: want exit status 2"
+    echo "rally-run: --require-redundancy rack: not started: losing any of those would lose copies (above)" >>"$T/want"
+    says "--require-redundancy rack"
+    # usage: no rack named, one host
+    for c in "--hosts h1:4,h2:4 --require-redundancy rack|--require-redundancy rack: no host has a rack" \
+        "--hosts h1:4 --require-redundancy host|--require-redundancy host: the job has one host" \
+        "--hosts h1:4,h2:4 --require-redundancy zone|--require-redundancy wants host or rack, not 'zone'" \
+        "--hosts h1:4@r1,h2@|--hosts h1:4@r1,h2@: 'h2@': the label after '@' is empty"; do
+        "$run" -n 4 --launcher ssh ${c%%|*} --dry-run "$prog" >"$T/out" 2>"$T/err"
+        [ $? -eq 2 ] || fail "'${c%%|*}': want exit status 2"
+        has "$T/err" "${c#*|}"
+    done
+    "$run" --help >"$T/out" || fail "--help failed"
+    has "$T/out" "--require-redundancy host|rack"
     ;;
 mpirun)
     command -v mpirun >/dev/null || fail "no mpirun (scripts/deps.sh installs openmpi-bin)"

@@ -41,7 +41,7 @@ set_tests_properties(launch_out_test PROPERTIES LABELS "quick" TIMEOUT 30)
 # 127.0.0.3 (it must start: the case fails, never skips), rally-agent on the
 # "hosts", k-means digests against the local run's, the failure lines.
 foreach(case ssh_digest ssh_kill9 ssh_lost ssh_unreachable ssh_notfound ssh_exit ssh_kill_run
-             ssh_secret ssh_signal ssh_python ssh_snapshot_env dry_run mpirun)
+             ssh_secret ssh_signal ssh_python ssh_snapshot_env dry_run domains mpirun)
   add_test(NAME launch_remote_${case}
            COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/launch_remote_test.sh ${case} ${CMAKE_BINARY_DIR})
   set_tests_properties(launch_remote_${case} PROPERTIES TIMEOUT 300 LABELS "remote")
@@ -82,3 +82,8 @@ foreach(case job token progress prometheus page)
   set_tests_properties(status_${case} PROPERTIES TIMEOUT 300 LABELS "status")
 endforeach()
 set_tests_properties(status_job status_progress PROPERTIES LABELS "status;quick")
+# What losing one host would take, said at the start, again after a growth,
+# and shown (status_test.py's redundancy case; docs/launch.md, "Failure domains").
+add_test(NAME status_redundancy
+         COMMAND ${RALLY_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/status_test.py redundancy ${CMAKE_BINARY_DIR})
+set_tests_properties(status_redundancy PROPERTIES TIMEOUT 300 LABELS "status")

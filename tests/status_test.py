@@ -23,6 +23,14 @@ rally-kmeans with a worker killed by SIGKILL from outside.
               a terminal (one line redrawn and erased, under script(1))
   prometheus  Debian's prometheus scrapes /metrics during a job with a kill -9;
               its query API shows the deaths and recoveries the summary says
+  redundancy  what losing one host would take (docs/launch.md, "Failure
+              domains"), on hosts made of rank groups (RALLY_HOST_GROUP=4): a
+              host of 4 beside one of 1 with RALLY_LOCAL_REPLICA=1 is said at
+              the start, in status.json's "redundancy" and in /metrics; a
+              worker taken in (SIGUSR2) makes the second host 2 ranks, which
+              is said again and shown; 3 hosts of 4 with the default 2
+              replicas say nothing and show "covered"; --require-redundancy
+              host refuses the first layout before any worker starts
   page        Debian's chromium (headless, driven through chromedriver) loads
               the page during a job: a rank stopped (SIGSTOP) shows "silent",
               not "running", and the rate falls and the ETA grows while the
@@ -592,8 +600,60 @@ def case_page():
         fail("the job failed:\n" + job.text())
 
 
+def case_redundancy():
+    env = dict(os.environ, RALLY_HOST_GROUP="4", RALLY_LOCAL_REPLICA="1")
+    big = "losing the host of ranks 0-3 (4 of %d ranks, rally_host_group=4) would lose the " \
+          "local models of %d ranks: every copy of them is on it (rally_local_replica=1: %d " \
+          "would cover it)"
+    # refused before anything starts: no status address, no worker
+    p = subprocess.run([RUN, "-n", "5", "--require-redundancy", "host", "--status", "0"] +
+                       kmeans_args(2, 0), capture_output=True, text=True, env=env, timeout=60)
+    if p.returncode != 2 or "rally-run: " + big % (5, 3, 4) not in p.stderr or \
+            "not started: losing that host" not in p.stderr or "status:" in p.stderr:
+        fail("--require-redundancy host did not refuse the job (%d):\n%s" % (p.returncode, p.stderr))
+    # said at the start, shown; said again once a worker taken in changed it
+    job = Job(["-n", "5", "--max-workers", "6", "--status", "0"] + kmeans_args(200, 50), env=env)
+    base = job.url()
+    st = until("5 ranks running", lambda: (lambda s: running(s, 5) and s)(status(base)))
+    if "rally-run: " + big % (5, 3, 4) not in job.text():
+        fail("the start did not say the host not covered")
+    want = {"level": "host", "covered": False, "local_replica": 1, "result_copies": None,
+            "uncovered": [{"level": "host", "domain": "ranks 0-3", "ranks": 4, "lost_local": 3,
+                           "lost_pieces": 0}]}
+    if st["redundancy"] != want:
+        fail("status.json's redundancy: %s" % json.dumps(st["redundancy"]))
+    if metrics(base).get('rally_redundancy_uncovered_domains{level="host"}') != 1:
+        fail("/metrics does not count the host not covered")
+    os.kill(job.p.pid, signal.SIGUSR2)
+    until("the worker taken in", lambda: status(base)["world"] == 6, timeout=90)
+    again = "rally-run: with 6 workers now, " + big % (6, 2, 3)
+    until("it said again", lambda: again in job.text(), timeout=30)
+    want["uncovered"][0]["lost_local"] = 2
+    if status(base)["redundancy"] != want:
+        fail("status.json's redundancy after the growth: %s" % json.dumps(status(base)["redundancy"]))
+    if job.text().count("would lose") != 2:
+        fail("said more than at the start and once again:\n" + job.text())
+    os.killpg(job.p.pid, signal.SIGTERM)
+    job.wait()
+    # covered: 3 hosts of 4, 2 replicas
+    env["RALLY_LOCAL_REPLICA"] = "2"
+    job = Job(["-n", "12", "--require-redundancy", "host", "--status", "0"] + kmeans_args(200, 50),
+              env=env)
+    base = job.url()
+    st = until("12 ranks running", lambda: (lambda s: running(s, 12) and s)(status(base)))
+    if st["redundancy"] != {"level": "host", "covered": True, "local_replica": 2,
+                            "result_copies": None, "uncovered": []}:
+        fail("status.json's redundancy when covered: %s" % json.dumps(st["redundancy"]))
+    if metrics(base).get('rally_redundancy_uncovered_domains{level="host"}') != 0:
+        fail("/metrics counts a host not covered")
+    if "would lose" in job.text():
+        fail("a covered layout was said not covered:\n" + job.text())
+    os.killpg(job.p.pid, signal.SIGTERM)
+    job.wait()
+
+
 CASES = {"job": case_job, "token": case_token, "progress": case_progress,
-         "prometheus": case_prometheus, "page": case_page}
+         "prometheus": case_prometheus, "page": case_page, "redundancy": case_redundancy}
 
 if __name__ == "__main__":
     signal.alarm(280)

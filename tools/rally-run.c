@@ -120,6 +120,7 @@ static void on_event(void *arg, const struct rally__tracker_event *ev)
         note.disconnected = ev->disconnected;
     } else if (ev->kind == RALLY__TEV_RESIZED) {
         note.world = ev->world;
+        r->redundancy_again = 1;
         const char *how = strstr(ev->text, " lost for good: "); /* the tracker's numbering */
         if (ev->rank < 0 || how == NULL)
             rally__launch_out_say(&r->out[1], "%s", ev->text); /* it took workers in */
@@ -456,6 +457,8 @@ static void after(void *arg)
     if (v.state == RALLY__TRACKER_FAILED && v.sentence[0] && !r->out[1].hide[0])
         snprintf(r->out[1].hide, sizeof r->out[1].hide, "%s",
                  rally__launch_policy_repeats(v.sentence));
+    if (r->redundancy_again)
+        run_redundancy_again(r);
     run_status_after(r);
     rally__launch_out_write(&r->out[0]);
     rally__launch_out_write(&r->out[1]);
@@ -655,6 +658,7 @@ static void teardown(struct run *r)
 {
     job_teardown(r);
     rally__launch_policy_free(r->prev_pol);
+    run_redundancy_free(r);
     rally__launch_hosts_free(&r->hosts);
     free(r->host_of);
     free(r->held);
@@ -681,7 +685,7 @@ int main(int argc, char **argv)
         return run_status_cli(argc - 1, argv + 1);
     int status = run_parse(argc, argv, &r);
     if (status < 0 && (status = run_resolve_bind(&r)) == 0 && (status = run_place(&r)) == 0 &&
-        (r.dry_run || (status = run_output_dir(&r)) == 0))
+        (status = run_redundancy(&r)) == 0 && (r.dry_run || (status = run_output_dir(&r)) == 0))
         status = -1;
     if (status < 0 && r.dry_run) {
         status = rally__launch_snaps_setup(&r.snap, r.argv, r.world, 1);
@@ -689,6 +693,7 @@ int main(int argc, char **argv)
             status = dry_run(&r);
     }
     if (status >= 0) {
+        run_redundancy_free(&r);
         rally__launch_hosts_free(&r.hosts);
         free(r.host_of);
         free(r.held);

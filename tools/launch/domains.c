@@ -8,6 +8,18 @@
 
 #include "util/place.h"
 
+/* The longest run of consecutive places (cyclic) of the ring order in
+ * domain d. */
+static int longest(int W, const int *order, const int *dom, int d)
+{
+    int best = 0;
+    for (int i = 0, cur = 0; i < 2 * W; i++) {
+        cur = dom[order[i % W]] == d ? cur + 1 : 0;
+        best = cur > best ? cur : best;
+    }
+    return best < W ? best : W;
+}
+
 /* The domains of dom (one level) that are not covered, appended to out at
  * n; the new count. */
 static int level(const struct rally__launch_layout *in, const int *order, const int *dom,
@@ -30,7 +42,7 @@ static int level(const struct rally__launch_layout *in, const int *order, const 
         if (seen[d])
             continue;
         seen[d] = 1;
-        struct rally__launch_lost x = {is_rack, d, 0, 0, 0};
+        struct rally__launch_lost x = {is_rack, d, 0, 0, 0, longest(W, order, dom, d)};
         for (int q = r; q < W; q++)
             x.ranks += dom[q] == d;
         if (in->local_len > 0)

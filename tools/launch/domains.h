@@ -31,6 +31,8 @@ struct rally__launch_lost {
     int ranks;       /* its ranks */
     int local;       /* local models lost with it (of world) */
     int pieces;      /* pieces lost of each result kept in part (of world) */
+    int run;         /* its longest run of consecutive places: copies on run + 1 places
+                        cover it */
 };
 
 /* The uncovered domains into out (room for 2 * world): the hosts, then the

@@ -57,6 +57,7 @@ void rally__watch_free(struct rally__watch *w)
         free(w->keys[i].v);
     }
     free(w->rows);
+    free(w->red_dom);
     free(w->buf);
     free(w);
 }
@@ -355,6 +356,25 @@ struct rally__watch_rank *rally__watch_rows(struct rally__watch *w, int n)
 void rally__watch_set(struct rally__watch *w, const struct rally__watch_now *now)
 {
     w->now = *now;
+}
+
+void rally__watch_set_redundancy(struct rally__watch *w, const struct rally__watch_redundancy *red)
+{
+    w->has_red = 0;
+    if (red == NULL)
+        return;
+    if (red->n > w->red_cap) { /* grows with the world, then stays */
+        struct rally__watch_domain *d = realloc(w->red_dom, (size_t)red->n * sizeof *d);
+        if (d == NULL)
+            return; /* not known: status.json says null */
+        w->red_dom = d;
+        w->red_cap = red->n;
+    }
+    if (red->n > 0)
+        memcpy(w->red_dom, red->uncovered, (size_t)red->n * sizeof *w->red_dom);
+    w->red = *red;
+    w->red.uncovered = w->red_dom;
+    w->has_red = 1;
 }
 
 void rally__watch_mark_waited(struct rally__watch_rank *rows, int n, int recovering)

@@ -116,6 +116,26 @@ struct rally__watch_now {
 };
 void rally__watch_set(struct rally__watch *w, const struct rally__watch_now *now);
 
+/* What losing one failure domain would take of the copies the workers keep
+ * (rally-run's check at the start, launch/domains.h; docs/status.md). */
+struct rally__watch_domain {
+    const char *level; /* "host" or "rack" */
+    char name[256];    /* the host's name, the rack's label, or "ranks 0-3" (rally_host_group) */
+    int ranks;         /* its ranks */
+    int lost_local;    /* local models every copy of which is on it */
+    int lost_pieces;   /* pieces of each result kept in part, likewise */
+};
+struct rally__watch_redundancy {
+    const char *level; /* what the copies spread over: "host" or "rack" */
+    int racks;         /* racks are named: losing one is looked at too */
+    int local_replica; /* copies of a local model beside its own (rally_local_replica) */
+    int result_copies; /* copies of a result's piece; 0: results are kept whole */
+    int n;             /* the domains not covered */
+    const struct rally__watch_domain *uncovered;
+};
+/* Set with the rows before a render (copied); NULL: not known. */
+void rally__watch_set_redundancy(struct rally__watch *w, const struct rally__watch_redundancy *red);
+
 /* The renders: NUL-terminated text in the watch's buffer, valid until the
  * next render; *nbytes its length.  NULL when out of memory. */
 const char *rally__watch_json(struct rally__watch *w, int64_t now_ms, size_t *nbytes);

@@ -93,6 +93,10 @@ struct rally__watch {
     struct rally__watch_rank *rows;
     int nrows, rows_cap;
     struct rally__watch_now now;
+    int has_red;                        /* red is known */
+    struct rally__watch_redundancy red; /* red.uncovered is red_dom */
+    struct rally__watch_domain *red_dom;
+    int red_cap;
     /* the render */
     char *buf;
     size_t len, cap;

@@ -102,6 +102,28 @@ static json_t *rank_json(const struct rally__watch_rank *x)
     return o;
 }
 
+/* What losing one domain would take (null: rally-run has not looked). */
+static json_t *redundancy_json(const struct rally__watch *w)
+{
+    if (!w->has_red)
+        return json_null();
+    const struct rally__watch_redundancy *d = &w->red;
+    json_t *o = json_object(), *list = json_array();
+    json_object_set_new(o, "level", json_string(d->level));
+    json_object_set_new(o, "covered", json_boolean(d->n == 0));
+    json_object_set_new(o, "local_replica", json_integer(d->local_replica));
+    json_object_set_new(o, "result_copies",
+                        d->result_copies > 0 ? json_integer(d->result_copies) : json_null());
+    for (int i = 0; i < d->n; i++) {
+        const struct rally__watch_domain *x = &d->uncovered[i];
+        json_array_append_new(list, json_pack("{sssssisisi}", "level", x->level, "domain", x->name,
+                                              "ranks", x->ranks, "lost_local", x->lost_local,
+                                              "lost_pieces", x->lost_pieces));
+    }
+    json_object_set_new(o, "uncovered", list);
+    return o;
+}
+
 static json_t *status_json(struct rally__watch *w, int64_t now_ms)
 {
     char when[40], started[40];
@@ -202,6 +224,7 @@ static json_t *status_json(struct rally__watch *w, int64_t now_ms)
     json_object_set_new(tot, "calls", json_integer((json_int_t)calls));
     json_object_set_new(tot, "bytes", json_integer((json_int_t)nbytes));
     json_object_set_new(o, "totals", tot);
+    json_object_set_new(o, "redundancy", redundancy_json(w));
 
     json_t *tl = json_array();
     first = w->nmarks > WATCH_TIMELINE ? w->nmarks - WATCH_TIMELINE : 0;
@@ -255,6 +278,23 @@ static void head(struct rally__watch *w, const char *name, const char *type, con
     put(w, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
+/* The failure domains whose loss would take every copy of something, by
+ * level (racks only when the job has some). */
+static void put_redundancy(struct rally__watch *w)
+{
+    int hosts = 0, racks = 0;
+    for (int i = 0; i < w->red.n; i++) {
+        int rack = strcmp(w->red.uncovered[i].level, "rack") == 0;
+        racks += rack;
+        hosts += !rack;
+    }
+    head(w, "rally_redundancy_uncovered_domains", "gauge",
+         "Hosts (racks) whose loss would take every copy of a local model or a result's piece.");
+    put(w, "rally_redundancy_uncovered_domains{level=\"host\"} %d\n", hosts);
+    if (w->red.racks)
+        put(w, "rally_redundancy_uncovered_domains{level=\"rack\"} %d\n", racks);
+}
+
 const char *rally__watch_metrics(struct rally__watch *w, int64_t now_ms, size_t *nbytes)
 {
     rally__watch_mark_waited(w->rows, w->nrows,
@@ -288,6 +328,8 @@ const char *rally__watch_metrics(struct rally__watch *w, int64_t now_ms, size_t 
     put(w, "rally_recovery_epochs_total %d\n", t->epochs);
     head(w, "rally_job_restarts_total", "counter", "Whole-job restarts (--auto-resume).");
     put(w, "rally_job_restarts_total %d\n", t->job_restarts);
+    if (w->has_red)
+        put_redundancy(w);
     head(w, "rally_recovery_seconds", "histogram",
          "Seconds from a failure to the job back in step.");
     for (size_t i = 0; i < NBUCKETS; i++)

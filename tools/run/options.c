@@ -373,10 +373,19 @@ static const struct flag FLAGS[] = {
     ARG("hosts", 'W', "h1:4,h2:4",
         "the hosts and their slots (none: 1); ranks fill them in\n"
         "order (slurm: default the allocation's nodes; mpirun:\n"
-        "default localhost)",
+        "default localhost); h1:4@rack1 names h1's rack (or\n"
+        "zone), which its workers get as RALLY_DOMAIN",
         text, hosts_opt, NULL),
-    ARG("hostfile", 'Y', "F", "one host a line: host, host:K or host slots=K; # comments", text,
-        hostfile, NULL),
+    ARG("hostfile", 'Y', "F",
+        "one host a line: host, host:K or host slots=K, with\n"
+        "@LABEL after the host (or K) for its rack; # comments",
+        text, hostfile, NULL),
+    ARG("require-redundancy", 'Z', "host|rack",
+        "refuse to start (exit 2) when losing one host (or\n"
+        "rack) would lose every copy of a local model or of a\n"
+        "result's piece; without it rally-run says so and goes\n"
+        "on (docs/launch.md, \"Failure domains\")",
+        pick, require_redundancy, NULL),
     DO("ssh-option", 'o', "OPT", "passed to ssh as -o OPT (repeatable), e.g. Port=2222",
        ssh_option),
     ARG("agent", 'G', "PATH",
@@ -560,11 +569,8 @@ static int export_option(struct run *r, const struct flag *f, const char *arg, c
     return -1;
 }
 
-/* Which kinds an error lists (rally__launch_kind_list). */
-/* A worker setting in ms as rally_init reads it (an argument wins over the
- * environment, -x's included): 1 with *v and from ("rally_timeout_ms=5000",
- * "RALLY_TIMEOUT_MS=5000") when given and valid; 0, *v untouched, else. */
-static int worker_ms(const struct run *r, const char *name, int64_t *v, char *from, size_t cap)
+/* The text of a worker's setting, the last of its sources (run.h). */
+const char *run_setting(const struct run *r, const char *name, char *from, size_t cap)
 {
     char env[64], arg[64];
     snprintf(arg, sizeof arg, "rally_%s", name);
@@ -579,9 +585,22 @@ static int worker_ms(const struct run *r, const char *name, int64_t *v, char *fr
     for (char **a = r->argv + 1; *a; a++)
         if (strncmp(*a, arg, n) == 0 && (*a)[n] == '=')
             s = *a + n + 1, key = arg;
+    if (s != NULL)
+        snprintf(from, cap, "%s=%s", key, s);
+    return s;
+}
+
+/* Which kinds an error lists (rally__launch_kind_list). */
+/* A worker setting in ms as rally_init reads it (run_setting): 1 with *v
+ * and from ("rally_timeout_ms=5000", "RALLY_TIMEOUT_MS=5000") when given
+ * and valid; 0, *v untouched, else. */
+static int worker_ms(const struct run *r, const char *name, int64_t *v, char *from, size_t cap)
+{
+    char got[128];
+    const char *s = run_setting(r, name, got, sizeof got);
     if (s == NULL || rally__parse_int(s, 1, INT64_MAX / 4, v) != 0)
         return 0;
-    snprintf(from, cap, "%s=%s", key, s);
+    snprintf(from, cap, "%s", got);
     return 1;
 }
 

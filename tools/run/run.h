@@ -10,6 +10,8 @@
  *                      placement, the tracker's address and bind
  *   run/workers.c      starting a worker: its environment, its wrapper's
  *                      command line, signals to every worker
+ *   run/redundancy.c   whether losing one host (or rack) is covered by the
+ *                      copies the workers keep: said, refused, shown
  *
  * The launcher's reusable parts (processes, the restart policy, the loop,
  * output, remote hosts, the launcher kinds, a run's snapshots) are under
@@ -29,6 +31,7 @@
 #include "launch/proc.h"
 #include "launch/remote.h"
 #include "launch/snaps.h"
+#include "launch/watch.h"
 #include "net/sock.h"
 #include "tracker/server.h"
 
@@ -99,6 +102,10 @@ struct run {
     const char *events_path; /* --events FILE, or NULL */
     int progress;            /* --progress */
     struct run_status *st;   /* NULL: none of the three */
+    /* failure domains (run/redundancy.c) */
+    int require_redundancy;      /* --require-redundancy (given['Z']): 0 host, 1 rack */
+    int redundancy_again;        /* the job's ranks changed: look again */
+    struct run_redundancy *red;  /* as last looked at; NULL: not yet */
 };
 
 /* The job may go on with other workers (--min-workers, --max-workers). */
@@ -135,6 +142,11 @@ struct run_env_opt {
 };
 extern const struct run_env_opt run_snap_env[];
 extern const size_t run_nsnap_env;
+/* A worker setting as rally_init will read it (docs/config.md): the
+ * program's last rally_NAME=V argument, else -x RALLY_NAME=V, else
+ * rally-run's environment; NULL when none.  from gets "rally_name=V" or
+ * "RALLY_NAME=V". */
+const char *run_setting(const struct run *r, const char *name, char *from, size_t cap);
 
 /* --- run/hosts.c ------------------------------------------------------------ */
 
@@ -171,6 +183,20 @@ char **run_command(const struct run *r, int i);
 int run_spawn(struct run *r, int i);
 /* --output-dir: DIR itself, made if missing.  0, or the exit status. */
 int run_output_dir(const struct run *r);
+
+/* --- run/redundancy.c ------------------------------------------------------- */
+
+/* Before the start (run_place done): whether losing any one host, and any
+ * one rack when racks are named, is covered by the copies the workers will
+ * keep; one sentence for each that is not, and with --require-redundancy
+ * a refusal.  0, or the exit status. */
+int run_redundancy(struct run *r);
+/* The job's ranks changed (redundancy_again): look again, and say it when
+ * it changed. */
+void run_redundancy_again(struct run *r);
+/* What the status page shows of it (launch/watch.h), or NULL. */
+const struct rally__watch_redundancy *run_redundancy_watch(const struct run *r);
+void run_redundancy_free(struct run *r);
 
 /* --- run/status.c: the status server, the events file, the progress line ---- */
 

@@ -149,6 +149,7 @@ static void refresh(struct run *r)
                                                  c.job_restarts};
     }
     rally__watch_set(s->w, &wn);
+    rally__watch_set_redundancy(s->w, run_redundancy_watch(r));
 }
 
 static void answer(void *arg, const char *path, struct rally__http_resp *resp)

@@ -77,7 +77,8 @@ static int kv(char **env, size_t *k, const char *key, const char *value)
 /* The agent's --env settings for rank i (launch/remote.h), "K=V" each:
  * what a local worker gets but the secret's file, the snapshot settings
  * only with --snapshot-dir, the resume ones only when resuming, its deaths
- * in earlier attempts (RALLY_MOCK_DEATHS) only when it had some, the -x
+ * in earlier attempts (RALLY_MOCK_DEATHS) only when it had some, its host's
+ * label as RALLY_DOMAIN when it has one, the -x
  * variables, and rally-run's own RALLY_* variables but those it sets itself
  * (run_snap_env: never the environment's; ssh carries no environment).  NULL
  * terminated, malloc'd (rally__launch_argv_free); NULL when out of memory. */
@@ -126,12 +127,19 @@ static char **agent_env(const struct run *r, const char *id)
         SET("RALLY_RESUME", r->snap.resume_path);
         SET("RALLY_RESUME_FORCE", r->snap.force ? "1" : "0");
     }
+    /* its host's rack (--hosts h:K@LABEL): it wins over -x and the environment */
+    const char *label = r->hosts.h[r->host_of[atoi(id)]].label;
+    if (label[0])
+        SET("RALLY_DOMAIN", label);
 #undef SET
-    for (size_t i = 0; i < r->nxenv && !oom; i++) /* -x */
+    for (size_t i = 0; i < r->nxenv && !oom; i++) { /* -x */
+        if (label[0] && strcmp(r->xkey[i], "RALLY_DOMAIN") == 0)
+            continue;
         if ((env[k] = strdup(r->xenv[i])) != NULL)
             k++;
         else
             oom = 1;
+    }
     size_t ours = k;
     for (char **e = environ; *e && !oom; e++) {
         const char *eq = strchr(*e, '=');
