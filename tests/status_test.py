@@ -624,6 +624,8 @@ def case_redundancy():
         fail("status.json's redundancy: %s" % json.dumps(st["redundancy"]))
     if metrics(base).get('rally_redundancy_uncovered_domains{level="host"}') != 1:
         fail("/metrics does not count the host not covered")
+    # a few checkpoints in, as elastic_test's grow case takes one in
+    until("iteration 5", lambda: (status(base)["progress"]["iteration"] or 0) >= 5)
     os.kill(job.p.pid, signal.SIGUSR2)
     until("the worker taken in", lambda: status(base)["world"] == 6, timeout=90)
     again = "rally-run: with 6 workers now, " + big % (6, 2, 3)
