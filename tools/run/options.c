@@ -596,12 +596,8 @@ const char *run_setting(const struct run *r, const char *name, char *from, size_
  * and valid; 0, *v untouched, else. */
 static int worker_ms(const struct run *r, const char *name, int64_t *v, char *from, size_t cap)
 {
-    char got[128];
-    const char *s = run_setting(r, name, got, sizeof got);
-    if (s == NULL || rally__parse_int(s, 1, INT64_MAX / 4, v) != 0)
-        return 0;
-    snprintf(from, cap, "%s", got);
-    return 1;
+    const char *s = run_setting(r, name, from, cap);
+    return s != NULL && rally__parse_int(s, 1, INT64_MAX / 4, v) == 0;
 }
 
 static int grows(const struct rally__launch_kind *k)
