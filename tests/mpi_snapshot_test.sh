@@ -94,8 +94,10 @@ kill9)
     job "$tmp/plain" 4 "$km" $KM
     kill9_after 'snapshot: committed .*snap-00000004' "no snapshot of version 4 was committed" \
         's/^shard [0-9] fingerprint .* pid \([0-9]*\)$/\1/p' 4 \
-        "$km" $KM rally_snapshot_dir="$D" rally_snapshot_every=2
+        "$km" $KM rally_snapshot_dir="$D" rally_snapshot_every=2 rally_resume=latest-if-any
     grep -q "^result:" "$tmp/out" && fail "the job finished before it was killed"
+    grep -q "rally_resume=latest-if-any: no complete snapshot in .*: a fresh start" "$tmp/out" ||
+        fail "rally_resume=latest-if-any did not say it starts afresh"
     grep -v iteration "$tmp/out" | grep -v '^ \|^--\|^$'
     [ "$(nsnaps "$D/rally-kmeans-mpi")" -ge 1 ] || fail "the killed job left no snapshot"
     "$snap" verify "$D/rally-kmeans-mpi/latest" || fail "the newest snapshot does not verify"

@@ -26,6 +26,15 @@
 #             rally-run) signalled as --signal=B:TERM does (scancel
 #             --signal=TERM --batch) at iteration 5: a snapshot, exit 5, and
 #             --resume latest gives the uninterrupted digest
+#   requeue   rally-run's machine lost: a batch job (sbatch --requeue) runs
+#             rally-run --launcher slurm with a node-local first tier, a
+#             shared second tier and --resume latest-if-any (a fresh start
+#             the first time); once a snapshot is copied to the second tier
+#             the machine goes (the batch shell frozen, rally-run and its
+#             guard killed -9, the node-local directory removed): no worker,
+#             agent or srun of that run is left, and after scontrol requeue
+#             (what Slurm does when it finds the node down) the same script
+#             resumes from the second tier to the uninterrupted digest
 # When Slurm cannot start here (a container without what slurmd needs), rig
 # and launcher print why (the daemon and its log's last lines); rig fails,
 # and launcher checks the dry-run lines instead (RALLY_SLURM_REQUIRED=1
@@ -350,6 +359,90 @@ JOB
 dryrun)
     has_launcher
     dryrun_checks
+    ;;
+requeue)
+    has_launcher
+    make_data
+    start_rig || fail "the requeue case needs Slurm"
+    P="$KM --pause-ms 100"
+    job "$tmp/plain" 4 "$km" $P
+    L=$tmp/local S=$tmp/shared
+    tag="slurm-requeue-$$"
+    # docs/launch.md's script, with a line at each end saying which start
+    cat >"$tmp/job.sh" <<JOB
+#!/bin/sh
+#SBATCH --requeue
+echo "batch start \${SLURM_RESTART_COUNT:-0}"
+"$run" --launcher slurm -n 4 --snapshot-dir "$L" --snapshot-local --snapshot-copy "$S" \\
+    --snapshot-every 2 --resume latest-if-any "$km" $P
+echo "rally-run exit \$? (start \${SLURM_RESTART_COUNT:-0})"
+JOB
+    id=$(RALLY_TEST_TAG=$tag sbatch --parsable -n 4 -t 5 -o "$tmp/out" --open-mode=append \
+        "$tmp/job.sh") || fail "sbatch failed"
+    wait_line "$tmp/out" "^\[0\] rally: rank 0: snapshot: copied to $S/rally-kmeans/snap-" \
+        "a snapshot copied to the second tier" 900 0.1
+    # the workers frozen: the run cannot end before the loss, and one that
+    # nothing ends stays to be found
+    workers_signal STOP "$tag"
+    first=$(grep -lzx "RALLY_TEST_TAG=$tag" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3)
+    rr= guard= batch=
+    for p in $first; do
+        [ "$(cat "/proc/$p/comm" 2>/dev/null)" = rally-run ] || continue
+        pp=$(awk '{print $4}' "/proc/$p/stat")
+        if [ "$(cat "/proc/$pp/comm" 2>/dev/null)" = rally-run ]; then guard=$p; else rr=$p batch=$pp; fi
+    done
+    [ -n "$rr" ] && [ -n "$guard" ] && [ -n "$batch" ] ||
+        fail "no rally-run ($rr), guard ($guard) and batch shell ($batch) among $first"
+    # the machine goes: its batch shell runs no more, rally-run and its
+    # guard die at once, its disk is lost
+    kill -STOP "$batch"
+    kill -9 "$rr" "$guard"
+    rm -rf "$L"
+    echo "rally-run's machine lost: pid $rr and its guard $guard killed -9, batch shell $batch frozen"
+    left() { # the first run's processes still alive, but the frozen batch shell
+        for p in $first; do
+            [ "$p" != "$batch" ] && grep -qzx "RALLY_TEST_TAG=$tag" "/proc/$p/environ" 2>/dev/null &&
+                [ "$(awk '{print $3}' "/proc/$p/stat" 2>/dev/null)" != Z ] && echo "$p($(cat "/proc/$p/comm"))"
+        done
+    }
+    i=0
+    while [ -n "$(left)" ]; do
+        i=$((i + 1))
+        [ $i -gt 100 ] && fail "the first run's processes outlive rally-run by 10 s: $(left)"
+        sleep 0.1
+    done
+    echo "the first run's workers, agents and sruns are gone"
+    scontrol requeue "$id" || fail "scontrol requeue $id failed"
+    # Slurm holds a requeued job back (BeginTime, 2 minutes): now, here
+    i=0
+    until [ "$(squeue -h -j "$id" -o %T 2>/dev/null)" = PENDING ] &&
+        scontrol update JobId="$id" StartTime=now >/dev/null 2>&1; do
+        i=$((i + 1))
+        [ $i -gt 300 ] && fail "the requeued job never pended: $(squeue -h -j "$id" -o '%T %r' 2>&1)"
+        sleep 0.1
+    done
+    wait_line "$tmp/out" '^batch start 1$' "the requeued start" 900 0.1
+    [ -z "$(left)" ] || fail "the first run's processes outlive the requeue: $(left)"
+    wait_line "$tmp/out" '^rally-run exit .* (start 1)$' "the end of the requeued run" 1200 0.1
+    grep -v iteration "$tmp/out"
+    sed -n '/^batch start 1$/,$p' "$tmp/out" >"$tmp/second"
+    sed -n '1,/^batch start 1$/p' "$tmp/out" >"$tmp/first"
+    grep -q '^rally-run: --resume latest-if-any: .* a fresh start' "$tmp/first" ||
+        fail "the first start did not say it starts afresh"
+    grep -q "^rally-run: resuming from $S/rally-kmeans/snap-[0-9]* (the second tier, --snapshot-copy)" \
+        "$tmp/second" || fail "the requeued run did not resume from the second tier"
+    grep -q '^\[0\] iteration 1 ' "$tmp/second" && fail "the requeued run started over"
+    grep -q '^rally-run exit 0 (start 1)$' "$tmp/second" || fail "the requeued run failed"
+    same_digest "$tmp/second" "$tmp/plain"
+    i=0
+    while [ -n "$(squeue -h -j "$id" -o %T 2>/dev/null)" ]; do # listed while pending, running, completing
+        i=$((i + 1))
+        [ $i -gt 300 ] && fail "the requeued job did not end: $(squeue -h -j "$id" -o %T 2>&1)"
+        sleep 0.1
+    done
+    scontrol show job "$id" 2>/dev/null | grep -q 'Restarts=1 ' ||
+        fail "Slurm does not count one restart: $(scontrol show job "$id" 2>&1 | grep -o 'Restarts=[0-9]*')"
+    no_leftovers "$tag"
     ;;
 *)
     fail "unknown case"

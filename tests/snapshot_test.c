@@ -716,6 +716,23 @@ static void latest_is_newest_run(void **state)
     mkdir_p(empty);
     assert_int_equal(rally__snap_resolve(empty, NULL, "latest", &e, path, sizeof path), RALLY_EINVAL);
     assert_non_null(strstr(e.msg, "holds no complete snapshot to resume from (0 incomplete"));
+    /* latest-if-any: latest where there is one, else "" (a fresh start),
+     * but never for a tier that could not be listed */
+    assert_int_equal(rally__snap_resolve(job, NULL, "latest-if-any", &e, path, sizeof path),
+                     RALLY_OK);
+    assert_string_equal(path, want);
+    char gone[600], notdir[600];
+    snprintf(gone, sizeof gone, "%s/gone", root);
+    assert_int_equal(rally__snap_resolve(empty, gone, "latest-if-any", &e, path, sizeof path),
+                     RALLY_OK);
+    assert_string_equal(path, "");
+    snprintf(notdir, sizeof notdir, "%s/notdir", root);
+    FILE *f = fopen(notdir, "w");
+    assert_non_null(f);
+    fclose(f);
+    assert_int_equal(rally__snap_resolve(empty, notdir, "latest-if-any", &e, path, sizeof path),
+                     RALLY_EINVAL);
+    assert_non_null(strstr(e.msg, "holds no complete snapshot to resume from"));
 }
 
 static void retention_keeps_k_of_one_run(void **state)

@@ -89,17 +89,24 @@ static int name_run(struct rally__snapjob *sj, struct run_word *w)
     }
     if (c->resume[0] == '\0')
         return RALLY_OK;
-    if (strcmp(c->resume, "latest") == 0 && sj->jobdir[0] == '\0')
-        return rally__fail(e, RALLY_ECONFIG, "rally_resume=latest needs rally_snapshot_dir");
+    if ((strcmp(c->resume, "latest") == 0 || strcmp(c->resume, RALLY__SNAP_IF_ANY) == 0) &&
+        sj->jobdir[0] == '\0')
+        return rally__fail(e, RALLY_ECONFIG, "rally_resume=%s needs rally_snapshot_dir",
+                           c->resume);
     char path[PATH_MAX];
     struct rally__snap *sn = NULL;
     const char *copydir = sj->copy_jobdir[0] ? sj->copy_jobdir : NULL;
     if (rally__snap_resolve(sj->jobdir, copydir, c->resume, e, path, sizeof path) != RALLY_OK)
         return refuse(e, "rally_resume", c->resume, "");
+    if (path[0] == '\0') { /* latest-if-any, and none */
+        rally__snapjob_say(sj, "rally_resume=%s: no complete snapshot in %s%s%s: a fresh start",
+                           c->resume, sj->jobdir, copydir ? " nor " : "", copydir ? copydir : "");
+        return RALLY_OK;
+    }
     if (rally__snap_open(path, e, &sn) != RALLY_OK) {
         char older[PATH_MAX], hint[2 * PATH_MAX + 128] = "";
         uint64_t v = 0;
-        if (strcmp(c->resume, "latest") == 0 &&
+        if ((strcmp(c->resume, "latest") == 0 || strcmp(c->resume, RALLY__SNAP_IF_ANY) == 0) &&
             rally__snap_older(sj->jobdir, copydir, path, older, sizeof older, &v))
             snprintf(hint, sizeof hint,
                      "; the newest snapshot before it that verifies is %s (checkpoint version "

@@ -459,7 +459,8 @@ int rally__snap_check_fresh_tiers(const char *jobdir, const char *copy_jobdir, c
 int rally__snap_resolve(const char *jobdir, const char *copydir, const char *what,
                         struct rally__err *e, char *path, size_t cap)
 {
-    if (strcmp(what, "latest") != 0) {
+    int if_any = strcmp(what, RALLY__SNAP_IF_ANY) == 0;
+    if (strcmp(what, "latest") != 0 && !if_any) {
         if ((size_t)snprintf(path, cap, "%s", what) >= cap)
             return rally__fail(e, RALLY_EINVAL, "the snapshot path %s is too long", what);
         return RALLY_OK;
@@ -472,7 +473,9 @@ int rally__snap_resolve(const char *jobdir, const char *copydir, const char *wha
         return rc;
     long at = rally__snap_latest(v, n);
     const char *in = (size_t)at < n0 ? jobdir : copydir;
-    if (at < 0) {
+    if (at < 0 && if_any && note[0] == '\0') {
+        path[0] = '\0'; /* every tier listed, none holds one: a first start */
+    } else if (at < 0) {
         size_t bad = 0;
         for (size_t i = 0; i < n; i++)
             bad += v[i].state != RALLY__SNAP_COMPLETE;

@@ -382,6 +382,8 @@ struct rally__snap_entry {
  * checksums.  *v is the caller's to free. */
 int rally__snap_list(const char *jobdir, struct rally__err *e, struct rally__snap_entry **v,
                      size_t *count);
+/* --resume's "the newest if there is one, else a fresh start". */
+#define RALLY__SNAP_IF_ANY "latest-if-any"
 /* The index in v of "latest": the newest complete snapshot of the newest
  * run (docs/snapshot-format.md); -1 when there is none. */
 long rally__snap_latest(const struct rally__snap_entry *v, size_t count);
@@ -391,8 +393,11 @@ long rally__snap_latest(const struct rally__snap_entry *v, size_t count);
  * copy); RALLY_EINVAL when neither holds a complete snapshot, saying what
  * they hold instead.  A tier that does not exist holds nothing; when both
  * are given, one that cannot be listed is passed over (and said in the
- * refusal).  Anything else is taken as a snapshot's path, unchecked
- * (rally__snap_open checks). */
+ * refusal).  RALLY__SNAP_IF_ANY is "latest", but where neither holds a
+ * complete snapshot and both could be listed it is RALLY_OK with path ""
+ * (a job's first start: a script run again, e.g. a requeued batch job,
+ * resumes and starts alike).  Anything else is taken as a snapshot's path,
+ * unchecked (rally__snap_open checks). */
 int rally__snap_resolve(const char *jobdir, const char *copydir, const char *what,
                         struct rally__err *e, char *path, size_t cap);
 /* Lists jobdir: *top the newest version of any snapshot directory there

@@ -112,12 +112,23 @@ int rally__launch_snaps_setup(struct rally__launch_snaps *s, char **argv, int wo
         fprintf(stderr, "rally-run: --resume %s: %s\n", s->resume, e.msg);
         return 1;
     }
+    if (path[0] == '\0') { /* latest-if-any, and none: incomplete leftovers are written over */
+        if (copydir != NULL)
+            fprintf(stderr,
+                    "rally-run: --resume %s: neither %s nor %s holds a complete snapshot: a "
+                    "fresh start\n",
+                    s->resume, s->jobdir, copydir);
+        else
+            fprintf(stderr, "rally-run: --resume %s: %s holds no complete snapshot: a fresh start\n",
+                    s->resume, s->jobdir);
+        return 0;
+    }
     struct rally__snap *sn = NULL;
     if (rally__snap_open(path, &e, &sn) != RALLY_OK) {
         char older[PATH_MAX];
         uint64_t v = 0;
         fprintf(stderr, "rally-run: --resume %s: %s\n", path, e.msg);
-        if (strcmp(s->resume, "latest") == 0 &&
+        if ((strcmp(s->resume, "latest") == 0 || strcmp(s->resume, RALLY__SNAP_IF_ANY) == 0) &&
             rally__snap_older(s->jobdir, copydir, path, older, sizeof older, &v))
             fprintf(stderr,
                     "rally-run: the newest snapshot before it that verifies is %s (checkpoint "

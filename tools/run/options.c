@@ -340,7 +340,9 @@ static const struct flag FLAGS[] = {
     ARG("resume", 'R', "latest|PATH",
         "start from the newest complete snapshot of the newest run\n"
         "in DIR/JOB, or from the snapshot directory PATH\n"
-        "(verified before any worker starts)",
+        "(verified before any worker starts); latest-if-any: the\n"
+        "same, or a fresh start where no tier holds a complete one\n"
+        "(a batch script run again by a requeue)",
         text, snap.resume, NULL),
     SWITCH("overwrite", 'O', "start afresh although DIR/JOB holds snapshots (they stay)",
            snap.overwrite),
@@ -744,9 +746,10 @@ int run_parse(int argc, char **argv, struct run *r)
         return cli_usage_error("rally-run", "the snapshot options need --snapshot-dir DIR%s%s%s",
                                r->env_snap[0] ? " (" : "", r->env_snap,
                                r->env_snap[0] ? " is one)" : "");
-    if (r->snap.resume != NULL && strcmp(r->snap.resume, "latest") == 0 && r->snap.dir == NULL)
-        return cli_usage_error("rally-run", "%s needs --snapshot-dir DIR",
-                               r->given['R'] ? "--resume latest" : "RALLY_RESUME=latest");
+    if (r->snap.resume != NULL && r->snap.dir == NULL &&
+        (strcmp(r->snap.resume, "latest") == 0 || strcmp(r->snap.resume, RALLY__SNAP_IF_ANY) == 0))
+        return cli_usage_error("rally-run", "%s%s needs --snapshot-dir DIR",
+                               r->given['R'] ? "--resume " : "RALLY_RESUME=", r->snap.resume);
     if (r->snap.local && r->snap.copy == NULL)
         return cli_usage_error("rally-run", "--snapshot-local needs --snapshot-copy: with a "
                                             "directory private to each host, no host holds a "
