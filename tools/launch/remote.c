@@ -305,14 +305,12 @@ int rally__launch_place_one(const struct rally__launch_hosts *hs, const int *hos
 int rally__launch_hosts_merge(struct rally__launch_hosts *hs,
                               const struct rally__launch_hosts *fresh)
 {
-    size_t n = hs->n;
+    size_t n = hs->n; /* room for hs's hosts and every one new (a name twice: more room) */
     for (size_t i = 0; i < fresh->n; i++) {
         size_t k = 0;
-        while (k < n && strcmp(hs->h[k].name, fresh->h[i].name) != 0)
+        while (k < hs->n && strcmp(hs->h[k].name, fresh->h[i].name) != 0)
             k++;
-        if (k < n)
-            continue;
-        n++;
+        n += k == hs->n;
     }
     if (n > hs->n) {
         struct rally__launch_host *h = realloc(hs->h, n * sizeof *h);
