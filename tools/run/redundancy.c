@@ -62,16 +62,28 @@ static void placing_of(const struct run *r, struct placing *p)
     p->domain_arg = p->domain != NULL && strncmp(from, "rally_", 6) == 0;
 }
 
-/* ids[q] for keys key[q] in [0, nkeys): the lowest q with the same key (so
- * in [0, world), as coll/place.h wants); seen has room for nkeys. */
-static void ids_of(int world, const int *key, int *seen, int nkeys, int *ids)
+struct named {
+    const char *s;
+    int q;
+};
+
+static int by_name(const void *a, const void *b)
 {
-    for (int i = 0; i < nkeys; i++)
-        seen[i] = -1;
-    for (int q = 0; q < world; q++) {
-        if (seen[key[q]] < 0)
-            seen[key[q]] = q;
-        ids[q] = seen[key[q]];
+    const struct named *x = a, *y = b;
+    int c = strcmp(x->s, y->s);
+    return c != 0 ? c : (x->q > y->q) - (x->q < y->q);
+}
+
+/* ids[q]: the lowest rank whose name[] equals rank q's (so in [0, world),
+ * as util/place.h wants); k is room for world. */
+static void ids_of(int world, const char *const *name, struct named *k, int *ids)
+{
+    for (int q = 0; q < world; q++)
+        k[q] = (struct named){name[q], q};
+    qsort(k, (size_t)world, sizeof *k, by_name);
+    for (int i = 0, first = 0; i < world; i++) {
+        first = i > 0 && strcmp(k[i].s, k[i - 1].s) == 0 ? first : i;
+        ids[k[i].q] = k[first].q;
     }
 }
 
@@ -90,9 +102,9 @@ static int count_ids(int world, const int *ids, int *shared)
 /* The layout of the job's world ranks, rank q launched as slot[q]. */
 struct layout {
     int world;
-    int *host, *rack;   /* ids (coll/place.h); rack NULL: no rack is named */
+    int *host, *rack;   /* ids (util/place.h); rack NULL: no rack is named */
     const char **label; /* each rank's rack ("": none) */
-    int nhosts, nracks; /* the ranks without a rack are one, as the workers take them */
+    int nhosts, nracks;
 };
 
 /* 0, or -1 when out of memory. */
@@ -100,42 +112,36 @@ static int layout_of(const struct run *r, const struct placing *p, int world, co
                      struct layout *L)
 {
     int listed = remote(r) && r->host_of != NULL; /* else every rank runs here */
-    int room = listed && (int)r->hosts.n > world ? (int)r->hosts.n : world;
     L->world = world;
-    L->host = malloc(4 * (size_t)room * sizeof *L->host);
+    L->host = malloc(2 * (size_t)world * sizeof *L->host);
     L->label = malloc((size_t)world * sizeof *L->label);
-    if (L->host == NULL || L->label == NULL)
+    const char **name = malloc((size_t)world * sizeof *name);
+    struct named *k = malloc((size_t)world * sizeof *k);
+    int any = 0, shared;
+    if (L->host == NULL || L->label == NULL || name == NULL || k == NULL) {
+        free(name);
+        free(k);
         return -1;
-    int *key = L->host + room, *rack = key + room, *seen = rack + room, any = 0, shared;
-    /* a host's name is the host, wherever it is listed */
+    }
     for (int q = 0; q < world; q++) {
-        int h = listed ? r->host_of[slot[q]] : 0;
-        for (int g = 0; listed && g < h; g++)
-            if (strcmp(r->hosts.h[g].name, r->hosts.h[h].name) == 0) {
-                h = g;
-                break;
-            }
-        key[q] = p->group > 0 ? q / (int)p->group : h;
-        const char *lab = listed ? r->hosts.h[h].label : "";
-        L->label[q] = p->domain_arg || !lab[0] ? (p->domain ? p->domain : "") : lab;
+        const struct rally__launch_host *h = listed ? &r->hosts.h[r->host_of[slot[q]]] : NULL;
+        name[q] = h ? h->name : ""; /* a host's name is the host, wherever it is listed */
+        L->label[q] = p->domain_arg || !h || !h->label[0] ? (p->domain ? p->domain : "")
+                                                          : h->label;
         any |= L->label[q][0] != '\0';
     }
-    ids_of(world, key, seen, room, L->host);
+    ids_of(world, name, k, L->host);
+    for (int q = 0; q < world && p->group > 0; q++)
+        L->host[q] = q / (int)p->group * (int)p->group;
     L->nhosts = count_ids(world, L->host, &shared);
     L->rack = NULL;
-    if (!any)
-        return 0;
-    for (int q = 0; q < world; q++) { /* equal labels (the ranks without one too) */
-        key[q] = q;
-        for (int o = 0; o < q; o++)
-            if (strcmp(L->label[o], L->label[q]) == 0) {
-                key[q] = o;
-                break;
-            }
+    if (any) { /* equal labels (the ranks without one are one rack, as the workers take them) */
+        L->rack = L->host + world;
+        ids_of(world, L->label, k, L->rack);
+        L->nracks = count_ids(world, L->rack, &shared);
     }
-    ids_of(world, key, seen, room, rack);
-    L->rack = rack;
-    L->nracks = count_ids(world, rack, &shared);
+    free(name);
+    free(k);
     return 0;
 }
 

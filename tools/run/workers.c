@@ -78,10 +78,10 @@ static int kv(char **env, size_t *k, const char *key, const char *value)
  * what a local worker gets but the secret's file, the snapshot settings
  * only with --snapshot-dir, the resume ones only when resuming, its deaths
  * in earlier attempts (RALLY_MOCK_DEATHS) only when it had some, its host's
- * label as RALLY_DOMAIN when it has one, the -x
- * variables, and rally-run's own RALLY_* variables but those it sets itself
- * (run_snap_env: never the environment's; ssh carries no environment).  NULL
- * terminated, malloc'd (rally__launch_argv_free); NULL when out of memory. */
+ * label as RALLY_DOMAIN when it has one, the -x variables, and rally-run's
+ * own RALLY_* variables but those it sets itself (run_snap_env: never the
+ * environment's; ssh carries no environment).  NULL terminated, malloc'd
+ * (rally__launch_argv_free); NULL when out of memory. */
 static char **agent_env(const struct run *r, const char *id)
 {
     extern char **environ;
