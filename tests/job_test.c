@@ -2126,19 +2126,28 @@ static void messages_round_trip(void **state)
     assert_string_equal(rg.key, "copy");
     assert_int_equal(strlen(rg.text), 1023);
 
-    /* a HEARTBEAT from before the counters still reads, as 0 */
+    /* a HEARTBEAT from before the counters or the straggler window still
+     * reads, as 0 */
     w.len = 0;
-    struct rally__msg_heartbeat hb = {1, RALLY__KEY_OP(2, 1), 1, 5, "broadcast", 7, 8};
+    struct rally__msg_heartbeat hb = {1, RALLY__KEY_OP(2, 1), 1, 5, "broadcast", 7, 8, 9, 10, 11};
     rally__msg_heartbeat_put(&w, &hb);
     struct rally__msg_heartbeat hg;
     assert_int_equal(rally__msg_heartbeat_get(b, w.len, &hg), 0);
     assert_int_equal(hg.calls, 7);
     assert_int_equal(hg.nbytes, 8);
-    assert_int_equal(rally__msg_heartbeat_get(b, w.len - 16, &hg), 0);
+    assert_int_equal(hg.win, 9);
+    assert_int_equal(hg.win_wait_ms, 10);
+    assert_int_equal(hg.win_span_ms, 11);
+    assert_int_equal(rally__msg_heartbeat_get(b, w.len - 20, &hg), 0); /* no window */
+    assert_int_equal(hg.calls, 7);
+    assert_int_equal(hg.win, 0);
+    assert_int_equal(hg.win_span_ms, 0);
+    assert_int_equal(rally__msg_heartbeat_get(b, w.len - 36, &hg), 0);
     assert_int_equal(hg.calls, 0);
     assert_int_equal(hg.nbytes, 0);
     assert_string_equal(hg.what, "broadcast");
-    assert_int_equal(rally__msg_heartbeat_get(b, w.len - 8, &hg), -1); /* half of them */
+    assert_int_equal(rally__msg_heartbeat_get(b, w.len - 28, &hg), -1); /* half of them */
+    assert_int_equal(rally__msg_heartbeat_get(b, w.len - 8, &hg), -1);
     assert_int_equal(rally__msg_heartbeat_get(b, w.len - 1, &hg), -1);
 }
 

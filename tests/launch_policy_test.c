@@ -451,6 +451,34 @@ static void elastic_gives_up_a_rank(void **state)
     rally__launch_policy_free(pol);
 }
 
+/* --give-up-slow: a rank that stays slow is killed at once and, once it
+ * ended, given up as one with no restart left, restarts left or not; only
+ * in an elastic job, and once. */
+static void slow_rank_is_given_up(void **state)
+{
+    (void)state;
+    struct rally__launch_policy *pol = make(3, 3, 300);
+    struct rally__launch_act a;
+    assert_int_equal(rally__launch_policy_slow(pol, 1, "late", 50), 0); /* not elastic */
+    assert_int_equal(rally__launch_policy_deadline(pol), RALLY__NEVER);
+    rally__launch_policy_elastic(pol, 1);
+    assert_int_equal(rally__launch_policy_slow(pol, 1, "it arrived 60 % after the median", 50), 1);
+    assert_int_equal(rally__launch_policy_slow(pol, 1, "again", 60), 0); /* once */
+    assert_int_equal(rally__launch_policy_deadline(pol), 50);
+    assert_int_equal(rally__launch_policy_due(pol, 50), 1);
+    assert_int_equal(rally__launch_policy_due(pol, 50), -1);
+    rally__launch_policy_exit(pol, 1, KILLED(SIGKILL), &running, 55, &a);
+    assert_int_equal(a.restart, -1); /* three restarts left, yet given up */
+    assert_int_equal(a.gone, 1);
+    assert_string_equal(a.say, "rank 1 died (killed by signal 9: given up as slow: it arrived 60 % "
+                               "after the median); --give-up-slow: giving it up");
+    struct rally__launch_rank_counts c;
+    rally__launch_policy_rank(pol, 1, &c);
+    assert_true(c.dropped);
+    assert_int_equal(rally__launch_policy_slow(pol, 1, "late", 70), 0); /* gone already */
+    rally__launch_policy_free(pol);
+}
+
 /* Growth (--max-workers): a rank added waits to join; its exit before the
  * tracker assigned it is no death and fails nothing; once assigned it is a
  * rank like the others.  No more than max_workers run or wait. */
@@ -759,6 +787,7 @@ static void remote_unstarted_fails_the_job(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(slow_rank_is_given_up),
         cmocka_unit_test(all_finalize),         cmocka_unit_test(restart_then_recover),
         cmocka_unit_test(two_deaths_one_epoch), cmocka_unit_test(restarts_exhausted),
         cmocka_unit_test(death_fails_the_job),  cmocka_unit_test(fenced_rank_is_killed),

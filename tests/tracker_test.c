@@ -897,7 +897,7 @@ static void observers_see_reports_and_counters(void **state_)
     assert_int_equal(rally__tracker_phase(fx.t), RALLY__TPHASE_RUNNING);
     pthread_mutex_unlock(&fx.mu);
     rally__tclient_position(&c[1], RALLY__KEY_OP(3, 5), 1, "allreduce");
-    rally__tclient_counters(&c[1], 41, 1 << 20);
+    rally__tclient_counters(&c[1], 41, 1 << 20, 37, 120, 900);
     int64_t t0 = rally__now_ms();
     assert_int_equal(rally__tclient_heartbeat_start(&c[1], 20, &e), RALLY_OK);
     struct rally__msg_report r = {RALLY__REPORT_VALUE, 3, 0.5, 0, "objective", ""};
@@ -924,6 +924,9 @@ static void observers_see_reports_and_counters(void **state_)
     assert_true(ri.heartbeats);
     assert_int_equal(ri.calls, 41);
     assert_int_equal(ri.nbytes, 1 << 20);
+    assert_int_equal(ri.win, 37); /* the straggler window */
+    assert_int_equal(ri.win_wait_ms, 120);
+    assert_int_equal(ri.win_span_ms, 900);
     assert_int_equal(ri.position, RALLY__KEY_OP(3, 5));
     assert_true(ri.waiting);
     assert_string_equal(ri.what, "allreduce");

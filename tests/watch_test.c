@@ -282,6 +282,74 @@ static void waited_on_is_the_rank_behind(void **state)
     assert_int_equal(rows[0].waited_on, 0);
 }
 
+/* The lateness: the median rank's share of its time spent waiting inside
+ * collectives, minus the rank's own; unknown for a window too short (too
+ * few calls, or under a second), for a rank that does not run, and when
+ * fewer than two ranks can be compared.  Shown per rank and per host (its
+ * latest rank) in status.json and /metrics. */
+static void lateness_is_the_median_wait_minus_its_own(void **state)
+{
+    (void)state;
+    struct rally__watch *w = made();
+    struct rally__watch_rank *rows = rally__watch_rows(w, 5);
+    assert_non_null(rows);
+    /* ranks 0, 1, 3 wait 900 ms of 1000, rank 2 waits 100: it arrives 80 % late */
+    const uint64_t wait[5] = {900, 900, 100, 900, 0};
+    for (int r = 0; r < 5; r++)
+        rows[r] = (struct rally__watch_rank){.rank = r,
+                                             .launched_as = r,
+                                             .state = "running",
+                                             .win = 200,
+                                             .win_wait_ms = wait[r],
+                                             .win_span_ms = 1000};
+    snprintf(rows[0].host, sizeof rows[0].host, "h1");
+    snprintf(rows[1].host, sizeof rows[1].host, "h1");
+    snprintf(rows[2].host, sizeof rows[2].host, "h2");
+    snprintf(rows[3].host, sizeof rows[3].host, "h2");
+    snprintf(rows[4].host, sizeof rows[4].host, "h3");
+    rows[4].win = 9; /* too few calls yet */
+    assert_int_equal(rally__watch_mark_late(w), 0);
+    assert_true(rows[2].lateness > 0.799 && rows[2].lateness < 0.801);
+    assert_true(rows[0].lateness == 0 && rows[1].lateness == 0 && rows[3].lateness == 0);
+    assert_true(rows[4].lateness != rows[4].lateness); /* NAN */
+    struct rally__watch_now now = {.phase = "running", .epoch = 1, .world = 5};
+    rally__watch_set(w, &now);
+    size_t n;
+    const char *m = rally__watch_metrics(w, 2000, &n);
+    assert_non_null(m);
+    assert_non_null(strstr(m, "rally_rank_lateness_ratio{rank=\"2\"} 0.8000\n"));
+    assert_non_null(strstr(m, "rally_rank_lateness_ratio{rank=\"0\"} 0.0000\n"));
+    assert_null(strstr(m, "rally_rank_lateness_ratio{rank=\"4\"}"));
+    assert_non_null(strstr(m, "rally_host_lateness_ratio{host=\"h2\"} 0.8000\n"));
+    assert_non_null(strstr(m, "rally_host_lateness_ratio{host=\"h1\"} 0.0000\n"));
+    assert_null(strstr(m, "rally_host_lateness_ratio{host=\"h3\"}")); /* none known */
+    const char *js = rally__watch_json(w, 2000, &n);
+    json_t *o = json_loads(js, 0, NULL);
+    assert_non_null(o);
+    json_t *hosts = json_object_get(o, "hosts");
+    assert_int_equal(json_array_size(hosts), 3);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(hosts, 1), "host")), "h2");
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(hosts, 1), "ranks")), 2);
+    assert_true(json_is_null(json_object_get(json_array_get(hosts, 2), "lateness")));
+    json_t *r2 = json_array_get(json_object_get(o, "ranks"), 2);
+    assert_true(json_real_value(json_object_get(r2, "lateness")) > 0.799);
+    json_decref(o);
+    /* a window under a second is not judged; one rank alone has no median */
+    rows = rally__watch_rows(w, 2);
+    rows[0] = (struct rally__watch_rank){.rank = 0, .state = "running", .win = 200,
+                                         .win_wait_ms = 900, .win_span_ms = 999};
+    rows[1] = (struct rally__watch_rank){.rank = 1, .state = "running", .win = 200,
+                                         .win_wait_ms = 100, .win_span_ms = 1000};
+    assert_int_equal(rally__watch_mark_late(w), 0);
+    assert_true(rows[0].lateness != rows[0].lateness && rows[1].lateness != rows[1].lateness);
+    /* a rank that finished is no longer compared */
+    rows[0].win_span_ms = 1000;
+    rows[0].state = "finished";
+    assert_int_equal(rally__watch_mark_late(w), 0);
+    assert_true(rows[1].lateness != rows[1].lateness);
+    rally__watch_free(w);
+}
+
 /* A job whose reports stop (a rank stopped, the others waiting for it):
  * past the usual gap between reports (or 2.5 s, the longer), the time
  * counts against the rate, so the rate falls and the ETA grows; before
@@ -416,6 +484,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(status_carries_the_story),     cmocka_unit_test(metrics_say_the_summary),
         cmocka_unit_test(waited_on_is_the_rank_behind), cmocka_unit_test(long_series_stay_bounded),
+        cmocka_unit_test(lateness_is_the_median_wait_minus_its_own),
         cmocka_unit_test(rate_falls_while_reports_stop),
         cmocka_unit_test(events_file_has_a_line_each),  cmocka_unit_test(progress_line_reads_well),
     };

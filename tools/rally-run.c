@@ -444,6 +444,7 @@ static void after(void *arg)
     view(r, &v);
     rally__launch_policy_tracker(r->pol, &v, rally__now_ms());
     refill(r, rally__now_ms());
+    run_slow_after(r); /* (a rank given up as slow is killed below, this turn) */
     int k;
     while ((k = rally__launch_policy_due(r->pol, rally__now_ms())) != -1) {
         if (k == RALLY__LAUNCH_KILL_ALL)
@@ -666,6 +667,7 @@ static void teardown(struct run *r)
     free(r->ssh_opts);
     free(r->starts);
     free(r->deaths_before);
+    run_slow_free(r);
     rally__launch_argv_free(r->xenv);
     rally__launch_argv_free(r->xkey);
     rally__launch_snaps_free(&r->snap);

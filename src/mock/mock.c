@@ -18,7 +18,7 @@
 #include "util/clock.h"
 
 static const char *const phases[] = {"op",   "checkpoint", "recovery", "load",
-                                     "wire", "flip",       "final"};
+                                     "wire", "flip",       "final",    "lag"};
 
 static void say(const char *fmt, ...)
 {
@@ -240,8 +240,18 @@ int rally__mock_parse(struct rally__mock *m, const struct rally__config *cfg, st
         if (k < 4 || (size_t)used != len || q->rank < 0 || q->phase < 0)
             return rally__fail(e, RALLY_ECONFIG,
                                "rally_mock=%s is not rank,version,seq,ndeath[,op|checkpoint|"
-                               "recovery|load|wire|flip|final[,group]]",
+                               "recovery|load|wire|flip|final[,group]|lag,MS]",
                                item);
+        if (q->phase == RALLY__MOCK_LAG) { /* the sixth field is its milliseconds */
+            char *tail;
+            q->lag_ms = strtoll(q->group, &tail, 10);
+            if (q->group[0] == '\0' || *tail != '\0' || q->lag_ms <= 0 || q->lag_ms > 3600000)
+                return rally__fail(e, RALLY_ECONFIG,
+                                   "rally_mock=%s: a lag point's sixth field is its sleep, 1 to "
+                                   "3600000 ms",
+                                   item);
+            q->group[0] = '\0';
+        }
         if (q->phase == RALLY__MOCK_FINAL && q->group[0])
             return rally__fail(e, RALLY_ECONFIG,
                                "rally_mock=%s: a final point dies alone (its group would wait "
@@ -336,6 +346,25 @@ void rally__mock_check(const struct rally__mock *m, int rank, uint64_t version, 
             q->group[0] ? ", group " : "", q->group);
         die();
     }
+}
+
+int64_t rally__mock_lag(struct rally__mock *m, int rank, uint64_t version, uint64_t seq,
+                        uint32_t ndeath)
+{
+    ndeath += m->before;
+    for (int i = 0; i < m->n; i++) {
+        struct rally__mock_point *q = &m->pts[i];
+        if (q->phase != RALLY__MOCK_LAG || q->rank != rank || q->ndeath != ndeath ||
+            version < q->version || (version == q->version && seq < q->seq))
+            continue;
+        if (!q->flipped)
+            say("rally mock: rank %d lags %lld ms before each collective from version %llu seq "
+                "%llu\n",
+                rank, (long long)q->lag_ms, (unsigned long long)version, (unsigned long long)seq);
+        q->flipped = 1;
+        return q->lag_ms;
+    }
+    return 0;
 }
 
 int rally__mock_flip(const struct rally__mock *m, int rank, uint64_t version, uint64_t seq,

@@ -35,8 +35,18 @@
  *                          part result (docs/recovery.md, "Retrying an
  *                          allreduce"); no group (a member would wait
  *                          inside a collective its peers need it in)
+ *              lag         no death: a straggler.  From (version, seq) on
+ *                          (every later collective, of later versions
+ *                          too), in this incarnation, the worker sleeps
+ *                          the milliseconds the sixth field gives before
+ *                          each collective (before each of the two parts
+ *                          of a broadcast of unknown size or an
+ *                          allgatherv), in its own code (outside the
+ *                          call: the others wait for it there), never
+ *                          before a checkpoint's or rally's own
+ *                          operations: rally_mock=5,0,10,0,lag,40
  *
- * A sixth field names a group: rally_mock=3,1,5,0,op,lost and
+ * Otherwise a sixth field names a group: rally_mock=3,1,5,0,op,lost and
  * rally_mock=4,1,5,0,op,lost die together (one point per rank and group,
  * each at its own point).  An op, checkpoint or load member waits at its
  * point until every member is there; a recovery member only needs to have
@@ -70,7 +80,8 @@ enum {
     RALLY__MOCK_LOAD,
     RALLY__MOCK_WIRE,
     RALLY__MOCK_FLIP,
-    RALLY__MOCK_FINAL
+    RALLY__MOCK_FINAL,
+    RALLY__MOCK_LAG
 };
 
 struct rally__mock_point {
@@ -80,7 +91,8 @@ struct rally__mock_point {
     int phase;
     char group[32]; /* "" none */
     int fd;         /* this worker's rendezvous file for the point's group, or -1 */
-    int flipped;    /* a flip point that fired (it kills nobody, so ndeath cannot tell) */
+    int flipped;    /* a flip or lag point that fired (it kills nobody, so ndeath cannot tell) */
+    int64_t lag_ms; /* a lag point's sleep */
 };
 
 struct rally__mock {
@@ -114,6 +126,10 @@ void rally__mock_unfired(const struct rally__mock *m, int rank, uint32_t ndeath,
  * a call, announces this worker to the group of a recovery point there. */
 void rally__mock_check(const struct rally__mock *m, int rank, uint64_t version, uint64_t seq,
                        uint32_t ndeath, int phase);
+/* The milliseconds a lag point has this worker sleep before the
+ * collective at (version, seq): the first point at or before it; 0 none. */
+int64_t rally__mock_lag(struct rally__mock *m, int rank, uint64_t version, uint64_t seq,
+                        uint32_t ndeath);
 /* 1 when a flip point matches: the caller flips one bit of the result. */
 int rally__mock_flip(const struct rally__mock *m, int rank, uint64_t version, uint64_t seq,
                      uint32_t ndeath);

@@ -47,26 +47,63 @@ static void advance(struct rally__robust *rb)
 /* Where this worker stands, for the tracker's progress watch (client.h):
  * inside the operation at key (what: its kind), or, what == NULL, in the
  * user's code before the next one. */
-static void stand(struct rally__robust *rb, uint64_t key, const char *what)
+static int64_t stand(struct rally__robust *rb, uint64_t key, const char *what)
 {
-    rally__tclient_position(&rb->tc, what ? key : here(rb), what != NULL, what ? what : "");
+    return rally__tclient_position(&rb->tc, what ? key : here(rb), what != NULL,
+                                   what ? what : "");
 }
 
 static int run_op(struct rally__robust *rb, struct rally__op *op, uint64_t key);
+
+/* One more call into the window: it waited w ms inside and spanned span
+ * ms; the oldest leaves once the window is full. */
+static void late_push(struct rally__robust *rb, int64_t w, int64_t span)
+{
+    int cap = (int)rb->cfg->lateness_window;
+    if (cap <= 0)
+        return;
+    if (rb->late.n == cap) {
+        rb->late.wait_sum -= rb->late.wait_ms[rb->late.at];
+        rb->late.span_sum -= rb->late.span_ms[rb->late.at];
+    } else {
+        rb->late.n++;
+    }
+    /* a span is at most a call's bound (rally_timeout_ms): clamped, not wrapped */
+    rb->late.wait_ms[rb->late.at] = w < UINT32_MAX ? (uint32_t)w : UINT32_MAX;
+    rb->late.span_ms[rb->late.at] = span < UINT32_MAX ? (uint32_t)span : UINT32_MAX;
+    rb->late.wait_sum += rb->late.wait_ms[rb->late.at];
+    rb->late.span_sum += rb->late.span_ms[rb->late.at];
+    rb->late.at = rb->late.at + 1 == cap ? 0 : rb->late.at + 1;
+}
 
 void rally__robust_count(struct rally__robust *rb, uint64_t nbytes)
 {
     rb->pos.calls++;
     rb->pos.nbytes += nbytes;
-    rally__tclient_counters(&rb->tc, rb->pos.calls, rb->pos.nbytes);
+    /* the first call has no end before it to span from */
+    if (rb->late.last_end != 0 && rb->late.last_end <= rb->late.end)
+        late_push(rb, rb->late.waited, rb->late.end - rb->late.last_end);
+    rb->late.last_end = rb->late.end;
+    rb->late.waited = 0;
+    rally__tclient_counters(&rb->tc, rb->pos.calls, rb->pos.nbytes, (uint32_t)rb->late.n,
+                            rb->late.wait_sum, rb->late.span_sum);
 }
 
 int rally__robust_op(struct rally__robust *rb, struct rally__op *op)
 {
     uint64_t key = here(rb);
-    stand(rb, key, rally__kind_name(op->sig.kind));
+    if (op->sig.kind < RALLY__K_AGREE) { /* the mock's straggler: its own code, before the call */
+        int64_t lag = rally__mock_lag(&rb->mock, rb->launch_rank, rb->pos.version,
+                                      rally__robust_user_seq(rb), rally__robust_ndeath(rb));
+        if (lag > 0)
+            rally__sleep_ms(lag);
+    }
+    /* the two stamps of the position are the straggler measure's clock: a
+     * late worker waits least inside (no clock of another host is read) */
+    int64_t in = stand(rb, key, rally__kind_name(op->sig.kind));
     int rc = run_op(rb, op, key);
-    stand(rb, 0, NULL);
+    rb->late.end = stand(rb, 0, NULL);
+    rb->late.waited += rb->late.end - in;
     return rc;
 }
 

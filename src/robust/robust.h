@@ -245,6 +245,19 @@ struct rally__robust {
          * agreement (every worker's attempt at this position does) */
         int retried;
     } pos;
+    /* the straggler measure (op.c, docs/status.md "Who the others wait
+     * for"): over the last rally_lateness_window public collectives, the
+     * milliseconds this worker waited inside them and the milliseconds
+     * they spanned (from the end of the call before), as the position's
+     * stamps read them; the heartbeats carry the sums */
+    struct {
+        uint32_t wait_ms[RALLY__LATE_MAX], span_ms[RALLY__LATE_MAX]; /* a ring */
+        int n, at;
+        uint64_t wait_sum, span_sum;
+        int64_t waited;   /* inside the current call's operations so far */
+        int64_t end;      /* when the newest operation ended */
+        int64_t last_end; /* when the call before ended; 0: none yet */
+    } late;
     /* local models as records (rally_set_local_records): after a change they
      * move to their new owners at the load (reshard.c's alone) */
     struct {

@@ -557,8 +557,8 @@ int rally__tclient_shutdown(struct rally__tclient *t, int64_t deadline, struct r
 
 /* --- heartbeats ------------------------------------------------------------ */
 
-void rally__tclient_position(struct rally__tclient *t, uint64_t position, int waiting,
-                             const char *what)
+int64_t rally__tclient_position(struct rally__tclient *t, uint64_t position, int waiting,
+                                const char *what)
 {
     /* twice per collective, so the tick's clock: a beat reads the stamp in
      * milliseconds, and one at most a tick early only lengthens for_ms by
@@ -573,15 +573,20 @@ void rally__tclient_position(struct rally__tclient *t, uint64_t position, int wa
     atomic_store_explicit(&t->pos.since_ms, now, memory_order_relaxed);
     atomic_store_explicit(&t->pos.what, what, memory_order_relaxed);
     atomic_store_explicit(&t->pos.seq, s + 2, memory_order_release);
+    return now;
 }
 
-void rally__tclient_counters(struct rally__tclient *t, uint64_t calls, uint64_t nbytes)
+void rally__tclient_counters(struct rally__tclient *t, uint64_t calls, uint64_t nbytes,
+                             uint32_t win, uint64_t win_wait_ms, uint64_t win_span_ms)
 {
     unsigned s = atomic_load_explicit(&t->pos.seq, memory_order_relaxed);
     atomic_store_explicit(&t->pos.seq, s + 1, memory_order_relaxed);
     atomic_thread_fence(memory_order_release);
     atomic_store_explicit(&t->pos.calls, calls, memory_order_relaxed);
     atomic_store_explicit(&t->pos.nbytes, nbytes, memory_order_relaxed);
+    atomic_store_explicit(&t->pos.win, win, memory_order_relaxed);
+    atomic_store_explicit(&t->pos.win_wait_ms, win_wait_ms, memory_order_relaxed);
+    atomic_store_explicit(&t->pos.win_span_ms, win_span_ms, memory_order_relaxed);
     atomic_store_explicit(&t->pos.seq, s + 2, memory_order_release);
 }
 
@@ -600,6 +605,9 @@ static void hb_body(struct rally__tclient *t, struct rally__wbuf *w)
         what = atomic_load_explicit(&t->pos.what, memory_order_relaxed);
         m.calls = atomic_load_explicit(&t->pos.calls, memory_order_relaxed);
         m.nbytes = atomic_load_explicit(&t->pos.nbytes, memory_order_relaxed);
+        m.win = atomic_load_explicit(&t->pos.win, memory_order_relaxed);
+        m.win_wait_ms = atomic_load_explicit(&t->pos.win_wait_ms, memory_order_relaxed);
+        m.win_span_ms = atomic_load_explicit(&t->pos.win_span_ms, memory_order_relaxed);
         atomic_thread_fence(memory_order_acquire);
         s2 = atomic_load_explicit(&t->pos.seq, memory_order_relaxed);
     } while ((s1 & 1) || s1 != s2);

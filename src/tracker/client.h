@@ -61,6 +61,8 @@ struct rally__tclient {
         _Atomic int64_t since_ms;
         _Atomic(const char *) what;
         _Atomic uint64_t calls, nbytes; /* rally__tclient_counters */
+        _Atomic uint32_t win;
+        _Atomic uint64_t win_wait_ms, win_span_ms;
     } pos;
 };
 
@@ -147,14 +149,19 @@ int rally__tclient_heartbeat_start(struct rally__tclient *t, int64_t interval_ms
 /* Where this worker stands from now on, for the heartbeats to carry
  * (proto.h): waiting 1 inside the operation at position (what: its kind, a
  * string that lives for the whole process), 0 in its own code before it.
- * Cheap (a clock read and a few stores); any thread, one at a time. */
-void rally__tclient_position(struct rally__tclient *t, uint64_t position, int waiting,
-                             const char *what);
+ * Cheap (a clock read and a few stores); any thread, one at a time.
+ * Returns the time it stamped (rally__now_ms_coarse), for the caller's
+ * own accounting. */
+int64_t rally__tclient_position(struct rally__tclient *t, uint64_t position, int waiting,
+                                const char *what);
 
 /* The public collectives this worker has completed so far and the bytes
- * of their buffers, for the heartbeats to carry from now on (observers
- * show them).  Cheap; any thread, one at a time (with _position too). */
-void rally__tclient_counters(struct rally__tclient *t, uint64_t calls, uint64_t nbytes);
+ * of their buffers, and the straggler window (the newest win calls: the ms
+ * waited inside them, the ms they spanned), for the heartbeats to carry
+ * from now on (observers show them).  Cheap; any thread, one at a time
+ * (with _position too). */
+void rally__tclient_counters(struct rally__tclient *t, uint64_t calls, uint64_t nbytes,
+                             uint32_t win, uint64_t win_wait_ms, uint64_t win_span_ms);
 
 /* Stops the heartbeat thread and joins it (no-op when none runs). */
 void rally__tclient_heartbeat_stop(struct rally__tclient *t);

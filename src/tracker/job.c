@@ -728,6 +728,9 @@ int rally__job_rank_info(const struct rally__job *j, int rank, struct rally__tra
     out->since_ms = m->pos_since;
     out->calls = m->calls;
     out->nbytes = m->nbytes;
+    out->win = m->win;
+    out->win_wait_ms = m->win_wait_ms;
+    out->win_span_ms = m->win_span_ms;
     return RALLY_OK;
 }
 

@@ -68,6 +68,8 @@ struct rally__job_member {
     char pos_what[RALLY__WHAT_MAX]; /* the operation's kind */
     int64_t pos_since;   /* ms: since when it stands there */
     uint64_t calls, nbytes; /* its collectives and their bytes, from its newest heartbeat */
+    uint32_t win;           /* ... its straggler window: calls, ms waited inside, ms spanned */
+    uint64_t win_wait_ms, win_span_ms;
 };
 
 enum {

@@ -409,6 +409,9 @@ static void on_heartbeat(struct rally__job *j, struct rally__job_member *m,
     if (h.has_position) { /* the newest counts (a restarted worker counts from 0 again) */
         m->calls = h.calls;
         m->nbytes = h.nbytes;
+        m->win = h.win;
+        m->win_wait_ms = h.win_wait_ms;
+        m->win_span_ms = h.win_span_ms;
     }
     if (!h.has_position || (h.position == m->pos && h.waiting == m->pos_waiting))
         return; /* it stands where it stood: since stays */

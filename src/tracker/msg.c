@@ -252,6 +252,9 @@ void rally__msg_heartbeat_put(struct rally__wbuf *w, const struct rally__msg_hea
     put_cut(w, m->what, RALLY__WHAT_MAX - 1);
     rally__w_u64(w, m->calls);
     rally__w_u64(w, m->nbytes);
+    rally__w_u32(w, m->win);
+    rally__w_u64(w, m->win_wait_ms);
+    rally__w_u64(w, m->win_span_ms);
 }
 
 int rally__msg_heartbeat_get(const unsigned char *b, size_t n, struct rally__msg_heartbeat *m)
@@ -269,6 +272,11 @@ int rally__msg_heartbeat_get(const unsigned char *b, size_t n, struct rally__msg
     if (!r.bad && r.pos < r.len) { /* the counters, from a worker that sends them */
         m->calls = rally__r_u64(&r);
         m->nbytes = rally__r_u64(&r);
+    }
+    if (!r.bad && r.pos < r.len) { /* the straggler window, from a worker that sends it */
+        m->win = rally__r_u32(&r);
+        m->win_wait_ms = rally__r_u64(&r);
+        m->win_span_ms = rally__r_u64(&r);
     }
     return waiting > 1 ? -1 : done(&r);
 }

@@ -126,8 +126,11 @@ int rally__msg_input_get(const unsigned char *b, size_t n, char *scheme, size_t 
  * (how long it has stood there, by its own clock), str what (the
  * operation's kind, "" in its own code; cut to RALLY__WHAT_MAX - 1), then
  * u64 calls, u64 nbytes (the public collectives the worker has completed
- * and the bytes of their buffers).  The last two may be missing (a worker
- * from before they were added): they read as 0. */
+ * and the bytes of their buffers), then u32 win, u64 win_wait_ms, u64
+ * win_span_ms (the straggler window, docs/status.md: its newest win calls,
+ * the ms the worker waited inside them and the ms they spanned, by its own
+ * clock).  The fields after what may be missing, the last three or all
+ * five (a worker from before they were added): they read as 0. */
 #define RALLY__WHAT_MAX 64
 struct rally__msg_heartbeat {
     int has_position; /* 0: the body was empty */
@@ -136,9 +139,11 @@ struct rally__msg_heartbeat {
     uint64_t for_ms;
     char what[RALLY__WHAT_MAX];
     uint64_t calls, nbytes;
+    uint32_t win;
+    uint64_t win_wait_ms, win_span_ms;
 };
 /* The longest HEARTBEAT body. */
-#define RALLY__HEARTBEAT_MAX (8 + 1 + 8 + 4 + (RALLY__WHAT_MAX - 1) + 8 + 8)
+#define RALLY__HEARTBEAT_MAX (8 + 1 + 8 + 4 + (RALLY__WHAT_MAX - 1) + 8 + 8 + 4 + 8 + 8)
 void rally__msg_heartbeat_put(struct rally__wbuf *w, const struct rally__msg_heartbeat *m);
 int rally__msg_heartbeat_get(const unsigned char *b, size_t n, struct rally__msg_heartbeat *m);
 

@@ -103,6 +103,9 @@ struct rally__tracker_rank {
     char what[RALLY__WHAT_MAX];   /* the operation's kind ("" in its own code) */
     int64_t since_ms;             /* rally__now_ms since when it stands there */
     uint64_t calls, nbytes;       /* collectives called and their bytes, from its heartbeats */
+    uint32_t win;                 /* its straggler window (docs/status.md): the newest win calls, */
+    uint64_t win_wait_ms;         /* ... the ms it waited inside them */
+    uint64_t win_span_ms;         /* ... and the ms they spanned, by its own clock */
 };
 
 struct rally__tracker_opts {

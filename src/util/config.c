@@ -60,6 +60,7 @@ static const struct key keys[] = {
     K("local_replica", INT, local_replica, "2", 0, 7),
     K("result_copies", INT, result_copies, "2", 0, 65536),
     K("verify_every", INT, verify_every, "0", 0, 1000000000),
+    K("lateness_window", INT, lateness_window, "200", 0, RALLY__LATE_MAX),
     K("spin_us", INT, spin_us, "50", 0, 1000000),
     K("spin_alone_us", INT, spin_alone_us, "2000", 0, 1000000),
     K("sock_buf_bytes", SIZE, sock_buf_bytes, "auto", -1, 1 << 30),

@@ -16,6 +16,7 @@
 #include "util/err.h"
 
 #define RALLY__STR_MAX 256
+#define RALLY__LATE_MAX 1000 /* the longest rally_lateness_window */
 
 /* rally_transport: what carries a link to a peer on the same host (peers on
  * other hosts always use TCP).  TCP is 0, what a zeroed option means. */
@@ -58,6 +59,7 @@ struct rally__config {
     int64_t local_replica;          /* ring successors holding each local model */
     int64_t result_copies;          /* workers keeping each piece of a big result; 0 all */
     int64_t verify_every;           /* compare every K-th result across ranks; 0 off */
+    int64_t lateness_window;        /* public collectives the straggler measure spans; 0 off */
     int64_t spin_us;                /* poll without sleeping before blocking */
     int64_t spin_alone_us;          /* ... that long when N <= cores on one host */
     int64_t sock_buf_bytes;         /* peer links' socket buffers; 0 kernel, -1 auto */

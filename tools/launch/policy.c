@@ -23,6 +23,7 @@ struct rank_state {
     char fenced[256];      /* why the tracker fenced it, "" when it did not */
     int fenced_own;        /* ... for its own connection closing (its exit, as the tracker saw it) */
     int fence_killed;      /* that SIGKILL went out */
+    char slow[200];        /* rally__launch_policy_slow's why: its kill gives it up; "" none */
     int dropped;           /* given up for good: the job went on without it */
     int joining;           /* launched to join; the tracker has not assigned it yet */
     int outside;           /* it ended before the job took it in: never one of its ranks */
@@ -213,15 +214,16 @@ static void died_as(struct rally__launch_policy *pol, int rank, const char *caus
     pol->unrecovered++;
     k->deaths++;
     snprintf(k->cause, sizeof k->cause, "%s", cause);
-    if (pol->elastic && v->recoverable && k->restarts >= pol->max_restarts) {
+    if (pol->elastic && v->recoverable && (k->restarts >= pol->max_restarts || k->slow[0])) {
         /* the tracker goes on without it, or fails the job below the minimum */
+        const char *reason = k->slow[0]                ? "--give-up-slow"
+                             : pol->max_restarts > 0 ? "its restarts are exhausted"
+                                                     : "--max-restarts 0";
         k->dropped = 1;
         pol->ndropped++;
         pol->unrecovered--; /* not a death the job recovers from */
-        snprintf(a->say, sizeof a->say, "%.400s; %s: giving it up", head,
-                 pol->max_restarts > 0 ? "its restarts are exhausted" : "--max-restarts 0");
-        snprintf(a->cause, sizeof a->cause, "%.200s; %s", cause,
-                 pol->max_restarts > 0 ? "its restarts are exhausted" : "--max-restarts 0");
+        snprintf(a->say, sizeof a->say, "%.400s; %s: giving it up", head, reason);
+        snprintf(a->cause, sizeof a->cause, "%.200s; %s", cause, reason);
         a->gone = rank;
         return;
     }
@@ -307,7 +309,9 @@ void rally__launch_policy_exit(struct rally__launch_policy *pol, int rank, int s
     }
     char cause[320];
     int fence_kill = WIFSIGNALED(st) && k->fence_killed && WTERMSIG(st) == SIGKILL;
-    if (fence_kill)
+    if (fence_kill && k->slow[0])
+        snprintf(cause, sizeof cause, "killed by signal 9: given up as slow: %s", k->slow);
+    else if (fence_kill)
         snprintf(cause, sizeof cause, "killed by signal 9 after the tracker fenced it: %s",
                  k->fenced);
     else if (WIFSIGNALED(st))
@@ -448,6 +452,18 @@ void rally__launch_policy_tracker(struct rally__launch_policy *pol,
     if (pol->first < 0 && !pol->stop_sig)
         pol->tracker_first = 1;
     start_grace(pol, now);
+}
+
+int rally__launch_policy_slow(struct rally__launch_policy *pol, int rank, const char *why,
+                              int64_t now)
+{
+    struct rank_state *k = &pol->rank[rank];
+    if (!pol->elastic || !k->running || k->dropped || k->slow[0] || pol->first >= 0 ||
+        pol->stop_sig)
+        return 0;
+    snprintf(k->slow, sizeof k->slow, "%s", why[0] ? why : "slow");
+    k->fence_kill_at = now; /* due at once: the loop kills it this turn */
+    return 1;
 }
 
 int64_t rally__launch_policy_deadline(const struct rally__launch_policy *pol)

@@ -157,6 +157,14 @@ void rally__launch_policy_spawn_failed(struct rally__launch_policy *pol, int ran
 void rally__launch_policy_tracker(struct rally__launch_policy *pol,
                                   const struct rally__launch_view *v, int64_t now);
 
+/* rally-run --give-up-slow: rank stays slow (why says how); in an elastic
+ * job its process is killed now (rally__launch_policy_due) and, once it
+ * has ended, given up as a rank with no restart left is (act gone: "rank 5
+ * died (killed by signal 9: given up as slow: WHY); giving it up").  1 when
+ * so, 0 when the job is not elastic, the rank runs no process or is given
+ * up already. */
+int rally__launch_policy_slow(struct rally__launch_policy *pol, int rank, const char *why,
+                              int64_t now);
 /* The earliest moment a kill may be due (RALLY__NEVER: none). */
 int64_t rally__launch_policy_deadline(const struct rally__launch_policy *pol);
 /* A kill due at now: a rank (SIGKILL its group), RALLY__LAUNCH_KILL_ALL, or

@@ -52,6 +52,9 @@ void rally__watch_free(struct rally__watch *w)
         return;
     if (w->events)
         fclose(w->events);
+    free(w->late_in);
+    free(w->late_out);
+    free(w->late_tmp);
     for (int i = 0; i < w->nkeys; i++) {
         free(w->keys[i].it);
         free(w->keys[i].v);
@@ -417,6 +420,38 @@ void rally__watch_mark_waited(struct rally__watch_rank *rows, int n, int recover
         x->waited_on = any && (strcmp(x->state, "running") == 0 || strcmp(x->state, "silent") == 0) &&
                        (behind || x->heartbeat_age >= WAIT_MIN_S);
     }
+}
+
+int rally__watch_mark_late(struct rally__watch *w)
+{
+    int n = w->nrows;
+    for (int i = 0; i < n; i++)
+        w->rows[i].lateness = NAN;
+    if (n > w->late_cap) { /* grows with the world, then stays */
+        struct rally__late *in = realloc(w->late_in, (size_t)n * sizeof *in);
+        if (in != NULL)
+            w->late_in = in;
+        double *out = realloc(w->late_out, (size_t)n * sizeof *out);
+        if (out != NULL)
+            w->late_out = out;
+        double *tmp = realloc(w->late_tmp, (size_t)n * sizeof *tmp);
+        if (tmp != NULL)
+            w->late_tmp = tmp;
+        if (in == NULL || out == NULL || tmp == NULL)
+            return ENOMEM;
+        w->late_cap = n;
+    }
+    for (int i = 0; i < n; i++) {
+        const struct rally__watch_rank *x = &w->rows[i];
+        int runs = x->rank >= 0 && (strcmp(x->state, "running") == 0 ||
+                                    strcmp(x->state, "silent") == 0);
+        w->late_in[i] = runs ? (struct rally__late){x->win, x->win_wait_ms, x->win_span_ms}
+                             : (struct rally__late){0, 0, 0};
+    }
+    rally__late_measure(w->late_in, n, w->late_out, w->late_tmp);
+    for (int i = 0; i < n; i++)
+        w->rows[i].lateness = w->late_out[i];
+    return 0;
 }
 
 void rally__watch_rfc3339(int64_t wall_ms, char *s, size_t cap)

@@ -17,6 +17,7 @@
 
 #include <stdio.h>
 
+#include "launch/late.h"
 #include "launch/watch.h"
 
 #define WATCH_EPOCHS 256
@@ -89,6 +90,10 @@ struct rally__watch {
     uint64_t total, iteration, first_iteration, said_iteration;
     int64_t first_ms, last_ms; /* when first_iteration and iteration were reported */
     int progressed;
+    /* rally__watch_mark_late's, late_cap long */
+    struct rally__late *late_in;
+    double *late_out, *late_tmp;
+    int late_cap;
     /* the owner's, before a render */
     struct rally__watch_rank *rows;
     int nrows, rows_cap;

@@ -70,6 +70,30 @@ static json_t *num_or_null(double v, int has)
     return has && isfinite(v) ? json_real(v) : json_null();
 }
 
+/* 1 when row i is the first of its host among the ranks now: its ranks
+ * (*n) and the largest lateness among them (*late; NAN when none is
+ * known): the others wait for a host until its latest rank arrives. */
+static int host_lateness(const struct rally__watch *w, int i, int *n, double *late)
+{
+    const struct rally__watch_rank *x = &w->rows[i];
+    if (x->rank < 0 || x->host[0] == '\0')
+        return 0;
+    for (int j = 0; j < i; j++)
+        if (w->rows[j].rank >= 0 && strcmp(w->rows[j].host, x->host) == 0)
+            return 0;
+    *n = 0;
+    *late = NAN;
+    for (int j = i; j < w->nrows; j++) {
+        const struct rally__watch_rank *y = &w->rows[j];
+        if (y->rank < 0 || strcmp(y->host, x->host) != 0)
+            continue;
+        ++*n;
+        if (isfinite(y->lateness) && !(y->lateness <= *late))
+            *late = y->lateness;
+    }
+    return 1;
+}
+
 static json_t *rank_json(const struct rally__watch_rank *x)
 {
     json_t *o = json_object();
@@ -96,6 +120,7 @@ static json_t *rank_json(const struct rally__watch_rank *x)
                         num_or_null(x->heartbeat_age, x->heartbeat_age >= 0));
     json_object_set_new(o, "deaths", json_integer(x->deaths));
     json_object_set_new(o, "restarts", json_integer(x->restarts));
+    json_object_set_new(o, "lateness", num_or_null(x->lateness, 1));
     json_object_set_new(o, "calls", json_integer((json_int_t)x->calls));
     json_object_set_new(o, "bytes", json_integer((json_int_t)x->nbytes));
     json_object_set_new(o, "waited_on", json_boolean(x->waited_on));
@@ -151,6 +176,19 @@ static json_t *status_json(struct rally__watch *w, int64_t now_ms)
     }
     json_object_set_new(o, "ranks", ranks);
     json_object_set_new(o, "waiting_on", waiting);
+    json_t *hosts = json_array();
+    for (int i = 0; i < w->nrows; i++) {
+        int n;
+        double late;
+        if (!host_lateness(w, i, &n, &late))
+            continue;
+        json_t *x = json_object();
+        json_object_set_new(x, "host", json_string(w->rows[i].host));
+        json_object_set_new(x, "ranks", json_integer(n));
+        json_object_set_new(x, "lateness", num_or_null(late, 1));
+        json_array_append_new(hosts, x);
+    }
+    json_object_set_new(o, "hosts", hosts);
 
     json_t *epochs = json_array();
     uint64_t first = w->nepochs > WATCH_EPOCHS ? w->nepochs - WATCH_EPOCHS : 0;
@@ -245,6 +283,7 @@ const char *rally__watch_json(struct rally__watch *w, int64_t now_ms, size_t *nb
 {
     rally__watch_mark_waited(w->rows, w->nrows,
                              w->now.phase && strcmp(w->now.phase, "recovering") == 0);
+    rally__watch_mark_late(w); /* (out of memory: every lateness unknown) */
     json_t *o = status_json(w, now_ms);
     w->len = 0;
     w->oom = 0;
@@ -299,6 +338,7 @@ const char *rally__watch_metrics(struct rally__watch *w, int64_t now_ms, size_t 
 {
     rally__watch_mark_waited(w->rows, w->nrows,
                              w->now.phase && strcmp(w->now.phase, "recovering") == 0);
+    rally__watch_mark_late(w); /* (out of memory: every lateness unknown) */
     w->len = 0;
     w->oom = 0;
     const struct rally__watch_totals *t = &w->now.totals;
@@ -384,6 +424,25 @@ const char *rally__watch_metrics(struct rally__watch *w, int64_t now_ms, size_t 
     for (int i = 0; i < w->nrows; i++)
         if (w->rows[i].rank >= 0)
             put(w, "rally_rank_waited_on{rank=\"%d\"} %d\n", w->rows[i].rank, w->rows[i].waited_on);
+    head(w, "rally_rank_lateness_ratio", "gauge",
+         "How much later than the median rank the rank arrives at collectives, as a share of "
+         "the time per call, over its newest calls (docs/status.md).");
+    for (int i = 0; i < w->nrows; i++)
+        if (w->rows[i].rank >= 0 && isfinite(w->rows[i].lateness))
+            put(w, "rally_rank_lateness_ratio{rank=\"%d\"} %.4f\n", w->rows[i].rank,
+                w->rows[i].lateness);
+    head(w, "rally_host_lateness_ratio", "gauge",
+         "The largest lateness among the host's ranks: the others wait for the host until its "
+         "latest rank arrives.");
+    for (int i = 0; i < w->nrows; i++) {
+        int n;
+        double late;
+        if (host_lateness(w, i, &n, &late) && isfinite(late)) {
+            put(w, "rally_host_lateness_ratio{host=\"");
+            put_label(w, w->rows[i].host);
+            put(w, "\"} %.4f\n", late);
+        }
+    }
     head(w, "rally_collective_calls_total", "counter",
          "Collectives the rank's current worker called.");
     for (int i = 0; i < w->nrows; i++)

@@ -135,6 +135,30 @@ static int text(struct run *r, const struct flag *f, const char *val, const char
     return -1;
 }
 
+/* --give-up-slow PCT[:CALLS]: PCT 1..100 into the field as a share, CALLS
+ * (default 200) beside it. */
+static int slow_option(struct run *r, const struct flag *f, const char *val, const char *as)
+{
+    (void)f;
+    char pct[32];
+    const char *colon = strchr(val, ':');
+    size_t n = colon ? (size_t)(colon - val) : strlen(val);
+    int64_t p, calls = 200;
+    if (n >= sizeof pct)
+        n = sizeof pct - 1;
+    memcpy(pct, val, n);
+    pct[n] = '\0';
+    if (rally__parse_int(pct, 1, 100, &p) != 0 ||
+        (colon && rally__parse_int(colon + 1, 1, 1000000000, &calls) != 0))
+        return cli_usage_error("rally-run",
+                               "%s wants PCT[:CALLS], a percent 1..100 and a number of calls, "
+                               "not '%s'",
+                               as, val);
+    r->give_up_slow = (double)p / 100;
+    r->give_up_calls = calls;
+    return -1;
+}
+
 /* A switch: 1 when given; from the environment 0 or 1. */
 static int on(struct run *r, const struct flag *f, const char *val, const char *as)
 {
@@ -258,6 +282,13 @@ static const struct flag FLAGS[] = {
         "host with a slot free, and a slot freed by a rank given\n"
         "up (its host gone) is filled again once a host answers",
         max_workers, 1, RALLY__WORLD_MAX, "a number of workers"),
+    ARG("give-up-slow", 'l', "PCT[:CALLS]",
+        "elastic: give up a rank that arrives PCT % after the\n"
+        "median or later (docs/status.md) while it makes CALLS\n"
+        "calls (default 200), as one that cannot come back: on a\n"
+        "slow host all its ranks.  Without it a slow rank is only\n"
+        "named",
+        slow_option, give_up_slow, NULL),
     NUM("rejoin-ms", 'j', "T",
         "--launcher ssh --max-workers: try a host with a slot free\n"
         "again every T ms (default 5000); --hostfile is re-read\n"
@@ -690,6 +721,9 @@ int run_parse(int argc, char **argv, struct run *r)
         rally__launch_kind_list(kinds, sizeof kinds, grows, "and");
         return cli_usage_error("rally-run", "--max-workers above -n is for --launcher %s", kinds);
     }
+    if (r->given['l'] && !elastic(r))
+        return cli_usage_error("rally-run", "--give-up-slow is for an elastic job: give "
+                                            "--min-workers below -n");
     if (r->given['j'] && !remote_grow(r)) {
         rally__launch_kind_list(kinds, sizeof kinds, refills, "or");
         return cli_usage_error("rally-run", "--rejoin-ms is for --launcher %s with --max-workers",

@@ -48,6 +48,9 @@ struct run {
     int max_restarts;
     int min_workers; /* --min-workers: an elastic job goes on with at least this many */
     int max_workers; /* --max-workers: ... and takes workers in (SIGUSR2) up to this many */
+    double give_up_slow;   /* --give-up-slow PCT[:CALLS]: PCT as a share (0: off) */
+    int64_t give_up_calls; /* ... CALLS */
+    struct run_slow *slow; /* run/slow.c's; NULL until it looks */
     int slots;       /* room for the ranks launched, ranks taken in included */
     int grow_now;    /* SIGUSR2s that arrived this turn */
     /* growth on remote hosts (remote_grow): the workers the job is to have
@@ -223,5 +226,12 @@ void run_status_end(struct run *r, int status);
 
 /* argv[0] is "status".  The exit status. */
 int run_status_cli(int argc, char **argv);
+
+/* --- run/slow.c: the rank the others wait for, --give-up-slow ---------------- */
+
+/* Every turn: once a second, names a rank that arrives notably late and,
+ * with --give-up-slow, has the policy give up one that stays so. */
+void run_slow_after(struct run *r);
+void run_slow_free(struct run *r);
 
 #endif

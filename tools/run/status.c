@@ -138,6 +138,9 @@ static void refresh(struct run *r)
         }
         x->calls = ti.calls;
         x->nbytes = ti.nbytes;
+        x->win = ti.win;
+        x->win_wait_ms = ti.win_wait_ms;
+        x->win_span_ms = ti.win_span_ms;
     }
     struct rally__watch_now wn = {.phase = ph, .world = world, .epoch = 1};
     if (r->t)
