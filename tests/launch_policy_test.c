@@ -784,6 +784,61 @@ static void remote_unstarted_fails_the_job(void **state)
     rally__launch_policy_free(pol);
 }
 
+/* A restart whose host cannot be reached goes to a host with a slot free
+ * (rally-run picks it): the same rank, no failure; a first start, a
+ * joiner or a job that failed meanwhile is not moved. */
+static void remote_unreachable_restarted_elsewhere(void **state)
+{
+    (void)state;
+    struct rally__launch_act a;
+    struct rally__launch_policy *pol = make(3, 2, 300);
+    rally__launch_policy_host(pol, 2, "h2");
+    const char *why = "host h2 (rank 2): cannot be reached: no route";
+    assert_int_equal(rally__launch_policy_elsewhere(pol, 2, why, "h4", &running, &a), 0);
+    rally__launch_policy_lost(pol, 2, &running, 0, &a);
+    assert_int_equal(a.restart, 2);
+    rally__launch_policy_spawned(pol, 2);
+    assert_int_equal(rally__launch_policy_elsewhere(pol, 2, why, "h4", &starting, &a), 0);
+    assert_int_equal(rally__launch_policy_elsewhere(pol, 2, why, "h4", &running, &a), 1);
+    assert_string_equal(a.say, "host h2 (rank 2): cannot be reached: no route; restarting it on "
+                               "h4 (a slot free)");
+    assert_int_equal(a.restart, -1);
+    assert_string_equal(a.abort, "");
+    rally__launch_policy_spawned(pol, 2);
+    rally__launch_policy_lost(pol, 2, &running, 10, &a); /* it runs on h4 now */
+    assert_string_equal(a.say, "rank 2 on host h4 died: the connection to the host was lost; "
+                               "restarting it on h4 (restart 2 of 2)");
+    assert_summary(pol, "deaths=2 recovered=0 epochs=0 restarts=2 per-rank-deaths=0:0,1:0,2:2");
+    rally__launch_policy_free(pol);
+}
+
+/* Joiners started at one try whose host cannot be reached give their
+ * slots back, whatever order their ends come in. */
+static void unstarted_joiners_give_slots_back(void **state)
+{
+    (void)state;
+    struct rally__launch_policy *pol;
+    struct rally__launch_act a;
+    assert_int_equal(rally__launch_policy_new(&pol, 2, 8, 0, 300), 0);
+    rally__launch_policy_elastic(pol, 1);
+    for (int i = 0; i < 2; i++)
+        rally__launch_policy_spawned(pol, i);
+    for (int i = 2; i < 5; i++) {
+        assert_int_equal(rally__launch_policy_add(pol, 5), i);
+        rally__launch_policy_spawned(pol, i);
+    }
+    const char *why = "host h3: cannot be reached: no route";
+    rally__launch_policy_unstarted(pol, 3, why, 1, &running, 5, &a);
+    assert_int_equal(rally__launch_policy_slots(pol), 5);
+    rally__launch_policy_unstarted(pol, 4, why, 1, &running, 5, &a);
+    assert_int_equal(rally__launch_policy_slots(pol), 3); /* 4 and 3 back; 2 still on its way */
+    rally__launch_policy_unstarted(pol, 2, why, 1, &running, 5, &a);
+    assert_int_equal(rally__launch_policy_slots(pol), 2);
+    assert_string_equal(a.abort, "");
+    assert_int_equal(rally__launch_policy_add(pol, 5), 2);
+    rally__launch_policy_free(pol);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -804,6 +859,8 @@ int main(void)
         cmocka_unit_test(elastic_gives_up_a_rank),
         cmocka_unit_test(elastic_takes_ranks_in),
         cmocka_unit_test(elastic_joiner_on_a_lost_host),
+        cmocka_unit_test(remote_unreachable_restarted_elsewhere),
+        cmocka_unit_test(unstarted_joiners_give_slots_back),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -50,6 +50,30 @@
 #            directory deleted, --resume latest takes the second tier and
 #            ends with the failure-free digest; then SIGTERM to rally-run
 #            stops a job once its snapshot is committed in the second tier
+# Whole hosts lost (issue 46; docs/launch.md, "Losing a whole host"): 3
+# hosts x 4 ranks (RIG_SLOTS=4, a job of 12), the copies placed by failure
+# domain (docs/recovery.md), a records job (tests/progs/records.c, local
+# models as records, the same digest at any N) unless said otherwise; each
+# ends with the digest of the same job on one host without failures.
+#   host_kill9        every worker of host 2 killed with kill -9 at once
+#            (their pids found inside its namespace) while rank 0 waits at
+#            a gate: all four restart on host 2
+#   host_kill9_piece  the same for a result kept in part (tests/progs/
+#            recover.c, a 1 MiB allreduce on the ring, rally_hier=off): host
+#            2 killed right after that result is cached, before the
+#            checkpoint (rank 0 lags there)
+#   host_cut_inplace  a --hostfile of 4 hosts with 4 slots each (-n 12 fills
+#            hosts 1-3): host 2's cable cut for good; each of its ranks,
+#            whose restart cannot reach host 2, is restarted on host 4 (a
+#            slot free) with its rank number: the job recovers in place
+#   host_cut_shrink   --min-workers 8 and no slot free: host 2's cable cut
+#            for good; its four ranks are given up and the job ends with 8
+#   host_comeback     elastic (--min-workers 8 --max-workers 12 --rejoin-ms
+#            1000): host 2 lost as in host_cut_shrink, tried while its cable
+#            is down, then mended: one try starts a worker on each of its
+#            four slots, the job (held between two checkpoints until all
+#            four wait to join) takes them in at one checkpoint and ends
+#            with 12 workers
 # Needs root (network namespaces): without it the test reports itself skipped
 # (exit 77) with the reason.  Bounded: each job by timeout, the whole test by
 # a watchdog, and the trap removes every namespace, process and file.
@@ -63,7 +87,11 @@ build=$(cd "$2" && pwd) || { echo "multihost_test: no build directory $2"; exit 
 here=$(cd "$(dirname "$0")" && pwd)
 run=$build/rally-run km=$build/rally-kmeans
 N=4 H=4 # ranks, hosts
-case $case_ in hier*) H=2 RIG_SLOTS=2 ;; esac
+case $case_ in
+hier*) H=2 RIG_SLOTS=2 ;;
+host_cut_inplace) H=4 N=12 RIG_SLOTS=4 RIG_WORLD=12 ;; # host 4: the slots free
+host_*) H=3 N=12 RIG_SLOTS=4 ;;
+esac
 . "$here/netns_rig.sh"
 
 tmp=$(mktemp -d)
@@ -90,7 +118,9 @@ if [ "$case_" = private ]; then
     mkdir -p "$P" "$tmp/pfs"
     RIG_PRIVATE=$P
 fi
-rig_watchdog 240
+bound=240
+case $case_ in host_*) bound=280 ;; esac
+rig_watchdog $bound
 rig_up $H $v6
 rc=$?
 if [ $rc -eq 77 ]; then
@@ -160,18 +190,81 @@ KM=(--data "$data" --data-opt csv_label=0 -k 6)
 FAST=(--heartbeat-timeout-ms 3000 --startup-timeout-ms 20000)
 LINK=(rally_link_timeout_ms=2000 rally_connect_timeout_ms=20000)
 
-# the same job on one host: the digest every case must give
-"$here/run_job.sh" 0 120 "$run" -n $N "$km" "${KM[@]}" >"$tmp/one" 2>&1 ||
-    { cat "$tmp/one"; fail "the one-host job failed"; }
-want=$(digest "$tmp/one")
-[ -n "$want" ] || fail "the one-host job printed no digest"
-echo "multihost_test $case_: one host: $want"
+# the same job on one host: the digest every case must give (the host_
+# cases' jobs are their own: below)
+case $case_ in
+host_*) ;;
+*)
+    "$here/run_job.sh" 0 120 "$run" -n $N "$km" "${KM[@]}" >"$tmp/one" 2>&1 ||
+        { cat "$tmp/one"; fail "the one-host job failed"; }
+    want=$(digest "$tmp/one")
+    [ -n "$want" ] || fail "the one-host job printed no digest"
+    echo "multihost_test $case_: one host: $want"
+    ;;
+esac
 
 same_digest() { # out: the failure-free digest
     local got
     got=$(digest "$1")
     [ "$got" = "$want" ] || fail "digest '$got', want $want"
 }
+
+# --- whole hosts (the host_ cases) ---------------------------------------------
+
+rec=$build/tests/records_mock
+rdigest() { grep -o 'records: result digest=[0-9a-f]* ids=[0-9]*' "$1" | head -1; }
+
+# one_host OUT DIGEST PROG ARGS...: the job on one host without failures,
+# its digest into want
+one_host() {
+    local out=$1 how=$2
+    shift 2
+    "$here/run_job.sh" 0 180 "$run" -n $N "$@" >"$out" 2>&1 ||
+        { cat "$out"; fail "the one-host job failed"; }
+    want=$($how "$out")
+    [ -n "$want" ] || fail "the one-host job printed no digest"
+    echo "multihost_test $case_: one host: $want"
+}
+
+host_digest() { # out: the failure-free digest of the host_ case's job
+    local got
+    got=$($dig "$1")
+    [ "$got" = "$want" ] || fail "digest '$got', want $want"
+}
+
+# workers_on I PROG: the pids of PROG's processes running on host I
+workers_on() {
+    local p
+    for p in $(ip netns pids "${RIG_NS[$1]}"); do
+        [ "$(cat "/proc/$p/comm" 2>/dev/null)" = "$2" ] && echo "$p"
+    done
+    return 0
+}
+
+# wait_count FILE PATTERN K WHAT: until K lines of file match (or the job ends)
+wait_count() {
+    local i=0
+    until [ "$(grep -c "$2" "$1" 2>/dev/null)" -ge "$3" ]; do
+        i=$((i + 1))
+        [ $i -gt 900 ] && fail "$4 never came ($(grep -c "$2" "$1") of $3)"
+        kill -0 "$JOB" 2>/dev/null || fail "the job ended before $4"
+        sleep 0.1
+    done
+}
+
+# wait_workers I PROG K: until K of PROG's processes run on host I
+wait_workers() {
+    local i=0
+    until [ "$(workers_on "$1" "$2" | wc -l)" -ge "$3" ]; do
+        i=$((i + 1))
+        [ $i -gt 600 ] && fail "$3 workers never ran on host $1 ($(workers_on "$1" "$2" | wc -l))"
+        kill -0 "$JOB" 2>/dev/null || fail "the job ended before $3 workers ran on host $1"
+        sleep 0.1
+    done
+}
+
+RECS=(1000 40) # ids, iterations
+dig=rdigest
 
 case $case_ in
 plain)
@@ -425,6 +518,119 @@ private)
     [ "$st" -eq 5 ] || fail "exit status $st after the preemption, want 5"
     grep -q "preempted by signal 15 (Terminated) after $T/pre/snap-[0-9]* was committed" "$tmp/pre" ||
         fail "the verdict does not name the snapshot in the second tier"
+    no_leftovers
+    ;;
+host_kill9 | host_kill9_piece)
+    if [ "$case_" = host_kill9 ]; then
+        prog=records_mock
+        one_host "$tmp/one" rdigest "$rec" "${RECS[@]}"
+        start_job "$tmp/out" 200 "${FAST[@]}" --max-restarts 2 -- "$rec" "${RECS[@]}" \
+            "gate=3,$tmp/go"
+        wait_line "$tmp/out" '^\[0\] records: at the gate$' "the gate"
+    else
+        # 131072 doubles: the sum (seq 4 of 12 ranks' iteration) is kept in
+        # part; rank 0 lags before the checkpoint (seq 6) of version 3
+        prog=recover dig=digest
+        PA=(131072 6 rally_hier=off rally_hd_threshold_bytes=0)
+        one_host "$tmp/one" digest "$build/tests/recover" "${PA[@]}"
+        start_job "$tmp/out" 200 "${FAST[@]}" --max-restarts 2 -- "$build/tests/recover" \
+            "${PA[@]}" lag=0,3,6,4000
+        wait_line "$tmp/out" '^\[0\] rank 0 lags 4000 ms before seq 6$' "rank 0's lag"
+    fi
+    victims=$(workers_on 2 $prog)
+    [ "$(echo $victims | wc -w)" = 4 ] || fail "want 4 workers on host 2, found '$victims'"
+    kill -9 $victims || fail "cannot kill $victims"
+    echo "multihost_test: killed every worker of host 2 at once:" $victims
+    touch "$tmp/go"
+    wait_job || fail "the job failed after host 2's workers were killed"
+    cat "$tmp/out"
+    host_digest "$tmp/out"
+    for r in 4 5 6 7; do
+        grep -q "^rally-run: rank $r on host ${RIG_IP[2]} died (killed by signal 9); restarting it on ${RIG_IP[2]} " "$tmp/out" ||
+            fail "rank $r did not restart on host 2"
+    done
+    no_leftovers
+    ;;
+host_cut_inplace)
+    for i in 1 2 3 4; do echo "${RIG_ADDR[$i]} slots=4"; done >"$tmp/hosts"
+    one_host "$tmp/one" rdigest "$rec" "${RECS[@]}"
+    RIG_HOSTFILE=$tmp/hosts start_job "$tmp/out" 200 "${FAST[@]}" --max-restarts 2 -- "$rec" \
+        "${RECS[@]}" "gate=3,$tmp/go" "hold=$tmp/hold" "${LINK[@]}"
+    wait_line "$tmp/out" '^\[0\] records: at the gate$' "the gate"
+    [ -z "$(workers_on 4 records_mock)" ] || fail "a worker runs on host 4 from the start"
+    touch "$tmp/hold" # held past the gate until the four restarts run on host 4
+    rig_link 2 down || fail "cannot cut host 2's cable"
+    echo "multihost_test: cut host 2's cable for good at $(date +%T)"
+    touch "$tmp/go"
+    for r in 4 5 6 7; do
+        wait_line "$tmp/out" "^rally-run: host ${RIG_IP[2]} (rank $r): cannot be reached: .*; restarting it on ${RIG_IP[4]} (a slot free)$" \
+            "rank $r's restart on host 4"
+    done
+    wait_workers 4 records_mock 4
+    echo "multihost_test: ranks 4-7 run on host 4:" $(workers_on 4 records_mock)
+    rm -f "$tmp/hold"
+    wait_job || fail "the job failed"
+    cat "$tmp/out"
+    host_digest "$tmp/out"
+    grep -q 'lost for good' "$tmp/out" && fail "a rank was given up"
+    grep -q '^rally-run: summary: .*workers=' "$tmp/out" && fail "the job changed its workers"
+    rig_link 2 up
+    no_leftovers
+    ;;
+host_cut_shrink)
+    one_host "$tmp/one" rdigest "$rec" "${RECS[@]}"
+    start_job "$tmp/out" 200 "${FAST[@]}" --max-restarts 2 --min-workers 8 -- "$rec" \
+        "${RECS[@]}" "gate=3,$tmp/go" "${LINK[@]}"
+    wait_line "$tmp/out" '^\[0\] records: at the gate$' "the gate"
+    rig_link 2 down || fail "cannot cut host 2's cable"
+    echo "multihost_test: cut host 2's cable for good at $(date +%T)"
+    touch "$tmp/go"
+    wait_job || fail "the job failed"
+    cat "$tmp/out"
+    host_digest "$tmp/out"
+    for r in 4 5 6 7; do
+        grep -q "^rally-run: host ${RIG_IP[2]} (rank $r): cannot be reached: .*: giving it up$" "$tmp/out" ||
+            fail "rank $r was not given up for its host"
+    done
+    grep -q 'restarting it on .* (a slot free)' "$tmp/out" && fail "a rank moved with no slot free"
+    grep -q '^rally-run: rank [4-7] lost for good: going on with 8 workers from version' "$tmp/out" ||
+        fail "no line for the change to 8 workers"
+    grep -q '^rally-run: summary: .* lost-for-good=4,5,6,7 workers=8$' "$tmp/out" || fail "summary"
+    rig_link 2 up
+    no_leftovers
+    ;;
+host_comeback)
+    RECS=(1000 400)
+    one_host "$tmp/one" rdigest "$rec" "${RECS[@]}"
+    start_job "$tmp/out" 240 "${FAST[@]}" --max-restarts 0 --min-workers 8 --max-workers 12 \
+        --rejoin-ms 1000 -- "$rec" "${RECS[@]}" pause=50 "gate=3,$tmp/go" "hold=$tmp/hold" \
+        "${LINK[@]}"
+    wait_line "$tmp/out" '^\[0\] records: at the gate$' "the gate"
+    rig_link 2 down || fail "cannot cut host 2's cable"
+    echo "multihost_test: cut host 2's cable at $(date +%T)"
+    touch "$tmp/go"
+    wait_line "$tmp/out" '^rally-run: rank [4-7] lost for good: going on with 8 workers from version' \
+        "the change to 8 workers"
+    # the job held between two checkpoints, so the joiners wait for one
+    touch "$tmp/hold"
+    wait_line "$tmp/out" '^\[0\] records: held$' "the hold"
+    # a try on host 2 while it is down, then the cable back: the next try
+    # starts a worker on each of its four slots
+    wait_line "$tmp/out" 'rank [0-9]* was not started; trying a host with a slot free again every 1000 ms$' \
+        "a try while host 2 is down"
+    rig_link 2 up || fail "cannot mend host 2's cable"
+    echo "multihost_test: mended it at $(date +%T)"
+    wait_count "$tmp/out" "waits to join: it is taken in at a checkpoint" 4 "four workers waiting to join"
+    [ "$(workers_on 2 records_mock | wc -l)" = 4 ] || fail "the joiners are not on host 2"
+    rm -f "$tmp/hold"
+    wait_line "$tmp/out" '^rally-run: taking in 4 workers: going on with 12 workers from version' \
+        "the four taken in at one checkpoint"
+    wait_job || fail "the job failed"
+    cat "$tmp/out"
+    host_digest "$tmp/out"
+    grep -q '^rally-run: started ranks [0-9]*-[0-9]* on host '"${RIG_IP[2]}"' (4 slots free)' "$tmp/out" ||
+        fail "the four were not started at one try"
+    grep -q '^rally-run: summary: .* lost-for-good=4,5,6,7 workers=12$' "$tmp/out" || fail "summary"
     no_leftovers
     ;;
 control)

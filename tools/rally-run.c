@@ -142,6 +142,20 @@ static void on_event(void *arg, const struct rally__tracker_event *ev)
 
 /* --- carrying out the policy's decisions ------------------------------------ */
 
+static void carry_out(struct run *r, const struct rally__launch_act *a);
+
+/* Starts rank i again (its old pipes read to the end first). */
+static void respawn(struct run *r, int i)
+{
+    rally__launch_flush(&r->procs[i]);
+    int err = run_spawn(r, i);
+    if (err != 0) {
+        struct rally__launch_act b;
+        rally__launch_policy_spawn_failed(r->pol, i, err, rally__now_ms(), &b);
+        carry_out(r, &b);
+    }
+}
+
 static void carry_out(struct run *r, const struct rally__launch_act *a)
 {
     if (a->say[0])
@@ -158,13 +172,7 @@ static void carry_out(struct run *r, const struct rally__launch_act *a)
         rally__tracker_rank_died(r->t, run_rank_now(r, i), a->cause);
         if (a->last) /* stuck again, it fails the job rather than die */
             rally__tracker_no_restart(r->t, run_rank_now(r, i));
-        rally__launch_flush(&r->procs[i]);
-        int err = run_spawn(r, i);
-        if (err != 0) {
-            struct rally__launch_act b;
-            rally__launch_policy_spawn_failed(r->pol, i, err, rally__now_ms(), &b);
-            carry_out(r, &b);
-        }
+        respawn(r, i);
     }
 }
 
@@ -243,9 +251,32 @@ static void handle(void *arg, const struct pollfd *p, size_t n)
     /* the queues are written in after(), once the tracker added its lines */
 }
 
+/* Which ranks hold a place (r->held), for placing one. */
+static void holding(struct run *r, int n)
+{
+    for (int i = 0; i < n; i++)
+        r->held[i] = (unsigned char)rally__launch_policy_holds(r->pol, i);
+}
+
+/* A host other than rank i's, with a slot free and answering as far as we
+ * know, for rank i whose host cannot be reached; -1 when none has one. */
+static int host_free(struct run *r, int i)
+{
+    int n = rally__launch_policy_slots(r->pol), h = r->host_of[i];
+    run_reread_hostfile(r); /* a spare host added to the file counts */
+    holding(r, n);
+    unsigned char was = r->down[h];
+    r->down[h] = 1;
+    int to = rally__launch_place_one(&r->hosts, r->host_of, r->held, n, r->down);
+    r->down[h] = was;
+    return to >= 0 && to != h && !r->down[to] ? to : -1;
+}
+
 /* Rank i's wrapper ended with wait status st: what its agent said (read to
  * the end of its pipes first), or its silence, goes to the policy as a
- * worker's exit, a lost connection or a failure to start (launch/remote.h). */
+ * worker's exit, a lost connection or a failure to start (launch/remote.h).
+ * A restart whose host cannot be reached goes to a host with a slot free:
+ * the same rank, so the job recovers in place. */
 static void remote_exit(struct run *r, int i, int st, const struct rally__launch_view *v,
                         struct rally__launch_act *a)
 {
@@ -255,12 +286,20 @@ static void remote_exit(struct run *r, int i, int st, const struct rally__launch
     int kind = rally__launch_outcome(&r->procs[i].seen, st, r->kind, r->hosts.h[r->host_of[i]].name,
                                      i, r->agent, r->argv[0], why, sizeof why, &out);
     int joiner = rally__launch_policy_joining(r->pol, i), h = r->host_of[i];
-    if (kind == RALLY__LAUNCH_AS_STATUS)
+    int to = kind == RALLY__LAUNCH_AS_UNREACHABLE && !joiner ? host_free(r, i) : -1;
+    if (kind == RALLY__LAUNCH_AS_STATUS) {
         rally__launch_policy_exit(r->pol, i, out, v, rally__now_ms(), a);
-    else if (kind == RALLY__LAUNCH_AS_LOST)
+    } else if (kind == RALLY__LAUNCH_AS_LOST) {
         rally__launch_policy_lost(r->pol, i, v, rally__now_ms(), a);
-    else
+    } else if (to >= 0 &&
+               rally__launch_policy_elsewhere(r->pol, i, why, r->hosts.h[to].name, v, a)) {
+        r->host_of[i] = to;
+        rally__launch_out_say(&r->out[1], "%s", a->say);
+        a->say[0] = '\0';
+        respawn(r, i);
+    } else {
         rally__launch_policy_unstarted(r->pol, i, why, out, v, rally__now_ms(), a);
+    }
     if (joiner && remote_grow(r) && !rally__launch_policy_holds(r->pol, i)) {
         /* refill tries again after --rejoin-ms; the first miss on a host is said */
         if (r->down[h])
@@ -274,22 +313,26 @@ static void remote_exit(struct run *r, int i, int st, const struct rally__launch
 }
 
 /* remote_grow: while fewer workers hold places than the job is to have and
- * no joiner is on its way, start one on a host with a slot free (one that
- * could not be reached last only when no other has a slot), at most every
- * --rejoin-ms. */
+ * no joiner is on its way, start as many as the first host with a slot free
+ * has free slots (one that could not be reached last only when no other
+ * has a slot), at most every --rejoin-ms: a host lost and back is taken in
+ * whole, at one checkpoint.  r->pending is the first of them. */
 static void refill(struct run *r, int64_t now)
 {
     if (!remote_grow(r))
         return;
-    int n = rally__launch_policy_slots(r->pol), holding = 0;
-    if (r->pending >= 0 && rally__launch_policy_joining(r->pol, r->pending))
-        return;
-    if (r->pending >= 0 && rally__launch_policy_holds(r->pol, r->pending))
-        r->down[r->host_of[r->pending]] = 0; /* taken in: its host is back */
+    int n = rally__launch_policy_slots(r->pol), held = 0;
+    for (int i = r->pending; i >= 0 && i < n; i++)
+        if (rally__launch_policy_joining(r->pol, i))
+            return;
+    for (int i = r->pending; i >= 0 && i < n; i++)
+        if (rally__launch_policy_holds(r->pol, i))
+            r->down[r->host_of[i]] = 0; /* taken in: its host is back */
     r->pending = -1;
+    holding(r, n);
     for (int i = 0; i < n; i++)
-        holding += r->held[i] = (unsigned char)rally__launch_policy_holds(r->pol, i);
-    if (holding >= r->want) {
+        held += r->held[i];
+    if (held >= r->want) {
         r->next_try = 0; /* nothing to try: no deadline (the loop must not spin) */
         return;
     }
@@ -300,30 +343,43 @@ static void refill(struct run *r, int64_t now)
     int h = rally__launch_place_one(&r->hosts, r->host_of, r->held, n, r->down);
     if (h < 0)
         return;
-    int i = rally__launch_policy_add(r->pol, r->max_workers);
-    if (i < 0)
-        return;
-    r->host_of[i] = h;
-    rally__launch_policy_host(r->pol, i, r->hosts.h[h].name);
-    rally__launch_flush(&r->procs[i]);
-    int err = run_spawn(r, i);
-    if (err != 0) {
-        struct rally__launch_act a;
-        struct rally__launch_view v;
-        view(r, &v);
-        char why[320];
-        snprintf(why, sizeof why, "cannot start rank %d on host %s: %s", i, r->hosts.h[h].name,
-                 strerror(err));
-        rally__launch_policy_unstarted(r->pol, i, why, 1, &v, now, &a);
-        carry_out(r, &a);
-        return;
+    int room = r->hosts.h[h].slots, started = 0;
+    for (int i = 0; i < n; i++)
+        room -= r->held[i] && r->host_of[i] == h;
+    while (started < room && held + started < r->want) {
+        int i = rally__launch_policy_add(r->pol, r->max_workers);
+        if (i < 0)
+            break;
+        r->host_of[i] = h;
+        rally__launch_policy_host(r->pol, i, r->hosts.h[h].name);
+        rally__launch_flush(&r->procs[i]);
+        int err = run_spawn(r, i);
+        if (err != 0) {
+            struct rally__launch_act a;
+            struct rally__launch_view v;
+            view(r, &v);
+            char why[320];
+            snprintf(why, sizeof why, "cannot start rank %d on host %s: %s", i,
+                     r->hosts.h[h].name, strerror(err));
+            rally__launch_policy_unstarted(r->pol, i, why, 1, &v, now, &a);
+            carry_out(r, &a);
+            break;
+        }
+        if (started++ == 0)
+            r->pending = i;
     }
-    r->pending = i;
-    if (!r->down[h])
+    if (started == 0 || r->down[h])
+        return;
+    if (started == 1)
         rally__launch_out_say(&r->out[1],
                               "started rank %d on host %s (a slot free); the job takes it in "
                               "at its next checkpoint",
-                              i, r->hosts.h[h].name);
+                              r->pending, r->hosts.h[h].name);
+    else
+        rally__launch_out_say(&r->out[1],
+                              "started ranks %d-%d on host %s (%d slots free); the job takes "
+                              "them in at its next checkpoint",
+                              r->pending, r->pending + started - 1, r->hosts.h[h].name, started);
 }
 
 /* SIGUSR2: one more worker, which the job takes in at its next checkpoint. */

@@ -2,7 +2,8 @@
  * records.c — a job whose local model is records (rally_set_local_records),
  * for tests/elastic_test.sh:
  *
- *   rally-run -n N records IDS ITERS [grow=K] [pause=MS] [gate=K,PATH] [rally_key=value ...]
+ *   rally-run -n N records IDS ITERS [grow=K] [pause=MS] [gate=K,PATH] [hold=PATH]
+ *       [rally_key=value ...]
  *
  * Ids 0..IDS-1; rank r of N owns id when id * N / IDS == r.  Record id
  * holds (id % 5) + 1 words.  Each iteration sums every record's first word
@@ -17,7 +18,10 @@
  * SIGUSR2 at iteration K (rally-run --max-workers takes a worker in);
  * pause=MS: each iteration sleeps that long first; gate=K,PATH: rank 0
  * stops before iteration K, says "records: at the gate" and goes on once
- * PATH exists (a test takes several workers in at one checkpoint so).
+ * PATH exists (a test takes several workers in at one checkpoint so);
+ * hold=PATH: before any iteration, rank 0 of the first attempt waits while
+ * PATH exists, saying "records: held" first (a test holds the job between
+ * two checkpoints while workers register to join, whenever that is).
  * Rank 0 prints "records: result digest=HEX ids=N" at the end.
  */
 #include <inttypes.h>
@@ -85,6 +89,20 @@ static int gated(const char *path)
     return 0;
 }
 
+/* Rank 0 held: says so, then waits (a minute at most) while path exists. */
+static int held(const char *path)
+{
+    printf("records: held\n");
+    fflush(stdout);
+    for (int i = 0; i < 6000; i++) {
+        if (access(path, F_OK) != 0)
+            return 1;
+        usleep(10000);
+    }
+    fprintf(stderr, "records: %s never went away\n", path);
+    return 0;
+}
+
 static int fail(rally_t *r, const char *what, int rc)
 {
     fprintf(stderr, "records: rank %d: %s: %s (%s)\n", rally_rank(r), what, rally_errmsg(r),
@@ -104,7 +122,7 @@ int main(int argc, char **argv)
     ids = strtoull(argv[1], NULL, 10);
     uint64_t iters = strtoull(argv[2], NULL, 10);
     int64_t grow_at = -1, pause_ms = 0, gate_at = -1;
-    const char *gate = NULL;
+    const char *gate = NULL, *hold = NULL;
     for (int i = 3; i < argc; i++) {
         if (strncmp(argv[i], "grow=", 5) == 0)
             grow_at = atoll(argv[i] + 5);
@@ -113,7 +131,8 @@ int main(int argc, char **argv)
         else if (strncmp(argv[i], "gate=", 5) == 0 && strchr(argv[i], ',') != NULL) {
             gate_at = atoll(argv[i] + 5);
             gate = strchr(argv[i], ',') + 1;
-        }
+        } else if (strncmp(argv[i], "hold=", 5) == 0)
+            hold = argv[i] + 5;
     }
     if ((rc = rally_set_local_records(r, owner, NULL)) != RALLY_OK)
         return fail(r, "rally_set_local_records", rc);
@@ -179,6 +198,9 @@ int main(int argc, char **argv)
                     return 1;
                 gate_at = -1; /* once */
             }
+            if (hold && rank == 0 && rally_attempt(r) == 0 && access(hold, F_OK) == 0 &&
+                !held(hold))
+                return 1;
             if (pause_ms > 0)
                 usleep((useconds_t)pause_ms * 1000);
             uint64_t sum = 0;

@@ -30,6 +30,7 @@ struct rank_state {
     int status;            /* rally-run's exit status when its failure is the verdict */
     char host[256];        /* where it runs: "" on this host (the lines name no host) */
     char cause[320];       /* its newest death's cause ("killed by signal 9"), for observers */
+    int unstarted;         /* a joiner that could not be started: its slot goes back */
 };
 
 struct rally__launch_policy {
@@ -397,11 +398,11 @@ void rally__launch_policy_unstarted(struct rally__launch_policy *pol, int rank, 
     unfence(k);
     if (k->joining) { /* nothing of it ran: its slot is the next one's */
         k->joining = 0;
-        k->outside = 1;
-        if (rank == pol->world - 1) {
-            *k = (struct rank_state){.fence_kill_at = RALLY__NEVER, .status = 1};
-            pol->world--;
-        }
+        k->outside = k->unstarted = 1;
+        /* joiners started at one try end in any order: the last slots go back */
+        while (pol->world > 0 && pol->rank[pol->world - 1].unstarted)
+            pol->rank[--pol->world] = (struct rank_state){.fence_kill_at = RALLY__NEVER,
+                                                          .status = 1};
         snprintf(a->say, sizeof a->say, "%.500s: rank %d was not started", why, rank);
         return;
     }
@@ -418,6 +419,20 @@ void rally__launch_policy_unstarted(struct rally__launch_policy *pol, int rank, 
     snprintf(k->why, sizeof k->why, "%.500s", why);
     k->status = status;
     fail(pol, rank, now, a);
+}
+
+int rally__launch_policy_elsewhere(struct rally__launch_policy *pol, int rank, const char *why,
+                                   const char *host, const struct rally__launch_view *v,
+                                   struct rally__launch_act *a)
+{
+    clear(a);
+    struct rank_state *k = &pol->rank[rank];
+    if (k->joining || k->restarts == 0 || !v->recoverable || v->state != RALLY__TRACKER_RUNNING ||
+        pol->first >= 0 || pol->stop_sig)
+        return 0;
+    snprintf(k->host, sizeof k->host, "%s", host);
+    snprintf(a->say, sizeof a->say, "%.400s; restarting it on %.200s (a slot free)", why, host);
+    return 1;
 }
 
 void rally__launch_policy_host(struct rally__launch_policy *pol, int rank, const char *host)

@@ -144,10 +144,19 @@ void rally__launch_policy_lost(struct rally__launch_policy *pol, int rank,
 /* rank could not be started on its host (unreachable, the program missing):
  * the job fails with why and exit status status; no death is counted.  In
  * an elastic job a rank that could not be restarted (its host gone) is
- * given up instead (act gone). */
+ * given up instead (act gone).  A joiner's slot goes back once every
+ * joiner launched after it could not be started either. */
 void rally__launch_policy_unstarted(struct rally__launch_policy *pol, int rank, const char *why,
                                     int status, const struct rally__launch_view *v, int64_t now,
                                     struct rally__launch_act *a);
+/* rank's restart could not reach its host (why says so) and host has a
+ * slot free: 1 when it is to be started there, the same rank (the job
+ * still recovers it in place: a say "WHY; restarting it on HOST (a slot
+ * free)", its lines name host from now on), 0 when it is no restart, or
+ * the job is not running or failed (then rally__launch_policy_unstarted). */
+int rally__launch_policy_elsewhere(struct rally__launch_policy *pol, int rank, const char *why,
+                                   const char *host, const struct rally__launch_view *v,
+                                   struct rally__launch_act *a);
 /* rank runs a new process (also when its exec failed: that exit follows). */
 void rally__launch_policy_spawned(struct rally__launch_policy *pol, int rank);
 /* Restarting rank failed with errno err. */

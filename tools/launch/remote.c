@@ -582,7 +582,9 @@ int rally__launch_outcome(const struct rally__launch_seen *s, int st,
     if (kind->unreachable != 0 && code == kind->unreachable) {
         snprintf(why, cap, "host %s (rank %d): cannot be reached: %s", host, rank, line);
         *out_st = 1;
-    } else if (code == 127 || missing) {
+        return RALLY__LAUNCH_AS_UNREACHABLE;
+    }
+    if (code == 127 || missing) {
         snprintf(why, cap, "host %s (rank %d): %s: not found", host, rank, agent);
         *out_st = 127;
     } else {

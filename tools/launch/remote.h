@@ -169,7 +169,9 @@ int rally__launch_seen_line(struct rally__launch_seen *s, const char *line, size
 enum {
     RALLY__LAUNCH_AS_STATUS, /* *st: a wait status, as a local worker's */
     RALLY__LAUNCH_AS_LOST,   /* the connection to the host was lost: a death */
-    RALLY__LAUNCH_AS_FAILED  /* it could not start: why (a sentence), *status */
+    RALLY__LAUNCH_AS_FAILED, /* it could not start: why (a sentence), *status */
+    RALLY__LAUNCH_AS_UNREACHABLE /* as FAILED, for a host that cannot be reached (the
+                                  * wrapper's status kind->unreachable): another may run it */
 };
 /* kind (the launcher's: its wrapper's name, its status for a host it cannot
  * reach, its hint), host, rank, the agent's path and the program name the
