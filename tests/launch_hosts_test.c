@@ -20,6 +20,7 @@
 #include "launch/domains.h"
 #include "launch/kind.h"
 #include "launch/remote.h"
+#include "util/place.h"
 
 #define EXITED(code) ((code) << 8) /* a wait status: exited with code */
 
@@ -249,6 +250,59 @@ static void uncovered(void **state)
     assert_int_equal(rally__launch_uncovered(&in, out), 0);
 }
 
+/* The counts in one pass are util/place.h's, window by window, on layouts
+ * of random hosts and racks (a fixed seed), every copy count. */
+static void uncovered_as_place(void **state)
+{
+    (void)state;
+    enum { W = 23 };
+    int h[W], host[W], rack[W], order[W];
+    struct rally__launch_lost out[2 * W];
+    srand(7);
+    for (int t = 0; t < 300; t++) {
+        int nh = 1 + rand() % 6, nr = 1 + rand() % 3, world = 2 + rand() % (W - 1);
+        for (int r = 0; r < world; r++)
+            h[r] = rand() % nh;
+        for (int r = 0; r < world; r++) { /* ids: a domain's lowest rank; a host in one rack */
+            host[r] = rack[r] = r;
+            for (int q = r - 1; q >= 0; q--) {
+                host[r] = h[q] == h[r] ? q : host[r];
+                rack[r] = h[q] % nr == h[r] % nr ? q : rack[r];
+            }
+        }
+        int by_rack = rand() % 2, len = 1 + rand() % 4, plen = rand() % 4;
+        struct rally__launch_layout in = {world, host, rack, by_rack, len, plen};
+        int n = rally__launch_uncovered(&in, out);
+        assert_true(n >= 0);
+        assert_int_equal(rally__place_order(world, host, rack, by_rack, order), 0);
+        int i = 0;
+        for (int lv = 0; lv < 2; lv++) {
+            const int *dom = lv ? rack : host;
+            int ndom = 0;
+            for (int r = 0; r < world; r++)
+                ndom += dom[r] == r;
+            for (int d = 0; d < world && ndom > 1; d++) {
+                if (dom[d] != d)
+                    continue;
+                int lost = rally__place_lost(world, order, dom, d, len);
+                int pieces = plen ? rally__place_lost(world, order, dom, d, plen) : 0;
+                if (lost == 0 && pieces == 0)
+                    continue;
+                assert_true(i < n);
+                assert_int_equal(out[i].rack, lv);
+                assert_int_equal(out[i].domain, d);
+                assert_int_equal(out[i].local, lost);
+                assert_int_equal(out[i].pieces, pieces);
+                /* copies on run + 1 places cover it, on run places do not */
+                assert_int_equal(rally__place_lost(world, order, dom, d, out[i].run + 1), 0);
+                assert_true(rally__place_lost(world, order, dom, d, out[i].run) > 0);
+                i++;
+            }
+        }
+        assert_int_equal(i, n);
+    }
+}
+
 static void quoting(void **state)
 {
     static const char *const cases[][2] = {{"plain-word_1.2/x:y,z=@%+", "plain-word_1.2/x:y,z=@%+"},
@@ -451,8 +505,9 @@ int main(void)
         cmocka_unit_test(hosts_cases),      cmocka_unit_test(hostfile),
         cmocka_unit_test(slurm_slots),      cmocka_unit_test(placement),
         cmocka_unit_test(placement_of_one), cmocka_unit_test(uncovered),
-        cmocka_unit_test(quoting),          cmocka_unit_test(commands),
-        cmocka_unit_test(outcomes),         cmocka_unit_test(marked_lines),
+        cmocka_unit_test(uncovered_as_place), cmocka_unit_test(quoting),
+        cmocka_unit_test(commands),         cmocka_unit_test(outcomes),
+        cmocka_unit_test(marked_lines),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,12 @@
 /*
  * domains.c — the failure domains whose loss takes every copy of a local
  * model or of a result's piece (domains.h), counted on the placement ring.
+ *
+ * A window of len consecutive places lies wholly in a domain when the run
+ * of places of that domain starting at its first place is len long or
+ * longer: one pass finds every place's run, so each level costs O(world)
+ * however many domains it has (util/place.h's rally__place_lost counts one
+ * domain in O(world * len); the unit test holds the two equal).
  */
 #include "domains.h"
 
@@ -8,49 +14,48 @@
 
 #include "util/place.h"
 
-/* The longest run of consecutive places (cyclic) of the ring order in
- * domain d. */
-static int longest(int W, const int *order, const int *dom, int d)
+/* run[i]: how many consecutive places from place i on (cyclic) hold ranks
+ * of place i's domain, at most W; at least two domains. */
+static void runs(int W, const int *order, const int *dom, int *run)
 {
-    int best = 0;
-    for (int i = 0, cur = 0; i < 2 * W; i++) {
-        cur = dom[order[i % W]] == d ? cur + 1 : 0;
-        best = cur > best ? cur : best;
+    int s = 0; /* a place that starts a run: its predecessor is of another domain */
+    while (dom[order[s]] == dom[order[(s + W - 1) % W]])
+        s++;
+    for (int j = 1; j <= W; j++) { /* backwards from s - 1 round to s */
+        int i = (s - j + W) % W, next = (i + 1) % W;
+        run[i] = next != s && dom[order[i]] == dom[order[next]] ? run[next] + 1 : 1;
     }
-    return best < W ? best : W;
 }
 
 /* The domains of dom (one level) that are not covered, appended to out at
- * n; the new count. */
+ * n; the new count.  w is room for 5 * world ints. */
 static int level(const struct rally__launch_layout *in, const int *order, const int *dom,
-                 int is_rack, char *seen, struct rally__launch_lost *out, int n)
+                 int is_rack, int *w, struct rally__launch_lost *out, int n)
 {
     int W = in->world, ndom = 0;
+    int *run = w, *ranks = w + W, *local = w + 2 * W, *pieces = w + 3 * W, *longest = w + 4 * W;
+    for (int d = 0; d < W; d++)
+        ranks[d] = local[d] = pieces[d] = longest[d] = 0;
     for (int r = 0; r < W; r++)
-        seen[r] = 0;
-    for (int r = 0; r < W; r++)
-        if (!seen[dom[r]]) {
-            seen[dom[r]] = 1;
-            ndom++;
-        }
+        ndom += ranks[dom[r]]++ == 0;
     if (ndom < 2)
         return n;
-    for (int r = 0; r < W; r++)
-        seen[r] = 0;
+    runs(W, order, dom, run);
+    for (int i = 0; i < W; i++) {
+        int d = dom[order[i]];
+        local[d] += in->local_len > 0 && run[i] >= in->local_len;
+        pieces[d] += in->piece_len > 0 && run[i] >= in->piece_len;
+        longest[d] = run[i] > longest[d] ? run[i] : longest[d];
+    }
     for (int r = 0; r < W; r++) { /* each domain at its lowest rank */
         int d = dom[r];
-        if (seen[d])
+        if (ranks[d] == 0 || (local[d] == 0 && pieces[d] == 0)) {
+            ranks[d] = 0;
             continue;
-        seen[d] = 1;
-        struct rally__launch_lost x = {is_rack, d, 0, 0, 0, longest(W, order, dom, d)};
-        for (int q = r; q < W; q++)
-            x.ranks += dom[q] == d;
-        if (in->local_len > 0)
-            x.local = rally__place_lost(W, order, dom, d, in->local_len);
-        if (in->piece_len > 0)
-            x.pieces = rally__place_lost(W, order, dom, d, in->piece_len);
-        if (x.local > 0 || x.pieces > 0)
-            out[n++] = x;
+        }
+        out[n++] = (struct rally__launch_lost){is_rack, d, ranks[d], local[d], pieces[d],
+                                               longest[d]};
+        ranks[d] = 0; /* said */
     }
     return n;
 }
@@ -58,16 +63,13 @@ static int level(const struct rally__launch_layout *in, const int *order, const 
 int rally__launch_uncovered(const struct rally__launch_layout *in, struct rally__launch_lost *out)
 {
     int W = in->world;
-    int *order = malloc((size_t)W * sizeof *order);
-    char *seen = malloc((size_t)W);
+    int *order = malloc(6 * (size_t)W * sizeof *order);
     int n = -1;
-    if (order != NULL && seen != NULL &&
-        rally__place_order(W, in->host, in->rack, in->by_rack, order) == 0) {
-        n = level(in, order, in->host, 0, seen, out, 0);
+    if (order != NULL && rally__place_order(W, in->host, in->rack, in->by_rack, order) == 0) {
+        n = level(in, order, in->host, 0, order + W, out, 0);
         if (in->rack != NULL)
-            n = level(in, order, in->rack, 1, seen, out, n);
+            n = level(in, order, in->rack, 1, order + W, out, n);
     }
     free(order);
-    free(seen);
     return n;
 }
