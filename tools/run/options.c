@@ -279,8 +279,9 @@ static const struct flag FLAGS[] = {
         "elastic: SIGUSR2 to rally-run starts one more worker,\n"
         "which the job takes in at its next checkpoint, up to M\n"
         "(default N).  With --launcher ssh the worker goes to a\n"
-        "host with a slot free, and a slot freed by a rank given\n"
-        "up (its host gone) is filled again once a host answers",
+        "host with a slot free, and slots freed by ranks given\n"
+        "up (their host gone) are filled again once a host\n"
+        "answers, as many as its free slots at one try",
         max_workers, 1, RALLY__WORLD_MAX, "a number of workers"),
     ARG("give-up-slow", 'l', "PCT[:CALLS]",
         "elastic: give up a rank that arrives PCT % after the\n"
@@ -491,7 +492,8 @@ static void usage(FILE *f)
           "lines (from every host) are prefixed with \"[rank] \".  A worker killed by a\n"
           "signal after the job started (and before any rank finalized) is a crash: it is\n"
           "started again with the same rank and environment (on the same host; so is one\n"
-          "whose host connection was lost); the others wait and recover.  A worker that\n"
+          "whose host connection was lost; one whose host then cannot be reached, on a\n"
+          "host with a slot free); the others wait and recover.  A worker that\n"
           "exits on its own without rally_finalize is a failure of the job: nobody is\n"
           "restarted.  One line on stderr names the first failure.  Exit status:\n"
           "  0      every worker exited 0 after rally_finalize\n"
@@ -507,7 +509,8 @@ static void usage(FILE *f)
           "         were stopped; --resume latest continues from it (not committed in time:\n"
           "         128+15)\n"
           "  1      any other failure (deaths before the start, restarts exhausted, the\n"
-          "         tracker's own verdict, \"host H (rank R): cannot be reached: ...\")\n"
+          "         tracker's own verdict, \"host H (rank R): cannot be reached: ...\" with\n"
+          "         no slot free elsewhere)\n"
           "  2      a usage error;  127: prog cannot be run (on a host: \"host H (rank R): prog:\n"
           "         not found\");  128+S: rally-run got signal S\n"
           "         (SIGINT, SIGTERM, SIGHUP: passed to the workers, who get --grace-ms)\n"
