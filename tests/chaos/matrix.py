@@ -77,6 +77,13 @@ LOSSES = [
 # SIGTERM without --snapshot-dir stops the job: the workers get the signal
 # and --grace-ms (docs/config.md, exit status 128+15); no snapshot to go on from.
 STOPPED = r"rally-run: .*(signal 15|SIGTERM)"
+# The losses a whole host of the robust engine never takes: its copies go to
+# the other host's ranks (docs/recovery.md, "Failure domains").
+COPY_LOSSES = [
+    r"cannot recover: the result of .* is lost in part",
+    r"cannot recover: the local models of ranks [0-9, ]+ are lost",
+    r"the local-model records of old ranks? [0-9, ]+ (is|are) lost",
+]
 
 
 def arg(c, axis):
@@ -267,6 +274,8 @@ def build(c, env, prog, nfree, either_refused=None):
     common = [f"rally_transport={arg(c, 'transport')}"]
     if arg(c, "hier") == "on":
         common.append("rally_host_group=2")
+    elif failure == "host":  # two hosts all the same, the hierarchy off
+        common += ["rally_host_group=2", "rally_hier=off"]
     if arg(c, "verify") == "on":
         common.append("rally_verify_every=1")
     if prog.startswith("recover"):
@@ -574,6 +583,11 @@ def run_case(env, c, pl, work):
         return "refusal", text.strip().splitlines()[-1]
     if rc == 2:
         return "unexpected-refusal", text.strip().splitlines()[0] if text.strip() else "?"
+    if pl.failure == "host" and not pl.mpi:
+        for rx in COPY_LOSSES:  # mended by a resume or not, it must not happen
+            m = re.search(rx + ".*", text)
+            if m:
+                return "internal-error", "a whole host took the last copy: " + m.group(0)[:300]
     if pl.failure == "sigterm":
         if pl.snaps == "off":
             return ("named-loss", "stopped by SIGTERM (no --snapshot-dir)") if rc == 143 \
