@@ -3,6 +3,7 @@
  * than.
  *
  *   rally-run -n N bench_ckpt MODEL_BYTES REPS [local] [rally_local_replica=k]
+ *                                  [rally_local_scheme=xor]
  *
  * Times rally_checkpoint of a MODEL_BYTES global model (a copy into memory
  * plus the acknowledgement) against rally_lazy_checkpoint (no copy), and
@@ -15,9 +16,13 @@
  * shifts of MODEL_BYTES between warm buffers over the job's own links (the
  * collective layer under the engine, as the replication uses it), the
  * transfers replication cannot avoid.  Every rep, timed or not, starts
- * after a barrier.  Median over REPS, max over ranks; rank 0 prints
- *   "CKPT <bytes> <k> <checkpoint_us> <lazy_us> <ref_us>"
- * (lazy_us is 0 with local).
+ * after a barrier.  With rally_local_scheme=xor the reference is the
+ * parity's own transfers: G - 1 ring shifts of a chunk of MODEL_BYTES /
+ * (G - 1).  Median over REPS, max over ranks; rank 0 prints
+ *   "CKPT <bytes> <k> <checkpoint_us> <lazy_us> <ref_us> <held_bytes>"
+ * (lazy_us is 0 with local; k is "xorG" with parity; held_bytes: the most
+ * any rank's store keeps for the newest version's local models, its slots
+ * and the parity's scratch buffer).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +32,7 @@
 #include "bench_common.h"
 #include "rally/rally.h"
 #include "robust/robust.h"
+#include "util/xor.h"
 
 static uint64_t nbytes;
 
@@ -105,7 +111,12 @@ int main(int argc, char **argv)
     /* the robust engine's handle begins with its struct rally__robust
      * (src/robust/engine.c): its links, for transfers without the engine */
     struct rally__robust *rb = (struct rally__robust *)(void *)rally__api_engine(r);
-    int nk = local ? rb->k : 0;
+    int nk = local ? rb->k : 0, xg = local ? rb->place.xor_g : 0;
+    uint64_t ref_n = nbytes;
+    if (xg > 0) { /* the parity's hops of a chunk */
+        nk = xg - 1;
+        ref_n = rally__xor_chunk_nbytes(nbytes, xg);
+    }
     for (int i = -1; i < reps; i++) {
         barrier(r);
         double t0 = bench_now_us();
@@ -118,7 +129,7 @@ int main(int argc, char **argv)
         }
         for (int j = 0; j < nk; j++) {
             struct rally__sig s = {RALLY__C_SHIFT, 0, 0, -1, (uint64_t)(1000 + j), 0};
-            if (rally__ring_shift(&rb->comm, j % 2 ? b : a, nbytes, j % 2 ? a : b, nbytes, &s) !=
+            if (rally__ring_shift(&rb->comm, j % 2 ? b : a, ref_n, j % 2 ? a : b, ref_n, &s) !=
                 RALLY_OK)
                 return 1;
         }
@@ -128,9 +139,17 @@ int main(int argc, char **argv)
     double ref = median(r, t, reps);
     char k[16] = "-";
     if (local)
-        snprintf(k, sizeof k, "%d", nk);
+        snprintf(k, sizeof k, xg > 0 ? "xor%d" : "%d", xg > 0 ? xg : nk);
+    /* what the store keeps for the newest version's local models */
+    const struct rally__localset *ls = rally__robust_set_of(rb, rally__robust_version(rb));
+    uint64_t held = 0;
+    for (int j = 0; ls != NULL && j <= RALLY__MAX_REPLICA; j++)
+        held += ls->nbytes[j];
+    held += rb->st.xbuf.cap;
+    rally__engine.plain_allreduce(rally__api_engine(r), &held, &held, 1, RALLY_UINT64, RALLY_MAX);
     if (rally_rank(r) == 0)
-        printf("CKPT %llu %s %.1f %.1f %.1f\n", (unsigned long long)nbytes, k, full, lazy, ref);
+        printf("CKPT %llu %s %.1f %.1f %.1f %llu\n", (unsigned long long)nbytes, k, full, lazy, ref,
+               (unsigned long long)held);
     free(a);
     free(b);
     return rally_finalize(r) == RALLY_OK ? 0 : 1;

@@ -96,6 +96,25 @@ for m in 1048576 104857600; do
 done
 
 echo
+echo "local models, copies against XOR parity (rally_local_scheme=xor, sets of one rank per host):"
+echo " hosts of 4 (rally_host_group=4); held = the most one rank's store keeps for the newest"
+echo " version (its slots and the parity's scratch), in model sizes B; checkpoint median us, max"
+echo " over ranks; vs_k2 = checkpoint / that of k=2 copies, measured in the same run"
+printf '%-3s %-10s %-8s %12s %7s %14s %7s\n' N model_bytes scheme held_bytes held_B checkpoint_us vs_k2
+for n in 8 12; do
+    for m in 1048576 16777216; do
+        for sch in 1 2 xor; do
+            if [ "$sch" = xor ]; then set -- rally_local_scheme=xor; else set -- rally_local_replica=$sch; fi
+            "$run" -n "$n" "$build/bench/bench_ckpt" "$m" 5 local rally_host_group=4 "$@" 2>&1 |
+                awk '$2 == "CKPT" { print $4, $5, $8 }'
+        done | awk -v n="$n" -v m="$m" '{ k[NR] = $1; t[NR] = $2; h[NR] = $3 }
+            END { for (i = 1; i <= NR; i++)
+                printf "%-3s %-10s %-8s %12s %7.2f %14.1f %7.2f\n", n, m, (k[i] ~ /xor/ ? k[i] : "k=" k[i]),
+                    h[i], h[i] / m, t[i], (t[2] > 0 ? t[i] / t[2] : 0) }'
+    done
+done
+
+echo
 echo "the checkpoint digest (XXH3-64, rally_digest64) against the store's copy, one process (median us)"
 printf '%-12s %10s %10s %10s %12s %8s\n' model_bytes dup_us memcpy_us digest_us digest/dup GB/s
 "$build/bench/bench_digest" | awk '$1 == "DIGEST" { printf "%-12s %10s %10s %10s %12s %8s\n", $2, $3, $4, $5, $6, $7 }'

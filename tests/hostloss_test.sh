@@ -24,6 +24,16 @@
 #   piece_hier   the same with the hierarchy, which keeps big results whole
 #   snapshot     local, with snapshots every 2 versions: the job recovers in
 #                place and commits snapshots after the loss
+#   xor_local, xor_checkpoint, xor_opaque, xor_snapshot
+#                local, checkpoint, opaque and snapshot with
+#                rally_local_scheme=xor (one parity chunk per rank, sets of
+#                one rank per host: 3 here): each rank of host 1 has its
+#                model rebuilt from its set's survivors, and says so
+#   xor_set4     rally_xor_set=4 at 3 hosts: set 1 (places 4-7: ranks 5, 9,
+#                2, 6) holds two ranks of host 1, so the loss is beyond the
+#                scheme: the clear error naming the set, a loss (exit 3)
+#   xor_elastic  rally_local_scheme=xor with --min-workers: refused at the
+#                start with its sentence
 # Every job is bounded (run_job.sh) and leaves no process behind.
 set -u
 case_=$1 build=$2
@@ -61,30 +71,50 @@ died_together() {
     done
 }
 
+# rebuilt out: each rank of host 1 had its local model rebuilt from parity
+rebuilt() {
+    for r in 4 5 6 7; do
+        has "$1" "^\[$r\] rally: rank $r: local model of checkpoint version [0-9]* ([0-9]* bytes) rebuilt from the parity of set [0-3] "
+    done
+}
+
 hg=rally_host_group=4
+xor=
+case $case_ in xor_*) xor=rally_local_scheme=xor ;; esac
 case $case_ in
-local | local_k1 | checkpoint | snapshot)
-    k=
+local | local_k1 | checkpoint | snapshot | xor_local | xor_checkpoint | xor_snapshot)
+    k=$xor
     [ "$case_" = local_k1 ] && k=rally_local_replica=1
     at="5 0 op"
-    [ "$case_" = checkpoint ] && at="5 1 checkpoint" # one allreduce, then the checkpoint
+    case $case_ in *checkpoint) at="5 1 checkpoint" ;; esac # one allreduce, then the checkpoint
     snap=
-    [ "$case_" = snapshot ] && snap="--snapshot-dir $tmp/s --snapshot-every 2"
+    case $case_ in *snapshot) snap="--snapshot-dir $tmp/s --snapshot-every 2" ;; esac
     one "$tmp/plain" 0 -n 12 "$rec" 1000 12 $hg $k
     # shellcheck disable=SC2046
     one "$tmp/a" 0 -n 12 $snap "$rec" 1000 12 $hg $k $(host1 $at)
     died_together "$tmp/a"
     same_digest "$tmp/plain" "$tmp/a" rdig
-    if [ "$case_" = snapshot ]; then
-        has "$tmp/a" "snapshot: committed .*/snap-00000012 (checkpoint version 12)$"
-    fi
+    case $case_ in *snapshot)
+        has "$tmp/a" "snapshot: committed .*/snap-00000012 (checkpoint version 12)$" ;;
+    esac
+    [ -z "$xor" ] || rebuilt "$tmp/a"
     ;;
-opaque)
-    one "$tmp/plain" 0 -n 12 "$build/tests/recover" 2000 8 local $hg
+opaque | xor_opaque)
+    one "$tmp/plain" 0 -n 12 "$build/tests/recover" 2000 8 local $hg $xor
     # shellcheck disable=SC2046
-    one "$tmp/a" 0 -n 12 "$build/tests/recover_mock" 2000 8 local $hg $(host1 3 2)
+    one "$tmp/a" 0 -n 12 "$build/tests/recover_mock" 2000 8 local $hg $xor $(host1 3 2)
     died_together "$tmp/a"
     same_digest "$tmp/plain" "$tmp/a" mdig
+    [ -z "$xor" ] || rebuilt "$tmp/a"
+    ;;
+xor_set4)
+    # shellcheck disable=SC2046
+    one "$tmp/a" 3 -n 12 "$rec" 1000 12 $hg $xor rally_xor_set=4 $(host1 5 0)
+    has "$tmp/a" "cannot recover: set 1 (ranks 5, 9, 2, 6) lost ranks 5 and 6; rally_local_scheme=xor covers one per set"
+    ;;
+xor_elastic)
+    one "$tmp/a" nonzero -n 12 --min-workers 8 "$rec" 1000 12 $hg $xor
+    has "$tmp/a" "rally_local_scheme=xor does not cover elastic jobs"
     ;;
 elastic)
     one "$tmp/plain" 0 -n 12 "$rec" 1000 12 $hg

@@ -54,8 +54,8 @@ void rally__topo_build(struct rally__topo *t, int rank, int world)
     t->hier_leader = rank;
     t->hier_up = t->hier_down = t->hier_prev = t->hier_next = -1;
     t->hier_index = 0;
-    t->place_prev = t->ring_prev;
-    t->place_next = t->ring_next;
+    t->place_prev = t->xor_prev = t->ring_prev;
+    t->place_next = t->xor_next = t->ring_next;
     for (int i = 0; i < 3 + RALLY__MAX_CHILDREN; i++)
         add(t, cand[i]);
     t->nbase = t->nneighbours;
@@ -87,8 +87,16 @@ int rally__topo_add_hd(struct rally__topo *t)
 
 void rally__topo_add_place(struct rally__topo *t, int prev, int next)
 {
-    t->place_prev = prev;
-    t->place_next = next;
+    t->place_prev = t->xor_prev = prev;
+    t->place_next = t->xor_next = next;
+    add(t, prev);
+    add(t, next);
+}
+
+void rally__topo_add_xor(struct rally__topo *t, int prev, int next)
+{
+    t->xor_prev = prev;
+    t->xor_next = next;
     add(t, prev);
     add(t, next);
 }

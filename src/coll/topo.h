@@ -39,9 +39,11 @@
 #define RALLY__MAX_HIER_LINKS 4
 /* the placement ring's two neighbours (util/place.h) */
 #define RALLY__MAX_PLACE_LINKS 2
+/* an XOR set's ring closing on itself (util/xor.h): its last and first member */
+#define RALLY__MAX_XOR_LINKS 2
 #define RALLY__MAX_NEIGHBOURS                                                                      \
     (RALLY__MAX_CHILDREN + 3 + RALLY__MAX_HD_ROUNDS + RALLY__MAX_HIER_LINKS +                     \
-     RALLY__MAX_PLACE_LINKS)
+     RALLY__MAX_PLACE_LINKS + RALLY__MAX_XOR_LINKS)
 
 struct rally__topo {
     int rank, world;
@@ -66,6 +68,10 @@ struct rally__topo {
      * this rank's copies go and whose come here; the ring's own when the
      * placement is rank order */
     int place_prev, place_next;
+    /* the ring of this rank's XOR set (util/xor.h), set by
+     * rally__topo_add_xor: the set's consecutive places, its last member
+     * followed by its first; the placement ring's when there is none */
+    int xor_prev, xor_next;
 };
 
 void rally__topo_build(struct rally__topo *t, int rank, int world);
@@ -84,6 +90,10 @@ int rally__topo_add_hier(struct rally__topo *t, const int *host, int *work);
 /* Adds the placement ring's neighbours of this rank (the ranks before and
  * after it in that order) to the neighbours. */
 void rally__topo_add_place(struct rally__topo *t, int prev, int next);
+
+/* Adds the neighbours of this rank on its XOR set's ring (rally_local_scheme
+ * =xor): the placement ring's, but at the set's two ends each other. */
+void rally__topo_add_xor(struct rally__topo *t, int prev, int next);
 
 /* The real rank acting as virtual rank v. */
 int rally__topo_hd_real(const struct rally__topo *t, int v);

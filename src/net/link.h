@@ -114,7 +114,7 @@ struct rally__interest {
     int want; /* RALLY__WANT_*; 0: not waited on */
 };
 
-#define RALLY__WAIT_MAX 21 /* links per wait */
+#define RALLY__WAIT_MAX 23 /* links per wait */
 
 /* Waits until a link in w[0..n) can move bytes in a direction it wants, the
  * alarm (may be NULL or none) is readable, or the deadline (util/clock.h)

@@ -117,6 +117,23 @@ static void domains(struct rally__robust *rb, struct hostkey *k, int *host, int 
     }
 }
 
+/* rally_xor_set in force for a world of N whose failure domains at the
+ * spread level are dom[] (ids in [0, N); work: N ints): as set, or by
+ * default one member per domain, so that a set spans distinct domains
+ * (consecutive places do), at most 8 (SCR's default: parity costs B / 7
+ * and a rebuild reads 7 models); one domain, 4; at most N. */
+static int xor_size(const struct rally__config *cfg, int N, const int *dom, int *work)
+{
+    int g = (int)cfg->xor_set;
+    if (g == 0) {
+        memset(work, 0, (size_t)N * sizeof *work);
+        for (int r = 0; r < N; r++)
+            g += work[dom[r]]++ == 0;
+        g = g < 2 ? 4 : g > 8 ? 8 : g;
+    }
+    return g < N ? g : N;
+}
+
 /* The topology for this epoch: the tree and the ring, the halving-doubling
  * partners when a threshold uses them, the hierarchy when rally_hier
  * allows it and the hosts have one, and the placement ring over the
@@ -161,6 +178,16 @@ static int topology(struct rally__robust *rb)
     int prev = rb->place.order[(me + N - 1) % N], next = rb->place.order[(me + 1) % N];
     if (prev != t->ring_prev || next != t->ring_next)
         rally__topo_add_place(t, prev, next);
+    rb->place.xor_g = 0;
+    if (cfg->local_scheme == RALLY__LOCAL_XOR && N >= 2) {
+        rb->place.xor_g = xor_size(cfg, N, by_rack ? rack : host, host + 2 * N);
+        int first, size, index, i;
+        rally__robust_xor_set(rb, rb->rank, &first, &size, &index, &i);
+        int xp = rally__robust_at(rb, first + (i + size - 1) % size);
+        int xn = rally__robust_at(rb, first + (i + 1) % size);
+        if (xp != prev || xn != next) /* a set's two ends, or a set of two */
+            rally__topo_add_xor(t, xp, xn);
+    }
     free(k);
     free(host);
     return RALLY_OK;
@@ -466,6 +493,8 @@ void rally__robust_comm_setup(struct rally__robust *rb,
     rb->rank = rb->tc.rank;
     rb->world = rb->tc.world;
     rb->k = (int)cfg->local_replica < rb->world - 1 ? (int)cfg->local_replica : rb->world - 1;
+    if (cfg->local_scheme == RALLY__LOCAL_XOR)
+        rb->k = 0; /* no copies: parity (rb->place.xor_g) */
     struct rally__comm *cm = &rb->comm;
     rally__comm_init(cm, rb->rank, rb->world, e);
     cm->timeout_ms = cfg->timeout_ms;
@@ -529,6 +558,19 @@ int rally__robust_init(struct rally__robust *rb, const struct rally__config *cfg
                     "would hold less than one 64K loopback segment, which stalls links; say 0 "
                     "for the kernel's choice",
                     (long long)cfg->sock_buf_bytes);
+        rally__robust_start_failed(cfg, host, e);
+        return e->code;
+    }
+    if (cfg->local_scheme == RALLY__LOCAL_XOR && (cfg->xor_set == 1 || cfg->elastic)) {
+        if (cfg->xor_set == 1)
+            rally__fail(e, RALLY_ECONFIG,
+                        "rally_xor_set=1: a set of one rank has no parity to rebuild it from; "
+                        "say 2 or more (0: one rank per host, up to 8)");
+        else
+            rally__fail(e, RALLY_ECONFIG,
+                        "rally_local_scheme=xor does not cover elastic jobs (rally-run "
+                        "--min-workers or --max-workers): its parity cannot be divided among "
+                        "other workers; use rally_local_scheme=copies");
         rally__robust_start_failed(cfg, host, e);
         return e->code;
     }

@@ -14,6 +14,7 @@
 #include "robust/robust.h"
 #include "tracker/proto.h"
 #include "util/wire.h"
+#include "util/xor.h"
 
 #define NONE RALLY__NONE
 enum { SERVED = RALLY__SERVED, EXECUTE = RALLY__EXECUTE };
@@ -159,6 +160,160 @@ static uint64_t best_version(uint64_t best)
     return UINT32_MAX - (best >> 32);
 }
 
+/* The n ranks r[] into buf at *at: "4, 5, 9", or with and "4, 5 and 9". */
+static void name_ranks(char *buf, size_t cap, size_t *at, const int *r, int n, int and)
+{
+    for (int i = 0; i < n && *at < cap; i++)
+        *at += (size_t)snprintf(buf + *at, cap - *at, "%s%d",
+                                i == 0 ? "" : and && i == n - 1 ? " and " : ", ", r[i]);
+}
+
+/* Member x of an XOR set (ranks m[0..S)) rebuilds its model and parity of
+ * version v from the others' (d[j], par[j]: their slot 0 and parity slot,
+ * as sent) into mine.  A parity that disagrees with the set is RALLY_EPROTO. */
+static int xor_rebuild(struct rally__robust *rb, struct rally__localset *mine, uint64_t v,
+                       int index, const int *m, int S, int x, unsigned char **d, uint64_t *dn,
+                       unsigned char **par, uint64_t *pn)
+{
+    uint64_t len[RALLY__XOR_MAX], L = 0, head = 8 * (uint64_t)S;
+    const unsigned char *pc[RALLY__XOR_MAX];
+    int any = (x + 1) % S;
+    for (int j = 0; j < S; j++) {
+        len[j] = pn[any] >= head ? rally__get_u64(par[any] + 8 * j) : 0;
+        L = len[j] > L ? len[j] : L;
+    }
+    uint64_t cn = rally__xor_chunk_nbytes(L, S);
+    for (int j = 0; j < S; j++) {
+        pc[j] = j == x ? NULL : par[j] + head;
+        if (j != x && (pn[j] != head + cn || dn[j] != len[j] ||
+                       memcmp(par[j], par[any], (size_t)head) != 0))
+            return rally__fail(rb->err, RALLY_EPROTO,
+                               "rebuilding rank %d's local model of version %llu: rank %d's "
+                               "model or parity (%llu and %llu bytes) disagrees with its set's "
+                               "lengths",
+                               m[x], (unsigned long long)v, m[j], (unsigned long long)dn[j],
+                               (unsigned long long)pn[j]);
+    }
+    int rc = rally__robust_set_fill(rb, mine, 0, NULL, len[x]);
+    if (rc == RALLY_OK)
+        rc = rally__robust_set_fill(rb, mine, RALLY__XOR_SLOT, NULL, head + cn);
+    if (rc != RALLY_OK)
+        return rc;
+    mine->owner[RALLY__XOR_SLOT] = -1;
+    memcpy(mine->data[RALLY__XOR_SLOT], par[any], (size_t)head);
+    rally__xor_rebuild(S, x, (const unsigned char *const *)d, dn, pc, cn, mine->data[0], len[x],
+                       mine->data[RALLY__XOR_SLOT] + head);
+    char who[160];
+    size_t at = 0;
+    name_ranks(who, sizeof who, &at, m, S, 0);
+    fprintf(stderr,
+            "rally: rank %d: local model of checkpoint version %llu (%llu bytes) rebuilt from "
+            "the parity of set %d (ranks %s)\n",
+            rb->rank, (unsigned long long)v, (unsigned long long)len[x], index, who);
+    return RALLY_OK;
+}
+
+/* rally_local_scheme=xor: each worker holds its own model and a parity
+ * chunk of its set (util/xor.h).  A worker that wants version v's (a
+ * restarted one) gets every other member's model and parity, each
+ * broadcast from that member, and rebuilds its own, bit for bit.  One
+ * member lost per set is covered; a set that lost more (or whose survivors
+ * hold no parity of v, as after a resume before the next checkpoint) is
+ * the loss error naming the set.  Every worker takes part, in set order. */
+static int recover_xor(struct rally__robust *rb, uint64_t v, int want)
+{
+    want = want && rally__robust_set_of(rb, v) == NULL;
+    int N = rb->world, rc = RALLY_OK;
+    struct rally__localset *have = rally__robust_set_of(rb, v);
+    unsigned char *st = calloc((size_t)N, 1);
+    size_t *off = calloc(2 * (size_t)N, sizeof *off);
+    char lost[512] = "";
+    size_t nlost = 0;
+    if (st == NULL || off == NULL) {
+        rc = rally__fail(rb->err, RALLY_ENOMEM, "out of memory recovering local models");
+        goto done;
+    }
+    for (int i = 0; i < N; i++) {
+        off[i] = (size_t)i;
+        off[N + i] = 1;
+    }
+    /* bit 0: wants its model; bit 1: holds its model and parity of v */
+    st[rb->rank] = (unsigned char)(want | (!want && have != NULL && have->data[0] != NULL &&
+                                           have->nbytes[RALLY__XOR_SLOT] > 0)
+                                              << 1);
+    struct rally__sig ns = {RALLY__K_LOCAL_NEED, 0, 0, -1, 1, 0};
+    if ((rc = rally__allgather(&rb->comm, st, off, off + N, &ns)) != RALLY_OK)
+        goto done;
+    struct rally__localset *mine = want ? rally__robust_set_spare(rb) : have;
+    if (want)
+        mine->version = v;
+    for (int p = 0; p < N;) {
+        int first, S, index, unused, m[RALLY__XOR_MAX], gone[RALLY__XOR_MAX], ngone = 0, x = -1;
+        rally__robust_xor_set(rb, rally__robust_at(rb, p), &first, &S, &index, &unused);
+        p = first + S;
+        for (int j = 0; j < S; j++) {
+            m[j] = rally__robust_at(rb, first + j);
+            if (st[m[j]] & 1)
+                x = j;
+            if (st[m[j]] != 2)
+                gone[ngone++] = m[j];
+        }
+        if (x < 0)
+            continue;
+        if (ngone > 1) {
+            if (nlost < sizeof lost)
+                nlost += (size_t)snprintf(lost + nlost, sizeof lost - nlost, "%sset %d (ranks ",
+                                          nlost ? ", " : "", index);
+            name_ranks(lost, sizeof lost, &nlost, m, S, 0);
+            if (nlost < sizeof lost)
+                nlost += (size_t)snprintf(lost + nlost, sizeof lost - nlost, ") lost ranks ");
+            name_ranks(lost, sizeof lost, &nlost, gone, ngone, 1);
+            continue;
+        }
+        if (nlost > 0)
+            continue; /* the job fails: no transfer */
+        unsigned char *d[RALLY__XOR_MAX] = {0}, *par[RALLY__XOR_MAX] = {0};
+        uint64_t dn[RALLY__XOR_MAX] = {0}, pn[RALLY__XOR_MAX] = {0};
+        int take = rb->rank == m[x];
+        for (int j = 0; j < S && rc == RALLY_OK; j++) {
+            if (j == x)
+                continue;
+            int from = rb->rank == m[j];
+            struct rally__sig sd = {RALLY__K_LOCAL_NEED, 1, 0, -1, (uint64_t)m[j], 0};
+            rc = transfer(rb, m[j], &sd, from ? have->data[0] : NULL, from ? have->nbytes[0] : 0,
+                          take, &d[j], &dn[j], NULL);
+            struct rally__sig sp = {RALLY__K_LOCAL_NEED, 2, 0, -1, (uint64_t)m[j], 0};
+            if (rc == RALLY_OK)
+                rc = transfer(rb, m[j], &sp, from ? have->data[RALLY__XOR_SLOT] : NULL,
+                              from ? have->nbytes[RALLY__XOR_SLOT] : 0, take, &par[j], &pn[j],
+                              NULL);
+        }
+        if (rc == RALLY_OK && take)
+            rc = xor_rebuild(rb, mine, v, index, m, S, x, d, dn, par, pn);
+        for (int j = 0; j < S; j++) {
+            rally__robust_unbuf(rb, d[j]);
+            rally__robust_unbuf(rb, par[j]);
+        }
+        if (rc != RALLY_OK) {
+            if (rc == RALLY_EPROTO)
+                rally__robust_fatal(rb, rc, rb->err->msg);
+            goto done;
+        }
+    }
+    if (nlost > 0) {
+        rc = rally__fail(rb->err, RALLY_EPEER,
+                         "cannot recover: %s; rally_local_scheme=xor covers one per set", lost);
+        rally__robust_fatal(rb, RALLY__ELOST, rb->err->msg);
+        goto done;
+    }
+    if (want)
+        mine->valid = 1;
+done:
+    free(st);
+    free(off);
+    return rc;
+}
+
 /* Every rank's local model of version v goes where it belongs: to its own
  * rank and its k successors on the placement ring, from the lowest-ranked worker that still
  * holds it, for the workers that want it and do not hold that version's
@@ -166,6 +321,8 @@ static uint64_t best_version(uint64_t best)
  * served a replication its predecessor did).  Every worker takes part. */
 static int recover_locals(struct rally__robust *rb, uint64_t v, int want)
 {
+    if (rb->place.xor_g > 0)
+        return recover_xor(rb, v, want);
     want = want && rally__robust_set_of(rb, v) == NULL;
     int N = rb->world, k = rb->k, rc = RALLY_OK;
     unsigned char *need = calloc((size_t)N, 1);

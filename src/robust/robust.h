@@ -161,7 +161,11 @@ struct rally__entry {
  * the model of the rank j places before it on the placement ring
  * (rally__robust_slot_rank), j = 0 (its own) .. k; owner[j] names it, in
  * the world the set was built in (a change of the workers leaves sets of
- * the old world behind, reshard.c). */
+ * the old world behind, reshard.c).  With rally_local_scheme=xor k is 0
+ * and slot RALLY__XOR_SLOT holds this worker's parity instead (owner -1):
+ * its set's models' lengths, 8 bytes each in the set's order, then its
+ * parity chunk (util/xor.h). */
+#define RALLY__XOR_SLOT 1
 struct rally__localset {
     uint64_t version;
     int valid; /* replication of this version completed */
@@ -207,6 +211,7 @@ struct rally__store {
     void *lazy_arg;
     int use_local;                  /* the job checkpoints local models */
     struct rally__localset loc[2];  /* double buffer: the newest valid and the next */
+    struct rally__sbuf xbuf;        /* an XOR parity's partial chunk in flight, reused */
     uint64_t request;               /* bits for the next acknowledgement */
     struct rally__subscribers subs; /* commits, turns, a fresh start (api/engine.h) */
 };
@@ -272,6 +277,7 @@ struct rally__robust {
     struct {
         int *order, *pos;
         int cap;
+        int xor_g; /* rally_local_scheme=xor: the set size in force (util/xor.h); 0: copies */
     } place;
     struct rally__store st; /* the checkpoint store: store.c's alone */
     /* the result cache (cache.c's alone) */
@@ -456,6 +462,16 @@ struct rally__localset *rally__robust_set_spare(struct rally__robust *rb);
  * gets the model of rank (rank - j) (collectives of kind and tag). */
 int rally__robust_set_spread(struct rally__robust *rb, struct rally__localset *ls, uint8_t kind,
                              uint8_t tag);
+/* With rally_local_scheme=xor, in place of set_spread: the lengths of the
+ * models of this worker's XOR set and its parity chunk into slot
+ * RALLY__XOR_SLOT of ls, along the set's ring (collectives of kind and
+ * tag). */
+int rally__robust_set_parity(struct rally__robust *rb, struct rally__localset *ls, uint8_t kind,
+                             uint8_t tag);
+/* This worker's XOR set (util/xor.h, rally__xor_set): its first place,
+ * size and index, and this worker's member index in it. */
+void rally__robust_xor_set(const struct rally__robust *rb, int r, int *first, int *size,
+                           int *index, int *member);
 /* The valid set of version v is no longer valid (a new one replaces it). */
 void rally__robust_set_drop(struct rally__robust *rb, uint64_t v);
 /* Stores the global model of the next version: a copy, or lazy. */

@@ -30,6 +30,7 @@
 #include "util/copy.h"
 #include "util/digest.h"
 #include "util/wire.h"
+#include "util/xor.h"
 
 static int is_lent(const struct rally__robust *rb, const unsigned char *p)
 {
@@ -288,7 +289,8 @@ static int run_replicate(struct rally__robust *rb, struct rally__op *op, unsigne
     ls->version = rally__robust_version(rb) + 1;
     int rc = rally__robust_set_fill(rb, ls, 0, c->local, c->nbytes);
     if (rc == RALLY_OK)
-        rc = rally__robust_set_spread(rb, ls, RALLY__C_SHIFT, 0);
+        rc = rb->place.xor_g > 0 ? rally__robust_set_parity(rb, ls, RALLY__C_SHIFT, 0)
+                                 : rally__robust_set_spread(rb, ls, RALLY__C_SHIFT, 0);
     if (rc != RALLY_OK)
         return rc;
     ls->valid = 1;
@@ -315,6 +317,81 @@ int rally__robust_set_spread(struct rally__robust *rb, struct rally__localset *l
                           ls->data[j], (size_t)m, &s2);
         if (rc != RALLY_OK)
             return rc;
+    }
+    return RALLY_OK;
+}
+
+void rally__robust_xor_set(const struct rally__robust *rb, int r, int *first, int *size,
+                           int *index, int *member)
+{
+    int p = rally__robust_place(rb, r);
+    rally__xor_set(rb->world, rb->place.xor_g, p, first, size, index);
+    *member = p - *first;
+}
+
+/* SCR's XOR along the set's ring (util/xor.h): first the set's lengths go
+ * round (each passes on what came in), then S - 1 hops of a chunk: the
+ * partial parity that member m starts for member m - 1 picks up, at each
+ * member it passes, that member's chunk for m - 1, and arrives there
+ * complete.  Every member sends and receives S - 1 chunks, L bytes in all,
+ * into the parity slot and one scratch buffer kept across checkpoints. */
+int rally__robust_set_parity(struct rally__robust *rb, struct rally__localset *ls, uint8_t kind,
+                             uint8_t tag)
+{
+    int first, S, index, i;
+    rally__robust_xor_set(rb, rb->rank, &first, &S, &index, &i);
+    int to = rally__robust_at(rb, first + (i + 1) % S);
+    int from = rally__robust_at(rb, first + (i + S - 1) % S);
+    uint64_t len[RALLY__XOR_MAX], L = 0;
+    len[i] = ls->nbytes[0];
+    for (int s = 1; s < S; s++) {
+        unsigned char out[8], in[8];
+        rally__put_u64(out, len[(i - s + 1 + S) % S]);
+        struct rally__sig sig = {kind, tag, 0, -1, (uint64_t)(2 * s), 0};
+        int rc = rally__shift(&rb->comm, to, from, out, 8, in, 8, &sig);
+        if (rc != RALLY_OK)
+            return rc;
+        len[(i - s + S) % S] = rally__get_u64(in);
+    }
+    for (int j = 0; j < S; j++)
+        L = len[j] > L ? len[j] : L;
+    uint64_t cn = rally__xor_chunk_nbytes(L, S), head = 8 * (uint64_t)S;
+    /* the first hop sends this member's chunk for i - 1 from the model
+     * itself when it lies wholly inside (no padding): a set of two then
+     * needs no scratch */
+    int c0 = rally__xor_chunk_of(S, i, (i + S - 1) % S);
+    int direct = (uint64_t)c0 * cn + cn <= len[i];
+    if (cn > SIZE_MAX / 2 || rally__robust_set_fill(rb, ls, RALLY__XOR_SLOT, NULL, head + cn) ||
+        (cn > 0 && (S > 2 || !direct) && fit(rb, &rb->st.xbuf.p, &rb->st.xbuf.cap, cn)))
+        return rally__fail(rb->err, RALLY_ENOMEM, "out of memory for a %llu-byte parity chunk",
+                           (unsigned long long)cn);
+    ls->owner[RALLY__XOR_SLOT] = -1;
+    unsigned char *par = ls->data[RALLY__XOR_SLOT];
+    for (int j = 0; j < S; j++)
+        rally__put_u64(par + 8 * j, len[j]);
+    const unsigned char *mine = ls->data[0];
+    if (cn == 0) /* every model of the set is empty */
+        return RALLY_OK;
+    /* hop s lands in the parity slot or the scratch buffer, taking turns,
+     * so that the last lands in the slot and none in what is being sent */
+    const unsigned char *out = mine + (uint64_t)c0 * cn;
+    if (!direct) {
+        unsigned char *b0 = (S - 1) % 2 == 0 ? par + head : rb->st.xbuf.p;
+        rally__xor_fold(b0, mine, len[i], c0, cn, 1);
+        out = b0;
+    }
+    for (int s = 1; s < S; s++) {
+        unsigned char *got = (S - 1 - s) % 2 == 0 ? par + head : rb->st.xbuf.p;
+        struct rally__sig sig = {kind, tag, 0, -1, (uint64_t)(2 * s + 1), 0};
+        int rc = rally__shift(&rb->comm, to, from, out, (size_t)cn, got, (size_t)cn, &sig);
+        if (rc != RALLY_OK)
+            return rc;
+        /* the partial for member i - s - 1: this member's chunk for it,
+         * unless it arrived home (s = S - 1) */
+        if (s < S - 1)
+            rally__xor_fold(got, mine, len[i], rally__xor_chunk_of(S, i, (i - s - 1 + 2 * S) % S),
+                            cn, 0);
+        out = got;
     }
     return RALLY_OK;
 }
@@ -556,6 +633,8 @@ void rally__robust_store_free(struct rally__robust *rb)
     rb->st.prev_cap = 0;
     set_free(rb, &rb->st.loc[0]);
     set_free(rb, &rb->st.loc[1]);
+    free(rb->st.xbuf.p);
+    rb->st.xbuf = (struct rally__sbuf){NULL, 0};
     for (int i = 0; i < rb->st.nheld; i++)
         free(rb->st.held[i].p);
     for (int i = 0; i < rb->st.nspare; i++)

@@ -30,6 +30,7 @@ static const char *const transports[] = {"tcp", "auto", "shm", NULL}; /* RALLY__
 static const char *const hiers[] = {"off", "auto", NULL};             /* RALLY__HIER_* */
 static const char *const spreads[] = {"auto", "host", "rack", NULL}; /* RALLY__SPREAD_* */
 static const char *const busy[] = {"wait", "skip", NULL};             /* RALLY__SNAP_BUSY_* */
+static const char *const schemes[] = {"copies", "xor", NULL};         /* RALLY__LOCAL_* */
 
 #define K(n, k, field, d, lo, hi)                                                                  \
     {                                                                                              \
@@ -69,6 +70,8 @@ static const struct key keys[] = {
     K("host_group", INT, host_group, "0", 0, 65536),
     K("domain", STR, domain, "", 0, 0),
     C("spread", spread, "auto", spreads),
+    C("local_scheme", local_scheme, "copies", schemes),
+    K("xor_set", INT, xor_set, "0", 0, RALLY__XOR_MAX),
     K("mock", LIST, mock, "", 0, 0),
     K("mock_sync", STR, mock_sync, "", 0, 0),
     K("mock_deaths", INT, mock_deaths, "0", 0, 1000000),

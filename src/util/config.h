@@ -31,6 +31,13 @@ enum { RALLY__HIER_OFF = 0, RALLY__HIER_AUTO = 1 };
  * hosts; or hosts, or racks, always. */
 enum { RALLY__SPREAD_AUTO = 0, RALLY__SPREAD_HOST = 1, RALLY__SPREAD_RACK = 2 };
 
+/* rally_local_scheme: how local models survive a loss: k full copies on
+ * the placement ring's next ranks, or XOR parity over sets of ranks
+ * (util/xor.h, docs/recovery.md "Local models"). */
+enum { RALLY__LOCAL_COPIES = 0, RALLY__LOCAL_XOR = 1 };
+/* rally_xor_set's largest value */
+#define RALLY__XOR_MAX 16
+
 /* rally_snapshot_busy: a snapshot still being written at the next
  * checkpoint: that checkpoint waits for it, or the job goes on and
  * snapshots asked for meanwhile are skipped. */
@@ -68,6 +75,8 @@ struct rally__config {
     int64_t host_group;             /* > 0: ranks r / K share a host (hierarchy, placement) */
     char domain[RALLY__STR_MAX];    /* this worker's rack (or zone): a failure domain; "" none */
     int64_t spread;                 /* RALLY__SPREAD_*: where the copies go */
+    int64_t local_scheme;           /* RALLY__LOCAL_*: copies or XOR parity */
+    int64_t xor_set;                /* ranks per XOR set; 0: one per domain, 2..8 */
     char mock[RALLY__STR_MAX * 4];  /* kill points, ';'-separated (librally_mock) */
     char mock_sync[RALLY__STR_MAX]; /* where a group of kill points meets (librally_mock) */
     int64_t mock_deaths;            /* this rank's deaths in the job's earlier attempts */
