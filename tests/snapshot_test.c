@@ -735,6 +735,49 @@ static void latest_is_newest_run(void **state)
     assert_non_null(strstr(e.msg, "holds no complete snapshot to resume from"));
 }
 
+/* Another rank on the same disk (--snapshot-local) removes a snapshot
+ * between this rank's listing and its removal: gone is removed, not an
+ * error ("cannot open the directory snap-...: No such file or directory"). */
+static char race_dir[700];
+static int race_unlinkat(int dirfd, const char *name, int flags)
+{
+    if (race_dir[0] != '\0') { /* the other rank: the whole directory, at once */
+        char cmd[800];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", race_dir);
+        race_dir[0] = '\0';
+        if (system(cmd) != 0)
+            return -1;
+    }
+    return rally__snap_sys_real.unlinkat(dirfd, name, flags);
+}
+
+static void retention_races_another_rank(void **state)
+{
+    (void)state;
+    char root[512], job[600];
+    struct rally__err e = {0};
+    snprintf(root, sizeof root, "%s/race", tmp_root);
+    snprintf(job, sizeof job, "%s/job", root);
+    for (uint64_t v = 1; v <= 3; v++) {
+        struct spec s = simple(RUN_A, "2026-11-30T09:00:00.000000Z", v);
+        assert_int_equal(write_snapshot(root, &s, &e), RALLY_OK);
+    }
+    snprintf(race_dir, sizeof race_dir, "%s/snap-00000002", job);
+    rally__snap_sys.unlinkat = race_unlinkat;
+    int removed = -1;
+    int rc = rally__snap_retain(job, RUN_A, 1, &e, &removed);
+    rally__snap_sys = rally__snap_sys_real;
+    assert_string_equal(e.msg, "");
+    assert_int_equal(rc, RALLY_OK);
+    assert_int_equal(removed, 2); /* 2, which the other rank took, and 1 */
+    struct rally__snap_entry *v = NULL;
+    size_t n = 0;
+    assert_int_equal(rally__snap_list(job, &e, &v, &n), RALLY_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(v[0].version, 3);
+    free(v);
+}
+
 static void retention_keeps_k_of_one_run(void **state)
 {
     char root[512], job[600], p[800];
@@ -1582,6 +1625,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(writer_refuses, setup, teardown),
         cmocka_unit_test_setup_teardown(latest_is_newest_run, setup, teardown),
         cmocka_unit_test_setup_teardown(retention_keeps_k_of_one_run, setup, teardown),
+        cmocka_unit_test_setup_teardown(retention_races_another_rank, setup, teardown),
         cmocka_unit_test_setup_teardown(fresh_start_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(lock_fences_orphans, setup, teardown),
         cmocka_unit_test_setup_teardown(lock_refuses_planted_links, setup, teardown),

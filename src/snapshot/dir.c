@@ -362,6 +362,23 @@ int rally__snap_retain_upto(const char *jobdir, const char *run_id, int keep, ui
     return rally__snap_retain_sparing(jobdir, run_id, keep, upto, UINT64_MAX, e, removed);
 }
 
+/* Whether snapshot directory name is gone from jobdir (not an error: a
+ * listing that fails says nothing, and the caller's error stands). */
+static int vanished(const char *jobdir, const char *name)
+{
+    struct rally__store *st = NULL;
+    struct rally__err quiet = {0};
+    char **names = NULL;
+    size_t n = 0;
+    int gone = 0;
+    if (rally__store_open(jobdir, &quiet, &st) == RALLY_OK &&
+        st->ops->list(st, name, &quiet, &gone, &names, &n) == RALLY_OK)
+        rally__store_free_names(names, n);
+    if (st != NULL)
+        rally__store_close(st);
+    return gone;
+}
+
 int rally__snap_retain_sparing(const char *jobdir, const char *run_id, int keep, uint64_t upto,
                                uint64_t spare, struct rally__err *e, int *removed)
 {
@@ -387,6 +404,8 @@ int rally__snap_retain_sparing(const char *jobdir, const char *run_id, int keep,
             continue;
         struct rally__err re = {0};
         rc = rally__snap_remove(jobdir, x->name, &re);
+        if (rc != RALLY_OK && vanished(jobdir, x->name))
+            rc = RALLY_OK; /* another rank on this disk removed it first (--snapshot-local) */
         if (rc == RALLY_OK)
             gone++;
         else if (rc == RALLY_EINVAL && x->state == RALLY__SNAP_INCOMPLETE)

@@ -115,7 +115,7 @@ static int layout_of(const struct run *r, const struct placing *p, int world, co
     L->world = world;
     L->host = malloc(2 * (size_t)world * sizeof *L->host);
     L->label = malloc((size_t)world * sizeof *L->label);
-    const char **name = malloc((size_t)world * sizeof *name);
+    const char **name = calloc((size_t)world, sizeof *name);
     struct named *k = malloc((size_t)world * sizeof *k);
     int any = 0, shared;
     if (L->host == NULL || L->label == NULL || name == NULL || k == NULL) {
