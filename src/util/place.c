@@ -8,13 +8,56 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The deal's order of the groups with ranks left: the most left first; a
+ * tie goes to the group dealt first, so that it does not end the sequence
+ * too (the ring closes from the last place to the first), then to the
+ * lowest group. */
+static int before(const int *left, int first, int a, int b)
+{
+    if (left[a] != left[b])
+        return left[a] > left[b];
+    if ((a == first) != (b == first))
+        return a == first;
+    return a < b;
+}
+
+/* A binary heap of groups in that order: h[0] the next to deal. */
+static void heap_push(int *h, int *n, int g, const int *left, int first)
+{
+    int i = (*n)++;
+    for (; i > 0 && before(left, first, g, h[(i - 1) / 2]); i = (i - 1) / 2)
+        h[i] = h[(i - 1) / 2];
+    h[i] = g;
+}
+
+static int heap_pop(int *h, int *n, const int *left, int first)
+{
+    int top = h[0], g = h[--*n], i = 0;
+    for (;;) {
+        int c = 2 * i + 1;
+        if (c >= *n)
+            break;
+        if (c + 1 < *n && before(left, first, h[c + 1], h[c]))
+            c++;
+        if (!before(left, first, h[c], g))
+            break;
+        h[i] = h[c];
+        i = c;
+    }
+    if (*n > 0)
+        h[i] = g;
+    return top;
+}
+
 /* Deals the n ranks of seq out of their groups (grp[rank], ids in
- * [0, world)) into out, each group's ranks in their order in seq.  w is
- * work room for 4 world ints. */
+ * [0, world)) into out, each group's ranks in their order in seq: each
+ * step the first group in `before`'s order other than the step before's
+ * (held out of the heap for one step), O(n log groups).  w is work room
+ * for 5 world ints. */
 static void deal(int n, const int *seq, const int *grp, int world, int *out, int *w)
 {
     int *gi = w, *left = w + world, *head = w + 2 * world, *next = w + 3 * world;
-    int G = 0;
+    int *heap = w + 4 * world, G = 0, nh = 0;
     for (int i = 0; i < world; i++)
         gi[i] = -1;
     /* groups numbered by first appearance; each a list of places in seq,
@@ -31,30 +74,27 @@ static void deal(int n, const int *seq, const int *grp, int world, int *out, int
         head[g] = i;
         left[g]++;
     }
-    /* a tie goes to the group dealt first, so that it does not end the
-     * sequence too: the ring closes from the last place to the first */
+    for (int g = 0; g < G; g++)
+        heap_push(heap, &nh, g, left, -1);
     for (int i = 0, prev = -1, first = -1; i < n; i++) {
-        int best = -1;
-        for (int g = 0; g < G; g++)
-            if (left[g] > 0 && g != prev &&
-                (best < 0 || left[g] > left[best] || (left[g] == left[best] && g == first)))
-                best = g;
-        if (best < 0) /* only the previous group has ranks left */
-            best = prev;
+        /* only the previous group has ranks left: it goes again */
+        int best = nh > 0 ? heap_pop(heap, &nh, left, first) : prev;
         out[i] = seq[head[best]];
         head[best] = next[head[best]];
         left[best]--;
-        prev = best;
         first = i == 0 ? best : first;
+        if (prev >= 0 && prev != best && left[prev] > 0)
+            heap_push(heap, &nh, prev, left, first);
+        prev = best;
     }
 }
 
 int rally__place_order(int world, const int *host, const int *rack, int by_rack, int *order)
 {
-    int *w = malloc(5 * (size_t)world * sizeof *w);
+    int *w = malloc(6 * (size_t)world * sizeof *w);
     if (w == NULL)
         return -1;
-    int *seq = w + 4 * (size_t)world;
+    int *seq = w + 5 * (size_t)world;
     for (int r = 0; r < world; r++)
         seq[r] = r;
     if (rack == NULL || !by_rack) {
