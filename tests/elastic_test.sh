@@ -57,6 +57,19 @@
 #                rally_local_replica=2) taken in at one checkpoint, rank 0
 #                held at a gate until all three wait to join; the job ends
 #                with the digest of a run at N = 4 without changes
+#   grow_early   -n 5 --max-workers 6 with records (rally_host_group=4,
+#                rally_local_replica=1): a worker asked for before the first
+#                checkpoint (rank 0 held before iteration 0 until it waits to
+#                join), and one asked for right after it (rank 0 at a gate
+#                before iteration 1), each taken in at the next checkpoint
+#                while rank 1 is still inside that checkpoint's
+#                acknowledgement (rally_mock's ack point: it never committed
+#                the version); both jobs end with the digest of a run at
+#                N = 5 without changes
+#   shrink_first  -n 4 --min-workers 3 with records: rank 2 lost for good
+#                inside the first checkpoint, before anyone committed it; the
+#                others go back to no checkpoint, start again with 3 and end
+#                with the digest of a run without failures
 #   snapshot     snapshots every 2 versions across a shrink: the one pending
 #                at the change is void, the next ones record 7 workers and
 #                the change (world_changes: 8 from version 0, 7 from 4), and
@@ -315,6 +328,50 @@ grow_records)
     has "$tmp/out" "^rally-run: summary: deaths=0 .* workers=7$"
     [ "$(rdig "$tmp/out")" = "$(rdig "$tmp/r4")" ] ||
         fail "growing 4 -> 7 gave $(rdig "$tmp/out"), want $(rdig "$tmp/r4")"
+    ;;
+grow_early)
+    rec=$build/tests/records_mock
+    rdig() { sed -n 's/.*records: result digest=\([0-9a-f]*\) ids=1000$/\1/p' "$1"; }
+    export RALLY_HOST_GROUP=4 RALLY_LOCAL_REPLICA=1
+    job "$tmp/r5" 5 "$rec" 1000 30
+    # how rank 0 is held, the line that says so, how it is let go, the
+    # version whose acknowledgement takes the worker in
+    for when in "hold=$tmp/h|records: held|rm -f $tmp/h|1" \
+        "gate=1,$tmp/go|records: at the gate|touch $tmp/go|2"; do
+        IFS='|' read -r how line go v <<EOT
+$when
+EOT
+        touch "$tmp/h"
+        rm -f "$tmp/go"
+        RALLY_TEST_TAG="elastic-$$" timeout -k 5 90 "$run" -n 5 --max-workers 6 "$rec" 1000 30 \
+            "$how" "rally_mock=1,$v,0,0,ack" >"$tmp/out" 2>&1 &
+        jobpid=$!
+        wait_line "$tmp/out" "^\[0\] $line$" "$line" 300 0.1
+        launcher=$(pgrep -o -P "$jobpid" -x rally-run)
+        [ -n "$launcher" ] || fail "no rally-run under $jobpid"
+        kill -USR2 "$launcher"
+        wait_line "$tmp/out" "^rally-run: tracker: the worker with task id '5' waits to join" \
+            "task 5 waiting" 300 0.1
+        $go
+        wait "$jobpid" || fail "the job failed (the worker asked for at version $((v - 1)))"
+        no_leftovers "elastic-$$"
+        has "$tmp/out" "^\[1\] rally mock: rank 1 waits for a RESET inside the acknowledgement of version $v$"
+        has "$tmp/out" "^rally-run: taking in 1 worker: going on with 6 workers from version $v$"
+        has "$tmp/out" "^rally-run: summary: deaths=0 .* workers=6$"
+        ! grep -q 'never fired' "$tmp/out" || fail "the ack point did not fire"
+        [ "$(rdig "$tmp/out")" = "$(rdig "$tmp/r5")" ] ||
+            fail "growing 5 -> 6 at version $v gave $(rdig "$tmp/out"), want $(rdig "$tmp/r5")"
+    done
+    ;;
+shrink_first)
+    rec=$build/tests/records_mock
+    rdig() { sed -n 's/.*records: result digest=\([0-9a-f]*\) ids=1000$/\1/p' "$1"; }
+    job "$tmp/r4" 4 "$rec" 1000 20
+    elastic "$tmp/out" 0 4 3 --max-restarts 0 "$rec" 1000 20 rally_mock=2,0,1,0,checkpoint
+    has "$tmp/out" "^\[2\] rally mock: killing rank 2 at version 0 seq 1 ndeath 0 (checkpoint)$"
+    has "$tmp/out" "^rally-run: rank 2 lost for good: going on with 3 workers from version 0$"
+    [ "$(rdig "$tmp/out")" = "$(rdig "$tmp/r4")" ] ||
+        fail "the shrink at the first checkpoint gave $(rdig "$tmp/out"), want $(rdig "$tmp/r4")"
     ;;
 snapshot)
     snaps=$tmp/snaps

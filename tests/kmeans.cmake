@@ -22,7 +22,7 @@ endforeach()
 # cannot come back is given up and the others go on, renumbered.
 foreach(c shrink kill9 restart_first during_recovery below_min auto_resume local_refused trainers in_finalize
           grow chaos
-          records grow_records snapshot)
+          records grow_records grow_early shrink_first snapshot)
   add_test(NAME elastic_${c}
            COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/elastic_test.sh ${c} ${CMAKE_BINARY_DIR})
   set_tests_properties(elastic_${c} PROPERTIES TIMEOUT 300 LABELS "quick;kmeans;elastic")

@@ -17,8 +17,8 @@
 
 #include "util/clock.h"
 
-static const char *const phases[] = {"op",   "checkpoint", "recovery", "load",
-                                     "wire", "flip",       "final",    "lag"};
+static const char *const phases[] = {"op",   "checkpoint", "recovery", "load", "wire",
+                                     "flip", "final",      "lag",      "ack"};
 
 static void say(const char *fmt, ...)
 {
@@ -240,7 +240,7 @@ int rally__mock_parse(struct rally__mock *m, const struct rally__config *cfg, st
         if (k < 4 || (size_t)used != len || q->rank < 0 || q->phase < 0)
             return rally__fail(e, RALLY_ECONFIG,
                                "rally_mock=%s is not rank,version,seq,ndeath[,op|checkpoint|"
-                               "recovery|load|wire|flip|final[,group]|lag,MS]",
+                               "recovery|load|wire|flip|final[,group]|lag,MS|ack]",
                                item);
         if (q->phase == RALLY__MOCK_LAG) { /* the sixth field is its milliseconds */
             char *tail;
@@ -252,6 +252,10 @@ int rally__mock_parse(struct rally__mock *m, const struct rally__config *cfg, st
                                    item);
             q->group[0] = '\0';
         }
+        if (q->phase == RALLY__MOCK_ACK && q->group[0])
+            return rally__fail(e, RALLY_ECONFIG,
+                               "rally_mock=%s: an ack point kills nobody, so it has no group",
+                               item);
         if (q->phase == RALLY__MOCK_FINAL && q->group[0])
             return rally__fail(e, RALLY_ECONFIG,
                                "rally_mock=%s: a final point dies alone (its group would wait "
@@ -377,6 +381,22 @@ int rally__mock_flip(const struct rally__mock *m, int rank, uint64_t version, ui
             q->flipped = 1;
             say("rally mock: flipping one bit of rank %d's result at version %llu seq %llu\n", rank,
                 (unsigned long long)version, (unsigned long long)seq);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int rally__mock_ack(const struct rally__mock *m, int rank, uint64_t version, uint32_t ndeath)
+{
+    ndeath += m->before;
+    for (int i = 0; i < m->n; i++) {
+        struct rally__mock_point *q = &m->pts[i];
+        if (q->phase == RALLY__MOCK_ACK && !q->flipped && here(q, rank, version, 0, ndeath)) {
+            q->flipped = 1;
+            say("rally mock: rank %d waits for a RESET inside the acknowledgement of version "
+                "%llu\n",
+                rank, (unsigned long long)version);
             return 1;
         }
     }

@@ -45,6 +45,16 @@
  *                          call: the others wait for it there), never
  *                          before a checkpoint's or rally's own
  *                          operations: rally_mock=5,0,10,0,lag,40
+ *              ack         no death: a change of the workers that reaches
+ *                          this worker inside the acknowledgement that
+ *                          commits version `version` (seq 0; a
+ *                          checkpoint's or a load's).  Its result is
+ *                          here, so the others may have committed and
+ *                          gone on, but this worker takes it for cut
+ *                          short and waits for the tracker's next RESET
+ *                          (rally_timeout_ms at most), as one does whose
+ *                          RESET came before it read the result: it
+ *                          stored the version and never committed it
  *
  * Otherwise a sixth field names a group: rally_mock=3,1,5,0,op,lost and
  * rally_mock=4,1,5,0,op,lost die together (one point per rank and group,
@@ -81,7 +91,8 @@ enum {
     RALLY__MOCK_WIRE,
     RALLY__MOCK_FLIP,
     RALLY__MOCK_FINAL,
-    RALLY__MOCK_LAG
+    RALLY__MOCK_LAG,
+    RALLY__MOCK_ACK
 };
 
 struct rally__mock_point {
@@ -91,7 +102,7 @@ struct rally__mock_point {
     int phase;
     char group[32]; /* "" none */
     int fd;         /* this worker's rendezvous file for the point's group, or -1 */
-    int flipped;    /* a flip or lag point that fired (it kills nobody, so ndeath cannot tell) */
+    int flipped;    /* a flip, lag or ack point that fired (it kills nobody, so ndeath cannot tell) */
     int64_t lag_ms; /* a lag point's sleep */
 };
 
@@ -133,5 +144,8 @@ int64_t rally__mock_lag(struct rally__mock *m, int rank, uint64_t version, uint6
 /* 1 when a flip point matches: the caller flips one bit of the result. */
 int rally__mock_flip(const struct rally__mock *m, int rank, uint64_t version, uint64_t seq,
                      uint32_t ndeath);
+/* 1 when an ack point matches the acknowledgement that commits version:
+ * the caller waits for the tracker's RESET instead of taking its result. */
+int rally__mock_ack(const struct rally__mock *m, int rank, uint64_t version, uint32_t ndeath);
 
 #endif

@@ -513,6 +513,18 @@ int rally__robust_store_back(struct rally__robust *rb)
     struct rally__store *st = &rb->st;
     if (rally__robust_version(rb) == st->committed)
         return RALLY_OK;
+    if (st->committed == 0) {
+        /* version 1 stored, its acknowledgement cut short (a worker taken
+         * in, or one lost, at the first checkpoint): back to no checkpoint,
+         * which needs no copy; the load brings version 1 from a worker
+         * that committed it, or starts afresh with all */
+        rally__robust_sgive(rb, st->ckpt, st->ckpt_cap);
+        st->ckpt = NULL;
+        st->ckpt_cap = st->ckpt_nbytes = st->ckpt_digest = 0;
+        st->lazy = NULL;
+        rally__robust_pos_at(rb, 0);
+        return RALLY_OK;
+    }
     if (st->lazy != NULL || st->prev == NULL || st->prev_version != st->committed)
         return rally__fail(rb->err, RALLY_ESTATE, "cannot go back to checkpoint version %llu: %s",
                            (unsigned long long)st->committed,
