@@ -22,6 +22,11 @@
 #                kept in pieces (rally_result_copies=2) loses host 1 right
 #                after it is cached; the pieces come from host 0
 #   piece_hier   the same with the hierarchy, which keeps big results whole
+#   admm         rally-linear --solver admm (each rank's (x_i, u_i) a local
+#                model), 8 ranks (2 hosts x 4): host 1 dies entering
+#                iteration 4; the same model as without the loss
+#   lda          rally-lda (each rank's topic assignments a local model),
+#                8 ranks: host 1 dies entering version 3; the same model
 #   snapshot     local, with snapshots every 2 versions: the job recovers in
 #                place and commits snapshots after the loss
 #   xor_local, xor_checkpoint, xor_opaque, xor_snapshot
@@ -130,6 +135,25 @@ piece | piece_hier)
     # shellcheck disable=SC2046
     one "$tmp/a" 0 -n 8 "$build/tests/recover_mock" 131072 5 rally_hd_threshold_bytes=0 $hg $h \
         $(host1 3 5)
+    died_together "$tmp/a"
+    same_digest "$tmp/plain" "$tmp/a" mdig
+    ;;
+admm)
+    /usr/bin/python3 "$here/linear_sklearn.py" gen-dense "$tmp/d" 8000 10 3 || fail "no data"
+    set -- --data "$tmp/d.train.csv" --data-opt csv_label=0 --lambda 1e-3 --solver admm $hg
+    one "$tmp/plain" 0 -n 8 "$build/rally-linear" "$@"
+    # shellcheck disable=SC2046
+    one "$tmp/a" 0 -n 8 "$build/rally-linear-mock" "$@" $(host1 4 0)
+    died_together "$tmp/a"
+    same_digest "$tmp/plain" "$tmp/a" mdig
+    ;;
+lda)
+    "$build/rally-datagen" --docs 800 --vocab 200 --topics 6 --doc-words 30 --seed 5 \
+        -o "$tmp/d.svm" >/dev/null 2>&1 || fail "rally-datagen failed"
+    set -- --data "$tmp/d.svm" --topics 6 --iters 8 --quiet $hg
+    one "$tmp/plain" 0 -n 8 "$build/rally-lda" "$@"
+    # shellcheck disable=SC2046
+    one "$tmp/a" 0 -n 8 "$build/rally-lda-mock" "$@" $(host1 3 0)
     died_together "$tmp/a"
     same_digest "$tmp/plain" "$tmp/a" mdig
     ;;
