@@ -21,6 +21,7 @@
 #include "launch/kind.h"
 #include "launch/remote.h"
 #include "util/place.h"
+#include "util/xor.h"
 
 #define EXITED(code) ((code) << 8) /* a wait status: exited with code */
 
@@ -211,7 +212,7 @@ static void uncovered(void **state)
     /* a host of 4 beside one of 1: the ring is 0 4 1 2 3, so with one
      * replica (2 copies) the models of 1, 2 and 3 have both on the big host */
     int big[5] = {0, 0, 0, 0, 4};
-    struct rally__launch_layout in = {5, big, NULL, 0, 2, 0};
+    struct rally__launch_layout in = {5, big, NULL, 0, 2, 0, 0};
     assert_int_equal(rally__launch_uncovered(&in, out), 1);
     assert_int_equal(out[0].rack, 0);
     assert_int_equal(out[0].domain, 0);
@@ -227,17 +228,17 @@ static void uncovered(void **state)
     assert_int_equal(rally__launch_uncovered(&in, out), 0);
     /* 3 hosts of 4 with 2 replicas: the ring takes the hosts in turn */
     int three[12] = {0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8};
-    in = (struct rally__launch_layout){12, three, NULL, 0, 3, 2};
+    in = (struct rally__launch_layout){12, three, NULL, 0, 3, 2, 0};
     assert_int_equal(rally__launch_uncovered(&in, out), 0);
     /* one host: nothing to say */
     int one[4] = {0, 0, 0, 0};
-    in = (struct rally__launch_layout){4, one, NULL, 0, 1, 2};
+    in = (struct rally__launch_layout){4, one, NULL, 0, 1, 2, 0};
     assert_int_equal(rally__launch_uncovered(&in, out), 0);
     /* 4 hosts of 2 in 2 racks: spread over hosts, neighbours share a rack
      * (ring 0 2 4 6 1 3 5 7), so each rack loses 2 models; spread over
      * racks, none */
     int hosts[8] = {0, 0, 2, 2, 4, 4, 6, 6}, racks[8] = {0, 0, 0, 0, 4, 4, 4, 4};
-    in = (struct rally__launch_layout){8, hosts, racks, 0, 2, 0};
+    in = (struct rally__launch_layout){8, hosts, racks, 0, 2, 0, 0};
     assert_int_equal(rally__launch_uncovered(&in, out), 2);
     assert_int_equal(out[0].rack, 1);
     assert_int_equal(out[0].domain, 0);
@@ -248,6 +249,53 @@ static void uncovered(void **state)
     assert_int_equal(out[1].local, 2);
     in.by_rack = 1;
     assert_int_equal(rally__launch_uncovered(&in, out), 0);
+}
+
+/* With XOR parity (rally_local_scheme=xor) a domain is uncovered when it
+ * holds two members of one set, on the sets the workers cut the ring into
+ * (util/xor.h), with the set size they take. */
+static void uncovered_xor(void **state)
+{
+    (void)state;
+    struct rally__launch_lost out[24];
+    assert_int_equal(rally__xor_size(0, 12, 3), 3); /* one member a host */
+    assert_int_equal(rally__xor_size(0, 5, 1), 4);  /* one host */
+    assert_int_equal(rally__xor_size(0, 40, 10), 8);
+    assert_int_equal(rally__xor_size(6, 4, 2), 4); /* never more than the world */
+    /* 3 hosts of 4, sets of 3 (ring 0 4 8 1 5 9 ...): one rank a host each */
+    int three[12] = {0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8};
+    struct rally__launch_layout in = {12, three, NULL, 0, 3, 0, rally__xor_size(0, 12, 3)};
+    assert_int_equal(rally__launch_uncovered(&in, out), 0);
+    /* sets of 4: {0 4 8 1}, {5 9 2 6}, {10 3 7 11}: each host holds two
+     * members of one set, which it would lose both of */
+    in.xor_g = 4;
+    assert_int_equal(rally__launch_uncovered(&in, out), 3);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(out[i].domain, 4 * i);
+        assert_int_equal(out[i].local, 2);
+        assert_int_equal(out[i].pieces, 0);
+        assert_int_equal(out[i].sets, 1);
+        assert_int_equal(out[i].set, i);
+        assert_int_equal(out[i].set_ranks, 2);
+    }
+    /* the copies' windows are not counted: 2 replicas would cover it */
+    in.xor_g = 3;
+    in.local_len = 1;
+    assert_int_equal(rally__launch_uncovered(&in, out), 0);
+    /* a host of 4 beside one of 1, sets of 2 (ring 0 4 1 2 3: sets {0 4 1}
+     * and {2 3}): the big host holds two of both */
+    int big[5] = {0, 0, 0, 0, 4};
+    in = (struct rally__launch_layout){5, big, NULL, 0, 3, 0, rally__xor_size(0, 5, 2)};
+    assert_int_equal(rally__launch_uncovered(&in, out), 1);
+    assert_int_equal(out[0].domain, 0);
+    assert_int_equal(out[0].local, 4);
+    assert_int_equal(out[0].sets, 2);
+    assert_int_equal(out[0].set, 0);
+    assert_int_equal(out[0].set_ranks, 2);
+    /* a piece's copies still count alongside */
+    in.piece_len = 2;
+    assert_int_equal(rally__launch_uncovered(&in, out), 1);
+    assert_int_equal(out[0].pieces, 3);
 }
 
 /* The counts in one pass are util/place.h's, window by window, on layouts
@@ -271,7 +319,7 @@ static void uncovered_as_place(void **state)
             }
         }
         int by_rack = rand() % 2, len = 1 + rand() % 4, plen = rand() % 4;
-        struct rally__launch_layout in = {world, host, rack, by_rack, len, plen};
+        struct rally__launch_layout in = {world, host, rack, by_rack, len, plen, 0};
         int n = rally__launch_uncovered(&in, out);
         assert_true(n >= 0);
         assert_int_equal(rally__place_order(world, host, rack, by_rack, order), 0);
@@ -505,6 +553,7 @@ int main(void)
         cmocka_unit_test(hosts_cases),      cmocka_unit_test(hostfile),
         cmocka_unit_test(slurm_slots),      cmocka_unit_test(placement),
         cmocka_unit_test(placement_of_one), cmocka_unit_test(uncovered),
+        cmocka_unit_test(uncovered_xor),
         cmocka_unit_test(uncovered_as_place), cmocka_unit_test(quoting),
         cmocka_unit_test(commands),         cmocka_unit_test(outcomes),
         cmocka_unit_test(marked_lines),

@@ -46,7 +46,10 @@
 #                   3 hosts of 4 with the default 2 nothing; racks not
 #                   covered when the copies spread over hosts are said, and
 #                   nothing when they spread over racks; --require-redundancy
-#                   host|rack refuses those (exit 2) and one host, or no rack
+#                   host|rack refuses those (exit 2) and one host, or no rack;
+#                   with rally_local_scheme=xor, a host holding two members
+#                   of a parity set is said (naming the set), one member a
+#                   set nothing
 #   mpirun          a real --launcher mpirun job on localhost: the local digest,
 #                   also after a worker's kill -9 (restarted through mpirun);
 #                   as root without OpenMPI's override, OpenMPI's own headline
@@ -457,6 +460,29 @@ domains)
     $RUN -n 12 --launcher ssh --hosts h1:4,h2:4,h3:4 --require-redundancy host --dry-run "$prog" \
         >"$T/out" 2>"$T/err" || fail "3 hosts of 4: --dry-run failed"
     says "3 hosts of 4"
+    # rally_local_scheme=xor: one member of each parity set a host covers it.
+    # Sets of one rank a host (the default, 3 here): nothing said
+    $RUN -n 12 --launcher ssh --hosts h1:4,h2:4,h3:4 --require-redundancy host --dry-run "$prog" \
+        rally_local_scheme=xor >"$T/out" 2>"$T/err" || fail "xor at 3 hosts of 4: --dry-run failed"
+    says "xor at 3 hosts of 4"
+    # sets of 4 on the ring 0 4 8 1 5 9 2 6 10 3 7 11: each host holds two
+    # members of one set, as the workers cut them (hostloss_xor_set4)
+    $RUN -n 12 --launcher ssh --hosts h1:4,h2:4,h3:4 --require-redundancy host --dry-run \
+        -x RALLY_XOR_SET=4 "$prog" rally_local_scheme=xor >"$T/out" 2>"$T/err"
+    [ $? -eq 2 ] || fail "xor, sets of 4: --require-redundancy host: want exit status 2"
+    for h in 1 2 3; do
+        echo "rally-run: losing host h$h (4 of 12 ranks) would lose the local models of 2 ranks: set $((h - 1)) has 2 ranks on it; rally_local_scheme=xor covers one per set (rally_xor_set=4)"
+    done >"$T/want"
+    echo "rally-run: --require-redundancy host: not started: losing any of those would lose copies (above)" >>"$T/want"
+    says "xor, sets of 4"
+    # a host of 4 beside one of 1: sets of 2 ({0 4 1} and {2 3}), both on h1;
+    # with pieces kept in part on 2 ranks too
+    $RUN -n 5 --launcher ssh --hosts h1:4,h2 --dry-run "$prog" rally_local_scheme=xor \
+        rally_hier=off rally_result_copies=2 >"$T/out" 2>"$T/err" ||
+        fail "xor, a host of 4 beside 1: --dry-run failed"
+    echo "rally-run: losing host h1 (4 of 5 ranks) would lose the local models of 4 ranks: set 0 has 2 ranks on it (and 1 other set two or more); rally_local_scheme=xor covers one per set (rally_xor_set=2), and 3 of the 5 pieces of every result kept in part: every copy of them is on it (rally_result_copies=2: 0 (results kept whole) would)" >"$T/want"
+    says "xor, a host of 4 beside 1"
+    : >"$T/want"
     # racks: 4 hosts of 2 in 2 racks, one replica; every launcher gives a
     # labelled host's ranks their rack, over -x's, and an unlabelled one -x's
     printf 'h1:2@r1\nh2@r1 slots=2 # rack one\nh3:2@r2\nh4:2@r2\nh5\n' >"$T/hosts"

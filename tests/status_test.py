@@ -617,8 +617,8 @@ def case_redundancy():
     st = until("5 ranks running", lambda: (lambda s: running(s, 5) and s)(status(base)))
     if "rally-run: " + big % (5, 3, 4) not in job.text():
         fail("the start did not say the host not covered")
-    want = {"level": "host", "covered": False, "local_replica": 1, "result_copies": None,
-            "uncovered": [{"level": "host", "domain": "ranks 0-3", "ranks": 4, "lost_local": 3,
+    want = {"level": "host", "covered": False, "local_replica": 1, "xor_set": None,
+            "result_copies": None, "uncovered": [{"level": "host", "domain": "ranks 0-3", "ranks": 4, "lost_local": 3,
                            "lost_pieces": 0}]}
     if st["redundancy"] != want:
         fail("status.json's redundancy: %s" % json.dumps(st["redundancy"]))
@@ -644,7 +644,7 @@ def case_redundancy():
     base = job.url()
     st = until("12 ranks running", lambda: (lambda s: running(s, 12) and s)(status(base)))
     if st["redundancy"] != {"level": "host", "covered": True, "local_replica": 2,
-                            "result_copies": None, "uncovered": []}:
+                            "xor_set": None, "result_copies": None, "uncovered": []}:
         fail("status.json's redundancy when covered: %s" % json.dumps(st["redundancy"]))
     if metrics(base).get('rally_redundancy_uncovered_domains{level="host"}') != 0:
         fail("/metrics counts a host not covered")

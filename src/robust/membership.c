@@ -19,6 +19,7 @@
 #include "robust/robust.h"
 #include "tracker/proto.h"
 #include "util/clock.h"
+#include "util/xor.h"
 
 static int on_alarm(void *arg, struct rally__err *e)
 {
@@ -117,21 +118,14 @@ static void domains(struct rally__robust *rb, struct hostkey *k, int *host, int 
     }
 }
 
-/* rally_xor_set in force for a world of N whose failure domains at the
- * spread level are dom[] (ids in [0, N); work: N ints): as set, or by
- * default one member per domain, so that a set spans distinct domains
- * (consecutive places do), at most 8 (SCR's default: parity costs B / 7
- * and a rebuild reads 7 models); one domain, 4; at most N. */
-static int xor_size(const struct rally__config *cfg, int N, const int *dom, int *work)
+/* How many failure domains dom[] (ids in [0, N)) names; work: N ints. */
+static int count_domains(int N, const int *dom, int *work)
 {
-    int g = (int)cfg->xor_set;
-    if (g == 0) {
-        memset(work, 0, (size_t)N * sizeof *work);
-        for (int r = 0; r < N; r++)
-            g += work[dom[r]]++ == 0;
-        g = g < 2 ? 4 : g > 8 ? 8 : g;
-    }
-    return g < N ? g : N;
+    int n = 0;
+    memset(work, 0, (size_t)N * sizeof *work);
+    for (int r = 0; r < N; r++)
+        n += work[dom[r]]++ == 0;
+    return n;
 }
 
 /* The topology for this epoch: the tree and the ring, the halving-doubling
@@ -180,7 +174,8 @@ static int topology(struct rally__robust *rb)
         rally__topo_add_place(t, prev, next);
     rb->place.xor_g = 0;
     if (cfg->local_scheme == RALLY__LOCAL_XOR && N >= 2) {
-        rb->place.xor_g = xor_size(cfg, N, by_rack ? rack : host, host + 2 * N);
+        int nd = count_domains(N, by_rack && racks ? rack : host, host + 2 * N);
+        rb->place.xor_g = rally__xor_size((int)cfg->xor_set, N, nd);
         int first, size, index, i;
         rally__robust_xor_set(rb, rb->rank, &first, &size, &index, &i);
         int xp = rally__robust_at(rb, first + (i + size - 1) % size);

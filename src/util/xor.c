@@ -22,6 +22,14 @@ void rally__xor_set(int N, int G, int p, int *first, int *size, int *index)
     *first = s < extra ? s * (base + 1) : big + (s - extra) * base;
 }
 
+int rally__xor_size(int setting, int N, int ndomains)
+{
+    int g = setting;
+    if (g == 0)
+        g = ndomains < 2 ? 4 : ndomains > 8 ? 8 : ndomains;
+    return g < N ? g : N;
+}
+
 uint64_t rally__xor_chunk_nbytes(uint64_t L, int S)
 {
     return S < 2 ? 0 : (L + (uint64_t)S - 2) / (uint64_t)(S - 1);

@@ -33,6 +33,15 @@
  * 0).  With N 1: the set of one. */
 void rally__xor_set(int N, int G, int p, int *first, int *size, int *index);
 
+/* The set size in force for a world of N (at least 2) whose failure
+ * domains at the level the copies spread over number ndomains:
+ * rally_xor_set as given (setting), or by default one member per domain,
+ * so that a set spans distinct domains wherever consecutive places do, at
+ * most 8 (SCR's default: the parity costs B / 7 and a rebuild reads 7
+ * models), 4 with one domain; never more than N.  The workers' and
+ * rally-run's check at the start alike. */
+int rally__xor_size(int setting, int N, int ndomains);
+
 /* A parity chunk's bytes for a set of size S whose largest model has L. */
 uint64_t rally__xor_chunk_nbytes(uint64_t L, int S);
 

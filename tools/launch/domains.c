@@ -6,13 +6,15 @@
  * of places of that domain starting at its first place is len long or
  * longer: one pass finds every place's run, so each level costs O(world)
  * however many domains it has (util/place.h's rally__place_lost counts one
- * domain in O(world * len); the unit test holds the two equal).
+ * domain in O(world * len); the unit test holds the two equal).  XOR
+ * sets are counted set by set, each member once: O(world) too.
  */
 #include "domains.h"
 
 #include <stdlib.h>
 
 #include "util/place.h"
+#include "util/xor.h"
 
 /* run[i]: how many consecutive places from place i on (cyclic) hold ranks
  * of place i's domain, at most W; at least two domains. */
@@ -27,15 +29,43 @@ static void runs(int W, const int *order, const int *dom, int *run)
     }
 }
 
+/* The XOR sets of G on the ring (util/xor.h): for each domain of dom, the
+ * models it would take (local[d]: the members of every set of which it
+ * holds two or more), how many such sets (sets[d]), the first (set[d]) and
+ * its members there (on[d]).  cnt is room for world ints. */
+static void xor_sets(int W, int G, const int *order, const int *dom, int *local, int *sets,
+                     int *set, int *on, int *cnt)
+{
+    for (int p = 0, first, size, s; p < W; p = first + size) {
+        rally__xor_set(W, G, p, &first, &size, &s);
+        for (int i = first; i < first + size; i++)
+            cnt[dom[order[i]]] = 0;
+        for (int i = first; i < first + size; i++)
+            cnt[dom[order[i]]]++;
+        for (int i = first; i < first + size; i++) {
+            int d = dom[order[i]];
+            if (cnt[d] < 2)
+                continue;
+            local[d] += cnt[d];
+            if (sets[d]++ == 0) {
+                set[d] = s;
+                on[d] = cnt[d];
+            }
+            cnt[d] = 0; /* counted at its first member */
+        }
+    }
+}
+
 /* The domains of dom (one level) that are not covered, appended to out at
- * n; the new count.  w is room for 5 * world ints. */
+ * n; the new count.  w is room for 9 * world ints. */
 static int level(const struct rally__launch_layout *in, const int *order, const int *dom,
                  int is_rack, int *w, struct rally__launch_lost *out, int n)
 {
     int W = in->world, ndom = 0;
     int *run = w, *ranks = w + W, *local = w + 2 * W, *pieces = w + 3 * W, *longest = w + 4 * W;
+    int *sets = w + 5 * W, *set = w + 6 * W, *on = w + 7 * W;
     for (int d = 0; d < W; d++)
-        ranks[d] = local[d] = pieces[d] = longest[d] = 0;
+        ranks[d] = local[d] = pieces[d] = longest[d] = sets[d] = 0;
     for (int r = 0; r < W; r++)
         ndom += ranks[dom[r]]++ == 0;
     if (ndom < 2)
@@ -43,18 +73,22 @@ static int level(const struct rally__launch_layout *in, const int *order, const 
     runs(W, order, dom, run);
     for (int i = 0; i < W; i++) {
         int d = dom[order[i]];
-        local[d] += in->local_len > 0 && run[i] >= in->local_len;
+        local[d] += !in->xor_g && in->local_len > 0 && run[i] >= in->local_len;
         pieces[d] += in->piece_len > 0 && run[i] >= in->piece_len;
         longest[d] = run[i] > longest[d] ? run[i] : longest[d];
     }
+    if (in->xor_g > 0)
+        xor_sets(W, in->xor_g, order, dom, local, sets, set, on, w + 8 * W);
     for (int r = 0; r < W; r++) { /* each domain at its lowest rank */
         int d = dom[r];
         if (ranks[d] == 0 || (local[d] == 0 && pieces[d] == 0)) {
             ranks[d] = 0;
             continue;
         }
-        out[n++] = (struct rally__launch_lost){is_rack, d, ranks[d], local[d], pieces[d],
-                                               longest[d]};
+        out[n++] = (struct rally__launch_lost){is_rack,  d,       ranks[d],
+                                               local[d], pieces[d], longest[d],
+                                               sets[d],  sets[d] ? set[d] : -1,
+                                               sets[d] ? on[d] : 0};
         ranks[d] = 0; /* said */
     }
     return n;
@@ -63,7 +97,7 @@ static int level(const struct rally__launch_layout *in, const int *order, const 
 int rally__launch_uncovered(const struct rally__launch_layout *in, struct rally__launch_lost *out)
 {
     int W = in->world;
-    int *order = malloc(6 * (size_t)W * sizeof *order);
+    int *order = malloc(10 * (size_t)W * sizeof *order);
     int n = -1;
     if (order != NULL && rally__place_order(W, in->host, in->rack, in->by_rack, order) == 0) {
         n = level(in, order, in->host, 0, order + W, out, 0);

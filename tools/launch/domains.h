@@ -6,7 +6,10 @@
  * domains").  Pure: no processes, no output.
  *
  * A domain is covered when every local model and every piece of a result
- * kept in part has a copy outside it.  The job survives losing it then (as
+ * kept in part has a copy outside it.  With XOR parity instead of copies
+ * (rally_local_scheme=xor, util/xor.h) a local model is rebuilt from its
+ * set's other members: a domain is covered when it holds at most one
+ * member of each set.  The job survives losing it then (as
  * long as the ranks come back or the job may shrink); otherwise a job that
  * keeps such copies stops with "... are lost", and only a snapshot holds
  * them.
@@ -22,6 +25,8 @@ struct rally__launch_layout {
     int by_rack;     /* the ring spreads over racks (rally_spread) */
     int local_len;   /* copies of a local model: rally_local_replica + 1 */
     int piece_len;   /* copies of a result piece: rally_result_copies; 0: none kept in part */
+    int xor_g;       /* rally_local_scheme=xor: the set size in force (rally__xor_size),
+                        local_len unused; 0: copies */
 };
 
 /* One domain whose loss takes every copy of something. */
@@ -33,6 +38,8 @@ struct rally__launch_lost {
     int pieces;      /* pieces lost of each result kept in part (of world) */
     int run;         /* its longest run of consecutive places: copies on run + 1 places
                         cover it */
+    int sets;        /* xor: the sets of which it holds two members or more */
+    int set, set_ranks; /* ... the first of them (its index) and its members on it */
 };
 
 /* The uncovered domains into out (room for 2 * world): the hosts, then the

@@ -132,6 +132,7 @@ struct rally__watch_redundancy {
     const char *level; /* what the copies spread over: "host" or "rack" */
     int racks;         /* racks are named: losing one is looked at too */
     int local_replica; /* copies of a local model beside its own (rally_local_replica) */
+    int xor_set;       /* rally_local_scheme=xor: the parity sets' size; 0: copies */
     int result_copies; /* copies of a result's piece; 0: results are kept whole */
     int n;             /* the domains not covered */
     const struct rally__watch_domain *uncovered;

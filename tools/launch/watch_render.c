@@ -137,6 +137,7 @@ static json_t *redundancy_json(const struct rally__watch *w)
     json_object_set_new(o, "level", json_string(d->level));
     json_object_set_new(o, "covered", json_boolean(d->n == 0));
     json_object_set_new(o, "local_replica", json_integer(d->local_replica));
+    json_object_set_new(o, "xor_set", d->xor_set > 0 ? json_integer(d->xor_set) : json_null());
     json_object_set_new(o, "result_copies",
                         d->result_copies > 0 ? json_integer(d->result_copies) : json_null());
     for (int i = 0; i < d->n; i++) {

@@ -8,9 +8,10 @@
  * the settings that place the copies as rally-run sees them (run_setting:
  * the program's arguments, -x, its environment; else the library's
  * defaults).  launch/domains.h counts, on the placement ring, what losing
- * each domain would take.  Results are kept in part only off the hierarchy
- * (docs/recovery.md, "Results kept in part"): across hosts that share
- * ranks, the hierarchy keeps them whole.
+ * each domain would take (with rally_local_scheme=xor, of the parity
+ * sets the workers cut: util/xor.h).  Results are kept in part only off
+ * the hierarchy (docs/recovery.md, "Results kept in part"): across hosts
+ * that share ranks, the hierarchy keeps them whole.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@
 #include "launch/domains.h"
 #include "run/run.h"
 #include "util/config.h"
+#include "util/xor.h"
 
 struct run_redundancy {
     struct rally__watch_redundancy page; /* what the status page shows */
@@ -30,6 +32,8 @@ struct run_redundancy {
 /* The settings that place the copies, as the workers will read them. */
 struct placing {
     int64_t k, c, group; /* rally_local_replica, rally_result_copies, rally_host_group */
+    int xor;             /* rally_local_scheme=xor */
+    int64_t xor_set;     /* rally_xor_set */
     int hier_off;        /* rally_hier=off */
     int spread;          /* rally_spread: 0 auto, 1 host, 2 rack */
     const char *domain;  /* rally_domain as given, or NULL */
@@ -54,6 +58,9 @@ static void placing_of(const struct run *r, struct placing *p)
     p->k = number(r, "local_replica", 0, 7, c.local_replica);
     p->c = number(r, "result_copies", 0, 65536, c.result_copies);
     p->group = number(r, "host_group", 0, 65536, c.host_group);
+    const char *sc = run_setting(r, "local_scheme", from, sizeof from);
+    p->xor = sc != NULL ? strcmp(sc, "xor") == 0 : c.local_scheme == RALLY__LOCAL_XOR;
+    p->xor_set = number(r, "xor_set", 0, RALLY__XOR_MAX, c.xor_set);
     const char *s = run_setting(r, "hier", from, sizeof from);
     p->hier_off = s != NULL ? strcmp(s, "off") == 0 : c.hier == RALLY__HIER_OFF;
     s = run_setting(r, "spread", from, sizeof from);
@@ -168,30 +175,44 @@ static void domain_name(const struct run *r, const struct placing *p, const stru
 }
 
 /* One domain's sentence: what losing it would take, and what would cover
- * it. */
+ * it.  With XOR parity (xg, the set size in force; 0: copies) the local
+ * models' part names the first set it holds two members of. */
 static void sentence(FILE *f, const char *who, const struct placing *p,
-                     const struct rally__launch_lost *x, int world, int c)
+                     const struct rally__launch_lost *x, int world, int c, int xg)
 {
-    int k = (int)p->k;
+    int k = (int)p->k, copies = x->local > 0 && !xg; /* every copy of local models on it */
     fprintf(f, "losing %s (%d of %d ranks", who, x->ranks, world);
     if (p->group > 0 && !x->rack)
         fprintf(f, ", rally_host_group=%lld", (long long)p->group);
     fputs(") would lose ", f);
     if (x->local > 0)
         fprintf(f, "the local models of %d rank%s", x->local, x->local == 1 ? "" : "s");
+    if (x->local > 0 && xg > 0) {
+        fprintf(f, ": set %d has %d ranks on it", x->set, x->set_ranks);
+        if (x->sets > 1)
+            fprintf(f, " (and %d other set%s two or more)", x->sets - 1, x->sets == 2 ? "" : "s");
+        fprintf(f, "; rally_local_scheme=xor covers one per set (rally_xor_set=%d)%s", xg,
+                x->pieces > 0 ? ", and " : "");
+    } else if (x->local > 0 && x->pieces > 0) {
+        fputs(" and ", f);
+    }
     if (x->pieces > 0)
-        fprintf(f, "%s%d of the %d pieces of every result kept in part", x->local ? " and " : "",
-                x->pieces, world);
-    fprintf(f, ": every copy of %s is on it (", x->local + x->pieces == 1 ? "it" : "them");
+        fprintf(f, "%d of the %d pieces of every result kept in part", x->pieces, world);
+    if (!copies && x->pieces == 0) {
+        fputc('\n', f);
+        return;
+    }
+    fprintf(f, ": every copy of %s is on it (",
+            (copies ? x->local : 0) + x->pieces == 1 ? "it" : "them");
     /* copies on run + 1 consecutive places cover it */
-    if (x->local > 0 && x->run <= 7 && x->run < world)
+    if (copies && x->run <= 7 && x->run < world)
         fprintf(f, "rally_local_replica=%d: %d would cover it", k, x->run);
-    else if (x->local > 0)
+    else if (copies)
         fprintf(f, "rally_local_replica=%d: none up to 7 covers it, more hosts would", k);
     if (x->pieces > 0 && x->run + 1 < world)
-        fprintf(f, "%srally_result_copies=%d: %d would", x->local ? "; " : "", c, x->run + 1);
+        fprintf(f, "%srally_result_copies=%d: %d would", copies ? "; " : "", c, x->run + 1);
     else if (x->pieces > 0)
-        fprintf(f, "%srally_result_copies=%d: 0 (results kept whole) would", x->local ? "; " : "",
+        fprintf(f, "%srally_result_copies=%d: 0 (results kept whole) would", copies ? "; " : "",
                 c);
     fputs(")\n", f);
 }
@@ -221,10 +242,15 @@ static int look(const struct run *r, struct run_redundancy *red, int world, cons
     int k = p.k < world - 1 ? (int)p.k : world - 1;
     int c = p.c > 0 && p.c < world && !hier ? (int)p.c : 0;
     int by_rack = L.rack != NULL && (p.spread == 2 || p.spread == 0);
-    struct rally__launch_layout in = {world, L.host, L.rack, by_rack, k + 1, c};
+    /* the set size the workers take: one member per domain of the level
+     * the ring spreads over by default */
+    int xg = p.xor && world >= 2
+                 ? rally__xor_size((int)p.xor_set, world, by_rack ? L.nracks : L.nhosts)
+                 : 0;
+    struct rally__launch_layout in = {world, L.host, L.rack, by_rack, k + 1, c, xg};
     n = rally__launch_uncovered(&in, lost);
-    red->page = (struct rally__watch_redundancy){by_rack ? "rack" : "host", L.rack != NULL,
-                                                 (int)p.k, c, 0, red->dom};
+    red->page = (struct rally__watch_redundancy){
+        by_rack ? "rack" : "host", L.rack != NULL, xg ? 0 : (int)p.k, xg, c, 0, red->dom};
     for (int i = 0; i < n; i++) {
         const struct rally__launch_lost *x = &lost[i];
         if (x->rack && !L.label[x->domain][0])
@@ -236,7 +262,7 @@ static int look(const struct run *r, struct run_redundancy *red, int world, cons
         d->ranks = x->ranks;
         d->lost_local = x->local;
         d->lost_pieces = x->pieces;
-        sentence(f, who, &p, x, world, c);
+        sentence(f, who, &p, x, world, c, xg);
     }
     *nhosts = L.nhosts;
     *nracks = L.rack ? L.nracks : 0;
