@@ -293,6 +293,7 @@ static void remote_exit(struct run *r, int i, int st, const struct rally__launch
         rally__launch_policy_lost(r->pol, i, v, rally__now_ms(), a);
     } else if (to >= 0 &&
                rally__launch_policy_elsewhere(r->pol, i, why, r->hosts.h[to].name, v, a)) {
+        r->down[h] = 1; /* not tried again while another answers: no moving to and fro */
         r->host_of[i] = to;
         rally__launch_out_say(&r->out[1], "%s", a->say);
         a->say[0] = '\0';

@@ -54,9 +54,10 @@ struct run {
     int slots;       /* room for the ranks launched, ranks taken in included */
     int grow_now;    /* SIGUSR2s that arrived this turn */
     /* growth on remote hosts (remote_grow): the workers the job is to have
-     * (-n, one more per SIGUSR2), the joiner started and not yet taken in or
-     * ended (-1: none), when to try a host with a slot free again, and which
-     * hosts a try could not reach (said once) */
+     * (-n, one more per SIGUSR2), the first of the joiners started at the
+     * last try and not yet taken in or ended (-1: none), when to try a host
+     * with a slot free again, and which hosts a try (or a restart, which
+     * then went elsewhere) could not reach (said once) */
     int want, pending;
     int64_t rejoin_ms, next_try;
     unsigned char *down, *held;
