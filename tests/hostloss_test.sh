@@ -22,6 +22,12 @@
 #                kept in pieces (rally_result_copies=2) loses host 1 right
 #                after it is cached; the pieces come from host 0
 #   piece_hier   the same with the hierarchy, which keeps big results whole
+#   moved        6 ranks on one machine (in a network namespace of the
+#                test's own: root); rank 2 dies and its restart listens on
+#                198.18.0.1 (rally_interface): the address book now has two
+#                hosts, so this epoch's placement ring differs from the one
+#                the survivors' copies were placed on; they are found by the
+#                owners their sets name, and the job ends with the digest
 #   admm         rally-linear --solver admm (each rank's (x_i, u_i) a local
 #                model), 8 ranks (2 hosts x 4): host 1 dies entering
 #                iteration 4; the same model as without the loss
@@ -137,6 +143,28 @@ piece | piece_hier)
         $(host1 3 5)
     died_together "$tmp/a"
     same_digest "$tmp/plain" "$tmp/a" mdig
+    ;;
+moved)
+    # the wrapper: rank 2's second start listens on another loopback address
+    cat >"$tmp/wrap.sh" <<EOF
+#!/bin/sh
+if [ "\$RALLY_TASK_ID" = 2 ]; then
+    [ -e "$tmp/started" ] && export RALLY_INTERFACE=198.18.0.1
+    : >"$tmp/started"
+fi
+exec "\$@"
+EOF
+    chmod +x "$tmp/wrap.sh"
+    one "$tmp/plain" 0 -n 6 "$rec" 1000 12
+    # a network namespace of the test's own, with a second address
+    # (198.18.0.1 on one end of a veth pair, no route out) beside loopback
+    unshare -n sh -c 'ip link set lo up && ip link add v0 type veth peer name v1 &&
+        ip addr add 198.18.0.1/24 dev v0 && ip link set v0 up && ip link set v1 up &&
+        exec "$@"' sh \
+        "$here/run_job.sh" 0 180 "$run" -n 6 "$tmp/wrap.sh" "$rec" 1000 12 rally_mock=2,5,0,0 \
+        >"$tmp/a" 2>&1 || { cp "$tmp/a" "$tmp/out"; fail "the job with rank 2 moved failed"; }
+    has "$tmp/a" "^rally-run: rank 2 died"
+    same_digest "$tmp/plain" "$tmp/a" rdig
     ;;
 admm)
     /usr/bin/python3 "$here/linear_sklearn.py" gen-dense "$tmp/d" 8000 10 3 || fail "no data"

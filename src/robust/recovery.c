@@ -350,9 +350,14 @@ static int recover_locals(struct rally__robust *rb, uint64_t v, int want)
             needed |= need[rally__robust_at(rb, rally__robust_place(rb, q) + j)] >> j & 1;
         if (!needed)
             continue;
-        int j_me = rally__robust_slot_of(rb, rb->rank, q);
-        int hold = !want && mine != NULL && j_me <= k && mine->data[j_me] != NULL &&
-                   mine->owner[j_me] == q;
+        /* where this worker holds q's model, by the owners its set names:
+         * a set built before a rank came back on another host follows the
+         * placement ring of then, not this epoch's */
+        int j_me = rally__robust_slot_of(rb, rb->rank, q), js = -1;
+        for (int j = 0; !want && mine != NULL && j <= k; j++)
+            if (mine->data[j] != NULL && mine->owner[j] == q)
+                js = j;
+        int hold = js >= 0;
         uint64_t h[S_N] = {hold ? (uint64_t)rb->rank : NONE, 0, 0, NONE, 0, 0, NONE};
         if ((rc = agree(rb, h, RALLY__K_HOLDER)) != RALLY_OK)
             goto done;
@@ -366,8 +371,8 @@ static int recover_locals(struct rally__robust *rb, uint64_t v, int want)
         unsigned char *res = NULL;
         uint64_t n = 0, cap = 0;
         int take = want && j_me <= k;
-        rc = transfer(rb, (int)h[S_MIN], &sig, hold ? mine->data[j_me] : NULL,
-                      hold ? mine->nbytes[j_me] : 0, take, &res, &n, &cap);
+        rc = transfer(rb, (int)h[S_MIN], &sig, hold ? mine->data[js] : NULL,
+                      hold ? mine->nbytes[js] : 0, take, &res, &n, &cap);
         if (rc != RALLY_OK)
             goto done;
         if (take) { /* received into a store buffer: it becomes the slot's */
