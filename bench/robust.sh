@@ -10,9 +10,8 @@
 #      entering an iteration; the iteration's time minus the median
 #      iteration, max over ranks, for 1 MiB and 100 MiB global models;
 #      beside it one warm transfer of the model (a ring shift between warm
-#      buffers, same run) and what recovery took beyond it; and a whole
-#      host of 4 ranks lost at once, with local models (copies on the
-#      other hosts, docs/recovery.md "Failure domains").
+#      buffers, same run) and what recovery took beyond it (a whole host
+#      lost, copies against XOR parity: bench/hostloss.sh).
 #   4. what a checkpoint costs: a copied global model vs a lazy one, and
 #      local models replicated to k = 1, 2, 3 ring successors; beside each
 #      its reference in the same run (a warm memcpy of the model, or k warm
@@ -64,23 +63,6 @@ for n in 4 8; do
 done
 
 echo
-echo "whole-host loss: the 4 ranks of one host die together (rally_host_group=4, a rally_mock"
-echo " group) and restart; each rank's local model of model_bytes comes back from the copies on"
-echo " the other hosts (rally_local_replica=2); columns as above, transfer_s one ring shift of it"
-printf '%-3s %12s %12s %16s %12s %10s\n' N model_bytes recovery_s iteration_s transfer_s beyond_s
-hsync=$(mktemp -d)
-for n in 8 12; do
-    for m in 1048576 67108864; do
-        RALLY_MOCK_SYNC=$hsync "$run" -n "$n" --max-restarts 2 "$build/bench/bench_recovery" "$m" 8 \
-            local rally_host_group=4 rally_mock=4,4,0,0,op,h rally_mock=5,4,0,0,op,h \
-            rally_mock=6,4,0,0,op,h rally_mock=7,4,0,0,op,h 2>&1 |
-            awk -v n="$n" '$2 == "RECOVERY" { printf "%-3s %12s %12.3f %16.4f %12.4f %10.3f\n",
-                n, $3, $4, $5, $6, $4 - $6 }'
-    done
-done
-rm -rf "$hsync"
-
-echo
 echo "checkpoint cost at N=4 (median us, max over ranks): copy vs lazy; local models by replicas k;"
 echo " ref_us = a warm memcpy of the model (global), k warm ring shifts of it (local k); x = checkpoint / ref"
 printf '%-12s %-6s %14s %10s %10s %6s\n' model_bytes k checkpoint_us lazy_us ref_us x
@@ -92,25 +74,6 @@ for m in 1048576 104857600; do
         RALLY_LOCAL_REPLICA=$k "$run" -n 4 "$build/bench/bench_ckpt" "$m" 5 local 2>&1 |
             awk '$2 == "CKPT" { printf "%-12s %-6s %14.1f %10s %10.1f %6.2f\n", $3, "local" $4, $5,
                 "-", $7, ($7 > 0 ? $5 / $7 : 0) }'
-    done
-done
-
-echo
-echo "local models, copies against XOR parity (rally_local_scheme=xor, sets of one rank per host):"
-echo " hosts of 4 (rally_host_group=4); held = the most one rank's store keeps for the newest"
-echo " version (its slots and the parity's scratch), in model sizes B; checkpoint median us, max"
-echo " over ranks; vs_k2 = checkpoint / that of k=2 copies, measured in the same run"
-printf '%-3s %-10s %-8s %12s %7s %14s %7s\n' N model_bytes scheme held_bytes held_B checkpoint_us vs_k2
-for n in 8 12; do
-    for m in 1048576 16777216; do
-        for sch in 1 2 xor; do
-            if [ "$sch" = xor ]; then set -- rally_local_scheme=xor; else set -- rally_local_replica=$sch; fi
-            "$run" -n "$n" "$build/bench/bench_ckpt" "$m" 5 local rally_host_group=4 "$@" 2>&1 |
-                awk '$2 == "CKPT" { print $4, $5, $8 }'
-        done | awk -v n="$n" -v m="$m" '{ k[NR] = $1; t[NR] = $2; h[NR] = $3 }
-            END { for (i = 1; i <= NR; i++)
-                printf "%-3s %-10s %-8s %12s %7.2f %14.1f %7.2f\n", n, m, (k[i] ~ /xor/ ? k[i] : "k=" k[i]),
-                    h[i], h[i] / m, t[i], (t[2] > 0 ? t[i] / t[2] : 0) }'
     done
 done
 

@@ -16,6 +16,8 @@
 #   BENCH_ELASTIC=0                   skip bench/elastic.sh (a shrink and a grow at N = 8)
 #   BENCH_EXACT=0                     skip bench/exact.sh (RALLY_SUM_EXACT against RALLY_SUM)
 #   BENCH_STRAGGLER=0                 skip bench/straggler.sh (the straggler accounting's cost)
+#   BENCH_HOSTLOSS=0                  skip bench/hostloss.sh (copies against XOR parity: memory,
+#                                     checkpoint time, a whole host's recovery)
 #   BENCH_TIMEOUT=900                 seconds allowed for one program run
 #   BENCH_KMEANS=0, BENCH_TRAINERS=0  skip bench/kmeans.sh, bench/linear.sh + bench/gbdt.sh
 #   BENCH_TORCH=0                     skip bench/torch.sh (rally.torch beside torch.distributed Gloo)
@@ -286,6 +288,8 @@ fi
 [ "${BENCH_EXACT:-1}" = 0 ] || { echo; "$(dirname "$0")/exact.sh" "$BUILD"; }
 # What the straggler accounting costs (bench/straggler.sh; BENCH_STRAGGLER=0 skips it)
 [ "${BENCH_STRAGGLER:-1}" = 0 ] || { echo; "$(dirname "$0")/straggler.sh" "$BUILD"; }
+# Copies against XOR parity over a whole host (bench/hostloss.sh; BENCH_HOSTLOSS=0 skips it)
+[ "${BENCH_HOSTLOSS:-1}" = 0 ] || { echo; "$(dirname "$0")/hostloss.sh" "$BUILD"; }
 # k-means beside scikit-learn (bench/kmeans.sh; BENCH_KMEANS=0 skips it)
 [ "${BENCH_KMEANS:-1}" = 0 ] || "$(dirname "$0")/kmeans.sh" "$BUILD"
 # durable snapshots: stall, slowdown, write throughput beside dd, resume
