@@ -45,6 +45,15 @@
 #                scheme: the clear error naming the set, a loss (exit 3)
 #   xor_elastic  rally_local_scheme=xor with --min-workers: refused at the
 #                start with its sentence
+#   xor_piece    piece at 12 ranks (3 hosts x 4) with rally_result_scheme=xor:
+#                each rank keeps its own piece and one parity chunk of its
+#                set's (sets of 3, one rank a host); host 1 lost after a
+#                big result is cached (seq 0's MAX, before the version's
+#                sum): each restarted rank rebuilds host
+#                1's 4 pieces (one a set) from their sets, says so, and the
+#                digest is the run's without the loss
+#   xor_piece_set4  the same with rally_xor_set=4: set 1 (ranks 5, 9, 2, 6)
+#                loses two pieces with host 1, the loss error naming the set
 # Every job is bounded (run_job.sh) and leaves no process behind.
 set -u
 case_=$1 build=$2
@@ -143,6 +152,33 @@ piece | piece_hier)
         $(host1 3 5)
     died_together "$tmp/a"
     same_digest "$tmp/plain" "$tmp/a" mdig
+    ;;
+xor_piece)
+    set -- "$build/tests/recover" 131072 5 rally_hd_threshold_bytes=0 $hg rally_hier=off \
+        rally_result_scheme=xor
+    one "$tmp/plain" 0 -n 12 "$@"
+    shift
+    # shellcheck disable=SC2046
+    # on entry to the big sum (seq 4), after three broadcasts: every survivor
+    # finished seq 0's MAX (kept in part) before, so the losses are host 1's
+    # alone (a worker still inside a call when the host dies would count as
+    # one more lost in its set)
+    one "$tmp/a" 0 -n 12 "$build/tests/recover_mock" "$@" $(host1 3 4)
+    died_together "$tmp/a"
+    same_digest "$tmp/plain" "$tmp/a" mdig
+    # the ring 0 4 8 1 5 9 2 6 10 3 7 11: host 1 kept pieces 1, 4, 7 and 10,
+    # one in each set of 3 (set s: ranks s, s + 4, s + 8)
+    for r in 4 5 6 7; do
+        for s in 0 1 2 3; do
+            has "$tmp/a" "^\[$r\] rally: rank $r: piece $((3 * s + 1)) of 12 of the result of version 3, seq 0 ([0-9]* bytes) rebuilt from the parity of set $s (ranks $s, $((s + 4)), $((s + 8)))$"
+        done
+    done
+    ;;
+xor_piece_set4)
+    # shellcheck disable=SC2046
+    one "$tmp/a" 3 -n 12 "$build/tests/recover_mock" 131072 5 rally_hd_threshold_bytes=0 $hg \
+        rally_hier=off rally_result_scheme=xor rally_xor_set=4 $(host1 3 4)
+    has "$tmp/a" "cannot recover: the result of version 3, seq 0 is lost in part: set 1 (ranks 5, 9, 2, 6) lost ranks 5 and 6; rally_result_scheme=xor covers one per set"
     ;;
 moved)
     # the wrapper: rank 2's second start listens on another loopback address

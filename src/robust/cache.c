@@ -8,6 +8,7 @@
 
 #include "robust/robust.h"
 #include "util/copy.h"
+#include "util/xor.h"
 
 #define BUF_HEAD 64 /* a result buffer's capacity lives just before it */
 /* The pool keeps every buffer a checkpoint gives back, so a job with the
@@ -119,11 +120,17 @@ unsigned char *rally__robust_scratch(struct rally__robust *rb, uint64_t nbytes)
 struct rally__part rally__part_plan(const struct rally__robust *rb, uint64_t whole, uint64_t count,
                                     int in_place)
 {
-    struct rally__part pt = {whole, count, (uint32_t)rb->world, 0};
+    struct rally__part pt = {whole, count, (uint32_t)rb->world, 0, 0};
     int64_t k = rb->cfg->result_copies;
-    if (in_place && k > 0 && k < rb->world && whole >= RALLY__PART_MIN &&
-        count >= (uint64_t)rb->world)
+    int xor = rb->cfg->result_scheme == RALLY__LOCAL_XOR && rb->place.xor_g >= 2;
+    if (!in_place || whole < RALLY__PART_MIN || count < (uint64_t)rb->world)
+        return pt;
+    if (xor) { /* its own piece and a parity chunk of its set's */
+        pt.copies = 1;
+        pt.xor_g = (uint32_t)rb->place.xor_g;
+    } else if (k > 0 && k < rb->world) {
         pt.copies = (uint32_t)k;
+    }
     return pt;
 }
 
@@ -174,11 +181,26 @@ int rally__part_ranges(const struct rally__part *pt, int i0, struct rally__part_
     return n;
 }
 
+uint64_t rally__part_parity(const struct rally__part *pt, int i, int *first, int *size, int *x)
+{
+    if (pt->xor_g == 0)
+        return 0;
+    int index;
+    uint64_t L = 0, len;
+    rally__xor_set((int)pt->world, (int)pt->xor_g, i, first, size, &index);
+    for (int j = 0; j < *size; j++) {
+        rally__part_piece(pt, *first + j, &len);
+        L = len > L ? len : L;
+    }
+    *x = i - *first;
+    return rally__xor_chunk_nbytes(L, *size);
+}
+
 uint64_t rally__part_nbytes(const struct rally__part *pt, int i0)
 {
     struct rally__part_range r[2];
-    int n = rally__part_ranges(pt, i0, r);
-    return r[n - 1].at + r[n - 1].n;
+    int n = rally__part_ranges(pt, i0, r), first, size, x;
+    return r[n - 1].at + r[n - 1].n + rally__part_parity(pt, i0, &first, &size, &x);
 }
 
 /* Keys only grow, so appending keeps the cache sorted. */
@@ -209,7 +231,7 @@ int rally__robust_cache_put(struct rally__robust *rb, uint64_t key, const struct
         rb->cache.v = c;
         rb->cache.cap = cap;
     }
-    struct rally__part whole = {nbytes, sig->count, (uint32_t)rb->world, 0};
+    struct rally__part whole = {nbytes, sig->count, (uint32_t)rb->world, 0, 0};
     rb->cache.v[rb->cache.n++] =
         (struct rally__entry){key, *sig, data, nbytes, part != NULL ? *part : whole};
     rb->cache.nbytes += nbytes;

@@ -173,9 +173,13 @@ static int topology(struct rally__robust *rb)
     if (prev != t->ring_prev || next != t->ring_next)
         rally__topo_add_place(t, prev, next);
     rb->place.xor_g = 0;
-    if (cfg->local_scheme == RALLY__LOCAL_XOR && N >= 2) {
+    rb->place.local_xor = cfg->local_scheme == RALLY__LOCAL_XOR && N >= 2;
+    if ((cfg->local_scheme == RALLY__LOCAL_XOR || cfg->result_scheme == RALLY__LOCAL_XOR) &&
+        N >= 2) {
         int nd = count_domains(N, by_rack && racks ? rack : host, host + 2 * N);
         rb->place.xor_g = rally__xor_size((int)cfg->xor_set, N, nd);
+    }
+    if (rb->place.local_xor) { /* the parity of local models goes round each set */
         int first, size, index, i;
         rally__robust_xor_set(rb, rb->rank, &first, &size, &index, &i);
         int xp = rally__robust_at(rb, first + (i + size - 1) % size);
@@ -556,7 +560,8 @@ int rally__robust_init(struct rally__robust *rb, const struct rally__config *cfg
         rally__robust_start_failed(cfg, host, e);
         return e->code;
     }
-    if (cfg->local_scheme == RALLY__LOCAL_XOR && (cfg->xor_set == 1 || cfg->elastic)) {
+    int xor = cfg->local_scheme == RALLY__LOCAL_XOR || cfg->result_scheme == RALLY__LOCAL_XOR;
+    if ((xor && cfg->xor_set == 1) || (cfg->local_scheme == RALLY__LOCAL_XOR && cfg->elastic)) {
         if (cfg->xor_set == 1)
             rally__fail(e, RALLY_ECONFIG,
                         "rally_xor_set=1: a set of one rank has no parity to rebuild it from; "

@@ -71,15 +71,16 @@ static int agree(struct rally__robust *rb, uint64_t v[S_N], int kind)
 /* A transfer's head, broadcast from root: sig itself, in its wire form,
  * its sidecar carrying the bytes, then how many workers keep each piece of
  * the result (0: the root holds all of it, docs/recovery.md, "Results kept
- * in part"). */
+ * in part") and the XOR sets' size beside them (0: none). */
 static int head(struct rally__robust *rb, int root, struct rally__sig *sig, uint64_t *nbytes,
-                uint32_t *copies)
+                uint32_t *copies, uint32_t *xor_g)
 {
-    unsigned char b[RALLY__SIG_NBYTES + 4];
+    unsigned char b[RALLY__SIG_NBYTES + 8];
     struct rally__sig sent = *sig;
     sent.sidecar = *nbytes;
     rally__sig_encode(b, &sent, 0);
     rally__put_u32(b + RALLY__SIG_NBYTES, *copies);
+    rally__put_u32(b + RALLY__SIG_NBYTES + 4, *xor_g);
     struct rally__sig hs = {RALLY__K_XFER_HEAD, 0, 0, root, sizeof b, 0};
     int rc = rally__broadcast(&rb->comm, b, sizeof b, root, &hs);
     if (rc != RALLY_OK)
@@ -89,6 +90,7 @@ static int head(struct rally__robust *rb, int root, struct rally__sig *sig, uint
         return rally__fail(rb->err, RALLY_EPROTO, "a recovery transfer began with a bad header");
     *nbytes = sig->sidecar;
     *copies = rally__get_u32(b + RALLY__SIG_NBYTES);
+    *xor_g = rally__get_u32(b + RALLY__SIG_NBYTES + 4);
     sig->sidecar = 0;
     return RALLY_OK;
 }
@@ -133,9 +135,9 @@ static int transfer(struct rally__robust *rb, int root, struct rally__sig *sig,
                     const unsigned char *data, uint64_t nbytes, int want, unsigned char **out,
                     uint64_t *out_nbytes, uint64_t *cap)
 {
-    uint32_t copies = 0;
+    uint32_t copies = 0, xor_g = 0;
     uint64_t n = nbytes;
-    int rc = head(rb, root, sig, &n, &copies);
+    int rc = head(rb, root, sig, &n, &copies, &xor_g);
     return rc != RALLY_OK ? rc : body(rb, root, data, n, want, out, out_nbytes, cap);
 }
 
@@ -321,7 +323,7 @@ done:
  * served a replication its predecessor did).  Every worker takes part. */
 static int recover_locals(struct rally__robust *rb, uint64_t v, int want)
 {
-    if (rb->place.xor_g > 0)
+    if (rb->place.local_xor)
         return recover_xor(rb, v, want);
     want = want && rally__robust_set_of(rb, v) == NULL;
     int N = rb->world, k = rb->k, rc = RALLY_OK;
@@ -446,23 +448,112 @@ static void lost_pieces(const struct rally__robust *rb, const uint64_t *hp, int 
             n += (size_t)snprintf(buf + n, cap - n, "%s %d", i++ ? "," : "", r);
 }
 
+/* rally_result_scheme=xor: the sets that lost a piece (hp[p] NONE), in
+ * pt's sets.  One lost in a set is rebuilt from the others' pieces (every
+ * worker has them in buf by now) and parity chunks, each broadcast from its
+ * keeper; the worker that wants the result rebuilds it there, bit for bit,
+ * and says so.  A set that lost more is the loss error naming it (before
+ * any transfer: every worker sees the same hp).  Every worker takes part. */
+static int rebuild_pieces(struct rally__robust *rb, uint64_t at, const struct rally__part *pt,
+                          const struct rally__entry *have, const uint64_t *hp, int want,
+                          unsigned char *buf, int check)
+{
+    int w = (int)pt->world, rc = RALLY_OK;
+    char lost[512] = "";
+    size_t nlost = 0;
+    for (int p = 0; p < w && rc == RALLY_OK;) {
+        int first, S, x, m[RALLY__XOR_MAX], gone[RALLY__XOR_MAX], ngone = 0, lx = -1;
+        uint64_t cn = rally__part_parity(pt, p, &first, &S, &x), len, where;
+        p = first + S;
+        for (int j = 0; j < S; j++) {
+            m[j] = rally__robust_at(rb, first + j);
+            if (hp[first + j] == NONE) {
+                gone[ngone++] = m[j];
+                lx = j;
+            }
+        }
+        if (ngone > 1 && check) {
+            int index, unused;
+            rally__xor_set(w, (int)pt->xor_g, first, &unused, &unused, &index);
+            if (nlost < sizeof lost)
+                nlost += (size_t)snprintf(lost + nlost, sizeof lost - nlost, "%sset %d (ranks ",
+                                          nlost ? ", " : "", index);
+            name_ranks(lost, sizeof lost, &nlost, m, S, 0);
+            if (nlost < sizeof lost)
+                nlost += (size_t)snprintf(lost + nlost, sizeof lost - nlost, ") lost ranks ");
+            name_ranks(lost, sizeof lost, &nlost, gone, ngone, 1);
+        }
+        if (check || ngone != 1)
+            continue;
+        /* the others' parity chunks, each from its keeper (after its piece) */
+        unsigned char *par = rally__robust_buf(rb, (uint64_t)S * cn);
+        if (par == NULL)
+            return rally__fail(rb->err, RALLY_ENOMEM, "out of memory rebuilding a result's piece");
+        const unsigned char *d[RALLY__XOR_MAX], *pc[RALLY__XOR_MAX];
+        uint64_t dn[RALLY__XOR_MAX];
+        for (int j = 0; j < S && rc == RALLY_OK; j++) {
+            uint64_t off = rally__part_piece(pt, first + j, &dn[j]);
+            d[j] = buf + off;
+            pc[j] = par + (uint64_t)j * cn;
+            if (j == lx)
+                continue;
+            unsigned char *from = par + (uint64_t)j * cn;
+            if (rb->rank == m[j]) {
+                rally__part_holds(&have->part, first + j, first + j, &where);
+                from = have->data + where + dn[j];
+            }
+            struct rally__sig ds = {RALLY__K_XFER_DATA, 1, 0, m[j], cn, 0};
+            rc = rally__broadcast(&rb->comm, from, (size_t)cn, m[j], &ds);
+            if (rc == RALLY_OK && rb->rank == m[j] && want)
+                memcpy(par + (uint64_t)j * cn, from, (size_t)cn);
+        }
+        if (rc == RALLY_OK && want) {
+            uint64_t off = rally__part_piece(pt, first + lx, &len);
+            rally__xor_rebuild(S, lx, d, dn, pc, cn, buf + off, len, par + (uint64_t)lx * cn);
+            char who[160], where_s[96];
+            size_t n = 0;
+            name_ranks(who, sizeof who, &n, m, S, 0);
+            rally__position_str(at, where_s, sizeof where_s);
+            int index, unused;
+            rally__xor_set(w, (int)pt->xor_g, first, &unused, &unused, &index);
+            fprintf(stderr,
+                    "rally: rank %d: piece %d of %d of the result of %s (%llu bytes) rebuilt from "
+                    "the parity of set %d (ranks %s)\n",
+                    rb->rank, first + lx, w, where_s, (unsigned long long)len, index, who);
+        }
+        rally__robust_unbuf(rb, par);
+    }
+    if (nlost > 0) {
+        char where_s[96];
+        rally__position_str(at, where_s, sizeof where_s);
+        rc = rally__fail(rb->err, RALLY_EPEER,
+                         "cannot recover: the result of %s is lost in part: %s; "
+                         "rally_result_scheme=xor covers one per set",
+                         where_s, lost);
+        rally__robust_fatal(rb, RALLY__ELOST, rb->err->msg);
+    }
+    return rc;
+}
+
 /* The result at position at, from its holders: root (the lowest-ranked
  * worker holding any of it) sends the head; a whole result comes from it
  * alone, one kept in pieces piece by piece, each from the lowest-ranked
- * worker that still keeps it (docs/recovery.md, "Results kept in part").
- * Every worker takes part; *res is the result on the one that wants it. */
+ * worker that still keeps it (docs/recovery.md, "Results kept in part"),
+ * and with XOR parity a piece nobody keeps is rebuilt from its set
+ * (rebuild_pieces).  Every worker takes part; *res is the result on the
+ * one that wants it. */
 static int serve(struct rally__robust *rb, uint64_t at, int root, const struct rally__entry *have,
                  struct rally__sig *sig, int want, unsigned char **res, uint64_t *res_nbytes)
 {
     uint64_t n = have ? have->part.whole : 0;
-    uint32_t copies = have ? have->part.copies : 0;
-    int rc = head(rb, root, sig, &n, &copies);
+    uint32_t copies = have ? have->part.copies : 0, xor_g = have ? have->part.xor_g : 0;
+    int rc = head(rb, root, sig, &n, &copies, &xor_g);
     if (rc != RALLY_OK)
         return rc;
     int w = rb->world, whole = have != NULL && have->part.copies == 0;
     if (copies == 0) /* the root holds it whole */
         return body(rb, root, rb->rank == root ? have->data : NULL, n, want, res, res_nbytes, NULL);
-    struct rally__part pt = {n, sig->count, (uint32_t)w, copies};
+    struct rally__part pt = {n, sig->count, (uint32_t)w, copies, xor_g};
     if (have != NULL && !whole && have->part.world != (uint32_t)w)
         have = NULL; /* cannot be: a change of the workers drops the cache */
     uint64_t *hp = malloc((size_t)w * sizeof *hp), off, len, where;
@@ -479,7 +570,9 @@ static int serve(struct rally__robust *rb, uint64_t at, int root, const struct r
     struct rally__sig hs = {RALLY__K_HOLDER, 0, 0, -1, (uint64_t)w, 0};
     if ((rc = rally__allreduce(&rb->comm, hp, hp, (size_t)w, &mn, &hs)) != RALLY_OK)
         goto done;
-    for (int p = 0; p < w; p++)
+    if (xor_g != 0 && (rc = rebuild_pieces(rb, at, &pt, have, hp, want, NULL, 1)) != RALLY_OK)
+        goto done;
+    for (int p = 0; p < w && xor_g == 0; p++)
         if (hp[p] == NONE) {
             char where_s[96], which[256];
             rally__position_str(at, where_s, sizeof where_s);
@@ -498,6 +591,10 @@ static int serve(struct rally__robust *rb, uint64_t at, int root, const struct r
     }
     for (int p = 0; p < w;) { /* a run of pieces from one holder, one broadcast */
         int q = p + 1, from = (int)hp[p];
+        if (hp[p] == NONE) { /* rebuilt below */
+            p = q;
+            continue;
+        }
         while (q < w && hp[q] == hp[p])
             q++;
         uint64_t end = rally__part_piece(&pt, q - 1, &len) + len;
@@ -512,6 +609,8 @@ static int serve(struct rally__robust *rb, uint64_t at, int root, const struct r
             goto done;
         p = q;
     }
+    if (xor_g != 0 && (rc = rebuild_pieces(rb, at, &pt, have, hp, want, buf, 0)) != RALLY_OK)
+        goto done;
     if (want) {
         *res = buf;
         *res_nbytes = n;

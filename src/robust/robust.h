@@ -114,11 +114,16 @@ enum { RALLY__SERVED = 1000, RALLY__EXECUTE = 1001 };
  * (rally__robust_place) keeps pieces i, i + 1, ..., i + copies - 1 (mod
  * world), packed in that order, so each piece lives on copies workers
  * that follow each other on that ring, on other hosts where the hosts
- * allow.  copies 0: the whole result.  The functions below name a worker
- * by its place. */
+ * allow.  copies 0: the whole result.  With rally_result_scheme=xor
+ * (xor_g, the XOR sets' size) copies is 1 and the worker keeps, after its
+ * piece, its parity chunk of its set's pieces (util/xor.h: the set of its
+ * place, piece j of the set its member j's "model"), so a piece lost with
+ * its keeper is rebuilt from the set's others.  The functions below name a
+ * worker by its place. */
 struct rally__part {
     uint64_t whole, count;
     uint32_t world, copies;
+    uint32_t xor_g; /* 0: copies alone */
 };
 
 /* Results smaller than this are kept whole: their copy costs little. */
@@ -277,7 +282,9 @@ struct rally__robust {
     struct {
         int *order, *pos;
         int cap;
-        int xor_g; /* rally_local_scheme=xor: the set size in force (util/xor.h); 0: copies */
+        int xor_g;     /* rally_local_scheme or rally_result_scheme xor: the XOR sets'
+                          size in force (util/xor.h); 0: neither */
+        int local_xor; /* local models kept as XOR parity over those sets */
     } place;
     struct rally__store st; /* the checkpoint store: store.c's alone */
     /* the result cache (cache.c's alone) */
@@ -436,8 +443,13 @@ struct rally__part_range {
  * (its pieces, packed in order, wrap past the last piece at most once);
  * returns how many. */
 int rally__part_ranges(const struct rally__part *pt, int i, struct rally__part_range r[2]);
-/* The bytes the worker at place i keeps. */
+/* The bytes the worker at place i keeps: its pieces, and its parity chunk
+ * after them with xor_g. */
 uint64_t rally__part_nbytes(const struct rally__part *pt, int i);
+/* With xor_g: the XOR set of place i (its first place, size and its
+ * member index *x) and its parity chunk's bytes (util/xor.h's cn for the
+ * set's largest piece); 0 without. */
+uint64_t rally__part_parity(const struct rally__part *pt, int i, int *first, int *size, int *x);
 /* Drops cached op results of versions below v (bootstrap results stay). */
 void rally__robust_cache_drop_below(struct rally__robust *rb, uint64_t v);
 /* Drops every cached result, bootstrap results too (a membership change:

@@ -289,7 +289,7 @@ static int run_replicate(struct rally__robust *rb, struct rally__op *op, unsigne
     ls->version = rally__robust_version(rb) + 1;
     int rc = rally__robust_set_fill(rb, ls, 0, c->local, c->nbytes);
     if (rc == RALLY_OK)
-        rc = rb->place.xor_g > 0 ? rally__robust_set_parity(rb, ls, RALLY__C_SHIFT, 0)
+        rc = rb->place.local_xor ? rally__robust_set_parity(rb, ls, RALLY__C_SHIFT, 0)
                                  : rally__robust_set_spread(rb, ls, RALLY__C_SHIFT, 0);
     if (rc != RALLY_OK)
         return rc;

@@ -71,6 +71,7 @@ static const struct key keys[] = {
     K("domain", STR, domain, "", 0, 0),
     C("spread", spread, "auto", spreads),
     C("local_scheme", local_scheme, "copies", schemes),
+    C("result_scheme", result_scheme, "copies", schemes),
     K("xor_set", INT, xor_set, "0", 0, RALLY__XOR_MAX),
     K("mock", LIST, mock, "", 0, 0),
     K("mock_sync", STR, mock_sync, "", 0, 0),

@@ -33,7 +33,9 @@ enum { RALLY__SPREAD_AUTO = 0, RALLY__SPREAD_HOST = 1, RALLY__SPREAD_RACK = 2 };
 
 /* rally_local_scheme: how local models survive a loss: k full copies on
  * the placement ring's next ranks, or XOR parity over sets of ranks
- * (util/xor.h, docs/recovery.md "Local models"). */
+ * (util/xor.h, docs/recovery.md "Local models"); rally_result_scheme the
+ * same for results kept in part (docs/recovery.md, "Results kept in
+ * part"). */
 enum { RALLY__LOCAL_COPIES = 0, RALLY__LOCAL_XOR = 1 };
 /* rally_xor_set's largest value */
 #define RALLY__XOR_MAX 16
@@ -76,6 +78,7 @@ struct rally__config {
     char domain[RALLY__STR_MAX];    /* this worker's rack (or zone): a failure domain; "" none */
     int64_t spread;                 /* RALLY__SPREAD_*: where the copies go */
     int64_t local_scheme;           /* RALLY__LOCAL_*: copies or XOR parity */
+    int64_t result_scheme;          /* RALLY__LOCAL_*: a result's pieces, likewise */
     int64_t xor_set;                /* ranks per XOR set; 0: one per domain, 2..8 */
     char mock[RALLY__STR_MAX * 4];  /* kill points, ';'-separated (librally_mock) */
     char mock_sync[RALLY__STR_MAX]; /* where a group of kill points meets (librally_mock) */

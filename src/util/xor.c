@@ -40,6 +40,20 @@ int rally__xor_chunk_of(int S, int j, int i)
     return ((i - j - 1) % S + S) % S;
 }
 
+void rally__xor_into(unsigned char *dst, const unsigned char *src, uint64_t n)
+{
+    uint64_t b = 0;
+    for (; b + 8 <= n; b += 8) {
+        uint64_t x, y;
+        memcpy(&x, dst + b, 8);
+        memcpy(&y, src + b, 8);
+        x ^= y;
+        memcpy(dst + b, &x, 8);
+    }
+    for (; b < n; b++)
+        dst[b] ^= src[b];
+}
+
 /* dst[0..len) ^= (or =, with set) the first len bytes of chunk c (of cn
  * bytes) of the n bytes at d, zeros past n. */
 static void fold_n(unsigned char *dst, const unsigned char *d, uint64_t n, int c, uint64_t cn,
@@ -54,8 +68,7 @@ static void fold_n(unsigned char *dst, const unsigned char *d, uint64_t n, int c
         memset(dst + have, 0, (size_t)(len - have));
         return;
     }
-    for (uint64_t b = 0; b < have; b++)
-        dst[b] ^= d[off + b];
+    rally__xor_into(dst, d + off, have);
 }
 
 void rally__xor_fold(unsigned char *dst, const unsigned char *d, uint64_t n, int c, uint64_t cn,

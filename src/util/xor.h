@@ -48,6 +48,9 @@ uint64_t rally__xor_chunk_nbytes(uint64_t L, int S);
 /* Which chunk of member j's model goes into member i's parity (j != i). */
 int rally__xor_chunk_of(int S, int j, int i);
 
+/* dst[0..n) ^= src[0..n), a word at a time. */
+void rally__xor_into(unsigned char *dst, const unsigned char *src, uint64_t n);
+
 /* dst[0..cn) ^= chunk c of the n bytes at d (zeros past its end); with
  * set, dst = that chunk instead. */
 void rally__xor_fold(unsigned char *dst, const unsigned char *d, uint64_t n, int c, uint64_t cn,
