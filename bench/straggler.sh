@@ -3,6 +3,7 @@
 # (docs/status.md, "Who the others wait for"): an 8-byte allreduce
 # (bench_allreduce's public call, 50 calls a rep, 200 reps) with the window
 # on (rally_lateness_window=200, the default) and off (0), at N = 2 and 4,
+# and at N = 1 (the call without peers to wait for: the accounting's own cost),
 # run after run interleaved A B B A (bench/lib.sh abba), BENCH_STRAGGLER_ROUNDS
 # rounds (default 6).  "off" leaves the window unkept; the two stamps a call
 # takes are the progress watch's and are taken either way.  A row: min,
@@ -20,7 +21,7 @@ one() { # N WINDOW KEY: one job, "KEY median_us" from its RESULT line
 }
 echo "straggler accounting: an 8-byte allreduce, window on (200) and off, $rounds rounds A B B A"
 echo "  (min, median, max over the rounds)"
-for n in 2 4; do
+for n in 1 2 4; do
     on() { one "$n" 200 on; }
     off() { one "$n" 0 off; }
     abba "$rounds" on off >"$res"
