@@ -22,6 +22,12 @@
 #                kept in pieces (rally_result_copies=2) loses host 1 right
 #                after it is cached; the pieces come from host 0
 #   piece_hier   the same with the hierarchy, which keeps big results whole
+#   piece_late   piece, with rank 0 still inside the big sum (rally_mock's cut
+#                point: its result is whole in its buffer, and it waits for
+#                the next RESET) when host 1, which finished it, dies
+#                entering the next call: pieces 0 and 1 were kept by rank 0
+#                (not yet) and by ranks 4 and 7 (dead); rank 0 serves them
+#                from its own buffer, and the digest is the failure-free one
 #   moved        6 ranks on one machine (in a network namespace of the
 #                test's own: root); rank 2 dies and its restart listens on
 #                198.18.0.1 (rally_interface): the address book now has two
@@ -142,6 +148,16 @@ elastic)
     one "$tmp/a" 0 -n 12 --min-workers 8 --max-restarts 0 "$rec" 1000 12 $hg $(host1 5 0)
     has "$tmp/a" "going on with 8 workers"
     same_digest "$tmp/plain" "$tmp/a" rdig
+    ;;
+piece_late)
+    # the ring 0 4 1 5 2 6 3 7: place i keeps pieces i, i + 1
+    set -- 131072 5 rally_hd_threshold_bytes=0 $hg rally_hier=off
+    one "$tmp/plain" 0 -n 8 "$build/tests/recover" "$@"
+    # shellcheck disable=SC2046
+    one "$tmp/a" 0 -n 8 "$build/tests/recover_mock" "$@" rally_mock=0,3,5,0,cut $(host1 3 6)
+    has "$tmp/a" "rally mock: rank 0 waits for a RESET inside the allreduce at seq 5 of version 3"
+    died_together "$tmp/a"
+    same_digest "$tmp/plain" "$tmp/a" mdig
     ;;
 piece | piece_hier)
     h=rally_hier=off

@@ -18,7 +18,7 @@
 #include "util/clock.h"
 
 static const char *const phases[] = {"op",   "checkpoint", "recovery", "load", "wire",
-                                     "flip", "final",      "lag",      "ack"};
+                                     "flip", "final",      "lag",      "ack",  "cut"};
 
 static void say(const char *fmt, ...)
 {
@@ -252,10 +252,10 @@ int rally__mock_parse(struct rally__mock *m, const struct rally__config *cfg, st
                                    item);
             q->group[0] = '\0';
         }
-        if (q->phase == RALLY__MOCK_ACK && q->group[0])
+        if ((q->phase == RALLY__MOCK_ACK || q->phase == RALLY__MOCK_CUT) && q->group[0])
             return rally__fail(e, RALLY_ECONFIG,
-                               "rally_mock=%s: an ack point kills nobody, so it has no group",
-                               item);
+                               "rally_mock=%s: an %s point kills nobody, so it has no group", item,
+                               phases[q->phase]);
         if (q->phase == RALLY__MOCK_FINAL && q->group[0])
             return rally__fail(e, RALLY_ECONFIG,
                                "rally_mock=%s: a final point dies alone (its group would wait "
@@ -387,18 +387,32 @@ int rally__mock_flip(const struct rally__mock *m, int rank, uint64_t version, ui
     return 0;
 }
 
-int rally__mock_ack(const struct rally__mock *m, int rank, uint64_t version, uint32_t ndeath)
+/* 1 when a point of phase (an ack or cut point) matches: it fires once. */
+static int waits(const struct rally__mock *m, int phase, int rank, uint64_t version, uint64_t seq,
+                 uint32_t ndeath, const char *where)
 {
     ndeath += m->before;
     for (int i = 0; i < m->n; i++) {
         struct rally__mock_point *q = &m->pts[i];
-        if (q->phase == RALLY__MOCK_ACK && !q->flipped && here(q, rank, version, 0, ndeath)) {
+        if (q->phase == phase && !q->flipped && here(q, rank, version, seq, ndeath)) {
             q->flipped = 1;
-            say("rally mock: rank %d waits for a RESET inside the acknowledgement of version "
-                "%llu\n",
-                rank, (unsigned long long)version);
+            say("rally mock: rank %d waits for a RESET inside %s of version %llu\n", rank, where,
+                (unsigned long long)version);
             return 1;
         }
     }
     return 0;
+}
+
+int rally__mock_ack(const struct rally__mock *m, int rank, uint64_t version, uint32_t ndeath)
+{
+    return waits(m, RALLY__MOCK_ACK, rank, version, 0, ndeath, "the acknowledgement");
+}
+
+int rally__mock_cut(const struct rally__mock *m, int rank, uint64_t version, uint64_t seq,
+                    uint32_t ndeath)
+{
+    char where[48];
+    snprintf(where, sizeof where, "the allreduce at seq %llu", (unsigned long long)seq);
+    return waits(m, RALLY__MOCK_CUT, rank, version, seq, ndeath, where);
 }

@@ -55,6 +55,13 @@
  *                          (rally_timeout_ms at most), as one does whose
  *                          RESET came before it read the result: it
  *                          stored the version and never committed it
+ *              cut         no death: the same inside a user allreduce at
+ *                          (version, seq): its whole result is final in
+ *                          the caller's buffer, and this worker takes the
+ *                          call for cut short and waits for the next RESET
+ *                          (a worker still in a call when a host that
+ *                          finished it dies: docs/recovery.md, "Results
+ *                          kept in part")
  *
  * Otherwise a sixth field names a group: rally_mock=3,1,5,0,op,lost and
  * rally_mock=4,1,5,0,op,lost die together (one point per rank and group,
@@ -92,7 +99,8 @@ enum {
     RALLY__MOCK_FLIP,
     RALLY__MOCK_FINAL,
     RALLY__MOCK_LAG,
-    RALLY__MOCK_ACK
+    RALLY__MOCK_ACK,
+    RALLY__MOCK_CUT
 };
 
 struct rally__mock_point {
@@ -147,5 +155,9 @@ int rally__mock_flip(const struct rally__mock *m, int rank, uint64_t version, ui
 /* 1 when an ack point matches the acknowledgement that commits version:
  * the caller waits for the tracker's RESET instead of taking its result. */
 int rally__mock_ack(const struct rally__mock *m, int rank, uint64_t version, uint32_t ndeath);
+/* 1 when a cut point matches the allreduce at (version, seq): the caller
+ * waits for the tracker's RESET instead of returning its result. */
+int rally__mock_cut(const struct rally__mock *m, int rank, uint64_t version, uint64_t seq,
+                    uint32_t ndeath);
 
 #endif

@@ -220,6 +220,19 @@ done:
     return rc;
 }
 
+/* Whether buf[off, off + n) holds final values after a failed attempt
+ * (recovery serves them: rb->partial).  A range the hook named lies in one
+ * span, as spans merge neighbours; a span left out past capfin only hides
+ * final bytes, never claims input ones. */
+static int is_final(const void *arg, uint64_t off, uint64_t n)
+{
+    const struct keeping *k = arg;
+    for (int i = 0; i < k->nfin; i++)
+        if (k->fin[i].off <= off && off + n <= k->fin[i].off + k->fin[i].n)
+            return 1;
+    return 0;
+}
+
 /* The mock's flip of buf's middle byte, in what this worker keeps too. */
 static void arrived(struct rally__robust *rb, struct inplace *c)
 {
@@ -291,7 +304,15 @@ static int run_allreduce(struct rally__robust *rb, struct rally__op *op, unsigne
         k->capfin = rb->spans.cap;
     }
     struct rally__final_hook h = {note_final, c};
+    rb->partial.buf = c->buf;
+    rb->partial.nbytes = c->nbytes;
+    rb->partial.final = is_final;
+    rb->partial.arg = k;
     int rc = rally__allreduce_keep(&rb->comm, c->buf, k->whole, c->count, c->rd, &op->sig, &h);
+    if (rc == RALLY_OK && rb->mock.n > 0 && rb->mem.kind == &rally__tracker_rally &&
+        rally__mock_cut(&rb->mock, rb->launch_rank, rally__robust_version(rb),
+                        rally__robust_user_seq(rb), rally__robust_ndeath(rb)))
+        rc = rally__robust_wait_reset(rb);
     if (rc != RALLY_OK)
         return rc; /* kept and fin stay for the retry */
     arrived(rb, c);

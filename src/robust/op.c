@@ -103,6 +103,7 @@ int rally__robust_op(struct rally__robust *rb, struct rally__op *op)
      * late worker waits least inside (no clock of another host is read) */
     int64_t in = stand(rb, key, rally__kind_name(op->sig.kind));
     int rc = run_op(rb, op, key);
+    rb->partial.buf = NULL;
     rb->late.end = stand(rb, 0, NULL);
     rb->late.waited += rb->late.end - in;
     return rc;
@@ -250,10 +251,7 @@ done:
     return rc;
 }
 
-/* The mock's ack point: this worker's acknowledgement is taken for cut
- * short by the tracker's next RESET, waited for on the alarm line, as when
- * the RESET came before the result was read (coll/run.c's wait). */
-static int late_ack(struct rally__robust *rb)
+int rally__robust_wait_reset(struct rally__robust *rb)
 {
     int64_t deadline = rally__deadline(rb->cfg->timeout_ms);
     for (;;) {
@@ -261,7 +259,7 @@ static int late_ack(struct rally__robust *rb)
         if (k <= 0)
             return rally__fail(rb->err, RALLY_ETIMEDOUT,
                                "rally mock: no RESET came within %lld ms (rally_timeout_ms) "
-                               "for the ack point at version %llu",
+                               "for the ack or cut point at version %llu",
                                (long long)rb->cfg->timeout_ms,
                                (unsigned long long)rb->pos.version);
         int rc = rb->comm.on_alarm(rb->comm.hook_arg, rb->err);
@@ -286,7 +284,7 @@ static int run_ack(struct rally__robust *rb, struct rally__op *op, unsigned char
     int rc = rally__allreduce(&rb->comm, b, b, ACK_WORDS, &rd, &op->sig);
     if (rc == RALLY_OK && rb->mem.kind == &rally__tracker_rally &&
         rally__mock_ack(&rb->mock, rb->launch_rank, rb->pos.version, rally__robust_ndeath(rb)))
-        rc = late_ack(rb);
+        rc = rally__robust_wait_reset(rb);
     uint64_t ored[2] = {rally__get_u64(b + 8), rally__get_u64(b + 16)};
     uint64_t vored[2] = {rally__get_u64(b + 32), rally__get_u64(b + 40)};
     if (rc == RALLY_OK && (rally__digest_disagree(vored) || rally__digest_disagree(ored)))

@@ -561,10 +561,20 @@ static int serve(struct rally__robust *rb, uint64_t at, int root, const struct r
     unsigned char *buf = NULL;
     if (hp == NULL)
         return rally__fail(rb->err, RALLY_ENOMEM, "out of memory recovering a result");
-    for (int p = 0; p < w; p++)
-        hp[p] = have != NULL && (whole || rally__part_holds(&have->part, me, p, &where))
-                    ? (uint64_t)rb->rank
-                    : NONE;
+    /* a worker still in this very call when the others were lost (it wants
+     * the result) may hold some of its pieces final in its own buffer: it
+     * serves those no finisher keeps, and every piece it sends it keeps */
+    const unsigned char *part = want && rb->partial.buf != NULL && rb->partial.nbytes == n
+                                    ? rb->partial.buf
+                                    : NULL;
+    for (int p = 0; p < w; p++) {
+        int holds = have != NULL && (whole || rally__part_holds(&have->part, me, p, &where));
+        if (!holds && part != NULL) {
+            off = rally__part_piece(&pt, p, &len);
+            holds = rb->partial.final(rb->partial.arg, off, len);
+        }
+        hp[p] = holds ? (uint64_t)rb->rank : NONE;
+    }
     struct rally__reducer mn;
     rally__reducer_builtin(&mn, RALLY_UINT64, RALLY_MIN);
     struct rally__sig hs = {RALLY__K_HOLDER, 0, 0, -1, (uint64_t)w, 0};
@@ -600,13 +610,17 @@ static int serve(struct rally__robust *rb, uint64_t at, int root, const struct r
         uint64_t end = rally__part_piece(&pt, q - 1, &len) + len;
         off = rally__part_piece(&pt, p, &len);
         unsigned char *at_p = buf + off;
-        if (rb->rank == from) /* its pieces, packed in order, or all of it */
+        if (rb->rank == from && have == NULL) /* final in its own buffer */
+            at_p = (unsigned char *)part + off;
+        else if (rb->rank == from) /* its pieces, packed in order, or all of it */
             at_p = whole ? have->data + off
                          : (rally__part_holds(&have->part, rally__robust_place(rb, from), p, &where),
                             have->data + where);
         struct rally__sig ds = {RALLY__K_XFER_DATA, 0, 0, from, end - off, 0};
         if ((rc = rally__broadcast(&rb->comm, at_p, (size_t)(end - off), from, &ds)) != RALLY_OK)
             goto done;
+        if (rb->rank == from && have == NULL)
+            memcpy(buf + off, at_p, (size_t)(end - off));
         p = q;
     }
     if (xor_g != 0 && (rc = rebuild_pieces(rb, at, &pt, have, hp, want, buf, 0)) != RALLY_OK)

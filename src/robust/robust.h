@@ -301,6 +301,18 @@ struct rally__robust {
         void *v;
         int cap;
     } spans;
+    /* the allreduce this worker is in (engine.c sets it for its attempts,
+     * op.c clears it when the operation ends): after a failed attempt, the
+     * bytes of the caller's buffer that hold final values, from which
+     * recovery.c serves pieces of the result that no worker that finished
+     * it keeps (a host lost right after the call, with this worker still
+     * in it: docs/recovery.md, "Results kept in part") */
+    struct {
+        const unsigned char *buf; /* NULL: none */
+        uint64_t nbytes;
+        int (*final)(const void *arg, uint64_t off, uint64_t n); /* all of [off, off + n) */
+        const void *arg;
+    } partial;
     struct rally__mock mock;
     /* verified results (verify.c) */
     struct {
@@ -404,6 +416,11 @@ void rally__robust_pos_at(struct rally__robust *rb, uint64_t v);
 /* A public collective completed, its result nbytes long (the engine's
  * count op): one more call and nbytes more for the heartbeats to carry. */
 void rally__robust_count(struct rally__robust *rb, uint64_t nbytes);
+/* The mock's ack and cut points: the call in hand is taken for cut short
+ * by the tracker's next RESET, waited for on the alarm line, as when the
+ * RESET came before the result was read (coll/run.c's wait); bounded by
+ * rally_timeout_ms. */
+int rally__robust_wait_reset(struct rally__robust *rb);
 /* A barrier: 8 bytes summed, the result a rally__robust_buf. */
 int rally__robust_run_barrier(struct rally__robust *rb, struct rally__op *op, unsigned char **res,
                               uint64_t *n);
