@@ -222,29 +222,47 @@ static int xor_rebuild(struct rally__robust *rb, struct rally__localset *mine, u
  * member lost per set is covered; a set that lost more (or whose survivors
  * hold no parity of v, as after a resume before the next checkpoint) is
  * the loss error naming the set.  Every worker takes part, in set order. */
+/* One byte from every worker (this one's mine), gathered into *all: N
+ * bytes the caller frees (NULL on failure). */
+static int gather_bytes(struct rally__robust *rb, unsigned char mine, unsigned char **all)
+{
+    int N = rb->world, rc;
+    unsigned char *b = calloc((size_t)N, 1);
+    size_t *off = malloc(2 * (size_t)N * sizeof *off);
+    if (b == NULL || off == NULL) {
+        rc = rally__fail(rb->err, RALLY_ENOMEM, "out of memory recovering local models");
+    } else {
+        for (int i = 0; i < N; i++) {
+            off[i] = (size_t)i;
+            off[N + i] = 1;
+        }
+        b[rb->rank] = mine;
+        struct rally__sig ns = {RALLY__K_LOCAL_NEED, 0, 0, -1, 1, 0};
+        rc = rally__allgather(&rb->comm, b, off, off + N, &ns);
+    }
+    free(off);
+    if (rc != RALLY_OK) {
+        free(b);
+        b = NULL;
+    }
+    *all = b;
+    return rc;
+}
+
 static int recover_xor(struct rally__robust *rb, uint64_t v, int want)
 {
     want = want && rally__robust_set_of(rb, v) == NULL;
     int N = rb->world, rc = RALLY_OK;
     struct rally__localset *have = rally__robust_set_of(rb, v);
-    unsigned char *st = calloc((size_t)N, 1);
-    size_t *off = calloc(2 * (size_t)N, sizeof *off);
+    unsigned char *st = NULL;
     char lost[512] = "";
     size_t nlost = 0;
-    if (st == NULL || off == NULL) {
-        rc = rally__fail(rb->err, RALLY_ENOMEM, "out of memory recovering local models");
-        goto done;
-    }
-    for (int i = 0; i < N; i++) {
-        off[i] = (size_t)i;
-        off[N + i] = 1;
-    }
     /* bit 0: wants its model; bit 1: holds its model and parity of v */
-    st[rb->rank] = (unsigned char)(want | (!want && have != NULL && have->data[0] != NULL &&
-                                           have->nbytes[RALLY__XOR_SLOT] > 0)
-                                              << 1);
-    struct rally__sig ns = {RALLY__K_LOCAL_NEED, 0, 0, -1, 1, 0};
-    if ((rc = rally__allgather(&rb->comm, st, off, off + N, &ns)) != RALLY_OK)
+    unsigned char mine_st = (unsigned char)(want | (!want && have != NULL &&
+                                                    have->data[0] != NULL &&
+                                                    have->nbytes[RALLY__XOR_SLOT] > 0)
+                                                       << 1);
+    if ((rc = gather_bytes(rb, mine_st, &st)) != RALLY_OK)
         goto done;
     struct rally__localset *mine = want ? rally__robust_set_spare(rb) : have;
     if (want)
@@ -312,7 +330,6 @@ static int recover_xor(struct rally__robust *rb, uint64_t v, int want)
         mine->valid = 1;
 done:
     free(st);
-    free(off);
     return rc;
 }
 
@@ -326,22 +343,13 @@ static int recover_locals(struct rally__robust *rb, uint64_t v, int want)
     if (rb->place.local_xor)
         return recover_xor(rb, v, want);
     want = want && rally__robust_set_of(rb, v) == NULL;
-    int N = rb->world, k = rb->k, rc = RALLY_OK;
-    unsigned char *need = calloc((size_t)N, 1);
-    size_t *off = calloc(2 * (size_t)N, sizeof *off);
+    int N = rb->world, k = rb->k, rc;
+    unsigned char *need = NULL;
     char lost[256] = "";
     size_t nlost = 0;
-    if (need == NULL || off == NULL) {
-        rc = rally__fail(rb->err, RALLY_ENOMEM, "out of memory recovering local models");
-        goto done;
-    }
-    for (int i = 0; i < N; i++) {
-        off[i] = (size_t)i;
-        off[N + i] = 1;
-    }
-    need[rb->rank] = want ? (unsigned char)((1u << (k + 1)) - 1) : 0;
-    struct rally__sig ns = {RALLY__K_LOCAL_NEED, 0, 0, -1, 1, 0};
-    if ((rc = rally__allgather(&rb->comm, need, off, off + N, &ns)) != RALLY_OK)
+    /* bit j: wants slot j */
+    if ((rc = gather_bytes(rb, want ? (unsigned char)((1u << (k + 1)) - 1) : 0, &need)) !=
+        RALLY_OK)
         goto done;
     struct rally__localset *mine = want ? rally__robust_set_spare(rb) : rally__robust_set_of(rb, v);
     if (want)
@@ -397,7 +405,6 @@ static int recover_locals(struct rally__robust *rb, uint64_t v, int want)
         mine->valid = 1;
 done:
     free(need);
-    free(off);
     return rc;
 }
 
