@@ -212,7 +212,7 @@ static void uncovered(void **state)
     /* a host of 4 beside one of 1: the ring is 0 4 1 2 3, so with one
      * replica (2 copies) the models of 1, 2 and 3 have both on the big host */
     int big[5] = {0, 0, 0, 0, 4};
-    struct rally__launch_layout in = {5, big, NULL, 0, 2, 0, 0};
+    struct rally__launch_layout in = {5, big, NULL, 0, 2, 0, 0, 0};
     assert_int_equal(rally__launch_uncovered(&in, out), 1);
     assert_int_equal(out[0].rack, 0);
     assert_int_equal(out[0].domain, 0);
@@ -228,17 +228,17 @@ static void uncovered(void **state)
     assert_int_equal(rally__launch_uncovered(&in, out), 0);
     /* 3 hosts of 4 with 2 replicas: the ring takes the hosts in turn */
     int three[12] = {0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8};
-    in = (struct rally__launch_layout){12, three, NULL, 0, 3, 2, 0};
+    in = (struct rally__launch_layout){12, three, NULL, 0, 3, 2, 0, 0};
     assert_int_equal(rally__launch_uncovered(&in, out), 0);
     /* one host: nothing to say */
     int one[4] = {0, 0, 0, 0};
-    in = (struct rally__launch_layout){4, one, NULL, 0, 1, 2, 0};
+    in = (struct rally__launch_layout){4, one, NULL, 0, 1, 2, 0, 0};
     assert_int_equal(rally__launch_uncovered(&in, out), 0);
     /* 4 hosts of 2 in 2 racks: spread over hosts, neighbours share a rack
      * (ring 0 2 4 6 1 3 5 7), so each rack loses 2 models; spread over
      * racks, none */
     int hosts[8] = {0, 0, 2, 2, 4, 4, 6, 6}, racks[8] = {0, 0, 0, 0, 4, 4, 4, 4};
-    in = (struct rally__launch_layout){8, hosts, racks, 0, 2, 0, 0};
+    in = (struct rally__launch_layout){8, hosts, racks, 0, 2, 0, 0, 0};
     assert_int_equal(rally__launch_uncovered(&in, out), 2);
     assert_int_equal(out[0].rack, 1);
     assert_int_equal(out[0].domain, 0);
@@ -264,7 +264,7 @@ static void uncovered_xor(void **state)
     assert_int_equal(rally__xor_size(6, 4, 2), 4); /* never more than the world */
     /* 3 hosts of 4, sets of 3 (ring 0 4 8 1 5 9 ...): one rank a host each */
     int three[12] = {0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8};
-    struct rally__launch_layout in = {12, three, NULL, 0, 3, 0, rally__xor_size(0, 12, 3)};
+    struct rally__launch_layout in = {12, three, NULL, 0, 3, 0, rally__xor_size(0, 12, 3), 0};
     assert_int_equal(rally__launch_uncovered(&in, out), 0);
     /* sets of 4: {0 4 8 1}, {5 9 2 6}, {10 3 7 11}: each host holds two
      * members of one set, which it would lose both of */
@@ -285,7 +285,7 @@ static void uncovered_xor(void **state)
     /* a host of 4 beside one of 1, sets of 2 (ring 0 4 1 2 3: sets {0 4 1}
      * and {2 3}): the big host holds two of both */
     int big[5] = {0, 0, 0, 0, 4};
-    in = (struct rally__launch_layout){5, big, NULL, 0, 3, 0, rally__xor_size(0, 5, 2)};
+    in = (struct rally__launch_layout){5, big, NULL, 0, 3, 0, rally__xor_size(0, 5, 2), 0};
     assert_int_equal(rally__launch_uncovered(&in, out), 1);
     assert_int_equal(out[0].domain, 0);
     assert_int_equal(out[0].local, 4);
@@ -296,6 +296,18 @@ static void uncovered_xor(void **state)
     in.piece_len = 2;
     assert_int_equal(rally__launch_uncovered(&in, out), 1);
     assert_int_equal(out[0].pieces, 3);
+    /* pieces with parity (rally_result_scheme=xor) on the same sets, local
+     * models by copies: the pieces of both sets' members on it, the copies'
+     * windows no more */
+    in = (struct rally__launch_layout){12, three, NULL, 0, 3, 2, 0, 4};
+    assert_int_equal(rally__launch_uncovered(&in, out), 3);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(out[i].local, 0);
+        assert_int_equal(out[i].pieces, 2);
+        assert_int_equal(out[i].set, i);
+    }
+    in.piece_xor_g = 3;
+    assert_int_equal(rally__launch_uncovered(&in, out), 0);
 }
 
 /* The counts in one pass are util/place.h's, window by window, on layouts
@@ -319,7 +331,7 @@ static void uncovered_as_place(void **state)
             }
         }
         int by_rack = rand() % 2, len = 1 + rand() % 4, plen = rand() % 4;
-        struct rally__launch_layout in = {world, host, rack, by_rack, len, plen, 0};
+        struct rally__launch_layout in = {world, host, rack, by_rack, len, plen, 0, 0};
         int n = rally__launch_uncovered(&in, out);
         assert_true(n >= 0);
         assert_int_equal(rally__place_order(world, host, rack, by_rack, order), 0);

@@ -482,6 +482,22 @@ domains)
         fail "xor, a host of 4 beside 1: --dry-run failed"
     echo "rally-run: losing host h1 (4 of 5 ranks) would lose the local models of 4 ranks: set 0 has 2 ranks on it (and 1 other set two or more); rally_local_scheme=xor covers one per set (rally_xor_set=2), and 3 of the 5 pieces of every result kept in part: every copy of them is on it (rally_result_copies=2: 0 (results kept whole) would)" >"$T/want"
     says "xor, a host of 4 beside 1"
+    # rally_result_scheme=xor: pieces kept in part with parity, counted on
+    # the same sets (off the hierarchy); sets of one rank a host: nothing
+    : >"$T/want"
+    $RUN -n 12 --launcher ssh --hosts h1:4,h2:4,h3:4 --require-redundancy host --dry-run "$prog" \
+        rally_result_scheme=xor rally_hier=off >"$T/out" 2>"$T/err" ||
+        fail "result xor at 3 hosts of 4: --dry-run failed"
+    says "result xor at 3 hosts of 4"
+    # ... sets of 4: each host holds two members of one set (hostloss_xor_piece_set4)
+    $RUN -n 12 --launcher ssh --hosts h1:4,h2:4,h3:4 --require-redundancy host --dry-run \
+        -x RALLY_XOR_SET=4 "$prog" rally_result_scheme=xor rally_hier=off >"$T/out" 2>"$T/err"
+    [ $? -eq 2 ] || fail "result xor, sets of 4: --require-redundancy host: want exit status 2"
+    for h in 1 2 3; do
+        echo "rally-run: losing host h$h (4 of 12 ranks) would lose 2 of the 12 pieces of every result kept in part: set $((h - 1)) has 2 ranks on it; rally_result_scheme=xor covers one per set (rally_xor_set=4)"
+    done >"$T/want"
+    echo "rally-run: --require-redundancy host: not started: losing any of those would lose copies (above)" >>"$T/want"
+    says "result xor, sets of 4"
     : >"$T/want"
     # racks: 4 hosts of 2 in 2 racks, one replica; every launcher gives a
     # labelled host's ranks their rack, over -x's, and an unlabelled one -x's

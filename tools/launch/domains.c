@@ -57,15 +57,15 @@ static void xor_sets(int W, int G, const int *order, const int *dom, int *local,
 }
 
 /* The domains of dom (one level) that are not covered, appended to out at
- * n; the new count.  w is room for 9 * world ints. */
+ * n; the new count.  w is room for 10 * world ints. */
 static int level(const struct rally__launch_layout *in, const int *order, const int *dom,
                  int is_rack, int *w, struct rally__launch_lost *out, int n)
 {
     int W = in->world, ndom = 0;
     int *run = w, *ranks = w + W, *local = w + 2 * W, *pieces = w + 3 * W, *longest = w + 4 * W;
-    int *sets = w + 5 * W, *set = w + 6 * W, *on = w + 7 * W;
+    int *sets = w + 5 * W, *set = w + 6 * W, *on = w + 7 * W, *lost = w + 9 * W;
     for (int d = 0; d < W; d++)
-        ranks[d] = local[d] = pieces[d] = longest[d] = sets[d] = 0;
+        ranks[d] = local[d] = pieces[d] = longest[d] = sets[d] = lost[d] = 0;
     for (int r = 0; r < W; r++)
         ndom += ranks[dom[r]]++ == 0;
     if (ndom < 2)
@@ -74,11 +74,18 @@ static int level(const struct rally__launch_layout *in, const int *order, const 
     for (int i = 0; i < W; i++) {
         int d = dom[order[i]];
         local[d] += !in->xor_g && in->local_len > 0 && run[i] >= in->local_len;
-        pieces[d] += in->piece_len > 0 && run[i] >= in->piece_len;
+        pieces[d] += !in->piece_xor_g && in->piece_len > 0 && run[i] >= in->piece_len;
         longest[d] = run[i] > longest[d] ? run[i] : longest[d];
     }
-    if (in->xor_g > 0)
-        xor_sets(W, in->xor_g, order, dom, local, sets, set, on, w + 8 * W);
+    /* both schemes cut the same sets (one rally_xor_set): what a set with
+     * two members or more on the domain loses, models or pieces */
+    int g = in->xor_g > 0 ? in->xor_g : in->piece_xor_g;
+    if (g > 0)
+        xor_sets(W, g, order, dom, lost, sets, set, on, w + 8 * W);
+    for (int d = 0; g > 0 && d < W; d++) {
+        local[d] += in->xor_g > 0 ? lost[d] : 0;
+        pieces[d] += in->piece_xor_g > 0 ? lost[d] : 0;
+    }
     for (int r = 0; r < W; r++) { /* each domain at its lowest rank */
         int d = dom[r];
         if (ranks[d] == 0 || (local[d] == 0 && pieces[d] == 0)) {
@@ -97,7 +104,7 @@ static int level(const struct rally__launch_layout *in, const int *order, const 
 int rally__launch_uncovered(const struct rally__launch_layout *in, struct rally__launch_lost *out)
 {
     int W = in->world;
-    int *order = malloc(10 * (size_t)W * sizeof *order);
+    int *order = malloc(11 * (size_t)W * sizeof *order);
     int n = -1;
     if (order != NULL && rally__place_order(W, in->host, in->rack, in->by_rack, order) == 0) {
         n = level(in, order, in->host, 0, order + W, out, 0);

@@ -27,6 +27,8 @@ struct rally__launch_layout {
     int piece_len;   /* copies of a result piece: rally_result_copies; 0: none kept in part */
     int xor_g;       /* rally_local_scheme=xor: the set size in force (rally__xor_size),
                         local_len unused; 0: copies */
+    int piece_xor_g; /* rally_result_scheme=xor: the same for pieces kept in part (any
+                        piece_len > 0 then), piece_len unused; 0: copies */
 };
 
 /* One domain whose loss takes every copy of something. */

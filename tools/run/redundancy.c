@@ -33,6 +33,7 @@ struct run_redundancy {
 struct placing {
     int64_t k, c, group; /* rally_local_replica, rally_result_copies, rally_host_group */
     int xor;             /* rally_local_scheme=xor */
+    int result_xor;      /* rally_result_scheme=xor */
     int64_t xor_set;     /* rally_xor_set */
     int hier_off;        /* rally_hier=off */
     int spread;          /* rally_spread: 0 auto, 1 host, 2 rack */
@@ -60,6 +61,8 @@ static void placing_of(const struct run *r, struct placing *p)
     p->group = number(r, "host_group", 0, 65536, c.host_group);
     const char *sc = run_setting(r, "local_scheme", from, sizeof from);
     p->xor = sc != NULL ? strcmp(sc, "xor") == 0 : c.local_scheme == RALLY__LOCAL_XOR;
+    sc = run_setting(r, "result_scheme", from, sizeof from);
+    p->result_xor = sc != NULL ? strcmp(sc, "xor") == 0 : c.result_scheme == RALLY__LOCAL_XOR;
     p->xor_set = number(r, "xor_set", 0, RALLY__XOR_MAX, c.xor_set);
     const char *s = run_setting(r, "hier", from, sizeof from);
     p->hier_off = s != NULL ? strcmp(s, "off") == 0 : c.hier == RALLY__HIER_OFF;
@@ -178,7 +181,7 @@ static void domain_name(const struct run *r, const struct placing *p, const stru
  * it.  With XOR parity (xg, the set size in force; 0: copies) the local
  * models' part names the first set it holds two members of. */
 static void sentence(FILE *f, const char *who, const struct placing *p,
-                     const struct rally__launch_lost *x, int world, int c, int xg)
+                     const struct rally__launch_lost *x, int world, int c, int xg, int pxg)
 {
     int k = (int)p->k, copies = x->local > 0 && !xg; /* every copy of local models on it */
     fprintf(f, "losing %s (%d of %d ranks", who, x->ranks, world);
@@ -198,7 +201,12 @@ static void sentence(FILE *f, const char *who, const struct placing *p,
     }
     if (x->pieces > 0)
         fprintf(f, "%d of the %d pieces of every result kept in part", x->pieces, world);
-    if (!copies && x->pieces == 0) {
+    if (x->pieces > 0 && pxg > 0) {
+        if (xg == 0) /* the set is not said yet */
+            fprintf(f, ": set %d has %d ranks on it", x->set, x->set_ranks);
+        fprintf(f, "; rally_result_scheme=xor covers one per set (rally_xor_set=%d)", pxg);
+    }
+    if (!copies && (x->pieces == 0 || pxg > 0)) {
         fputc('\n', f);
         return;
     }
@@ -244,10 +252,11 @@ static int look(const struct run *r, struct run_redundancy *red, int world, cons
     int by_rack = L.rack != NULL && (p.spread == 2 || p.spread == 0);
     /* the set size the workers take: one member per domain of the level
      * the ring spreads over by default */
-    int xg = p.xor && world >= 2
-                 ? rally__xor_size((int)p.xor_set, world, by_rack ? L.nracks : L.nhosts)
-                 : 0;
-    struct rally__launch_layout in = {world, L.host, L.rack, by_rack, k + 1, c, xg};
+    int g = world >= 2 ? rally__xor_size((int)p.xor_set, world, by_rack ? L.nracks : L.nhosts) : 0;
+    int xg = p.xor ? g : 0;
+    /* results kept in part with parity: off the hierarchy, as copies are */
+    int pxg = p.result_xor && !hier && g >= 2 ? g : 0;
+    struct rally__launch_layout in = {world, L.host, L.rack, by_rack, k + 1, c, xg, pxg};
     n = rally__launch_uncovered(&in, lost);
     red->page = (struct rally__watch_redundancy){
         by_rack ? "rack" : "host", L.rack != NULL, xg ? 0 : (int)p.k, xg, c, 0, red->dom};
@@ -262,7 +271,7 @@ static int look(const struct run *r, struct run_redundancy *red, int world, cons
         d->ranks = x->ranks;
         d->lost_local = x->local;
         d->lost_pieces = x->pieces;
-        sentence(f, who, &p, x, world, c, xg);
+        sentence(f, who, &p, x, world, c, xg, pxg);
     }
     *nhosts = L.nhosts;
     *nracks = L.rack ? L.nracks : 0;
