@@ -47,7 +47,7 @@ static void pair(struct rally__link *a, int peer_a, struct rally__link *b, int p
 /* A fake memory link (ready/arm/woken, as shm.c has) that turns ready on the
  * 2000th look and counts its arms: a wait that kept spinning never armed,
  * one that gave up on spinning armed before blocking.  Counts, not clocks:
- * the 1 us spin_us is over long before 2000 looks, a 1 s spin_alone_us never
+ * the 1 us spin_us is over long before 2000 looks, a 60 s spin_alone_us never
  * is on any machine that runs the test at all. */
 struct fake {
     int looks, arms, pipe[2];
@@ -60,7 +60,11 @@ static int fake_ready(const struct rally__link *l, int want)
 }
 static int fake_arm(struct rally__link *l, int want)
 {
-    ((struct fake *)l->t.p)->arms++;
+    struct fake *f = l->t.p;
+    /* the doorbell rings once armed, never before: a wait that polls while
+     * it spins (a spin cut by preemption does) cannot see it ready unarmed */
+    if (f->arms++ == 0 && write(f->pipe[1], "!", 1) != 1)
+        return -1;
     return fake_ready(l, want);
 }
 static void fake_woken(struct rally__link *l, unsigned fired)
@@ -76,7 +80,7 @@ static int fake_handles(const struct rally__link *l, int want, struct rally__han
     return 1;
 }
 
-static int fake_wait(int spin_alone, int64_t spin_alone_us, int primed, int *arms)
+static int fake_wait(int spin_alone, int64_t spin_alone_us, int *arms)
 {
     static const struct rally__link_ops ops = {.name = "fake",
                                                .handles = fake_handles,
@@ -90,11 +94,7 @@ static int fake_wait(int spin_alone, int64_t spin_alone_us, int primed, int *arm
     struct rally__interest w = {&l, RALLY__WANT_IN};
     struct rally__err e = {0, ""};
     int alarmed = -1;
-    /* primed: the doorbell has rung, so a wait that armed and blocked
-     * returns at once (unprimed, it would block to the deadline: 0) */
-    if (primed)
-        assert_true(write(f.pipe[1], "!", 1) == 1);
-    int rc = rally__link_wait(&w, 1, NULL, 1, spin_alone_us, rally__deadline(10000), &alarmed, &e);
+    int rc = rally__link_wait(&w, 1, NULL, 1, spin_alone_us, rally__deadline(120000), &alarmed, &e);
     close(f.pipe[0]);
     close(f.pipe[1]);
     *arms = f.arms;
@@ -105,14 +105,16 @@ static void spin_alone_keeps_spinning(void **state)
 {
     (void)state;
     int arms = -1;
-    /* alone on its core with a long spin_alone_us: spins to the 2000th look */
-    assert_int_equal(fake_wait(1, 1000000, 0, &arms), 1);
+    /* alone on its core with a long spin_alone_us: spins to the 2000th look
+     * (a minute: 2000 looks, each with a yield, take seconds on a machine
+     * whose cores are all busy) */
+    assert_int_equal(fake_wait(1, 60000000, &arms), 1);
     assert_int_equal(arms, 0);
     /* a link that shares its core spins spin_us alone, then arms */
-    assert_int_equal(fake_wait(0, 1000000, 1, &arms), 1);
+    assert_int_equal(fake_wait(0, 1000000, &arms), 1);
     assert_true(arms > 0);
     /* and so does a link alone whose spin_alone_us is off */
-    assert_int_equal(fake_wait(1, 0, 1, &arms), 1);
+    assert_int_equal(fake_wait(1, 0, &arms), 1);
     assert_true(arms > 0);
 }
 
