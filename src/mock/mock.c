@@ -387,14 +387,18 @@ int rally__mock_flip(const struct rally__mock *m, int rank, uint64_t version, ui
     return 0;
 }
 
-/* 1 when a point of phase (an ack or cut point) matches: it fires once. */
+/* 1 when a point of phase (an ack or cut point) matches: it fires once;
+ * an ack point at its version or after. */
 static int waits(const struct rally__mock *m, int phase, int rank, uint64_t version, uint64_t seq,
                  uint32_t ndeath, const char *where)
 {
     ndeath += m->before;
     for (int i = 0; i < m->n; i++) {
         struct rally__mock_point *q = &m->pts[i];
-        if (q->phase == phase && !q->flipped && here(q, rank, version, seq, ndeath)) {
+        int at = phase == RALLY__MOCK_ACK
+                     ? q->rank == rank && q->version <= version && q->ndeath == ndeath
+                     : here(q, rank, version, seq, ndeath);
+        if (q->phase == phase && !q->flipped && at) {
             q->flipped = 1;
             say("rally mock: rank %d waits for a RESET inside %s of version %llu\n", rank, where,
                 (unsigned long long)version);

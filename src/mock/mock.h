@@ -47,8 +47,11 @@
  *                          operations: rally_mock=5,0,10,0,lag,40
  *              ack         no death: a change of the workers that reaches
  *                          this worker inside the acknowledgement that
- *                          commits version `version` (seq 0; a
- *                          checkpoint's or a load's).  Its result is
+ *                          takes a waiting worker in (its requests carry
+ *                          the grow), the first at or after version
+ *                          `version` (seq 0): when the others learn of the
+ *                          joiner is the tracker's timing, so the point
+ *                          follows the grow, not the clock.  Its result is
  *                          here, so the others may have committed and
  *                          gone on, but this worker takes it for cut
  *                          short and waits for the tracker's next RESET
@@ -152,8 +155,9 @@ int64_t rally__mock_lag(struct rally__mock *m, int rank, uint64_t version, uint6
 /* 1 when a flip point matches: the caller flips one bit of the result. */
 int rally__mock_flip(const struct rally__mock *m, int rank, uint64_t version, uint64_t seq,
                      uint32_t ndeath);
-/* 1 when an ack point matches the acknowledgement that commits version:
- * the caller waits for the tracker's RESET instead of taking its result. */
+/* 1 when an ack point matches an acknowledgement that takes a worker in,
+ * at version or after: the caller waits for the tracker's RESET instead of
+ * taking its result. */
 int rally__mock_ack(const struct rally__mock *m, int rank, uint64_t version, uint32_t ndeath);
 /* 1 when a cut point matches the allreduce at (version, seq): the caller
  * waits for the tracker's RESET instead of returning its result. */

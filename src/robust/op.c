@@ -282,7 +282,8 @@ static int run_ack(struct rally__robust *rb, struct rally__op *op, unsigned char
     struct rally__reducer rd;
     rally__reducer_builtin(&rd, RALLY_UINT64, RALLY_BITOR);
     int rc = rally__allreduce(&rb->comm, b, b, ACK_WORDS, &rd, &op->sig);
-    if (rc == RALLY_OK && rb->mem.kind == &rally__tracker_rally &&
+    if (rc == RALLY_OK && rb->mock.n > 0 && rb->mem.kind == &rally__tracker_rally &&
+        (rally__get_u64(b) & RALLY__REQ_GROW) &&
         rally__mock_ack(&rb->mock, rb->launch_rank, rb->pos.version, rally__robust_ndeath(rb)))
         rc = rally__robust_wait_reset(rb);
     uint64_t ored[2] = {rally__get_u64(b + 8), rally__get_u64(b + 16)};
