@@ -405,14 +405,20 @@ JOB
                 [ "$(awk '{print $3}' "/proc/$p/stat" 2>/dev/null)" != Z ] && echo "$p($(cat "/proc/$p/comm"))"
         done
     }
-    i=0
+    # a worker ends when its agent's stdin does, through srun, as a rule
+    # within a second; an agent was seen to outlive rally-run until Slurm
+    # ended its step: the requeue must end every one (by the clock: a
+    # loaded machine makes /proc's scan slow)
+    end=$(($(date +%s) + 10))
+    while [ -n "$(left)" ] && [ "$(date +%s)" -lt "$end" ]; do sleep 0.1; done
+    lingered=$(left)
+    scontrol requeue "$id" || fail "scontrol requeue $id failed"
+    end=$(($(date +%s) + 60))
     while [ -n "$(left)" ]; do
-        i=$((i + 1))
-        [ $i -gt 100 ] && fail "the first run's processes outlive rally-run by 10 s: $(left)"
+        [ "$(date +%s)" -ge "$end" ] && fail "the first run's processes outlive its requeue by 60 s: $(left)"
         sleep 0.1
     done
-    echo "the first run's workers, agents and sruns are gone"
-    scontrol requeue "$id" || fail "scontrol requeue $id failed"
+    echo "the first run's workers, agents and sruns are gone${lingered:+ (after the requeue: $lingered)}"
     # Slurm holds a requeued job back (BeginTime, 2 minutes): now, here
     i=0
     until [ "$(squeue -h -j "$id" -o %T 2>/dev/null)" = PENDING ] &&
