@@ -8,17 +8,18 @@
  * driver retries the operation through recovery.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "util/place.h"
 #include "net/mesh.h"
 #include "net/sock.h"
 #include "robust/robust.h"
 #include "tracker/proto.h"
 #include "util/clock.h"
+#include "util/place.h"
 #include "util/xor.h"
 
 static int on_alarm(void *arg, struct rally__err *e)
@@ -28,6 +29,18 @@ static int on_alarm(void *arg, struct rally__err *e)
     if (rc != RALLY_OK && rc != RALLY__ERESET)
         rb->mem.fatal = rc;
     return rc;
+}
+
+int rally__robust_lost(struct rally__robust *rb, const char *fmt, ...)
+{
+    char msg[RALLY__ERR_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    rally__fail(rb->err, RALLY_EPEER, "%s", msg);
+    rally__robust_fatal(rb, RALLY__ELOST, rb->err->msg);
+    return RALLY_EPEER;
 }
 
 /* Waits for the ABORT so that the job is failed before this process can

@@ -321,9 +321,8 @@ static int recover_xor(struct rally__robust *rb, uint64_t v, int want)
         }
     }
     if (nlost > 0) {
-        rc = rally__fail(rb->err, RALLY_EPEER,
-                         "cannot recover: %s; rally_local_scheme=xor covers one per set", lost);
-        rally__robust_fatal(rb, RALLY__ELOST, rb->err->msg);
+        rc = rally__robust_lost(rb, "cannot recover: %s; rally_local_scheme=xor covers one per set",
+                                lost);
         goto done;
     }
     if (want)
@@ -394,11 +393,10 @@ static int recover_locals(struct rally__robust *rb, uint64_t v, int want)
         }
     }
     if (nlost > 0) {
-        rc = rally__fail(rb->err, RALLY_EPEER,
-                         "cannot recover: the local models of ranks %s are lost (each lived on "
-                         "%d workers, all of which died; rally_local_replica=%d)",
-                         lost, k + 1, k);
-        rally__robust_fatal(rb, RALLY__ELOST, rb->err->msg);
+        rc = rally__robust_lost(rb,
+                                "cannot recover: the local models of ranks %s are lost (each "
+                                "lived on %d workers, all of which died; rally_local_replica=%d)",
+                                lost, k + 1, k);
         goto done;
     }
     if (want)
@@ -533,11 +531,10 @@ static int rebuild_pieces(struct rally__robust *rb, uint64_t at, const struct ra
     if (nlost > 0) {
         char where_s[96];
         rally__position_str(at, where_s, sizeof where_s);
-        rc = rally__fail(rb->err, RALLY_EPEER,
-                         "cannot recover: the result of %s is lost in part: %s; "
-                         "rally_result_scheme=xor covers one per set",
-                         where_s, lost);
-        rally__robust_fatal(rb, RALLY__ELOST, rb->err->msg);
+        rc = rally__robust_lost(rb,
+                                "cannot recover: the result of %s is lost in part: %s; "
+                                "rally_result_scheme=xor covers one per set",
+                                where_s, lost);
     }
     return rc;
 }
@@ -594,11 +591,10 @@ static int serve(struct rally__robust *rb, uint64_t at, int root, const struct r
             char where_s[96], which[256];
             rally__position_str(at, where_s, sizeof where_s);
             lost_pieces(rb, hp, (int)copies, which, sizeof which);
-            rc = rally__fail(rb->err, RALLY_EPEER,
-                             "cannot recover: the result of %s is lost in part (%s, all of "
-                             "which died; rally_result_copies=%u)",
-                             where_s, which, copies);
-            rally__robust_fatal(rb, RALLY__ELOST, rb->err->msg);
+            rc = rally__robust_lost(rb,
+                                    "cannot recover: the result of %s is lost in part (%s, all "
+                                    "of which died; rally_result_copies=%u)",
+                                    where_s, which, copies);
             goto done;
         }
     if ((buf = rally__robust_buf(rb, n)) == NULL) {
@@ -751,12 +747,10 @@ int rally__robust_recover(struct rally__robust *rb, uint64_t key, const struct r
         if (h[S_MIN] == NONE) {
             char where[96];
             rally__position_str(at, where, sizeof where);
-            rally__fail(rb->err, RALLY_EPEER,
-                        "cannot recover: the result of %s is lost (every worker that had it "
-                        "died)",
-                        where);
-            rally__robust_fatal(rb, RALLY__ELOST, rb->err->msg);
-            return RALLY_EPEER;
+            return rally__robust_lost(rb,
+                                      "cannot recover: the result of %s is lost (every worker "
+                                      "that had it died)",
+                                      where);
         }
         struct rally__sig sig = have ? have->sig : (struct rally__sig){0};
         int want = key == at;

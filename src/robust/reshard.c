@@ -131,12 +131,11 @@ static int suppliers(struct rally__robust *rb, const uint64_t *all, int W, int *
     }
     if (nlost == 0)
         return RALLY_OK;
-    rally__fail(rb->err, RALLY_EPEER,
-                "cannot go on with %d workers: the local-model records of old rank%s %s are "
-                "lost (every copy died; rally_local_replica=%d)",
-                N, strchr(lost, ',') ? "s" : "", lost, (int)rb->cfg->local_replica);
-    rally__robust_fatal(rb, RALLY__ELOST, rb->err->msg);
-    return RALLY_EPEER;
+    return rally__robust_lost(rb,
+                              "cannot go on with %d workers: the local-model records of old "
+                              "rank%s %s are lost (every copy died; rally_local_replica=%d)",
+                              N, strchr(lost, ',') ? "s" : "", lost,
+                              (int)rb->cfg->local_replica);
 }
 
 int rally__robust_reshard(struct rally__robust *rb, uint64_t v)

@@ -585,6 +585,10 @@ void rally__robust_start_failed(const struct rally__config *cfg, const char *hos
  * for its ABORT.  RALLY__ELOST (tracker/proto.h) says it is a loss, which a
  * snapshot can mend; the worker's own calls fail with RALLY_EPEER. */
 void rally__robust_fatal(struct rally__robust *rb, int code, const char *msg);
+/* Something recovery needs is gone from every survivor (a copy, a piece, a
+ * result): RALLY_EPEER with the sentence, and the job fails as a loss
+ * (RALLY__ELOST, which --auto-resume mends). */
+int rally__robust_lost(struct rally__robust *rb, const char *fmt, ...) RALLY__PRINTF(2, 3);
 /* Every worker stands at the same position: the recovery is over (its
  * tracker kind tells the tracker: IN_STEP). */
 void rally__robust_in_step(struct rally__robust *rb);
