@@ -28,6 +28,8 @@ need="$need prometheus chromium chromium-driver python3-selenium python3-jsonsch
 if command -v clang >/dev/null 2>&1; then
     need="$need libclang-rt-$(clang -dumpversion | cut -d. -f1)-dev"
 fi
+# Java for Spark (rally.spark's tests run pyspark's local-cluster), when none is there
+command -v java >/dev/null 2>&1 || need="$need default-jre-headless"
 [ -n "$RALLY_DEPS_EXTRA" ] && need="$need $RALLY_DEPS_EXTRA"
 missing=""
 for p in $need; do
@@ -52,3 +54,16 @@ if ! ls -d "$venv"/lib/python3*/site-packages/torch-$TORCH2.dist-info >/dev/null
     /usr/bin/python3 -m venv --system-site-packages "$venv"
     "$venv/bin/pip" install -q --disable-pip-version-check "torch==$TORCH2"
 fi
+
+# The engines rally runs under (rally.spark, rally.ray) and the peers measured
+# beside them (xgboost.spark): Debian has no pyspark or ray and an old xgboost,
+# so they come from PyPI, pinned, into the same .venv.  Java is Debian's.
+PYPI_PINS="pyspark==4.1.1 ray==2.60.0 xgboost-cpu==3.2.0"
+for pin in $PYPI_PINS; do
+    name=$(echo "${pin%%==*}" | tr - _)
+    if ! ls -d "$venv"/lib/python3*/site-packages/$name-${pin##*==}.dist-info >/dev/null 2>&1; then
+        echo "deps: $PYPI_PINS into .venv (PyPI)"
+        "$venv/bin/pip" install -q --disable-pip-version-check $PYPI_PINS
+        break
+    fi
+done
