@@ -3,14 +3,15 @@
  * (job.h is its interface): the job's state and the helpers each file
  * offers the others.
  *
- *   job.c         recording actions, members, failure, epochs and the
- *                 phases, rank failures, the interface (step, deadline,
- *                 settings)
+ *   job.c         the interface (step, deadline, settings): each event to
+ *                 the file that handles it
+ *   job_core.c    at the bottom: recording actions, members, failure,
+ *                 epochs and the phases, rank failures, RESIZED
  *   job_frames.c  rank assignment and every frame a member sends
  *   job_watch.c   time: start-up and epoch deadlines, heartbeats, the
  *                 progress watch (docs/recovery.md, "Stuck ranks")
  *   job_members.c an elastic job's changes: a rank given up, workers taken
- *                 in, the RESIZED event
+ *                 in
  */
 #ifndef RALLY_TRACKER_JOB_INT_H
 #define RALLY_TRACKER_JOB_INT_H
@@ -90,31 +91,64 @@ struct rally__job {
 
 #define NONE ((size_t)-1)
 
-/* --- job.c --- */
+/* --- job_core.c: what the files above share --- */
 
+int rally__jb_live(const struct rally__job *j);
+/* recording actions */
+size_t rally__jb_stash(struct rally__job *j, const void *p, size_t n);
 struct rally__job_act *rally__jb_act(struct rally__job *j, int kind, struct rally__job_member *m);
-void rally__jb_appendf(char *s, size_t cap, size_t *len, const char *fmt, ...) RALLY__PRINTF(4, 5);
-void rally__jb_drop(struct rally__job *j, struct rally__job_member *m, const char *fmt, ...)
-    RALLY__PRINTF(3, 4);
+struct rally__job_act *rally__jb_send_msg(struct rally__job *j, struct rally__job_member *m,
+                                          uint16_t type, const void *body, size_t n);
 void rally__jb_emit(struct rally__job *j, int kind, int rank, const char *task, const char *text);
 void rally__jb_emit_ev(struct rally__job *j, const struct rally__tracker_event *ev);
+void rally__jb_say(struct rally__job *j, int kind, const char *fmt, ...) RALLY__PRINTF(3, 4);
+void rally__jb_appendf(char *s, size_t cap, size_t *len, const char *fmt, ...) RALLY__PRINTF(4, 5);
+int rally__jb_small_int(const char *s, int world, int *v);
+/* members: rank r's newest incarnation registered from host (for
+ * observers: kept when the memory is there, never a failure) */
+void rally__jb_keep_host(struct rally__job *j, int r, const char *host);
+/* phases: every rank finalized, the phase DONE */
+void rally__jb_done(struct rally__job *j);
+/* the job's failure */
 void rally__jb_fail_job(struct rally__job *j, int code, int rank, const char *fmt, ...)
     RALLY__PRINTF(4, 5);
+/* epochs */
+int rally__jb_present(const struct rally__job *j, int r);
+void rally__jb_send_assign(struct rally__job *j);
+void rally__jb_maybe_assign(struct rally__job *j);
+void rally__jb_new_epoch(struct rally__job *j, const char *cause);
 void rally__jb_fence(struct rally__job *j, int r);
+void rally__jb_rank_failed(struct rally__job *j, int r, const char *cause, const char *fatal,
+                           int disconnected);
+/* The membership changed and every rank is present: TEV_RESIZED, and the
+ * ASSIGN flags of the change. */
+void rally__jb_resized(struct rally__job *j);
+/* a member's end: dropped (its connection went: the job decides), lost (a
+ * rank failure when the job recovers), refused (an ABORT says why first) */
+void rally__jb_drop(struct rally__job *j, struct rally__job_member *m, const char *fmt, ...)
+    RALLY__PRINTF(3, 4);
+void rally__jb_lose(struct rally__job *j, struct rally__job_member *m, const char *fmt, ...)
+    RALLY__PRINTF(3, 4);
+void rally__jb_reject(struct rally__job *j, struct rally__job_member *m, int code, const char *fmt,
+                      ...) RALLY__PRINTF(4, 5);
 void rally__jb_go(struct rally__job *j);
 /* A rank said it is back in step (IN_STEP of the current epoch): RECOVERED
  * once every rank has. */
 void rally__jb_in_step(struct rally__job *j, struct rally__job_member *m);
-/* Rank r's newest incarnation registered from host (for observers: kept
- * when the memory is there, never a failure). */
-void rally__jb_keep_host(struct rally__job *j, int r, const char *host);
-/* Every rank finalized: the phase DONE. */
-void rally__jb_done(struct rally__job *j);
+
+/* --- job_frames.c --- */
+
+void rally__jb_on_frame(struct rally__job *j, struct rally__job_member *m, uint16_t type,
+                        const unsigned char *body, size_t n);
+
+/* --- job_watch.c --- */
+
+int64_t rally__jb_progress_deadline(const struct rally__job *j);
+void rally__jb_tick(struct rally__job *j);
+int rally__jb_watched(const struct rally__job *j, const struct rally__job_member *m);
+
 /* --- job_members.c --- */
 
-/* The membership changed and every rank is present: TEV_RESIZED, and the
- * ASSIGN flags of the change. */
-void rally__jb_resized(struct rally__job *j);
 /* The owner gave rank r up for good (RALLY__JOB_EV_GONE). */
 void rally__jb_gone(struct rally__job *j, int r, const char *cause);
 /* A worker with a new task id registered (m, no rank yet): it waits to be
@@ -124,24 +158,5 @@ int rally__jb_join(struct rally__job *j, struct rally__job_member *m);
 /* A worker said the job committed a checkpoint that asks to take the
  * waiting ones in (GROW_READY of the current epoch). */
 void rally__jb_take_in(struct rally__job *j);
-int rally__jb_live(const struct rally__job *j);
-void rally__jb_maybe_assign(struct rally__job *j);
-void rally__jb_new_epoch(struct rally__job *j, const char *cause);
-int rally__jb_present(const struct rally__job *j, int r);
-void rally__jb_rank_failed(struct rally__job *j, int r, const char *cause, const char *fatal,
-                           int disconnected);
-void rally__jb_reject(struct rally__job *j, struct rally__job_member *m, int code, const char *fmt,
-                      ...) RALLY__PRINTF(4, 5);
-void rally__jb_say(struct rally__job *j, int kind, const char *fmt, ...) RALLY__PRINTF(3, 4);
-void rally__jb_send_assign(struct rally__job *j);
-struct rally__job_act *rally__jb_send_msg(struct rally__job *j, struct rally__job_member *m,
-                                          uint16_t type, const void *body, size_t n);
-int rally__jb_small_int(const char *s, int world, int *v);
-size_t rally__jb_stash(struct rally__job *j, const void *p, size_t n);
-void rally__jb_on_frame(struct rally__job *j, struct rally__job_member *m, uint16_t type,
-                        const unsigned char *body, size_t n);
-int64_t rally__jb_progress_deadline(const struct rally__job *j);
-void rally__jb_tick(struct rally__job *j);
-int rally__jb_watched(const struct rally__job *j, const struct rally__job_member *m);
 
 #endif

@@ -2,52 +2,15 @@
  * job_members.c — the tracker's job logic (job_int.h) for an elastic job
  * whose workers change (docs/recovery.md, "Elastic jobs"): a rank given up
  * for good and the ranks above it moved down, a worker with a new task id
- * waiting and taken in at the end, the RESIZED event the owner hears once
- * every rank of the new world is there, and the tables' room.
+ * waiting and taken in at the end, and the tables' room (the RESIZED event
+ * the owner hears once every rank of the new world is there is in
+ * job_core.c: an ASSIGN sends it).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "tracker/job_int.h"
-
-/* The membership changed and every rank is present: the owner hears how
- * many go on and from which version, the newest committed one a survivor
- * named in its REJOIN (the workers go back to the same one).  A survivor
- * that stood in finalize had every result: then the others finish as they
- * are (RALLY__ASSIGN_FINISHING), nothing is computed again. */
-void rally__jb_resized(struct rally__job *j)
-{
-    j->members_said = j->members;
-    struct rally__tracker_event ev = {
-        .kind = RALLY__TEV_RESIZED, .rank = j->lost_rank, .task_id = j->lost_task};
-    j->assign_flags = RALLY__ASSIGN_CHANGED;
-    for (int r = 0; r < j->world; r++) {
-        const struct rally__job_member *m = j->by_rank[r];
-        if (m->rejoined == j->epoch && (!ev.has_position || m->version > ev.version)) {
-            ev.has_position = 1;
-            ev.version = m->version;
-        }
-        if (m->rejoined == j->epoch && m->position == RALLY__KEY_FINAL)
-            j->assign_flags |= RALLY__ASSIGN_FINISHING;
-    }
-    ev.world = j->world;
-    char text[160];
-    if (j->lost_rank < 0)
-        snprintf(text, sizeof text,
-                 "taking in %d worker%s: going on with %d workers from version %u", j->taken,
-                 j->taken == 1 ? "" : "s", j->world, ev.version);
-    else if (j->assign_flags & RALLY__ASSIGN_FINISHING)
-        snprintf(text, sizeof text,
-                 "rank %d lost for good: the other %d workers finish (one was in finalize)",
-                 j->lost_rank, j->world);
-    else
-        snprintf(text, sizeof text,
-                 "rank %d lost for good: going on with %d workers from version %u", j->lost_rank,
-                 j->world, ev.version);
-    ev.text = text;
-    rally__jb_emit_ev(j, &ev);
-}
 
 /* Drops rank r from the job: the ranks above it move down one, so the
  * survivors keep their order (docs/recovery.md).  Every rank reads its
