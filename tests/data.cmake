@@ -2,6 +2,8 @@
 # tests/CMakeLists.txt.
 #   data_test          cmocka: malformed input, partitioning, fingerprints,
 #                      the generator (label "quick")
+#   cursor_test        cmocka: the data cursor (orders, splits at any world,
+#                      resumes, its bytes) (label "quick")
 #   datagen_cli        the rally-datagen tool end to end (label "quick")
 #   fuzz_libsvm/csv    libFuzzer targets over both readers, ~20 s each from a
 #                      generated seed corpus (label "fuzz"); built with clang
@@ -13,6 +15,11 @@ add_executable(data_test ${RALLY_DATA_TESTS_DIR}/data_test.c)
 target_link_libraries(data_test rally_static cmocka m)
 add_test(NAME data_test COMMAND data_test)
 set_tests_properties(data_test PROPERTIES LABELS "quick" TIMEOUT 300)
+
+add_executable(cursor_test ${RALLY_DATA_TESTS_DIR}/cursor_test.c)
+target_link_libraries(cursor_test rally_static cmocka)
+add_test(NAME cursor_test COMMAND cursor_test)
+set_tests_properties(cursor_test PROPERTIES LABELS "quick" TIMEOUT 120)
 
 add_test(NAME datagen_cli
          COMMAND sh ${RALLY_DATA_TESTS_DIR}/datagen_test.sh $<TARGET_FILE:rally-datagen>)

@@ -1,6 +1,6 @@
 /*
- * data.h — reading a worker's shard of a LIBSVM or CSV file, and generating
- * synthetic data sets from a seed.
+ * data.h — reading a worker's shard of a LIBSVM or CSV file, generating
+ * synthetic data sets from a seed, and the data cursor of a minibatch job.
  *
  * A worker of an N-worker job calls
  *
@@ -187,6 +187,68 @@ RALLY_API int rally_data_generate(const char *path, uint64_t rows, uint32_t feat
 RALLY_API int rally_data_generate_corpus(const char *path, uint64_t docs, uint32_t vocab,
                                          uint32_t topics, uint32_t doc_words, uint64_t seed,
                                          const char *topics_path, char *err, size_t errcap);
+
+/* --- the data cursor: every sample once per epoch, at any world size ---------
+ *
+ * A cursor is the data position of a minibatch job, the same on every rank:
+ * (seed, count samples, global batch, epoch, position).  Epoch e visits the
+ * sample ids 0 .. count-1 in an order that depends on (seed, e) alone (a
+ * keyed Feistel permutation, docs/data.md "The data cursor"), never on the
+ * world size.  Each step takes the next `batch` ids of that order (the last
+ * step of an epoch takes what is left, so it may be shorter) and splits them
+ * among the ranks by the range rule: of b ids, rank r of w takes
+ * [floor(b r / w), floor(b (r + 1) / w)).  So the step's ids do not depend on
+ * N, and after a failure or a change of the world size the ranks simply go
+ * on from the position they load: nothing moves.
+ *
+ * The user's part: one rally_cursor_next per step on every rank, and the
+ * cursor's bytes (rally_cursor_save) in the same checkpoint as the model
+ * they trained; after rally_load_checkpoint, rally_cursor_load them.  A
+ * cursor is not thread-safe; it allocates nothing after rally_cursor_new. */
+typedef struct rally_cursor rally_cursor_t;
+
+/* The bytes of a saved cursor (docs/data.md gives them). */
+#define RALLY_CURSOR_NBYTES 64
+
+/* A cursor at epoch 0, position 0 over `count` samples with a global batch
+ * of `batch` ids.  RALLY_EINVAL unless 1 <= count < 2^62 and batch >= 1,
+ * RALLY_ENOMEM.  Free it with rally_cursor_free (NULL is accepted). */
+RALLY_API int rally_cursor_new(uint64_t count, uint64_t batch, uint64_t seed,
+                               rally_cursor_t **out);
+RALLY_API void rally_cursor_free(rally_cursor_t *c);
+
+/* The step: writes rank's share of the next batch into ids[0 .. *n) and
+ * moves the cursor past the whole batch (every rank's share); when that
+ * ends the epoch, the cursor goes to position 0 of the next.  Needs cap >=
+ * batch / world + 1 (enough for any share).  RALLY_EINVAL (and the cursor
+ * unmoved) for a rank outside [0, world) or a cap too small.  Never
+ * blocks. */
+RALLY_API int rally_cursor_next(rally_cursor_t *c, int rank, int world, uint64_t *ids, size_t cap,
+                                size_t *n);
+
+/* The epoch the next step belongs to, and its position in the epoch's
+ * order (how many ids of the epoch the steps so far took). */
+RALLY_API uint64_t rally_cursor_epoch(const rally_cursor_t *c);
+RALLY_API uint64_t rally_cursor_position(const rally_cursor_t *c);
+
+/* The k-th id of epoch's order (k < count), else UINT64_MAX. */
+RALLY_API uint64_t rally_cursor_id(const rally_cursor_t *c, uint64_t epoch, uint64_t k);
+
+/* Writes the cursor's RALLY_CURSOR_NBYTES bytes to out (little-endian,
+ * magic, version and checksum).  RALLY_EINVAL if cap is smaller. */
+RALLY_API int rally_cursor_save(const rally_cursor_t *c, void *out, size_t cap);
+
+/* Sets c's epoch and position from saved bytes.  RALLY_EPROTO when they are
+ * no cursor (size, magic, version, checksum) or a cursor of another count,
+ * batch or seed (another data set or job), with the reason in err. */
+RALLY_API int rally_cursor_load(rally_cursor_t *c, const void *bytes, size_t nbytes, char *err,
+                                size_t errcap);
+
+/* An order-free digest of a multiset of ids: the sum modulo 2^64 of a
+ * 64-bit hash of each (docs/data.md gives it).  Digests of parts add up
+ * (mod 2^64) to the digest of the whole, so ranks combine theirs with a
+ * RALLY_SUM allreduce of RALLY_UINT64. */
+RALLY_API uint64_t rally_ids_digest(const uint64_t *ids, size_t count);
 
 #ifdef __cplusplus
 }
