@@ -10,3 +10,10 @@ foreach(c ${RALLY_LINEAR_CASES})
            COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/linear_test.sh ${c} ${CMAKE_BINARY_DIR})
   set_tests_properties(linear_${c} PROPERTIES TIMEOUT 300 LABELS "quick;linear")
 endforeach()
+
+# rally-linear --solver sgd and the data cursor: every sample once per epoch
+# and one model across failures and world sizes (tests/sgd_test.sh's header).
+foreach(c worlds kill9 shrink grow snapshot negative_control)
+  add_test(NAME sgd_${c} COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/sgd_test.sh ${c} ${CMAKE_BINARY_DIR})
+  set_tests_properties(sgd_${c} PROPERTIES TIMEOUT 300 LABELS "quick;linear")
+endforeach()

@@ -5,12 +5,14 @@
  *
  *   rally-run -n 4 rally-linear --data train.svm --lambda 1e-4
  *   rally-run -n 4 rally-linear --data train.csv --data-opt csv_label=0 --solver admm
+ *   rally-run -n 4 rally-linear --data train.svm --solver sgd --epochs 3 --batch 64
  *
  * Every worker reads its shard (rally/data.h, kept in CSR form) and logs its
- * fingerprint.  The bootstrap collectives before rally_load_checkpoint,
- * which a restarted worker replays from the survivors: MAX of [feature
- * count, error flag] (LIBSVM shards may differ; one bad shard stops every
- * worker cleanly) and SUM of the row counts.  L-BFGS on a fresh start
+ * fingerprint; SGD reads the whole data set, which its data cursor indexes.
+ * The bootstrap collectives before rally_load_checkpoint, which a restarted
+ * worker replays from the survivors: MAX of [feature count, error flag]
+ * (LIBSVM shards may differ; one bad shard stops every worker cleanly) and
+ * SUM of the row counts (not for SGD).  L-BFGS on a fresh start
  * evaluates the objective at w = 0 and checkpoints that as iteration 0, so a
  * recovery never redoes it; ADMM's start is admm.c's.
  *
@@ -60,8 +62,9 @@ static int bootstrap(struct lr_job *j, const struct lr_opts *o)
 {
     char err[8192] = "";
     int status = LR_EXIT_INPUT, rc;
-    int bad =
-        rally_data_read(o->ex.data, o->ex.dopts, j->rank, j->world, &j->ds, err, sizeof err) != RALLY_OK;
+    int whole = o->solver == LR_SGD; /* SGD's cursor takes any sample id: the whole set */
+    int bad = rally_data_read(o->ex.data, o->ex.dopts, whole ? 0 : j->rank, whole ? 1 : j->world,
+                              &j->ds, err, sizeof err) != RALLY_OK;
     if (!bad && rally_data_num_features(j->ds) > LR_MAX_FEATURES) {
         snprintf(err, sizeof err, "%s: %" PRIu64 " features, at most %u are supported", o->ex.data,
                  rally_data_num_features(j->ds), LR_MAX_FEATURES);
@@ -98,7 +101,8 @@ static int bootstrap(struct lr_job *j, const struct lr_opts *o)
     for (uint64_t i = 0; i < j->rows && j->dense; i++)
         j->dense = j->rp[i + 1] - j->rp[i] == j->d;
     uint64_t total = j->rows;
-    if ((rc = rally_allreduce(j->r, &total, 1, RALLY_UINT64, RALLY_SUM, NULL, NULL)) != RALLY_OK) {
+    if (!whole &&
+        (rc = rally_allreduce(j->r, &total, 1, RALLY_UINT64, RALLY_SUM, NULL, NULL)) != RALLY_OK) {
         status = lr_fail(j, "the row-count allreduce", rc);
         goto out;
     }
@@ -255,6 +259,8 @@ int main(int argc, char **argv)
                 o.lambda = 1.0 / (o.C * (double)j.total_rows);
             if (o.solver == LR_ADMM) {
                 status = lr_admm(&j, &o, &m); /* load or start, iterate */
+            } else if (o.solver == LR_SGD) {
+                status = lr_sgd(&j, &o, &m); /* load or start, the epochs */
             } else if ((status = lbfgs_load_or_start(&j, &o, &m)) == LR_EXIT_OK) {
                 status = lr_lbfgs_run(&j, &o, &m); /* iterate */
             }

@@ -9,6 +9,7 @@
  *   lbfgs.c    L-BFGS: one iteration (direction, line search, history), and
  *              the distributed solver, one allreduce per function evaluation
  *   admm.c     consensus ADMM: each worker's (x_i, u_i) a local model, z global
+ *   sgd.c      minibatch SGD over the whole data set, driven by a data cursor
  *
  * Only the public API is used (rally/rally.h, rally/data.h), so this folder
  * builds against an installed librally as it is.
@@ -46,7 +47,7 @@
  * and main starts again from the shard (docs/recovery.md, "Elastic jobs"). */
 enum { LR_EXIT_OK = 0, LR_EXIT_RALLY = 1, LR_EXIT_INPUT = 2, LR_RESIZED = -2 };
 
-enum { LR_LBFGS = 0, LR_ADMM = 1 };
+enum { LR_LBFGS = 0, LR_ADMM = 1, LR_SGD = 2 };
 
 /* lr_model.flags */
 enum { LR_CONVERGED = 1u, LR_INTERCEPT = 2u, LR_LS_FAILED = 4u };
@@ -56,7 +57,9 @@ enum { LR_CONVERGED = 1u, LR_INTERCEPT = 2u, LR_LS_FAILED = 4u };
  * elements, the last the intercept (0 and never moved without one).
  * L-BFGS: w, f and g at w, and the newest hist_len of the mem (s, y) pairs
  * in a ring whose newest is at hist_head.  ADMM: w is the consensus z,
- * f its objective, g the previous z; mem = 0. */
+ * f its objective, g the previous z; mem = 0.  SGD: w, g the last step's
+ * gradient, f its batch's objective, rho the learning rate, iteration the
+ * steps taken; mem = 0 (its checkpoint adds the data cursor: sgd.c). */
 struct lr_model {
     uint32_t solver, d, mem, flags;
     uint32_t hist_len, hist_head;
@@ -90,6 +93,11 @@ struct lr_opts {
     uint32_t mem;
     int intercept;
     int reproducible;
+    uint64_t epochs, batch, seed; /* sgd: --epochs, --batch (global), --seed */
+    double lr;                    /* sgd: --lr */
+    uint64_t gate_step;           /* --gate STEP,FILE (tests): rank 0 waits before */
+    const char *gate_file;        /* step STEP until FILE exists */
+    int forget_cursor;            /* --forget-cursor: the tests' negative control */
 };
 
 /* --- options.c ---------------------------------------------------------------- */
@@ -131,6 +139,12 @@ double lr_loss(const struct lr_job *j, const double *w, double scale);
 void lr_loss_grad_exact(const struct lr_job *j, const double *w, double scale, rally_xsum_t *acc,
                         double *tmp, uint64_t *at);
 
+/* The same over the rows ids[0 .. count) (an SGD step's share). */
+double lr_batch_grad(const struct lr_job *j, const double *w, const uint64_t *ids, size_t count,
+                     double scale, double *g);
+void lr_batch_grad_exact(const struct lr_job *j, const double *w, const uint64_t *ids,
+                         size_t count, double scale, rally_xsum_t *acc, double *tmp, uint64_t *at);
+
 /* --- lbfgs.c ------------------------------------------------------------------ */
 
 /* A function to minimise: f(x) and its gradient g (n elements, overwritten).
@@ -163,6 +177,14 @@ int lr_lbfgs_run(struct lr_job *j, const struct lr_opts *o, struct lr_model *m);
  * converged or o->iters iterations, and evaluates the final objective into
  * m->f.  The exit status. */
 int lr_admm(struct lr_job *j, const struct lr_opts *o, struct lr_model *m);
+
+/* --- sgd.c -------------------------------------------------------------------- */
+
+/* Loads the model and the data cursor from the newest checkpoint or starts
+ * them, runs o->epochs epochs of minibatch steps (each one gradient
+ * allreduce, one allreduce of the ids' count and digest, one checkpoint),
+ * rank 0 saying each epoch's consumed count and digest.  The exit status. */
+int lr_sgd(struct lr_job *j, const struct lr_opts *o, struct lr_model *m);
 
 /* --- one-line helpers --------------------------------------------------------- */
 

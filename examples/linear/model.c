@@ -91,7 +91,7 @@ int lr_model_decode(const unsigned char *b, size_t n, struct lr_model *m, const 
     }
     uint32_t solver = ex_get32(b + 12), d = ex_get32(b + 16), mem = ex_get32(b + 20);
     struct lr_model t = {.d = d, .mem = mem};
-    if (solver > LR_ADMM || d == 0 || d > LR_MAX_FEATURES || mem > LR_MAX_MEMORY ||
+    if (solver > LR_SGD || d == 0 || d > LR_MAX_FEATURES || mem > LR_MAX_MEMORY ||
         n != lr_model_nbytes(&t)) {
         *why = "a size that does not match its feature count and memory";
         return -1;
@@ -135,7 +135,7 @@ void lr_model_json(FILE *f, const struct lr_model *m, uint64_t digest)
             "\"iteration\": %" PRIu64 ", \"evaluations\": %" PRIu64 ", \"converged\": %s, "
             "\"objective\": %.17g, \"model_digest\": \"%016" PRIx64 "\",\n \"bias\": %.17g,\n"
             " \"weights\": [",
-            LR_FORMAT, m->solver == LR_ADMM ? "admm" : "lbfgs", m->d,
+            LR_FORMAT, m->solver == LR_ADMM ? "admm" : m->solver == LR_SGD ? "sgd" : "lbfgs", m->d,
             m->flags & LR_INTERCEPT ? "true" : "false", m->lambda, m->iteration, m->evals,
             m->flags & LR_CONVERGED ? "true" : "false", m->f, digest, m->w[m->d]);
     for (uint32_t i = 0; i < m->d; i++)

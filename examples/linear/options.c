@@ -20,8 +20,10 @@ static void usage(FILE *f)
             "usage: rally-run -n N rally-linear [options] --data FILE [rally_key=value...]\n"
             "       rally-linear --show MODEL\n"
             "L2-regularised logistic regression over rally, by L-BFGS (every function\n"
-            "evaluation one allreduce) or by consensus ADMM (each worker's primal and dual\n"
-            "variables a local model); a worker that dies is restarted and recovered.\n"
+            "evaluation one allreduce), by consensus ADMM (each worker's primal and dual\n"
+            "variables a local model) or by minibatch SGD (a data cursor hands each step's\n"
+            "global batch out: every sample once per epoch); a worker that dies is\n"
+            "restarted and recovered.\n"
             "It minimises (1/n) sum log(1 + exp(-y (w.x + b))) + (lambda/2) |w|^2 over the\n"
             "n rows (labels: > 0 is the positive class; -1, 0, 1 only); scikit-learn's\n"
             "LogisticRegression(C) is lambda = 1 / (C n).\n"
@@ -30,7 +32,7 @@ static void usage(FILE *f)
             "                       rows stay sparse)\n"
             "  --data-opt KEY=VAL   a data reader option, repeatable (docs/data.md), e.g.\n"
             "                       csv_label=0, format=libsvm, num_features=N\n"
-            "  --solver S           lbfgs (default) or admm\n"
+            "  --solver S           lbfgs (default), admm or sgd\n"
             "  --lambda L           the L2 penalty (default 1e-4)\n"
             "  --C C                scikit-learn's C instead: lambda = 1 / (C n)\n"
             "  --no-intercept       no intercept b (default: fitted, not penalised)\n"
@@ -39,20 +41,31 @@ static void usage(FILE *f)
             "                       admm: when both residuals are <= T (default 1e-6)\n"
             "  --memory M           L-BFGS history pairs (default 10, at most %u)\n"
             "  --rho R              ADMM penalty parameter (default 1)\n"
-            "  --reproducible       lbfgs: the same model, bit for bit, on any number of\n"
+            "  --epochs E           sgd: passes over the data (default 1)\n"
+            "  --batch B            sgd: the global batch, split among the workers\n"
+            "                       (default 64; an epoch's last batch takes what is left)\n"
+            "  --lr R               sgd: the learning rate (default 0.1)\n"
+            "  --seed S             sgd: the seed of the epochs' sample orders (default 0)\n"
+            "  --reproducible       lbfgs, sgd: the same model, bit for bit, on any number of\n"
             "                       workers (exact sums: RALLY_SUM_EXACT; docs/determinism.md)\n"
             "  --model-out FILE     save the final model (binary, the checkpoint's bytes)\n"
             "  --json               print the final model as JSON before the result line\n"
             "  --show MODEL         print a saved model as JSON and exit (no job)\n"
             "  --pause-ms MS        sleep MS ms per iteration (demos: time to kill a worker)\n"
             "  --quiet              no per-iteration lines\n"
+            "  --gate STEP,FILE     sgd, for tests: rank 0 waits before step STEP until FILE\n"
+            "                       exists (at most 5 minutes)\n"
+            "  --forget-cursor      sgd, for tests: do not restore the data cursor from the\n"
+            "                       checkpoint (a negative control: samples repeat)\n"
             "  -h, --help           this text\n"
             "      --version        rally's version\n"
             "\n"
             "rally_key=value arguments and RALLY_* variables configure rally (docs/config.md);\n"
             "for admm, rally_local_replica=k keeps each local model on k more ranks.\n"
+            "sgd: rank 0 prints 'epoch E: consumed N samples, ids digest HEX' at each epoch's\n"
+            "end (the ids every worker took; docs/data.md).\n"
             "The last line is 'result: model_digest=<hex> objective=<%%.17g>' with the objective\n"
-            "above at the final model.  Exit status: 0 on success, 1 on a rally error, 2 on\n"
+            "above at the final model (sgd: the last batch's).  Exit status: 0 on success, 1 on a rally error, 2 on\n"
             "bad input.\n",
             LR_MAX_MEMORY);
 }
@@ -75,9 +88,17 @@ int lr_opts_parse(int argc, char **argv, struct lr_opts *o)
                                              {"rho", required_argument, 0, 'r'},
                                              {"reproducible", no_argument, 0, 'R'},
                                              {"show", required_argument, 0, 'W'},
+                                             {"epochs", required_argument, 0, 'E'},
+                                             {"batch", required_argument, 0, 'b'},
+                                             {"lr", required_argument, 0, 'L'},
+                                             {"seed", required_argument, 0, 's'},
+                                             {"gate", required_argument, 0, 'G'},
+                                             {"forget-cursor", no_argument, 0, 'F'},
                                              {"help", no_argument, 0, 'h'},
                                              {0, 0, 0, 0}};
-    *o = (struct lr_opts){.lambda = 1e-4, .iters = 1000, .mem = 10, .rho = 1, .intercept = 1};
+    *o = (struct lr_opts){.lambda = 1e-4, .iters = 1000, .mem = 10, .rho = 1, .intercept = 1,
+                          .epochs = 1, .batch = 64, .lr = 0.1};
+    char *comma, step[24];
     if (ex_opts_init(PROG, &o->ex) != 0)
         return -1;
     uint64_t v;
@@ -95,8 +116,10 @@ int lr_opts_parse(int argc, char **argv, struct lr_opts *o)
                 o->solver = LR_LBFGS;
             } else if (strcmp(optarg, "admm") == 0) {
                 o->solver = LR_ADMM;
+            } else if (strcmp(optarg, "sgd") == 0) {
+                o->solver = LR_SGD;
             } else {
-                fprintf(stderr, "rally-linear: --solver '%s': want lbfgs or admm\n", optarg);
+                fprintf(stderr, "rally-linear: --solver '%s': want lbfgs, admm or sgd\n", optarg);
                 return -1;
             }
             break;
@@ -132,6 +155,37 @@ int lr_opts_parse(int argc, char **argv, struct lr_opts *o)
         case 'R':
             o->reproducible = 1;
             break;
+        case 'E':
+            if (ex_whole(PROG, "--epochs", optarg, 1, 1000000, &o->epochs) != 0)
+                return -1;
+            break;
+        case 'b':
+            if (ex_whole(PROG, "--batch", optarg, 1, 1000000000, &o->batch) != 0)
+                return -1;
+            break;
+        case 'L':
+            if (ex_positive(PROG, "--lr", optarg, &o->lr) != 0)
+                return -1;
+            break;
+        case 's':
+            if (ex_whole(PROG, "--seed", optarg, 0, UINT64_MAX, &o->seed) != 0)
+                return -1;
+            break;
+        case 'G':
+            if ((comma = strchr(optarg, ',')) == NULL || comma[1] == '\0' ||
+                (size_t)(comma - optarg) >= sizeof step) {
+                fprintf(stderr, "rally-linear: --gate '%s': want STEP,FILE\n", optarg);
+                return -1;
+            }
+            memcpy(step, optarg, (size_t)(comma - optarg));
+            step[comma - optarg] = '\0';
+            if (ex_whole(PROG, "--gate", step, 0, UINT64_MAX, &o->gate_step) != 0)
+                return -1;
+            o->gate_file = comma + 1;
+            break;
+        case 'F':
+            o->forget_cursor = 1;
+            break;
         case 'W': /* --show=MODEL; "--show MODEL" is lr_early_flags' */
             return lr_model_show(optarg) == 0 ? 1 : -1;
         case 'h':
@@ -144,6 +198,10 @@ int lr_opts_parse(int argc, char **argv, struct lr_opts *o)
     }
     if (ex_args_end(PROG, argc, argv, optind, o->ex.data) != 0)
         return -1;
+    if (o->solver != LR_SGD && (o->gate_file != NULL || o->forget_cursor)) {
+        fprintf(stderr, "rally-linear: --gate and --forget-cursor are for --solver sgd\n");
+        return -1;
+    }
     if (o->reproducible && o->solver == LR_ADMM) {
         fprintf(stderr, "rally-linear: --reproducible needs --solver lbfgs: ADMM's local models "
                         "(x_i, u_i) belong to a shard, so its model depends on the partition\n");
