@@ -21,7 +21,6 @@ KNOWN = {
     "src/robust/reshard.c src/robust/store.c src/robust/verify.c",
     # the storage table (store.c) and the kinds that call its helpers
     "src/snapshot/store.c src/snapshot/store_posix.c src/snapshot/store_s3.c",
-    "tools/run/options.c tools/run/workers.c",
 }
 
 

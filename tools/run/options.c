@@ -49,6 +49,22 @@ const struct run_env_opt run_snap_env[] = {
 };
 const size_t run_nsnap_env = sizeof run_snap_env / sizeof run_snap_env[0];
 
+/* The name of "K=V" (or "K") is one rally-run sets for every worker itself:
+ * its entry in run_snap_env, or one of the wiring every worker gets (-1:
+ * not ours). */
+long run_owned(const char *kv, size_t n)
+{
+    static const char *const wiring[] = {"RALLY_TRACKER", "RALLY_SECRET_FILE", "RALLY_TASK_ID",
+                                         "RALLY_ELASTIC", "RALLY_MOCK_DEATHS"};
+    for (size_t i = 0; i < run_nsnap_env; i++)
+        if (strlen(run_snap_env[i].var) == n && strncmp(kv, run_snap_env[i].var, n) == 0)
+            return (long)i;
+    for (size_t i = 0; i < sizeof wiring / sizeof wiring[0]; i++)
+        if (strlen(wiring[i]) == n && strncmp(kv, wiring[i], n) == 0)
+            return (long)run_nsnap_env;
+    return -1;
+}
+
 struct flag;
 /* Takes val (NULL: a switch given on the command line) for f, named as in
  * errors (the flag, or the environment's variable).  -1 to go on, or the

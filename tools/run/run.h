@@ -151,6 +151,9 @@ extern const size_t run_nsnap_env;
  * rally-run's environment; NULL when none.  from gets "rally_name=V" or
  * "RALLY_NAME=V". */
 const char *run_setting(const struct run *r, const char *name, char *from, size_t cap);
+/* run_snap_env's entry for "K=V" (or "K"), run_nsnap_env for the wiring
+ * every worker gets, -1 when it is not one rally-run sets. */
+long run_owned(const char *kv, size_t n);
 
 /* --- run/hosts.c ------------------------------------------------------------ */
 
@@ -171,9 +174,6 @@ int run_resolve_bind(struct run *r);
 
 /* --- run/workers.c ---------------------------------------------------------- */
 
-/* run_snap_env's entry for "K=V" (or "K"), run_nsnap_env for the three
- * every worker gets, -1 when it is not one rally-run sets. */
-long run_owned(const char *kv, size_t n);
 /* The rank a worker was launched as (its task id). */
 int run_launched_as(const char *task_id);
 /* The rank the worker launched as `launched` has now. */

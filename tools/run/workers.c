@@ -19,21 +19,6 @@ int run_launched_as(const char *task_id)
     return task_id && task_id[0] ? atoi(task_id) : -1;
 }
 
-/* The name of "K=V" (or "K") is one rally-run sets for every worker itself:
- * its entry in run_snap_env, or the three every worker gets (-1: not ours). */
-long run_owned(const char *kv, size_t n)
-{
-    static const char *const wiring[] = {"RALLY_TRACKER", "RALLY_SECRET_FILE", "RALLY_TASK_ID",
-                                         "RALLY_ELASTIC", "RALLY_MOCK_DEATHS"};
-    for (size_t i = 0; i < run_nsnap_env; i++)
-        if (strlen(run_snap_env[i].var) == n && strncmp(kv, run_snap_env[i].var, n) == 0)
-            return (long)i;
-    for (size_t i = 0; i < sizeof wiring / sizeof wiring[0]; i++)
-        if (strlen(wiring[i]) == n && strncmp(kv, wiring[i], n) == 0)
-            return (long)run_nsnap_env;
-    return -1;
-}
-
 void run_signal_all(struct run *r, int sig)
 {
     for (int i = 0; i < rally__launch_policy_slots(r->pol); i++)
