@@ -25,6 +25,7 @@ if(RALLY_PYTHON AND NOT RALLY_SANITIZE)
       "xsum|test_xsum.py"
       "dask|test_dask.py"
       "torch|test_torch.py"
+      "cursor|test_cursor.py"
       "canon|test_canon.py"
       "models|test_models.py")
   foreach(c ${RALLY_PYTEST_CASES})

@@ -182,6 +182,16 @@ def _declare(lib):
                                   ctypes.POINTER(ctypes.POINTER(ctypes.c_float))]),
         "rally_data_fingerprint": (I, [P, ctypes.c_char_p, Z]),
         "rally_data_partition": (ctypes.c_char_p, [P]),
+        # the data cursor (rally.data.Cursor computes the same in numpy)
+        "rally_cursor_new": (I, [U64, U64, U64, PP]),
+        "rally_cursor_free": (None, [P]),
+        "rally_cursor_next": (I, [P, I, I, PU64, Z, PZ]),
+        "rally_cursor_epoch": (U64, [P]),
+        "rally_cursor_position": (U64, [P]),
+        "rally_cursor_id": (U64, [P, U64, U64]),
+        "rally_cursor_save": (I, [P, P, Z]),
+        "rally_cursor_load": (I, [P, P, Z, ctypes.c_char_p, Z]),
+        "rally_ids_digest": (U64, [PU64, Z]),
     }
     for name, (res, args) in sigs.items():
         f = getattr(lib, name)

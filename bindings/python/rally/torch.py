@@ -20,6 +20,11 @@ from the survivors and goes on; with deterministic kernels
 (``torch.use_deterministic_algorithms(True)``, a fixed thread count) the
 final weights are bit-identical to a run without failures
 (bindings/python/examples/torch_mlp.py).
+
+CursorSampler replaces DistributedSampler: a batch sampler driven by
+rally.data.Cursor, whose state rides in the checkpoint, so every sample is
+seen once per epoch across restarts, shrinks, grows and resumes at another
+world size (docs/data.md, "The data cursor").
 """
 from __future__ import annotations
 
@@ -30,9 +35,11 @@ import numpy as np
 import torch
 
 from . import SUM, _current
+from .data import Cursor
 from .errors import ArgumentError
 
-__all__ = ["allreduce_", "broadcast_", "GradientBuckets", "checkpoint", "load_checkpoint"]
+__all__ = ["allreduce_", "broadcast_", "GradientBuckets", "checkpoint", "load_checkpoint",
+           "CursorSampler"]
 
 
 def _view(what: str, t: torch.Tensor) -> np.ndarray:
@@ -198,3 +205,69 @@ def load_checkpoint(module: torch.nn.Module, optimizer: Optional[torch.optim.Opt
         step = state["step"] if state["step"] is not None else version
         extra = state["extra"]
     return (step, extra) if with_extra else step
+
+
+class CursorSampler(torch.utils.data.Sampler):
+    """A batch sampler for DataLoader(dataset, batch_sampler=...) in place of
+    DistributedSampler: each batch it yields is this rank's share of one
+    global batch of ``batch_size`` sample ids (rally.data.Cursor), from where
+    the cursor stands to the end of its epoch, split among the ranks of the
+    job as it is now (the rank and world size of r, or of the current
+    handle, read when iteration starts).
+
+    DataLoader's workers (num_workers > 0) fetch ahead of the training loop,
+    so the sampler's own iteration cannot say where training is: iterate
+    ``sampler.steps(loader)`` instead of the loader, which moves the cursor
+    past a batch as it hands it over.  Keep ``state_dict()`` in the
+    checkpoint of the step (``rt.checkpoint(..., extra=...)``) and give it
+    back to ``load_state_dict`` after loading; after rally.Resized, iterate
+    again: the epoch goes on, split among the new ranks::
+
+        sampler = rt.CursorSampler(len(data), batch_size=64, seed=0)
+        loader = DataLoader(data, batch_sampler=sampler, num_workers=2)
+        step, extra = rt.load_checkpoint(model, opt, with_extra=True)
+        if extra is not None:
+            sampler.load_state_dict(extra)
+        while sampler.epoch < epochs:
+            for x, y in sampler.steps(loader):
+                ...  # forward, backward, allreduce the gradients, opt.step()
+                step += 1
+                rt.checkpoint(model, opt, step, extra=sampler.state_dict())
+    """
+
+    def __init__(self, count: int, batch_size: int, seed: int = 0, r: Any = None) -> None:
+        self.cursor = Cursor(count, batch_size, seed)
+        self._r = r
+
+    @property
+    def epoch(self) -> int:
+        """The epoch the next step belongs to."""
+        return self.cursor.epoch
+
+    def _where(self) -> Tuple[int, int]:
+        h = self._r or _current("torch.CursorSampler")
+        return h.rank(), h.world_size()
+
+    def __iter__(self):
+        rank, world = self._where()
+        c, epoch = self.cursor.copy(), self.cursor.epoch
+        while c.epoch == epoch:
+            yield c.next(rank, world).tolist()
+
+    def __len__(self) -> int:
+        """The steps left in the cursor's epoch."""
+        left = self.cursor.count - self.cursor.position
+        return -(-left // self.cursor.batch)
+
+    def steps(self, loader: Iterable) -> Iterable:
+        """loader's batches (a DataLoader over this sampler), the cursor
+        moved past each as it is handed over."""
+        for batch in loader:
+            self.cursor.advance()
+            yield batch
+
+    def state_dict(self) -> Dict[str, bytes]:
+        return {"cursor": self.cursor.state()}
+
+    def load_state_dict(self, state: Dict[str, bytes]) -> None:
+        self.cursor.load(state["cursor"])
