@@ -16,6 +16,7 @@
 #   BENCH_ELASTIC=0                   skip bench/elastic.sh (a shrink and a grow at N = 8)
 #   BENCH_EXACT=0                     skip bench/exact.sh (RALLY_SUM_EXACT against RALLY_SUM)
 #   BENCH_STRAGGLER=0                 skip bench/straggler.sh (the straggler accounting's cost)
+#   BENCH_CURSOR=0                    skip bench/cursor.sh (the data cursor against an index slice)
 #   BENCH_HOSTLOSS=0                  skip bench/hostloss.sh (copies against XOR parity: memory,
 #                                     checkpoint time, a whole host's recovery)
 #   BENCH_TIMEOUT=900                 seconds allowed for one program run
@@ -286,6 +287,8 @@ fi
 [ "${BENCH_ELASTIC:-1}" = 0 ] || { echo; "$(dirname "$0")/elastic.sh" "$BUILD"; }
 # What an exact sum costs (bench/exact.sh; BENCH_EXACT=0 skips it)
 [ "${BENCH_EXACT:-1}" = 0 ] || { echo; "$(dirname "$0")/exact.sh" "$BUILD"; }
+# What the data cursor costs a step (bench/cursor.sh; BENCH_CURSOR=0 skips it)
+[ "${BENCH_CURSOR:-1}" = 0 ] || { echo; "$(dirname "$0")/cursor.sh" "$BUILD"; }
 # What the straggler accounting costs (bench/straggler.sh; BENCH_STRAGGLER=0 skips it)
 [ "${BENCH_STRAGGLER:-1}" = 0 ] || { echo; "$(dirname "$0")/straggler.sh" "$BUILD"; }
 # Copies against XOR parity over a whole host (bench/hostloss.sh; BENCH_HOSTLOSS=0 skips it)
