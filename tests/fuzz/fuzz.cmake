@@ -51,7 +51,8 @@ foreach(fmt libsvm csv)
 endforeach()
 
 set(fuzz_msg_srcs ${fuzz_dir}/fuzz_msg.c ${CMAKE_SOURCE_DIR}/src/tracker/msg.c
-    ${CMAKE_SOURCE_DIR}/src/tracker/job.c ${CMAKE_SOURCE_DIR}/src/tracker/job_frames.c
+    ${CMAKE_SOURCE_DIR}/src/tracker/job.c ${CMAKE_SOURCE_DIR}/src/tracker/job_core.c
+    ${CMAKE_SOURCE_DIR}/src/tracker/job_frames.c
     ${CMAKE_SOURCE_DIR}/src/tracker/job_watch.c ${CMAKE_SOURCE_DIR}/src/tracker/job_members.c
     ${CMAKE_SOURCE_DIR}/src/tracker/proto.c
     ${CMAKE_SOURCE_DIR}/src/util/err.c)
