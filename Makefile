@@ -35,10 +35,10 @@ bench: build
 
 # The quick multi-process tier under sanitizers (CI runs it).
 sanitize: deps
-	@cmake -S . -B build-asan -DRALLY_SANITIZE=address,undefined -DCMAKE_C_COMPILER=clang >/dev/null
+	@cmake -S . -B build-asan -DRALLY_SANITIZE=address,undefined -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ >/dev/null
 	@cmake --build build-asan -j $(JOBS) -- --no-print-directory
 	@cd build-asan && ctest --output-on-failure -L quick -j $(JOBS) --timeout 600
-	@cmake -S . -B build-tsan -DRALLY_SANITIZE=thread -DCMAKE_C_COMPILER=clang >/dev/null
+	@cmake -S . -B build-tsan -DRALLY_SANITIZE=thread -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ >/dev/null
 	@cmake --build build-tsan -j $(JOBS) -- --no-print-directory
 	@cd build-tsan && ctest --output-on-failure -L threads -j $(JOBS) --timeout 600
 

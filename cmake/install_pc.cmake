@@ -4,7 +4,8 @@
 # from the top-level CMakeLists.txt with RALLY_PC_SRC (the source tree),
 # RALLY_PC_BIN (the build tree), RALLY_PC_LIBDIR, RALLY_PC_INCLUDEDIR
 # (GNUInstallDirs' relative dirs), RALLY_PC_VERSION, RALLY_PC_MPI_LIBS and
-# RALLY_PC_NAMES (rally rally_mock [rally_mpi]).
+# RALLY_PC_NAMES (rally rally_mock rabit rabit_mock [rally_mpi rabit_mpi]);
+# and rabit's library names as links to rally's.
 #
 # Paths are absolute and normalised (no "..", no "//").  A prefix outside
 # the system's library path gets -Wl,-rpath,LIBDIR in Libs, so a program
@@ -32,6 +33,16 @@ foreach(name ${RALLY_PC_NAMES})
   configure_file("${RALLY_PC_SRC}/${name}.pc.in" "${RALLY_PC_BIN}/install/${name}.pc" @ONLY)
   file(INSTALL "${RALLY_PC_BIN}/install/${name}.pc"
        DESTINATION "${CMAKE_INSTALL_PREFIX}/${RALLY_PC_LIBDIR}/pkgconfig")
+  # rabit's library names (-lrabit, -lrabit_mock, -lrabit_mpi) are links to
+  # rally's: librabit.so -> librally.so, librabit.a -> librally.a
+  if(name MATCHES "^rabit")
+    string(REPLACE "rabit" "rally" target "${name}")
+    foreach(ext so a)
+      file(CREATE_LINK "lib${target}.${ext}"
+           "$ENV{DESTDIR}${CMAKE_INSTALL_PREFIX}/${RALLY_PC_LIBDIR}/lib${name}.${ext}" SYMBOLIC)
+      message(STATUS "Installing: lib${name}.${ext} -> lib${target}.${ext}")
+    endforeach()
+  endif()
 endforeach()
 if(system_prefix AND "$ENV{DESTDIR}" STREQUAL "")
   execute_process(COMMAND id -u OUTPUT_VARIABLE uid OUTPUT_STRIP_TRAILING_WHITESPACE)

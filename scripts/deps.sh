@@ -2,7 +2,7 @@
 # Installs the Debian packages the build and tests need, when missing.
 # Runs apt-get as root (or through sudo); prints nothing when all is there.
 set -e
-need="cmake make gcc clang pkg-config libsodium-dev libjansson-dev libxxhash-dev libcmocka-dev python3 python3-numpy python3-pytest python3-sklearn python3-xgboost"
+need="cmake make gcc g++ clang pkg-config libsodium-dev libjansson-dev libxxhash-dev libcmocka-dev python3 python3-numpy python3-pytest python3-sklearn python3-xgboost"
 # libcurl (HTTP and AWS SigV4) and expat (S3 listings) for snapshots on an
 # object store (src/snapshot/store_s3.c)
 need="$need curl libcurl4-openssl-dev libexpat1-dev"

@@ -9,7 +9,13 @@
 #   - (rally) the same program through rally_mock.pc and through CMake's
 #     find_package(rally) with rally::rally_mock and rally::rally, run with
 #     a mock death of rank 1: the restarted rank reports attempt 1 and the
-#     model equals the failure-free run's.
+#     model equals the failure-free run's;
+#   - a program written to rabit's C++ API (tests/rabit/recover.cc) built as
+#     rabit users build it, `c++ prog.cc -I$prefix/include -L$prefix/lib
+#     -lrabit` (-lrabit_mock with a mock= death, -lrabit_mpi under mpirun)
+#     and run with LD_LIBRARY_PATH; through rabit.pc (rabit_mpi.pc); and
+#     (rally) through CMake's find_package(rally) in a C++ project: the
+#     same digest each time.
 set -eu
 build=$1 src=$2 lib=${3:-rally}
 tmp=$(mktemp -d)
@@ -87,6 +93,20 @@ cmake_hello() {
     cmake --build "$tmp/cm/build" >/dev/null || fail "building against rally::${1#*:} failed"
 }
 
+# rabit_cxx NAME LIB: the C++ recovery program built with only -I, -L and
+# -lLIB against the installed headers and libraries
+rabit_cxx() {
+    c++ "$src/tests/rabit/recover.cc" -I"$prefix/include" -L"$prefix/lib" -l"$2" -o "$tmp/$1" ||
+        fail "tests/rabit/recover.cc does not build with -I$prefix/include -L$prefix/lib -l$2"
+}
+# rabit_digest LOG WANT: the C++ program's digest in LOG is WANT (or sets it)
+rabit_digest() {
+    got=$(grep -o 'model_digest=[0-9a-f]*' "$1")
+    [ -n "$got" ] || { cat "$1"; fail "no digest from the rabit C++ program"; }
+    [ -z "$2" ] || [ "$got" = "$2" ] || { cat "$1"; fail "the rabit C++ program's digest $got, want $2"; }
+    rabit_want=$got
+}
+
 # shellcheck disable=SC2046
 cc "$tmp/hello.c" $(pkg-config --cflags --libs "$lib") -o "$tmp/hello"
 if [ "$lib" = rally_mpi ]; then
@@ -98,6 +118,23 @@ if [ "$lib" = rally_mpi ]; then
     out=$("$src/tests/mpi_job.sh" 0 60 3 "$tmp/cm/build/hello_cm_mpi")
     echo "$out"
     [ "$(echo "$out" | grep -c 'sum 6 of 3$')" -eq 3 ] || fail "cmake: want 3 lines 'sum 6 of 3'"
+    # rabit's C++ API: -lrabit_mpi, then rabit_mpi.pc; the digest of rally-run's
+    # engine (the program's values are exact in any order of reduction)
+    rabit_cxx rabit_rally rabit
+    LD_LIBRARY_PATH=$prefix/lib "$src/tests/run_job.sh" 0 60 "$prefix/bin/rally-run" -n 3 \
+        "$tmp/rabit_rally" 3 local >"$tmp/rabit.log" 2>&1 || { cat "$tmp/rabit.log"; fail "-lrabit: the job failed"; }
+    rabit_digest "$tmp/rabit.log" ""
+    rabit_cxx rabit_mpi rabit_mpi
+    LD_LIBRARY_PATH=$prefix/lib "$src/tests/mpi_job.sh" 0 60 3 "$tmp/rabit_mpi" 3 local \
+        >"$tmp/rabit.log" 2>&1 || { cat "$tmp/rabit.log"; fail "-lrabit_mpi: the job failed"; }
+    rabit_digest "$tmp/rabit.log" "$rabit_want"
+    # shellcheck disable=SC2046
+    c++ "$src/tests/rabit/recover.cc" $(pkg-config --cflags --libs rabit_mpi) -o "$tmp/rabit_pc" ||
+        fail "recover.cc does not build with rabit_mpi.pc"
+    "$src/tests/mpi_job.sh" 0 60 3 "$tmp/rabit_pc" 3 local >"$tmp/rabit.log" 2>&1 ||
+        { cat "$tmp/rabit.log"; fail "rabit_mpi.pc: the job failed"; }
+    rabit_digest "$tmp/rabit.log" "$rabit_want"
+    echo "install_test: rabit's C++ API with -lrabit_mpi and rabit_mpi.pc: $rabit_want"
     echo "install_test: $lib passed"
     exit 0
 fi
@@ -159,4 +196,33 @@ out=$("$src/tests/run_job.sh" 0 60 "$run" -n 3 "$tmp/cm/build/hello_cm")
 echo "$out"
 [ "$(echo "$out" | grep -o 'model_digest=[0-9a-f]*')" = "$want" ] || fail "cmake: another model"
 deathjob "cmake rally::rally_mock" "$tmp/cm/build/hello_cm_mock"
+
+# rabit's C++ API: -lrabit (and LD_LIBRARY_PATH, as rabit's guide says),
+# -lrabit_mock with two of rabit's mock= deaths, rabit.pc (its rpath: no
+# LD_LIBRARY_PATH), and find_package(rally) in a C++ project
+rabit_cxx rabit_plain rabit
+LD_LIBRARY_PATH=$prefix/lib "$src/tests/run_job.sh" 0 60 "$run" -n 3 "$tmp/rabit_plain" 3 local \
+    >"$tmp/rabit.log" 2>&1 || { cat "$tmp/rabit.log"; fail "-lrabit: the job failed"; }
+rabit_digest "$tmp/rabit.log" ""
+rabit_cxx rabit_mock rabit_mock
+LD_LIBRARY_PATH=$prefix/lib "$src/tests/run_job.sh" 0 60 "$run" -n 3 "$tmp/rabit_mock" 3 local \
+    mock=1,1,1,0 mock=2,1,3,0 >"$tmp/rabit.log" 2>&1 || { cat "$tmp/rabit.log"; fail "-lrabit_mock: the job failed"; }
+grep -q "summary: deaths=2 recovered=2 " "$tmp/rabit.log" || { cat "$tmp/rabit.log"; fail "-lrabit_mock: want 2 deaths recovered"; }
+rabit_digest "$tmp/rabit.log" "$rabit_want"
+# shellcheck disable=SC2046
+c++ "$src/tests/rabit/recover.cc" $(pkg-config --cflags --libs rabit) -o "$tmp/rabit_pc" ||
+    fail "recover.cc does not build with rabit.pc"
+"$src/tests/run_job.sh" 0 60 "$run" -n 3 "$tmp/rabit_pc" 3 local >"$tmp/rabit.log" 2>&1 ||
+    { cat "$tmp/rabit.log"; fail "rabit.pc: the job failed"; }
+rabit_digest "$tmp/rabit.log" "$rabit_want"
+mkdir -p "$tmp/cx"
+cp "$src/tests/rabit/recover.cc" "$tmp/cx/"
+printf 'cmake_minimum_required(VERSION 3.16)\nproject(rabitprog CXX)\nfind_package(rally 0.1 REQUIRED)\nadd_executable(recover recover.cc)\ntarget_link_libraries(recover rally::rally)\n' \
+    >"$tmp/cx/CMakeLists.txt"
+cmake -S "$tmp/cx" -B "$tmp/cx/build" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null &&
+    cmake --build "$tmp/cx/build" >/dev/null || fail "recover.cc does not build through find_package(rally)"
+"$src/tests/run_job.sh" 0 60 "$run" -n 3 "$tmp/cx/build/recover" 3 local >"$tmp/rabit.log" 2>&1 ||
+    { cat "$tmp/rabit.log"; fail "find_package(rally): the rabit job failed"; }
+rabit_digest "$tmp/rabit.log" "$rabit_want"
+echo "install_test: rabit's C++ API with -lrabit, -lrabit_mock, rabit.pc and CMake: $rabit_want"
 echo "install_test: $lib passed"

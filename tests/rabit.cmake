@@ -74,3 +74,63 @@ foreach(c ${RABIT_RECOVER_CASES})
   add_test(NAME rabit_recover_${name} COMMAND ${RABIT_RECOVER} ${n} ${deaths} ${mode} ${points})
   set_tests_properties(rabit_recover_${name} PROPERTIES TIMEOUT 300 LABELS "rabit")
 endforeach()
+
+# rabit's C++ API (include/rabit, header-only over the C API): our own
+# programs written to it, linked to the shared libraries as -lrabit,
+# -lrabit_mock and -lrabit_mpi link them.  The guide's examples check their
+# own results; the recovery programs run at 10 workers under the kill
+# points of rabit's own test makefile (its "die hard" list) under rally-run
+# and under a dmlc tracker, and end with the failure-free run's digest.
+add_executable(rabit_cxx_guide rabit/guide.cc)
+set(RABIT_CXX rabit_cxx_guide rabit_cxx_recover rabit_cxx_recover_mock)
+add_executable(rabit_cxx_recover rabit/recover.cc)
+add_executable(rabit_cxx_recover_mock rabit/recover.cc)
+target_link_libraries(rabit_cxx_guide rally_shared)
+target_link_libraries(rabit_cxx_recover rally_shared)
+target_link_libraries(rabit_cxx_recover_mock rally_mock_shared)
+if(TARGET rally_mpi_shared)
+  add_executable(rabit_cxx_recover_mpi rabit/recover.cc)
+  target_link_libraries(rabit_cxx_recover_mpi rally_mpi_shared)
+  list(APPEND RABIT_CXX rabit_cxx_recover_mpi)
+endif()
+foreach(t ${RABIT_CXX})
+  # only what an installed rally gives: include/ (rally/ and rabit/)
+  set_target_properties(${t} PROPERTIES INCLUDE_DIRECTORIES ${CMAKE_SOURCE_DIR}/include)
+endforeach()
+foreach(c basic broadcast lazy_allreduce reducer)
+  add_test(NAME rabit_cxx_${c}
+           COMMAND ${CMAKE_COMMAND} -E env "GREP=guide_ok ${c} rank 3 of 4 distributed 1"
+                   ${RUN_JOB} 0 30 $<TARGET_FILE:rally-run> -n 4 $<TARGET_FILE:rabit_cxx_guide> ${c})
+endforeach()
+add_test(NAME rabit_cxx_stream
+         COMMAND ${CMAKE_COMMAND} -E env "GREP=guide_ok stream rank 0 of 1 distributed 0"
+                 ${RUN_JOB} 0 30 $<TARGET_FILE:rabit_cxx_guide> stream)
+set_tests_properties(rabit_cxx_basic rabit_cxx_broadcast rabit_cxx_lazy_allreduce rabit_cxx_reducer
+                     rabit_cxx_stream
+                     PROPERTIES TIMEOUT 60 LABELS "quick;rabit")
+set(RABIT_CXX_TEST ${CMAKE_CURRENT_SOURCE_DIR}/rabit_cxx_test.sh $<TARGET_FILE:rally-run>
+    $<TARGET_FILE:rabit_cxx_recover> $<TARGET_FILE:rabit_cxx_recover_mock>)
+set(RABIT_DIE_HARD mock=0,0,1,0 mock=1,1,1,0 mock=1,1,1,1 mock=0,1,1,0 mock=4,1,1,0 mock=9,1,1,0
+    mock=8,1,2,0 mock=4,1,3,0)
+foreach(launcher rally-run dmlc)
+  foreach(mode model local lazy)
+    add_test(NAME rabit_cxx_${launcher}_${mode}
+             COMMAND ${RABIT_CXX_TEST} ${launcher} ${mode} ${RABIT_DIE_HARD})
+    set_tests_properties(rabit_cxx_${launcher}_${mode} PROPERTIES TIMEOUT 300 LABELS "rabit")
+  endforeach()
+endforeach()
+# Negative control: a restarted worker that throws away the local model it
+# loaded ends with another digest, and the test says so.
+add_test(NAME rabit_cxx_forget_detected
+         COMMAND ${RABIT_CXX_TEST} rally-run local,forget mock=1,1,1,0)
+set_tests_properties(rabit_cxx_forget_detected PROPERTIES TIMEOUT 300 LABELS "rabit"
+                     PASS_REGULAR_EXPRESSION "digests differ")
+# What rally adds with no change to the program: a durable snapshot, resumed.
+add_test(NAME rabit_cxx_snapshot_resume COMMAND ${RABIT_CXX_TEST} snapshot model,local,lazy)
+set_tests_properties(rabit_cxx_snapshot_resume PROPERTIES TIMEOUT 300 LABELS "rabit;snapshot")
+if(TARGET rabit_cxx_recover_mpi)
+  add_test(NAME rabit_cxx_mpi
+           COMMAND ${RABIT_CXX_TEST} mpi model,local,lazy $<TARGET_FILE:rabit_cxx_recover_mpi>)
+  set_tests_properties(rabit_cxx_mpi PROPERTIES TIMEOUT 300 LABELS "rabit;mpi"
+                       ENVIRONMENT "LSAN_OPTIONS=detect_leaks=0")
+endif()

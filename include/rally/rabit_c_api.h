@@ -132,4 +132,11 @@ RABIT_DLL int RabitVersionNumber(void);
 /* A dummy that forces the API into a link (rabit's idiom); returns 0. */
 RABIT_DLL int RabitLinkTag(void);
 
+/* Not rabit's: the rally handle this layer runs on (rally.h), NULL before
+ * RabitInit and after RabitFinalize.  The C++ layer (rabit/rabit.h) uses it
+ * for what rabit's C API lacks (custom reducers, lazy checkpoints of a
+ * serialised model); it stays owned by this layer: never finalize it. */
+struct rally;
+RABIT_DLL struct rally *RabitRallyHandle(void);
+
 #endif

@@ -311,3 +311,8 @@ int RabitLinkTag(void)
 {
     return 0;
 }
+
+struct rally *RabitRallyHandle(void)
+{
+    return g.inited ? g.r : NULL;
+}
