@@ -3,7 +3,8 @@
 # --prefix ..., or the configured CMAKE_INSTALL_PREFIX), run by install(CODE)
 # from the top-level CMakeLists.txt with RALLY_PC_SRC (the source tree),
 # RALLY_PC_BIN (the build tree), RALLY_PC_LIBDIR, RALLY_PC_INCLUDEDIR
-# (GNUInstallDirs' relative dirs), RALLY_PC_VERSION, RALLY_PC_MPI_LIBS and
+# (GNUInstallDirs' relative dirs), RALLY_PC_VERSION, RALLY_PC_MPI_LIBS,
+# RALLY_PC_REQUIRES (the pkg-config modules librally needs) and
 # RALLY_PC_NAMES (rally rally_mock rabit rabit_mock [rally_mpi rabit_mpi]);
 # and rabit's library names as links to rally's.
 #

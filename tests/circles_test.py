@@ -19,8 +19,6 @@ KNOWN = {
     # everything calls rally__robust_fatal (membership.c), which calls back
     "src/robust/membership.c src/robust/membership_dmlc.c src/robust/op.c src/robust/recovery.c "
     "src/robust/reshard.c src/robust/store.c src/robust/verify.c",
-    # the storage table (store.c) and the kinds that call its helpers
-    "src/snapshot/store.c src/snapshot/store_posix.c src/snapshot/store_s3.c",
 }
 
 

@@ -42,8 +42,12 @@ set_tests_properties(snapshot_kill9 PROPERTIES TIMEOUT 180)
 # Durable snapshots of a real job (rally-run --snapshot-dir, rally-kmeans):
 # the whole job killed and resumed bit-identically, the RFC's stale-snapshot
 # scenario, the directory lock, worker deaths while snapshotting, resume checks.
-foreach(c kill9 rfc lock death resume_checks write_error local usr1 auto seeded owner every_ms every_ms_rule
-          preempt preempt_periodic final busy input request void tier_dir tier_s3)
+set(RALLY_RESUME_CASES kill9 rfc lock death resume_checks write_error local usr1 auto seeded owner
+    every_ms every_ms_rule preempt preempt_periodic final busy input request void tier_dir)
+if(RALLY_S3)
+  list(APPEND RALLY_RESUME_CASES tier_s3)
+endif()
+foreach(c ${RALLY_RESUME_CASES})
   add_test(NAME snapshot_resume_${c}
            COMMAND sh ${RALLY_SNAP_TESTS_DIR}/snapshot_resume_test.sh ${c} ${CMAKE_BINARY_DIR})
   set_tests_properties(snapshot_resume_${c} PROPERTIES TIMEOUT 300 LABELS "snapshot")
@@ -57,31 +61,40 @@ target_link_libraries(snapshot_bench rally_static)
 add_executable(snapshot_bench_mock ${RALLY_SNAP_TESTS_DIR}/../bench/snapshot_bench.c)
 target_link_libraries(snapshot_bench_mock rally_mock_static)
 
-# The S3 store's classes of HTTP status, against a canned server on
-# 127.0.0.1 (no S3 needed): 5xx tried again, 4xx never, each its sentence.
-add_executable(s3_status_test ${RALLY_SNAP_TESTS_DIR}/s3_status_test.c)
-target_link_libraries(s3_status_test rally_static cmocka Threads::Threads)
-add_test(NAME s3_status_test COMMAND s3_status_test)
-set_tests_properties(s3_status_test PROPERTIES LABELS "quick;snapshot" TIMEOUT 60)
+if(RALLY_S3)
+  # The S3 store's classes of HTTP status, against a canned server on
+  # 127.0.0.1 (no S3 needed): 5xx tried again, 4xx never, each its sentence.
+  add_executable(s3_status_test ${RALLY_SNAP_TESTS_DIR}/s3_status_test.c)
+  target_link_libraries(s3_status_test rally_static cmocka Threads::Threads)
+  add_test(NAME s3_status_test COMMAND s3_status_test)
+  set_tests_properties(s3_status_test PROPERTIES LABELS "quick;snapshot" TIMEOUT 60)
 
-# Snapshots on an object store: a real S3 API (OpenStack Swift with s3api,
-# started on 127.0.0.1 by tests/swift_rig.sh), the torture cases of
-# snapshot_s3_test.c and rally-snapshot on s3:// URLs.
-add_executable(snapshot_s3_test ${RALLY_SNAP_TESTS_DIR}/snapshot_s3_test.c)
-target_link_libraries(snapshot_s3_test rally_static cmocka)
-if(CMAKE_C_COMPILER_ID STREQUAL "GNU")
-  target_compile_options(snapshot_s3_test PRIVATE -Wno-format-truncation)
+  # Snapshots on an object store: a real S3 API (OpenStack Swift with s3api,
+  # started on 127.0.0.1 by tests/swift_rig.sh), the torture cases of
+  # snapshot_s3_test.c and rally-snapshot on s3:// URLs.
+  add_executable(snapshot_s3_test ${RALLY_SNAP_TESTS_DIR}/snapshot_s3_test.c)
+  target_link_libraries(snapshot_s3_test rally_static cmocka)
+  if(CMAKE_C_COMPILER_ID STREQUAL "GNU")
+    target_compile_options(snapshot_s3_test PRIVATE -Wno-format-truncation)
+  endif()
+  set(RALLY_S3_PY "")
+  if(RALLY_PYTHON AND NOT RALLY_SANITIZE)
+    set(RALLY_S3_PY ${RALLY_PYTHON} ${CMAKE_BINARY_DIR}/python)
+  endif()
+  add_test(NAME snapshot_s3
+           COMMAND sh ${RALLY_SNAP_TESTS_DIR}/snapshot_s3_test.sh $<TARGET_FILE:snapshot_s3_test>
+                   $<TARGET_FILE:rally-snapshot> $<TARGET_FILE:snapshot_mk> ${RALLY_S3_PY})
+  set_tests_properties(snapshot_s3 PROPERTIES LABELS "snapshot;s3" TIMEOUT 360)
+  add_test(NAME swift_rig COMMAND sh ${RALLY_SNAP_TESTS_DIR}/swift_rig_test.sh)
+  set_tests_properties(swift_rig PROPERTIES LABELS "s3" TIMEOUT 240)
+else()
+  # Built without it: an s3:// root is refused with the option that builds
+  # it, and librally needs neither libcurl nor expat.
+  add_test(NAME snapshot_no_s3
+           COMMAND sh ${RALLY_SNAP_TESTS_DIR}/snapshot_no_s3_test.sh $<TARGET_FILE:rally-snapshot>
+                   $<TARGET_FILE:rally_shared>)
+  set_tests_properties(snapshot_no_s3 PROPERTIES LABELS "quick;snapshot" TIMEOUT 60)
 endif()
-set(RALLY_S3_PY "")
-if(RALLY_PYTHON AND NOT RALLY_SANITIZE)
-  set(RALLY_S3_PY ${RALLY_PYTHON} ${CMAKE_BINARY_DIR}/python)
-endif()
-add_test(NAME snapshot_s3
-         COMMAND sh ${RALLY_SNAP_TESTS_DIR}/snapshot_s3_test.sh $<TARGET_FILE:snapshot_s3_test>
-                 $<TARGET_FILE:rally-snapshot> $<TARGET_FILE:snapshot_mk> ${RALLY_S3_PY})
-set_tests_properties(snapshot_s3 PROPERTIES LABELS "snapshot;s3" TIMEOUT 360)
-add_test(NAME swift_rig COMMAND sh ${RALLY_SNAP_TESTS_DIR}/swift_rig_test.sh)
-set_tests_properties(swift_rig PROPERTIES LABELS "s3" TIMEOUT 240)
 
 # The second tier against retention, deaths, a wrong tier and elastic jobs
 # (tests/tier2_test.sh, over tests/progs/tier_hold.c, which holds one copy
@@ -90,9 +103,15 @@ add_executable(tier_hold ${RALLY_SNAP_TESTS_DIR}/progs/tier_hold.c)
 target_link_libraries(tier_hold rally_static)
 add_executable(tier_hold_mock ${RALLY_SNAP_TESTS_DIR}/progs/tier_hold.c)
 target_link_libraries(tier_hold_mock rally_mock_static)
-foreach(c retention lost verdict wrong_secret elastic required bad_bucket fresh)
+set(RALLY_TIER2_CASES retention lost verdict elastic required fresh)
+if(RALLY_S3)
+  list(APPEND RALLY_TIER2_CASES wrong_secret bad_bucket)
+endif()
+foreach(c ${RALLY_TIER2_CASES})
   add_test(NAME tier2_${c}
            COMMAND sh ${RALLY_SNAP_TESTS_DIR}/tier2_test.sh ${c} ${CMAKE_BINARY_DIR})
   set_tests_properties(tier2_${c} PROPERTIES TIMEOUT 300 LABELS "snapshot")
 endforeach()
-set_tests_properties(tier2_wrong_secret tier2_bad_bucket PROPERTIES LABELS "snapshot;s3")
+if(RALLY_S3)
+  set_tests_properties(tier2_wrong_secret tier2_bad_bucket PROPERTIES LABELS "snapshot;s3")
+endif()

@@ -1,7 +1,8 @@
 /*
  * store.h — the seam between the snapshot format (write.c, read.c, dir.c)
- * and the place its bytes live: a directory (store_posix.c) or an object
- * store's bucket (store_s3.c).
+ * and the place its bytes live, one kind per file of stores/: a directory
+ * (stores/posix.c) or an object store's bucket (stores/s3.c, built with
+ * RALLY_S3, on by default: it needs libcurl and expat).
  *
  * A store is opened on a root as a user spells it: a path, or a URL whose
  * scheme names a kind ("s3://bucket/prefix").  Below the root, bytes are
@@ -16,13 +17,17 @@
  * alike: the parts first, then the manifest, last; a snapshot is complete
  * exactly when its manifest is there and every part it lists verifies.
  *
- * Adding a kind is one file with one table and one row in store.c.
+ * Adding a kind is one file in stores/ with one table and one row in
+ * store.c; a kind calls nothing of store.c's (the helpers below are
+ * inline), so the table sits above its kinds.
  */
 #ifndef RALLY_SNAPSHOT_STORE_H
 #define RALLY_SNAPSHOT_STORE_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 #include "snapshot/sys.h"
 #include "util/err.h"
@@ -87,10 +92,23 @@ void rally__store_close(struct rally__store *s);
 /* Whether root names an object store (no directory, no lock, no rename). */
 int rally__store_is_remote(const char *root);
 /* "where/dir" (where alone for dir "") into out[cap], for messages. */
-void rally__store_where(const struct rally__store *s, const char *dir, char *out, size_t cap);
-void rally__store_free_names(char **v, size_t n);
+static inline void rally__store_where(const struct rally__store *s, const char *dir, char *out,
+                                      size_t cap)
+{
+    snprintf(out, cap, "%s%s%s", s->where, *dir ? "/" : "", dir);
+}
+
+/* Frees a list's n names and the list (NULL is accepted). */
+static inline void rally__store_free_names(char **v, size_t n)
+{
+    for (size_t i = 0; v != NULL && i < n; i++)
+        free(v[i]);
+    free(v);
+}
 
 extern const struct rally__store_ops rally__store_posix;
+#if RALLY_S3
 extern const struct rally__store_ops rally__store_s3;
+#endif
 
 #endif

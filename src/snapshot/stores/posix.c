@@ -1,5 +1,5 @@
 /*
- * store_posix.c — the storage kind of a plain path: a directory tree, as
+ * posix.c — the storage kind of a plain path: a directory tree, as
  * docs/snapshot-format.md lays it out.  The root is taken as given; every
  * name below it is opened relative to its parent's descriptor with
  * O_NOFOLLOW, so a link below the root is an error, never followed.  Every

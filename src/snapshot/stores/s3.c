@@ -1,5 +1,5 @@
 /*
- * store_s3.c — the storage kind "s3://BUCKET/PREFIX": the S3 API through
+ * s3.c — the storage kind "s3://BUCKET/PREFIX": the S3 API through
  * libcurl, which signs every request itself (CURLOPT_AWS_SIGV4); listings
  * are parsed with expat.  No signing or HTTP is written here.
  *
