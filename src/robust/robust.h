@@ -45,6 +45,8 @@
  *                 (rb->rec, touched by no other file): every record to the
  *                 rank that owns its id now
  *   verify.c      verified results (rb->vfy): digests in the signatures' sidecars
+ *   allreduce.c   the in-place allreduce: what it keeps as bytes become
+ *                 final, the retry of what is not
  *   engine.c      the ops table of api/engine.h: the public calls as
  *                 operations
  *
@@ -145,7 +147,7 @@ struct rally__op {
     rally__op_run run;
     rally__op_deliver deliver;
     void *ctx; /* the public call's arguments */
-    /* run's answer when *res holds part of the result (engine.c's
+    /* run's answer when *res holds part of the result (allreduce.c's
      * allreduce): which part, and where the whole result is (the caller's
      * buffer) for verification; part.copies 0: *res is all of it */
     struct rally__part part;
@@ -296,12 +298,12 @@ struct rally__robust {
         int npool, pool_cap;
         struct rally__sbuf scratch; /* an allreduce's partial sums when it keeps part */
     } cache;
-    /* an allreduce's ranges of final values (engine.c's alone), reused */
+    /* an allreduce's ranges of final values (allreduce.c's alone), reused */
     struct {
         void *v;
         int cap;
     } spans;
-    /* the allreduce this worker is in (engine.c sets it for its attempts,
+    /* the allreduce this worker is in (allreduce.c sets it for its attempts,
      * op.c clears it when the operation ends): after a failed attempt, the
      * bytes of the caller's buffer that hold final values, from which
      * recovery.c serves pieces of the result that no worker that finished
@@ -391,6 +393,31 @@ static inline void rally__robust_mock(const struct rally__robust *rb, uint64_t v
 {
     rally__mock_check(&rb->mock, rb->launch_rank, version, seq, rally__robust_ndeath(rb), phase);
 }
+
+/* --- allreduce.c: the in-place allreduce (engine.c's table calls it) --- */
+
+struct rally__keeping; /* an allreduce's own state, allreduce.c's alone */
+/* In-place calls whose whole result is one buffer of known size (the
+ * allreduce, broadcast, allgather): the op's ctx. */
+struct rally__inplace {
+    void *buf;
+    size_t nbytes;
+    size_t count;
+    const struct rally__reducer *rd;
+    int root;
+    const void *send;   /* allgather: this rank's block */
+    struct rally__keeping *ar; /* allreduce */
+};
+
+/* The allreduce of count elements of buf in place with rd: one operation
+ * of signature sig; prepare(arg) fills buf first unless recovery serves the
+ * result. */
+int rally__robust_allreduce(struct rally__robust *rb, void *buf, size_t count,
+                            const struct rally__reducer *rd, struct rally__sig sig,
+                            rally_prepare_fn prepare, void *arg);
+/* The deliver of an in-place call: the result recovery served, into buf. */
+int rally__robust_deliver_inplace(struct rally__robust *rb, struct rally__op *op,
+                                  const unsigned char *res, uint64_t n);
 
 /* --- op.c: the op driver --- */
 
