@@ -222,6 +222,36 @@ tracker_restart)
     has "$T/err" "rally-tracker: recovered: epoch 2: job back in step"
     no_leftovers
     ;;
+tracker_gone)
+    # a launcher that knows a worker will not come back says so on the
+    # tracker's stdin (--control-stdin): without --min-workers the job fails
+    # at once with that cause instead of waiting out the startup timeout
+    timeout 10 "$TRACKER" -n 2 --min-workers 2 2>"$T/err"; expect_rc $? 2
+    has "$T/err" "--min-workers 2 must be below -n 2"
+    mkfifo "$T/ctl"
+    exec 3<>"$T/ctl"
+    timeout 30 "$TRACKER" -n 2 --host 127.0.0.1 --control-stdin --startup-timeout-ms 60000 \
+        <&3 >"$T/out" 2>"$T/err" &
+    pid=$!
+    i=0
+    while [ "$(grep -c = "$T/out" 2>/dev/null)" != 2 ]; do
+        i=$((i + 1)); [ $i -gt 100 ] && fail "rally-tracker printed no address"
+        sleep 0.05
+    done
+    eval "$(cat "$T/out")"
+    export RALLY_TRACKER RALLY_SECRET_FILE
+    RALLY_TASK_ID=0 "$TWORKER" crash 1 "$TAG" 2>"$T/w0" &
+    w0=$!
+    RALLY_TASK_ID=1 "$TWORKER" crash 1 "$TAG" 2>/dev/null # killed by itself after GO
+    printf 'bogus\ngone 7 nobody\ngone 1 its node is gone\n' >&3
+    wait $pid; expect_rc $? 1
+    exec 3>&-
+    has "$T/err" "rally-tracker: unknown command 'bogus' on stdin"
+    has "$T/err" "rally-tracker: gone 7: no rank has that task id"
+    has "$T/err" "its node is gone"
+    wait $w0; expect_rc $? 1
+    no_leftovers
+    ;;
 restart)
     # killed after GO, restarted, the job recovers and succeeds
     timeout 30 "$RUN" -n 3 "$TWORKER" recover 1 "$T/marker" kill "$TAG" >"$T/out" 2>"$T/err"

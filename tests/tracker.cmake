@@ -32,7 +32,7 @@ add_executable(rally_test_tworker ${RALLY_TRACKER_TESTS_DIR}/progs/tworker.c)
 target_link_libraries(rally_test_tworker rally_static)
 
 foreach(case usage nonexistent exit_code kill9 sigterm output finalize tracker_tool
-             tracker_restart restart exhausted heartbeat kill9_recovering
+             tracker_restart tracker_gone restart exhausted heartbeat kill9_recovering
              stopped_before_beat heartbeat_interval stalled_output own_exit report
              version sighup lines wrapper_kill9 output_dir)
   add_test(NAME launcher_${case}

@@ -5,6 +5,7 @@
  *     rally-tracker -n N [--bind ADDR|IFACE] [--port P] [--secret-file F]
  *                   [--startup-timeout-ms T] [--heartbeat-timeout-ms T]
  *                   [--progress-timeout-ms T] [--no-recovery]
+ *                   [--min-workers M] [--control-stdin]
  *
  * It loads the secret file F when it exists and creates it (0600) when it
  * does not; without --secret-file it creates one in a fresh 0700 directory
@@ -32,6 +33,12 @@
  * worker failure fatal instead.  The secret file must reach the workers by
  * other means (a shared file system, scp); it never travels on the command
  * line.
+ *
+ * A launcher that knows a worker will not come back (its machine is gone)
+ * says so with --control-stdin, a line "gone TASK_ID [CAUSE]" on our stdin:
+ * with --min-workers M the job goes on without it, renumbered, while M are
+ * left (docs/recovery.md, "Elastic jobs"); else the job fails at once rather
+ * than wait out the startup timeout for it.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -53,9 +60,10 @@
 #include "util/clock.h"
 
 #define LINGER_MS 2000 /* after the end, time for the last BYE/ABORT to leave */
+#define CMD_MAX 512     /* a command line on stdin; a longer one is refused whole */
 
 struct job {
-    int world, port, recovery;
+    int world, port, recovery, min_workers;
     const char *host, *secret_file;
     char bind[RALLY__HOST_MAX]; /* host with an interface name made its address */
     int64_t startup_ms, heartbeat_ms, progress_ms;
@@ -65,6 +73,10 @@ struct job {
     int made_file;  /* we created path (and remove it at exit) */
     int stop_sig;   /* the SIGINT/SIGTERM we got, 0 */
     int64_t end_by; /* the job ended: leave by then (RALLY__NEVER: it runs) */
+    int control;    /* --control-stdin, until its end of file */
+    char cmd[CMD_MAX];
+    size_t ncmd;   /* bytes of the line being read in cmd */
+    int cmd_long;  /* the line being read outgrew cmd: dropped at its end */
 };
 
 /* --- the tracker's hooks ---------------------------------------------------- */
@@ -86,6 +98,75 @@ static void on_event(void *arg, const struct rally__tracker_event *ev)
                 ev->rank, ev->text, ev->task_id, ev->epoch);
     else if (ev->kind == RALLY__TEV_RECOVERED)
         fprintf(stderr, "rally-tracker: recovered: %s\n", ev->text);
+    else if (ev->kind == RALLY__TEV_RESIZED)
+        fprintf(stderr, "rally-tracker: %s\n", ev->text);
+}
+
+/* --- commands on stdin (--control-stdin) ------------------------------------- */
+
+/* One line without its newline: "gone TASK_ID [CAUSE]". */
+static void command(struct job *j, char *line)
+{
+    char *task = line + strspn(line, " ");
+    if (strncmp(task, "gone ", 5) != 0) {
+        fprintf(stderr, "rally-tracker: unknown command '%s' on stdin (known: gone TASK_ID [CAUSE])\n",
+                line);
+        return;
+    }
+    task += 5 + strspn(task + 5, " ");
+    char *cause = task + strcspn(task, " ");
+    if (*cause)
+        *cause++ = '\0';
+    int rank = rally__tracker_rank_of(j->t, task);
+    if (rank < 0) {
+        fprintf(stderr, "rally-tracker: gone %s: no rank has that task id (now)\n", task);
+        return;
+    }
+    rally__tracker_rank_gone(j->t, rank, *cause ? cause : "given up by its launcher");
+}
+
+static size_t fill(void *arg, struct pollfd *p)
+{
+    struct job *j = arg;
+    if (!j->control)
+        return 0;
+    p->fd = STDIN_FILENO;
+    p->events = POLLIN;
+    return 1;
+}
+
+/* Reads what stdin has into cmd and runs each whole line; end of file or an
+ * error ends the commands, not the job. */
+static void handle(void *arg, const struct pollfd *p, size_t n)
+{
+    struct job *j = arg;
+    if (n < 1 || !(p->revents & (POLLIN | POLLHUP | POLLERR | POLLNVAL)))
+        return;
+    ssize_t got = read(STDIN_FILENO, j->cmd + j->ncmd, sizeof j->cmd - 1 - j->ncmd);
+    if (got <= 0) {
+        if (got < 0 && (errno == EINTR || errno == EAGAIN))
+            return;
+        j->control = 0;
+        return;
+    }
+    j->ncmd += (size_t)got;
+    char *line = j->cmd, *nl;
+    while ((nl = memchr(line, '\n', j->ncmd - (size_t)(line - j->cmd))) != NULL) {
+        *nl = '\0';
+        if (!j->cmd_long)
+            command(j, line);
+        j->cmd_long = 0;
+        line = nl + 1;
+    }
+    j->ncmd -= (size_t)(line - j->cmd);
+    memmove(j->cmd, line, j->ncmd);
+    if (j->ncmd == sizeof j->cmd - 1) { /* no newline in CMD_MAX bytes */
+        if (!j->cmd_long)
+            fprintf(stderr, "rally-tracker: a command on stdin longer than %d bytes, ignored\n",
+                    CMD_MAX - 2);
+        j->cmd_long = 1;
+        j->ncmd = 0;
+    }
 }
 
 /* --- the serve loop's owner hooks ------------------------------------------- */
@@ -130,6 +211,8 @@ static int parse(int argc, char **argv, struct job *j)
                                           {"heartbeat-timeout-ms", required_argument, NULL, 'b'},
                                           {"progress-timeout-ms", required_argument, NULL, 'P'},
                                           {"no-recovery", no_argument, NULL, 'R'},
+                                          {"min-workers", required_argument, NULL, 'm'},
+                                          {"control-stdin", no_argument, NULL, 'c'},
                                           {"help", no_argument, NULL, 'h'},
                                           {NULL, 0, NULL, 0}};
     j->startup_ms = 300000;
@@ -181,6 +264,15 @@ static int parse(int argc, char **argv, struct job *j)
         case 'R':
             j->recovery = 0;
             break;
+        case 'm':
+            if (rally__parse_int(optarg, 1, RALLY__WORLD_MAX, &v))
+                return cli_usage_error("rally-tracker",
+                                       "--min-workers wants a number of workers, not '%s'", optarg);
+            j->min_workers = (int)v;
+            break;
+        case 'c':
+            j->control = 1;
+            break;
         case 'h':
             printf(
                 "usage: rally-tracker -n N [options]\n"
@@ -206,6 +298,14 @@ static int parse(int argc, char **argv, struct job *j)
                 "                             the job with a sentence naming it (this tracker\n"
                 "                             cannot kill it; default 600000; 0: off)\n"
                 "      --no-recovery          any worker failure fails the job\n"
+                "      --min-workers M        an elastic job: a worker given up (gone, below)\n"
+                "                             is dropped and the others go on, renumbered,\n"
+                "                             while M are left (below -n; the workers need\n"
+                "                             rally_elastic=1)\n"
+                "      --control-stdin        read commands from stdin, one a line:\n"
+                "                             'gone TASK_ID [CAUSE]': that worker will not\n"
+                "                             come back (with --min-workers the job goes on\n"
+                "                             without it, else it fails now)\n"
                 "  -h, --help                 this text\n"
                 "\n"
                 "Prints RALLY_TRACKER=host:port and RALLY_SECRET_FILE=path (eval them and\n"
@@ -225,6 +325,11 @@ static int parse(int argc, char **argv, struct job *j)
         return cli_usage_error("rally-tracker", "-n N (the number of workers) is required");
     if (optind < argc)
         return cli_usage_error("rally-tracker", "unexpected argument '%s'", argv[optind]);
+    if (j->min_workers >= j->world)
+        return cli_usage_error("rally-tracker", "--min-workers %d must be below -n %d",
+                               j->min_workers, j->world);
+    if (j->min_workers && !j->recovery)
+        return cli_usage_error("rally-tracker", "--min-workers needs recovery (not --no-recovery)");
     struct rally__err e = {0, ""};
     if (rally__sock_bind_addr(j->host, j->bind, sizeof j->bind, &e) != RALLY_OK)
         return cli_usage_error("rally-tracker", "--bind %s: %s", j->host, e.msg);
@@ -292,6 +397,8 @@ static int setup(struct job *j)
     if (rc != RALLY_OK)
         goto fail;
     rally__tracker_set_progress_timeout(j->t, j->progress_ms, 1); /* it cannot kill a worker */
+    if (j->min_workers)
+        rally__tracker_set_min_world(j->t, j->min_workers);
     char me[RALLY__HOST_MAX] = "", hp[RALLY__HOST_MAX + 8];
     if (!rally__launch_host_is_any(j->bind))
         snprintf(me, sizeof me, "%s", j->bind);
@@ -338,7 +445,8 @@ int main(int argc, char **argv)
     if (status != 0)
         goto cleanup;
     struct rally__launch_owner owner = {
-        .arg = &j, .done = done, .deadline = deadline, .signal = on_signal};
+        .arg = &j, .nfds = 1, .done = done, .fill = fill, .deadline = deadline,
+        .signal = on_signal, .handle = handle};
     int rc = rally__launch_serve(j.t, j.sfd, &owner);
     if (rc == RALLY_ENOMEM)
         fprintf(stderr, "rally-tracker: out of memory\n");

@@ -110,11 +110,13 @@ def _where(path: str) -> str:
     return path if "://" in path else os.path.abspath(path)
 
 
-def _snapshot_settings(fn, snapshot_dir, every, every_ms, copy, keep, required, job, resume):
-    """rally.dask.run's snapshot arguments as rally_key=value settings."""
+def _snapshot_settings(fn, snapshot_dir, every, every_ms, copy, keep, required, job, resume,
+                       who="rally.dask.run"):
+    """The snapshot arguments of who (rally.dask.run, rally.ray.run) as
+    rally_key=value settings."""
     if snapshot_dir is None:
         if copy or every or every_ms or resume == "latest":
-            raise ConfigError("rally.dask.run: snapshot_every, snapshot_every_ms, snapshot_copy "
+            raise ConfigError(who + ": snapshot_every, snapshot_every_ms, snapshot_copy "
                               "and resume=\"latest\" need snapshot_dir", 4)
         return ["rally_resume=" + _where(resume)] if resume else []
     name = job or getattr(fn, "__name__", "job")  # the default: fn's, in the job name's bytes
