@@ -22,6 +22,7 @@
 #   BENCH_TIMEOUT=900                 seconds allowed for one program run
 #   BENCH_KMEANS=0, BENCH_TRAINERS=0  skip bench/kmeans.sh, bench/linear.sh + bench/gbdt.sh
 #   BENCH_TORCH=0                     skip bench/torch.sh (rally.torch beside torch.distributed Gloo)
+#   BENCH_SPARK=0                     skip bench/spark.sh (rally.spark's GBDT beside xgboost.spark)
 #   BENCH_HIER=0                      skip bench/hier.sh (the hierarchy across shaped hosts; root)
 #   BENCH_SNAPSHOT=0                  skip bench/snapshot.sh (durable snapshots' cost),
 #                                     bench/snapshot_s3.sh (the object-store tier) and
@@ -335,4 +336,15 @@ if [ "${BENCH_TORCH:-1}" != 0 ]; then
         export BENCH_TORCH_STEPS=${BENCH_TORCH_STEPS:-50} BENCH_TORCH_ROUNDS=${BENCH_TORCH_ROUNDS:-1}
     fi
     "$(dirname "$0")/torch.sh" "$BUILD"
+fi
+# rally.spark's GBDTClassifier beside xgboost.spark on one Spark: s per tree,
+# test quality, s to a model with an executor killed halfway (bench/spark.sh;
+# BENCH_QUICK: 20000 rows, 50 trees, one round; BENCH_SPARK=0 skips it)
+if [ "${BENCH_SPARK:-1}" != 0 ]; then
+    echo
+    if [ -n "${BENCH_QUICK:-}" ]; then
+        export BENCH_SPARK_ROWS=${BENCH_SPARK_ROWS:-20000} BENCH_SPARK_TREES=${BENCH_SPARK_TREES:-50} \
+            BENCH_SPARK_ROUNDS=${BENCH_SPARK_ROUNDS:-1}
+    fi
+    "$(dirname "$0")/spark.sh" "$BUILD"
 fi
