@@ -44,6 +44,8 @@ if(RALLY_PYTHON AND NOT RALLY_SANITIZE)
     set_tests_properties(python_${name} PROPERTIES TIMEOUT 300 LABELS "python")
   endforeach()
   set_tests_properties(python_local PROPERTIES LABELS "python;quick")
+  # seven torch jobs with DataLoader workers: three minutes on a loaded 2-core machine
+  set_tests_properties(python_cursor PROPERTIES TIMEOUT 600)
   # rally.torch on a current torch 2.x too (scripts/deps.sh puts it into the
   # checkout's .venv from PyPI, pinned; Debian's is 1.13): the canonical form
   # of its tensors and optimizer state, and Adam, AdamW and RMSprop with a
