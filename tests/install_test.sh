@@ -93,11 +93,15 @@ cmake_hello() {
     cmake --build "$tmp/cm/build" >/dev/null || fail "building against rally::${1#*:} failed"
 }
 
-# rabit_cxx NAME LIB: the C++ recovery program built with only -I, -L and
-# -lLIB against the installed headers and libraries
+# rabit_cxx NAME LINK...: the C++ recovery program, compiled once with only
+# -I against the installed headers, linked with LINK... (-L and -lrabit, or
+# a .pc file's flags); the compile is the slow part
 rabit_cxx() {
-    c++ "$src/tests/rabit/recover.cc" -I"$prefix/include" -L"$prefix/lib" -l"$2" -o "$tmp/$1" ||
-        fail "tests/rabit/recover.cc does not build with -I$prefix/include -L$prefix/lib -l$2"
+    name=$1
+    shift
+    [ -f "$tmp/recover.o" ] || c++ -c "$src/tests/rabit/recover.cc" -I"$prefix/include" \
+        -o "$tmp/recover.o" || fail "tests/rabit/recover.cc does not compile with -I$prefix/include"
+    c++ "$tmp/recover.o" "$@" -o "$tmp/$name" || fail "recover.o does not link with $*"
 }
 # rabit_digest LOG WANT: the C++ program's digest in LOG is WANT (or sets it)
 rabit_digest() {
@@ -120,17 +124,16 @@ if [ "$lib" = rally_mpi ]; then
     [ "$(echo "$out" | grep -c 'sum 6 of 3$')" -eq 3 ] || fail "cmake: want 3 lines 'sum 6 of 3'"
     # rabit's C++ API: -lrabit_mpi, then rabit_mpi.pc; the digest of rally-run's
     # engine (the program's values are exact in any order of reduction)
-    rabit_cxx rabit_rally rabit
+    rabit_cxx rabit_rally -L"$prefix/lib" -lrabit
     LD_LIBRARY_PATH=$prefix/lib "$src/tests/run_job.sh" 0 60 "$prefix/bin/rally-run" -n 3 \
         "$tmp/rabit_rally" 3 local >"$tmp/rabit.log" 2>&1 || { cat "$tmp/rabit.log"; fail "-lrabit: the job failed"; }
     rabit_digest "$tmp/rabit.log" ""
-    rabit_cxx rabit_mpi rabit_mpi
+    rabit_cxx rabit_mpi -L"$prefix/lib" -lrabit_mpi
     LD_LIBRARY_PATH=$prefix/lib "$src/tests/mpi_job.sh" 0 60 3 "$tmp/rabit_mpi" 3 local \
         >"$tmp/rabit.log" 2>&1 || { cat "$tmp/rabit.log"; fail "-lrabit_mpi: the job failed"; }
     rabit_digest "$tmp/rabit.log" "$rabit_want"
     # shellcheck disable=SC2046
-    c++ "$src/tests/rabit/recover.cc" $(pkg-config --cflags --libs rabit_mpi) -o "$tmp/rabit_pc" ||
-        fail "recover.cc does not build with rabit_mpi.pc"
+    rabit_cxx rabit_pc $(pkg-config --libs rabit_mpi)
     "$src/tests/mpi_job.sh" 0 60 3 "$tmp/rabit_pc" 3 local >"$tmp/rabit.log" 2>&1 ||
         { cat "$tmp/rabit.log"; fail "rabit_mpi.pc: the job failed"; }
     rabit_digest "$tmp/rabit.log" "$rabit_want"
@@ -200,18 +203,21 @@ deathjob "cmake rally::rally_mock" "$tmp/cm/build/hello_cm_mock"
 # rabit's C++ API: -lrabit (and LD_LIBRARY_PATH, as rabit's guide says),
 # -lrabit_mock with two of rabit's mock= deaths, rabit.pc (its rpath: no
 # LD_LIBRARY_PATH), and find_package(rally) in a C++ project
-rabit_cxx rabit_plain rabit
+rabit_cxx rabit_plain -L"$prefix/lib" -lrabit
 LD_LIBRARY_PATH=$prefix/lib "$src/tests/run_job.sh" 0 60 "$run" -n 3 "$tmp/rabit_plain" 3 local \
     >"$tmp/rabit.log" 2>&1 || { cat "$tmp/rabit.log"; fail "-lrabit: the job failed"; }
 rabit_digest "$tmp/rabit.log" ""
-rabit_cxx rabit_mock rabit_mock
+rabit_cxx rabit_mock -L"$prefix/lib" -lrabit_mock
 LD_LIBRARY_PATH=$prefix/lib "$src/tests/run_job.sh" 0 60 "$run" -n 3 "$tmp/rabit_mock" 3 local \
     mock=1,1,1,0 mock=2,1,3,0 >"$tmp/rabit.log" 2>&1 || { cat "$tmp/rabit.log"; fail "-lrabit_mock: the job failed"; }
 grep -q "summary: deaths=2 recovered=2 " "$tmp/rabit.log" || { cat "$tmp/rabit.log"; fail "-lrabit_mock: want 2 deaths recovered"; }
 rabit_digest "$tmp/rabit.log" "$rabit_want"
+case " $(pkg-config --cflags rabit) " in
+*" -I$prefix/include "*) ;;
+*) fail "rabit.pc: Cflags $(pkg-config --cflags rabit) lack -I$prefix/include" ;;
+esac
 # shellcheck disable=SC2046
-c++ "$src/tests/rabit/recover.cc" $(pkg-config --cflags --libs rabit) -o "$tmp/rabit_pc" ||
-    fail "recover.cc does not build with rabit.pc"
+rabit_cxx rabit_pc $(pkg-config --libs rabit)
 "$src/tests/run_job.sh" 0 60 "$run" -n 3 "$tmp/rabit_pc" 3 local >"$tmp/rabit.log" 2>&1 ||
     { cat "$tmp/rabit.log"; fail "rabit.pc: the job failed"; }
 rabit_digest "$tmp/rabit.log" "$rabit_want"
