@@ -12,7 +12,7 @@
  * (ring) and a broadcast, each rank with its own sidecar; every rank's
  * on_sidecar hook must get exactly each neighbour's sidecar, once per link
  * per collective, and the results must be right.  The same three ranks run
- * once over TCP links and once over shared-memory ones (net/shm.c), with
+ * once over TCP links and once over shared-memory ones (net/transports/shm.c), with
  * rings small enough to wrap many times.
  */
 #include <pthread.h>

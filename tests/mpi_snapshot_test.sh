@@ -1,7 +1,7 @@
 #!/bin/sh
 # mpi_snapshot_test.sh CASE BUILD_DIR — durable snapshots of a job linked
 # with librally_mpi, under OpenMPI's mpirun with no rally-run: the same
-# snapshot settings, the job owning its run (src/api/resume.c).  BUILD_DIR
+# snapshot settings, the job owning its run (src/snapjob/resume.c).  BUILD_DIR
 # holds rally-datagen, rally-kmeans-mpi and rally-snapshot.  Every job is
 # bounded in time and must leave no process behind.
 #   kill9   mpirun -n 4 rally-kmeans-mpi ... rally_snapshot_dir=D

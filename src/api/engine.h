@@ -6,7 +6,7 @@
  * spent-handle rule, and hands the call to the engine; the engine runs it
  * (with whatever recipe of collectives it needs) and reports failures
  * through the rally__err it was given at init.  The snapshot layer
- * (src/api/snapjob.c) is the engine's subscriber: it sees checkpoints only
+ * (src/snapjob/snapjob.c) is the engine's subscriber: it sees checkpoints only
  * through the ops below (commits, turns, agree, lend/release, a fresh
  * start's adoption).  Each library links exactly one engine, which defines
  * the table rally__engine: librally and librally_mock link the robust
@@ -24,12 +24,12 @@
 #include "rally/rally.h"
 #include "util/config.h"
 #include "util/err.h"
-#include "util/reduce.h"
-#include "util/report.h" /* RALLY__REPORT_*: what the report op tells */ /* struct rally__reducer: the registry's entries */
+#include "util/reduce.h" /* struct rally__reducer: the registry's entries */
+#include "util/report.h" /* RALLY__REPORT_*: what the report op tells */
 
 struct rally__engine; /* a backend's state, opaque to src/api */
 
-/* --- subscribers: the snapshot layer (src/api/snapjob.c), or any other ---
+/* --- subscribers: the snapshot layer (src/snapjob/snapjob.c), or any other ---
  *
  * An engine calls its subscribers' hooks at the same place on every rank,
  * also on a worker that replaces one that died (served what it missed). */

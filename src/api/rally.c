@@ -16,7 +16,7 @@
 #include "api/api.h"
 #include "api/engine.h"
 #include "api/exact.h"
-#include "api/snapjob.h"
+#include "snapjob/snapjob.h"
 #include "snapshot/snapshot.h"
 #include "util/config.h"
 

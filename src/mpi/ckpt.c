@@ -11,7 +11,7 @@
  * bits of every rank and the pair that compares their models' digests
  * (util/digest.h): when it returns, every rank has stored the version,
  * which is then committed and handed to the hooks with the agreed bits.
- * So the snapshot layer (src/api/snapjob.c) sees the same calls on this
+ * So the snapshot layer (src/snapjob/snapjob.c) sees the same calls on this
  * backend as on the robust one.  Local models travel rally_local_replica
  * hops along the ring, so this rank holds its own and its predecessors' as
  * the robust engine does, for the same read interface.

@@ -35,8 +35,8 @@ struct rally__transport {
     const struct rally__link_ops *ops;
 };
 
-extern const struct rally__transport rally__shm_transport; /* shm.c */
-extern const struct rally__transport rally__tcp_transport; /* tcp.c */
+extern const struct rally__transport rally__shm_transport; /* transports/shm.c */
+extern const struct rally__transport rally__tcp_transport; /* transports/tcp.c */
 
 /* Each direction's ring in a shared-memory link (a power of two).  Measured
  * at N = 4 on 2 cores, plain allreduce, 16 MiB: 256 KiB rings 11 ms, 1 MiB

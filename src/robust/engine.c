@@ -327,19 +327,82 @@ static int lazy_checkpoint(struct rally__engine *en, rally_serialize_fn serializ
     return rally__robust_checkpoint(&en->rb, NULL, 0, serialize, arg, NULL, 0);
 }
 
+/* The worker's engine state, and its place in the job: joined through the
+ * tracker its settings name (rally's, or the classic dmlc tracker), or rank
+ * 0 of 1 alone.  Settings that cannot work are refused here, before the
+ * join, and told to rally-run's tracker so the job fails once. */
+static int start(struct rally__robust *rb, const struct rally__config *cfg, const char *host,
+                 struct rally__err *e)
+{
+    memset(rb, 0, sizeof *rb);
+    rb->err = e;
+    rb->cfg = cfg;
+    rb->host = host;
+    rb->world = 1;
+    rb->mem.listen_fd = -1;
+    rb->tc.fd = -1;
+    rally__comm_init(&rb->comm, 0, 1, e);
+    rb->comm.timeout_ms = cfg->timeout_ms;
+    if (rally__mock_parse(&rb->mock, cfg, e) != RALLY_OK) {
+        rally__robust_start_failed(cfg, host, e);
+        return e->code;
+    }
+    if (cfg->tracker[0] == '\0' && cfg->dmlc_tracker_uri[0] != '\0') /* dmlc tracker */
+        return rally__robust_dmlc_init(rb, host, e);
+    if (cfg->tracker[0] == '\0')
+        return RALLY_OK; /* no launcher: rank 0 of 1 */
+    if (cfg->sock_buf_bytes > 0 && cfg->sock_buf_bytes < 32 << 10) {
+        rally__fail(e, RALLY_ECONFIG,
+                    "rally_sock_buf_bytes=%lld is below 32K: the kernel's buffer (twice that) "
+                    "would hold less than one 64K loopback segment, which stalls links; say 0 "
+                    "for the kernel's choice",
+                    (long long)cfg->sock_buf_bytes);
+        rally__robust_start_failed(cfg, host, e);
+        return e->code;
+    }
+    int xor = cfg->local_scheme == RALLY__LOCAL_XOR || cfg->result_scheme == RALLY__LOCAL_XOR;
+    if ((xor && cfg->xor_set == 1) || (cfg->local_scheme == RALLY__LOCAL_XOR && cfg->elastic)) {
+        if (cfg->xor_set == 1)
+            rally__fail(e, RALLY_ECONFIG,
+                        "rally_xor_set=1: a set of one rank has no parity to rebuild it from; "
+                        "say 2 or more (0: one rank per host, up to 8)");
+        else
+            rally__fail(e, RALLY_ECONFIG,
+                        "rally_local_scheme=xor does not cover elastic jobs (rally-run "
+                        "--min-workers or --max-workers): its parity cannot be divided among "
+                        "other workers; use rally_local_scheme=copies");
+        rally__robust_start_failed(cfg, host, e);
+        return e->code;
+    }
+    return rally__robust_join(rb, e);
+}
+
+/* Frees what start() and the job's calls made (also after a failed start). */
+static void stop(struct rally__robust *rb)
+{
+    rally__robust_mem_free(rb);
+    rally__comm_free(&rb->comm);
+    rally__robust_cache_free(rb);
+    rally__robust_store_free(rb);
+    free(rb->place.order);
+    rally__mock_free(&rb->mock);
+    free(rb->spans.v);
+    rb->spans.v = NULL;
+}
+
 static int init(const struct rally__config *cfg, const char *host, struct rally__err *e,
                 struct rally__engine **out)
 {
     struct rally__engine *en = malloc(sizeof *en);
     if (en == NULL)
         return rally__fail(e, RALLY_ENOMEM, "out of memory for the rally engine");
-    int rc = rally__robust_init(&en->rb, cfg, host, e);
+    int rc = start(&en->rb, cfg, host, e);
     /* (an elastic job's points name workers as launched, perhaps more than now) */
     if (rc == RALLY_OK && !cfg->elastic &&
         rally__mock_check_world(&en->rb.mock, en->rb.world, e) != RALLY_OK)
         rally__robust_fatal(&en->rb, e->code, e->msg); /* the same on every rank: fail the job */
     if (e->code != RALLY_OK || rally__robust_rejoined(&en->rb) != RALLY_OK) {
-        rally__robust_free(&en->rb);
+        stop(&en->rb);
         free(en);
         return e->code;
     }
@@ -351,7 +414,7 @@ static void engine_free(struct rally__engine *en)
 {
     if (en == NULL)
         return;
-    rally__robust_free(&en->rb);
+    stop(&en->rb);
     free(en);
 }
 
@@ -385,9 +448,56 @@ static int subscribe(struct rally__engine *en, const struct rally__subscriber *s
     return rally__robust_subscribe(&en->rb, s);
 }
 
+/* A subscriber's agreement in its turn: words OR-ed over the job, cached
+ * and served like any other operation. */
+struct agree {
+    uint64_t *words;
+    size_t n;
+};
+
+static int run_agree(struct rally__robust *rb, struct rally__op *op, unsigned char **res,
+                     uint64_t *n)
+{
+    struct agree *c = op->ctx;
+    uint64_t nbytes = (uint64_t)c->n * 8;
+    unsigned char *b = rally__robust_buf(rb, nbytes);
+    if (b == NULL)
+        return rally__fail(rb->err, RALLY_ENOMEM, "out of memory");
+    memcpy(b, c->words, (size_t)nbytes);
+    struct rally__reducer rd;
+    rally__reducer_builtin(&rd, RALLY_UINT64, RALLY_BITOR);
+    int rc = rally__allreduce(&rb->comm, b, b, c->n, &rd, &op->sig);
+    if (rc != RALLY_OK) {
+        rally__robust_unbuf(rb, b);
+        return rc;
+    }
+    memcpy(c->words, b, (size_t)nbytes);
+    *res = b;
+    *n = nbytes;
+    return RALLY_OK;
+}
+
+static int deliver_agree(struct rally__robust *rb, struct rally__op *op, const unsigned char *res,
+                         uint64_t n)
+{
+    struct agree *c = op->ctx;
+    if (n != (uint64_t)c->n * 8)
+        return rally__fail(rb->err, RALLY_EPROTO,
+                           "recovery served %llu bytes for a checkpoint turn's agreement of %llu",
+                           (unsigned long long)n, (unsigned long long)c->n * 8);
+    memcpy(c->words, res, (size_t)n);
+    return RALLY_OK;
+}
+
 static int agree(struct rally__engine *en, uint64_t *words, size_t n)
 {
-    return rally__robust_agree(&en->rb, words, n);
+    struct rally__robust *rb = &en->rb;
+    struct agree c = {words, n};
+    struct rally__op op = {.sig = {RALLY__K_TURN, 0, 0, -1, (uint64_t)n, 0},
+                           .run = run_agree,
+                           .deliver = deliver_agree,
+                           .ctx = &c};
+    return rally__robust_op(rb, &op); /* alone too: positions count alike */
 }
 
 static int lend(struct rally__engine *en, uint64_t version, int rank, const void **bytes,

@@ -27,37 +27,8 @@ static int on_alarm(void *arg, struct rally__err *e)
     struct rally__robust *rb = arg;
     int rc = rally__tclient_check(&rb->tc, e);
     if (rc != RALLY_OK && rc != RALLY__ERESET)
-        rb->mem.fatal = rc;
+        rb->fatal = rc;
     return rc;
-}
-
-int rally__robust_lost(struct rally__robust *rb, const char *fmt, ...)
-{
-    char msg[RALLY__ERR_MSG_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    rally__fail(rb->err, RALLY_EPEER, "%s", msg);
-    rally__robust_fatal(rb, RALLY__ELOST, rb->err->msg);
-    return RALLY_EPEER;
-}
-
-/* Waits for the ABORT so that the job is failed before this process can
- * exit — else the launcher could see an exit first and restart the worker. */
-void rally__robust_fatal(struct rally__robust *rb, int code, const char *msg)
-{
-    rb->mem.fatal = code == RALLY__ELOST ? RALLY_EPEER : code;
-    if (!rb->distributed || rb->tc.fd < 0)
-        return;
-    rally__tclient_report(&rb->tc, code, msg);
-    int64_t deadline = rally__deadline(5000);
-    while (rally__fd_wait(rb->tc.fd, 0, deadline) > 0) {
-        struct rally__err v = {0, ""};
-        int rc = rally__tclient_check(&rb->tc, &v);
-        if (rc != RALLY_OK && rc != RALLY__ERESET)
-            return;
-    }
 }
 
 static void on_report(void *arg, int code, const char *msg)
@@ -256,7 +227,7 @@ static int wire(struct rally__robust *rb)
 static int wiring_repairable(const struct rally__robust *rb, int rc)
 {
     return rally__robust_repairable(rb, rc) ||
-           (rb->distributed && !rb->mem.fatal && (rc == RALLY_EAUTH || rc == RALLY_EPROTO));
+           (rb->distributed && !rb->fatal && (rc == RALLY_EAUTH || rc == RALLY_EPROTO));
 }
 
 /* Waits on the alarm line for the tracker's RESET (or its ABORT). */
@@ -301,7 +272,7 @@ void rally__robust_resize_done(struct rally__robust *rb)
 
 int rally__robust_repairable(const struct rally__robust *rb, int rc)
 {
-    return rb->distributed && !rb->mem.fatal &&
+    return rb->distributed && !rb->fatal &&
            (rc == RALLY__ERESET || rc == RALLY_EPEER || rc == RALLY_ETIMEDOUT);
 }
 
@@ -404,7 +375,7 @@ static int reset(struct rally__robust *rb, int cause, uint64_t key)
         int64_t deadline = rally__deadline(rb->cfg->connect_timeout_ms + rb->cfg->timeout_ms);
         if ((rc = rally__tclient_rejoin(&rb->tc, key, (uint32_t)rally__robust_committed(rb),
                                         deadline, rb->err)) != RALLY_OK) {
-            rb->mem.fatal = rc;
+            rb->fatal = rc;
             return rc;
         }
         if (rb->tc.resized)
@@ -423,7 +394,7 @@ static int reset(struct rally__robust *rb, int cause, uint64_t key)
         if (rc == RALLY__ERESET)
             continue;
         if (rc != RALLY_OK) {
-            rb->mem.fatal = rc;
+            rb->fatal = rc;
             return rc;
         }
         rally__err_clear(rb->err);
@@ -492,7 +463,7 @@ const struct rally__tracker_kind rally__tracker_rally = {
     .report = send_report,
     .in_step = in_step,
     .leave = leave,
-    .free = NULL, /* its client closes with the engine (rally__robust_free) */
+    .free = NULL, /* its client closes with the engine (rally__robust_mem_free) */
 };
 
 /* --- life cycle --------------------------------------------------------------- */
@@ -542,51 +513,14 @@ static int launch_rank(const char *task_id, int rank)
     return rally__parse_int(task_id, 0, RALLY__WORLD_MAX - 1, &v) == 0 ? (int)v : rank;
 }
 
-int rally__robust_init(struct rally__robust *rb, const struct rally__config *cfg, const char *host,
-                       struct rally__err *e)
+/* Joins the job through rally's tracker (cfg->tracker is set, the settings
+ * checked): the tracker client, the mesh, READY. */
+int rally__robust_join(struct rally__robust *rb, struct rally__err *e)
 {
-    memset(rb, 0, sizeof *rb);
-    rb->err = e;
-    rb->cfg = cfg;
-    rb->host = host;
-    rb->world = 1;
-    rb->mem.listen_fd = -1;
-    rb->tc.fd = -1;
-    rally__comm_init(&rb->comm, 0, 1, e);
-    rb->comm.timeout_ms = cfg->timeout_ms;
-    if (rally__mock_parse(&rb->mock, cfg, e) != RALLY_OK) {
-        rally__robust_start_failed(cfg, host, e);
-        return e->code;
-    }
-    if (cfg->tracker[0] == '\0' && cfg->dmlc_tracker_uri[0] != '\0') /* dmlc tracker */
-        return rally__robust_dmlc_init(rb, host, e);
-    if (cfg->tracker[0] == '\0')
-        return RALLY_OK; /* no launcher: rank 0 of 1 */
+    const struct rally__config *cfg = rb->cfg;
+    const char *host = rb->host;
     rb->distributed = 1;
     rb->mem.kind = &rally__tracker_rally;
-    if (cfg->sock_buf_bytes > 0 && cfg->sock_buf_bytes < 32 << 10) {
-        rally__fail(e, RALLY_ECONFIG,
-                    "rally_sock_buf_bytes=%lld is below 32K: the kernel's buffer (twice that) "
-                    "would hold less than one 64K loopback segment, which stalls links; say 0 "
-                    "for the kernel's choice",
-                    (long long)cfg->sock_buf_bytes);
-        rally__robust_start_failed(cfg, host, e);
-        return e->code;
-    }
-    int xor = cfg->local_scheme == RALLY__LOCAL_XOR || cfg->result_scheme == RALLY__LOCAL_XOR;
-    if ((xor && cfg->xor_set == 1) || (cfg->local_scheme == RALLY__LOCAL_XOR && cfg->elastic)) {
-        if (cfg->xor_set == 1)
-            rally__fail(e, RALLY_ECONFIG,
-                        "rally_xor_set=1: a set of one rank has no parity to rebuild it from; "
-                        "say 2 or more (0: one rank per host, up to 8)");
-        else
-            rally__fail(e, RALLY_ECONFIG,
-                        "rally_local_scheme=xor does not cover elastic jobs (rally-run "
-                        "--min-workers or --max-workers): its parity cannot be divided among "
-                        "other workers; use rally_local_scheme=copies");
-        rally__robust_start_failed(cfg, host, e);
-        return e->code;
-    }
     if (cfg->secret_file[0] == '\0')
         return rally__fail(e, RALLY_ECONFIG,
                            "rally_tracker is set but rally_secret_file is not; start workers "
@@ -638,21 +572,18 @@ int rally__robust_init(struct rally__robust *rb, const struct rally__config *cfg
     return RALLY_OK;
 }
 
-void rally__robust_free(struct rally__robust *rb)
+
+/* Leaves the mesh and the tracker: the kind's own state, the links, the
+ * client, the listening socket. */
+void rally__robust_mem_free(struct rally__robust *rb)
 {
     if (rb->mem.kind != NULL && rb->mem.kind->free != NULL)
         rb->mem.kind->free(rb);
     close_links(rb);
-    rally__comm_free(&rb->comm);
     rally__tclient_close(&rb->tc);
     if (rb->mem.listen_fd >= 0)
         close(rb->mem.listen_fd);
-    rally__robust_cache_free(rb);
-    rally__robust_store_free(rb);
-    free(rb->place.order);
-    rally__mock_free(&rb->mock);
-    free(rb->spans.v);
-    rb->spans.v = NULL;
+    rb->mem.listen_fd = -1;
 }
 
 /* --- for membership_dmlc.c (the dmlc tracker) ------------------------------ */

@@ -34,7 +34,7 @@ static void on_report(void *arg, int code, const char *msg)
     struct rally__robust *rb = arg;
     (void)msg;
     if (code != RALLY_ETIMEDOUT)
-        rb->mem.fatal = code;
+        rb->fatal = code;
 }
 
 /* How long a worker waits for its peers: rally_timeout_ms, bounded by
@@ -124,7 +124,7 @@ static int dmlc_reset(struct rally__robust *rb, int cause, uint64_t key)
         }
         /* a peer died again while re-wiring: back to the tracker */
         if ((rc != RALLY_EPEER && rc != RALLY_ETIMEDOUT) || rally__ms_left(deadline) == 0) {
-            rb->mem.fatal = rc;
+            rb->fatal = rc;
             return rc;
         }
     }

@@ -25,18 +25,6 @@ static uint64_t here(const struct rally__robust *rb)
                           : RALLY__KEY_BOOT(rb->pos.boot);
 }
 
-void rally__robust_pos_restart(struct rally__robust *rb)
-{
-    rb->pos.boot = 0;
-    rb->pos.q = 0;
-    rb->pos.loaded = 0;
-}
-
-void rally__robust_pos_at(struct rally__robust *rb, uint64_t v)
-{
-    rb->pos.version = v;
-}
-
 static void advance(struct rally__robust *rb)
 {
     if (rb->pos.loaded)
@@ -165,26 +153,6 @@ static int run_op(struct rally__robust *rb, struct rally__op *op, uint64_t key)
         if ((rc = rally__robust_reset(rb, rc, key)) != RALLY_OK)
             return rc;
     }
-}
-
-/* Its result is cached like any other. */
-int rally__robust_run_barrier(struct rally__robust *rb, struct rally__op *op, unsigned char **res,
-                              uint64_t *n)
-{
-    unsigned char *b = rally__robust_buf(rb, 8);
-    if (b == NULL)
-        return rally__fail(rb->err, RALLY_ENOMEM, "out of memory");
-    rally__put_u64(b, 1);
-    struct rally__reducer rd;
-    rally__reducer_builtin(&rd, RALLY_UINT64, RALLY_SUM);
-    int rc = rally__allreduce(&rb->comm, b, b, 1, &rd, &op->sig);
-    if (rc != RALLY_OK) {
-        rally__robust_unbuf(rb, b);
-        return rc;
-    }
-    *res = b;
-    *n = 8;
-    return RALLY_OK;
 }
 
 static int deliver_nothing(struct rally__robust *rb, struct rally__op *op, const unsigned char *res,
@@ -380,7 +348,10 @@ int rally__robust_checkpoint(struct rally__robust *rb, const void *global, uint6
     int rc;
     if (local != NULL) {
         rally__robust_set_has_local(rb, 1);
-        rc = rally__robust_replicate(rb, local, local_nbytes);
+        struct rally__replicate c = {local, local_nbytes, NULL};
+        struct rally__op rep;
+        rally__robust_replicate_op(rb, &c, &rep);
+        rc = rally__robust_op(rb, &rep);
         if (rc != RALLY_OK)
             return rc;
     }

@@ -37,7 +37,7 @@
  *   membership.c  the tracker client, the mesh and links (rb->mem): join, wire,
  *                 reset, rejoin; a change of the workers (renumbering,
  *                 going back to the committed version, taking workers in);
- *                 engine init and free; rally's tracker kind
+ *                 rally's tracker kind
  *                 (rally__tracker_rally: reset, input, print, leave)
  *   membership_dmlc.c  the classic dmlc tracker's kind (rally__tracker_dmlc)
  *   recovery.c    agreement rounds and transfers
@@ -48,12 +48,15 @@
  *   allreduce.c   the in-place allreduce: what it keeps as bytes become
  *                 final, the retry of what is not
  *   engine.c      the ops table of api/engine.h: the public calls as
- *                 operations
+ *                 operations; the engine's start and stop
+ *   fail.c        at the bottom: a failure recovery cannot repair, told
+ *                 to the tracker (rally__robust_fatal, rally__robust_lost)
  *
  * Each sub-struct of struct rally__robust is its file's alone; the others
  * ask that file's functions (or the inline readers below).  What stays
  * flat is what every file shares: the worker's identity (rank, world,
- * launch_rank), its settings and error, the tracker client and the links.
+ * launch_rank), its settings and error (and whether the job failed for
+ * good), the tracker client and the links.
  *
  * This layer sits on src/coll (links, algorithms) and src/tracker/client
  * (epochs); the collective layer knows nothing of it.  Outside src/robust
@@ -105,7 +108,7 @@ enum { RALLY__SERVED = 1000, RALLY__EXECUTE = 1001 };
 #define RALLY__NONE UINT64_MAX
 
 /* The engine's own request bit (the snapshot layer's count up from bit 0,
- * api/snapjob.h): a worker waits to join, so the version this commits is
+ * snapjob/snapjob.h): a worker waits to join, so the version this commits is
  * where the job takes it in (docs/recovery.md, "Elastic jobs"). */
 #define RALLY__REQ_GROW (UINT64_C(1) << 63)
 
@@ -229,6 +232,8 @@ struct rally__robust {
     const char *host; /* this worker's, for a membership of one */
     int rank, world, distributed;
     int launch_rank; /* the rank it was launched as (its task id), for the mock */
+    int fatal;       /* the job failed for good: the tracker aborted it, or this worker
+                        failed it (fail.c, rally__robust_fatal) */
     struct rally__tclient tc;
     struct rally__comm comm;
     /* this worker's place in the job (membership.c, membership_dmlc.c):
@@ -237,7 +242,6 @@ struct rally__robust {
         const struct rally__tracker_kind *kind; /* NULL: alone */
         int listen_fd;
         int recovering;           /* since an epoch began, until every worker is in step */
-        int fatal;                /* the tracker aborted the job */
         int resized;              /* the membership changed: every worker went back to its committed
                                      checkpoint, and load_checkpoint goes through an agreement */
         struct rally__dmlc *dmlc; /* the classic dmlc tracker's client (membership_dmlc.c) */
@@ -334,6 +338,22 @@ static inline uint64_t rally__robust_version(const struct rally__robust *rb)
     return rb->pos.version;
 }
 
+/* This worker stands in version v now: served it, went back to it, or
+ * adopted it from a snapshot (op.c's position, moved by the files below it). */
+static inline void rally__robust_pos_at(struct rally__robust *rb, uint64_t v)
+{
+    rb->pos.version = v;
+}
+
+/* A membership change renumbered the workers: back to the first bootstrap
+ * op, to load again. */
+static inline void rally__robust_pos_restart(struct rally__robust *rb)
+{
+    rb->pos.boot = 0;
+    rb->pos.q = 0;
+    rb->pos.loaded = 0;
+}
+
 /* Rank r's place on the placement ring, and the rank at place i. */
 static inline int rally__robust_place(const struct rally__robust *rb, int r)
 {
@@ -394,6 +414,17 @@ static inline void rally__robust_mock(const struct rally__robust *rb, uint64_t v
     rally__mock_check(&rb->mock, rb->launch_rank, version, seq, rally__robust_ndeath(rb), phase);
 }
 
+/* --- fail.c: a failure recovery cannot repair (every file calls it) --- */
+
+/* A failure recovery cannot repair: tells the tracker and waits briefly
+ * for its ABORT.  RALLY__ELOST (tracker/proto.h) says it is a loss, which a
+ * snapshot can mend; the worker's own calls fail with RALLY_EPEER. */
+void rally__robust_fatal(struct rally__robust *rb, int code, const char *msg);
+/* Something recovery needs is gone from every survivor (a copy, a piece, a
+ * result): RALLY_EPEER with the sentence, and the job fails as a loss
+ * (RALLY__ELOST, which --auto-resume mends). */
+int rally__robust_lost(struct rally__robust *rb, const char *fmt, ...) RALLY__PRINTF(2, 3);
+
 /* --- allreduce.c: the in-place allreduce (engine.c's table calls it) --- */
 
 struct rally__keeping; /* an allreduce's own state, allreduce.c's alone */
@@ -434,12 +465,6 @@ int rally__robust_finalize(struct rally__robust *rb);
 /* The end of rally_init for a worker that replaces one that died: takes
  * back its local-model copies at once (a no-op for any other worker). */
 int rally__robust_rejoined(struct rally__robust *rb);
-/* A membership change renumbered the workers: back to the first bootstrap
- * op, to load again. */
-void rally__robust_pos_restart(struct rally__robust *rb);
-/* This worker stands in version v now: served it, went back to it, or
- * adopted it from a snapshot. */
-void rally__robust_pos_at(struct rally__robust *rb, uint64_t v);
 /* A public collective completed, its result nbytes long (the engine's
  * count op): one more call and nbytes more for the heartbeats to carry. */
 void rally__robust_count(struct rally__robust *rb, uint64_t nbytes);
@@ -448,9 +473,6 @@ void rally__robust_count(struct rally__robust *rb, uint64_t nbytes);
  * RESET came before the result was read (coll/run.c's wait); bounded by
  * rally_timeout_ms. */
 int rally__robust_wait_reset(struct rally__robust *rb);
-/* A barrier: 8 bytes summed, the result a rally__robust_buf. */
-int rally__robust_run_barrier(struct rally__robust *rb, struct rally__op *op, unsigned char **res,
-                              uint64_t *n);
 
 /* --- cache.c: the result cache and buffer pool --- */
 
@@ -541,9 +563,20 @@ void rally__robust_store_adopt(struct rally__robust *rb, unsigned char *global, 
  * and is not lent (p NULL: the slot is sized only). */
 int rally__robust_set_fill(struct rally__robust *rb, struct rally__localset *ls, int j,
                            const void *p, uint64_t n);
-/* Replicates this worker's local model for the next version along the ring
- * (an operation at the current position). */
-int rally__robust_replicate(struct rally__robust *rb, const void *local, uint64_t nbytes);
+/* A barrier's run: 8 bytes summed, the result a rally__robust_buf (the
+ * replication's end, finalize's). */
+int rally__robust_run_barrier(struct rally__robust *rb, struct rally__op *op, unsigned char **res,
+                              uint64_t *n);
+/* The replication of this worker's local model for the next version along
+ * the ring: op.c runs it as an operation at the current position, with
+ * op->ctx = c (c->local, c->nbytes set). */
+struct rally__replicate {
+    const void *local;
+    uint64_t nbytes;
+    struct rally__localset *ls;
+};
+void rally__robust_replicate_op(const struct rally__robust *rb, struct rally__replicate *c,
+                                struct rally__op *op);
 /* The read interface (api/engine.h, lend): version v's global model (rank
  * -1; a lazy one serialized now) or rank's local model where this worker
  * holds it, lent until rally__robust_release. */
@@ -557,8 +590,6 @@ int rally__robust_subscribe(struct rally__robust *rb, const struct rally__subscr
 /* Gives every subscriber with a turn its turn (RALLY__TURN_*), in order;
  * the first non-OK status ends it. */
 int rally__robust_turn(struct rally__robust *rb, int when);
-/* In a turn: n words OR-ed over the job (an operation at this position). */
-int rally__robust_agree(struct rally__robust *rb, uint64_t *words, size_t n);
 /* A fresh start: the subscriber with a fresh hook may adopt a version into
  * the store (rb->version then; 0 when it gave none).  RALLY_ECONFIG from the
  * hook fails the job. */
@@ -598,24 +629,17 @@ void rally__robust_store_free(struct rally__robust *rb);
 void rally__robust_comm_setup(struct rally__robust *rb,
                               void (*report)(void *arg, int code, const char *msg),
                               struct rally__err *e);
-/* Joins the job (or stays rank 0 of 1 without a tracker). */
-int rally__robust_init(struct rally__robust *rb, const struct rally__config *cfg, const char *host,
-                       struct rally__err *e);
-void rally__robust_free(struct rally__robust *rb);
+/* Joins the job through rally's tracker (rb initialised by engine.c's
+ * start(), its settings checked). */
+int rally__robust_join(struct rally__robust *rb, struct rally__err *e);
+/* Leaves the mesh and the tracker client (engine.c's stop()). */
+void rally__robust_mem_free(struct rally__robust *rb);
 /* A setting refused before this worker joined (init's own checks, or
  * rally_init's): tells rally-run's tracker (RALLY_ECONFIG, e's sentence), so
  * the job fails once, before this worker exits (tracker/client.h,
  * rally__tclient_fail_start). */
 void rally__robust_start_failed(const struct rally__config *cfg, const char *host,
                                 const struct rally__err *e);
-/* A failure recovery cannot repair: tells the tracker and waits briefly
- * for its ABORT.  RALLY__ELOST (tracker/proto.h) says it is a loss, which a
- * snapshot can mend; the worker's own calls fail with RALLY_EPEER. */
-void rally__robust_fatal(struct rally__robust *rb, int code, const char *msg);
-/* Something recovery needs is gone from every survivor (a copy, a piece, a
- * result): RALLY_EPEER with the sentence, and the job fails as a loss
- * (RALLY__ELOST, which --auto-resume mends). */
-int rally__robust_lost(struct rally__robust *rb, const char *fmt, ...) RALLY__PRINTF(2, 3);
 /* Every worker stands at the same position: the recovery is over (its
  * tracker kind tells the tracker: IN_STEP). */
 void rally__robust_in_step(struct rally__robust *rb);
@@ -655,7 +679,7 @@ void rally__robust_unwire(struct rally__robust *rb);
 /* --- membership_dmlc.c: the same under the classic dmlc tracker --- */
 
 /* Joins through the dmlc tracker (cfg->dmlc_tracker_uri is set, rally_tracker
- * is not); rb is initialised as rally__robust_init leaves it before joining.
+ * is not); rb is initialised as engine.c's start() leaves it before joining.
  * Its kind is rally__tracker_dmlc: a reset closes every link and says
  * "recover", finalize sends "shutdown" instead of SHUTDOWN/BYE. */
 int rally__robust_dmlc_init(struct rally__robust *rb, const char *host, struct rally__err *e);

@@ -275,16 +275,31 @@ void rally__robust_release(struct rally__robust *rb, const unsigned char *p)
  * what it received the hop before.  The set is
  * valid once its own shifts are done; the barrier after them tells every
  * worker that all are. */
-struct replicate {
-    const void *local;
-    uint64_t nbytes;
-    struct rally__localset *ls;
-};
+
+/* A barrier; its result is cached like any other. */
+int rally__robust_run_barrier(struct rally__robust *rb, struct rally__op *op, unsigned char **res,
+                              uint64_t *n)
+{
+    unsigned char *b = rally__robust_buf(rb, 8);
+    if (b == NULL)
+        return rally__fail(rb->err, RALLY_ENOMEM, "out of memory");
+    rally__put_u64(b, 1);
+    struct rally__reducer rd;
+    rally__reducer_builtin(&rd, RALLY_UINT64, RALLY_SUM);
+    int rc = rally__allreduce(&rb->comm, b, b, 1, &rd, &op->sig);
+    if (rc != RALLY_OK) {
+        rally__robust_unbuf(rb, b);
+        return rc;
+    }
+    *res = b;
+    *n = 8;
+    return RALLY_OK;
+}
 
 static int run_replicate(struct rally__robust *rb, struct rally__op *op, unsigned char **res,
                          uint64_t *n)
 {
-    struct replicate *c = op->ctx;
+    struct rally__replicate *c = op->ctx;
     struct rally__localset *ls = c->ls = rally__robust_set_spare(rb);
     ls->version = rally__robust_version(rb) + 1;
     int rc = rally__robust_set_fill(rb, ls, 0, c->local, c->nbytes);
@@ -403,7 +418,7 @@ int rally__robust_set_parity(struct rally__robust *rb, struct rally__localset *l
 static int deliver_replicate(struct rally__robust *rb, struct rally__op *op,
                              const unsigned char *res, uint64_t n)
 {
-    struct replicate *c = op->ctx;
+    struct rally__replicate *c = op->ctx;
     struct rally__localset *ls = rally__robust_set_of(rb, rally__robust_version(rb) + 1);
     if (ls == NULL)
         return rally__fail(rb->err, RALLY_EPROTO,
@@ -427,14 +442,13 @@ static int deliver_replicate(struct rally__robust *rb, struct rally__op *op,
     return RALLY_OK;
 }
 
-int rally__robust_replicate(struct rally__robust *rb, const void *local, uint64_t nbytes)
+void rally__robust_replicate_op(const struct rally__robust *rb, struct rally__replicate *c,
+                                struct rally__op *op)
 {
-    struct replicate c = {local, nbytes, NULL};
-    struct rally__op op = {.sig = {RALLY__K_REPLICATE, 0, 0, -1, rally__robust_version(rb), 0},
-                           .run = run_replicate,
-                           .deliver = deliver_replicate,
-                           .ctx = &c};
-    return rally__robust_op(rb, &op);
+    *op = (struct rally__op){.sig = {RALLY__K_REPLICATE, 0, 0, -1, rally__robust_version(rb), 0},
+                             .run = run_replicate,
+                             .deliver = deliver_replicate,
+                             .ctx = c};
 }
 
 /* The newest model and the kept older one change places (an elastic
@@ -555,60 +569,9 @@ int rally__robust_turn(struct rally__robust *rb, int when)
      * the tracker hears its sentence, so the verdict names it rather than
      * the first rank to exit.  A peer's failure or a change of the workers
      * is the job's already. */
-    if (rc != RALLY_OK && rc != RALLY_EPEER && rc != RALLY_ERESIZED && !rb->mem.fatal)
+    if (rc != RALLY_OK && rc != RALLY_EPEER && rc != RALLY_ERESIZED && !rb->fatal)
         rally__robust_fatal(rb, rc, rb->err->msg);
     return rc;
-}
-
-/* A subscriber's agreement in its turn: words OR-ed over the job, cached
- * and served like any other operation. */
-struct agree {
-    uint64_t *words;
-    size_t n;
-};
-
-static int run_agree(struct rally__robust *rb, struct rally__op *op, unsigned char **res,
-                     uint64_t *n)
-{
-    struct agree *c = op->ctx;
-    uint64_t nbytes = (uint64_t)c->n * 8;
-    unsigned char *b = rally__robust_buf(rb, nbytes);
-    if (b == NULL)
-        return rally__fail(rb->err, RALLY_ENOMEM, "out of memory");
-    memcpy(b, c->words, (size_t)nbytes);
-    struct rally__reducer rd;
-    rally__reducer_builtin(&rd, RALLY_UINT64, RALLY_BITOR);
-    int rc = rally__allreduce(&rb->comm, b, b, c->n, &rd, &op->sig);
-    if (rc != RALLY_OK) {
-        rally__robust_unbuf(rb, b);
-        return rc;
-    }
-    memcpy(c->words, b, (size_t)nbytes);
-    *res = b;
-    *n = nbytes;
-    return RALLY_OK;
-}
-
-static int deliver_agree(struct rally__robust *rb, struct rally__op *op, const unsigned char *res,
-                         uint64_t n)
-{
-    struct agree *c = op->ctx;
-    if (n != (uint64_t)c->n * 8)
-        return rally__fail(rb->err, RALLY_EPROTO,
-                           "recovery served %llu bytes for a checkpoint turn's agreement of %llu",
-                           (unsigned long long)n, (unsigned long long)c->n * 8);
-    memcpy(c->words, res, (size_t)n);
-    return RALLY_OK;
-}
-
-int rally__robust_agree(struct rally__robust *rb, uint64_t *words, size_t n)
-{
-    struct agree c = {words, n};
-    struct rally__op op = {.sig = {RALLY__K_TURN, 0, 0, -1, (uint64_t)n, 0},
-                           .run = run_agree,
-                           .deliver = deliver_agree,
-                           .ctx = &c};
-    return rally__robust_op(rb, &op); /* alone too: positions count alike */
 }
 
 /* A fresh start adopts version a->version (fresh hook, api/engine.h): the

@@ -1,12 +1,15 @@
 /*
  * dir.c — a job directory's snapshots: listing (complete, incomplete,
  * damaged; by run), "latest" (over one or two tiers), removal, retention,
- * and the fresh-start check, on any store (store.h).
+ * and the fresh-start check, on any store (store.h); a root's absolute
+ * form and the probe that it takes a write.
  */
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "snapshot/internal.h"
 #include "snapshot/snapshot.h"
@@ -549,4 +552,37 @@ int rally__snap_jobs(const char *root, struct rally__err *e, char ***names, size
 void rally__snap_names_free(char **names, size_t count)
 {
     rally__store_free_names(names, count);
+}
+
+/* --- roots as every process sees them, and whether one takes a write --- */
+
+int rally__snap_absolute(const char *path, int exists, char *out, size_t cap, struct rally__err *e)
+{
+    char buf[PATH_MAX];
+    const char *p = path;
+    if (!rally__store_is_remote(path)) {
+        if (realpath(path, buf) != NULL)
+            p = buf;
+        else if (exists || errno != ENOENT)
+            return rally__fail_errno(e, RALLY_ESYS, errno, "%s", path);
+        else if (path[0] != '/' && getcwd(buf, sizeof buf) != NULL &&
+                 strlen(buf) + 1 + strlen(path) < sizeof buf)
+            p = strcat(strcat(buf, "/"), path);
+    }
+    if ((size_t)snprintf(out, cap, "%s", p) >= cap)
+        return rally__fail(e, RALLY_EINVAL, "the path %.80s... is too long", path);
+    return RALLY_OK;
+}
+
+int rally__snap_probe(const char *root, const char *run_id, struct rally__err *e)
+{
+    struct rally__store *st = NULL;
+    struct rally__snap_chunk c = {run_id, strlen(run_id)};
+    char name[RALLY__SNAP_UUID_LEN + 16];
+    snprintf(name, sizeof name, ".probe-%s", run_id); /* this run's own: no other writes it */
+    int rc = rally__store_open(root, e, &st);
+    if (rc == RALLY_OK && (rc = st->ops->put(st, "", name, &c, 1, e, NULL)) == RALLY_OK)
+        rc = st->ops->remove(st, "", name, 0, e);
+    rally__store_close(st);
+    return rc;
 }

@@ -23,9 +23,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "net/sock.h"
+#include "tracker/events.h"
 #include "tracker/msg.h"
-#include "tracker/server.h"
 
 /* The phases observers see through rally__tracker_phase (server.h), by the
  * same numbers. */

@@ -83,7 +83,7 @@ struct rally__config {
     char mock[RALLY__STR_MAX * 4];  /* kill points, ';'-separated (librally_mock) */
     char mock_sync[RALLY__STR_MAX]; /* where a group of kill points meets (librally_mock) */
     int64_t mock_deaths;            /* this rank's deaths in the job's earlier attempts */
-    /* durable snapshots (docs/snapshot-format.md; src/api/snapjob.c) */
+    /* durable snapshots (docs/snapshot-format.md; src/snapjob/snapjob.c) */
     char snapshot_dir[RALLY__STR_MAX];  /* the snapshot root; "" = no snapshots */
     char snapshot_job[RALLY__STR_MAX];  /* the job's directory name under it; "" the program's */
     char snapshot_copy[RALLY__STR_MAX]; /* the second tier (a directory, s3://...); "" none */

@@ -264,7 +264,7 @@ int run_spawn(struct run *r, int i)
         {"RALLY_ELASTIC", elastic(r) ? "1" : "0"},
         {"RALLY_MOCK_DEATHS", deaths}, /* its deaths in earlier attempts (--auto-resume) */
         /* "" without --snapshot-dir: a job given snapshot settings of its
-         * own then owns its run (src/api/resume.c) */
+         * own then owns its run (src/snapjob/resume.c) */
         {"RALLY_RUN_ID", r->snap.dir ? r->snap.run_id : ""},
         {"RALLY_RUN_STARTED", r->snap.dir ? r->snap.run_started : ""},
         {"RALLY_SNAPSHOT_DIR", r->snap.abs}, /* "" without --snapshot-dir */

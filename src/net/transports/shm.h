@@ -3,8 +3,8 @@
  * the link's state, and the segment's making (shm.c) for the set-up
  * (shm_setup.c).
  */
-#ifndef RALLY_NET_SHM_H
-#define RALLY_NET_SHM_H
+#ifndef RALLY_NET_TRANSPORTS_SHM_H
+#define RALLY_NET_TRANSPORTS_SHM_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/snapjob.h"
+#include "snapjob/snapjob.h"
 
 /* finalize's copy word only: a newer copy waits for the one outstanding */
 #define COPY_NEXT (UINT64_C(1) << 63)
@@ -36,13 +36,49 @@ static void copy_submit(struct rally__snapjob *sj, uint64_t v, const struct rall
                         int n);
 static void man_take(struct rally__snapjob *sj);
 
+void rally__snapjob_tier2_init(struct rally__snapjob *sj)
+{
+    sj->t2.copy_v = sj->t2.copy_void = sj->t2.next_v = NONE;
+    sj->t2.man_v[0] = sj->t2.man_v[1] = NONE;
+}
+
+int rally__snapjob_tier2_open(struct rally__snapjob *sj)
+{
+    const struct rally__config *c = sj->cfg;
+    if (rally__snap_absolute(c->snapshot_dir, 0, sj->t2.src, sizeof sj->t2.src, sj->err) !=
+            RALLY_OK ||
+        rally__snap_copier_start(c->snapshot_copy, (int)c->snapshot_keep, sj->err,
+                                 &sj->t2.copier) != RALLY_OK)
+        return sj->err->code;
+    return RALLY_OK;
+}
+
+void rally__snapjob_tier2_free(struct rally__snapjob *sj)
+{
+    rally__snap_copier_stop(sj->t2.copier);
+    free(sj->t2.man[0]);
+    free(sj->t2.man[1]);
+}
+
+int rally__snapjob_copy_manifest(struct rally__snapjob *sj, const struct rally__snap_manifest *m,
+                                 uint64_t version, struct rally__err *e)
+{
+    free(sj->t2.man[1]);
+    sj->t2.man[1] = NULL;
+    sj->t2.man_v[1] = NONE;
+    int rc = rally__snap_manifest_encode(m, e, &sj->t2.man[1], &sj->t2.man_n[1]);
+    if (rc == RALLY_OK)
+        sj->t2.man_v[1] = version;
+    return rc;
+}
+
 /* Rank 0: the first tier's retention leaves the snapshot being copied in
  * place, however many newer ones it keeps meanwhile (every rank copies its
  * files from there); it goes at the first commit after its copy settled. */
 static void spare(struct rally__snapjob *sj)
 {
     if (sj->cbg != NULL)
-        rally__snap_bg_spare(sj->cbg, sj->copy_v == UNKNOWN ? NONE : sj->copy_v);
+        rally__snap_bg_spare(sj->cbg, sj->t2.copy_v == UNKNOWN ? NONE : sj->t2.copy_v);
 }
 
 /* Rank 0 says, and tells the observers, why version v was not copied. */
@@ -62,42 +98,42 @@ void rally__snapjob_copy_agreed(struct rally__snapjob *sj, uint64_t flags)
     if (!(flags & RALLY__REQ_COPY_OUT))
         return;
     if (flags & RALLY__REQ_COPY_BUSY) {
-        if (sj->copy_v == NONE) /* a restarted worker: its predecessor's copy is lost */
-            sj->copy_v = UNKNOWN;
+        if (sj->t2.copy_v == NONE) /* a restarted worker: its predecessor's copy is lost */
+            sj->t2.copy_v = UNKNOWN;
         return;
     }
-    uint64_t v = sj->copy_v;
-    sj->copy_v = NONE;
+    uint64_t v = sj->t2.copy_v;
+    sj->t2.copy_v = NONE;
     struct rally__err e = {0, ""};
     if (v == NONE || v == UNKNOWN) {
         /* a restarted worker, served a settled copy */
     } else if (flags & RALLY__REQ_COPY_FAILED) {
         not_copied(sj, v, "a rank could not copy its files (its log says why)", "");
-        sj->copy_void = v;
+        sj->t2.copy_void = v;
     } else if (flags & RALLY__REQ_COPY_LOST) { /* void, but the tier took what it was given */
         not_copied(sj, v, "a rank was restarted while it copied its files",
                    "; the next snapshot reported is copied");
     } else {
-        if (sj->rank == 0 && sj->man_v[0] == v &&
-            rally__snap_copier_commit(sj->copier, sj->man[0], sj->man_n[0], v, &e) != RALLY_OK) {
+        if (sj->rank == 0 && sj->t2.man_v[0] == v &&
+            rally__snap_copier_commit(sj->t2.copier, sj->t2.man[0], sj->t2.man_n[0], v, &e) != RALLY_OK) {
             rally__snapjob_say(sj, "version %" PRIu64 " not copied: %s", v, e.msg);
             rally__snapjob_tell(sj, RALLY__TIER_COPY, 0, v, 0, e.msg);
         }
         if (sj->cfg->snapshot_local) { /* its files of older ones are of no use now */
             char jobdir[PATH_MAX + RALLY__SNAP_JOB_MAX + 2];
-            snprintf(jobdir, sizeof jobdir, "%s/%s", sj->src, sj->job);
-            rally__snap_copier_prune(sj->copier, jobdir, sj->run_id, v);
+            snprintf(jobdir, sizeof jobdir, "%s/%s", sj->t2.src, sj->job);
+            rally__snap_copier_prune(sj->t2.copier, jobdir, sj->run_id, v);
         }
     }
-    if (sj->next_v != NONE) { /* the newest reported one waited for this one */
+    if (sj->t2.next_v != NONE) { /* the newest reported one waited for this one */
         man_take(sj);
-        copy_submit(sj, sj->next_v, sj->next_f, sj->next_n);
-        sj->next_v = NONE;
+        copy_submit(sj, sj->t2.next_v, sj->t2.next_f, sj->t2.next_n);
+        sj->t2.next_v = NONE;
     } else if (flags & RALLY__REQ_COPY_NEXT) {
         /* a restarted worker: one waited (reported before its death), the
          * other ranks copy it now, and its predecessor's files of it are
          * lost */
-        sj->copy_v = UNKNOWN;
+        sj->t2.copy_v = UNKNOWN;
     }
     spare(sj);
 }
@@ -108,16 +144,16 @@ void rally__snapjob_copy_agreed(struct rally__snapjob *sj, uint64_t flags)
 int rally__snapjob_copies(struct rally__snapjob *sj)
 {
     char line[RALLY__ERR_MSG_MAX + 300];
-    if (sj->copier == NULL)
+    if (sj->t2.copier == NULL)
         return RALLY_OK;
-    while (rally__snap_copier_said(sj->copier, line, sizeof line))
+    while (rally__snap_copier_said(sj->t2.copier, line, sizeof line))
         rally__snapjob_say(sj, "%s", line);
     int ok;
     uint64_t cv, nbytes;
-    if (rally__snap_copier_outcome(sj->copier, &ok, &cv, &nbytes, line, sizeof line))
+    if (rally__snap_copier_outcome(sj->t2.copier, &ok, &cv, &nbytes, line, sizeof line))
         rally__snapjob_tell(sj, RALLY__TIER_COPY, ok, cv, nbytes, line);
-    uint64_t v = sj->copy_void;
-    sj->copy_void = NONE;
+    uint64_t v = sj->t2.copy_void;
+    sj->t2.copy_void = NONE;
     if (v != NONE && sj->cfg->snapshot_required) {
         snprintf(line, sizeof line,
                  "could not copy version %" PRIu64 " to %s: a rank could not copy its files (its "
@@ -127,7 +163,7 @@ int rally__snapjob_copies(struct rally__snapjob *sj)
             rally__snapjob_say(sj, "rally_snapshot_required: the job fails: %s", line);
         return rally__fail(sj->err, RALLY_ESYS, "rally_snapshot_required: %s", line);
     }
-    if (!rally__snap_copier_gave_up(sj->copier, line, sizeof line) || !sj->cfg->snapshot_required)
+    if (!rally__snap_copier_gave_up(sj->t2.copier, line, sizeof line) || !sj->cfg->snapshot_required)
         return RALLY_OK;
     /* said here too: in rally_finalize the application may not say it */
     rally__snapjob_say(sj, "rally_snapshot_required: the job fails: %s", line);
@@ -138,12 +174,12 @@ int rally__snapjob_copies(struct rally__snapjob *sj)
  * copy outstanding's (slot 0). */
 static void man_take(struct rally__snapjob *sj)
 {
-    free(sj->man[0]);
-    sj->man[0] = sj->man[1];
-    sj->man_n[0] = sj->man_n[1];
-    sj->man_v[0] = sj->man_v[1];
-    sj->man[1] = NULL;
-    sj->man_v[1] = NONE;
+    free(sj->t2.man[0]);
+    sj->t2.man[0] = sj->t2.man[1];
+    sj->t2.man_n[0] = sj->t2.man_n[1];
+    sj->t2.man_v[0] = sj->t2.man_v[1];
+    sj->t2.man[1] = NULL;
+    sj->t2.man_v[1] = NONE;
 }
 
 /* This rank's files of version v to its copier: the copy outstanding. */
@@ -152,14 +188,14 @@ static void copy_submit(struct rally__snapjob *sj, uint64_t v, const struct rall
 {
     struct rally__err e = {0, ""};
     struct rally__snap_target t = {NULL, sj->job, sj->run_id, v, sj->world};
-    sj->copy_v = v;
-    sj->copy_n = n;
-    sj->copy_said = 0;
+    sj->t2.copy_v = v;
+    sj->t2.copy_n = n;
+    sj->t2.copy_said = 0;
     spare(sj);
-    if (n > 0 && rally__snap_copier_submit(sj->copier, sj->src, &t, f, n, &e) != RALLY_OK) {
+    if (n > 0 && rally__snap_copier_submit(sj->t2.copier, sj->t2.src, &t, f, n, &e) != RALLY_OK) {
         rally__snapjob_say(sj, "could not copy its files of version %" PRIu64 ": %s", v, e.msg);
-        sj->copy_said = 1;
-        sj->copy_n = -1;
+        sj->t2.copy_said = 1;
+        sj->t2.copy_n = -1;
     }
 }
 
@@ -168,7 +204,7 @@ static void copy_submit(struct rally__snapjob *sj, uint64_t v, const struct rall
  * reported one waits; every rank knows alike which). */
 void rally__snapjob_copy_start(struct rally__snapjob *sj, uint64_t v)
 {
-    struct rally__snap_file *f = sj->next_f;
+    struct rally__snap_file *f = sj->t2.next_f;
     int n = 0;
     if (sj->rank == 0) {
         rally__snap_file_name(-1, f[n].name);
@@ -180,10 +216,10 @@ void rally__snapjob_copy_start(struct rally__snapjob *sj, uint64_t v)
         f[n].nbytes = sj->files[0];
         f[n++].xxh3 = sj->files[1];
     }
-    sj->next_n = n;
-    sj->next_v = v;
-    if (sj->copy_v == NONE) {
-        sj->next_v = NONE;
+    sj->t2.next_n = n;
+    sj->t2.next_v = v;
+    if (sj->t2.copy_v == NONE) {
+        sj->t2.next_v = NONE;
         man_take(sj);
         copy_submit(sj, v, f, n);
     }
@@ -193,18 +229,18 @@ void rally__snapjob_copy_start(struct rally__snapjob *sj, uint64_t v)
  * bits (a word of the same bits for the agreement in finalize). */
 uint64_t rally__snapjob_copy_bits(struct rally__snapjob *sj)
 {
-    if (sj->copier == NULL || sj->copy_v == NONE)
+    if (sj->t2.copier == NULL || sj->t2.copy_v == NONE)
         return 0;
-    uint64_t next = sj->next_v != NONE ? RALLY__REQ_COPY_NEXT : 0;
+    uint64_t next = sj->t2.next_v != NONE ? RALLY__REQ_COPY_NEXT : 0;
     int st = RALLY__SNAP_COPY_FAILED;
     uint64_t bad = RALLY__REQ_COPY_LOST; /* not the tier's failure */
     const char *why = "this worker was restarted while its files were being copied";
-    if (sj->copy_v != UNKNOWN && sj->copy_n >= 0) {
+    if (sj->t2.copy_v != UNKNOWN && sj->t2.copy_n >= 0) {
         bad = RALLY__REQ_COPY_FAILED;
-        st = sj->copy_n > 0 ? rally__snap_copier_state(sj->copier, sj->copy_v)
+        st = sj->t2.copy_n > 0 ? rally__snap_copier_state(sj->t2.copier, sj->t2.copy_v)
                             : RALLY__SNAP_COPY_OK;
         why = "its copier could not copy them (said above)";
-        if (sj->rank == 0 && sj->man_v[0] != sj->copy_v) {
+        if (sj->rank == 0 && sj->t2.man_v[0] != sj->t2.copy_v) {
             st = RALLY__SNAP_COPY_FAILED;
             why = "its manifest could not be made (said above)";
         }
@@ -213,8 +249,8 @@ uint64_t rally__snapjob_copy_bits(struct rally__snapjob *sj)
         return RALLY__REQ_COPY_OUT | RALLY__REQ_COPY_BUSY | next;
     if (st == RALLY__SNAP_COPY_OK)
         return RALLY__REQ_COPY_OUT | next;
-    if (!sj->copy_said) {
-        sj->copy_said = 1;
+    if (!sj->t2.copy_said) {
+        sj->t2.copy_said = 1;
         rally__snapjob_say(sj, "its files of the copy to %s are not there: %s",
                            sj->cfg->snapshot_copy, why);
     }
@@ -227,8 +263,8 @@ uint64_t rally__snapjob_copy_bits(struct rally__snapjob *sj)
 int rally__snapjob_copy_last(struct rally__snapjob *sj)
 {
     for (int round = 0; round < 2; round++) {
-        rally__snap_copier_drain(sj->copier);
-        uint64_t w = rally__snapjob_copy_bits(sj) | (sj->next_v != NONE ? COPY_NEXT : 0);
+        rally__snap_copier_drain(sj->t2.copier);
+        uint64_t w = rally__snapjob_copy_bits(sj) | (sj->t2.next_v != NONE ? COPY_NEXT : 0);
         int rc = E->agree(sj->en, &w, 1);
         if (rc != RALLY_OK)
             return rc;
@@ -236,12 +272,12 @@ int rally__snapjob_copy_last(struct rally__snapjob *sj)
         if (!(w & COPY_NEXT))
             break;
     }
-    rally__snap_copier_drain(sj->copier);
+    rally__snap_copier_drain(sj->t2.copier);
     if (sj->rank == 0 && sj->cbg != NULL && !sj->cfg->snapshot_local) {
         /* every copy settled: a snapshot retention spared for its copy goes */
         char jobdir[PATH_MAX + RALLY__SNAP_JOB_MAX + 2];
         struct rally__err re = {0, ""};
-        snprintf(jobdir, sizeof jobdir, "%s/%s", sj->src, sj->job);
+        snprintf(jobdir, sizeof jobdir, "%s/%s", sj->t2.src, sj->job);
         if (rally__snap_retain(jobdir, sj->run_id, (int)sj->cfg->snapshot_keep, &re, NULL) !=
             RALLY_OK)
             rally__snapjob_say(sj, "retention failed (the snapshots stay): %s", re.msg);
@@ -251,20 +287,20 @@ int rally__snapjob_copy_last(struct rally__snapjob *sj)
 
 void rally__snapjob_copy_resized(struct rally__snapjob *sj, uint64_t v, int world)
 {
-    if (sj->copier == NULL)
+    if (sj->t2.copier == NULL)
         return;
-    if (sj->rank == 0 && sj->copy_v < UNKNOWN)
+    if (sj->rank == 0 && sj->t2.copy_v < UNKNOWN)
         rally__snapjob_say(sj,
                            "version %" PRIu64 " not copied to %s: the job went on with %d "
                            "workers from version %" PRIu64 " before every rank copied its files",
-                           sj->copy_v, sj->cfg->snapshot_copy, world, v);
+                           sj->t2.copy_v, sj->cfg->snapshot_copy, world, v);
     /* the copiers may still be at the old world's files: harmless, they are
      * never committed; the copy of the next reported snapshot starts anew */
-    sj->copy_v = sj->next_v = NONE;
+    sj->t2.copy_v = sj->t2.next_v = NONE;
     for (int i = 0; i < 2; i++) {
-        free(sj->man[i]);
-        sj->man[i] = NULL;
-        sj->man_v[i] = NONE;
+        free(sj->t2.man[i]);
+        sj->t2.man[i] = NULL;
+        sj->t2.man_v[i] = NONE;
     }
     spare(sj);
 }

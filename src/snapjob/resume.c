@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/snapjob.h"
+#include "snapjob/snapjob.h"
 #include "util/records.h"
 
 #define E (&rally__engine)
@@ -46,21 +46,21 @@ static int refuse(struct rally__err *e, const char *setting, const char *value, 
     return rally__fail_over(e, RALLY_ECONFIG, "%s=%s: %s%s", setting, value, was, tail);
 }
 
-/* sj->jobdir: rally_snapshot_dir/job, absolute. */
+/* sj->rs.jobdir: rally_snapshot_dir/job, absolute. */
 static int job_dir(struct rally__snapjob *sj)
 {
     const char *d = sj->cfg->snapshot_dir;
     char abs[PATH_MAX];
     if (realpath(d, abs) == NULL)
         return rally__fail(sj->err, RALLY_ESYS, "rally_snapshot_dir=%s: %s", d, strerror(errno));
-    if (snprintf(sj->jobdir, sizeof sj->jobdir, "%s/%s", abs, sj->job) >= (int)sizeof sj->jobdir)
+    if (snprintf(sj->rs.jobdir, sizeof sj->rs.jobdir, "%s/%s", abs, sj->job) >= (int)sizeof sj->rs.jobdir)
         return rally__fail(sj->err, RALLY_ECONFIG, "rally_snapshot_dir=%s: the path is too long", d);
     const char *cp = sj->cfg->snapshot_copy;
     struct rally__err ce = {0, ""};
     if (cp[0] != '\0' && rally__snap_absolute(cp, 0, abs, sizeof abs, &ce) != RALLY_OK)
         return rally__fail(sj->err, RALLY_ECONFIG, "rally_snapshot_copy=%s: %s", cp, ce.msg);
-    if (cp[0] != '\0' && snprintf(sj->copy_jobdir, sizeof sj->copy_jobdir, "%s/%s", abs,
-                                  sj->job) >= (int)sizeof sj->copy_jobdir)
+    if (cp[0] != '\0' && snprintf(sj->rs.copy_jobdir, sizeof sj->rs.copy_jobdir, "%s/%s", abs,
+                                  sj->job) >= (int)sizeof sj->rs.copy_jobdir)
         return rally__fail(sj->err, RALLY_ECONFIG, "rally_snapshot_copy=%s: the path is too long",
                            cp);
     return RALLY_OK;
@@ -76,38 +76,38 @@ static int name_run(struct rally__snapjob *sj, struct run_word *w)
         return e->code;
     rally__snap_now(w->run_started);
     if (c->snapshot_dir[0] != '\0') {
-        if (rally__snap_lock_take(c->snapshot_dir, sj->job, w->run_id, e, &sj->lock) != RALLY_OK ||
+        if (rally__snap_lock_take(c->snapshot_dir, sj->job, w->run_id, e, &sj->rs.lock) != RALLY_OK ||
             job_dir(sj) != RALLY_OK)
             return e->code;
         if (c->snapshot_copy[0] != '\0' &&
             rally__snap_probe(c->snapshot_copy, w->run_id, e) != RALLY_OK)
             return refuse(e, "rally_snapshot_copy", c->snapshot_copy, " (it cannot take a write)");
         if (c->resume[0] == '\0' && !c->overwrite &&
-            rally__snap_check_fresh_tiers(sj->jobdir, sj->copy_jobdir, "rally_resume=latest",
+            rally__snap_check_fresh_tiers(sj->rs.jobdir, sj->rs.copy_jobdir, "rally_resume=latest",
                                           "rally_overwrite=1", e) != RALLY_OK)
             return e->code = RALLY_ECONFIG;
     }
     if (c->resume[0] == '\0')
         return RALLY_OK;
     if ((strcmp(c->resume, "latest") == 0 || strcmp(c->resume, RALLY__SNAP_IF_ANY) == 0) &&
-        sj->jobdir[0] == '\0')
+        sj->rs.jobdir[0] == '\0')
         return rally__fail(e, RALLY_ECONFIG, "rally_resume=%s needs rally_snapshot_dir",
                            c->resume);
     char path[PATH_MAX];
     struct rally__snap *sn = NULL;
-    const char *copydir = sj->copy_jobdir[0] ? sj->copy_jobdir : NULL;
-    if (rally__snap_resolve(sj->jobdir, copydir, c->resume, e, path, sizeof path) != RALLY_OK)
+    const char *copydir = sj->rs.copy_jobdir[0] ? sj->rs.copy_jobdir : NULL;
+    if (rally__snap_resolve(sj->rs.jobdir, copydir, c->resume, e, path, sizeof path) != RALLY_OK)
         return refuse(e, "rally_resume", c->resume, "");
     if (path[0] == '\0') { /* latest-if-any, and none */
         rally__snapjob_say(sj, "rally_resume=%s: no complete snapshot in %s%s%s: a fresh start",
-                           c->resume, sj->jobdir, copydir ? " nor " : "", copydir ? copydir : "");
+                           c->resume, sj->rs.jobdir, copydir ? " nor " : "", copydir ? copydir : "");
         return RALLY_OK;
     }
     if (rally__snap_open(path, e, &sn) != RALLY_OK) {
         char older[PATH_MAX], hint[2 * PATH_MAX + 128] = "";
         uint64_t v = 0;
         if ((strcmp(c->resume, "latest") == 0 || strcmp(c->resume, RALLY__SNAP_IF_ANY) == 0) &&
-            rally__snap_older(sj->jobdir, copydir, path, older, sizeof older, &v))
+            rally__snap_older(sj->rs.jobdir, copydir, path, older, sizeof older, &v))
             snprintf(hint, sizeof hint,
                      "; the newest snapshot before it that verifies is %s (checkpoint version "
                      "%" PRIu64 "): rally_resume=%s takes it",
@@ -143,10 +143,10 @@ int rally__snapjob_run(struct rally__snapjob *sj)
             memcpy(sj->run_started, c->run_started, RALLY__SNAP_TIME_LEN + 1);
         else
             rally__snap_now(sj->run_started);
-        snprintf(sj->resume, sizeof sj->resume, "%s", c->resume);
+        snprintf(sj->rs.resume, sizeof sj->rs.resume, "%s", c->resume);
         return RALLY_OK;
     }
-    sj->owner = 1;
+    sj->rs.owner = 1;
     struct run_word *w = calloc(1, sizeof *w);
     if (w == NULL)
         return rally__fail(e, RALLY_ENOMEM, "out of memory");
@@ -160,7 +160,7 @@ int rally__snapjob_run(struct rally__snapjob *sj)
     int rc = sj->world > 1 ? E->broadcast(sj->en, w, sizeof *w, 0) : RALLY_OK;
     if (rc == RALLY_OK && w->code == RALLY_OK && sj->rank == 0 && again &&
         c->snapshot_dir[0] != '\0' &&
-        (rally__snap_lock_take(c->snapshot_dir, sj->job, w->run_id, e, &sj->lock) != RALLY_OK ||
+        (rally__snap_lock_take(c->snapshot_dir, sj->job, w->run_id, e, &sj->rs.lock) != RALLY_OK ||
          job_dir(sj) != RALLY_OK)) {
         rally__snapjob_say(sj, "restarted, could not take the job directory's lock again: %s",
                            e->msg);
@@ -171,28 +171,34 @@ int rally__snapjob_run(struct rally__snapjob *sj)
     if (rc == RALLY_OK) {
         memcpy(sj->run_id, w->run_id, sizeof sj->run_id);
         memcpy(sj->run_started, w->run_started, sizeof sj->run_started);
-        memcpy(sj->resume, w->resume, sizeof sj->resume);
-        if (sj->rank == 0 && sj->resume[0] != '\0')
-            rally__snapjob_say(sj, "resuming from %s (rally_resume=%s, verified)", sj->resume,
+        memcpy(sj->rs.resume, w->resume, sizeof sj->rs.resume);
+        if (sj->rank == 0 && sj->rs.resume[0] != '\0')
+            rally__snapjob_say(sj, "resuming from %s (rally_resume=%s, verified)", sj->rs.resume,
                                c->resume);
     }
     free(w);
     return rc;
 }
 
+void rally__snapjob_run_free(struct rally__snapjob *sj)
+{
+    rally__snap_lock_release(sj->rs.lock);
+    sj->rs.lock = NULL;
+}
+
 void rally__snapjob_done(struct rally__snapjob *sj)
 {
     const struct rally__config *c = sj ? sj->cfg : NULL;
-    if (sj == NULL || !sj->owner || sj->rank != 0 || sj->jobdir[0] == '\0' || c->keep_snapshots ||
+    if (sj == NULL || !sj->rs.owner || sj->rank != 0 || sj->rs.jobdir[0] == '\0' || c->keep_snapshots ||
         c->snapshot_final)
         return;
     char say[RALLY__ERR_MSG_MAX + 64];
-    rally__snap_clean_run(sj->jobdir, sj->run_id, "rally_keep_snapshots=1", say, sizeof say);
+    rally__snap_clean_run(sj->rs.jobdir, sj->run_id, "rally_keep_snapshots=1", say, sizeof say);
     if (say[0])
         rally__snapjob_say(sj, "%s", say);
-    if (sj->copy_jobdir[0] == '\0')
+    if (sj->rs.copy_jobdir[0] == '\0')
         return;
-    rally__snap_clean_run(sj->copy_jobdir, sj->run_id, "rally_keep_snapshots=1", say, sizeof say);
+    rally__snap_clean_run(sj->rs.copy_jobdir, sj->run_id, "rally_keep_snapshots=1", say, sizeof say);
     if (say[0])
         rally__snapjob_say(sj, "%s: %s", sj->cfg->snapshot_copy, say);
 }
@@ -263,7 +269,7 @@ static int read_records(struct rally__snapjob *sj, struct rally__snap *sn, int o
     }
 out:
     for (int r = 0; file != NULL && r < old_world; r++)
-        rally_free(file[r]);
+        free(file[r]);
     free(file);
     free(fn);
     rally__recs_free(&recs);
@@ -300,14 +306,14 @@ static int read_models(struct rally__snapjob *sj, struct rally__snap *sn, struct
 int rally__snapjob_fresh(void *arg, struct rally__adopt *a)
 {
     struct rally__snapjob *sj = arg;
-    if (sj->resume[0] == '\0')
+    if (sj->rs.resume[0] == '\0')
         return RALLY_OK; /* nothing to resume: a fresh start */
     struct rally__snap *sn = NULL;
     char note[512], mine[17], **fps = NULL;
     /* the launcher (or rank 0) verified every file; this rank verifies each
      * file it reads as it reads it, all of them before the application
      * gets a byte */
-    int rc = rally__snap_open_sizes(sj->resume, sj->err, &sn);
+    int rc = rally__snap_open_sizes(sj->rs.resume, sj->err, &sn);
     if (rc != RALLY_OK)
         goto out;
     const struct rally__snap_manifest *m = rally__snap_manifest(sn);
@@ -316,7 +322,7 @@ int rally__snapjob_fresh(void *arg, struct rally__adopt *a)
                                    sj->app_config,
                                    sj->scheme[0] ? sj->scheme : NULL,
                                    NULL,
-                                   sj->owner ? "rally_resume_force=1" : "--force",
+                                   sj->rs.owner ? "rally_resume_force=1" : "--force",
                                    sj->rec_owner != NULL};
     if (sj->has_fp && m->fingerprints != NULL && m->world == sj->world) {
         /* this rank knows its own input only: the others' entries are the
@@ -345,7 +351,7 @@ int rally__snapjob_fresh(void *arg, struct rally__adopt *a)
         rally__snapjob_say(sj,
                            "resuming from %s: checkpoint version %" PRIu64 " of run %s, %d "
                            "workers",
-                           sj->resume, m->version, m->run_id, m->world);
+                           sj->rs.resume, m->version, m->run_id, m->world);
     sj->last = m->version; /* it is on disk already */
     sj->resumed = 1;
     a->version = m->version;

@@ -37,7 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/snapjob.h"
+#include "snapjob/snapjob.h"
 #include "util/clock.h"
 #include "util/wire.h"
 
@@ -80,23 +80,6 @@ static void listen_usr1(void)
     sa.sa_flags = SA_RESTART;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGUSR1, &sa, NULL);
-}
-
-void rally__snapjob_say(const struct rally__snapjob *sj, const char *fmt, ...)
-{
-    char line[RALLY__ERR_MSG_MAX + 256];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "rally: rank %d: snapshot: %s\n", sj->rank, line);
-}
-
-void rally__snapjob_tell(struct rally__snapjob *sj, const char *tier, int ok, uint64_t v,
-                         uint64_t nbytes, const char *where)
-{
-    E->report(sj->en, ok ? RALLY__REPORT_SNAPSHOT : RALLY__REPORT_SNAPSHOT_VOID, tier, 0, v,
-              ok ? nbytes : 0, where);
 }
 
 /* SIGUSR1 arrived: the request bit for the commit of version v. */
@@ -199,7 +182,7 @@ static int on_turn(void *arg, int when);
  * asked for. */
 static void committed(struct rally__snapjob *sj, uint64_t v, uint64_t flags)
 {
-    if (sj->copier != NULL)
+    if (rally__snapjob_copying(sj))
         rally__snapjob_copy_agreed(sj, flags);
     if ((flags & RALLY__REQ_SNAP_PENDING) && sj->pending == NONE) {
         /* a restarted worker served a commit made while an older snapshot
@@ -329,8 +312,8 @@ int rally__snapjob_start(struct rally__engine *en, const struct rally__config *c
     sj->err = e;
     sj->rank = E->rank(en);
     sj->world = E->world(en);
-    sj->pending = sj->last = sj->committing = sj->copy_v = sj->copy_void = sj->next_v = NONE;
-    sj->man_v[0] = sj->man_v[1] = NONE;
+    sj->pending = sj->last = sj->committing = NONE;
+    rally__snapjob_tier2_init(sj);
     sj->last_ms = rally__now_ms();
     sj->skip = c->snapshot_busy == RALLY__SNAP_BUSY_SKIP;
     if (c->snapshot_local && c->snapshot_copy[0] == '\0')
@@ -350,14 +333,11 @@ int rally__snapjob_start(struct rally__engine *en, const struct rally__config *c
         sj->report_world = sj->world;
         if (rally__snap_bg_start(e, &sj->bg) != RALLY_OK ||
             (sj->rank == 0 && rally__snap_bg_start(e, &sj->cbg) != RALLY_OK) ||
-            (c->snapshot_copy[0] != '\0' &&
-             (rally__snap_absolute(c->snapshot_dir, 0, sj->src, sizeof sj->src, e) != RALLY_OK ||
-              rally__snap_copier_start(c->snapshot_copy, (int)c->snapshot_keep, e,
-                                       &sj->copier) != RALLY_OK)))
+            (c->snapshot_copy[0] != '\0' && rally__snapjob_tier2_open(sj) != RALLY_OK))
             return e->code;
         /* version 1 has no commit before it; a resumed job's first commit
          * is of the version it resumed, on disk already */
-        if (c->snapshot_every == 1 && sj->resume[0] == '\0')
+        if (c->snapshot_every == 1 && !rally__snapjob_resuming(sj))
             E->request(en, RALLY__REQ_SNAPSHOT);
         listen_usr1();
     }
@@ -370,11 +350,9 @@ void rally__snapjob_free(struct rally__snapjob *sj)
         return;
     rally__snap_bg_stop(sj->bg); /* finishes the write in flight */
     rally__snap_bg_stop(sj->cbg);
-    rally__snap_copier_stop(sj->copier);
+    rally__snapjob_tier2_free(sj);
     give_back(sj);
-    rally__snap_lock_release(sj->lock);
-    free(sj->man[0]);
-    free(sj->man[1]);
+    rally__snapjob_run_free(sj);
     free(sj->changes);
     free(sj->report);
     free(sj->app_name);
@@ -555,14 +533,8 @@ static int commit(struct rally__snapjob *sj, const unsigned char *all, uint64_t 
     m.changes = sj->changes;
     m.nchanges = sj->nchanges;
     m.records = sj->rec_owner != NULL;
-    if (sj->copier != NULL) { /* the copy's manifest, for when every file is there */
-        free(sj->man[1]);
-        sj->man[1] = NULL;
-        sj->man_v[1] = NONE;
-        if ((rc = rally__snap_manifest_encode(&m, e, &sj->man[1], &sj->man_n[1])) != RALLY_OK)
-            goto out;
-        sj->man_v[1] = version;
-    }
+    if (rally__snapjob_copying(sj) && (rc = rally__snapjob_copy_manifest(sj, &m, version, e)) != RALLY_OK)
+        goto out;
     /* the manifest's fsyncs and retention's unlinks on the committer's
      * thread: collected (and logged) at a later turn; a directory private
      * to each host holds no whole snapshot: it is committed in the copy only.
@@ -686,7 +658,7 @@ static int settle(struct rally__snapjob *sj, int wait)
     }
     if (rc != RALLY_OK)
         return rc;
-    if (bad < 0 && sj->copier != NULL)
+    if (bad < 0 && rally__snapjob_copying(sj))
         rally__snapjob_copy_start(sj, v);
     if (e.code != RALLY_OK && sj->rank == 0) {
         rally__snapjob_say(
@@ -759,7 +731,7 @@ static int on_turn(void *arg, int when)
         rc = settle(sj, 1);
     }
     int crc = collect(sj, 1); /* nothing is left behind being committed */
-    if (sj->copier != NULL) { /* nor being copied: the second tier holds the last one too */
+    if (rally__snapjob_copying(sj)) { /* nor being copied: the second tier holds the last one too */
         int prc = rally__snapjob_copy_last(sj);
         crc = crc != RALLY_OK ? crc : prc;
     }

@@ -1,7 +1,9 @@
 /*
  * snapjob.h — durable snapshots of a job over any engine: the snapshot
- * layer's subscriber to checkpoints (snapjob.c) and resuming (resume.c),
- * private to src/api.
+ * layer's subscriber to checkpoints (snapjob.c), the second tier
+ * (tier2.c), resuming (resume.c) and what it says (say.c, at the bottom).
+ * Its own layer: above src/snapshot and the engine interface it drives
+ * (api/engine.h), below src/api, which starts it.
  *
  * It sees the engine only through its ops (api/engine.h): commits with
  * agreed request bits, a turn in every checkpoint and in finalize with an
@@ -10,8 +12,8 @@
  * src/snapshot, which knows no engine.  So librally and librally_mpi take
  * the same snapshots and resume them alike.
  */
-#ifndef RALLY_API_SNAPJOB_H
-#define RALLY_API_SNAPJOB_H
+#ifndef RALLY_SNAPJOB_SNAPJOB_H
+#define RALLY_SNAPJOB_SNAPJOB_H
 
 #include <limits.h>
 #include <stdint.h>
@@ -42,6 +44,36 @@
 #define RALLY__SNAP_NONE UINT64_MAX
 #define RALLY__SNAP_UNKNOWN (UINT64_MAX - 1) /* pending, version unknown: a restarted rank */
 
+/* With rally_snapshot_copy, the second tier (tier2.c's alone; snapjob.c asks
+ * rally__snapjob_copying): every rank copies its own files of the newest
+ * reported snapshot, rank 0 commits the copy once the commit flags say all
+ * are there (tier2.c). */
+struct rally__snapjob_tier2 {
+    struct rally__snap_copier *copier;
+    char src[PATH_MAX];  /* rally_snapshot_dir, absolute: where the files are read */
+    uint64_t copy_v;     /* the version being copied (agreed), NONE, or UNKNOWN */
+    int copy_n;          /* ... this rank's files of it handed to the copier */
+    /* rank 0: the copy's manifests (malloc'd), of version man_v[i]: of the
+     * copy outstanding, and of the one waiting (made at its report) */
+    char *man[2];
+    size_t man_n[2];
+    uint64_t man_v[2];
+    int copy_said;       /* ... this rank said why it failed */
+    uint64_t copy_void;  /* a copy the flags said failed, for rally_snapshot_required */
+    uint64_t next_v;     /* a newer reported snapshot waiting to be copied, or NONE */
+    struct rally__snap_file next_f[RALLY__SNAP_PARTS_MAX]; /* ... this rank's files of it */
+    int next_n;
+};
+
+/* The run (resume.c's alone): named by the launcher, or owned by this job. */
+struct rally__snapjob_run {
+    int owner; /* no launcher named it: rank 0 holds the lock and cleans up */
+    struct rally__snap_lock *lock;
+    char jobdir[PATH_MAX];
+    char copy_jobdir[PATH_MAX]; /* rally_snapshot_copy/job; "" none */
+    char resume[PATH_MAX]; /* the snapshot to resume from, resolved; "" none */
+};
+
 struct rally__snapjob {
     struct rally__engine *en;
     const struct rally__config *cfg;
@@ -62,23 +94,7 @@ struct rally__snapjob {
     struct rally__snap_bg *cbg; /* rank 0: the committer (manifest, retention) */
     uint64_t committing;        /* ... the version it is committing, or NONE */
     uint64_t committing_nbytes; /* ... and its files' bytes, for observers */
-    /* with rally_snapshot_copy, the second tier: every rank copies its own
-     * files of the newest reported snapshot, rank 0 commits the copy once
-     * the commit flags say all are there (snapjob.c, "The second tier") */
-    struct rally__snap_copier *copier;
-    char src[PATH_MAX];  /* rally_snapshot_dir, absolute: where the files are read */
-    uint64_t copy_v;     /* the version being copied (agreed), NONE, or UNKNOWN */
-    int copy_n;          /* ... this rank's files of it handed to the copier */
-    /* rank 0: the copy's manifests (malloc'd), of version man_v[i]: of the
-     * copy outstanding, and of the one waiting (made at its report) */
-    char *man[2];
-    size_t man_n[2];
-    uint64_t man_v[2];
-    int copy_said;       /* ... this rank said why it failed */
-    uint64_t copy_void;  /* a copy the flags said failed, for rally_snapshot_required */
-    uint64_t next_v;     /* a newer reported snapshot waiting to be copied, or NONE */
-    struct rally__snap_file next_f[RALLY__SNAP_PARTS_MAX]; /* ... this rank's files of it */
-    int next_n;
+    struct rally__snapjob_tier2 t2; /* tier2.c's alone */
     /* the training thread's stall: in the snapshot pending (take, and the
      * checkpoints' reports), and over the snapshots reported at checkpoints */
     int64_t stall_us, stall_sum_us, stall_max_us;
@@ -99,12 +115,7 @@ struct rally__snapjob {
     uint64_t *report;                        /* the report's words: world slots (snapjob.c), kept */
     const void *lent[RALLY__SNAP_PARTS_MAX]; /* the engine's bytes the writer reads */
     int nlent;
-    /* the run (resume.c): named by the launcher, or owned by this job */
-    int owner; /* no launcher named it: rank 0 holds the lock and cleans up */
-    struct rally__snap_lock *lock;
-    char jobdir[PATH_MAX];
-    char copy_jobdir[PATH_MAX]; /* rally_snapshot_copy/job; "" none */
-    char resume[PATH_MAX]; /* the snapshot to resume from, resolved; "" none */
+    struct rally__snapjob_run rs; /* resume.c's alone */
 };
 
 /* --- snapjob.c -------------------------------------------------------------- */
@@ -127,6 +138,10 @@ void rally__snapjob_set_input(struct rally__snapjob *sj, const char *scheme, uin
 /* rally_set_local_records: the manifests say so, and a resume at another
  * world size moves the records to their owners. */
 void rally__snapjob_set_records(struct rally__snapjob *sj, rally_owner_fn owner, void *arg);
+
+/* --- say.c: what the snapshot job tells (every file calls it) ------------- */
+
+/* A line on stderr behind the rank ("rally: rank R: snapshot: ..."). */
 void rally__snapjob_say(const struct rally__snapjob *sj, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Rank 0 tells observers (the engine's report op) what became of the
@@ -137,6 +152,20 @@ void rally__snapjob_tell(struct rally__snapjob *sj, const char *tier, int ok, ui
 
 /* --- tier2.c: the second tier (called from snapjob.c) ---------------------- */
 
+/* Whether the job copies to a second tier (rally_snapshot_copy). */
+static inline int rally__snapjob_copying(const struct rally__snapjob *sj)
+{
+    return sj->t2.copier != NULL;
+}
+/* Its state before anything (no copy outstanding or waiting), its copier
+ * started (0, or the status with sj->err), and both gone. */
+void rally__snapjob_tier2_init(struct rally__snapjob *sj);
+int rally__snapjob_tier2_open(struct rally__snapjob *sj);
+void rally__snapjob_tier2_free(struct rally__snapjob *sj);
+/* Rank 0: the copy's manifest of version (m), kept until every rank's
+ * files are there. */
+int rally__snapjob_copy_manifest(struct rally__snapjob *sj, const struct rally__snap_manifest *m,
+                                 uint64_t version, struct rally__err *e);
 /* The agreed copy bits of a commit (its flags), or of finalize's word. */
 void rally__snapjob_copy_agreed(struct rally__snapjob *sj, uint64_t flags);
 /* The snapshot of version v was reported: this rank's files go to its copier. */
@@ -158,6 +187,13 @@ void rally__snapjob_copy_resized(struct rally__snapjob *sj, uint64_t v, int worl
 int rally__snapjob_run(struct rally__snapjob *sj);
 /* The engine's fresh hook: the resumed version, read and verified. */
 int rally__snapjob_fresh(void *arg, struct rally__adopt *a);
+/* Whether this job resumes from a snapshot. */
+static inline int rally__snapjob_resuming(const struct rally__snapjob *sj)
+{
+    return sj->rs.resume[0] != '\0';
+}
+/* Gives up the job directory's lock, if this worker holds it. */
+void rally__snapjob_run_free(struct rally__snapjob *sj);
 /* The job finalized successfully: a run this job owns removes its
  * snapshots unless kept (rally_keep_snapshots, rally_snapshot_final). */
 void rally__snapjob_done(struct rally__snapjob *sj);

@@ -36,7 +36,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "net/shm.h"
+#include "net/transports/shm.h"
 #include "net/sock.h"
 #include "net/transport.h"
 #include "util/clock.h"
