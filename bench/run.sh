@@ -21,6 +21,7 @@
 #                                     checkpoint time, a whole host's recovery)
 #   BENCH_TIMEOUT=900                 seconds allowed for one program run
 #   BENCH_KMEANS=0, BENCH_TRAINERS=0  skip bench/kmeans.sh, bench/linear.sh + bench/gbdt.sh
+#   BENCH_RAY=0                       skip bench/ray.sh (rally.ray beside Ray Train, a kill -9)
 #   BENCH_TORCH=0                     skip bench/torch.sh (rally.torch beside torch.distributed Gloo)
 #   BENCH_SPARK=0                     skip bench/spark.sh (rally.spark's GBDT beside xgboost.spark)
 #   BENCH_HIER=0                      skip bench/hier.sh (the hierarchy across shaped hosts; root)
@@ -327,6 +328,16 @@ if [ "${BENCH_TRAINERS:-1}" != 0 ]; then
     fi
     "$(dirname "$0")/linear.sh" "$BUILD"
     "$(dirname "$0")/gbdt.sh" "$BUILD"
+fi
+# rally.ray beside Ray Train's restart from its checkpoint: the seconds from a
+# kill -9 to the job back in step (bench/ray.sh; BENCH_QUICK: one round;
+# BENCH_RAY=0 skips it)
+if [ "${BENCH_RAY:-1}" != 0 ]; then
+    echo
+    if [ -n "${BENCH_QUICK:-}" ]; then
+        export BENCH_RAY_ROUNDS=${BENCH_RAY_ROUNDS:-1}
+    fi
+    "$(dirname "$0")/ray.sh" "$BUILD"
 fi
 # rally.torch beside torch.distributed with Gloo, an MLP's time per step
 # (bench/torch.sh; BENCH_QUICK: 50 steps, one round; BENCH_TORCH=0 skips it)

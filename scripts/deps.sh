@@ -60,6 +60,8 @@ fi
 # so they come from PyPI, pinned, into the same .venv, with the pandas and
 # pyarrow that pyspark's pandas UDFs (xgboost.spark) need.  Java is Debian's.
 PYPI_PINS="pyspark==4.1.1 ray==2.60.0 xgboost-cpu==3.2.0 pandas==2.2.3 pyarrow==19.0.1"
+# Ray Train (bench/ray.sh runs it beside rally.ray) wants pydantic.
+PYPI_PINS="$PYPI_PINS pydantic==2.14.4"
 for pin in $PYPI_PINS; do
     name=$(echo "${pin%%==*}" | tr - _)
     if ! ls -d "$venv"/lib/python3*/site-packages/$name-${pin##*==}.dist-info >/dev/null 2>&1; then

@@ -9,70 +9,27 @@ the job to 2 ranks or, the default, resumes it from its snapshot once a
 replacement node comes in: the failure-free digest each time; a cluster
 too small is a clear error.
 
-Every process of the cluster, the driver and the workers carries
-RALLY_TEST_TAG=<the test's tag>-<node> in its environment (a Ray worker
-inherits its raylet's): a node is killed by its tag, and none may be left at
-the end.  No `ray stop`: it would stop every Ray of this user."""
+The cluster is progs/ray_cluster.py's: every process of a node, and the
+driver, carries a tag in its environment by which a node is killed and by
+which none may be left at the end."""
 import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 import uuid
 
 import pytest
 
 from conftest import BUILD, PROGS, ROOT
 
+sys.path.insert(0, PROGS)
+from ray_cluster import Cluster, pids, read, wait_until  # noqa: E402
+
 DOC = os.path.join(ROOT, "docs", "ray.md")
-RAY = os.path.join(os.path.dirname(sys.executable), "ray")  # the venv's, beside its python
 HEAD = "127.0.0.2"
-
-
-def _pids(prefix):
-    """Pids of processes whose RALLY_TEST_TAG starts with prefix."""
-    needle = ("RALLY_TEST_TAG=" + prefix).encode()
-    out = []
-    for d in os.listdir("/proc"):
-        if not d.isdigit() or int(d) == os.getpid():
-            continue
-        try:
-            with open("/proc/%s/environ" % d, "rb") as f:
-                if any(v.startswith(needle) for v in f.read().split(b"\0")):
-                    out.append(int(d))
-        except OSError:
-            pass
-    return out
-
-
-def _free_ports(n):
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
-
-
-def _wait(cond, secs, what):
-    end = time.monotonic() + secs
-    while not cond():
-        if time.monotonic() > end:
-            raise AssertionError("waited %g s: %s" % (secs, what()))
-        time.sleep(0.1)
-
-
-def _read(path):
-    try:
-        with open(path, errors="replace") as f:
-            return f.read()
-    except FileNotFoundError:
-        return ""
 
 
 def _gist(out):
@@ -82,7 +39,7 @@ def _gist(out):
 
 def doc_program():
     """docs/ray.md's program: the first ```python block after '## The program'."""
-    text = _read(DOC)
+    text = read(DOC)
     m = re.search(r"^## The program\n.*?```python\n(.*?)```", text, re.S | re.M)
     assert m, "docs/ray.md has no ```python block under '## The program'"
     return m.group(1)
@@ -91,63 +48,9 @@ def doc_program():
 def doc_line(kind):
     """The result line docs/ray.md shows for a run of kind ('failure-free',
     'kill'): the line after '<!-- kind -->'."""
-    m = re.search(r"<!-- %s -->\n(?:.*\n)*?(k-means on .*)\n" % kind, _read(DOC))
+    m = re.search(r"<!-- %s -->\n(?:.*\n)*?(k-means on .*)\n" % kind, read(DOC))
     assert m, "docs/ray.md shows no output for %s" % kind
     return m.group(1)
-
-
-class Cluster:
-    def __init__(self, tmp, pythonpath):
-        self.tag = "ray-%d-%s" % (os.getpid(), uuid.uuid4().hex[:8])
-        self.tmp, self.procs, self.address = tmp, {}, None
-        # a lost node is known in about 2 s (Ray's default is 15 s or more:
-        # 5 health checks 3 s apart)
-        self.env = dict(os.environ, PYTHONPATH=pythonpath, RAY_USAGE_STATS_ENABLED="0",
-                        RAY_health_check_period_ms="500", RAY_health_check_failure_threshold="4",
-                        RAY_health_check_initial_delay_ms="1000")
-
-    def start(self, name, ip):
-        p = _free_ports(6)
-        cmd = [RAY, "start", "--block", "--node-ip-address", ip, "--num-cpus", "2",
-               "--temp-dir", os.path.join(self.tmp, name), "--disable-usage-stats",
-               "--dashboard-agent-listen-port", str(p[0]), "--dashboard-agent-grpc-port", str(p[1]),
-               "--metrics-export-port", str(p[2]), "--runtime-env-agent-port", str(p[3])]
-        if self.address is None:
-            cmd += ["--head", "--port", str(p[4]), "--include-dashboard=false",
-                    "--dashboard-port", str(p[5])]
-        else:
-            cmd += ["--address", self.address]
-        log = os.path.join(self.tmp, name + ".log")
-        with open(log, "w") as f:
-            self.procs[name] = subprocess.Popen(
-                cmd, stdout=f, stderr=subprocess.STDOUT, start_new_session=True,
-                env=dict(self.env, RALLY_TEST_TAG="%s-%s" % (self.tag, name)))
-        _wait(lambda: "Ray runtime started" in _read(log) or self.procs[name].poll() is not None,
-              120, lambda: "node %s did not start" % name)
-        assert self.procs[name].poll() is None, "node %s: %s" % (name, _read(log)[-2000:])
-        if self.address is None:
-            self.address = "%s:%d" % (ip, p[4])
-
-    def kill(self, name):
-        """kill -9 of every process of the node, until none is left."""
-        tag = "%s-%s" % (self.tag, name)
-        end = time.monotonic() + 30
-        while True:
-            pids = _pids(tag)
-            if not pids:
-                break
-            assert time.monotonic() < end, "node %s's processes outlive SIGKILL: %s" % (name, pids)
-            for pid in pids:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            time.sleep(0.1)
-        self.procs.pop(name).wait(10)
-
-    def close(self):
-        for name in sorted(self.procs, key=lambda n: n == "head"):  # the head last
-            self.kill(name)
 
 
 class Driver:
@@ -163,11 +66,12 @@ class Driver:
                                       stderr=subprocess.STDOUT, env=env)
 
     def text(self):
-        return _read(self.out)
+        return read(self.out)
 
     def wait_for(self, pattern, secs=120):
-        _wait(lambda: re.search(pattern, self.text(), re.M) or self.p.poll() is not None, secs,
-              lambda: "no '%s' in the driver's output:\n%s" % (pattern, _gist(self.text())))
+        wait_until(lambda: re.search(pattern, self.text(), re.M) or self.p.poll() is not None,
+                   secs, lambda: "no '%s' in the driver's output:\n%s"
+                   % (pattern, _gist(self.text())))
         assert re.search(pattern, self.text(), re.M), _gist(self.text())
 
     def finish(self):
@@ -189,7 +93,7 @@ def cluster():
         yield c
     finally:
         c.close()
-        _wait(lambda: not _pids(c.tag), 30, lambda: "left behind: %s" % _pids(c.tag))
+        wait_until(lambda: not pids(c.tag), 30, lambda: "left behind: %s" % pids(c.tag))
         shutil.rmtree(tmp, ignore_errors=True)
 
 
@@ -227,7 +131,7 @@ def test_actor_process_kill9_recovers_in_place(cluster):
     first incarnation waits at iteration 5 after writing its pid)."""
     ensure_two_nodes(cluster)
     d = job(cluster, "resume", "rank1", os.path.join(cluster.tmp, "pid"))
-    _wait(lambda: markers(cluster, "pid"), 120, lambda: _gist(d.text()))
+    wait_until(lambda: markers(cluster, "pid"), 120, lambda: _gist(d.text()))
     pid = int(markers(cluster, "pid")[0].split(".")[1])
     os.kill(pid, signal.SIGKILL)
     rc, out = d.finish()
@@ -243,7 +147,7 @@ def test_node_lost_shrinks(cluster):
     sums), at 2 ranks."""
     ensure_two_nodes(cluster)
     d = job(cluster, "shrink", "n2", os.path.join(cluster.tmp, "shrink"))
-    _wait(lambda: markers(cluster, "shrink"), 120, lambda: _gist(d.text()))
+    wait_until(lambda: markers(cluster, "shrink"), 120, lambda: _gist(d.text()))
     cluster.kill("n2")
     rc, out = d.finish()
     want = doc_line("failure-free").split()[-1]
@@ -263,7 +167,7 @@ def test_node_lost_resumes_from_the_snapshot(cluster):
     ensure_two_nodes(cluster)
     snap = os.path.join(cluster.tmp, "snap")
     d = job(cluster, "resume", "n2", os.path.join(cluster.tmp, "resume"), snap)
-    _wait(lambda: markers(cluster, "resume"), 120, lambda: _gist(d.text()))
+    wait_until(lambda: markers(cluster, "resume"), 120, lambda: _gist(d.text()))
     cluster.kill("n2")
     d.wait_for(r"^rally\.ray: ranks \d, \d lost for good: resuming from the newest snapshot "
                r"at 4 ranks once the cluster has room")
@@ -277,6 +181,7 @@ def test_node_lost_resumes_from_the_snapshot(cluster):
 def test_a_cluster_too_small_is_an_error(cluster):
     """5 ranks of 1 CPU on 4 CPUs: a sentence naming it, no hang."""
     ensure_two_nodes(cluster)
-    rc, out = job(cluster, "resume", "none", os.path.join(cluster.tmp, "none"), "-", 5).finish()
+    rc, out = job(cluster, "resume", "none", os.path.join(cluster.tmp, "none"), "-", 5,
+                  10).finish()
     assert rc != 0, out
     assert "rally.ray.run: the cluster has no room for 5 ranks" in out, _gist(out)

@@ -2,7 +2,7 @@
 as test_ray.py drives it: a driver that prints "result DIGEST world W", and
 a kill point, PauseOn, where the test kills a whole Ray node.
 
-    python3 ray_job.py ADDRESS POLICY NODE MARKER [SNAPSHOT_DIR] [N_WORKERS]
+    python3 ray_job.py ADDRESS POLICY NODE MARKER [SNAPSHOT_DIR|-] [N_WORKERS] [WAIT]
 
 The ranks on node NODE (their Ray node's RALLY_TEST_TAG ends in -NODE) write
 MARKER.<pid> at iteration 5 and wait there to be killed with their node;
@@ -38,12 +38,15 @@ def main():
     address, policy, node, marker = sys.argv[1:5]
     snap = sys.argv[5] if len(sys.argv) > 5 and sys.argv[5] != "-" else None
     n = int(sys.argv[6]) if len(sys.argv) > 6 else 4
+    # room for the ranks: a node just started, or the last job's actors just
+    # gone, may take a while to show on a loaded machine
+    wait = float(sys.argv[7]) if len(sys.argv) > 7 else 120
     ray.init(address=address, log_to_driver=False, logging_level="ERROR")
     df = points()
     ds = ray.data.from_pandas([df[i::BLOCKS] for i in range(BLOCKS)])
     out = rally.ray.run(kmeans, K, ITERS, on_iteration=PauseOn(node, 5, marker), data=ds,
                         n_workers=n, on_node_loss=policy, min_workers=n // 2, node_wait=5,
-                        wait=10, resume_wait=120, timeout=300, snapshot_dir=snap,
+                        wait=wait, resume_wait=120, timeout=300, snapshot_dir=snap,
                         snapshot_every=1 if snap else 0)
     print("result %s world %d" % (out["digest"], out["world"]), flush=True)
 
