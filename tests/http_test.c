@@ -1,5 +1,5 @@
 /*
- * http_test.c — unit tests of rally-run's status server (tools/launch/http.h)
+ * http_test.c — unit tests of rally-run's status server (tools/watch/http.h)
  * on loopback, its poll loop in a thread of the test: it answers GET and
  * HEAD, refuses a request without the token (401) and takes it as a bearer
  * header or a query parameter, answers beside 200 idle connections, keeps
@@ -24,7 +24,7 @@
 
 #include <cmocka.h>
 
-#include "launch/http.h"
+#include "watch/http.h"
 #include "util/clock.h"
 
 #define BIG (8u << 20) /* an answer no socket buffer holds */

@@ -56,7 +56,7 @@ foreach(case snapshot_env export_local tmpdir_sweep torchrun not_on_path)
   set_tests_properties(launch_env_${case} PROPERTIES TIMEOUT 180)
 endforeach()
 
-#   watch_test          cmocka: what an observer sees (tools/launch/watch.h): the
+#   watch_test          cmocka: what an observer sees (tools/watch/watch.h): the
 #                       status document, the metrics, the rank waited for, the
 #                       events file, the progress line
 add_executable(watch_test ${CMAKE_CURRENT_LIST_DIR}/watch_test.c)
@@ -64,7 +64,7 @@ target_link_libraries(watch_test rally_watch cmocka)
 add_test(NAME watch_test COMMAND watch_test)
 set_tests_properties(watch_test PROPERTIES LABELS "quick" TIMEOUT 30)
 
-#   http_test           cmocka: the status server (tools/launch/http.h) on loopback:
+#   http_test           cmocka: the status server (tools/watch/http.h) on loopback:
 #                       the token, 200 idle connections, a stalled reader, the limit
 add_executable(http_test ${CMAKE_CURRENT_LIST_DIR}/http_test.c)
 target_link_libraries(http_test rally_watch cmocka Threads::Threads)

@@ -44,7 +44,7 @@ TMP = tempfile.mkdtemp(prefix="rally-slow-test-")
 GROUPS = []
 NAMED = re.compile(r"^rally-run: rank (\d+) \(host (\S+)\) arrives (\d+) % after the median "
                    r"over the last (\d+) calls$", re.M)
-MARK = 0.25  # launch/late.h's RALLY__LATE_NAMED
+MARK = 0.25  # watch/late.h's RALLY__LATE_NAMED
 
 
 def cleanup(*_):

@@ -1,6 +1,6 @@
 /*
  * watch_test.c — unit tests of what an observer of a job sees
- * (tools/launch/watch.h): the status document carries every event's trace
+ * (tools/watch/watch.h): the status document carries every event's trace
  * (epochs with their recovery time, snapshots committed and void, the
  * application's series), the metrics say the policy's counts and a
  * cumulative histogram, the rank the job waits for is the one behind, a long
@@ -20,7 +20,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "launch/watch.h"
+#include "watch/watch.h"
 
 static struct rally__watch *made(void)
 {

@@ -1,7 +1,7 @@
 /*
  * kind.h — the launcher kinds (rally-run --launcher): what rally-run asks of
- * each instead of naming it.  A kind is one file (kind_local.c, kind_ssh.c,
- * kind_slurm.c, kind_mpirun.c) that defines one struct rally__launch_kind,
+ * each instead of naming it.  A kind is one file (kinds/local.c, kinds/ssh.c,
+ * kinds/slurm.c, kinds/mpirun.c) that defines one struct rally__launch_kind,
  * and one row in rally__launch_kinds (kind.c); the errors that list kinds
  * ("--launcher wants local, ssh, slurm or mpirun") are made from the rows.
  *

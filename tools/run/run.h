@@ -31,7 +31,7 @@
 #include "launch/proc.h"
 #include "launch/remote.h"
 #include "launch/snaps.h"
-#include "launch/watch.h"
+#include "watch/watch.h"
 #include "net/sock.h"
 #include "tracker/server.h"
 
@@ -198,7 +198,7 @@ int run_redundancy(struct run *r);
 /* The job's ranks changed (redundancy_again): look again, and say it when
  * it changed. */
 void run_redundancy_again(struct run *r);
-/* What the status page shows of it (launch/watch.h), or NULL. */
+/* What the status page shows of it (watch/watch.h), or NULL. */
 const struct rally__watch_redundancy *run_redundancy_watch(const struct run *r);
 void run_redundancy_free(struct run *r);
 

@@ -4,7 +4,7 @@
  *
  * Once a second rally-run reads every rank's straggler window from the
  * tracker (the workers' heartbeats carry it) and measures each rank's
- * lateness (launch/late.h).  A rank at RALLY__LATE_NAMED or later is named
+ * lateness (watch/late.h).  A rank at RALLY__LATE_NAMED or later is named
  * in one line, said again only when its lateness moved by
  * RALLY__LATE_AGAIN since, and once more when it falls below half the
  * mark ("no longer"): a clean run says nothing.  With --give-up-slow PCT:CALLS
@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "launch/late.h"
+#include "watch/late.h"
 #include "run/run.h"
 #include "util/clock.h"
 

@@ -9,7 +9,7 @@
  * own counts each turn (changes); a request renders the rows from
  * the tracker's and the policy's state at that moment (refresh) and answers
  * from the watch's buffer.  The server lives in rally-run's poll loop
- * (launch/http.h): it never blocks it, and a client that stalls or a crowd
+ * (watch/http.h): it never blocks it, and a client that stalls or a crowd
  * of idle ones costs descriptors, not heartbeats.
  */
 #include <errno.h>
@@ -22,9 +22,9 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include "launch/http.h"
+#include "watch/http.h"
 #include "launch/serve.h"
-#include "launch/watch.h"
+#include "watch/watch.h"
 #include "run/run.h"
 #include "tracker/proto.h"
 #include "util/clock.h"

@@ -1,5 +1,5 @@
 /*
- * kind_mpirun.c — --launcher mpirun (kind.h): each rank is "mpirun -np 1
+ * mpirun.c — --launcher mpirun (kind.h): each rank is "mpirun -np 1
  * --host HOST --quiet rally-agent ..." (OpenMPI's), on localhost without
  * --hosts.  Each rank's mpirun keeps its session directory below one of
  * its own (session_dir): side by side, mpiruns under one base race, one's
@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "kind.h"
+#include "launch/kind.h"
 
 static int hosts(struct rally__launch_hosts *hs, int world, char *err, size_t cap)
 {

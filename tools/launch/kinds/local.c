@@ -1,8 +1,8 @@
 /*
- * kind_local.c — --launcher local (kind.h): every worker is rally-run's own
+ * local.c — --launcher local (kind.h): every worker is rally-run's own
  * child on this host, and the tracker listens on loopback.
  */
-#include "kind.h"
+#include "launch/kind.h"
 
 const struct rally__launch_kind rally__launch_kind_local = {
     .name = "local",

@@ -9,7 +9,7 @@
  * closed.  Nothing here waits: accept, recv and send are non-blocking, and
  * each slot has a deadline.
  */
-#include "launch/http.h"
+#include "watch/http.h"
 
 #include <errno.h>
 #include <fcntl.h>

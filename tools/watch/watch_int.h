@@ -17,8 +17,8 @@
 
 #include <stdio.h>
 
-#include "launch/late.h"
-#include "launch/watch.h"
+#include "watch/late.h"
+#include "watch/watch.h"
 
 #define WATCH_EPOCHS 256
 #define WATCH_SNAPS 64

@@ -1,7 +1,7 @@
 /*
  * late.c — the straggler measure (late.h).
  */
-#include "launch/late.h"
+#include "watch/late.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -72,9 +72,9 @@ struct rally__watch_rank {
     int deaths, restarts;
     uint64_t calls, nbytes; /* collectives called, their bytes */
     int waited_on;          /* set by the render: the job waits for this rank */
-    uint32_t win;           /* its straggler window (launch/late.h): calls, */
+    uint32_t win;           /* its straggler window (watch/late.h): calls, */
     uint64_t win_wait_ms, win_span_ms; /* ... ms waited inside them, ms they spanned */
-    double lateness;        /* set by the render: launch/late.h's measure; NAN unknown */
+    double lateness;        /* set by the render: watch/late.h's measure; NAN unknown */
 };
 
 /* The policy's counts: the summary line's numbers. */
@@ -159,7 +159,7 @@ int rally__watch_progress(struct rally__watch *w, int64_t now_ms, char *line, si
  * running rank silent for 2.5 s becomes "silent". */
 void rally__watch_mark_waited(struct rally__watch_rank *rows, int n, int recovering);
 
-/* Each row's lateness (launch/late.h) from the windows of the ranks that
+/* Each row's lateness (watch/late.h) from the windows of the ranks that
  * run: how much later than the median rank it arrives, as a share of the
  * time per call; NAN when not known.  0, or ENOMEM. */
 int rally__watch_mark_late(struct rally__watch *w);

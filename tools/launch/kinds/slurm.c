@@ -1,5 +1,5 @@
 /*
- * kind_slurm.c — --launcher slurm (kind.h): inside an allocation each rank
+ * slurm.c — --launcher slurm (kind.h): inside an allocation each rank
  * is one job step of one task on its node, "srun --nodes=1 --ntasks=1
  * --nodelist=HOST ... rally-agent ...".  Without --hosts the hosts are the
  * allocation's nodes (SLURM_JOB_NODELIST, expanded by `scontrol show
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kind.h"
+#include "launch/kind.h"
 
 static int hosts(struct rally__launch_hosts *hs, int world, char *err, size_t cap)
 {

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "launch/watch_int.h"
+#include "watch/watch_int.h"
 
 uint64_t rally__watch_version(const struct rally__watch *w)
 {

@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "launch/watch_int.h"
+#include "watch/watch_int.h"
 
 const double rally__watch_buckets[NBUCKETS] = {0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
 

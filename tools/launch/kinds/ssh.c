@@ -1,11 +1,11 @@
 /*
- * kind_ssh.c — --launcher ssh (kind.h): each rank is "ssh -o BatchMode=yes
+ * ssh.c — --launcher ssh (kind.h): each rank is "ssh -o BatchMode=yes
  * [-o OPT...] HOST -- rally-agent ...", on the hosts of --hosts or
  * --hostfile.  The remote shell joins the words after "--", so they are
  * quoted once more; ssh's own status 255 says the host cannot be reached.
  * A job may grow onto a host with a slot free (--max-workers).
  */
-#include "kind.h"
+#include "launch/kind.h"
 
 static void wrap(struct rally__launch_words *w, const struct rally__launch_cmd_in *in)
 {
