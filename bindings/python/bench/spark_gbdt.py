@@ -78,14 +78,17 @@ def jvm_of(pid):
 
 
 def executors():
+    """This application's executor JVMs (not another Spark's on the machine)."""
+    app = spark.sparkContext.applicationId.encode()
     out = []
     for d in os.listdir("/proc"):
         try:
             with open("/proc/%s/cmdline" % d, "rb") as f:
-                if b"CoarseGrainedExecutorBackend" in f.read():
-                    out.append(int(d))
+                argv = f.read().split(b"\0")
         except OSError:
-            pass
+            continue
+        if b"org.apache.spark.executor.CoarseGrainedExecutorBackend" in argv and app in argv:
+            out.append(int(d))
     return out
 
 
@@ -150,7 +153,7 @@ def xgb_fit(kill_after):
     return time.monotonic() - t0, m
 
 
-def side(name, rnd, half):
+def side(name, rnd):
     wait_slots()
     if name == "rally":
         s, m = rally_fit(False)
@@ -158,7 +161,8 @@ def side(name, rnd, half):
         s, m = xgb_fit(None)
     acc, ll = quality(m, "probability")
     print("%d %s_fit %.3f\n%d %s_tree %.5f\n%d %s_acc %.3f\n%d %s_logloss %.2f"
-          % (rnd, name, s, rnd, name, s / trees, rnd, name, 100 * acc, rnd, name, 1000 * ll), flush=True)
+          % (rnd, name, s, rnd, name, s / trees, rnd, name, 100 * acc, rnd, name, 1000 * ll),
+          flush=True)
     wait_slots()
     k = rally_fit(True)[0] if name == "rally" else xgb_fit(s / 2)[0]
     print("%d %s_kill %.3f" % (rnd, name, k), flush=True)
@@ -167,5 +171,5 @@ def side(name, rnd, half):
 for rnd in range(1, rounds + 1):
     order = ("rally", "xgb") if rnd % 2 else ("xgb", "rally")
     for name in order:
-        side(name, rnd, None)
+        side(name, rnd)
 spark.stop()

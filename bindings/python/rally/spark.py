@@ -263,7 +263,8 @@ def run(spark: Any, what: Union[Callable[..., Any], Sequence[str]], *args: Any,
         snapshot_dir: Optional[str] = None, snapshot_every: int = 0, snapshot_every_ms: int = 0,
         snapshot_keep: Optional[int] = None, local_dir: Optional[str] = None,
         data_dir: Optional[str] = None, job: Optional[str] = None,
-        sort_rows: bool = True, wait_for_slots: float = 60.0, restart_limit: int = 3, restart_wait: float = 60.0,
+        sort_rows: bool = True, wait_for_slots: float = 60.0, restart_limit: int = 3,
+        restart_wait: float = 60.0,
         timeout: Optional[float] = None, echo: bool = False, **kwargs: Any) -> Any:
     """Runs a rally job of ``n_workers`` ranks (default: data's partitions)
     as one barrier stage and returns rank 0's result.
@@ -335,7 +336,8 @@ def run(spark: Any, what: Union[Callable[..., Any], Sequence[str]], *args: Any,
                           "snapshot_dir", 4)
     datafile = None
     if program and data is not None:
-        datafile = os.path.join(os.path.abspath(data_dir), "%s.%s.csv" % (name, uuid.uuid4().hex[:8]))
+        datafile = os.path.join(os.path.abspath(data_dir),
+                                "%s.%s.csv" % (name, uuid.uuid4().hex[:8]))
 
     host = sc.getConf().get("spark.driver.host") or socket.gethostname()
     keeper = _Keeper(n, host, int(restart_wait * 1000), echo)
@@ -666,7 +668,8 @@ class GBDTClassifier(_Estimator):
                         "--lambda": reg_lambda, "--gamma": gamma,
                         "--min-child-weight": min_child_weight, "--max-bin": max_bin}
         self.program_args = list(program_args)
-        self.shared_dir, self.snapshot_every, self.run_kwargs = shared_dir, snapshot_every, run_kwargs
+        self.shared_dir, self.snapshot_every = shared_dir, snapshot_every
+        self.run_kwargs = run_kwargs
 
     def _fit(self, dataset: Any) -> "GBDTModel":
         import json
@@ -685,8 +688,8 @@ class GBDTClassifier(_Estimator):
         kw = dict(self.run_kwargs)
         if self.snapshot_every:
             kw.update(snapshot_dir=snaps, snapshot_every=self.snapshot_every)
-        out = run(dataset.sparkSession, argv, data=rows.rdd.map(tuple), n_workers=self.num_workers,
-                  data_dir=self.shared_dir, job="rally-gbdt", **kw)
+        out = run(dataset.sparkSession, argv, data=rows.rdd.map(tuple),
+                  n_workers=self.num_workers, data_dir=self.shared_dir, job="rally-gbdt", **kw)
         start = out.index('{"format"')
         model, _ = json.JSONDecoder().raw_decode(out[start:])
         return GBDTModel(model, self.features_col, self.prediction_col, self.probability_col)
@@ -710,7 +713,8 @@ class GBDTModel(_Model):
         from pyspark.sql.types import DoubleType, StructField, StructType
 
         text = json.dumps(self.model)
-        cols = [self.features_col] if isinstance(self.features_col, str) else list(self.features_col)
+        cols = ([self.features_col] if isinstance(self.features_col, str)
+                else list(self.features_col))
         width = len(cols)
         tool = _lib.tool("rally-gbdt")
 
