@@ -17,7 +17,8 @@ Prints lines "ROUND KEY VALUE" (bench/lib.sh's format):
                                 and is run again from the start, as a user
                                 would
 The kill: rally's at the first snapshot past half the trees (rank 1's
-executor); xgboost's at half its failure-free time in the same round."""
+executor); xgboost's once its training reaches half the trees (a callback
+makes a file)."""
 import glob
 import math
 import os
@@ -28,6 +29,7 @@ import threading
 import time
 
 import numpy as np
+import xgboost
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 os.environ["PYSPARK_PYTHON"] = sys.executable
@@ -132,24 +134,49 @@ def rally_fit(kill):
     return s, m
 
 
-def xgb_fit(kill_after):
+class Half(xgboost.callback.TrainingCallback):
+    """Makes a file once training reaches a tree: the kill's known point."""
+
+    def __init__(self, path, at):
+        super().__init__()
+        self.path, self.at = path, at
+
+    def after_iteration(self, model, epoch, evals_log):
+        if epoch == self.at and not os.path.exists(self.path):
+            open(self.path, "w").close()
+        return False
+
+
+def xgb(**kw):
     from xgboost.spark import SparkXGBClassifier
 
+    return SparkXGBClassifier(features_col="features", label_col="label", num_workers=2,
+                              n_estimators=trees, max_depth=6, learning_rate=0.3,
+                              tree_method="hist", max_bin=255, **kw)
+
+
+def xgb_fit(kill):
+    """Failure-free, or with an executor killed -9 once training reaches half
+    the trees: the fit fails and is run again from the start."""
     t0 = time.monotonic()
-    clf = SparkXGBClassifier(features_col="features", label_col="label", num_workers=2,
-                             n_estimators=trees, max_depth=6, learning_rate=0.3,
-                             tree_method="hist", max_bin=255)
-    if kill_after is not None:
-        timer = threading.Timer(kill_after, lambda: os.kill(executors()[0], signal.SIGKILL))
-        timer.start()
+    if kill:
+        mark = os.path.join(shared, "xgb-half")
+        if os.path.exists(mark):
+            os.unlink(mark)
+
+        def killer():
+            while not os.path.exists(mark):
+                time.sleep(0.01)
+            os.kill(executors()[0], signal.SIGKILL)
+        threading.Thread(target=killer, daemon=True).start()
         try:
-            clf.fit(train)
+            xgb(callbacks=[Half(mark, trees // 2)]).fit(train)
             raise AssertionError("xgboost.spark's fit survived an executor's kill")
         except Exception as e:  # noqa: BLE001 - the stage's failure, as Spark raises it
             if isinstance(e, AssertionError):
                 raise
         wait_slots()
-    m = clf.fit(train)
+    m = xgb().fit(train)
     return time.monotonic() - t0, m
 
 
@@ -158,13 +185,13 @@ def side(name, rnd):
     if name == "rally":
         s, m = rally_fit(False)
     else:
-        s, m = xgb_fit(None)
+        s, m = xgb_fit(False)
     acc, ll = quality(m, "probability")
     print("%d %s_fit %.3f\n%d %s_tree %.5f\n%d %s_acc %.3f\n%d %s_logloss %.2f"
           % (rnd, name, s, rnd, name, s / trees, rnd, name, 100 * acc, rnd, name, 1000 * ll),
           flush=True)
     wait_slots()
-    k = rally_fit(True)[0] if name == "rally" else xgb_fit(s / 2)[0]
+    k = rally_fit(True)[0] if name == "rally" else xgb_fit(True)[0]
     print("%d %s_kill %.3f" % (rnd, name, k), flush=True)
 
 
