@@ -61,8 +61,8 @@ if(RALLY_PYTHON AND NOT RALLY_SANITIZE)
   # from Debian; scripts/deps.sh): local-cluster[2,1,1024], a worker and an
   # executor JVM killed -9, a second job in the same snapshot directory, too
   # few slots, rally-gbdt as an estimator, docs/spark.md's program: ten jobs
-  # and a Spark's start, 5 to 7 minutes on 2 cores under a load of 25 to 30
-  # (most of it the JVMs' start); it fails, not skips, without pyspark.
+  # and a Spark's start, 2.5 minutes on 2 cores beside a CPU hog at a load of
+  # 4, 12 at a load of 29; it fails, not skips, without pyspark.
   add_test(NAME python_spark
            COMMAND ${CMAKE_COMMAND} -E env ${RALLY_PYTEST_ENV}
                    ${RALLY_TORCH2_PYTHON} -m pytest -q -p no:cacheprovider -rs
