@@ -31,7 +31,7 @@ import time
 import uuid
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
-from . import _lib
+from . import _lib, _tracker
 from .errors import ConfigError, PeerError
 
 __all__ = ["run", "partitions"]
@@ -73,26 +73,6 @@ def _task(rank: int, tracker: str, secret: bytes, fn: Callable[..., Any], parts:
             return fn(r, parts, *args, **kwargs) if parts is not None else fn(r, *args, **kwargs)
     finally:
         os.unlink(path)
-
-
-def _start_tracker(n: int, bind: Optional[str], startup_ms: int):
-    cmd = [_lib.tool("rally-tracker"), "-n", str(n), "--startup-timeout-ms", str(startup_ms)]
-    if bind:
-        cmd += ["--bind", bind]
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    env = {}
-    while len(env) < 2:
-        line = p.stdout.readline()
-        if not line:
-            p.wait()
-            raise ConfigError("rally.dask: rally-tracker exited %s before it said where it is"
-                              % p.returncode, 4)
-        k, _, v = line.strip().partition("=")
-        if k in ("RALLY_TRACKER", "RALLY_SECRET_FILE"):
-            env[k] = v
-    with open(env["RALLY_SECRET_FILE"], "rb") as f:
-        secret = f.read()
-    return p, env["RALLY_TRACKER"], secret
 
 
 def _drain(p, last, echo):
@@ -195,7 +175,7 @@ def run(client: Any, fn: Callable[..., Any], *args: Any, n_workers: Optional[int
     loopback = all(w.startswith(("tcp://127.", "inproc://")) for w in workers)
     # A restarted rank must be able to register within the startup timeout
     # of its epoch: a Dask worker's restart takes seconds.
-    tracker, where, secret = _start_tracker(n, "127.0.0.1" if loopback else None,
+    tracker, where, secret = _tracker.start("rally.dask", n, "127.0.0.1" if loopback else None,
                                             int(restart_wait * 1000))
     last: collections.deque = collections.deque(maxlen=200)
     run.last_lines = last

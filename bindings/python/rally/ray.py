@@ -32,7 +32,7 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
-from . import _lib
+from . import _lib, _tracker
 from .dask import _drain, _snapshot_settings
 from .errors import ConfigError, PeerError
 
@@ -139,30 +139,6 @@ class _Rank:
             os.unlink(path)
 
 
-def _start_tracker(n: int, bind: Optional[str], startup_ms: int, min_workers: Optional[int]):
-    cmd = [_lib.tool("rally-tracker"), "-n", str(n), "--startup-timeout-ms", str(startup_ms),
-           "--control-stdin"]
-    if min_workers is not None:
-        cmd += ["--min-workers", str(min_workers)]
-    if bind:
-        cmd += ["--bind", bind]
-    p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, text=True)
-    env = {}
-    while len(env) < 2:
-        line = p.stdout.readline()
-        if not line:
-            p.wait()
-            raise ConfigError("rally.ray: rally-tracker exited %s before it said where it is"
-                              % p.returncode, 4)
-        k, _, v = line.strip().partition("=")
-        if k in ("RALLY_TRACKER", "RALLY_SECRET_FILE"):
-            env[k] = v
-    with open(env["RALLY_SECRET_FILE"], "rb") as f:
-        secret = f.read()
-    return p, env["RALLY_TRACKER"], secret
-
-
 def _stop(p) -> None:
     if p.poll() is None:
         p.terminate()
@@ -239,9 +215,12 @@ class _Attempt:
             # a restarted rank registers within the startup timeout of its
             # epoch: the node's loss is known and the actor restarted inside
             # node_wait
-            self.tracker, where, secret = _start_tracker(
-                n, "127.0.0.1" if loopback else None, int((o["node_wait"] + 60) * 1000),
-                o["min_workers"])
+            args = ["--control-stdin"]
+            if o["min_workers"] is not None:
+                args += ["--min-workers", str(o["min_workers"])]
+            self.tracker, where, secret = _tracker.start(
+                "rally.ray", n, "127.0.0.1" if loopback else None,
+                int((o["node_wait"] + 60) * 1000), args, control=True)
             self.reader = threading.Thread(target=_drain, daemon=True,
                                            args=(self.tracker, self.last, o["echo"]))
             self.reader.start()

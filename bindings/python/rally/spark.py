@@ -48,7 +48,7 @@ import time
 import uuid
 from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
-from . import _lib
+from . import _lib, _tracker
 from .errors import ConfigError, PeerError
 
 __all__ = ["run", "slots", "GBDTClassifier", "GBDTModel"]
@@ -166,7 +166,8 @@ class _Keeper:
                 return b"stale\n"
             if g > self.gen:
                 self._stop_tracker()
-                self.tracker, where, secret = _start_tracker(self.n, self.bind, self.startup_ms)
+                self.tracker, where, secret = _tracker.start("rally.spark", self.n, self.bind,
+                                                             self.startup_ms)
                 threading.Thread(target=self._drain, args=(self.tracker,), daemon=True).start()
                 self.gen, self.generations = g, self.generations + 1
                 self.answer = ("%s %s\n" % (where, secret.hex())).encode()
@@ -199,26 +200,6 @@ class _Keeper:
         self.thread.join(10)
         with self.lock:
             self._stop_tracker()
-
-
-def _start_tracker(n: int, bind: Optional[str], startup_ms: int):
-    cmd = [_lib.tool("rally-tracker"), "-n", str(n), "--startup-timeout-ms", str(startup_ms)]
-    if bind:
-        cmd += ["--bind", bind]
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    env = {}
-    while len(env) < 2:
-        line = p.stdout.readline()
-        if not line:
-            p.wait()
-            raise ConfigError("rally.spark: rally-tracker exited %s before it said where it is"
-                              % p.returncode, 4)
-        k, _, v = line.strip().partition("=")
-        if k in ("RALLY_TRACKER", "RALLY_SECRET_FILE"):
-            env[k] = v
-    with open(env["RALLY_SECRET_FILE"], "rb") as f:
-        secret = f.read()
-    return p, env["RALLY_TRACKER"], secret
 
 
 def _ask(keeper: str, line: str) -> str:
