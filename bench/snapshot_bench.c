@@ -56,7 +56,7 @@ static int write_only(const char *dir, size_t n, int reps, int first)
     double best = 1e300;
     for (int k = 0; k < reps; k++) {
         struct rally__snap_target t = {dir, "w", "0f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0",
-                                       (uint64_t)(first + k), 1};
+                                       (uint64_t)(first + k), 1, NULL};
         struct rally__err e = {0, ""};
         struct rally__snap_file f;
         double a = now_ms();

@@ -44,7 +44,7 @@ int main(int argc, char **argv)
     const char *root = argv[1], *global_file = NULL;
     int locals = 0, commit = 1;
     struct rally__snap_target t = {root, argv[2], argv[3], strtoull(argv[5], NULL, 10),
-                                   atoi(argv[6])};
+                                   atoi(argv[6]), NULL};
     for (int i = 7; i < argc; i++) {
         if (strcmp(argv[i], "--global") == 0 && i + 1 < argc)
             global_file = argv[++i];

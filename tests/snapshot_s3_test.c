@@ -185,7 +185,7 @@ static void round_trip(void **state)
     assert_string_equal(jobs[0], "job");
     rally__snap_names_free(jobs, nj);
     /* committed once: never written into again */
-    struct rally__snap_target t = {root, "job", RUN_A, 3, 3};
+    struct rally__snap_target t = {root, "job", RUN_A, 3, 3, NULL};
     struct rally__snap_file f;
     assert_int_equal(rally__snap_write_part(&t, 0, "x", 1, &e, &f), RALLY_EINVAL);
     assert_non_null(strstr(e.msg, "already committed"));

@@ -64,7 +64,7 @@ static struct rally__snap_setting settings2[] = {{"rally_timeout_ms", "60000"},
 static inline int write_parts(const char *root, const struct spec *s, struct rally__snap_manifest *m,
                        struct rally__snap_file *files, struct rally__err *e)
 {
-    struct rally__snap_target t = {root, s->job, s->run, s->version, s->world};
+    struct rally__snap_target t = {root, s->job, s->run, s->version, s->world, NULL};
     int nf = 0, rc;
     for (int r = -1; r < (s->locals ? s->world : 0); r++) {
         uint64_t n = r < 0 ? s->global_nbytes : s->local_nbytes;

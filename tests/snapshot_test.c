@@ -40,6 +40,7 @@
 
 #include "rally/snapshot.h"
 #include "snapshot/snapshot.h"
+#include "snapshot/store.h"
 #include "snapshot/sys.h"
 #include "util/config.h"
 
@@ -632,12 +633,12 @@ static void writer_refuses(void **state)
     struct spec s = simple(RUN_A, "2026-11-30T12:00:00.000000Z", 6);
     assert_int_equal(write_snapshot(root, &s, &e), RALLY_OK);
     /* a committed snapshot is never written into again */
-    struct rally__snap_target t = {root, "job", RUN_A, 6, 2};
+    struct rally__snap_target t = {root, "job", RUN_A, 6, 2, NULL};
     struct rally__snap_file f;
     assert_int_equal(rally__snap_write_part(&t, 0, "x", 1, &e, &f), RALLY_EINVAL);
     assert_non_null(strstr(e.msg, "already committed"));
     /* bad names */
-    struct rally__snap_target bad = {root, "../up", RUN_A, 7, 2};
+    struct rally__snap_target bad = {root, "../up", RUN_A, 7, 2, NULL};
     rally__err_clear(&e);
     assert_int_equal(rally__snap_write_part(&bad, 0, "x", 1, &e, &f), RALLY_EINVAL);
     assert_non_null(strstr(e.msg, "job name"));
@@ -645,7 +646,7 @@ static void writer_refuses(void **state)
     snprintf(job, sizeof job, "%s/job", root);
     snprintf(link, sizeof link, "%s/linked", root);
     assert_int_equal(symlink(job, link), 0);
-    struct rally__snap_target viaLink = {root, "linked", RUN_A, 8, 2};
+    struct rally__snap_target viaLink = {root, "linked", RUN_A, 8, 2, NULL};
     rally__err_clear(&e);
     assert_int_equal(rally__snap_write_part(&viaLink, 0, "x", 1, &e, &f), RALLY_EPROTO);
     assert_non_null(strstr(e.msg, "symbolic link"));
@@ -896,7 +897,7 @@ static void lock_fences_orphans(void **state)
     /* A's orphan: its commit, its next part and its clean-up are refused */
     assert_int_equal(rally__snap_commit(root, &m, &e, NULL, 0), RALLY_EPEER);
     assert_non_null(strstr(e.msg, "belongs to run " RUN_B " now, this is run " RUN_A));
-    struct rally__snap_target t = {root, "job", RUN_A, 3, 2};
+    struct rally__snap_target t = {root, "job", RUN_A, 3, 2, NULL};
     struct rally__snap_file f;
     rally__err_clear(&e);
     assert_int_equal(rally__snap_write_part(&t, -1, "x", 1, &e, &f), RALLY_EPEER);
@@ -1035,8 +1036,9 @@ static void background_writer(void **state)
     assert_int_equal(rally__snap_bg_poll(w, 0, &done, &res, files), RALLY_OK);
     assert_int_equal(done, -1); /* nothing submitted */
 
-    struct rally__snap_target t = {root, "job", RUN_A, 1, 1};
+    struct rally__snap_target t = {root, "job", RUN_A, 1, 1, NULL};
     struct rally__snap_part parts[2] = {{-1, global, 5000, 0}, {0, local, 300, 1}};
+    uint64_t opens = __atomic_load_n(&rally__store_opens, __ATOMIC_RELAXED);
     assert_int_equal(rally__snap_bg_submit(w, &t, parts, 2, 0, &e, &accepted), RALLY_OK);
     assert_int_equal(accepted, 1);
     /* submit returned while the write is held at the gate: the caller
@@ -1051,7 +1053,7 @@ static void background_writer(void **state)
     assert_int_equal(rally__snap_bg_poll(w, 20, &done, &res, files), RALLY_OK);
     assert_int_equal(done, 0); /* timed out, still writing */
     /* at most one in flight: the next is refused without waiting */
-    struct rally__snap_target t2 = {root, "job", RUN_A, 2, 1};
+    struct rally__snap_target t2 = {root, "job", RUN_A, 2, 1, NULL};
     accepted = -1;
     assert_int_equal(rally__snap_bg_submit(w, &t2, parts, 1, 0, &e, &accepted), RALLY_OK);
     assert_int_equal(accepted, 0);
@@ -1066,6 +1068,9 @@ static void background_writer(void **state)
     assert_string_equal(files[0].name, "global.bin");
     assert_int_equal(files[0].nbytes, 5000 + RALLY__SNAP_HEADER_NBYTES);
     assert_string_equal(files[1].name, "local-0000.bin");
+    /* both parts through one store: an object store's connection and
+     * credentials once a snapshot, not once a file */
+    assert_int_equal(__atomic_load_n(&rally__store_opens, __ATOMIC_RELAXED) - opens, 1);
     rally__snap_sys = rally__snap_sys_real;
 
     /* the reported sizes and checksums commit a snapshot that loads */
@@ -1224,7 +1229,7 @@ static void background_commit(void **state)
     struct spec s3 = simple(RUN_A, "2026-11-30T12:00:00.000000Z", 3);
     assert_int_equal(write_snapshot(tmp_root, &s2, &e), RALLY_OK);
     assert_int_equal(write_parts(tmp_root, &s3, &m, files, &e), RALLY_OK);
-    struct rally__snap_target t4 = {tmp_root, "job", RUN_A, 4, 2};
+    struct rally__snap_target t4 = {tmp_root, "job", RUN_A, 4, 2, NULL};
     struct rally__snap_file f4;
     unsigned char *g = model(-1, 4, 300); /* snap-4: a part written, not committed */
     assert_int_equal(rally__snap_write_part(&t4, -1, g, 300, &e, &f4), RALLY_OK);
@@ -1389,7 +1394,7 @@ static int rank_files(const char *root, int r, uint64_t v, struct rally__snap_fi
                       char **text, size_t *tn, struct rally__err *e)
 {
     struct spec s = simple(RUN_A, "2026-11-30T12:00:00.000000Z", v);
-    struct rally__snap_target t = {root, s.job, s.run, v, s.world};
+    struct rally__snap_target t = {root, s.job, s.run, v, s.world, NULL};
     struct rally__snap_file all[3];
     *n = 0;
     for (int k = -1; k < s.world; k++) {
@@ -1451,7 +1456,7 @@ static void copier_copies(void **state)
         if (rank_files(src[0], 0, v, f[0], &n[0], &text, &tn, &e) != RALLY_OK ||
             rank_files(src[1], 1, v, f[1], &n[1], &unused, &un, &e) != RALLY_OK)
             fail_msg("%s", e.msg);
-        struct rally__snap_target t = {NULL, "job", RUN_A, v, 2};
+        struct rally__snap_target t = {NULL, "job", RUN_A, v, 2, NULL};
         for (int r = 0; r < 2; r++) {
             assert_int_equal(rally__snap_copier_submit(c[r], src[r], &t, f[r], n[r], &e), RALLY_OK);
             rally__snap_copier_drain(c[r]);
@@ -1494,7 +1499,7 @@ static void copier_copies(void **state)
     fseek(fp, 100, SEEK_SET);
     fputc(0x5a, fp);
     fclose(fp);
-    struct rally__snap_target t4 = {NULL, "job", RUN_A, 4, 2};
+    struct rally__snap_target t4 = {NULL, "job", RUN_A, 4, 2, NULL};
     for (int r = 0; r < 2; r++) {
         assert_int_equal(rally__snap_copier_submit(c[r], src[r], &t4, f[r], n[r], &e), RALLY_OK);
         rally__snap_copier_drain(c[r]);
@@ -1579,7 +1584,7 @@ static void copy_verifies_where_it_lands(void **state)
     if (rank_files(src, 0, 1, f, &n, &text, &tn, &e) != RALLY_OK)
         fail_msg("%s", e.msg);
     assert_int_equal(n, 2);
-    struct rally__snap_target t = {dst, "job", RUN_A, 1, 2};
+    struct rally__snap_target t = {dst, "job", RUN_A, 1, 2, NULL};
     rally__snap_sys.write = flip_write;
     int rc = rally__snap_copy_files(src, &t, f, n, &buf, &room, &e);
     rally__snap_sys = rally__snap_sys_real;
@@ -1587,7 +1592,10 @@ static void copy_verifies_where_it_lands(void **state)
     if (strstr(e.msg, "global.bin") == NULL)
         fail_msg("the damaged copy said \"%s\"", e.msg);
     rally__err_clear(&e);
+    uint64_t opens = __atomic_load_n(&rally__store_opens, __ATOMIC_RELAXED);
     assert_int_equal(rally__snap_copy_files(src, &t, f, n, &buf, &room, &e), RALLY_OK);
+    /* the two files are read through one store and written through one */
+    assert_int_equal(__atomic_load_n(&rally__store_opens, __ATOMIC_RELAXED) - opens, 2);
     free(buf);
     free(text);
     /* a whole snapshot: its copy is verified there after the commit */

@@ -300,7 +300,8 @@ int rally__robust_allreduce(struct rally__robust *rb, void *buf, size_t count,
                             const struct rally__reducer *rd, struct rally__sig sig,
                             rally_prepare_fn prepare, void *arg)
 {
-    struct rally__keeping k; /* field by field (struct rally__keeping): run_allreduce sets the rest */
+    struct rally__keeping k; /* field by field (struct rally__keeping): run_allreduce sets
+                                the rest */
     k.rb = rb;
     k.kept = NULL;
     k.fin = NULL;

@@ -53,8 +53,10 @@ static int job_dir(struct rally__snapjob *sj)
     char abs[PATH_MAX];
     if (realpath(d, abs) == NULL)
         return rally__fail(sj->err, RALLY_ESYS, "rally_snapshot_dir=%s: %s", d, strerror(errno));
-    if (snprintf(sj->rs.jobdir, sizeof sj->rs.jobdir, "%s/%s", abs, sj->job) >= (int)sizeof sj->rs.jobdir)
-        return rally__fail(sj->err, RALLY_ECONFIG, "rally_snapshot_dir=%s: the path is too long", d);
+    if (snprintf(sj->rs.jobdir, sizeof sj->rs.jobdir, "%s/%s", abs, sj->job) >=
+        (int)sizeof sj->rs.jobdir)
+        return rally__fail(sj->err, RALLY_ECONFIG, "rally_snapshot_dir=%s: the path is too long",
+                           d);
     const char *cp = sj->cfg->snapshot_copy;
     struct rally__err ce = {0, ""};
     if (cp[0] != '\0' && rally__snap_absolute(cp, 0, abs, sizeof abs, &ce) != RALLY_OK)
@@ -76,7 +78,8 @@ static int name_run(struct rally__snapjob *sj, struct run_word *w)
         return e->code;
     rally__snap_now(w->run_started);
     if (c->snapshot_dir[0] != '\0') {
-        if (rally__snap_lock_take(c->snapshot_dir, sj->job, w->run_id, e, &sj->rs.lock) != RALLY_OK ||
+        if (rally__snap_lock_take(c->snapshot_dir, sj->job, w->run_id, e, &sj->rs.lock) !=
+                RALLY_OK ||
             job_dir(sj) != RALLY_OK)
             return e->code;
         if (c->snapshot_copy[0] != '\0' &&
@@ -100,7 +103,8 @@ static int name_run(struct rally__snapjob *sj, struct run_word *w)
         return refuse(e, "rally_resume", c->resume, "");
     if (path[0] == '\0') { /* latest-if-any, and none */
         rally__snapjob_say(sj, "rally_resume=%s: no complete snapshot in %s%s%s: a fresh start",
-                           c->resume, sj->rs.jobdir, copydir ? " nor " : "", copydir ? copydir : "");
+                           c->resume, sj->rs.jobdir, copydir ? " nor " : "",
+                           copydir ? copydir : "");
         return RALLY_OK;
     }
     if (rally__snap_open(path, e, &sn) != RALLY_OK) {
@@ -189,7 +193,8 @@ void rally__snapjob_run_free(struct rally__snapjob *sj)
 void rally__snapjob_done(struct rally__snapjob *sj)
 {
     const struct rally__config *c = sj ? sj->cfg : NULL;
-    if (sj == NULL || !sj->rs.owner || sj->rank != 0 || sj->rs.jobdir[0] == '\0' || c->keep_snapshots ||
+    if (sj == NULL || !sj->rs.owner || sj->rank != 0 || sj->rs.jobdir[0] == '\0' ||
+        c->keep_snapshots ||
         c->snapshot_final)
         return;
     char say[RALLY__ERR_MSG_MAX + 64];
@@ -198,7 +203,8 @@ void rally__snapjob_done(struct rally__snapjob *sj)
         rally__snapjob_say(sj, "%s", say);
     if (sj->rs.copy_jobdir[0] == '\0')
         return;
-    rally__snap_clean_run(sj->rs.copy_jobdir, sj->run_id, "rally_keep_snapshots=1", say, sizeof say);
+    rally__snap_clean_run(sj->rs.copy_jobdir, sj->run_id, "rally_keep_snapshots=1", say,
+                          sizeof say);
     if (say[0])
         rally__snapjob_say(sj, "%s: %s", sj->cfg->snapshot_copy, say);
 }

@@ -165,7 +165,7 @@ static void take(struct rally__snapjob *sj, uint64_t v)
     }
     if (sj->nparts == 0)
         return;
-    struct rally__snap_target t = {sj->cfg->snapshot_dir, sj->job, sj->run_id, v, sj->world};
+    struct rally__snap_target t = {sj->cfg->snapshot_dir, sj->job, sj->run_id, v, sj->world, NULL};
     int accepted = 0;
     if (rally__snap_bg_submit(sj->bg, &t, parts, sj->nparts, 1, &e, &accepted) != RALLY_OK ||
         !accepted) {
@@ -533,7 +533,8 @@ static int commit(struct rally__snapjob *sj, const unsigned char *all, uint64_t 
     m.changes = sj->changes;
     m.nchanges = sj->nchanges;
     m.records = sj->rec_owner != NULL;
-    if (rally__snapjob_copying(sj) && (rc = rally__snapjob_copy_manifest(sj, &m, version, e)) != RALLY_OK)
+    if (rally__snapjob_copying(sj) &&
+        (rc = rally__snapjob_copy_manifest(sj, &m, version, e)) != RALLY_OK)
         goto out;
     /* the manifest's fsyncs and retention's unlinks on the committer's
      * thread: collected (and logged) at a later turn; a directory private

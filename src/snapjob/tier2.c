@@ -115,7 +115,8 @@ void rally__snapjob_copy_agreed(struct rally__snapjob *sj, uint64_t flags)
                    "; the next snapshot reported is copied");
     } else {
         if (sj->rank == 0 && sj->t2.man_v[0] == v &&
-            rally__snap_copier_commit(sj->t2.copier, sj->t2.man[0], sj->t2.man_n[0], v, &e) != RALLY_OK) {
+            rally__snap_copier_commit(sj->t2.copier, sj->t2.man[0], sj->t2.man_n[0], v, &e) !=
+                RALLY_OK) {
             rally__snapjob_say(sj, "version %" PRIu64 " not copied: %s", v, e.msg);
             rally__snapjob_tell(sj, RALLY__TIER_COPY, 0, v, 0, e.msg);
         }
@@ -163,7 +164,8 @@ int rally__snapjob_copies(struct rally__snapjob *sj)
             rally__snapjob_say(sj, "rally_snapshot_required: the job fails: %s", line);
         return rally__fail(sj->err, RALLY_ESYS, "rally_snapshot_required: %s", line);
     }
-    if (!rally__snap_copier_gave_up(sj->t2.copier, line, sizeof line) || !sj->cfg->snapshot_required)
+    if (!rally__snap_copier_gave_up(sj->t2.copier, line, sizeof line) ||
+        !sj->cfg->snapshot_required)
         return RALLY_OK;
     /* said here too: in rally_finalize the application may not say it */
     rally__snapjob_say(sj, "rally_snapshot_required: the job fails: %s", line);
@@ -187,7 +189,7 @@ static void copy_submit(struct rally__snapjob *sj, uint64_t v, const struct rall
                         int n)
 {
     struct rally__err e = {0, ""};
-    struct rally__snap_target t = {NULL, sj->job, sj->run_id, v, sj->world};
+    struct rally__snap_target t = {NULL, sj->job, sj->run_id, v, sj->world, NULL};
     sj->t2.copy_v = v;
     sj->t2.copy_n = n;
     sj->t2.copy_said = 0;

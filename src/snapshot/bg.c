@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "snapshot/snapshot.h"
+#include "snapshot/store.h"
 
 enum { IDLE, BUSY, DONE };
 enum { PARTS, COMMIT }; /* what is in flight */
@@ -92,9 +93,13 @@ static void *run(void *arg)
         struct rally__err e = {0};
         if (w->kind == COMMIT)
             commit_now(w, &e);
-        for (int i = 0; w->kind == PARTS && i < w->nparts && e.code == RALLY_OK; i++)
-            rally__snap_write_part(&w->t, w->parts[i].rank, w->parts[i].bytes, w->parts[i].nbytes,
-                                   &e, &w->files[i]);
+        if (w->kind == PARTS && rally__store_open(w->t.dir, &e, &w->t.st) == RALLY_OK) {
+            for (int i = 0; i < w->nparts && e.code == RALLY_OK; i++)
+                rally__snap_write_part(&w->t, w->parts[i].rank, w->parts[i].bytes,
+                                       w->parts[i].nbytes, &e, &w->files[i]);
+            rally__store_close(w->t.st); /* one store for the snapshot's parts */
+            w->t.st = NULL;
+        }
         pthread_mutex_lock(&w->mu);
         release_parts(w);
         w->result = e;
@@ -199,7 +204,7 @@ int rally__snap_bg_submit(struct rally__snap_bg *w, const struct rally__snap_tar
     strcpy(w->dir, t->dir);
     strcpy(w->job, t->job);
     strcpy(w->run_id, t->run_id);
-    w->t = (struct rally__snap_target){w->dir, w->job, w->run_id, t->version, t->world};
+    w->t = (struct rally__snap_target){w->dir, w->job, w->run_id, t->version, t->world, NULL};
     pthread_mutex_lock(&w->mu);
     w->kind = PARTS;
     w->state = BUSY;

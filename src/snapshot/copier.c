@@ -106,7 +106,7 @@ static int again(struct rally__snap_copier *c, int t, const char *what, const st
 static int copy_files(struct rally__snap_copier *c, const struct files *w)
 {
     struct rally__err e = {0, ""};
-    struct rally__snap_target t = {c->root, w->job, w->run, w->version, w->world};
+    struct rally__snap_target t = {c->root, w->job, w->run, w->version, w->world, NULL};
     char what[PATH_MAX + RALLY__SNAP_JOB_MAX + 2 * RALLY__SNAP_NAME_MAX + 40];
     snprintf(what, sizeof what, "%s/%s/snap-%08llu/%s%s", w->src, w->job,
              (unsigned long long)w->version, w->f[0].name, w->n > 1 ? " and its other file" : "");

@@ -34,7 +34,8 @@ int rally__snap_copy(const char *src, const char *root, struct rally__err *e, ch
         rc = rally__snap_open(where, e, &back); /* copied before: it counts if it verifies */
         goto out;
     }
-    struct rally__snap_target t = {root, sm->job, sm->run_id, sm->version, sm->world};
+    struct rally__snap_target t = {root, sm->job, sm->run_id, sm->version, sm->world, NULL};
+    rc = rally__store_open(root, e, &t.st); /* one for every part */
     for (size_t i = 0; i < sm->nfiles && rc == RALLY_OK; i++) {
         const struct rally__snap_file *f = &sm->files[i];
         int rank = rally__snap_file_rank(f->name);
@@ -50,6 +51,7 @@ int rally__snap_copy(const char *src, const char *root, struct rally__err *e, ch
                              (unsigned long long)got.xxh3, (unsigned long long)f->nbytes,
                              (unsigned long long)f->xxh3);
     }
+    rally__store_close(t.st);
     if (rc == RALLY_OK)
         rc = rally__snap_commit(root, sm, e, where, sizeof where);
     /* the copy counts once every part verifies where it is */
@@ -82,11 +84,13 @@ int rally__snap_copy_files(const char *src, const struct rally__snap_target *t,
     int rc = rally__store_open(src, e, &from);
     if (rc == RALLY_OK)
         rc = rally__store_open(t->dir, e, &to);
+    struct rally__snap_target into = *t; /* every file through the one store */
+    into.st = to;
     for (int i = 0; i < n && rc == RALLY_OK; i++) {
         const struct rally__snap_file *f = &files[i];
         uint64_t sum = 0;
         if ((rc = rally__snap_read_file(from, dir, &m, f, buf, room, e)) != RALLY_OK ||
-            (rc = rally__snap_put_file(t, f->name, *buf, f->nbytes, e, &sum)) != RALLY_OK)
+            (rc = rally__snap_put_file(&into, f->name, *buf, f->nbytes, e, &sum)) != RALLY_OK)
             break;
         rally__store_where(to, dir, where, sizeof where);
         if (sum != f->xxh3)

@@ -198,6 +198,11 @@ struct rally__snap_target {
     const char *run_id; /* this run's UUID */
     uint64_t version;   /* the checkpoint version */
     int world;
+    /* dir's store, open (store.h), or NULL: each write opens its own.  A
+     * writer of several files opens one for them all (an object store's
+     * connection and credentials are read once a snapshot, not once a file)
+     * and closes it after. */
+    struct rally__store *st;
 };
 
 /* Writes rank's part (-1: global.bin, r: local-r.bin) of the snapshot t,

@@ -41,12 +41,16 @@ int rally__store_is_remote(const char *root)
     return kind_of(root) != -1;
 }
 
+uint64_t rally__store_opens;
+
 int rally__store_open(const char *root, struct rally__err *e, struct rally__store **out)
 {
+    __atomic_add_fetch(&rally__store_opens, 1, __ATOMIC_RELAXED);
     int i = kind_of(root);
     if (i == -2)
         return rally__fail(e, RALLY_EINVAL,
-                           "%.200s: unknown storage scheme (a directory's path, or s3://BUCKET/PREFIX)",
+                           "%.200s: unknown storage scheme (a directory's path, or "
+                           "s3://BUCKET/PREFIX)",
                            root);
     if (i >= 0 && KINDS[i].ops == NULL)
         return rally__fail(e, RALLY_EINVAL,

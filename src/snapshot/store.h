@@ -88,6 +88,9 @@ struct rally__store_ops {
 
 /* Opens the store of root's kind (its scheme; a plain path: a directory). */
 int rally__store_open(const char *root, struct rally__err *e, struct rally__store **out);
+/* How many stores were opened in this process (any thread): tests count
+ * that a snapshot's files share one. */
+extern uint64_t rally__store_opens;
 void rally__store_close(struct rally__store *s);
 /* Whether root names an object store (no directory, no lock, no rename). */
 int rally__store_is_remote(const char *root);

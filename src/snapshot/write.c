@@ -49,12 +49,15 @@ static int put(const struct rally__snap_target *t, const char *name,
     int rc;
     snprintf(dir, sizeof dir, "%s/", t->job);
     rally__snap_dir_name(t->version, dir + strlen(dir));
-    if ((rc = rally__store_open(t->dir, e, &st)) != RALLY_OK)
+    if (t->st != NULL)
+        st = t->st;
+    else if ((rc = rally__store_open(t->dir, e, &st)) != RALLY_OK)
         return rc;
     if ((rc = fenced(st, t->job, t->run_id, e)) == RALLY_OK &&
         (rc = committed(st, dir, e)) == RALLY_OK)
         rc = st->ops->put(st, dir, name, c, nchunks, e, xxh3);
-    rally__store_close(st);
+    if (st != t->st)
+        rally__store_close(st);
     return rc;
 }
 
