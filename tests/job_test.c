@@ -452,9 +452,15 @@ static void error_reaches_the_others(void **state)
     /* a mismatch is found by a rank, not its failure */
     assert_string_equal(s, "rank 1 reported: count 3 here, 4 at rank 0");
     assert_int_equal(rally__job_phase(j), RALLY__JOB_FAILED);
+    /* the report's words and rank are fields an owner reads, not the
+     * sentence's text to take apart */
+    int rank = -2;
+    assert_string_equal(rally__job_reported(j, &rank), "count 3 here, 4 at rank 0");
+    assert_int_equal(rank, 1);
     /* a second failure changes nothing */
     lost(0);
     assert_null(event(RALLY__TEV_FAILED));
+    assert_string_equal(rally__job_reported(j, NULL), "count 3 here, 4 at rank 0");
 }
 
 /* A worker's loss (ERROR RALLY__ELOST: recovery in memory lost what every
@@ -1378,6 +1384,7 @@ static void elastic_rank_given_up_shrinks_the_job(void **state)
     assert_int_equal(ev->world, 3);
     assert_int_equal(ev->version, 5);
     assert_string_equal(ev->text, "rank 1 lost for good: going on with 3 workers from version 5");
+    assert_string_equal(ev->detail, "going on with 3 workers from version 5");
     ready_all(4);
     assert_int_equal(rally__job_phase(j), RALLY__JOB_RUNNING);
     /* the renumbered rank dies and comes back by its task id, as rank 2 */

@@ -25,8 +25,8 @@
 #define KILLED(sig) (sig)          /* a wait status: killed by a signal */
 #define EXITED(code) ((code) << 8) /* a wait status: exited with code */
 
-static const struct rally__launch_view running = {RALLY__TRACKER_RUNNING, -1, "", 1, 0};
-static const struct rally__launch_view starting = {RALLY__TRACKER_RUNNING, -1, "", 0, 0};
+static const struct rally__launch_view running = {RALLY__TRACKER_RUNNING, -1, "", 1, 0, "", -1};
+static const struct rally__launch_view starting = {RALLY__TRACKER_RUNNING, -1, "", 0, 0, "", -1};
 
 static struct rally__launch_policy *make(int world, int max_restarts, int64_t grace_ms)
 {
@@ -337,7 +337,8 @@ static void stuck_rank_fails_the_job(void **state)
 {
     struct rally__launch_policy *pol = make(4, 3, 300);
     struct rally__launch_act a;
-    struct rally__launch_view failed = {RALLY__TRACKER_FAILED, -1, STUCK, 0, RALLY_ETIMEDOUT};
+    struct rally__launch_view failed = {RALLY__TRACKER_FAILED, -1, STUCK, 0, RALLY_ETIMEDOUT,
+                                        "", -1};
     rally__launch_policy_tracker(pol, &failed, 60000);
     assert_int_equal(rally__launch_policy_due(pol, 60300), RALLY__LAUNCH_KILL_ALL);
     for (int i = 0; i < 4; i++) {
@@ -357,7 +358,8 @@ static void tracker_fails_first(void **state)
     struct rally__launch_act a;
     struct rally__launch_policy *pol = make(2, 3, 300);
     struct rally__launch_view failed = {RALLY__TRACKER_FAILED, -1,
-                                        "only 0 of 2 workers joined within 300 ms", 0, RALLY_ETIMEDOUT};
+                                        "only 0 of 2 workers joined within 300 ms", 0,
+                                        RALLY_ETIMEDOUT, "", -1};
     rally__launch_policy_tracker(pol, &running, 0);
     assert_int_equal(rally__launch_policy_deadline(pol), RALLY__NEVER);
     rally__launch_policy_tracker(pol, &failed, 1000);
@@ -371,7 +373,8 @@ static void tracker_fails_first(void **state)
 
     pol = make(3, 0, 300);
     struct rally__launch_view lost = {RALLY__TRACKER_FAILED, 1,
-                                      "rank 1 disconnected without finalizing", 0, RALLY_EPEER};
+                                      "rank 1 disconnected without finalizing", 0, RALLY_EPEER,
+                                      "", -1};
     rally__launch_policy_tracker(pol, &lost, 0);
     rally__launch_policy_exit(pol, 1, KILLED(SIGKILL), &lost, 5, &a);
     assert_int_equal(a.restart, -1);
@@ -410,7 +413,7 @@ static void elastic_gives_up_a_rank(void **state)
     rally__launch_policy_event(pol, &ev, 20);
     assert_int_equal(rally__launch_policy_deadline(pol), RALLY__NEVER); /* nobody is killed */
     finish(pol, 2);
-    struct rally__launch_view done = {RALLY__TRACKER_DONE, -1, "", 0, 0};
+    struct rally__launch_view done = {RALLY__TRACKER_DONE, -1, "", 0, 0, "", -1};
     assert_int_equal(verdict(pol, &done, line, sizeof line), 0);
     assert_string_equal(line, "");
     assert_summary(pol, "deaths=2 recovered=1 epochs=1 restarts=1 per-rank-deaths=0:0,1:0,2:2 "
@@ -426,7 +429,7 @@ static void elastic_gives_up_a_rank(void **state)
         RALLY__TRACKER_FAILED, 0,
         "rank 0 lost for good (killed by signal 9; --max-restarts 0): going on would leave 1 "
         "worker, fewer than the minimum of 2",
-        0, RALLY_EPEER};
+        0, RALLY_EPEER, "", -1};
     rally__launch_policy_tracker(pol, &below, 5);
     assert_int_equal(rally__launch_policy_deadline(pol), 305);
     rally__launch_policy_exit(pol, 1, EXITED(1), &below, 6, &a);
@@ -515,7 +518,7 @@ static void elastic_takes_ranks_in(void **state)
     for (int i = 0; i < 4; i++)
         if (i != 2)
             rally__launch_policy_exit(pol, i, EXITED(0), &running, 30, &a);
-    struct rally__launch_view done = {RALLY__TRACKER_DONE, -1, "", 0, 0};
+    struct rally__launch_view done = {RALLY__TRACKER_DONE, -1, "", 0, 0, "", -1};
     assert_int_equal(verdict(pol, &done, line, sizeof line), 0);
     assert_summary(pol, "deaths=1 recovered=1 epochs=1 restarts=1 per-rank-deaths=0:0,1:0,2:0,3:1 "
                         "workers=3");
@@ -649,7 +652,8 @@ static void rank_report_fails_the_job(void **state)
     struct rally__launch_act a;
     struct rally__launch_policy *pol = make(3, 3, 300);
     struct rally__launch_view failed = {RALLY__TRACKER_FAILED, -1,
-                                        "rank 2 failed: bad input line 7", 0, RALLY_EPEER};
+                                        "rank 2 failed: bad input line 7", 0, RALLY_EPEER,
+                                        "bad input line 7", 2};
     rally__launch_policy_tracker(pol, &failed, 0);
     for (int i = 0; i < 3; i++) {
         rally__launch_policy_exit(pol, i, i == 2 ? EXITED(1) : KILLED(SIGKILL), &failed, 5, &a);
@@ -676,7 +680,8 @@ static void config_error_fails_the_job(void **state)
     char sentence[256];
     snprintf(sentence, sizeof sentence, "the worker with task id '1' failed: %s", why);
     struct rally__launch_policy *pol = make(3, 3, 300);
-    struct rally__launch_view failed = {RALLY__TRACKER_FAILED, -1, sentence, 0, RALLY_ECONFIG};
+    struct rally__launch_view failed = {RALLY__TRACKER_FAILED, -1, sentence, 0, RALLY_ECONFIG,
+                                        why, -1};
     rally__launch_policy_tracker(pol, &failed, 0);
     for (int i = 0; i < 3; i++) {
         rally__launch_policy_exit(pol, i, EXITED(1), &failed, 5, &a);
@@ -688,19 +693,25 @@ static void config_error_fails_the_job(void **state)
     assert_string_equal(line, "rally-run: the worker with task id '1' failed: the environment "
                               "variable RALLY_SNAPSHOT_EVRY is not a rally setting\n");
     assert_summary(pol, "deaths=0 recovered=0 epochs=0 restarts=0 per-rank-deaths=0:0,1:0,2:0");
-    assert_string_equal(rally__launch_policy_repeats(sentence), why);
-    assert_string_equal(rally__launch_policy_repeats("rank 2 failed: bad input line 7"),
-                        "bad input line 7");
-    assert_string_equal(rally__launch_policy_repeats("rank 2 sent no heartbeat for 5 ms"),
-                        "rank 2 sent no heartbeat for 5 ms");
     rally__launch_policy_free(pol);
 
     /* the same sentence with another status is a rank's report */
     pol = make(2, 3, 300);
     struct rally__launch_view aborted = {RALLY__TRACKER_FAILED, -1, "rank 1 failed: k is 0", 0,
-                                         RALLY_EINVAL};
+                                         RALLY_EINVAL, "k is 0", 1};
     rally__launch_policy_tracker(pol, &aborted, 0);
     assert_int_equal(verdict(pol, &aborted, line, sizeof line), RALLY__LAUNCH_EXIT_ABORT);
+    rally__launch_policy_free(pol);
+
+    /* it is the tracker's fields that say so, never the sentence's words: a
+     * sentence that reads like a report, with no report behind it, is an
+     * abort like any other */
+    pol = make(2, 3, 300);
+    struct rally__launch_view like = {RALLY__TRACKER_FAILED, -1, "rank 1 failed: k is 0", 0,
+                                      RALLY_EINVAL, "", -1};
+    rally__launch_policy_tracker(pol, &like, 0);
+    assert_int_equal(verdict(pol, &like, line, sizeof line), 1);
+    assert_string_equal(line, "rally-run: job aborted: rank 1 failed: k is 0\n");
     rally__launch_policy_free(pol);
 }
 

@@ -121,12 +121,11 @@ static void on_event(void *arg, const struct rally__tracker_event *ev)
     } else if (ev->kind == RALLY__TEV_RESIZED) {
         note.world = ev->world;
         r->redundancy_again = 1;
-        const char *how = strstr(ev->text, " lost for good: "); /* the tracker's numbering */
-        if (ev->rank < 0 || how == NULL)
+        if (ev->rank < 0 || !ev->detail[0])
             rally__launch_out_say(&r->out[1], "%s", ev->text); /* it took workers in */
-        else
+        else /* the rank as launched, not the tracker's numbering */
             rally__launch_out_say(&r->out[1], "rank %d lost for good: %s",
-                                  run_launched_as(ev->task_id), how + 16);
+                                  run_launched_as(ev->task_id), ev->detail);
     } else if (ev->kind == RALLY__TEV_RECOVERED) {
         char where[96] = "no worker survived";
         if (ev->has_position)
@@ -181,6 +180,7 @@ static void view(const struct run *r, struct rally__launch_view *v)
     v->failed_rank = -1;
     v->sentence = "";
     v->state = rally__tracker_state(r->t, &v->sentence, &v->failed_rank);
+    v->reported = rally__tracker_reported(r->t, &v->reported_rank);
     if (v->failed_rank >= 0)
         v->failed_rank = run_launched_as(rally__tracker_task_of(r->t, v->failed_rank));
     v->code = rally__tracker_code(r->t);
@@ -514,7 +514,7 @@ static void after(void *arg)
      * reports it) are left out.  Their stdout is their data: never touched. */
     if (v.state == RALLY__TRACKER_FAILED && v.sentence[0] && !r->out[1].hide[0])
         snprintf(r->out[1].hide, sizeof r->out[1].hide, "%s",
-                 rally__launch_policy_repeats(v.sentence));
+                 v.reported[0] ? v.reported : v.sentence);
     if (r->redundancy_again)
         run_redundancy_again(r);
     run_status_after(r);

@@ -51,6 +51,8 @@ struct rally__tracker_event {
      * version when it reported (a VALUE's iteration), or the snapshot's */
     int report;          /* RALLY__REPORT_VALUE, _TOTAL, _SNAPSHOT, _SNAPSHOT_VOID */
     const char *key;     /* VALUE: the value's name; SNAPSHOT: the tier ("" when none) */
+    const char *detail;  /* RESIZED of a rank lost: text's words after who was lost (what the
+                            job does now), for an owner that names the rank its own way */
     double value;        /* VALUE: the value; TOTAL: the job's iterations in all */
     uint64_t nbytes;     /* SNAPSHOT: the snapshot's bytes */
 };

@@ -121,12 +121,16 @@ void rally__job_step(struct rally__job *j, const struct rally__job_ev *ev)
             a->ev.task_id = (const char *)resolve(j, a->task_at);
         if (a->key_at != NONE)
             a->ev.key = (const char *)resolve(j, a->key_at);
+        if (a->detail_at != NONE)
+            a->ev.detail = (const char *)resolve(j, a->detail_at);
         if (a->ev.text == NULL)
             a->ev.text = "";
         if (a->ev.task_id == NULL)
             a->ev.task_id = "";
         if (a->ev.key == NULL)
             a->ev.key = "";
+        if (a->ev.detail == NULL)
+            a->ev.detail = "";
     }
     j->nacts = k;
 }
@@ -194,6 +198,13 @@ const char *rally__job_sentence(const struct rally__job *j, int *rank)
     return j->sentence;
 }
 
+const char *rally__job_reported(const struct rally__job *j, int *rank)
+{
+    if (rank)
+        *rank = j->reported_rank;
+    return j->reported;
+}
+
 int rally__job_code(const struct rally__job *j)
 {
     return j->code;
@@ -255,6 +266,7 @@ int rally__job_new(struct rally__job **out, const struct rally__job_opts *o, int
     j->startup_ms = o->startup_timeout_ms;
     j->phase = RALLY__JOB_JOINING;
     j->failed_rank = -1;
+    j->reported_rank = -1;
     j->epoch = 1;
     j->startup_deadline =
         o->startup_timeout_ms > 0 ? now_us / 1000 + o->startup_timeout_ms : RALLY__NEVER;

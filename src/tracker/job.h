@@ -115,7 +115,7 @@ struct rally__job_act {
     size_t nbytes, tail_nbytes;
     struct rally__tracker_event ev;
     /* while a step runs: where body, tail, text, task_id and key sit in the arena */
-    size_t body_at, tail_at, text_at, task_at, key_at;
+    size_t body_at, tail_at, text_at, task_at, key_at, detail_at;
 };
 
 struct rally__job_opts {
@@ -145,6 +145,9 @@ enum rally__job_phase rally__job_phase(const struct rally__job *j);
 int rally__job_rank_info(const struct rally__job *j, int rank, struct rally__tracker_rank *out);
 /* Why the job failed ("" while it has not), and the rank that caused it (-1). */
 const char *rally__job_sentence(const struct rally__job *j, int *rank);
+/* When the job failed on a worker's own report: its words ("" otherwise),
+ * and its rank (-1: none, or a worker that had no rank yet). */
+const char *rally__job_reported(const struct rally__job *j, int *rank);
 int rally__job_code(const struct rally__job *j);
 /* 1 when the job failed of what recovery in memory lost (server.h). */
 int rally__job_lost(const struct rally__job *j);

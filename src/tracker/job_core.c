@@ -65,7 +65,7 @@ struct rally__job_act *rally__jb_act(struct rally__job *j, int kind, struct rall
     memset(a, 0, sizeof *a);
     a->kind = kind;
     a->m = m;
-    a->body_at = a->tail_at = a->text_at = a->task_at = a->key_at = NONE;
+    a->body_at = a->tail_at = a->text_at = a->task_at = a->key_at = a->detail_at = NONE;
     a->ev.rank = -1;
     return a;
 }
@@ -101,6 +101,8 @@ void rally__jb_emit_ev(struct rally__job *j, const struct rally__tracker_event *
     a->text_at = stash_str(j, ev->text ? ev->text : "");
     if (ev->key != NULL)
         a->key_at = stash_str(j, ev->key);
+    if (ev->detail != NULL)
+        a->detail_at = stash_str(j, ev->detail);
     if (a->ev.epoch == 0)
         a->ev.epoch = j->epoch;
 }
@@ -524,19 +526,19 @@ void rally__jb_resized(struct rally__job *j)
             j->assign_flags |= RALLY__ASSIGN_FINISHING;
     }
     ev.world = j->world;
-    char text[160];
-    if (j->lost_rank < 0)
-        snprintf(text, sizeof text,
-                 "taking in %d worker%s: going on with %d workers from version %u", j->taken,
-                 j->taken == 1 ? "" : "s", j->world, ev.version);
-    else if (j->assign_flags & RALLY__ASSIGN_FINISHING)
-        snprintf(text, sizeof text,
-                 "rank %d lost for good: the other %d workers finish (one was in finalize)",
-                 j->lost_rank, j->world);
+    char text[160], then[96];
+    if (j->lost_rank >= 0 && (j->assign_flags & RALLY__ASSIGN_FINISHING))
+        snprintf(then, sizeof then, "the other %d workers finish (one was in finalize)", j->world);
     else
-        snprintf(text, sizeof text,
-                 "rank %d lost for good: going on with %d workers from version %u", j->lost_rank,
-                 j->world, ev.version);
+        snprintf(then, sizeof then, "going on with %d workers from version %u", j->world,
+                 ev.version);
+    if (j->lost_rank < 0) {
+        snprintf(text, sizeof text, "taking in %d worker%s: %s", j->taken,
+                 j->taken == 1 ? "" : "s", then);
+    } else {
+        snprintf(text, sizeof text, "rank %d lost for good: %s", j->lost_rank, then);
+        ev.detail = then; /* for an owner that names the rank its own way */
+    }
     ev.text = text;
     rally__jb_emit_ev(j, &ev);
 }

@@ -2,6 +2,7 @@
  * job_frames.c — the tracker's job logic (job_int.h): rank assignment, and
  * what each frame a member sends does to the job.
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -228,6 +229,27 @@ static void on_rejoin(struct rally__job *j, struct rally__job_member *m, const u
     rally__jb_maybe_assign(j);
 }
 
+/* Fails the job on m's own report (its words, msg), the sentence made of
+ * fmt: the job keeps the words and the rank as fields, so that its owner
+ * reads them rather than the sentence (a launcher leaves out the workers'
+ * lines that repeat them). */
+static void fail_reported(struct rally__job *j, int code, const struct rally__job_member *m,
+                          const char *msg, const char *fmt, ...) RALLY__PRINTF(5, 6);
+static void fail_reported(struct rally__job *j, int code, const struct rally__job_member *m,
+                          const char *msg, const char *fmt, ...)
+{
+    if (!rally__jb_live(j))
+        return; /* the first failure stands */
+    char sentence[RALLY__ERR_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(sentence, sizeof sentence, fmt, ap);
+    va_end(ap);
+    snprintf(j->reported, sizeof j->reported, "%s", msg);
+    j->reported_rank = m->rank;
+    rally__jb_fail_job(j, code, -1, "%s", sentence);
+}
+
 static void on_link_failed(struct rally__job *j, struct rally__job_member *m,
                            const unsigned char *body, size_t n)
 {
@@ -253,7 +275,7 @@ static void on_link_failed(struct rally__job *j, struct rally__job_member *m,
     char cause[RALLY__ERR_MSG_MAX + 32];
     snprintf(cause, sizeof cause, "rank %d reported: %s", m->rank, msg);
     if (!rally__job_recoverable(j)) {
-        rally__jb_fail_job(j, RALLY_EPEER, -1, "%s", cause);
+        fail_reported(j, RALLY_EPEER, m, msg, "%s", cause);
         return;
     }
     rally__jb_new_epoch(j, cause);
@@ -299,12 +321,12 @@ static void on_error(struct rally__job *j, struct rally__job_member *m, const un
     /* a mismatch is the job's, not the reporter's: its sentence names the
      * odd rank out (util/digest.c) */
     if (m->rank >= 0 && code == RALLY_EMISMATCH)
-        rally__jb_fail_job(j, (int)code, -1, "rank %d reported: %s", m->rank, msg);
+        fail_reported(j, (int)code, m, msg, "rank %d reported: %s", m->rank, msg);
     else if (m->rank >= 0)
-        rally__jb_fail_job(j, (int)code, -1, "rank %d failed: %s", m->rank, msg);
+        fail_reported(j, (int)code, m, msg, "rank %d failed: %s", m->rank, msg);
     else
-        rally__jb_fail_job(j, (int)code, -1, "the worker with task id '%s' failed: %s", m->task_id,
-                           msg);
+        fail_reported(j, (int)code, m, msg, "the worker with task id '%s' failed: %s", m->task_id,
+                      msg);
 }
 
 static void on_input(struct rally__job *j, struct rally__job_member *m, const unsigned char *body,

@@ -41,6 +41,11 @@ struct rally__job {
     int code, failed_rank;
     int lost; /* it failed of a worker's loss (ERROR RALLY__ELOST): a snapshot mends it */
     char sentence[RALLY__ERR_MSG_MAX];
+    /* the job failed on a worker's own report (its ERROR frame): its words,
+     * which every worker's stderr repeats, and its rank (-1: a worker with
+     * no rank yet); "" and -1 otherwise */
+    char reported[RALLY__ERR_MSG_MAX];
+    int reported_rank;
     int64_t startup_deadline; /* ms */
     uint64_t arrivals;
     unsigned char *book;

@@ -220,6 +220,11 @@ int rally__tracker_state(const struct rally__tracker *t, const char **sentence, 
     }
 }
 
+const char *rally__tracker_reported(const struct rally__tracker *t, int *rank)
+{
+    return rally__job_reported(t->job, rank);
+}
+
 int rally__tracker_code(const struct rally__tracker *t)
 {
     return rally__job_code(t->job);

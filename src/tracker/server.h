@@ -83,6 +83,10 @@ int64_t rally__tracker_deadline(const struct rally__tracker *t);
  * NULL) gets why, and *rank (may be NULL) the rank whose connection dropped
  * without finalizing when that was the cause, else -1. */
 int rally__tracker_state(const struct rally__tracker *t, const char **sentence, int *rank);
+/* When the job failed on a worker's own report (rally_abort, or a failure
+ * it could not recover from): the worker's words ("" otherwise), which its
+ * stderr repeats, and its rank in *rank (-1: none, or no rank yet). */
+const char *rally__tracker_reported(const struct rally__tracker *t, int *rank);
 
 /* The status the job failed with (RALLY_ECONFIG: a setting or the input
  * refused, src/tracker/job.c), RALLY_OK while it has not. */

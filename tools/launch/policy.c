@@ -507,21 +507,6 @@ int rally__launch_policy_due(struct rally__launch_policy *pol, int64_t now)
     return -1;
 }
 
-/* Where the message begins in the tracker's sentence for an error a rank
- * reported and the job cannot survive (an ERROR frame: rally_abort, lost
- * data: "rank R failed: <its message>"; a divergence between the ranks:
- * "rank R reported: <its message>", src/tracker/job_frames.c), else NULL. */
-static const char *rank_report(const char *sentence)
-{
-    int r, at = -1;
-    if (sentence == NULL)
-        return NULL;
-    if ((sscanf(sentence, "rank %d failed: %n", &r, &at) == 1 && at > 0) ||
-        (sscanf(sentence, "rank %d reported: %n", &r, &at) == 1 && at > 0))
-        return sentence + at;
-    return NULL;
-}
-
 int rally__launch_policy_verdict(const struct rally__launch_policy *pol,
                                  const struct rally__launch_view *v, FILE *f)
 {
@@ -546,7 +531,7 @@ int rally__launch_policy_verdict(const struct rally__launch_policy *pol,
         fprintf(f, "rally-run: %s\n", v->sentence);
         return RALLY__LAUNCH_EXIT_CONFIG;
     }
-    if (pol->tracker_first && rank_report(v->sentence) != NULL) {
+    if (pol->tracker_first && v->reported != NULL && v->reported[0] && v->reported_rank >= 0) {
         fprintf(f, "rally-run: %s\n", v->sentence);
         return RALLY__LAUNCH_EXIT_ABORT;
     }
@@ -564,17 +549,6 @@ int rally__launch_policy_verdict(const struct rally__launch_policy *pol,
             return pol->rank[i].status;
         }
     return 0;
-}
-
-const char *rally__launch_policy_repeats(const char *sentence)
-{
-    const char *msg = rank_report(sentence);
-    if (msg != NULL)
-        return msg;
-    const char *q = strstr(sentence, "' failed: ");
-    if (strncmp(sentence, "the worker with task id '", 25) == 0 && q != NULL)
-        return q + 10;
-    return sentence;
 }
 
 void rally__launch_policy_carry(struct rally__launch_policy *pol,

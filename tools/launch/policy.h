@@ -80,6 +80,10 @@ struct rally__launch_view {
     const char *sentence; /* FAILED: why */
     int recoverable;      /* a rank failing now would be recovered */
     int code;             /* FAILED: the tracker's status (rally__tracker_code) */
+    /* FAILED on a worker's own report: its words ("" otherwise) and its
+     * rank (-1: none, or a worker with no rank yet), rally__tracker_reported */
+    const char *reported;
+    int reported_rank;
 };
 
 /* What to do now; a field at its empty value ("", 0, -1) asks nothing. */
@@ -184,11 +188,6 @@ int rally__launch_policy_due(struct rally__launch_policy *pol, int64_t now);
  * returns the exit status (the rules above). */
 int rally__launch_policy_verdict(const struct rally__launch_policy *pol,
                                  const struct rally__launch_view *v, FILE *f);
-/* The part of the tracker's failure sentence that the workers repeat on
- * stderr: the message of a "rank R failed: <message>" (or "the worker with
- * task id 'T' failed: <message>") report, else the whole sentence. */
-const char *rally__launch_policy_repeats(const char *sentence);
-
 /* pol is the next attempt of the job whose last attempt was prev (rally-run
  * --auto-resume): its summary counts prev's deaths, recoveries and restarts
  * too, and one job restart more than prev's. */
