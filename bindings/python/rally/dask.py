@@ -23,15 +23,12 @@ import asyncio
 import collections
 import os
 import re
-import subprocess
-import sys
-import tempfile
 import threading
 import time
 import uuid
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
-from . import _lib, _tracker
+from . import _tracker
 from .errors import ConfigError, PeerError
 
 __all__ = ["run", "partitions"]
@@ -59,29 +56,9 @@ def _assign(nparts: int, n: int) -> List[List[int]]:
 
 def _task(rank: int, tracker: str, secret: bytes, fn: Callable[..., Any], parts: Optional[list],
           args: tuple, kwargs: dict, settings: Sequence[str]) -> Any:
-    """One rank, inside a Dask worker: the secret into a 0600 file of its own,
-    then the job, then the file goes."""
-    from . import init
-
-    fd, path = tempfile.mkstemp(prefix="rally-dask-secret-")
-    try:
-        os.write(fd, secret)
-        os.close(fd)
-        argv = ["rally_tracker=" + tracker, "rally_secret_file=" + path,
-                "rally_task_id=%d" % rank] + list(settings)
-        with init(argv) as r:
-            return fn(r, parts, *args, **kwargs) if parts is not None else fn(r, *args, **kwargs)
-    finally:
-        os.unlink(path)
-
-
-def _drain(p, last, echo):
-    """Reads the tracker's output (its log and the ranks' tracker_print
-    lines) so that it never blocks on a full pipe; keeps the last lines."""
-    for line in p.stdout:
-        last.append(line.rstrip("\n"))
-        if echo:
-            print(line, end="", file=sys.stderr, flush=True)
+    """One rank, inside a Dask worker."""
+    with _tracker.joined(tracker, secret, rank, settings) as r:
+        return fn(r, parts, *args, **kwargs) if parts is not None else fn(r, *args, **kwargs)
 
 
 def _where(path: str) -> str:
@@ -179,7 +156,7 @@ def run(client: Any, fn: Callable[..., Any], *args: Any, n_workers: Optional[int
                                             int(restart_wait * 1000))
     last: collections.deque = collections.deque(maxlen=200)
     run.last_lines = last
-    reader = threading.Thread(target=_drain, args=(tracker, last, echo), daemon=True)
+    reader = threading.Thread(target=_tracker.drain, args=(tracker, last, echo), daemon=True)
     reader.start()
     job = uuid.uuid4().hex[:8]
     placed: Dict[int, str] = {}  # rank -> Dask worker address
@@ -232,11 +209,5 @@ def run(client: Any, fn: Callable[..., Any], *args: Any, n_workers: Optional[int
     finally:
         for f in futures.values():
             f.cancel()
-        if tracker.poll() is None:
-            tracker.terminate()
-        try:
-            tracker.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            tracker.kill()
-            tracker.wait()
+        _tracker.stop(tracker)
         reader.join(5)

@@ -27,13 +27,12 @@ import os
 import struct
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from . import _lib, _tracker
-from .dask import _drain, _snapshot_settings
+from .dask import _snapshot_settings
 from .errors import ConfigError, PeerError
 
 __all__ = ["run", "Input"]
@@ -122,31 +121,10 @@ class _Rank:
 
     def run(self, task_id: int, tracker: str, secret: bytes, fn: Callable[..., Any],
             data: Optional[Input], args: tuple, kwargs: dict, settings: Sequence[str]):
-        """Returns (the rank at the end, fn's result).  The secret goes into
-        a 0600 file of its own for the job's time."""
-        from . import init
-
-        fd, path = tempfile.mkstemp(prefix="rally-ray-secret-")
-        try:
-            os.write(fd, secret)
-            os.close(fd)
-            argv = ["rally_tracker=" + tracker, "rally_secret_file=" + path,
-                    "rally_task_id=%d" % task_id] + list(settings)
-            with init(argv) as r:
-                out = fn(r, data, *args, **kwargs) if data is not None else fn(r, *args, **kwargs)
-                return r.rank(), out
-        finally:
-            os.unlink(path)
-
-
-def _stop(p) -> None:
-    if p.poll() is None:
-        p.terminate()
-    try:
-        p.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        p.wait()
+        """Returns (the rank at the end, fn's result)."""
+        with _tracker.joined(tracker, secret, task_id, settings) as r:
+            out = fn(r, data, *args, **kwargs) if data is not None else fn(r, *args, **kwargs)
+            return r.rank(), out
 
 
 def _job_dirs(settings: Sequence[str]) -> List[str]:
@@ -221,7 +199,7 @@ class _Attempt:
             self.tracker, where, secret = _tracker.start(
                 "rally.ray", n, "127.0.0.1" if loopback else None,
                 int((o["node_wait"] + 60) * 1000), args, control=True)
-            self.reader = threading.Thread(target=_drain, daemon=True,
+            self.reader = threading.Thread(target=_tracker.drain, daemon=True,
                                            args=(self.tracker, self.last, o["echo"]))
             self.reader.start()
             cls = ray.remote(max_restarts=o["max_restarts"], max_task_retries=o["max_restarts"],
@@ -332,7 +310,7 @@ class _Attempt:
         for a in self.actors:
             ray.kill(a, no_restart=True)
         if self.tracker is not None:
-            _stop(self.tracker)
+            _tracker.stop(self.tracker)
             self.reader.join(5)
         ray.util.remove_placement_group(self.pg)
 

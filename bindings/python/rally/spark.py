@@ -168,28 +168,16 @@ class _Keeper:
                 self._stop_tracker()
                 self.tracker, where, secret = _tracker.start("rally.spark", self.n, self.bind,
                                                              self.startup_ms)
-                threading.Thread(target=self._drain, args=(self.tracker,), daemon=True).start()
+                threading.Thread(target=_tracker.drain, args=(self.tracker, self.last, self.echo),
+                                 daemon=True).start()
                 self.gen, self.generations = g, self.generations + 1
                 self.answer = ("%s %s\n" % (where, secret.hex())).encode()
             return self.answer
 
-    def _drain(self, p) -> None:
-        for line in p.stdout:
-            self.last.append(line.rstrip("\n"))
-            if self.echo:
-                print(line, end="", file=sys.stderr, flush=True)
-
     def _stop_tracker(self) -> None:
         p, self.tracker = self.tracker, None
-        if p is None:
-            return
-        if p.poll() is None:
-            p.terminate()
-        try:
-            p.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
+        if p is not None:
+            _tracker.stop(p)
 
     def close(self) -> None:
         try:
