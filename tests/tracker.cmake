@@ -4,8 +4,9 @@
 #                      clients, in one process (threads)
 #   conn_test          cmocka: the tracker against strangers (floods, huge
 #                      headers) and a loop stalled between poll and handling
-#   job_test           cmocka: the job state machine alone, synchronously (no
-#                      sockets, threads or sleeps), and the message codecs
+#   job_<part>_test    cmocka: the job state machine alone, synchronously (no
+#                      sockets, threads or sleeps; tests/job_rig.h), and the
+#                      message codecs: start, recover, watch, elastic, report
 #   launcher_<case>    tests/launcher_test.sh <case>: rally-run and
 #                      rally-tracker as processes, each case under timeout(1)
 set(RALLY_TRACKER_TESTS_DIR ${CMAKE_CURRENT_LIST_DIR})
@@ -20,10 +21,14 @@ target_link_libraries(conn_test rally_static cmocka Threads::Threads)
 add_test(NAME conn_test COMMAND conn_test)
 set_tests_properties(conn_test PROPERTIES LABELS "quick;threads" TIMEOUT 60)
 
-add_executable(job_test ${RALLY_TRACKER_TESTS_DIR}/job_test.c)
-target_link_libraries(job_test rally_static cmocka)
-add_test(NAME job_test COMMAND job_test)
-set_tests_properties(job_test PROPERTIES LABELS "quick" TIMEOUT 10)
+add_library(rally_test_job_rig STATIC ${RALLY_TRACKER_TESTS_DIR}/job_rig.c)
+target_link_libraries(rally_test_job_rig PUBLIC rally_static cmocka)
+foreach(part start recover watch elastic report)
+  add_executable(job_${part}_test ${RALLY_TRACKER_TESTS_DIR}/job_${part}_test.c)
+  target_link_libraries(job_${part}_test rally_test_job_rig)
+  add_test(NAME job_${part}_test COMMAND job_${part}_test)
+  set_tests_properties(job_${part}_test PROPERTIES LABELS "quick" TIMEOUT 10)
+endforeach()
 
 # Stand-in workers: prog knows nothing of rally; tworker speaks the tracker
 # protocol through the internal client (no collective layer needed).

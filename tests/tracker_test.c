@@ -5,7 +5,7 @@
  * silent one, malformed frames, a crash seen as a hang-up, a fake tracker),
  * a recovery, heartbeats, a grow and what observers see (reports, a rank's
  * counters) through real workers.  The job's other
- * transitions are pure cases in tests/job_test.c.
+ * transitions are pure cases in tests/job_*_test.c.
  *
  * Each test starts a tracker whose poll loop runs in its own thread (loop()
  * below; a pipe stops it) and talks to it over 127.0.0.1: through
