@@ -37,7 +37,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import _canon, _lib
+from . import _canon, _held, _lib
 from . import xsum as _xsum
 from .xsum import XSum
 from .errors import (ArgumentError, AuthError, ConfigError, Error, MismatchError,  # noqa: F401
@@ -143,7 +143,11 @@ class Rally:
         self._h = None
         self._pending = None  # an exception raised inside a C callback
         self._reducers = {}
-        self._lazy = None  # (model, pickled bytes or None)
+        # lazy_checkpoint's values, two sets: the newest checkpoint's and the
+        # one before, which a recovery inside the next call may still ask for
+        # (each call names its set to rally: the callback's argument, 1 or 2)
+        self._held = (_held.Held(), _held.Held())
+        self._held_at = 0
         self._owner = None  # set_local_records: the Python owner, and its C callback
         self._lazy_cfn = _lib.SERIALIZE_FN(self._serialize)
         from_argv = args is None
@@ -537,25 +541,30 @@ class Rally:
             lb = self._records_bytes(local_model)  # set_local_records: a dict of records
         else:
             lb = _canon.dumps(local_model) if local_model is not None else None
-        self._lazy = None
         self._check(self._lib.rally_checkpoint(h, gb, len(gb), lb if lb is not None else None,
                                                len(lb) if lb else 0),
                     "checkpoint")
 
     def lazy_checkpoint(self, global_model: Any) -> None:
         """A checkpoint that pickles global_model only when a recovering
-        worker needs it: the object must not change until the last
-        collective before the next checkpoint has returned."""
+        worker or a snapshot needs it (rally_lazy_checkpoint).  Its values
+        are held from this call on: every numpy array and CPU tensor in it
+        copied into a buffer reused from one checkpoint to the next
+        (rally/_held.py), so the model may change in place right after
+        the call, an optimizer's step included.  That costs a memcpy of
+        the model (and twice its size in memory), where checkpoint()
+        pickles it and copies it again.  Not compared across ranks (that
+        would pickle it), and no local model; the checkpoint must be the
+        step's last collective."""
         h = self._handle("lazy_checkpoint")
-        self._lazy = (global_model, None)
-        self._check(self._lib.rally_lazy_checkpoint(h, self._lazy_cfn, None), "lazy_checkpoint")
+        at = 1 - self._held_at
+        self._held[at].hold(global_model)
+        self._held_at = at
+        self._check(self._lib.rally_lazy_checkpoint(h, self._lazy_cfn, at + 1), "lazy_checkpoint")
 
-    def _serialize(self, _arg, buf, cap):
+    def _serialize(self, arg, buf, cap):
         try:
-            model, blob = self._lazy
-            if blob is None or cap == 0:  # rally asks the size first, then the bytes
-                blob = _canon.dumps(model, "lazy_checkpoint")
-                self._lazy = (model, blob)
+            blob = self._held[arg - 1].blob("lazy_checkpoint")
             if cap >= len(blob):
                 ctypes.memmove(buf, blob, len(blob))
             return len(blob)

@@ -159,7 +159,7 @@ def _scheduler_state(scheduler: Any) -> Dict[str, Any]:
 
 def checkpoint(module: torch.nn.Module, optimizer: Optional[torch.optim.Optimizer] = None,
                step: Optional[int] = None, extra: Any = None, scheduler: Any = None,
-               rng: bool = False, r: Any = None) -> None:
+               rng: bool = False, lazy: bool = False, r: Any = None) -> None:
     """Checkpoints the training state: module's and optimizer's state_dicts,
     scheduler's (an LR scheduler, or anything with state_dict and
     load_state_dict), step and extra (any values) as the global model,
@@ -169,11 +169,28 @@ def checkpoint(module: torch.nn.Module, optimizer: Optional[torch.optim.Optimize
     different numbers, so each keeps its own (use it at every checkpoint or
     never).  Every object travels in rally's canonical form
     (rally/_canon.py), so a restarted rank's equal state is equal bytes.
-    The checkpoint must be the step's last collective."""
+    The checkpoint must be the step's last collective.
+
+    lazy=True copies the tensors into buffers reused every step and
+    pickles nothing until a recovering rank or a snapshot needs the state
+    (Rally.lazy_checkpoint): a memcpy of the state a step, where the
+    default pickles it and rally copies and digests the bytes.  The
+    optimizer may change the tensors in place right after the call.  What
+    it gives up: the ranks' states are not compared, rng=True is refused
+    (a lazy checkpoint has no local model), and an elastic job that loses
+    a worker inside a checkpoint's acknowledgement cannot go on (rally
+    keeps no copy of the version before a lazy one to go back to)."""
+    if lazy and rng:
+        raise ArgumentError("rally.torch.checkpoint: rng=True needs lazy=False (a lazy "
+                            "checkpoint keeps no local model)")
+    h = r or _current("torch.checkpoint")
     state = {"module": module.state_dict(), "step": step, "extra": extra,
              "optimizer": optimizer.state_dict() if optimizer is not None else None,
              "scheduler": _scheduler_state(scheduler) if scheduler is not None else None}
-    (r or _current("torch.checkpoint")).checkpoint(state, _rng_state() if rng else None)
+    if lazy:
+        h.lazy_checkpoint(state)
+    else:
+        h.checkpoint(state, _rng_state() if rng else None)
 
 
 def load_checkpoint(module: torch.nn.Module, optimizer: Optional[torch.optim.Optimizer] = None,

@@ -1,6 +1,7 @@
 """test_local.py — the package in this process, a job of one (no launcher):
 life cycle, clear errors for bad arguments and closed handles, C messages
 carried by rally.Error, checkpoints of objects."""
+import ctypes
 import pickle
 import sys
 
@@ -167,6 +168,54 @@ def test_checkpoint_versions_and_pickles(r):
     assert r.version() == 3
     assert pickle.DEFAULT_PROTOCOL <= rally.PICKLE_PROTOCOL == 5
 
+
+
+def served(r):
+    """What a recovering worker would get of the newest lazy checkpoint:
+    the serialize callback rally calls, asked for the size, then the bytes."""
+    at = r._held_at + 1
+    n = r._lazy_cfn(at, None, 0)
+    buf = ctypes.create_string_buffer(n)
+    assert r._lazy_cfn(at, buf, n) == n
+    return pickle.loads(buf.raw)
+
+
+def test_a_lazy_checkpoint_holds_its_values_and_pickles_only_when_asked(r, monkeypatch):
+    """A numpy Adam updating its arrays in place, a lazy checkpoint a step:
+    no pickle in 20 steps (the old lazy checkpoint pickled nothing either
+    but served the arrays as they are now), the arrays copied into the same
+    two sets of buffers every step, and a recovery after the next in-place
+    update gets the checkpoint's values, pickled once however often asked."""
+    pickles = []
+    dumps = rally._canon.dumps
+    monkeypatch.setattr(rally._canon, "dumps", lambda *a, **k: pickles.append(1) or dumps(*a, **k))
+    rng = np.random.default_rng(3)
+    model = {"W": np.zeros((16, 4)), "m": np.zeros((16, 4)), "v": np.zeros((16, 4)), "step": 0}
+
+    def step():
+        g = rng.standard_normal((16, 4))
+        model["m"] *= 0.9
+        model["m"] += 0.1 * g
+        model["v"] *= 0.999
+        model["v"] += 0.001 * g * g
+        model["W"] -= 0.01 * model["m"] / (np.sqrt(model["v"]) + 1e-8)
+        model["step"] += 1
+
+    bufs = []
+    for _ in range(20):
+        step()
+        r.lazy_checkpoint(model)
+        bufs.append([id(b) for b in r._held[r._held_at]._bufs])
+    assert pickles == []
+    assert bufs[2:] == bufs[:-2] and len(bufs[0]) == 3  # two sets, written over
+    want = {k: np.copy(v) for k, v in model.items()}
+    step()
+    for _ in range(2):
+        got = served(r)
+        assert got["step"] == want["step"] == 20
+        assert all(np.array_equal(got[k], want[k]) for k in "Wmv")
+        assert not np.array_equal(model["W"], want["W"])
+    assert len(pickles) == 1
 
 def test_digest64_is_the_bytes_digest():
     b = bytes(range(200)) * 3

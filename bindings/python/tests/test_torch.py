@@ -3,6 +3,7 @@ clear errors for what it cannot take, gradient buckets, and the MLP example
 under rally-run -n 4 with rank 1 killed by SIGKILL at step 50 (librally_mock's
 kill point: raise(SIGKILL) there), whose final weights must be the
 failure-free run's bits."""
+import copy
 import os
 import re
 
@@ -13,6 +14,7 @@ import torch
 import rally
 import rally.torch as rt
 from conftest import EXAMPLES, readme_program, run_job, summary
+from test_local import served
 
 
 @pytest.fixture
@@ -73,6 +75,44 @@ def test_a_snapshot_of_numpy_arrays_still_loads():
     m2.load_state_dict(rt._to_torch(old))
     assert torch.equal(m2.weight, m.weight)
 
+
+
+def test_a_lazy_checkpoint_pickles_nothing_and_keeps_the_values_of_its_step(r, monkeypatch):
+    """rt.checkpoint(lazy=True) after every Adam step: nothing pickled in 20
+    steps (the checkpoint pickled the state every step before), and what a
+    recovering rank would get after the next step is the checkpoint's
+    state, though the step changed every tensor in place since (the
+    parameters, Adam's moments and step counts, BatchNorm's statistics)."""
+    pickles = []
+    dumps = rally._canon.dumps
+    monkeypatch.setattr(rally._canon, "dumps", lambda *a, **k: pickles.append(1) or dumps(*a, **k))
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.BatchNorm1d(8), torch.nn.Linear(8, 1))
+    opt = torch.optim.Adam(m.parameters(), lr=0.1)
+
+    def step():
+        opt.zero_grad()
+        m(torch.randn(16, 4)).pow(2).mean().backward()
+        opt.step()
+
+    for s in range(20):
+        step()
+        rt.checkpoint(m, opt, s + 1, lazy=True)
+    assert pickles == []
+    want = copy.deepcopy({"module": m.state_dict(), "optimizer": opt.state_dict()})
+    step()
+    got = served(r)
+    assert len(pickles) == 1 and got["step"] == 20
+    m2 = copy.deepcopy(m)
+    m2.load_state_dict(got["module"])
+    for k, v in want["module"].items():
+        assert torch.equal(m2.state_dict()[k], v), k
+        assert not torch.equal(m.state_dict()[k], v), k
+    for i, st in want["optimizer"]["state"].items():
+        for k, v in st.items():
+            assert torch.equal(torch.as_tensor(got["optimizer"]["state"][i][k]), v), (i, k)
+    with pytest.raises(rally.ArgumentError, match="rng=True needs lazy=False"):
+        rt.checkpoint(m, opt, 21, lazy=True, rng=True)
 
 def weights(out):
     m = re.findall(r"^\[0\] weights ([0-9a-f]+)$", out, re.M)
