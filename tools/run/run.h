@@ -6,6 +6,7 @@
  *                      policy's decisions carried out, growth
  *   run/options.c      the command line as one table of flags, from which
  *                      the usage text and the parsing (run_parse) are made
+ *   run/checks.c       the checks between flags once they are read
  *   run/hosts.c        the hosts: --hosts/--hostfile or the launcher kind's,
  *                      placement, the tracker's address and bind
  *   run/workers.c      starting a worker: its environment, its wrapper's
@@ -146,14 +147,21 @@ struct run_env_opt {
 };
 extern const struct run_env_opt run_snap_env[];
 extern const size_t run_nsnap_env;
+/* run_snap_env's entry for "K=V" (or "K"), run_nsnap_env for the wiring
+ * every worker gets, -1 when it is not one rally-run sets. */
+long run_owned(const char *kv, size_t n);
+
+/* --- run/checks.c ------------------------------------------------------------ */
+
+/* The checks between flags, and the defaults one flag takes from others,
+ * once the command line and the environment are in r.  -1 to go on, or the
+ * exit status (usage errors: 2). */
+int run_check(struct run *r);
 /* A worker setting as rally_init will read it (docs/config.md): the
  * program's last rally_NAME=V argument, else -x RALLY_NAME=V, else
  * rally-run's environment; NULL when none.  from gets "rally_name=V" or
  * "RALLY_NAME=V". */
 const char *run_setting(const struct run *r, const char *name, char *from, size_t cap);
-/* run_snap_env's entry for "K=V" (or "K"), run_nsnap_env for the wiring
- * every worker gets, -1 when it is not one rally-run sets. */
-long run_owned(const char *kv, size_t n);
 
 /* --- run/hosts.c ------------------------------------------------------------ */
 
