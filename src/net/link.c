@@ -49,6 +49,25 @@ static void relax(void)
 #endif
 }
 
+/* The spin's pace.  A turn (a look at the links in memory and a pause)
+ * takes some tens of nanoseconds: the clock is read every SPIN_TURNS of
+ * them.  The links' descriptors (hang-ups) and the alarm are polled every
+ * SPIN_POLL_US, which nothing but a failure needs sooner.  A rank alone on
+ * its core yields only once a spin has seen nothing for SPIN_YIELD_US:
+ * evidence that the peer is not running, perhaps because the scheduler put
+ * it on our core; a yield every few microseconds gave the core away to
+ * anything else that wanted it (a whole time slice) in the middle of a
+ * message. */
+enum { SPIN_TURNS = 64, SPIN_POLL_US = 100, SPIN_YIELD_US = 20 };
+
+_Thread_local struct rally__wait_counts rally__wait_counts;
+
+static int64_t clock_us(void)
+{
+    rally__wait_counts.clock_reads++;
+    return rally__now_us();
+}
+
 /* A link polled in memory: where its handles sit in the pollfd array. */
 struct mem {
     struct rally__link *l;
@@ -106,32 +125,45 @@ int rally__link_wait(const struct rally__interest *w, int n, const struct rally_
     int k = 0, err = 0;
     if (!yield && nlinks > 0 && spin_us > 0 && spin_alone_us > spin_us)
         spin_us = spin_alone_us; /* nobody needs our core: wait as OpenMPI does */
+    if (mem_ready(m, nm))
+        return 1; /* already there: no clock read, no system call */
     if (spin_us > 0) {
-        int64_t now = rally__now_us(), until = now + spin_us, poll_at = now + 10;
+        /* pure: only memory is looked at and nobody needs our core, so the
+         * clock, the poll and the yield come every SPIN_TURNS turns, not on
+         * each: a turn is a look and a pause, and the clock read cost as
+         * much as the rest of an 8-byte allreduce */
+        int pure = !hot && !yield && nlinks > 0;
+        int64_t now = clock_us(), until = now + spin_us, poll_at = now + SPIN_POLL_US;
         if (deadline != RALLY__NEVER && until > deadline * 1000)
             until = deadline * 1000; /* a long spin ends at the deadline too */
-        int64_t yield_at = now + 2;  /* spin_alone: yield after 2 us of pure spinning */
-        for (;;) {
+        int64_t yield_at = now + SPIN_YIELD_US;
+        for (unsigned turn = 1;; turn++) {
             if (mem_ready(m, nm))
                 return 1;
+            if (pure && turn % SPIN_TURNS != 0) {
+                relax();
+                continue;
+            }
+            now = clock_us();
             if (hot || now >= poll_at) {
+                rally__wait_counts.polls++;
                 if ((k = poll(p, (nfds_t)np, 0)) != 0) {
                     err = errno;
                     break;
                 }
-                poll_at = now + 10;
+                poll_at = now + SPIN_POLL_US;
             }
             if (now >= until)
                 break;
-            if (yield || nlinks == 0 || now >= yield_at) {
+            if (!pure || now >= yield_at) {
                 /* the peer may be waiting for this very core: the scheduler
                  * can put both on one even when there are enough */
+                rally__wait_counts.yields++;
                 sched_yield();
-                yield_at = rally__now_us() + 2;
+                yield_at = clock_us() + SPIN_YIELD_US;
             } else {
                 relax();
             }
-            now = rally__now_us();
         }
     }
     if (k == 0) {
@@ -139,6 +171,7 @@ int rally__link_wait(const struct rally__interest *w, int n, const struct rally_
         while (armed < nm && !m[armed].l->ops->arm(m[armed].l, m[armed].want))
             armed++;
         if (armed == nm) {
+            rally__wait_counts.polls++;
             k = poll(p, (nfds_t)np, rally__ms_left(deadline));
             err = errno;
         } else { /* a link turned ready while the others were armed */

@@ -17,6 +17,13 @@
  *          what the peer wrote into the ring).  A kept allreduce uses it to
  *          land whole elements straight in the caller's buffer
  *          (rally__chan_recv_whole, coll/run.h).
+ *   peek   (NULL for TCP) the bytes a recv would move now that lie in one
+ *          piece in the link's own memory, at *at (shm.c: the ring, up to
+ *          its end), so that a reduction reads them where they are; 0 when
+ *          none (a recv then says why, a failure included).
+ *   consume  drops the first n of the bytes peek showed, as a recv of them
+ *          would (the peer may write over them then).  Together they make a
+ *          received byte cost no copy (coll/ring.c's reduce-scatter).
  *   handles  fills h[0..RALLY__LINK_HANDLES) with what to wait on for the
  *          directions want names (RALLY__WANT_IN / RALLY__WANT_OUT) after an
  *          op would block, and returns how many: TCP's socket, readable or
@@ -68,6 +75,8 @@ struct rally__link_ops {
     long (*recv)(struct rally__link *l, void *a, size_t an, void *b, size_t bn,
                  struct rally__err *e);
     size_t (*readable)(const struct rally__link *l);
+    size_t (*peek)(struct rally__link *l, const unsigned char **at);
+    void (*consume)(struct rally__link *l, size_t n);
     int (*handles)(const struct rally__link *l, int want, struct rally__handle *h);
     void (*close)(struct rally__link *l);
     int (*ready)(const struct rally__link *l, int want);
@@ -118,22 +127,31 @@ struct rally__interest {
 
 /* Waits until a link in w[0..n) can move bytes in a direction it wants, the
  * alarm (may be NULL or none) is readable, or the deadline (util/clock.h)
- * passes.  It first polls without sleeping for up to spin_us, yielding the
- * core between polls: a reply that comes that soon needs no wake-up, which
- * on virtual machines costs tens of microseconds across cores; then it
- * blocks.  Links with a ready op are polled in memory (their descriptors,
- * which only carry wake-ups and hang-ups, and the alarm, every 10 us when
- * no link needs poll()), and armed before the wait blocks.  When every link
- * waited on is spin_alone, nobody else needs the core: the spin lasts
- * spin_alone_us when that is longer (a wake-up then costs at most a
- * percent or two of the wait) and yields only every 2 us, which costs a
- * system call while the core is otherwise idle and lets a peer that the
- * scheduler put on the same core run.  Returns 1 when something is ready or
- * a signal interrupted the wait (*alarmed: whether the alarm is readable), 0
- * at the deadline, -1 with e set when the wait itself failed.  Allocates
+ * passes.  A link already ready ends it at once, without a clock read or a
+ * system call.  Else it first polls without sleeping for up to spin_us,
+ * yielding the core between polls: a reply that comes that soon needs no
+ * wake-up, which on virtual machines costs tens of microseconds across
+ * cores; then it blocks.  Links with a ready op are polled in memory (their
+ * descriptors, which only carry wake-ups and hang-ups, and the alarm, every
+ * 100 us when no link needs poll()), and armed before the wait blocks.
+ * When every link waited on is spin_alone, nobody else needs the core: the
+ * spin lasts spin_alone_us when that is longer (a wake-up then costs at
+ * most a percent or two of the wait), reads the clock only every 64 looks,
+ * and yields only after 20 us without news (a peer that the scheduler put
+ * on the same core then runs; a yield sooner gives the core to whatever
+ * else wants it).  Returns 1 when something is ready or a signal
+ * interrupted the wait (*alarmed: whether the alarm is readable), 0 at the
+ * deadline, -1 with e set when the wait itself failed.  Allocates
  * nothing. */
 int rally__link_wait(const struct rally__interest *w, int n, const struct rally__handle *alarm,
                      int64_t spin_us, int64_t spin_alone_us, int64_t deadline, int *alarmed,
                      struct rally__err *e);
+
+/* What this thread's waits cost so far: tests pin the spin's clock reads
+ * and system calls by these counts. */
+struct rally__wait_counts {
+    uint64_t clock_reads, polls, yields;
+};
+extern _Thread_local struct rally__wait_counts rally__wait_counts;
 
 #endif
