@@ -15,7 +15,11 @@ KIND is the model:
 - dataclass: the same model as a dataclass with a list of losses.
 
 --kill RANK:STEP: that rank's first incarnation SIGKILLs itself before
-STEP.  Rank 0 prints "digest HEX" of the final weights, and "losses N"
+STEP (--kill-after-grads: in STEP, after the gradients' allreduce, so the
+survivors step the optimizer in place before they wait for it).  --lazy
+(torch kinds): a lazy checkpoint (rt.checkpoint(lazy=True)), without the
+generators (a lazy checkpoint has no local model): the batches are drawn
+from a generator seeded by rank and step instead.  Rank 0 prints "digest HEX" of the final weights, and "losses N"
 (the extra state must have come through a restart whole).
 """
 import argparse
@@ -148,22 +152,29 @@ def torch_job(r, a, kill):
     opt = make(model.parameters())
     sched = torch.optim.lr_scheduler.StepLR(opt, step_size=7, gamma=0.7)
     torch.manual_seed(100 + r.rank())  # each rank's own stream of batches
-    start, extra = rt.load_checkpoint(model, opt, sched, rng=True, with_extra=True)
+    start, extra = rt.load_checkpoint(model, opt, sched, rng=not a.lazy, with_extra=True)
     losses = extra["losses"] if extra else []
     grads = rt.GradientBuckets(model.parameters())
     w = torch.linspace(-1, 1, IN * OUT).reshape(IN, OUT)
     for step in range(start, a.steps):
-        kill_at(kill)(r, step)
-        x = torch.randn(32, IN)  # the global generator: restored with rng=True
+        if not a.kill_after_grads:
+            kill_at(kill)(r, step)
+        if a.lazy:
+            x = torch.randn(32, IN, generator=torch.Generator().manual_seed(1_000_003 * step + r.rank()))
+        else:
+            x = torch.randn(32, IN)  # the global generator: restored with rng=True
         loss = torch.nn.functional.mse_loss(model(x), torch.tanh(x @ w))
         opt.zero_grad()
         loss.backward()
         grads.allreduce_()
+        if a.kill_after_grads:
+            kill_at(kill)(r, step)
         opt.step()
         sched.step()
         mean = r.allreduce(np.array([loss.item()]), rally.SUM) / r.world_size()
         losses.append(float(mean[0]))  # the job's loss: every rank holds the same
-        rt.checkpoint(model, opt, step + 1, extra={"losses": losses}, scheduler=sched, rng=True)
+        rt.checkpoint(model, opt, step + 1, extra={"losses": losses}, scheduler=sched,
+                      rng=not a.lazy, lazy=a.lazy)
     if r.rank() == 0:
         flat = np.concatenate([p.detach().numpy().ravel() for p in model.parameters()])
         r.tracker_print("digest %016x" % rally.digest64(flat))
@@ -176,6 +187,8 @@ def main():
         ap.add_argument("kind", choices=["adam", "adamw", "rmsprop", "numpy", "dataclass"])
         ap.add_argument("--steps", type=int, default=30)
         ap.add_argument("--kill", metavar="RANK:STEP", default="")
+        ap.add_argument("--kill-after-grads", action="store_true")
+        ap.add_argument("--lazy", action="store_true")
         a = ap.parse_args()
         kill = tuple(int(v) for v in a.kill.split(":")) if a.kill else None
         (numpy_job if a.kind in ("numpy", "dataclass") else torch_job)(r, a, kill)
