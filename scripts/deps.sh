@@ -62,6 +62,8 @@ fi
 PYPI_PINS="pyspark==4.1.1 ray==2.60.0 xgboost-cpu==3.2.0 pandas==2.2.3 pyarrow==19.0.1"
 # Ray Train (bench/ray.sh runs it beside rally.ray) wants pydantic.
 PYPI_PINS="$PYPI_PINS pydantic==2.14.4"
+# torchft (bench/torch.sh runs its fault-tolerant DDP beside rally.torch: CPU, Gloo).
+PYPI_PINS="$PYPI_PINS torchft==0.2.0"
 for pin in $PYPI_PINS; do
     name=$(echo "${pin%%==*}" | tr - _)
     if ! ls -d "$venv"/lib/python3*/site-packages/$name-${pin##*==}.dist-info >/dev/null 2>&1; then

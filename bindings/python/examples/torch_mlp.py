@@ -2,12 +2,14 @@
 """torch_mlp.py — data-parallel training of a small MLP with rally.torch.
 
     rally-run -n 4 python3 torch_mlp.py [--steps 100] [--batch 64] [--hidden 64]
-                                        [--kill RANK:STEP]
+                                        [--kill RANK:STEP] [--eager]
 
 Each rank draws its own batches of a generated regression task (seeded by
 rank and step), computes gradients, and averages them over the ranks in a
 few bucketed allreduces; SGD with momentum steps the same on every rank,
-and the module's and optimizer's state is checkpointed every step.  A
+and the module's and optimizer's state is checkpointed every step: lazily
+(copied into buffers reused every step, pickled only when a recovering rank
+asks), or with --eager pickled and compared across the ranks.  A
 killed rank (kill -9, or rally_mock=1,50,0,0 with RALLY_PYTHON_MOCK=1) is
 restarted by rally-run, loads the state from the survivors and goes on;
 --kill 1:50 makes rank 1's first incarnation SIGKILL itself before step 50.
@@ -59,6 +61,7 @@ def main():
         ap.add_argument("--hidden", type=int, default=HIDDEN)
         ap.add_argument("--bucket-bytes", type=int, default=1 << 20)
         ap.add_argument("--kill", metavar="RANK:STEP", default="")
+        ap.add_argument("--eager", action="store_true")
         a = ap.parse_args()
         kill = tuple(int(v) for v in a.kill.split(":")) if a.kill else None
         torch.manual_seed(0)  # the same initial weights on every rank
@@ -77,7 +80,7 @@ def main():
             loss.backward()
             grads.allreduce_()
             opt.step()
-            rt.checkpoint(model, opt, step + 1)
+            rt.checkpoint(model, opt, step + 1, lazy=not a.eager)
             if r.rank() == 0 and (step + 1) % 10 == 0:
                 r.tracker_print("step %d loss %.6f" % (step + 1, loss.item()))
         took = time.perf_counter() - t0
