@@ -19,10 +19,31 @@
  * are each rank's local model instead (its own bytes), the times the
  * global one: a restarted worker takes its model back from the others'
  * copies (or parity) as well.
+ *
+ *   rally-run -n N bench_recovery MODEL_BYTES ITERS kill=K,FILE
+ *
+ * (no rally_mock): recovery by the job's own clock.  Rank 1's first process
+ * writes the time (CLOCK_MONOTONIC, one clock for every process of a host)
+ * to FILE and sends itself SIGKILL where the mock would kill it; each
+ * survivor stamps the end of its last call before the kill and of its
+ * first after (the collective that needs every rank back at the failed
+ * position); the restarted rank stamps its own steps.  Rank 0 prints
+ * "JOBCLOCK <model_bytes> <kill_to_back> <stall> <start> <init> <load>
+ * <copy> <catch_up> <load_minflt> <stall_minflt>", times in seconds: the kill to every rank back
+ * (the maximum over survivors of the first call's end), the survivors'
+ * stall (last call's end to first call's end), then the restarted rank's
+ * path: the kill to its main (death seen, restart decided, fork, exec,
+ * dynamic linking), rally_init, rally_load_checkpoint (the checkpoint's
+ * transfer), its copy into the program's model, and the rest to back (its
+ * first call); then the minor page faults its load took, and the most a
+ * survivor took over its stall.
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "api/api.h"
 #include "bench_common.h"
@@ -35,15 +56,39 @@ static int cmp(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+static long minflt(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_minflt;
+}
+
+/* The steps of the job's clock, MAX-reduced over ranks (0 where a rank has
+ * none): every one a CLOCK_MONOTONIC stamp but the faults. */
+enum { J_BEFORE, J_BACK, J_MAIN, J_INIT, J_LOAD, J_COPY, J_FLT, J_SFLT, J_N };
+
 int main(int argc, char **argv)
 {
+    double j[J_N] = {0};
+    j[J_MAIN] = bench_now_us();
     rally_t *r;
     if (rally_init(&r, &argc, &argv) != RALLY_OK || argc < 3) {
         fprintf(stderr, "bench_recovery: %s\n", argc < 3 ? "usage" : rally_errmsg(r));
         return 1;
     }
+    j[J_INIT] = bench_now_us();
     size_t model_nbytes = strtoull(argv[1], NULL, 10);
     int iters = atoi(argv[2]), local = argc > 3 && strcmp(argv[3], "local") == 0;
+    int kill_at = -1;
+    const char *kill_file = NULL;
+    if (argc > 3 && strncmp(argv[3], "kill=", 5) == 0) {
+        char *end;
+        kill_at = (int)strtol(argv[3] + 5, &end, 10);
+        kill_file = *end == ',' ? end + 1 : NULL;
+        if (kill_at < 1 || kill_at >= iters || kill_file == NULL || rally_world_size(r) < 2)
+            return fprintf(stderr, "bench_recovery: kill=K,FILE with 0 < K < ITERS, N > 1\n"), 1;
+    }
+    int restarted = rally_attempt(r) > 0;
     unsigned char *model = calloc(model_nbytes ? model_nbytes : 1, 1);
     float *v = calloc(1 << 18, sizeof *v);
     double *t = calloc((size_t)iters, sizeof *t);
@@ -77,22 +122,41 @@ int main(int argc, char **argv)
         free(a);
         free(b);
     }
+    long flt = minflt();
     if (rally_load_checkpoint(r, &saved, &saved_n, local ? &saved_local : NULL,
                               local ? &saved_local_n : NULL, &version) != RALLY_OK)
         return 1;
+    j[J_LOAD] = bench_now_us();
+    j[J_FLT] = (double)(minflt() - flt);
     if (version > 0) { /* restarted: carry the times measured before */
-        if (!local)
+        memcpy(t, saved, (size_t)iters * sizeof *t);
+        if (!local && saved_n == model_nbytes) { /* the loaded bytes are the model: no copy */
+            free(model);
+            model = saved;
+            saved = NULL;
+        } else if (!local) {
             memcpy(model, saved, saved_n < model_nbytes ? saved_n : model_nbytes);
-        else if (saved_local_n != model_nbytes || memcmp(saved_local, model, model_nbytes) != 0)
+        } else if (saved_local_n != model_nbytes || memcmp(saved_local, model, model_nbytes) != 0)
             return fprintf(stderr, "bench_recovery: rank %d got another local model back\n",
                            rally_rank(r)),
                    1;
-        memcpy(t, saved, (size_t)iters * sizeof *t);
         rally_free(saved);
         rally_free(saved_local);
     }
+    j[J_COPY] = bench_now_us();
+    double last = 0; /* the end of this rank's last call */
     for (int it = (int)version; it < iters; it++) {
         double t0 = bench_now_us();
+        if (it == kill_at && rally_rank(r) == 1 && !restarted) {
+            FILE *f = fopen(kill_file, "w");
+            if (f == NULL || fprintf(f, "%.3f\n", bench_now_us()) < 0 || fclose(f) != 0)
+                return perror(kill_file), 1;
+            kill(getpid(), SIGKILL);
+        }
+        if (it == kill_at && rally_rank(r) != 1) {
+            j[J_BEFORE] = last;
+            j[J_SFLT] = (double)minflt();
+        }
         /* the same times on every rank: they go into the checkpoint, whose
          * model every rank must pass alike (its digest is checked); a
          * restarted rank is served the survivors'.  Timed: the kill
@@ -100,6 +164,10 @@ int main(int argc, char **argv)
         if (it > 0 &&
             rally_allreduce(r, &t[it - 1], 1, RALLY_DOUBLE, RALLY_MAX, NULL, NULL) != RALLY_OK)
             return 1;
+        if (it == kill_at && (rally_rank(r) != 1 || restarted))
+            j[J_BACK] = bench_now_us();
+        if (it == kill_at && rally_rank(r) != 1)
+            j[J_SFLT] = (double)minflt() - j[J_SFLT];
         if (rally_allreduce(r, v, 1 << 18, RALLY_FLOAT, RALLY_SUM, NULL, NULL) != RALLY_OK)
             return 1;
         int rc;
@@ -112,7 +180,8 @@ int main(int argc, char **argv)
         }
         if (rc != RALLY_OK)
             return 1;
-        t[it] = (bench_now_us() - t0) / 1e6;
+        last = bench_now_us();
+        t[it] = (last - t0) / 1e6;
     }
     rally_allreduce(r, t, (size_t)iters, RALLY_DOUBLE, RALLY_MAX, NULL, NULL);
     double worst = 0, *s = malloc((size_t)iters * sizeof *s);
@@ -123,5 +192,23 @@ int main(int argc, char **argv)
     if (rally_rank(r) == 0)
         printf("RECOVERY %zu %.3f %.4f %.4f\n", model_nbytes, worst - s[iters / 2], s[iters / 2],
                xfer);
+    if (kill_at > 0) {
+        if (!restarted) /* the restarted rank's own path only */
+            j[J_MAIN] = j[J_INIT] = j[J_LOAD] = j[J_COPY] = j[J_FLT] = 0;
+        if (rally_allreduce(r, j, J_N, RALLY_DOUBLE, RALLY_MAX, NULL, NULL) != RALLY_OK)
+            return 1;
+        double k = 0;
+        FILE *f = rally_rank(r) == 0 ? fopen(kill_file, "r") : NULL;
+        if (f != NULL && fscanf(f, "%lf", &k) == 1 && k > 0)
+            printf("JOBCLOCK %zu %.3f %.3f %.3f %.3f %.3f %.3f %.3f %.0f %.0f\n", model_nbytes,
+                   (j[J_BACK] - k) / 1e6, (j[J_BACK] - j[J_BEFORE]) / 1e6, (j[J_MAIN] - k) / 1e6,
+                   (j[J_INIT] - j[J_MAIN]) / 1e6, (j[J_LOAD] - j[J_INIT]) / 1e6,
+                   (j[J_COPY] - j[J_LOAD]) / 1e6, (j[J_BACK] - j[J_COPY]) / 1e6, j[J_FLT],
+                   j[J_SFLT]);
+        else if (rally_rank(r) == 0)
+            return fprintf(stderr, "bench_recovery: no kill time in %s\n", kill_file), 1;
+        if (f != NULL)
+            fclose(f);
+    }
     return rally_finalize(r) == RALLY_OK ? 0 : 1;
 }

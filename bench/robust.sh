@@ -6,12 +6,15 @@
 #      collective under it; median of the reps, max over ranks per rep.
 #   2. verified results: the robust call with rally_verify_every=1 against
 #      off, jobs interleaved A B B A.
-#   3. time from a kill to the job back in step: rank 1 dies (mock) on
-#      entering an iteration; the iteration's time minus the median
-#      iteration, max over ranks, for 1 MiB and 100 MiB global models;
-#      beside it one warm transfer of the model (a ring shift between warm
-#      buffers, same run) and what recovery took beyond it (a whole host
-#      lost, copies against XOR parity: bench/hostloss.sh).
+#   3. recovery by the job's clock: rank 1 gets kill -9 on entering an
+#      iteration; from the kill to every rank back at the failed position,
+#      the survivors' stall, and beside them rally-run's "recovered" line
+#      (the tracker's clock) and the restarted rank's own steps, for 1 MiB
+#      and 100 MiB global models at N = 4, BENCH_RECOVERY_ROUNDS rounds (5):
+#      min, median, max; one warm transfer of the model (a ring shift
+#      between warm buffers, same job) and memcpy's rate and the load in the
+#      same block (a whole host lost, copies against XOR parity:
+#      bench/hostloss.sh).
 #   4. what a checkpoint costs: a copied global model vs a lazy one, and
 #      local models replicated to k = 1, 2, 3 ring successors; beside each
 #      its reference in the same run (a warm memcpy of the model, or k warm
@@ -51,16 +54,46 @@ done | awk -v n="$vn" '
     sort -k2 -n
 
 echo
-echo "recovery: time from a kill to the job back in step (rank 1 dies, restarts, catches up)"
-echo " (transfer_s = one warm ring shift of the model; beyond_s = recovery_s - transfer_s)"
-printf '%-3s %12s %12s %16s %12s %10s\n' N model_bytes recovery_s iteration_s transfer_s beyond_s
-for n in 4 8; do
-    for m in 1048576 104857600; do
-        "$run" -n "$n" --max-restarts 2 "$build/bench/bench_recovery" "$m" 8 rally_mock=1,4,0,0 2>&1 |
-            awk -v n="$n" '$2 == "RECOVERY" { printf "%-3s %12s %12.3f %16.4f %12.4f %10.3f\n",
-                n, $3, $4, $5, $6, $4 - $6 }'
+. "$(dirname "$0")/lib.sh"
+res=$(mktemp)
+trap 'rm -f "$res" "$res.kill"' EXIT
+rounds=${BENCH_RECOVERY_ROUNDS:-5}
+echo "recovery by the job's clock: rank 1 of 4 gets kill -9 on entering iteration 4 of 8, is"
+echo " restarted and loads the checkpoint (a global model) from the survivors; $rounds rounds, min,"
+echo " median and max.  kill to all back: from the kill (the killer's stamp) to the end of the"
+echo " survivors' first call after it, which needs every rank back at the failed position;"
+echo " survivors' stall: their last call's end before the kill to that; rally-run's line: its"
+echo " 'recovered: ... back in step T s' (the tracker's clock, from the death it saw to every rank's"
+echo " IN_STEP); then the restarted rank's path, from the kill to its main, rally_init,"
+echo " rally_load_checkpoint (and the page faults it took), and the rest to back"
+"$build/bench/ceiling" memcpy | awk '{ printf "  %-54s %9.1f  GB/s\n", "memcpy (this machine, same block)", $3 }'
+echo "  load (uptime) before: $(uptime | sed 's/.*load average: //')"
+for m in 1048576 104857600; do
+    : >"$res"
+    i=1
+    while [ "$i" -le "$rounds" ]; do
+        "$run" -n 4 --max-restarts 2 "$build/bench/bench_recovery" "$m" 8 "kill=4,$res.kill" 2>&1 |
+            awk -v r="$i" '/rally-run: recovered:/ { sub(/.*back in step /, ""); print r, "line", $1 }
+                $2 == "RECOVERY" { print r, "xfer", $6 }
+                $2 == "JOBCLOCK" { print r, "back", $4; print r, "stall", $5; print r, "start", $6
+                    print r, "init", $7; print r, "load", $8; print r, "copy", $9
+                    print r, "catch", $10; print r, "flt", $11 }' >>"$res"
+        i=$((i + 1))
     done
+    mib=$((m / 1048576))
+    row "$mib MiB: kill to all back (the job's clock)" s "$res" back
+    row "$mib MiB: survivors' stall" s "$res" stall
+    row "$mib MiB: rally-run's line (the tracker's clock)" s "$res" line
+    row "$mib MiB: kill to all back / rally-run's line" x "$res" back line
+    row "$mib MiB: restarted: kill to main (seen, decided, exec)" s "$res" start
+    row "$mib MiB: restarted: rally_init" s "$res" init
+    row "$mib MiB: restarted: rally_load_checkpoint" s "$res" load
+    row "$mib MiB: restarted: its page faults in the load" n "$res" flt
+    row "$mib MiB: restarted: into its model (the loaded bytes kept)" s "$res" copy
+    row "$mib MiB: restarted: then to back" s "$res" catch
+    row "$mib MiB: one warm ring shift of the model" s "$res" xfer
 done
+echo "  load (uptime) after: $(uptime | sed 's/.*load average: //')"
 
 echo
 echo "checkpoint cost at N=4 (median us, max over ranks): copy vs lazy; local models by replicas k;"

@@ -440,3 +440,11 @@ set_tests_properties(chaos_kill9 PROPERTIES TIMEOUT 300)
 add_test(NAME chaos_kill9_local COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/chaos_test.sh
          $<TARGET_FILE:rally-run> $<TARGET_FILE:recover> ${CHAOS_SEED} 5 local)
 set_tests_properties(chaos_kill9_local PROPERTIES TIMEOUT 300)
+# A restarted worker's load of the global model, counted in page faults:
+# the survivors do not receive the checkpoint they hold, the replacement's
+# fresh buffers come in huge pages where the kernel has them
+add_executable(load_faults progs/load_faults.c)
+target_link_libraries(load_faults rally_static)
+add_test(NAME recover_load_faults COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/load_faults_test.sh
+         $<TARGET_FILE:rally-run> $<TARGET_FILE:load_faults>)
+set_tests_properties(recover_load_faults PROPERTIES TIMEOUT 120)

@@ -137,24 +137,36 @@ int rally__allgather(struct rally__comm *c, void *buf, const size_t *off, const 
 int rally__broadcast(struct rally__comm *c, void *buf, size_t total, int root,
                      const struct rally__sig *sig)
 {
+    return rally__broadcast_have(c, buf, total, root, NULL, sig);
+}
+
+int rally__broadcast_have(struct rally__comm *c, void *buf, size_t total, int root,
+                          const unsigned char *have, const struct rally__sig *sig)
+{
     if (c->topo.world == 1)
         return finish(c, RALLY_OK);
     struct rally__run x;
     rally__run_start(&x, c, sig);
     const struct rally__topo *t = &c->topo;
     unsigned char *b = buf;
-    int from = rally__topo_toward(t, root);
+    /* a rank that has the bytes sends them from its own buffer, to the tree
+     * neighbours away from root that lack them; it receives nothing */
+    int from = have == NULL || !have[t->rank] ? rally__topo_toward(t, root) : -1;
     struct rally__chan *in = from >= 0 ? rally__chan_of(&x, from) : NULL;
     struct rally__chan *out[RALLY__MAX_CHILDREN + 1];
     size_t sent[RALLY__MAX_CHILDREN + 1] = {0};
-    int nout = 0;
+    int nout = 0, nwant = 0;
     int tree[RALLY__MAX_CHILDREN + 1] = {t->parent};
     for (int i = 0; i < t->nchildren; i++)
         tree[1 + i] = t->children[i];
-    for (int i = 0; i <= t->nchildren; i++)
-        if (tree[i] >= 0 && tree[i] != from && (out[nout] = rally__chan_of(&x, tree[i])) != NULL)
+    for (int i = 0; i <= t->nchildren; i++) {
+        if (tree[i] < 0 || tree[i] == rally__topo_toward(t, root) || (have && have[tree[i]]))
+            continue;
+        nwant++;
+        if ((out[nout] = rally__chan_of(&x, tree[i])) != NULL)
             nout++;
-    if ((from >= 0 && in == NULL) || nout < (t->parent >= 0) + t->nchildren - (from >= 0))
+    }
+    if ((from >= 0 && in == NULL) || nout < nwant)
         return finish(c, rally__fail(x.e, RALLY_ESTATE, "broadcast: a tree link is missing"));
     size_t got = in ? 0 : total;
     for (;;) {

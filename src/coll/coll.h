@@ -163,6 +163,12 @@ int rally__allreduce_in_place(struct rally__comm *c, size_t count, const struct 
 
 int rally__broadcast(struct rally__comm *c, void *buf, size_t nbytes, int root,
                      const struct rally__sig *sig);
+/* The same, where have[r] != 0 says rank r holds the nbytes already (root
+ * does): those send from their own buf and receive nothing, so the bytes
+ * cross only the tree links into ranks that lack them (have: world bytes,
+ * alike on every rank; NULL: only root holds them). */
+int rally__broadcast_have(struct rally__comm *c, void *buf, size_t nbytes, int root,
+                          const unsigned char *have, const struct rally__sig *sig);
 /* Blocks of nbytes[r] bytes at offsets off[r] in buf; this rank's is filled. */
 int rally__allgather(struct rally__comm *c, void *buf, const size_t *off, const size_t *nbytes,
                      const struct rally__sig *sig);

@@ -101,21 +101,24 @@ static int head(struct rally__robust *rb, int root, struct rally__sig *sig, uint
  * workers that want them.  With cap every other worker receives into a
  * store buffer too, a spare it gives back: a checkpoint is big, and a
  * spare's pages are warm (after a membership change every worker takes
- * part, most holding it already). */
+ * part, most holding it already).  With have (rally__broadcast_have) the
+ * workers it names hold the bytes in data and only send. */
 static int body(struct rally__robust *rb, int root, const unsigned char *data, uint64_t n, int want,
-                unsigned char **out, uint64_t *out_nbytes, uint64_t *cap)
+                unsigned char **out, uint64_t *out_nbytes, uint64_t *cap,
+                const unsigned char *have)
 {
     uint64_t c = 0;
-    int store = cap != NULL && rb->rank != root;
-    unsigned char *buf = rb->rank == root ? (unsigned char *)data
-                         : store          ? rally__robust_stake(rb, n, &c)
-                                          : rally__robust_buf(rb, n);
+    int own = rb->rank == root || (have != NULL && have[rb->rank]);
+    int store = cap != NULL && !own;
+    unsigned char *buf = own     ? (unsigned char *)data
+                         : store ? rally__robust_stake(rb, n, &c)
+                                 : rally__robust_buf(rb, n);
     if (buf == NULL)
         return rally__fail(rb->err, RALLY_ENOMEM, "out of memory for a %llu-byte recovery transfer",
                            (unsigned long long)n);
     struct rally__sig ds = {RALLY__K_XFER_DATA, 0, 0, root, n, 0};
-    int rc = rally__broadcast(&rb->comm, buf, (size_t)n, root, &ds);
-    if (rb->rank == root)
+    int rc = rally__broadcast_have(&rb->comm, buf, (size_t)n, root, have, &ds);
+    if (own)
         return rc;
     if (rc == RALLY_OK && want) {
         *out = buf;
@@ -138,7 +141,40 @@ static int transfer(struct rally__robust *rb, int root, struct rally__sig *sig,
     uint32_t copies = 0, xor_g = 0;
     uint64_t n = nbytes;
     int rc = head(rb, root, sig, &n, &copies, &xor_g);
-    return rc != RALLY_OK ? rc : body(rb, root, data, n, want, out, out_nbytes, cap);
+    return rc != RALLY_OK ? rc : body(rb, root, data, n, want, out, out_nbytes, cap, NULL);
+}
+
+/* The global model of version v from root (data: its bytes there) to the
+ * workers in load_checkpoint.  Every worker not loading that holds a copy
+ * of v sends from it and receives nothing, so the bytes cross only the
+ * tree links into the workers without them: at N = 4 a restarted rank's
+ * 100 MiB went to all three survivors before (into fresh buffers: their
+ * page faults and copies stood in the way of its own). */
+static int transfer_model(struct rally__robust *rb, int root, uint64_t v, struct rally__sig *sig,
+                          const unsigned char *data, uint64_t nbytes, int want,
+                          unsigned char **out, uint64_t *out_nbytes, uint64_t *cap)
+{
+    uint32_t copies = 0, xor_g = 0;
+    uint64_t n = nbytes, held = 0;
+    int rc = head(rb, root, sig, &n, &copies, &xor_g);
+    if (rc != RALLY_OK)
+        return rc;
+    if (rb->rank != root) {
+        data = !want && rally__robust_version(rb) == v ? rally__robust_global(rb, &held) : NULL;
+        data = held == n ? data : NULL;
+    }
+    unsigned char *have = calloc((size_t)rb->world, 1);
+    if (have == NULL)
+        return rally__fail(rb->err, RALLY_ENOMEM, "out of memory for a recovery transfer");
+    have[rb->rank] = data != NULL;
+    struct rally__reducer mx;
+    rally__reducer_builtin(&mx, RALLY_UINT8, RALLY_MAX);
+    struct rally__sig hs = {RALLY__K_HOLDER, 0, 0, root, (uint64_t)rb->world, 0};
+    rc = rally__allreduce(&rb->comm, have, have, (size_t)rb->world, &mx, &hs);
+    if (rc == RALLY_OK)
+        rc = body(rb, root, data, n, want, out, out_nbytes, cap, have);
+    free(have);
+    return rc;
 }
 
 static int same_sig(const struct rally__sig *a, const struct rally__sig *b)
@@ -556,7 +592,8 @@ static int serve(struct rally__robust *rb, uint64_t at, int root, const struct r
         return rc;
     int w = rb->world, whole = have != NULL && have->part.copies == 0;
     if (copies == 0) /* the root holds it whole */
-        return body(rb, root, rb->rank == root ? have->data : NULL, n, want, res, res_nbytes, NULL);
+        return body(rb, root, rb->rank == root ? have->data : NULL, n, want, res, res_nbytes, NULL,
+                    NULL);
     struct rally__part pt = {n, sig->count, (uint32_t)w, copies, xor_g};
     if (have != NULL && !whole && have->part.world != (uint32_t)w)
         have = NULL; /* cannot be: a change of the workers drops the cache */
@@ -713,7 +750,7 @@ int rally__robust_recover(struct rally__robust *rb, uint64_t key, const struct r
             }
             unsigned char *got = NULL;
             uint64_t got_n = 0, cap = 0;
-            rc = transfer(rb, root, &sig, g, gn, want, &got, &got_n, &cap);
+            rc = transfer_model(rb, root, version, &sig, g, gn, want, &got, &got_n, &cap);
             if (rb->rank == root)
                 rally__robust_release(rb, g);
             if (rc == RALLY_OK && s[S_LOCAL]) /* unless taken in rally_init */
