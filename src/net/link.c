@@ -51,14 +51,18 @@ static void relax(void)
 
 /* The spin's pace.  A turn (a look at the links in memory and a pause)
  * takes some tens of nanoseconds: the clock is read every SPIN_TURNS of
- * them.  The links' descriptors (hang-ups) and the alarm are polled every
- * SPIN_POLL_US, which nothing but a failure needs sooner.  A rank alone on
- * its core yields only once a spin has seen nothing for SPIN_YIELD_US:
- * evidence that the peer is not running, perhaps because the scheduler put
- * it on our core; a yield every few microseconds gave the core away to
- * anything else that wanted it (a whole time slice) in the middle of a
- * message. */
-enum { SPIN_TURNS = 64, SPIN_POLL_US = 100, SPIN_YIELD_US = 20 };
+ * them (a check).  The links' descriptors (hang-ups) and the alarm are
+ * polled every SPIN_POLL_US, which nothing but a failure needs sooner.  A
+ * rank alone on its core yields only on evidence that the peer is not
+ * running: yield_checks checks in a row without news.  A yield that the
+ * peer's bytes followed at once says the peer ran in our time, on our core
+ * (an unpinned pair often shares one while anything else runs), and the
+ * next spin yields at its first check; a yield that nothing followed
+ * doubles the checks, up to SPIN_YIELD_CHECKS, so that a rank that has its
+ * core does not give it away (a whole time slice to whatever else wants
+ * it) in the middle of a message. */
+enum { SPIN_TURNS = 64, SPIN_POLL_US = 100, SPIN_YIELD_CHECKS = 16 };
+static _Thread_local int yield_checks = SPIN_YIELD_CHECKS;
 
 _Thread_local struct rally__wait_counts rally__wait_counts;
 
@@ -136,14 +140,20 @@ int rally__link_wait(const struct rally__interest *w, int n, const struct rally_
         int64_t now = clock_us(), until = now + spin_us, poll_at = now + SPIN_POLL_US;
         if (deadline != RALLY__NEVER && until > deadline * 1000)
             until = deadline * 1000; /* a long spin ends at the deadline too */
-        int64_t yield_at = now + SPIN_YIELD_US;
+        int quiet = 0, yielded = 0; /* checks without news; a yield, no check since */
         for (unsigned turn = 1;; turn++) {
-            if (mem_ready(m, nm))
+            if (mem_ready(m, nm)) {
+                if (yielded)
+                    yield_checks = 1;
                 return 1;
+            }
             if (pure && turn % SPIN_TURNS != 0) {
                 relax();
                 continue;
             }
+            if (yielded && yield_checks < SPIN_YIELD_CHECKS)
+                yield_checks *= 2;
+            yielded = 0;
             now = clock_us();
             if (hot || now >= poll_at) {
                 rally__wait_counts.polls++;
@@ -155,12 +165,13 @@ int rally__link_wait(const struct rally__interest *w, int n, const struct rally_
             }
             if (now >= until)
                 break;
-            if (!pure || now >= yield_at) {
+            if (!pure || ++quiet >= yield_checks) {
                 /* the peer may be waiting for this very core: the scheduler
                  * can put both on one even when there are enough */
                 rally__wait_counts.yields++;
                 sched_yield();
-                yield_at = clock_us() + SPIN_YIELD_US;
+                quiet = 0;
+                yielded = pure;
             } else {
                 relax();
             }

@@ -137,9 +137,10 @@ struct rally__interest {
  * When every link waited on is spin_alone, nobody else needs the core: the
  * spin lasts spin_alone_us when that is longer (a wake-up then costs at
  * most a percent or two of the wait), reads the clock only every 64 looks,
- * and yields only after 20 us without news (a peer that the scheduler put
- * on the same core then runs; a yield sooner gives the core to whatever
- * else wants it).  Returns 1 when something is ready or a signal
+ * and yields only on evidence that the peer is not running (link.c: long
+ * without news, or soon when a yield let the peer's bytes come: it shares
+ * our core); a yield sooner gives the core to whatever else wants it.
+ * Returns 1 when something is ready or a signal
  * interrupted the wait (*alarmed: whether the alarm is readable), 0 at the
  * deadline, -1 with e set when the wait itself failed.  Allocates
  * nothing. */
