@@ -8,12 +8,13 @@
  * docs/launch.md): each rank is still one local child, a wrapper (ssh, srun,
  * mpirun -np 1) that runs rally-agent on the rank's host with the secret's
  * line on its stdin; the agent's marked stderr lines say what became of the
- * worker, and remote_exit turns them into what the policy hears (a worker's
+ * worker, and run_remote_exit (run/grow.c) turns them into what the policy hears (a worker's
  * exit, a lost connection, a host that cannot run it).  A restart starts the
  * same wrapper again: the same host.  --dry-run prints the wrappers' lines.
  *
  * Its parts beside it are in run/ (run/run.h says which file holds what):
- * the options, the hosts, a worker's start.
+ * the options, the hosts, a worker's start, the policy's decisions carried
+ * out, growth.
  *
  * main reads as the job goes: parse the options, set up (signals, the job's
  * secret in a fresh 0700 directory removed at exit, the tracker embedded
@@ -139,54 +140,6 @@ static void on_event(void *arg, const struct rally__tracker_event *ev)
     rally__launch_policy_event(r->pol, &note, rally__now_ms());
 }
 
-/* --- carrying out the policy's decisions ------------------------------------ */
-
-static void carry_out(struct run *r, const struct rally__launch_act *a);
-
-/* Starts rank i again (its old pipes read to the end first). */
-static void respawn(struct run *r, int i)
-{
-    rally__launch_flush(&r->procs[i]);
-    int err = run_spawn(r, i);
-    if (err != 0) {
-        struct rally__launch_act b;
-        rally__launch_policy_spawn_failed(r->pol, i, err, rally__now_ms(), &b);
-        carry_out(r, &b);
-    }
-}
-
-static void carry_out(struct run *r, const struct rally__launch_act *a)
-{
-    if (a->say[0])
-        rally__launch_out_say(&r->out[1], "%s", a->say);
-    if (a->abort[0])
-        rally__tracker_abort(r->t, RALLY_EPEER, "%s", a->abort);
-    if (a->forward)
-        run_signal_all(r, a->forward);
-    if (a->gone >= 0)
-        rally__tracker_rank_gone(r->t, run_rank_now(r, a->gone), a->cause);
-    if (a->restart >= 0) {
-        int i = a->restart;
-        /* its events land before the new process */
-        rally__tracker_rank_died(r->t, run_rank_now(r, i), a->cause);
-        if (a->last) /* stuck again, it fails the job rather than die */
-            rally__tracker_no_restart(r->t, run_rank_now(r, i));
-        respawn(r, i);
-    }
-}
-
-static void view(const struct run *r, struct rally__launch_view *v)
-{
-    v->failed_rank = -1;
-    v->sentence = "";
-    v->state = rally__tracker_state(r->t, &v->sentence, &v->failed_rank);
-    v->reported = rally__tracker_reported(r->t, &v->reported_rank);
-    if (v->failed_rank >= 0)
-        v->failed_rank = run_launched_as(rally__tracker_task_of(r->t, v->failed_rank));
-    v->code = rally__tracker_code(r->t);
-    v->recoverable = rally__tracker_recoverable(r->t);
-}
-
 /* --- the serve loop's owner hooks ------------------------------------------ */
 
 static int done(void *arg)
@@ -251,176 +204,6 @@ static void handle(void *arg, const struct pollfd *p, size_t n)
     /* the queues are written in after(), once the tracker added its lines */
 }
 
-/* Which ranks hold a place (r->held), for placing one. */
-static void holding(struct run *r, int n)
-{
-    for (int i = 0; i < n; i++)
-        r->held[i] = (unsigned char)rally__launch_policy_holds(r->pol, i);
-}
-
-/* A host other than rank i's, with a slot free and answering as far as we
- * know, for rank i whose host cannot be reached; -1 when none has one. */
-static int host_free(struct run *r, int i)
-{
-    int n = rally__launch_policy_slots(r->pol), h = r->host_of[i];
-    run_reread_hostfile(r); /* a spare host added to the file counts */
-    holding(r, n);
-    unsigned char was = r->down[h];
-    r->down[h] = 1;
-    int to = rally__launch_place_one(&r->hosts, r->host_of, r->held, n, r->down);
-    r->down[h] = was;
-    return to >= 0 && to != h && !r->down[to] ? to : -1;
-}
-
-/* Rank i's wrapper ended with wait status st: what its agent said (read to
- * the end of its pipes first), or its silence, goes to the policy as a
- * worker's exit, a lost connection or a failure to start (launch/remote.h).
- * A restart whose host cannot be reached goes to a host with a slot free:
- * the same rank, so the job recovers in place. */
-static void remote_exit(struct run *r, int i, int st, const struct rally__launch_view *v,
-                        struct rally__launch_act *a)
-{
-    rally__launch_flush(&r->procs[i]);
-    char why[640];
-    int out = 0;
-    int kind = rally__launch_outcome(&r->procs[i].seen, st, r->kind, r->hosts.h[r->host_of[i]].name,
-                                     i, r->agent, r->argv[0], why, sizeof why, &out);
-    int joiner = rally__launch_policy_joining(r->pol, i), h = r->host_of[i];
-    int to = kind == RALLY__LAUNCH_AS_UNREACHABLE && !joiner ? host_free(r, i) : -1;
-    if (kind == RALLY__LAUNCH_AS_STATUS) {
-        rally__launch_policy_exit(r->pol, i, out, v, rally__now_ms(), a);
-    } else if (kind == RALLY__LAUNCH_AS_LOST) {
-        rally__launch_policy_lost(r->pol, i, v, rally__now_ms(), a);
-    } else if (to >= 0 &&
-               rally__launch_policy_elsewhere(r->pol, i, why, r->hosts.h[to].name, v, a)) {
-        r->down[h] = 1; /* not tried again while another answers: no moving to and fro */
-        r->host_of[i] = to;
-        rally__launch_out_say(&r->out[1], "%s", a->say);
-        a->say[0] = '\0';
-        respawn(r, i);
-    } else {
-        rally__launch_policy_unstarted(r->pol, i, why, out, v, rally__now_ms(), a);
-    }
-    if (joiner && remote_grow(r) && !rally__launch_policy_holds(r->pol, i)) {
-        /* refill tries again after --rejoin-ms; the first miss on a host is said */
-        if (r->down[h])
-            a->say[0] = '\0';
-        else
-            snprintf(a->say + strlen(a->say), sizeof a->say - strlen(a->say),
-                     "; trying a host with a slot free again every %lld ms",
-                     (long long)r->rejoin_ms);
-        r->down[h] = 1;
-    }
-}
-
-/* remote_grow: while fewer workers hold places than the job is to have and
- * no joiner is on its way, start as many as the first host with a slot free
- * has free slots (one that could not be reached last only when no other
- * has a slot), at most every --rejoin-ms: a host lost and back is taken in
- * whole, at one checkpoint.  r->pending is the first of them. */
-static void refill(struct run *r, int64_t now)
-{
-    if (!remote_grow(r))
-        return;
-    int n = rally__launch_policy_slots(r->pol), held = 0;
-    for (int i = r->pending; i >= 0 && i < n; i++)
-        if (rally__launch_policy_joining(r->pol, i))
-            return;
-    for (int i = r->pending; i >= 0 && i < n; i++)
-        if (rally__launch_policy_holds(r->pol, i))
-            r->down[r->host_of[i]] = 0; /* taken in: its host is back */
-    r->pending = -1;
-    holding(r, n);
-    for (int i = 0; i < n; i++)
-        held += r->held[i];
-    if (held >= r->want) {
-        r->next_try = 0; /* nothing to try: no deadline (the loop must not spin) */
-        return;
-    }
-    if (now < r->next_try)
-        return;
-    r->next_try = now + r->rejoin_ms;
-    run_reread_hostfile(r);
-    int h = rally__launch_place_one(&r->hosts, r->host_of, r->held, n, r->down);
-    if (h < 0)
-        return;
-    int room = r->hosts.h[h].slots, started = 0;
-    for (int i = 0; i < n; i++)
-        room -= r->held[i] && r->host_of[i] == h;
-    while (started < room && held + started < r->want) {
-        int i = rally__launch_policy_add(r->pol, r->max_workers);
-        if (i < 0)
-            break;
-        r->host_of[i] = h;
-        rally__launch_policy_host(r->pol, i, r->hosts.h[h].name);
-        rally__launch_flush(&r->procs[i]);
-        int err = run_spawn(r, i);
-        if (err != 0) {
-            struct rally__launch_act a;
-            struct rally__launch_view v;
-            view(r, &v);
-            char why[320];
-            snprintf(why, sizeof why, "cannot start rank %d on host %s: %s", i,
-                     r->hosts.h[h].name, strerror(err));
-            rally__launch_policy_unstarted(r->pol, i, why, 1, &v, now, &a);
-            carry_out(r, &a);
-            break;
-        }
-        if (started++ == 0)
-            r->pending = i;
-    }
-    if (started == 0 || r->down[h])
-        return;
-    if (started == 1)
-        rally__launch_out_say(&r->out[1],
-                              "started rank %d on host %s (a slot free); the job takes it in "
-                              "at its next checkpoint",
-                              r->pending, r->hosts.h[h].name);
-    else
-        rally__launch_out_say(&r->out[1],
-                              "started ranks %d-%d on host %s (%d slots free); the job takes "
-                              "them in at its next checkpoint",
-                              r->pending, r->pending + started - 1, r->hosts.h[h].name, started);
-}
-
-/* SIGUSR2: one more worker, which the job takes in at its next checkpoint. */
-static void grow(struct run *r)
-{
-    if (remote_grow(r)) {
-        if (r->want >= r->max_workers) {
-            rally__launch_out_say(&r->out[1],
-                                  "SIGUSR2: the job is to have %d workers already "
-                                  "(--max-workers %d): none started",
-                                  r->want, r->max_workers);
-            return;
-        }
-        r->want++;
-        r->next_try = 0;
-        rally__launch_out_say(&r->out[1],
-                              "SIGUSR2: the job is to have %d workers: starting one "
-                              "on a host with a slot free",
-                              r->want);
-        return;
-    }
-    int i = r->max_workers > r->world ? rally__launch_policy_add(r->pol, r->max_workers) : -1;
-    if (i < 0) {
-        rally__launch_out_say(&r->out[1],
-                              r->max_workers > r->world
-                                  ? "SIGUSR2: the job has --max-workers %d workers (or they "
-                                    "wait to join), or it is ending: none started"
-                                  : "SIGUSR2: no --max-workers above -n (%d): none started",
-                              r->max_workers);
-        return;
-    }
-    int err = run_spawn(r, i);
-    if (err != 0) {
-        rally__launch_out_say(&r->out[1], "SIGUSR2: cannot start rank %d: %s", i, strerror(err));
-        return;
-    }
-    rally__launch_out_say(
-        &r->out[1], "SIGUSR2: started rank %d; the job takes it in at its next checkpoint", i);
-}
-
 /* SIGUSR1 ("snapshot now") to whoever is rank 0 now: an elastic job that
  * lost the first renumbers, and launched rank 1 may hold it.  0, or -1 when
  * no live worker does (rank 0 died, and is being restarted or given up). */
@@ -465,24 +248,24 @@ static void after(void *arg)
                                   (long long)r->grace_ms);
     }
     for (; r->grow_now > 0; r->grow_now--)
-        grow(r);
+        run_grow(r);
     char snap[sizeof r->snap.jobdir + RALLY__SNAP_NAME_MAX + 1];
     int got = r->snap.preempting
                   ? rally__launch_snaps_preempted(&r->snap, rally__now_ms(), snap, sizeof snap)
                   : 0;
     if (got > 0) {
         rally__launch_policy_preempted(r->pol, SIGTERM, snap, rally__now_ms(), &a);
-        carry_out(r, &a);
+        run_carry_out(r, &a);
     } else if (got < 0) {
         rally__launch_out_say(&r->out[1], "SIGTERM: no snapshot was committed within --grace-ms: "
                                           "stopping the workers without one");
         rally__launch_policy_signal(r->pol, SIGTERM, rally__now_ms(), &a);
-        carry_out(r, &a);
+        run_carry_out(r, &a);
     }
     for (int i = 0; i < r->nsigs; i++) {
         r->snap.preempting = 0; /* a second signal stops the job now */
         rally__launch_policy_signal(r->pol, r->sigs[i], rally__now_ms(), &a);
-        carry_out(r, &a);
+        run_carry_out(r, &a);
     }
     r->nsigs = 0;
     int i, st;
@@ -490,17 +273,17 @@ static void after(void *arg)
            (i = rally__launch_reap(r->procs, rally__launch_policy_slots(r->pol), &st)) >= 0) {
         if (--r->nlive == 0)
             r->drain_until = rally__now_ms() + DRAIN_MS;
-        view(r, &v);
+        run_view(r, &v);
         if (r->procs[i].agent)
-            remote_exit(r, i, st, &v, &a);
+            run_remote_exit(r, i, st, &v, &a);
         else
             rally__launch_policy_exit(r->pol, i, st, &v, rally__now_ms(), &a);
-        carry_out(r, &a);
+        run_carry_out(r, &a);
     }
     r->reap = 0;
-    view(r, &v);
+    run_view(r, &v);
     rally__launch_policy_tracker(r->pol, &v, rally__now_ms());
-    refill(r, rally__now_ms());
+    run_refill(r, rally__now_ms());
     run_slow_after(r); /* (a rank given up as slow is killed below, this turn) */
     int k;
     while ((k = rally__launch_policy_due(r->pol, rally__now_ms())) != -1) {
@@ -801,7 +584,7 @@ int main(int argc, char **argv)
             goto cleanup;
         }
         struct rally__launch_view v;
-        view(&r, &v);
+        run_view(&r, &v);
         status = verdict(&r, &v, hidden);
         /* a failure (not a signal, not an unrunnable program) may restart the
          * job: one for good, or what recovery in memory lost (a rank's

@@ -7,6 +7,10 @@
  *   run/options.c      the command line as one table of flags, from which
  *                      the usage text and the parsing (run_parse) are made
  *   run/checks.c       the checks between flags once they are read
+ *   run/act.c          the policy's decisions carried out; the tracker's
+ *                      state as the policy sees it
+ *   run/grow.c         a remote rank's end, another host for its restart,
+ *                      the refill of places, SIGUSR2's one more worker
  *   run/hosts.c        the hosts: --hosts/--hostfile or the launcher kind's,
  *                      placement, the tracker's address and bind
  *   run/workers.c      starting a worker: its environment, its wrapper's
@@ -162,6 +166,28 @@ int run_check(struct run *r);
  * rally-run's environment; NULL when none.  from gets "rally_name=V" or
  * "RALLY_NAME=V". */
 const char *run_setting(const struct run *r, const char *name, char *from, size_t cap);
+
+/* --- run/act.c --------------------------------------------------------------- */
+
+/* Carries out a: says its sentence, aborts, forwards a signal, tells the
+ * tracker a rank is gone or died, restarts a rank. */
+void run_carry_out(struct run *r, const struct rally__launch_act *a);
+/* Starts rank i again (its old pipes read to the end first). */
+void run_respawn(struct run *r, int i);
+/* The tracker's state as the policy decides from it. */
+void run_view(const struct run *r, struct rally__launch_view *v);
+
+/* --- run/grow.c -------------------------------------------------------------- */
+
+/* Rank i's wrapper ended with wait status st (a remote launcher): what
+ * became of it, into a for the policy; its restart may go to another host. */
+void run_remote_exit(struct run *r, int i, int st, const struct rally__launch_view *v,
+                     struct rally__launch_act *a);
+/* remote_grow: starts workers on a host with slots free while fewer hold
+ * places than the job is to have, at most every --rejoin-ms. */
+void run_refill(struct run *r, int64_t now);
+/* SIGUSR2: one more worker, taken in at the job's next checkpoint. */
+void run_grow(struct run *r);
 
 /* --- run/hosts.c ------------------------------------------------------------ */
 
