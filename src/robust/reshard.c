@@ -138,174 +138,222 @@ static int suppliers(struct rally__robust *rb, const uint64_t *all, int W, int *
                               (int)rb->cfg->local_replica);
 }
 
-int rally__robust_reshard(struct rally__robust *rb, uint64_t v)
+/* One move's state: what every worker said, who supplies each old rank,
+ * the bytes this worker supplies, everyone's gathered, the records this
+ * rank keeps, and the counts and hash sums of those sent and kept. */
+struct move {
+    int N, W;        /* the new world, the old */
+    uint64_t *all;   /* N descriptions (describe) */
+    int *who, *slot; /* per old rank: its supplier and the slot (suppliers) */
+    unsigned char *mine, *gath;
+    uint64_t mine_n, total;
+    size_t *off;     /* the allgathers' offsets and sizes, N each */
+    struct rally__recs keep;
+    uint64_t sent[2], kept[2];
+};
+
+static int no_memory(struct rally__robust *rb)
 {
-    int N = rb->world, rc, W = 0;
-    uint64_t *all = calloc((size_t)N * DESC, sizeof *all);
-    int *who = NULL, *slot = NULL;
-    unsigned char *gath = NULL, *mine = NULL;
-    size_t *off = NULL;
-    struct rally__recs keep = {0};
-    if (all == NULL)
-        return rally__fail(rb->err, RALLY_ENOMEM, "out of memory moving local models");
-    if ((rc = describe(rb, v, all)) != RALLY_OK)
-        goto out;
-    for (int r = 0; r < N; r++)
-        if (all[(size_t)r * DESC] != RALLY__NONE && (int)all[(size_t)r * DESC + 1] > W)
-            W = (int)all[(size_t)r * DESC + 1];
-    who = calloc((size_t)W + 1, sizeof *who);
-    slot = calloc((size_t)W + 1, sizeof *slot);
-    off = calloc(2 * (size_t)N, sizeof *off);
-    if (who == NULL || slot == NULL || off == NULL) {
-        rc = rally__fail(rb->err, RALLY_ENOMEM, "out of memory moving local models");
-        goto out;
-    }
+    return rally__fail(rb->err, RALLY_ENOMEM, "out of memory moving local models");
+}
+
+/* Step 1: what every worker holds, and who supplies each old rank. */
+static int plan(struct rally__robust *rb, uint64_t v, struct move *mv)
+{
+    int rc;
+    if ((mv->all = calloc((size_t)mv->N * DESC, sizeof *mv->all)) == NULL)
+        return no_memory(rb);
+    if ((rc = describe(rb, v, mv->all)) != RALLY_OK)
+        return rc;
+    for (int r = 0; r < mv->N; r++)
+        if (mv->all[(size_t)r * DESC] != RALLY__NONE && (int)mv->all[(size_t)r * DESC + 1] > mv->W)
+            mv->W = (int)mv->all[(size_t)r * DESC + 1];
+    mv->who = calloc((size_t)mv->W + 1, sizeof *mv->who);
+    mv->slot = calloc((size_t)mv->W + 1, sizeof *mv->slot);
+    mv->off = calloc(2 * (size_t)mv->N, sizeof *mv->off);
+    if (mv->who == NULL || mv->slot == NULL || mv->off == NULL)
+        return no_memory(rb);
     if (rb->rec.owner == NULL) {
         rc = rally__fail(rb->err, RALLY_ECONFIG,
                          "cannot move local-model records: this worker has no "
                          "rally_set_local_records (every rank must call it)");
         rally__robust_fatal(rb, RALLY_ECONFIG, rb->err->msg);
-        goto out;
+        return rc;
     }
-    if ((rc = suppliers(rb, all, W, who, slot)) != RALLY_OK)
-        goto out;
-    /* 1. what this worker supplies, and its count and hash sum */
+    return suppliers(rb, mv->all, mv->W, mv->who, mv->slot);
+}
+
+/* Step 1, this worker's part: the records it supplies, one after another,
+ * walked for their count and hash sum. */
+static int pack_mine(struct rally__robust *rb, uint64_t v, struct move *mv)
+{
     const struct rally__localset *old = rally__robust_set_of(rb, v);
-    uint64_t sent[2] = {0, 0}, kept[2] = {0, 0}, mine_n = 0;
-    for (int d = 0; d < W; d++)
-        if (who[d] == rb->rank)
-            mine_n += old->nbytes[slot[d]];
-    if ((mine = malloc(mine_n ? (size_t)mine_n : 1)) == NULL) {
-        rc = rally__fail(rb->err, RALLY_ENOMEM, "out of memory moving local models");
-        goto out;
-    }
-    mine_n = 0;
-    for (int d = 0; d < W; d++) {
-        if (who[d] != rb->rank)
+    uint64_t n_all = 0;
+    for (int d = 0; d < mv->W; d++)
+        if (mv->who[d] == rb->rank)
+            n_all += old->nbytes[mv->slot[d]];
+    if ((mv->mine = malloc(n_all ? (size_t)n_all : 1)) == NULL)
+        return no_memory(rb);
+    for (int d = 0; d < mv->W; d++) {
+        if (mv->who[d] != rb->rank)
             continue;
-        uint64_t n = old->nbytes[slot[d]];
-        if ((rc = walk(rb, old->data[slot[d]], n, d, &sent[0], &sent[1])) != RALLY_OK) {
+        uint64_t n = old->nbytes[mv->slot[d]];
+        int rc = walk(rb, old->data[mv->slot[d]], n, d, &mv->sent[0], &mv->sent[1]);
+        if (rc != RALLY_OK) {
             rally__robust_fatal(rb, rc, rb->err->msg);
-            goto out;
+            return rc;
         }
         if (n)
-            memcpy(mine + mine_n, old->data[slot[d]], (size_t)n);
-        mine_n += n;
+            memcpy(mv->mine + mv->mine_n, old->data[mv->slot[d]], (size_t)n);
+        mv->mine_n += n;
     }
-    /* 2. everyone's to everyone: the sizes, then the bytes */
+    return RALLY_OK;
+}
+
+/* Step 2: everyone's to everyone, the sizes, then the bytes (mv->gath). */
+static int exchange(struct rally__robust *rb, struct move *mv)
+{
+    int N = mv->N;
+    size_t *off = mv->off;
     unsigned char *sz = calloc((size_t)N, 8);
-    if (sz == NULL) {
-        rc = rally__fail(rb->err, RALLY_ENOMEM, "out of memory moving local models");
-        goto out;
-    }
+    if (sz == NULL)
+        return no_memory(rb);
     for (int r = 0; r < N; r++) {
         off[r] = (size_t)r * 8;
         off[N + r] = 8;
     }
-    rally__put_u64(sz + (size_t)rb->rank * 8, mine_n);
+    rally__put_u64(sz + (size_t)rb->rank * 8, mv->mine_n);
     struct rally__sig s_sz = {RALLY__K_RESHARD, 2, 0, -1, (uint64_t)N, 0};
-    rc = rally__allgather(&rb->comm, sz, off, off + N, &s_sz);
-    uint64_t total = 0;
+    int rc = rally__allgather(&rb->comm, sz, off, off + N, &s_sz);
     for (int r = 0; rc == RALLY_OK && r < N; r++) {
         off[N + r] = (size_t)rally__get_u64(sz + (size_t)r * 8);
-        off[r] = (size_t)total;
-        total += off[N + r];
+        off[r] = (size_t)mv->total;
+        mv->total += off[N + r];
     }
     free(sz);
     if (rc != RALLY_OK)
-        goto out;
-    if ((gath = malloc(total ? (size_t)total : 1)) == NULL) {
-        rc = rally__fail(rb->err, RALLY_ENOMEM, "out of memory for %llu bytes of local models",
-                         (unsigned long long)total);
-        goto out;
-    }
-    if (mine_n)
-        memcpy(gath + off[rb->rank], mine, (size_t)mine_n);
-    struct rally__sig s_data = {RALLY__K_RESHARD, 3, 0, -1, total, 0};
-    if ((rc = rally__allgather(&rb->comm, gath, off, off + N, &s_data)) != RALLY_OK)
-        goto out;
-    /* this rank's records, in id order (every supplier walked its bytes) */
+        return rc;
+    if ((mv->gath = malloc(mv->total ? (size_t)mv->total : 1)) == NULL)
+        return rally__fail(rb->err, RALLY_ENOMEM, "out of memory for %llu bytes of local models",
+                           (unsigned long long)mv->total);
+    if (mv->mine_n)
+        memcpy(mv->gath + off[rb->rank], mv->mine, (size_t)mv->mine_n);
+    struct rally__sig s_data = {RALLY__K_RESHARD, 3, 0, -1, mv->total, 0};
+    return rally__allgather(&rb->comm, mv->gath, off, off + N, &s_data);
+}
+
+/* Step 2, this rank's part: the records its new rank owns, in id order
+ * (every supplier walked its bytes), each id once. */
+static int keep_own(struct rally__robust *rb, struct move *mv)
+{
     struct rally__rec rec;
     uint64_t at = 0;
-    while (rally__rec_next(gath, total, &at, &rec) == 1) {
-        int owner = rb->rec.owner(rec.id, N, rb->rec.arg);
-        if (owner < 0 || owner >= N) {
+    int rc;
+    while (rally__rec_next(mv->gath, mv->total, &at, &rec) == 1) {
+        int owner = rb->rec.owner(rec.id, mv->N, rb->rec.arg);
+        if (owner < 0 || owner >= mv->N) {
             rc = rally__fail(rb->err, RALLY_EINVAL,
                              "rally_set_local_records' owner gave rank %d for record %016llx "
                              "in a job of %d",
-                             owner, (unsigned long long)rec.id, N);
+                             owner, (unsigned long long)rec.id, mv->N);
             rally__robust_fatal(rb, rc, rb->err->msg);
-            goto out;
+            return rc;
         }
         if (owner != rb->rank)
             continue;
-        if (rally__recs_push(&keep, &rec) != 0) {
-            rc = rally__fail(rb->err, RALLY_ENOMEM, "out of memory moving local models");
-            goto out;
-        }
-        kept[0]++;
-        kept[1] += id_hash(rec.id);
+        if (rally__recs_push(&mv->keep, &rec) != 0)
+            return no_memory(rb);
+        mv->kept[0]++;
+        mv->kept[1] += id_hash(rec.id);
     }
-    rally__recs_sort(&keep);
-    for (size_t i = 1; i < keep.n; i++)
-        if (keep.v[i].id == keep.v[i - 1].id) {
+    rally__recs_sort(&mv->keep);
+    for (size_t i = 1; i < mv->keep.n; i++)
+        if (mv->keep.v[i].id == mv->keep.v[i - 1].id) {
             rc = rally__fail(rb->err, RALLY_EINVAL,
                              "local-model record %016llx is on more than one rank: every id "
                              "must be on exactly one",
-                             (unsigned long long)keep.v[i].id);
+                             (unsigned long long)mv->keep.v[i].id);
             rally__robust_fatal(rb, rc, rb->err->msg);
-            goto out;
+            return rc;
         }
-    /* 3. every record arrived exactly once */
-    uint64_t w[4] = {sent[0], sent[1], kept[0], kept[1]};
+    return RALLY_OK;
+}
+
+/* Step 3: every record arrived exactly once (the job's counts and hash sums
+ * of what was sent and what was kept agree). */
+static int check_once(struct rally__robust *rb, const struct move *mv)
+{
+    uint64_t w[4] = {mv->sent[0], mv->sent[1], mv->kept[0], mv->kept[1]};
     unsigned char wb[32];
     for (int i = 0; i < 4; i++)
         rally__put_u64(wb + 8 * i, w[i]);
     struct rally__reducer rd;
     rally__reducer_builtin(&rd, RALLY_UINT64, RALLY_SUM);
     struct rally__sig s_sum = {RALLY__K_RESHARD, 4, 0, -1, 4, 0};
-    if ((rc = rally__allreduce(&rb->comm, wb, wb, 4, &rd, &s_sum)) != RALLY_OK)
-        goto out;
-    if (rally__get_u64(wb) != rally__get_u64(wb + 16) ||
-        rally__get_u64(wb + 8) != rally__get_u64(wb + 24)) {
-        rc = rally__fail(rb->err, RALLY_EPEER,
-                         "moving local-model records: %llu were sent and %llu kept (their id "
-                         "digests %016llx and %016llx): a record was lost or kept twice",
-                         (unsigned long long)rally__get_u64(wb),
-                         (unsigned long long)rally__get_u64(wb + 16),
-                         (unsigned long long)rally__get_u64(wb + 8),
-                         (unsigned long long)rally__get_u64(wb + 24));
-        rally__robust_fatal(rb, rc, rb->err->msg);
-        goto out;
-    }
-    /* 4. the new set, its replicas, and it replaces the old one */
+    int rc = rally__allreduce(&rb->comm, wb, wb, 4, &rd, &s_sum);
+    if (rc != RALLY_OK)
+        return rc;
+    if (rally__get_u64(wb) == rally__get_u64(wb + 16) &&
+        rally__get_u64(wb + 8) == rally__get_u64(wb + 24))
+        return RALLY_OK;
+    rc = rally__fail(rb->err, RALLY_EPEER,
+                     "moving local-model records: %llu were sent and %llu kept (their id "
+                     "digests %016llx and %016llx): a record was lost or kept twice",
+                     (unsigned long long)rally__get_u64(wb),
+                     (unsigned long long)rally__get_u64(wb + 16),
+                     (unsigned long long)rally__get_u64(wb + 8),
+                     (unsigned long long)rally__get_u64(wb + 24));
+    rally__robust_fatal(rb, rc, rb->err->msg);
+    return rc;
+}
+
+/* Step 4: the new set, its replicas, and it replaces the old one. */
+static int install(struct rally__robust *rb, uint64_t v, const struct move *mv)
+{
     struct rally__localset *ls = rally__robust_set_spare(rb);
     uint64_t n = 0;
-    for (size_t i = 0; i < keep.n; i++)
-        n += keep.v[i].n;
-    if ((rc = rally__robust_set_fill(rb, ls, 0, NULL, n)) != RALLY_OK)
-        goto out;
+    for (size_t i = 0; i < mv->keep.n; i++)
+        n += mv->keep.v[i].n;
+    int rc = rally__robust_set_fill(rb, ls, 0, NULL, n);
+    if (rc != RALLY_OK)
+        return rc;
     n = 0;
-    for (size_t i = 0; i < keep.n; i++) {
-        memcpy(ls->data[0] + n, keep.v[i].p, (size_t)keep.v[i].n);
-        n += keep.v[i].n;
+    for (size_t i = 0; i < mv->keep.n; i++) {
+        memcpy(ls->data[0] + n, mv->keep.v[i].p, (size_t)mv->keep.v[i].n);
+        n += mv->keep.v[i].n;
     }
     if ((rc = rally__robust_set_spread(rb, ls, RALLY__K_RESHARD, 1)) != RALLY_OK)
-        goto out;
+        return rc;
     rally__robust_set_drop(rb, v);
     ls->version = v;
     ls->valid = 1;
     rally__robust_set_has_local(rb, 1);
     rb->rec.pending = 0;
     rb->rec.set_world = 0;
-out:
-    rally__recs_free(&keep);
-    free(gath);
-    free(mine);
-    free(off);
-    free(slot);
-    free(who);
-    free(all);
+    return RALLY_OK;
+}
+
+int rally__robust_reshard(struct rally__robust *rb, uint64_t v)
+{
+    struct move mv = {.N = rb->world};
+    int rc = plan(rb, v, &mv);
+    if (rc == RALLY_OK)
+        rc = pack_mine(rb, v, &mv);
+    if (rc == RALLY_OK)
+        rc = exchange(rb, &mv);
+    if (rc == RALLY_OK)
+        rc = keep_own(rb, &mv);
+    if (rc == RALLY_OK)
+        rc = check_once(rb, &mv);
+    if (rc == RALLY_OK)
+        rc = install(rb, v, &mv);
+    rally__recs_free(&mv.keep);
+    free(mv.gath);
+    free(mv.mine);
+    free(mv.off);
+    free(mv.slot);
+    free(mv.who);
+    free(mv.all);
     return rc;
 }
 
