@@ -1,10 +1,17 @@
 # Unit tests of the launcher's parts (tools/launch); include()d from
 # tests/CMakeLists.txt.  The launcher as processes: tracker.cmake.
-#   launch_policy_test  cmocka: rally-run's restart policy, synchronously
-add_executable(launch_policy_test ${CMAKE_CURRENT_LIST_DIR}/launch_policy_test.c)
-target_link_libraries(launch_policy_test rally_launch cmocka)
-add_test(NAME launch_policy_test COMMAND launch_policy_test)
-set_tests_properties(launch_policy_test PROPERTIES LABELS "quick" TIMEOUT 30)
+#   launch_policy_<part>_test  cmocka: rally-run's restart policy, synchronously
+#                      (tests/launch_policy_rig.h): restart (deaths, fences,
+#                      signals, stuck ranks), end (verdicts), hosts (elastic
+#                      jobs, ranks on other hosts)
+add_library(rally_test_launch_policy_rig STATIC ${CMAKE_CURRENT_LIST_DIR}/launch_policy_rig.c)
+target_link_libraries(rally_test_launch_policy_rig PUBLIC rally_launch cmocka)
+foreach(part restart end hosts)
+  add_executable(launch_policy_${part}_test ${CMAKE_CURRENT_LIST_DIR}/launch_policy_${part}_test.c)
+  target_link_libraries(launch_policy_${part}_test rally_test_launch_policy_rig)
+  add_test(NAME launch_policy_${part}_test COMMAND launch_policy_${part}_test)
+  set_tests_properties(launch_policy_${part}_test PROPERTIES LABELS "quick" TIMEOUT 30)
+endforeach()
 
 # rally-run's stdout into a pipe whose reader stalls (tools/launch/out.h):
 #   launch_output_slow_reader  a real job floods stdout while its reader
