@@ -1,7 +1,8 @@
 # Tests of the data layer (src/data, tools/rally-datagen); include()d from
 # tests/CMakeLists.txt.
-#   data_test          cmocka: malformed input, partitioning, fingerprints,
-#                      the generator (label "quick")
+#   data_<part>_test   cmocka (tests/data_rig.h): read (malformed and
+#                      well-formed input), partition (partitioning,
+#                      fingerprints), gen (the generator) (label "quick")
 #   cursor_test        cmocka: the data cursor (orders, splits at any world,
 #                      resumes, its bytes) (label "quick")
 #   datagen_cli        the rally-datagen tool end to end (label "quick")
@@ -11,10 +12,14 @@
 #                      -fsanitize=fuzzer
 set(RALLY_DATA_TESTS_DIR ${CMAKE_CURRENT_LIST_DIR})
 
-add_executable(data_test ${RALLY_DATA_TESTS_DIR}/data_test.c)
-target_link_libraries(data_test rally_static cmocka m)
-add_test(NAME data_test COMMAND data_test)
-set_tests_properties(data_test PROPERTIES LABELS "quick" TIMEOUT 300)
+add_library(rally_test_data_rig STATIC ${RALLY_DATA_TESTS_DIR}/data_rig.c)
+target_link_libraries(rally_test_data_rig PUBLIC rally_static cmocka m)
+foreach(part read partition gen)
+  add_executable(data_${part}_test ${RALLY_DATA_TESTS_DIR}/data_${part}_test.c)
+  target_link_libraries(data_${part}_test rally_test_data_rig)
+  add_test(NAME data_${part}_test COMMAND data_${part}_test)
+  set_tests_properties(data_${part}_test PROPERTIES LABELS "quick" TIMEOUT 300)
+endforeach()
 
 add_executable(cursor_test ${RALLY_DATA_TESTS_DIR}/cursor_test.c)
 target_link_libraries(cursor_test rally_static cmocka)
