@@ -1,23 +1,36 @@
 # Tests of durable snapshots (src/snapshot, tools/rally-snapshot);
 # include()d from the top-level CMakeLists.txt.
-#   snapshot_test      cmocka: the golden snapshot, the durable write's fault
-#                      points and call order, damaged snapshots, listing,
-#                      latest, retention, the background writer, resume
-#                      checks (labels "quick", "threads")
+#   snapshot_<part>_test  cmocka (tests/snapshot_rig.h): format (the golden
+#                      snapshot, damaged snapshots, manifests), write (the
+#                      durable write's call order and fault points), jobdir
+#                      (listing, latest, retention, the lock), bg (the
+#                      background writer), reader (resume checks, the public
+#                      reader), copy (the second tier) (labels "quick",
+#                      "threads")
 #   snapshot_tool      rally-snapshot end to end, over snapshots snapshot_mk
 #                      writes (label "quick")
 #   snapshot_kill9     kill -9 of a writer at seeded moments (below)
 #   fuzz_manifest      the manifest parser under libFuzzer (tests/fuzz/fuzz.cmake)
 set(RALLY_SNAP_TESTS_DIR ${CMAKE_CURRENT_LIST_DIR})
-add_executable(snapshot_test ${RALLY_SNAP_TESTS_DIR}/snapshot_test.c)
-target_link_libraries(snapshot_test rally_static cmocka)
-# Paths in fixed buffers are long enough here; GCC cannot see it (clang
-# has no such warning).
-if(CMAKE_C_COMPILER_ID STREQUAL "GNU")
-  target_compile_options(snapshot_test PRIVATE -Wno-format-truncation)
-endif()
-add_test(NAME snapshot_test COMMAND snapshot_test ${RALLY_SNAP_TESTS_DIR}/snapshot_golden)
-set_tests_properties(snapshot_test PROPERTIES LABELS "quick;threads" TIMEOUT 120)
+add_library(rally_test_snapshot_rig STATIC ${RALLY_SNAP_TESTS_DIR}/snapshot_rig.c)
+target_link_libraries(rally_test_snapshot_rig PUBLIC rally_static cmocka)
+foreach(part format write jobdir bg reader copy)
+  add_executable(snapshot_${part}_test ${RALLY_SNAP_TESTS_DIR}/snapshot_${part}_test.c)
+  target_link_libraries(snapshot_${part}_test rally_test_snapshot_rig)
+  # Paths in fixed buffers are long enough here; GCC cannot see it (clang
+  # has no such warning).
+  if(CMAKE_C_COMPILER_ID STREQUAL "GNU")
+    target_compile_options(snapshot_${part}_test PRIVATE -Wno-format-truncation)
+  endif()
+  # the parts that read the golden snapshot are given its directory
+  if(part MATCHES "^(format|reader)$")
+    set(snapshot_golden_arg ${RALLY_SNAP_TESTS_DIR}/snapshot_golden)
+  else()
+    set(snapshot_golden_arg)
+  endif()
+  add_test(NAME snapshot_${part}_test COMMAND snapshot_${part}_test ${snapshot_golden_arg})
+  set_tests_properties(snapshot_${part}_test PROPERTIES LABELS "quick;threads" TIMEOUT 120)
+endforeach()
 
 add_executable(snapshot_mk ${RALLY_SNAP_TESTS_DIR}/snapshot_mk.c)
 target_link_libraries(snapshot_mk rally_static)

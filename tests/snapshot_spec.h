@@ -2,7 +2,7 @@
  * snapshot_spec.h — the snapshots the snapshot tests write, the same on
  * every store (a directory, an object store): a model's bytes from its
  * rank and version, its parts and manifest from a spec.  Included by
- * snapshot_test.c and snapshot_s3_test.c.
+ * snapshot_rig.h (the snapshot_*_test.c) and snapshot_s3_test.c.
  */
 #ifndef RALLY_TESTS_SNAPSHOT_SPEC_H
 #define RALLY_TESTS_SNAPSHOT_SPEC_H

@@ -41,7 +41,7 @@ expect bad_rank 2 "is not a rank" -- "$tool" dump --rank x "$d"
 expect unknown_option 2 "unknown option '--frobnicate'" -- "$tool" ls --frobnicate "$d"
 
 # the golden snapshot: verify, show, and the global model's first bytes
-# (byte i of the golden global model is 2i + 82: tests/snapshot_test.c)
+# (byte i of the golden global model is 2i + 82: tests/snapshot_spec.h)
 g=$golden/demo/snap-00000007
 expect golden_verify 0 "ok: checkpoint version 7, 3 files, 364 bytes" -- "$tool" verify "$g"
 expect golden_show 0 "^app config        --k 3 --iters 20$" -- "$tool" show "$g"
