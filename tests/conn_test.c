@@ -3,9 +3,10 @@
  * unauthenticated peer may cost it, and that frames which arrived are read
  * before a timer judges their sender.
  *
- * Unlike tracker_test.c the test drives the tracker's poll loop itself, in
- * its own thread (spin() below), so a test can hold the loop between a poll
- * and the handling of its result, as a launcher blocked in a write would.
+ * Unlike tracker_test.c (tracker_rig.h) the test drives the tracker's poll
+ * loop itself, in its own thread (spin() below), so a test can hold the
+ * loop between a poll and the handling of its result, as a launcher
+ * blocked in a write would.
  * Workers that must block (rally__tclient_join) run in threads of their own.
  */
 #include <setjmp.h>

@@ -4,10 +4,10 @@
  * sockets, threads or sleeps.  This file: the progress watch: a rank that keeps the others waiting, and the recovery round.
  *
  * Every transition of the job is a case in one of tests/job_*_test.c;
- * tests/tracker_test.c keeps only what needs sockets and threads (the
- * handshake, connections, a crash seen as a hang-up, a recovery, heartbeats
- * and a grow through real workers), and a case it drives too is named in
- * the comment over it.
+ * tests/tracker_test.c and tracker_recover_test.c keep only what needs
+ * sockets and threads (the handshake, connections, a crash seen as a
+ * hang-up, a recovery, heartbeats and a grow through real workers), and a
+ * case they drive too is named in the comment over it.
  */
 #include "job_rig.h"
 

@@ -1,7 +1,9 @@
 # Tests of the tracker (src/tracker) and the launchers (tools/rally-run,
 # tools/rally-tracker); include()d from tests/CMakeLists.txt.
 #   tracker_test       cmocka: the embedded tracker against fake and real
-#                      clients, in one process (threads)
+#   tracker_recover_test  clients, in one process (threads; tests/tracker_rig.h):
+#                      the handshake and connections; recovery, heartbeats,
+#                      a grow and observers
 #   conn_test          cmocka: the tracker against strangers (floods, huge
 #                      headers) and a loop stalled between poll and handling
 #   job_<part>_test    cmocka: the job state machine alone, synchronously (no
@@ -11,10 +13,14 @@
 #                      rally-tracker as processes, each case under timeout(1)
 set(RALLY_TRACKER_TESTS_DIR ${CMAKE_CURRENT_LIST_DIR})
 
-add_executable(tracker_test ${RALLY_TRACKER_TESTS_DIR}/tracker_test.c)
-target_link_libraries(tracker_test rally_static cmocka)
-add_test(NAME tracker_test COMMAND tracker_test)
-set_tests_properties(tracker_test PROPERTIES LABELS "quick;threads" TIMEOUT 120)
+add_library(rally_test_tracker_rig STATIC ${RALLY_TRACKER_TESTS_DIR}/tracker_rig.c)
+target_link_libraries(rally_test_tracker_rig PUBLIC rally_static cmocka Threads::Threads)
+foreach(t tracker_test tracker_recover_test)
+  add_executable(${t} ${RALLY_TRACKER_TESTS_DIR}/${t}.c)
+  target_link_libraries(${t} rally_test_tracker_rig)
+  add_test(NAME ${t} COMMAND ${t})
+  set_tests_properties(${t} PROPERTIES LABELS "quick;threads" TIMEOUT 120)
+endforeach()
 
 add_executable(conn_test ${RALLY_TRACKER_TESTS_DIR}/conn_test.c)
 target_link_libraries(conn_test rally_static cmocka Threads::Threads)
