@@ -7,8 +7,9 @@
  * deadline or on the alarm handle, and a peer that went away is RALLY_EPEER
  * naming it.  A wait on a link alone on its core spins through
  * rally_spin_alone_us without arming, reading the clock every 64 looks and
- * yielding soon only after a yield that the peer's bytes followed (counted);
- * one on a shared core arms after rally_spin_us.  Sidecars: three ranks as threads, each with its
+ * yielding soon only after a yield that the peer's bytes followed, and
+ * moving to another core when that goes on (counted); one on a shared core
+ * arms after rally_spin_us.  Sidecars: three ranks as threads, each with its
  * own comm over socketpair-backed TCP links, run an allreduce (tree) and a larger one
  * (ring) and a broadcast, each rank with its own sidecar; every rank's
  * on_sidecar hook must get exactly each neighbour's sidecar, once per link
@@ -17,6 +18,7 @@
  * rings small enough to wrap many times.
  */
 #include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -172,6 +174,7 @@ static void spin_alone_spends_few_clocks_and_calls(void **state)
     assert_true(clocks <= LOOKS / 64 + 1);
     assert_true(polls <= took_us / 100 + 1);
     assert_true(yields <= LOOKS / 64 / 16 + 4 + 1); /* 4: after 1, 2, 4 and 8 checks */
+    assert_int_equal(rally__wait_counts.moves, c0.moves); /* yields that brought nothing */
 
     c0 = rally__wait_counts;
     assert_int_equal(fake_wait_for(1, 1, 60000000, &arms, NULL), 1);
@@ -179,6 +182,27 @@ static void spin_alone_spends_few_clocks_and_calls(void **state)
     assert_int_equal(rally__wait_counts.clock_reads, c0.clock_reads);
     assert_int_equal(rally__wait_counts.polls, c0.polls);
     assert_int_equal(rally__wait_counts.yields, c0.yields);
+}
+
+/* Eight yields in a row that the peer's bytes followed at once: the pair
+ * takes turns on one core, and the waiting thread moves off it, once, to
+ * another its affinity allows, which it gets back whole (a thread allowed
+ * one core stays). */
+static void spin_alone_moves_off_a_shared_core(void **state)
+{
+    (void)state;
+    cpu_set_t before, after;
+    assert_int_equal(sched_getaffinity(0, sizeof before, &before), 0);
+    struct rally__wait_counts c0 = rally__wait_counts;
+    int arms = -1;
+    for (int i = 0; i < 8; i++) {
+        assert_int_equal(fake_wait_for(0, 1, 60000000, &arms, NULL), 1);
+        assert_int_equal(arms, 0);
+    }
+    uint64_t moves = rally__wait_counts.moves - c0.moves;
+    assert_int_equal(moves, CPU_COUNT(&before) > 1 ? 1 : 0);
+    assert_int_equal(sched_getaffinity(0, sizeof after, &after), 0);
+    assert_true(CPU_EQUAL(&before, &after));
 }
 
 /* --- the link ops ------------------------------------------------------------ */
@@ -390,6 +414,7 @@ int main(void)
         cmocka_unit_test(link_ops),
         cmocka_unit_test(spin_alone_keeps_spinning),
         cmocka_unit_test(spin_alone_spends_few_clocks_and_calls),
+        cmocka_unit_test(spin_alone_moves_off_a_shared_core),
         cmocka_unit_test_prestate(sidecars_reach_the_hook, "tcp"),
         cmocka_unit_test_prestate(sidecars_reach_the_hook, "shm"),
     };

@@ -60,9 +60,12 @@ static void relax(void)
  * next spin yields at its first check; a yield that nothing followed
  * doubles the checks, up to SPIN_YIELD_CHECKS, so that a rank that has its
  * core does not give it away (a whole time slice to whatever else wants
- * it) in the middle of a message. */
-enum { SPIN_TURNS = 64, SPIN_POLL_US = 100, SPIN_YIELD_CHECKS = 16 };
+ * it) in the middle of a message.  SPIN_MOVE_AFTER such yields in a row,
+ * and the pair, which has cores enough, takes turns on one: this thread
+ * moves to another core (move_off), as a bound OpenMPI rank never has to. */
+enum { SPIN_TURNS = 64, SPIN_POLL_US = 100, SPIN_YIELD_CHECKS = 16, SPIN_MOVE_AFTER = 8 };
 static _Thread_local int yield_checks = SPIN_YIELD_CHECKS;
+static _Thread_local int shared_streak; /* yields in a row that the peer's bytes followed */
 
 _Thread_local struct rally__wait_counts rally__wait_counts;
 
@@ -70,6 +73,24 @@ static int64_t clock_us(void)
 {
     rally__wait_counts.clock_reads++;
     return rally__now_us();
+}
+
+/* Moves this thread off the core it is on, to another its affinity allows,
+ * and gives the affinity back as it was: the scheduler keeps it where it
+ * went while that core is no busier, and any later choice stays its own.
+ * A thread allowed one core stays there. */
+static void move_off(void)
+{
+    cpu_set_t all, others;
+    int cpu = sched_getcpu();
+    if (cpu < 0 || sched_getaffinity(0, sizeof all, &all) != 0 || CPU_COUNT(&all) < 2 ||
+        !CPU_ISSET(cpu, &all))
+        return;
+    others = all;
+    CPU_CLR(cpu, &others);
+    rally__wait_counts.moves++;
+    if (sched_setaffinity(0, sizeof others, &others) == 0)
+        sched_setaffinity(0, sizeof all, &all);
 }
 
 /* A link polled in memory: where its handles sit in the pollfd array. */
@@ -143,16 +164,24 @@ int rally__link_wait(const struct rally__interest *w, int n, const struct rally_
         int quiet = 0, yielded = 0; /* checks without news; a yield, no check since */
         for (unsigned turn = 1;; turn++) {
             if (mem_ready(m, nm)) {
-                if (yielded)
+                if (yielded) {
                     yield_checks = 1;
+                    if (++shared_streak == SPIN_MOVE_AFTER) {
+                        shared_streak = 0;
+                        move_off();
+                    }
+                }
                 return 1;
             }
             if (pure && turn % SPIN_TURNS != 0) {
                 relax();
                 continue;
             }
-            if (yielded && yield_checks < SPIN_YIELD_CHECKS)
-                yield_checks *= 2;
+            if (yielded) {
+                if (yield_checks < SPIN_YIELD_CHECKS)
+                    yield_checks *= 2;
+                shared_streak = 0;
+            }
             yielded = 0;
             now = clock_us();
             if (hot || now >= poll_at) {

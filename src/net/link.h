@@ -139,7 +139,8 @@ struct rally__interest {
  * most a percent or two of the wait), reads the clock only every 64 looks,
  * and yields only on evidence that the peer is not running (link.c: long
  * without news, or soon when a yield let the peer's bytes come: it shares
- * our core); a yield sooner gives the core to whatever else wants it.
+ * our core, and once that happens again and again this thread moves to
+ * another core); a yield sooner gives the core to whatever else wants it.
  * Returns 1 when something is ready or a signal
  * interrupted the wait (*alarmed: whether the alarm is readable), 0 at the
  * deadline, -1 with e set when the wait itself failed.  Allocates
@@ -152,6 +153,7 @@ int rally__link_wait(const struct rally__interest *w, int n, const struct rally_
  * and system calls by these counts. */
 struct rally__wait_counts {
     uint64_t clock_reads, polls, yields;
+    uint64_t moves; /* off a core the peer shared (link.c, move_off) */
 };
 extern _Thread_local struct rally__wait_counts rally__wait_counts;
 
