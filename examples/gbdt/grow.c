@@ -471,42 +471,25 @@ static int agree_grid(struct gb_job *j, const struct gb_params *p, uint32_t tree
     return GB_EXIT_OK;
 }
 
-int gb_grow(struct gb_job *j, struct gb_model *m)
+/* Level 0: every row at the root, the root's histogram built and reduced
+ * (one allreduce) into W.hist's slot 0, and the root's sums from it (every
+ * row falls in one bin of feature 0).  The exit status. */
+static int grow_root(struct gb_job *j, const struct gb_params *p, uint32_t tree, size_t stride,
+                     int dtype)
 {
-    const struct gb_params *p = &m->p;
-    const size_t stride = (size_t)j->d * (p->max_bin + 1) * 2;
-    const size_t max_nodes = ((size_t)2 << p->max_depth) - 1;
-    const uint32_t tree = m->ntrees;
-    struct gb_tree t = {0};
-    int status = GB_EXIT_RALLY, rc;
-    if (reserve_ws(max_nodes, j->rows) != 0 || reserve(&W.red, &W.red_cap, stride) != 0 ||
-        (t.nodes = calloc(max_nodes, sizeof *t.nodes)) == NULL) {
-        status = gb_oom();
-        goto out;
-    }
-    if (j->reproducible && (status = agree_grid(j, p, tree)) != GB_EXIT_OK)
-        goto out;
-    status = GB_EXIT_RALLY;
     for (uint64_t i = 0; i < j->rows; i++)
         j->order[i] = (uint32_t)i;
     W.beg[0] = 0;
     W.cnt[0] = j->rows;
-    t.n = 1;
     W.built[0] = 0;
     struct build b = {j, p, tree, W.built, W.beg, W.cnt, W.red, 1, stride};
-    j->t_hist = j->t_reduce = j->t_split = j->t_rows = 0;
     double t0 = ex_now_s();
-    const int dtype = j->reproducible ? RALLY_INT64 : RALLY_DOUBLE;
-    rc = rally_allreduce(j->r, W.red, stride, dtype, RALLY_SUM, build_hist, &b);
+    int rc = rally_allreduce(j->r, W.red, stride, dtype, RALLY_SUM, build_hist, &b);
     j->t_reduce += ex_now_s() - t0;
-    if (rc != RALLY_OK) {
-        status = gb_fail(j, "the root histogram allreduce", rc);
-        goto out;
-    }
-    if (reserve(&W.hist, &W.hist_cap, stride) != 0) {
-        status = gb_oom();
-        goto out;
-    }
+    if (rc != RALLY_OK)
+        return gb_fail(j, "the root histogram allreduce", rc);
+    if (reserve(&W.hist, &W.hist_cap, stride) != 0)
+        return gb_oom();
     memcpy(W.hist, W.red, stride * sizeof *W.hist);
     W.G[0] = W.H[0] = 0;
     if (j->reproducible) { /* the root's sums: feature 0's bins, exactly */
@@ -524,116 +507,184 @@ int gb_grow(struct gb_job *j, struct gb_model *m)
         W.H[0] += W.hist[2 * s + 1];
     }
     W.level[0] = 0;
-    size_t nlev = 1;
-    for (uint32_t depth = 0;; depth++) {
-        /* this level's splits; children numbered in order after the parents */
-        size_t nnext = 0, nbuild = 0;
-        t0 = ex_now_s();
-        for (size_t k = 0; k < nlev; k++) {
-            uint32_t id = W.level[k];
-            struct gb_node *nd = &t.nodes[id];
-            nd->cover = W.H[id];
-            struct split s = {.feature = -1};
-            if (depth < p->max_depth)
-                s = best_split(j, p, W.hist + k * stride, W.G[id], W.H[id]);
-            if (s.feature < 0) {
-                nd->feature = -1;
-                nd->value = p->eta * weight(p, W.G[id], W.H[id]);
-                continue;
-            }
-            uint32_t l = t.n++, r = t.n++;
-            *nd = (struct gb_node){.feature = s.feature,
-                                   .left = l,
-                                   .right = r,
-                                   .split_bin = s.bin,
-                                   .threshold = j->cuts[(size_t)s.feature * p->max_bin + s.bin],
-                                   .default_left = s.default_left,
-                                   .gain = s.loss,
-                                   .cover = W.H[id]};
-            W.G[l] = s.GL;
-            W.H[l] = s.HL;
-            W.G[r] = W.G[id] - s.GL;
-            W.H[r] = W.H[id] - s.HL;
-            W.nlevel[nnext++] = l;
-            W.nlevel[nnext++] = r;
+    return GB_EXIT_OK;
+}
+
+/* This level's splits: each of its nlev nodes (W.level, their histograms in
+ * W.hist's slots in that order) becomes a leaf or splits in two, the
+ * children numbered in order after the parents and listed in W.nlevel with
+ * their sums.  How many children there are. */
+static size_t split_level(struct gb_job *j, const struct gb_params *p, struct gb_tree *t,
+                          size_t nlev, uint32_t depth, size_t stride)
+{
+    size_t nnext = 0;
+    double t0 = ex_now_s();
+    for (size_t k = 0; k < nlev; k++) {
+        uint32_t id = W.level[k];
+        struct gb_node *nd = &t->nodes[id];
+        nd->cover = W.H[id];
+        struct split s = {.feature = -1};
+        if (depth < p->max_depth)
+            s = best_split(j, p, W.hist + k * stride, W.G[id], W.H[id]);
+        if (s.feature < 0) {
+            nd->feature = -1;
+            nd->value = p->eta * weight(p, W.G[id], W.H[id]);
+            continue;
         }
-        j->t_split += ex_now_s() - t0;
-        if (nnext == 0)
-            break;
-        /* each split node's rows to its children */
-        t0 = ex_now_s();
-        for (size_t k = 0; k < nlev; k++) {
-            const struct gb_node *nd = &t.nodes[W.level[k]];
-            if (nd->feature >= 0)
-                split_rows(j, p, nd, W.beg[W.level[k]], W.cnt[W.level[k]]);
-        }
-        j->t_rows += ex_now_s() - t0;
-        if (depth + 1 == p->max_depth) { /* the children are leaves: no histograms */
-            for (size_t k = 0; k < nnext; k++) {
-                struct gb_node *c = &t.nodes[W.nlevel[k]];
-                c->feature = -1;
-                c->value = p->eta * weight(p, W.G[W.nlevel[k]], W.H[W.nlevel[k]]);
-                c->cover = W.H[W.nlevel[k]];
-            }
-            break;
-        }
-        /* build the smaller child of each pair; the sibling by subtraction */
-        for (size_t k = 0; k < nnext; k += 2) {
-            uint32_t l = W.nlevel[k], r = W.nlevel[k + 1];
-            W.built[nbuild++] = W.H[l] <= W.H[r] ? l : r;
-        }
-        if (reserve(&W.red, &W.red_cap, nbuild * stride) != 0 ||
-            reserve(&W.next, &W.next_cap, nnext * stride) != 0) {
-            status = gb_oom();
-            goto out;
-        }
-        b = (struct build){j, p, tree, W.built, W.beg, W.cnt, W.red, nbuild, stride};
-        t0 = ex_now_s();
-        rc = rally_allreduce(j->r, W.red, nbuild * stride, dtype, RALLY_SUM, build_hist, &b);
-        j->t_reduce += ex_now_s() - t0;
-        if (rc != RALLY_OK) {
-            status = gb_fail(j, "a histogram allreduce", rc);
-            goto out;
-        }
-        for (size_t k = 0, parent = 0; k < nnext; k += 2) {
-            uint32_t l = W.nlevel[k], small = W.built[k / 2];
-            while (t.nodes[W.level[parent]].feature < 0)
-                parent++;
-            const double *hp = W.hist + parent * stride, *hs = W.red + (k / 2) * stride;
-            double *hsmall = W.next + (small == l ? k : k + 1) * stride;
-            double *hbig = W.next + (small == l ? k + 1 : k) * stride;
-            memcpy(hsmall, hs, stride * sizeof *hs);
-            if (j->reproducible) { /* on the grid: exact */
-                const uint64_t *qp = (const uint64_t *)hp, *qs = (const uint64_t *)hs;
-                uint64_t *qb = (uint64_t *)hbig;
-                for (size_t e = 0; e < stride; e++)
-                    qb[e] = qp[e] - qs[e];
-            } else {
-                for (size_t e = 0; e < stride; e++)
-                    hbig[e] = hp[e] - hs[e];
-            }
-            parent++;
-        }
-        double *tmp = W.hist;
-        size_t tcap = W.hist_cap;
-        W.hist = W.next;
-        W.hist_cap = W.next_cap;
-        W.next = tmp;
-        W.next_cap = tcap;
-        uint32_t *tl = W.level;
-        W.level = W.nlevel;
-        W.nlevel = tl;
-        nlev = nnext;
+        uint32_t l = t->n++, r = t->n++;
+        *nd = (struct gb_node){.feature = s.feature,
+                               .left = l,
+                               .right = r,
+                               .split_bin = s.bin,
+                               .threshold = j->cuts[(size_t)s.feature * p->max_bin + s.bin],
+                               .default_left = s.default_left,
+                               .gain = s.loss,
+                               .cover = W.H[id]};
+        W.G[l] = s.GL;
+        W.H[l] = s.HL;
+        W.G[r] = W.G[id] - s.GL;
+        W.H[r] = W.H[id] - s.HL;
+        W.nlevel[nnext++] = l;
+        W.nlevel[nnext++] = r;
     }
-    /* the cache: each row gains its leaf's output (one addition a row) */
-    for (uint32_t id = 0; id < t.n; id++) {
-        if (t.nodes[id].feature >= 0)
+    j->t_split += ex_now_s() - t0;
+    return nnext;
+}
+
+/* Each split node of the level's rows to its children (split_rows). */
+static void move_rows(struct gb_job *j, const struct gb_params *p, const struct gb_tree *t,
+                      size_t nlev)
+{
+    double t0 = ex_now_s();
+    for (size_t k = 0; k < nlev; k++) {
+        const struct gb_node *nd = &t->nodes[W.level[k]];
+        if (nd->feature >= 0)
+            split_rows(j, p, nd, W.beg[W.level[k]], W.cnt[W.level[k]]);
+    }
+    j->t_rows += ex_now_s() - t0;
+}
+
+/* Children at depth max_depth are leaves, whose outputs need no histogram:
+ * the nnext of W.nlevel get theirs from their sums. */
+static void last_leaves(const struct gb_params *p, struct gb_tree *t, size_t nnext)
+{
+    for (size_t k = 0; k < nnext; k++) {
+        struct gb_node *c = &t->nodes[W.nlevel[k]];
+        c->feature = -1;
+        c->value = p->eta * weight(p, W.G[W.nlevel[k]], W.H[W.nlevel[k]]);
+        c->cover = W.H[W.nlevel[k]];
+    }
+}
+
+/* The children's histograms, into W.next in W.nlevel's order: the smaller
+ * child of each pair built and reduced (one allreduce for the whole level,
+ * into W.red), its sibling the parent's histogram minus it (the
+ * subtraction trick; exact on the grid of --reproducible).  The exit
+ * status. */
+static int child_hists(struct gb_job *j, const struct gb_params *p, uint32_t tree,
+                       const struct gb_tree *t, size_t nnext, size_t stride, int dtype)
+{
+    size_t nbuild = 0;
+    for (size_t k = 0; k < nnext; k += 2) {
+        uint32_t l = W.nlevel[k], r = W.nlevel[k + 1];
+        W.built[nbuild++] = W.H[l] <= W.H[r] ? l : r;
+    }
+    if (reserve(&W.red, &W.red_cap, nbuild * stride) != 0 ||
+        reserve(&W.next, &W.next_cap, nnext * stride) != 0)
+        return gb_oom();
+    struct build b = {j, p, tree, W.built, W.beg, W.cnt, W.red, nbuild, stride};
+    double t0 = ex_now_s();
+    int rc = rally_allreduce(j->r, W.red, nbuild * stride, dtype, RALLY_SUM, build_hist, &b);
+    j->t_reduce += ex_now_s() - t0;
+    if (rc != RALLY_OK)
+        return gb_fail(j, "a histogram allreduce", rc);
+    for (size_t k = 0, parent = 0; k < nnext; k += 2) {
+        uint32_t l = W.nlevel[k], small = W.built[k / 2];
+        while (t->nodes[W.level[parent]].feature < 0)
+            parent++;
+        const double *hp = W.hist + parent * stride, *hs = W.red + (k / 2) * stride;
+        double *hsmall = W.next + (small == l ? k : k + 1) * stride;
+        double *hbig = W.next + (small == l ? k + 1 : k) * stride;
+        memcpy(hsmall, hs, stride * sizeof *hs);
+        if (j->reproducible) { /* on the grid: exact */
+            const uint64_t *qp = (const uint64_t *)hp, *qs = (const uint64_t *)hs;
+            uint64_t *qb = (uint64_t *)hbig;
+            for (size_t e = 0; e < stride; e++)
+                qb[e] = qp[e] - qs[e];
+        } else {
+            for (size_t e = 0; e < stride; e++)
+                hbig[e] = hp[e] - hs[e];
+        }
+        parent++;
+    }
+    return GB_EXIT_OK;
+}
+
+/* The children become the level: their ids and histograms change places
+ * with the parents', whose buffers the next level reuses. */
+static void descend(void)
+{
+    double *tmp = W.hist;
+    size_t tcap = W.hist_cap;
+    W.hist = W.next;
+    W.hist_cap = W.next_cap;
+    W.next = tmp;
+    W.next_cap = tcap;
+    uint32_t *tl = W.level;
+    W.level = W.nlevel;
+    W.nlevel = tl;
+}
+
+/* The cache: each row gains its leaf's output (one addition a row), so the
+ * next tree's gradients need no walk down this one. */
+static void cache_leaves(struct gb_job *j, const struct gb_tree *t)
+{
+    for (uint32_t id = 0; id < t->n; id++) {
+        if (t->nodes[id].feature >= 0)
             continue;
         const uint32_t *o = j->order + W.beg[id];
-        const double v = t.nodes[id].value;
+        const double v = t->nodes[id].value;
         for (uint64_t k = 0; k < W.cnt[id]; k++)
             j->pred[o[k]] += v;
     }
+}
+
+int gb_grow(struct gb_job *j, struct gb_model *m)
+{
+    const struct gb_params *p = &m->p;
+    const size_t stride = (size_t)j->d * (p->max_bin + 1) * 2;
+    const size_t max_nodes = ((size_t)2 << p->max_depth) - 1;
+    const uint32_t tree = m->ntrees;
+    const int dtype = j->reproducible ? RALLY_INT64 : RALLY_DOUBLE;
+    struct gb_tree t = {0};
+    int status;
+    if (reserve_ws(max_nodes, j->rows) != 0 || reserve(&W.red, &W.red_cap, stride) != 0 ||
+        (t.nodes = calloc(max_nodes, sizeof *t.nodes)) == NULL) {
+        status = gb_oom();
+        goto out;
+    }
+    if (j->reproducible && (status = agree_grid(j, p, tree)) != GB_EXIT_OK)
+        goto out;
+    j->t_hist = j->t_reduce = j->t_split = j->t_rows = 0;
+    t.n = 1;
+    if ((status = grow_root(j, p, tree, stride, dtype)) != GB_EXIT_OK)
+        goto out;
+    size_t nlev = 1;
+    for (uint32_t depth = 0;; depth++) {
+        size_t nnext = split_level(j, p, &t, nlev, depth, stride);
+        if (nnext == 0)
+            break;
+        move_rows(j, p, &t, nlev);
+        if (depth + 1 == p->max_depth) {
+            last_leaves(p, &t, nnext);
+            break;
+        }
+        if ((status = child_hists(j, p, tree, &t, nnext, stride, dtype)) != GB_EXIT_OK)
+            goto out;
+        descend();
+        nlev = nnext;
+    }
+    cache_leaves(j, &t);
     if (gb_model_push(m, t) != 0) {
         status = gb_oom();
         goto out;
