@@ -29,14 +29,15 @@
  * first after (the collective that needs every rank back at the failed
  * position); the restarted rank stamps its own steps.  Rank 0 prints
  * "JOBCLOCK <model_bytes> <kill_to_back> <stall> <start> <init> <load>
- * <copy> <catch_up> <load_minflt> <stall_minflt>", times in seconds: the kill to every rank back
+ * <copy> <catch_up> <load_minflt> <stall_minflt> <load_cpu>", times in seconds: the kill to every rank back
  * (the maximum over survivors of the first call's end), the survivors'
  * stall (last call's end to first call's end), then the restarted rank's
  * path: the kill to its main (death seen, restart decided, fork, exec,
  * dynamic linking), rally_init, rally_load_checkpoint (the checkpoint's
  * transfer), its copy into the program's model, and the rest to back (its
- * first call); then the minor page faults its load took, and the most a
- * survivor took over its stall.
+ * first call); then the minor page faults its load took, the most a
+ * survivor took over its stall, and the CPU seconds (user and system) of
+ * its load: on a shared machine the wall time is mostly the others' turns.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,9 +64,18 @@ static long minflt(void)
     return ru.ru_minflt;
 }
 
+/* This process's CPU time, user and system, in seconds. */
+static double cpu_s(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+           (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
 /* The steps of the job's clock, MAX-reduced over ranks (0 where a rank has
  * none): every one a CLOCK_MONOTONIC stamp but the faults. */
-enum { J_BEFORE, J_BACK, J_MAIN, J_INIT, J_LOAD, J_COPY, J_FLT, J_SFLT, J_N };
+enum { J_BEFORE, J_BACK, J_MAIN, J_INIT, J_LOAD, J_COPY, J_FLT, J_SFLT, J_CPU, J_N };
 
 int main(int argc, char **argv)
 {
@@ -123,11 +133,13 @@ int main(int argc, char **argv)
         free(b);
     }
     long flt = minflt();
+    double cpu = cpu_s();
     if (rally_load_checkpoint(r, &saved, &saved_n, local ? &saved_local : NULL,
                               local ? &saved_local_n : NULL, &version) != RALLY_OK)
         return 1;
     j[J_LOAD] = bench_now_us();
     j[J_FLT] = (double)(minflt() - flt);
+    j[J_CPU] = cpu_s() - cpu;
     if (version > 0) { /* restarted: carry the times measured before */
         memcpy(t, saved, (size_t)iters * sizeof *t);
         if (!local && saved_n == model_nbytes) { /* the loaded bytes are the model: no copy */
@@ -194,17 +206,18 @@ int main(int argc, char **argv)
                xfer);
     if (kill_at > 0) {
         if (!restarted) /* the restarted rank's own path only */
-            j[J_MAIN] = j[J_INIT] = j[J_LOAD] = j[J_COPY] = j[J_FLT] = 0;
+            j[J_MAIN] = j[J_INIT] = j[J_LOAD] = j[J_COPY] = j[J_FLT] = j[J_CPU] = 0;
         if (rally_allreduce(r, j, J_N, RALLY_DOUBLE, RALLY_MAX, NULL, NULL) != RALLY_OK)
             return 1;
         double k = 0;
         FILE *f = rally_rank(r) == 0 ? fopen(kill_file, "r") : NULL;
         if (f != NULL && fscanf(f, "%lf", &k) == 1 && k > 0)
-            printf("JOBCLOCK %zu %.3f %.3f %.3f %.3f %.3f %.3f %.3f %.0f %.0f\n", model_nbytes,
+            printf("JOBCLOCK %zu %.3f %.3f %.3f %.3f %.3f %.3f %.3f %.0f %.0f %.3f\n",
+                   model_nbytes,
                    (j[J_BACK] - k) / 1e6, (j[J_BACK] - j[J_BEFORE]) / 1e6, (j[J_MAIN] - k) / 1e6,
                    (j[J_INIT] - j[J_MAIN]) / 1e6, (j[J_LOAD] - j[J_INIT]) / 1e6,
                    (j[J_COPY] - j[J_LOAD]) / 1e6, (j[J_BACK] - j[J_COPY]) / 1e6, j[J_FLT],
-                   j[J_SFLT]);
+                   j[J_SFLT], j[J_CPU]);
         else if (rally_rank(r) == 0)
             return fprintf(stderr, "bench_recovery: no kill time in %s\n", kill_file), 1;
         if (f != NULL)

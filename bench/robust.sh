@@ -65,7 +65,7 @@ echo " survivors' first call after it, which needs every rank back at the failed
 echo " survivors' stall: their last call's end before the kill to that; rally-run's line: its"
 echo " 'recovered: ... back in step T s' (the tracker's clock, from the death it saw to every rank's"
 echo " IN_STEP); then the restarted rank's path, from the kill to its main, rally_init,"
-echo " rally_load_checkpoint (and the page faults it took), and the rest to back"
+echo " rally_load_checkpoint (and the page faults and CPU time it took), and the rest to back"
 "$build/bench/ceiling" memcpy | awk '{ printf "  %-54s %9.1f  GB/s\n", "memcpy (this machine, same block)", $3 }'
 echo "  load (uptime) before: $(uptime | sed 's/.*load average: //')"
 for m in 1048576 104857600; do
@@ -77,7 +77,7 @@ for m in 1048576 104857600; do
                 $2 == "RECOVERY" { print r, "xfer", $6 }
                 $2 == "JOBCLOCK" { print r, "back", $4; print r, "stall", $5; print r, "start", $6
                     print r, "init", $7; print r, "load", $8; print r, "copy", $9
-                    print r, "catch", $10; print r, "flt", $11 }' >>"$res"
+                    print r, "catch", $10; print r, "flt", $11; print r, "cpu", $13 }' >>"$res"
         i=$((i + 1))
     done
     mib=$((m / 1048576))
@@ -89,6 +89,7 @@ for m in 1048576 104857600; do
     row "$mib MiB: restarted: rally_init" s "$res" init
     row "$mib MiB: restarted: rally_load_checkpoint" s "$res" load
     row "$mib MiB: restarted: its page faults in the load" n "$res" flt
+    row "$mib MiB: restarted: its CPU in the load (user + system)" s "$res" cpu
     row "$mib MiB: restarted: into its model (the loaded bytes kept)" s "$res" copy
     row "$mib MiB: restarted: then to back" s "$res" catch
     row "$mib MiB: one warm ring shift of the model" s "$res" xfer

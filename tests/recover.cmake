@@ -441,8 +441,7 @@ add_test(NAME chaos_kill9_local COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/chaos_test.s
          $<TARGET_FILE:rally-run> $<TARGET_FILE:recover> ${CHAOS_SEED} 5 local)
 set_tests_properties(chaos_kill9_local PROPERTIES TIMEOUT 300)
 # A restarted worker's load of the global model, counted in page faults:
-# the survivors do not receive the checkpoint they hold, the replacement's
-# fresh buffers come in huge pages where the kernel has them
+# the survivors do not receive the checkpoint they hold
 add_executable(load_faults progs/load_faults.c)
 target_link_libraries(load_faults rally_static)
 add_test(NAME recover_load_faults COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/load_faults_test.sh

@@ -30,10 +30,6 @@ void *rally__malloc_warm(size_t n)
     uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
     if (p != NULL && n >= WARM_MIN_NBYTES && pg > 0) {
         uintptr_t a = ((uintptr_t)p + pg - 1) & ~(pg - 1), b = ((uintptr_t)p + n) & ~(pg - 1);
-        /* huge pages where the kernel has them to give: a fresh 100 MiB in
-         * 4 KiB pages is 25600 faults, 60-160 ms (a restarted worker's
-         * checkpoint); in 2 MiB pages it is the zeroing alone */
-        (void)madvise((void *)a, b - a, MADV_HUGEPAGE);
         (void)madvise((void *)a, b - a, MADV_POPULATE_WRITE); /* failing: faults as before */
     }
     return p;
