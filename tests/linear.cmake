@@ -17,3 +17,16 @@ foreach(c worlds kill9 shrink grow snapshot negative_control)
   add_test(NAME sgd_${c} COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/sgd_test.sh ${c} ${CMAKE_BINARY_DIR})
   set_tests_properties(sgd_${c} PROPERTIES TIMEOUT 300 LABELS "quick;linear")
 endforeach()
+
+# --reproducible's lane (examples/linear/loss.c) against adding every term,
+# and the values an evaluation puts into the accumulators, counted through
+# -Wl,--wrap (tests/linear_lane_test.c's header).
+set(RALLY_LINEAR_DIR ${CMAKE_CURRENT_LIST_DIR}/../examples/linear)
+add_executable(linear_lane_test linear_lane_test.c ${RALLY_LINEAR_DIR}/loss.c
+               ${RALLY_LINEAR_DIR}/lbfgs.c ${RALLY_LINEAR_DIR}/model.c
+               ${RALLY_LINEAR_DIR}/../common/file.c)
+target_include_directories(linear_lane_test PRIVATE ${RALLY_LINEAR_DIR} ${RALLY_LINEAR_DIR}/../common)
+target_link_libraries(linear_lane_test rally_static cmocka m)
+target_link_options(linear_lane_test PRIVATE -Wl,--wrap=rally_xsum_add,--wrap=rally_xsum_add_at)
+add_test(NAME linear_lane_test COMMAND linear_lane_test)
+set_tests_properties(linear_lane_test PROPERTIES TIMEOUT 60 LABELS "quick;linear")

@@ -167,20 +167,22 @@ struct dist_eval {
     const struct lr_model *m;
     const double *x;
     double *buf;       /* [g (n) | loss] */
-    rally_xsum_t *acc; /* --reproducible: the same sums, exact */
-    double *tmp;       /* a row's terms (n) */
-    uint64_t *at;      /* their elements (n) */
+    rally_xsum_t *acc;    /* --reproducible: the same sums, exact */
+    double *tmp;          /* a row's terms (n) */
+    uint64_t *at;         /* their elements (n) */
+    struct lr_lane *lane; /* --reproducible on a dense shard: the faster lane */
 };
 
 static int dist_eval_alloc(struct dist_eval *de, struct lr_job *j, const struct lr_model *m)
 {
     size_t n = (size_t)m->d + 1;
-    *de = (struct dist_eval){j, m, NULL, malloc((n + 1) * sizeof(double)), NULL, NULL, NULL};
+    *de = (struct dist_eval){j, m, NULL, malloc((n + 1) * sizeof(double)), NULL, NULL, NULL, NULL};
     if (j->reproducible) {
         de->acc = rally_xsum_new(n + 1);
         de->tmp = malloc(n * sizeof *de->tmp);
         de->at = malloc(n * sizeof *de->at);
-        if (de->acc == NULL || de->tmp == NULL || de->at == NULL)
+        if (de->acc == NULL || de->tmp == NULL || de->at == NULL ||
+            (j->dense && (de->lane = lr_lane_new(j)) == NULL))
             return -1;
     }
     return de->buf == NULL ? -1 : 0;
@@ -192,6 +194,7 @@ static void dist_eval_free(struct dist_eval *de)
     rally_xsum_free(de->acc);
     free(de->tmp);
     free(de->at);
+    lr_lane_free(de->lane);
 }
 
 static void prepare(void *arg)
@@ -205,7 +208,11 @@ static void prepare(void *arg)
 static void prepare_exact(void *arg)
 {
     struct dist_eval *de = arg;
-    lr_loss_grad_exact(de->j, de->x, (double)de->j->total_rows, de->acc, de->tmp, de->at);
+    if (de->lane != NULL)
+        lr_loss_grad_lane(de->j, de->x, (double)de->j->total_rows, de->acc, de->tmp, de->at,
+                          de->lane);
+    else
+        lr_loss_grad_exact(de->j, de->x, (double)de->j->total_rows, de->acc, de->tmp, de->at);
 }
 
 static int dist_eval(void *arg, const double *x, double *f, double *g)

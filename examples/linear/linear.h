@@ -139,6 +139,15 @@ double lr_loss(const struct lr_job *j, const double *w, double scale);
 void lr_loss_grad_exact(const struct lr_job *j, const double *w, double scale, rally_xsum_t *acc,
                         double *tmp, uint64_t *at);
 
+/* --reproducible's faster lane to the same sums on a dense shard (loss.c
+ * says how): lr_lane_new reads the shard once (NULL: out of memory);
+ * lr_loss_grad_lane gives acc exactly what lr_loss_grad_exact gives it. */
+struct lr_lane;
+struct lr_lane *lr_lane_new(const struct lr_job *j);
+void lr_lane_free(struct lr_lane *l);
+void lr_loss_grad_lane(const struct lr_job *j, const double *w, double scale, rally_xsum_t *acc,
+                       double *tmp, uint64_t *at, struct lr_lane *l);
+
 /* The same over the rows ids[0 .. count) (an SGD step's share). */
 double lr_batch_grad(const struct lr_job *j, const double *w, const uint64_t *ids, size_t count,
                      double scale, double *g);
