@@ -114,3 +114,11 @@ row() {
         f = (u == "x" || u == "s") ? "%9.2f" : (u == "n" || u == "ms") ? "%9.0f" : "%9.1f"
         printf "  %-54s " f " " f " " f "  %s\n", l, $1, $2, $3, u }'
 }
+
+# summary_row PART RALLY PEER X NOTE: one row of make bench's summary table
+# (bench/summary.awk prints its header), when bench/run.sh collects one
+# ($BENCH_SUMMARY); a part run alone prints its own tables only
+summary_row() {
+    [ -n "${BENCH_SUMMARY:-}" ] || return 0
+    printf '| %s | %s | %s | %s | %s |\n' "$1" "$2" "$3" "$4" "$5" >>"$BENCH_SUMMARY"
+}

@@ -12,6 +12,7 @@
 #   BENCH_PLAIN=0                     skip the plain collective (no ovh column, no overhead bars)
 #   BENCH_BAR_N=4                     the N the bars are checked at
 #   BENCH_QUICK=1                     fewer reps and no 64/256 MiB (a smoke test)
+#   BENCH_ROUNDS=2                    rounds of every column, A B B A (the summary's ranges)
 #   BENCH_ROBUST=0                    skip bench/robust.sh (recovery and checkpoint costs)
 #   BENCH_ELASTIC=0                   skip bench/elastic.sh (a shrink and a grow at N = 8)
 #   BENCH_EXACT=0                     skip bench/exact.sh (RALLY_SUM_EXACT against RALLY_SUM)
@@ -249,26 +250,47 @@ floor   : the fastest this machine allows (bench/table.awk, README "The floor").
 HDR
 
 # --- measure -----------------------------------------------------------------
-for n in $NS; do
-    for peer in $PEERS; do
-        log=$OUT/$peer-n$n.log
-        printf 'bench: N=%s %-8s ... ' "$n" "$peer" >&2
-        start=$SECONDS
-        if ! lines=$(run_peer "$peer" "$n" "$log"); then
-            echo "FAILED" >&2
-            tail -n 30 "$log" >&2
-            die "$peer failed at N=$n (log: $log)"
-        fi
-        [ -n "$lines" ] || { tail -n 30 "$log" >&2; die "$peer printed no results at N=$n (log: $log)"; }
-        echo "$((SECONDS - start)) s" >&2
-        # column N bytes reps median_us min_us max_us faults_per_call
-        echo "$lines" | awk -v p="$peer" -v n="$n" '{print ($1 == "PLAIN" ? p "-plain" : p), n, $2, $3, $4, $5, $6, (NF >= 7 ? $7 : "")}' >>"$RESULTS"
+# BENCH_ROUNDS rounds, the peers in order on odd rounds and in reverse on even
+# ones (A B B A: a load that drifts slows every column alike); round 1 makes
+# the table below, every round the summary's medians and ranges (rounds.txt:
+# round load column N bytes median_us).
+ROUNDS=${BENCH_ROUNDS:-2}
+ROUNDS_FILE=$OUT/rounds.txt
+: >"$ROUNDS_FILE"
+rpeers=$(for p in $PEERS; do echo "$p"; done | tac | tr '\n' ' ')
+for ((round = 1; round <= ROUNDS; round++)); do
+    order=$PEERS
+    [ $((round % 2)) = 0 ] && order=$rpeers
+    for n in $NS; do
+        for peer in $order; do
+            log=$OUT/$peer-n$n.log
+            printf 'bench: round %s N=%s %-8s ... ' "$round" "$n" "$peer" >&2
+            start=$SECONDS
+            if ! lines=$(run_peer "$peer" "$n" "$log"); then
+                echo "FAILED" >&2
+                tail -n 30 "$log" >&2
+                die "$peer failed at N=$n (log: $log)"
+            fi
+            [ -n "$lines" ] || { tail -n 30 "$log" >&2; die "$peer printed no results at N=$n (log: $log)"; }
+            echo "$((SECONDS - start)) s" >&2
+            load=$(cut -d' ' -f1 /proc/loadavg)
+            # column N bytes reps median_us min_us max_us faults_per_call
+            rows=$(echo "$lines" | awk -v p="$peer" -v n="$n" '{print ($1 == "PLAIN" ? p "-plain" : p), n, $2, $3, $4, $5, $6, (NF >= 7 ? $7 : "")}')
+            [ "$round" = 1 ] && echo "$rows" >>"$RESULTS"
+            echo "$rows" | awk -v r="$round" -v l="$load" '{print r, l, $1, $2, $3, $5}' >>"$ROUNDS_FILE"
+        done
     done
+    read -r _ _ gbs < <("$CEILING" memcpy)
+    echo "memcpy $round $(cut -d' ' -f1 /proc/loadavg) $gbs" >>"$ROUNDS_FILE"
 done
 
 # --- table -------------------------------------------------------------------
 print_table "$RESULTS"
 echo "raw results (column N bytes reps median_us min_us max_us faults_per_call; ceilings): $RESULTS"
+# the summary's first part: the allreduce a user compares, over every round
+# (bench/summary.awk); the parts below add their rows to $BENCH_SUMMARY
+export BENCH_SUMMARY=$OUT/summary.txt
+awk -f "$SRC/summary.awk" "$ROUNDS_FILE" >"$BENCH_SUMMARY"
 # the hierarchy across hosts: 2 and 4 shaped "hosts" of 2 ranks, filled in
 # order and dealt cyclically, against the flat ring (bench/hier.sh: network
 # namespaces, so root only; BENCH_HIER=0 skips it; BENCH_QUICK: one round)
@@ -359,3 +381,6 @@ if [ "${BENCH_SPARK:-1}" != 0 ]; then
     fi
     "$(dirname "$0")/spark.sh" "$BUILD"
 fi
+# the summary, every part's rows (bench/summary.awk; bench/lib.sh summary_row)
+echo
+cat "$BENCH_SUMMARY"

@@ -76,4 +76,32 @@ awk '$1 != "ceiling" {$2 = 2} {print}' "$tmp/results.txt" >"$tmp/n2.txt"
 "$src/bench/run.sh" --table "$tmp/n2.txt" >"$tmp/out"
 want 'bars: not checked'
 refuse 'bars met'
+# The summary (bench/summary.awk): medians and ranges of the ratio over the
+# rounds, each round's peer against the same round's rally; the floor and
+# the load by round; only the sizes a user compares.
+cat >"$tmp/rounds.txt" <<'RND'
+1 0.5 rally-shm 2 8 1.0
+1 0.5 mpi-shm 2 8 0.6
+1 0.6 rally-shm 2 64 2.0
+1 0.6 mpi-shm 2 64 2.0
+1 0.6 rally-shm 2 1048576 200
+1 0.7 mpi-shm 2 1048576 260
+1 0.7 rally-tcp 2 1048576 400
+1 0.7 gloo 2 1048576 800
+memcpy 1 0.8 9.5
+2 1.5 mpi-shm 2 8 0.8
+2 1.5 rally-shm 2 8 0.5
+2 1.6 mpi-shm 2 1048576 250
+2 1.6 rally-shm 2 1048576 125
+2 1.9 gloo 2 1048576 700
+2 1.9 rally-tcp 2 1048576 350
+memcpy 2 2.0 9.1
+RND
+awk -f "$src/bench/summary.awk" "$tmp/rounds.txt" >"$tmp/out"
+want 'median over 2 round'
+want '^\| 2 \| 8 B \| 0\.8 us \| 0\.7 us \| 1\.10x \(0\.60-1\.60\) \|'
+want '^\| 2 \| 1 MiB \| 6\.45 GB/s \| 4\.11 GB/s \| 1\.65x \(1\.30-2\.00\) \| 2\.80 GB/s \| - \| - \| 1\.40 GB/s \| 2\.00x \(2\.00-2\.00\) \|'
+refuse '\| 64 B \|'
+want 'round 1: memcpy 9\.5 GB/s, load 0\.5-0\.7; round 2: memcpy 9\.1 GB/s, load 1\.5-1\.9'
+want '^\| part \| rally \| peer \| x \(range\) \|'
 echo "bench_table_test: ok"
