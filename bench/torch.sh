@@ -15,10 +15,16 @@
 # latency) and hidden 512 (280 k parameters, 1.1 MB a step: compute and
 # bandwidth).  The Python is the checkout's .venv's (scripts/deps.sh: a
 # current torch from PyPI) when there is one, else /usr/bin/python3.
+# With torchft importable there (scripts/deps.sh pins it), its
+# fault-tolerant DDP (bindings/python/bench/torch_ft.py: a lighthouse, each
+# rank a replica group of one, Gloo) runs in the same rounds, and a last
+# block kills rank 1 (-9) before step 50 of 100 in rally.torch and in
+# torchft, and times the kill to the restarted rank's first step done
+# ("back in step"), interleaved rally, torchft, torchft, rally.
 #   BENCH_TORCH_NS="2 4"  BENCH_TORCH_HIDDEN="64 512"  BENCH_TORCH_STEPS=200
 #   BENCH_TORCH_ROUNDS=4  BENCH_TORCH_PYTHON=...
 set -eu
-build=$1
+build=$(cd "$1" && pwd)
 src=$(cd "$(dirname "$0")/.." && pwd)
 . "$src/bench/lib.sh"
 py=${BENCH_TORCH_PYTHON:-$src/.venv/bin/python}
@@ -38,6 +44,42 @@ rally_steps() { # ARGS... -> seconds per step
 }
 lazy() { v=$(rally_steps) && echo "lazy $v"; }
 eager() { v=$(rally_steps --eager) && echo "eager $v"; }
+ft_job() { # [KILL_STEP] -> the replicas' outputs in $out/f0 ..; replica 1 killed at KILL_STEP, restarted once
+    rm -f "$out"/lh "$out"/started-* "$out"/killed
+    PYTHONPATH="$build/python" timeout 900 "$py" "$src/bindings/python/bench/torch_ft.py" \
+        --serve-lighthouse "$n" "$out/lh" \
+        >"$out/lh.out" 2>&1 &
+    lh=$!
+    i=0
+    while [ ! -s "$out/lh" ] && [ "$i" -lt 600 ] && kill -0 "$lh" 2>/dev/null; do
+        sleep 0.1
+        i=$((i + 1))
+    done
+    [ -s "$out/lh" ] || { cat "$out/lh.out" >&2; kill "$lh" 2>/dev/null; return 1; }
+    pids=""
+    for r in $(seq 0 $((n - 1))); do
+        k=""
+        [ "$r" = 1 ] && [ -n "${1:-}" ] && k="--kill $1"
+        (
+            cd "$out"
+            set -- --lighthouse "$(cat lh)" --replica "$r" --steps "$steps" --hidden "$h" $k
+            PYTHONPATH="$build/python" TORCH_FT_DIR="$out" timeout 600 "$py" \
+                "$src/bindings/python/bench/torch_ft.py" "$@" >"f$r" 2>&1 ||
+                { [ -s killed ] && PYTHONPATH="$build/python" TORCH_FT_DIR="$out" timeout 600 \
+                    "$py" "$src/bindings/python/bench/torch_ft.py" "$@" >>"f$r" 2>&1; }
+        ) &
+        pids="$pids $!"
+    done
+    rc=0
+    for p in $pids; do wait "$p" || rc=1; done
+    kill "$lh"
+    wait "$lh" 2>/dev/null || :
+    [ "$rc" = 0 ] || { tail -n 20 "$out"/f* >&2; return 1; }
+}
+ft() {
+    ft_job || return 1
+    v=$(sed -n 's/^time per step \([0-9.]*\) s$/\1/p' "$out/f0") && echo "torchft $v"
+}
 gloo() {
     port=$((20000 + ($$ + $1) % 20000))
     pids=""
@@ -52,17 +94,44 @@ gloo() {
 }
 load() { uptime | sed 's/.*load average: \([0-9.]*\).*/\1/'; }
 memcpy() { "$build/bench/ceiling" memcpy 2>/dev/null | awk '{ print $3 }'; }
-echo "torch MLP ($steps steps, batch 64 per rank, 1 thread per rank, $("$py" -c 'import torch; print("torch", torch.__version__)')): ms per step, median (min-max) of $rounds rounds interleaved lazy, eager, gloo, gloo, eager, lazy"
-printf '%6s %3s %13s %13s %8s %20s %20s  %s\n' hidden N "rally lazy" "rally eager" gloo \
-    "gloo/lazy (range)" "gloo/eager (range)" "load, memcpy GB/s before -> after"
+fts=""
+"$py" -c 'import torchft' 2>"$out/ftwhy" && fts=ft
+echo "torch MLP ($steps steps, batch 64 per rank, 1 thread per rank, $("$py" -c 'import torch; print("torch", torch.__version__)')): ms per step, median (min-max) of $rounds rounds interleaved lazy, eager, gloo${fts:+, torchft} and back"
+[ -n "$fts" ] || echo "torchft: not importable by $py, left out: $(tail -n 1 "$out/ftwhy") (sh scripts/deps.sh installs it)"
+printf '%6s %3s %11s %11s %8s %8s %19s %19s %19s  %s\n' hidden N "rally lazy" "rally eager" gloo \
+    torchft "gloo/lazy (range)" "gloo/eager (range)" "torchft/lazy" "load, memcpy GB/s before -> after"
+ms() { spread "$out/t" "$1" | awk '{ printf "%.3f", $2 * 1000 }'; }
+x() { spread "$out/t" "$1" "$2" | awk '{ printf "%.2fx (%.2f-%.2f)", $2, $1, $3 }'; }
 for h in ${BENCH_TORCH_HIDDEN:-64 512}; do
     for n in ${BENCH_TORCH_NS:-2 4}; do
         l0=$(load)
         m0=$(memcpy)
-        interleave "$rounds" lazy eager gloo >"$out/t"
-        ms() { spread "$out/t" "$1" | awk '{ printf "%.3f", $2 * 1000 }'; }
-        x() { spread "$out/t" gloo "$1" | awk '{ printf "%.2fx (%.2f-%.2f)", $2, $1, $3 }'; }
-        printf '%6d %3d %13s %13s %8s %20s %20s  %s, %s -> %s, %s\n' "$h" "$n" "$(ms lazy)" \
-            "$(ms eager)" "$(ms gloo)" "$(x lazy)" "$(x eager)" "$l0" "$m0" "$(load)" "$(memcpy)"
+        interleave "$rounds" lazy eager gloo $fts >"$out/t"
+        printf '%6d %3d %11s %11s %8s %8s %19s %19s %19s  %s, %s -> %s, %s\n' "$h" "$n" \
+            "$(ms lazy)" "$(ms eager)" "$(ms gloo)" "$(ms torchft)" "$(x gloo lazy)" \
+            "$(x gloo eager)" "$(x torchft lazy)" "$l0" "$m0" "$(load)" "$(memcpy)"
     done
+done
+[ -n "$fts" ] || exit 0
+# back in step after a kill -9: rank 1 before step 50 of 100, hidden 64
+steps=100
+h=64
+rally_back() {
+    rm -f "$out/killed"
+    TORCH_MLP_KILLED="$out/killed" rally_steps --kill 1:50 >/dev/null || return 1
+    v=$(sed -n 's/^\[1\] back \([0-9.]*\) s$/\1/p' "$out/r") && echo "rally $v"
+}
+ft_back() {
+    ft_job 50 || return 1
+    v=$(sed -n 's/^back \([0-9.]*\) s$/\1/p' "$out/f1") && echo "torchft $v"
+}
+echo "kill -9 of rank 1 before step 50 (hidden 64): s from the kill to its first step done again, median (min-max) of $rounds rounds interleaved rally, torchft, torchft, rally"
+printf '%3s %22s %22s  %s\n' N "rally.torch" "torchft" "load, memcpy GB/s before -> after"
+for n in ${BENCH_TORCH_NS:-2 4}; do
+    l0=$(load)
+    m0=$(memcpy)
+    abba "$rounds" rally_back ft_back >"$out/t"
+    s3() { spread "$out/t" "$1" | awk '{ printf "%.2f (%.2f-%.2f)", $2, $1, $3 }'; }
+    printf '%3d %22s %22s  %s, %s -> %s, %s\n' "$n" "$(s3 rally)" "$(s3 torchft)" "$l0" "$m0" \
+        "$(load)" "$(memcpy)"
 done

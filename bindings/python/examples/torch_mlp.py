@@ -12,7 +12,10 @@ and the module's and optimizer's state is checkpointed every step: lazily
 asks), or with --eager pickled and compared across the ranks.  A
 killed rank (kill -9, or rally_mock=1,50,0,0 with RALLY_PYTHON_MOCK=1) is
 restarted by rally-run, loads the state from the survivors and goes on;
---kill 1:50 makes rank 1's first incarnation SIGKILL itself before step 50.
+--kill 1:50 makes rank 1's first incarnation SIGKILL itself before step 50
+(with TORCH_MLP_KILLED=FILE set, it writes the wall clock of its death to
+FILE, and the restarted rank prints "back S s", the wall clock from the
+kill to the end of its first step: bench/torch.sh).
 
 Deterministic: one intra-op thread (torch.set_num_threads(1)),
 torch.use_deterministic_algorithms(True), and every rank's batch a function
@@ -70,9 +73,13 @@ def main():
         start = rt.load_checkpoint(model, opt)
         grads = rt.GradientBuckets(model.parameters(), bucket_bytes=a.bucket_bytes)
         loss_fn = torch.nn.MSELoss()
+        killed = os.environ.get("TORCH_MLP_KILLED")
         t0 = time.perf_counter()
         for step in range(start, a.steps):
             if kill == (r.rank(), step) and r.attempt() == 0:
+                if killed:
+                    with open(killed, "w") as f:
+                        f.write("%.6f\n" % time.time())
                 os.kill(os.getpid(), signal.SIGKILL)
             x, y = batch(r.rank(), step, a.batch)
             loss = loss_fn(model(x), y)
@@ -81,6 +88,9 @@ def main():
             grads.allreduce_()
             opt.step()
             rt.checkpoint(model, opt, step + 1, lazy=not a.eager)
+            if killed and kill and kill[0] == r.rank() and r.attempt() > 0 and step == start:
+                with open(killed) as f:
+                    r.tracker_print("back %.6f s" % (time.time() - float(f.read())))
             if r.rank() == 0 and (step + 1) % 10 == 0:
                 r.tracker_print("step %d loss %.6f" % (step + 1, loss.item()))
         took = time.perf_counter() - t0
