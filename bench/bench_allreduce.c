@@ -15,13 +15,17 @@
  * engine's plain_allreduce in place (no copies, no recovery cache), reached
  * through the internal api/api.h as bench_robust does; rank 0 then prints a
  * "PLAIN ..." line of the same form.  Without --plain only the public API is
- * used.  After each rep of public calls an untimed rally_checkpoint drops
- * the recovery cache, as an iterative job would.
+ * used.  Per size rank 0 also prints "MOVED <bytes> <public> <plain>": the
+ * bytes its checked calls moved (copies and reductions in the collective
+ * and the robust engine, rally__moved_nbytes) per byte of the call.  After
+ * each rep of public calls an untimed rally_checkpoint drops the recovery
+ * cache, as an iterative job would.
  */
 #include <rally/rally.h>
 
 #include "api/api.h"
 #include "bench_common.h"
+#include "util/copy.h"
 
 static int fail(rally_t *r, int joined, const char *what, int rc)
 {
@@ -91,9 +95,16 @@ int main(int argc, char **argv)
         }
         float token = 0;
 
-        for (int v = 0; v < nv; v++)
+        uint64_t mv[2] = {0, 0}; /* bytes each variant's checked call moved (util/copy.h) */
+        for (int v = 0; v < nv; v++) {
+            uint64_t m0 = __atomic_load_n(&rally__moved_nbytes, __ATOMIC_RELAXED);
             if (check(r, v ? en : NULL, buf, count, spec[s].bytes) != 0)
                 return 1;
+            mv[v] = __atomic_load_n(&rally__moved_nbytes, __ATOMIC_RELAXED) - m0;
+        }
+        if (rank == 0)
+            printf("MOVED %zu %.3f %.3f\n", spec[s].bytes, (double)mv[0] / (double)spec[s].bytes,
+                   (double)mv[1] / (double)spec[s].bytes);
         memset(buf, 0, spec[s].bytes);
 
         double faults[2] = {0, 0};

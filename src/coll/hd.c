@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/copy.h"
+
 /* --- recursive halving-doubling -------------------------------------------- */
 
 /* The reduction a halving step does as the partner's half arrives:
@@ -67,9 +69,51 @@ static int land_some(struct rally__run *x, struct rally__chan *ch, unsigned char
     return 0;
 }
 
+/* Folds what has arrived of dst[0..rn) (*got of it so far) where it lies
+ * in the link's memory (rally__chan_peek: shared memory), up to a chunk at
+ * a time, so that it is never copied out first; an element the link's ring
+ * cut in two is received into dst, its place, and folded from there.  f's
+ * operand at dst is the arrived one. */
+static int fold_direct(struct rally__run *x, struct rally__chan *ch,
+                       const struct rally__reducer *rd, struct fold *f, unsigned char *dst,
+                       size_t *got, size_t rn, size_t chunk, int *moved)
+{
+    size_t es = rd->elem_nbytes;
+    while (*got < rn) {
+        const unsigned char *p = NULL;
+        size_t at = *got;
+        long k = at % es == 0 ? rally__chan_peek(x, ch, rn - at < chunk ? rn - at : chunk, es,
+                                                 &p, moved)
+                              : 0;
+        if (k < 0)
+            return -1;
+        if (k > 0) {
+            rally__reduce3(rd, f->out + at, f->a == dst ? p : f->a + at,
+                           f->b == dst ? p : f->b + at, (size_t)k / es);
+            rally__chan_consume(ch, (size_t)k);
+            rally__moved((uint64_t)k);
+            *got = f->done = at + (size_t)k;
+            *moved = 1;
+            continue;
+        }
+        long m = rally__chan_recv(x, ch, dst + at, es - at % es, moved);
+        if (m < 0)
+            return -1;
+        if (m == 0)
+            break;
+        rally__moved((uint64_t)m);
+        if ((*got += (size_t)m) % es == 0) {
+            fold_some(rd, f, *got);
+            rally__moved(es);
+        }
+    }
+    return 0;
+}
+
 /* Sends src[0..sn) and receives dst[0..rn) on ch at the same time (either
- * may be empty); with f, arrived whole elements are folded chunk by chunk;
- * with ld, dst = buf + at receives final values as ld says. */
+ * may be empty); with f, arrived whole elements are folded chunk by chunk,
+ * straight from the link's memory when it shows them (fold_direct); with
+ * ld, dst = buf + at receives final values as ld says. */
 static int exchange(struct rally__run *x, struct rally__chan *ch, const unsigned char *src,
                     size_t sn, unsigned char *dst, size_t rn, const struct rally__reducer *rd,
                     struct fold *f, struct land *ld, size_t at)
@@ -77,16 +121,22 @@ static int exchange(struct rally__run *x, struct rally__chan *ch, const unsigned
     size_t es = rd->elem_nbytes;
     size_t chunk = x->c->chunk < es ? es : rally__round_down(x->c->chunk, es);
     size_t sent = 0, got = 0;
+    int direct = f != NULL && ch->l->ops->peek != NULL;
     for (;;) {
         int moved = 0;
+        size_t sent0 = sent, got0 = got;
         if (rally__send_upto(x, ch, src, &sent, sn, &moved) < 0 ||
-            (ld == NULL ? rally__recv_upto(x, ch, dst, &got, rn, &moved)
-                        : land_some(x, ch, dst, at, &got, rn, es, ld, &moved)) < 0 ||
+            (direct       ? fold_direct(x, ch, rd, f, dst, &got, rn, chunk, &moved)
+             : ld == NULL ? rally__recv_upto(x, ch, dst, &got, rn, &moved)
+                          : land_some(x, ch, dst, at, &got, rn, es, ld, &moved)) < 0 ||
             rally__pump_sigs(x, &moved) < 0)
             return -1;
-        if (f != NULL) {
+        if (sent > sent0 || (got > got0 && !direct))
+            rally__moved(sent - sent0 + (direct ? 0 : got - got0));
+        if (f != NULL && !direct) {
             size_t a = rally__round_down(got, es);
             if (a > f->done && (a - f->done >= chunk || a == rn)) {
+                rally__moved(a - f->done);
                 fold_some(rd, f, a);
                 moved = 1;
             }
@@ -196,6 +246,7 @@ int rally__hd_allreduce(struct rally__comm *c, const unsigned char *in, unsigned
     if (cur != buf) {
         size_t m0 = hd_at(count, es, a, p), m1 = hd_at(count, es, b, p);
         memcpy(buf + m0, cur + m0, m1 - m0);
+        rally__moved(m1 - m0);
         if (ld != NULL)
             h->final(h->arg, m0, m1 - m0, cur + m0);
     }

@@ -137,13 +137,20 @@ int rally__ring_run(struct rally__run *x, const struct rally__ring *rg, const un
      * allgather receives whole elements straight into buf, not through the
      * receive ring (rally__chan_recv_whole) */
     int direct = keep != NULL && prev->l->ops->readable != NULL;
+    /* from a link that shows what it holds in its own memory (shared
+     * memory: its peek op), the reduce-scatter reads its received bytes
+     * where they are, with no copy out first: an element the link's ring
+     * cut in two is the one copied, into tail */
+    int zc = nreduce > 0 && prev->l->ops->peek != NULL;
     size_t rings = (nreduce > 1 ? 2 : 1) * rcap;
-    if (nreduce > 0 && (ring = rally__coll_scratch(c, rings + (direct ? es : 0), x->e)) == NULL)
+    if (nreduce > 0 &&
+        (ring = rally__coll_scratch(c, rings + (direct || zc ? es : 0), x->e)) == NULL)
         return x->e->code;
     if (nreduce > 1)
         st.ring = ring + rcap;
-    unsigned char *tail = direct ? ring + rings : NULL;
+    unsigned char *tail = direct || zc ? ring + rings : NULL;
     size_t tail_n = 0;
+    uint64_t mv = 0; /* bytes moved (rally__moved) */
     /* where partial sums that miss the stage wait: buf, or keep, so that
      * buf only ever changes to final values */
     unsigned char *part = keep != NULL ? keep : buf;
@@ -182,6 +189,7 @@ int rally__ring_run(struct rally__run *x, const struct rally__ring *rg, const un
             long m = rally__chan_send(x, next, src, want, &moved);
             if (m < 0)
                 return x->e->code;
+            mv += (uint64_t)m;
             if (partial && m > 0) {
                 if (st.q[st.head].staged)
                     st.got += (size_t)m;
@@ -200,7 +208,7 @@ int rally__ring_run(struct rally__run *x, const struct rally__ring *rg, const un
                 break;
         }
         /* receive */
-        while (rk < nseg || !rally__sig_got(prev)) {
+        while ((rk < nseg || !rally__sig_got(prev)) && !(zc && rk < nreduce)) {
             size_t rlen = rk < nseg ? len[SEG(rk, 1)] : 0;
             unsigned char *dst;
             size_t n = rlen - rpos;
@@ -219,6 +227,7 @@ int rally__ring_run(struct rally__run *x, const struct rally__ring *rg, const un
                          : rally__chan_recv(x, prev, dst, n, &moved);
             if (m < 0)
                 return x->e->code;
+            mv += (uint64_t)m;
             rpos += (size_t)m;
             if (rk < nreduce || (keep != NULL && !direct))
                 rtotal += (size_t)m;
@@ -234,6 +243,32 @@ int rally__ring_run(struct rally__run *x, const struct rally__ring *rg, const un
         while (pk < rk || (pk == rk && pk < nseg)) {
             size_t plen = len[SEG(pk, 1)];
             size_t have = pk < rk ? plen : rpos;
+            const unsigned char *from = NULL; /* zc: the received bytes, where they lie */
+            if (zc && pk < nreduce) { /* pk == rk: received here, as processed */
+                size_t want = plen - ppos < chunk ? plen - ppos : chunk; /* sent on soon */
+                if (side != NULL) { /* as far as our own input is there */
+                    size_t own = rally__round_down(side->ready(side->arg, SEG(pk, 1)) - ppos, es);
+                    want = want < own ? want : own;
+                }
+                long k = want > 0 && tail_n == 0
+                             ? rally__chan_peek(x, prev, want, es, &from, &moved)
+                             : 0;
+                if (k < 0)
+                    return x->e->code;
+                if (k == 0 && want > 0) { /* nothing yet, or an element cut in two */
+                    k = rally__chan_recv(x, prev, tail + tail_n, es - tail_n, &moved);
+                    if (k < 0)
+                        return x->e->code;
+                    mv += (uint64_t)k;
+                    tail_n += (size_t)k;
+                    k = 0;
+                    if (tail_n == es) {
+                        from = tail;
+                        k = (long)es;
+                    }
+                }
+                have = ppos + (size_t)k;
+            }
             if (pk >= nreduce && (keep == NULL || direct)) { /* received straight into buf */
                 if (h != NULL && have > ppos)
                     h->final(h->arg, off[SEG(pk, 1)] + ppos, have - ppos,
@@ -241,29 +276,31 @@ int rally__ring_run(struct rally__run *x, const struct rally__ring *rg, const un
                 ppos = have;
             } else {
                 size_t n = rally__round_down(have - ppos, es);
-                if (side != NULL && pk < nreduce) { /* as far as our own input is there */
+                if (side != NULL && pk < nreduce && !zc) { /* as far as our own input is there */
                     size_t own = side->ready(side->arg, SEG(pk, 1)) - ppos;
                     n = n < own ? n : rally__round_down(own, es);
                 }
-                if (n == 0 || (n < chunk && ppos + n < plen))
+                if (n == 0 || (from == NULL && n < chunk && ppos + n < plen))
                     break;
                 size_t p = 0;
                 while (p < n) {
                     size_t pos = (ptotal + p) % rcap, m = n - p;
-                    if (m > rcap - pos)
+                    if (from == NULL && m > rcap - pos)
                         m = rcap - pos;
+                    const unsigned char *got = from != NULL ? from + p : ring + pos;
                     size_t at = off[SEG(pk, 1)] + ppos + p; /* out = own input (+) received */
                     size_t k = pk < nreduce - 1 ? rally__round_down(stage_room(&st, m), es) : 0;
                     if (pk >= nreduce) { /* an allgathered final piece (keep: whole elements) */
-                        memcpy(buf + at, ring + pos, m);
+                        memcpy(buf + at, got, m);
                     } else if (k > 0) { /* a partial sum, staged */
                         m = k;
-                        rally__reduce3(rd, st.ring + st.put % st.cap, in + at, ring + pos, m / es);
+                        rally__reduce3(rd, st.ring + st.put % st.cap, in + at, got, m / es);
                     } else if (pk < nreduce - 1) { /* a partial sum the stage had no room for */
-                        rally__reduce3(rd, part + at, in + at, ring + pos, m / es);
+                        rally__reduce3(rd, part + at, in + at, got, m / es);
                     } else { /* this rank's final segment */
-                        rally__reduce3(rd, buf + at, in + at, ring + pos, m / es);
+                        rally__reduce3(rd, buf + at, in + at, got, m / es);
                     }
+                    mv += m;
                     if (pk < nreduce - 1) {
                         stage_push(&st, m, k > 0);
                     } else if (h != NULL) { /* final, and still in cache */
@@ -271,20 +308,29 @@ int rally__ring_run(struct rally__run *x, const struct rally__ring *rg, const un
                     }
                     p += m;
                 }
+                if (from == NULL) /* through the receive ring */
+                    ptotal += n;
+                else if (from == tail)
+                    tail_n = 0;
+                else
+                    rally__chan_consume(prev, n);
                 ppos += n;
-                ptotal += n;
                 moved = 1;
             }
             if (ppos < plen)
                 break;
+            if (zc && pk < nreduce)
+                rk = pk + 1;
             pk++;
             ppos = 0;
         }
         int sigs = rally__pump_sigs(x, &moved);
         if (sigs < 0)
             return x->e->code;
-        if (sigs && sk == nseg && pk == nseg && (side == NULL || side->done(side->arg)))
+        if (sigs && sk == nseg && pk == nseg && (side == NULL || side->done(side->arg))) {
+            rally__moved(mv);
             return RALLY_OK;
+        }
         if (rally__settle(x, moved) != RALLY_OK)
             return x->e->code;
     }

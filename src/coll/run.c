@@ -188,6 +188,22 @@ long rally__chan_recv_whole(struct rally__run *x, struct rally__chan *ch, unsign
     return (long)es;
 }
 
+long rally__chan_peek(struct rally__run *x, struct rally__chan *ch, size_t n, size_t es,
+                      const unsigned char **at, int *moved)
+{
+    if (!rally__sig_got(ch) && rally__chan_recv(x, ch, NULL, 0, moved) < 0)
+        return -1;
+    if (!rally__sig_got(ch))
+        return 0;
+    size_t can = rally__round_down(ch->l->ops->peek(ch->l, at), es);
+    return (long)(n < can ? n : can);
+}
+
+void rally__chan_consume(struct rally__chan *ch, size_t n)
+{
+    ch->l->ops->consume(ch->l, n);
+}
+
 /* Sends base[*done, limit) (the signature first) until the link would
  * block; -1 on failure. */
 int rally__send_upto(struct rally__run *x, struct rally__chan *ch, const unsigned char *base,

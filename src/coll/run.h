@@ -110,6 +110,14 @@ int rally__rd_allreduce(struct rally__comm *c, const unsigned char *in, unsigned
  * yet), -1 on failure.  Kept allreduces use it (ring.c, hd.c). */
 long rally__chan_recv_whole(struct rally__run *x, struct rally__chan *ch, unsigned char *dst,
                             size_t n, size_t es, unsigned char *tail, size_t *tail_n, int *moved);
+/* From a link that shows its received bytes in its own memory (its peek
+ * op: shared memory), after the signature: up to n of them (whole
+ * elements of es) at *at, to be read there and then consumed (0: none, or
+ * an element the link's ring cut in two: receive it with
+ * rally__chan_recv), -1 on failure.  Consuming frees them for the peer. */
+long rally__chan_peek(struct rally__run *x, struct rally__chan *ch, size_t n, size_t es,
+                      const unsigned char **at, int *moved);
+void rally__chan_consume(struct rally__chan *ch, size_t n);
 /* nseg segments (off[s], len[s] in bytes) streamed around the ring, the
  * first nreduce of them reduced with rd (NULL: none, an allgather).  With
  * keep (scratch: an allreduce in place, in == buf, rally__allreduce_keep),

@@ -69,6 +69,7 @@ static void note_final(void *arg, size_t off, size_t n, const unsigned char *src
     struct rally__inplace *c = arg;
     struct rally__keeping *k = c->ar;
     struct rally__robust *rb = k->rb;
+    uint64_t mv = 0;
     for (int i = 0; i < k->nkeep && src != k->kept + off; i++) {
         const struct rally__part_range *r = &k->keep[i];
         size_t lo = off > r->off ? off : (size_t)r->off,
@@ -78,6 +79,7 @@ static void note_final(void *arg, size_t off, size_t n, const unsigned char *src
             rally__copy_stream(to, src + (lo - off), hi - lo);
         else if (lo < hi)
             memcpy(to, src + (lo - off), hi - lo);
+        mv += lo < hi ? hi - lo : 0;
     }
     for (int i = 0; i < k->nfold; i++) { /* each byte once: the hook names it once */
         const struct rally__part_range *r = &k->fold[i];
@@ -85,7 +87,9 @@ static void note_final(void *arg, size_t off, size_t n, const unsigned char *src
                hi = off + n < r->off + r->n ? off + n : (size_t)(r->off + r->n);
         if (lo < hi)
             rally__xor_into(k->par + (lo - r->off), src + (lo - off), hi - lo);
+        mv += lo < hi ? hi - lo : 0;
     }
+    rally__moved(mv);
     if (k->nfin > 0 && k->fin[k->nfin - 1].off + k->fin[k->nfin - 1].n == off)
         k->fin[k->nfin - 1].n += n;
     else if (k->nfin < k->capfin)

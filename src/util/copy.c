@@ -24,6 +24,8 @@
 #define MADV_POPULATE_WRITE 23 /* Linux 5.14; older kernels say EINVAL */
 #endif
 
+uint64_t rally__moved_nbytes;
+
 void *rally__malloc_warm(size_t n)
 {
     unsigned char *p = malloc(n ? n : 1);

@@ -6,6 +6,20 @@
 #define RALLY_UTIL_COPY_H
 
 #include <stddef.h>
+#include <stdint.h>
+
+/* Bytes the data path wrote, by copy or reduction, in this process: each
+ * payload byte a collective sent or received through a link (the copy into
+ * the transport: a shared-memory ring or a socket; the copy out of it),
+ * each byte it reduced or copied in its own buffers, and each byte the
+ * robust engine kept of a result.  Counted once a collective's run, so
+ * that a test or bench_allreduce can divide it by the bytes of the call
+ * (docs/architecture.md, "Bytes moved"). */
+extern uint64_t rally__moved_nbytes;
+static inline void rally__moved(uint64_t n)
+{
+    __atomic_add_fetch(&rally__moved_nbytes, n, __ATOMIC_RELAXED);
+}
 
 /* dst[0..n) = src[0..n), bypassing the caches from 4 MiB up: a result
  * copied after its collective has mostly left them. */

@@ -191,6 +191,28 @@ static size_t shm_readable(const struct rally__link *l)
     return head - s->in.mine > s->cap ? 0 : (size_t)(head - s->in.mine);
 }
 
+/* The received bytes up to the ring's end: the rest, after the wrap, in
+ * the next look.  An impossible counter shows none: the recv says so. */
+static size_t shm_peek(struct rally__link *l, const unsigned char **at)
+{
+    const struct shm *s = l->t.p;
+    uint64_t tail = s->in.mine;
+    uint64_t head = atomic_load_explicit(&s->in.c->head, memory_order_acquire);
+    if (head - tail > s->cap)
+        return 0;
+    size_t pos = (size_t)(tail & (s->cap - 1));
+    *at = s->in.data + pos;
+    return min_size((size_t)(head - tail), s->cap - pos);
+}
+
+static void shm_consume(struct rally__link *l, size_t n)
+{
+    struct shm *s = l->t.p;
+    s->in.mine += n;
+    atomic_store_explicit(&s->in.c->tail, s->in.mine, memory_order_release);
+    wake(&s->in.c->writer_waits, s->peer_bell);
+}
+
 static int shm_ready(const struct rally__link *l, int want)
 {
     const struct shm *s = l->t.p;
@@ -279,6 +301,8 @@ const struct rally__link_ops rally__shm_ops = {
     .send = shm_send,
     .recv = shm_recv,
     .readable = shm_readable,
+    .peek = shm_peek,
+    .consume = shm_consume,
     .handles = shm_handles,
     .close = shm_close,
     .ready = shm_ready,
