@@ -4,14 +4,17 @@
  * between a count of the shared objects the process has mapped.  Every
  * one is loaded and relocated by each of the job's workers, so a library
  * that is linked but seldom used (libcurl for the s3:// store, with thirty
- * of its own) costs a launch of 1024 workers on two cores seconds.  A
- * worker that finds libcurl mapped says so and fails.
+ * of its own) costs a launch of 1024 workers on two cores seconds; mapped
+ * in the launcher, its fork of each worker copies them.  A worker that
+ * finds libcurl mapped in itself or in its parent (rally-run) says so and
+ * fails.
  *
  *   rally-run -n 4 startup
  */
 #include <link.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "rally/rally.h"
 
@@ -29,6 +32,26 @@ static int count_object(struct dl_phdr_info *info, size_t size, void *arg)
     return 0;
 }
 
+/* A libcurl the launcher (our parent) maps, into out; 0 when none. */
+static int parent_maps_curl(char *out, size_t cap)
+{
+    char path[64], line[4096];
+    snprintf(path, sizeof path, "/proc/%d/maps", (int)getppid());
+    FILE *f = fopen(path, "r");
+    int found = 0;
+    while (f != NULL && !found && fgets(line, sizeof line, f) != NULL) {
+        char *p = strchr(line, '/');
+        if (p != NULL && strstr(p, "libcurl") != NULL) {
+            snprintf(out, cap, "%s", p);
+            out[strcspn(out, "\n")] = '\0';
+            found = 1;
+        }
+    }
+    if (f != NULL)
+        fclose(f);
+    return found;
+}
+
 int main(int argc, char **argv)
 {
     rally_t *r;
@@ -39,7 +62,9 @@ int main(int argc, char **argv)
     }
     struct seen s = {0, ""};
     dl_iterate_phdr(count_object, &s);
-    int worst = s.curl[0] != '\0';
+    char parent[256];
+    int in_parent = parent_maps_curl(parent, sizeof parent);
+    int worst = s.curl[0] != '\0' || in_parent;
     if (rally_allreduce(r, &worst, 1, RALLY_INT32, RALLY_MAX, NULL, NULL) != RALLY_OK) {
         fprintf(stderr, "startup: allreduce: %s\n", rally_errmsg(r));
         rally_finalize(r);
@@ -49,6 +74,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "startup: rank %d maps %s at start (%d shared objects): a worker "
                 "that opens no s3:// store must not load libcurl\n", rally_rank(r), s.curl,
                 s.objects);
+    if (in_parent)
+        fprintf(stderr, "startup: rank %d's launcher (pid %d) maps %s: it forks every worker "
+                "with it\n", rally_rank(r), (int)getppid(), parent);
     if (rally_rank(r) == 0)
         printf("startup: %d workers, %d shared objects in rank 0\n", rally_world_size(r),
                s.objects);

@@ -10,7 +10,6 @@
  * status 0, 1 when the job cannot be reached or answers with an error
  * (said in one line), 2 for a usage error.
  */
-#include <curl/curl.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -19,6 +18,7 @@
 
 #include "net/sock.h"
 #include "run/run.h"
+#include "util/curl.h"
 
 static void usage(FILE *f)
 {
@@ -91,25 +91,31 @@ static char *fetch(const char *host, int port, const char *token, int64_t timeou
     rally__hostport_fmt(host, port, where, sizeof where);
     snprintf(url, sizeof url, "http://%s/status.json", where);
     snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
+    char why[300];
+    const struct rally__curl *cu = rally__curl(why, sizeof why);
+    if (cu == NULL) {
+        fprintf(stderr, "rally-run status: cannot read %s: %s\n", url, why);
+        return NULL;
+    }
     struct body b = {0};
-    struct curl_slist *hdr = token[0] ? curl_slist_append(NULL, auth) : NULL;
-    CURL *c = curl_easy_init();
+    struct curl_slist *hdr = token[0] ? cu->slist_append(NULL, auth) : NULL;
+    CURL *c = cu->easy_init();
     long code = 0;
     CURLcode rc = CURLE_OUT_OF_MEMORY;
     if (c != NULL && (hdr != NULL || !token[0])) {
-        curl_easy_setopt(c, CURLOPT_URL, url);
-        curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
-        curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
-        curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
-        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, take);
-        curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
-        if ((rc = curl_easy_perform(c)) == CURLE_OK)
-            curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+        cu->easy_setopt(c, CURLOPT_URL, url);
+        cu->easy_setopt(c, CURLOPT_NOPROXY, "*");
+        cu->easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
+        cu->easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
+        cu->easy_setopt(c, CURLOPT_WRITEFUNCTION, take);
+        cu->easy_setopt(c, CURLOPT_WRITEDATA, &b);
+        if ((rc = cu->easy_perform(c)) == CURLE_OK)
+            cu->easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
     }
-    curl_easy_cleanup(c);
-    curl_slist_free_all(hdr);
+    cu->easy_cleanup(c);
+    cu->slist_free_all(hdr);
     if (rc != CURLE_OK)
-        fprintf(stderr, "rally-run status: cannot read %s: %s\n", url, curl_easy_strerror(rc));
+        fprintf(stderr, "rally-run status: cannot read %s: %s\n", url, cu->easy_strerror(rc));
     else if (code == 401)
         fprintf(stderr,
                 "rally-run status: %s answered 401: the job asks for its token "

@@ -1,7 +1,8 @@
 /*
  * s3.c — the storage kind "s3://BUCKET/PREFIX": the S3 API through
- * libcurl (loaded on the first store opened), which signs every request
- * itself (CURLOPT_AWS_SIGV4); listings are parsed with expat.  No signing or HTTP is written here.
+ * libcurl (util/curl.h), which signs every request itself
+ * (CURLOPT_AWS_SIGV4); listings are parsed with expat.  No signing or
+ * HTTP is written here.
  *
  * A dir is a key prefix: dir/name is the object PREFIX/dir/name.  An
  * object store has no rename, so put is one PUT (atomic: an object is
@@ -22,10 +23,7 @@
  * (its <Code> and <Message>); a HEAD's answer has no body, so a HEAD
  * refused is asked again as a GET of the first byte, whose body says why.
  */
-#include <curl/curl.h>
-#include <dlfcn.h>
 #include <expat.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +31,7 @@
 #include <xxhash.h>
 
 #include "snapshot/store.h"
+#include "util/curl.h"
 
 #define TRIES 3
 #define ERR_BODY_MAX 4096
@@ -41,6 +40,7 @@
 
 struct s3_store {
     struct rally__store base;
+    const struct rally__curl *cu; /* libcurl's calls */
     CURL *curl;
     char bucket[64];
     char prefix[512]; /* "" or "a/b/" */
@@ -51,51 +51,12 @@ struct s3_store {
 
 /* --- configuration ---------------------------------------------------------------- */
 
-/* libcurl once per process.  Each store has its own handle: its requests
- * reuse one connection, closed with the store.  A connection cache shared
+/* libcurl once per process, loaded when the first store opens (util/curl.h:
+ * a worker that opens none never maps it).  Each store has its own handle:
+ * its requests reuse one connection, closed with the store.  A connection cache shared
  * across stores would outlive them, and a child forked meanwhile would
  * share its sockets: a request of the parent could end a PUT the child
  * left half sent (tests/snapshot_s3_test.c kill9_mid_upload sees it). */
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static CURLcode curl_init_rc;
-static char curl_load_err[256]; /* "" once libcurl is loaded */
-
-/* libcurl is loaded on the first s3:// store, not linked: linked, every
- * process of a job mapped it and its thirty libraries at start (TLS, LDAP,
- * Kerberos, ...), 3 ms of the loader each, which a launch of 1024 workers
- * on two cores paid a thousand times over (issue 48's start-up at scale). */
-static struct {
-    CURLcode (*global_init)(long);
-    CURL *(*easy_init)(void);
-    void (*easy_cleanup)(CURL *);
-    void (*easy_reset)(CURL *);
-    CURLcode (*easy_setopt)(CURL *, CURLoption, ...);
-    CURLcode (*easy_perform)(CURL *);
-    CURLcode (*easy_getinfo)(CURL *, CURLINFO, ...);
-    const char *(*easy_strerror)(CURLcode);
-    struct curl_slist *(*slist_append)(struct curl_slist *, const char *);
-    void (*slist_free_all)(struct curl_slist *);
-} cu;
-
-#define CURL_SO "libcurl.so.4"
-#define LOAD(h, f) ((cu.f = (__typeof__(cu.f))dlsym(h, "curl_" #f)) != NULL)
-
-static void curl_init(void)
-{
-    void *h = dlopen(CURL_SO, RTLD_NOW | RTLD_LOCAL);
-    if (h == NULL) {
-        snprintf(curl_load_err, sizeof curl_load_err, "%s", dlerror());
-        return;
-    }
-    if (!(LOAD(h, global_init) && LOAD(h, easy_init) && LOAD(h, easy_cleanup) &&
-          LOAD(h, easy_reset) && LOAD(h, easy_setopt) && LOAD(h, easy_perform) &&
-          LOAD(h, easy_getinfo) && LOAD(h, easy_strerror) && LOAD(h, slist_append) &&
-          LOAD(h, slist_free_all))) {
-        snprintf(curl_load_err, sizeof curl_load_err, "%s", dlerror());
-        return;
-    }
-    curl_init_rc = cu.global_init(CURL_GLOBAL_DEFAULT);
-}
 
 static const char *env(const char *name)
 {
@@ -212,18 +173,16 @@ static int configure(struct s3_store *s, const char *root, struct rally__err *e)
 
 static int s3_open(const char *root, struct rally__err *e, struct rally__store **out)
 {
-    pthread_once(&curl_once, curl_init);
-    if (curl_load_err[0])
-        return rally__fail(e, RALLY_ESYS, "%s needs libcurl (%s), which does not load: %s", root,
-                           CURL_SO, curl_load_err);
-    if (curl_init_rc != CURLE_OK)
-        return rally__fail(e, RALLY_ESYS, "libcurl does not start: %s",
-                           cu.easy_strerror(curl_init_rc));
+    char why[300];
+    const struct rally__curl *cu = rally__curl(why, sizeof why);
+    if (cu == NULL)
+        return rally__fail(e, RALLY_ESYS, "%s needs libcurl, which does not load: %s", root, why);
     struct s3_store *s = calloc(1, sizeof *s);
     if (s == NULL)
         return rally__fail(e, RALLY_ENOMEM, "out of memory opening %s", root);
+    s->cu = cu;
     int rc = configure(s, root, e);
-    if (rc == RALLY_OK && (s->curl = cu.easy_init()) == NULL)
+    if (rc == RALLY_OK && (s->curl = cu->easy_init()) == NULL)
         rc = rally__fail(e, RALLY_ENOMEM, "libcurl has no handle for %s", root);
     if (rc != RALLY_OK) {
         free(s);
@@ -236,7 +195,7 @@ static int s3_open(const char *root, struct rally__err *e, struct rally__store *
 static void s3_close(struct rally__store *st)
 {
     struct s3_store *s = (struct s3_store *)st;
-    cu.easy_cleanup(s->curl);
+    s->cu->easy_cleanup(s->curl);
     free(s);
 }
 
@@ -344,36 +303,37 @@ static void s3_reason(const struct req *r, long status, char *out, size_t cap)
 static int perform(struct s3_store *s, struct req *r, struct rally__err *e, long *status)
 {
     const char *what = r->what;
+    const struct rally__curl *cu = s->cu;
     CURL *c = s->curl;
     for (int t = 0; t < TRIES; t++) {
         struct curl_slist *hs = NULL;
         char token_h[2100];
-        cu.easy_reset(c);
-        cu.easy_setopt(c, CURLOPT_URL, r->url);
-        cu.easy_setopt(c, CURLOPT_AWS_SIGV4, s->sigv4);
-        cu.easy_setopt(c, CURLOPT_USERNAME, s->key_id);
-        cu.easy_setopt(c, CURLOPT_PASSWORD, s->secret);
-        cu.easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-        cu.easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
-        cu.easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L); /* a stalled transfer ends */
-        cu.easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 60L);
-        cu.easy_setopt(c, CURLOPT_HEADERFUNCTION, got_header);
-        cu.easy_setopt(c, CURLOPT_HEADERDATA, r);
-        cu.easy_setopt(c, CURLOPT_WRITEFUNCTION, got_body);
-        cu.easy_setopt(c, CURLOPT_WRITEDATA, r);
+        cu->easy_reset(c);
+        cu->easy_setopt(c, CURLOPT_URL, r->url);
+        cu->easy_setopt(c, CURLOPT_AWS_SIGV4, s->sigv4);
+        cu->easy_setopt(c, CURLOPT_USERNAME, s->key_id);
+        cu->easy_setopt(c, CURLOPT_PASSWORD, s->secret);
+        cu->easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+        cu->easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+        cu->easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L); /* a stalled transfer ends */
+        cu->easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 60L);
+        cu->easy_setopt(c, CURLOPT_HEADERFUNCTION, got_header);
+        cu->easy_setopt(c, CURLOPT_HEADERDATA, r);
+        cu->easy_setopt(c, CURLOPT_WRITEFUNCTION, got_body);
+        cu->easy_setopt(c, CURLOPT_WRITEDATA, r);
         if (s->token[0]) {
             snprintf(token_h, sizeof token_h, "x-amz-security-token: %s", s->token);
-            hs = cu.slist_append(hs, token_h);
+            hs = cu->slist_append(hs, token_h);
         }
         /* A body is checked by its checksums, not signed (one pass over it).
          * libcurl 7.88 sends no x-amz-content-sha256 of its own and S3 wants
          * one on every request; given here, libcurl signs it.  Every header
          * given is signed, so none is given to be dropped ("Expect:"). */
-        hs = cu.slist_append(hs, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
+        hs = cu->slist_append(hs, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
         if (r->range[0]) {
             char h[80];
             snprintf(h, sizeof h, "Range: %s", r->range);
-            hs = cu.slist_append(hs, h);
+            hs = cu->slist_append(hs, h);
         }
         if (strcmp(r->method, "PUT") == 0) {
             curl_off_t n = 0;
@@ -384,26 +344,26 @@ static int perform(struct s3_store *s, struct req *r, struct rally__err *e, long
             r->sent = 0;
             if (r->h != NULL)
                 XXH3_64bits_reset(r->h);
-            cu.easy_setopt(c, CURLOPT_UPLOAD, 1L);
-            cu.easy_setopt(c, CURLOPT_INFILESIZE_LARGE, n);
-            cu.easy_setopt(c, CURLOPT_READFUNCTION, put_body);
-            cu.easy_setopt(c, CURLOPT_READDATA, r);
+            cu->easy_setopt(c, CURLOPT_UPLOAD, 1L);
+            cu->easy_setopt(c, CURLOPT_INFILESIZE_LARGE, n);
+            cu->easy_setopt(c, CURLOPT_READFUNCTION, put_body);
+            cu->easy_setopt(c, CURLOPT_READDATA, r);
         } else if (strcmp(r->method, "HEAD") == 0) {
-            cu.easy_setopt(c, CURLOPT_NOBODY, 1L);
+            cu->easy_setopt(c, CURLOPT_NOBODY, 1L);
         } else if (strcmp(r->method, "GET") != 0) {
-            cu.easy_setopt(c, CURLOPT_CUSTOMREQUEST, r->method);
+            cu->easy_setopt(c, CURLOPT_CUSTOMREQUEST, r->method);
         }
-        cu.easy_setopt(c, CURLOPT_HTTPHEADER, hs);
+        cu->easy_setopt(c, CURLOPT_HTTPHEADER, hs);
         r->status = 0;
         r->body_n = 0;
         r->stopped = 0;
         r->fed = 0;
         r->length = -1;
-        CURLcode cc = cu.easy_perform(c);
+        CURLcode cc = cu->easy_perform(c);
         long code = 0;
-        cu.easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
-        cu.easy_getinfo(c, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &r->length);
-        cu.slist_free_all(hs);
+        cu->easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+        cu->easy_getinfo(c, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &r->length);
+        cu->slist_free_all(hs);
         r->body[r->body_n] = '\0';
         if (r->injected)
             return rally__fail(e, RALLY_ESYS, "injected fault after a write: cannot %s", what);
@@ -420,7 +380,7 @@ static int perform(struct s3_store *s, struct req *r, struct rally__err *e, long
             if (cc == CURLE_OK)
                 s3_reason(r, code, why, sizeof why);
             else
-                snprintf(why, sizeof why, "%s", cu.easy_strerror(cc));
+                snprintf(why, sizeof why, "%s", cu->easy_strerror(cc));
             *status = code;
             return rally__fail(e, RALLY_ESYS, "cannot %s (%d tr%s): %s", what, t + 1,
                                t ? "ies" : "y", why);
