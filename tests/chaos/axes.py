@@ -15,6 +15,10 @@ FEATURES = [
     ("reproducible", ["off", "on"]),
     ("results", ["whole", "part"]),
     ("launcher", ["local", "ssh", "mpirun"]),
+    # full passes over the shard (the models above), or minibatches through
+    # the data cursor (rally-linear --solver sgd, docs/data.md): every sample
+    # once an epoch, whatever failed or changed
+    ("data", ["passes", "cursor"]),
 ]
 
 

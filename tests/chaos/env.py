@@ -120,3 +120,12 @@ class Env:
                             "--centers", "6", "--spread", "5", "--seed", "7", "--format", "csv",
                             "-o", p], check=True, capture_output=True)
         return p
+
+    def sgd_data(self):
+        """The minibatch jobs' data, made once: 1000 samples, 16 batches of 64 an epoch."""
+        p = os.path.join(self.tmp, "sgd.csv")
+        if not os.path.exists(p):
+            subprocess.run([self.path("rally-datagen"), "--rows", "1000", "--features", "6",
+                            "--centers", "2", "--seed", "3", "--format", "csv", "-o", p],
+                           check=True, capture_output=True)
+        return p

@@ -132,6 +132,31 @@ def objective(text):
     return float(m[-1]) if m else None
 
 
+# said by rank 0, whichever worker that is now (an elastic job renumbers)
+EPOCH = re.compile(r"^\[\d+\] (epoch (\d+): consumed .*)$", re.M)
+
+
+def epochs_differ(plain_lines, texts):
+    """Why the epoch lines of texts are not the failure-free run's (None: they
+    are): each epoch said at least once, and always with the same count of
+    samples and digest of their ids."""
+    want = {}
+    for line in plain_lines:
+        m = EPOCH.match(line)
+        if m:
+            want[m.group(2)] = m.group(1)
+    got = {}
+    for t in texts:
+        for m in EPOCH.finditer(t):
+            got.setdefault(m.group(2), set()).add(m.group(1))
+    for e, line in sorted(want.items()):
+        if e not in got:
+            return f"epoch {e} never said (failure-free: {line})"
+        if got[e] != {line}:
+            return f"epoch {e}: {sorted(got[e])}, failure-free: {line}"
+    return None if want else "the failure-free run said no epoch"
+
+
 def launch_argv(env, pl, binary, extra, run_opts):
     if pl.mpi:
         root = ["--allow-run-as-root"] if os.getuid() == 0 else []
@@ -199,6 +224,7 @@ def run_case(env, c, pl, work):
             os.path.join(work, "job"))
     note = drive(env, pl, j) if pl.hold else ""
     rc, text, left = j.finish()
+    seen = [text]  # every run's output of the case, the resumes' too
     verdict = "; ".join(l for l in text.splitlines() if l.startswith("rally-run:")
                         and "summary" not in l)[-400:]
     if left:
@@ -229,6 +255,7 @@ def run_case(env, c, pl, work):
                                  pl.run_opts + ["--resume", "latest"]), pl.env,
                 os.path.join(work, "resumed"))
         rc, text, left = j.finish()
+        seen.append(text)
         if left:
             return "internal-error", f"processes left behind after the resume: {left}"
         if rc is None:
@@ -241,6 +268,7 @@ def run_case(env, c, pl, work):
         j = Job(env, launch_argv(env, pl, pl.plain_bin, pl.mpi_snap, []),
                 {"RALLY_RESUME": "latest"}, os.path.join(work, "resumed"))
         rc, text, left = j.finish()
+        seen.append(text)
         if left or rc is None or rc != 0:
             return "internal-error", f"the resume under mpirun: status {rc}, left {left}: " + \
                 " | ".join(text.strip().splitlines()[-3:])
@@ -268,6 +296,10 @@ def run_case(env, c, pl, work):
             if m:
                 return "named-loss", m.group(0)[:300]
         return "internal-error", f"exit status {rc}: {verdict or text.strip()[-300:]}"
+    if pl.prog == "sgd":  # every sample once an epoch, as without the failure
+        bad = epochs_differ(plain_tail, seen)
+        if bad:
+            return "wrong-result", bad
     got = digest(text)
     if got == want:
         return "equal", got

@@ -17,6 +17,8 @@ class Plan:
 def program(c):
     """The test program for the features: (name, N-independent digest?)."""
     local, repro, elastic = arg(c, "local"), arg(c, "reproducible"), arg(c, "elastic")
+    if arg(c, "data") == "cursor":
+        return "sgd", repro == "on"  # rally-linear --solver sgd: the data cursor
     if local == "records":
         return "records", True  # tests/progs/records.c: its bits do not depend on N
     if local == "opaque":
@@ -35,7 +37,10 @@ def plan(c, env):
     if arg(c, "reproducible") == "on" and local == "opaque":
         return Plan("skip", "--reproducible is a trainer's (rally-kmeans); recover.c's opaque "
                     "local models have no reproducible form")
-    if arg(c, "results") == "part" and prog in ("records", "kmeans"):
+    if prog == "sgd" and local != "none":
+        return Plan("skip", "rally-linear's SGD keeps no local model: the cursor rides in the "
+                    "global one")
+    if arg(c, "results") == "part" and prog in ("records", "kmeans", "sgd"):
         return Plan("skip", f"{prog} sums a few words: no result is kept in part")
     if failure == "mock_final" and prog != "recover" and prog != "recover_local":
         return Plan("skip", f"{prog}'s sums never run on the ring: no 'final' point")
@@ -45,7 +50,7 @@ def plan(c, env):
     if failure == "mock_wire" and not prog.startswith("recover"):
         return Plan("skip", f"{prog} cannot hold the dying rank back (recover.c's lag= can), so "
                     "where the survivors stand when they wire the next epoch is timing's")
-    if failure == "mock_checkpoint" and prog == "kmeans" and nfree:
+    if failure == "mock_checkpoint" and prog in ("kmeans", "sgd") and nfree:
         return Plan("skip", "an exact sum (--reproducible) takes as many collectives as the "
                     "layout needs: no fixed seq for a checkpoint point")
     if backend == "mpi":
@@ -103,6 +108,11 @@ def build(c, env, prog, nfree, either_refused=None):
         args = ["1000", "30"]
         plain_bin = mock_bin = b("tests/records_mock")
         v, s_op, s_ck = 7, 0, 1
+    elif prog == "sgd":  # 3 epochs of 16 steps; a step: gradient, count, checkpoint
+        args = ["--data", env.sgd_data(), "--data-opt", "csv_label=0", "--solver", "sgd",
+                "--epochs", "3", "--batch", "64"] + (["--reproducible"] if nfree else [])
+        plain_bin, mock_bin = b("rally-linear"), b("rally-linear-mock")
+        v, s_op, s_ck = 7, 0, 2
     else:
         args = ["--data", env.kmeans_data(), "--data-opt", "csv_label=0", "-k", "6",
                 "--iters", "16", "--fixed"] + (["--reproducible"] if nfree else [])
@@ -180,6 +190,9 @@ def build(c, env, prog, nfree, either_refused=None):
             gate = os.path.join(env.tmp, "gate")
             args = args + [f"gate=7,{gate}"]
             hold = ("gate", r"records: at the gate", gate)
+        elif prog == "sgd":  # 1.6 s an epoch: acted on in the second
+            args = args + ["--pause-ms", "100"]
+            hold = ("line", r"^\[0\] epoch 1: consumed")
         else:
             args = args + ["--pause-ms", "100"]
             hold = ("line", r"^\[0\] iteration 4 objective")
