@@ -66,8 +66,10 @@ echo " survivors' stall: their last call's end before the kill to that; rally-ru
 echo " 'recovered: ... back in step T s' (the tracker's clock, from the death it saw to every rank's"
 echo " IN_STEP); then the restarted rank's path, from the kill to its main, rally_init,"
 echo " rally_load_checkpoint (and the page faults and CPU time it took), and the rest to back"
-"$build/bench/ceiling" memcpy | awk '{ printf "  %-54s %9.1f  GB/s\n", "memcpy (this machine, same block)", $3 }'
-echo "  load (uptime) before: $(uptime | sed 's/.*load average: //')"
+memcpy=$("$build/bench/ceiling" memcpy | awk '{ print $3 }')
+printf '  %-54s %9.1f  GB/s\n' "memcpy (this machine, same block)" "$memcpy"
+load0=$(uptime | sed 's/.*load average: //')
+echo "  load (uptime) before: $load0"
 for m in 1048576 104857600; do
     : >"$res"
     i=1
@@ -90,9 +92,18 @@ for m in 1048576 104857600; do
     row "$mib MiB: restarted: rally_load_checkpoint" s "$res" load
     row "$mib MiB: restarted: its page faults in the load" n "$res" flt
     row "$mib MiB: restarted: its CPU in the load (user + system)" s "$res" cpu
-    row "$mib MiB: restarted: into its model (the loaded bytes kept)" s "$res" copy
+    row "$mib MiB: restarted: into its model (buffer kept)" s "$res" copy
     row "$mib MiB: restarted: then to back" s "$res" catch
     row "$mib MiB: one warm ring shift of the model" s "$res" xfer
+    [ "$m" = 104857600 ] || continue
+    # the summary's row: median (min-max) over the rounds
+    mm() { spread "$res" "$@" | awk -v u="$u" '{ printf "%.2f%s (%.2f-%.2f)", $2, u, $1, $3 }'; }
+    u=" s"
+    back=$(mm back) line=$(mm line)
+    u=x
+    summary_row "recovery by the job's clock: kill -9 to every rank back, 100 MiB, N = 4" \
+        "$back" "rally-run's line (tracker's clock): $line" "$(mm back line)" \
+        "memcpy $memcpy GB/s, load $load0 -> $(uptime | sed 's/.*load average: //')"
 done
 echo "  load (uptime) after: $(uptime | sed 's/.*load average: //')"
 

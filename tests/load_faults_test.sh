@@ -7,12 +7,30 @@
 # copies and receive nothing (each received it whole, into a fresh buffer,
 # before: one fault a page).  The replacement's own faults are printed
 # (two fresh buffers: its store's copy and the caller's).
+#
+# load_faults_test.sh RALLY_RUN LOAD_FAULTS order — the same job, and the
+# recovery's clock (rally-run's "recovered" line, the events file's
+# "recovered", rally_recovery_seconds) stops only once the replacement
+# stands where the survivors do: its "back" report (sent as it enters that
+# call, on the line its IN_STEP takes after it) comes before "recovered" in
+# the events file.
 set -u
-run=$1 prog=$2
+run=$1 prog=$2 what=${3:-faults}
 here=$(dirname "$0")
-out=$("$here/run_job.sh" 0 60 "$run" -n 4 --max-restarts 1 "$prog" 16777216 4 2) || {
-    echo "$out"; echo "load_faults_test: the job failed"; exit 1; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+out=$("$here/run_job.sh" 0 60 "$run" -n 4 --max-restarts 1 --events "$tmp/events" "$prog" \
+    16777216 4 2) || { echo "$out"; echo "load_faults_test: the job failed"; exit 1; }
 echo "$out"
+if [ "$what" = order ]; then
+    grep -n '"event":"report".*"key":"back"\|"event":"recovered"' "$tmp/events"
+    back=$(grep -n '"event":"report".*"key":"back"' "$tmp/events" | cut -d: -f1)
+    rec=$(grep -n '"event":"recovered"' "$tmp/events" | cut -d: -f1)
+    [ -n "$back" ] && [ -n "$rec" ] && [ "$back" -lt "$rec" ] && exit 0
+    echo "load_faults_test: 'recovered' (line ${rec:-none}) not after the replacement's 'back'" \
+        "(line ${back:-none}) in the events file"
+    exit 1
+fi
 line=$(echo "$out" | grep 'FAULTS stall=')
 stall=$(echo "$line" | sed -n 's/.*stall=\([0-9]*\).*/\1/p')
 load=$(echo "$line" | sed -n 's/.*load=\([0-9]*\).*/\1/p')

@@ -447,3 +447,7 @@ target_link_libraries(load_faults rally_static)
 add_test(NAME recover_load_faults COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/load_faults_test.sh
          $<TARGET_FILE:rally-run> $<TARGET_FILE:load_faults>)
 set_tests_properties(recover_load_faults PROPERTIES TIMEOUT 120)
+# ... and the recovery's clock stops only once the replacement is back
+add_test(NAME recover_clock_order COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/load_faults_test.sh
+         $<TARGET_FILE:rally-run> $<TARGET_FILE:load_faults> order)
+set_tests_properties(recover_clock_order PROPERTIES TIMEOUT 120)

@@ -11,7 +11,9 @@
  * (getrusage) of the survivors over their stall (from their last call
  * before the kill to the end of their first after) and of the replacement
  * over rally_load_checkpoint are MAX-reduced, and rank 0 prints
- * "FAULTS stall=<S> load=<L> pages=<model's pages>".
+ * "FAULTS stall=<S> load=<L> pages=<model's pages>".  The replacement
+ * reports "back" (rally_report) as it enters the call the survivors stand
+ * in: the job is back in step no sooner.
  */
 #include <signal.h>
 #include <stdint.h>
@@ -65,6 +67,8 @@ int main(int argc, char **argv)
         if (it == kill_at && rally_rank(r) == 1 && !replaced)
             kill(getpid(), SIGKILL);
         int stall = it == kill_at && rally_rank(r) != 1;
+        if (it == kill_at && replaced && rally_report(r, "back", it) != RALLY_OK)
+            return 1;
         before = minflt();
         double x = it;
         if (rally_allreduce(r, &x, 1, RALLY_DOUBLE, RALLY_MAX, NULL, NULL) != RALLY_OK)
@@ -75,6 +79,7 @@ int main(int argc, char **argv)
         if (rally_checkpoint(r, model, n, NULL, 0) != RALLY_OK)
             return 1;
     }
+    free(model);
     if (rally_allreduce(r, f, 2, RALLY_DOUBLE, RALLY_MAX, NULL, NULL) != RALLY_OK)
         return 1;
     if (rally_rank(r) == 0)
