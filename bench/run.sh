@@ -14,6 +14,8 @@
 #   BENCH_QUICK=1                     fewer reps and no 64/256 MiB (a smoke test)
 #   BENCH_ROUNDS=2                    rounds of every column, A B B A (the summary's ranges)
 #   BENCH_ROBUST=0                    skip bench/robust.sh (recovery and checkpoint costs)
+#   BENCH_STARTUP=0                   skip bench/startup.sh (start-up at 256 and 1024 workers
+#                                     beside mpirun's)
 #   BENCH_ELASTIC=0                   skip bench/elastic.sh (a shrink and a grow at N = 8)
 #   BENCH_EXACT=0                     skip bench/exact.sh (RALLY_SUM_EXACT against RALLY_SUM)
 #   BENCH_STRAGGLER=0                 skip bench/straggler.sh (the straggler accounting's cost)
@@ -303,6 +305,13 @@ if [ "${BENCH_HIER:-1}" != 0 ]; then
         "$(dirname "$0")/hier.sh" "$BUILD" | grep -v '^bench/hier: ' ||
             echo "bench: bench/hier.sh failed (its reason above); the other parts go on"
     fi
+fi
+# start-up at scale: rally-run -n 256 and 1024 of a trivial worker beside
+# mpirun's (bench/startup.sh; BENCH_QUICK: 2 rounds; BENCH_STARTUP=0 skips it)
+if [ "${BENCH_STARTUP:-1}" != 0 ]; then
+    echo
+    [ -n "${BENCH_QUICK:-}" ] && export BENCH_STARTUP_ROUNDS=${BENCH_STARTUP_ROUNDS:-2}
+    "$(dirname "$0")/startup.sh" "$BUILD"
 fi
 # what fault tolerance costs beyond the allreduce: recovery, checkpoints
 # (bench/robust.sh; BENCH_ROBUST=0 skips it)
