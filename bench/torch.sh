@@ -110,6 +110,9 @@ for h in ${BENCH_TORCH_HIDDEN:-64 512}; do
         printf '%6d %3d %11s %11s %8s %8s %19s %19s %19s  %s, %s -> %s, %s\n' "$h" "$n" \
             "$(ms lazy)" "$(ms eager)" "$(ms gloo)" "$(ms torchft)" "$(x gloo lazy)" \
             "$(x gloo eager)" "$(x torchft lazy)" "$l0" "$m0" "$(load)" "$(memcpy)"
+        summary_row "torch step: MLP hidden $h, N = $n, a checkpoint every step" \
+            "$(ms lazy) ms" "Gloo DDP $(ms gloo) ms${fts:+, torchft $(ms torchft) ms}" \
+            "$(x gloo lazy)" "eager checkpoint $(x gloo eager); memcpy $m0 GB/s, load $l0 -> $(load)"
     done
 done
 [ -n "$fts" ] || exit 0
@@ -134,4 +137,8 @@ for n in ${BENCH_TORCH_NS:-2 4}; do
     s3() { spread "$out/t" "$1" | awk '{ printf "%.2f (%.2f-%.2f)", $2, $1, $3 }'; }
     printf '%3d %22s %22s  %s, %s -> %s, %s\n' "$n" "$(s3 rally)" "$(s3 torchft)" "$l0" "$m0" \
         "$(load)" "$(memcpy)"
+    summary_row "torch: kill -9 to the restarted rank's first step, MLP hidden 64, N = $n" \
+        "$(s3 rally) s" "torchft $(s3 torchft) s" \
+        "$(spread "$out/t" torchft rally | awk '{ printf "%.2fx (%.2f-%.2f)", $2, $1, $3 }')" \
+        "memcpy $m0 GB/s, load $l0 -> $(load)"
 done
