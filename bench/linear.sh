@@ -48,19 +48,33 @@ median_iter() {
         awk '{v[NR] = $1} END {if (NR == 0) exit 1; print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'
 }
 
+# lbfgs-exact: L-BFGS with --reproducible (exact sums), run beside the
+# plain one at each N (plain, exact at odd positions in NS; exact, plain at
+# even ones), so that the ratio below compares runs of the same minute.
 for solver in lbfgs admm; do
     its=$ITERS
     [ $solver = admm ] && its=$AITERS
+    k=0
     for n in $NS; do
-        log=$OUT/$solver-n$n.log
-        printf 'bench linear: %s N=%s ... ' "$solver" "$n" >&2
-        start=$SECONDS
-        timeout "$TMO" "$BUILD/rally-run" -n "$n" "$BUILD/rally-linear" --data "$DATA" \
-            --solver $solver --lambda $LAMBDA --iters "$its" --tol 1e-300 >"$log" 2>&1 ||
-            { tail -n 20 "$log" >&2; die "rally-linear failed at N=$n (log: $log)"; }
-        t=$(median_iter "$log") || die "no iteration times in $log"
-        echo "$((SECONDS - start)) s" >&2
-        echo "$solver $n $t" >>"$RESULTS"
+        k=$((k + 1))
+        runs=$solver
+        if [ $solver = lbfgs ]; then
+            runs="lbfgs lbfgs-exact"
+            [ $((k % 2)) = 1 ] || runs="lbfgs-exact lbfgs"
+        fi
+        for run in $runs; do
+            flag=
+            [ $run = lbfgs ] || [ $run = admm ] || flag=--reproducible
+            log=$OUT/$run-n$n.log
+            printf 'bench linear: %s N=%s ... ' "$run" "$n" >&2
+            start=$SECONDS
+            timeout "$TMO" "$BUILD/rally-run" -n "$n" "$BUILD/rally-linear" --data "$DATA" \
+                --solver $solver $flag --lambda $LAMBDA --iters "$its" --tol 1e-300 >"$log" 2>&1 ||
+                { tail -n 20 "$log" >&2; die "rally-linear failed at N=$n (log: $log)"; }
+            t=$(median_iter "$log") || die "no iteration times in $log"
+            echo "$((SECONDS - start)) s" >&2
+            echo "$run $n $t" >>"$RESULTS"
+        done
     done
 done
 
@@ -117,8 +131,12 @@ method  : rally: rally-run -n N rally-linear --solver S --iters I --tol 1e-300 (
           N > $(nproc) cores is oversubscribed (workers are single-threaded).
 HDR
 awk -v sk="$sk" '
-    BEGIN { printf "%-6s %-3s %12s %16s\n", "solver", "N", "s/iter", "sklearn s/iter" }
-    { printf "%-6s %-3s %12.4f %16.4f\n", $1, $2, $3, sk }' "$RESULTS"
+    BEGIN { printf "%-11s %-3s %12s %16s %10s\n", "solver", "N", "s/iter", "sklearn s/iter", "/ plain" }
+    { t[$1, $2] = $3; row[NR] = $0 }
+    END { for (i = 1; i <= NR; i++) { split(row[i], f, " ")
+            x = f[1] == "lbfgs-exact" && t["lbfgs", f[2]] > 0 ? sprintf("%9.2fx", f[3] / t["lbfgs", f[2]]) : ""
+            printf "%-11s %-3s %12.4f %16.4f %10s\n", f[1], f[2], f[3], sk, x } }' "$RESULTS"
+echo "lbfgs-exact: --reproducible (exact sums: the same model at any N), its run beside the plain one"
 echo "time from a kill to the job back in step (rank 1 killed entering iteration 5, N = $RN;"
 echo "the restarted worker reads its shard again, then is served the checkpoint):"
 awk '{ printf "  %-6s %s s\n", $2, $4 }' "$OUT/recovery.txt"

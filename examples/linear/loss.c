@@ -163,9 +163,9 @@ void lr_batch_grad_exact(const struct lr_job *j, const double *w, const uint64_t
  * sums, scaled back by 2^(8b) (exact: they are multiples of the terms'
  * least bit), go to the accumulator, zeros too (the terms were not -0, so
  * the sum is not either), which then holds what adding every term would
- * have left, and rounds the same.  A row with a zero (whose
- * sign the sums lose) or a non-finite value, and a row whose c is not
- * normal or whose terms would not be, adds its terms one by one.
+ * have left, and rounds the same.  A row with a zero (whose sign the sums
+ * lose) or a non-finite value, and a row whose c is not normal or whose
+ * terms would not be, adds its terms one by one.
  */
 #define LANE_M 8      /* 2^M rows into a bucket's sums between flushes */
 #define LANE_SLOTS 16 /* buckets held at once (direct-mapped): 128 binades of c */
@@ -322,7 +322,7 @@ void lr_loss_grad_lane(const struct lr_job *j, const double *w, double scale, ra
             terms_exact(j, i, c, acc, tmp, at);
             continue;
         }
-        int s = b & (LANE_SLOTS - 1);
+        int s = (int)((unsigned)b % LANE_SLOTS);
         if (l->rows[s] > 0 && l->bucket[s] != b)
             lane_flush(l, s, acc, tmp);
         l->bucket[s] = b;
