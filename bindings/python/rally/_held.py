@@ -71,9 +71,9 @@ class Held:
             b = self._buffer(x, lambda: np.empty(x.shape, x.dtype))
             np.copyto(b, x)
             return b
-        torch = self._torch
-        if (torch is not None and t is torch.Tensor and not x.requires_grad and
-                x.layout == torch.strided and not x.is_quantized and x.device.type == "cpu"):
+        torch = self._torch  # (its cheap properties first: is_cpu, not device.type)
+        if (torch is not None and t is torch.Tensor and x.is_cpu and not x.requires_grad and
+                x.layout is torch.strided and not x.is_quantized):
             b = self._buffer(x, lambda: torch.empty(x.shape, dtype=x.dtype))
             b.copy_(x)
             return b
@@ -85,7 +85,9 @@ class Held:
         self._at += 1
         if at < len(self._bufs):
             b = self._bufs[at]
-            if type(b) is type(x) and b.shape == x.shape and b.dtype == x.dtype:
+            # dtypes: torch's are singletons (== costs microseconds), numpy's are compared
+            if type(b) is type(x) and b.shape == x.shape and (b.dtype is x.dtype or
+                                                              b.dtype == x.dtype):
                 return b
             self._bufs[at] = make()
         else:
