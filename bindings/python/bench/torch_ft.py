@@ -68,7 +68,8 @@ def main():
         load_state_dict=lambda s: (model.load_state_dict(s["model"]), opt.load_state_dict(s["opt"])),
         state_dict=lambda: {"model": model.state_dict(), "opt": opt.state_dict()},
         store_addr="127.0.0.1", store_port=store.port, lighthouse_addr=a.lighthouse,
-        replica_id="replica%d" % a.replica, hostname="127.0.0.1", timeout=timedelta(seconds=30))
+        replica_id="replica%d" % a.replica, hostname="127.0.0.1", timeout=timedelta(seconds=30),
+        quorum_timeout=timedelta(seconds=600))  # a loaded machine may take minutes to import torch
     ddp = DistributedDataParallel(manager, model)
     ftopt = Optimizer(manager, opt)
     loss_fn = torch.nn.MSELoss()
