@@ -289,6 +289,19 @@ done
 # --- table -------------------------------------------------------------------
 print_table "$RESULTS"
 echo "raw results (column N bytes reps median_us min_us max_us faults_per_call; ceilings): $RESULTS"
+# bytes moved, counted (bench_allreduce's MOVED lines; docs/architecture.md,
+# "Bytes moved"): rank 0's checked calls, the same in every round
+echo "bytes moved per byte of the call (rank 0; public / plain; floors, f = (N-1)/N: 4f a ring"
+echo "of shared-memory rings, 2f any ring allreduce, the public call adds its keep):"
+for n in $NS; do
+    for peer in $PEERS; do
+        case $peer in rally-*) ;; *) continue ;; esac
+        sed -n 's/^\[0\] *MOVED \([0-9]*\) \([0-9.]*\) \([0-9.]*\)$/\1 \2 \3/p' "$OUT/$peer-n$n.log" |
+            awk -v p="$peer" -v n="$n" '$1 >= 1048576 {
+                printf "  %-9s N=%-2s %4d MiB  %5.2f / %5.2f   4f %4.2f  2f %4.2f\n", p, n, $1 / 1048576,
+                    $2, $3, 4 * (n - 1) / n, 2 * (n - 1) / n }'
+    done
+done
 # the summary's first part: the allreduce a user compares, over every round
 # (bench/summary.awk); the parts below add their rows to $BENCH_SUMMARY
 export BENCH_SUMMARY=$OUT/summary.txt
