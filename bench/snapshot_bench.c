@@ -14,7 +14,7 @@
  * rally_finalize every rank prints its own peak RSS and CPU time (all its
  * threads, getrusage):
  *   bench: rank=R maxrss_kib=K cpu_ms=C
- * tests/snapshot_bench.sh runs it with and without snapshots.
+ * bench/snapshot.sh runs it with and without snapshots.
  *
  *   snapshot_bench --write DIR MIB [REPS FIRST]
  *
