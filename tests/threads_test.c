@@ -52,6 +52,7 @@ struct job {
     work_fn work;
     int mismatch_at; /* which task misbehaves, for mismatch cases */
     int kind;        /* which mismatch */
+    pthread_barrier_t past_first; /* mismatch cases: every rank out of the good collective */
     /* observers: what the tracker's loop saw (under mu) */
     pthread_mutex_t mu;
     struct rally__tracker_rank seen[64]; /* rally__tracker_rank_info after each turn */
@@ -196,6 +197,7 @@ static void run_job(int world, work_fn work, int mismatch_at, int kind)
     j->work = work;
     j->mismatch_at = mismatch_at;
     j->kind = kind;
+    pthread_barrier_init(&j->past_first, NULL, (unsigned)world);
     char dir[] = "/tmp/rally-threads-XXXXXX";
     if (mkdtemp(dir) == NULL)
         abort();
@@ -235,6 +237,7 @@ static void run_job(int world, work_fn work, int mismatch_at, int kind)
         EXPECT(j->seen[0].finalized, "N=%d: rank 0 not finalized", world);
     }
     pthread_mutex_destroy(&j->mu);
+    pthread_barrier_destroy(&j->past_first);
     rally__tracker_free(j->t);
     unlink(j->secret_path);
     if (j->snapdir[0]) { /* the snapshots, under dir */
@@ -316,6 +319,11 @@ static void work_mismatch(struct job *j, rally_t *r, int task)
     /* one good collective first, so the mismatch is collective #1 */
     rc = rally_allreduce(r, v, 4, RALLY_DOUBLE, RALLY_SUM, NULL, NULL);
     EXPECT(rc == RALLY_OK, "first allreduce: %s", rally_errmsg(r));
+    /* every rank out of it before any enters #1: the odd rank's report of
+     * the mismatch fails whatever collective a rank is in when it arrives
+     * (docs/errors.md), and a rank still waiting for the first one's result
+     * would fail there (1 run in 5 beside a CPU hog) */
+    pthread_barrier_wait(&j->past_first);
     switch (j->kind) {
     case MM_COUNT:
         rc = rally_allreduce(r, v, odd ? 11 : 10, RALLY_DOUBLE, RALLY_SUM, NULL, NULL);
