@@ -116,223 +116,308 @@ int rally__ring_stream(struct rally__comm *c, const unsigned char *in, unsigned 
     return rally__ring_run(&x, &ring, in, buf, off, len, nseg, nreduce, rd, keep, h, NULL);
 }
 
+/* One ring run's state: the call's arguments, its links and buffers, and
+ * where the send, receive and process steps stand in the stream. */
+struct ringrun {
+    struct rally__run *x;
+    int N, r;
+    const unsigned char *in;
+    unsigned char *buf, *keep;
+    const size_t *off, *len;
+    int nseg, nreduce;
+    const struct rally__reducer *rd;
+    const struct rally__final_hook *h;
+    const struct rally__ring_side *side;
+    struct rally__chan *next, *prev;
+    size_t es, chunk, rcap;
+    unsigned char *ring; /* the receive ring (rcap), then the stage's */
+    struct stage st;
+    int direct, zc;
+    unsigned char *tail; /* an element a link's ring cut in two (direct, zc) */
+    size_t tail_n;
+    uint64_t mv; /* bytes moved (rally__moved) */
+    /* where partial sums that miss the stage wait: buf, or keep, so that
+     * buf only ever changes to final values */
+    unsigned char *part;
+    int sk, rk, pk;          /* send / receive / processed segment */
+    size_t spos, rpos, ppos; /* bytes within them */
+    size_t rtotal, ptotal;   /* reduce-stream bytes received / processed */
+};
+
+/* The segment that is k-th in the stream of rank r's sends (shift 0) or
+ * receives (shift 1). */
+static inline int seg(const struct ringrun *s, int k, int shift)
+{
+    return (((s->r - shift - k) % s->N) + s->N) % s->N;
+}
+
+/* The buffers and the paths this run takes.  -1 with x->e set. */
+static int ring_setup(struct ringrun *s)
+{
+    struct rally__comm *c = s->x->c;
+    s->es = s->rd ? s->rd->elem_nbytes : 1;
+    s->chunk = c->chunk < s->es ? s->es : rally__round_down(c->chunk, s->es);
+    s->rcap = 4 * s->chunk;
+    s->st.cap = s->rcap;
+    /* kept, from a link that says what it holds (shared memory): the
+     * allgather receives whole elements straight into buf, not through the
+     * receive ring (rally__chan_recv_whole) */
+    s->direct = s->keep != NULL && s->prev->l->ops->readable != NULL;
+    /* from a link that shows what it holds in its own memory (shared
+     * memory: its peek op), the reduce-scatter reads its received bytes
+     * where they are, with no copy out first: an element the link's ring
+     * cut in two is the one copied, into tail */
+    s->zc = s->nreduce > 0 && s->prev->l->ops->peek != NULL;
+    size_t rings = (s->nreduce > 1 ? 2 : 1) * s->rcap;
+    if (s->nreduce > 0 &&
+        (s->ring = rally__coll_scratch(c, rings + (s->direct || s->zc ? s->es : 0), s->x->e)) ==
+            NULL)
+        return -1;
+    if (s->nreduce > 1)
+        s->st.ring = s->ring + s->rcap;
+    s->tail = s->direct || s->zc ? s->ring + rings : NULL;
+    s->part = s->keep != NULL ? s->keep : s->buf;
+    return 0;
+}
+
+/* Sends what is ready: segment 0 is ours; segment k is received segment
+ * k-1 once processed.  -1 with x->e set. */
+static int ring_send(struct ringrun *s, int *moved)
+{
+    struct stage *st = &s->st;
+    while (s->sk < s->nseg || !rally__sig_sent(s->next)) {
+        int sk = s->sk;
+        size_t slen = sk < s->nseg ? s->len[seg(s, sk, 0)] : 0;
+        size_t avail = sk == 0 ? slen : s->pk > sk - 1 ? slen : s->pk == sk - 1 ? s->ppos : 0;
+        if (sk == 0 && s->side != NULL) /* as far as our own input is there */
+            avail = s->side->ready(s->side->arg, seg(s, 0, 0));
+        if (sk >= s->nseg)
+            avail = 0;
+        /* our own segment: the input; then partial sums, then final values */
+        const unsigned char *src = sk == 0 ? s->in : sk < s->nreduce ? s->part : s->buf;
+        src += (sk < s->nseg ? s->off[seg(s, sk, 0)] : 0) + s->spos;
+        size_t want = avail - s->spos;
+        int partial = sk >= 1 && sk < s->nreduce && want > 0; /* the FIFO says where */
+        if (partial) {
+            if (want > st->q[st->head].n)
+                want = st->q[st->head].n;
+            if (st->q[st->head].staged) {
+                size_t wrap = st->cap - st->got % st->cap;
+                src = st->ring + st->got % st->cap;
+                if (want > wrap)
+                    want = wrap;
+            }
+        }
+        long m = rally__chan_send(s->x, s->next, src, want, moved);
+        if (m < 0)
+            return -1;
+        s->mv += (uint64_t)m;
+        if (partial && m > 0) {
+            if (st->q[st->head].staged)
+                st->got += (size_t)m;
+            if ((st->q[st->head].n -= (size_t)m) == 0) {
+                st->head = (st->head + 1) % STAGE_EXTENTS;
+                st->count--;
+            }
+        }
+        s->spos += (size_t)m;
+        if (sk < s->nseg && s->spos == slen) {
+            s->sk++;
+            s->spos = 0;
+            continue;
+        }
+        if (m == 0 || (size_t)m < want)
+            break;
+    }
+    return 0;
+}
+
+/* Receives into the receive ring (the reduce-scatter, or a kept allgather
+ * from a link that cannot say what it holds), or straight into buf; with zc
+ * the reduce-scatter's bytes stay in the link until processed.  -1 with
+ * x->e set. */
+static int ring_recv(struct ringrun *s, int *moved)
+{
+    while ((s->rk < s->nseg || !rally__sig_got(s->prev)) && !(s->zc && s->rk < s->nreduce)) {
+        int rk = s->rk;
+        int via_ring = rk < s->nreduce || (s->keep != NULL && !s->direct);
+        size_t rlen = rk < s->nseg ? s->len[seg(s, rk, 1)] : 0;
+        unsigned char *dst;
+        size_t n = rlen - s->rpos;
+        if (via_ring) {
+            size_t pos = s->rtotal % s->rcap;
+            if (n > s->rcap - (s->rtotal - s->ptotal))
+                n = s->rcap - (s->rtotal - s->ptotal);
+            if (n > s->rcap - pos)
+                n = s->rcap - pos;
+            dst = s->ring + pos;
+        } else {
+            dst = s->buf + (rk < s->nseg ? s->off[seg(s, rk, 1)] : 0) + s->rpos;
+        }
+        long m = s->direct && rk >= s->nreduce && rk < s->nseg
+                     ? rally__chan_recv_whole(s->x, s->prev, dst, n, s->es, s->tail, &s->tail_n,
+                                              moved)
+                     : rally__chan_recv(s->x, s->prev, dst, n, moved);
+        if (m < 0)
+            return -1;
+        s->mv += (uint64_t)m;
+        s->rpos += (size_t)m;
+        if (via_ring)
+            s->rtotal += (size_t)m;
+        if (rk < s->nseg && s->rpos == rlen) {
+            s->rk++;
+            s->rpos = 0;
+            continue;
+        }
+        if (m == 0)
+            break;
+    }
+    return 0;
+}
+
+/* zc: the received bytes of the segment being processed, where they lie in
+ * the link (*from), up to a chunk; an element the link's ring cut in two is
+ * received into tail, whole.  The bytes of the segment then had: -1 with
+ * x->e set. */
+static long zc_have(struct ringrun *s, size_t plen, const unsigned char **from, int *moved)
+{
+    size_t want = plen - s->ppos < s->chunk ? plen - s->ppos : s->chunk; /* sent on soon */
+    if (s->side != NULL) { /* as far as our own input is there */
+        size_t own =
+            rally__round_down(s->side->ready(s->side->arg, seg(s, s->pk, 1)) - s->ppos, s->es);
+        want = want < own ? want : own;
+    }
+    long k = want > 0 && s->tail_n == 0
+                 ? rally__chan_peek(s->x, s->prev, want, s->es, from, moved)
+                 : 0;
+    if (k < 0)
+        return -1;
+    if (k == 0 && want > 0) { /* nothing yet, or an element cut in two */
+        k = rally__chan_recv(s->x, s->prev, s->tail + s->tail_n, s->es - s->tail_n, moved);
+        if (k < 0)
+            return -1;
+        s->mv += (uint64_t)k;
+        s->tail_n += (size_t)k;
+        k = 0;
+        if (s->tail_n == s->es) {
+            *from = s->tail;
+            k = (long)s->es;
+        }
+    }
+    return (long)(s->ppos + (size_t)k);
+}
+
+/* n received bytes of segment pk, at got (from the link, or through the
+ * receive ring): reduced (own value on the left) into the stage, keep or
+ * buf, or copied into buf (the allgather). */
+static void ring_fold(struct ringrun *s, const unsigned char *from, size_t n)
+{
+    const struct rally__reducer *rd = s->rd;
+    int pk = s->pk;
+    size_t p = 0, es = s->es;
+    while (p < n) {
+        size_t pos = (s->ptotal + p) % s->rcap, m = n - p;
+        if (from == NULL && m > s->rcap - pos)
+            m = s->rcap - pos;
+        const unsigned char *got = from != NULL ? from + p : s->ring + pos;
+        size_t at = s->off[seg(s, pk, 1)] + s->ppos + p; /* out = own input (+) received */
+        size_t k = pk < s->nreduce - 1 ? rally__round_down(stage_room(&s->st, m), es) : 0;
+        if (pk >= s->nreduce) { /* an allgathered final piece (keep: whole elements) */
+            memcpy(s->buf + at, got, m);
+        } else if (k > 0) { /* a partial sum, staged */
+            m = k;
+            rally__reduce3(rd, s->st.ring + s->st.put % s->st.cap, s->in + at, got, m / es);
+        } else if (pk < s->nreduce - 1) { /* a partial sum the stage had no room for */
+            rally__reduce3(rd, s->part + at, s->in + at, got, m / es);
+        } else { /* this rank's final segment */
+            rally__reduce3(rd, s->buf + at, s->in + at, got, m / es);
+        }
+        s->mv += m;
+        if (pk < s->nreduce - 1)
+            stage_push(&s->st, m, k > 0);
+        else if (s->h != NULL) /* final, and still in cache */
+            s->h->final(s->h->arg, at, m, s->buf + at);
+        p += m;
+    }
+}
+
+/* Processes what was received: reduce (own value on the left) or just
+ * account copies.  -1 with x->e set. */
+static int ring_process(struct ringrun *s, int *moved)
+{
+    while (s->pk < s->rk || (s->pk == s->rk && s->pk < s->nseg)) {
+        int pk = s->pk;
+        size_t plen = s->len[seg(s, pk, 1)];
+        size_t have = pk < s->rk ? plen : s->rpos;
+        const unsigned char *from = NULL; /* zc: the received bytes, where they lie */
+        if (s->zc && pk < s->nreduce) { /* pk == rk: received here, as processed */
+            long k = zc_have(s, plen, &from, moved);
+            if (k < 0)
+                return -1;
+            have = (size_t)k;
+        }
+        if (pk >= s->nreduce && (s->keep == NULL || s->direct)) { /* received straight into buf */
+            if (s->h != NULL && have > s->ppos)
+                s->h->final(s->h->arg, s->off[seg(s, pk, 1)] + s->ppos, have - s->ppos,
+                            s->buf + s->off[seg(s, pk, 1)] + s->ppos);
+            s->ppos = have;
+        } else {
+            size_t n = rally__round_down(have - s->ppos, s->es);
+            if (s->side != NULL && pk < s->nreduce && !s->zc) { /* as far as our input is there */
+                size_t own = s->side->ready(s->side->arg, seg(s, pk, 1)) - s->ppos;
+                n = n < own ? n : rally__round_down(own, s->es);
+            }
+            if (n == 0 || (from == NULL && n < s->chunk && s->ppos + n < plen))
+                break;
+            ring_fold(s, from, n);
+            if (from == NULL) /* through the receive ring */
+                s->ptotal += n;
+            else if (from == s->tail)
+                s->tail_n = 0;
+            else
+                rally__chan_consume(s->prev, n);
+            s->ppos += n;
+            *moved = 1;
+        }
+        if (s->ppos < plen)
+            break;
+        if (s->zc && pk < s->nreduce)
+            s->rk = pk + 1;
+        s->pk++;
+        s->ppos = 0;
+    }
+    return 0;
+}
+
 int rally__ring_run(struct rally__run *x, const struct rally__ring *rg, const unsigned char *in,
                     unsigned char *buf, const size_t *off, const size_t *len, int nseg, int nreduce,
                     const struct rally__reducer *rd, unsigned char *keep,
                     const struct rally__final_hook *h, const struct rally__ring_side *side)
 {
-    struct rally__comm *c = x->c;
-    int N = rg->world, r = rg->rank;
-    struct rally__chan *next = rally__chan_of(x, rg->next), *prev = rally__chan_of(x, rg->prev);
-    if (next == NULL || prev == NULL)
+    struct ringrun s = {.x = x, .N = rg->world, .r = rg->rank, .in = in, .buf = buf,
+                        .keep = keep, .off = off, .len = len, .nseg = nseg, .nreduce = nreduce,
+                        .rd = rd, .h = h, .side = side};
+    s.next = rally__chan_of(x, rg->next);
+    s.prev = rally__chan_of(x, rg->prev);
+    if (s.next == NULL || s.prev == NULL)
         return rally__fail(x->e, RALLY_ESTATE, "no ring link");
-    size_t es = rd ? rd->elem_nbytes : 1;
-    size_t chunk = c->chunk < es ? es : rally__round_down(c->chunk, es);
-    size_t rcap = 4 * chunk;
-    unsigned char *ring = NULL;
-    struct stage st;
-    memset(&st, 0, sizeof st);
-    st.cap = rcap;
-    /* kept, from a link that says what it holds (shared memory): the
-     * allgather receives whole elements straight into buf, not through the
-     * receive ring (rally__chan_recv_whole) */
-    int direct = keep != NULL && prev->l->ops->readable != NULL;
-    /* from a link that shows what it holds in its own memory (shared
-     * memory: its peek op), the reduce-scatter reads its received bytes
-     * where they are, with no copy out first: an element the link's ring
-     * cut in two is the one copied, into tail */
-    int zc = nreduce > 0 && prev->l->ops->peek != NULL;
-    size_t rings = (nreduce > 1 ? 2 : 1) * rcap;
-    if (nreduce > 0 &&
-        (ring = rally__coll_scratch(c, rings + (direct || zc ? es : 0), x->e)) == NULL)
+    if (ring_setup(&s) != 0)
         return x->e->code;
-    if (nreduce > 1)
-        st.ring = ring + rcap;
-    unsigned char *tail = direct || zc ? ring + rings : NULL;
-    size_t tail_n = 0;
-    uint64_t mv = 0; /* bytes moved (rally__moved) */
-    /* where partial sums that miss the stage wait: buf, or keep, so that
-     * buf only ever changes to final values */
-    unsigned char *part = keep != NULL ? keep : buf;
-
-#define SEG(k, shift) ((((r - (shift) - (k)) % N) + N) % N)
-    int sk = 0, rk = 0, pk = 0;          /* send / receive / processed segment */
-    size_t spos = 0, rpos = 0, ppos = 0; /* bytes within them */
-    size_t rtotal = 0, ptotal = 0;       /* reduce-stream bytes received / processed */
     for (;;) {
         int moved = 0;
         if (side != NULL && side->pump(side->arg, &moved) != 0)
             return x->e->code;
-        /* send: segment 0 is ours; segment k is received segment k-1 once processed */
-        while (sk < nseg || !rally__sig_sent(next)) {
-            size_t slen = sk < nseg ? len[SEG(sk, 0)] : 0;
-            size_t avail = sk == 0 ? slen : pk > sk - 1 ? slen : pk == sk - 1 ? ppos : 0;
-            if (sk == 0 && side != NULL) /* as far as our own input is there */
-                avail = side->ready(side->arg, SEG(0, 0));
-            if (sk >= nseg)
-                avail = 0;
-            /* our own segment: the input; then partial sums, then final values */
-            const unsigned char *src = sk == 0 ? in : sk < nreduce ? part : buf;
-            src += (sk < nseg ? off[SEG(sk, 0)] : 0) + spos;
-            size_t want = avail - spos;
-            int partial = sk >= 1 && sk < nreduce && want > 0; /* the FIFO says where */
-            if (partial) {
-                if (want > st.q[st.head].n)
-                    want = st.q[st.head].n;
-                if (st.q[st.head].staged) {
-                    size_t wrap = st.cap - st.got % st.cap;
-                    src = st.ring + st.got % st.cap;
-                    if (want > wrap)
-                        want = wrap;
-                }
-            }
-            long m = rally__chan_send(x, next, src, want, &moved);
-            if (m < 0)
-                return x->e->code;
-            mv += (uint64_t)m;
-            if (partial && m > 0) {
-                if (st.q[st.head].staged)
-                    st.got += (size_t)m;
-                if ((st.q[st.head].n -= (size_t)m) == 0) {
-                    st.head = (st.head + 1) % STAGE_EXTENTS;
-                    st.count--;
-                }
-            }
-            spos += (size_t)m;
-            if (sk < nseg && spos == slen) {
-                sk++;
-                spos = 0;
-                continue;
-            }
-            if (m == 0 || (size_t)m < want)
-                break;
-        }
-        /* receive */
-        while ((rk < nseg || !rally__sig_got(prev)) && !(zc && rk < nreduce)) {
-            size_t rlen = rk < nseg ? len[SEG(rk, 1)] : 0;
-            unsigned char *dst;
-            size_t n = rlen - rpos;
-            if (rk < nreduce || (keep != NULL && !direct)) {
-                size_t pos = rtotal % rcap;
-                if (n > rcap - (rtotal - ptotal))
-                    n = rcap - (rtotal - ptotal);
-                if (n > rcap - pos)
-                    n = rcap - pos;
-                dst = ring + pos;
-            } else {
-                dst = buf + (rk < nseg ? off[SEG(rk, 1)] : 0) + rpos;
-            }
-            long m = direct && rk >= nreduce && rk < nseg
-                         ? rally__chan_recv_whole(x, prev, dst, n, es, tail, &tail_n, &moved)
-                         : rally__chan_recv(x, prev, dst, n, &moved);
-            if (m < 0)
-                return x->e->code;
-            mv += (uint64_t)m;
-            rpos += (size_t)m;
-            if (rk < nreduce || (keep != NULL && !direct))
-                rtotal += (size_t)m;
-            if (rk < nseg && rpos == rlen) {
-                rk++;
-                rpos = 0;
-                continue;
-            }
-            if (m == 0)
-                break;
-        }
-        /* process: reduce (own value on the left) or just account copies */
-        while (pk < rk || (pk == rk && pk < nseg)) {
-            size_t plen = len[SEG(pk, 1)];
-            size_t have = pk < rk ? plen : rpos;
-            const unsigned char *from = NULL; /* zc: the received bytes, where they lie */
-            if (zc && pk < nreduce) { /* pk == rk: received here, as processed */
-                size_t want = plen - ppos < chunk ? plen - ppos : chunk; /* sent on soon */
-                if (side != NULL) { /* as far as our own input is there */
-                    size_t own = rally__round_down(side->ready(side->arg, SEG(pk, 1)) - ppos, es);
-                    want = want < own ? want : own;
-                }
-                long k = want > 0 && tail_n == 0
-                             ? rally__chan_peek(x, prev, want, es, &from, &moved)
-                             : 0;
-                if (k < 0)
-                    return x->e->code;
-                if (k == 0 && want > 0) { /* nothing yet, or an element cut in two */
-                    k = rally__chan_recv(x, prev, tail + tail_n, es - tail_n, &moved);
-                    if (k < 0)
-                        return x->e->code;
-                    mv += (uint64_t)k;
-                    tail_n += (size_t)k;
-                    k = 0;
-                    if (tail_n == es) {
-                        from = tail;
-                        k = (long)es;
-                    }
-                }
-                have = ppos + (size_t)k;
-            }
-            if (pk >= nreduce && (keep == NULL || direct)) { /* received straight into buf */
-                if (h != NULL && have > ppos)
-                    h->final(h->arg, off[SEG(pk, 1)] + ppos, have - ppos,
-                             buf + off[SEG(pk, 1)] + ppos);
-                ppos = have;
-            } else {
-                size_t n = rally__round_down(have - ppos, es);
-                if (side != NULL && pk < nreduce && !zc) { /* as far as our own input is there */
-                    size_t own = side->ready(side->arg, SEG(pk, 1)) - ppos;
-                    n = n < own ? n : rally__round_down(own, es);
-                }
-                if (n == 0 || (from == NULL && n < chunk && ppos + n < plen))
-                    break;
-                size_t p = 0;
-                while (p < n) {
-                    size_t pos = (ptotal + p) % rcap, m = n - p;
-                    if (from == NULL && m > rcap - pos)
-                        m = rcap - pos;
-                    const unsigned char *got = from != NULL ? from + p : ring + pos;
-                    size_t at = off[SEG(pk, 1)] + ppos + p; /* out = own input (+) received */
-                    size_t k = pk < nreduce - 1 ? rally__round_down(stage_room(&st, m), es) : 0;
-                    if (pk >= nreduce) { /* an allgathered final piece (keep: whole elements) */
-                        memcpy(buf + at, got, m);
-                    } else if (k > 0) { /* a partial sum, staged */
-                        m = k;
-                        rally__reduce3(rd, st.ring + st.put % st.cap, in + at, got, m / es);
-                    } else if (pk < nreduce - 1) { /* a partial sum the stage had no room for */
-                        rally__reduce3(rd, part + at, in + at, got, m / es);
-                    } else { /* this rank's final segment */
-                        rally__reduce3(rd, buf + at, in + at, got, m / es);
-                    }
-                    mv += m;
-                    if (pk < nreduce - 1) {
-                        stage_push(&st, m, k > 0);
-                    } else if (h != NULL) { /* final, and still in cache */
-                        h->final(h->arg, at, m, buf + at);
-                    }
-                    p += m;
-                }
-                if (from == NULL) /* through the receive ring */
-                    ptotal += n;
-                else if (from == tail)
-                    tail_n = 0;
-                else
-                    rally__chan_consume(prev, n);
-                ppos += n;
-                moved = 1;
-            }
-            if (ppos < plen)
-                break;
-            if (zc && pk < nreduce)
-                rk = pk + 1;
-            pk++;
-            ppos = 0;
-        }
+        if (ring_send(&s, &moved) != 0 || ring_recv(&s, &moved) != 0 ||
+            ring_process(&s, &moved) != 0)
+            return x->e->code;
         int sigs = rally__pump_sigs(x, &moved);
         if (sigs < 0)
             return x->e->code;
-        if (sigs && sk == nseg && pk == nseg && (side == NULL || side->done(side->arg))) {
-            rally__moved(mv);
+        if (sigs && s.sk == nseg && s.pk == nseg && (side == NULL || side->done(side->arg))) {
+            rally__moved(s.mv);
             return RALLY_OK;
         }
         if (rally__settle(x, moved) != RALLY_OK)
             return x->e->code;
     }
-#undef SEG
 }
