@@ -13,7 +13,7 @@ ok=0 i=1
 log=$(mktemp)
 while [ "$i" -le "$seeds" ]; do
     t0=$(date +%s.%N)
-    if "$here/../tests/chaos_rewire_test.sh" "$b/rally-run" "$b/tests/recover" "$n" "$i" "$kills" \
+    if "$here/../tests/jobs/chaos_rewire_test.sh" "$b/rally-run" "$b/tests/recover" "$n" "$i" "$kills" \
         >"$log" 2>&1; then
         ok=$((ok + 1)); v=passed
     else

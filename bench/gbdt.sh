@@ -81,7 +81,7 @@ for rep in $(seq "$REPS"); do
         [ -z "$BEFORE" ] || rally_run before "$BEFORE/rally-gbdt" "$n" "$rep"
         printf 'bench gbdt: repeat %s N=%s xgboost ... ' "$rep" "$n" >&2
         start=$SECONDS
-        x=$(timeout "$TMO" "$PY" "$SRC/tests/gbdt_xgb.py" time "$DATA" "$n" "$TREES" 6 255) ||
+        x=$(timeout "$TMO" "$PY" "$SRC/tests/rigs/gbdt_xgb.py" time "$DATA" "$n" "$TREES" 6 255) ||
             die "the xgboost timing failed at N=$n"
         echo "$x" | awk -v r="$rep" '{print $1, $2, r, $3}' >>"$RESULTS"
         echo "$((SECONDS - start)) s" >&2

@@ -1,7 +1,7 @@
 #!/bin/bash
 # hier.sh BUILD_DIR — the hierarchical allreduce (rally_hier=auto, the
 # default) against the flat ring (rally_hier=off) with several ranks per
-# "host": network namespaces with sshd (tests/netns_rig.sh) whose cables tc
+# "host": network namespaces with sshd (tests/rigs/netns_rig.sh) whose cables tc
 # tbf limits to a rate, ranks filling the hosts in order (RIG_SLOTS).  Per
 # layout the two modes run interleaved flat, hier, hier, flat (ABBA), round
 # after round, and every run also reads each host's cable byte counters, so
@@ -76,7 +76,7 @@ else
     die "bench_allreduce alone (rank 0 of 1) failed: $probe"
 fi
 
-. "$SRC/../tests/netns_rig.sh"
+. "$SRC/../tests/rigs/netns_rig.sh"
 
 # counters H: "tx rx" of each host's cable (its rh0), one host a line
 counters() {

@@ -76,7 +76,7 @@ done
 
 printf 'bench kmeans: scikit-learn ... ' >&2
 start=$SECONDS
-sk=$("$PY" "$SRC/tests/kmeans_sklearn.py" time "$DATA" "$INIT" 2 $((ITERS + 1))) ||
+sk=$("$PY" "$SRC/tests/rigs/kmeans_sklearn.py" time "$DATA" "$INIT" 2 $((ITERS + 1))) ||
     die "the scikit-learn timing failed"
 echo "$((SECONDS - start)) s" >&2
 sk_t=$(echo "$sk" | awk '{print $2}')

@@ -69,7 +69,7 @@ interleave() {
     done
 }
 
-# rig_start DIR: the Swift rig (tests/swift_rig.sh, S3 API on 127.0.0.1)
+# rig_start DIR: the Swift rig (tests/rigs/swift_rig.sh, S3 API on 127.0.0.1)
 # started in DIR, outside any timing; its variables set (. DIR/env) and the
 # bucket "bench" made.  On failure: its output, and 1.  rig_stop DIR ends it
 # (safe twice, or before start: for a trap).  s3curl ARGS...: curl signed

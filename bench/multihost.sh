@@ -1,6 +1,6 @@
 #!/bin/bash
 # multihost.sh BUILD_DIR — allreduce bus bandwidth across 4 "hosts" (network
-# namespaces with sshd, tests/netns_rig.sh) whose cables tc tbf limits to a
+# namespaces with sshd, tests/rigs/netns_rig.sh) whose cables tc tbf limits to a
 # rate, as a fraction of that rate: rally (bench_allreduce, started through
 # ssh from host 1) beside OpenMPI over TCP (peer_mpi under mpirun, its
 # daemons started through the same ssh).  Standalone; needs root.
@@ -43,7 +43,7 @@ case " $PEERS " in
     ;;
 esac
 
-. "$SRC/../tests/netns_rig.sh"
+. "$SRC/../tests/rigs/netns_rig.sh"
 rig_up $N
 rc=$?
 [ $rc -eq 77 ] && die "cannot run here: $RIG_SKIP"

@@ -8,7 +8,7 @@
 #   none  no --snapshot-copy (the baseline)
 #   dir   --snapshot-copy to a directory on the same disk
 #   s3    --snapshot-copy s3://bench/flush-ROUND on the Swift rig
-#         (tests/swift_rig.sh on 127.0.0.1, started by bench/lib.sh's
+#         (tests/rigs/swift_rig.sh on 127.0.0.1, started by bench/lib.sh's
 #         rig_start outside the timings)
 # For each tier, over every copy of every run:
 #   - commit -> verified copy: from the snapshot's commit (the mtime of its

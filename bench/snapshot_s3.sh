@@ -3,7 +3,7 @@
 # costs (make bench; issue 20 item 8) beside what the same bytes cost
 # without rally, in one run on this machine:
 #   1. a snapshot of a MIB-MiB global model (random bytes, snapshot_mk
-#      --global) on a real Swift with the S3 API (tests/swift_rig.sh on
+#      --global) on a real Swift with the S3 API (tests/rigs/swift_rig.sh on
 #      127.0.0.1, its objects on the build directory's disk): rally-snapshot
 #      cp from a directory to s3://bench/round-N (the part, the manifest, then
 #      the copy read back and verified) and the writer alone (snapshot_bench

@@ -11,17 +11,17 @@ need="$need openmpi-bin libopenmpi-dev"
 # ssh and sshd: rally-run --launcher ssh's tests start an sshd of their own,
 # one per network namespace in the multi-host test and bench
 need="$need openssh-client openssh-server"
-# a one-node Slurm with munge for tests/slurm_test.sh (its rig starts them itself)
+# a one-node Slurm with munge for tests/jobs/slurm_test.sh (its rig starts them itself)
 need="$need slurm-wlm munge"
-# OpenStack Swift with s3api and tempauth for tests/swift_rig.sh (it runs the servers itself)
+# OpenStack Swift with s3api and tempauth for tests/rigs/swift_rig.sh (it runs the servers itself)
 need="$need python3-swift"
-# pip install ./bindings/python into a venv, offline (tests/python_pip_test.sh),
+# pip install ./bindings/python into a venv, offline (tests/jobs/python_pip_test.sh),
 # and the Dask and PyTorch integrations (rally.dask, rally.torch) and their tests
 need="$need python3-venv python3-pip python3-wheel python3-setuptools python3-distributed python3-pandas python3-torch"
 # rally-run --status as a monitoring system and a person see it: Prometheus
 # scrapes /metrics, headless Chromium (driven by Selenium through chromedriver)
 # loads the page, jsonschema validates status.json and the event lines
-# (tests/status_test.py); none of them is started as a system service
+# (tests/jobs/status_test.py); none of them is started as a system service
 need="$need prometheus chromium chromium-driver python3-selenium python3-jsonschema"
 # clang's runtimes (ASan, UBSan, TSan, libFuzzer) for `make sanitize` and the
 # fuzz tests: only "recommended" by clang, so named here, for clang's version

@@ -1,5 +1,5 @@
 # Tests of examples/linear (rally-linear: L-BFGS and consensus ADMM);
-# include()d from tests/CMakeLists.txt.  Each case is one tests/linear_test.sh
+# include()d from tests/CMakeLists.txt.  Each case is one tests/jobs/linear_test.sh
 # run (its header says what each pins).  The scikit-learn reference needs
 # Debian's python3-sklearn (scripts/deps.sh).
 set(RALLY_LINEAR_CASES help sklearn sparse admm_sklearn mock_op mock_checkpoint mock_recovery
@@ -7,22 +7,22 @@ set(RALLY_LINEAR_CASES help sklearn sparse admm_sklearn mock_op mock_checkpoint 
     admm_k1_lost admm_k2_lost labels snap_resume admm_snap_resume)
 foreach(c ${RALLY_LINEAR_CASES})
   add_test(NAME linear_${c}
-           COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/linear_test.sh ${c} ${CMAKE_BINARY_DIR})
+           COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/jobs/linear_test.sh ${c} ${CMAKE_BINARY_DIR})
   set_tests_properties(linear_${c} PROPERTIES TIMEOUT 300 LABELS "quick;linear")
 endforeach()
 
 # rally-linear --solver sgd and the data cursor: every sample once per epoch
-# and one model across failures and world sizes (tests/sgd_test.sh's header).
+# and one model across failures and world sizes (tests/jobs/sgd_test.sh's header).
 foreach(c worlds kill9 shrink grow snapshot negative_control)
-  add_test(NAME sgd_${c} COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/sgd_test.sh ${c} ${CMAKE_BINARY_DIR})
+  add_test(NAME sgd_${c} COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/jobs/sgd_test.sh ${c} ${CMAKE_BINARY_DIR})
   set_tests_properties(sgd_${c} PROPERTIES TIMEOUT 300 LABELS "quick;linear")
 endforeach()
 
 # --reproducible's lane (examples/linear/loss.c) against adding every term,
 # and the values an evaluation puts into the accumulators, counted through
-# -Wl,--wrap (tests/linear_lane_test.c's header).
+# -Wl,--wrap (tests/unit/linear_lane_test.c's header).
 set(RALLY_LINEAR_DIR ${CMAKE_CURRENT_LIST_DIR}/../examples/linear)
-add_executable(linear_lane_test linear_lane_test.c ${RALLY_LINEAR_DIR}/loss.c
+add_executable(linear_lane_test unit/linear_lane_test.c ${RALLY_LINEAR_DIR}/loss.c
                ${RALLY_LINEAR_DIR}/lbfgs.c ${RALLY_LINEAR_DIR}/model.c
                ${RALLY_LINEAR_DIR}/../common/file.c)
 target_include_directories(linear_lane_test PRIVATE ${RALLY_LINEAR_DIR} ${RALLY_LINEAR_DIR}/../common)

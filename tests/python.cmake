@@ -73,13 +73,13 @@ if(RALLY_PYTHON AND NOT RALLY_SANITIZE)
   # The build tree's copy (<build>/python) and an installed copy find their
   # libraries with no RALLY_LIBRARY.
   add_test(NAME python_install
-           COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/python_install_test.sh ${CMAKE_BINARY_DIR}
+           COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/jobs/python_install_test.sh ${CMAKE_BINARY_DIR}
                    ${CMAKE_SOURCE_DIR} ${RALLY_PYTHON} ${RALLY_PYTHON_MODULE_DIR})
   set_tests_properties(python_install PROPERTIES TIMEOUT 120 LABELS "python" RESOURCE_LOCK build_install)
   # pip install and pip wheel into fresh venvs, offline, then a job with a
   # kill -9 under the venv's rally-run (bindings/python/README.md, "pip").
   add_test(NAME python_pip
-           COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/python_pip_test.sh ${CMAKE_BINARY_DIR}
+           COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/jobs/python_pip_test.sh ${CMAKE_BINARY_DIR}
                    ${CMAKE_SOURCE_DIR} ${RALLY_PYTHON} ${PROJECT_VERSION})
   set_tests_properties(python_pip PROPERTIES TIMEOUT 300 LABELS "python")
   # rally.ray on a real local Ray cluster (ray from PyPI in the same .venv;

@@ -50,7 +50,7 @@ set_tests_properties(rabit_args rabit_bad_dtype rabit_mock_needs_library PROPERT
 
 # rabit's checkpoint example with rabit's mock= kill points (the guide's
 # example among them): the digest of the run without failures, exact deaths.
-set(RABIT_RECOVER ${CMAKE_CURRENT_SOURCE_DIR}/rabit_recover_test.sh $<TARGET_FILE:rally-run>
+set(RABIT_RECOVER ${CMAKE_CURRENT_SOURCE_DIR}/jobs/rabit_recover_test.sh $<TARGET_FILE:rally-run>
     $<TARGET_FILE:rabit_model_recover> $<TARGET_FILE:rabit_model_recover_mock>)
 # name | N | deaths | mode | kill points (seq: 0, 1 the allreduces, 2 the broadcast)
 # mock= takes rally_mock's group field too (points naming the same group die
@@ -108,7 +108,7 @@ add_test(NAME rabit_cxx_stream
 set_tests_properties(rabit_cxx_basic rabit_cxx_broadcast rabit_cxx_lazy_allreduce rabit_cxx_reducer
                      rabit_cxx_stream
                      PROPERTIES TIMEOUT 60 LABELS "quick;rabit")
-set(RABIT_CXX_TEST ${CMAKE_CURRENT_SOURCE_DIR}/rabit_cxx_test.sh $<TARGET_FILE:rally-run>
+set(RABIT_CXX_TEST ${CMAKE_CURRENT_SOURCE_DIR}/jobs/rabit_cxx_test.sh $<TARGET_FILE:rally-run>
     $<TARGET_FILE:rabit_cxx_recover> $<TARGET_FILE:rabit_cxx_recover_mock>)
 set(RABIT_DIE_HARD mock=0,0,1,0 mock=1,1,1,0 mock=1,1,1,1 mock=0,1,1,0 mock=4,1,1,0 mock=9,1,1,0
     mock=8,1,2,0 mock=4,1,3,0)

@@ -9,7 +9,7 @@ target_include_directories(recover PRIVATE progs)
 add_executable(recover_mock progs/recover.c)
 target_link_libraries(recover_mock rally_mock_static m)
 target_include_directories(recover_mock PRIVATE progs)
-set(RECOVER_TEST ${CMAKE_CURRENT_SOURCE_DIR}/recover_test.sh $<TARGET_FILE:rally-run>
+set(RECOVER_TEST ${CMAKE_CURRENT_SOURCE_DIR}/jobs/recover_test.sh $<TARGET_FILE:rally-run>
     $<TARGET_FILE:recover> $<TARGET_FILE:recover_mock>)
 # name | N | deaths | kill points (N = 8: seq 0 max, 1-4 broadcasts, 5 sum,
 # 6 allgatherv, checkpoint at 7).  Points that name the same group (the
@@ -134,7 +134,7 @@ set_tests_properties(recover_part_lost PROPERTIES TIMEOUT 140)
 set_tests_properties(recover_prepare_skipped PROPERTIES
                      ENVIRONMENT "EXPECT=[1] rank 1 prepare_calls=1")
 # Every kill phase x {global, local models} x {snapshots off, on}, at N = 4
-# over shared memory and N = 8 over TCP (tests/recover_matrix_test.sh).
+# over shared memory and N = 8 over TCP (tests/jobs/recover_matrix_test.sh).
 foreach(m global local)
   foreach(s off on)
     foreach(c "4|shm" "8|tcp")
@@ -143,7 +143,7 @@ foreach(m global local)
       list(GET parts 1 t)
       add_test(NAME recover_matrix_${m}_snap_${s}_n${n}_${t}
                COMMAND ${CMAKE_COMMAND} -E env RALLY_TRANSPORT=${t}
-                       ${CMAKE_CURRENT_SOURCE_DIR}/recover_matrix_test.sh $<TARGET_FILE:rally-run>
+                       ${CMAKE_CURRENT_SOURCE_DIR}/jobs/recover_matrix_test.sh $<TARGET_FILE:rally-run>
                        $<TARGET_FILE:recover> $<TARGET_FILE:recover_mock> ${n} ${m} ${s})
       set_tests_properties(recover_matrix_${m}_snap_${s}_n${n}_${t} PROPERTIES TIMEOUT 180)
       if(m STREQUAL "local" AND s STREQUAL "on" AND n EQUAL 4) # under the sanitizers too
@@ -163,7 +163,7 @@ set_tests_properties(recover_local_diverged PROPERTIES TIMEOUT 120)
 # The same matrix with every result verified (a restarted worker counts and
 # digests what it is served as the survivors did).
 add_test(NAME recover_matrix_local_snap_on_n4_verify
-         COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/recover_matrix_test.sh $<TARGET_FILE:rally-run>
+         COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/jobs/recover_matrix_test.sh $<TARGET_FILE:rally-run>
                  $<TARGET_FILE:recover> $<TARGET_FILE:recover_mock> 4 local on rally_verify_every=1)
 set_tests_properties(recover_matrix_local_snap_on_n4_verify PROPERTIES TIMEOUT 180)
 # Silent corruption: the mock flips one bit of rank 2's sum at version 1,
@@ -366,7 +366,7 @@ add_test(NAME recover_negative_control COMMAND sh -c
          $<TARGET_FILE:rally-run> $<TARGET_FILE:recover>)
 set_tests_properties(recover_negative_control PROPERTIES TIMEOUT 120)
 foreach(c kill9 sigstop diverge exhausted stalled busy)
-  add_test(NAME fault_${c} COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/fault_test.sh ${c}
+  add_test(NAME fault_${c} COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/jobs/fault_test.sh ${c}
            $<TARGET_FILE:rally-run> $<TARGET_FILE:recover> $<TARGET_FILE:recover_mock>)
   set_tests_properties(fault_${c} PROPERTIES TIMEOUT 300)
 endforeach()
@@ -405,7 +405,7 @@ foreach(t tcp shm)
     set_tests_properties(recover_${name}_${t} PROPERTIES TIMEOUT 300)
   endforeach()
   foreach(c kill9 sigstop stalled diverge)
-    add_test(NAME fault_${c}_${t} COMMAND ${env} ${CMAKE_CURRENT_SOURCE_DIR}/fault_test.sh ${c}
+    add_test(NAME fault_${c}_${t} COMMAND ${env} ${CMAKE_CURRENT_SOURCE_DIR}/jobs/fault_test.sh ${c}
              $<TARGET_FILE:rally-run> $<TARGET_FILE:recover> $<TARGET_FILE:recover_mock>)
     set_tests_properties(fault_${c}_${t} PROPERTIES TIMEOUT 300)
   endforeach()
@@ -424,7 +424,7 @@ foreach(c "shm|shm" "auto|shm" "tcp|tcp")
   string(REPLACE "|" ";" parts "${c}")
   list(GET parts 0 t)
   list(GET parts 1 want)
-  add_test(NAME shm_job_${t} COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/shm_job_test.sh
+  add_test(NAME shm_job_${t} COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/jobs/shm_job_test.sh
            $<TARGET_FILE:rally-run> $<TARGET_FILE:recover> ${t} ${want})
   set_tests_properties(shm_job_${t} PROPERTIES TIMEOUT 140 LABELS "quick")
 endforeach()
@@ -434,20 +434,20 @@ if(DEFINED ENV{CHAOS_SEED})
 else()
   set(CHAOS_SEED 20261129)
 endif()
-add_test(NAME chaos_kill9 COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/chaos_test.sh
+add_test(NAME chaos_kill9 COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/jobs/chaos_test.sh
          $<TARGET_FILE:rally-run> $<TARGET_FILE:recover> ${CHAOS_SEED} 5)
 set_tests_properties(chaos_kill9 PROPERTIES TIMEOUT 300)
-add_test(NAME chaos_kill9_local COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/chaos_test.sh
+add_test(NAME chaos_kill9_local COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/jobs/chaos_test.sh
          $<TARGET_FILE:rally-run> $<TARGET_FILE:recover> ${CHAOS_SEED} 5 local)
 set_tests_properties(chaos_kill9_local PROPERTIES TIMEOUT 300)
 # A restarted worker's load of the global model, counted in page faults:
 # the survivors do not receive the checkpoint they hold
 add_executable(load_faults progs/load_faults.c)
 target_link_libraries(load_faults rally_static)
-add_test(NAME recover_load_faults COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/load_faults_test.sh
+add_test(NAME recover_load_faults COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/jobs/load_faults_test.sh
          $<TARGET_FILE:rally-run> $<TARGET_FILE:load_faults>)
 set_tests_properties(recover_load_faults PROPERTIES TIMEOUT 120)
 # ... and the recovery's clock stops only once the replacement is back
-add_test(NAME recover_clock_order COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/load_faults_test.sh
+add_test(NAME recover_clock_order COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/jobs/load_faults_test.sh
          $<TARGET_FILE:rally-run> $<TARGET_FILE:load_faults> order)
 set_tests_properties(recover_clock_order PROPERTIES TIMEOUT 120)

@@ -1,4 +1,4 @@
-# The trainers with --reproducible: one model at any N (tests/reproducible_test.sh
+# The trainers with --reproducible: one model at any N (tests/jobs/reproducible_test.sh
 # says what each case pins); include()d at the end of tests/CMakeLists.txt, after
 # the MPI binaries.  The references need Debian's python3-sklearn and python3-xgboost.
 set(RALLY_REPRO_CASES kmeans_n kmeans_fail kmeans_sklearn kmeans_exact linear_n linear_fail linear_sklearn
@@ -8,7 +8,7 @@ if(TARGET rally-kmeans-mpi)
 endif()
 foreach(c ${RALLY_REPRO_CASES})
   add_test(NAME reproducible_${c}
-           COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/reproducible_test.sh ${c} ${CMAKE_BINARY_DIR})
+           COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/jobs/reproducible_test.sh ${c} ${CMAKE_BINARY_DIR})
   string(REGEX REPLACE "_.*" "" trainer "${c}")
   set_tests_properties(reproducible_${c} PROPERTIES TIMEOUT 300 LABELS "quick;exact;${trainer}")
 endforeach()

@@ -1,6 +1,6 @@
 # Tests of durable snapshots (src/snapshot, tools/rally-snapshot);
 # include()d from the top-level CMakeLists.txt.
-#   snapshot_<part>_test  cmocka (tests/snapshot_rig.h): format (the golden
+#   snapshot_<part>_test  cmocka (tests/unit/snapshot_rig.h): format (the golden
 #                      snapshot, damaged snapshots, manifests), write (the
 #                      durable write's call order and fault points), jobdir
 #                      (listing, latest, retention, the lock), bg (the
@@ -12,10 +12,10 @@
 #   snapshot_kill9     kill -9 of a writer at seeded moments (below)
 #   fuzz_manifest      the manifest parser under libFuzzer (tests/fuzz/fuzz.cmake)
 set(RALLY_SNAP_TESTS_DIR ${CMAKE_CURRENT_LIST_DIR})
-add_library(rally_test_snapshot_rig STATIC ${RALLY_SNAP_TESTS_DIR}/snapshot_rig.c)
+add_library(rally_test_snapshot_rig STATIC ${RALLY_SNAP_TESTS_DIR}/unit/snapshot_rig.c)
 target_link_libraries(rally_test_snapshot_rig PUBLIC rally_static cmocka)
 foreach(part format write jobdir bg reader copy)
-  add_executable(snapshot_${part}_test ${RALLY_SNAP_TESTS_DIR}/snapshot_${part}_test.c)
+  add_executable(snapshot_${part}_test ${RALLY_SNAP_TESTS_DIR}/unit/snapshot_${part}_test.c)
   target_link_libraries(snapshot_${part}_test rally_test_snapshot_rig)
   # Paths in fixed buffers are long enough here; GCC cannot see it (clang
   # has no such warning).
@@ -32,10 +32,10 @@ foreach(part format write jobdir bg reader copy)
   set_tests_properties(snapshot_${part}_test PROPERTIES LABELS "quick;threads" TIMEOUT 120)
 endforeach()
 
-add_executable(snapshot_mk ${RALLY_SNAP_TESTS_DIR}/snapshot_mk.c)
+add_executable(snapshot_mk ${RALLY_SNAP_TESTS_DIR}/rigs/snapshot_mk.c)
 target_link_libraries(snapshot_mk rally_static)
 add_test(NAME snapshot_tool
-         COMMAND sh ${RALLY_SNAP_TESTS_DIR}/snapshot_tool_test.sh $<TARGET_FILE:rally-snapshot>
+         COMMAND sh ${RALLY_SNAP_TESTS_DIR}/jobs/snapshot_tool_test.sh $<TARGET_FILE:rally-snapshot>
                  $<TARGET_FILE:snapshot_mk> $<TARGET_FILE:rally-kmeans> $<TARGET_FILE:rally-datagen>
                  ${RALLY_SNAP_TESTS_DIR}/snapshot_golden)
 set_tests_properties(snapshot_tool PROPERTIES LABELS "quick" TIMEOUT 120)
@@ -48,7 +48,7 @@ else()
   set(SNAP_KILL_SEED 20261130)
 endif()
 add_test(NAME snapshot_kill9
-         COMMAND sh ${RALLY_SNAP_TESTS_DIR}/snapshot_kill_test.sh $<TARGET_FILE:rally-snapshot>
+         COMMAND sh ${RALLY_SNAP_TESTS_DIR}/jobs/snapshot_kill_test.sh $<TARGET_FILE:rally-snapshot>
                  $<TARGET_FILE:snapshot_mk> ${SNAP_KILL_SEED} 12)
 set_tests_properties(snapshot_kill9 PROPERTIES TIMEOUT 180)
 
@@ -62,7 +62,7 @@ if(RALLY_S3)
 endif()
 foreach(c ${RALLY_RESUME_CASES})
   add_test(NAME snapshot_resume_${c}
-           COMMAND sh ${RALLY_SNAP_TESTS_DIR}/snapshot_resume_test.sh ${c} ${CMAKE_BINARY_DIR})
+           COMMAND sh ${RALLY_SNAP_TESTS_DIR}/jobs/snapshot_resume_test.sh ${c} ${CMAKE_BINARY_DIR})
   set_tests_properties(snapshot_resume_${c} PROPERTIES TIMEOUT 300 LABELS "snapshot")
 endforeach()
 
@@ -77,15 +77,15 @@ target_link_libraries(snapshot_bench_mock rally_mock_static)
 if(RALLY_S3)
   # The S3 store's classes of HTTP status, against a canned server on
   # 127.0.0.1 (no S3 needed): 5xx tried again, 4xx never, each its sentence.
-  add_executable(s3_status_test ${RALLY_SNAP_TESTS_DIR}/s3_status_test.c)
+  add_executable(s3_status_test ${RALLY_SNAP_TESTS_DIR}/unit/s3_status_test.c)
   target_link_libraries(s3_status_test rally_static cmocka Threads::Threads)
   add_test(NAME s3_status_test COMMAND s3_status_test)
   set_tests_properties(s3_status_test PROPERTIES LABELS "quick;snapshot" TIMEOUT 60)
 
   # Snapshots on an object store: a real S3 API (OpenStack Swift with s3api,
-  # started on 127.0.0.1 by tests/swift_rig.sh), the torture cases of
+  # started on 127.0.0.1 by tests/rigs/swift_rig.sh), the torture cases of
   # snapshot_s3_test.c and rally-snapshot on s3:// URLs.
-  add_executable(snapshot_s3_test ${RALLY_SNAP_TESTS_DIR}/snapshot_s3_test.c)
+  add_executable(snapshot_s3_test ${RALLY_SNAP_TESTS_DIR}/unit/snapshot_s3_test.c)
   target_link_libraries(snapshot_s3_test rally_static cmocka)
   if(CMAKE_C_COMPILER_ID STREQUAL "GNU")
     target_compile_options(snapshot_s3_test PRIVATE -Wno-format-truncation)
@@ -95,22 +95,22 @@ if(RALLY_S3)
     set(RALLY_S3_PY ${RALLY_PYTHON} ${CMAKE_BINARY_DIR}/python)
   endif()
   add_test(NAME snapshot_s3
-           COMMAND sh ${RALLY_SNAP_TESTS_DIR}/snapshot_s3_test.sh $<TARGET_FILE:snapshot_s3_test>
+           COMMAND sh ${RALLY_SNAP_TESTS_DIR}/jobs/snapshot_s3_test.sh $<TARGET_FILE:snapshot_s3_test>
                    $<TARGET_FILE:rally-snapshot> $<TARGET_FILE:snapshot_mk> ${RALLY_S3_PY})
   set_tests_properties(snapshot_s3 PROPERTIES LABELS "snapshot;s3" TIMEOUT 360)
-  add_test(NAME swift_rig COMMAND sh ${RALLY_SNAP_TESTS_DIR}/swift_rig_test.sh)
+  add_test(NAME swift_rig COMMAND sh ${RALLY_SNAP_TESTS_DIR}/jobs/swift_rig_test.sh)
   set_tests_properties(swift_rig PROPERTIES LABELS "s3" TIMEOUT 240)
 else()
   # Built without it: an s3:// root is refused with the option that builds
   # it, and librally needs neither libcurl nor expat.
   add_test(NAME snapshot_no_s3
-           COMMAND sh ${RALLY_SNAP_TESTS_DIR}/snapshot_no_s3_test.sh $<TARGET_FILE:rally-snapshot>
+           COMMAND sh ${RALLY_SNAP_TESTS_DIR}/jobs/snapshot_no_s3_test.sh $<TARGET_FILE:rally-snapshot>
                    $<TARGET_FILE:rally_shared>)
   set_tests_properties(snapshot_no_s3 PROPERTIES LABELS "quick;snapshot" TIMEOUT 60)
 endif()
 
 # The second tier against retention, deaths, a wrong tier and elastic jobs
-# (tests/tier2_test.sh, over tests/progs/tier_hold.c, which holds one copy
+# (tests/jobs/tier2_test.sh, over tests/progs/tier_hold.c, which holds one copy
 # at a chosen version so that the rest of the job happens meanwhile).
 add_executable(tier_hold ${RALLY_SNAP_TESTS_DIR}/progs/tier_hold.c)
 target_link_libraries(tier_hold rally_static)
@@ -122,7 +122,7 @@ if(RALLY_S3)
 endif()
 foreach(c ${RALLY_TIER2_CASES})
   add_test(NAME tier2_${c}
-           COMMAND sh ${RALLY_SNAP_TESTS_DIR}/tier2_test.sh ${c} ${CMAKE_BINARY_DIR})
+           COMMAND sh ${RALLY_SNAP_TESTS_DIR}/jobs/tier2_test.sh ${c} ${CMAKE_BINARY_DIR})
   set_tests_properties(tier2_${c} PROPERTIES TIMEOUT 300 LABELS "snapshot")
 endforeach()
 if(RALLY_S3)

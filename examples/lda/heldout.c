@@ -10,7 +10,7 @@
  * likelihood, and the perplexity is exp(-log likelihood / words).  The mix
  * is fitted on the very words it then scores (the usual "fold-in"), so the
  * figure is optimistic in the same way for every model it is used on:
- * tests/lda_sklearn.py scores scikit-learn's topics with the same rule.
+ * tests/rigs/lda_sklearn.py scores scikit-learn's topics with the same rule.
  * Rank 0 scores every document alone, in file order: the figure does not
  * depend on the number of workers.
  */

@@ -25,7 +25,7 @@
 
 /* The one door a status leaves by: an internal one (a layer's RALLY__E*,
  * such as the tracker's reset, 100) becomes RALLY_EPEER, its sentence kept,
- * so no user ever sees RALLY_UNKNOWN (tests/api_status_test.c). */
+ * so no user ever sees RALLY_UNKNOWN (tests/unit/api_status_test.c). */
 static int public_status(struct rally__err *e, int rc)
 {
     if (rc >= RALLY_OK && rc <= RALLY_ERESIZED)

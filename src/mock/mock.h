@@ -22,7 +22,7 @@
  *                          checkpoint arrives (version 0, seq 0)
  *              wire        as a survivor starts wiring a new epoch's links,
  *                          with the (version, seq) of the call it is in:
- *                          a death while the others wire (tests/rewire_test.sh)
+ *                          a death while the others wire (tests/jobs/rewire_test.sh)
  *              flip        no death: one bit of this rank's result of the
  *                          collective at (version, seq) is flipped as it
  *                          arrives, before the caller or the cache sees it

@@ -25,7 +25,7 @@ class Env:
     def has(self, name):
         return os.access(self.path(name), os.X_OK)
 
-    # -- the ssh "hosts" 127.0.0.2 and 127.0.0.3 (tests/launch_remote_test.sh)
+    # -- the ssh "hosts" 127.0.0.2 and 127.0.0.3 (tests/jobs/launch_remote_test.sh)
     def ssh(self):
         if self.sshd is None:
             self.sshd = self._start_sshd()
@@ -68,7 +68,7 @@ class Env:
         proc.wait()
         return "sshd on 127.0.0.2/127.0.0.3 did not let us in"
 
-    # -- an S3 bucket on the Swift rig (tests/swift_rig.sh)
+    # -- an S3 bucket on the Swift rig (tests/rigs/swift_rig.sh)
     def bucket(self):
         if self.s3 is None:
             self.s3 = self._start_s3()
@@ -77,11 +77,11 @@ class Env:
     def _start_s3(self):
         here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         rig = os.path.join(self.tmp, "rig")
-        r = subprocess.run(["sh", f"{here}/swift_rig.sh", "start", rig], capture_output=True,
+        r = subprocess.run(["sh", f"{here}/rigs/swift_rig.sh", "start", rig], capture_output=True,
                            text=True, timeout=300)
         if r.returncode != 0:
             last = (r.stdout + r.stderr).strip().splitlines()[-1:] or ["?"]
-            return f"the Swift rig (tests/swift_rig.sh) did not start: {last[0]}"
+            return f"the Swift rig (tests/rigs/swift_rig.sh) did not start: {last[0]}"
         self.rig = rig
         env = {}
         out = subprocess.run(["sh", "-c", f". {rig}/env && env"], capture_output=True,
@@ -105,7 +105,7 @@ class Env:
             self.sshd[0].wait()
         if isinstance(self.s3, dict):
             here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-            subprocess.run(["sh", f"{here}/swift_rig.sh", "stop", self.rig], capture_output=True)
+            subprocess.run(["sh", f"{here}/rigs/swift_rig.sh", "stop", self.rig], capture_output=True)
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 

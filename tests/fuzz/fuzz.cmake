@@ -74,7 +74,7 @@ add_custom_target(data_fuzzers ALL DEPENDS ${fuzz_bins})
 # The snapshot manifest's parser (tests/fuzz/fuzz_manifest.c): test
 # fuzz_manifest (label "fuzz") runs it for RALLY_FUZZ_SECONDS from a seed
 # corpus of the golden manifest and a few broken copies of it
-# (tests/snapshot_fuzz.sh).
+# (tests/fuzz/snapshot_fuzz.sh).
 set(fuzz_manifest_srcs ${fuzz_dir}/fuzz_manifest.c ${CMAKE_SOURCE_DIR}/src/snapshot/manifest.c
     ${CMAKE_SOURCE_DIR}/src/util/err.c)
 set(fuzz_manifest_bin ${CMAKE_CURRENT_BINARY_DIR}/fuzz_manifest)
@@ -86,7 +86,7 @@ add_custom_command(OUTPUT ${fuzz_manifest_bin}
                    COMMENT "Building libFuzzer target fuzz_manifest" VERBATIM)
 add_custom_target(manifest_fuzzer ALL DEPENDS ${fuzz_manifest_bin})
 add_test(NAME fuzz_manifest
-         COMMAND sh ${CMAKE_SOURCE_DIR}/tests/snapshot_fuzz.sh ${fuzz_manifest_bin}
+         COMMAND sh ${CMAKE_SOURCE_DIR}/tests/fuzz/snapshot_fuzz.sh ${fuzz_manifest_bin}
                  ${CMAKE_SOURCE_DIR}/tests/snapshot_golden/demo/snap-00000007/MANIFEST.json
                  ${RALLY_FUZZ_SECONDS})
 math(EXPR fuzz_timeout "${RALLY_FUZZ_SECONDS} + 120")

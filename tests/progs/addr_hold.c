@@ -1,6 +1,6 @@
 /*
  * addr_hold.c — a worker that holds its job wired until the test says go,
- * so a test can look at its connections (tests/addr_netns_test.sh).
+ * so a test can look at its connections (tests/jobs/addr_netns_test.sh).
  *
  *   addr_hold DIR COUNT
  *

@@ -1,6 +1,6 @@
 /*
  * chatty.c — a rally job that floods its output at a point the test picks,
- * for the launcher's slow-reader test (tests/launch_output_test.sh).
+ * for the launcher's slow-reader test (tests/jobs/launch_output_test.sh).
  *
  *   rally-run -n N chatty ITERS LINES SYNC_DIR FLOODER PAUSE_MS [rally_key=value...]
  *

@@ -1,6 +1,6 @@
 /*
  * finalize_fail.c GATE — a worker whose rally_finalize fails (its tracker is
- * gone by then, tests/finalize_test.sh): it says "joined", waits for the
+ * gone by then, tests/jobs/finalize_test.sh): it says "joined", waits for the
  * file GATE, finalizes and prints "finalize: STATUS: rally_errmsg(r)", the
  * sentence read after the failed call as after any other.
  */

@@ -1,6 +1,6 @@
 /*
  * load_faults.c — what a restarted worker's load of the global model costs
- * the job, in page faults (tests/load_faults_test.sh).
+ * the job, in page faults (tests/jobs/load_faults_test.sh).
  *
  *   rally-run -n N load_faults MODEL_BYTES ITERS KILL_ITER
  *

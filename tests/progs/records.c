@@ -1,6 +1,6 @@
 /*
  * records.c — a job whose local model is records (rally_set_local_records),
- * for tests/elastic_test.sh:
+ * for tests/jobs/elastic_test.sh:
  *
  *   rally-run -n N records IDS ITERS [grow=K] [pause=MS] [gate=K,PATH] [hold=PATH]
  *       [rally_key=value ...]

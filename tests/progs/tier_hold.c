@@ -2,7 +2,7 @@
  * tier_hold.c — a job with a global and a local model whose second-tier
  * copy (rally_snapshot_copy) can be held at a chosen version, so that a
  * test makes the job's retention, commits or deaths happen while that
- * copy is outstanding, with no timing to hope for (tests/tier2_test.sh).
+ * copy is outstanding, with no timing to hope for (tests/jobs/tier2_test.sh).
  *
  *   rally-run -n N ... tier_hold ITERS [hold=RANK,VERSION,FILE] [gate=G,FILE] [nolocal]
  *                                [rally_...]

@@ -56,7 +56,7 @@ struct s3_store {
  * its requests reuse one connection, closed with the store.  A connection cache shared
  * across stores would outlive them, and a child forked meanwhile would
  * share its sockets: a request of the parent could end a PUT the child
- * left half sent (tests/snapshot_s3_test.c kill9_mid_upload sees it). */
+ * left half sent (tests/unit/snapshot_s3_test.c kill9_mid_upload sees it). */
 
 static const char *env(const char *name)
 {
