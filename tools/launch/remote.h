@@ -6,7 +6,7 @@
  * Every rank is one local child of rally-run: the wrapper (ssh, srun or
  * mpirun -np 1) that runs rally-agent on the rank's host, which runs the
  * worker (tools/rally-agent.c says how).  Pure functions, no processes: the
- * launcher (rally-run.c, proc.c) and tests/launch_hosts_test.c call them.
+ * launcher (rally-run.c, proc.c) and tests/unit/launch_hosts_test.c call them.
  *
  * Hosts: "--hosts a:2,b:2" or a hostfile (one host a line, "host",
  * "host slots=K" or "host:K", '#' starts a comment); an IPv6 host in
