@@ -733,7 +733,29 @@ void rally__robust_records_changed(struct rally__robust *rb, int moved);
 /* Whether the records wait to move (the agreement carries it). */
 int rally__robust_records_pending(const struct rally__robust *rb);
 
-/* --- recovery.c: agreement rounds and transfers --- */
+/* --- xfer.c: recovery's transfers --- */
+
+/* A transfer's head from root: *sig and *nbytes there, how many workers
+ * keep each piece of the result (*copies) and the XOR sets' size (*xor_g);
+ * every worker gets them. */
+int rally__robust_xfer_head(struct rally__robust *rb, int root, struct rally__sig *sig,
+                            uint64_t *nbytes, uint32_t *copies, uint32_t *xor_g);
+/* Its n bytes from root's data (or from every worker have names): *out
+ * gets them where want; with cap, a store buffer of that capacity. */
+int rally__robust_xfer_body(struct rally__robust *rb, int root, const unsigned char *data,
+                            uint64_t n, int want, unsigned char **out, uint64_t *out_nbytes,
+                            uint64_t *cap, const unsigned char *have);
+/* The head, then the body. */
+int rally__robust_xfer(struct rally__robust *rb, int root, struct rally__sig *sig,
+                       const unsigned char *data, uint64_t nbytes, int want, unsigned char **out,
+                       uint64_t *out_nbytes, uint64_t *cap);
+/* The global model of version v from root and every worker holding it to
+ * the workers in load_checkpoint. */
+int rally__robust_xfer_model(struct rally__robust *rb, int root, uint64_t v,
+                             struct rally__sig *sig, const unsigned char *data, uint64_t nbytes,
+                             int want, unsigned char **out, uint64_t *out_nbytes, uint64_t *cap);
+
+/* --- recovery.c: agreement rounds --- */
 
 /* Agreement rounds at position key until every worker is there
  * (RALLY__EXECUTE), or this worker was served: its result in *res
