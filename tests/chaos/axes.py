@@ -1,4 +1,6 @@
-"""axes.py -- the axes of the combination matrix, the ends a case can have, and the sentences of a documented loss (tests/chaos/matrix.py)."""
+"""axes.py -- the axes of the combination matrix, the ends a case can have, and
+the sentences of a documented loss (tests/chaos/matrix.py).
+"""
 
 
 N = 4  # workers in every job; rally_host_group=2 makes two hosts of two

@@ -1,11 +1,12 @@
-"""env.py -- what the build and the machine offer the matrix's jobs: paths, rigs started once (an sshd, S3), data (tests/chaos/matrix.py)."""
+"""env.py -- what the build and the machine offer the matrix's jobs: paths,
+rigs started once (an sshd, S3), data (tests/chaos/matrix.py).
+"""
 import os
 import shutil
 import socket
 import subprocess
 import tempfile
 import time
-
 
 
 class Env:
@@ -108,24 +109,19 @@ class Env:
             subprocess.run(["sh", f"{here}/rigs/swift_rig.sh", "stop", self.rig], capture_output=True)
         shutil.rmtree(self.tmp, ignore_errors=True)
 
-
-# ---------------------------------------------------------------------------
-# The plan of a case: which program, which arguments, which failure.
-
-    def kmeans_data(self):
-        """The k-means jobs' data, made once."""
-        p = os.path.join(self.tmp, "d.csv")
+    def data(self, name, *gen):
+        """A CSV file of rally-datagen's (its options gen), made once a matrix run."""
+        p = os.path.join(self.tmp, name)
         if not os.path.exists(p):
-            subprocess.run([self.path("rally-datagen"), "--rows", "20000", "--features", "8",
-                            "--centers", "6", "--spread", "5", "--seed", "7", "--format", "csv",
-                            "-o", p], check=True, capture_output=True)
-        return p
-
-    def sgd_data(self):
-        """The minibatch jobs' data, made once: 1000 samples, 16 batches of 64 an epoch."""
-        p = os.path.join(self.tmp, "sgd.csv")
-        if not os.path.exists(p):
-            subprocess.run([self.path("rally-datagen"), "--rows", "1000", "--features", "6",
-                            "--centers", "2", "--seed", "3", "--format", "csv", "-o", p],
+            subprocess.run([self.path("rally-datagen"), *gen, "--format", "csv", "-o", p],
                            check=True, capture_output=True)
         return p
+
+    def kmeans_data(self):
+        return self.data("d.csv", "--rows", "20000", "--features", "8", "--centers", "6",
+                         "--spread", "5", "--seed", "7")
+
+    def sgd_data(self):
+        """1000 samples: 16 batches of 64 an epoch."""
+        return self.data("sgd.csv", "--rows", "1000", "--features", "6", "--centers", "2",
+                         "--seed", "3")

@@ -1,4 +1,7 @@
-"""job.py -- running a case's jobs: each in a process group of its own, bounded, its failure injected, judged against its failure-free run (tests/chaos/matrix.py)."""
+"""job.py -- running a case's jobs: each in a process group of its own,
+bounded, its failure injected, judged against its failure-free run
+(tests/chaos/matrix.py).
+"""
 import os
 import re
 import shutil
@@ -8,7 +11,6 @@ import tempfile
 import time
 
 from axes import COPY_LOSSES, LOSSES, N, arg
-
 
 
 class Job:

@@ -1,10 +1,11 @@
-"""plan.py -- the plan of a case: which program, which arguments, which failure; skipped or refused with its reason (tests/chaos/matrix.py)."""
+"""plan.py -- the plan of a case: which program, which arguments, which
+failure; skipped or refused with its reason (tests/chaos/matrix.py).
+"""
 import os
 import shutil
 import uuid
 
 from axes import N, arg
-
 
 
 class Plan:
@@ -202,7 +203,3 @@ def build(c, env, prog, nfree, either_refused=None):
                 snaps=snaps, sdir=sdir, tier=tier, env=extra_env, hold=hold,
                 either_refused=either_refused, failure=failure, mpi_snap=mpi_snap,
                 key=(prog, mpi, tuple(args + common)))
-
-
-# ---------------------------------------------------------------------------
-# Running jobs.
