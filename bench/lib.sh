@@ -1,6 +1,7 @@
-# bench/lib.sh — what the snapshot benchmarks share (sourced by
-# bench/snapshot.sh, bench/snapshot_s3.sh and bench/snapshot_flush.sh; POSIX
-# sh).  The Swift rig's start and stop for the benchmarks are here too.
+# bench/lib.sh — what the benchmarks share (sourced by bench/run.sh and its
+# parts; POSIX sh): timing a command, interleaving (abba, interleave), medians
+# and ranges (spread, row), make bench's summary rows (summary_row), the
+# snapshot benchmarks' writer and dd, and the Swift rig's start and stop.
 
 # writer_ms PROG ROOT MIB VERSION: the snapshot writer alone (PROG is
 # snapshot_bench; --write runs rally__snap_write_part, checksums included)
@@ -74,7 +75,7 @@ interleave() {
 # bucket "bench" made.  On failure: its output, and 1.  rig_stop DIR ends it
 # (safe twice, or before start: for a trap).  s3curl ARGS...: curl signed
 # for the rig (SigV4, UNSIGNED-PAYLOAD, its netrc)
-_rig_sh=$(cd "$(dirname "$0")/../tests" && pwd)/swift_rig.sh
+_rig_sh=$(cd "$(dirname "$0")/../tests/rigs" && pwd)/swift_rig.sh
 rig_start() {
     sh "$_rig_sh" start "$1" 2>"$1.out" ||
         { cat "$1.out" >&2; echo "bench: the Swift rig did not start" >&2; return 1; }

@@ -74,6 +74,7 @@ for n in $ns; do
     med_r=$(spread "$out/n$n" rally | awk '{ printf "%.2f s", $2 }')
     med_m=$(spread "$out/n$n" mpi | awk '{ printf "%.2f s", $2 }')
     x=$(spread "$out/n$n" mpi rally | awk '{ printf "%.2fx (%.2f-%.2f)", $2, $1, $3 }')
-    summary_row "start-up, $n workers" "${med_r:--}" "${med_m:-mpirun failed}" "${x:--}" \
+    peer=${med_m:-${mpi:+mpirun failed}}
+    summary_row "start-up, $n workers" "${med_r:--}" "${peer:-no OpenMPI here}" "${x:--}" \
         "load $load0 -> $load1, memcpy $gbs0 GB/s"
 done

@@ -1,7 +1,7 @@
 # bench/summary.awk — the first part of `make bench`'s summary, the table a
 # user compares: rally's public allreduce beside OpenMPI (shared memory and
 # TCP) and Gloo at the sizes users meet, every world size measured, as the
-# median over bench/run.sh's rounds with its range, and the machine's memcpy
+# median over bench/run.sh's rounds (each ratio with its range), the memcpy
 # and load of each round beside it.  Then the header of the summary's other
 # rows, which the later parts append (bench/lib.sh, summary_row).
 #
@@ -20,7 +20,8 @@ function med(a, n,    i, j, t) { # sorts a[1..n]; its median
 function size(b) { return b >= 1048576 ? (b / 1048576) " MiB" : b >= 1024 ? (b / 1024) " KiB" : b " B" }
 # the column's figure: us up to 4 KiB, bus bandwidth GB/s above
 function fig(n, b, us) { return b <= 4096 ? sprintf("%.1f us", us) : sprintf("%.2f GB/s", 2 * (n - 1) / n * b / (us * 1e3)) }
-# column c at N n, size b: "median (min-max)" over the rounds, or "-"
+# column c at N n, size b: its median over the rounds, or "-" (the ratios
+# beside it carry the range)
 function cell(c, n, b,    r, k, v) {
     k = 0
     for (r = 1; r <= R; r++) if ((r, c, n, b) in t) v[++k] = t[r, c, n, b]
