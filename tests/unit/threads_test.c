@@ -88,6 +88,8 @@ struct wargs {
     int task;
 };
 
+static void work_mismatch(struct job *j, rally_t *r, int task);
+
 static void *worker(void *arg)
 {
     struct wargs *w = arg;
@@ -128,6 +130,8 @@ static void *worker(void *arg)
     EXPECT(argc == 1 && argv[1] == NULL, "init left %d arguments", argc);
     if (rc == RALLY_OK)
         j->work(j, r, w->task);
+    else if (j->work == work_mismatch) /* the others wait for it there */
+        pthread_barrier_wait(&j->past_first);
     rally_finalize(r);
     return NULL;
 }
