@@ -147,8 +147,7 @@ def run_all(env, allc, opts):
         elif pl.kind == "refuse":
             cls, detail = refused(env, c, pl)
         else:
-            sig = (pl.key, tuple(pl.points), tuple(pl.run_opts), pl.failure
-                   if hasattr(pl, "failure") else arg(c, "failure"), pl.snaps)
+            sig = (pl.key, tuple(pl.points), tuple(pl.run_opts), pl.failure, pl.snaps)
             if sig in done:
                 cls, detail = done[sig][0], "the same job as case " + done[sig][2]
             else:
@@ -173,7 +172,7 @@ def run_all(env, allc, opts):
 
 def refused(env, c, pl):
     """A documented refusal at the start: the status and the sentence."""
-    binary = pl_bin(env, c)
+    binary = env.path("tests/recover")  # refused before it runs
     argv = [env.path("rally-run"), "-n", str(N)]
     if arg(c, "elastic") == "max":
         argv += ["--max-workers", str(N + 3)]
@@ -183,10 +182,6 @@ def refused(env, c, pl):
     if rc == pl.status and re.search(pl.pattern, text) and not left:
         return "refusal", re.search(r".*" + pl.pattern + r".*", text).group(0)
     return "internal-error", f"want status {pl.status} and '{pl.pattern}', got {rc}: {text[-300:]}"
-
-
-def pl_bin(env, c):
-    return env.path("tests/recover")
 
 
 if __name__ == "__main__":
