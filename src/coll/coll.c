@@ -151,7 +151,8 @@ int rally__broadcast_have(struct rally__comm *c, void *buf, size_t total, int ro
     unsigned char *b = buf;
     /* a rank that has the bytes sends them from its own buffer, to the tree
      * neighbours away from root that lack them; it receives nothing */
-    int from = have == NULL || !have[t->rank] ? rally__topo_toward(t, root) : -1;
+    int up = rally__topo_toward(t, root);
+    int from = have == NULL || !have[t->rank] ? up : -1;
     struct rally__chan *in = from >= 0 ? rally__chan_of(&x, from) : NULL;
     struct rally__chan *out[RALLY__MAX_CHILDREN + 1];
     size_t sent[RALLY__MAX_CHILDREN + 1] = {0};
@@ -160,7 +161,7 @@ int rally__broadcast_have(struct rally__comm *c, void *buf, size_t total, int ro
     for (int i = 0; i < t->nchildren; i++)
         tree[1 + i] = t->children[i];
     for (int i = 0; i <= t->nchildren; i++) {
-        if (tree[i] < 0 || tree[i] == rally__topo_toward(t, root) || (have && have[tree[i]]))
+        if (tree[i] < 0 || tree[i] == up || (have && have[tree[i]]))
             continue;
         nwant++;
         if ((out[nout] = rally__chan_of(&x, tree[i])) != NULL)

@@ -162,6 +162,15 @@ static long shm_send(struct rally__link *l, const void *a, size_t an, const void
     return (long)(na + nb);
 }
 
+/* Hands n bytes read from the ring back to the writer. */
+static void shm_consume(struct rally__link *l, size_t n)
+{
+    struct shm *s = l->t.p;
+    s->in.mine += n;
+    atomic_store_explicit(&s->in.c->tail, s->in.mine, memory_order_release);
+    wake(&s->in.c->writer_waits, s->peer_bell);
+}
+
 static long shm_recv(struct rally__link *l, void *a, size_t an, void *b, size_t bn,
                      struct rally__err *e)
 {
@@ -178,9 +187,7 @@ static long shm_recv(struct rally__link *l, void *a, size_t an, void *b, size_t 
     size_t na = min_size(an, avail), nb = min_size(bn, avail - na);
     get(s, tail, a, na);
     get(s, tail + na, b, nb);
-    s->in.mine = tail + na + nb;
-    atomic_store_explicit(&s->in.c->tail, s->in.mine, memory_order_release);
-    wake(&s->in.c->writer_waits, s->peer_bell);
+    shm_consume(l, na + nb);
     return (long)(na + nb);
 }
 
@@ -196,21 +203,9 @@ static size_t shm_readable(const struct rally__link *l)
 static size_t shm_peek(struct rally__link *l, const unsigned char **at)
 {
     const struct shm *s = l->t.p;
-    uint64_t tail = s->in.mine;
-    uint64_t head = atomic_load_explicit(&s->in.c->head, memory_order_acquire);
-    if (head - tail > s->cap)
-        return 0;
-    size_t pos = (size_t)(tail & (s->cap - 1));
+    size_t n = shm_readable(l), pos = (size_t)(s->in.mine & (s->cap - 1));
     *at = s->in.data + pos;
-    return min_size((size_t)(head - tail), s->cap - pos);
-}
-
-static void shm_consume(struct rally__link *l, size_t n)
-{
-    struct shm *s = l->t.p;
-    s->in.mine += n;
-    atomic_store_explicit(&s->in.c->tail, s->in.mine, memory_order_release);
-    wake(&s->in.c->writer_waits, s->peer_bell);
+    return min_size(n, s->cap - pos);
 }
 
 static int shm_ready(const struct rally__link *l, int want)
