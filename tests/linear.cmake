@@ -27,6 +27,7 @@ add_executable(linear_lane_test unit/linear_lane_test.c ${RALLY_LINEAR_DIR}/loss
                ${RALLY_LINEAR_DIR}/../common/file.c)
 target_include_directories(linear_lane_test PRIVATE ${RALLY_LINEAR_DIR} ${RALLY_LINEAR_DIR}/../common)
 target_link_libraries(linear_lane_test rally_static cmocka m)
+target_compile_options(linear_lane_test PRIVATE -ffp-contract=off) # as rally-linear
 target_link_options(linear_lane_test PRIVATE -Wl,--wrap=rally_xsum_add,--wrap=rally_xsum_add_at)
 add_test(NAME linear_lane_test COMMAND linear_lane_test)
 set_tests_properties(linear_lane_test PROPERTIES TIMEOUT 60 LABELS "quick;linear")

@@ -41,12 +41,20 @@ static double logloss(double m, double e)
     return m > 0 ? log1p(e) : -m + log1p(e);
 }
 
+/* Row's gradient coefficient (scaled by inv): -y / (1 + exp(m)), the same
+ * from either side without overflow; its loss, unscaled, in *loss. */
+static double row_coef(const struct lr_job *j, const double *w, uint64_t i, double inv,
+                       double *loss)
+{
+    double m = margin_of(j, w, i), e = exp(-fabs(m));
+    *loss = logloss(m, e);
+    return -j->y[i] * inv * (m > 0 ? e / (1.0 + e) : 1.0 / (1.0 + e));
+}
+
 /* Adds row's gradient term (scaled by inv) into g; returns its loss. */
 static double row_grad(const struct lr_job *j, const double *w, uint64_t i, double inv, double *g)
 {
-    double m = margin_of(j, w, i), e = exp(-fabs(m));
-    /* -y / (1 + exp(m)), the same from either side without overflow */
-    double c = -j->y[i] * inv * (m > 0 ? e / (1.0 + e) : 1.0 / (1.0 + e));
+    double loss, c = row_coef(j, w, i, inv, &loss);
     if (j->dense) { /* no scatter: this loop vectorises */
         const float *x = j->val + j->rp[i];
         for (uint32_t f = 0; f < j->d; f++)
@@ -56,7 +64,7 @@ static double row_grad(const struct lr_job *j, const double *w, uint64_t i, doub
             g[j->idx[k]] += c * (double)j->val[k];
     }
     g[j->d] += c;
-    return logloss(m, e);
+    return loss;
 }
 
 double lr_loss_grad(const struct lr_job *j, const double *w, double scale, double *g)
@@ -84,16 +92,6 @@ double lr_loss(const struct lr_job *j, const double *w, double scale)
         sum += logloss(m, exp(-fabs(m)));
     }
     return sum / scale;
-}
-
-/* Row's gradient coefficient (scaled by inv) as row_grad computes it; its
- * loss, unscaled, in *loss. */
-static double row_coef(const struct lr_job *j, const double *w, uint64_t i, double inv,
-                       double *loss)
-{
-    double m = margin_of(j, w, i), e = exp(-fabs(m));
-    *loss = logloss(m, e);
-    return -j->y[i] * inv * (m > 0 ? e / (1.0 + e) : 1.0 / (1.0 + e));
 }
 
 /* Adds row's gradient terms for coefficient c into acc, one by one. */
