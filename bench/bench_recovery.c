@@ -141,7 +141,8 @@ int main(int argc, char **argv)
     j[J_FLT] = (double)(minflt() - flt);
     j[J_CPU] = cpu_s() - cpu;
     if (version > 0) { /* restarted: carry the times measured before */
-        memcpy(t, saved, (size_t)iters * sizeof *t);
+        if (saved_n >= (size_t)iters * sizeof *t) /* it holds the times (checkpoint below) */
+            memcpy(t, saved, (size_t)iters * sizeof *t);
         if (!local && saved_n == model_nbytes) { /* the loaded bytes are the model: no copy */
             free(model);
             model = saved;
