@@ -3,7 +3,7 @@
 # run without failures.  Not under sanitizers (an instrumented library
 # cannot be loaded into an uninstrumented interpreter).
 if(RALLY_PYTHON AND NOT RALLY_SANITIZE)
-  foreach(c torch_adam numpy_dict sklearn_partial_fit reports_progress dask_with_a_dataframe)
+  foreach(c torch_adam numpy_dict adam_lazy_checkpoint sklearn_partial_fit reports_progress dask_with_a_dataframe)
     add_test(NAME users_${c}
              COMMAND ${CMAKE_COMMAND} -E env ${RALLY_PYTEST_ENV}
                      ${RALLY_PYTHON} -m pytest -q -p no:cacheprovider -rs

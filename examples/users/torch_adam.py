@@ -36,6 +36,8 @@ def main():
     ap.add_argument("--epochs", type=int, default=4)
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--lr", type=float, default=0.01)
+    ap.add_argument("--lazy", action="store_true",
+                    help="checkpoint by value, pickled only if a recovery asks")
     args = ap.parse_args()
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     torch.set_num_threads(1)
@@ -66,7 +68,7 @@ def main():
                 opt.step()
                 sched.step()
                 step += 1
-                rt.checkpoint(model, opt, step, scheduler=sched)  # rally
+                rt.checkpoint(model, opt, step, scheduler=sched, lazy=args.lazy)  # rally
                 if rank == 0 and step % 20 == 0:
                     print("epoch %d step %d loss %.4f" % (epoch, step, loss.item()), flush=True)
 

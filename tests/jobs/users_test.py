@@ -86,6 +86,12 @@ def test_torch_adam_with_a_scheduler_and_a_dataloader():
     failure_free_and_killed("torch_adam.py", 1, r"^\[0\] epoch 1 step 40 ")
 
 
+def test_adam_lazy_checkpoint_rank0_lost():
+    """The same loop with a lazy checkpoint every step (Adam changes the
+    tensors in place after it), rank 0 killed -9."""
+    failure_free_and_killed("torch_adam.py", 0, r"^\[0\] epoch 1 step 40 ", "--lazy")
+
+
 def test_numpy_dict_model():
     failure_free_and_killed("numpy_logreg.py", 2, r"^\[0\] epoch 5 loss ")
 
