@@ -1,7 +1,8 @@
 # bench/lib.sh — what the benchmarks share (sourced by bench/run.sh and its
 # parts; POSIX sh): timing a command, interleaving (abba, interleave), medians
-# and ranges (spread, row), make bench's summary rows (summary_row), the
-# snapshot benchmarks' writer and dd, and the Swift rig's start and stop.
+# and ranges (spread, row), make bench's summary and target rows
+# (summary_row, target_row), the snapshot benchmarks' writer and dd, and
+# the Swift rig's start and stop.
 
 # writer_ms PROG ROOT MIB VERSION: the snapshot writer alone (PROG is
 # snapshot_bench; --write runs rally__snap_write_part, checksums included)
@@ -19,6 +20,13 @@ dd_fsync_s() {
     { dd if=/dev/zero of="$1" bs=1M count="$2" conv=fsync 2>&1; } |
         sed -n 's/.* copied, \([0-9.]*\) s.*/\1/p'
 }
+
+# memcpy_gbs BUILD: this machine's memcpy rate now, GB/s (bench/ceiling);
+# load1: its load average over the last minute
+memcpy_gbs() {
+    "$1/bench/ceiling" memcpy | awk '$1 == "CEILING" && $2 == "memcpy" { print $3 }'
+}
+load1() { cut -d' ' -f1 /proc/loadavg; }
 
 # secs CMD...: runs CMD (its output kept in $BENCH_LOG, else dropped) and
 # prints its wall time in seconds; on failure, says so with the output
@@ -75,7 +83,7 @@ interleave() {
 # bucket "bench" made.  On failure: its output, and 1.  rig_stop DIR ends it
 # (safe twice, or before start: for a trap).  s3curl ARGS...: curl signed
 # for the rig (SigV4, UNSIGNED-PAYLOAD, its netrc)
-_rig_sh=$(cd "$(dirname "$0")/../tests/rigs" && pwd)/swift_rig.sh
+_rig_sh=$(cd "$(dirname "$0")/.." && pwd)/tests/rigs/swift_rig.sh
 rig_start() {
     sh "$_rig_sh" start "$1" 2>"$1.out" ||
         { cat "$1.out" >&2; echo "bench: the Swift rig did not start" >&2; return 1; }
@@ -122,4 +130,17 @@ row() {
 summary_row() {
     [ -n "${BENCH_SUMMARY:-}" ] || return 0
     printf '| %s | %s | %s | %s | %s |\n' "$1" "$2" "$3" "$4" "$5" >>"$BENCH_SUMMARY"
+}
+
+# target_row TARGET MEASURED VALUE CMP GOAL: one row of make bench's table
+# of targets ($BENCH_TARGETS; bench/summary.awk prints its header): "met"
+# when the number VALUE (the median MEASURED shows) CMP GOAL holds (CMP:
+# <, <= or >=), "missed" when not, "not measured" for an empty VALUE
+target_row() {
+    [ -n "${BENCH_TARGETS:-}" ] || return 0
+    _v=$(awk -v v="$3" -v c="$4" -v g="$5" 'BEGIN {
+        if (v == "") { print "not measured"; exit }
+        ok = c == "<" ? v + 0 < g + 0 : c == "<=" ? v + 0 <= g + 0 : v + 0 >= g + 0
+        print ok ? "met" : "missed" }')
+    printf '| %s | %s | %s %s | %s |\n' "$1" "${2:--}" "$4" "$5" "$_v" >>"$BENCH_TARGETS"
 }

@@ -6,6 +6,7 @@
 #
 # Knobs: BENCH_LINEAR_ROWS (1000000), BENCH_LINEAR_FEATURES (32),
 #        BENCH_LINEAR_NS ("1 2 4 8"), BENCH_LINEAR_ITERS (20), BENCH_LINEAR_ADMM_ITERS (10),
+#        BENCH_LINEAR_ROUNDS (2: L-BFGS plain and --reproducible, A B B A),
 #        BENCH_TIMEOUT (900 s per run)
 set -euo pipefail
 
@@ -26,6 +27,7 @@ for t in rally-run rally-linear rally-linear-mock rally-datagen; do
     [ -x "$BUILD/$t" ] || die "$BUILD/$t is missing: build first (make build)"
 done
 PY=/usr/bin/python3
+. "$(dirname "$0")/lib.sh"
 "$PY" -c 'import sklearn' 2>/dev/null || die "scikit-learn is missing (scripts/deps.sh installs it)"
 
 # Two overlapping Gaussian blobs (labels 0 and 1), dense, as LIBSVM: rally's
@@ -49,18 +51,23 @@ median_iter() {
 }
 
 # lbfgs-exact: L-BFGS with --reproducible (exact sums), run beside the
-# plain one at each N (plain, exact at odd positions in NS; exact, plain at
-# even ones), so that the ratio below compares runs of the same minute.
+# plain one at each N, ROUNDS times A B B A (plain, exact on odd rounds;
+# exact, plain on even ones), so that each ratio compares runs of the same
+# minute; the table shows round 1, make bench's summary every round
+# ($OUT/rounds.txt: "ROUND exactN|plainN SECONDS").
+ROUNDS=${BENCH_LINEAR_ROUNDS:-2}
+: >"$OUT/rounds.txt"
 for solver in lbfgs admm; do
     its=$ITERS
     [ $solver = admm ] && its=$AITERS
-    k=0
+    rounds=1
+    [ $solver = lbfgs ] && rounds=$ROUNDS
     for n in $NS; do
-        k=$((k + 1))
+      for ((round = 1; round <= rounds; round++)); do
         runs=$solver
         if [ $solver = lbfgs ]; then
             runs="lbfgs lbfgs-exact"
-            [ $((k % 2)) = 1 ] || runs="lbfgs-exact lbfgs"
+            [ $((round % 2)) = 1 ] || runs="lbfgs-exact lbfgs"
         fi
         for run in $runs; do
             flag=
@@ -73,8 +80,10 @@ for solver in lbfgs admm; do
                 { tail -n 20 "$log" >&2; die "rally-linear failed at N=$n (log: $log)"; }
             t=$(median_iter "$log") || die "no iteration times in $log"
             echo "$((SECONDS - start)) s" >&2
-            echo "$run $n $t" >>"$RESULTS"
+            if [ "$round" = 1 ]; then echo "$run $n $t" >>"$RESULTS"; fi
+            if [ $solver = lbfgs ]; then echo "$round ${run#lbfgs-}$n $t" >>"$OUT/rounds.txt"; fi
         done
+      done
     done
 done
 
@@ -137,6 +146,20 @@ awk -v sk="$sk" '
             x = f[1] == "lbfgs-exact" && t["lbfgs", f[2]] > 0 ? sprintf("%9.2fx", f[3] / t["lbfgs", f[2]]) : ""
             printf "%-11s %-3s %12.4f %16.4f %10s\n", f[1], f[2], f[3], sk, x } }' "$RESULTS"
 echo "lbfgs-exact: --reproducible (exact sums: the same model at any N), its run beside the plain one"
+echo "  exact / plain over $ROUNDS rounds A B B A, median (min-max); load $(load1)," \
+    "memcpy $(memcpy_gbs "$BUILD") GB/s:"
+for n in $NS; do
+    x=$(spread "$OUT/rounds.txt" "exact$n" "lbfgs$n" | awk '{ printf "%.2fx (%.2f-%.2f)", $2, $1, $3 }')
+    echo "  N = $n: $x"
+    case " 2 4 " in *" $n "*) ;; *) continue ;; esac
+    summary_row "L-BFGS --reproducible, s per iteration, N = $n ($ROWS x $FEATURES)" \
+        "$(spread "$OUT/rounds.txt" "exact$n" | awk '{ printf "%.4f s", $2 }')" \
+        "the plain iteration $(spread "$OUT/rounds.txt" "lbfgs$n" | awk '{ printf "%.4f s", $2 }')" \
+        "$(spread "$OUT/rounds.txt" "lbfgs$n" "exact$n" | awk '{ printf "%.2fx (%.2f-%.2f)", $2, $1, $3 }')" \
+        "memcpy $(memcpy_gbs "$BUILD") GB/s, load $(load1)"
+    target_row "L-BFGS --reproducible within 1.5x of the plain iteration, N = $n: exact / plain" \
+        "$x" "$(spread "$OUT/rounds.txt" "exact$n" "lbfgs$n" | awk '{ print $2 }')" "<=" 1.5x
+done
 echo "time from a kill to the job back in step (rank 1 killed entering iteration 5, N = $RN;"
 echo "the restarted worker reads its shard again, then is served the checkpoint):"
 awk '{ printf "  %-6s %s s\n", $2, $4 }' "$OUT/recovery.txt"

@@ -66,10 +66,10 @@ echo " survivors' stall: their last call's end before the kill to that; rally-ru
 echo " 'recovered: ... back in step T s' (the tracker's clock, from the death it saw to every rank's"
 echo " IN_STEP); then the restarted rank's path, from the kill to its main, rally_init,"
 echo " rally_load_checkpoint (and the page faults and CPU time it took), and the rest to back"
-memcpy=$("$build/bench/ceiling" memcpy | awk '{ print $3 }')
+memcpy=$(memcpy_gbs "$build")
 printf '  %-54s %9.1f  GB/s\n' "memcpy (this machine, same block)" "$memcpy"
-load0=$(uptime | sed 's/.*load average: //')
-echo "  load (uptime) before: $load0"
+load0=$(load1)
+echo "  load (1-minute average) before: $load0"
 for m in 1048576 104857600; do
     : >"$res"
     i=1
@@ -103,9 +103,11 @@ for m in 1048576 104857600; do
     u=x
     summary_row "recovery by the job's clock: kill -9 to every rank back, 100 MiB, N = 4" \
         "$back" "rally-run's line (tracker's clock): $line" "$(mm back line)" \
-        "memcpy $memcpy GB/s, load $load0 -> $(uptime | sed 's/.*load average: //')"
+        "memcpy $memcpy GB/s, load $load0 -> $(load1)"
+    target_row "recovery: kill -9 to every rank back at the failed position, 100 MiB, N = 4" \
+        "$back" "$(spread "$res" back | awk '{ print $2 }')" "<=" "0.25 s"
 done
-echo "  load (uptime) after: $(uptime | sed 's/.*load average: //')"
+echo "  load (1-minute average) after: $(load1)"
 
 echo
 echo "checkpoint cost at N=4 (median us, max over ranks): copy vs lazy; local models by replicas k;"

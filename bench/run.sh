@@ -303,9 +303,10 @@ for n in $NS; do
     done
 done
 # the summary's first part: the allreduce a user compares, over every round
-# (bench/summary.awk); the parts below add their rows to $BENCH_SUMMARY
-export BENCH_SUMMARY=$OUT/summary.txt
-awk -f "$SRC/summary.awk" "$ROUNDS_FILE" >"$BENCH_SUMMARY"
+# (bench/summary.awk); the parts below add their rows to $BENCH_SUMMARY, and
+# to $BENCH_TARGETS what their figures say of their targets
+export BENCH_SUMMARY=$OUT/summary.txt BENCH_TARGETS=$OUT/targets.txt
+awk -v targets="$BENCH_TARGETS" -f "$SRC/summary.awk" "$ROUNDS_FILE" >"$BENCH_SUMMARY"
 # the hierarchy across hosts: 2 and 4 shaped "hosts" of 2 ranks, filled in
 # order and dealt cyclically, against the flat ring (bench/hier.sh: network
 # namespaces, so root only; BENCH_HIER=0 skips it; BENCH_QUICK: one round)
@@ -403,6 +404,9 @@ if [ "${BENCH_SPARK:-1}" != 0 ]; then
     fi
     "$(dirname "$0")/spark.sh" "$BUILD"
 fi
-# the summary, every part's rows (bench/summary.awk; bench/lib.sh summary_row)
+# the summary, every part's rows, and the targets met or missed
+# (bench/summary.awk; bench/lib.sh summary_row, target_row)
 echo
 cat "$BENCH_SUMMARY"
+echo
+cat "$BENCH_TARGETS"

@@ -5,7 +5,13 @@
 # and load of each round beside it.  Then the header of the summary's other
 # rows, which the later parts append (bench/lib.sh, summary_row).
 #
-#   awk -f bench/summary.awk rounds.txt
+#   awk -f bench/summary.awk [-v targets=FILE] rounds.txt
+#
+# With targets, FILE gets the header of make bench's table of targets and
+# the allreduce's rows of it: the 8-byte call no slower than OpenMPI's
+# shared memory at N = 2 and 4, and at least 1.2x it at 1, 16 and 64 MiB
+# (the median ratio over the rounds decides); the later parts append
+# theirs (bench/lib.sh, target_row).
 #
 # Input (bench/run.sh): "ROUND LOAD COLUMN N BYTES MEDIAN_US" per column, N
 # and size, and "memcpy ROUND LOAD GB/S" after each round.  A ratio x is the
@@ -28,16 +34,29 @@ function cell(c, n, b,    r, k, v) {
     if (k == 0) return "-"
     return fig(n, b, med(v, k))
 }
-# the ratio peer / rally over the rounds: "median (min-max)"
-function ratio(p, q, n, b,    r, k, v, lo, hi) {
+# the ratios peer / rally round by round, into v[1..k]; k
+function ratios(p, q, n, b, v,    r, k) {
     k = 0
     for (r = 1; r <= R; r++)
         if ((r, p, n, b) in t && (r, q, n, b) in t && t[r, q, n, b] > 0)
             v[++k] = t[r, p, n, b] / t[r, q, n, b]
+    return k
+}
+# the ratio peer / rally over the rounds: "median (min-max)"
+function ratio(p, q, n, b,    r, k, v, lo, hi) {
+    k = ratios(p, q, n, b, v)
     if (k == 0) return "-"
     lo = hi = v[1]
     for (r = 2; r <= k; r++) { if (v[r] < lo) lo = v[r]; if (v[r] > hi) hi = v[r] }
     return k == 1 ? sprintf("%.2fx", v[1]) : sprintf("%.2fx (%.2f-%.2f)", med(v, k), lo, hi)
+}
+# a row of the targets: OpenMPI shm's time / rally shm's at N n and size b
+# at least goal (its median over the rounds)
+function target(n, b, goal,    k, v, x) {
+    k = ratios("mpi-shm", "rally-shm", n, b, v)
+    x = k ? med(v, k) >= goal ? "met" : "missed" : "not measured"
+    printf "| the allreduce at %s, N = %d: OpenMPI shm's time / rally shm's | %s | >= %.1fx | %s |\n",
+        size(b), n, ratio("mpi-shm", "rally-shm", n, b), goal, x > targets
 }
 $1 == "memcpy" { mem[$2] = $4; mload[$2] = $3; if ($2 > R) R = $2; next }
 {
@@ -69,4 +88,11 @@ END {
         printf "%s round %d: memcpy %s GB/s, load %s-%s", (r > 1 ? ";" : ""), r,
             (r in mem ? mem[r] : "?"), (r in llo ? llo[r] : "?"), (r in lhi ? lhi[r] : "?")
     printf "\n\n| part | rally | peer | x (range) | the block's memcpy, load |\n|---|---|---|---|---|\n"
+    if (targets == "") exit
+    printf "== the targets: met or missed (the median decides; bench/README.md) ========\n\n" > targets
+    printf "| target | measured: median (range) | goal | verdict |\n|---|---|---|---|\n" > targets
+    for (i = 1; i <= nn; i++) {
+        if (ns[i] == 2 || ns[i] == 4) target(ns[i], 8, 1.0)
+        for (j = 3; j in S; j++) target(ns[i], S[j], 1.2)
+    }
 }

@@ -93,8 +93,6 @@ gloo() {
     for p in $pids; do wait "$p" || { cat "$out"/g* >&2; return 1; }; done
     v=$(sed -n 's/^time per step \([0-9.]*\) s$/\1/p' "$out/g0") && echo "gloo $v"
 }
-load() { uptime | sed 's/.*load average: \([0-9.]*\).*/\1/'; }
-memcpy() { "$build/bench/ceiling" memcpy 2>/dev/null | awk '{ print $3 }'; }
 fts=""
 "$py" -c 'import torchft' 2>"$out/ftwhy" && fts=ft
 echo "torch MLP ($steps steps, batch 64 per rank, 1 thread per rank, $("$py" -c 'import torch; print("torch", torch.__version__)')): ms per step, median (min-max) of $rounds rounds interleaved lazy, eager, gloo${fts:+, torchft} and back"
@@ -105,15 +103,17 @@ ms() { spread "$out/t" "$1" | awk '{ printf "%.3f", $2 * 1000 }'; }
 x() { spread "$out/t" "$1" "$2" | awk '{ printf "%.2fx (%.2f-%.2f)", $2, $1, $3 }'; }
 for h in ${BENCH_TORCH_HIDDEN:-64 512}; do
     for n in ${BENCH_TORCH_NS:-2 4}; do
-        l0=$(load)
-        m0=$(memcpy)
+        l0=$(load1)
+        m0=$(memcpy_gbs "$build")
         interleave "$rounds" lazy eager gloo $fts >"$out/t"
         printf '%6d %3d %11s %11s %8s %8s %19s %19s %19s  %s, %s -> %s, %s\n' "$h" "$n" \
             "$(ms lazy)" "$(ms eager)" "$(ms gloo)" "$(ms torchft)" "$(x gloo lazy)" \
-            "$(x gloo eager)" "$(x torchft lazy)" "$l0" "$m0" "$(load)" "$(memcpy)"
+            "$(x gloo eager)" "$(x torchft lazy)" "$l0" "$m0" "$(load1)" "$(memcpy_gbs "$build")"
         summary_row "torch step: MLP hidden $h, N = $n, a checkpoint every step" \
             "$(ms lazy) ms" "Gloo DDP $(ms gloo) ms${fts:+, torchft $(ms torchft) ms}" \
-            "$(x gloo lazy)" "eager checkpoint $(x gloo eager); memcpy $m0 GB/s, load $l0 -> $(load)"
+            "$(x gloo lazy)" "eager checkpoint $(x gloo eager); memcpy $m0 GB/s, load $l0 -> $(load1)"
+        target_row "torch step, a checkpoint every step, hidden $h, N = $n: Gloo DDP's time / rally's" \
+            "$(x gloo lazy)" "$(spread "$out/t" gloo lazy | awk '{ print $2 }')" ">=" 1.0x
     done
 done
 [ -n "$fts" ] || exit 0
@@ -132,14 +132,14 @@ ft_back() {
 echo "kill -9 of rank 1 before step 50 (hidden 64): s from the kill to its first step done again, median (min-max) of $rounds rounds interleaved rally, torchft, torchft, rally"
 printf '%3s %22s %22s  %s\n' N "rally.torch" "torchft" "load, memcpy GB/s before -> after"
 for n in ${BENCH_TORCH_NS:-2 4}; do
-    l0=$(load)
-    m0=$(memcpy)
+    l0=$(load1)
+    m0=$(memcpy_gbs "$build")
     abba "$rounds" rally_back ft_back >"$out/t"
     s3() { spread "$out/t" "$1" | awk '{ printf "%.2f (%.2f-%.2f)", $2, $1, $3 }'; }
     printf '%3d %22s %22s  %s, %s -> %s, %s\n' "$n" "$(s3 rally)" "$(s3 torchft)" "$l0" "$m0" \
-        "$(load)" "$(memcpy)"
+        "$(load1)" "$(memcpy_gbs "$build")"
     summary_row "torch: kill -9 to the restarted rank's first step, MLP hidden 64, N = $n" \
         "$(s3 rally) s" "torchft $(s3 torchft) s" \
         "$(spread "$out/t" torchft rally | awk '{ printf "%.2fx (%.2f-%.2f)", $2, $1, $3 }')" \
-        "memcpy $m0 GB/s, load $l0 -> $(load)"
+        "memcpy $m0 GB/s, load $l0 -> $(load1)"
 done

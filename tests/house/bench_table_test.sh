@@ -95,13 +95,41 @@ memcpy 1 0.8 9.5
 2 1.6 rally-shm 2 1048576 125
 2 1.9 gloo 2 1048576 700
 2 1.9 rally-tcp 2 1048576 350
+1 0.7 rally-shm 2 16777216 1000
+1 0.7 mpi-shm 2 16777216 1100
 memcpy 2 2.0 9.1
+2 1.9 mpi-shm 2 16777216 1000
+2 1.9 rally-shm 2 16777216 1000
 RND
-awk -f "$src/bench/summary.awk" "$tmp/rounds.txt" >"$tmp/out"
+awk -v targets="$tmp/targets" -f "$src/bench/summary.awk" "$tmp/rounds.txt" >"$tmp/out"
 want 'median over 2 round'
 want '^\| 2 \| 8 B \| 0\.8 us \| 0\.7 us \| 1\.10x \(0\.60-1\.60\) \|'
 want '^\| 2 \| 1 MiB \| 6\.45 GB/s \| 4\.11 GB/s \| 1\.65x \(1\.30-2\.00\) \| 2\.80 GB/s \| - \| - \| 1\.40 GB/s \| 2\.00x \(2\.00-2\.00\) \|'
 refuse '\| 64 B \|'
 want 'round 1: memcpy 9\.5 GB/s, load 0\.5-0\.7; round 2: memcpy 9\.1 GB/s, load 1\.5-1\.9'
 want '^\| part \| rally \| peer \| x \(range\) \|'
+# The targets the allreduce's medians decide (8 B: at least 1.0x at N = 2;
+# 1, 16 and 64 MiB: 1.2x), and the parts' rows (bench/lib.sh target_row):
+# a median on the goal meets it, an empty one is not measured.
+(
+    BENCH_TARGETS=$tmp/targets
+    . "$src/bench/lib.sh"
+    target_row "start-up 256" "0.90 s (0.8-1.2)" 0.90 "<" "1 s"
+    target_row "start-up 1024" "3.00 s" 3.00 "<" "3 s"
+    target_row "recovery" "0.25 s" 0.25 "<=" "0.25 s"
+    target_row "torch" "0.99x" 0.99 ">=" 1.0x
+    target_row "torch 4" "" "" ">=" 1.0x
+)
+mv "$tmp/targets" "$tmp/out"
+want '^\| target \| measured: median \(range\) \| goal \| verdict \|'
+want '^\| the allreduce at 8 B, N = 2: .* \| 1\.10x \(0\.60-1\.60\) \| >= 1\.0x \| met \|$'
+want '^\| the allreduce at 1 MiB, N = 2: .* \| 1\.65x \(1\.30-2\.00\) \| >= 1\.2x \| met \|$'
+want '^\| the allreduce at 16 MiB, N = 2: .* \| 1\.05x \(1\.00-1\.10\) \| >= 1\.2x \| missed \|$'
+want '^\| the allreduce at 64 MiB, N = 2: .* \| - \| >= 1\.2x \| not measured \|$'
+refuse 'N = 4'
+want '^\| start-up 256 \| 0\.90 s \(0\.8-1\.2\) \| < 1 s \| met \|$'
+want '^\| start-up 1024 \| 3\.00 s \| < 3 s \| missed \|$'
+want '^\| recovery \| 0\.25 s \| <= 0\.25 s \| met \|$'
+want '^\| torch \| 0\.99x \| >= 1\.0x \| missed \|$'
+want '^\| torch 4 \| - \| >= 1\.0x \| not measured \|$'
 echo "bench_table_test: ok"
