@@ -302,43 +302,30 @@ int main(int argc, char **argv)
     setenv("RALLY_SECRET_FILE", a.file, 1);
     fprintf(stderr, "@rally-agent started\n");
 
-    int master = -1, slave = -1, rep[2] = {-1, -1};
+    int master = -1, slave = -1;
     if (rally__launch_open_pty(&master, &slave) != 0) /* then our stdout */
         master = slave = -1;
-    if (pipe2(rep, O_CLOEXEC) != 0) {
+    /* the worker gets SIGHUP's default even where we were started ignoring
+     * it (nohup); ours stays blocked, for the signalfd */
+    signal(SIGHUP, SIG_DFL);
+    extern char **environ;
+    a.pid = 0;
+    int e = rally__launch_start(prog, environ, -1, slave, -1, &a.pid);
+    if (a.pid <= 0) {
         remove_secret(&a);
-        return fatal("cannot make a pipe: %s%s", strerror(errno), "");
-    }
-    fflush(stderr);
-    pid_t parent = getpid();
-    a.pid = fork();
-    if (a.pid < 0) {
-        err = errno;
-        remove_secret(&a);
-        fprintf(stderr, "@rally-agent exec %d %s\n", err, strerror(err));
+        fprintf(stderr, "@rally-agent exec %d %s\n", e, strerror(e));
         return 127;
     }
-    if (a.pid == 0) {
-        signal(SIGHUP, SIG_DFL); /* the agent's own handling stays here */
-        rally__launch_exec(prog, NULL, -1, slave, -1, rep[1], parent);
-    }
     setpgid(a.pid, a.pid);
-    close(rep[1]);
     if (slave >= 0)
         close(slave);
-    int e = 0;
-    ssize_t m;
-    do
-        m = read(rep[0], &e, sizeof e);
-    while (m < 0 && errno == EINTR);
-    close(rep[0]);
     a.stdin_open = 1;
     if (master >= 0)
         fcntl(master, F_SETFL, O_NONBLOCK);
     control(&a); /* lines that came with the secret */
     int st = serve(&a, sfd, &master);
     remove_secret(&a);
-    if (m == (ssize_t)sizeof e) {
+    if (e != 0) {
         fprintf(stderr, "@rally-agent exec %d %s\n", e, strerror(e));
         return 127;
     }

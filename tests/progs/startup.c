@@ -9,10 +9,18 @@
  * finds libcurl mapped in itself or in its parent (rally-run) says so and
  * fails.
  *
- *   rally-run -n 4 startup
+ * With --max-launcher-faults-per-worker K, rank 0 also reads the minor page
+ * faults of its launcher (rally-run) once every worker has started, and
+ * fails when they exceed K per worker: a launcher that forks each worker
+ * has every page it writes next copied-on-write (about 20 faults per
+ * worker), one that starts them without copying itself (clone with
+ * CLONE_VM, tools/launch/proc.h) only what each worker's own slot costs.
+ *
+ *   rally-run -n 4 startup [--max-launcher-faults-per-worker K]
  */
 #include <link.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -52,6 +60,23 @@ static int parent_maps_curl(char *out, size_t cap)
     return found;
 }
 
+/* Process pid's minor page faults (/proc/PID/stat's 10th field), or -1. */
+static long minor_faults(int pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    FILE *f = fopen(path, "r");
+    size_t n = f != NULL ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    if (f != NULL)
+        fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')'); /* the command name may hold spaces */
+    unsigned long flt;
+    if (p == NULL || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %lu", &flt) != 1)
+        return -1;
+    return (long)flt;
+}
+
 int main(int argc, char **argv)
 {
     rally_t *r;
@@ -80,6 +105,20 @@ int main(int argc, char **argv)
     if (rally_rank(r) == 0)
         printf("startup: %d workers, %d shared objects in rank 0\n", rally_world_size(r),
                s.objects);
+    /* every worker is in the allreduce above: the launcher has started all */
+    if (argc == 3 && strcmp(argv[1], "--max-launcher-faults-per-worker") == 0 &&
+        rally_rank(r) == 0) {
+        long flt = minor_faults((int)getppid());
+        double per = (double)flt / rally_world_size(r), max = atof(argv[2]);
+        printf("startup: the launcher took %ld minor page faults, %.1f per worker (at most %g)\n",
+               flt, per, max);
+        if (flt < 0 || per > max) {
+            fprintf(stderr, "startup: the launcher (pid %d) took %.1f minor page faults per "
+                    "worker, more than %g: does it copy itself for each (fork)?\n",
+                    (int)getppid(), per, max);
+            worst = 1;
+        }
+    }
     int rc = rally_finalize(r);
     return rc == RALLY_OK && !worst ? 0 : 1;
 }

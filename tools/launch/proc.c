@@ -6,7 +6,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/close_range.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -263,65 +265,173 @@ fail:
     return -1;
 }
 
-void rally__launch_exec(char *const argv[], const char *const env[][2], int in, int out, int err,
-                        int report, pid_t parent)
+/* What a child needs to become the worker, all made before it starts: it
+ * runs on our memory until it execs, so it may only make system calls (no
+ * malloc, no stdio, no setenv, nothing that takes a lock). */
+struct child {
+    char *const *argv, *const *envp;
+    int in, out, err;
+    pid_t parent;
+    int errnum; /* exec's errno, written by the child when it failed */
+};
+
+/* execvp's search of PATH, in the worker's own PATH (envp's, which -x may
+ * set), into a buffer on the child's stack.  Returns only when no exec
+ * succeeded, with errno set. */
+static void exec_search(char *const argv[], char *const envp[])
 {
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-    signal(SIGPIPE, SIG_DFL);
+    const char *file = argv[0], *path = "/bin:/usr/bin"; /* glibc's default */
+    if (strchr(file, '/') != NULL) {
+        execve(file, argv, envp);
+        return;
+    }
+    for (char *const *e = envp; *e != NULL; e++)
+        if (strncmp(*e, "PATH=", 5) == 0)
+            path = *e + 5;
+    char buf[PATH_MAX];
+    size_t flen = strlen(file);
+    int eacces = 0;
+    errno = ENOENT;
+    for (const char *p = path;; p++) {
+        const char *c = strchrnul(p, ':');
+        size_t dlen = (size_t)(c - p);
+        if (dlen + 1 + flen < sizeof buf) { /* an empty element is the current directory */
+            memcpy(buf, p, dlen);
+            buf[dlen] = '/';
+            memcpy(buf + dlen + (dlen > 0), file, flen + 1);
+            execve(buf, argv, envp);
+            if (errno == EACCES)
+                eacces = 1;
+            else if (errno != ENOENT && errno != ENOTDIR && errno != ESTALE)
+                return; /* found, but it cannot run: say why */
+        }
+        if (*c == '\0')
+            break;
+        p = c;
+    }
+    if (eacces)
+        errno = EACCES;
+}
+
+/* The child: becomes the worker (rally__launch_start) or exits 127. */
+static int child_main(void *arg)
+{
+    struct child *c = arg;
+    /* We blocked every signal around the clone; a handler of ours that ran
+     * here would run on our memory, so each goes back to the default before
+     * the mask opens (exec would reset them anyway). */
+    struct sigaction dfl = {.sa_handler = SIG_DFL}, ign = {.sa_handler = SIG_IGN}, old;
+    for (int s = 1; s < NSIG; s++)
+        if (sigaction(s, NULL, &old) == 0 && old.sa_handler != SIG_DFL &&
+            old.sa_handler != SIG_IGN)
+            sigaction(s, &dfl, NULL);
+    sigaction(SIGPIPE, &dfl, NULL);
     /* rally-run forwards SIGUSR1 ("snapshot now") to rank 0: a worker ignores
      * it until librally installs its handler (snapshots on), never dies of it */
-    signal(SIGUSR1, SIG_IGN);
+    sigaction(SIGUSR1, &ign, NULL);
     setpgid(0, 0);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) /* the launcher died before prctl took effect */
+    if (getppid() != c->parent) /* the launcher died before prctl took effect */
         _exit(127);
-    int null = in >= 0 ? in : open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (null < 0 || dup2(null, 0) < 0 || (out >= 0 && dup2(out, 1) < 0) ||
-        (err >= 0 && dup2(err, 2) < 0))
+    int null = c->in >= 0 ? c->in : open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (null < 0 || dup2(null, 0) < 0 || (c->out >= 0 && dup2(c->out, 1) < 0) ||
+        (c->err >= 0 && dup2(c->err, 2) < 0))
         goto fail;
     /* Nothing else crosses exec, not even what our own parent leaked to us. */
     if (close_range(3, ~0u, CLOSE_RANGE_CLOEXEC) != 0)
         for (int fd = 3; fd < 1024; fd++)
-            if (fd != report)
-                fcntl(fd, F_SETFD, FD_CLOEXEC);
-    for (size_t i = 0; env != NULL && env[i][0] != NULL; i++)
-        if (setenv(env[i][0], env[i][1], 1) != 0)
-            goto fail;
-    execvp(argv[0], argv);
-fail:;
-    int e = errno;
-    ssize_t w = write(report, &e, sizeof e);
-    (void)w;
+            fcntl(fd, F_SETFD, FD_CLOEXEC);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    exec_search(c->argv, c->envp);
+fail:
+    c->errnum = errno;
     _exit(127);
+}
+
+/* The child's stack: one, as one child at a time exists before its exec
+ * (we wait for it), and rally-run and rally-agent spawn from one thread. */
+static _Alignas(64) char child_stack[64 * 1024];
+
+int rally__launch_start(char *const argv[], char *const envp[], int in, int out, int err,
+                        pid_t *pid)
+{
+    struct child c = {argv, envp, in, out, err, getpid(), 0};
+    sigset_t all, old;
+    sigfillset(&all);
+    sigprocmask(SIG_SETMASK, &all, &old);
+    /* CLONE_VM: nothing of ours is copied (a fork copies our page tables and
+     * makes every page we write next fault, per worker); CLONE_VFORK: we go
+     * on once it has exec'd or exited, when c.errnum is final. */
+    pid_t p = clone(child_main, child_stack + sizeof child_stack, CLONE_VM | CLONE_VFORK | SIGCHLD,
+                    &c);
+    int e = errno;
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    if (p < 0)
+        return e;
+    *pid = p;
+    return c.errnum;
+}
+
+/* Our environment with env ({name, value} up to {NULL, NULL}) set in it as
+ * setenv would (a later pair wins), in one malloc'd block; NULL when out of
+ * memory. */
+static char **make_envp(const char *const env[][2])
+{
+    extern char **environ;
+    size_t n = 0, m = 0, bytes = 0;
+    for (char **e = environ; *e != NULL; e++)
+        n++;
+    for (; env[m][0] != NULL; m++)
+        bytes += strlen(env[m][0]) + strlen(env[m][1]) + 2;
+    char **envp = malloc((n + m + 1) * sizeof *envp + bytes);
+    if (envp == NULL)
+        return NULL;
+    char *s = (char *)(envp + n + m + 1);
+    size_t k = 0;
+    for (char **e = environ; *e != NULL; e++) {
+        size_t len = strcspn(*e, "=");
+        int set = 0;
+        for (size_t j = 0; j < m && !set; j++)
+            set = strncmp(env[j][0], *e, len) == 0 && env[j][0][len] == '\0';
+        if (!set)
+            envp[k++] = *e;
+    }
+    for (size_t j = 0; j < m; j++) {
+        int later = 0;
+        for (size_t i = j + 1; i < m && !later; i++)
+            later = strcmp(env[i][0], env[j][0]) == 0;
+        if (later)
+            continue;
+        envp[k++] = s;
+        s += sprintf(s, "%s=%s", env[j][0], env[j][1]) + 1;
+    }
+    envp[k] = NULL;
+    return envp;
 }
 
 /* rally__launch_spawn, with stdin a pipe fed with feed when feed is not NULL. */
 static int spawn(struct rally__launch_proc *p, char *const argv[], const char *const env[][2],
                  const char *feed)
 {
-    int out[2] = {-1, -1}, err[2] = {-1, -1}, rep[2] = {-1, -1}, in[2] = {-1, -1}, rc = 0;
+    extern char **environ;
+    int out[2] = {-1, -1}, err[2] = {-1, -1}, in[2] = {-1, -1}, rc = 0;
+    char **envp = env[0][0] != NULL ? make_envp(env) : environ;
+    if (envp == NULL)
+        return ENOMEM;
     if ((rally__launch_open_pty(&out[0], &out[1]) != 0 && pipe2(out, O_CLOEXEC)) ||
-        pipe2(err, O_CLOEXEC) || pipe2(rep, O_CLOEXEC) || (feed != NULL && pipe2(in, O_CLOEXEC))) {
+        pipe2(err, O_CLOEXEC) || (feed != NULL && pipe2(in, O_CLOEXEC))) {
         rc = errno;
         goto cleanup;
     }
-    pid_t parent = getpid();
-    fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    if (pid < 0) {
-        rc = errno;
+    pid_t pid = 0;
+    rc = rally__launch_start(argv, envp, in[0], out[1], err[1], &pid);
+    if (pid <= 0)
         goto cleanup;
-    }
-    if (pid == 0)
-        rally__launch_exec(argv, env, in[0], out[1], err[1], rep[1], parent);
     setpgid(pid, pid); /* both sides, so a signal never misses the group */
     guard_tell((int32_t)pid);
     p->pid = pid;
-    close(rep[1]);
-    rep[1] = -1;
     if (feed != NULL) { /* a line far below the pipe's capacity: it never blocks */
         ssize_t w = write(in[1], feed, strlen(feed));
         (void)w; /* short or failed: the agent says it got no secret */
@@ -329,13 +439,6 @@ static int spawn(struct rally__launch_proc *p, char *const argv[], const char *c
         p->ctl = in[1];
         in[1] = -1;
     }
-    int e;
-    ssize_t m;
-    do
-        m = read(rep[0], &e, sizeof e);
-    while (m < 0 && errno == EINTR);
-    if (m == (ssize_t)sizeof e)
-        rc = e; /* the child exits 127; reaping finds it */
     for (int i = 0; i < 2; i++) {
         int *q = i ? err : out;
         fcntl(q[0], F_SETFL, O_NONBLOCK);
@@ -345,13 +448,13 @@ static int spawn(struct rally__launch_proc *p, char *const argv[], const char *c
         q[0] = q[1] = -1;
     }
 cleanup:
+    if (envp != environ)
+        free(envp);
     for (int i = 0; i < 2; i++) {
         if (out[i] >= 0)
             close(out[i]);
         if (err[i] >= 0)
             close(err[i]);
-        if (rep[i] >= 0)
-            close(rep[i]);
         if (in[i] >= 0)
             close(in[i]);
     }

@@ -2,11 +2,14 @@
  * proc.h — worker processes: spawning, output prefixing, signals and reaping.
  *
  * A struct rally__launch_proc is one worker slot that can hold a process
- * again and again (a restart).  Spawning forks a child in its own process
- * group that dies with its launcher (PR_SET_PDEATHSIG), reads /dev/null,
- * writes its stdout into a pseudo-terminal and its stderr into a pipe, gets
- * the environment it is given and execs; a close-on-exec pipe carries errno
- * back when exec fails.
+ * again and again (a restart).  Spawning starts a child (rally__launch_start)
+ * in its own process group that dies with its launcher (PR_SET_PDEATHSIG),
+ * reads /dev/null, writes its stdout into a pseudo-terminal and its stderr
+ * into a pipe, gets the environment it is given (made before it starts) and
+ * execs.  The child shares our memory until then, so a launcher of 1024
+ * workers copies nothing per worker (a fork copies its page tables, and each
+ * page it writes next faults), and it leaves exec's errno in that memory
+ * when exec fails.
  *
  * Why a pty for stdout (as mpirun does) and not a pipe: C stdio, and
  * Python's, buffer a pipe in blocks but a terminal by lines, so through a
@@ -92,15 +95,18 @@ int rally__launch_guard_start(void);
  * there is none. */
 int rally__launch_open_pty(int *master, int *slave);
 
-/* In a forked child: becomes the worker and never returns.  The default
- * signal mask, SIGPIPE default and SIGUSR1 ignored (until librally installs
- * its handler), its own process group, killed when parent (the forker)
- * dies; stdin from in (-1: /dev/null), stdout to out and stderr to err
- * (-1: kept); env ({name, value} up to {NULL, NULL}; NULL: none) added;
- * nothing else crosses exec.  When exec fails its errno is written to
- * report and the child exits 127. */
-_Noreturn void rally__launch_exec(char *const argv[], const char *const env[][2], int in, int out,
-                                  int err, int report, pid_t parent);
+/* Starts argv (execvp's search, in envp's PATH) with environment envp in
+ * a child of ours that shares our memory until it execs (clone with
+ * CLONE_VM | CLONE_VFORK: nothing of ours is copied, however large we
+ * grew), and returns once it has.  The child: the default signal mask and
+ * handlers, SIGPIPE default and SIGUSR1 ignored (until librally installs
+ * its handler), its own process group, killed when we die; stdin from in
+ * (-1: /dev/null), stdout to out and stderr to err (-1: kept); nothing else
+ * crosses exec.  Returns 0 with *pid; the errno of a failed exec with *pid
+ * set (the child exits 127); or the errno of a failed clone, *pid untouched.
+ * Not for two threads at once (one child stack). */
+int rally__launch_start(char *const argv[], char *const envp[], int in, int out, int err,
+                        pid_t *pid);
 
 /* Writes each complete line of s[0..n) to f as "[rank] line"; a trailing
  * partial line too when final, else it is left out. */
