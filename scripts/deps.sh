@@ -23,6 +23,9 @@ need="$need python3-venv python3-pip python3-wheel python3-setuptools python3-di
 # loads the page, jsonschema validates status.json and the event lines
 # (tests/jobs/status_test.py); none of them is started as a system service
 need="$need prometheus chromium chromium-driver python3-selenium python3-jsonschema"
+# valgrind: callgrind counts the instructions of the public small allreduce
+# (tests/jobs/small_cost_test.sh), the same whatever the machine's load
+need="$need valgrind"
 # clang's runtimes (ASan, UBSan, TSan, libFuzzer) for `make sanitize` and the
 # fuzz tests: only "recommended" by clang, so named here, for clang's version
 if command -v clang >/dev/null 2>&1; then

@@ -186,6 +186,10 @@ int rally__shift(struct rally__comm *c, int to, int from, const void *send, size
  * returns -1 when the magic is wrong. */
 void rally__sig_encode(unsigned char *p, const struct rally__sig *s, uint32_t seq);
 int rally__sig_decode(const unsigned char *p, struct rally__sig *s, uint32_t *seq);
+/* 1 when the signature theirs is mine in all but the sidecar (magic,
+ * sequence and call), with its sidecar in *sidecar; else 0: decode it to
+ * say how they differ. */
+int rally__sig_match(const unsigned char *theirs, const unsigned char *mine, uint64_t *sidecar);
 
 /* "allreduce(count=10, float, sum)" for messages. */
 void rally__sig_str(const struct rally__sig *s, char *out, size_t cap);

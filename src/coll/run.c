@@ -60,7 +60,7 @@ void rally__run_start(struct rally__run *x, struct rally__comm *c, const struct 
     x->c = c;
     x->sig = sig;
     x->e = c->err;
-    x->deadline = rally__deadline_coarse(c->timeout_ms); /* a bound of minutes, on every call */
+    x->deadline = 0;
     rally__sig_encode(x->sigbytes, sig, c->seq);
     for (int i = 0; i < c->nlinks; i++)
         for (int j = 0; j < c->topo.nbase; j++)
@@ -81,16 +81,17 @@ static int found(struct rally__run *x, int code, const char *fmt, const char *a,
 
 static int check_sig(struct rally__run *x, struct rally__chan *ch)
 {
+    uint64_t sidecar; /* decoded whole only to name a difference: each call has one a link */
+    if (rally__sig_match(ch->in, x->sigbytes, &sidecar)) {
+        if (x->c->on_sidecar != NULL)
+            x->c->on_sidecar(x->c->hook_arg, ch->l->peer, x->sig->sidecar, sidecar);
+        return RALLY_OK;
+    }
     struct rally__sig s;
     uint32_t seq;
     if (rally__sig_decode(ch->in, &s, &seq) != 0)
         return found(x, RALLY_EPROTO, "%s sent bytes that are not a collective header%s",
                      ch->l->what, " (protocol error)");
-    if (memcmp(ch->in + 4, x->sigbytes + 4, 20) == 0) { /* all but magic and sidecar */
-        if (x->c->on_sidecar != NULL)
-            x->c->on_sidecar(x->c->hook_arg, ch->l->peer, x->sig->sidecar, s.sidecar);
-        return RALLY_OK;
-    }
     char mine[160], theirs[160];
     rally__sig_str(x->sig, mine, sizeof mine);
     rally__sig_str(&s, theirs, sizeof theirs);
@@ -259,6 +260,11 @@ static int wait_any(struct rally__run *x)
         w[i] = (struct rally__interest){x->ch[i].l, x->ch[i].want};
         x->ch[i].want = 0;
     }
+    /* the silence is bounded from the first wait after progress, a turn
+     * of the loop later than the progress: a call that never waits (most
+     * small ones) reads no clock here */
+    if (x->deadline == 0)
+        x->deadline = rally__deadline_coarse(x->c->timeout_ms);
     int alarmed = 0;
     int k = rally__link_wait(w, x->nch, &x->c->alarm, x->c->spin_us, x->c->spin_alone_us,
                              x->deadline, &alarmed, x->e);
@@ -291,6 +297,6 @@ int rally__settle(struct rally__run *x, int moved)
 {
     if (!moved)
         return wait_any(x);
-    x->deadline = rally__deadline_coarse(x->c->timeout_ms);
+    x->deadline = 0;
     return RALLY_OK;
 }

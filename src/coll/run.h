@@ -31,7 +31,7 @@ struct rally__run {
     unsigned char sigbytes[RALLY__SIG_NBYTES];
     int nch;
     struct rally__chan ch[RALLY__MAX_NEIGHBOURS];
-    int64_t deadline;
+    int64_t deadline; /* 0: none yet, set by the first wait since progress */
     struct rally__err *e;
 };
 
@@ -40,7 +40,7 @@ struct rally__run {
 unsigned char *rally__coll_scratch(struct rally__comm *c, size_t n, struct rally__err *e);
 
 /* Opens a run of collective sig: every tree and ring link's channel, their
- * signatures to send, the deadline. */
+ * signatures to send. */
 void rally__run_start(struct rally__run *x, struct rally__comm *c, const struct rally__sig *sig);
 
 /* The channel for peer, added on first use; NULL when there is no link. */

@@ -132,6 +132,14 @@ int rally__sig_decode(const unsigned char *p, struct rally__sig *s, uint32_t *se
     return 0;
 }
 
+int rally__sig_match(const unsigned char *theirs, const unsigned char *mine, uint64_t *sidecar)
+{
+    if (memcmp(theirs, mine, 24) != 0)
+        return 0;
+    *sidecar = rally__get_u64(theirs + 24);
+    return 1;
+}
+
 void rally__comm_init(struct rally__comm *c, int rank, int world, struct rally__err *e)
 {
     memset(c, 0, sizeof *c);

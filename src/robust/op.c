@@ -81,7 +81,8 @@ void rally__robust_count(struct rally__robust *rb, uint64_t nbytes)
 int rally__robust_op(struct rally__robust *rb, struct rally__op *op)
 {
     uint64_t key = here(rb);
-    if (op->sig.kind < RALLY__K_AGREE) { /* the mock's straggler: its own code, before the call */
+    /* the mock's straggler: its own code, before the call */
+    if (op->sig.kind < RALLY__K_AGREE && rb->mock.n > 0) {
         int64_t lag = rally__mock_lag(&rb->mock, rb->launch_rank, rb->pos.version,
                                       rally__robust_user_seq(rb), rally__robust_ndeath(rb));
         if (lag > 0)

@@ -150,8 +150,9 @@ void rally__robust_verify_forget(struct rally__robust *rb)
  * second buffer flips it there too. */
 int rally__robust_arrived(struct rally__robust *rb, unsigned char *buf, size_t nbytes)
 {
-    if (nbytes == 0 || !rally__mock_flip(&rb->mock, rb->rank, rally__robust_version(rb),
-                                         rally__robust_user_seq(rb), rally__robust_ndeath(rb)))
+    if (nbytes == 0 || rb->mock.n == 0 ||
+        !rally__mock_flip(&rb->mock, rb->rank, rally__robust_version(rb),
+                          rally__robust_user_seq(rb), rally__robust_ndeath(rb)))
         return 0;
     buf[nbytes / 2] ^= 1;
     return 1;
