@@ -5,7 +5,8 @@
  * one is loaded and relocated by each of the job's workers, so a library
  * that is linked but seldom used (libcurl for the s3:// store, with thirty
  * of its own) costs a launch of 1024 workers on two cores seconds; mapped
- * in the launcher, its fork of each worker copies them.  A worker that
+ * in the launcher, it is loaded there for nothing (and a launcher that
+ * forked its workers copied it for each).  A worker that
  * finds libcurl mapped in itself or in its parent (rally-run) says so and
  * fails.
  *
@@ -100,8 +101,8 @@ int main(int argc, char **argv)
                 "that opens no s3:// store must not load libcurl\n", rally_rank(r), s.curl,
                 s.objects);
     if (in_parent)
-        fprintf(stderr, "startup: rank %d's launcher (pid %d) maps %s: it forks every worker "
-                "with it\n", rally_rank(r), (int)getppid(), parent);
+        fprintf(stderr, "startup: rank %d's launcher (pid %d) maps %s, which it needs only "
+                "for `rally-run status`\n", rally_rank(r), (int)getppid(), parent);
     if (rally_rank(r) == 0)
         printf("startup: %d workers, %d shared objects in rank 0\n", rally_world_size(r),
                s.objects);
