@@ -101,7 +101,14 @@ set(RECOVER_CASES
   "part_tcp_n7|7|1|rally_hd_threshold_bytes=0 rally_transport=tcp rally_mock=6,1,5,0"
   "part_hd_one|4|1|rally_mock=2,1,5,0"
   "part_hd_final|8|1|rally_mock=5,1,5,0,final"
-  "part_hd_tcp_n7|7|1|rally_transport=tcp rally_mock=6,1,5,0")
+  "part_hd_tcp_n7|7|1|rally_transport=tcp rally_mock=6,1,5,0"
+  # N = 2 over shared memory reads the peer's buffers (coll/cma.c): a rank
+  # dies inside the 1 MiB sum once its first chunk is final, while its peer
+  # reads its memory or waits for its word, in halving-doubling's range and
+  # the ring's, and the same on the rings (rally_cma=0)
+  "part_cma_n2_final_hd|2|1|rally_mock=0,1,3,0,final"
+  "part_cma_n2_final_ring|2|1|rally_hd_threshold_bytes=0 rally_mock=1,1,3,0,final"
+  "part_cma_off_n2_final|2|1|rally_cma=0 rally_mock=1,1,3,0,final")
 foreach(c ${RECOVER_CASES})
   string(REPLACE "|" ";" parts "${c}")
   list(GET parts 0 name)

@@ -10,6 +10,7 @@
  *   ring.c        the ring stream (allreduce, allgather)
  *   hd.c          recursive halving-doubling allreduce
  *   hier.c        hierarchical allreduce (chains within hosts, a leaders' ring)
+ *   cma.c         allreduce at N = 2 by reading the peer's buffers
  */
 #include "coll/run.h"
 
@@ -86,17 +87,24 @@ int rally__allreduce(struct rally__comm *c, const void *in, void *buf, size_t co
     case ALG_HIER:
         return finish(c, rally__hier_allreduce(c, in, buf, count, rd, sig));
     case ALG_HD:
+        if (rally__cma_usable(c))
+            return finish(c, rally__cma_allreduce(c, in, buf, count, rd, sig, 1, NULL));
         return finish(c, rally__hd_allreduce(c, in, buf, count, rd, sig, NULL, NULL));
     default:
+        if (rally__cma_usable(c))
+            return finish(c, rally__cma_allreduce(c, in, buf, count, rd, sig, 0, NULL));
         return finish(c, ring_allreduce(c, in, buf, count, rd, sig, NULL, NULL));
     }
 }
 
 /* Whether a kept allreduce by alg runs in place (its final values land in
- * buf as they are made) rather than out of place through scratch. */
+ * buf as they are made) rather than out of place through scratch: the ring,
+ * halving-doubling over shared memory, and both at N = 2 when they read
+ * the peer's memory (cma.c). */
 static int keeps_in_place(struct rally__comm *c, int alg)
 {
-    return alg == ALG_RING || (alg == ALG_HD && rally__hd_lands_direct(c));
+    return alg == ALG_RING ||
+           (alg == ALG_HD && (rally__cma_usable(c) || rally__hd_lands_direct(c)));
 }
 
 int rally__allreduce_in_place(struct rally__comm *c, size_t count, const struct rally__reducer *rd)
@@ -113,6 +121,8 @@ int rally__allreduce_keep(struct rally__comm *c, void *buf, void *scratch, size_
 {
     size_t total = count * rd->elem_nbytes;
     int alg = algorithm(c, total, count, rd);
+    if (keeps_in_place(c, alg) && rally__cma_usable(c))
+        return finish(c, rally__cma_allreduce(c, buf, buf, count, rd, sig, alg == ALG_HD, h));
     if (keeps_in_place(c, alg))
         return finish(c, alg == ALG_RING
                              ? ring_allreduce(c, buf, buf, count, rd, sig, scratch, h)

@@ -34,6 +34,9 @@
  *              halving then recursive doubling, the extra ranks of a
  *              non-power-of-two N folded in first and served last.
  *              Larger: the ring, reduce-scatter then allgather, streamed.
+ *              At N = 2, when the link reads the peer's memory
+ *              (shared memory, rally_cma): both of these by reading the
+ *              peer's buffers instead (cma.c), with their pieces and order.
  *   broadcast  pipelined over the tree from any root.
  *   allgather  the ring, streamed.
  * All waiting is in rally__link_wait(), after at most rally_spin_us of

@@ -205,6 +205,14 @@ void rally__chan_consume(struct rally__chan *ch, size_t n)
     ch->l->ops->consume(ch->l, n);
 }
 
+int rally__chan_peer_read(struct rally__run *x, struct rally__chan *ch, void *dst, uint64_t from,
+                          size_t n)
+{
+    if (n > 0 && ch->l->ops->peer_read(ch->l, dst, from, n, x->e) < 0)
+        return (int)link_failed(x);
+    return 0;
+}
+
 /* Sends base[*done, limit) (the signature first) until the link would
  * block; -1 on failure. */
 int rally__send_upto(struct rally__run *x, struct rally__chan *ch, const unsigned char *base,

@@ -11,6 +11,7 @@
  *   ring.c  the ring stream: reduce-scatter plus allgather, or allgather
  *   hd.c    recursive halving-doubling, recursive doubling
  *   hier.c  the hierarchy: chains within hosts, a ring over their leaders
+ *   cma.c   allreduce at N = 2 by reading the peer's buffers (process_vm_readv)
  */
 #ifndef RALLY_COLL_RUN_H
 #define RALLY_COLL_RUN_H
@@ -118,6 +119,11 @@ long rally__chan_recv_whole(struct rally__run *x, struct rally__chan *ch, unsign
 long rally__chan_peek(struct rally__run *x, struct rally__chan *ch, size_t n, size_t es,
                       const unsigned char **at, int *moved);
 void rally__chan_consume(struct rally__chan *ch, size_t n);
+/* From a link that reads the peer's memory (its peer_read op: shared
+ * memory, process_vm_readv): n bytes at the peer's address from into dst.
+ * 0, or -1 on failure (the peer gone: RALLY_EPEER, as a link's). */
+int rally__chan_peer_read(struct rally__run *x, struct rally__chan *ch, void *dst, uint64_t from,
+                          size_t n);
 /* nseg segments (off[s], len[s] in bytes) streamed around the ring, the
  * first nreduce of them reduced with rd (NULL: none, an allgather).  With
  * keep (scratch: an allreduce in place, in == buf, rally__allreduce_keep),
@@ -164,6 +170,17 @@ int rally__ring_run(struct rally__run *x, const struct rally__ring *rg, const un
                     unsigned char *buf, const size_t *off, const size_t *len, int nseg, int nreduce,
                     const struct rally__reducer *rd, unsigned char *keep,
                     const struct rally__final_hook *h, const struct rally__ring_side *side);
+
+/* 1 when an allreduce at N = 2 reads the peer's buffers (cma.c): the link
+ * to it has peer_read. */
+int rally__cma_usable(struct rally__comm *c);
+/* The allreduce at N = 2 by reading the peer's memory (cma.c), in place of
+ * the ring (hd = 0) or halving-doubling (hd = 1), with their pieces and
+ * operand order; h (may be NULL) hears each range of buf made final, whole
+ * elements, as it lands. */
+int rally__cma_allreduce(struct rally__comm *c, const unsigned char *in, unsigned char *buf,
+                         size_t count, const struct rally__reducer *rd,
+                         const struct rally__sig *sig, int hd, const struct rally__final_hook *h);
 
 /* Hierarchical allreduce (topo.h): reduced along each host's chain to its
  * leader, the ring over the leaders, passed back down the chains. */

@@ -30,6 +30,13 @@
  *          writable; shared memory's doorbell (an eventfd the peer signals,
  *          whatever the direction) and its connection, readable on hang-up.
  *   close  releases the link's state; the link is then closed (ops NULL).
+ *   peer_read  (NULL: none) copies n bytes of the peer's own memory at its
+ *          address from into dst, in one system call (shm.c: the peer is a
+ *          process of this user on this host, and the set-up found that
+ *          the kernel lets each end read the other: process_vm_readv).
+ *          Returns n, or -1 with e set: RALLY_EPEER when the peer is gone
+ *          or its memory is not there whole.  coll/cma.c reads a peer's
+ *          buffers with it, each byte copied once.
  *
  * A transport whose readiness lives in memory (shm.c) also has these three,
  * which rally__link_wait() calls and nothing else does (NULL for TCP):
@@ -82,6 +89,8 @@ struct rally__link_ops {
     int (*ready)(const struct rally__link *l, int want);
     int (*arm)(struct rally__link *l, int want);
     void (*woken)(struct rally__link *l, unsigned fired);
+    long (*peer_read)(struct rally__link *l, void *dst, uint64_t from, size_t n,
+                      struct rally__err *e);
 };
 
 struct rally__link {

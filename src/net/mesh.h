@@ -48,6 +48,7 @@ struct rally__mesh_opts {
     int64_t deadline;        /* for the whole wiring */
     int64_t handshake_ms;    /* bounds each accepted handshake */
     int transport;           /* RALLY__TRANSPORT_* (util/config.h), every rank alike */
+    int cma;                 /* rally_cma: shm links may read the peer's memory */
     int64_t link_timeout_ms; /* TCP links: rally__sock_link_timeout (0: kernel default) */
     int watch_fd;            /* looked at only when watch is set */
     int (*watch)(void *arg, struct rally__err *e); /* NULL: none */

@@ -208,6 +208,7 @@ static int wire(struct rally__robust *rb)
                                  .deadline = rally__deadline(rb->cfg->connect_timeout_ms / 2),
                                  .handshake_ms = HANDSHAKE_MS,
                                  .transport = (int)rb->cfg->transport,
+                                 .cma = (int)rb->cfg->cma,
                                  .link_timeout_ms = rb->cfg->link_timeout_ms,
                                  .watch_fd = rb->tc.fd,
                                  .watch = on_alarm,

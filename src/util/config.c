@@ -66,6 +66,7 @@ static const struct key keys[] = {
     K("spin_alone_us", INT, spin_alone_us, "2000", 0, 1000000),
     K("sock_buf_bytes", SIZE, sock_buf_bytes, "auto", -1, 1 << 30),
     C("transport", transport, "auto", transports),
+    K("cma", INT, cma, "1", 0, 1),
     C("hier", hier, "auto", hiers),
     K("host_group", INT, host_group, "0", 0, 65536),
     K("domain", STR, domain, "", 0, 0),

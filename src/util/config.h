@@ -73,6 +73,7 @@ struct rally__config {
     int64_t spin_alone_us;          /* ... that long when N <= cores on one host */
     int64_t sock_buf_bytes;         /* peer links' socket buffers; 0 kernel, -1 auto */
     int64_t transport;              /* RALLY__TRANSPORT_*: links to same-host peers */
+    int64_t cma;                    /* 1: shm links read peers' buffers (process_vm_readv) */
     int64_t hier;                   /* RALLY__HIER_*: the hierarchical allreduce */
     int64_t host_group;             /* > 0: ranks r / K share a host (hierarchy, placement) */
     char domain[RALLY__STR_MAX];    /* this worker's rack (or zone): a failure domain; "" none */

@@ -52,6 +52,7 @@ static struct rally__mesh_opts mesh_opts(struct meshjob *m, int listen_fd, int r
                                      300,
                                      RALLY__TRANSPORT_TCP,
                                      0,
+                                     0,
                                      -1,
                                      NULL,
                                      NULL};

@@ -200,7 +200,7 @@ static void mesh_names_unreachable_peer(void **state)
     struct rally__mesh_peer p[1] = {{0, "::1", port, 1}};
     struct rally__link l[1];
     struct rally__mesh_opts o = {
-        lfd1, &s, 1,    2,   1, "::1", 1, -1, rally__deadline(5000), 300, RALLY__TRANSPORT_TCP,
+        lfd1, &s, 1,    2,   1, "::1", 1, -1, rally__deadline(5000), 300, RALLY__TRANSPORT_TCP, 0,
         0,    -1, NULL, NULL};
     assert_int_equal(rally__mesh_connect(&o, p, 1, l, &e), RALLY_EPEER);
     char want[128];
@@ -235,7 +235,7 @@ static int unroutable_child(void)
     struct rally__mesh_peer p[1] = {{0, "198.18.77.1", 9, 1}};
     struct rally__link l[1];
     struct rally__mesh_opts o = {
-        lfd, &s, 1,    2,   1, "127.0.0.1", 1, -1, rally__deadline(5000), 300, RALLY__TRANSPORT_TCP,
+        lfd, &s, 1,    2,   1, "127.0.0.1", 1, -1, rally__deadline(5000), 300, RALLY__TRANSPORT_TCP, 0,
         0,   -1, NULL, NULL};
     int got = rally__mesh_connect(&o, p, 1, l, &e);
     if (got == RALLY_EPEER && strstr(e.msg, "198.18.77.1:9") && strstr(e.msg, "No route to host"))

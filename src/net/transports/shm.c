@@ -45,6 +45,7 @@
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -303,6 +304,54 @@ const struct rally__link_ops rally__shm_ops = {
     .ready = shm_ready,
     .arm = shm_arm,
     .woken = shm_woken,
+};
+
+/* --- reading the peer's memory ------------------------------------------------- */
+
+/* The kernel holds the peer's memory for the length of the call, so a read
+ * that started lands whole even if the peer is killed meanwhile; the next
+ * one fails with ESRCH.  A short read means the peer's buffer was not
+ * mapped whole: the peer broke the call. */
+static long shm_peer_read(struct rally__link *l, void *dst, uint64_t from, size_t n,
+                          struct rally__err *e)
+{
+    struct shm *s = l->t.p;
+    struct iovec to = {dst, n}, at = {(void *)(uintptr_t)from, n};
+    ssize_t k = process_vm_readv(s->peer_pid, &to, 1, &at, 1, 0);
+    if (k == (ssize_t)n)
+        return (long)n;
+    if (k >= 0)
+        rally__fail(e, RALLY_EPEER, "%s's buffer ended after %zd of %zu bytes", l->what, k, n);
+    else if (errno == ESRCH)
+        rally__fail(e, RALLY_EPEER, "%s exited (its memory is gone)", l->what);
+    else
+        rally__fail_errno(e, RALLY_EPEER, errno, "reading %s's buffer failed", l->what);
+    return -1;
+}
+
+/* Address 0 is never mapped: the kernel checks the right to read first, so
+ * EFAULT says we have it (EPERM: Yama or another user; ENOSYS: seccomp or
+ * an old kernel; ESRCH: gone). */
+int rally__shm_can_read(int pid)
+{
+    unsigned char b;
+    struct iovec to = {&b, 1}, at = {NULL, 1};
+    return pid > 0 && process_vm_readv(pid, &to, 1, &at, 1, 0) < 0 && errno == EFAULT;
+}
+
+const struct rally__link_ops rally__shm_cma_ops = {
+    .name = "shm",
+    .send = shm_send,
+    .recv = shm_recv,
+    .readable = shm_readable,
+    .peek = shm_peek,
+    .consume = shm_consume,
+    .handles = shm_handles,
+    .close = shm_close,
+    .ready = shm_ready,
+    .arm = shm_arm,
+    .woken = shm_woken,
+    .peer_read = shm_peer_read,
 };
 
 /* --- the segment ----------------------------------------------------------------- */

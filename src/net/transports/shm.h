@@ -29,11 +29,18 @@ struct shm {
     int fd;        /* the connection: silent, watched for the hang-up */
     int armed;     /* RALLY__WANT_* flags arm raised */
     int dead;      /* 0, or the code the next op that needs the peer fails with */
+    int peer_pid;  /* the peer's process (its Unix socket's credentials), 0: unknown */
     char why[64];  /* what the peer did, for the message */
 };
 
-/* The link's operations (shm.c). */
-extern const struct rally__link_ops rally__shm_ops;
+/* The link's operations (shm.c); the second set also reads the peer's
+ * memory (peer_read), for a link whose set-up found both ends may. */
+extern const struct rally__link_ops rally__shm_ops, rally__shm_cma_ops;
+
+/* 1 when the kernel lets this process read pid's memory (process_vm_readv),
+ * asked once at set-up; 0 when it refuses (Yama, seccomp, another user, no
+ * such call). */
+int rally__shm_can_read(int pid);
 
 /* A link's state with no segment yet (descriptors -1); NULL out of memory. */
 struct shm *rally__shm_new(void);

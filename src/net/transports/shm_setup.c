@@ -12,7 +12,12 @@
  *                 the three descriptors (SCM_RIGHTS); then REPLY: ok or not;
  *   the acceptor  takes only a connection from its own user that presents
  *                 the token, maps the segment, checks its header and
- *                 answers ACK: ok or not.  It waits on every connection
+ *                 answers ACK: ok or not.
+ * REPLY and ACK also say whether the kernel lets this end read the peer's
+ * memory (process_vm_readv, asked once here of the pid the Unix socket's
+ * credentials name; rally_cma=0: never): REPLY the connector's answer, ACK
+ * both ends' together, so both decide alike whether the link reads the
+ * peer's buffers (coll/cma.c) or keeps to the rings.  It waits on every connection
  *                 beside the others, so one that stays silent (any process
  *                 of the user can find the name) delays nobody; it is
  *                 closed after the mesh's handshake_ms.
@@ -77,26 +82,31 @@ static int get_offer(const unsigned char *m, struct offer *o)
     return 0;
 }
 
-/* A short answer: ok (1) or not (0). */
-static int say(int fd, int ok, int64_t deadline, const char *what, struct rally__err *e)
+/* A short answer: ok (1) or not (0), and whether the peer's memory may be
+ * read (1) or not (0). */
+static int say(int fd, int ok, int can_read, int64_t deadline, const char *what,
+               struct rally__err *e)
 {
     unsigned char m[8] = {0};
     rally__put_u32(m, MSG_MAGIC);
     m[4] = (unsigned char)(ok ? 1 : 0);
+    m[5] = (unsigned char)(can_read ? 1 : 0);
     return rally__send_all(fd, m, sizeof m, deadline, what, e);
 }
 
-static int hear(int fd, int *ok, int64_t deadline, const char *what, struct rally__err *e)
+static int hear(int fd, int *ok, int *can_read, int64_t deadline, const char *what,
+                struct rally__err *e)
 {
     unsigned char m[8];
     if (rally__recv_all(fd, m, sizeof m, deadline, what, e) != RALLY_OK)
         return e->code;
-    if (rally__get_u32(m) != MSG_MAGIC || m[4] > 1)
+    if (rally__get_u32(m) != MSG_MAGIC || m[4] > 1 || m[5] > 1)
         return rally__fail(e, RALLY_EPROTO,
                            "%s answered the shared-memory set-up with bytes that "
                            "are not part of it (protocol error)",
                            what);
     *ok = m[4];
+    *can_read = m[5];
     return RALLY_OK;
 }
 
@@ -157,6 +167,10 @@ static int hand_over(struct shm *s, const struct offer *o, int64_t deadline, str
         rc = rally__fail_errno(e, RALLY_ESYS, errno, "connecting to the peer's Unix socket failed");
         goto done;
     }
+    struct ucred cr;
+    socklen_t crn = sizeof cr;
+    if (getsockopt(u, SOL_SOCKET, SO_PEERCRED, &cr, &crn) == 0)
+        s->peer_pid = (int)cr.pid;
     union {
         char buf[CMSG_SPACE(sizeof fds)];
         struct cmsghdr align;
@@ -225,6 +239,7 @@ static int take_one(struct shm *s, int u, const struct offer *o, struct rally__e
     if (fds[0] >= 0)
         close(fds[0]);
     if (good && rc == RALLY_OK) {
+        s->peer_pid = (int)cr.pid;
         s->bell = fds[1];
         s->peer_bell = fds[2];
         return 1;
@@ -310,22 +325,23 @@ static int take_over(struct shm *s, int lfd, const struct offer *o, int64_t dead
 /* The acceptor's part: offer, hear the reply, take the segment, confirm.
  * *used says whether both ends will use it; when not, e says why. */
 static int offer(const struct rally__mesh_opts *o, int fd, const char *what, struct shm *s,
-                 int *used, struct rally__err *e)
+                 int *used, int *cma, struct rally__err *e)
 {
     unsigned char m[MSG_NBYTES];
     struct offer of;
     memset(&of, 0, sizeof of);
     struct rally__err mine = {0, ""};
-    int lfd = -1, theirs = 0, got = 0;
+    int lfd = -1, theirs = 0, got = 0, they_read = 0;
     if (listen_offer(&lfd, &of, &mine) != RALLY_OK)
         of.ok = 0;
     put_offer(m, &of);
     int rc = rally__send_all(fd, m, sizeof m, o->deadline, what, e);
     if (rc == RALLY_OK && of.ok)
-        rc = hear(fd, &theirs, o->deadline, what, e);
+        rc = hear(fd, &theirs, &they_read, o->deadline, what, e);
     if (rc == RALLY_OK && theirs) {
         got = take_over(s, lfd, &of, o->deadline, o->handshake_ms, &mine) == RALLY_OK;
-        rc = say(fd, got, o->deadline, what, e);
+        *cma = got && they_read && o->cma && rally__shm_can_read(s->peer_pid);
+        rc = say(fd, got, *cma, o->deadline, what, e);
     }
     if (lfd >= 0)
         close(lfd);
@@ -342,7 +358,7 @@ static int offer(const struct rally__mesh_opts *o, int fd, const char *what, str
 /* The connector's part: hear the offer, hand the segment over, hear the
  * confirmation. */
 static int accept_offer(const struct rally__mesh_opts *o, int fd, const char *what, struct shm *s,
-                        int *used, struct rally__err *e)
+                        int *used, int *cma, struct rally__err *e)
 {
     unsigned char m[MSG_NBYTES];
     struct offer of;
@@ -357,9 +373,10 @@ static int accept_offer(const struct rally__mesh_opts *o, int fd, const char *wh
     int sent = 0, theirs = 0;
     if (of.ok) {
         sent = hand_over(s, &of, o->deadline, &mine) == RALLY_OK;
-        if (say(fd, sent, o->deadline, what, e) != RALLY_OK)
+        int can_read = sent && o->cma && rally__shm_can_read(s->peer_pid);
+        if (say(fd, sent, can_read, o->deadline, what, e) != RALLY_OK)
             return e->code;
-        if (sent && hear(fd, &theirs, o->deadline, what, e) != RALLY_OK)
+        if (sent && hear(fd, &theirs, cma, o->deadline, what, e) != RALLY_OK)
             return e->code;
     }
     if (!of.ok)
@@ -392,9 +409,10 @@ static int shm_setup(const struct rally__mesh_opts *o, const struct rally__mesh_
         close(fd);
         return rally__fail(e, RALLY_ENOMEM, "out of memory for a link");
     }
-    int ok = 0;
+    int ok = 0, cma = 0;
     struct rally__err why = {0, ""};
-    int rc = connector ? accept_offer(o, fd, what, s, &ok, &why) : offer(o, fd, what, s, &ok, &why);
+    int rc = connector ? accept_offer(o, fd, what, s, &ok, &cma, &why)
+                       : offer(o, fd, what, s, &ok, &cma, &why);
     if (rc != RALLY_OK) {
         rally__shm_free(s);
         close(fd);
@@ -403,6 +421,7 @@ static int shm_setup(const struct rally__mesh_opts *o, const struct rally__mesh_
     if (ok) {
         s->fd = fd;
         l->t.p = s;
+        l->ops = cma ? &rally__shm_cma_ops : &rally__shm_ops;
         /* a job alone on this host with a CPU per worker: the peer runs
          * while we wait, so spinning need not give it our core */
         long ncpu = rally__usable_cpus();
