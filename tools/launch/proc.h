@@ -95,7 +95,8 @@ int rally__launch_guard_start(void);
  * there is none. */
 int rally__launch_open_pty(int *master, int *slave);
 
-/* Starts argv (execvp's search, in envp's PATH) with environment envp in
+/* Starts argv (execvp's search, in envp's PATH; as posix_spawnp, a file
+ * without "#!" that exec refuses is not retried with /bin/sh) with envp in
  * a child of ours that shares our memory until it execs (clone with
  * CLONE_VM | CLONE_VFORK: nothing of ours is copied, however large we
  * grew), and returns once it has.  The child: the default signal mask and
