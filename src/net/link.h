@@ -150,6 +150,9 @@ struct rally__interest {
  * without news, or soon when a yield let the peer's bytes come: it shares
  * our core, and once that happens again and again this thread moves to
  * another core); a yield sooner gives the core to whatever else wants it.
+ * A yield that another thread took the core for says the machine is
+ * crowded: that wait blocks at once, and for a while (link.c, CROWDED_US)
+ * every wait looks at its links briefly without yielding, then blocks.
  * Returns 1 when something is ready or a signal
  * interrupted the wait (*alarmed: whether the alarm is readable), 0 at the
  * deadline, -1 with e set when the wait itself failed.  Allocates
@@ -162,7 +165,8 @@ int rally__link_wait(const struct rally__interest *w, int n, const struct rally_
  * and system calls by these counts. */
 struct rally__wait_counts {
     uint64_t clock_reads, polls, yields;
-    uint64_t moves; /* off a core the peer shared (link.c, move_off) */
+    uint64_t moves;   /* off a core the peer shared (link.c, move_off) */
+    uint64_t crowded; /* yields that handed the core to another thread */
 };
 extern _Thread_local struct rally__wait_counts rally__wait_counts;
 

@@ -9,7 +9,9 @@
  * rally_spin_alone_us without arming, reading the clock every 64 looks and
  * yielding soon only after a yield that the peer's bytes followed, and
  * moving to another core when that goes on (counted); one on a shared core
- * arms after rally_spin_us.  Sidecars: three ranks as threads, each with its
+ * arms after rally_spin_us; one whose yield another thread took the core at
+ * (a crowded machine, made here with a busy thread on the same core) arms
+ * at once, and the next spins without yielding.  Sidecars: three ranks as threads, each with its
  * own comm over socketpair-backed TCP links, run an allreduce (tree) and a larger one
  * (ring) and a broadcast, each rank with its own sidecar; every rank's
  * on_sidecar hook must get exactly each neighbour's sidecar, once per link
@@ -101,7 +103,8 @@ static int fake_wait_for(int ready_at, int spin_alone, int64_t spin_alone_us, in
                                                .arm = fake_arm,
                                                .woken = fake_woken};
     struct fake f = {0, 0, ready_at, {-1, -1}, rally__wait_counts.yields};
-    assert_int_equal(pipe(f.pipe), 0);
+    if (pipe(f.pipe) != 0)
+        return -2;
     struct rally__link l = {.ops = &ops, .peer = 1, .spin_alone = spin_alone};
     l.t.p = &f;
     struct rally__interest w = {&l, RALLY__WANT_IN};
@@ -116,26 +119,62 @@ static int fake_wait_for(int ready_at, int spin_alone, int64_t spin_alone_us, in
     return rc;
 }
 
-static int fake_wait(int spin_alone, int64_t spin_alone_us, int *arms)
+/* The spin tests' waits run in a thread of their own (in_thread), so that
+ * each starts from a new thread's state (link.c keeps the yield's pace and
+ * the crowd per thread); the thread notes, the test asserts.  A yield that
+ * another thread took the core for (a crowded machine: counted in
+ * rally__wait_counts.crowded) rightly changes what a wait does, so the
+ * tests check the quiet path's exact counts when their waits saw no crowd,
+ * and the crowded path's when they did; crowded_wait_blocks makes the
+ * crowd itself. */
+struct waits {
+    int rc[4], arms[4], looks[4];
+    uint64_t crowded[4]; /* yields the core was taken at, in each wait */
+    struct rally__wait_counts d; /* the counts' growth over waits 2 and 3 */
+    uint64_t took_us;            /* wait 2's */
+};
+static void in_thread(void *(*fn)(void *), struct waits *w)
 {
-    return fake_wait_for(2000, spin_alone, spin_alone_us, arms, NULL);
+    pthread_t t;
+    memset(w, 0, sizeof *w);
+    assert_int_equal(pthread_create(&t, NULL, fn, w), 0);
+    assert_int_equal(pthread_join(t, NULL), 0);
+}
+/* wait i of w: fake_wait_for(ready_at, spin_alone, spin_alone_us) */
+static void note(struct waits *w, int i, int ready_at, int spin_alone, int64_t spin_alone_us)
+{
+    uint64_t c = rally__wait_counts.crowded;
+    w->rc[i] = fake_wait_for(ready_at, spin_alone, spin_alone_us, &w->arms[i], &w->looks[i]);
+    w->crowded[i] = rally__wait_counts.crowded - c;
 }
 
+static void *keeps_spinning(void *arg)
+{
+    struct waits *w = arg;
+    note(w, 0, 2000, 1, 60000000);
+    note(w, 1, 2000, 0, 1000000);
+    note(w, 2, 2000, 1, 0);
+    return NULL;
+}
 static void spin_alone_keeps_spinning(void **state)
 {
     (void)state;
-    int arms = -1;
+    struct waits w;
+    in_thread(keeps_spinning, &w);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(w.rc[i], 1);
     /* alone on its core with a long spin_alone_us: spins to the 2000th look
      * (a minute: 2000 looks, each with a yield, take seconds on a machine
-     * whose cores are all busy) */
-    assert_int_equal(fake_wait(1, 60000000, &arms), 1);
-    assert_int_equal(arms, 0);
+     * whose cores are all busy), unless a yield found the machine crowded:
+     * then it blocks */
+    if (w.crowded[0] == 0)
+        assert_int_equal(w.arms[0], 0);
+    else
+        assert_true(w.arms[0] > 0);
     /* a link that shares its core spins spin_us alone, then arms */
-    assert_int_equal(fake_wait(0, 1000000, &arms), 1);
-    assert_true(arms > 0);
+    assert_true(w.arms[1] > 0);
     /* and so does a link alone whose spin_alone_us is off */
-    assert_int_equal(fake_wait(1, 0, &arms), 1);
-    assert_true(arms > 0);
+    assert_true(w.arms[2] > 0);
 }
 
 /* A spin alone on its core reads the clock once every 64 looks (a check),
@@ -147,62 +186,140 @@ static void spin_alone_keeps_spinning(void **state)
  * rally__wait_counts, bounded by the looks, and the polls by the time the
  * wait took: the spin's pace, not its speed).  A link ready at the first
  * look costs no clock read and no system call. */
+enum { LOOKS = 100000 };
+static void *few_clocks(void *arg)
+{
+    struct waits *w = arg;
+    /* a peer on our core: the first yield lets it run; the next wait yields
+     * at its first check (64 looks, and the one before the spin) */
+    note(w, 0, 0, 1, 60000000);
+    note(w, 1, 0, 1, 60000000);
+    /* a peer whose bytes come on the 100000th look, yields or not */
+    struct rally__wait_counts c0 = rally__wait_counts;
+    int64_t t0 = rally__now_us();
+    note(w, 2, LOOKS, 1, 60000000);
+    w->took_us = (uint64_t)(rally__now_us() - t0);
+    note(w, 3, 1, 1, 60000000);
+    w->d.clock_reads = rally__wait_counts.clock_reads - c0.clock_reads;
+    w->d.polls = rally__wait_counts.polls - c0.polls;
+    w->d.yields = rally__wait_counts.yields - c0.yields;
+    w->d.moves = rally__wait_counts.moves - c0.moves;
+    return NULL;
+}
 static void spin_alone_spends_few_clocks_and_calls(void **state)
 {
     (void)state;
-    int arms = -1, looks = -1;
-    /* a peer on our core: the first yield lets it run; the next wait yields
-     * at its first check (64 looks, and the one before the spin) */
-    assert_int_equal(fake_wait_for(0, 1, 60000000, &arms, NULL), 1);
-    assert_int_equal(fake_wait_for(0, 1, 60000000, &arms, &looks), 1);
-    assert_int_equal(arms, 0);
-    assert_int_equal(looks, 64 + 1);
-
-    /* a peer whose bytes come on the 100000th look, yields or not */
-    enum { LOOKS = 100000 };
-    struct rally__wait_counts c0 = rally__wait_counts;
-    int64_t t0 = rally__now_us();
-    assert_int_equal(fake_wait_for(LOOKS, 1, 60000000, &arms, NULL), 1);
-    uint64_t took_us = (uint64_t)(rally__now_us() - t0);
-    assert_int_equal(arms, 0);
-    uint64_t clocks = rally__wait_counts.clock_reads - c0.clock_reads;
-    uint64_t polls = rally__wait_counts.polls - c0.polls;
-    uint64_t yields = rally__wait_counts.yields - c0.yields;
-    print_message("%d looks in %llu us: %llu clock reads, %llu polls, %llu yields\n", LOOKS,
-                  (unsigned long long)took_us, (unsigned long long)clocks,
-                  (unsigned long long)polls, (unsigned long long)yields);
-    assert_true(clocks <= LOOKS / 64 + 1);
-    assert_true(polls <= took_us / 100 + 1);
-    assert_true(yields <= LOOKS / 64 / 16 + 4 + 1); /* 4: after 1, 2, 4 and 8 checks */
-    assert_int_equal(rally__wait_counts.moves, c0.moves); /* yields that brought nothing */
-
-    c0 = rally__wait_counts;
-    assert_int_equal(fake_wait_for(1, 1, 60000000, &arms, NULL), 1);
-    assert_int_equal(arms, 0);
-    assert_int_equal(rally__wait_counts.clock_reads, c0.clock_reads);
-    assert_int_equal(rally__wait_counts.polls, c0.polls);
-    assert_int_equal(rally__wait_counts.yields, c0.yields);
+    struct waits w;
+    in_thread(few_clocks, &w);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(w.rc[i], 1);
+    print_message("%d looks in %llu us: %llu clock reads, %llu polls, %llu yields%s\n", LOOKS,
+                  (unsigned long long)w.took_us, (unsigned long long)w.d.clock_reads,
+                  (unsigned long long)w.d.polls, (unsigned long long)w.d.yields,
+                  w.crowded[0] + w.crowded[1] + w.crowded[2] ? " (crowded)" : "");
+    /* wait 3, ready at its first look: no clock read, no call, whatever came before */
+    assert_int_equal(w.arms[3], 0);
+    assert_int_equal(w.looks[3], 1);
+    if (w.crowded[0] + w.crowded[1] + w.crowded[2] != 0) {
+        /* a crowded machine: a wait that saw it blocked, and the next spun
+         * without a yield; either way at most a clock read every 64 looks */
+        assert_true(w.d.clock_reads <= LOOKS / 64 + 2);
+        return;
+    }
+    assert_int_equal(w.arms[0], 0);
+    assert_int_equal(w.arms[1], 0);
+    assert_int_equal(w.looks[1], 64 + 1);
+    assert_int_equal(w.arms[2], 0);
+    assert_true(w.d.clock_reads <= LOOKS / 64 + 1);
+    assert_true(w.d.polls <= w.took_us / 100 + 1);
+    assert_true(w.d.yields <= LOOKS / 64 / 16 + 4 + 1); /* 4: after 1, 2, 4 and 8 checks */
+    assert_int_equal(w.d.moves, 0); /* yields that brought nothing */
 }
 
 /* Eight yields in a row that the peer's bytes followed at once: the pair
  * takes turns on one core, and the waiting thread moves off it, once, to
  * another its affinity allows, which it gets back whole (a thread allowed
  * one core stays). */
+static void *moves_off(void *arg)
+{
+    struct waits *w = arg;
+    cpu_set_t before, after;
+    uint64_t m0 = rally__wait_counts.moves;
+    if (sched_getaffinity(0, sizeof before, &before) != 0)
+        return NULL;
+    for (int i = 0; i < 8; i++) {
+        note(w, 0, 0, 1, 60000000);
+        w->arms[1] += w->arms[0];
+        w->crowded[1] += w->crowded[0];
+    }
+    w->d.moves = rally__wait_counts.moves - m0;
+    w->rc[1] = sched_getaffinity(0, sizeof after, &after) == 0 && CPU_EQUAL(&before, &after);
+    w->rc[2] = CPU_COUNT(&before);
+    return NULL;
+}
 static void spin_alone_moves_off_a_shared_core(void **state)
 {
     (void)state;
-    cpu_set_t before, after;
-    assert_int_equal(sched_getaffinity(0, sizeof before, &before), 0);
-    struct rally__wait_counts c0 = rally__wait_counts;
-    int arms = -1;
-    for (int i = 0; i < 8; i++) {
-        assert_int_equal(fake_wait_for(0, 1, 60000000, &arms, NULL), 1);
-        assert_int_equal(arms, 0);
-    }
-    uint64_t moves = rally__wait_counts.moves - c0.moves;
-    assert_int_equal(moves, CPU_COUNT(&before) > 1 ? 1 : 0);
-    assert_int_equal(sched_getaffinity(0, sizeof after, &after), 0);
-    assert_true(CPU_EQUAL(&before, &after));
+    struct waits w;
+    in_thread(moves_off, &w);
+    assert_int_equal(w.rc[0], 1);
+    assert_int_equal(w.rc[1], 1); /* the affinity as it was */
+    if (w.crowded[1] != 0)
+        return; /* a yield gave the core to another thread: no evidence of a pair */
+    assert_int_equal(w.arms[1], 0);
+    assert_int_equal(w.d.moves, w.rc[2] > 1 ? 1 : 0);
+}
+
+/* A crowded core: this thread and a busy one bound to the same core, and a
+ * peer that takes 100,000 looks (seconds of yields on the old loop, which
+ * spun through them all).  The first yield that the busy thread takes the
+ * core at makes the wait block (it arms), and the next wait, soon after,
+ * spins without a single yield and blocks too. */
+static _Atomic int busy_stop;
+static void *busy(void *arg)
+{
+    (void)arg;
+    while (!busy_stop)
+        ;
+    return NULL;
+}
+static void *crowded(void *arg)
+{
+    struct waits *w = arg;
+    uint64_t y;
+    note(w, 0, LOOKS, 1, 60000000);
+    y = rally__wait_counts.yields;
+    note(w, 1, LOOKS, 1, 60000000);
+    w->d.yields = rally__wait_counts.yields - y;
+    return NULL;
+}
+static void crowded_wait_blocks(void **state)
+{
+    (void)state;
+    cpu_set_t all, one;
+    int cpu = sched_getcpu();
+    assert_true(cpu >= 0);
+    assert_int_equal(sched_getaffinity(0, sizeof all, &all), 0);
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    assert_int_equal(sched_setaffinity(0, sizeof one, &one), 0); /* the threads inherit it */
+    pthread_t b;
+    busy_stop = 0;
+    assert_int_equal(pthread_create(&b, NULL, busy, NULL), 0);
+    struct waits w;
+    in_thread(crowded, &w);
+    busy_stop = 1;
+    assert_int_equal(pthread_join(b, NULL), 0);
+    assert_int_equal(sched_setaffinity(0, sizeof all, &all), 0);
+    print_message("crowded: %d and %d looks, arms %d and %d, crowded yields %llu\n", w.looks[0],
+                  w.looks[1], w.arms[0], w.arms[1], (unsigned long long)w.crowded[0]);
+    assert_int_equal(w.rc[0], 1);
+    assert_int_equal(w.rc[1], 1);
+    assert_int_equal(w.crowded[0], 1);
+    assert_true(w.arms[0] > 0);
+    assert_true(w.looks[0] < LOOKS);
+    assert_int_equal(w.d.yields, 0);
+    assert_true(w.arms[1] > 0);
 }
 
 /* --- the link ops ------------------------------------------------------------ */
@@ -415,6 +532,7 @@ int main(void)
         cmocka_unit_test(spin_alone_keeps_spinning),
         cmocka_unit_test(spin_alone_spends_few_clocks_and_calls),
         cmocka_unit_test(spin_alone_moves_off_a_shared_core),
+        cmocka_unit_test(crowded_wait_blocks),
         cmocka_unit_test_prestate(sidecars_reach_the_hook, "tcp"),
         cmocka_unit_test_prestate(sidecars_reach_the_hook, "shm"),
     };
