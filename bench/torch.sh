@@ -20,7 +20,10 @@
 # rank a replica group of one, Gloo) runs in the same rounds, and a last
 # block kills rank 1 (-9) before step 50 of 100 in rally.torch and in
 # torchft, and times the kill to the restarted rank's first step done
-# ("back in step"), interleaved rally, torchft, torchft, rally.
+# ("back in step"), interleaved rally, torchft, torchft, rally.  Then the
+# same MLP in numpy (bindings/python/bench/numpy_mlp.py): rally.allreduce
+# with a lazy checkpoint every step, and without, beside Gloo's all_reduce
+# of the same array.
 #   BENCH_TORCH_NS="2 4"  BENCH_TORCH_HIDDEN="64 512"  BENCH_TORCH_STEPS=200
 #   BENCH_TORCH_ROUNDS=4  BENCH_TORCH_PYTHON=...
 set -eu
@@ -114,6 +117,49 @@ for h in ${BENCH_TORCH_HIDDEN:-64 512}; do
             "$(x gloo lazy)" "eager checkpoint $(x gloo eager); memcpy $m0 GB/s, load $l0 -> $(load1)"
         target_row "torch step, a checkpoint every step, hidden $h, N = $n: Gloo DDP's time / rally's" \
             "$(x gloo lazy)" "$(spread "$out/t" gloo lazy | awk '{ print $2 }')" ">=" 1.0x
+    done
+done
+
+# The same MLP in numpy (bindings/python/bench/numpy_mlp.py): rally.allreduce
+# and a lazy checkpoint every step beside Gloo's all_reduce on the same
+# array with no checkpoint, and rally with no checkpoint (what it costs)
+np_rally() { # [ARGS] -> seconds per step
+    PYTHONPATH="$build/python" timeout 600 "$build/rally-run" -n "$n" --startup-timeout-ms 600000 \
+        "$py" "$src/bindings/python/bench/numpy_mlp.py" --steps "$steps" --hidden "$h" "$@" \
+        >"$out/r" 2>&1 || { cat "$out/r" >&2; return 1; }
+    sed -n 's/^\[0\] time per step \([0-9.]*\) s$/\1/p' "$out/r"
+}
+np_lazy() { v=$(np_rally) && echo "np_lazy $v"; }
+np_bare() { v=$(np_rally --no-checkpoint) && echo "np_bare $v"; }
+np_gloo() {
+    port=$((20000 + ($$ + $1 + 7) % 20000))
+    pids=""
+    for r in $(seq 0 $((n - 1))); do
+        RANK=$r WORLD_SIZE=$n MASTER_ADDR=127.0.0.1 MASTER_PORT=$port timeout 600 "$py" \
+            "$src/bindings/python/bench/numpy_mlp.py" --gloo --steps "$steps" --hidden "$h" \
+            >"$out/g$r" 2>&1 &
+        pids="$pids $!"
+    done
+    for p in $pids; do wait "$p" || { cat "$out"/g* >&2; return 1; }; done
+    v=$(sed -n 's/^time per step \([0-9.]*\) s$/\1/p' "$out/g0") && echo "np_gloo $v"
+}
+echo
+echo "numpy MLP (the same shapes; one allreduce of the gradients a step): ms per step, median (min-max) of $rounds rounds interleaved rally + lazy checkpoint, rally bare, gloo and back"
+printf '%6s %3s %11s %11s %8s %19s  %s\n' hidden N "rally lazy" "rally bare" gloo "gloo/lazy (range)" \
+    "load, memcpy GB/s before -> after"
+for h in ${BENCH_TORCH_HIDDEN:-64 512}; do
+    for n in ${BENCH_TORCH_NS:-2 4}; do
+        l0=$(load1)
+        m0=$(memcpy_gbs "$build")
+        interleave "$rounds" np_lazy np_bare np_gloo >"$out/t"
+        printf '%6d %3d %11s %11s %8s %19s  %s, %s -> %s, %s\n' "$h" "$n" "$(ms np_lazy)" \
+            "$(ms np_bare)" "$(ms np_gloo)" "$(x np_gloo np_lazy)" "$l0" "$m0" "$(load1)" \
+            "$(memcpy_gbs "$build")"
+        summary_row "numpy step: MLP hidden $h, N = $n, a checkpoint every step" \
+            "$(ms np_lazy) ms" "Gloo all_reduce $(ms np_gloo) ms" "$(x np_gloo np_lazy)" \
+            "rally without the checkpoint $(ms np_bare) ms; memcpy $m0 GB/s, load $l0 -> $(load1)"
+        target_row "numpy step, a checkpoint every step, hidden $h, N = $n: Gloo's time / rally's" \
+            "$(x np_gloo np_lazy)" "$(spread "$out/t" np_gloo np_lazy | awk '{ print $2 }')" ">=" 1.0x
     done
 done
 [ -n "$fts" ] || exit 0

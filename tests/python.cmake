@@ -59,6 +59,13 @@ if(RALLY_PYTHON AND NOT RALLY_SANITIZE)
                    sh -c "\"$0\" -c 'import torch, sys; v = torch.__version__; print(\"torch\", v); sys.exit(not v.startswith(\"2.\"))' && \"$0\" -m pytest -q -p no:cacheprovider -rs \"$1\"/test_canon.py \"$1\"/test_models.py -k 'torch or adam or rmsprop'"
                    ${RALLY_TORCH2_PYTHON} ${RALLY_PYTEST_DIR})
   set_tests_properties(python_torch2 PROPERTIES TIMEOUT 1200 LABELS "python")
+  # The numpy MLP make bench times beside Gloo (bench/torch.sh): at N = 2
+  # rally's weights equal Gloo's, with and without a death (the .venv's torch
+  # for Gloo; about 20 s).
+  add_test(NAME python_numpy_mlp
+           COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/jobs/numpy_mlp_test.sh ${CMAKE_BINARY_DIR}
+                   ${CMAKE_SOURCE_DIR} ${RALLY_TORCH2_PYTHON})
+  set_tests_properties(python_numpy_mlp PROPERTIES TIMEOUT 600 LABELS "python")
   # rally.spark on a real Spark (pyspark from PyPI in the same .venv, Java
   # from Debian; scripts/deps.sh): local-cluster[2,1,1024], a worker and an
   # executor JVM killed -9, a second job in the same snapshot directory, too
