@@ -12,6 +12,7 @@
 #   BENCH_PLAIN=0                     skip the plain collective (no ovh column, no overhead bars)
 #   BENCH_BAR_N=4                     the N the bars are checked at
 #   BENCH_QUICK=1                     fewer reps and no 64/256 MiB (a smoke test)
+#   BENCH_SIZES="8 65536 1048576 16777216 67108864"   only these sizes (bytes): the summary's
 #   BENCH_ROUNDS=2                    rounds of every column, A B B A (the summary's ranges)
 #   BENCH_ROBUST=0                    skip bench/robust.sh (recovery and checkpoint costs)
 #   BENCH_STARTUP=0                   skip bench/startup.sh (start-up at 256 and 1024 workers
@@ -100,6 +101,10 @@ if [ -n "${BENCH_QUICK:-}" ]; then
     SPECS="8:20 64:20 512:20 4096:20 65536:10 1048576:5 16777216:5"
 else # up to 4 KiB a rep is 50 calls in a row (bench_common.h)
     SPECS="8:200 64:200 512:200 4096:200 65536:100 1048576:30 16777216:10 67108864:7 268435456:5"
+fi
+if [ -n "${BENCH_SIZES:-}" ]; then # only these sizes, with their reps
+    SPECS=$(for sp in $SPECS; do case " $BENCH_SIZES " in *" ${sp%%:*} "*) printf '%s ' "$sp" ;; esac; done)
+    [ -n "$SPECS" ] || die "BENCH_SIZES=$BENCH_SIZES names none of the sizes measured"
 fi
 
 # --- launchers ---------------------------------------------------------------
