@@ -25,6 +25,7 @@
 #                                     checkpoint time, a whole host's recovery)
 #   BENCH_TIMEOUT=900                 seconds allowed for one program run
 #   BENCH_KMEANS=0, BENCH_TRAINERS=0  skip bench/kmeans.sh, bench/linear.sh + bench/gbdt.sh
+#   BENCH_GBDT=0                      skip bench/gbdt.sh alone
 #   BENCH_RAY=0                       skip bench/ray.sh (rally.ray beside Ray Train, a kill -9)
 #   BENCH_TORCH=0                     skip bench/torch.sh (rally.torch beside torch.distributed Gloo)
 #   BENCH_SPARK=0                     skip bench/spark.sh (rally.spark's GBDT beside xgboost.spark)
@@ -377,7 +378,7 @@ if [ "${BENCH_TRAINERS:-1}" != 0 ]; then
         export BENCH_GBDT_TREES=${BENCH_GBDT_TREES:-4}
     fi
     "$(dirname "$0")/linear.sh" "$BUILD"
-    "$(dirname "$0")/gbdt.sh" "$BUILD"
+    [ "${BENCH_GBDT:-1}" = 0 ] || "$(dirname "$0")/gbdt.sh" "$BUILD"
 fi
 # rally.ray beside Ray Train's restart from its checkpoint: the seconds from a
 # kill -9 to the job back in step (bench/ray.sh; BENCH_QUICK: one round;
