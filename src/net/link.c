@@ -65,20 +65,23 @@ static void relax(void)
  * and the pair, which has cores enough, takes turns on one: this thread
  * moves to another core (move_off), as a bound OpenMPI rank never has to.
  *
- * A yield is also a probe: one that handed the core to another thread (an
- * involuntary switch, getrusage) says the machine is crowded, and a
- * crowded machine is no place to spin.  There a yield costs the yielder
- * its place: the scheduler (EEVDF) pushes its deadline a slice further at
- * each, so a spin of yields ends with the thread behind every other on its
- * core when the peer's bytes come, where a thread that slept is woken at
- * once.  Measured here at load 30 on 2 cores: a numpy training step with
- * one allreduce took 3-11 ms spinning 50 us with yields against 0.6-1.4 ms
- * blocking at once (and 1.6-3 ms spinning 5 us).  So the wait that sees
- * it blocks at once, and for CROWDED_US after it every wait looks at its
- * links SPIN_TURNS times (a reply already on its way), without a yield,
- * then blocks. */
+ * A spin alone's yield is also a probe: one that handed the core to
+ * another thread (an involuntary switch, getrusage) says the machine is
+ * crowded, where a yield costs the yielder its place: the scheduler (EEVDF)
+ * pushes its deadline a slice further at each, so a spin of yields ends
+ * with the thread behind every other on its core when the peer's bytes
+ * come, where a thread that slept is woken at once.  Measured here at load
+ * 30 on 2 cores: a numpy training step with one allreduce took 3-11 ms
+ * spinning 50 us with yields against 0.6-1.4 ms blocking at once.  So the
+ * wait that sees it blocks at once, and for CROWDED_US after it every wait
+ * spins spin_us without a yield (the replies of a collective already under
+ * way come within it: a wait that gives its core up sooner makes the peer's
+ * next message a wake-up, 8 us for an 8-byte allreduce at N = 2 where the
+ * spin takes 0.4), then blocks.  Links that share their cores with the
+ * job's own ranks (N > cores) yield as before: there the yield hands the
+ * core to the peer that needs it. */
 enum { SPIN_TURNS = 64, SPIN_POLL_US = 100, SPIN_YIELD_CHECKS = 16, SPIN_MOVE_AFTER = 8 };
-enum { CROWDED_US = 50000, CROWDED_SPIN_US = 1 };
+enum { CROWDED_US = 50000 };
 static _Thread_local int yield_checks = SPIN_YIELD_CHECKS;
 static _Thread_local int shared_streak; /* yields in a row that the peer's bytes followed */
 static _Thread_local int64_t crowded_until; /* us: a yield handed our core away lately */
@@ -189,16 +192,14 @@ int rally__link_wait(const struct rally__interest *w, int n, const struct rally_
         return 1; /* already there: no clock read, no system call */
     if (spin_us > 0) {
         int64_t now = clock_us();
-        int crowded = now < crowded_until; /* a short look, no yield, then block */
-        if (crowded)
-            spin_us = CROWDED_SPIN_US;
-        else if (!yield && nlinks > 0 && spin_alone_us > spin_us)
-            spin_us = spin_alone_us; /* nobody needs our core: wait as OpenMPI does */
         /* pure: only memory is looked at and nobody needs our core, so the
          * clock, the poll and the yield come every SPIN_TURNS turns, not on
          * each: a turn is a look and a pause, and the clock read cost as
          * much as the rest of an 8-byte allreduce */
-        int pure = !hot && (!yield || crowded) && nlinks > 0;
+        int pure = !hot && !yield && nlinks > 0;
+        int crowded = pure && now < crowded_until; /* spin_us, no yield, then block */
+        if (!crowded && !yield && nlinks > 0 && spin_alone_us > spin_us)
+            spin_us = spin_alone_us; /* nobody needs our core: wait as OpenMPI does */
         int64_t until = now + spin_us, poll_at = now + SPIN_POLL_US;
         if (deadline != RALLY__NEVER && until > deadline * 1000)
             until = deadline * 1000; /* a long spin ends at the deadline too */
@@ -237,13 +238,16 @@ int rally__link_wait(const struct rally__interest *w, int n, const struct rally_
                 break;
             if (crowded) {
                 relax();
-            } else if (!pure || ++quiet >= yield_checks) {
-                /* the peer may be waiting for this very core: the scheduler
-                 * can put both on one even when there are enough */
+            } else if (!pure) { /* the peer may be waiting for this very core */
+                rally__wait_counts.yields++;
+                sched_yield();
+            } else if (++quiet >= yield_checks) {
+                /* the scheduler can put a pair on one core even when there
+                 * are enough */
                 if (yield_crowded(now) && !mem_ready(m, nm))
                     break;
                 quiet = 0;
-                yielded = pure;
+                yielded = 1;
             } else {
                 relax();
             }

@@ -150,9 +150,9 @@ struct rally__interest {
  * without news, or soon when a yield let the peer's bytes come: it shares
  * our core, and once that happens again and again this thread moves to
  * another core); a yield sooner gives the core to whatever else wants it.
- * A yield that another thread took the core for says the machine is
- * crowded: that wait blocks at once, and for a while (link.c, CROWDED_US)
- * every wait looks at its links briefly without yielding, then blocks.
+ * A spin alone's yield that another thread took the core at says the
+ * machine is crowded: that wait blocks at once, and for a while (link.c,
+ * CROWDED_US) every wait alone spins spin_us without yielding, then blocks.
  * Returns 1 when something is ready or a signal
  * interrupted the wait (*alarmed: whether the alarm is readable), 0 at the
  * deadline, -1 with e set when the wait itself failed.  Allocates
