@@ -382,9 +382,17 @@ shrink_first)
         fail "the shrink at the first checkpoint gave $(rdig "$tmp/out"), want $(rdig "$tmp/r4")"
     ;;
 snapshot)
+    # rank 2 dies in the second collective after checkpoint 4, not the
+    # first: that rank ended the first allreduce, which every rank had
+    # entered, so every rank had committed version 4 and taken its snapshot
+    # (pending till checkpoint 5's report) when the job went on without it.
+    # Dying in the first one, rank 2 can be past checkpoint 4 while others
+    # are still inside its acknowledgement, which they finish in the
+    # recovery: twice in some twenty loaded runs no snapshot of version 4
+    # was taken at all there (none void, none committed).
     snaps=$tmp/snaps
     elastic "$tmp/a" 0 8 6 --max-restarts 0 --snapshot-dir "$snaps" --snapshot-every 2 \
-        --keep-snapshots --snapshot-keep 100 "$mock" $KM rally_mock=2,4,0,0
+        --keep-snapshots --snapshot-keep 100 "$mock" $KM rally_mock=2,4,1,0
     cp "$tmp/a" "$tmp/out"
     has "$tmp/a" "^rally-run: rank 2 lost for good: going on with 7 workers from version 4$"
     has "$tmp/a" "snapshot: version 4 void: the job went on with 7 workers from version 4 before it was reported"
