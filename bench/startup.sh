@@ -52,8 +52,8 @@ echo "== start-up at scale: rally-run -n N of rally_init + one allreduce + rally
 for n in $ns; do
     load0=$(load1) gbs0=$(memcpy_gbs "$build")
     abba "$rounds" rally_s mpi_s >"$out/n$n"
-    load9=$(load1) gbs1=$(memcpy_gbs "$build")
-    echo "-- N = $n: load $load0 -> $load9, memcpy $gbs0 -> $gbs1 GB/s (min median max)"
+    load_after=$(load1) gbs1=$(memcpy_gbs "$build")
+    echo "-- N = $n: load $load0 -> $load_after, memcpy $gbs0 -> $gbs1 GB/s (min median max)"
     got_r=$(grep -c ' rally ' "$out/n$n" || true) got_m=$(grep -c ' mpi ' "$out/n$n" || true)
     row "rally-run -n $n" s "$out/n$n" rally
     if [ "$got_m" -gt 0 ]; then
@@ -73,7 +73,7 @@ for n in $ns; do
     x=$(spread "$out/n$n" mpi rally | awk '{ printf "%.2fx (%.2f-%.2f)", $2, $1, $3 }')
     peer=${med_m:-${mpi:+mpirun failed}}
     summary_row "start-up, $n workers" "${med_r:--}" "${peer:-no OpenMPI here}" "${x:--}" \
-        "load $load0 -> $load9, memcpy $gbs0 GB/s"
+        "load $load0 -> $load_after, memcpy $gbs0 GB/s"
     goal=3 # s: 1024 workers in under 3 s, 256 (and fewer) in under 1 s
     [ "$n" -gt 256 ] || goal=1
     target_row "start-up: rally-run -n $n of a trivial worker, on this machine" \

@@ -72,6 +72,36 @@ def grad(p, g, x, y):
     g[1][...] = d.sum(0)
 
 
+class MLP:
+    """The weights, their momentum and gradients, each one float32 array
+    (the gradients reduced in one call), with the layers as views."""
+
+    def __init__(self, hidden):
+        self.weights = np.random.default_rng(0).uniform(-0.1, 0.1, size(hidden)).astype(np.float32)
+        self.mom = np.zeros_like(self.weights)
+        self.grads = np.zeros_like(self.weights)
+        self.p, self.g = views(self.weights, hidden), views(self.grads, hidden)
+
+    def train(self, a, rank, n, start, reduce, ckpt):
+        """Steps start .. a.steps, reduce() summing the gradients over the
+        ranks, ckpt(step) after each; the seconds a step took."""
+        inv = np.float32(1.0 / n)
+        t0 = time.perf_counter()
+        for step in range(start, a.steps):
+            x, y = batch(rank, step, a.batch)
+            grad(self.p, self.g, x, y)
+            reduce()
+            self.grads *= inv
+            self.mom *= np.float32(0.9)
+            self.mom += self.grads
+            self.weights -= np.float32(0.05) * self.mom
+            ckpt(step + 1)
+        return (time.perf_counter() - t0) / max(1, a.steps - start)
+
+    def crc(self):
+        return "%08x" % zlib.crc32(self.weights.tobytes())
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=100)
@@ -80,59 +110,39 @@ def main():
     ap.add_argument("--gloo", action="store_true")
     ap.add_argument("--no-checkpoint", action="store_true")
     a = ap.parse_args([v for v in sys.argv[1:] if not v.startswith("rally_")])  # rally.init's
-    weights = np.random.default_rng(0).uniform(-0.1, 0.1, size(a.hidden)).astype(np.float32)
-    mom = np.zeros_like(weights)
-    grads = np.zeros_like(weights)
-    p, g = views(weights, a.hidden), views(grads, a.hidden)
+    m = MLP(a.hidden)
     if a.gloo:
         import torch
         import torch.distributed as dist
         torch.set_num_threads(1)
         dist.init_process_group("gloo")
-        rank, n = dist.get_rank(), dist.get_world_size()
-        tgrads = torch.from_numpy(grads)  # the same memory
-        took = run(a, rank, n, 0, weights, mom, grads, p, g, lambda: dist.all_reduce(tgrads),
-                   lambda step: None)
+        rank = dist.get_rank()
+        tgrads = torch.from_numpy(m.grads)  # the same memory
+        took = m.train(a, rank, dist.get_world_size(), 0, lambda: dist.all_reduce(tgrads),
+                       lambda step: None)
         if rank == 0:
             print("time per step %.6f s" % took, flush=True)
-            print("weights %08x" % zlib.crc32(weights.tobytes()), flush=True)
+            print("weights %s" % m.crc(), flush=True)
         dist.destroy_process_group()
         return
     import rally
     with rally.init() as r:
-        rank, n = r.rank(), r.world_size()
-        version, model = r.load_checkpoint()
+        _, model = r.load_checkpoint()
         start = 0
         if model is not None:
-            weights[...], mom[...], start = model["weights"], model["mom"], model["step"]
-        state = {"weights": weights, "mom": mom, "step": 0}
+            m.weights[...], m.mom[...], start = model["weights"], model["mom"], model["step"]
+        state = {"weights": m.weights, "mom": m.mom, "step": 0}
 
         def ckpt(step):
             state["step"] = step
             if not a.no_checkpoint:
                 r.lazy_checkpoint(state)
 
-        took = run(a, rank, n, start, weights, mom, grads, p, g,
-                   lambda: r.allreduce(grads, rally.SUM), ckpt)
-        if rank == 0:
+        took = m.train(a, r.rank(), r.world_size(), start,
+                       lambda: r.allreduce(m.grads, rally.SUM), ckpt)
+        if r.rank() == 0:
             r.tracker_print("time per step %.6f s" % took)
-            r.tracker_print("weights %08x" % zlib.crc32(weights.tobytes()))
-
-
-def run(a, rank, n, start, weights, mom, grads, p, g, reduce, ckpt):
-    """Steps start .. a.steps; the seconds a step took."""
-    inv = np.float32(1.0 / n)
-    t0 = time.perf_counter()
-    for step in range(start, a.steps):
-        x, y = batch(rank, step, a.batch)
-        grad(p, g, x, y)
-        reduce()
-        grads *= inv
-        mom *= np.float32(0.9)
-        mom += grads
-        weights -= np.float32(0.05) * mom
-        ckpt(step + 1)
-    return (time.perf_counter() - t0) / max(1, a.steps - start)
+            r.tracker_print("weights %s" % m.crc())
 
 
 if __name__ == "__main__":

@@ -292,19 +292,13 @@ static void shm_close(struct rally__link *l)
     l->t.p = NULL;
 }
 
-const struct rally__link_ops rally__shm_ops = {
-    .name = "shm",
-    .send = shm_send,
-    .recv = shm_recv,
-    .readable = shm_readable,
-    .peek = shm_peek,
-    .consume = shm_consume,
-    .handles = shm_handles,
-    .close = shm_close,
-    .ready = shm_ready,
-    .arm = shm_arm,
-    .woken = shm_woken,
-};
+/* The ops of every shm link; rally__shm_cma_ops adds peer_read (below). */
+#define SHM_OPS                                                                                    \
+    .name = "shm", .send = shm_send, .recv = shm_recv, .readable = shm_readable,                   \
+    .peek = shm_peek, .consume = shm_consume, .handles = shm_handles, .close = shm_close,          \
+    .ready = shm_ready, .arm = shm_arm, .woken = shm_woken
+
+const struct rally__link_ops rally__shm_ops = {SHM_OPS};
 
 /* --- reading the peer's memory ------------------------------------------------- */
 
@@ -339,20 +333,7 @@ int rally__shm_can_read(int pid)
     return pid > 0 && process_vm_readv(pid, &to, 1, &at, 1, 0) < 0 && errno == EFAULT;
 }
 
-const struct rally__link_ops rally__shm_cma_ops = {
-    .name = "shm",
-    .send = shm_send,
-    .recv = shm_recv,
-    .readable = shm_readable,
-    .peek = shm_peek,
-    .consume = shm_consume,
-    .handles = shm_handles,
-    .close = shm_close,
-    .ready = shm_ready,
-    .arm = shm_arm,
-    .woken = shm_woken,
-    .peer_read = shm_peer_read,
-};
+const struct rally__link_ops rally__shm_cma_ops = {SHM_OPS, .peer_read = shm_peer_read};
 
 /* --- the segment ----------------------------------------------------------------- */
 
